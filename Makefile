@@ -1,0 +1,45 @@
+# vectorlog: `make help` lists the targets.
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run run-kafka test test-all bench lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null || { echo "python3.11 is required"; exit 1; }
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@bash infra/ensure_java.sh
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install vectorlog with its dev tools (idempotent)
+
+run: install ## start the embedded default (RocksDB log under ./vectorlog-data) and run the demo
+	$(BIN)/python -m vectorlog.demo --uri ./vectorlog-data
+
+run-kafka: install ## run the same demo on the Kafka backend, against the broker from infra/
+	$(BIN)/python -m infra.broker --run -- $(BIN)/python -m vectorlog.demo --uri kafka://{bootstrap}
+
+test: install ## run the test suite on both log backends (the broker is started by the fixture)
+	$(BIN)/python -m pytest -q
+
+test-all: install ## the suite plus the slow soak/crash tests
+	$(BIN)/python -m pytest -q -m ''
+
+bench: install ## benchmarks; results land in benchmarks/results/*.json
+	$(BIN)/python -m benchmarks.ingest
+
+lint: install ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy streams processors schemas infra vectorlog
+
+clean: ## remove the venv and local data
+	rm -rf $(VENV) vectorlog-data .pytest_cache .mypy_cache

@@ -1,0 +1,49 @@
+"""Errors a user of vectorlog sees, rooted in `VectorlogError`; each names the offending thing."""
+
+from __future__ import annotations
+
+
+class VectorlogError(Exception):
+    """Base of every error vectorlog raises to its users."""
+
+
+class InvalidArgument(VectorlogError, ValueError):
+    """A request is malformed; nothing was written."""
+
+
+class InvalidName(InvalidArgument):
+    def __init__(self, kind: str, name: object) -> None:
+        super().__init__(
+            f"invalid {kind} name {name!r}: must match [A-Za-z_][A-Za-z0-9_]{{0,254}}"
+        )
+        self.name = name
+
+
+class SchemaMismatch(InvalidArgument):
+    """Rows do not fit the collection's schema (names the field and the row)."""
+
+
+class CollectionNotFound(VectorlogError, KeyError):
+    def __init__(self, name: object) -> None:
+        super().__init__(f"collection {name!r} does not exist")
+        self.name = name
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CollectionExists(VectorlogError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"collection {name!r} already exists")
+        self.name = name
+
+
+class ConsistencyTimeout(VectorlogError, TimeoutError):
+    """The query node's tsafe did not reach the guarantee timestamp in time."""
+
+    def __init__(self, guarantee_ts: int, tsafe: int, timeout: float) -> None:
+        super().__init__(
+            f"timed out after {timeout:.1f}s waiting for the query node to catch up to "
+            f"ts {guarantee_ts} (its tsafe is {tsafe}); the log may be unreachable or lagging"
+        )
+        self.guarantee_ts, self.tsafe = guarantee_ts, tsafe

@@ -1,0 +1,174 @@
+"""The data model shared by every processor: data types, field and collection schemas, names.
+
+Collections have exactly one primary key (INT64 or VARCHAR, optionally auto_id), exactly one
+FLOAT_VECTOR field (dim, metric L2/IP/COSINE), and scalar INT64, DOUBLE, BOOL, VARCHAR, JSON
+fields. User fields get ids from 100; row id (0) and timestamp (1) are system fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from processors.errors import InvalidArgument, InvalidName
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
+MAX_DIM = 32_768
+MAX_VARCHAR = 65_535
+METRICS = ("L2", "IP", "COSINE")
+
+
+class DataType(enum.Enum):
+    BOOL = "BOOL"
+    INT64 = "INT64"
+    DOUBLE = "DOUBLE"
+    VARCHAR = "VARCHAR"
+    JSON = "JSON"
+    FLOAT_VECTOR = "FLOAT_VECTOR"
+
+
+def check_name(kind: str, name: object) -> str:
+    """Returns `name` if it is a valid identifier. Raises InvalidName naming it."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise InvalidName(kind, name)
+    return name
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """One field. `dim`/`metric_type` for vectors, `max_length` for VARCHAR."""
+
+    name: str
+    dtype: DataType
+    is_primary: bool = False
+    auto_id: bool = False
+    dim: int | None = None
+    metric_type: str | None = None
+    max_length: int | None = None
+    description: str = ""
+    field_id: int = 0
+
+    def validate(self) -> None:
+        """Raises InvalidArgument naming this field if its settings are inconsistent."""
+        check_name("field", self.name)
+        if not isinstance(self.dtype, DataType):
+            raise InvalidArgument(f"field {self.name!r}: unknown data type {self.dtype!r}")
+        if self.is_primary and self.dtype not in (DataType.INT64, DataType.VARCHAR):
+            raise InvalidArgument(f"primary key {self.name!r} must be INT64 or VARCHAR")
+        if self.auto_id and not self.is_primary:
+            raise InvalidArgument(f"auto_id is only valid on the primary key, not {self.name!r}")
+        if self.dtype is DataType.FLOAT_VECTOR:
+            self._validate_vector()
+        if self.dtype is DataType.VARCHAR and not (
+            isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
+        ):
+            raise InvalidArgument(f"field {self.name!r}: max_length must be 1..{MAX_VARCHAR}")
+
+    def _validate_vector(self) -> None:
+        if not isinstance(self.dim, int) or isinstance(self.dim, bool) or not (
+            0 < self.dim <= MAX_DIM
+        ):
+            raise InvalidArgument(f"vector field {self.name!r}: dim must be 1..{MAX_DIM}")
+        if self.metric_type not in METRICS:
+            raise InvalidArgument(
+                f"vector field {self.name!r}: metric_type {self.metric_type!r} not in {METRICS}"
+            )
+
+    def to_avro(self) -> dict[str, Any]:
+        params = {k: str(v) for k, v in (("dim", self.dim), ("metric_type", self.metric_type),
+                                         ("max_length", self.max_length)) if v is not None}
+        return {"field_id": self.field_id, "name": self.name, "data_type": self.dtype.value,
+                "is_primary_key": self.is_primary, "auto_id": self.auto_id, "params": params,
+                "description": self.description}
+
+    @classmethod
+    def from_avro(cls, d: dict[str, Any]) -> FieldSchema:
+        p = d.get("params") or {}
+        return cls(d["name"], DataType(d["data_type"]), d["is_primary_key"], d["auto_id"],
+                   int(p["dim"]) if "dim" in p else None, p.get("metric_type"),
+                   int(p["max_length"]) if "max_length" in p else None,
+                   d.get("description", ""), d["field_id"])
+
+
+@dataclass(frozen=True)
+class CollectionSchema:
+    """The fields of a collection, validated as a whole by `validated()`."""
+
+    fields: tuple[FieldSchema, ...]
+    description: str = ""
+    name: str = ""
+
+    def validated(self) -> CollectionSchema:
+        """Returns a copy with field ids assigned. Raises InvalidArgument naming the problem."""
+        names = [f.name for f in self.fields]
+        for f in self.fields:
+            f.validate()
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup:
+            raise InvalidArgument(f"duplicate field {dup!r}")
+        self._require_one("primary key", [f for f in self.fields if f.is_primary])
+        self._require_one("FLOAT_VECTOR field",
+                          [f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR])
+        fields = tuple(replace(f, field_id=FIRST_USER_FIELD + i) for i, f in enumerate(self.fields))
+        return replace(self, fields=fields)
+
+    @staticmethod
+    def _require_one(what: str, found: list[FieldSchema]) -> None:
+        if len(found) != 1:
+            raise InvalidArgument(f"a collection needs exactly one {what}, got {len(found)}")
+
+    @property
+    def primary(self) -> FieldSchema:
+        return next(f for f in self.fields if f.is_primary)
+
+    @property
+    def vector(self) -> FieldSchema:
+        return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+
+    def field(self, name: str) -> FieldSchema:
+        """Returns the field called `name`. Raises InvalidArgument naming it."""
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise InvalidArgument(f"field {name!r} does not exist")
+
+    def to_avro(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "fields": [f.to_avro() for f in self.fields]}
+
+    @classmethod
+    def from_avro(cls, d: dict[str, Any]) -> CollectionSchema:
+        return cls(tuple(FieldSchema.from_avro(f) for f in d["fields"]),
+                   d.get("description", ""), d.get("name", ""))
+
+
+def quick_schema(
+    dimension: int, metric_type: str = "COSINE", auto_id: bool = False,
+    primary_field: str = "id", vector_field: str = "vector", id_type: str = "int",
+    max_length: int = MAX_VARCHAR,
+) -> CollectionSchema:
+    """Returns MilvusClient's quick-setup schema: a primary key and one vector field."""
+    pk_type = DataType.VARCHAR if id_type in ("str", "string", "varchar") else DataType.INT64
+    pk = FieldSchema(primary_field, pk_type, is_primary=True, auto_id=auto_id,
+                     max_length=max_length if pk_type is DataType.VARCHAR else None)
+    vec = FieldSchema(vector_field, DataType.FLOAT_VECTOR, dim=dimension,
+                      metric_type=(metric_type or "COSINE").upper())
+    return CollectionSchema((pk, vec))
+
+
+@dataclass
+class CollectionInfo:
+    """What rootcoord knows of one live collection."""
+
+    collection_id: int
+    name: str
+    schema: CollectionSchema
+    shards_num: int
+    vchannels: list[str]
+    pchannels: list[int]
+    created_ts: int
+    partitions: dict[str, int] = field(default_factory=dict)
+    properties: dict[str, str] = field(default_factory=dict)

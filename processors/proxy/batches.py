@@ -1,0 +1,82 @@
+"""Turning validated columns into RowsInserted/RowsDeleted events: routing rows to vchannels by
+primary-key hash, and splitting batches so no record exceeds the maximum message size."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from processors.errors import InvalidArgument
+from processors.model import CollectionInfo, CollectionSchema, DataType
+from processors.querynode.columns import encode_column
+from schemas.serde import Event, EventSerde
+from streams.channels import shard_of
+from streams.log.base import Append
+
+ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
+
+
+def take(col: Any, idx: np.ndarray) -> Any:
+    """Returns the rows `idx` of a column (numpy array or list)."""
+    return col[idx] if isinstance(col, np.ndarray) else [col[i] for i in idx]
+
+
+def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
+    """Returns an estimate of one row's encoded size in bytes."""
+    size = 0
+    for f in schema.fields:
+        if f.dtype is DataType.FLOAT_VECTOR:
+            size += 4 * (f.dim or 0)
+        elif f.dtype in (DataType.VARCHAR, DataType.JSON):
+            size += 8 + sum(len(str(v)) for v in cols[f.name]) // max(1, n)
+        else:
+            size += 10
+    return size
+
+
+def split_by_shard(info: CollectionInfo, pks: Any) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (shard, row indices) for every shard that receives rows."""
+    n = len(pks)
+    if info.shards_num == 1:
+        yield 0, np.arange(n)
+        return
+    shards = shard_of(pks, info.shards_num)
+    for s in range(info.shards_num):
+        idx = np.nonzero(shards == s)[0]
+        if len(idx):
+            yield s, idx
+
+
+def insert_events(
+    info: CollectionInfo, cols: dict[str, Any], n: int, body: dict[str, Any], ts: int,
+    vchannel: str, serde: EventSerde, limit: int,
+) -> list[bytes]:
+    """Returns the encoded RowsInserted events of one vchannel's rows, each <= `limit` bytes.
+
+    Raises InvalidArgument if a single row does not fit in a message.
+    """
+    def encode(lo: int, hi: int) -> list[bytes]:
+        idx = np.arange(lo, hi)
+        columns = [{"field_id": f.field_id, "field_name": f.name,
+                    "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim)}
+                   for f in info.schema.fields]
+        event = Event("RowsInserted", ts, {**body, "num_rows": hi - lo,
+                                           "first_row_id": body["first_row_id"] + lo,
+                                           "columns": columns}, info.collection_id, vchannel)
+        data = serde.encode(event)
+        if len(data) <= limit:
+            return [data]
+        if hi - lo == 1:
+            raise InvalidArgument(f"row {lo} encodes to {len(data)} bytes, over the "
+                                  f"maximum message size {limit}")
+        mid = (lo + hi) // 2
+        return encode(lo, mid) + encode(mid, hi)
+
+    per = max(1, (limit - ENVELOPE_SLACK) // max(1, row_bytes(info.schema, cols, n)))
+    return [d for lo in range(0, n, per) for d in encode(lo, min(n, lo + per))]
+
+
+def appends(pchannel: int, payloads: list[bytes]) -> list[Append]:
+    return [Append(pchannel, p) for p in payloads]

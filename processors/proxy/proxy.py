@@ -1,0 +1,181 @@
+"""The proxy (seed 001 s.6, seed 004): the entry of DML and reads.
+
+Insert: validate rows against the schema (nothing is written on error), assign auto_id keys
+and row ids, stamp one ts for the whole batch, route rows to vchannels by primary-key hash,
+take segment assignments, and append the RowsInserted events to the dml pchannels; the call
+returns only after the log acknowledged every record. Reads resolve a guarantee ts, wait for
+the query node's tsafe, and read at that ts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from processors.datacoord.segments import SegmentAllocator
+from processors.errors import InvalidArgument
+from processors.model import CollectionInfo, DataType
+from processors.proxy import validation as v
+from processors.proxy.batches import insert_events, row_bytes, split_by_shard, take
+from processors.proxy.consistency import guarantee_ts
+from processors.querynode.columns import encode_column
+from processors.querynode.querynode import QueryNode
+from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
+from processors.rootcoord.timesync import TickSource, Ticker
+from schemas.serde import Event
+from streams.log.base import Append, Log
+from streams.topics import Serdes
+
+MAX_TOPK = 16_384
+
+
+class Proxy:
+    """Serves insert, delete, search and get for one process."""
+
+    def __init__(
+        self, name: str, rootcoord: RootCoord, querynode: QueryNode, log: Log, serdes: Serdes,
+        ticker: Ticker, read_timeout: float = 30.0,
+    ) -> None:
+        self.rc, self.qn, self.log, self.ticker = rootcoord, querynode, log, ticker
+        self.topic = rootcoord.topics.dml
+        self.serde = serdes.for_topic(self.topic)
+        self.source = rootcoord.source_barrier.register(TickSource(name, rootcoord.tso))
+        self.segments = SegmentAllocator(lambda: rootcoord.ids.allocate())
+        self.read_timeout = read_timeout
+
+    # -- writes ----------------------------------------------------------------------------
+    def insert(self, name: str, rows: Any, partition_name: str | None = None) -> dict[str, Any]:
+        """Inserts rows; returns {insert_count, ids, timestamp} once durable on the log."""
+        info = self.rc.meta.get(name)
+        partition = self._partition(info, partition_name)
+        cols = v.rows_to_columns(info.schema, rows)
+        n = len(rows) if not isinstance(rows, dict) else 1
+        pks = self._primary_keys(info, cols, n)
+        first_row_id = self.rc.ids.allocate(n)
+        per_row = row_bytes(info.schema, cols, n)
+        with self.source.stamp() as ts:
+            records = []
+            for shard, idx in split_by_shard(info, pks):
+                records += self._shard_records(info, partition, shard, idx, cols, first_row_id,
+                                               per_row, ts)
+            self.log.append(self.topic, records)
+        ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
+        return {"insert_count": n, "ids": ids, "timestamp": ts}
+
+    def _primary_keys(self, info: CollectionInfo, cols: dict[str, Any], n: int) -> Any:
+        pk = info.schema.primary
+        if pk.auto_id:
+            first = self.rc.ids.allocate(n)
+            keys = np.arange(first, first + n, dtype=np.int64)
+            cols[pk.name] = keys if pk.dtype is DataType.INT64 else [str(k) for k in keys]
+        else:
+            v.check_unique(pk, cols[pk.name])
+        return cols[pk.name]
+
+    def _shard_records(
+        self, info: CollectionInfo, partition: int, shard: int, idx: np.ndarray,
+        cols: dict[str, Any], first_row_id: int, per_row: int, ts: int,
+    ) -> list[Append]:
+        vch, pch = info.vchannels[shard], info.pchannels[shard]
+        sub = {k: take(c, idx) for k, c in cols.items()}
+        out, lo = [], 0
+        for seg, count in self.segments.assign(info.collection_id, partition, vch, len(idx),
+                                               per_row):
+            part = {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
+            body = {"collection_id": info.collection_id, "partition_id": partition,
+                    "segment_id": seg, "first_row_id": first_row_id + lo}
+            for data in insert_events(info, part, count, body, ts, vch, self.serde,
+                                      self.log.max_message_bytes):
+                out.append(Append(pch, data))
+            lo += count
+        return out
+
+    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> dict[str, Any]:
+        """Deletes rows by primary key; returns {delete_count, timestamp} once durable."""
+        info = self.rc.meta.get(name)
+        partition = -1 if partition_name is None else self._partition(info, partition_name)
+        pk = info.schema.primary
+        keys = v.primary_keys(pk, ids)
+        with self.source.stamp() as ts:
+            records = []
+            for shard, idx in split_by_shard(info, keys):
+                col = encode_column(pk.dtype, take(keys, idx))
+                body = {"collection_id": info.collection_id, "partition_id": partition,
+                        "num_rows": len(idx), "primary_keys": col}
+                event = Event("RowsDeleted", ts, body, info.collection_id, info.vchannels[shard])
+                records.append(Append(info.pchannels[shard], self.serde.encode(event)))
+            self.log.append(self.topic, records)
+        return {"delete_count": len(keys), "timestamp": ts}
+
+    def _partition(self, info: CollectionInfo, name: str | None) -> int:
+        name = name or DEFAULT_PARTITION
+        if name not in info.partitions:
+            raise InvalidArgument(f"partition {name!r} does not exist in {info.name!r}")
+        return info.partitions[name]
+
+    # -- reads -----------------------------------------------------------------------------
+    def read_ts(self, info: CollectionInfo, level: str, session_ts: int, as_of: int | None,
+                timeout: float | None) -> int:
+        """Waits until the query node can read `info` at the guarantee ts; returns that ts."""
+        ts = guarantee_ts(level, self.rc.tso, session_ts, as_of)
+        if ts is None:
+            return self.qn.tsafe_of(info.pchannels)
+        self.ticker.request()
+        self.qn.wait(info.pchannels, ts, self.read_timeout if timeout is None else timeout)
+        return ts
+
+    def search(
+        self, name: str, data: Any, limit: int = 10, output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None, consistency_level: str = "Strong",
+        session_ts: int = 0, as_of: int | None = None, timeout: float | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
+        info = self.rc.meta.get(name, as_of)
+        queries = self._queries(info, data)
+        if not isinstance(limit, int) or not 0 < limit <= MAX_TOPK:
+            raise InvalidArgument(f"limit must be 1..{MAX_TOPK}, not {limit!r}")
+        fields = self._output_fields(info, output_fields, default=[])
+        parts = self._partitions(info, partition_names)
+        ts = self.read_ts(info, consistency_level, session_ts, as_of, timeout)
+        replica = self.qn.replica(info.collection_id, name)
+        return replica.search(queries, limit, ts, parts, fields)
+
+    def get(
+        self, name: str, ids: Any, output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None, consistency_level: str = "Strong",
+        session_ts: int = 0, as_of: int | None = None, timeout: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the entities with the given primary keys that are visible."""
+        info = self.rc.meta.get(name, as_of)
+        keys = v.primary_keys(info.schema.primary, ids)
+        fields = self._output_fields(info, output_fields, default=None)
+        ts = self.read_ts(info, consistency_level, session_ts, as_of, timeout)
+        keys = keys.tolist() if isinstance(keys, np.ndarray) else keys
+        return self.qn.replica(info.collection_id, name).get(keys, ts, fields)
+
+    def count(self, name: str, consistency_level: str = "Strong", session_ts: int = 0,
+              as_of: int | None = None) -> int:
+        """Returns the number of rows visible at the read's guarantee ts."""
+        info = self.rc.meta.get(name, as_of)
+        ts = self.read_ts(info, consistency_level, session_ts, as_of, None)
+        return self.qn.replica(info.collection_id, name).count(ts)
+
+    def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
+        if isinstance(data, np.ndarray) and data.ndim == 1:
+            data = data[None, :]
+        try:
+            return v.vectors(info.schema.vector, list(data))
+        except v.SchemaMismatch as exc:
+            raise InvalidArgument(f"search data: {exc}") from None
+
+    def _output_fields(self, info: CollectionInfo, fields: list[str] | None,
+                       default: list[str] | None) -> list[str]:
+        if fields is None:
+            return default if default is not None else [f.name for f in info.schema.fields]
+        for f in fields:
+            info.schema.field(f)
+        return list(fields)
+
+    def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
+        return None if not names else [self._partition(info, n) for n in names]

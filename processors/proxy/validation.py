@@ -1,0 +1,147 @@
+"""Validation of insert/delete requests against a collection's schema, before anything is written.
+
+Rows (MilvusClient style: a list of dicts) become typed columns. Every error names the field
+and the row index that is wrong: a missing or unknown field, a wrong type, a vector of the
+wrong dimension or with a NaN, an over-long string, a primary key given to an auto_id field,
+a primary key repeated within the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from processors.errors import SchemaMismatch
+from processors.model import CollectionSchema, DataType, FieldSchema
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+Columns = dict[str, Any]
+
+
+def rows_to_columns(schema: CollectionSchema, rows: Sequence[dict[str, Any]]) -> Columns:
+    """Returns {field name: values} for every user-supplied field. Raises SchemaMismatch."""
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not isinstance(rows, Sequence) or not rows:
+        raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
+    expected = {f.name for f in schema.fields if not (f.is_primary and f.auto_id)}
+    _check_keys(schema, rows, expected)
+    return {f.name: _column(f, [r[f.name] for r in rows]) for f in schema.fields
+            if f.name in expected}
+
+
+def _check_keys(schema: CollectionSchema, rows: Sequence[Any], expected: set[str]) -> None:
+    pk = schema.primary
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise SchemaMismatch(f"row {i} is a {type(row).__name__}, not a dict")
+        if row.keys() == expected:
+            continue
+        if pk.auto_id and pk.name in row:
+            raise SchemaMismatch(f"row {i}: primary key {pk.name!r} is auto_id; do not supply it")
+        missing = sorted(expected - row.keys())
+        if missing:
+            raise SchemaMismatch(f"row {i}: missing field(s) {missing}")
+        raise SchemaMismatch(f"row {i}: unknown field(s) {sorted(row.keys() - expected)}")
+
+
+def _column(f: FieldSchema, values: list[Any]) -> Any:
+    if f.dtype is DataType.FLOAT_VECTOR:
+        return vectors(f, values)
+    if f.dtype is DataType.INT64:
+        return _ints(f, values)
+    if f.dtype is DataType.DOUBLE:
+        return _checked(f, values, lambda v: isinstance(v, (int, float, np.number))
+                        and not isinstance(v, (bool, np.bool_)), "a number", np.float64)
+    if f.dtype is DataType.BOOL:
+        return _checked(f, values, lambda v: isinstance(v, (bool, np.bool_)), "a bool", bool)
+    if f.dtype is DataType.VARCHAR:
+        return _strings(f, values)
+    return _json(f, values)
+
+
+def _checked(f: FieldSchema, values: list[Any], ok: Any, what: str, dtype: Any) -> np.ndarray:
+    for i, v in enumerate(values):
+        if not ok(v):
+            raise SchemaMismatch(f"row {i}: field {f.name!r} must be {what}, got {v!r}")
+    return np.asarray(values, dtype=dtype)
+
+
+def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind == "i" and arr.ndim == 1:
+        return arr.astype(np.int64)
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise SchemaMismatch(f"row {i}: field {f.name!r} must be an INT64, got {v!r}")
+        if not INT64_MIN <= int(v) <= INT64_MAX:
+            raise SchemaMismatch(f"row {i}: field {f.name!r} value {v} is outside INT64")
+    return np.asarray([int(v) for v in values], dtype=np.int64)
+
+
+def _strings(f: FieldSchema, values: list[Any]) -> list[str]:
+    limit = f.max_length or 65_535
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise SchemaMismatch(f"row {i}: field {f.name!r} must be a string, got {v!r}")
+        if len(v) > limit:
+            raise SchemaMismatch(f"row {i}: field {f.name!r} is {len(v)} chars, max {limit}")
+    return values
+
+
+def _json(f: FieldSchema, values: list[Any]) -> list[Any]:
+    for i, v in enumerate(values):
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise SchemaMismatch(f"row {i}: field {f.name!r} is not JSON: {exc}") from None
+    return values
+
+
+def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
+    """Returns an (n, dim) float32 array. Raises SchemaMismatch naming the bad row."""
+    try:
+        arr = np.asarray(values, dtype=np.float32)
+    except (ValueError, TypeError):
+        arr = None
+    if arr is None or arr.ndim != 2 or arr.shape[1] != f.dim:
+        raise SchemaMismatch(_bad_vector(f, values))
+    if not np.isfinite(arr).all():
+        row = int(np.where(~np.isfinite(arr).all(axis=1))[0][0])
+        raise SchemaMismatch(f"row {row}: vector field {f.name!r} has a NaN or infinite value")
+    return arr
+
+
+def _bad_vector(f: FieldSchema, values: list[Any]) -> str:
+    for i, v in enumerate(values):
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+            return f"row {i}: vector field {f.name!r} must be a list of {f.dim} floats, got {v!r}"
+        if len(v) != f.dim:
+            return f"row {i}: vector field {f.name!r} has dim {len(v)}, expected {f.dim}"
+        if not all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) for x in v):
+            return f"row {i}: vector field {f.name!r} must hold numbers only"
+    return f"vector field {f.name!r}: values are not an (n, {f.dim}) array of floats"
+
+
+def primary_keys(f: FieldSchema, ids: Any) -> Any:
+    """Returns validated primary keys (int64 array or list of str). Raises SchemaMismatch."""
+    if isinstance(ids, (int, str, np.integer)):
+        ids = [ids]
+    ids = list(ids)
+    if not ids:
+        raise SchemaMismatch(f"no primary keys given for {f.name!r}")
+    if f.dtype is DataType.INT64:
+        return _ints(f, ids)
+    return _strings(f, ids)
+
+
+def check_unique(pk: FieldSchema, keys: Any) -> None:
+    """Raises SchemaMismatch if a primary key repeats within one request."""
+    seen: set[Any] = set()
+    for i, k in enumerate(keys.tolist() if isinstance(keys, np.ndarray) else keys):
+        if k in seen:
+            raise SchemaMismatch(f"row {i}: primary key {pk.name!r} value {k!r} repeats")
+        seen.add(k)

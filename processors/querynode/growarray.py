@@ -1,0 +1,28 @@
+"""An append-only numpy array with amortized O(1) appends."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class GrowArray:
+    """A 1-d numpy array that grows by doubling; `view()` is the filled part."""
+
+    def __init__(self, dtype: np.dtype | type, capacity: int = 1024) -> None:
+        self._buf = np.empty(capacity, dtype=dtype)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self._n + len(values)
+        if need > len(self._buf):
+            grown = np.empty(max(need, 2 * len(self._buf)), dtype=self._buf.dtype)
+            grown[: self._n] = self._buf[: self._n]
+            self._buf = grown
+        self._buf[self._n : need] = values
+        self._n = need
+
+    def view(self) -> np.ndarray:
+        return self._buf[: self._n]

@@ -1,0 +1,134 @@
+"""The query node (seed 001 s.8): growing segments from the dml log, tsafe, reads at a timestamp.
+
+It consumes every pchannel of the dml topic through the tick-aligned msgstream and applies
+each pack in ts order: CollectionCreated/Dropped (broadcast DDL), RowsInserted, RowsDeleted.
+After a pack it advances that pchannel's tsafe to the pack's tick; a read at T waits until
+the tsafe of every pchannel of the collection reaches T. Its state is a derived view rebuilt
+from the log at start; an event it cannot apply goes to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from processors.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
+from processors.model import CollectionSchema
+from processors.querynode.columns import column_kind, decode_column
+from processors.querynode.replica import Replica
+from schemas.serde import Event
+from streams.deadletter import DeadLetterWriter
+from streams.log.base import Log, Record
+from streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from streams.topics import Serdes, Topics
+
+log = logging.getLogger(__name__)
+
+
+class QueryNode:
+    """Serves reads for every collection in the dml topic."""
+
+    def __init__(self, log: Log, topics: Topics, serdes: Serdes, name: str = "querynode") -> None:
+        self._serde = serdes.for_topic(topics.dml)
+        self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
+        start = {p: StreamPosition() for p in range(topics.dml_partitions)}
+        self._stream = TtMsgStream(log, topics.dml, start, self._serde, self._dead_letter)
+        self.tsafe = [0] * topics.dml_partitions
+        self.replicas: dict[int, Replica] = {}
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.failure: Exception | None = None
+        self._handlers: dict[str, Callable[[Event], None]] = {
+            "CollectionCreated": self._created, "CollectionDropped": self._dropped,
+            "RowsInserted": self._inserted, "RowsDeleted": self._deleted,
+        }
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._stream.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for pack in self._stream.consume(timeout=0.05):
+                    self.apply(pack)
+            except Exception as exc:  # the log failed: report it to readers, retry
+                log.warning("query node consume failed: %s", exc)
+                with self._cond:
+                    self.failure = exc
+                    self._cond.notify_all()
+                time.sleep(0.5)
+
+    # -- applying -------------------------------------------------------------------------
+    def apply(self, pack: MsgPack) -> None:
+        """Applies one pack's events in ts order, then advances that pchannel's tsafe."""
+        for event in pack.events:
+            handler = self._handlers.get(event.type)
+            try:
+                if handler:
+                    handler(event)
+            except (VectorlogError, ValueError, KeyError, TypeError) as exc:
+                self._reject(event, f"{type(exc).__name__}: {exc}")
+        with self._cond:
+            self.tsafe[pack.partition] = pack.end_ts
+            self.failure = None
+            self._cond.notify_all()
+
+    def _reject(self, event: Event, reason: str) -> None:
+        partition, offset = event.source or (-1, -1)
+        rec = Record("dml", partition, offset, self._serde.encode(event))
+        self._dead_letter(rec, reason)
+
+    def _created(self, event: Event) -> None:
+        cid = event.body["collection_id"]
+        if cid not in self.replicas:
+            self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
+
+    def _dropped(self, event: Event) -> None:
+        self.replicas.pop(event.body["collection_id"], None)
+
+    def _inserted(self, event: Event) -> None:
+        replica = self.replicas.get(event.body["collection_id"])
+        if replica is not None:  # rows of a dropped collection are ignored
+            replica.insert(event.ts, event.body)
+
+    def _deleted(self, event: Event) -> None:
+        replica = self.replicas.get(event.body["collection_id"])
+        if replica is None:
+            return
+        col = event.body["primary_keys"]
+        pks = decode_column(col, event.body["num_rows"])
+        if column_kind(col)[0] == "Int64Column":
+            pks = pks.tolist()
+        replica.delete(event.ts, pks)
+
+    # -- reading -----------------------------------------------------------------------------
+    def tsafe_of(self, pchannels: list[int]) -> int:
+        """Returns the ts up to which every given pchannel has been applied."""
+        with self._cond:
+            return min(self.tsafe[p] for p in pchannels)
+
+    def wait(self, pchannels: list[int], ts: int, timeout: float) -> None:
+        """Returns once every pchannel's tsafe >= ts. Raises ConsistencyTimeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while min(self.tsafe[p] for p in pchannels) < ts:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ConsistencyTimeout(ts, min(self.tsafe[p] for p in pchannels), timeout)
+                self._cond.wait(min(left, 0.5))
+
+    def replica(self, collection_id: int, name: Any = None) -> Replica:
+        """Returns the collection's replica. Raises CollectionNotFound."""
+        try:
+            return self.replicas[collection_id]
+        except KeyError:
+            raise CollectionNotFound(name if name is not None else collection_id) from None

@@ -1,0 +1,163 @@
+"""The growing data of one collection on a query node, readable as of any timestamp.
+
+Every row has an insert ts and a superseded ts (max until a later insert or delete of the
+same primary key). A row is visible at T iff `insert_ts <= T < superseded_ts` (DESIGN.md
+s.6): a delete of a key at D hides inserts of it before D; a re-insert (upsert) hides the
+older row from its ts on. Exact top-k runs on a faiss flat index, with rows not visible at T
+(or outside the requested partitions) excluded through an ID-selector bitmap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import threading
+from typing import Any
+
+import faiss
+import numpy as np
+
+from processors.errors import InvalidArgument
+from processors.model import CollectionSchema, DataType
+from processors.querynode.columns import decode_column
+from processors.querynode.growarray import GrowArray
+
+NEVER = np.uint64(np.iinfo(np.uint64).max)
+
+
+def _flat_index(dim: int, metric: str) -> faiss.Index:
+    return faiss.IndexFlatL2(dim) if metric == "L2" else faiss.IndexFlatIP(dim)
+
+
+class Replica:
+    """Rows of one collection from every vchannel this node consumes."""
+
+    def __init__(self, collection_id: int, schema: CollectionSchema) -> None:
+        self.collection_id, self.schema = collection_id, schema
+        self.pk_name, self.vec = schema.primary.name, schema.vector
+        self.metric = self.vec.metric_type or "L2"
+        self.index = _flat_index(self.vec.dim or 0, self.metric)
+        self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
+        self._part = GrowArray(np.int64)
+        self._pks: list[Any] = []
+        self._rows: dict[Any, list[int]] = {}
+        self._scalars: dict[str, list[Any]] = {
+            f.name: [] for f in schema.fields if f.dtype is not DataType.FLOAT_VECTOR
+        }
+        self._originals: list[np.ndarray] = []  # COSINE: the inserted (unnormalized) batches
+        self._starts: list[int] = []
+        self.lock = threading.RLock()
+
+    # -- applying events ------------------------------------------------------------
+    def insert(self, ts: int, body: dict[str, Any]) -> None:
+        """Applies a RowsInserted body at `ts`. Raises ValueError/InvalidArgument untouched."""
+        n = body["num_rows"]
+        cols = {c["field_name"]: decode_column(c["column"], n) for c in body["columns"]}
+        missing = [f.name for f in self.schema.fields if f.name not in cols]
+        if missing:
+            raise InvalidArgument(f"RowsInserted lacks field(s) {missing}")
+        vectors = np.ascontiguousarray(cols[self.vec.name], dtype=np.float32)
+        if vectors.shape[1] != self.vec.dim:
+            raise InvalidArgument(f"vector dim {vectors.shape[1]} != schema dim {self.vec.dim}")
+        with self.lock:
+            if self.metric == "COSINE":
+                self._starts.append(len(self._pks))
+                self._originals.append(vectors)
+                vectors = vectors.copy()
+                faiss.normalize_L2(vectors)
+            self._append(ts, body["partition_id"], cols, vectors, n)
+
+    def _append(self, ts: int, partition: int, cols: dict[str, Any], vecs: np.ndarray,
+                n: int) -> None:
+        base = len(self._pks)
+        pks = cols[self.pk_name]
+        pks = pks.tolist() if isinstance(pks, np.ndarray) else pks
+        self._supersede(pks, ts)
+        self.index.add(vecs)
+        self._ins.extend(np.full(n, ts, dtype=np.uint64))
+        self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
+        self._part.extend(np.full(n, partition, dtype=np.int64))
+        self._pks.extend(pks)
+        for name, values in self._scalars.items():
+            col = cols[name]
+            values.extend(col.tolist() if isinstance(col, np.ndarray) else col)
+        for i, pk in enumerate(pks):
+            self._rows.setdefault(pk, []).append(base + i)
+
+    def _supersede(self, pks: list[Any], ts: int) -> None:
+        ins, sup = self._ins.view(), self._sup.view()
+        for pk in pks:
+            for r in self._rows.get(pk, ()):
+                if ins[r] < ts and sup[r] > ts:
+                    sup[r] = ts
+
+    def delete(self, ts: int, pks: list[Any]) -> None:
+        """Hides every row of `pks` inserted before `ts`, from `ts` on."""
+        with self.lock:
+            self._supersede(pks, ts)
+
+    # -- reads --------------------------------------------------------------------------
+    def visible(self, ts: int, partitions: list[int] | None = None) -> np.ndarray:
+        """Returns the boolean mask of rows visible at `ts` (in `partitions`, if given)."""
+        t = np.uint64(ts)
+        mask = (self._ins.view() <= t) & (self._sup.view() > t)
+        if partitions is not None:
+            mask &= np.isin(self._part.view(), partitions)
+        return mask
+
+    def count(self, ts: int, partitions: list[int] | None = None) -> int:
+        with self.lock:
+            return int(self.visible(ts, partitions).sum())
+
+    def search(
+        self, queries: np.ndarray, k: int, ts: int, partitions: list[int] | None = None,
+        output_fields: list[str] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Returns, per query, up to k hits {id, distance, entity} visible at `ts`."""
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.metric == "COSINE":
+            q = q.copy()
+            faiss.normalize_L2(q)
+        with self.lock:
+            dist, labels = self._knn(q, k, self.visible(ts, partitions))
+            return [[self._hit(int(r), float(d), output_fields) for d, r in zip(dr, lr, strict=True)
+                     if r >= 0] for dr, lr in zip(dist, labels, strict=True)]
+
+    def _knn(self, q: np.ndarray, k: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if mask.all():
+            return self.index.search(q, k)  # type: ignore[no-any-return]
+        bits = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)))
+        return self.index.search(q, k, params=params)  # type: ignore[no-any-return]
+
+    def _hit(self, row: int, dist: float, fields: list[str] | None) -> dict[str, Any]:
+        return {"id": self._pks[row], "distance": dist, "entity": self._entity(row, fields or [])}
+
+    def _entity(self, row: int, fields: list[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in fields:
+            if name == self.vec.name:
+                out[name] = self._vector(row).tolist()
+            else:
+                value = self._scalars[name][row]
+                dtype = self.schema.field(name).dtype
+                out[name] = json.loads(value) if dtype is DataType.JSON else value
+        return out
+
+    def _vector(self, row: int) -> np.ndarray:
+        if not self._originals:
+            return self.index.reconstruct(row)  # type: ignore[no-any-return]
+        i = bisect.bisect_right(self._starts, row) - 1
+        return self._originals[i][row - self._starts[i]]
+
+    def get(self, pks: list[Any], ts: int, output_fields: list[str]) -> list[dict[str, Any]]:
+        """Returns the entity of each key visible at `ts` (absent keys are skipped)."""
+        out = []
+        with self.lock:
+            ins, sup = self._ins.view(), self._sup.view()
+            for pk in pks:
+                row = next((r for r in reversed(self._rows.get(pk, ()))
+                            if ins[r] <= ts < sup[r]), None)
+                if row is not None:
+                    out.append(self._entity(row, output_fields))
+        return out

@@ -1,0 +1,161 @@
+"""RootCoord (seed 001 s.3, s.10): DDL requests -> validated, stamped events on the `ddl` topic,
+broadcast into the collection's vchannels, applied to the meta snapshot with the log position.
+
+Order of a DDL: validate against the meta table; stamp (holding the time tick back); append
+to `ddl` (durable: from here on it happens); broadcast into the vchannels; apply to the meta
+snapshot in one RocksDB write with the consumed `ddl` offset. A crash anywhere after the
+append is repaired by `recover()`, which replays `ddl` from the stored offset, re-broadcasts
+and applies: nothing is lost, nothing is applied twice (consumers ignore a repeated broadcast).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from rocksdict import Rdict
+
+from processors.errors import CollectionExists, InvalidArgument, VectorlogError
+from processors.model import CollectionInfo, CollectionSchema, check_name
+from processors.rootcoord.idalloc import IdAllocator
+from processors.rootcoord.meta import MetaTable
+from processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
+from processors.rootcoord.timesync import SoftBarrier, TickSource
+from processors.rootcoord.tso import TimestampOracle
+from schemas.errors import SchemaError
+from schemas.serde import Event
+from streams.channels import assign_pchannels, vchannel_name
+from streams.deadletter import DeadLetterWriter
+from streams.log.base import Append, Log, Reader, Record
+from streams.topics import Serdes, Topics
+
+log = logging.getLogger(__name__)
+
+DDL_POSITION_KEY = b"rootcoord/ddl_position"
+DEFAULT_PARTITION = "_default"
+MAX_SHARDS = 16
+
+
+class RootCoord:
+    """Owns the TSO, the ID allocator and the meta table; executes DDL through the log."""
+
+    def __init__(
+        self, log: Log, topics: Topics, serdes: Serdes, db: Rdict, tso: TimestampOracle,
+        ids: IdAllocator, barrier: SoftBarrier, retention_ms: int | None = None,
+    ) -> None:
+        self.log, self.topics, self.db, self.tso, self.ids = log, topics, db, tso, ids
+        self._ddl_serde = serdes.for_topic(topics.ddl)
+        self._dml_serde = serdes.for_topic(topics.dml)
+        self.meta = MetaTable(SnapshotKV(db, clock=tso.now, retention_ms=retention_ms))
+        self.source_barrier = barrier
+        self.source = barrier.register(TickSource("rootcoord", tso))
+        self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
+        self._lock = threading.Lock()
+
+    # -- requests ---------------------------------------------------------------------
+    def create_collection(
+        self, name: str, schema: CollectionSchema, shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        """Creates a collection. Raises InvalidArgument/CollectionExists; nothing appended."""
+        check_name("collection", name)
+        schema = replace(schema, name=name).validated()
+        if not isinstance(shards_num, int) or not 0 < shards_num <= MAX_SHARDS:
+            raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
+        with self._lock:
+            if self.meta.has(name):
+                raise CollectionExists(name)
+            cid = self.ids.allocate(2)
+            pid = cid + 1
+            pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
+            vch = [vchannel_name(self.topics.cluster, p, cid, i) for i, p in enumerate(pch)]
+            body = {"collection_id": cid, "collection_name": name, "schema": schema.to_avro(),
+                    "shards_num": shards_num, "vchannels": vch, "pchannels": pch,
+                    "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
+                    "properties": {k: str(v) for k, v in (properties or {}).items()}}
+            self._execute("CollectionCreated", cid, body)
+        return self.meta.get(name)
+
+    def drop_collection(self, name: str) -> None:
+        """Drops a collection. Raises CollectionNotFound; nothing appended."""
+        with self._lock:
+            info = self.meta.get(name)
+            body = {"collection_id": info.collection_id, "collection_name": name}
+            self._execute("CollectionDropped", info.collection_id, body)
+
+    def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
+        with self.source.stamp() as ts:
+            event = Event(event_type, ts, body, collection_id)
+            offset = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(event))])[0]
+            self._broadcast(event)
+            self._apply(event, offset)
+        return ts
+
+    # -- applying and broadcasting ------------------------------------------------------
+    def _targets(self, event: Event) -> list[tuple[int, str]]:
+        body = event.body
+        if "vchannels" in body:
+            return list(zip(body["pchannels"], body["vchannels"], strict=True))
+        rec = self.meta.by_id(event.collection_id)
+        return list(zip(rec["pchannels"], rec["vchannels"], strict=True)) if rec else []
+
+    def _broadcast(self, event: Event) -> None:
+        records = [Append(p, self._dml_serde.encode(replace(event, vchannel=vc)))
+                   for p, vc in self._targets(event)]
+        if records:
+            self.log.append(self.topics.dml, records)
+
+    def _apply(self, event: Event, offset: int) -> None:
+        position = [(DDL_POSITION_KEY, struct.pack(">Q", offset + 1))]
+        if not self.meta.apply(event, position):
+            self.db.put(DDL_POSITION_KEY, position[0][1])
+
+    # -- recovery -----------------------------------------------------------------------
+    def stored_position(self) -> int:
+        raw = self.db.get(DDL_POSITION_KEY)
+        return struct.unpack(">Q", raw)[0] if raw else 0
+
+    def recover(self, timeout: float = 60.0) -> int:
+        """Replays `ddl` from the stored position to its end; returns events applied.
+
+        The end is found by appending a marker and reading up to it (a broker's high
+        watermark is not trusted as the end of the log).
+        """
+        marker = Event("TimeTick", self.tso.now(), {"source": "rootcoord-recovery"})
+        end = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(marker))])[0]
+        reader = self.log.reader(self.topics.ddl, {0: self.stored_position()})
+        applied = 0
+        try:
+            applied = self._replay(reader, end, timeout)
+        finally:
+            reader.close()
+        return applied
+
+    def _replay(self, reader: Reader, end: int, timeout: float) -> int:
+        deadline, applied, last = time.monotonic() + timeout, 0, -1
+        while last < end:
+            if time.monotonic() > deadline:
+                raise VectorlogError(f"ddl replay did not reach offset {end} in {timeout}s")
+            for rec in reader.poll(1000, 0.2):
+                applied += self._replay_one(rec)
+                last = rec.offset
+        return applied
+
+    def _replay_one(self, rec: Record) -> int:
+        try:
+            event = self._ddl_serde.decode(rec.value)
+            self.tso.observe(event.ts)
+            if event.type == "TimeTick":
+                self._apply(event, rec.offset)
+                return 0
+            self._broadcast(event)
+            self._apply(event, rec.offset)
+            return 1
+        except (VectorlogError, SnapshotKVError, SchemaError, ValueError) as exc:
+            self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
+            self.db.put(DDL_POSITION_KEY, struct.pack(">Q", rec.offset + 1))
+            return 0

@@ -1,0 +1,122 @@
+"""Time synchronization (seed 001 s.6.3, s.10.5): tick sources, the soft barrier, the ticker.
+
+Every writer of the dml topic (each proxy, and rootcoord for DDL broadcasts) is a
+`TickSource`: it stamps a request with a fresh timestamp and keeps it "in flight" until its
+append returned. A source's tick is a promise that none of its future appends has a ts at or
+below it: the smallest in-flight ts minus one, or a fresh timestamp when nothing is in flight.
+The soft barrier takes the minimum over sources, and the `Ticker` appends that tick to every
+pchannel every `interval` seconds (or sooner when asked, so Strong reads need not wait).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+
+from processors.rootcoord.tso import TimestampOracle
+from schemas.serde import Event, EventSerde
+from streams.log.base import Append, Log
+
+log = logging.getLogger(__name__)
+
+
+class TickSource:
+    """Stamps requests and reports the tick it can promise (a proxy's time tick)."""
+
+    def __init__(self, name: str, tso: TimestampOracle) -> None:
+        self.name, self._tso = name, tso
+        self._lock = threading.Lock()
+        self._inflight: dict[int, int] = {}  # ts -> count
+
+    @contextlib.contextmanager
+    def stamp(self) -> Iterator[int]:
+        """Yields a fresh ts that stays in flight (holding the tick back) until exit."""
+        with self._lock:
+            ts = self._tso.now()
+            self._inflight[ts] = self._inflight.get(ts, 0) + 1
+        try:
+            yield ts
+        finally:
+            with self._lock:
+                self._inflight[ts] -= 1
+                if not self._inflight[ts]:
+                    del self._inflight[ts]
+
+    def tick(self) -> int:
+        """Returns a ts no future append of this source will be at or below."""
+        with self._lock:
+            if self._inflight:
+                return min(self._inflight) - 1
+            return self._tso.now()
+
+
+class SoftBarrier:
+    """The minimum of the ticks reported by every registered source."""
+
+    def __init__(self) -> None:
+        self._sources: list[TickSource] = []
+        self._lock = threading.Lock()
+
+    def register(self, source: TickSource) -> TickSource:
+        with self._lock:
+            self._sources.append(source)
+        return source
+
+    def tick(self) -> int | None:
+        """Returns the tick every source promises, or None without sources."""
+        with self._lock:
+            sources = list(self._sources)
+        return min((s.tick() for s in sources), default=None)
+
+
+class Ticker:
+    """Appends the barrier's tick to every partition of the dml topic, periodically."""
+
+    def __init__(
+        self, log: Log, topic: str, serde: EventSerde, barrier: SoftBarrier,
+        interval: float = 0.2, on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        self._log, self._topic, self._serde, self._barrier = log, topic, serde, barrier
+        self._interval, self._on_error = interval, on_error
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._last = 0
+        self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request(self) -> None:
+        """Asks for a tick now rather than at the next interval."""
+        self._wake.set()
+
+    def tick_once(self) -> int | None:
+        """Appends one tick to every partition if it advanced; returns it."""
+        t = self._barrier.tick()
+        if t is None or t <= self._last:
+            return None
+        body = self._serde.encode(Event("TimeTick", t, {"source": "rootcoord"}))
+        n = self._log.partitions(self._topic)
+        self._log.append(self._topic, [Append(p, body) for p in range(n)])
+        self._last = t
+        return t
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.tick_once()
+            except Exception as exc:  # keep ticking; the log may come back
+                log.warning("time tick failed: %s", exc)
+                if self._on_error:
+                    self._on_error(exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

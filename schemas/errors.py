@@ -1,0 +1,21 @@
+"""Errors of the schema/serde layer."""
+
+from __future__ import annotations
+
+
+class SchemaError(Exception):
+    """Base of every error raised by `schemas`."""
+
+
+class UnknownFingerprint(SchemaError):
+    def __init__(self, fingerprint: bytes) -> None:
+        super().__init__(f"no known schema has fingerprint {fingerprint.hex()}")
+        self.fingerprint = fingerprint
+
+
+class MalformedEvent(SchemaError):
+    """Bytes on the log that cannot be decoded into an event; names why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"malformed event: {reason}")
+        self.reason = reason

@@ -1,0 +1,89 @@
+"""Loads the event schemas (`schemas/avro/*.avsc`) from disk and identifies them by fingerprint.
+
+The current schemas live in `schemas/avro/`; every earlier published version of the envelope
+lives in `schemas/avro/v<N>/` so data written by an older producer is still readable (it is
+decoded with its writer schema and resolved to the current reader schema).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from fastavro.schema import fingerprint as avro_fingerprint
+from fastavro.schema import to_parsing_canonical_form
+
+from schemas.errors import SchemaError, UnknownFingerprint
+
+AVRO_DIR = Path(__file__).parent / "avro"
+NAMESPACE = "io.vectorlog.events"
+ENVELOPE = f"{NAMESPACE}.Event"
+
+def fingerprint(parsed: Any) -> bytes:
+    """Returns the 8-byte little-endian CRC-64-AVRO fingerprint of a schema's canonical form."""
+    return bytes.fromhex(avro_fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO"))
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    """One version of the envelope: its parsed schema, its JSON text and its fingerprint."""
+
+    version: str
+    parsed: Any
+    text: str
+    fingerprint: bytes
+
+
+def _parse_dir(folder: Path) -> dict[str, Any]:
+    """Parses every .avsc in `folder`, resolving references between files by name."""
+    pending = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.avsc"))}
+    named: dict[str, Any] = {}
+    while pending:
+        progressed = False
+        for stem, raw in list(pending.items()):
+            try:
+                fastavro.parse_schema(raw, named_schemas=named)
+            except fastavro.schema.UnknownType:
+                continue
+            del pending[stem]
+            progressed = True
+        if not progressed:
+            raise SchemaError(f"unresolvable references in {sorted(pending)} under {folder}")
+    return named
+
+
+def _load_version(folder: Path, version: str) -> SchemaVersion:
+    named = _parse_dir(folder)
+    if ENVELOPE not in named:
+        raise SchemaError(f"{folder} has no {ENVELOPE} schema")
+    parsed = fastavro.parse_schema(named[ENVELOPE], named_schemas=named, expand=True)
+    parsed = fastavro.parse_schema(parsed)
+    return SchemaVersion(version, parsed, to_parsing_canonical_form(parsed), fingerprint(parsed))
+
+
+class SchemaRegistry:
+    """The envelope schemas this build can read, keyed by fingerprint; `current` is written."""
+
+    def __init__(self, avro_dir: Path = AVRO_DIR) -> None:
+        self.current = _load_version(avro_dir, "current")
+        self.versions = {self.current.fingerprint: self.current}
+        for old in sorted(p for p in avro_dir.iterdir() if p.is_dir() and p.name.startswith("v")):
+            v = _load_version(old, old.name)
+            self.versions.setdefault(v.fingerprint, v)
+
+    def by_fingerprint(self, fp: bytes) -> SchemaVersion:
+        """Returns the version with fingerprint `fp`. Raises UnknownFingerprint."""
+        try:
+            return self.versions[fp]
+        except KeyError:
+            raise UnknownFingerprint(fp) from None
+
+
+@cache
+def default_registry() -> SchemaRegistry:
+    """Returns the registry of the schemas shipped in this package (loaded once)."""
+    return SchemaRegistry()

@@ -1,0 +1,123 @@
+"""Encodes and decodes log events: Avro single-object encoding, or the Confluent wire format.
+
+Single-object encoding (the default): `C3 01` + the envelope schema's 8-byte CRC-64-AVRO
+fingerprint + the Avro binary body; a reader needs no registry, only the schemas this package
+ships (every published version, by fingerprint). When a Schema Registry URL is configured, the
+Confluent wire format is written instead: `00` + 4-byte big-endian schema id + body, the schema
+registered under the subject `{topic}-value`. Both formats are always readable.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+from schemas.errors import MalformedEvent
+from schemas.registry import NAMESPACE, SchemaRegistry, default_registry
+
+SINGLE_OBJECT_MAGIC = b"\xc3\x01"
+CONFLUENT_MAGIC = b"\x00"
+
+
+@dataclass(slots=True)
+class Event:
+    """A decoded event: the envelope's fields and the payload as a dict (Avro's native form)."""
+
+    type: str
+    ts: int
+    body: dict[str, Any]
+    collection_id: int = 0
+    vchannel: str = ""
+    source: Any = field(default=None, compare=False)  # the log position it was read from
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "event_type": self.type,
+            "ts": self.ts,
+            "collection_id": self.collection_id,
+            "vchannel": self.vchannel,
+            "payload": (f"{NAMESPACE}.{self.type}", self.body),
+        }
+
+
+def _from_avro(rec: dict[str, Any]) -> Event:
+    name, body = rec["payload"]
+    short = name.rsplit(".", 1)[-1]
+    if short != rec["event_type"]:
+        raise MalformedEvent(f"event_type {rec['event_type']!r} but payload is {short}")
+    return Event(short, rec["ts"], body, rec["collection_id"], rec["vchannel"])
+
+
+class EventSerde:
+    """Turns `Event`s into bytes for one topic and back; thread-safe."""
+
+    def __init__(
+        self, registry: SchemaRegistry | None = None, schema_registry_url: str | None = None,
+        topic: str = "",
+    ) -> None:
+        self.registry = registry or default_registry()
+        self._sr = _ConfluentSchemas(schema_registry_url, topic, self.registry) if (
+            schema_registry_url) else None
+        self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
+
+    def encode(self, event: Event) -> bytes:
+        """Returns the event's bytes in the configured wire format."""
+        buf = io.BytesIO()
+        buf.write(self._sr.header if self._sr else self._header)
+        fastavro.schemaless_writer(buf, self.registry.current.parsed, event.to_avro())
+        return buf.getvalue()
+
+    def decode(self, data: bytes) -> Event:
+        """Returns the event in `data`. Raises MalformedEvent naming what was wrong."""
+        writer = self._writer_schema(data)
+        buf = io.BytesIO(data)
+        buf.seek(10 if data[:2] == SINGLE_OBJECT_MAGIC else 5)
+        try:
+            rec = fastavro.schemaless_reader(
+                buf, writer, self.registry.current.parsed, return_record_name=True
+            )
+        except Exception as exc:  # fastavro raises many types on corrupt bodies
+            raise MalformedEvent(f"undecodable Avro body ({type(exc).__name__}: {exc})") from exc
+        if buf.tell() != len(data):
+            raise MalformedEvent(f"{len(data) - buf.tell()} trailing bytes after the event")
+        return _from_avro(rec)  # type: ignore[arg-type]
+
+    def _writer_schema(self, data: bytes) -> Any:
+        if data[:2] == SINGLE_OBJECT_MAGIC and len(data) >= 10:
+            try:
+                return self.registry.by_fingerprint(data[2:10]).parsed
+            except Exception as exc:
+                raise MalformedEvent(str(exc)) from exc
+        if data[:1] == CONFLUENT_MAGIC and len(data) >= 5:
+            if self._sr is None:
+                raise MalformedEvent("Confluent wire format but no schema registry configured")
+            return self._sr.schema(struct.unpack(">I", data[1:5])[0])
+        raise MalformedEvent(f"unknown magic bytes {data[:2].hex() or '(empty)'}")
+
+
+class _ConfluentSchemas:
+    """Registers the envelope under `{topic}-value` and resolves schema ids to schemas."""
+
+    def __init__(self, url: str, topic: str, registry: SchemaRegistry) -> None:
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+        self.client = SchemaRegistryClient.new_client({"url": url})  # mock:// for tests
+        sid = self.client.register_schema(
+            f"{topic}-value", Schema(registry.current.text, "AVRO")
+        )
+        self.header = CONFLUENT_MAGIC + struct.pack(">I", sid)
+        self._cache: dict[int, Any] = {sid: registry.current.parsed}
+
+    def schema(self, sid: int) -> Any:
+        if sid not in self._cache:
+            try:
+                text = self.client.get_schema(sid).schema_str
+            except Exception as exc:
+                raise MalformedEvent(f"schema id {sid} not in the registry ({exc})") from exc
+            self._cache[sid] = fastavro.parse_schema(json.loads(text))
+        return self._cache[sid]

@@ -1,0 +1,46 @@
+"""Errors of the log layer, rooted in one base class that names the offending thing."""
+
+from __future__ import annotations
+
+
+class LogError(Exception):
+    """Base of every error raised by `streams`."""
+
+
+class TopicNotFound(LogError):
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic!r} does not exist")
+        self.topic = topic
+
+
+class PartitionNotFound(LogError):
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(f"topic {topic!r} has no partition {partition}")
+        self.topic, self.partition = topic, partition
+
+
+class RecordTooLarge(LogError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"record of {size} bytes exceeds the maximum message size {limit}")
+        self.size, self.limit = size, limit
+
+
+class LogClosed(LogError):
+    def __init__(self, what: str = "log") -> None:
+        super().__init__(f"{what} is closed")
+
+
+class KafkaLogError(LogError):
+    """A Kafka error, with librdkafka's error code and name."""
+
+    def __init__(self, what: str, code: int, name: str, reason: str) -> None:
+        super().__init__(f"{what}: {name} ({code}): {reason}")
+        self.code, self.name, self.reason = code, name, reason
+
+    @classmethod
+    def wrap(cls, what: str, err: object) -> KafkaLogError:
+        """Builds one from a `confluent_kafka.KafkaError` (or anything with code()/name()/str())."""
+        code = err.code() if hasattr(err, "code") else -1  # type: ignore[union-attr]
+        name = err.name() if hasattr(err, "name") else type(err).__name__  # type: ignore[union-attr]
+        reason = err.str() if hasattr(err, "str") else str(err)  # type: ignore[union-attr]
+        return cls(what, int(code), str(name), str(reason))

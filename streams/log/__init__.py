@@ -1,0 +1,5 @@
+"""The log: the `Log` protocol and its backends (embedded RocksDB, Kafka)."""
+
+from streams.log.base import Append, Log, Reader, Record
+
+__all__ = ["Append", "Log", "Reader", "Record"]

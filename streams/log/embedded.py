@@ -1,0 +1,212 @@
+"""`EmbeddedLog`: the log on RocksDB (rocksdict), fsync'd appends, for one process (embedded mode).
+
+Key layout (all big-endian so RocksDB iterates in offset order):
+    TOPIC_META + topic                                  -> partition count (4 bytes)
+    RECORD + topic + SEP + partition(4) + offset(8)     -> frame(key, value)
+An append of any number of records across partitions is one WriteBatch written with
+sync=True: it is on disk before `append` returns, and it lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+
+from streams.errors import LogClosed, LogError, PartitionNotFound, TopicNotFound
+from streams.log.base import Append, Record, check_sizes
+
+TOPIC_META = b"\x01t:"
+RECORD = b"\x02r:"
+SEP = b"\x00"
+_NO_KEY = 0xFFFFFFFF
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+
+
+def record_prefix(topic: str, partition: int) -> bytes:
+    """Returns the key prefix of every record of one partition."""
+    return RECORD + topic.encode() + SEP + struct.pack(">I", partition)
+
+
+def record_key(topic: str, partition: int, offset: int) -> bytes:
+    """Returns the RocksDB key of one record."""
+    return record_prefix(topic, partition) + struct.pack(">Q", offset)
+
+
+def _frame(key: bytes | None, value: bytes) -> bytes:
+    if key is None:
+        return struct.pack(">I", _NO_KEY) + value
+    return struct.pack(">I", len(key)) + key + value
+
+
+def _unframe(data: bytes) -> tuple[bytes | None, bytes]:
+    (n,) = struct.unpack_from(">I", data)
+    if n == _NO_KEY:
+        return None, data[4:]
+    return data[4 : 4 + n], data[4 + n :]
+
+
+class EmbeddedLog:
+    """A durable, partitioned log in one RocksDB directory."""
+
+    def __init__(
+        self, path: str | Path, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, fsync: bool = True
+    ) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        self.path = str(path)
+        self.max_message_bytes = max_message_bytes
+        self._db = Rdict(self.path, Options(raw_mode=True))
+        self._wopts = WriteOptions()
+        self._wopts.sync = fsync
+        self._lock = threading.Lock()
+        self._appended = threading.Condition(self._lock)
+        self._topics: dict[str, int] = {}
+        self._next: dict[tuple[str, int], int] = {}
+        self._closed = False
+        self._recover()
+
+    def _recover(self) -> None:
+        it = self._db.iter()
+        it.seek(TOPIC_META)
+        while it.valid() and bytes(it.key()).startswith(TOPIC_META):
+            topic = bytes(it.key())[len(TOPIC_META) :].decode()
+            (n,) = struct.unpack(">I", bytes(it.value()))
+            self._topics[topic] = n
+            it.next()
+        for topic, n in self._topics.items():
+            for p in range(n):
+                self._next[(topic, p)] = self._end_on_disk(topic, p)
+
+    def _end_on_disk(self, topic: str, partition: int) -> int:
+        prefix = record_prefix(topic, partition)
+        it = self._db.iter()
+        it.seek_for_prev(prefix + b"\xff" * 8)
+        if it.valid() and bytes(it.key()).startswith(prefix):
+            (last,) = struct.unpack(">Q", bytes(it.key())[len(prefix) :])
+            return int(last) + 1
+        return 0
+
+    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
+        if partitions < 1 or SEP.decode() in topic:
+            raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
+        with self._lock:
+            self._check_open()
+            have = self._topics.get(topic)
+            if have is not None:
+                if have != partitions:
+                    raise LogError(f"topic {topic!r} exists with {have} partitions, not {partitions}")
+                return
+            wb = WriteBatch(raw_mode=True)
+            wb.put(TOPIC_META + topic.encode(), struct.pack(">I", partitions))
+            self._db.write(wb, self._wopts)
+            self._topics[topic] = partitions
+            for p in range(partitions):
+                self._next[(topic, p)] = 0
+
+    def partitions(self, topic: str) -> int:
+        try:
+            return self._topics[topic]
+        except KeyError:
+            raise TopicNotFound(topic) from None
+
+    def append(self, topic: str, records: Sequence[Append]) -> list[int]:
+        check_sizes(records, self.max_message_bytes)
+        n = self.partitions(topic)
+        for r in records:
+            if not 0 <= r.partition < n:
+                raise PartitionNotFound(topic, r.partition)
+        with self._lock:
+            self._check_open()
+            offsets, wb, nxt = [], WriteBatch(raw_mode=True), {}
+            for r in records:
+                off = nxt.get(r.partition, self._next[(topic, r.partition)])
+                wb.put(record_key(topic, r.partition, off), _frame(r.key, r.value))
+                nxt[r.partition] = off + 1
+                offsets.append(off)
+            if offsets:
+                self._db.write(wb, self._wopts)
+                for p, off in nxt.items():
+                    self._next[(topic, p)] = off
+                self._appended.notify_all()
+        return offsets
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        """Returns the offset the next append to this partition gets."""
+        self.partitions(topic)
+        return self._next[(topic, partition)]
+
+    def reader(self, topic: str, positions: dict[int, int]) -> EmbeddedReader:
+        n = self.partitions(topic)
+        for p in positions:
+            if not 0 <= p < n:
+                raise PartitionNotFound(topic, p)
+        return EmbeddedReader(self, topic, positions)
+
+    def _read(self, topic: str, partition: int, offset: int, limit: int) -> list[Record]:
+        end = min(self._next[(topic, partition)], offset + limit)
+        if offset >= end:
+            return []
+        out, it = [], self._db.iter()
+        it.seek(record_key(topic, partition, offset))
+        for off in range(offset, end):
+            if not it.valid():
+                break
+            key, value = _unframe(bytes(it.value()))
+            out.append(Record(topic, partition, off, value, key))
+            it.next()
+        return out
+
+    def _wait(self, timeout: float) -> None:
+        with self._appended:
+            self._check_open()
+            self._appended.wait(timeout)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosed(f"embedded log at {self.path}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._appended.notify_all()
+            self._db.close()
+
+
+class EmbeddedReader:
+    """Reads partitions of one topic of an `EmbeddedLog`, waking on appends."""
+
+    def __init__(self, log: EmbeddedLog, topic: str, positions: dict[int, int]) -> None:
+        self._log, self._topic = log, topic
+        self._pos = dict(positions)
+        self._closed = False
+
+    def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
+        out = self._collect(max_records)
+        if not out and timeout > 0 and not self._closed:
+            self._log._wait(timeout)
+            out = self._collect(max_records)
+        return out
+
+    def _collect(self, max_records: int) -> list[Record]:
+        out: list[Record] = []
+        for p, off in self._pos.items():
+            if len(out) >= max_records:
+                break
+            got = self._log._read(self._topic, p, off, max_records - len(out))
+            if got:
+                self._pos[p] = got[-1].offset + 1
+                out.extend(got)
+        return out
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        if topic != self._topic or partition not in self._pos:
+            raise PartitionNotFound(topic, partition)
+        self._pos[partition] = offset
+
+    def close(self) -> None:
+        self._closed = True

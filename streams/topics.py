@@ -1,0 +1,50 @@
+"""The topics of one cluster (DESIGN.md s.4) and a serde per topic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.serde import EventSerde
+from streams.log.base import Log
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Topic names of cluster `cluster`, and how many pchannels the dml topic has."""
+
+    cluster: str = "vectorlog"
+    dml_partitions: int = 4
+
+    @property
+    def ddl(self) -> str:
+        return f"{self.cluster}.ddl"
+
+    @property
+    def dml(self) -> str:
+        return f"{self.cluster}.dml"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.cluster}.dlq"
+
+    def ensure(self, log: Log) -> None:
+        """Creates the topics that do not exist yet."""
+        log.create_topic(self.ddl, 1)
+        log.create_topic(self.dml, self.dml_partitions)
+        log.create_topic(self.dlq, 1)
+
+
+class Serdes:
+    """One EventSerde per topic (the Confluent subject is `{topic}-value`)."""
+
+    def __init__(self, schema_registry_url: str | None = None) -> None:
+        self._url = schema_registry_url
+        self._by_topic: dict[str, EventSerde] = {}
+        self._plain = EventSerde()
+
+    def for_topic(self, topic: str) -> EventSerde:
+        if not self._url:
+            return self._plain
+        if topic not in self._by_topic:
+            self._by_topic[topic] = EventSerde(schema_registry_url=self._url, topic=topic)
+        return self._by_topic[topic]

@@ -1,0 +1,98 @@
+"""Configuration: a frozen dataclass with documented defaults, read from `VECTORLOG_*` variables.
+
+Every field `name` is read from `VECTORLOG_<NAME>` (e.g. `VECTORLOG_LOG=kafka://host:9092`,
+`VECTORLOG_TICK_INTERVAL_MS=50`); an unknown `VECTORLOG_*` variable or keyword is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from processors.errors import InvalidArgument
+
+ENV_PREFIX = "VECTORLOG_"
+
+
+class ConfigError(InvalidArgument):
+    """A configuration key or value is wrong; names it."""
+
+
+@dataclass(frozen=True)
+class Config:
+    #: where the log is: a directory path (embedded mode, everything under it) or kafka://host:port
+    log: str = "./vectorlog-data"
+    #: where processor state (RocksDB) lives in Kafka mode; default ~/.local/share/vectorlog/<cluster>
+    data_dir: str | None = None
+    #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.dlq
+    cluster: str = "vectorlog"
+    #: pchannels: partitions of the dml topic
+    dml_partitions: int = 4
+    #: how often time ticks are broadcast to every pchannel
+    tick_interval_ms: int = 200
+    #: no record on the log is larger than this; larger insert batches are split
+    max_message_bytes: int = 1 << 20
+    #: a Schema Registry URL switches the wire format to Confluent's (mock:// in tests)
+    schema_registry_url: str | None = None
+    #: how long a read waits for the query node to reach its guarantee ts
+    read_timeout_s: float = 30.0
+    #: the timestamp oracle saves its upper bound this far ahead
+    tso_save_window_ms: int = 3000
+    #: meta snapshot history kept for as-of reads; None keeps everything
+    meta_retention_ms: int | None = None
+    #: fsync every append of the embedded log (turning it off loses durability on power loss)
+    fsync: bool = True
+
+    @property
+    def is_kafka(self) -> bool:
+        return self.log.startswith("kafka://")
+
+    @property
+    def bootstrap(self) -> str:
+        return self.log[len("kafka://"):]
+
+    def state_dir(self) -> Path:
+        """Returns the directory of the processors' RocksDB state."""
+        if not self.is_kafka:
+            return Path(self.log)
+        if self.data_dir:
+            return Path(self.data_dir)
+        return Path.home() / ".local" / "share" / "vectorlog" / self.cluster
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+        """Returns the config from the environment, then `overrides`. Raises ConfigError."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        env = os.environ if environ is None else environ
+        for key, raw in env.items():
+            if key.startswith(ENV_PREFIX):
+                name = key[len(ENV_PREFIX):].lower()
+                if name not in known:
+                    raise ConfigError(f"unknown setting {key} (known: {sorted(known)})")
+                values[name] = _parse(known[name], raw, key)
+        for name, value in overrides.items():
+            if name not in known:
+                raise ConfigError(f"unknown setting {name!r} (known: {sorted(known)})")
+            values[name] = value
+        return cls(**values)
+
+
+def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
+    kind = str(f.type)
+    try:
+        if kind.startswith("bool"):
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes")
+        if kind.startswith("int"):
+            return None if raw.lower() == "none" and "None" in kind else int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a valid {kind}") from None
+    return None if raw == "" and "None" in kind else raw
