@@ -23,19 +23,58 @@ class SchemaMismatch(InvalidArgument):
     """Rows do not fit the collection's schema (names the field and the row)."""
 
 
-class CollectionNotFound(VectorlogError, KeyError):
-    def __init__(self, name: object) -> None:
-        super().__init__(f"collection {name!r} does not exist")
-        self.name = name
+class LimitExceeded(InvalidArgument):
+    """A request would pass a documented limit (names it)."""
+
+
+class NotFound(VectorlogError, KeyError):
+    """Something named does not exist."""
 
     def __str__(self) -> str:
         return str(self.args[0])
 
 
-class CollectionExists(VectorlogError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"collection {name!r} already exists")
+class AlreadyExists(VectorlogError):
+    """Something named exists already."""
+
+
+class CollectionNotFound(NotFound):
+    def __init__(self, name: object) -> None:
+        super().__init__(f"collection {name!r} does not exist")
         self.name = name
+
+
+class CollectionExists(AlreadyExists):
+    def __init__(self, name: str, what: str = "collection") -> None:
+        super().__init__(f"{name!r} already exists as a {what}")
+        self.name = name
+
+
+class PartitionNotFound(NotFound):
+    def __init__(self, collection: str, partition: str) -> None:
+        super().__init__(f"partition {partition!r} does not exist in collection {collection!r}")
+        self.collection, self.partition = collection, partition
+
+
+class PartitionExists(AlreadyExists):
+    def __init__(self, collection: str, partition: str) -> None:
+        super().__init__(f"partition {partition!r} already exists in collection {collection!r}")
+
+
+class AliasNotFound(NotFound):
+    def __init__(self, alias: str) -> None:
+        super().__init__(f"alias {alias!r} does not exist")
+        self.alias = alias
+
+
+class IndexNotFound(NotFound):
+    def __init__(self, collection: str, index: str) -> None:
+        super().__init__(f"index {index!r} does not exist on collection {collection!r}")
+
+
+class IndexExists(AlreadyExists):
+    def __init__(self, collection: str, what: str) -> None:
+        super().__init__(f"collection {collection!r} already has an index {what}")
 
 
 class ConsistencyTimeout(VectorlogError, TimeoutError):

@@ -172,3 +172,5 @@ class CollectionInfo:
     created_ts: int
     partitions: dict[str, int] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,31 +1,50 @@
-"""The meta table (seed 001 s.10.4) on `SnapshotKV`: collections and names, readable as of any ts.
+"""The meta table (seed 001 s.10.4) on `SnapshotKV`: collections, partitions, aliases and index
+descriptions, readable as of any timestamp.
 
-It is a derived view of the `ddl` topic: `apply(event, position)` turns one DDL event into
-snapshot writes stamped with the event's ts, in one atomic write with the consumed position.
-The latest state is also kept in memory for validation on the request path.
+It is a derived view of the `ddl` topic: `apply(event, extra)` turns one DDL event into
+snapshot writes stamped with the event's ts, atomically with `extra` (the consumed log
+position). Each applier is pure: it computes the writes from the latest state, raising a
+VectorlogError if the event breaks a rule, so `check(event)` validates a request before it
+is appended with exactly the code that later applies it.
 
 Key layout (under the SnapshotKV namespace):
-    COLLECTION_KEY + id      -> JSON collection record (schema, channels, partitions, ...)
-    COLLECTION_NAME_KEY + n  -> collection id
+    COLLECTION_KEY + id      -> JSON collection record (schema, channels, partitions, aliases,
+                                indexes, properties, created ts)
+    COLLECTION_NAME_KEY + n  -> collection id of the live collection called n
+    ALIAS_KEY + a            -> collection id alias a names
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from processors.errors import CollectionExists, CollectionNotFound
+from processors.errors import (
+    AliasNotFound,
+    CollectionExists,
+    CollectionNotFound,
+    IndexExists,
+    IndexNotFound,
+    InvalidArgument,
+    LimitExceeded,
+    PartitionExists,
+    PartitionNotFound,
+)
 from processors.model import CollectionInfo, CollectionSchema
 from processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from schemas.serde import Event
 
 COLLECTION_KEY = "collection/"
 COLLECTION_NAME_KEY = "collection-name/"
+ALIAS_KEY = "alias/"
+DEFAULT_PARTITION = "_default"
+MAX_PARTITIONS = 1024
 
-Saves = dict[str, bytes]
-Removals = list[str]
+Record = dict[str, Any]
+Writes = tuple[dict[str, bytes], list[str]]  # saves, exact-key removals
 
 
 def collection_key(collection_id: int) -> str:
@@ -36,126 +55,259 @@ def name_key(name: str) -> str:
     return f"{COLLECTION_NAME_KEY}{name}"
 
 
-def record_of(body: dict[str, Any], ts: int) -> dict[str, Any]:
+def alias_key(alias: str) -> str:
+    return f"{ALIAS_KEY}{alias}"
+
+
+def _dump(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def record_of(body: dict[str, Any], ts: int) -> Record:
     """Returns the stored record of a CollectionCreated event body."""
     return {
         "collection_id": body["collection_id"], "name": body["collection_name"],
         "schema": body["schema"], "shards_num": body["shards_num"],
         "vchannels": body["vchannels"], "pchannels": body["pchannels"], "created_ts": ts,
         "partitions": {p["partition_name"]: p["partition_id"] for p in body["partitions"]},
-        "properties": body.get("properties") or {},
+        "properties": body.get("properties") or {}, "aliases": [], "indexes": {},
     }
 
 
-def info_of(rec: dict[str, Any]) -> CollectionInfo:
+def info_of(rec: Record) -> CollectionInfo:
     """Returns the CollectionInfo of a stored record."""
     return CollectionInfo(
         rec["collection_id"], rec["name"], CollectionSchema.from_avro(rec["schema"]),
         rec["shards_num"], rec["vchannels"], rec["pchannels"], rec["created_ts"],
-        dict(rec["partitions"]), dict(rec["properties"]),
+        dict(rec["partitions"]), dict(rec["properties"]), list(rec["aliases"]),
+        copy.deepcopy(rec["indexes"]),
     )
 
 
-def _dump(rec: Any) -> bytes:
-    return json.dumps(rec, sort_keys=True, separators=(",", ":")).encode()
-
-
 class MetaTable:
-    """Collections by id and name, latest in memory, history in the SnapshotKV."""
+    """Latest state in memory (for validation), history in the SnapshotKV (for as-of reads)."""
 
     def __init__(self, kv: SnapshotKV) -> None:
         self.kv = kv
         self._lock = threading.RLock()
-        self._records: dict[int, dict[str, Any]] = {}
+        self._records: dict[int, Record] = {}
         self._names: dict[str, int] = {}
-        self._appliers: dict[str, Callable[[Event], tuple[Saves, Removals]]] = {
+        self._aliases: dict[str, int] = {}
+        self._appliers: dict[str, Callable[[Event], Writes]] = {
             "CollectionCreated": self._created, "CollectionDropped": self._dropped,
+            "CollectionRenamed": self._renamed, "PartitionCreated": self._partition_created,
+            "PartitionDropped": self._partition_dropped, "AliasCreated": self._alias_created,
+            "AliasDropped": self._alias_dropped, "AliasAltered": self._alias_altered,
+            "IndexCreated": self._index_created, "IndexDropped": self._index_dropped,
         }
         self._load_latest()
 
     def _load_latest(self) -> None:
-        _, values = self.kv.load_prefix(COLLECTION_KEY)
-        for raw in values:
-            rec = json.loads(raw)
-            self._records[rec["collection_id"]] = rec
-            self._names[rec["name"]] = rec["collection_id"]
+        for key, raw in zip(*self.kv.load_prefix(""), strict=True):
+            self._remember(key, raw)
 
-    # -- reads ------------------------------------------------------------------------
-    def get(self, name: str, ts: int | None = None) -> CollectionInfo:
-        """Returns the collection called `name` (as of `ts`). Raises CollectionNotFound."""
-        return info_of(self.record(name, ts))
+    # -- reads ------------------------------------------------------------------------------
+    def resolve(self, name: str, ts: int | None = None) -> int:
+        """Returns the id of the collection `name` or alias `name` names (as of `ts`).
 
-    def record(self, name: str, ts: int | None = None) -> dict[str, Any]:
-        """Returns the stored record of `name` (as of `ts`). Raises CollectionNotFound."""
+        Raises CollectionNotFound.
+        """
         if ts is None:
             with self._lock:
-                cid = self._names.get(name)
-                if cid is None:
-                    raise CollectionNotFound(name)
-                return self._records[cid]
-        try:
-            cid = int(self.kv.load(name_key(name), ts))
-            return json.loads(self.kv.load(collection_key(cid), ts))  # type: ignore[no-any-return]
-        except KeyNotFound:
-            raise CollectionNotFound(name) from None
+                cid = self._names.get(name, self._aliases.get(name))
+            if cid is None:
+                raise CollectionNotFound(name)
+            return cid
+        for key in (name_key(name), alias_key(name)):
+            try:
+                return int(self.kv.load(key, ts))
+            except KeyNotFound:
+                continue
+        raise CollectionNotFound(name)
 
-    def by_id(self, collection_id: int) -> dict[str, Any] | None:
+    def record(self, name: str, ts: int | None = None) -> Record:
+        """Returns the record of the collection `name` (or alias) names, as of `ts`."""
+        cid = self.resolve(name, ts)
+        if ts is None:
+            with self._lock:
+                return self._records[cid]
+        return json.loads(self.kv.load(collection_key(cid), ts))  # type: ignore[no-any-return]
+
+    def get(self, name: str, ts: int | None = None) -> CollectionInfo:
+        """Returns the collection `name` (or alias) names, as of `ts`. Raises CollectionNotFound."""
+        return info_of(self.record(name, ts))
+
+    def by_id(self, collection_id: int) -> Record | None:
         """Returns the latest record of a live collection, or None."""
         with self._lock:
             return self._records.get(collection_id)
 
     def has(self, name: str, ts: int | None = None) -> bool:
+        """Returns whether a collection is called `name` (aliases do not count)."""
+        if ts is None:
+            with self._lock:
+                return name in self._names
         try:
-            self.record(name, ts)
+            self.kv.load(name_key(name), ts)
             return True
-        except CollectionNotFound:
+        except KeyNotFound:
             return False
 
     def names(self, ts: int | None = None) -> list[str]:
-        """Returns the names of the collections that exist (as of `ts`), sorted."""
+        """Returns the names of the live collections (as of `ts`), sorted."""
         if ts is None:
             with self._lock:
                 return sorted(self._names)
         keys, _ = self.kv.load_prefix(COLLECTION_NAME_KEY, ts)
         return sorted(k[len(COLLECTION_NAME_KEY):] for k in keys)
 
-    # -- writes -----------------------------------------------------------------------
+    def aliases(self, ts: int | None = None) -> dict[str, int]:
+        """Returns {alias: collection id} (as of `ts`)."""
+        if ts is None:
+            with self._lock:
+                return dict(self._aliases)
+        keys, values = self.kv.load_prefix(ALIAS_KEY, ts)
+        return {k[len(ALIAS_KEY):]: int(v) for k, v in zip(keys, values, strict=True)}
+
+    # -- writes -------------------------------------------------------------------------------
+    def check(self, event: Event) -> None:
+        """Raises the VectorlogError `apply(event)` would raise; writes nothing."""
+        with self._lock:
+            self._writes(event)
+
     def apply(self, event: Event, extra: list[tuple[bytes, bytes]]) -> bool:
         """Applies one DDL event at its ts, atomically with `extra` (the log position).
 
-        Returns False, writing nothing, for events that change no meta (the caller then
-        stores its position by itself).
+        Returns False, writing nothing, for events that change no meta. Raises a
+        VectorlogError (nothing written) if the event breaks a rule.
         """
-        applier = self._appliers.get(event.type)
-        if applier is None:
+        if event.type not in self._appliers:
             return False
         with self._lock:
-            saves, removals = applier(event)
+            saves, removals = self._writes(event)
             self.kv.multi_save_and_remove(saves, removals, ts=event.ts, extra=extra)
-            self._refresh(saves, removals)
+            for key in removals:
+                self._forget(key)
+            for key, raw in saves.items():
+                self._remember(key, raw)
             return True
 
-    def _created(self, event: Event) -> tuple[Saves, Removals]:
-        rec = record_of(event.body, event.ts)
-        if rec["name"] in self._names:
-            raise CollectionExists(rec["name"])
+    def _writes(self, event: Event) -> Writes:
+        return self._appliers[event.type](event)
+
+    def _remember(self, key: str, raw: bytes) -> None:
+        if key.startswith(COLLECTION_KEY):
+            rec = json.loads(raw)
+            self._records[rec["collection_id"]] = rec
+        elif key.startswith(COLLECTION_NAME_KEY):
+            self._names[key[len(COLLECTION_NAME_KEY):]] = int(raw)
+        elif key.startswith(ALIAS_KEY):
+            self._aliases[key[len(ALIAS_KEY):]] = int(raw)
+
+    def _forget(self, key: str) -> None:
+        if key.startswith(COLLECTION_KEY):
+            self._records.pop(int(key[len(COLLECTION_KEY):]), None)
+        elif key.startswith(COLLECTION_NAME_KEY):
+            self._names.pop(key[len(COLLECTION_NAME_KEY):], None)
+        elif key.startswith(ALIAS_KEY):
+            self._aliases.pop(key[len(ALIAS_KEY):], None)
+
+    # -- appliers: event -> writes, or a VectorlogError -----------------------------------------
+    def _live(self, collection_id: int, name: object = None) -> Record:
+        rec = self._records.get(collection_id)
+        if rec is None:
+            raise CollectionNotFound(name if name is not None else collection_id)
+        return copy.deepcopy(rec)
+
+    def _free_name(self, name: str) -> None:
+        if name in self._names:
+            raise CollectionExists(name)
+        if name in self._aliases:
+            raise CollectionExists(name, "alias")
+
+    def _created(self, e: Event) -> Writes:
+        rec = record_of(e.body, e.ts)
+        self._free_name(rec["name"])
         return {collection_key(rec["collection_id"]): _dump(rec),
                 name_key(rec["name"]): str(rec["collection_id"]).encode()}, []
 
-    def _dropped(self, event: Event) -> tuple[Saves, Removals]:
-        cid, name = event.body["collection_id"], event.body["collection_name"]
-        if cid not in self._records:
-            raise CollectionNotFound(name)
-        return {}, [collection_key(cid), name_key(name)]
+    def _dropped(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"], e.body["collection_name"])
+        if rec["aliases"]:
+            raise InvalidArgument(f"collection {rec['name']!r} has aliases {rec['aliases']}; "
+                                  "drop them first")
+        return {}, [collection_key(rec["collection_id"]), name_key(rec["name"])]
 
-    def _refresh(self, saves: Saves, removals: Removals) -> None:
-        for key, raw in saves.items():
-            if key.startswith(COLLECTION_KEY):
-                rec = json.loads(raw)
-                self._records[rec["collection_id"]] = rec
-                self._names[rec["name"]] = rec["collection_id"]
-        for key in removals:
-            if key.startswith(COLLECTION_KEY):
-                rec = self._records.pop(int(key[len(COLLECTION_KEY):]), None)
-                if rec and self._names.get(rec["name"]) == rec["collection_id"]:
-                    del self._names[rec["name"]]
+    def _renamed(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"], e.body["old_name"])
+        new = e.body["new_name"]
+        self._free_name(new)
+        old, rec["name"] = rec["name"], new
+        return {collection_key(rec["collection_id"]): _dump(rec),
+                name_key(new): str(rec["collection_id"]).encode()}, [name_key(old)]
+
+    def _partition_created(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"])
+        name = e.body["partition_name"]
+        if name in rec["partitions"]:
+            raise PartitionExists(rec["name"], name)
+        if len(rec["partitions"]) >= MAX_PARTITIONS:
+            raise LimitExceeded(f"collection {rec['name']!r} has {MAX_PARTITIONS} partitions, "
+                                "the most a collection may have")
+        rec["partitions"][name] = e.body["partition_id"]
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _partition_dropped(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"])
+        name = e.body["partition_name"]
+        if name == DEFAULT_PARTITION:
+            raise InvalidArgument(f"the {DEFAULT_PARTITION} partition cannot be dropped")
+        if rec["partitions"].get(name) != e.body["partition_id"]:
+            raise PartitionNotFound(rec["name"], name)
+        del rec["partitions"][name]
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _alias_created(self, e: Event) -> Writes:
+        rec, alias = self._live(e.body["collection_id"]), e.body["alias"]
+        self._free_name(alias)
+        rec["aliases"] = sorted([*rec["aliases"], alias])
+        return {collection_key(rec["collection_id"]): _dump(rec),
+                alias_key(alias): str(rec["collection_id"]).encode()}, []
+
+    def _alias_dropped(self, e: Event) -> Writes:
+        alias = e.body["alias"]
+        if self._aliases.get(alias) != e.body["collection_id"]:
+            raise AliasNotFound(alias)
+        rec = self._live(e.body["collection_id"])
+        rec["aliases"] = [a for a in rec["aliases"] if a != alias]
+        return {collection_key(rec["collection_id"]): _dump(rec)}, [alias_key(alias)]
+
+    def _alias_altered(self, e: Event) -> Writes:
+        alias, prev_id = e.body["alias"], e.body["previous_collection_id"]
+        if self._aliases.get(alias) != prev_id:
+            raise AliasNotFound(alias)
+        prev, rec = self._live(prev_id), self._live(e.body["collection_id"])
+        if prev["collection_id"] == rec["collection_id"]:
+            raise InvalidArgument(f"alias {alias!r} already names collection {rec['name']!r}")
+        prev["aliases"] = [a for a in prev["aliases"] if a != alias]
+        rec["aliases"] = sorted([*rec["aliases"], alias])
+        return {collection_key(prev_id): _dump(prev), collection_key(rec["collection_id"]):
+                _dump(rec), alias_key(alias): str(rec["collection_id"]).encode()}, []
+
+    def _index_created(self, e: Event) -> Writes:
+        rec, b = self._live(e.body["collection_id"]), e.body
+        if b["index_name"] in rec["indexes"]:
+            raise IndexExists(rec["name"], f"called {b['index_name']!r}")
+        if any(ix["field_name"] == b["field_name"] for ix in rec["indexes"].values()):
+            raise IndexExists(rec["name"], f"on field {b['field_name']!r}")
+        rec["indexes"][b["index_name"]] = {k: b[k] for k in (
+            "index_id", "index_name", "field_id", "field_name", "index_type", "metric_type",
+            "params")} | {"created_ts": e.ts}
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _index_dropped(self, e: Event) -> Writes:
+        rec, name = self._live(e.body["collection_id"]), e.body["index_name"]
+        if name not in rec["indexes"]:
+            raise IndexNotFound(rec["name"], name)
+        del rec["indexes"][name]
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []

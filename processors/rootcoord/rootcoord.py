@@ -19,10 +19,18 @@ from typing import Any
 
 from rocksdict import Rdict
 
-from processors.errors import CollectionExists, InvalidArgument, VectorlogError
+from processors.errors import (
+    AliasNotFound,
+    CollectionNotFound,
+    IndexNotFound,
+    InvalidArgument,
+    PartitionNotFound,
+    VectorlogError,
+)
 from processors.model import CollectionInfo, CollectionSchema, check_name
 from processors.rootcoord.idalloc import IdAllocator
-from processors.rootcoord.meta import MetaTable
+from processors.rootcoord.indexes import IndexSpec
+from processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
 from processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
 from processors.rootcoord.timesync import SoftBarrier, TickSource
 from processors.rootcoord.tso import TimestampOracle
@@ -36,7 +44,9 @@ from streams.topics import Serdes, Topics
 log = logging.getLogger(__name__)
 
 DDL_POSITION_KEY = b"rootcoord/ddl_position"
-DEFAULT_PARTITION = "_default"
+#: DDL events that data consumers (query nodes, data nodes) see in the vchannels
+BROADCAST = frozenset({"CollectionCreated", "CollectionDropped", "PartitionCreated",
+                       "PartitionDropped"})
 MAX_SHARDS = 16
 
 
@@ -67,8 +77,6 @@ class RootCoord:
         if not isinstance(shards_num, int) or not 0 < shards_num <= MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
         with self._lock:
-            if self.meta.has(name):
-                raise CollectionExists(name)
             cid = self.ids.allocate(2)
             pid = cid + 1
             pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
@@ -81,13 +89,87 @@ class RootCoord:
         return self.meta.get(name)
 
     def drop_collection(self, name: str) -> None:
-        """Drops a collection. Raises CollectionNotFound; nothing appended."""
+        """Drops a collection (not via an alias). Raises CollectionNotFound, InvalidArgument."""
         with self._lock:
-            info = self.meta.get(name)
-            body = {"collection_id": info.collection_id, "collection_name": name}
-            self._execute("CollectionDropped", info.collection_id, body)
+            cid = self._collection_id(name)
+            self._execute("CollectionDropped", cid, {"collection_id": cid,
+                                                     "collection_name": name})
+
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        """Renames a collection; its id, data and aliases stay."""
+        check_name("collection", new_name)
+        with self._lock:
+            cid = self._collection_id(old_name)
+            self._execute("CollectionRenamed", cid, {"collection_id": cid, "old_name": old_name,
+                                                     "new_name": new_name})
+
+    def create_partition(self, collection: str, partition: str) -> None:
+        check_name("partition", partition)
+        with self._lock:
+            cid = self.meta.resolve(collection)
+            self._execute("PartitionCreated", cid, {"collection_id": cid, "partition_name":
+                                                    partition, "partition_id": 0})
+
+    def drop_partition(self, collection: str, partition: str) -> None:
+        with self._lock:
+            info = self.meta.get(collection)
+            if partition not in info.partitions:
+                raise PartitionNotFound(info.name, partition)
+            self._execute("PartitionDropped", info.collection_id, {
+                "collection_id": info.collection_id, "partition_name": partition,
+                "partition_id": info.partitions[partition]})
+
+    def create_alias(self, collection: str, alias: str) -> None:
+        check_name("alias", alias)
+        with self._lock:
+            cid = self._collection_id(collection)
+            self._execute("AliasCreated", cid, {"collection_id": cid, "alias": alias})
+
+    def drop_alias(self, alias: str) -> None:
+        with self._lock:
+            cid = self.meta.aliases().get(alias)
+            if cid is None:
+                raise AliasNotFound(alias)
+            self._execute("AliasDropped", cid, {"collection_id": cid, "alias": alias})
+
+    def alter_alias(self, collection: str, alias: str) -> None:
+        with self._lock:
+            prev = self.meta.aliases().get(alias)
+            if prev is None:
+                raise AliasNotFound(alias)
+            cid = self._collection_id(collection)
+            self._execute("AliasAltered", cid, {"collection_id": cid, "alias": alias,
+                                                "previous_collection_id": prev})
+
+    def create_index(self, collection: str, spec: IndexSpec) -> None:
+        """Records an index description. Raises InvalidArgument, IndexExists."""
+        with self._lock:
+            info = self.meta.get(collection)
+            self._execute("IndexCreated", info.collection_id, spec.event_body(info))
+
+    def drop_index(self, collection: str, index_name: str) -> None:
+        with self._lock:
+            info = self.meta.get(collection)
+            if index_name not in info.indexes:
+                raise IndexNotFound(info.name, index_name)
+            self._execute("IndexDropped", info.collection_id, {
+                "collection_id": info.collection_id, "index_name": index_name,
+                "index_id": info.indexes[index_name]["index_id"]})
+
+    def _collection_id(self, name: str) -> int:
+        """Returns the id of the collection called `name` (aliases refused)."""
+        if not self.meta.has(name):
+            if name in self.meta.aliases():
+                raise InvalidArgument(f"{name!r} is an alias; name the collection itself")
+            raise CollectionNotFound(name)
+        return self.meta.resolve(name)
 
     def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
+        """Checks, stamps, appends to `ddl`, broadcasts and applies one DDL event."""
+        for id_field in ("partition_id", "index_id"):
+            if id_field in body and not body[id_field]:
+                body[id_field] = self.ids.allocate()
+        self.meta.check(Event(event_type, 0, body, collection_id))
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id)
             offset = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(event))])[0]
@@ -97,6 +179,8 @@ class RootCoord:
 
     # -- applying and broadcasting ------------------------------------------------------
     def _targets(self, event: Event) -> list[tuple[int, str]]:
+        if event.type not in BROADCAST:
+            return []
         body = event.body
         if "vchannels" in body:
             return list(zip(body["pchannels"], body["vchannels"], strict=True))

@@ -1,0 +1,113 @@
+"""Ingest benchmark: `Client.insert` of 128-d float32 vectors in batches of 1,000, next to a raw
+append of the same bytes to the same log backend. Writes benchmarks/results/ingest-<backend>.json.
+
+    python -m benchmarks.ingest [--backend embedded|kafka|both] [--rows 200000]
+
+Vectors are GloVe-6B-50d rows tiled to 128 dims (real data, not random normals); the raw
+anchor appends, per batch, records of the same sizes the insert path wrote (one per
+vchannel) to a fresh topic with the same partition count, through the same `Log.append`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schemas.serde import EventSerde
+from streams.log.base import Append
+from streams.scan import read_to_end
+from vectorlog import Client
+from vectorlog.datasets import glove
+
+RESULTS = Path(__file__).parent / "results"
+DIM, BATCH = 128, 1000
+
+
+def vectors(n: int) -> np.ndarray:
+    base, _ = glove(min(n, 400_000))
+    tiled = np.tile(base, (1, 3))[:, :DIM]
+    reps = -(-n // len(tiled))
+    return np.ascontiguousarray(np.tile(tiled, (reps, 1))[:n])
+
+
+def bench_insert(client: Client, x: np.ndarray, shards: int) -> tuple[float, list[int]]:
+    client.create_collection("bench", dimension=DIM, metric_type="L2", num_shards=shards)
+    rows = [{"id": i, "vector": x[i]} for i in range(len(x))]
+    start = time.perf_counter()
+    for lo in range(0, len(rows), BATCH):
+        client.insert("bench", rows[lo : lo + BATCH])
+    elapsed = time.perf_counter() - start
+    return elapsed, record_sizes(client)
+
+
+def record_sizes(client: Client) -> list[int]:
+    """Returns the sizes of the RowsInserted records the insert path wrote (for the anchor)."""
+    serde, topic = EventSerde(), client._node.topics.dml
+    return [len(r.value) for r in read_to_end(client._node.log, topic)
+            if serde.decode(r.value).type == "RowsInserted"]
+
+
+def bench_raw(client: Client, sizes: list[int], batches: int) -> float:
+    log, topic = client._node.log, f"{client.cfg.cluster}.raw-{uuid.uuid4().hex[:6]}"
+    parts = client._node.topics.dml_partitions
+    log.create_topic(topic, parts)
+    per_batch = max(1, len(sizes) // batches)
+    payloads = [bytes(s) for s in sizes[:per_batch]]
+    start = time.perf_counter()
+    for b in range(batches):
+        log.append(topic, [Append((b + i) % parts, p) for i, p in enumerate(payloads)])
+    return time.perf_counter() - start
+
+
+def run(backend: str, rows: int, shards: int, stack: ExitStack) -> dict[str, Any]:
+    x = vectors(rows)
+    tmp = stack.enter_context(tempfile.TemporaryDirectory())
+    if backend == "kafka":
+        from infra.broker import running_broker
+
+        boot = stack.enter_context(running_broker())
+        client = Client(f"kafka://{boot}", cluster=f"bench{uuid.uuid4().hex[:6]}", data_dir=tmp)
+    else:
+        client = Client(tmp)
+    with client:
+        elapsed, sizes = bench_insert(client, x, shards)
+        raw = bench_raw(client, sizes, rows // BATCH)
+    nbytes = x.nbytes + rows * 8
+    return {
+        "backend": backend, "rows": rows, "dim": DIM, "batch": BATCH, "shards": shards,
+        "insert_rows_per_s": rows / elapsed, "insert_mb_per_s": nbytes / elapsed / 1e6,
+        "raw_append_rows_per_s": rows / raw, "raw_append_mb_per_s": sum(sizes) / raw / 1e6,
+        "ratio_insert_to_raw": raw / elapsed, "records": len(sizes),
+        "record_bytes_mean": float(np.mean(sizes)) if sizes else 0.0,
+        "goal": {"rows_per_s": 100_000, "ratio": 0.7},
+        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--backend", default="both", choices=["embedded", "kafka", "both"])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--shards", type=int, default=1)
+    args = ap.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for backend in (["embedded", "kafka"] if args.backend == "both" else [args.backend]):
+        with ExitStack() as stack:
+            res = run(backend, args.rows, args.shards, stack)
+        (RESULTS / f"ingest-{backend}.json").write_text(json.dumps(res, indent=2) + "\n")
+        print(f"{backend:9s} insert {res['insert_rows_per_s']:>9,.0f} rows/s "
+              f"{res['insert_mb_per_s']:6.1f} MB/s | raw append {res['raw_append_rows_per_s']:>9,.0f}"
+              f" rows/s {res['raw_append_mb_per_s']:6.1f} MB/s | ratio {res['ratio_insert_to_raw']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

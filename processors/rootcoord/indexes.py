@@ -1,0 +1,71 @@
+"""Index descriptions (metadata only; building indexes is the index node's work).
+
+Vector fields take the faiss-backed types below, with the field's metric; scalar fields take
+INVERTED or STL_SORT. Parameters are validated by type so a bad request is refused early.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from processors.errors import InvalidArgument
+from processors.model import CollectionInfo, DataType, check_name
+
+VECTOR_INDEXES: dict[str, dict[str, type]] = {
+    "FLAT": {},
+    "IVF_FLAT": {"nlist": int},
+    "IVF_SQ8": {"nlist": int},
+    "IVF_PQ": {"nlist": int, "m": int, "nbits": int},
+    "HNSW": {"M": int, "efConstruction": int},
+}
+SCALAR_INDEXES = ("INVERTED", "STL_SORT")
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index to describe: field, type, metric and parameters."""
+
+    field_name: str
+    index_type: str = "FLAT"
+    metric_type: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    index_name: str | None = None
+
+    def event_body(self, info: CollectionInfo) -> dict[str, Any]:
+        """Returns the IndexCreated body for `info`. Raises InvalidArgument naming the problem."""
+        f = info.schema.field(self.field_name)
+        name = check_name("index", self.index_name or self.field_name)
+        kind = str(self.index_type).upper()
+        if f.dtype is DataType.FLOAT_VECTOR:
+            metric = self._vector_checks(kind, f.metric_type or "")
+        else:
+            metric = self._scalar_checks(kind, f.dtype)
+        return {"collection_id": info.collection_id, "index_id": 0, "index_name": name,
+                "field_id": f.field_id, "field_name": f.name, "index_type": kind,
+                "metric_type": metric, "params": {k: str(v) for k, v in self.params.items()}}
+
+    def _vector_checks(self, kind: str, field_metric: str) -> str:
+        if kind not in VECTOR_INDEXES:
+            raise InvalidArgument(f"index_type {self.index_type!r} is not one of "
+                                  f"{sorted(VECTOR_INDEXES)} for vector field {self.field_name!r}")
+        metric = (self.metric_type or field_metric).upper()
+        if metric != field_metric:
+            raise InvalidArgument(f"metric_type {metric!r} differs from field "
+                                  f"{self.field_name!r}'s metric {field_metric!r}")
+        allowed = VECTOR_INDEXES[kind]
+        for key, value in self.params.items():
+            if key not in allowed:
+                raise InvalidArgument(f"{kind} has no parameter {key!r} (has {sorted(allowed)})")
+            if not isinstance(value, allowed[key]) or isinstance(value, bool) or value <= 0:
+                raise InvalidArgument(f"{kind} parameter {key!r} must be a positive int, "
+                                      f"not {value!r}")
+        return metric
+
+    def _scalar_checks(self, kind: str, dtype: DataType) -> str:
+        if kind not in SCALAR_INDEXES or dtype is DataType.JSON:
+            raise InvalidArgument(f"index_type {self.index_type!r} cannot index "
+                                  f"{dtype.value} field {self.field_name!r}")
+        if self.params or self.metric_type:
+            raise InvalidArgument(f"scalar index on {self.field_name!r} takes no metric or params")
+        return ""

@@ -1,0 +1,69 @@
+"""Fixtures (registered by tests/vectorlog/conftest.py) that open a `vectorlog.Client` on each log backend, and reopen it after a restart."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import log_params
+from schemas.serde import Event, EventSerde
+from streams.scan import read_to_end
+from vectorlog import Client
+
+ClientFactory = Callable[..., Client]
+
+
+@pytest.fixture(params=log_params())
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def client_args(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The Client(...) arguments of one fresh cluster on the backend."""
+    settings: dict[str, Any] = {"tick_interval_ms": 50, "read_timeout_s": 20.0}
+    if backend == "embedded":
+        return {"uri": str(tmp_path / "db"), **settings}
+    bootstrap = request.getfixturevalue("kafka_bootstrap")
+    return {"uri": f"kafka://{bootstrap}", "cluster": f"c{uuid.uuid4().hex[:10]}",
+            "data_dir": str(tmp_path / "state"), **settings}
+
+
+@pytest.fixture
+def open_client(client_args: dict[str, Any]) -> Iterator[ClientFactory]:
+    """Opens Clients on the same cluster (a second one after closing the first = a restart)."""
+    opened: list[Client] = []
+
+    def factory(**overrides: Any) -> Client:
+        args = {**client_args, **overrides}
+        c = Client(args.pop("uri"), **args)
+        opened.append(c)
+        return c
+
+    yield factory
+    for c in opened:
+        try:
+            c.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def client(open_client: ClientFactory) -> Client:
+    return open_client()
+
+
+def log_events(client: Client, topic: str | None = None) -> list[Event]:
+    """Returns every event on a topic (default: dml) appended so far."""
+    serde = EventSerde()
+    return [serde.decode(r.value) for r in read_to_end(client._node.log,
+                                                        topic or client._node.topics.dml)]
+
+
+def data_events(client: Client) -> list[Event]:
+    """Returns the RowsInserted and RowsDeleted events on the dml topic."""
+    return [e for e in log_events(client) if e.type in ("RowsInserted", "RowsDeleted")]

@@ -1,0 +1,47 @@
+"""Shared fixtures: a session-wide Kafka-API broker and a `log` on each backend.
+
+A test that takes `log` runs once per backend (ids `embedded`, `kafka`). To pick backends:
+    @pytest.mark.parametrize("log", LOG_BACKENDS, indirect=True)   # or on_backends("kafka")
+The broker is started only if a `kafka` test runs (see infra/broker.py for which one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.log.base import Log
+
+from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap address of a Kafka-API broker started once per session."""
+    from infra.broker import running_broker
+
+    with running_broker() as bootstrap:
+        yield bootstrap
+
+
+def open_log(backend: str, request: pytest.FixtureRequest, path: Path) -> Log:
+    """Opens a fresh log of `backend`: EmbeddedLog in `path`, or KafkaLog on the test broker."""
+    if backend == "embedded":
+        from streams.log.embedded import EmbeddedLog
+
+        return EmbeddedLog(path)
+    if backend == "kafka":
+        from streams.log.kafka import KafkaLog
+
+        return KafkaLog(request.getfixturevalue("kafka_bootstrap"))
+    raise ValueError(f"unknown log backend {backend!r}")
+
+
+@pytest.fixture(params=log_params())
+def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Log]:
+    """A `Log` on the backend named by the parameter, closed after the test."""
+    opened = open_log(request.param, request, tmp_path / "log")
+    yield opened
+    opened.close()

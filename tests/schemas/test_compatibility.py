@@ -1,0 +1,68 @@
+"""Schema evolution: every published envelope version stays readable by the current one."""
+
+from __future__ import annotations
+
+import json
+
+import fastavro
+import pytest
+
+from schemas.registry import AVRO_DIR, SchemaRegistry, default_registry
+from schemas.serde import Event, EventSerde
+
+V1 = SchemaRegistry(AVRO_DIR / "v1")
+
+
+def v1_events() -> list[Event]:
+    schema = {"name": "c", "description": "", "fields": [
+        {"field_id": 100, "name": "id", "data_type": "INT64", "is_primary_key": True,
+         "auto_id": False, "params": {}, "description": ""}]}
+    created = {"collection_id": 5, "collection_name": "c", "schema": schema, "shards_num": 1,
+               "vchannels": ["x-dml_1_5v0"], "pchannels": [1],
+               "partitions": [{"partition_id": 6, "partition_name": "_default"}],
+               "properties": {"k": "v"}}
+    return [Event("CollectionCreated", 10, created, 5),
+            Event("TimeTick", 11, {"source": "rootcoord"}),
+            Event("CollectionDropped", 12, {"collection_id": 5, "collection_name": "c"}, 5)]
+
+
+def test_registry_knows_v1_and_current_by_fingerprint():
+    reg = default_registry()
+    assert V1.current.fingerprint in reg.versions
+    assert reg.current.fingerprint != V1.current.fingerprint
+
+
+@pytest.mark.parametrize("event", v1_events(), ids=lambda e: e.type)
+def test_data_written_with_v1_is_read_by_the_current_schema(event: Event):
+    old_writer = EventSerde(registry=V1)
+    data = old_writer.encode(event)
+    assert data[2:10] == V1.current.fingerprint
+    assert EventSerde().decode(data) == event
+
+
+def test_v2_only_appends_union_branches_and_keeps_every_v1_field():
+    def branches(reg: SchemaRegistry) -> list[str]:
+        env = json.loads(reg.current.text)
+        payload = next(f for f in env["fields"] if f["name"] == "payload")
+        return [b["name"] for b in payload["type"]]
+
+    old, new = branches(V1), branches(default_registry())
+    assert new[: len(old)] == old and len(new) > len(old)
+
+
+def test_every_schema_has_a_namespace_and_past_tense_events():
+    for path in AVRO_DIR.glob("*.avsc"):
+        raw = json.loads(path.read_text())
+        assert raw["namespace"] == "io.vectorlog.events", path.name
+    env = json.loads(default_registry().current.text)
+    payload = next(f for f in env["fields"] if f["name"] == "payload")
+    for branch in payload["type"]:
+        name = branch["name"].rsplit(".", 1)[-1]
+        assert name == "TimeTick" or name.endswith(("ed", "Dropped")), name
+
+
+def test_v1_reader_cannot_read_new_branches_so_upgrade_readers_first():
+    data = EventSerde().encode(Event("AliasCreated", 3, {"collection_id": 1, "alias": "a"}, 1))
+    with pytest.raises(Exception):  # noqa: B017 - fastavro's resolution error type varies
+        fastavro.schemaless_reader(__import__("io").BytesIO(data[10:]),
+                                   default_registry().current.parsed, V1.current.parsed)

@@ -1,0 +1,113 @@
+"""Crash test of EmbeddedLog: every acknowledged append survives a SIGKILL of the writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from streams.log.base import Append, Record
+from streams.log.embedded import EmbeddedLog
+
+TOPIC, PARTITIONS, BATCH, ACKS_BEFORE_KILL = "crash", 3, 7, 50
+
+# The writer appends batches forever and prints each batch's offsets once `append` returned.
+WRITER = f"""
+import json, sys
+from streams.log.base import Append
+from streams.log.embedded import EmbeddedLog
+
+log = EmbeddedLog(sys.argv[1])
+log.create_topic({TOPIC!r}, {PARTITIONS})
+batch = 0
+while True:
+    records = [
+        Append((batch + i) % {PARTITIONS}, f"{{batch}}:{{i}};".encode() * 20,
+               key=f"k{{i}}".encode() if i % 2 else None)
+        for i in range({BATCH})
+    ]
+    offsets = log.append({TOPIC!r}, records)
+    print(json.dumps({{"batch": batch, "offsets": offsets}}), flush=True)
+    batch += 1
+"""
+
+
+def expected_batch(batch: int) -> list[Append]:
+    """The records the writer appended as batch number `batch`."""
+    return [
+        Append(
+            (batch + i) % PARTITIONS,
+            f"{batch}:{i};".encode() * 20,
+            key=f"k{i}".encode() if i % 2 else None,
+        )
+        for i in range(BATCH)
+    ]
+
+
+def run_writer_until_acks(path: Path, acks: int, timeout: float = 20.0) -> list[dict]:
+    """Starts the writer, reads `acks` acknowledgements, then SIGKILLs it mid-stream."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert child.stdout is not None and child.stderr is not None
+    watchdog = threading.Timer(timeout, child.kill)  # unblocks readline() if the writer hangs
+    watchdog.start()
+    acked: list[dict] = []
+    try:
+        while len(acked) < acks:
+            line = child.stdout.readline()
+            if not line:
+                raise AssertionError(f"writer stopped early: {child.stderr.read().decode()}")
+            acked.append(json.loads(line))
+    finally:
+        watchdog.cancel()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    return acked
+
+
+def read_partition(log: EmbeddedLog, partition: int) -> list[Record]:
+    reader = log.reader(TOPIC, {partition: 0})
+    out: list[Record] = []
+    while got := reader.poll(max_records=10_000, timeout=0):
+        out += got
+    reader.close()
+    return out
+
+
+def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    acked = run_writer_until_acks(path, ACKS_BEFORE_KILL)
+    assert [a["batch"] for a in acked] == list(range(ACKS_BEFORE_KILL))
+
+    log = EmbeddedLog(path)
+    try:
+        on_disk = {p: read_partition(log, p) for p in range(PARTITIONS)}
+        for p, records in on_disk.items():  # dense from 0, no duplicates
+            assert [r.offset for r in records] == list(range(len(records)))
+            assert log.end_offset(TOPIC, p) == len(records)
+        stored = {(r.partition, r.offset): (r.key, r.value) for rs in on_disk.values() for r in rs}
+        for ack in acked:  # every acknowledged record, at its offset, with its content
+            for a, off in zip(expected_batch(ack["batch"]), ack["offsets"], strict=True):
+                assert stored[(a.partition, off)] == (a.key, a.value)
+        # Unacknowledged batches are all-or-nothing: the log holds whole batches 0..n-1.
+        batches: dict[int, int] = {}
+        for r in (r for rs in on_disk.values() for r in rs):
+            batch = int(r.value.split(b":", 1)[0])
+            batches[batch] = batches.get(batch, 0) + 1
+        assert sorted(batches) == list(range(len(batches))) and len(batches) >= len(acked)
+        assert set(batches.values()) == {BATCH}
+
+        ends = [log.end_offset(TOPIC, p) for p in range(PARTITIONS)]
+        new = log.append(TOPIC, [Append(p, b"after crash") for p in range(PARTITIONS)])
+        assert new == ends
+        assert [read_partition(log, p)[-1].value for p in range(PARTITIONS)] == [b"after crash"] * 3
+    finally:
+        log.close()

@@ -1,0 +1,131 @@
+"""Invalid requests are refused with an error naming what was wrong, and nothing is appended."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clients import data_events, log_events
+from processors.errors import (
+    CollectionExists,
+    CollectionNotFound,
+    InvalidArgument,
+    InvalidName,
+    SchemaMismatch,
+)
+from vectorlog import Client, DataType
+
+
+@pytest.fixture
+def books(client: Client) -> Client:
+    s = client.create_schema()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=3)
+    s.add_field("title", DataType.VARCHAR, max_length=5)
+    s.add_field("year", DataType.INT64)
+    client.create_collection("books", schema=s)
+    return client
+
+
+def row(**over):
+    return {"id": 1, "vector": [0.1, 0.2, 0.3], "title": "abc", "year": 1999, **over}
+
+
+BAD_ROWS = [
+    ([row(vector=[0.1, 0.2])], r"row 0: vector field 'vector' has dim 2, expected 3"),
+    ([row(), row(id=2, vector=[1, 2, 3, 4])], r"row 1: vector field 'vector' has dim 4"),
+    ([row(vector=[0.1, math.nan, 0.3])], r"row 0: vector field 'vector' has a NaN"),
+    ([row(vector="abc")], r"row 0: vector field 'vector' must be a list of 3 floats"),
+    ([{"id": 1, "vector": [0, 0, 0], "title": "x"}], r"row 0: missing field\(s\) \['year'\]"),
+    ([row(extra=1)], r"row 0: unknown field\(s\) \['extra'\]"),
+    ([row(year="1999")], r"row 0: field 'year' must be an INT64, got '1999'"),
+    ([row(year=True)], r"row 0: field 'year' must be an INT64, got True"),
+    ([row(year=2**64)], r"field 'year' value 18446744073709551616 is outside INT64"),
+    ([row(title=5)], r"row 0: field 'title' must be a string, got 5"),
+    ([row(title="too long")], r"row 0: field 'title' is 8 chars, max 5"),
+    ([row(), row()], r"row 1: primary key 'id' value 1 repeats"),
+    ([], r"non-empty list of rows"),
+    (["not a dict"], r"row 0 is a str, not a dict"),
+]
+
+
+@pytest.mark.parametrize("rows, message", BAD_ROWS)
+def test_bad_rows_are_refused_and_nothing_is_appended(books: Client, rows, message):
+    with pytest.raises(SchemaMismatch, match=message):
+        books.insert("books", rows)
+    assert data_events(books) == []
+
+
+def test_unknown_collection_and_partition(books: Client):
+    with pytest.raises(CollectionNotFound, match="'nope'"):
+        books.insert("nope", [row()])
+    with pytest.raises(InvalidArgument, match="partition 'p9' does not exist in 'books'"):
+        books.insert("books", [row()], partition_name="p9")
+    with pytest.raises(CollectionNotFound, match="'nope'"):
+        books.delete("nope", ids=[1])
+    assert data_events(books) == []
+
+
+def test_bad_delete_keys(books: Client):
+    with pytest.raises(SchemaMismatch, match="field 'id' must be an INT64, got 'x'"):
+        books.delete("books", ids=["x"])
+    with pytest.raises(SchemaMismatch, match="no primary keys"):
+        books.delete("books", ids=[])
+    assert data_events(books) == []
+
+
+def test_auto_id_key_must_not_be_supplied(client: Client):
+    client.create_collection("auto", dimension=2, auto_id=True)
+    with pytest.raises(SchemaMismatch, match="primary key 'id' is auto_id"):
+        client.insert("auto", [{"id": 3, "vector": [1.0, 2.0]}])
+    assert data_events(client) == []
+
+
+@pytest.mark.parametrize("name", ["1abc", "a-b", "", "a" * 256, "名前", None])
+def test_bad_collection_names_are_refused(client: Client, name):
+    with pytest.raises(InvalidName, match="invalid collection name"):
+        client.create_collection(name, dimension=4)
+    assert [e for e in log_events(client, client._node.topics.ddl)
+            if e.type != "TimeTick"] == []
+
+
+def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
+    s = client.create_schema()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    s.add_field("v", DataType.INT64)
+    with pytest.raises(InvalidArgument, match="duplicate field 'v'"):
+        client.create_collection("c", schema=s)
+    bad_field = client.create_schema().add_field("id", DataType.INT64, is_primary=True)
+    bad_field.add_field("bad-name", DataType.FLOAT_VECTOR, dim=4)
+    with pytest.raises(InvalidName, match="invalid field name 'bad-name'"):
+        client.create_collection("c", schema=bad_field)
+    with pytest.raises(InvalidArgument, match="dim must be 1..32768"):
+        client.create_collection("c", dimension=0)
+    with pytest.raises(InvalidArgument, match="metric_type 'HAMMING'"):
+        client.create_collection("c", dimension=4, metric_type="HAMMING")
+    no_pk = client.create_schema().add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    with pytest.raises(InvalidArgument, match="exactly one primary key, got 0"):
+        client.create_collection("c", schema=no_pk)
+    assert not client.has_collection("c")
+    assert [e for e in log_events(client, client._node.topics.ddl)
+            if e.type != "TimeTick"] == []
+
+
+def test_duplicate_collection_is_refused(client: Client):
+    client.create_collection("c", dimension=4)
+    with pytest.raises(CollectionExists, match="'c' already exists as a collection"):
+        client.create_collection("c", dimension=8)
+    assert client.describe_collection("c")["fields"][1]["params"]["dim"] == 4
+
+
+def test_bad_search_requests(books: Client):
+    with pytest.raises(InvalidArgument, match="search data: row 0: vector field 'vector' has dim 2"):
+        books.search("books", [[1.0, 2.0]])
+    with pytest.raises(InvalidArgument, match="limit must be 1..16384"):
+        books.search("books", [[1.0, 2.0, 3.0]], limit=0)
+    with pytest.raises(InvalidArgument, match="field 'nope' does not exist"):
+        books.search("books", [[1.0, 2.0, 3.0]], output_fields=["nope"])
+    with pytest.raises(InvalidArgument, match="consistency_level 'Sometimes'"):
+        books.search("books", [[1.0, 2.0, 3.0]], consistency_level="Sometimes")
