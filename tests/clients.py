@@ -67,3 +67,10 @@ def log_events(client: Client, topic: str | None = None) -> list[Event]:
 def data_events(client: Client) -> list[Event]:
     """Returns the RowsInserted and RowsDeleted events on the dml topic."""
     return [e for e in log_events(client) if e.type in ("RowsInserted", "RowsDeleted")]
+
+
+def ddl_changes(client: Client) -> list[Event]:
+    """Returns the DDL events that change meta (no ticks, markers or reservations)."""
+    from processors.rootcoord.rootcoord import NOT_APPLIED
+
+    return [e for e in log_events(client, client._node.topics.ddl) if e.type not in NOT_APPLIED]

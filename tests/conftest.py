@@ -2,7 +2,7 @@
 
 A test that takes `log` runs once per backend (ids `embedded`, `kafka`). To pick backends:
     @pytest.mark.parametrize("log", LOG_BACKENDS, indirect=True)   # or on_backends("kafka")
-The broker is started only if a `kafka` test runs (see infra/broker.py for which one).
+(`LOG_BACKENDS`, `on_backends`, `unique_topic` live in tests/support.py). The broker is started only if a `kafka` test runs (see infra/broker.py for which one).
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
 from streams.log.base import Log
-
-from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
 
 @pytest.fixture(scope="session")

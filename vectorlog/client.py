@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from processors.errors import InvalidArgument
+from processors.errors import AliasNotFound, IndexNotFound, InvalidArgument
 from processors.model import (
     CollectionInfo,
     CollectionSchema,
@@ -16,6 +16,7 @@ from processors.model import (
     FieldSchema,
     quick_schema,
 )
+from processors.rootcoord.indexes import IndexSpec
 from vectorlog.config import Config
 from vectorlog.standalone import Standalone
 
@@ -46,12 +47,24 @@ class SchemaBuilder:
         return CollectionSchema(fields, self.description)
 
 
+class IndexParams(list[IndexSpec]):
+    """Indexes to create (MilvusClient.prepare_index_params())."""
+
+    def add_index(self, field_name: str, index_type: str = "FLAT", index_name: str = "",
+                  metric_type: str | None = None, params: dict[str, Any] | None = None
+                  ) -> IndexParams:
+        self.append(IndexSpec(field_name, index_type, metric_type, params or {},
+                              index_name or None))
+        return self
+
+
 class Client:
     """A connection to a vectorlog cluster; a context manager."""
 
     def __init__(self, uri: str = "./vectorlog-data", **settings: Any) -> None:
         self.cfg = Config.load(log=uri, **settings)
         self._node = Standalone(self.cfg)
+        self._rc = self._node.rootcoord
         self._session_ts = 0
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -86,20 +99,98 @@ class Client:
             built = schema.build(metric_type)
         else:
             built = schema
-        self._node.rootcoord.create_collection(collection_name, built, num_shards, properties)
+        self._rc.create_collection(collection_name, built, num_shards, properties)
 
     def drop_collection(self, collection_name: str) -> None:
-        self._node.rootcoord.drop_collection(collection_name)
+        self._rc.drop_collection(collection_name)
 
-    def has_collection(self, collection_name: str) -> bool:
-        return self._node.rootcoord.meta.has(collection_name)
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        self._rc.rename_collection(old_name, new_name)
 
-    def list_collections(self) -> list[str]:
-        return self._node.rootcoord.meta.names()
+    def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
+        return self._rc.meta.has(collection_name, as_of)
 
-    def describe_collection(self, collection_name: str) -> dict[str, Any]:
-        """Returns MilvusClient's description of a collection. Raises CollectionNotFound."""
-        return describe(self._node.rootcoord.meta.get(collection_name))
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        """Returns the collection names (as of a hybrid timestamp), sorted."""
+        return self._rc.meta.names(as_of)
+
+    def describe_collection(self, collection_name: str, as_of: int | None = None
+                            ) -> dict[str, Any]:
+        """Returns MilvusClient's description of a collection (or alias), as of `as_of`.
+
+        Raises CollectionNotFound.
+        """
+        return describe(self._rc.meta.get(collection_name, as_of))
+
+    # -- partitions -------------------------------------------------------------------------
+    def create_partition(self, collection_name: str, partition_name: str) -> None:
+        self._rc.create_partition(collection_name, partition_name)
+
+    def drop_partition(self, collection_name: str, partition_name: str) -> None:
+        self._rc.drop_partition(collection_name, partition_name)
+
+    def has_partition(self, collection_name: str, partition_name: str,
+                      as_of: int | None = None) -> bool:
+        return partition_name in self._rc.meta.get(collection_name, as_of).partitions
+
+    def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
+        parts = self._rc.meta.get(collection_name, as_of).partitions
+        return sorted(parts, key=lambda name: parts[name])
+
+    # -- aliases -----------------------------------------------------------------------------
+    def create_alias(self, collection_name: str, alias: str) -> None:
+        self._rc.create_alias(collection_name, alias)
+
+    def drop_alias(self, alias: str) -> None:
+        self._rc.drop_alias(alias)
+
+    def alter_alias(self, collection_name: str, alias: str) -> None:
+        self._rc.alter_alias(collection_name, alias)
+
+    def describe_alias(self, alias: str) -> dict[str, str]:
+        """Returns {"alias", "collection_name"}. Raises AliasNotFound."""
+        cid = self._rc.meta.aliases().get(alias)
+        rec = self._rc.meta.by_id(cid) if cid is not None else None
+        if rec is None:
+            raise AliasNotFound(alias)
+        return {"alias": alias, "collection_name": rec["name"]}
+
+    def list_aliases(self, collection_name: str = "", as_of: int | None = None
+                     ) -> dict[str, Any]:
+        """Returns {"aliases": [...], "collection_name"}: one collection's, or all."""
+        if collection_name:
+            return {"aliases": self._rc.meta.get(collection_name, as_of).aliases,
+                    "collection_name": collection_name}
+        return {"aliases": sorted(self._rc.meta.aliases(as_of)), "collection_name": ""}
+
+    # -- indexes (descriptions) --------------------------------------------------------------
+    @staticmethod
+    def prepare_index_params() -> IndexParams:
+        return IndexParams()
+
+    def create_index(self, collection_name: str, index_params: IndexParams) -> None:
+        """Records each index of `index_params` (parameters only; building is later work)."""
+        for spec in index_params:
+            self._rc.create_index(collection_name, spec)
+
+    def drop_index(self, collection_name: str, index_name: str) -> None:
+        self._rc.drop_index(collection_name, index_name)
+
+    def list_indexes(self, collection_name: str, field_name: str | None = None) -> list[str]:
+        indexes = self._rc.meta.get(collection_name).indexes
+        return sorted(n for n, ix in indexes.items()
+                      if field_name is None or ix["field_name"] == field_name)
+
+    def describe_index(self, collection_name: str, index_name: str,
+                       as_of: int | None = None) -> dict[str, Any]:
+        """Returns the index's description. Raises IndexNotFound."""
+        info = self._rc.meta.get(collection_name, as_of)
+        if index_name not in info.indexes:
+            raise IndexNotFound(info.name, index_name)
+        ix = info.indexes[index_name]
+        return {"index_name": ix["index_name"], "field_name": ix["field_name"],
+                "index_type": ix["index_type"], "metric_type": ix["metric_type"],
+                "params": dict(ix["params"]), "created_timestamp": ix["created_ts"]}
 
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
@@ -160,8 +251,10 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
     return {
         "collection_name": info.name, "collection_id": info.collection_id,
         "auto_id": info.schema.primary.auto_id, "num_shards": info.shards_num,
-        "description": info.schema.description, "fields": fields, "aliases": [],
+        "description": info.schema.description, "fields": fields, "aliases": list(info.aliases),
         "virtual_channel_names": list(info.vchannels), "num_partitions": len(info.partitions),
+        "partitions": sorted(info.partitions, key=lambda n: info.partitions[n]),
+        "indexes": sorted(info.indexes),
         "properties": dict(info.properties), "created_timestamp": info.created_ts,
         "enable_dynamic_field": False,
     }

@@ -43,10 +43,9 @@ def demo_digits(client: Client) -> None:
     print(f"inserted {len(rows):,} rows ({rate:,.0f} rows/s)")
     for q in (0, 11, 42):
         (hits,) = client.search(name, [x[q]], limit=6, output_fields=["label"])
-        got = [h["entity"]["label"] for h in hits[1:]]
-        print(f"  image #{q} (a {labels[q]}): nearest neighbours are "
-              f"{', '.join(str(g) for g in got)}  (distances "
-              f"{', '.join(f'{h['distance']:.0f}' for h in hits[1:])})")
+        got = ", ".join(str(h["entity"]["label"]) for h in hits[1:])
+        dist = ", ".join(f"{h['distance']:.0f}" for h in hits[1:])
+        print(f"  image #{q} (a {labels[q]}): nearest neighbours are {got}  (distances {dist})")
 
 
 def demo_glove(client: Client, n: int) -> None:

@@ -45,6 +45,7 @@ class QueryNode:
         self._handlers: dict[str, Callable[[Event], None]] = {
             "CollectionCreated": self._created, "CollectionDropped": self._dropped,
             "RowsInserted": self._inserted, "RowsDeleted": self._deleted,
+            "PartitionDropped": self._partition_dropped,
         }
 
     def start(self) -> None:
@@ -108,7 +109,12 @@ class QueryNode:
         pks = decode_column(col, event.body["num_rows"])
         if column_kind(col)[0] == "Int64Column":
             pks = pks.tolist()
-        replica.delete(event.ts, pks)
+        replica.delete(event.ts, pks, event.body["partition_id"])
+
+    def _partition_dropped(self, event: Event) -> None:
+        replica = self.replicas.get(event.body["collection_id"])
+        if replica is not None:
+            replica.drop_partition(event.ts, event.body["partition_id"])
 
     # -- reading -----------------------------------------------------------------------------
     def tsafe_of(self, pchannels: list[int]) -> int:

@@ -91,10 +91,22 @@ class Replica:
                 if ins[r] < ts and sup[r] > ts:
                     sup[r] = ts
 
-    def delete(self, ts: int, pks: list[Any]) -> None:
-        """Hides every row of `pks` inserted before `ts`, from `ts` on."""
+    def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
+        """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1)."""
         with self.lock:
-            self._supersede(pks, ts)
+            if partition == -1:
+                self._supersede(pks, ts)
+                return
+            part = self._part.view()
+            self._supersede([pk for pk in pks if any(
+                part[r] == partition for r in self._rows.get(pk, ()))], ts)
+
+    def drop_partition(self, ts: int, partition: int) -> None:
+        """Hides every row of `partition` from `ts` on."""
+        with self.lock:
+            sup = self._sup.view()
+            rows = (self._part.view() == partition) & (self._ins.view() < ts) & (sup > ts)
+            sup[rows] = ts
 
     # -- reads --------------------------------------------------------------------------
     def visible(self, ts: int, partitions: list[int] | None = None) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Callable
 
 from rocksdict import Rdict, WriteBatch
 
@@ -20,8 +21,10 @@ FIRST_ID = 1 << 40  # leaves small ids free for system use and readable in logs
 class IdAllocator:
     """Hands out unique int64 ids; reserves `batch` ids per durable write."""
 
-    def __init__(self, db: Rdict, batch: int = 100_000) -> None:
-        self._db, self._batch = db, batch
+    def __init__(self, db: Rdict, batch: int = 100_000,
+                 on_reserve: Callable[[int], None] | None = None) -> None:
+        """`on_reserve(upper)` runs before a new range is saved (rootcoord logs it)."""
+        self._db, self._batch, self.on_reserve = db, batch, on_reserve
         self._lock = threading.Lock()
         saved = db.get(ID_UPPER_KEY)
         self._next = self._upper = struct.unpack(">Q", saved)[0] if saved else FIRST_ID
@@ -37,7 +40,15 @@ class IdAllocator:
             self._next += count
             return first
 
+    def observe(self, upper: int) -> None:
+        """Makes every later id >= `upper` (a reservation read back from the log)."""
+        with self._lock:
+            if upper > self._next:
+                self._next = self._upper = upper
+
     def _reserve(self, upper: int) -> None:
+        if self.on_reserve is not None:
+            self.on_reserve(upper)
         wb = WriteBatch(raw_mode=True)
         wb.put(ID_UPPER_KEY, struct.pack(">Q", upper))
         self._db.write(wb, synced())

@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 DDL_POSITION_KEY = b"rootcoord/ddl_position"
 #: DDL events that data consumers (query nodes, data nodes) see in the vchannels
+#: events on the ddl topic that change no meta
+NOT_APPLIED = frozenset({"TimeTick", "RangeReserved"})
 BROADCAST = frozenset({"CollectionCreated", "CollectionDropped", "PartitionCreated",
                        "PartitionDropped"})
 MAX_SHARDS = 16
@@ -65,6 +67,8 @@ class RootCoord:
         self.source = barrier.register(TickSource("rootcoord", tso))
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
         self._lock = threading.Lock()
+        tso.on_reserve = lambda bound: self._log_reservation("timestamps", bound)
+        ids.on_reserve = lambda upper: self._log_reservation("ids", upper)
 
     # -- requests ---------------------------------------------------------------------
     def create_collection(
@@ -198,6 +202,17 @@ class RootCoord:
         if not self.meta.apply(event, position):
             self.db.put(DDL_POSITION_KEY, position[0][1])
 
+    def _log_reservation(self, kind: str, upper: int) -> None:
+        """Appends a RangeReserved event so a rebuilt rootcoord never reissues a value."""
+        event = Event("RangeReserved", 0, {"kind": kind, "upper": upper})
+        self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(event))])
+
+    def _observe_reservation(self, event: Event) -> None:
+        if event.body["kind"] == "ids":
+            self.ids.observe(event.body["upper"])
+        else:
+            self.tso.observe_bound(event.body["upper"])
+
     # -- recovery -----------------------------------------------------------------------
     def stored_position(self) -> int:
         raw = self.db.get(DDL_POSITION_KEY)
@@ -233,9 +248,12 @@ class RootCoord:
         try:
             event = self._ddl_serde.decode(rec.value)
             self.tso.observe(event.ts)
-            if event.type == "TimeTick":
+            if event.type == "RangeReserved":
+                self._observe_reservation(event)
+            if event.type in NOT_APPLIED:
                 self._apply(event, rec.offset)
                 return 0
+            self.meta.check(event)  # an invalid event is refused before it is broadcast
             self._broadcast(event)
             self._apply(event, rec.offset)
             return 1

@@ -52,9 +52,12 @@ class TimestampOracle:
     """Allocates hybrid timestamps; its upper bound lives in the rootcoord's RocksDB."""
 
     def __init__(
-        self, db: Rdict, save_window_ms: int = 3000, clock: Callable[[], int] = wall_ms
+        self, db: Rdict, save_window_ms: int = 3000, clock: Callable[[], int] = wall_ms,
+        on_reserve: Callable[[int], None] | None = None,
     ) -> None:
+        """`on_reserve(bound)` runs before a new bound is saved (rootcoord logs it)."""
         self._db, self._window, self._clock = db, save_window_ms, clock
+        self.on_reserve = on_reserve
         self._lock = threading.Lock()
         saved = db.get(TSO_UPPER_KEY)
         self._saved = struct.unpack(">Q", saved)[0] if saved is not None else 0
@@ -88,7 +91,15 @@ class TimestampOracle:
                 if self._logical >= MAX_LOGICAL:
                     self._physical, self._logical = self._physical + 1, 0
 
+    def observe_bound(self, bound_ms: int) -> None:
+        """Makes every later timestamp's physical part >= `bound_ms` (a logged reservation)."""
+        with self._lock:
+            if bound_ms > self._physical:
+                self._physical, self._logical = bound_ms, 0
+
     def _save(self, bound: int) -> None:
+        if self.on_reserve is not None:
+            self.on_reserve(bound)
         wb = WriteBatch(raw_mode=True)
         wb.put(TSO_UPPER_KEY, struct.pack(">Q", bound))
         self._db.write(wb, synced())

@@ -75,7 +75,9 @@ class KafkaLog:
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": client_id})
+        self._admin: AdminClient | None = AdminClient(
+            {"bootstrap.servers": bootstrap, "client.id": client_id}
+        )
         self._producer = Producer(self._producer_config())
         self._partitions: dict[str, int] = {}
         self._fatal: KafkaError | None = None
@@ -132,7 +134,9 @@ class KafkaLog:
         config = {"max.message.bytes": str(self._wire_max)}
         if compacted:
             config["cleanup.policy"] = "compact"
-        future = self._admin.create_topics([NewTopic(topic, partitions, config=config)])[topic]
+        future = self._admin_client().create_topics([NewTopic(topic, partitions, config=config)])[
+            topic
+        ]
         try:
             future.result()
         except KafkaException as exc:
@@ -162,7 +166,7 @@ class KafkaLog:
         Lists all topics: on Tansu a metadata request naming a topic creates it.
         """
         try:
-            metadata = self._admin.list_topics(timeout=METADATA_TIMEOUT)
+            metadata = self._admin_client().list_topics(timeout=METADATA_TIMEOUT)
         except KafkaException as exc:
             raise KafkaLogError.wrap("read metadata", exc.args[0]) from exc
         found = metadata.topics.get(topic)
@@ -230,6 +234,11 @@ class KafkaLog:
         if self._closed.is_set():
             raise LogClosed(f"kafka log at {self.bootstrap}")
 
+    def _admin_client(self) -> AdminClient:
+        if self._admin is None:
+            raise LogClosed(f"kafka log at {self.bootstrap}")
+        return self._admin
+
     def close(self) -> None:
         """Waits (up to 10 s) for records in flight, then closes the clients."""
         if self._closed.is_set():
@@ -238,6 +247,7 @@ class KafkaLog:
         self._poller.join()
         self._producer.flush(10)
         self._producer.close()
+        self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
 
 class KafkaReader:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable
 
 import pytest
-from conftest import on_backends, unique_topic
+from support import on_backends, unique_topic
 
 from streams.errors import LogError, PartitionNotFound, RecordTooLarge, TopicNotFound
 from streams.log.base import Append, Log, Reader, Record
