@@ -2,7 +2,8 @@
 
 A test that takes `log` runs once per backend (ids `embedded`, `kafka`). To pick backends:
     @pytest.mark.parametrize("log", LOG_BACKENDS, indirect=True)   # or on_backends("kafka")
-(`LOG_BACKENDS`, `on_backends`, `unique_topic` live in tests/support.py). The broker is started only if a `kafka` test runs (see infra/broker.py for which one).
+(`LOG_BACKENDS`, `on_backends`, `unique_topic` live in tests/support.py). The broker is
+started only if a `kafka` test runs (see infra/broker.py for which one).
 """
 
 from __future__ import annotations

@@ -134,9 +134,8 @@ class KafkaLog:
         config = {"max.message.bytes": str(self._wire_max)}
         if compacted:
             config["cleanup.policy"] = "compact"
-        future = self._admin_client().create_topics([NewTopic(topic, partitions, config=config)])[
-            topic
-        ]
+        new = NewTopic(topic, partitions, config=config)
+        future = self._admin_client().create_topics([new])[topic]
         try:
             future.result()
         except KafkaException as exc:

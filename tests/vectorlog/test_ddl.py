@@ -1,0 +1,196 @@
+"""The complete DDL through the log (seed 001 s.3, s.10.4), on both log backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from clients import ddl_changes
+from processors.errors import (
+    AliasNotFound,
+    CollectionExists,
+    CollectionNotFound,
+    IndexExists,
+    IndexNotFound,
+    InvalidArgument,
+    InvalidName,
+    LimitExceeded,
+    PartitionExists,
+    PartitionNotFound,
+)
+from processors.rootcoord.meta import MAX_PARTITIONS
+from vectorlog import Client
+
+
+def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
+    """Asserts fn(*args) raises `exc` matching `match` and appends no DDL event."""
+    before = len(ddl_changes(client))
+    with pytest.raises(exc, match=match):
+        fn(*args)
+    assert len(ddl_changes(client)) == before
+
+
+def vec(x: float) -> list[float]:
+    return [x, 1.0]
+
+
+def test_partitions_hold_rows_and_dropping_one_hides_them(client: Client):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    client.create_partition("c", "p1")
+    assert client.has_partition("c", "p1") and client.list_partitions("c") == ["_default", "p1"]
+    client.insert("c", [{"id": 1, "vector": vec(0)}])
+    client.insert("c", [{"id": 2, "vector": vec(0.1)}], partition_name="p1")
+    (only_p1,) = client.search("c", [vec(0)], partition_names=["p1"])
+    assert [h["id"] for h in only_p1] == [2]
+    client.delete("c", ids=[1], partition_name="p1")  # key 1 is not in p1: nothing happens
+    assert client.get_collection_stats("c")["row_count"] == 2
+    client.drop_partition("c", "p1")
+    assert [h["id"] for h in client.search("c", [vec(0)])[0]] == [1]
+    assert not client.has_partition("c", "p1")
+    refused(client, InvalidArgument, "_default partition cannot be dropped",
+            client.drop_partition, "c", "_default")
+    refused(client, PartitionNotFound, "'p1' does not exist in collection 'c'",
+            client.drop_partition, "c", "p1")
+    client.create_partition("c", "p2")
+    refused(client, PartitionExists, "'p2' already exists", client.create_partition, "c", "p2")
+    refused(client, InvalidName, "invalid partition name", client.create_partition, "c", "p-3")
+
+
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_a_collection_holds_at_most_1024_partitions(client: Client):
+    client.create_collection("c", dimension=2)
+    for i in range(MAX_PARTITIONS - 1):
+        client.create_partition("c", f"p{i}")
+    assert len(client.list_partitions("c")) == MAX_PARTITIONS
+    refused(client, LimitExceeded, "1024 partitions", client.create_partition, "c", "one_more")
+
+
+def test_aliases_resolve_for_reads_and_writes(client: Client):
+    client.create_collection("books_v1", dimension=2, metric_type="L2")
+    client.create_collection("books_v2", dimension=2, metric_type="L2")
+    client.create_alias("books_v1", "books")
+    client.insert("books", [{"id": 1, "vector": vec(0)}])
+    assert client.describe_collection("books_v1")["aliases"] == ["books"]
+    assert client.describe_collection("books")["collection_name"] == "books_v1"
+    assert client.describe_alias("books") == {"alias": "books", "collection_name": "books_v1"}
+    client.insert("books_v2", [{"id": 2, "vector": vec(0)}])
+    client.alter_alias("books_v2", "books")
+    assert [h["id"] for h in client.search("books", [vec(0)])[0]] == [2]
+    assert client.list_aliases("books_v2")["aliases"] == ["books"]
+    assert client.list_aliases("books_v1")["aliases"] == []
+    assert client.list_aliases()["aliases"] == ["books"]
+    client.drop_alias("books")
+    with pytest.raises(CollectionNotFound):
+        client.search("books", [vec(0)])
+
+
+def test_alias_rules(client: Client):
+    client.create_collection("a", dimension=2)
+    client.create_collection("b", dimension=2)
+    client.create_alias("a", "x")
+    refused(client, CollectionExists, "'b' already exists as a collection",
+            client.create_alias, "a", "b")
+    refused(client, CollectionExists, "'x' already exists as a alias",
+            client.create_alias, "b", "x")
+    refused(client, CollectionExists, "'x' already exists as a alias",
+            client.create_collection, "x", 2)
+    refused(client, InvalidArgument, "has aliases \\['x'\\]; drop them first",
+            client.drop_collection, "a")
+    refused(client, InvalidArgument, "'x' is an alias", client.drop_collection, "x")
+    refused(client, AliasNotFound, "alias 'nope' does not exist", client.drop_alias, "nope")
+    refused(client, AliasNotFound, "alias 'nope'", client.alter_alias, "b", "nope")
+    refused(client, InvalidArgument, "already names collection 'a'",
+            client.alter_alias, "a", "x")
+    refused(client, CollectionNotFound, "'zzz'", client.create_alias, "zzz", "y")
+
+
+def test_rename_keeps_id_data_and_aliases(client: Client):
+    client.create_collection("old", dimension=2, metric_type="L2")
+    client.create_alias("old", "al")
+    cid = client.describe_collection("old")["collection_id"]
+    client.insert("old", [{"id": 7, "vector": vec(0)}])
+    client.rename_collection("old", "new")
+    assert client.list_collections() == ["new"] and not client.has_collection("old")
+    assert client.describe_collection("new")["collection_id"] == cid
+    assert client.describe_collection("al")["collection_name"] == "new"
+    assert client.get("new", [7], output_fields=["id"]) == [{"id": 7}]
+    client.create_collection("other", dimension=2)
+    refused(client, CollectionExists, "'other' already exists",
+            client.rename_collection, "new", "other")
+    refused(client, CollectionNotFound, "'old'", client.rename_collection, "old", "x")
+
+
+def test_index_descriptions(client: Client):
+    schema = client.create_schema()
+    schema.add_field("id", client_datatype("INT64"), is_primary=True)
+    schema.add_field("vector", client_datatype("FLOAT_VECTOR"), dim=8)
+    schema.add_field("year", client_datatype("INT64"))
+    client.create_collection("c", schema=schema, metric_type="IP")
+    params = client.prepare_index_params()
+    params.add_index("vector", "HNSW", "vec_idx", "IP", {"M": 16, "efConstruction": 200})
+    params.add_index("year", "STL_SORT")
+    client.create_index("c", params)
+    assert client.list_indexes("c") == ["vec_idx", "year"]
+    d = client.describe_index("c", "vec_idx")
+    assert (d["field_name"], d["index_type"], d["metric_type"], d["params"]) == (
+        "vector", "HNSW", "IP", {"M": "16", "efConstruction": "200"})
+    again = client.prepare_index_params().add_index("vector", "FLAT", "other")
+    refused(client, IndexExists, "already has an index on field 'vector'",
+            client.create_index, "c", again)
+    bad = client.prepare_index_params().add_index("vector", "HNSW", "i2", "L2")
+    refused(client, InvalidArgument, "metric_type 'L2' differs", client.create_index, "c", bad)
+    bad = client.prepare_index_params().add_index("year", "HNSW", "i3")
+    refused(client, InvalidArgument, "'HNSW' cannot index INT64 field 'year'",
+            client.create_index, "c", bad)
+    bad = client.prepare_index_params().add_index("vector", "IVF_FLAT", "i4", params={"M": 3})
+    refused(client, InvalidArgument, "IVF_FLAT has no parameter 'M'",
+            client.create_index, "c", bad)
+    client.drop_index("c", "vec_idx")
+    assert client.list_indexes("c") == ["year"]
+    refused(client, IndexNotFound, "'vec_idx' does not exist", client.drop_index, "c", "vec_idx")
+
+
+def client_datatype(name: str):
+    from vectorlog import DataType
+
+    return DataType[name]
+
+
+def test_describe_and_list_as_of_past_timestamps(client: Client):
+    tso = client._node.tso
+    t0 = tso.now()
+    client.create_collection("c", dimension=2)
+    first = client.describe_collection("c")
+    t1 = tso.now()
+    client.create_partition("c", "p")
+    client.create_alias("c", "al")
+    t2 = tso.now()
+    client.drop_alias("al")
+    client.drop_collection("c")
+    t3 = tso.now()
+    client.create_collection("c", dimension=4)
+    second = client.describe_collection("c")
+    assert second["collection_id"] != first["collection_id"]
+    assert client.list_collections(as_of=t0) == [] and client.list_collections(as_of=t3) == []
+    assert client.describe_collection("c", as_of=t1) == first
+    at2 = client.describe_collection("c", as_of=t2)
+    assert (at2["partitions"], at2["aliases"]) == (["_default", "p"], ["al"])
+    assert client.describe_collection("al", as_of=t2)["collection_id"] == first["collection_id"]
+    assert client.has_collection("c", as_of=t1) and not client.has_collection("c", as_of=t3)
+    with pytest.raises(CollectionNotFound):
+        client.describe_collection("c", as_of=t3)
+    assert client.describe_collection("c") == second
+    assert first["created_timestamp"] > t0
+
+
+def test_ddl_events_are_on_the_ddl_topic_and_broadcast_into_vchannels(client: Client):
+    from clients import log_events
+
+    client.create_collection("c", dimension=2, num_shards=3)
+    client.create_partition("c", "p")
+    client.create_alias("c", "al")
+    kinds = [e.type for e in ddl_changes(client)]
+    assert kinds == ["CollectionCreated", "PartitionCreated", "AliasCreated"]
+    vchannels = client.describe_collection("c")["virtual_channel_names"]
+    dml = [e for e in log_events(client) if e.type in ("CollectionCreated", "PartitionCreated")]
+    assert sorted((e.type, e.vchannel) for e in dml) == sorted(
+        [("CollectionCreated", v) for v in vchannels] + [("PartitionCreated", v) for v in vchannels])
