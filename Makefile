@@ -35,6 +35,8 @@ test-all: install ## the suite plus the slow soak/crash tests
 
 bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.ingest
+	$(BIN)/python -m benchmarks.snapshotkv_bench
+	$(BIN)/python -m benchmarks.meta_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -52,8 +52,11 @@ def bench_insert(client: Client, x: np.ndarray, shards: int) -> tuple[float, lis
 def record_sizes(client: Client) -> list[int]:
     """Returns the sizes of the RowsInserted records the insert path wrote (for the anchor)."""
     serde, topic = EventSerde(), client._node.topics.dml
-    return [len(r.value) for r in read_to_end(client._node.log, topic)
-            if serde.decode(r.value).type == "RowsInserted"]
+    return [
+        len(r.value)
+        for r in read_to_end(client._node.log, topic)
+        if serde.decode(r.value).type == "RowsInserted"
+    ]
 
 
 def bench_raw(client: Client, sizes: list[int], batches: int) -> float:
@@ -83,10 +86,17 @@ def run(backend: str, rows: int, shards: int, stack: ExitStack) -> dict[str, Any
         raw = bench_raw(client, sizes, rows // BATCH)
     nbytes = x.nbytes + rows * 8
     return {
-        "backend": backend, "rows": rows, "dim": DIM, "batch": BATCH, "shards": shards,
-        "insert_rows_per_s": rows / elapsed, "insert_mb_per_s": nbytes / elapsed / 1e6,
-        "raw_append_rows_per_s": rows / raw, "raw_append_mb_per_s": sum(sizes) / raw / 1e6,
-        "ratio_insert_to_raw": raw / elapsed, "records": len(sizes),
+        "backend": backend,
+        "rows": rows,
+        "dim": DIM,
+        "batch": BATCH,
+        "shards": shards,
+        "insert_rows_per_s": rows / elapsed,
+        "insert_mb_per_s": nbytes / elapsed / 1e6,
+        "raw_append_rows_per_s": rows / raw,
+        "raw_append_mb_per_s": sum(sizes) / raw / 1e6,
+        "ratio_insert_to_raw": raw / elapsed,
+        "records": len(sizes),
         "record_bytes_mean": float(np.mean(sizes)) if sizes else 0.0,
         "goal": {"rows_per_s": 100_000, "ratio": 0.7},
         "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
@@ -100,13 +110,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=1)
     args = ap.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    for backend in (["embedded", "kafka"] if args.backend == "both" else [args.backend]):
+    for backend in ["embedded", "kafka"] if args.backend == "both" else [args.backend]:
         with ExitStack() as stack:
             res = run(backend, args.rows, args.shards, stack)
         (RESULTS / f"ingest-{backend}.json").write_text(json.dumps(res, indent=2) + "\n")
-        print(f"{backend:9s} insert {res['insert_rows_per_s']:>9,.0f} rows/s "
-              f"{res['insert_mb_per_s']:6.1f} MB/s | raw append {res['raw_append_rows_per_s']:>9,.0f}"
-              f" rows/s {res['raw_append_mb_per_s']:6.1f} MB/s | ratio {res['ratio_insert_to_raw']:.2f}")
+        print(
+            f"{backend:9s} insert {res['insert_rows_per_s']:>9,.0f} rows/s "
+            f"{res['insert_mb_per_s']:6.1f} MB/s | raw append "
+            f"{res['raw_append_rows_per_s']:>9,.0f} rows/s {res['raw_append_mb_per_s']:6.1f} MB/s"
+            f" | ratio {res['ratio_insert_to_raw']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -13,9 +13,7 @@ class InvalidArgument(VectorlogError, ValueError):
 
 class InvalidName(InvalidArgument):
     def __init__(self, kind: str, name: object) -> None:
-        super().__init__(
-            f"invalid {kind} name {name!r}: must match [A-Za-z_][A-Za-z0-9_]{{0,254}}"
-        )
+        super().__init__(f"invalid {kind} name {name!r}: must match [A-Za-z_][A-Za-z0-9_]{{0,254}}")
         self.name = name
 
 

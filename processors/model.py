@@ -68,8 +68,10 @@ class FieldSchema:
             raise InvalidArgument(f"field {self.name!r}: max_length must be 1..{MAX_VARCHAR}")
 
     def _validate_vector(self) -> None:
-        if not isinstance(self.dim, int) or isinstance(self.dim, bool) or not (
-            0 < self.dim <= MAX_DIM
+        if (
+            not isinstance(self.dim, int)
+            or isinstance(self.dim, bool)
+            or not (0 < self.dim <= MAX_DIM)
         ):
             raise InvalidArgument(f"vector field {self.name!r}: dim must be 1..{MAX_DIM}")
         if self.metric_type not in METRICS:
@@ -78,19 +80,39 @@ class FieldSchema:
             )
 
     def to_avro(self) -> dict[str, Any]:
-        params = {k: str(v) for k, v in (("dim", self.dim), ("metric_type", self.metric_type),
-                                         ("max_length", self.max_length)) if v is not None}
-        return {"field_id": self.field_id, "name": self.name, "data_type": self.dtype.value,
-                "is_primary_key": self.is_primary, "auto_id": self.auto_id, "params": params,
-                "description": self.description}
+        params = {
+            k: str(v)
+            for k, v in (
+                ("dim", self.dim),
+                ("metric_type", self.metric_type),
+                ("max_length", self.max_length),
+            )
+            if v is not None
+        }
+        return {
+            "field_id": self.field_id,
+            "name": self.name,
+            "data_type": self.dtype.value,
+            "is_primary_key": self.is_primary,
+            "auto_id": self.auto_id,
+            "params": params,
+            "description": self.description,
+        }
 
     @classmethod
     def from_avro(cls, d: dict[str, Any]) -> FieldSchema:
         p = d.get("params") or {}
-        return cls(d["name"], DataType(d["data_type"]), d["is_primary_key"], d["auto_id"],
-                   int(p["dim"]) if "dim" in p else None, p.get("metric_type"),
-                   int(p["max_length"]) if "max_length" in p else None,
-                   d.get("description", ""), d["field_id"])
+        return cls(
+            d["name"],
+            DataType(d["data_type"]),
+            d["is_primary_key"],
+            d["auto_id"],
+            int(p["dim"]) if "dim" in p else None,
+            p.get("metric_type"),
+            int(p["max_length"]) if "max_length" in p else None,
+            d.get("description", ""),
+            d["field_id"],
+        )
 
 
 @dataclass(frozen=True)
@@ -110,8 +132,9 @@ class CollectionSchema:
         if dup:
             raise InvalidArgument(f"duplicate field {dup!r}")
         self._require_one("primary key", [f for f in self.fields if f.is_primary])
-        self._require_one("FLOAT_VECTOR field",
-                          [f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR])
+        self._require_one(
+            "FLOAT_VECTOR field", [f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR]
+        )
         fields = tuple(replace(f, field_id=FIRST_USER_FIELD + i) for i, f in enumerate(self.fields))
         return replace(self, fields=fields)
 
@@ -136,26 +159,45 @@ class CollectionSchema:
         raise InvalidArgument(f"field {name!r} does not exist")
 
     def to_avro(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "fields": [f.to_avro() for f in self.fields]}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "fields": [f.to_avro() for f in self.fields],
+        }
 
     @classmethod
     def from_avro(cls, d: dict[str, Any]) -> CollectionSchema:
-        return cls(tuple(FieldSchema.from_avro(f) for f in d["fields"]),
-                   d.get("description", ""), d.get("name", ""))
+        return cls(
+            tuple(FieldSchema.from_avro(f) for f in d["fields"]),
+            d.get("description", ""),
+            d.get("name", ""),
+        )
 
 
 def quick_schema(
-    dimension: int, metric_type: str = "COSINE", auto_id: bool = False,
-    primary_field: str = "id", vector_field: str = "vector", id_type: str = "int",
+    dimension: int,
+    metric_type: str = "COSINE",
+    auto_id: bool = False,
+    primary_field: str = "id",
+    vector_field: str = "vector",
+    id_type: str = "int",
     max_length: int = MAX_VARCHAR,
 ) -> CollectionSchema:
     """Returns MilvusClient's quick-setup schema: a primary key and one vector field."""
     pk_type = DataType.VARCHAR if id_type in ("str", "string", "varchar") else DataType.INT64
-    pk = FieldSchema(primary_field, pk_type, is_primary=True, auto_id=auto_id,
-                     max_length=max_length if pk_type is DataType.VARCHAR else None)
-    vec = FieldSchema(vector_field, DataType.FLOAT_VECTOR, dim=dimension,
-                      metric_type=(metric_type or "COSINE").upper())
+    pk = FieldSchema(
+        primary_field,
+        pk_type,
+        is_primary=True,
+        auto_id=auto_id,
+        max_length=max_length if pk_type is DataType.VARCHAR else None,
+    )
+    vec = FieldSchema(
+        vector_field,
+        DataType.FLOAT_VECTOR,
+        dim=dimension,
+        metric_type=(metric_type or "COSINE").upper(),
+    )
     return CollectionSchema((pk, vec))
 
 

@@ -23,6 +23,7 @@ AVRO_DIR = Path(__file__).parent / "avro"
 NAMESPACE = "io.vectorlog.events"
 ENVELOPE = f"{NAMESPACE}.Event"
 
+
 def fingerprint(parsed: Any) -> bytes:
     """Returns the 8-byte little-endian CRC-64-AVRO fingerprint of a schema's canonical form."""
     return bytes.fromhex(avro_fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO"))

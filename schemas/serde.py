@@ -57,12 +57,17 @@ class EventSerde:
     """Turns `Event`s into bytes for one topic and back; thread-safe."""
 
     def __init__(
-        self, registry: SchemaRegistry | None = None, schema_registry_url: str | None = None,
+        self,
+        registry: SchemaRegistry | None = None,
+        schema_registry_url: str | None = None,
         topic: str = "",
     ) -> None:
         self.registry = registry or default_registry()
-        self._sr = _ConfluentSchemas(schema_registry_url, topic, self.registry) if (
-            schema_registry_url) else None
+        self._sr = (
+            _ConfluentSchemas(schema_registry_url, topic, self.registry)
+            if (schema_registry_url)
+            else None
+        )
         self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
 
     def encode(self, event: Event) -> bytes:
@@ -107,16 +112,14 @@ class _ConfluentSchemas:
         from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
         self.client = SchemaRegistryClient.new_client({"url": url})  # mock:// for tests
-        sid = self.client.register_schema(
-            f"{topic}-value", Schema(registry.current.text, "AVRO")
-        )
+        sid = self.client.register_schema(f"{topic}-value", Schema(registry.current.text, "AVRO"))
         self.header = CONFLUENT_MAGIC + struct.pack(">I", sid)
         self._cache: dict[int, Any] = {sid: registry.current.parsed}
 
     def schema(self, sid: int) -> Any:
         if sid not in self._cache:
             try:
-                text = self.client.get_schema(sid).schema_str
+                text = self.client.get_schema(sid).schema_str or ""
             except Exception as exc:
                 raise MalformedEvent(f"schema id {sid} not in the registry ({exc})") from exc
             self._cache[sid] = fastavro.parse_schema(json.loads(text))

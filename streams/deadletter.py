@@ -32,15 +32,22 @@ class DeadLetterWriter:
         self._log, self._topic, self._processor = log, topic, processor
 
     def __call__(self, record: Record, reason: str) -> None:
-        key = {"reason": reason, "topic": record.topic, "partition": record.partition,
-               "offset": record.offset, "processor": self._processor}
-        log.warning("dead letter from %s[%d]@%d: %s", record.topic, record.partition,
-                    record.offset, reason)
+        key = {
+            "reason": reason,
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "processor": self._processor,
+        }
+        log.warning(
+            "dead letter from %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
+        )
         self._log.append(self._topic, [Append(0, record.value, json.dumps(key).encode())])
 
 
 def parse(record: Record) -> DeadLetter:
     """Returns the dead letter stored in a record of the dlq topic."""
     k = json.loads(record.key or b"{}")
-    return DeadLetter(k["reason"], k["topic"], k["partition"], k["offset"], k["processor"],
-                      record.value)
+    return DeadLetter(
+        k["reason"], k["topic"], k["partition"], k["offset"], k["processor"], record.value
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LogError(Exception):
     """Base of every error raised by `streams`."""
@@ -40,7 +42,8 @@ class KafkaLogError(LogError):
     @classmethod
     def wrap(cls, what: str, err: object) -> KafkaLogError:
         """Builds one from a `confluent_kafka.KafkaError` (or anything with code()/name()/str())."""
-        code = err.code() if hasattr(err, "code") else -1  # type: ignore[union-attr]
-        name = err.name() if hasattr(err, "name") else type(err).__name__  # type: ignore[union-attr]
-        reason = err.str() if hasattr(err, "str") else str(err)  # type: ignore[union-attr]
+        e: Any = err
+        code = e.code() if hasattr(e, "code") else -1
+        name = e.name() if hasattr(e, "name") else type(e).__name__
+        reason = e.str() if hasattr(e, "str") else str(e)
         return cls(what, int(code), str(name), str(reason))

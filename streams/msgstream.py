@@ -9,7 +9,7 @@ dead-letter sink with their reason and position, and consumption goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from schemas.errors import MalformedEvent
@@ -66,7 +66,11 @@ class TtMsgStream:
     """Consumes partitions of a topic and emits tick-aligned `MsgPack`s."""
 
     def __init__(
-        self, log: Log, topic: str, positions: dict[int, StreamPosition], serde: EventSerde,
+        self,
+        log: Log,
+        topic: str,
+        positions: dict[int, StreamPosition],
+        serde: EventSerde,
         dead_letter: DeadLetterSink,
     ) -> None:
         self._serde, self._dead_letter = serde, dead_letter
@@ -109,11 +113,3 @@ class TtMsgStream:
 
     def close(self) -> None:
         self._reader.close()
-
-
-def split_ticks(events: Iterable[Event]) -> tuple[list[Event], list[Event]]:
-    """Returns (ticks, other events) of `events`."""
-    ticks, rest = [], []
-    for e in events:
-        (ticks if e.type == TIME_TICK else rest).append(e)
-    return ticks, rest

@@ -1,7 +1,9 @@
-"""Fixtures (registered by tests/vectorlog/conftest.py) that open a `vectorlog.Client` on each log backend, and reopen it after a restart."""
+"""Client fixtures (registered by tests/vectorlog/conftest.py): a `vectorlog.Client` on each
+log backend, reopened on the same cluster to simulate a restart; helpers to read the log."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from support import log_params
 from schemas.serde import Event, EventSerde
 from streams.scan import read_to_end
 from vectorlog import Client
+
+from support import log_params
 
 ClientFactory = Callable[..., Client]
 
@@ -29,8 +32,12 @@ def client_args(backend: str, request: pytest.FixtureRequest, tmp_path: Path) ->
     if backend == "embedded":
         return {"uri": str(tmp_path / "db"), **settings}
     bootstrap = request.getfixturevalue("kafka_bootstrap")
-    return {"uri": f"kafka://{bootstrap}", "cluster": f"c{uuid.uuid4().hex[:10]}",
-            "data_dir": str(tmp_path / "state"), **settings}
+    return {
+        "uri": f"kafka://{bootstrap}",
+        "cluster": f"c{uuid.uuid4().hex[:10]}",
+        "data_dir": str(tmp_path / "state"),
+        **settings,
+    }
 
 
 @pytest.fixture
@@ -46,10 +53,8 @@ def open_client(client_args: dict[str, Any]) -> Iterator[ClientFactory]:
 
     yield factory
     for c in opened:
-        try:
+        with contextlib.suppress(Exception):  # a test may have closed it already
             c.close()
-        except Exception:
-            pass
 
 
 @pytest.fixture
@@ -60,8 +65,10 @@ def client(open_client: ClientFactory) -> Client:
 def log_events(client: Client, topic: str | None = None) -> list[Event]:
     """Returns every event on a topic (default: dml) appended so far."""
     serde = EventSerde()
-    return [serde.decode(r.value) for r in read_to_end(client._node.log,
-                                                        topic or client._node.topics.dml)]
+    return [
+        serde.decode(r.value)
+        for r in read_to_end(client._node.log, topic or client._node.topics.dml)
+    ]
 
 
 def data_events(client: Client) -> list[Event]:

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
 from streams.log.base import Log
+
+from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,15 @@ from vectorlog.client import Client
 from vectorlog.config import Config
 
 __all__ = [
-    "Client", "CollectionExists", "CollectionNotFound", "CollectionSchema", "Config",
-    "ConsistencyTimeout", "DataType", "FieldSchema", "InvalidArgument", "SchemaMismatch",
+    "Client",
+    "CollectionExists",
+    "CollectionNotFound",
+    "CollectionSchema",
+    "Config",
+    "ConsistencyTimeout",
+    "DataType",
+    "FieldSchema",
+    "InvalidArgument",
+    "SchemaMismatch",
     "VectorlogError",
 ]

@@ -30,9 +30,18 @@ def _dead_letters(args: argparse.Namespace) -> None:
     try:
         for rec in read_to_end(log, Topics(cfg.cluster, cfg.dml_partitions).dlq):
             d = parse(rec)
-            print(json.dumps({"reason": d.reason, "topic": d.topic, "partition": d.partition,
-                              "offset": d.offset, "processor": d.processor,
-                              "bytes": len(d.value)}))
+            print(
+                json.dumps(
+                    {
+                        "reason": d.reason,
+                        "topic": d.topic,
+                        "partition": d.partition,
+                        "offset": d.offset,
+                        "processor": d.processor,
+                        "bytes": len(d.value),
+                    }
+                )
+            )
     finally:
         log.close()
 
@@ -42,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     demo = sub.add_parser("demo", help="run the demo on real vectors")
     demo.add_argument("--uri", default="./vectorlog-data")
-    for name, fn, text in (("collections", _collections, "list collections and row counts"),
-                           ("dead-letters", _dead_letters, "print the dead-letter topic")):
+    for name, fn, text in (
+        ("collections", _collections, "list collections and row counts"),
+        ("dead-letters", _dead_letters, "print the dead-letter topic"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", default="./vectorlog-data")
         p.set_defaults(fn=fn)

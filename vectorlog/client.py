@@ -29,32 +29,58 @@ class SchemaBuilder:
         self.fields: list[FieldSchema] = []
 
     def add_field(
-        self, field_name: str, datatype: DataType, is_primary: bool = False,
-        auto_id: bool | None = None, dim: int | None = None, max_length: int | None = None,
-        metric_type: str | None = None, description: str = "",
+        self,
+        field_name: str,
+        datatype: DataType,
+        is_primary: bool = False,
+        auto_id: bool | None = None,
+        dim: int | None = None,
+        max_length: int | None = None,
+        metric_type: str | None = None,
+        description: str = "",
     ) -> SchemaBuilder:
         """Adds a field; returns self so calls chain."""
         auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
-        self.fields.append(FieldSchema(field_name, datatype, is_primary, auto, dim,
-                                       metric_type, max_length, description))
+        self.fields.append(
+            FieldSchema(
+                field_name, datatype, is_primary, auto, dim, metric_type, max_length, description
+            )
+        )
         return self
 
     def build(self, metric_type: str) -> CollectionSchema:
         fields = tuple(
-            FieldSchema(f.name, f.dtype, f.is_primary, f.auto_id, f.dim,
-                        (f.metric_type or metric_type).upper(), f.max_length, f.description)
-            if f.dtype is DataType.FLOAT_VECTOR else f for f in self.fields)
+            FieldSchema(
+                f.name,
+                f.dtype,
+                f.is_primary,
+                f.auto_id,
+                f.dim,
+                (f.metric_type or metric_type).upper(),
+                f.max_length,
+                f.description,
+            )
+            if f.dtype is DataType.FLOAT_VECTOR
+            else f
+            for f in self.fields
+        )
         return CollectionSchema(fields, self.description)
 
 
 class IndexParams(list[IndexSpec]):
     """Indexes to create (MilvusClient.prepare_index_params())."""
 
-    def add_index(self, field_name: str, index_type: str = "FLAT", index_name: str = "",
-                  metric_type: str | None = None, params: dict[str, Any] | None = None
-                  ) -> IndexParams:
-        self.append(IndexSpec(field_name, index_type, metric_type, params or {},
-                              index_name or None))
+    def add_index(
+        self,
+        field_name: str,
+        index_type: str = "FLAT",
+        index_name: str = "",
+        metric_type: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> IndexParams:
+        self.append(
+            IndexSpec(field_name, index_type, metric_type, params or {}, index_name or None)
+        )
         return self
 
 
@@ -83,18 +109,33 @@ class Client:
         return SchemaBuilder(auto_id, description)
 
     def create_collection(
-        self, collection_name: str, dimension: int | None = None, *,
-        schema: SchemaBuilder | CollectionSchema | None = None, primary_field_name: str = "id",
-        id_type: str = "int", vector_field_name: str = "vector", metric_type: str = "COSINE",
-        auto_id: bool = False, num_shards: int = 1, max_length: int = 65_535,
+        self,
+        collection_name: str,
+        dimension: int | None = None,
+        *,
+        schema: SchemaBuilder | CollectionSchema | None = None,
+        primary_field_name: str = "id",
+        id_type: str = "int",
+        vector_field_name: str = "vector",
+        metric_type: str = "COSINE",
+        auto_id: bool = False,
+        num_shards: int = 1,
+        max_length: int = 65_535,
         properties: dict[str, str] | None = None,
     ) -> None:
         """Creates a collection: quick setup with `dimension=`, or a full `schema=`."""
         if schema is None:
             if dimension is None:
                 raise InvalidArgument("create_collection needs dimension= or schema=")
-            built = quick_schema(dimension, metric_type, auto_id, primary_field_name,
-                                 vector_field_name, id_type, max_length)
+            built = quick_schema(
+                dimension,
+                metric_type,
+                auto_id,
+                primary_field_name,
+                vector_field_name,
+                id_type,
+                max_length,
+            )
         elif isinstance(schema, SchemaBuilder):
             built = schema.build(metric_type)
         else:
@@ -114,8 +155,7 @@ class Client:
         """Returns the collection names (as of a hybrid timestamp), sorted."""
         return self._rc.meta.names(as_of)
 
-    def describe_collection(self, collection_name: str, as_of: int | None = None
-                            ) -> dict[str, Any]:
+    def describe_collection(self, collection_name: str, as_of: int | None = None) -> dict[str, Any]:
         """Returns MilvusClient's description of a collection (or alias), as of `as_of`.
 
         Raises CollectionNotFound.
@@ -129,8 +169,9 @@ class Client:
     def drop_partition(self, collection_name: str, partition_name: str) -> None:
         self._rc.drop_partition(collection_name, partition_name)
 
-    def has_partition(self, collection_name: str, partition_name: str,
-                      as_of: int | None = None) -> bool:
+    def has_partition(
+        self, collection_name: str, partition_name: str, as_of: int | None = None
+    ) -> bool:
         return partition_name in self._rc.meta.get(collection_name, as_of).partitions
 
     def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
@@ -155,12 +196,13 @@ class Client:
             raise AliasNotFound(alias)
         return {"alias": alias, "collection_name": rec["name"]}
 
-    def list_aliases(self, collection_name: str = "", as_of: int | None = None
-                     ) -> dict[str, Any]:
+    def list_aliases(self, collection_name: str = "", as_of: int | None = None) -> dict[str, Any]:
         """Returns {"aliases": [...], "collection_name"}: one collection's, or all."""
         if collection_name:
-            return {"aliases": self._rc.meta.get(collection_name, as_of).aliases,
-                    "collection_name": collection_name}
+            return {
+                "aliases": self._rc.meta.get(collection_name, as_of).aliases,
+                "collection_name": collection_name,
+            }
         return {"aliases": sorted(self._rc.meta.aliases(as_of)), "collection_name": ""}
 
     # -- indexes (descriptions) --------------------------------------------------------------
@@ -178,58 +220,92 @@ class Client:
 
     def list_indexes(self, collection_name: str, field_name: str | None = None) -> list[str]:
         indexes = self._rc.meta.get(collection_name).indexes
-        return sorted(n for n, ix in indexes.items()
-                      if field_name is None or ix["field_name"] == field_name)
+        return sorted(
+            n for n, ix in indexes.items() if field_name is None or ix["field_name"] == field_name
+        )
 
-    def describe_index(self, collection_name: str, index_name: str,
-                       as_of: int | None = None) -> dict[str, Any]:
+    def describe_index(
+        self, collection_name: str, index_name: str, as_of: int | None = None
+    ) -> dict[str, Any]:
         """Returns the index's description. Raises IndexNotFound."""
         info = self._rc.meta.get(collection_name, as_of)
         if index_name not in info.indexes:
             raise IndexNotFound(info.name, index_name)
         ix = info.indexes[index_name]
-        return {"index_name": ix["index_name"], "field_name": ix["field_name"],
-                "index_type": ix["index_type"], "metric_type": ix["metric_type"],
-                "params": dict(ix["params"]), "created_timestamp": ix["created_ts"]}
+        return {
+            "index_name": ix["index_name"],
+            "field_name": ix["field_name"],
+            "index_type": ix["index_type"],
+            "metric_type": ix["metric_type"],
+            "params": dict(ix["params"]),
+            "created_timestamp": ix["created_ts"],
+        }
 
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
         return {"row_count": self._node.proxy.count(collection_name, session_ts=self._session_ts)}
 
     # -- data ---------------------------------------------------------------------------------
-    def insert(self, collection_name: str, data: Any, partition_name: str | None = None
-               ) -> dict[str, Any]:
+    def insert(
+        self, collection_name: str, data: Any, partition_name: str | None = None
+    ) -> dict[str, Any]:
         """Inserts rows; returns {insert_count, ids, timestamp} after the log made them durable."""
         res = self._node.proxy.insert(collection_name, data, partition_name)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
-    def delete(self, collection_name: str, ids: Any, partition_name: str | None = None
-               ) -> dict[str, Any]:
+    def delete(
+        self, collection_name: str, ids: Any, partition_name: str | None = None
+    ) -> dict[str, Any]:
         """Deletes rows by primary key; returns {delete_count, timestamp}."""
         res = self._node.proxy.delete(collection_name, ids, partition_name)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
     def search(
-        self, collection_name: str, data: Any, limit: int = 10,
-        output_fields: list[str] | None = None, partition_names: list[str] | None = None,
-        consistency_level: str = "Strong", as_of: int | None = None,
+        self,
+        collection_name: str,
+        data: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        consistency_level: str = "Strong",
+        as_of: int | None = None,
         timeout: float | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"}."""
-        return self._node.proxy.search(collection_name, data, limit, output_fields,
-                                       partition_names, consistency_level, self._session_ts,
-                                       as_of, timeout)
+        return self._node.proxy.search(
+            collection_name,
+            data,
+            limit,
+            output_fields,
+            partition_names,
+            consistency_level,
+            self._session_ts,
+            as_of,
+            timeout,
+        )
 
     def get(
-        self, collection_name: str, ids: Any, output_fields: list[str] | None = None,
-        consistency_level: str = "Strong", as_of: int | None = None,
+        self,
+        collection_name: str,
+        ids: Any,
+        output_fields: list[str] | None = None,
+        consistency_level: str = "Strong",
+        as_of: int | None = None,
         timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
-        return self._node.proxy.get(collection_name, ids, output_fields, None, consistency_level,
-                                    self._session_ts, as_of, timeout)
+        return self._node.proxy.get(
+            collection_name,
+            ids,
+            output_fields,
+            None,
+            consistency_level,
+            self._session_ts,
+            as_of,
+            timeout,
+        )
 
 
 def describe(info: CollectionInfo) -> dict[str, Any]:
@@ -243,18 +319,29 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             params["max_length"] = f.max_length
         if f.metric_type:
             params["metric_type"] = f.metric_type
-        d = {"field_id": f.field_id, "name": f.name, "description": f.description,
-             "type": f.dtype, "params": params}
+        d = {
+            "field_id": f.field_id,
+            "name": f.name,
+            "description": f.description,
+            "type": f.dtype,
+            "params": params,
+        }
         if f.is_primary:
             d.update(is_primary=True, auto_id=f.auto_id)
         fields.append(d)
     return {
-        "collection_name": info.name, "collection_id": info.collection_id,
-        "auto_id": info.schema.primary.auto_id, "num_shards": info.shards_num,
-        "description": info.schema.description, "fields": fields, "aliases": list(info.aliases),
-        "virtual_channel_names": list(info.vchannels), "num_partitions": len(info.partitions),
+        "collection_name": info.name,
+        "collection_id": info.collection_id,
+        "auto_id": info.schema.primary.auto_id,
+        "num_shards": info.shards_num,
+        "description": info.schema.description,
+        "fields": fields,
+        "aliases": list(info.aliases),
+        "virtual_channel_names": list(info.vchannels),
+        "num_partitions": len(info.partitions),
         "partitions": sorted(info.partitions, key=lambda n: info.partitions[n]),
         "indexes": sorted(info.indexes),
-        "properties": dict(info.properties), "created_timestamp": info.created_ts,
+        "properties": dict(info.properties),
+        "created_timestamp": info.created_ts,
         "enable_dynamic_field": False,
     }

@@ -26,7 +26,8 @@ class ConfigError(InvalidArgument):
 class Config:
     #: where the log is: a directory path (embedded mode, everything under it) or kafka://host:port
     log: str = "./vectorlog-data"
-    #: where processor state (RocksDB) lives in Kafka mode; default ~/.local/share/vectorlog/<cluster>
+    #: where processor state (RocksDB) lives in Kafka mode;
+    #: default ~/.local/share/vectorlog/<cluster>
     data_dir: str | None = None
     #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.dlq
     cluster: str = "vectorlog"
@@ -53,7 +54,7 @@ class Config:
 
     @property
     def bootstrap(self) -> str:
-        return self.log[len("kafka://"):]
+        return self.log[len("kafka://") :]
 
     def state_dir(self) -> Path:
         """Returns the directory of the processors' RocksDB state."""
@@ -71,7 +72,7 @@ class Config:
         env = os.environ if environ is None else environ
         for key, raw in env.items():
             if key.startswith(ENV_PREFIX):
-                name = key[len(ENV_PREFIX):].lower()
+                name = key[len(ENV_PREFIX) :].lower()
                 if name not in known:
                     raise ConfigError(f"unknown setting {key} (known: {sorted(known)})")
                 values[name] = _parse(known[name], raw, key)

@@ -1,7 +1,7 @@
 """The `make run` demo: create collections, insert real vectors, search them, restart, search again.
 
-    python -m vectorlog.demo --uri ./vectorlog-data          # embedded (RocksDB log)
-    python -m vectorlog.demo --uri kafka://127.0.0.1:9092    # on a Kafka-API broker
+python -m vectorlog.demo --uri ./vectorlog-data          # embedded (RocksDB log)
+python -m vectorlog.demo --uri kafka://127.0.0.1:9092    # on a Kafka-API broker
 """
 
 from __future__ import annotations
@@ -53,10 +53,14 @@ def demo_glove(client: Client, n: int) -> None:
     name = "glove"
     if client.has_collection(name):
         client.drop_collection(name)
-    client.create_collection(name, schema=client.create_schema()
-                             .add_field("word", DataType.VARCHAR, is_primary=True, max_length=100)
-                             .add_field("vector", DataType.FLOAT_VECTOR, dim=50),
-                             metric_type="COSINE", num_shards=2)
+    client.create_collection(
+        name,
+        schema=client.create_schema()
+        .add_field("word", DataType.VARCHAR, is_primary=True, max_length=100)
+        .add_field("vector", DataType.FLOAT_VECTOR, dim=50),
+        metric_type="COSINE",
+        num_shards=2,
+    )
     print(f"created collection {name!r}: GloVe-6B-50d word vectors (COSINE)")
     rows = [{"word": w, "vector": v} for w, v in zip(words, vectors, strict=True)]
     rate = insert_all(client, name, rows)
@@ -82,8 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     settings: dict[str, Any] = {}
     if args.uri.startswith("kafka://"):  # a fresh cluster on the broker, state in a temp dir
-        settings = {"cluster": f"demo{uuid.uuid4().hex[:6]}",
-                    "data_dir": f"./vectorlog-data/kafka-{uuid.uuid4().hex[:6]}"}
+        settings = {
+            "cluster": f"demo{uuid.uuid4().hex[:6]}",
+            "data_dir": f"./vectorlog-data/kafka-{uuid.uuid4().hex[:6]}",
+        }
     print(f"vectorlog demo on {args.uri}")
     with Client(args.uri, **settings) as client:
         demo_digits(client)
@@ -92,8 +98,10 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     with Client(args.uri, **settings) as client:
         rows = client.get_collection_stats("glove")["row_count"]
-        print(f"reopened in {time.perf_counter() - start:.1f}s: {client.list_collections()}, "
-              f"glove has {rows:,} rows")
+        print(
+            f"reopened in {time.perf_counter() - start:.1f}s: {client.list_collections()}, "
+            f"glove has {rows:,} rows"
+        )
         vectors, words = glove(args.glove_rows)
         show_neighbours(client, "glove", words, vectors)
 

@@ -63,14 +63,34 @@ class Standalone:
         serdes = Serdes(cfg.schema_registry_url)
         self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
-        self.rootcoord = RootCoord(self.log, self.topics, serdes, self.db, self.tso,
-                                   IdAllocator(self.db), barrier, cfg.meta_retention_ms)
+        self.rootcoord = RootCoord(
+            self.log,
+            self.topics,
+            serdes,
+            self.db,
+            self.tso,
+            IdAllocator(self.db),
+            barrier,
+            cfg.meta_retention_ms,
+        )
         self.rootcoord.recover()
         self.querynode = QueryNode(self.log, self.topics, serdes)
-        self.ticker = Ticker(self.log, self.topics.dml, serdes.for_topic(self.topics.dml),
-                             barrier, cfg.tick_interval_ms / 1000)
-        self.proxy = Proxy("proxy-1", self.rootcoord, self.querynode, self.log, serdes,
-                           self.ticker, cfg.read_timeout_s)
+        self.ticker = Ticker(
+            self.log,
+            self.topics.dml,
+            serdes.for_topic(self.topics.dml),
+            barrier,
+            cfg.tick_interval_ms / 1000,
+        )
+        self.proxy = Proxy(
+            "proxy-1",
+            self.rootcoord,
+            self.querynode,
+            self.log,
+            serdes,
+            self.ticker,
+            cfg.read_timeout_s,
+        )
         self.querynode.start()
         self.ticker.start()
 

@@ -23,8 +23,9 @@ class SegmentAllocator:
         self._lock = threading.Lock()
         self._growing: dict[tuple[int, int, str], list[int]] = {}  # key -> [id, rows]
 
-    def assign(self, collection: int, partition: int, vchannel: str, rows: int,
-               row_bytes: int) -> list[tuple[int, int]]:
+    def assign(
+        self, collection: int, partition: int, vchannel: str, rows: int, row_bytes: int
+    ) -> list[tuple[int, int]]:
         """Returns [(segment id, rows)] covering `rows` rows, filling segments in turn."""
         capacity = max(1, int(self._max_bytes * SEAL_PROPORTION) // max(1, row_bytes))
         out, key = [], (collection, partition, vchannel)

@@ -50,27 +50,49 @@ def split_by_shard(info: CollectionInfo, pks: Any) -> Iterator[tuple[int, np.nda
 
 
 def insert_events(
-    info: CollectionInfo, cols: dict[str, Any], n: int, body: dict[str, Any], ts: int,
-    vchannel: str, serde: EventSerde, limit: int,
+    info: CollectionInfo,
+    cols: dict[str, Any],
+    n: int,
+    body: dict[str, Any],
+    ts: int,
+    vchannel: str,
+    serde: EventSerde,
+    limit: int,
 ) -> list[bytes]:
     """Returns the encoded RowsInserted events of one vchannel's rows, each <= `limit` bytes.
 
     Raises InvalidArgument if a single row does not fit in a message.
     """
+
     def encode(lo: int, hi: int) -> list[bytes]:
         idx = np.arange(lo, hi)
-        columns = [{"field_id": f.field_id, "field_name": f.name,
-                    "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim)}
-                   for f in info.schema.fields]
-        event = Event("RowsInserted", ts, {**body, "num_rows": hi - lo,
-                                           "first_row_id": body["first_row_id"] + lo,
-                                           "columns": columns}, info.collection_id, vchannel)
+        columns = [
+            {
+                "field_id": f.field_id,
+                "field_name": f.name,
+                "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim),
+            }
+            for f in info.schema.fields
+        ]
+        event = Event(
+            "RowsInserted",
+            ts,
+            {
+                **body,
+                "num_rows": hi - lo,
+                "first_row_id": body["first_row_id"] + lo,
+                "columns": columns,
+            },
+            info.collection_id,
+            vchannel,
+        )
         data = serde.encode(event)
         if len(data) <= limit:
             return [data]
         if hi - lo == 1:
-            raise InvalidArgument(f"row {lo} encodes to {len(data)} bytes, over the "
-                                  f"maximum message size {limit}")
+            raise InvalidArgument(
+                f"row {lo} encodes to {len(data)} bytes, over the maximum message size {limit}"
+            )
         mid = (lo + hi) // 2
         return encode(lo, mid) + encode(mid, hi)
 

@@ -10,7 +10,10 @@ DEFAULT_STALENESS_MS = 5000
 
 
 def guarantee_ts(
-    level: str, tso: TimestampOracle, session_ts: int = 0, as_of: int | None = None,
+    level: str,
+    tso: TimestampOracle,
+    session_ts: int = 0,
+    as_of: int | None = None,
     staleness_ms: int = DEFAULT_STALENESS_MS,
 ) -> int | None:
     """Returns the ts a read must wait for, or None for Eventually (read what is applied).

@@ -22,7 +22,7 @@ from processors.proxy.consistency import guarantee_ts
 from processors.querynode.columns import encode_column
 from processors.querynode.querynode import QueryNode
 from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
-from processors.rootcoord.timesync import TickSource, Ticker
+from processors.rootcoord.timesync import Ticker, TickSource
 from schemas.serde import Event
 from streams.log.base import Append, Log
 from streams.topics import Serdes
@@ -34,8 +34,14 @@ class Proxy:
     """Serves insert, delete, search and get for one process."""
 
     def __init__(
-        self, name: str, rootcoord: RootCoord, querynode: QueryNode, log: Log, serdes: Serdes,
-        ticker: Ticker, read_timeout: float = 30.0,
+        self,
+        name: str,
+        rootcoord: RootCoord,
+        querynode: QueryNode,
+        log: Log,
+        serdes: Serdes,
+        ticker: Ticker,
+        read_timeout: float = 30.0,
     ) -> None:
         self.rc, self.qn, self.log, self.ticker = rootcoord, querynode, log, ticker
         self.topic = rootcoord.topics.dml
@@ -57,8 +63,9 @@ class Proxy:
         with self.source.stamp() as ts:
             records = []
             for shard, idx in split_by_shard(info, pks):
-                records += self._shard_records(info, partition, shard, idx, cols, first_row_id,
-                                               per_row, ts)
+                records += self._shard_records(
+                    info, partition, shard, idx, cols, first_row_id, per_row, ts
+                )
             self.log.append(self.topic, records)
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
@@ -74,19 +81,32 @@ class Proxy:
         return cols[pk.name]
 
     def _shard_records(
-        self, info: CollectionInfo, partition: int, shard: int, idx: np.ndarray,
-        cols: dict[str, Any], first_row_id: int, per_row: int, ts: int,
+        self,
+        info: CollectionInfo,
+        partition: int,
+        shard: int,
+        idx: np.ndarray,
+        cols: dict[str, Any],
+        first_row_id: int,
+        per_row: int,
+        ts: int,
     ) -> list[Append]:
         vch, pch = info.vchannels[shard], info.pchannels[shard]
         sub = {k: take(c, idx) for k, c in cols.items()}
         out, lo = [], 0
-        for seg, count in self.segments.assign(info.collection_id, partition, vch, len(idx),
-                                               per_row):
+        for seg, count in self.segments.assign(
+            info.collection_id, partition, vch, len(idx), per_row
+        ):
             part = {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
-            body = {"collection_id": info.collection_id, "partition_id": partition,
-                    "segment_id": seg, "first_row_id": first_row_id + lo}
-            for data in insert_events(info, part, count, body, ts, vch, self.serde,
-                                      self.log.max_message_bytes):
+            body = {
+                "collection_id": info.collection_id,
+                "partition_id": partition,
+                "segment_id": seg,
+                "first_row_id": first_row_id + lo,
+            }
+            for data in insert_events(
+                info, part, count, body, ts, vch, self.serde, self.log.max_message_bytes
+            ):
                 out.append(Append(pch, data))
             lo += count
         return out
@@ -101,8 +121,12 @@ class Proxy:
             records = []
             for shard, idx in split_by_shard(info, keys):
                 col = encode_column(pk.dtype, take(keys, idx))
-                body = {"collection_id": info.collection_id, "partition_id": partition,
-                        "num_rows": len(idx), "primary_keys": col}
+                body = {
+                    "collection_id": info.collection_id,
+                    "partition_id": partition,
+                    "num_rows": len(idx),
+                    "primary_keys": col,
+                }
                 event = Event("RowsDeleted", ts, body, info.collection_id, info.vchannels[shard])
                 records.append(Append(info.pchannels[shard], self.serde.encode(event)))
             self.log.append(self.topic, records)
@@ -115,8 +139,14 @@ class Proxy:
         return info.partitions[name]
 
     # -- reads -----------------------------------------------------------------------------
-    def read_ts(self, info: CollectionInfo, level: str, session_ts: int, as_of: int | None,
-                timeout: float | None) -> int:
+    def read_ts(
+        self,
+        info: CollectionInfo,
+        level: str,
+        session_ts: int,
+        as_of: int | None,
+        timeout: float | None,
+    ) -> int:
         """Waits until the query node can read `info` at the guarantee ts; returns that ts."""
         ts = guarantee_ts(level, self.rc.tso, session_ts, as_of)
         if ts is None:
@@ -126,9 +156,16 @@ class Proxy:
         return ts
 
     def search(
-        self, name: str, data: Any, limit: int = 10, output_fields: list[str] | None = None,
-        partition_names: list[str] | None = None, consistency_level: str = "Strong",
-        session_ts: int = 0, as_of: int | None = None, timeout: float | None = None,
+        self,
+        name: str,
+        data: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        consistency_level: str = "Strong",
+        session_ts: int = 0,
+        as_of: int | None = None,
+        timeout: float | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
         info = self.rc.meta.get(name, as_of)
@@ -142,9 +179,15 @@ class Proxy:
         return replica.search(queries, limit, ts, parts, fields)
 
     def get(
-        self, name: str, ids: Any, output_fields: list[str] | None = None,
-        partition_names: list[str] | None = None, consistency_level: str = "Strong",
-        session_ts: int = 0, as_of: int | None = None, timeout: float | None = None,
+        self,
+        name: str,
+        ids: Any,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        consistency_level: str = "Strong",
+        session_ts: int = 0,
+        as_of: int | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with the given primary keys that are visible."""
         info = self.rc.meta.get(name, as_of)
@@ -154,8 +197,13 @@ class Proxy:
         keys = keys.tolist() if isinstance(keys, np.ndarray) else keys
         return self.qn.replica(info.collection_id, name).get(keys, ts, fields)
 
-    def count(self, name: str, consistency_level: str = "Strong", session_ts: int = 0,
-              as_of: int | None = None) -> int:
+    def count(
+        self,
+        name: str,
+        consistency_level: str = "Strong",
+        session_ts: int = 0,
+        as_of: int | None = None,
+    ) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         info = self.rc.meta.get(name, as_of)
         ts = self.read_ts(info, consistency_level, session_ts, as_of, None)
@@ -169,8 +217,9 @@ class Proxy:
         except v.SchemaMismatch as exc:
             raise InvalidArgument(f"search data: {exc}") from None
 
-    def _output_fields(self, info: CollectionInfo, fields: list[str] | None,
-                       default: list[str] | None) -> list[str]:
+    def _output_fields(
+        self, info: CollectionInfo, fields: list[str] | None, default: list[str] | None
+    ) -> list[str]:
         if fields is None:
             return default if default is not None else [f.name for f in info.schema.fields]
         for f in fields:

@@ -29,8 +29,9 @@ def rows_to_columns(schema: CollectionSchema, rows: Sequence[dict[str, Any]]) ->
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
     expected = {f.name for f in schema.fields if not (f.is_primary and f.auto_id)}
     _check_keys(schema, rows, expected)
-    return {f.name: _column(f, [r[f.name] for r in rows]) for f in schema.fields
-            if f.name in expected}
+    return {
+        f.name: _column(f, [r[f.name] for r in rows]) for f in schema.fields if f.name in expected
+    }
 
 
 def _check_keys(schema: CollectionSchema, rows: Sequence[Any], expected: set[str]) -> None:
@@ -54,8 +55,15 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
     if f.dtype is DataType.INT64:
         return _ints(f, values)
     if f.dtype is DataType.DOUBLE:
-        return _checked(f, values, lambda v: isinstance(v, (int, float, np.number))
-                        and not isinstance(v, (bool, np.bool_)), "a number", np.float64)
+        return _checked(
+            f,
+            values,
+            lambda v: (
+                isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+            ),
+            "a number",
+            np.float64,
+        )
     if f.dtype is DataType.BOOL:
         return _checked(f, values, lambda v: isinstance(v, (bool, np.bool_)), "a bool", bool)
     if f.dtype is DataType.VARCHAR:

@@ -11,8 +11,11 @@ from processors.model import DataType
 from schemas.registry import NAMESPACE
 
 COLUMN_TYPE = {
-    DataType.INT64: "Int64Column", DataType.DOUBLE: "DoubleColumn", DataType.BOOL: "BoolColumn",
-    DataType.VARCHAR: "StringColumn", DataType.JSON: "JsonColumn",
+    DataType.INT64: "Int64Column",
+    DataType.DOUBLE: "DoubleColumn",
+    DataType.BOOL: "BoolColumn",
+    DataType.VARCHAR: "StringColumn",
+    DataType.JSON: "JsonColumn",
     DataType.FLOAT_VECTOR: "FloatVectorColumn",
 }
 

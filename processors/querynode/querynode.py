@@ -43,8 +43,10 @@ class QueryNode:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.failure: Exception | None = None
         self._handlers: dict[str, Callable[[Event], None]] = {
-            "CollectionCreated": self._created, "CollectionDropped": self._dropped,
-            "RowsInserted": self._inserted, "RowsDeleted": self._deleted,
+            "CollectionCreated": self._created,
+            "CollectionDropped": self._dropped,
+            "RowsInserted": self._inserted,
+            "RowsDeleted": self._deleted,
             "PartitionDropped": self._partition_dropped,
         }
 

@@ -67,8 +67,9 @@ class Replica:
                 faiss.normalize_L2(vectors)
             self._append(ts, body["partition_id"], cols, vectors, n)
 
-    def _append(self, ts: int, partition: int, cols: dict[str, Any], vecs: np.ndarray,
-                n: int) -> None:
+    def _append(
+        self, ts: int, partition: int, cols: dict[str, Any], vecs: np.ndarray, n: int
+    ) -> None:
         base = len(self._pks)
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else pks
@@ -98,8 +99,9 @@ class Replica:
                 self._supersede(pks, ts)
                 return
             part = self._part.view()
-            self._supersede([pk for pk in pks if any(
-                part[r] == partition for r in self._rows.get(pk, ()))], ts)
+            self._supersede(
+                [pk for pk in pks if any(part[r] == partition for r in self._rows.get(pk, ()))], ts
+            )
 
     def drop_partition(self, ts: int, partition: int) -> None:
         """Hides every row of `partition` from `ts` on."""
@@ -122,7 +124,11 @@ class Replica:
             return int(self.visible(ts, partitions).sum())
 
     def search(
-        self, queries: np.ndarray, k: int, ts: int, partitions: list[int] | None = None,
+        self,
+        queries: np.ndarray,
+        k: int,
+        ts: int,
+        partitions: list[int] | None = None,
         output_fields: list[str] | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts`."""
@@ -132,15 +138,22 @@ class Replica:
             faiss.normalize_L2(q)
         with self.lock:
             dist, labels = self._knn(q, k, self.visible(ts, partitions))
-            return [[self._hit(int(r), float(d), output_fields) for d, r in zip(dr, lr, strict=True)
-                     if r >= 0] for dr, lr in zip(dist, labels, strict=True)]
+            return [
+                [
+                    self._hit(int(r), float(d), output_fields)
+                    for d, r in zip(dr, lr, strict=True)
+                    if r >= 0
+                ]
+                for dr, lr in zip(dist, labels, strict=True)
+            ]
 
     def _knn(self, q: np.ndarray, k: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if mask.all():
-            return self.index.search(q, k)  # type: ignore[no-any-return]
-        bits = np.packbits(mask, bitorder="little")
-        params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)))
-        return self.index.search(q, k, params=params)  # type: ignore[no-any-return]
+            return self.index.search(q, k)
+        bits = np.packbits(mask, bitorder="little")  # must outlive the search
+        params = faiss.SearchParameters()
+        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))
+        return self.index.search(q, k, params=params)
 
     def _hit(self, row: int, dist: float, fields: list[str] | None) -> dict[str, Any]:
         return {"id": self._pks[row], "distance": dist, "entity": self._entity(row, fields or [])}
@@ -158,7 +171,7 @@ class Replica:
 
     def _vector(self, row: int) -> np.ndarray:
         if not self._originals:
-            return self.index.reconstruct(row)  # type: ignore[no-any-return]
+            return self.index.reconstruct(row)
         i = bisect.bisect_right(self._starts, row) - 1
         return self._originals[i][row - self._starts[i]]
 
@@ -168,8 +181,9 @@ class Replica:
         with self.lock:
             ins, sup = self._ins.view(), self._sup.view()
             for pk in pks:
-                row = next((r for r in reversed(self._rows.get(pk, ()))
-                            if ins[r] <= ts < sup[r]), None)
+                row = next(
+                    (r for r in reversed(self._rows.get(pk, ())) if ins[r] <= ts < sup[r]), None
+                )
                 if row is not None:
                     out.append(self._entity(row, output_fields))
         return out

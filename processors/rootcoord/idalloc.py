@@ -21,8 +21,9 @@ FIRST_ID = 1 << 40  # leaves small ids free for system use and readable in logs
 class IdAllocator:
     """Hands out unique int64 ids; reserves `batch` ids per durable write."""
 
-    def __init__(self, db: Rdict, batch: int = 100_000,
-                 on_reserve: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, db: Rdict, batch: int = 100_000, on_reserve: Callable[[int], None] | None = None
+    ) -> None:
         """`on_reserve(upper)` runs before a new range is saved (rootcoord logs it)."""
         self._db, self._batch, self.on_reserve = db, batch, on_reserve
         self._lock = threading.Lock()

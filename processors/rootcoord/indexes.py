@@ -41,31 +41,45 @@ class IndexSpec:
             metric = self._vector_checks(kind, f.metric_type or "")
         else:
             metric = self._scalar_checks(kind, f.dtype)
-        return {"collection_id": info.collection_id, "index_id": 0, "index_name": name,
-                "field_id": f.field_id, "field_name": f.name, "index_type": kind,
-                "metric_type": metric, "params": {k: str(v) for k, v in self.params.items()}}
+        return {
+            "collection_id": info.collection_id,
+            "index_id": 0,
+            "index_name": name,
+            "field_id": f.field_id,
+            "field_name": f.name,
+            "index_type": kind,
+            "metric_type": metric,
+            "params": {k: str(v) for k, v in self.params.items()},
+        }
 
     def _vector_checks(self, kind: str, field_metric: str) -> str:
         if kind not in VECTOR_INDEXES:
-            raise InvalidArgument(f"index_type {self.index_type!r} is not one of "
-                                  f"{sorted(VECTOR_INDEXES)} for vector field {self.field_name!r}")
+            raise InvalidArgument(
+                f"index_type {self.index_type!r} is not one of "
+                f"{sorted(VECTOR_INDEXES)} for vector field {self.field_name!r}"
+            )
         metric = (self.metric_type or field_metric).upper()
         if metric != field_metric:
-            raise InvalidArgument(f"metric_type {metric!r} differs from field "
-                                  f"{self.field_name!r}'s metric {field_metric!r}")
+            raise InvalidArgument(
+                f"metric_type {metric!r} differs from field "
+                f"{self.field_name!r}'s metric {field_metric!r}"
+            )
         allowed = VECTOR_INDEXES[kind]
         for key, value in self.params.items():
             if key not in allowed:
                 raise InvalidArgument(f"{kind} has no parameter {key!r} (has {sorted(allowed)})")
-            if not isinstance(value, allowed[key]) or isinstance(value, bool) or value <= 0:
-                raise InvalidArgument(f"{kind} parameter {key!r} must be a positive int, "
-                                      f"not {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidArgument(
+                    f"{kind} parameter {key!r} must be a positive int, not {value!r}"
+                )
         return metric
 
     def _scalar_checks(self, kind: str, dtype: DataType) -> str:
         if kind not in SCALAR_INDEXES or dtype is DataType.JSON:
-            raise InvalidArgument(f"index_type {self.index_type!r} cannot index "
-                                  f"{dtype.value} field {self.field_name!r}")
+            raise InvalidArgument(
+                f"index_type {self.index_type!r} cannot index "
+                f"{dtype.value} field {self.field_name!r}"
+            )
         if self.params or self.metric_type:
             raise InvalidArgument(f"scalar index on {self.field_name!r} takes no metric or params")
         return ""

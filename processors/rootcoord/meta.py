@@ -66,20 +66,33 @@ def _dump(value: Any) -> bytes:
 def record_of(body: dict[str, Any], ts: int) -> Record:
     """Returns the stored record of a CollectionCreated event body."""
     return {
-        "collection_id": body["collection_id"], "name": body["collection_name"],
-        "schema": body["schema"], "shards_num": body["shards_num"],
-        "vchannels": body["vchannels"], "pchannels": body["pchannels"], "created_ts": ts,
+        "collection_id": body["collection_id"],
+        "name": body["collection_name"],
+        "schema": body["schema"],
+        "shards_num": body["shards_num"],
+        "vchannels": body["vchannels"],
+        "pchannels": body["pchannels"],
+        "created_ts": ts,
         "partitions": {p["partition_name"]: p["partition_id"] for p in body["partitions"]},
-        "properties": body.get("properties") or {}, "aliases": [], "indexes": {},
+        "properties": body.get("properties") or {},
+        "aliases": [],
+        "indexes": {},
     }
 
 
 def info_of(rec: Record) -> CollectionInfo:
     """Returns the CollectionInfo of a stored record."""
     return CollectionInfo(
-        rec["collection_id"], rec["name"], CollectionSchema.from_avro(rec["schema"]),
-        rec["shards_num"], rec["vchannels"], rec["pchannels"], rec["created_ts"],
-        dict(rec["partitions"]), dict(rec["properties"]), list(rec["aliases"]),
+        rec["collection_id"],
+        rec["name"],
+        CollectionSchema.from_avro(rec["schema"]),
+        rec["shards_num"],
+        rec["vchannels"],
+        rec["pchannels"],
+        rec["created_ts"],
+        dict(rec["partitions"]),
+        dict(rec["properties"]),
+        list(rec["aliases"]),
         copy.deepcopy(rec["indexes"]),
     )
 
@@ -94,11 +107,16 @@ class MetaTable:
         self._names: dict[str, int] = {}
         self._aliases: dict[str, int] = {}
         self._appliers: dict[str, Callable[[Event], Writes]] = {
-            "CollectionCreated": self._created, "CollectionDropped": self._dropped,
-            "CollectionRenamed": self._renamed, "PartitionCreated": self._partition_created,
-            "PartitionDropped": self._partition_dropped, "AliasCreated": self._alias_created,
-            "AliasDropped": self._alias_dropped, "AliasAltered": self._alias_altered,
-            "IndexCreated": self._index_created, "IndexDropped": self._index_dropped,
+            "CollectionCreated": self._created,
+            "CollectionDropped": self._dropped,
+            "CollectionRenamed": self._renamed,
+            "PartitionCreated": self._partition_created,
+            "PartitionDropped": self._partition_dropped,
+            "AliasCreated": self._alias_created,
+            "AliasDropped": self._alias_dropped,
+            "AliasAltered": self._alias_altered,
+            "IndexCreated": self._index_created,
+            "IndexDropped": self._index_dropped,
         }
         self._load_latest()
 
@@ -131,7 +149,8 @@ class MetaTable:
         if ts is None:
             with self._lock:
                 return self._records[cid]
-        return json.loads(self.kv.load(collection_key(cid), ts))  # type: ignore[no-any-return]
+        rec: Record = json.loads(self.kv.load(collection_key(cid), ts))
+        return rec
 
     def get(self, name: str, ts: int | None = None) -> CollectionInfo:
         """Returns the collection `name` (or alias) names, as of `ts`. Raises CollectionNotFound."""
@@ -159,7 +178,7 @@ class MetaTable:
             with self._lock:
                 return sorted(self._names)
         keys, _ = self.kv.load_prefix(COLLECTION_NAME_KEY, ts)
-        return sorted(k[len(COLLECTION_NAME_KEY):] for k in keys)
+        return sorted(k[len(COLLECTION_NAME_KEY) :] for k in keys)
 
     def aliases(self, ts: int | None = None) -> dict[str, int]:
         """Returns {alias: collection id} (as of `ts`)."""
@@ -167,7 +186,7 @@ class MetaTable:
             with self._lock:
                 return dict(self._aliases)
         keys, values = self.kv.load_prefix(ALIAS_KEY, ts)
-        return {k[len(ALIAS_KEY):]: int(v) for k, v in zip(keys, values, strict=True)}
+        return {k[len(ALIAS_KEY) :]: int(v) for k, v in zip(keys, values, strict=True)}
 
     # -- writes -------------------------------------------------------------------------------
     def check(self, event: Event) -> None:
@@ -200,17 +219,17 @@ class MetaTable:
             rec = json.loads(raw)
             self._records[rec["collection_id"]] = rec
         elif key.startswith(COLLECTION_NAME_KEY):
-            self._names[key[len(COLLECTION_NAME_KEY):]] = int(raw)
+            self._names[key[len(COLLECTION_NAME_KEY) :]] = int(raw)
         elif key.startswith(ALIAS_KEY):
-            self._aliases[key[len(ALIAS_KEY):]] = int(raw)
+            self._aliases[key[len(ALIAS_KEY) :]] = int(raw)
 
     def _forget(self, key: str) -> None:
         if key.startswith(COLLECTION_KEY):
-            self._records.pop(int(key[len(COLLECTION_KEY):]), None)
+            self._records.pop(int(key[len(COLLECTION_KEY) :]), None)
         elif key.startswith(COLLECTION_NAME_KEY):
-            self._names.pop(key[len(COLLECTION_NAME_KEY):], None)
+            self._names.pop(key[len(COLLECTION_NAME_KEY) :], None)
         elif key.startswith(ALIAS_KEY):
-            self._aliases.pop(key[len(ALIAS_KEY):], None)
+            self._aliases.pop(key[len(ALIAS_KEY) :], None)
 
     # -- appliers: event -> writes, or a VectorlogError -----------------------------------------
     def _live(self, collection_id: int, name: object = None) -> Record:
@@ -228,14 +247,17 @@ class MetaTable:
     def _created(self, e: Event) -> Writes:
         rec = record_of(e.body, e.ts)
         self._free_name(rec["name"])
-        return {collection_key(rec["collection_id"]): _dump(rec),
-                name_key(rec["name"]): str(rec["collection_id"]).encode()}, []
+        return {
+            collection_key(rec["collection_id"]): _dump(rec),
+            name_key(rec["name"]): str(rec["collection_id"]).encode(),
+        }, []
 
     def _dropped(self, e: Event) -> Writes:
         rec = self._live(e.body["collection_id"], e.body["collection_name"])
         if rec["aliases"]:
-            raise InvalidArgument(f"collection {rec['name']!r} has aliases {rec['aliases']}; "
-                                  "drop them first")
+            raise InvalidArgument(
+                f"collection {rec['name']!r} has aliases {rec['aliases']}; drop them first"
+            )
         return {}, [collection_key(rec["collection_id"]), name_key(rec["name"])]
 
     def _renamed(self, e: Event) -> Writes:
@@ -243,8 +265,10 @@ class MetaTable:
         new = e.body["new_name"]
         self._free_name(new)
         old, rec["name"] = rec["name"], new
-        return {collection_key(rec["collection_id"]): _dump(rec),
-                name_key(new): str(rec["collection_id"]).encode()}, [name_key(old)]
+        return {
+            collection_key(rec["collection_id"]): _dump(rec),
+            name_key(new): str(rec["collection_id"]).encode(),
+        }, [name_key(old)]
 
     def _partition_created(self, e: Event) -> Writes:
         rec = self._live(e.body["collection_id"])
@@ -252,8 +276,10 @@ class MetaTable:
         if name in rec["partitions"]:
             raise PartitionExists(rec["name"], name)
         if len(rec["partitions"]) >= MAX_PARTITIONS:
-            raise LimitExceeded(f"collection {rec['name']!r} has {MAX_PARTITIONS} partitions, "
-                                "the most a collection may have")
+            raise LimitExceeded(
+                f"collection {rec['name']!r} has {MAX_PARTITIONS} partitions, "
+                "the most a collection may have"
+            )
         rec["partitions"][name] = e.body["partition_id"]
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
@@ -271,8 +297,10 @@ class MetaTable:
         rec, alias = self._live(e.body["collection_id"]), e.body["alias"]
         self._free_name(alias)
         rec["aliases"] = sorted([*rec["aliases"], alias])
-        return {collection_key(rec["collection_id"]): _dump(rec),
-                alias_key(alias): str(rec["collection_id"]).encode()}, []
+        return {
+            collection_key(rec["collection_id"]): _dump(rec),
+            alias_key(alias): str(rec["collection_id"]).encode(),
+        }, []
 
     def _alias_dropped(self, e: Event) -> Writes:
         alias = e.body["alias"]
@@ -291,8 +319,11 @@ class MetaTable:
             raise InvalidArgument(f"alias {alias!r} already names collection {rec['name']!r}")
         prev["aliases"] = [a for a in prev["aliases"] if a != alias]
         rec["aliases"] = sorted([*rec["aliases"], alias])
-        return {collection_key(prev_id): _dump(prev), collection_key(rec["collection_id"]):
-                _dump(rec), alias_key(alias): str(rec["collection_id"]).encode()}, []
+        return {
+            collection_key(prev_id): _dump(prev),
+            collection_key(rec["collection_id"]): _dump(rec),
+            alias_key(alias): str(rec["collection_id"]).encode(),
+        }, []
 
     def _index_created(self, e: Event) -> Writes:
         rec, b = self._live(e.body["collection_id"]), e.body
@@ -300,9 +331,18 @@ class MetaTable:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}")
         if any(ix["field_name"] == b["field_name"] for ix in rec["indexes"].values()):
             raise IndexExists(rec["name"], f"on field {b['field_name']!r}")
-        rec["indexes"][b["index_name"]] = {k: b[k] for k in (
-            "index_id", "index_name", "field_id", "field_name", "index_type", "metric_type",
-            "params")} | {"created_ts": e.ts}
+        rec["indexes"][b["index_name"]] = {
+            k: b[k]
+            for k in (
+                "index_id",
+                "index_name",
+                "field_id",
+                "field_name",
+                "index_type",
+                "metric_type",
+                "params",
+            )
+        } | {"created_ts": e.ts}
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _index_dropped(self, e: Event) -> Writes:

@@ -47,8 +47,9 @@ DDL_POSITION_KEY = b"rootcoord/ddl_position"
 #: DDL events that data consumers (query nodes, data nodes) see in the vchannels
 #: events on the ddl topic that change no meta
 NOT_APPLIED = frozenset({"TimeTick", "RangeReserved"})
-BROADCAST = frozenset({"CollectionCreated", "CollectionDropped", "PartitionCreated",
-                       "PartitionDropped"})
+BROADCAST = frozenset(
+    {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
+)
 MAX_SHARDS = 16
 
 
@@ -56,8 +57,15 @@ class RootCoord:
     """Owns the TSO, the ID allocator and the meta table; executes DDL through the log."""
 
     def __init__(
-        self, log: Log, topics: Topics, serdes: Serdes, db: Rdict, tso: TimestampOracle,
-        ids: IdAllocator, barrier: SoftBarrier, retention_ms: int | None = None,
+        self,
+        log: Log,
+        topics: Topics,
+        serdes: Serdes,
+        db: Rdict,
+        tso: TimestampOracle,
+        ids: IdAllocator,
+        barrier: SoftBarrier,
+        retention_ms: int | None = None,
     ) -> None:
         self.log, self.topics, self.db, self.tso, self.ids = log, topics, db, tso, ids
         self._ddl_serde = serdes.for_topic(topics.ddl)
@@ -72,7 +80,10 @@ class RootCoord:
 
     # -- requests ---------------------------------------------------------------------
     def create_collection(
-        self, name: str, schema: CollectionSchema, shards_num: int = 1,
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
         """Creates a collection. Raises InvalidArgument/CollectionExists; nothing appended."""
@@ -85,10 +96,16 @@ class RootCoord:
             pid = cid + 1
             pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
             vch = [vchannel_name(self.topics.cluster, p, cid, i) for i, p in enumerate(pch)]
-            body = {"collection_id": cid, "collection_name": name, "schema": schema.to_avro(),
-                    "shards_num": shards_num, "vchannels": vch, "pchannels": pch,
-                    "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
-                    "properties": {k: str(v) for k, v in (properties or {}).items()}}
+            body = {
+                "collection_id": cid,
+                "collection_name": name,
+                "schema": schema.to_avro(),
+                "shards_num": shards_num,
+                "vchannels": vch,
+                "pchannels": pch,
+                "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
+                "properties": {k: str(v) for k, v in (properties or {}).items()},
+            }
             self._execute("CollectionCreated", cid, body)
         return self.meta.get(name)
 
@@ -96,32 +113,43 @@ class RootCoord:
         """Drops a collection (not via an alias). Raises CollectionNotFound, InvalidArgument."""
         with self._lock:
             cid = self._collection_id(name)
-            self._execute("CollectionDropped", cid, {"collection_id": cid,
-                                                     "collection_name": name})
+            self._execute("CollectionDropped", cid, {"collection_id": cid, "collection_name": name})
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         """Renames a collection; its id, data and aliases stay."""
         check_name("collection", new_name)
         with self._lock:
             cid = self._collection_id(old_name)
-            self._execute("CollectionRenamed", cid, {"collection_id": cid, "old_name": old_name,
-                                                     "new_name": new_name})
+            self._execute(
+                "CollectionRenamed",
+                cid,
+                {"collection_id": cid, "old_name": old_name, "new_name": new_name},
+            )
 
     def create_partition(self, collection: str, partition: str) -> None:
         check_name("partition", partition)
         with self._lock:
             cid = self.meta.resolve(collection)
-            self._execute("PartitionCreated", cid, {"collection_id": cid, "partition_name":
-                                                    partition, "partition_id": 0})
+            self._execute(
+                "PartitionCreated",
+                cid,
+                {"collection_id": cid, "partition_name": partition, "partition_id": 0},
+            )
 
     def drop_partition(self, collection: str, partition: str) -> None:
         with self._lock:
             info = self.meta.get(collection)
             if partition not in info.partitions:
                 raise PartitionNotFound(info.name, partition)
-            self._execute("PartitionDropped", info.collection_id, {
-                "collection_id": info.collection_id, "partition_name": partition,
-                "partition_id": info.partitions[partition]})
+            self._execute(
+                "PartitionDropped",
+                info.collection_id,
+                {
+                    "collection_id": info.collection_id,
+                    "partition_name": partition,
+                    "partition_id": info.partitions[partition],
+                },
+            )
 
     def create_alias(self, collection: str, alias: str) -> None:
         check_name("alias", alias)
@@ -142,8 +170,11 @@ class RootCoord:
             if prev is None:
                 raise AliasNotFound(alias)
             cid = self._collection_id(collection)
-            self._execute("AliasAltered", cid, {"collection_id": cid, "alias": alias,
-                                                "previous_collection_id": prev})
+            self._execute(
+                "AliasAltered",
+                cid,
+                {"collection_id": cid, "alias": alias, "previous_collection_id": prev},
+            )
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         """Records an index description. Raises InvalidArgument, IndexExists."""
@@ -156,9 +187,15 @@ class RootCoord:
             info = self.meta.get(collection)
             if index_name not in info.indexes:
                 raise IndexNotFound(info.name, index_name)
-            self._execute("IndexDropped", info.collection_id, {
-                "collection_id": info.collection_id, "index_name": index_name,
-                "index_id": info.indexes[index_name]["index_id"]})
+            self._execute(
+                "IndexDropped",
+                info.collection_id,
+                {
+                    "collection_id": info.collection_id,
+                    "index_name": index_name,
+                    "index_id": info.indexes[index_name]["index_id"],
+                },
+            )
 
     def _collection_id(self, name: str) -> int:
         """Returns the id of the collection called `name` (aliases refused)."""
@@ -192,8 +229,10 @@ class RootCoord:
         return list(zip(rec["pchannels"], rec["vchannels"], strict=True)) if rec else []
 
     def _broadcast(self, event: Event) -> None:
-        records = [Append(p, self._dml_serde.encode(replace(event, vchannel=vc)))
-                   for p, vc in self._targets(event)]
+        records = [
+            Append(p, self._dml_serde.encode(replace(event, vchannel=vc)))
+            for p, vc in self._targets(event)
+        ]
         if records:
             self.log.append(self.topics.dml, records)
 

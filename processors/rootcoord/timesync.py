@@ -75,8 +75,13 @@ class Ticker:
     """Appends the barrier's tick to every partition of the dml topic, periodically."""
 
     def __init__(
-        self, log: Log, topic: str, serde: EventSerde, barrier: SoftBarrier,
-        interval: float = 0.2, on_error: Callable[[Exception], None] | None = None,
+        self,
+        log: Log,
+        topic: str,
+        serde: EventSerde,
+        barrier: SoftBarrier,
+        interval: float = 0.2,
+        on_error: Callable[[Exception], None] | None = None,
     ) -> None:
         self._log, self._topic, self._serde, self._barrier = log, topic, serde, barrier
         self._interval, self._on_error = interval, on_error

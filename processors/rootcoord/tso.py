@@ -52,7 +52,10 @@ class TimestampOracle:
     """Allocates hybrid timestamps; its upper bound lives in the rootcoord's RocksDB."""
 
     def __init__(
-        self, db: Rdict, save_window_ms: int = 3000, clock: Callable[[], int] = wall_ms,
+        self,
+        db: Rdict,
+        save_window_ms: int = 3000,
+        clock: Callable[[], int] = wall_ms,
         on_reserve: Callable[[int], None] | None = None,
     ) -> None:
         """`on_reserve(bound)` runs before a new bound is saved (rootcoord logs it)."""

@@ -53,7 +53,10 @@ class EmbeddedLog:
     """A durable, partitioned log in one RocksDB directory."""
 
     def __init__(
-        self, path: str | Path, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, fsync: bool = True
+        self,
+        path: str | Path,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        fsync: bool = True,
     ) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
         self.path = str(path)
@@ -97,7 +100,9 @@ class EmbeddedLog:
             have = self._topics.get(topic)
             if have is not None:
                 if have != partitions:
-                    raise LogError(f"topic {topic!r} exists with {have} partitions, not {partitions}")
+                    raise LogError(
+                        f"topic {topic!r} exists with {have} partitions, not {partitions}"
+                    )
                 return
             wb = WriteBatch(raw_mode=True)
             wb.put(TOPIC_META + topic.encode(), struct.pack(">I", partitions))
@@ -120,7 +125,8 @@ class EmbeddedLog:
                 raise PartitionNotFound(topic, r.partition)
         with self._lock:
             self._check_open()
-            offsets, wb, nxt = [], WriteBatch(raw_mode=True), {}
+            offsets: list[int] = []
+            wb, nxt = WriteBatch(raw_mode=True), dict[int, int]()
             for r in records:
                 off = nxt.get(r.partition, self._next[(topic, r.partition)])
                 wb.put(record_key(topic, r.partition, off), _frame(r.key, r.value))

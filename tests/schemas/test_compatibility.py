@@ -14,16 +14,36 @@ V1 = SchemaRegistry(AVRO_DIR / "v1")
 
 
 def v1_events() -> list[Event]:
-    schema = {"name": "c", "description": "", "fields": [
-        {"field_id": 100, "name": "id", "data_type": "INT64", "is_primary_key": True,
-         "auto_id": False, "params": {}, "description": ""}]}
-    created = {"collection_id": 5, "collection_name": "c", "schema": schema, "shards_num": 1,
-               "vchannels": ["x-dml_1_5v0"], "pchannels": [1],
-               "partitions": [{"partition_id": 6, "partition_name": "_default"}],
-               "properties": {"k": "v"}}
-    return [Event("CollectionCreated", 10, created, 5),
-            Event("TimeTick", 11, {"source": "rootcoord"}),
-            Event("CollectionDropped", 12, {"collection_id": 5, "collection_name": "c"}, 5)]
+    schema = {
+        "name": "c",
+        "description": "",
+        "fields": [
+            {
+                "field_id": 100,
+                "name": "id",
+                "data_type": "INT64",
+                "is_primary_key": True,
+                "auto_id": False,
+                "params": {},
+                "description": "",
+            }
+        ],
+    }
+    created = {
+        "collection_id": 5,
+        "collection_name": "c",
+        "schema": schema,
+        "shards_num": 1,
+        "vchannels": ["x-dml_1_5v0"],
+        "pchannels": [1],
+        "partitions": [{"partition_id": 6, "partition_name": "_default"}],
+        "properties": {"k": "v"},
+    }
+    return [
+        Event("CollectionCreated", 10, created, 5),
+        Event("TimeTick", 11, {"source": "rootcoord"}),
+        Event("CollectionDropped", 12, {"collection_id": 5, "collection_name": "c"}, 5),
+    ]
 
 
 def test_registry_knows_v1_and_current_by_fingerprint():
@@ -64,5 +84,8 @@ def test_every_schema_has_a_namespace_and_past_tense_events():
 def test_v1_reader_cannot_read_new_branches_so_upgrade_readers_first():
     data = EventSerde().encode(Event("AliasCreated", 3, {"collection_id": 1, "alias": "a"}, 1))
     with pytest.raises(Exception):  # noqa: B017 - fastavro's resolution error type varies
-        fastavro.schemaless_reader(__import__("io").BytesIO(data[10:]),
-                                   default_registry().current.parsed, V1.current.parsed)
+        fastavro.schemaless_reader(
+            __import__("io").BytesIO(data[10:]),
+            default_registry().current.parsed,
+            V1.current.parsed,
+        )

@@ -13,15 +13,30 @@ from schemas.serde import SINGLE_OBJECT_MAGIC, Event, EventSerde
 def rows_inserted(n: int = 3, dim: int = 4) -> Event:
     vecs = np.arange(n * dim, dtype=np.float32).reshape(n, dim)
     cols = [
-        {"field_id": 100, "field_name": "id",
-         "column": encode_column(DataType.INT64, np.arange(n, dtype=np.int64))},
-        {"field_id": 101, "field_name": "vector",
-         "column": encode_column(DataType.FLOAT_VECTOR, vecs, dim)},
-        {"field_id": 102, "field_name": "meta",
-         "column": encode_column(DataType.JSON, [{"k": i} for i in range(n)])},
+        {
+            "field_id": 100,
+            "field_name": "id",
+            "column": encode_column(DataType.INT64, np.arange(n, dtype=np.int64)),
+        },
+        {
+            "field_id": 101,
+            "field_name": "vector",
+            "column": encode_column(DataType.FLOAT_VECTOR, vecs, dim),
+        },
+        {
+            "field_id": 102,
+            "field_name": "meta",
+            "column": encode_column(DataType.JSON, [{"k": i} for i in range(n)]),
+        },
     ]
-    body = {"collection_id": 7, "partition_id": 8, "segment_id": 9, "num_rows": n,
-            "first_row_id": 1000, "columns": cols}
+    body = {
+        "collection_id": 7,
+        "partition_id": 8,
+        "segment_id": 9,
+        "num_rows": n,
+        "first_row_id": 1000,
+        "columns": cols,
+    }
     return Event("RowsInserted", 123 << 18, body, 7, "c-dml_0_7v0")
 
 
@@ -34,8 +49,12 @@ def test_single_object_encoding_has_magic_and_fingerprint():
 def test_rows_inserted_round_trip_keeps_columns_typed():
     serde = EventSerde()
     ev = serde.decode(serde.encode(rows_inserted()))
-    assert (ev.type, ev.ts, ev.collection_id, ev.vchannel) == ("RowsInserted", 123 << 18, 7,
-                                                                "c-dml_0_7v0")
+    assert (ev.type, ev.ts, ev.collection_id, ev.vchannel) == (
+        "RowsInserted",
+        123 << 18,
+        7,
+        "c-dml_0_7v0",
+    )
     cols = {c["field_name"]: decode_column(c["column"], 3) for c in ev.body["columns"]}
     assert cols["id"].tolist() == [0, 1, 2]
     assert cols["vector"].shape == (3, 4) and cols["vector"][2, 3] == 11.0

@@ -37,8 +37,14 @@ def test_routing_is_identical_in_another_process():
         "print(shard_of(['alpha','beta','gamma','δ'],4).tolist()"
         " + shard_of(np.arange(20,dtype=np.int64),3).tolist())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=".")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        cwd=".",
+    )
     assert out.stdout.strip() == str(here)
 
 

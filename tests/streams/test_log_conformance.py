@@ -7,10 +7,11 @@ import time
 from collections.abc import Iterable
 
 import pytest
-from support import on_backends, unique_topic
 
 from streams.errors import LogError, PartitionNotFound, RecordTooLarge, TopicNotFound
 from streams.log.base import Append, Log, Reader, Record
+
+from support import on_backends, unique_topic
 
 pytestmark = on_backends()  # every backend, as `log` (conftest)
 

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import time
 
-from support import unique_topic
 from schemas.serde import Event, EventSerde
 from streams.deadletter import parse
 from streams.log.base import Append, Log, Record
 from streams.msgstream import MsgPack, StreamPosition, TtMsgStream
 
+from support import unique_topic
+
 SERDE = EventSerde()
 
 
 def ev(ts: int, vchannel: str = "v0", n: int = 0) -> bytes:
-    return SERDE.encode(Event("TimeTick" if vchannel == "" else "CollectionDropped", ts,
-                              {"source": "t"} if vchannel == "" else
-                              {"collection_id": n, "collection_name": f"c{ts}"}, n, vchannel))
+    return SERDE.encode(
+        Event(
+            "TimeTick" if vchannel == "" else "CollectionDropped",
+            ts,
+            {"source": "t"}
+            if vchannel == ""
+            else {"collection_id": n, "collection_name": f"c{ts}"},
+            n,
+            vchannel,
+        )
+    )
 
 
 def tick(ts: int) -> bytes:
@@ -31,18 +40,31 @@ def drain(stream: TtMsgStream, want: int, timeout: float = 15.0) -> list[MsgPack
     return packs
 
 
-def make_stream(log: Log, topic: str, positions: dict[int, StreamPosition],
-                letters: list | None = None) -> TtMsgStream:
-    sink = (lambda rec, reason: letters.append((rec, reason))) if letters is not None else (
-        lambda rec, reason: None)
+def make_stream(
+    log: Log, topic: str, positions: dict[int, StreamPosition], letters: list | None = None
+) -> TtMsgStream:
+    sink = (
+        (lambda rec, reason: letters.append((rec, reason)))
+        if letters is not None
+        else (lambda rec, reason: None)
+    )
     return TtMsgStream(log, topic, positions, SERDE, sink)
 
 
 def test_pack_holds_events_up_to_the_tick_in_ts_order(log: Log):
     topic = unique_topic()
     log.create_topic(topic, 2)
-    log.append(topic, [Append(0, ev(30)), Append(0, ev(10)), Append(0, ev(50)),
-                       Append(0, tick(40)), Append(0, ev(45)), Append(0, tick(60))])
+    log.append(
+        topic,
+        [
+            Append(0, ev(30)),
+            Append(0, ev(10)),
+            Append(0, ev(50)),
+            Append(0, tick(40)),
+            Append(0, ev(45)),
+            Append(0, tick(60)),
+        ],
+    )
     stream = make_stream(log, topic, {0: StreamPosition()})
     packs = drain(stream, 2)
     assert [(p.begin_ts, p.end_ts) for p in packs] == [(0, 40), (40, 60)]
@@ -54,8 +76,10 @@ def test_pack_holds_events_up_to_the_tick_in_ts_order(log: Log):
 def test_packs_group_by_vchannel(log: Log):
     topic = unique_topic()
     log.create_topic(topic, 1)
-    log.append(topic, [Append(0, ev(1, "a")), Append(0, ev(2, "b")), Append(0, ev(3, "a")),
-                       Append(0, tick(9))])
+    log.append(
+        topic,
+        [Append(0, ev(1, "a")), Append(0, ev(2, "b")), Append(0, ev(3, "a")), Append(0, tick(9))],
+    )
     stream = make_stream(log, topic, {0: StreamPosition()})
     (pack,) = drain(stream, 1)
     groups = pack.by_vchannel()
@@ -66,8 +90,16 @@ def test_packs_group_by_vchannel(log: Log):
 def test_resuming_from_a_stored_position_replays_nothing_twice(log: Log):
     topic = unique_topic()
     log.create_topic(topic, 1)
-    log.append(topic, [Append(0, ev(5)), Append(0, ev(25)), Append(0, tick(20)),
-                       Append(0, ev(22)), Append(0, tick(30))])
+    log.append(
+        topic,
+        [
+            Append(0, ev(5)),
+            Append(0, ev(25)),
+            Append(0, tick(20)),
+            Append(0, ev(22)),
+            Append(0, tick(30)),
+        ],
+    )
     first = make_stream(log, topic, {0: StreamPosition()})
     pack = drain(first, 1)[0]
     first.close()
@@ -81,8 +113,9 @@ def test_resuming_from_a_stored_position_replays_nothing_twice(log: Log):
 def test_stale_tick_promises_nothing(log: Log):
     topic = unique_topic()
     log.create_topic(topic, 1)
-    log.append(topic, [Append(0, tick(10)), Append(0, tick(10)), Append(0, tick(5)),
-                       Append(0, tick(11))])
+    log.append(
+        topic, [Append(0, tick(10)), Append(0, tick(10)), Append(0, tick(5)), Append(0, tick(11))]
+    )
     stream = make_stream(log, topic, {0: StreamPosition()})
     assert [p.end_ts for p in drain(stream, 2)] == [10, 11]
     stream.close()
@@ -103,10 +136,10 @@ def test_malformed_record_goes_to_dead_letters_and_consumption_goes_on(log: Log)
 
 
 def test_dead_letter_record_keeps_reason_position_and_bytes():
+    import tempfile
+
     from streams.deadletter import DeadLetterWriter
     from streams.log.embedded import EmbeddedLog
-
-    import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         log = EmbeddedLog(d)
@@ -114,6 +147,12 @@ def test_dead_letter_record_keeps_reason_position_and_bytes():
         DeadLetterWriter(log, "dlq", "qn")(Record("src", 3, 42, b"raw"), "bad bytes")
         (rec,) = log.reader("dlq", {0: 0}).poll(10, 1.0)
         letter = parse(rec)
-        assert (letter.reason, letter.topic, letter.partition, letter.offset, letter.value,
-                letter.processor) == ("bad bytes", "src", 3, 42, b"raw", "qn")
+        assert (
+            letter.reason,
+            letter.topic,
+            letter.partition,
+            letter.offset,
+            letter.value,
+            letter.processor,
+        ) == ("bad bytes", "src", 3, 42, b"raw", "qn")
         log.close()

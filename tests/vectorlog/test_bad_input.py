@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from clients import data_events, ddl_changes
 from processors.errors import (
     CollectionExists,
     CollectionNotFound,
@@ -15,6 +14,8 @@ from processors.errors import (
     SchemaMismatch,
 )
 from vectorlog import Client, DataType
+
+from clients import data_events, ddl_changes
 
 
 @pytest.fixture
@@ -119,7 +120,9 @@ def test_duplicate_collection_is_refused(client: Client):
 
 
 def test_bad_search_requests(books: Client):
-    with pytest.raises(InvalidArgument, match="search data: row 0: vector field 'vector' has dim 2"):
+    with pytest.raises(
+        InvalidArgument, match="search data: row 0: vector field 'vector' has dim 2"
+    ):
         books.search("books", [[1.0, 2.0]])
     with pytest.raises(InvalidArgument, match="limit must be 1..16384"):
         books.search("books", [[1.0, 2.0, 3.0]], limit=0)

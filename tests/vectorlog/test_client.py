@@ -56,16 +56,31 @@ def full_schema(client: Client):
 
 
 def test_every_scalar_type_round_trips_through_the_log(client: Client):
-    client.create_collection("things", schema=full_schema(client), metric_type="L2",
-                             num_shards=3)
-    rows = [{"pk": f"k{i}", "vec": [i, 0, 0, 0], "n": -i, "score": i / 2, "ok": i % 2 == 0,
-             "title": f"title {i}", "doc": {"i": i, "tags": ["a", "b"]}} for i in range(30)]
+    client.create_collection("things", schema=full_schema(client), metric_type="L2", num_shards=3)
+    rows = [
+        {
+            "pk": f"k{i}",
+            "vec": [i, 0, 0, 0],
+            "n": -i,
+            "score": i / 2,
+            "ok": i % 2 == 0,
+            "title": f"title {i}",
+            "doc": {"i": i, "tags": ["a", "b"]},
+        }
+        for i in range(30)
+    ]
     client.insert("things", rows)
-    (hits,) = client.search("things", [[3.1, 0, 0, 0]], limit=2,
-                            output_fields=["n", "score", "ok", "title", "doc"])
+    (hits,) = client.search(
+        "things", [[3.1, 0, 0, 0]], limit=2, output_fields=["n", "score", "ok", "title", "doc"]
+    )
     assert [h["id"] for h in hits] == ["k3", "k4"]
-    assert hits[0]["entity"] == {"n": -3, "score": 1.5, "ok": False, "title": "title 3",
-                                 "doc": {"i": 3, "tags": ["a", "b"]}}
+    assert hits[0]["entity"] == {
+        "n": -3,
+        "score": 1.5,
+        "ok": False,
+        "title": "title 3",
+        "doc": {"i": 3, "tags": ["a", "b"]},
+    }
     assert hits[0]["distance"] == pytest.approx(0.01, abs=1e-5)
     got = client.get("things", ["k7", "missing"])
     assert got == [{**rows[7], "vec": [7.0, 0.0, 0.0, 0.0]}]

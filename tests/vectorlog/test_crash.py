@@ -20,9 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_until_acks(args: dict[str, Any], acks: int) -> list[tuple[int, int]]:
     """Runs the writer, SIGKILLs it after `acks` acknowledged batches; returns them."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("crash_writer.py")),
-                             json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("crash_writer.py")), json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     acked: list[tuple[int, int]] = []
     assert proc.stdout is not None
     for line in proc.stdout:

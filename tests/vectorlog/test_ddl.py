@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from clients import ddl_changes
 from processors.errors import (
     AliasNotFound,
     CollectionExists,
@@ -19,6 +18,8 @@ from processors.errors import (
 )
 from processors.rootcoord.meta import MAX_PARTITIONS
 from vectorlog import Client
+
+from clients import ddl_changes
 
 
 def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
@@ -46,10 +47,22 @@ def test_partitions_hold_rows_and_dropping_one_hides_them(client: Client):
     client.drop_partition("c", "p1")
     assert [h["id"] for h in client.search("c", [vec(0)])[0]] == [1]
     assert not client.has_partition("c", "p1")
-    refused(client, InvalidArgument, "_default partition cannot be dropped",
-            client.drop_partition, "c", "_default")
-    refused(client, PartitionNotFound, "'p1' does not exist in collection 'c'",
-            client.drop_partition, "c", "p1")
+    refused(
+        client,
+        InvalidArgument,
+        "_default partition cannot be dropped",
+        client.drop_partition,
+        "c",
+        "_default",
+    )
+    refused(
+        client,
+        PartitionNotFound,
+        "'p1' does not exist in collection 'c'",
+        client.drop_partition,
+        "c",
+        "p1",
+    )
     client.create_partition("c", "p2")
     refused(client, PartitionExists, "'p2' already exists", client.create_partition, "c", "p2")
     refused(client, InvalidName, "invalid partition name", client.create_partition, "c", "p-3")
@@ -87,19 +100,31 @@ def test_alias_rules(client: Client):
     client.create_collection("a", dimension=2)
     client.create_collection("b", dimension=2)
     client.create_alias("a", "x")
-    refused(client, CollectionExists, "'b' already exists as a collection",
-            client.create_alias, "a", "b")
-    refused(client, CollectionExists, "'x' already exists as a alias",
-            client.create_alias, "b", "x")
-    refused(client, CollectionExists, "'x' already exists as a alias",
-            client.create_collection, "x", 2)
-    refused(client, InvalidArgument, "has aliases \\['x'\\]; drop them first",
-            client.drop_collection, "a")
+    refused(
+        client,
+        CollectionExists,
+        "'b' already exists as a collection",
+        client.create_alias,
+        "a",
+        "b",
+    )
+    refused(
+        client, CollectionExists, "'x' already exists as a alias", client.create_alias, "b", "x"
+    )
+    refused(
+        client, CollectionExists, "'x' already exists as a alias", client.create_collection, "x", 2
+    )
+    refused(
+        client,
+        InvalidArgument,
+        "has aliases \\['x'\\]; drop them first",
+        client.drop_collection,
+        "a",
+    )
     refused(client, InvalidArgument, "'x' is an alias", client.drop_collection, "x")
     refused(client, AliasNotFound, "alias 'nope' does not exist", client.drop_alias, "nope")
     refused(client, AliasNotFound, "alias 'nope'", client.alter_alias, "b", "nope")
-    refused(client, InvalidArgument, "already names collection 'a'",
-            client.alter_alias, "a", "x")
+    refused(client, InvalidArgument, "already names collection 'a'", client.alter_alias, "a", "x")
     refused(client, CollectionNotFound, "'zzz'", client.create_alias, "zzz", "y")
 
 
@@ -114,8 +139,9 @@ def test_rename_keeps_id_data_and_aliases(client: Client):
     assert client.describe_collection("al")["collection_name"] == "new"
     assert client.get("new", [7], output_fields=["id"]) == [{"id": 7}]
     client.create_collection("other", dimension=2)
-    refused(client, CollectionExists, "'other' already exists",
-            client.rename_collection, "new", "other")
+    refused(
+        client, CollectionExists, "'other' already exists", client.rename_collection, "new", "other"
+    )
     refused(client, CollectionNotFound, "'old'", client.rename_collection, "old", "x")
 
 
@@ -132,18 +158,33 @@ def test_index_descriptions(client: Client):
     assert client.list_indexes("c") == ["vec_idx", "year"]
     d = client.describe_index("c", "vec_idx")
     assert (d["field_name"], d["index_type"], d["metric_type"], d["params"]) == (
-        "vector", "HNSW", "IP", {"M": "16", "efConstruction": "200"})
+        "vector",
+        "HNSW",
+        "IP",
+        {"M": "16", "efConstruction": "200"},
+    )
     again = client.prepare_index_params().add_index("vector", "FLAT", "other")
-    refused(client, IndexExists, "already has an index on field 'vector'",
-            client.create_index, "c", again)
+    refused(
+        client,
+        IndexExists,
+        "already has an index on field 'vector'",
+        client.create_index,
+        "c",
+        again,
+    )
     bad = client.prepare_index_params().add_index("vector", "HNSW", "i2", "L2")
     refused(client, InvalidArgument, "metric_type 'L2' differs", client.create_index, "c", bad)
     bad = client.prepare_index_params().add_index("year", "HNSW", "i3")
-    refused(client, InvalidArgument, "'HNSW' cannot index INT64 field 'year'",
-            client.create_index, "c", bad)
+    refused(
+        client,
+        InvalidArgument,
+        "'HNSW' cannot index INT64 field 'year'",
+        client.create_index,
+        "c",
+        bad,
+    )
     bad = client.prepare_index_params().add_index("vector", "IVF_FLAT", "i4", params={"M": 3})
-    refused(client, InvalidArgument, "IVF_FLAT has no parameter 'M'",
-            client.create_index, "c", bad)
+    refused(client, InvalidArgument, "IVF_FLAT has no parameter 'M'", client.create_index, "c", bad)
     client.drop_index("c", "vec_idx")
     assert client.list_indexes("c") == ["year"]
     refused(client, IndexNotFound, "'vec_idx' does not exist", client.drop_index, "c", "vec_idx")
@@ -193,4 +234,5 @@ def test_ddl_events_are_on_the_ddl_topic_and_broadcast_into_vchannels(client: Cl
     vchannels = client.describe_collection("c")["virtual_channel_names"]
     dml = [e for e in log_events(client) if e.type in ("CollectionCreated", "PartitionCreated")]
     assert sorted((e.type, e.vchannel) for e in dml) == sorted(
-        [("CollectionCreated", v) for v in vchannels] + [("PartitionCreated", v) for v in vchannels])
+        [("CollectionCreated", v) for v in vchannels] + [("PartitionCreated", v) for v in vchannels]
+    )

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clients import ClientFactory, ddl_changes
 from streams.scan import read_to_end
 from vectorlog import Client
+
+from clients import ClientFactory, ddl_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("ddl_writer.py")
@@ -26,8 +27,13 @@ def state_dir(args: dict[str, Any]) -> Path:
 def run_writer(args: dict[str, Any], mode: str, acks: int | None) -> list[str]:
     """Runs the DDL writer; SIGKILLs it after `acks` acks (or lets it kill itself)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(WRITER), json.dumps(args), mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(WRITER), json.dumps(args), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stdout is not None
     acked: list[str] = []
     for line in proc.stdout:
@@ -91,8 +97,9 @@ def test_sigkill_between_append_and_apply_loses_nothing(
     # c2 was appended and broadcast, never applied: recovery applied it, once
     assert client.list_collections() == ["c0", "c1", "c2"]
     assert client.describe_collection("c2")["num_partitions"] == 1
-    created = [e.body["collection_name"] for e in ddl_changes(client)
-               if e.type == "CollectionCreated"]
+    created = [
+        e.body["collection_name"] for e in ddl_changes(client) if e.type == "CollectionCreated"
+    ]
     assert created == ["c0", "c1", "c2"]
     assert dead_letters(client) == []
     client.insert("c2", [{"id": 1, "vector": [1.0, 0, 0, 0]}])
@@ -107,11 +114,15 @@ def test_sigkill_at_any_moment_applies_each_ddl_exactly_once(
     names = client.list_collections()
     assert set(acked) <= set(names) and len(names) - len(acked) <= 1
     events = ddl_changes(client)
-    assert len(events) == len({(e.type, e.body.get("collection_name", e.collection_id))
-                               for e in events})
+    assert len(events) == len(
+        {(e.type, e.body.get("collection_name", e.collection_id)) for e in events}
+    )
     for name in acked:
         assert client.list_partitions(name) == ["_default", "p"]
     assert dead_letters(client) == []
     position = client._node.rootcoord.stored_position()
-    assert position > max(e.source[1] for e in events if e.source) if any(
-        e.source for e in events) else position > 0
+    assert (
+        position > max(e.source[1] for e in events if e.source)
+        if any(e.source for e in events)
+        else position > 0
+    )
