@@ -16,6 +16,7 @@ Tansu's lags the real end (it counts the last record batch as one record).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -33,6 +34,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 FRAMING_BYTES = 1024
 METADATA_TIMEOUT = 10.0
 DELIVERY_TIMEOUT_MS = 30_000
+#: librdkafka's own log lines go to Python logging (not straight to stderr)
+LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
 
 
 class _Acks:
@@ -76,7 +79,7 @@ class KafkaLog:
         self.client_id = client_id
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
         self._admin: AdminClient | None = AdminClient(
-            {"bootstrap.servers": bootstrap, "client.id": client_id}
+            {"bootstrap.servers": bootstrap, "client.id": client_id, "logger": LIBRDKAFKA_LOG}
         )
         self._producer = Producer(self._producer_config())
         self._partitions: dict[str, int] = {}
@@ -98,6 +101,7 @@ class KafkaLog:
             "message.max.bytes": self._wire_max,
             "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
             "error_cb": self._on_error,
+            "logger": LIBRDKAFKA_LOG,
         }
 
     def _consumer_config(self) -> dict[str, Any]:
@@ -115,6 +119,7 @@ class KafkaLog:
             "fetch.message.max.bytes": fetch_max,
             "fetch.max.bytes": max(fetch_max, 50 << 20),
             "receive.message.max.bytes": max(fetch_max, 50 << 20) + (1 << 20),
+            "logger": LIBRDKAFKA_LOG,
         }
 
     def _on_error(self, err: KafkaError) -> None:

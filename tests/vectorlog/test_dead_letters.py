@@ -1,0 +1,98 @@
+"""Malformed events on the log go to the dead-letter topic; processors keep going."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from processors.model import DataType
+from processors.querynode.columns import encode_column
+from schemas.serde import Event
+from streams.deadletter import parse
+from streams.log.base import Append
+from streams.scan import read_to_end
+from vectorlog import Client
+
+from clients import ClientFactory
+
+
+def letters(client: Client):
+    return [parse(r) for r in read_to_end(client._node.log, client._node.topics.dlq)]
+
+
+def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: Client):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    node = client._node
+    partition = node.rootcoord.meta.get("c").pchannels[0]
+    (offset,) = node.log.append(node.topics.dml, [Append(partition, b"\x00garbage")])
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert [h["id"] for h in client.search("c", [[0.0, 0.0]])[0]] == [1]
+    (letter,) = letters(client)
+    assert (letter.topic, letter.partition, letter.offset) == (node.topics.dml, partition, offset)
+    assert letter.value == b"\x00garbage" and "schema registry" in letter.reason
+    assert letter.processor == "querynode"
+
+
+def test_event_that_breaks_the_schema_is_dead_lettered(client: Client):
+    """An external producer writes rows of the wrong dimension straight onto the log."""
+    client.create_collection("c", dimension=2, metric_type="L2")
+    node, info = client._node, client._node.rootcoord.meta.get("c")
+    bad = {
+        "collection_id": info.collection_id,
+        "partition_id": info.partitions["_default"],
+        "segment_id": 1,
+        "num_rows": 1,
+        "first_row_id": 1,
+        "columns": [
+            {
+                "field_id": 100,
+                "field_name": "id",
+                "column": encode_column(DataType.INT64, np.array([9])),
+            },
+            {
+                "field_id": 101,
+                "field_name": "vector",
+                "column": encode_column(DataType.FLOAT_VECTOR, np.zeros((1, 3)), 3),
+            },
+        ],
+    }
+    with node.proxy.source.stamp() as ts:
+        event = Event("RowsInserted", ts, bad, info.collection_id, info.vchannels[0])
+        node.log.append(
+            node.topics.dml, [Append(info.pchannels[0], node.proxy.serde.encode(event))]
+        )
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    (letter,) = letters(client)
+    assert "vector dim 3 != schema dim 2" in letter.reason
+    assert node.proxy.serde.decode(letter.value).body["num_rows"] == 1
+
+
+def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactory):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    node = client._node
+    dup = Event(
+        "CollectionCreated",
+        node.tso.now(),
+        {
+            "collection_id": 12345,
+            "collection_name": "c",
+            "schema": node.rootcoord.meta.get("c").schema.to_avro(),
+            "shards_num": 1,
+            "vchannels": ["x"],
+            "pchannels": [0],
+            "partitions": [{"partition_id": 12346, "partition_name": "_default"}],
+            "properties": {},
+        },
+        12345,
+    )
+    ddl = node.topics.ddl
+    node.log.append(ddl, [Append(0, b"not an event"), Append(0, node.proxy.serde.encode(dup))])
+    client.close()
+    again = open_client()  # replays the two records: both refused, the rest goes on
+    reasons = sorted(d.reason for d in letters(again))
+    assert len(reasons) == 2
+    assert "CollectionExists" in reasons[0] and "magic" in reasons[1]
+    assert again.list_collections() == ["c"]
+    again.create_collection("d", dimension=2)
+    assert again.list_collections() == ["c", "d"]
