@@ -135,24 +135,21 @@ def test_malformed_record_goes_to_dead_letters_and_consumption_goes_on(log: Log)
     stream.close()
 
 
-def test_dead_letter_record_keeps_reason_position_and_bytes():
-    import tempfile
-
+def test_dead_letter_record_keeps_reason_position_and_bytes(log: Log):
     from streams.deadletter import DeadLetterWriter
-    from streams.log.embedded import EmbeddedLog
 
-    with tempfile.TemporaryDirectory() as d:
-        log = EmbeddedLog(d)
-        log.create_topic("dlq", 1)
-        DeadLetterWriter(log, "dlq", "qn")(Record("src", 3, 42, b"raw"), "bad bytes")
-        (rec,) = log.reader("dlq", {0: 0}).poll(10, 1.0)
-        letter = parse(rec)
-        assert (
-            letter.reason,
-            letter.topic,
-            letter.partition,
-            letter.offset,
-            letter.value,
-            letter.processor,
-        ) == ("bad bytes", "src", 3, 42, b"raw", "qn")
-        log.close()
+    dlq = unique_topic("dlq")
+    log.create_topic(dlq, 1)
+    DeadLetterWriter(log, dlq, "qn")(Record("src", 3, 42, b"raw"), "bad bytes")
+    reader = log.reader(dlq, {0: 0})
+    (rec,) = reader.poll(10, 5.0)
+    reader.close()
+    letter = parse(rec)
+    assert (
+        letter.reason,
+        letter.topic,
+        letter.partition,
+        letter.offset,
+        letter.value,
+        letter.processor,
+    ) == ("bad bytes", "src", 3, 42, b"raw", "qn")

@@ -68,7 +68,6 @@ def test_partitions_hold_rows_and_dropping_one_hides_them(client: Client):
     refused(client, InvalidName, "invalid partition name", client.create_partition, "c", "p-3")
 
 
-@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
 def test_a_collection_holds_at_most_1024_partitions(client: Client):
     client.create_collection("c", dimension=2)
     for i in range(MAX_PARTITIONS - 1):
