@@ -28,6 +28,7 @@ Run: ``python -m benchmarks.meta_bench [--collections N] [--versions N] [--reads
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -241,9 +242,23 @@ def measure_apply(workdir: Path, collections: int, versions: int) -> tuple[dict[
 # --------------------------------------------------------------------------- reads
 
 
-def summary(samples: list[float]) -> dict[str, float]:
-    """Latency percentiles in microseconds."""
-    s = sorted(samples)
+@dataclass
+class Timing:
+    """Latencies (us) and results of a series of calls, and the full (generation 2) garbage
+    collections Python ran meanwhile: with ~1M live objects each one stalls a call."""
+
+    samples: list[float]
+    results: list[Any]
+    gc_gen2: int
+
+
+def gen2_collections() -> int:
+    return int(gc.get_stats()[2]["collections"])
+
+
+def summary(t: Timing) -> dict[str, float]:
+    """Latency percentiles in microseconds, and how many calls took over a millisecond."""
+    s = sorted(t.samples)
 
     def pct(p: float) -> float:
         return round(s[min(len(s) - 1, int(p * len(s)))], 1)
@@ -254,20 +269,21 @@ def summary(samples: list[float]) -> dict[str, float]:
         "p90_us": pct(0.90),
         "p99_us": pct(0.99),
         "mean_us": round(statistics.fmean(s), 1),
+        "max_us": round(s[-1], 1),
+        "calls_over_1ms": sum(us > 1_000 for us in s),
+        "gc_gen2_runs": t.gc_gen2,
     }
 
 
-def timed(
-    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]
-) -> tuple[list[float], list[Any]]:
-    """Calls fn(*args) for each args; returns the latencies (us) and the results."""
-    samples, results = [], []
+def timed(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Timing:
+    """Calls fn(*args) for each args, timing each call."""
+    samples, results, gen2 = [], [], gen2_collections()
     for args in calls:
         started = time.perf_counter_ns()
         out = fn(*args)
         samples.append((time.perf_counter_ns() - started) / 1_000)
         results.append(out)
-    return samples, results
+    return Timing(samples, results, gen2_collections() - gen2)
 
 
 def past_reads(

@@ -27,11 +27,22 @@ def rows_to_columns(schema: CollectionSchema, rows: Sequence[dict[str, Any]]) ->
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
-    expected = {f.name for f in schema.fields if not (f.is_primary and f.auto_id)}
-    _check_keys(schema, rows, expected)
-    return {
-        f.name: _column(f, [r[f.name] for r in rows]) for f in schema.fields if f.name in expected
-    }
+    fields = [f for f in schema.fields if not (f.is_primary and f.auto_id)]
+    raw = _extract(rows, [f.name for f in fields])
+    if raw is None:  # the slow path names the first bad row
+        _check_keys(schema, rows, {f.name for f in fields})
+        raw = {f.name: [r[f.name] for r in rows] for f in fields}
+    return {f.name: _column(f, raw[f.name]) for f in fields}
+
+
+def _extract(rows: Sequence[Any], names: list[str]) -> dict[str, list[Any]] | None:
+    """Returns the values per field if every row is a dict with exactly `names`, else None."""
+    if not all(type(r) is dict for r in rows) or {len(r) for r in rows} != {len(names)}:
+        return None
+    try:  # same size and every name present: no row has a missing or unknown field
+        return {name: [r[name] for r in rows] for name in names}
+    except KeyError:
+        return None
 
 
 def _check_keys(schema: CollectionSchema, rows: Sequence[Any], expected: set[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 import threading
+from itertools import repeat
 from typing import Any
 
 import faiss
@@ -40,7 +41,8 @@ class Replica:
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
         self._part = GrowArray(np.int64)
         self._pks: list[Any] = []
-        self._rows: dict[Any, list[int]] = {}
+        self._latest: dict[Any, int] = {}  # pk -> its newest row
+        self._prev = GrowArray(np.int64)  # row -> the same pk's previous row, or -1
         self._scalars: dict[str, list[Any]] = {
             f.name: [] for f in schema.fields if f.dtype is not DataType.FLOAT_VECTOR
         }
@@ -73,7 +75,10 @@ class Replica:
         base = len(self._pks)
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else pks
-        self._supersede(pks, ts)
+        prev = self._newest(pks)
+        self._supersede(prev, ts)
+        self._prev.extend(prev)
+        self._latest.update(zip(pks, range(base, base + n), strict=True))
         self.index.add(vecs)
         self._ins.extend(np.full(n, ts, dtype=np.uint64))
         self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
@@ -82,26 +87,31 @@ class Replica:
         for name, values in self._scalars.items():
             col = cols[name]
             values.extend(col.tolist() if isinstance(col, np.ndarray) else col)
-        for i, pk in enumerate(pks):
-            self._rows.setdefault(pk, []).append(base + i)
 
-    def _supersede(self, pks: list[Any], ts: int) -> None:
-        ins, sup = self._ins.view(), self._sup.view()
-        for pk in pks:
-            for r in self._rows.get(pk, ()):
-                if ins[r] < ts and sup[r] > ts:
-                    sup[r] = ts
+    def _newest(self, pks: list[Any]) -> np.ndarray:
+        """Returns each key's newest row, or -1 for a key never seen."""
+        rows = map(self._latest.get, pks, repeat(-1, len(pks)))
+        return np.fromiter(rows, np.int64, count=len(pks))
+
+    def _supersede(self, rows: np.ndarray, ts: int) -> None:
+        """Ends at `ts` the visibility of those `rows` (-1 = none) still visible then.
+
+        Only a key's newest row can be visible: every older one was superseded when the
+        newer one arrived, as a key's events are applied in ts order.
+        """
+        rows = rows[rows >= 0]
+        if len(rows):
+            ins, sup, t = self._ins.view(), self._sup.view(), np.uint64(ts)
+            sup[rows[(ins[rows] < t) & (sup[rows] > t)]] = t
 
     def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
         """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1)."""
         with self.lock:
-            if partition == -1:
-                self._supersede(pks, ts)
-                return
-            part = self._part.view()
-            self._supersede(
-                [pk for pk in pks if any(part[r] == partition for r in self._rows.get(pk, ()))], ts
-            )
+            rows = self._newest(pks)
+            if partition != -1:
+                rows = rows[rows >= 0]
+                rows = rows[self._part.view()[rows] == partition]
+            self._supersede(rows, ts)
 
     def drop_partition(self, ts: int, partition: int) -> None:
         """Hides every row of `partition` from `ts` on."""
@@ -179,11 +189,11 @@ class Replica:
         """Returns the entity of each key visible at `ts` (absent keys are skipped)."""
         out = []
         with self.lock:
-            ins, sup = self._ins.view(), self._sup.view()
+            ins, sup, prev = self._ins.view(), self._sup.view(), self._prev.view()
             for pk in pks:
-                row = next(
-                    (r for r in reversed(self._rows.get(pk, ())) if ins[r] <= ts < sup[r]), None
-                )
-                if row is not None:
+                row = self._latest.get(pk, -1)
+                while row >= 0 and not ins[row] <= ts < sup[row]:
+                    row = int(prev[row])
+                if row >= 0:
                     out.append(self._entity(row, output_fields))
         return out
