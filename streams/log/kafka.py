@@ -78,9 +78,8 @@ class KafkaLog:
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
-        self._admin: AdminClient | None = AdminClient(
-            {"bootstrap.servers": bootstrap, "client.id": client_id, "logger": LIBRDKAFKA_LOG}
-        )
+        admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id}
+        self._admin: AdminClient | None = AdminClient({**admin_conf, "logger": LIBRDKAFKA_LOG})
         self._producer = Producer(self._producer_config())
         self._partitions: dict[str, int] = {}
         self._fatal: KafkaError | None = None
