@@ -275,14 +275,17 @@ def summary(t: Timing) -> dict[str, float]:
     }
 
 
-def timed(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Timing:
-    """Calls fn(*args) for each args, timing each call."""
-    samples, results, gen2 = [], [], gen2_collections()
+def timed(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], keep: bool = False) -> Timing:
+    """Calls fn(*args) for each args, timing each call; `keep` keeps the results."""
+    samples: list[float] = []
+    results: list[Any] = []
+    gen2 = gen2_collections()
     for args in calls:
         started = time.perf_counter_ns()
         out = fn(*args)
         samples.append((time.perf_counter_ns() - started) / 1_000)
-        results.append(out)
+        if keep:
+            results.append(out)
     return Timing(samples, results, gen2_collections() - gen2)
 
 
@@ -324,21 +327,21 @@ def measure_describe(
     rng = random.Random(seed)
     calls = past_reads(history, last_ts, reads, rng)
     args = [(meta, name, ts) for name, ts, _ in calls]
-    samples, described = timed(describe_as_of, args)
-    for (name, ts, v), d in zip(calls, described, strict=True):
+    past = timed(describe_as_of, args, keep=True)
+    for (name, ts, v), d in zip(calls, past.results, strict=True):
         assert d["num_partitions"] == v, f"{name} as of {ts}: {d['num_partitions']} != {v}"
-    record_samples, _ = timed(meta.record, [(name, ts) for name, ts, _ in calls])
+    past.results.clear()
+    record = timed(meta.record, [(name, ts) for name, ts, _ in calls])
     latest = [(meta, collection_name(rng.randrange(len(history))), None) for _ in range(reads)]
-    latest_samples, _ = timed(describe_as_of, latest)
     top = max(len(h) for h in history)
     return {
         "describe_past_ts": {
-            **summary(samples),
+            **summary(past),
             "checked": len(calls),
-            "median_by_version": by_version(samples, [c[2] for c in calls], top),
+            "median_by_version": by_version(past.samples, [c[2] for c in calls], top),
         },
-        "record_past_ts": summary(record_samples),
-        "describe_latest": summary(latest_samples),
+        "record_past_ts": summary(record),
+        "describe_latest": summary(timed(describe_as_of, latest)),
     }
 
 
@@ -349,14 +352,13 @@ def measure_names(
     rng, count = random.Random(seed), len(history)
     last_created = history[-1][0]
     calls = [(rng.randint(history[0][0], last_ts),) for _ in range(reads)]
-    samples, results = timed(meta.names, calls)
-    for (ts,), names in zip(calls, results, strict=True):
+    past = timed(meta.names, calls, keep=True)
+    for (ts,), names in zip(calls, past.results, strict=True):
         expected = count if ts >= last_created else sum(h[0] <= ts for h in history)
         assert len(names) == expected, f"names as of {ts}: {len(names)} != {expected}"
-    latest_samples, _ = timed(meta.names, [(None,)] * reads)
     return {
-        "names_past_ts": {**summary(samples), "checked": reads},
-        "names_latest": summary(latest_samples),
+        "names_past_ts": {**summary(past), "checked": reads},
+        "names_latest": summary(timed(meta.names, [(None,)] * reads)),
     }
 
 

@@ -78,8 +78,12 @@ class KafkaLog:
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
-        admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id}
-        self._admin: AdminClient | None = AdminClient({**admin_conf, "logger": LIBRDKAFKA_LOG})
+        admin_conf: Any = {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "logger": LIBRDKAFKA_LOG,
+        }  # the stubs omit the logger key
+        self._admin: AdminClient | None = AdminClient(admin_conf)
         self._producer = Producer(self._producer_config())
         self._partitions: dict[str, int] = {}
         self._fatal: KafkaError | None = None
