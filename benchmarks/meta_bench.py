@@ -49,7 +49,7 @@ from processors.errors import CollectionNotFound
 from processors.model import CollectionSchema, DataType, FieldSchema, quick_schema
 from processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
 from processors.rootcoord.rootcoord import DDL_POSITION_KEY
-from processors.rootcoord.snapshotkv import Addition, SnapshotKV
+from processors.rootcoord.snapshotkv import Addition, SnapshotKV, versions_prefix
 from processors.rootcoord.tso import compose, wall_ms
 from schemas.serde import Event
 from streams.channels import assign_pchannels, vchannel_name
@@ -222,8 +222,9 @@ def apply_batched(
 def same_records(sample_db: Rdict, db: Rdict) -> int:
     """Every record the synced path wrote is in the bulk-loaded db, byte for byte."""
     checked = 0
+    prefix = versions_prefix(SnapshotKV(sample_db, clock).namespace)
     for key, value in sample_db.items():
-        if key.startswith(b"meta/v/"):
+        if isinstance(key, bytes) and key.startswith(prefix):
             assert db.get(key) == value, f"record {key!r} differs between the load paths"
             checked += 1
     return checked

@@ -254,6 +254,19 @@ class Client:
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
+    def upsert(
+        self, collection_name: str, data: Any, partition_name: str | None = None
+    ) -> dict[str, Any]:
+        """Inserts rows or replaces the rows with the same primary keys (required, even with
+        auto_id), atomically at one ts; returns {upsert_count, ids, timestamp} once durable."""
+        res = self._node.proxy.insert(collection_name, data, partition_name, upsert=True)
+        self._session_ts = max(self._session_ts, res["timestamp"])
+        return {
+            "upsert_count": res["insert_count"],
+            "ids": res["ids"],
+            "timestamp": res["timestamp"],
+        }
+
     def delete(
         self, collection_name: str, ids: Any, partition_name: str | None = None
     ) -> dict[str, Any]:

@@ -51,13 +51,19 @@ class Proxy:
         self.read_timeout = read_timeout
 
     # -- writes ----------------------------------------------------------------------------
-    def insert(self, name: str, rows: Any, partition_name: str | None = None) -> dict[str, Any]:
-        """Inserts rows; returns {insert_count, ids, timestamp} once durable on the log."""
+    def insert(
+        self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False
+    ) -> dict[str, Any]:
+        """Inserts rows; returns {insert_count, ids, timestamp} once durable on the log.
+
+        A row whose key exists replaces it from this insert's ts on (an upsert); `upsert=True`
+        only makes the key required even on an auto_id collection.
+        """
         info = self.rc.meta.get(name)
         partition = self._partition(info, partition_name)
-        cols = v.rows_to_columns(info.schema, rows)
+        cols = v.rows_to_columns(info.schema, rows, upsert)
         n = len(rows) if not isinstance(rows, dict) else 1
-        pks = self._primary_keys(info, cols, n)
+        pks = self._primary_keys(info, cols, n, upsert)
         first_row_id = self.rc.ids.allocate(n)
         per_row = row_bytes(info.schema, cols, n)
         with self.source.stamp() as ts:
@@ -70,9 +76,11 @@ class Proxy:
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
 
-    def _primary_keys(self, info: CollectionInfo, cols: dict[str, Any], n: int) -> Any:
+    def _primary_keys(
+        self, info: CollectionInfo, cols: dict[str, Any], n: int, upsert: bool
+    ) -> Any:
         pk = info.schema.primary
-        if pk.auto_id:
+        if pk.auto_id and not upsert:
             first = self.rc.ids.allocate(n)
             keys = np.arange(first, first + n, dtype=np.int64)
             cols[pk.name] = keys if pk.dtype is DataType.INT64 else [str(k) for k in keys]

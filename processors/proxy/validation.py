@@ -21,16 +21,21 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Columns = dict[str, Any]
 
 
-def rows_to_columns(schema: CollectionSchema, rows: Sequence[dict[str, Any]]) -> Columns:
-    """Returns {field name: values} for every user-supplied field. Raises SchemaMismatch."""
+def rows_to_columns(
+    schema: CollectionSchema, rows: Sequence[dict[str, Any]], upsert: bool = False
+) -> Columns:
+    """Returns {field name: values} for every user-supplied field. Raises SchemaMismatch.
+
+    An upsert names its rows, so it needs the primary key even when it is auto_id.
+    """
     if isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
-    fields = [f for f in schema.fields if not (f.is_primary and f.auto_id)]
+    fields = [f for f in schema.fields if upsert or not (f.is_primary and f.auto_id)]
     raw = _extract(rows, [f.name for f in fields])
     if raw is None:  # the slow path names the first bad row
-        _check_keys(schema, rows, {f.name for f in fields})
+        _check_keys(schema, rows, {f.name for f in fields}, upsert)
         raw = {f.name: [r[f.name] for r in rows] for f in fields}
     return {f.name: _column(f, raw[f.name]) for f in fields}
 
@@ -45,14 +50,16 @@ def _extract(rows: Sequence[Any], names: list[str]) -> dict[str, list[Any]] | No
         return None
 
 
-def _check_keys(schema: CollectionSchema, rows: Sequence[Any], expected: set[str]) -> None:
+def _check_keys(
+    schema: CollectionSchema, rows: Sequence[Any], expected: set[str], upsert: bool
+) -> None:
     pk = schema.primary
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise SchemaMismatch(f"row {i} is a {type(row).__name__}, not a dict")
         if row.keys() == expected:
             continue
-        if pk.auto_id and pk.name in row:
+        if pk.auto_id and not upsert and pk.name in row:
             raise SchemaMismatch(f"row {i}: primary key {pk.name!r} is auto_id; do not supply it")
         missing = sorted(expected - row.keys())
         if missing:

@@ -179,3 +179,16 @@ def test_read_times_out_clearly_when_ticks_stop(client: Client):
     client._node.ticker.stop()
     with pytest.raises(ConsistencyTimeout, match="waiting for the query node"):
         client.search("c", [[1.0, 0.0]], timeout=0.5)
+
+
+def test_upsert_replaces_rows_and_needs_keys_even_with_auto_id(client: Client):
+    client.create_collection("auto", dimension=2, auto_id=True, metric_type="L2")
+    (key,) = client.insert("auto", [{"vector": [0.0, 0.0]}])["ids"]
+    res = client.upsert("auto", [{"id": key, "vector": [5.0, 5.0]}])
+    assert res["upsert_count"] == 1 and res["ids"] == [key]
+    assert client.get("auto", [key], output_fields=["vector"]) == [{"vector": [5.0, 5.0]}]
+    assert client.get_collection_stats("auto") == {"row_count": 1}
+    from processors.errors import SchemaMismatch
+
+    with pytest.raises(SchemaMismatch, match=r"missing field\(s\) \['id'\]"):
+        client.upsert("auto", [{"vector": [1.0, 1.0]}])
