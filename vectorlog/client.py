@@ -16,6 +16,7 @@ from processors.model import (
     FieldSchema,
     quick_schema,
 )
+from processors.proxy.consistency import ReadAt
 from processors.rootcoord.indexes import IndexSpec
 from vectorlog.config import Config
 from vectorlog.standalone import Standalone
@@ -243,7 +244,8 @@ class Client:
 
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
-        return {"row_count": self._node.proxy.count(collection_name, session_ts=self._session_ts)}
+        at = ReadAt(session_ts=self._session_ts)
+        return {"row_count": self._node.proxy.count(collection_name, at)}
 
     # -- data ---------------------------------------------------------------------------------
     def insert(
@@ -287,16 +289,9 @@ class Client:
         timeout: float | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"}."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         return self._node.proxy.search(
-            collection_name,
-            data,
-            limit,
-            output_fields,
-            partition_names,
-            consistency_level,
-            self._session_ts,
-            as_of,
-            timeout,
+            collection_name, data, limit, output_fields, partition_names, at
         )
 
     def get(
@@ -309,16 +304,8 @@ class Client:
         timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
-        return self._node.proxy.get(
-            collection_name,
-            ids,
-            output_fields,
-            None,
-            consistency_level,
-            self._session_ts,
-            as_of,
-            timeout,
-        )
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        return self._node.proxy.get(collection_name, ids, output_fields, at)
 
 
 def describe(info: CollectionInfo) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from processors.errors import InvalidArgument
 from processors.model import CollectionInfo, DataType
 from processors.proxy import validation as v
 from processors.proxy.batches import insert_events, row_bytes, split_by_shard, take
-from processors.proxy.consistency import guarantee_ts
+from processors.proxy.consistency import ReadAt, guarantee_ts
 from processors.querynode.columns import encode_column
 from processors.querynode.querynode import QueryNode
 from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
@@ -28,6 +28,7 @@ from streams.log.base import Append, Log
 from streams.topics import Serdes
 
 MAX_TOPK = 16_384
+STRONG = ReadAt()
 
 
 class Proxy:
@@ -147,20 +148,16 @@ class Proxy:
         return info.partitions[name]
 
     # -- reads -----------------------------------------------------------------------------
-    def read_ts(
-        self,
-        info: CollectionInfo,
-        level: str,
-        session_ts: int,
-        as_of: int | None,
-        timeout: float | None,
-    ) -> int:
-        """Waits until the query node can read `info` at the guarantee ts; returns that ts."""
-        ts = guarantee_ts(level, self.rc.tso, session_ts, as_of)
+    def read_ts(self, info: CollectionInfo, at: ReadAt) -> int:
+        """Waits until the query node can read `info` at the guarantee ts; returns that ts.
+
+        Raises ConsistencyTimeout.
+        """
+        ts = guarantee_ts(at.consistency_level, self.rc.tso, at.session_ts, at.as_of)
         if ts is None:
             return self.qn.tsafe_of(info.pchannels)
         self.ticker.request()
-        self.qn.wait(info.pchannels, ts, self.read_timeout if timeout is None else timeout)
+        self.qn.wait(info.pchannels, ts, self.read_timeout if at.timeout is None else at.timeout)
         return ts
 
     def search(
@@ -170,51 +167,33 @@ class Proxy:
         limit: int = 10,
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
-        consistency_level: str = "Strong",
-        session_ts: int = 0,
-        as_of: int | None = None,
-        timeout: float | None = None,
+        at: ReadAt = STRONG,
     ) -> list[list[dict[str, Any]]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
-        info = self.rc.meta.get(name, as_of)
+        info = self.rc.meta.get(name, at.as_of)
         queries = self._queries(info, data)
         if not isinstance(limit, int) or not 0 < limit <= MAX_TOPK:
             raise InvalidArgument(f"limit must be 1..{MAX_TOPK}, not {limit!r}")
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
-        ts = self.read_ts(info, consistency_level, session_ts, as_of, timeout)
-        replica = self.qn.replica(info.collection_id, name)
-        return replica.search(queries, limit, ts, parts, fields)
+        ts = self.read_ts(info, at)
+        return self.qn.replica(info.collection_id, name).search(queries, limit, ts, parts, fields)
 
     def get(
-        self,
-        name: str,
-        ids: Any,
-        output_fields: list[str] | None = None,
-        partition_names: list[str] | None = None,
-        consistency_level: str = "Strong",
-        session_ts: int = 0,
-        as_of: int | None = None,
-        timeout: float | None = None,
+        self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
     ) -> list[dict[str, Any]]:
         """Returns the entities with the given primary keys that are visible."""
-        info = self.rc.meta.get(name, as_of)
+        info = self.rc.meta.get(name, at.as_of)
         keys = v.primary_keys(info.schema.primary, ids)
         fields = self._output_fields(info, output_fields, default=None)
-        ts = self.read_ts(info, consistency_level, session_ts, as_of, timeout)
+        ts = self.read_ts(info, at)
         keys = keys.tolist() if isinstance(keys, np.ndarray) else keys
         return self.qn.replica(info.collection_id, name).get(keys, ts, fields)
 
-    def count(
-        self,
-        name: str,
-        consistency_level: str = "Strong",
-        session_ts: int = 0,
-        as_of: int | None = None,
-    ) -> int:
+    def count(self, name: str, at: ReadAt = STRONG) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
-        info = self.rc.meta.get(name, as_of)
-        ts = self.read_ts(info, consistency_level, session_ts, as_of, None)
+        info = self.rc.meta.get(name, at.as_of)
+        ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         return self.qn.replica(info.collection_id, name).count(ts)
 
     def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
