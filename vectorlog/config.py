@@ -45,6 +45,8 @@ class Config:
     tso_save_window_ms: int = 3000
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
+    #: how often old meta versions are pruned (when meta_retention_ms is set)
+    meta_gc_interval_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
 

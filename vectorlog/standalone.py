@@ -14,6 +14,7 @@ from rocksdict import Options, Rdict
 from processors.errors import VectorlogError
 from processors.proxy.proxy import Proxy
 from processors.querynode.querynode import QueryNode
+from processors.rootcoord.gc import MetaGC
 from processors.rootcoord.idalloc import IdAllocator
 from processors.rootcoord.rootcoord import RootCoord
 from processors.rootcoord.timesync import SoftBarrier, Ticker
@@ -91,11 +92,15 @@ class Standalone:
             self.ticker,
             cfg.read_timeout_s,
         )
+        self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
         self.querynode.start()
         self.ticker.start()
+        if cfg.meta_retention_ms is not None:
+            self.gc.start()
 
     def close(self) -> None:
         """Stops the processors and closes the log and the state store."""
+        self.gc.stop()
         self.ticker.stop()
         self.querynode.stop()
         self.log.close()

@@ -33,7 +33,12 @@ from processors.errors import (
     PartitionExists,
     PartitionNotFound,
 )
-from processors.model import CollectionInfo, CollectionSchema
+from processors.model import (
+    ROW_ID_FIELD,
+    TIMESTAMP_FIELD,
+    CollectionInfo,
+    CollectionSchema,
+)
 from processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from schemas.serde import Event
 
@@ -42,6 +47,12 @@ COLLECTION_NAME_KEY = "collection-name/"
 ALIAS_KEY = "alias/"
 DEFAULT_PARTITION = "_default"
 MAX_PARTITIONS = 1024
+
+#: row id and timestamp, present in every collection (seed 004: binlog fields 0 and 1)
+SYSTEM_FIELDS = [
+    {"field_id": ROW_ID_FIELD, "name": "RowID", "data_type": "INT64"},
+    {"field_id": TIMESTAMP_FIELD, "name": "Timestamp", "data_type": "INT64"},
+]
 
 Record = dict[str, Any]
 Writes = tuple[dict[str, bytes], list[str]]  # saves, exact-key removals
@@ -77,6 +88,7 @@ def record_of(body: dict[str, Any], ts: int) -> Record:
         "properties": body.get("properties") or {},
         "aliases": [],
         "indexes": {},
+        "system_fields": SYSTEM_FIELDS,
     }
 
 

@@ -263,7 +263,7 @@ class RootCoord:
         The end is found by appending a marker and reading up to it (a broker's high
         watermark is not trusted as the end of the log).
         """
-        marker = Event("TimeTick", self.tso.now(), {"source": "rootcoord-recovery"})
+        marker = Event("TimeTick", 0, {"source": "rootcoord-recovery"})  # ts 0: no reservation
         end = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(marker))])[0]
         reader = self.log.reader(self.topics.ddl, {0: self.stored_position()})
         applied = 0

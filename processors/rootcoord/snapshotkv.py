@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from rocksdict import Rdict, RdictIter, WriteBatch, WriteOptions
 
+from processors.errors import VectorlogError
+
 # --------------------------------------------------------------------------- key layout
 
 #: Width of an encoded timestamp in a version key (big-endian, so bytes sort like numbers).
@@ -123,7 +125,7 @@ def gc_horizon_key(namespace: bytes) -> bytes:
 # --------------------------------------------------------------------------- errors
 
 
-class SnapshotKVError(Exception):
+class SnapshotKVError(VectorlogError):
     """Base class of every error raised by :class:`SnapshotKV`."""
 
 

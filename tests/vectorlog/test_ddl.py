@@ -235,3 +235,25 @@ def test_ddl_events_are_on_the_ddl_topic_and_broadcast_into_vchannels(client: Cl
     assert sorted((e.type, e.vchannel) for e in dml) == sorted(
         [("CollectionCreated", v) for v in vchannels] + [("PartitionCreated", v) for v in vchannels]
     )
+
+
+def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
+    open_client,
+):
+    import time
+
+    from processors.rootcoord.snapshotkv import SnapshotTooOld
+    from vectorlog import VectorlogError
+
+    client = open_client(meta_retention_ms=200, meta_gc_interval_s=0.05)
+    client.create_collection("c", dimension=2)
+    early = client._node.tso.now()
+    client.create_partition("c", "p")
+    time.sleep(0.6)  # past the retention window, and several GC rounds
+    assert client._node.gc.pruned > 0
+    with pytest.raises(SnapshotTooOld, match="older than the GC horizon") as err:
+        client.describe_collection("c", as_of=early)
+    assert isinstance(err.value, VectorlogError)
+    assert client.list_partitions("c") == ["_default", "p"]
+    recent = client._node.tso.now()
+    assert client.describe_collection("c", as_of=recent)["partitions"] == ["_default", "p"]
