@@ -276,8 +276,13 @@ def summary(t: Timing) -> dict[str, float]:
     }
 
 
-def timed(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], keep: bool = False) -> Timing:
-    """Calls fn(*args) for each args, timing each call; `keep` keeps the results."""
+def timed(
+    fn: Callable[..., Any],
+    calls: Sequence[tuple[Any, ...]],
+    keep: Callable[[Any], Any] | None = None,
+) -> Timing:
+    """Calls fn(*args) for each args, timing each call; keeps ``keep(result)`` of each
+    (something small: retaining thousands of results would itself trigger full GCs)."""
     samples: list[float] = []
     results: list[Any] = []
     gen2 = gen2_collections()
@@ -285,8 +290,8 @@ def timed(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], keep: bool =
         started = time.perf_counter_ns()
         out = fn(*args)
         samples.append((time.perf_counter_ns() - started) / 1_000)
-        if keep:
-            results.append(out)
+        if keep is not None:
+            results.append(keep(out))
     return Timing(samples, results, gen2_collections() - gen2)
 
 
@@ -328,10 +333,9 @@ def measure_describe(
     rng = random.Random(seed)
     calls = past_reads(history, last_ts, reads, rng)
     args = [(meta, name, ts) for name, ts, _ in calls]
-    past = timed(describe_as_of, args, keep=True)
-    for (name, ts, v), d in zip(calls, past.results, strict=True):
-        assert d["num_partitions"] == v, f"{name} as of {ts}: {d['num_partitions']} != {v}"
-    past.results.clear()
+    past = timed(describe_as_of, args, keep=lambda d: d["num_partitions"])
+    for (name, ts, v), got in zip(calls, past.results, strict=True):
+        assert got == v, f"{name} as of {ts}: {got} partitions, expected {v}"
     record = timed(meta.record, [(name, ts) for name, ts, _ in calls])
     latest = [(meta, collection_name(rng.randrange(len(history))), None) for _ in range(reads)]
     top = max(len(h) for h in history)
@@ -353,10 +357,10 @@ def measure_names(
     rng, count = random.Random(seed), len(history)
     last_created = history[-1][0]
     calls = [(rng.randint(history[0][0], last_ts),) for _ in range(reads)]
-    past = timed(meta.names, calls, keep=True)
-    for (ts,), names in zip(calls, past.results, strict=True):
+    past = timed(meta.names, calls, keep=len)
+    for (ts,), got in zip(calls, past.results, strict=True):
         expected = count if ts >= last_created else sum(h[0] <= ts for h in history)
-        assert len(names) == expected, f"names as of {ts}: {len(names)} != {expected}"
+        assert got == expected, f"names as of {ts}: {got} != {expected}"
     return {
         "names_past_ts": {**summary(past), "checked": reads},
         "names_latest": summary(timed(meta.names, [(None,)] * reads)),
