@@ -248,7 +248,13 @@ class MetaTable:
         rec = self._records.get(collection_id)
         if rec is None:
             raise CollectionNotFound(name if name is not None else collection_id)
-        return copy.deepcopy(rec)
+        # appliers change only these members: fresh containers keep the stored record intact
+        return {
+            **rec,
+            "partitions": dict(rec["partitions"]),
+            "aliases": list(rec["aliases"]),
+            "indexes": dict(rec["indexes"]),
+        }
 
     def _free_name(self, name: str) -> None:
         if name in self._names:
