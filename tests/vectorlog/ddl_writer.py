@@ -1,8 +1,8 @@
 """Child process of test_ddl_crash: runs DDL, printing each acknowledged one.
 
-argv: JSON client args, then a mode: "loop" (create collections and partitions until killed)
-or "die-before-apply:N" (SIGKILL itself after the N-th create_collection was appended and
-broadcast but before it was applied to the meta snapshot).
+argv: JSON client args, then a mode: "loop" (create collections and partitions until
+killed), "offset:N" (the same, numbering from N), or "die-before-apply:N" (SIGKILL itself
+after the N-th create_collection was appended and broadcast, before it was applied).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def main() -> None:
     if mode.startswith("die-before-apply:"):
         die_before_apply(int(mode.split(":")[1]))
     client = Client(args.pop("uri"), **args)
-    i = 0
+    i = int(mode.split(":")[1]) if mode.startswith("offset:") else 0
     while True:
         client.create_collection(f"c{i}", dimension=4)
         client.create_partition(f"c{i}", "p")
