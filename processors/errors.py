@@ -75,6 +75,16 @@ class IndexExists(AlreadyExists):
         super().__init__(f"collection {collection!r} already has an index {what}")
 
 
+class DdlOutcomeUnknown(VectorlogError):
+    """A DDL failed after it may have reached the log; it is applied before the next DDL."""
+
+    def __init__(self, event_type: str, cause: Exception) -> None:
+        super().__init__(
+            f"{event_type} failed half-way ({type(cause).__name__}: {cause}); if it reached "
+            "the log it is applied before the next DDL: check before retrying"
+        )
+
+
 class ConsistencyTimeout(VectorlogError, TimeoutError):
     """The query node's tsafe did not reach the guarantee timestamp in time."""
 

@@ -74,14 +74,27 @@ class TtMsgStream:
         dead_letter: DeadLetterSink,
     ) -> None:
         self._serde, self._dead_letter = serde, dead_letter
+        self._backlog: list[Record] = []  # read, not yet accepted (a dead letter failed)
         self._state = {p: _PartitionState(pos.tick, pos) for p, pos in positions.items()}
         self._reader = log.reader(topic, {p: pos.offset for p, pos in positions.items()})
 
     def consume(self, timeout: float = 0.1, max_records: int = 2000) -> list[MsgPack]:
-        """Returns the packs completed by the records read within `timeout` (maybe none)."""
-        packs = []
-        for rec in self._reader.poll(max_records, timeout):
-            pack = self._accept(rec)
+        """Returns the packs completed by the records read within `timeout` (maybe none).
+
+        If writing a dead letter fails, the packs cut so far are returned and the records
+        not yet accepted are kept for the next call: nothing read is ever dropped.
+        """
+        records = self._backlog or self._reader.poll(max_records, timeout)
+        self._backlog, packs = [], list[MsgPack]()
+        for i, rec in enumerate(records):
+            try:
+                pack = self._accept(rec)
+            except Exception:
+                if not packs and i == 0:
+                    self._backlog = list(records)
+                    raise
+                self._backlog = list(records[i:])
+                break
             if pack is not None:
                 packs.append(pack)
         return packs

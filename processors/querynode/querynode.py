@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from processors.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
+from processors.errors import CollectionNotFound, ConsistencyTimeout
 from processors.model import CollectionSchema
 from processors.querynode.columns import column_kind, decode_column
 from processors.querynode.replica import Replica
@@ -38,6 +38,7 @@ class QueryNode:
         self._stream = TtMsgStream(log, topics.dml, start, self._serde, self._dead_letter)
         self.tsafe = [0] * topics.dml_partitions
         self.replicas: dict[int, Replica] = {}
+        self._dropped_ids: set[int] = set()
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -78,7 +79,7 @@ class QueryNode:
             try:
                 if handler:
                     handler(event)
-            except (VectorlogError, ValueError, KeyError, TypeError) as exc:
+            except Exception as exc:  # any event it cannot apply: dead-letter it, go on
                 self._reject(event, f"{type(exc).__name__}: {exc}")
         with self._cond:
             self.tsafe[pack.partition] = pack.end_ts
@@ -97,14 +98,26 @@ class QueryNode:
 
     def _dropped(self, event: Event) -> None:
         self.replicas.pop(event.body["collection_id"], None)
+        self._dropped_ids.add(event.body["collection_id"])
+
+    def _target(self, event: Event) -> Replica | None:
+        """Returns the replica an event is for; None if its collection was dropped.
+
+        Raises CollectionNotFound for a collection that does not exist (yet) at its ts.
+        """
+        cid = event.body["collection_id"]
+        replica = self.replicas.get(cid)
+        if replica is None and cid not in self._dropped_ids:
+            raise CollectionNotFound(cid)
+        return replica
 
     def _inserted(self, event: Event) -> None:
-        replica = self.replicas.get(event.body["collection_id"])
-        if replica is not None:  # rows of a dropped collection are ignored
+        replica = self._target(event)
+        if replica is not None:
             replica.insert(event.ts, event.body)
 
     def _deleted(self, event: Event) -> None:
-        replica = self.replicas.get(event.body["collection_id"])
+        replica = self._target(event)
         if replica is None:
             return
         col = event.body["primary_keys"]

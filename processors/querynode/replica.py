@@ -20,7 +20,7 @@ import numpy as np
 
 from processors.errors import InvalidArgument
 from processors.model import CollectionSchema, DataType
-from processors.querynode.columns import decode_column
+from processors.querynode.columns import COLUMN_TYPE, column_kind, decode_column
 from processors.querynode.growarray import GrowArray
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
@@ -48,26 +48,43 @@ class Replica:
         }
         self._originals: list[np.ndarray] = []  # COSINE: the inserted (unnormalized) batches
         self._starts: list[int] = []
+        self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
         self.lock = threading.RLock()
 
     # -- applying events ------------------------------------------------------------
     def insert(self, ts: int, body: dict[str, Any]) -> None:
-        """Applies a RowsInserted body at `ts`. Raises ValueError/InvalidArgument untouched."""
-        n = body["num_rows"]
-        cols = {c["field_name"]: decode_column(c["column"], n) for c in body["columns"]}
-        missing = [f.name for f in self.schema.fields if f.name not in cols]
-        if missing:
-            raise InvalidArgument(f"RowsInserted lacks field(s) {missing}")
+        """Applies a RowsInserted body at `ts`; rows of a partition dropped before `ts` are
+        discarded. Raises InvalidArgument (or ValueError) before changing anything."""
+        n, partition = body["num_rows"], body["partition_id"]
+        cols = self._checked_columns(ts, n, body["columns"])
+        if partition in self.dropped_partitions:
+            return
         vectors = np.ascontiguousarray(cols[self.vec.name], dtype=np.float32)
-        if vectors.shape[1] != self.vec.dim:
-            raise InvalidArgument(f"vector dim {vectors.shape[1]} != schema dim {self.vec.dim}")
         with self.lock:
             if self.metric == "COSINE":
                 self._starts.append(len(self._pks))
                 self._originals.append(vectors)
                 vectors = vectors.copy()
                 faiss.normalize_L2(vectors)
-            self._append(ts, body["partition_id"], cols, vectors, n)
+            self._append(ts, partition, cols, vectors, n)
+
+    def _checked_columns(self, ts: int, n: int, columns: list[dict[str, Any]]) -> dict[str, Any]:
+        """Returns the decoded columns. Raises InvalidArgument naming what breaks the schema."""
+        if not 0 <= ts < 2**64 or n < 0:
+            raise InvalidArgument(f"RowsInserted with ts {ts} and {n} rows")
+        kinds = {c["field_name"]: column_kind(c["column"])[0] for c in columns}
+        for f in self.schema.fields:
+            if kinds.get(f.name) != COLUMN_TYPE[f.dtype]:
+                raise InvalidArgument(
+                    f"field {f.name!r} needs a {COLUMN_TYPE[f.dtype]}, "
+                    f"got {kinds.get(f.name, 'nothing')}"
+                )
+        cols = {c["field_name"]: decode_column(c["column"], n) for c in columns}
+        if cols[self.vec.name].shape[1] != self.vec.dim:
+            raise InvalidArgument(
+                f"vector dim {cols[self.vec.name].shape[1]} != schema dim {self.vec.dim}"
+            )
+        return cols
 
     def _append(
         self, ts: int, partition: int, cols: dict[str, Any], vecs: np.ndarray, n: int
@@ -114,8 +131,9 @@ class Replica:
             self._supersede(rows, ts)
 
     def drop_partition(self, ts: int, partition: int) -> None:
-        """Hides every row of `partition` from `ts` on."""
+        """Hides every row of `partition` from `ts` on; later inserts into it are discarded."""
         with self.lock:
+            self.dropped_partitions[partition] = ts
             sup = self._sup.view()
             rows = (self._part.view() == partition) & (self._ins.view() < ts) & (sup > ts)
             sup[rows] = ts

@@ -10,10 +10,12 @@ and applies: nothing is lost, nothing is applied twice (consumers ignore a repea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +24,7 @@ from rocksdict import Rdict
 from processors.errors import (
     AliasNotFound,
     CollectionNotFound,
+    DdlOutcomeUnknown,
     IndexNotFound,
     InvalidArgument,
     PartitionNotFound,
@@ -75,6 +78,7 @@ class RootCoord:
         self.source = barrier.register(TickSource("rootcoord", tso))
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
         self._lock = threading.Lock()
+        self._dirty = False
         tso.on_reserve = lambda bound: self._log_reservation("timestamps", bound)
         ids.on_reserve = lambda upper: self._log_reservation("ids", upper)
 
@@ -91,7 +95,7 @@ class RootCoord:
         schema = replace(schema, name=name).validated()
         if not isinstance(shards_num, int) or not 0 < shards_num <= MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
-        with self._lock:
+        with self._ddl():
             cid = self.ids.allocate(2)
             pid = cid + 1
             pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
@@ -111,14 +115,14 @@ class RootCoord:
 
     def drop_collection(self, name: str) -> None:
         """Drops a collection (not via an alias). Raises CollectionNotFound, InvalidArgument."""
-        with self._lock:
+        with self._ddl():
             cid = self._collection_id(name)
             self._execute("CollectionDropped", cid, {"collection_id": cid, "collection_name": name})
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         """Renames a collection; its id, data and aliases stay."""
         check_name("collection", new_name)
-        with self._lock:
+        with self._ddl():
             cid = self._collection_id(old_name)
             self._execute(
                 "CollectionRenamed",
@@ -128,7 +132,7 @@ class RootCoord:
 
     def create_partition(self, collection: str, partition: str) -> None:
         check_name("partition", partition)
-        with self._lock:
+        with self._ddl():
             cid = self.meta.resolve(collection)
             self._execute(
                 "PartitionCreated",
@@ -137,7 +141,7 @@ class RootCoord:
             )
 
     def drop_partition(self, collection: str, partition: str) -> None:
-        with self._lock:
+        with self._ddl():
             info = self.meta.get(collection)
             if partition not in info.partitions:
                 raise PartitionNotFound(info.name, partition)
@@ -153,19 +157,19 @@ class RootCoord:
 
     def create_alias(self, collection: str, alias: str) -> None:
         check_name("alias", alias)
-        with self._lock:
+        with self._ddl():
             cid = self._collection_id(collection)
             self._execute("AliasCreated", cid, {"collection_id": cid, "alias": alias})
 
     def drop_alias(self, alias: str) -> None:
-        with self._lock:
+        with self._ddl():
             cid = self.meta.aliases().get(alias)
             if cid is None:
                 raise AliasNotFound(alias)
             self._execute("AliasDropped", cid, {"collection_id": cid, "alias": alias})
 
     def alter_alias(self, collection: str, alias: str) -> None:
-        with self._lock:
+        with self._ddl():
             prev = self.meta.aliases().get(alias)
             if prev is None:
                 raise AliasNotFound(alias)
@@ -178,12 +182,12 @@ class RootCoord:
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         """Records an index description. Raises InvalidArgument, IndexExists."""
-        with self._lock:
+        with self._ddl():
             info = self.meta.get(collection)
             self._execute("IndexCreated", info.collection_id, spec.event_body(info))
 
     def drop_index(self, collection: str, index_name: str) -> None:
-        with self._lock:
+        with self._ddl():
             info = self.meta.get(collection)
             if index_name not in info.indexes:
                 raise IndexNotFound(info.name, index_name)
@@ -213,10 +217,24 @@ class RootCoord:
         self.meta.check(Event(event_type, 0, body, collection_id))
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id)
-            offset = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(event))])[0]
-            self._broadcast(event)
-            self._apply(event, offset)
+            try:
+                record = Append(0, self._ddl_serde.encode(event))
+                offset = self.log.append(self.topics.ddl, [record])[0]
+                self._broadcast(event)
+                self._apply(event, offset)
+            except Exception as exc:  # it may be on the log: replay before the next DDL
+                self._dirty = True
+                raise DdlOutcomeUnknown(event_type, exc) from exc
         return ts
+
+    @contextlib.contextmanager
+    def _ddl(self) -> Iterator[None]:
+        """Serializes DDL; first replays the log if an earlier DDL failed half-way."""
+        with self._lock:
+            if self._dirty:
+                self.recover()
+                self._dirty = False
+            yield
 
     # -- applying and broadcasting ------------------------------------------------------
     def _targets(self, event: Event) -> list[tuple[int, str]]:

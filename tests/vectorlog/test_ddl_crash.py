@@ -126,3 +126,33 @@ def test_sigkill_at_any_moment_applies_each_ddl_exactly_once(
         if any(e.source for e in events)
         else position > 0
     )
+
+
+def test_ddl_failing_after_its_append_is_applied_before_the_next_ddl(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    import pytest
+
+    from processors.errors import DdlOutcomeUnknown
+
+    client = open_client()
+    rc = client._node.rootcoord
+    real = rc._broadcast
+
+    def failing(event):  # type: ignore[no-untyped-def]
+        rc._broadcast = real
+        raise OSError("dml unreachable")
+
+    rc._broadcast = failing
+    with pytest.raises(DdlOutcomeUnknown, match="CollectionCreated failed half-way"):
+        client.create_collection("c", dimension=4)
+    client.create_collection("d", dimension=4)  # replays the log first: c is applied
+    assert client.list_collections() == ["c", "d"]
+    client.insert("c", [{"id": 1, "vector": [1.0, 0, 0, 0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    client.close()
+    shutil.rmtree(state_dir(client_args))
+    rebuilt = open_client()
+    assert rebuilt.list_collections() == ["c", "d"]
+    assert rebuilt.get_collection_stats("c") == {"row_count": 1}
+    assert dead_letters(rebuilt) == []

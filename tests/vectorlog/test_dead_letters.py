@@ -96,3 +96,73 @@ def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactor
     assert again.list_collections() == ["c"]
     again.create_collection("d", dimension=2)
     assert again.list_collections() == ["c", "d"]
+
+
+def rows_event(client: Client, ts: int, pk: int, partition: str = "_default") -> Event:
+    info = client._node.rootcoord.meta.get("c")
+    body = {
+        "collection_id": info.collection_id,
+        "partition_id": info.partitions.get(partition, -7),
+        "segment_id": 1,
+        "num_rows": 1,
+        "first_row_id": 1,
+        "columns": [
+            {
+                "field_id": 100,
+                "field_name": "id",
+                "column": encode_column(DataType.INT64, np.array([pk])),
+            },
+            {
+                "field_id": 101,
+                "field_name": "vector",
+                "column": encode_column(DataType.FLOAT_VECTOR, np.zeros((1, 2)), 2),
+            },
+        ],
+    }
+    return Event("RowsInserted", ts, body, info.collection_id, info.vchannels[0])
+
+
+def append_event(client: Client, event: Event) -> None:
+    node = client._node
+    pch = node.rootcoord.meta.get("c").pchannels[0]
+    node.log.append(node.topics.dml, [Append(pch, node.proxy.serde.encode(event))])
+
+
+def test_poison_event_leaves_the_replica_intact(client: Client):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}  # the replica exists
+    with client._node.proxy.source.stamp():
+        append_event(client, rows_event(client, -1, 2))  # a negative ts
+    client.insert("c", [{"id": 3, "vector": [1.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 2}
+    assert [h["id"] for h in client.search("c", [[0.0, 0.0]])[0]] == [1, 3]
+    (letter,) = letters(client)
+    assert "ts -1" in letter.reason
+
+
+def test_rows_for_a_dropped_partition_are_discarded(client: Client):
+    """A proxy that resolved the partition before it was dropped inserts after the drop."""
+    client.create_collection("c", dimension=2, metric_type="L2")
+    client.create_partition("c", "p")
+    stale = rows_event(client, 0, 5, "p")
+    client.drop_partition("c", "p")
+    with client._node.proxy.source.stamp() as ts:
+        stale.ts = ts
+        append_event(client, stale)
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    assert client.get("c", [5]) == []
+
+
+def test_rows_for_an_unknown_collection_are_dead_lettered(client: Client):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    event = rows_event(client, 0, 1)
+    event.body["collection_id"] = 424242
+    with client._node.proxy.source.stamp() as ts:
+        event.ts = ts
+        append_event(client, event)
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    (letter,) = letters(client)
+    assert "CollectionNotFound" in letter.reason and "424242" in letter.reason
