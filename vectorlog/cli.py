@@ -25,7 +25,7 @@ def _dead_letters(args: argparse.Namespace) -> None:
     from streams.topics import Topics
     from vectorlog.standalone import open_log
 
-    cfg = Config.load(log=args.uri)
+    cfg = Config.load(**({"log": args.uri} if args.uri else {}))
     log = open_log(cfg)
     try:
         for rec in read_to_end(log, Topics(cfg.cluster, cfg.dml_partitions).dlq):
@@ -50,19 +50,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="vectorlog")
     sub = ap.add_subparsers(dest="cmd", required=True)
     demo = sub.add_parser("demo", help="run the demo on real vectors")
-    demo.add_argument("--uri", default="./vectorlog-data")
+    demo.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
     for name, fn, text in (
         ("collections", _collections, "list collections and row counts"),
         ("dead-letters", _dead_letters, "print the dead-letter topic"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("--uri", default="./vectorlog-data")
+        p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
         p.set_defaults(fn=fn)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main
 
-        demo_main(["--uri", args.uri])
+        demo_main(["--uri", args.uri] if args.uri else [])
     else:
         args.fn(args)
     return 0

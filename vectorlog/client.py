@@ -88,8 +88,10 @@ class IndexParams(list[IndexSpec]):
 class Client:
     """A connection to a vectorlog cluster; a context manager."""
 
-    def __init__(self, uri: str = "./vectorlog-data", **settings: Any) -> None:
-        self.cfg = Config.load(log=uri, **settings)
+    def __init__(self, uri: str | None = None, **settings: Any) -> None:
+        """Opens `uri` (a directory, or kafka://host:port); without one, VECTORLOG_LOG or
+        ./vectorlog-data. `settings` override Config fields (see vectorlog/config.py)."""
+        self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
         self._node = Standalone(self.cfg)
         self._rc = self._node.rootcoord
         self._session_ts = 0

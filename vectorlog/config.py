@@ -7,7 +7,9 @@ Every field `name` is read from `VECTORLOG_<NAME>` (e.g. `VECTORLOG_LOG=kafka://
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -49,6 +51,14 @@ class Config:
     meta_gc_interval_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_type(f, getattr(self, f.name))
+        for name, (ok, rule) in _RULES.items():
+            value = getattr(self, name)
+            if value is not None and not ok(value):
+                raise ConfigError(f"setting {name}={value!r}: must be {rule}")
 
     @property
     def is_kafka(self) -> bool:
@@ -99,3 +109,32 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
     except ValueError:
         raise ConfigError(f"{key}={raw!r} is not a valid {kind}") from None
     return None if raw == "" and "None" in kind else raw
+
+
+_RULES: dict[str, tuple[Any, str]] = {
+    "log": (lambda v: v and v != "kafka://", "a directory path or kafka://host:port"),
+    "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
+    "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),
+    "tick_interval_ms": (lambda v: 5 <= v <= 60_000, "5..60000 ms"),
+    "max_message_bytes": (lambda v: 16 << 10 <= v <= 1 << 30, "16 KiB..1 GiB"),
+    "read_timeout_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+    "tso_save_window_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
+    "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
+    "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+}
+
+
+def _check_type(f: dataclasses.Field[Any], value: Any) -> None:
+    kind = str(f.type)
+    if value is None and "None" in kind:
+        return
+    if kind.startswith("bool"):
+        ok = isinstance(value, bool)
+    elif kind.startswith("int"):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind.startswith("float"):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        raise ConfigError(f"setting {f.name}={value!r}: must be {kind}")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog import Client, DataType
+from vectorlog import Client, Config, DataType
 from vectorlog.datasets import digits, glove
 
 BATCH = 1000
@@ -81,9 +81,10 @@ def show_neighbours(client: Client, name: str, words: list[str], vectors: np.nda
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--uri", default="./vectorlog-data")
+    ap.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
     ap.add_argument("--glove-rows", type=int, default=100_000)
     args = ap.parse_args(argv)
+    args.uri = args.uri or Config.load().log
     settings: dict[str, Any] = {}
     if args.uri.startswith("kafka://"):  # a fresh cluster on the broker, state in a temp dir
         settings = {

@@ -7,6 +7,7 @@ rootcoord replays the `ddl` topic and the query node rebuilds its segments from 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from rocksdict import Options, Rdict
@@ -26,7 +27,10 @@ from vectorlog.config import Config
 
 class DataDirInUse(VectorlogError):
     def __init__(self, path: Path, cause: Exception) -> None:
-        super().__init__(f"data directory {path} is in use by another process ({cause})")
+        super().__init__(
+            f"state directory {path} is in use (a Client in this or another process has it "
+            f"open; close it first): {cause}"
+        )
 
 
 def open_log(cfg: Config) -> Log:
@@ -49,16 +53,26 @@ def _open_state(path: Path) -> Rdict:
 
 
 class Standalone:
-    """One process running rootcoord, a proxy, the query node and the ticker."""
+    """One process running rootcoord, a proxy, the query node and the ticker.
+
+    Everything it opens is registered on an ExitStack: a failure while starting closes what
+    was opened, and `close()` may be called any number of times.
+    """
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.db = _open_state(cfg.state_dir() / "rootcoord")
+        self._stack = contextlib.ExitStack()
         try:
-            self.log = open_log(cfg)
-        except Exception:
-            self.db.close()
+            self._start(cfg)
+        except BaseException:
+            self._stack.close()
             raise
+
+    def _start(self, cfg: Config) -> None:
+        self.db = _open_state(cfg.state_dir() / "rootcoord")
+        self._stack.callback(self.db.close)
+        self.log = open_log(cfg)
+        self._stack.callback(self.log.close)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)
         serdes = Serdes(cfg.schema_registry_url)
@@ -76,12 +90,10 @@ class Standalone:
         )
         self.rootcoord.recover()
         self.querynode = QueryNode(self.log, self.topics, serdes)
+        self._stack.callback(self.querynode.close)
+        dml_serde = serdes.for_topic(self.topics.dml)
         self.ticker = Ticker(
-            self.log,
-            self.topics.dml,
-            serdes.for_topic(self.topics.dml),
-            barrier,
-            cfg.tick_interval_ms / 1000,
+            self.log, self.topics.dml, dml_serde, barrier, cfg.tick_interval_ms / 1000
         )
         self.proxy = Proxy(
             "proxy-1",
@@ -94,14 +106,13 @@ class Standalone:
         )
         self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
         self.querynode.start()
+        self._stack.callback(self.querynode.stop)
         self.ticker.start()
+        self._stack.callback(self.ticker.stop)
         if cfg.meta_retention_ms is not None:
             self.gc.start()
+            self._stack.callback(self.gc.stop)
 
     def close(self) -> None:
-        """Stops the processors and closes the log and the state store."""
-        self.gc.stop()
-        self.ticker.stop()
-        self.querynode.stop()
-        self.log.close()
-        self.db.close()
+        """Stops the processors and closes the log and the state store (idempotent)."""
+        self._stack.close()

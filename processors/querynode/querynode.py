@@ -55,8 +55,13 @@ class QueryNode:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stops consuming (the stream stays open until `close`)."""
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def close(self) -> None:
+        self.stop()
         self._stream.close()
 
     def _run(self) -> None:
