@@ -100,5 +100,33 @@ def insert_events(
     return [d for lo in range(0, n, per) for d in encode(lo, min(n, lo + per))]
 
 
+def delete_events(
+    info: CollectionInfo,
+    keys: Any,
+    partition: int,
+    ts: int,
+    vchannel: str,
+    serde: EventSerde,
+    limit: int,
+) -> list[bytes]:
+    """Returns the encoded RowsDeleted events of one vchannel's keys, each <= `limit` bytes."""
+    pk = info.schema.primary
+
+    def encode(lo: int, hi: int) -> list[bytes]:
+        body = {
+            "collection_id": info.collection_id,
+            "partition_id": partition,
+            "num_rows": hi - lo,
+            "primary_keys": encode_column(pk.dtype, keys[lo:hi]),
+        }
+        data = serde.encode(Event("RowsDeleted", ts, body, info.collection_id, vchannel))
+        if len(data) <= limit or hi - lo == 1:
+            return [data]
+        mid = (lo + hi) // 2
+        return encode(lo, mid) + encode(mid, hi)
+
+    return encode(0, len(keys))
+
+
 def appends(pchannel: int, payloads: list[bytes]) -> list[Append]:
     return [Append(pchannel, p) for p in payloads]

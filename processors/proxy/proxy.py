@@ -9,6 +9,7 @@ the query node's tsafe, and read at that ts.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -17,13 +18,17 @@ from processors.datacoord.segments import SegmentAllocator
 from processors.errors import InvalidArgument
 from processors.model import CollectionInfo, DataType
 from processors.proxy import validation as v
-from processors.proxy.batches import insert_events, row_bytes, split_by_shard, take
+from processors.proxy.batches import (
+    delete_events,
+    insert_events,
+    row_bytes,
+    split_by_shard,
+    take,
+)
 from processors.proxy.consistency import ReadAt, guarantee_ts
-from processors.querynode.columns import encode_column
 from processors.querynode.querynode import QueryNode
 from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
 from processors.rootcoord.timesync import Ticker, TickSource
-from schemas.serde import Event
 from streams.log.base import Append, Log
 from streams.topics import Serdes
 
@@ -126,18 +131,15 @@ class Proxy:
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         pk = info.schema.primary
         keys = v.primary_keys(pk, ids)
+        limit = self.log.max_message_bytes
         with self.source.stamp() as ts:
             records = []
             for shard, idx in split_by_shard(info, keys):
-                col = encode_column(pk.dtype, take(keys, idx))
-                body = {
-                    "collection_id": info.collection_id,
-                    "partition_id": partition,
-                    "num_rows": len(idx),
-                    "primary_keys": col,
-                }
-                event = Event("RowsDeleted", ts, body, info.collection_id, info.vchannels[shard])
-                records.append(Append(info.pchannels[shard], self.serde.encode(event)))
+                vch, pch = info.vchannels[shard], info.pchannels[shard]
+                for data in delete_events(
+                    info, take(keys, idx), partition, ts, vch, self.serde, limit
+                ):
+                    records.append(Append(pch, data))
             self.log.append(self.topic, records)
         return {"delete_count": len(keys), "timestamp": ts}
 
@@ -154,8 +156,11 @@ class Proxy:
         Raises ConsistencyTimeout.
         """
         ts = guarantee_ts(at.consistency_level, self.rc.tso, at.session_ts, at.as_of)
-        if ts is None:
-            return self.qn.tsafe_of(info.pchannels)
+        if ts is None:  # Eventually: what is applied, but at least the collection itself
+            ts = max(self.qn.tsafe_of(info.pchannels), info.created_ts)
+        ts = max(ts, info.created_ts)
+        if self.qn.tsafe_of(info.pchannels) >= ts:
+            return ts
         self.ticker.request()
         self.qn.wait(info.pchannels, ts, self.read_timeout if at.timeout is None else at.timeout)
         return ts
@@ -172,8 +177,13 @@ class Proxy:
         """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
         info = self.rc.meta.get(name, at.as_of)
         queries = self._queries(info, data)
-        if not isinstance(limit, int) or not 0 < limit <= MAX_TOPK:
+        if (
+            not isinstance(limit, numbers.Integral)
+            or isinstance(limit, bool)
+            or not (0 < limit <= MAX_TOPK)
+        ):
             raise InvalidArgument(f"limit must be 1..{MAX_TOPK}, not {limit!r}")
+        limit = int(limit)
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
         ts = self.read_ts(info, at)
@@ -187,7 +197,9 @@ class Proxy:
         keys = v.primary_keys(info.schema.primary, ids)
         fields = self._output_fields(info, output_fields, default=None)
         ts = self.read_ts(info, at)
-        keys = keys.tolist() if isinstance(keys, np.ndarray) else keys
+        keys = list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
+        pk = info.schema.primary.name
+        fields = fields if pk in fields else [pk, *fields]  # results name their key
         return self.qn.replica(info.collection_id, name).get(keys, ts, fields)
 
     def count(self, name: str, at: ReadAt = STRONG) -> int:

@@ -113,8 +113,16 @@ def _strings(f: FieldSchema, values: list[Any]) -> list[str]:
     for i, v in enumerate(values):
         if not isinstance(v, str):
             raise SchemaMismatch(f"row {i}: field {f.name!r} must be a string, got {v!r}")
-        if len(v) > limit:
-            raise SchemaMismatch(f"row {i}: field {f.name!r} is {len(v)} chars, max {limit}")
+        try:
+            size = len(v.encode())
+        except UnicodeEncodeError:
+            raise SchemaMismatch(
+                f"row {i}: field {f.name!r} is not valid Unicode text (a lone surrogate?): {v!r}"
+            ) from None
+        if size > limit:
+            raise SchemaMismatch(
+                f"row {i}: field {f.name!r} is {size} bytes of UTF-8, max_length {limit}"
+            )
     return values
 
 
@@ -138,6 +146,13 @@ def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
     if not np.isfinite(arr).all():
         row = int(np.where(~np.isfinite(arr).all(axis=1))[0][0])
         raise SchemaMismatch(f"row {row}: vector field {f.name!r} has a NaN or infinite value")
+    with np.errstate(over="ignore"):
+        norms = np.einsum("ij,ij->i", arr, arr)  # float32: distances must not overflow
+    if not np.isfinite(norms).all():
+        row = int(np.where(~np.isfinite(norms))[0][0])
+        raise SchemaMismatch(
+            f"row {row}: vector field {f.name!r} is too large (its squared norm overflows float32)"
+        )
     return arr
 
 

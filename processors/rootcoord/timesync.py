@@ -29,6 +29,7 @@ class TickSource:
         self.name, self._tso = name, tso
         self._lock = threading.Lock()
         self._inflight: dict[int, int] = {}  # ts -> count
+        self.activity = 0  # stamps begun + ended: unchanged means nothing new to promise
 
     @contextlib.contextmanager
     def stamp(self) -> Iterator[int]:
@@ -36,11 +37,13 @@ class TickSource:
         with self._lock:
             ts = self._tso.now()
             self._inflight[ts] = self._inflight.get(ts, 0) + 1
+            self.activity += 1
         try:
             yield ts
         finally:
             with self._lock:
                 self._inflight[ts] -= 1
+                self.activity += 1
                 if not self._inflight[ts]:
                     del self._inflight[ts]
 
@@ -63,6 +66,11 @@ class SoftBarrier:
         with self._lock:
             self._sources.append(source)
         return source
+
+    def activity(self) -> int:
+        """Returns a number that changes whenever any source stamps or finishes a request."""
+        with self._lock:
+            return sum(s.activity for s in self._sources)
 
     def tick(self) -> int | None:
         """Returns the tick every source promises, or None without sources."""
@@ -87,6 +95,8 @@ class Ticker:
         self._interval, self._on_error = interval, on_error
         self._wake, self._stop = threading.Event(), threading.Event()
         self._last = 0
+        self._last_activity = -1
+        self._requested = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
 
     def start(self) -> None:
@@ -94,6 +104,7 @@ class Ticker:
 
     def request(self) -> None:
         """Asks for a tick now rather than at the next interval."""
+        self._requested.set()
         self._wake.set()
 
     def tick_once(self) -> int | None:
@@ -113,8 +124,14 @@ class Ticker:
             self._wake.clear()
             if self._stop.is_set():
                 break
+            requested = self._requested.is_set()
+            self._requested.clear()
+            activity = self._barrier.activity()
+            if not requested and activity == self._last_activity:
+                continue  # idle: nothing new to promise, keep the log from growing
             try:
                 self.tick_once()
+                self._last_activity = activity
             except Exception as exc:  # keep ticking; the log may come back
                 log.warning("time tick failed: %s", exc)
                 if self._on_error:

@@ -44,7 +44,7 @@ BAD_ROWS = [
     ([row(year=True)], r"row 0: field 'year' must be an INT64, got True"),
     ([row(year=2**64)], r"field 'year' value 18446744073709551616 is outside INT64"),
     ([row(title=5)], r"row 0: field 'title' must be a string, got 5"),
-    ([row(title="too long")], r"row 0: field 'title' is 8 chars, max 5"),
+    ([row(title="too long")], r"row 0: field 'title' is 8 bytes of UTF-8, max_length 5"),
     ([row(), row()], r"row 1: primary key 'id' value 1 repeats"),
     ([], r"non-empty list of rows"),
     (["not a dict"], r"row 0 is a str, not a dict"),
@@ -130,3 +130,17 @@ def test_bad_search_requests(books: Client):
         books.search("books", [[1.0, 2.0, 3.0]], output_fields=["nope"])
     with pytest.raises(InvalidArgument, match="consistency_level 'Sometimes'"):
         books.search("books", [[1.0, 2.0, 3.0]], consistency_level="Sometimes")
+
+
+def test_vectors_whose_distances_would_overflow_are_refused(books: Client):
+    with pytest.raises(SchemaMismatch, match="row 0: vector field 'vector' is too large"):
+        books.insert("books", [row(vector=[1e38, 1e38, 1e38])])
+    assert data_events(books) == []
+
+
+def test_varchar_length_counts_utf8_bytes_and_refuses_lone_surrogates(books: Client):
+    with pytest.raises(SchemaMismatch, match="is 8 bytes of UTF-8, max_length 5"):
+        books.insert("books", [row(title="😀😀")])
+    with pytest.raises(SchemaMismatch, match="not valid Unicode text"):
+        books.insert("books", [row(title="\ud800")])
+    assert books.insert("books", [row(title="héll")])["insert_count"] == 1  # 5 bytes fits

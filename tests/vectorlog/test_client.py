@@ -9,7 +9,7 @@ from sklearn.datasets import load_digits
 from processors.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog import Client, DataType
 
-from clients import ClientFactory, data_events
+from clients import ClientFactory, data_events, log_events
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +186,46 @@ def test_upsert_replaces_rows_and_needs_keys_even_with_auto_id(client: Client):
     (key,) = client.insert("auto", [{"vector": [0.0, 0.0]}])["ids"]
     res = client.upsert("auto", [{"id": key, "vector": [5.0, 5.0]}])
     assert res["upsert_count"] == 1 and res["ids"] == [key]
-    assert client.get("auto", [key], output_fields=["vector"]) == [{"vector": [5.0, 5.0]}]
+    assert client.get("auto", [key], output_fields=["vector"]) == [
+        {"id": key, "vector": [5.0, 5.0]}
+    ]
     assert client.get_collection_stats("auto") == {"row_count": 1}
     from processors.errors import SchemaMismatch
 
     with pytest.raises(SchemaMismatch, match=r"missing field\(s\) \['id'\]"):
         client.upsert("auto", [{"vector": [1.0, 1.0]}])
+
+
+def test_get_names_each_key_once(client: Client):
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": 1, "vector": [1.0, 2.0]}, {"id": 2, "vector": [1.0, 3.0]}])
+    got = client.get("c", [2, 1, 99, 2], output_fields=["vector"])
+    assert got == [{"id": 2, "vector": [1.0, 3.0]}, {"id": 1, "vector": [1.0, 2.0]}]
+
+
+def test_every_consistency_level_reads_a_fresh_collection(client: Client):
+    for level in ("Strong", "Bounded", "Session", "Eventually"):
+        client.create_collection(f"c_{level}", dimension=2)
+        assert client.search(f"c_{level}", [[1.0, 0.0]], consistency_level=level) == [[]]
+
+
+def test_large_deletes_are_split_under_the_message_size(open_client: ClientFactory):
+    c = open_client(max_message_bytes=64 * 1024)
+    c.create_collection("c", dimension=2, num_shards=2)
+    c.insert("c", [{"id": i, "vector": [1.0, 0.0]} for i in range(60_000)])
+    res = c.delete("c", ids=list(range(60_000)))
+    deletes = [e for e in data_events(c) if e.type == "RowsDeleted"]
+    assert len(deletes) > 2 and {e.ts for e in deletes} == {res["timestamp"]}
+    assert c.get_collection_stats("c") == {"row_count": 0}
+
+
+def test_an_idle_cluster_does_not_grow_its_log(client: Client):
+    import time
+
+    client.create_collection("c", dimension=2)
+    client.search("c", [[1.0, 0.0]])
+    before = len(log_events(client))
+    time.sleep(0.5)  # ten tick intervals with nothing to promise
+    assert len(log_events(client)) - before <= 2 * client._node.topics.dml_partitions  # markers
+    client.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])
+    assert client.search("c", [[1.0, 0.0]])[0][0]["id"] == 1
