@@ -229,3 +229,22 @@ def test_an_idle_cluster_does_not_grow_its_log(client: Client):
     assert len(log_events(client)) - before <= 2 * client._node.topics.dml_partitions  # markers
     client.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])
     assert client.search("c", [[1.0, 0.0]])[0][0]["id"] == 1
+
+
+def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory):
+    from streams.scan import read_to_end
+
+    c = open_client(schema_registry_url="mock://vectorlog-test")
+    c.create_collection("c", dimension=2, metric_type="L2")
+    c.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert [h["id"] for h in c.search("c", [[0.0, 0.0]])[0]] == [1]
+    node = c._node
+    first_bytes = {
+        r.value[:1]
+        for r in read_to_end(node.log, node.topics.dml)
+        if not r.value.startswith(b"\xc3\x01")
+    }  # end markers are single-object
+    assert first_bytes == {b"\x00"}  # every event: magic 0 + schema id
+    c.close()
+    again = open_client(schema_registry_url="mock://vectorlog-test")
+    assert again.get_collection_stats("c") == {"row_count": 1}
