@@ -35,36 +35,13 @@ def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: C
 def test_event_that_breaks_the_schema_is_dead_lettered(client: Client):
     """An external producer writes rows of the wrong dimension straight onto the log."""
     client.create_collection("c", dimension=2, metric_type="L2")
-    node, info = client._node, client._node.rootcoord.meta.get("c")
-    bad = {
-        "collection_id": info.collection_id,
-        "partition_id": info.partitions["_default"],
-        "segment_id": 1,
-        "num_rows": 1,
-        "first_row_id": 1,
-        "columns": [
-            {
-                "field_id": 100,
-                "field_name": "id",
-                "column": encode_column(DataType.INT64, np.array([9])),
-            },
-            {
-                "field_id": 101,
-                "field_name": "vector",
-                "column": encode_column(DataType.FLOAT_VECTOR, np.zeros((1, 3)), 3),
-            },
-        ],
-    }
-    with node.proxy.source.stamp() as ts:
-        event = Event("RowsInserted", ts, bad, info.collection_id, info.vchannels[0])
-        node.log.append(
-            node.topics.dml, [Append(info.pchannels[0], node.proxy.serde.encode(event))]
-        )
+    with client._node.proxy.source.stamp() as ts:
+        append_event(client, rows_event(client, ts, 9, dim=3))
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}
     (letter,) = letters(client)
     assert "vector dim 3 != schema dim 2" in letter.reason
-    assert node.proxy.serde.decode(letter.value).body["num_rows"] == 1
+    assert client._node.proxy.serde.decode(letter.value).body["num_rows"] == 1
 
 
 def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactory):
@@ -98,7 +75,10 @@ def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactor
     assert again.list_collections() == ["c", "d"]
 
 
-def rows_event(client: Client, ts: int, pk: int, partition: str = "_default") -> Event:
+def rows_event(
+    client: Client, ts: int, pk: int, partition: str = "_default", dim: int = 2
+) -> Event:
+    """Returns a RowsInserted event of collection "c" with one row, built by hand."""
     info = client._node.rootcoord.meta.get("c")
     body = {
         "collection_id": info.collection_id,
@@ -115,7 +95,7 @@ def rows_event(client: Client, ts: int, pk: int, partition: str = "_default") ->
             {
                 "field_id": 101,
                 "field_name": "vector",
-                "column": encode_column(DataType.FLOAT_VECTOR, np.zeros((1, 2)), 2),
+                "column": encode_column(DataType.FLOAT_VECTOR, np.zeros((1, dim)), dim),
             },
         ],
     }
