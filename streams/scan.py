@@ -17,17 +17,23 @@ from streams.log.base import Append, Log, Record
 END_MARKER_SOURCE = "end-marker"
 
 
-def read_to_end(log: Log, topic: str, timeout: float = 30.0) -> Iterator[Record]:
-    """Yields every record of `topic` appended before this call, partition by partition
-    interleaved as read. Raises LogError if the end is not reached within `timeout`."""
+def read_to_end(
+    log: Log, topic: str, timeout: float = 30.0, start: dict[int, int] | None = None
+) -> Iterator[Record]:
+    """Yields every record of `topic` appended before this call, from `start` ({partition:
+    offset}, default every partition from 0), partitions interleaved as read.
+
+    Raises LogError if the end is not reached within `timeout`.
+    """
     n = log.partitions(topic)
+    start = start if start is not None else {p: 0 for p in range(n)}
     marker = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
     ends = log.append(topic, [Append(p, marker) for p in range(n)])
-    reader = log.reader(topic, {p: 0 for p in range(n)})
-    done = [False] * n
+    reader = log.reader(topic, dict(start))
+    done = {p: False for p in start}
     deadline = time.monotonic() + timeout
     try:
-        while not all(done):
+        while not all(done.values()):
             if time.monotonic() > deadline:
                 raise LogError(f"did not reach the end of {topic!r} within {timeout}s")
             for rec in reader.poll(1000, 0.2):

@@ -102,6 +102,7 @@ class Standalone:
             self.log,
             serdes,
             self.ticker,
+            barrier,
             cfg.read_timeout_s,
         )
         self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)

@@ -13,7 +13,6 @@ from processors.model import CollectionInfo, CollectionSchema, DataType
 from processors.querynode.columns import encode_column
 from schemas.serde import Event, EventSerde
 from streams.channels import shard_of
-from streams.log.base import Append
 
 ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
 
@@ -126,7 +125,3 @@ def delete_events(
         return encode(lo, mid) + encode(mid, hi)
 
     return encode(0, len(keys))
-
-
-def appends(pchannel: int, payloads: list[bytes]) -> list[Append]:
-    return [Append(pchannel, p) for p in payloads]

@@ -28,7 +28,7 @@ from processors.proxy.batches import (
 from processors.proxy.consistency import ReadAt, guarantee_ts
 from processors.querynode.querynode import QueryNode
 from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
-from processors.rootcoord.timesync import Ticker, TickSource
+from processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from streams.log.base import Append, Log
 from streams.topics import Serdes
 
@@ -47,13 +47,14 @@ class Proxy:
         log: Log,
         serdes: Serdes,
         ticker: Ticker,
+        barrier: SoftBarrier,
         read_timeout: float = 30.0,
     ) -> None:
         self.rc, self.qn, self.log, self.ticker = rootcoord, querynode, log, ticker
         self.topic = rootcoord.topics.dml
         self.serde = serdes.for_topic(self.topic)
-        self.source = rootcoord.source_barrier.register(TickSource(name, rootcoord.tso))
-        self.segments = SegmentAllocator(lambda: rootcoord.ids.allocate())
+        self.source = barrier.register(TickSource(name, rootcoord.tso))
+        self.segments = SegmentAllocator(rootcoord.ids.allocate)
         self.read_timeout = read_timeout
 
     # -- writes ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class IndexSpec:
     params: dict[str, Any] = field(default_factory=dict)
     index_name: str | None = None
 
-    def event_body(self, info: CollectionInfo) -> dict[str, Any]:
+    def event_body(self, info: CollectionInfo, index_id: int) -> dict[str, Any]:
         """Returns the IndexCreated body for `info`. Raises InvalidArgument naming the problem."""
         f = info.schema.field(self.field_name)
         name = check_name("index", self.index_name or self.field_name)
@@ -43,7 +43,7 @@ class IndexSpec:
             metric = self._scalar_checks(kind, f.dtype)
         return {
             "collection_id": info.collection_id,
-            "index_id": 0,
+            "index_id": index_id,
             "index_name": name,
             "field_id": f.field_id,
             "field_name": f.name,

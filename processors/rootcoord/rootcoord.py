@@ -14,7 +14,6 @@ import contextlib
 import logging
 import struct
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -41,7 +40,8 @@ from schemas.errors import SchemaError
 from schemas.serde import Event
 from streams.channels import assign_pchannels, vchannel_name
 from streams.deadletter import DeadLetterWriter
-from streams.log.base import Append, Log, Reader, Record
+from streams.log.base import Append, Log, Record
+from streams.scan import read_to_end
 from streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,6 @@ class RootCoord:
         self._ddl_serde = serdes.for_topic(topics.ddl)
         self._dml_serde = serdes.for_topic(topics.dml)
         self.meta = MetaTable(SnapshotKV(db, clock=tso.now, retention_ms=retention_ms))
-        self.source_barrier = barrier
         self.source = barrier.register(TickSource("rootcoord", tso))
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
         self._lock = threading.Lock()
@@ -137,7 +136,11 @@ class RootCoord:
             self._execute(
                 "PartitionCreated",
                 cid,
-                {"collection_id": cid, "partition_name": partition, "partition_id": 0},
+                {
+                    "collection_id": cid,
+                    "partition_name": partition,
+                    "partition_id": self.ids.allocate(),
+                },
             )
 
     def drop_partition(self, collection: str, partition: str) -> None:
@@ -184,7 +187,9 @@ class RootCoord:
         """Records an index description. Raises InvalidArgument, IndexExists."""
         with self._ddl():
             info = self.meta.get(collection)
-            self._execute("IndexCreated", info.collection_id, spec.event_body(info))
+            self._execute(
+                "IndexCreated", info.collection_id, spec.event_body(info, self.ids.allocate())
+            )
 
     def drop_index(self, collection: str, index_name: str) -> None:
         with self._ddl():
@@ -211,9 +216,6 @@ class RootCoord:
 
     def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
         """Checks, stamps, appends to `ddl`, broadcasts and applies one DDL event."""
-        for id_field in ("partition_id", "index_id"):
-            if id_field in body and not body[id_field]:
-                body[id_field] = self.ids.allocate()
         self.meta.check(Event(event_type, 0, body, collection_id))
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id)
@@ -276,30 +278,11 @@ class RootCoord:
         return struct.unpack(">Q", raw)[0] if raw else 0
 
     def recover(self, timeout: float = 60.0) -> int:
-        """Replays `ddl` from the stored position to its end; returns events applied.
-
-        The end is found by appending a marker and reading up to it (a broker's high
-        watermark is not trusted as the end of the log).
-        """
-        marker = Event("TimeTick", 0, {"source": "rootcoord-recovery"})  # ts 0: no reservation
-        end = self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(marker))])[0]
-        reader = self.log.reader(self.topics.ddl, {0: self.stored_position()})
-        applied = 0
-        try:
-            applied = self._replay(reader, end, timeout)
-        finally:
-            reader.close()
-        return applied
-
-    def _replay(self, reader: Reader, end: int, timeout: float) -> int:
-        deadline, applied, last = time.monotonic() + timeout, 0, -1
-        while last < end:
-            if time.monotonic() > deadline:
-                raise VectorlogError(f"ddl replay did not reach offset {end} in {timeout}s")
-            for rec in reader.poll(1000, 0.2):
-                applied += self._replay_one(rec)
-                last = rec.offset
-        return applied
+        """Replays `ddl` from the stored position to its end; returns events applied."""
+        start = {0: self.stored_position()}
+        return sum(
+            self._replay_one(rec) for rec in read_to_end(self.log, self.topics.ddl, timeout, start)
+        )
 
     def _replay_one(self, rec: Record) -> int:
         try:
