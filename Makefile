@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "python3.11 is required"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark,demo]'
 	@bash infra/ensure_java.sh
 	touch $(STAMP)
 
@@ -41,7 +41,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy streams processors schemas infra vectorlog
+	$(BIN)/mypy vectorlog infra benchmarks tests
 
 clean: ## remove the venv and local data
 	rm -rf $(VENV) vectorlog-data .pytest_cache .mypy_cache

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from schemas.serde import EventSerde
-from streams.log.base import Append
-from streams.scan import read_to_end
 from vectorlog import Client
 from vectorlog.datasets import glove
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Append
+from vectorlog.streams.scan import read_to_end
 
 RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 1000

@@ -45,15 +45,15 @@ from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch
 
-from processors.errors import CollectionNotFound
-from processors.model import CollectionSchema, DataType, FieldSchema, quick_schema
-from processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
-from processors.rootcoord.rootcoord import DDL_POSITION_KEY
-from processors.rootcoord.snapshotkv import Addition, SnapshotKV, versions_prefix
-from processors.rootcoord.tso import compose, wall_ms
-from schemas.serde import Event
-from streams.channels import assign_pchannels, vchannel_name
 from vectorlog.client import describe
+from vectorlog.errors import CollectionNotFound
+from vectorlog.model import CollectionSchema, DataType, FieldSchema, quick_schema
+from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
+from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY
+from vectorlog.processors.rootcoord.snapshotkv import Addition, SnapshotKV, versions_prefix
+from vectorlog.processors.rootcoord.tso import compose, wall_ms
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.channels import assign_pchannels, vchannel_name
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BASE_MS = 1_700_000_000_000  # physical ms of the first event

@@ -28,7 +28,7 @@ from typing import Any
 
 from rocksdict import Options, Rdict
 
-from processors.rootcoord.snapshotkv import LOGICAL_BITS, SnapshotKV
+from vectorlog.processors.rootcoord.snapshotkv import LOGICAL_BITS, SnapshotKV
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshotkv.json"
 BASE_MS = 1_700_000_000_000  # physical ms of the first write

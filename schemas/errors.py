@@ -1,9 +1,11 @@
-"""Errors of the schema/serde layer."""
+"""Errors of the schema/serde layer, rooted in `SchemaError` (itself a `VectorlogError`)."""
 
 from __future__ import annotations
 
+from vectorlog.errors import VectorlogError
 
-class SchemaError(Exception):
+
+class SchemaError(VectorlogError):
     """Base of every error raised by `schemas`."""
 
 

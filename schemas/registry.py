@@ -17,7 +17,7 @@ import fastavro
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
-from schemas.errors import SchemaError, UnknownFingerprint
+from vectorlog.schemas.errors import SchemaError, UnknownFingerprint
 
 AVRO_DIR = Path(__file__).parent / "avro"
 NAMESPACE = "io.vectorlog.events"

@@ -17,8 +17,8 @@ from typing import Any
 
 import fastavro
 
-from schemas.errors import MalformedEvent
-from schemas.registry import NAMESPACE, SchemaRegistry, default_registry
+from vectorlog.schemas.errors import MalformedEvent
+from vectorlog.schemas.registry import NAMESPACE, SchemaRegistry, default_registry
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"

@@ -10,7 +10,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from streams.log.base import Append, Log, Record
+from vectorlog.streams.log.base import Append, Log, Record
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,14 @@
-"""Errors of the log layer, rooted in one base class that names the offending thing."""
+"""Errors of the log layer, rooted in `LogError` (itself a `VectorlogError`); each names the
+offending thing, and Kafka errors keep librdkafka's code."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from vectorlog.errors import VectorlogError
 
-class LogError(Exception):
+
+class LogError(VectorlogError):
     """Base of every error raised by `streams`."""
 
 
@@ -15,7 +18,7 @@ class TopicNotFound(LogError):
         self.topic = topic
 
 
-class PartitionNotFound(LogError):
+class TopicPartitionNotFound(LogError):
     def __init__(self, topic: str, partition: int) -> None:
         super().__init__(f"topic {topic!r} has no partition {partition}")
         self.topic, self.partition = topic, partition

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas.errors import MalformedEvent
-from schemas.serde import Event, EventSerde
-from streams.log.base import Log, Record
+from vectorlog.schemas.errors import MalformedEvent
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Log, Record
 
 TIME_TICK = "TimeTick"
 DeadLetterSink = Callable[[Record, str], None]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from schemas.serde import Event, EventSerde
-from streams.errors import LogError
-from streams.log.base import Append, Log, Record
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Append, Log, Record
 
 END_MARKER_SOURCE = "end-marker"
 

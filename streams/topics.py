@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.serde import EventSerde
-from streams.log.base import Log
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Log
 
 
 @dataclass(frozen=True)

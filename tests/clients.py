@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from schemas.serde import Event, EventSerde
-from streams.scan import read_to_end
 from vectorlog import Client
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.scan import read_to_end
 
 from support import log_params
 
@@ -78,6 +78,6 @@ def data_events(client: Client) -> list[Event]:
 
 def ddl_changes(client: Client) -> list[Event]:
     """Returns the DDL events that change meta (no ticks, markers or reservations)."""
-    from processors.rootcoord.rootcoord import NOT_APPLIED
+    from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
 
     return [e for e in log_events(client, client._node.topics.ddl) if e.type not in NOT_APPLIED]

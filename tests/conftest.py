@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.log.base import Log
+from vectorlog.streams.log.base import Log
 
 from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
@@ -30,11 +30,11 @@ def kafka_bootstrap() -> Iterator[str]:
 def open_log(backend: str, request: pytest.FixtureRequest, path: Path) -> Log:
     """Opens a fresh log of `backend`: EmbeddedLog in `path`, or KafkaLog on the test broker."""
     if backend == "embedded":
-        from streams.log.embedded import EmbeddedLog
+        from vectorlog.streams.log.embedded import EmbeddedLog
 
         return EmbeddedLog(path)
     if backend == "kafka":
-        from streams.log.kafka import KafkaLog
+        from vectorlog.streams.log.kafka import KafkaLog
 
         return KafkaLog(request.getfixturevalue("kafka_bootstrap"))
     raise ValueError(f"unknown log backend {backend!r}")

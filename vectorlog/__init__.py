@@ -1,6 +1,17 @@
-"""vectorlog: a vector database with the Milvus 2.x architecture, event-sourced on a log."""
+"""vectorlog: a vector database with the Milvus 2.x architecture, event-sourced on a log.
 
-from processors.errors import (
+The package is one namespace: `vectorlog.streams` (the log), `vectorlog.schemas` (events),
+`vectorlog.processors` (rootcoord, datacoord, querynode, proxy), and the user-facing modules
+here. `Client` and friends load lazily, so `import vectorlog.streams` (a Spark executor, a
+replay tool) does not pull in the whole cluster.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from vectorlog.errors import (
     CollectionExists,
     CollectionNotFound,
     ConsistencyTimeout,
@@ -8,9 +19,14 @@ from processors.errors import (
     SchemaMismatch,
     VectorlogError,
 )
-from processors.model import CollectionSchema, DataType, FieldSchema
-from vectorlog.client import Client
-from vectorlog.config import Config
+from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.types import IndexSpec, ReadAt
+
+if TYPE_CHECKING:
+    from vectorlog.client import Client
+    from vectorlog.config import Config
+
+_LAZY = {"Client": "vectorlog.client", "Config": "vectorlog.config"}
 
 __all__ = [
     "Client",
@@ -21,7 +37,16 @@ __all__ = [
     "ConsistencyTimeout",
     "DataType",
     "FieldSchema",
+    "IndexSpec",
     "InvalidArgument",
+    "ReadAt",
     "SchemaMismatch",
     "VectorlogError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Returns `Client` or `Config`, importing their module on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'vectorlog' has no attribute {name!r}")

@@ -20,10 +20,10 @@ def _collections(args: argparse.Namespace) -> None:
 
 
 def _dead_letters(args: argparse.Namespace) -> None:
-    from streams.deadletter import parse
-    from streams.scan import read_to_end
-    from streams.topics import Topics
     from vectorlog.standalone import open_log
+    from vectorlog.streams.deadletter import parse
+    from vectorlog.streams.scan import read_to_end
+    from vectorlog.streams.topics import Topics
 
     cfg = Config.load(**({"log": args.uri} if args.uri else {}))
     log = open_log(cfg)

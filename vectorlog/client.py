@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from processors.errors import AliasNotFound, IndexNotFound, InvalidArgument
-from processors.model import (
+from vectorlog.config import Config
+from vectorlog.errors import AliasNotFound, IndexNotFound, InvalidArgument
+from vectorlog.model import (
     CollectionInfo,
     CollectionSchema,
     DataType,
     FieldSchema,
     quick_schema,
 )
-from processors.proxy.consistency import ReadAt
-from processors.rootcoord.indexes import IndexSpec
-from vectorlog.config import Config
 from vectorlog.standalone import Standalone
+from vectorlog.types import IndexSpec, ReadAt
 
 
 class SchemaBuilder:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from processors.errors import InvalidArgument
+from vectorlog.errors import InvalidArgument
 
 ENV_PREFIX = "VECTORLOG_"
 

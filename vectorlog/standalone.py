@@ -12,17 +12,17 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict
 
-from processors.errors import VectorlogError
-from processors.proxy.proxy import Proxy
-from processors.querynode.querynode import QueryNode
-from processors.rootcoord.gc import MetaGC
-from processors.rootcoord.idalloc import IdAllocator
-from processors.rootcoord.rootcoord import RootCoord
-from processors.rootcoord.timesync import SoftBarrier, Ticker
-from processors.rootcoord.tso import TimestampOracle
-from streams.log.base import Log
-from streams.topics import Serdes, Topics
 from vectorlog.config import Config
+from vectorlog.errors import VectorlogError
+from vectorlog.processors.proxy.proxy import Proxy
+from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.gc import MetaGC
+from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.rootcoord import RootCoord
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
+from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.topics import Serdes, Topics
 
 
 class DataDirInUse(VectorlogError):
@@ -36,10 +36,10 @@ class DataDirInUse(VectorlogError):
 def open_log(cfg: Config) -> Log:
     """Returns the log backend the config names."""
     if cfg.is_kafka:
-        from streams.log.kafka import KafkaLog
+        from vectorlog.streams.log.kafka import KafkaLog
 
         return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes)
-    from streams.log.embedded import EmbeddedLog
+    from vectorlog.streams.log.embedded import EmbeddedLog
 
     return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)
 

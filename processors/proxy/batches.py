@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from processors.errors import InvalidArgument
-from processors.model import CollectionInfo, CollectionSchema, DataType
-from processors.querynode.columns import encode_column
-from schemas.serde import Event, EventSerde
-from streams.channels import shard_of
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import CollectionInfo, CollectionSchema, DataType
+from vectorlog.schemas.columns import encode_column
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.channels import shard_of
 
 ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from processors.errors import InvalidArgument
-from processors.rootcoord.tso import LOGICAL_BITS, TimestampOracle
+from vectorlog.errors import InvalidArgument
+from vectorlog.processors.rootcoord.tso import LOGICAL_BITS, TimestampOracle
 
 LEVELS = ("strong", "bounded", "session", "eventually")
 DEFAULT_STALENESS_MS = 5000
@@ -36,13 +34,3 @@ def guarantee_ts(
     if lv == "session":
         return session_ts or None
     return None
-
-
-@dataclass(frozen=True)
-class ReadAt:
-    """When a read reads: a consistency level or an `as_of` ts, and how long it may wait."""
-
-    consistency_level: str = "Strong"
-    session_ts: int = 0  # the client's last write, for Session
-    as_of: int | None = None
-    timeout: float | None = None  # None: the configured read timeout

@@ -14,23 +14,24 @@ from typing import Any
 
 import numpy as np
 
-from processors.datacoord.segments import SegmentAllocator
-from processors.errors import InvalidArgument
-from processors.model import CollectionInfo, DataType
-from processors.proxy import validation as v
-from processors.proxy.batches import (
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import CollectionInfo, DataType
+from vectorlog.processors.datacoord.segments import SegmentAllocator
+from vectorlog.processors.proxy import validation as v
+from vectorlog.processors.proxy.batches import (
     delete_events,
     insert_events,
     row_bytes,
     split_by_shard,
     take,
 )
-from processors.proxy.consistency import ReadAt, guarantee_ts
-from processors.querynode.querynode import QueryNode
-from processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
-from processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
-from streams.log.base import Append, Log
-from streams.topics import Serdes
+from vectorlog.processors.proxy.consistency import guarantee_ts
+from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
+from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.topics import Serdes
+from vectorlog.types import ReadAt
 
 MAX_TOPK = 16_384
 STRONG = ReadAt()

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from processors.errors import SchemaMismatch
-from processors.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.errors import SchemaMismatch
+from vectorlog.model import CollectionSchema, DataType, FieldSchema
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Columns = dict[str, Any]

@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from processors.errors import CollectionNotFound, ConsistencyTimeout
-from processors.model import CollectionSchema
-from processors.querynode.columns import column_kind, decode_column
-from processors.querynode.replica import Replica
-from schemas.serde import Event
-from streams.deadletter import DeadLetterWriter
-from streams.log.base import Log, Record
-from streams.msgstream import MsgPack, StreamPosition, TtMsgStream
-from streams.topics import Serdes, Topics
+from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.model import CollectionSchema
+from vectorlog.processors.querynode.replica import Replica
+from vectorlog.schemas.columns import column_kind, decode_column
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from typing import Any
 import faiss
 import numpy as np
 
-from processors.errors import InvalidArgument
-from processors.model import CollectionSchema, DataType
-from processors.querynode.columns import COLUMN_TYPE, column_kind, decode_column
-from processors.querynode.growarray import GrowArray
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import CollectionSchema, DataType
+from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
 

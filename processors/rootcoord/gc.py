@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from processors.rootcoord.snapshotkv import SnapshotKV
+from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV
 
 log = logging.getLogger(__name__)
 

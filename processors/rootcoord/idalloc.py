@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from rocksdict import Rdict, WriteBatch
 
-from processors.rootcoord.tso import synced
+from vectorlog.processors.rootcoord.tso import synced
 
 ID_UPPER_KEY = b"idalloc/upper_bound"
 FIRST_ID = 1 << 40  # leaves small ids free for system use and readable in logs

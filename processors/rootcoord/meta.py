@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from processors.errors import (
+from vectorlog.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -33,14 +33,14 @@ from processors.errors import (
     PartitionExists,
     PartitionNotFound,
 )
-from processors.model import (
+from vectorlog.model import (
     ROW_ID_FIELD,
     TIMESTAMP_FIELD,
     CollectionInfo,
     CollectionSchema,
 )
-from processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
-from schemas.serde import Event
+from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
+from vectorlog.schemas.serde import Event
 
 COLLECTION_KEY = "collection/"
 COLLECTION_NAME_KEY = "collection-name/"

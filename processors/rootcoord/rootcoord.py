@@ -20,7 +20,7 @@ from typing import Any
 
 from rocksdict import Rdict
 
-from processors.errors import (
+from vectorlog.errors import (
     AliasNotFound,
     CollectionNotFound,
     DdlOutcomeUnknown,
@@ -29,20 +29,20 @@ from processors.errors import (
     PartitionNotFound,
     VectorlogError,
 )
-from processors.model import CollectionInfo, CollectionSchema, check_name
-from processors.rootcoord.idalloc import IdAllocator
-from processors.rootcoord.indexes import IndexSpec
-from processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
-from processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
-from processors.rootcoord.timesync import SoftBarrier, TickSource
-from processors.rootcoord.tso import TimestampOracle
-from schemas.errors import SchemaError
-from schemas.serde import Event
-from streams.channels import assign_pchannels, vchannel_name
-from streams.deadletter import DeadLetterWriter
-from streams.log.base import Append, Log, Record
-from streams.scan import read_to_end
-from streams.topics import Serdes, Topics
+from vectorlog.model import CollectionInfo, CollectionSchema, check_name
+from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
+from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, TickSource
+from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.schemas.errors import SchemaError
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.channels import assign_pchannels, vchannel_name
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.topics import Serdes, Topics
+from vectorlog.types import IndexSpec
 
 log = logging.getLogger(__name__)
 

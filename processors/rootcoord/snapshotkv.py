@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from rocksdict import Rdict, RdictIter, WriteBatch, WriteOptions
 
-from processors.errors import VectorlogError
+from vectorlog.errors import VectorlogError
 
 # --------------------------------------------------------------------------- key layout
 

@@ -15,9 +15,9 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 
-from processors.rootcoord.tso import TimestampOracle
-from schemas.serde import Event, EventSerde
-from streams.log.base import Append, Log
+from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Append, Log
 
 log = logging.getLogger(__name__)
 

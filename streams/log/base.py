@@ -65,7 +65,7 @@ class Log(Protocol):
     def append(self, topic: str, records: Sequence[Append]) -> list[int]:
         """Appends records (any partitions) durably; returns their offsets, in input order.
 
-        Raises TopicNotFound, PartitionNotFound, RecordTooLarge (nothing appended), or a
+        Raises TopicNotFound, TopicPartitionNotFound, RecordTooLarge (nothing appended), or a
         LogError from the backend (records may or may not be durable; not acknowledged).
         """
         ...
@@ -79,7 +79,7 @@ class Log(Protocol):
 
 def check_sizes(records: Iterable[Append], limit: int) -> None:
     """Raises RecordTooLarge for the first record larger than `limit` bytes (value + key)."""
-    from streams.errors import RecordTooLarge
+    from vectorlog.streams.errors import RecordTooLarge
 
     for r in records:
         size = len(r.value) + (len(r.key) if r.key else 0)

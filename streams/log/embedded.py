@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from streams.errors import LogClosed, LogError, PartitionNotFound, TopicNotFound
-from streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.errors import LogClosed, LogError, TopicNotFound, TopicPartitionNotFound
+from vectorlog.streams.log.base import Append, Record, check_sizes
 
 TOPIC_META = b"\x01t:"
 RECORD = b"\x02r:"
@@ -122,7 +122,7 @@ class EmbeddedLog:
         n = self.partitions(topic)
         for r in records:
             if not 0 <= r.partition < n:
-                raise PartitionNotFound(topic, r.partition)
+                raise TopicPartitionNotFound(topic, r.partition)
         with self._lock:
             self._check_open()
             offsets: list[int] = []
@@ -148,7 +148,7 @@ class EmbeddedLog:
         n = self.partitions(topic)
         for p in positions:
             if not 0 <= p < n:
-                raise PartitionNotFound(topic, p)
+                raise TopicPartitionNotFound(topic, p)
         return EmbeddedReader(self, topic, positions)
 
     def _read(self, topic: str, partition: int, offset: int, limit: int) -> list[Record]:
@@ -211,7 +211,7 @@ class EmbeddedReader:
 
     def seek(self, topic: str, partition: int, offset: int) -> None:
         if topic != self._topic or partition not in self._pos:
-            raise PartitionNotFound(topic, partition)
+            raise TopicPartitionNotFound(topic, partition)
         self._pos[partition] = offset
 
     def close(self) -> None:

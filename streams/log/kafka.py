@@ -26,8 +26,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streams.errors import KafkaLogError, LogClosed, LogError, PartitionNotFound, TopicNotFound
-from streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.errors import (
+    KafkaLogError,
+    LogClosed,
+    LogError,
+    TopicNotFound,
+    TopicPartitionNotFound,
+)
+from vectorlog.streams.log.base import Append, Record, check_sizes
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
@@ -198,7 +204,7 @@ class KafkaLog:
             n = self._fetch_partitions(topic) or 0
             for p in bad:
                 if not 0 <= p < n:
-                    raise PartitionNotFound(topic, p)
+                    raise TopicPartitionNotFound(topic, p)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -319,7 +325,7 @@ class KafkaReader:
 
     def seek(self, topic: str, partition: int, offset: int) -> None:
         if topic != self._topic or partition not in self._pos:
-            raise PartitionNotFound(topic, partition)
+            raise TopicPartitionNotFound(topic, partition)
         self._pos[partition] = offset
         self._assign()
 

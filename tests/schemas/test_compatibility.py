@@ -7,8 +7,8 @@ import json
 import fastavro
 import pytest
 
-from schemas.registry import AVRO_DIR, SchemaRegistry, default_registry
-from schemas.serde import Event, EventSerde
+from vectorlog.schemas.registry import AVRO_DIR, SchemaRegistry, default_registry
+from vectorlog.schemas.serde import Event, EventSerde
 
 V1 = SchemaRegistry(AVRO_DIR / "v1")
 

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from processors.model import DataType
-from processors.querynode.columns import decode_column, encode_column
-from schemas.errors import MalformedEvent
-from schemas.registry import default_registry
-from schemas.serde import SINGLE_OBJECT_MAGIC, Event, EventSerde
+from vectorlog.model import DataType
+from vectorlog.schemas.columns import decode_column, encode_column
+from vectorlog.schemas.errors import MalformedEvent
+from vectorlog.schemas.registry import default_registry
+from vectorlog.schemas.serde import SINGLE_OBJECT_MAGIC, Event, EventSerde
 
 
 def rows_inserted(n: int = 3, dim: int = 4) -> Event:

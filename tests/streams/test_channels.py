@@ -5,7 +5,13 @@ import sys
 
 import numpy as np
 
-from streams.channels import assign_pchannels, hash_int64, hash_str, shard_of, vchannel_name
+from vectorlog.streams.channels import (
+    assign_pchannels,
+    hash_int64,
+    hash_str,
+    shard_of,
+    vchannel_name,
+)
 
 
 def test_int_hash_is_fmix64_low_32_bits():
@@ -33,7 +39,7 @@ def test_routing_is_identical_in_another_process():
     keys = ["alpha", "beta", "gamma", "δ"]
     here = shard_of(keys, 4).tolist() + shard_of(np.arange(20, dtype=np.int64), 3).tolist()
     code = (
-        "import numpy as np; from streams.channels import shard_of;"
+        "import numpy as np; from vectorlog.streams.channels import shard_of;"
         "print(shard_of(['alpha','beta','gamma','δ'],4).tolist()"
         " + shard_of(np.arange(20,dtype=np.int64),3).tolist())"
     )

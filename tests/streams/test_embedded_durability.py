@@ -10,16 +10,16 @@ import sys
 import threading
 from pathlib import Path
 
-from streams.log.base import Append, Record
-from streams.log.embedded import EmbeddedLog
+from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.log.embedded import EmbeddedLog
 
 TOPIC, PARTITIONS, BATCH, ACKS_BEFORE_KILL = "crash", 3, 7, 50
 
 # The writer appends batches forever and prints each batch's offsets once `append` returned.
 WRITER = f"""
 import json, sys
-from streams.log.base import Append
-from streams.log.embedded import EmbeddedLog
+from vectorlog.streams.log.base import Append
+from vectorlog.streams.log.embedded import EmbeddedLog
 
 log = EmbeddedLog(sys.argv[1])
 log.create_topic({TOPIC!r}, {PARTITIONS})

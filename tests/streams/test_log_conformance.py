@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from streams.errors import LogError, PartitionNotFound, RecordTooLarge, TopicNotFound
-from streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.errors import LogError, RecordTooLarge, TopicNotFound, TopicPartitionNotFound
+from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 from support import on_backends, unique_topic
 
@@ -147,7 +147,7 @@ def test_seek_moves_one_partition_back_and_forward(log: Log) -> None:
         reader.seek(topic, 0, 9)
         got = sorted((r.partition, r.offset, r.value) for r in read(reader, 3))
         assert got == [(0, 9, b"0:9"), (1, 8, b"1:8"), (1, 9, b"1:9")]
-        with pytest.raises(PartitionNotFound):
+        with pytest.raises(TopicPartitionNotFound):
             reader.seek(topic, 5, 0)
     finally:
         reader.close()
@@ -185,11 +185,11 @@ def test_unknown_topic_raises_topic_not_found(log: Log) -> None:
 def test_unknown_partition_raises_partition_not_found(log: Log) -> None:
     topic = unique_topic()
     log.create_topic(topic, 2)
-    with pytest.raises(PartitionNotFound):
+    with pytest.raises(TopicPartitionNotFound):
         log.append(topic, [Append(0, b"fine"), Append(2, b"no such partition")])
-    with pytest.raises(PartitionNotFound):
+    with pytest.raises(TopicPartitionNotFound):
         log.append(topic, [Append(-1, b"v")])
-    with pytest.raises(PartitionNotFound):
+    with pytest.raises(TopicPartitionNotFound):
         log.reader(topic, {0: 0, 3: 0})
     assert log.append(topic, [Append(0, b"first")]) == [0]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from schemas.serde import Event, EventSerde
-from streams.deadletter import parse
-from streams.log.base import Append, Log, Record
-from streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.deadletter import parse
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
 
 from support import unique_topic
 
@@ -136,7 +136,7 @@ def test_malformed_record_goes_to_dead_letters_and_consumption_goes_on(log: Log)
 
 
 def test_dead_letter_record_keeps_reason_position_and_bytes(log: Log):
-    from streams.deadletter import DeadLetterWriter
+    from vectorlog.streams.deadletter import DeadLetterWriter
 
     dlq = unique_topic("dlq")
     log.create_topic(dlq, 1)

@@ -12,8 +12,8 @@ import os
 import signal
 import sys
 
-from processors.rootcoord.rootcoord import RootCoord
 from vectorlog import Client
+from vectorlog.processors.rootcoord.rootcoord import RootCoord
 
 
 def die_before_apply(after: int) -> None:

@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from processors.errors import (
+from vectorlog import Client, DataType
+from vectorlog.errors import (
     CollectionExists,
     CollectionNotFound,
     InvalidArgument,
     InvalidName,
     SchemaMismatch,
 )
-from vectorlog import Client, DataType
 
 from clients import data_events, ddl_changes
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from processors.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog import Client, DataType
+from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 
 from clients import ClientFactory, data_events, log_events
 
@@ -190,7 +190,7 @@ def test_upsert_replaces_rows_and_needs_keys_even_with_auto_id(client: Client):
         {"id": key, "vector": [5.0, 5.0]}
     ]
     assert client.get_collection_stats("auto") == {"row_count": 1}
-    from processors.errors import SchemaMismatch
+    from vectorlog.errors import SchemaMismatch
 
     with pytest.raises(SchemaMismatch, match=r"missing field\(s\) \['id'\]"):
         client.upsert("auto", [{"vector": [1.0, 1.0]}])
@@ -232,7 +232,7 @@ def test_an_idle_cluster_does_not_grow_its_log(client: Client):
 
 
 def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory):
-    from streams.scan import read_to_end
+    from vectorlog.streams.scan import read_to_end
 
     c = open_client(schema_registry_url="mock://vectorlog-test")
     c.create_collection("c", dimension=2, metric_type="L2")

@@ -76,8 +76,8 @@ def test_client_without_uri_uses_vectorlog_log(tmp_path, monkeypatch):
 
 
 def test_a_failed_start_releases_the_state_directory(tmp_path):
-    from streams.errors import LogError
     from vectorlog import Client
+    from vectorlog.streams.errors import LogError
 
     Client(str(tmp_path), tick_interval_ms=50).close()
     with pytest.raises(LogError, match="partitions"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.errors import (
+from vectorlog import Client
+from vectorlog.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -16,8 +17,7 @@ from processors.errors import (
     PartitionExists,
     PartitionNotFound,
 )
-from processors.rootcoord.meta import MAX_PARTITIONS
-from vectorlog import Client
+from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS
 
 from clients import ddl_changes
 
@@ -242,8 +242,8 @@ def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
 ):
     import time
 
-    from processors.rootcoord.snapshotkv import SnapshotTooOld
     from vectorlog import VectorlogError
+    from vectorlog.processors.rootcoord.snapshotkv import SnapshotTooOld
 
     client = open_client(meta_retention_ms=200, meta_gc_interval_s=0.05)
     client.create_collection("c", dimension=2)

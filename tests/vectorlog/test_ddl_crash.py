@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from streams.scan import read_to_end
 from vectorlog import Client
+from vectorlog.streams.scan import read_to_end
 
 from clients import ClientFactory, ddl_changes
 
@@ -133,7 +133,7 @@ def test_ddl_failing_after_its_append_is_applied_before_the_next_ddl(
 ):
     import pytest
 
-    from processors.errors import DdlOutcomeUnknown
+    from vectorlog.errors import DdlOutcomeUnknown
 
     client = open_client()
     rc = client._node.rootcoord

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from processors.model import DataType
-from processors.querynode.columns import encode_column
-from schemas.serde import Event
-from streams.deadletter import parse
-from streams.log.base import Append
-from streams.scan import read_to_end
 from vectorlog import Client
+from vectorlog.model import DataType
+from vectorlog.schemas.columns import encode_column
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.deadletter import parse
+from vectorlog.streams.log.base import Append
+from vectorlog.streams.scan import read_to_end
 
 from clients import ClientFactory
 

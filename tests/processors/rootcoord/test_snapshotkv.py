@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rocksdict import Options, Rdict, WriteBatch
 
-from processors.rootcoord.snapshotkv import (
+from vectorlog.processors.rootcoord.snapshotkv import (
     LOGICAL_BITS,
     InvalidKey,
     KeyNotFound,

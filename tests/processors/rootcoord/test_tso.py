@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from rocksdict import Options, Rdict
 
-from processors.rootcoord.idalloc import IdAllocator
-from processors.rootcoord.tso import TimestampOracle, compose, logical, physical_ms
+from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.tso import TimestampOracle, compose, logical, physical_ms
 
 
 def open_db(path: Path) -> Rdict:

@@ -1,16 +1,52 @@
-"""Index descriptions (metadata only; building indexes is the index node's work).
-
-Vector fields take the faiss-backed types below, with the field's metric; scalar fields take
-INVERTED or STL_SORT. Parameters are validated by type so a bad request is refused early.
+"""Public types of vectorlog's API: what a read reads at, index specifications, and the shapes
+of results. They sit at the bottom layer (beside `vectorlog.model` and `vectorlog.errors`) so
+the client, the proxy and every processor share them without importing each other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from processors.errors import InvalidArgument
-from processors.model import CollectionInfo, DataType, check_name
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import CollectionInfo, DataType, check_name
+
+
+@dataclass(frozen=True)
+class ReadAt:
+    """When a read reads: a consistency level or an `as_of` ts, and how long it may wait."""
+
+    consistency_level: str = "Strong"
+    session_ts: int = 0  # the client's last write, for Session
+    as_of: int | None = None
+    timeout: float | None = None  # None: the configured read timeout
+
+
+STRONG = ReadAt()
+
+
+class InsertResult(TypedDict):
+    """What an insert returns once the log made its rows durable."""
+
+    insert_count: int
+    ids: list[Any]
+    timestamp: int
+
+
+class DeleteResult(TypedDict):
+    """What a delete returns once the log made it durable."""
+
+    delete_count: int
+    timestamp: int
+
+
+class Hit(TypedDict):
+    """One search result: the primary key, the distance, and the requested fields."""
+
+    id: Any
+    distance: float
+    entity: dict[str, Any]
+
 
 VECTOR_INDEXES: dict[str, dict[str, type]] = {
     "FLAT": {},

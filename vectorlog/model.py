@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from processors.errors import InvalidArgument, InvalidName
+from vectorlog.errors import InvalidArgument, InvalidName
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100

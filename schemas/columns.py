@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from processors.model import DataType
-from schemas.registry import NAMESPACE
+from vectorlog.model import DataType
+from vectorlog.schemas.registry import NAMESPACE
 
 COLUMN_TYPE = {
     DataType.INT64: "Int64Column",
