@@ -67,7 +67,7 @@ def log_events(client: Client, topic: str | None = None) -> list[Event]:
     serde = EventSerde()
     return [
         serde.decode(r.value)
-        for r in read_to_end(client._node.log, topic or client._node.topics.dml)
+        for r in read_to_end(client.cluster.log, topic or client.cluster.topics.dml)
     ]
 
 
@@ -80,4 +80,4 @@ def ddl_changes(client: Client) -> list[Event]:
     """Returns the DDL events that change meta (no ticks, markers or reservations)."""
     from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
 
-    return [e for e in log_events(client, client._node.topics.ddl) if e.type not in NOT_APPLIED]
+    return [e for e in log_events(client, client.cluster.topics.ddl) if e.type not in NOT_APPLIED]

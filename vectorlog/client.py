@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.config import Config
-from vectorlog.errors import AliasNotFound, IndexNotFound, InvalidArgument
+from vectorlog.errors import IndexNotFound, InvalidArgument
 from vectorlog.model import (
     CollectionInfo,
     CollectionSchema,
@@ -17,8 +17,9 @@ from vectorlog.model import (
     FieldSchema,
     quick_schema,
 )
+from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.standalone import Standalone
-from vectorlog.types import IndexSpec, ReadAt
+from vectorlog.types import DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
 
 
 class SchemaBuilder:
@@ -91,13 +92,19 @@ class Client:
         """Opens `uri` (a directory, or kafka://host:port); without one, VECTORLOG_LOG or
         ./vectorlog-data. `settings` override Config fields (see vectorlog/config.py)."""
         self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
-        self._node = Standalone(self.cfg)
-        self._rc = self._node.rootcoord
+        self._cluster = Standalone(self.cfg)
+        self._proxy: ProxyService = self._cluster.proxy
         self._session_ts = 0
 
     # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def cluster(self) -> Standalone:
+        """The embedded cluster this client runs: its log, topics and processors' services
+        (for operators, replay tooling and tests; requests go through the Client)."""
+        return self._cluster
+
     def close(self) -> None:
-        self._node.close()
+        self._cluster.close()
 
     def __enter__(self) -> Client:
         return self
@@ -142,70 +149,66 @@ class Client:
             built = schema.build(metric_type)
         else:
             built = schema
-        self._rc.create_collection(collection_name, built, num_shards, properties)
+        self._proxy.create_collection(collection_name, built, num_shards, properties)
 
     def drop_collection(self, collection_name: str) -> None:
-        self._rc.drop_collection(collection_name)
+        self._proxy.drop_collection(collection_name)
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
-        self._rc.rename_collection(old_name, new_name)
+        self._proxy.rename_collection(old_name, new_name)
 
     def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
-        return self._rc.meta.has(collection_name, as_of)
+        return self._proxy.has_collection(collection_name, as_of)
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
         """Returns the collection names (as of a hybrid timestamp), sorted."""
-        return self._rc.meta.names(as_of)
+        return self._proxy.list_collections(as_of)
 
     def describe_collection(self, collection_name: str, as_of: int | None = None) -> dict[str, Any]:
         """Returns MilvusClient's description of a collection (or alias), as of `as_of`.
 
         Raises CollectionNotFound.
         """
-        return describe(self._rc.meta.get(collection_name, as_of))
+        return describe(self._proxy.describe_collection(collection_name, as_of))
 
     # -- partitions -------------------------------------------------------------------------
     def create_partition(self, collection_name: str, partition_name: str) -> None:
-        self._rc.create_partition(collection_name, partition_name)
+        self._proxy.create_partition(collection_name, partition_name)
 
     def drop_partition(self, collection_name: str, partition_name: str) -> None:
-        self._rc.drop_partition(collection_name, partition_name)
+        self._proxy.drop_partition(collection_name, partition_name)
 
     def has_partition(
         self, collection_name: str, partition_name: str, as_of: int | None = None
     ) -> bool:
-        return partition_name in self._rc.meta.get(collection_name, as_of).partitions
+        return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
 
     def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
-        parts = self._rc.meta.get(collection_name, as_of).partitions
+        parts = self._proxy.describe_collection(collection_name, as_of).partitions
         return sorted(parts, key=lambda name: parts[name])
 
     # -- aliases -----------------------------------------------------------------------------
     def create_alias(self, collection_name: str, alias: str) -> None:
-        self._rc.create_alias(collection_name, alias)
+        self._proxy.create_alias(collection_name, alias)
 
     def drop_alias(self, alias: str) -> None:
-        self._rc.drop_alias(alias)
+        self._proxy.drop_alias(alias)
 
     def alter_alias(self, collection_name: str, alias: str) -> None:
-        self._rc.alter_alias(collection_name, alias)
+        self._proxy.alter_alias(collection_name, alias)
 
     def describe_alias(self, alias: str) -> dict[str, str]:
         """Returns {"alias", "collection_name"}. Raises AliasNotFound."""
-        cid = self._rc.meta.aliases().get(alias)
-        rec = self._rc.meta.by_id(cid) if cid is not None else None
-        if rec is None:
-            raise AliasNotFound(alias)
-        return {"alias": alias, "collection_name": rec["name"]}
+        return {"alias": alias, "collection_name": self._proxy.describe_alias(alias)}
 
     def list_aliases(self, collection_name: str = "", as_of: int | None = None) -> dict[str, Any]:
         """Returns {"aliases": [...], "collection_name"}: one collection's, or all."""
         if collection_name:
             return {
-                "aliases": self._rc.meta.get(collection_name, as_of).aliases,
+                "aliases": self._proxy.describe_collection(collection_name, as_of).aliases,
                 "collection_name": collection_name,
             }
-        return {"aliases": sorted(self._rc.meta.aliases(as_of)), "collection_name": ""}
+        return {"aliases": self._proxy.list_aliases(as_of), "collection_name": ""}
 
     # -- indexes (descriptions) --------------------------------------------------------------
     @staticmethod
@@ -215,13 +218,13 @@ class Client:
     def create_index(self, collection_name: str, index_params: IndexParams) -> None:
         """Records each index of `index_params` (parameters only; building is later work)."""
         for spec in index_params:
-            self._rc.create_index(collection_name, spec)
+            self._proxy.create_index(collection_name, spec)
 
     def drop_index(self, collection_name: str, index_name: str) -> None:
-        self._rc.drop_index(collection_name, index_name)
+        self._proxy.drop_index(collection_name, index_name)
 
     def list_indexes(self, collection_name: str, field_name: str | None = None) -> list[str]:
-        indexes = self._rc.meta.get(collection_name).indexes
+        indexes = self._proxy.describe_collection(collection_name).indexes
         return sorted(
             n for n, ix in indexes.items() if field_name is None or ix["field_name"] == field_name
         )
@@ -230,7 +233,7 @@ class Client:
         self, collection_name: str, index_name: str, as_of: int | None = None
     ) -> dict[str, Any]:
         """Returns the index's description. Raises IndexNotFound."""
-        info = self._rc.meta.get(collection_name, as_of)
+        info = self._proxy.describe_collection(collection_name, as_of)
         if index_name not in info.indexes:
             raise IndexNotFound(info.name, index_name)
         ix = info.indexes[index_name]
@@ -246,14 +249,14 @@ class Client:
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
         at = ReadAt(session_ts=self._session_ts)
-        return {"row_count": self._node.proxy.count(collection_name, at)}
+        return {"row_count": self._proxy.count(collection_name, at)}
 
     # -- data ---------------------------------------------------------------------------------
     def insert(
         self, collection_name: str, data: Any, partition_name: str | None = None
-    ) -> dict[str, Any]:
+    ) -> InsertResult:
         """Inserts rows; returns {insert_count, ids, timestamp} after the log made them durable."""
-        res = self._node.proxy.insert(collection_name, data, partition_name)
+        res = self._proxy.insert(collection_name, data, partition_name)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
@@ -262,7 +265,7 @@ class Client:
     ) -> dict[str, Any]:
         """Inserts rows or replaces the rows with the same primary keys (required, even with
         auto_id), atomically at one ts; returns {upsert_count, ids, timestamp} once durable."""
-        res = self._node.proxy.insert(collection_name, data, partition_name, upsert=True)
+        res = self._proxy.insert(collection_name, data, partition_name, upsert=True)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return {
             "upsert_count": res["insert_count"],
@@ -272,9 +275,9 @@ class Client:
 
     def delete(
         self, collection_name: str, ids: Any, partition_name: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DeleteResult:
         """Deletes rows by primary key; returns {delete_count, timestamp}."""
-        res = self._node.proxy.delete(collection_name, ids, partition_name)
+        res = self._proxy.delete(collection_name, ids, partition_name)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
@@ -288,12 +291,10 @@ class Client:
         consistency_level: str = "Strong",
         as_of: int | None = None,
         timeout: float | None = None,
-    ) -> list[list[dict[str, Any]]]:
+    ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"}."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
-        return self._node.proxy.search(
-            collection_name, data, limit, output_fields, partition_names, at
-        )
+        return self._proxy.search(collection_name, data, limit, output_fields, partition_names, at)
 
     def get(
         self,
@@ -306,7 +307,7 @@ class Client:
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
-        return self._node.proxy.get(collection_name, ids, output_fields, at)
+        return self._proxy.get(collection_name, ids, output_fields, at)
 
 
 def describe(info: CollectionInfo) -> dict[str, Any]:

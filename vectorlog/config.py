@@ -15,9 +15,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from vectorlog import faults
 from vectorlog.errors import InvalidArgument
 
 ENV_PREFIX = "VECTORLOG_"
+#: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
+NOT_SETTINGS = frozenset({faults.ENV})
 
 
 class ConfigError(InvalidArgument):
@@ -83,7 +86,7 @@ class Config:
         values: dict[str, Any] = {}
         env = os.environ if environ is None else environ
         for key, raw in env.items():
-            if key.startswith(ENV_PREFIX):
+            if key.startswith(ENV_PREFIX) and key not in NOT_SETTINGS:
                 name = key[len(ENV_PREFIX) :].lower()
                 if name not in known:
                     raise ConfigError(f"unknown setting {key} (known: {sorted(known)})")

@@ -19,6 +19,7 @@ ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
 MAX_DIM = 32_768
 MAX_VARCHAR = 65_535
 METRICS = ("L2", "IP", "COSINE")
+DEFAULT_PARTITION = "_default"  # every collection is created with it
 
 
 class DataType(enum.Enum):

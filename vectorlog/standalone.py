@@ -14,6 +14,7 @@ from rocksdict import Options, Rdict
 
 from vectorlog.config import Config
 from vectorlog.errors import VectorlogError
+from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
@@ -53,7 +54,12 @@ def _open_state(path: Path) -> Rdict:
 
 
 class Standalone:
-    """One process running rootcoord, a proxy, the query node and the ticker.
+    """One process running rootcoord, datacoord, the query node, a proxy and the ticker.
+
+    The processors reach each other only through their service interfaces; this is the one
+    place that knows the in-process implementations. Public attributes, for operators, replay
+    tooling and tests: `log`, `topics`, `serdes`, `rootcoord` (RootCoordService), `datacoord`
+    (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `ticker`, `gc`.
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -75,9 +81,13 @@ class Standalone:
         self._stack.callback(self.log.close)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)
-        serdes = Serdes(cfg.schema_registry_url)
+        self.serdes = serdes = Serdes(cfg.schema_registry_url)
         self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
+        dml_serde = serdes.for_topic(self.topics.dml)
+        self.ticker = Ticker(
+            self.log, self.topics.dml, dml_serde, barrier, cfg.tick_interval_ms / 1000
+        )
         self.rootcoord = RootCoord(
             self.log,
             self.topics,
@@ -87,22 +97,20 @@ class Standalone:
             IdAllocator(self.db),
             barrier,
             cfg.meta_retention_ms,
+            self.ticker,
         )
         self.rootcoord.recover()
+        self.datacoord = DataCoord(self.rootcoord)
         self.querynode = QueryNode(self.log, self.topics, serdes)
         self._stack.callback(self.querynode.close)
-        dml_serde = serdes.for_topic(self.topics.dml)
-        self.ticker = Ticker(
-            self.log, self.topics.dml, dml_serde, barrier, cfg.tick_interval_ms / 1000
-        )
         self.proxy = Proxy(
             "proxy-1",
             self.rootcoord,
+            self.datacoord,
             self.querynode,
             self.log,
+            self.topics,
             serdes,
-            self.ticker,
-            barrier,
             cfg.read_timeout_s,
         )
         self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vectorlog.errors import InvalidArgument
-from vectorlog.processors.rootcoord.tso import LOGICAL_BITS, TimestampOracle
+from vectorlog.hybridts import LOGICAL_BITS
 
 LEVELS = ("strong", "bounded", "session", "eventually")
 DEFAULT_STALENESS_MS = 5000
@@ -11,7 +13,7 @@ DEFAULT_STALENESS_MS = 5000
 
 def guarantee_ts(
     level: str,
-    tso: TimestampOracle,
+    now: Callable[[], int],
     session_ts: int = 0,
     as_of: int | None = None,
     staleness_ms: int = DEFAULT_STALENESS_MS,
@@ -28,9 +30,9 @@ def guarantee_ts(
     if lv not in LEVELS:
         raise InvalidArgument(f"consistency_level {level!r} is not one of {LEVELS}")
     if lv == "strong":
-        return tso.now()
+        return now()
     if lv == "bounded":
-        return tso.now() - (staleness_ms << LOGICAL_BITS)
+        return now() - (staleness_ms << LOGICAL_BITS)
     if lv == "session":
         return session_ts or None
     return None

@@ -1,4 +1,6 @@
-"""The proxy (seed 001 s.6, seed 004): the entry of DML and reads.
+"""The proxy (seed 001 s.6, seed 004): the entry of every request (`ProxyService`).
+
+DDL and meta reads are forwarded to rootcoord.
 
 Insert: validate rows against the schema (nothing is written on error), assign auto_id keys
 and row ids, stamp one ts for the whole batch, route rows to vchannels by primary-key hash,
@@ -10,13 +12,15 @@ the query node's tsafe, and read at that ts.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionInfo, DataType
-from vectorlog.processors.datacoord.segments import SegmentAllocator
+from vectorlog.errors import AliasNotFound, CollectionNotFound, InvalidArgument
+from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
+from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.proxy import validation as v
 from vectorlog.processors.proxy.batches import (
     delete_events,
@@ -26,53 +30,110 @@ from vectorlog.processors.proxy.batches import (
     take,
 )
 from vectorlog.processors.proxy.consistency import guarantee_ts
-from vectorlog.processors.querynode.querynode import QueryNode
-from vectorlog.processors.rootcoord.rootcoord import DEFAULT_PARTITION, RootCoord
-from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
+from vectorlog.processors.querynode.service import QueryNodeService
+from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.streams.log.base import Append, Log
-from vectorlog.streams.topics import Serdes
-from vectorlog.types import ReadAt
+from vectorlog.streams.topics import Serdes, Topics
+from vectorlog.types import STRONG, DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
 
 MAX_TOPK = 16_384
-STRONG = ReadAt()
 
 
 class Proxy:
-    """Serves insert, delete, search and get for one process."""
+    """Serves every client request for one process (implements `ProxyService`)."""
 
     def __init__(
         self,
         name: str,
-        rootcoord: RootCoord,
-        querynode: QueryNode,
+        rootcoord: RootCoordService,
+        datacoord: DataCoordService,
+        querynode: QueryNodeService,
         log: Log,
+        topics: Topics,
         serdes: Serdes,
-        ticker: Ticker,
-        barrier: SoftBarrier,
         read_timeout: float = 30.0,
     ) -> None:
-        self.rc, self.qn, self.log, self.ticker = rootcoord, querynode, log, ticker
-        self.topic = rootcoord.topics.dml
+        self.rc, self.dc, self.qn, self.log = rootcoord, datacoord, querynode, log
+        self.topic = topics.dml
         self.serde = serdes.for_topic(self.topic)
-        self.source = barrier.register(TickSource(name, rootcoord.tso))
-        self.segments = SegmentAllocator(rootcoord.ids.allocate)
+        self.source = rootcoord.tick_source(name)
         self.read_timeout = read_timeout
+
+    # -- DDL and meta reads: forwarded to rootcoord ----------------------------------------
+    def create_collection(
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
+        return self.rc.create_collection(name, schema, shards_num, properties)
+
+    def drop_collection(self, name: str) -> None:
+        self.rc.drop_collection(name)
+
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        self.rc.rename_collection(old_name, new_name)
+
+    def create_partition(self, collection: str, partition: str) -> None:
+        self.rc.create_partition(collection, partition)
+
+    def drop_partition(self, collection: str, partition: str) -> None:
+        self.rc.drop_partition(collection, partition)
+
+    def create_alias(self, collection: str, alias: str) -> None:
+        self.rc.create_alias(collection, alias)
+
+    def drop_alias(self, alias: str) -> None:
+        self.rc.drop_alias(alias)
+
+    def alter_alias(self, collection: str, alias: str) -> None:
+        self.rc.alter_alias(collection, alias)
+
+    def create_index(self, collection: str, spec: IndexSpec) -> None:
+        self.rc.create_index(collection, spec)
+
+    def drop_index(self, collection: str, index_name: str) -> None:
+        self.rc.drop_index(collection, index_name)
+
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection as of `as_of`. Raises CollectionNotFound."""
+        return self.rc.describe_collection(name, as_of)
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        return self.rc.has_collection(name, as_of)
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        return self.rc.list_collections(as_of)
+
+    def describe_alias(self, alias: str) -> str:
+        """Returns the name of the collection `alias` points to. Raises AliasNotFound."""
+        if alias not in self.rc.list_aliases():
+            raise AliasNotFound(alias)
+        try:
+            return self.rc.describe_collection(alias).name
+        except CollectionNotFound:  # dropped meanwhile
+            raise AliasNotFound(alias) from None
+
+    def list_aliases(self, as_of: int | None = None) -> list[str]:
+        return sorted(self.rc.list_aliases(as_of))
 
     # -- writes ----------------------------------------------------------------------------
     def insert(
         self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False
-    ) -> dict[str, Any]:
+    ) -> InsertResult:
         """Inserts rows; returns {insert_count, ids, timestamp} once durable on the log.
 
         A row whose key exists replaces it from this insert's ts on (an upsert); `upsert=True`
         only makes the key required even on an auto_id collection.
         """
-        info = self.rc.meta.get(name)
+        info = self.rc.describe_collection(name)
         partition = self._partition(info, partition_name)
         cols = v.rows_to_columns(info.schema, rows, upsert)
         n = len(rows) if not isinstance(rows, dict) else 1
         pks = self._primary_keys(info, cols, n, upsert)
-        first_row_id = self.rc.ids.allocate(n)
+        first_row_id = self.rc.allocate_ids(n)
         per_row = row_bytes(info.schema, cols, n)
         with self.source.stamp() as ts:
             records = []
@@ -89,7 +150,7 @@ class Proxy:
     ) -> Any:
         pk = info.schema.primary
         if pk.auto_id and not upsert:
-            first = self.rc.ids.allocate(n)
+            first = self.rc.allocate_ids(n)
             keys = np.arange(first, first + n, dtype=np.int64)
             cols[pk.name] = keys if pk.dtype is DataType.INT64 else [str(k) for k in keys]
         else:
@@ -110,7 +171,7 @@ class Proxy:
         vch, pch = info.vchannels[shard], info.pchannels[shard]
         sub = {k: take(c, idx) for k, c in cols.items()}
         out, lo = [], 0
-        for seg, count in self.segments.assign(
+        for seg, count in self.dc.assign_segments(
             info.collection_id, partition, vch, len(idx), per_row
         ):
             part = {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
@@ -127,9 +188,9 @@ class Proxy:
             lo += count
         return out
 
-    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> dict[str, Any]:
+    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> DeleteResult:
         """Deletes rows by primary key; returns {delete_count, timestamp} once durable."""
-        info = self.rc.meta.get(name)
+        info = self.rc.describe_collection(name)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         pk = info.schema.primary
         keys = v.primary_keys(pk, ids)
@@ -157,14 +218,15 @@ class Proxy:
 
         Raises ConsistencyTimeout.
         """
-        ts = guarantee_ts(at.consistency_level, self.rc.tso, at.session_ts, at.as_of)
+        ts = guarantee_ts(at.consistency_level, self.rc.now, at.session_ts, at.as_of)
         if ts is None:  # Eventually: what is applied, but at least the collection itself
-            ts = max(self.qn.tsafe_of(info.pchannels), info.created_ts)
+            ts = max(self.qn.tsafe(info.pchannels), info.created_ts)
         ts = max(ts, info.created_ts)
-        if self.qn.tsafe_of(info.pchannels) >= ts:
+        if self.qn.tsafe(info.pchannels) >= ts:
             return ts
-        self.ticker.request()
-        self.qn.wait(info.pchannels, ts, self.read_timeout if at.timeout is None else at.timeout)
+        self.rc.request_tick()
+        timeout = self.read_timeout if at.timeout is None else at.timeout
+        self.qn.wait_tsafe(info.pchannels, ts, timeout)
         return ts
 
     def search(
@@ -175,9 +237,9 @@ class Proxy:
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
         at: ReadAt = STRONG,
-    ) -> list[list[dict[str, Any]]]:
+    ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
-        info = self.rc.meta.get(name, at.as_of)
+        info = self.rc.describe_collection(name, at.as_of)
         queries = self._queries(info, data)
         if (
             not isinstance(limit, numbers.Integral)
@@ -189,26 +251,29 @@ class Proxy:
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
         ts = self.read_ts(info, at)
-        return self.qn.replica(info.collection_id, name).search(queries, limit, ts, parts, fields)
+        with _named(info):
+            return self.qn.search(info.collection_id, queries, limit, ts, parts, fields)
 
     def get(
         self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
     ) -> list[dict[str, Any]]:
         """Returns the entities with the given primary keys that are visible."""
-        info = self.rc.meta.get(name, at.as_of)
+        info = self.rc.describe_collection(name, at.as_of)
         keys = v.primary_keys(info.schema.primary, ids)
         fields = self._output_fields(info, output_fields, default=None)
         ts = self.read_ts(info, at)
         keys = list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
         pk = info.schema.primary.name
         fields = fields if pk in fields else [pk, *fields]  # results name their key
-        return self.qn.replica(info.collection_id, name).get(keys, ts, fields)
+        with _named(info):
+            return self.qn.get(info.collection_id, keys, ts, fields)
 
     def count(self, name: str, at: ReadAt = STRONG) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
-        info = self.rc.meta.get(name, at.as_of)
+        info = self.rc.describe_collection(name, at.as_of)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
-        return self.qn.replica(info.collection_id, name).count(ts)
+        with _named(info):
+            return self.qn.count(info.collection_id, ts)
 
     def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
         if isinstance(data, np.ndarray) and data.ndim == 1:
@@ -229,3 +294,12 @@ class Proxy:
 
     def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
         return None if not names else [self._partition(info, n) for n in names]
+
+
+@contextmanager
+def _named(info: CollectionInfo) -> Iterator[None]:
+    """Re-raises the query node's CollectionNotFound (by id) with the collection's name."""
+    try:
+        yield
+    except CollectionNotFound:
+        raise CollectionNotFound(info.name) from None

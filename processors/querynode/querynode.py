@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.model import CollectionSchema
@@ -24,6 +26,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log, Record
 from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
 from vectorlog.streams.topics import Serdes, Topics
+from vectorlog.types import Hit
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ class QueryNode:
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         start = {p: StreamPosition() for p in range(topics.dml_partitions)}
         self._stream = TtMsgStream(log, topics.dml, start, self._serde, self._dead_letter)
-        self.tsafe = [0] * topics.dml_partitions
+        self._tsafe = [0] * topics.dml_partitions
         self.replicas: dict[int, Replica] = {}
         self._dropped_ids: set[int] = set()
         self._cond = threading.Condition()
@@ -87,7 +90,7 @@ class QueryNode:
             except Exception as exc:  # any event it cannot apply: dead-letter it, go on
                 self._reject(event, f"{type(exc).__name__}: {exc}")
         with self._cond:
-            self.tsafe[pack.partition] = pack.end_ts
+            self._tsafe[pack.partition] = pack.end_ts
             self.failure = None
             self._cond.notify_all()
 
@@ -136,25 +139,47 @@ class QueryNode:
         if replica is not None:
             replica.drop_partition(event.ts, event.body["partition_id"])
 
-    # -- reading -----------------------------------------------------------------------------
-    def tsafe_of(self, pchannels: list[int]) -> int:
+    # -- QueryNodeService ----------------------------------------------------------------------
+    def tsafe(self, pchannels: Sequence[int]) -> int:
         """Returns the ts up to which every given pchannel has been applied."""
         with self._cond:
-            return min(self.tsafe[p] for p in pchannels)
+            return min(self._tsafe[p] for p in pchannels)
 
-    def wait(self, pchannels: list[int], ts: int, timeout: float) -> None:
+    def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:
         """Returns once every pchannel's tsafe >= ts. Raises ConsistencyTimeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while min(self.tsafe[p] for p in pchannels) < ts:
+            while min(self._tsafe[p] for p in pchannels) < ts:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ConsistencyTimeout(ts, min(self.tsafe[p] for p in pchannels), timeout)
+                    raise ConsistencyTimeout(ts, min(self._tsafe[p] for p in pchannels), timeout)
                 self._cond.wait(min(left, 0.5))
 
-    def replica(self, collection_id: int, name: Any = None) -> Replica:
-        """Returns the collection's replica. Raises CollectionNotFound."""
+    def search(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        partitions: list[int] | None,
+        output_fields: list[str],
+    ) -> list[list[Hit]]:
+        """Returns, per query vector, up to `limit` hits visible at `ts`. Raises
+        CollectionNotFound."""
+        return self._replica(collection_id).search(queries, limit, ts, partitions, output_fields)
+
+    def get(
+        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+    ) -> list[dict[str, Any]]:
+        """Returns the rows with these keys visible at `ts`. Raises CollectionNotFound."""
+        return self._replica(collection_id).get(keys, ts, output_fields)
+
+    def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
+        """Returns the number of rows visible at `ts`. Raises CollectionNotFound."""
+        return self._replica(collection_id).count(ts, partitions)
+
+    def _replica(self, collection_id: int) -> Replica:
         try:
             return self.replicas[collection_id]
         except KeyError:
-            raise CollectionNotFound(name if name is not None else collection_id) from None
+            raise CollectionNotFound(collection_id) from None

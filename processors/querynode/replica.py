@@ -22,6 +22,7 @@ from vectorlog.errors import InvalidArgument
 from vectorlog.model import CollectionSchema, DataType
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column
+from vectorlog.types import Hit
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
 
@@ -158,7 +159,7 @@ class Replica:
         ts: int,
         partitions: list[int] | None = None,
         output_fields: list[str] | None = None,
-    ) -> list[list[dict[str, Any]]]:
+    ) -> list[list[Hit]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts`."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if self.metric == "COSINE":
@@ -183,7 +184,7 @@ class Replica:
         params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))
         return self.index.search(q, k, params=params)
 
-    def _hit(self, row: int, dist: float, fields: list[str] | None) -> dict[str, Any]:
+    def _hit(self, row: int, dist: float, fields: list[str] | None) -> Hit:
         return {"id": self._pks[row], "distance": dist, "entity": self._entity(row, fields or [])}
 
     def _entity(self, row: int, fields: list[str]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from vectorlog.errors import (
     PartitionNotFound,
 )
 from vectorlog.model import (
+    DEFAULT_PARTITION,
     ROW_ID_FIELD,
     TIMESTAMP_FIELD,
     CollectionInfo,
@@ -45,7 +46,6 @@ from vectorlog.schemas.serde import Event
 COLLECTION_KEY = "collection/"
 COLLECTION_NAME_KEY = "collection-name/"
 ALIAS_KEY = "alias/"
-DEFAULT_PARTITION = "_default"
 MAX_PARTITIONS = 1024
 
 #: row id and timestamp, present in every collection (seed 004: binlog fields 0 and 1)

@@ -29,11 +29,12 @@ from vectorlog.errors import (
     PartitionNotFound,
     VectorlogError,
 )
-from vectorlog.model import CollectionInfo, CollectionSchema, check_name
+from vectorlog.faults import crash_point
+from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, check_name
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
-from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
+from vectorlog.processors.rootcoord.meta import MetaTable
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
-from vectorlog.processors.rootcoord.timesync import SoftBarrier, TickSource
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.errors import SchemaError
 from vectorlog.schemas.serde import Event
@@ -69,17 +70,49 @@ class RootCoord:
         ids: IdAllocator,
         barrier: SoftBarrier,
         retention_ms: int | None = None,
+        ticker: Ticker | None = None,
     ) -> None:
         self.log, self.topics, self.db, self.tso, self.ids = log, topics, db, tso, ids
         self._ddl_serde = serdes.for_topic(topics.ddl)
         self._dml_serde = serdes.for_topic(topics.dml)
         self.meta = MetaTable(SnapshotKV(db, clock=tso.now, retention_ms=retention_ms))
         self.source = barrier.register(TickSource("rootcoord", tso))
+        self._barrier, self._ticker = barrier, ticker
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
         self._lock = threading.Lock()
         self._dirty = False
         tso.on_reserve = lambda bound: self._log_reservation("timestamps", bound)
         ids.on_reserve = lambda upper: self._log_reservation("ids", upper)
+
+    # -- RootCoordService: meta reads, timestamps, ids, ticks ------------------------------
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection (or alias target) as of `as_of`. Raises CollectionNotFound."""
+        return self.meta.get(name, as_of)
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        return self.meta.has(name, as_of)
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        return self.meta.names(as_of)
+
+    def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
+        return self.meta.aliases(as_of)
+
+    def now(self) -> int:
+        """Returns a fresh hybrid timestamp."""
+        return self.tso.now()
+
+    def allocate_ids(self, count: int = 1) -> int:
+        """Returns the first of `count` fresh ids."""
+        return self.ids.allocate(count)
+
+    def tick_source(self, name: str) -> TickSource:
+        """Returns a new TickSource registered with the soft barrier."""
+        return self._barrier.register(TickSource(name, self.tso))
+
+    def request_tick(self) -> None:
+        if self._ticker is not None:
+            self._ticker.request()
 
     # -- requests ---------------------------------------------------------------------
     def create_collection(
@@ -222,7 +255,9 @@ class RootCoord:
             try:
                 record = Append(0, self._ddl_serde.encode(event))
                 offset = self.log.append(self.topics.ddl, [record])[0]
+                crash_point("rootcoord.ddl.after_append")
                 self._broadcast(event)
+                crash_point("rootcoord.ddl.before_apply")
                 self._apply(event, offset)
             except Exception as exc:  # it may be on the log: replay before the next DDL
                 self._dirty = True

@@ -11,34 +11,21 @@ from __future__ import annotations
 
 import struct
 import threading
-import time
 from collections.abc import Callable
 
 from rocksdict import Rdict, WriteBatch, WriteOptions
 
-LOGICAL_BITS = 18
-LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
-MAX_LOGICAL = 1 << LOGICAL_BITS
+from vectorlog.hybridts import (  # noqa: F401  (re-exported: the oracle's vocabulary)
+    LOGICAL_BITS,
+    LOGICAL_MASK,
+    MAX_LOGICAL,
+    compose,
+    logical,
+    physical_ms,
+    wall_ms,
+)
+
 TSO_UPPER_KEY = b"tso/upper_bound"
-
-
-def compose(physical_ms: int, logical: int = 0) -> int:
-    """Returns the hybrid timestamp of a physical time in ms and a logical counter."""
-    return (physical_ms << LOGICAL_BITS) | logical
-
-
-def physical_ms(ts: int) -> int:
-    """Returns the physical part (Unix ms) of a hybrid timestamp."""
-    return ts >> LOGICAL_BITS
-
-
-def logical(ts: int) -> int:
-    """Returns the logical part of a hybrid timestamp."""
-    return ts & LOGICAL_MASK
-
-
-def wall_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def synced() -> WriteOptions:

@@ -176,7 +176,7 @@ def test_eventually_reads_without_waiting_and_strong_sees_own_writes(client: Cli
 
 def test_read_times_out_clearly_when_ticks_stop(client: Client):
     client.create_collection("c", dimension=2)
-    client._node.ticker.stop()
+    client.cluster.ticker.stop()
     with pytest.raises(ConsistencyTimeout, match="waiting for the query node"):
         client.search("c", [[1.0, 0.0]], timeout=0.5)
 
@@ -226,7 +226,7 @@ def test_an_idle_cluster_does_not_grow_its_log(client: Client):
     client.search("c", [[1.0, 0.0]])
     before = len(log_events(client))
     time.sleep(0.5)  # ten tick intervals with nothing to promise
-    assert len(log_events(client)) - before <= 2 * client._node.topics.dml_partitions  # markers
+    assert len(log_events(client)) - before <= 2 * client.cluster.topics.dml_partitions  # markers
     client.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])
     assert client.search("c", [[1.0, 0.0]])[0][0]["id"] == 1
 
@@ -238,7 +238,7 @@ def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory
     c.create_collection("c", dimension=2, metric_type="L2")
     c.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert [h["id"] for h in c.search("c", [[0.0, 0.0]])[0]] == [1]
-    node = c._node
+    node = c.cluster
     first_bytes = {
         r.value[:1]
         for r in read_to_end(node.log, node.topics.dml)

@@ -196,7 +196,7 @@ def client_datatype(name: str):
 
 
 def test_describe_and_list_as_of_past_timestamps(client: Client):
-    tso = client._node.tso
+    tso = client.cluster.rootcoord
     t0 = tso.now()
     client.create_collection("c", dimension=2)
     first = client.describe_collection("c")
@@ -247,13 +247,13 @@ def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
 
     client = open_client(meta_retention_ms=200, meta_gc_interval_s=0.05)
     client.create_collection("c", dimension=2)
-    early = client._node.tso.now()
+    early = client.cluster.rootcoord.now()
     client.create_partition("c", "p")
     time.sleep(0.6)  # past the retention window, and several GC rounds
-    assert client._node.gc.pruned > 0
+    assert client.cluster.gc.pruned > 0
     with pytest.raises(SnapshotTooOld, match="older than the GC horizon") as err:
         client.describe_collection("c", as_of=early)
     assert isinstance(err.value, VectorlogError)
     assert client.list_partitions("c") == ["_default", "p"]
-    recent = client._node.tso.now()
+    recent = client.cluster.rootcoord.now()
     assert client.describe_collection("c", as_of=recent)["partitions"] == ["_default", "p"]

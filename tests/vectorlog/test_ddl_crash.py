@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vectorlog import Client
+from vectorlog.faults import CRASH_EXIT, ENV
 from vectorlog.streams.scan import read_to_end
 
 from clients import ClientFactory, ddl_changes
@@ -24,9 +25,9 @@ def state_dir(args: dict[str, Any]) -> Path:
     return Path(args["data_dir"] if "data_dir" in args else args["uri"]) / "rootcoord"
 
 
-def run_writer(args: dict[str, Any], mode: str, acks: int | None) -> list[str]:
-    """Runs the DDL writer; SIGKILLs it after `acks` acks (or lets it kill itself)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run_writer(args: dict[str, Any], mode: str, acks: int | None, crash_at: str = "") -> list[str]:
+    """Runs the DDL writer; SIGKILLs it after `acks` acks, or lets it die at `crash_at`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: crash_at}
     proc = subprocess.Popen(
         [sys.executable, str(WRITER), json.dumps(args), mode],
         stdout=subprocess.PIPE,
@@ -43,12 +44,14 @@ def run_writer(args: dict[str, Any], mode: str, acks: int | None) -> list[str]:
         if acks is not None and len(acked) >= acks:
             proc.send_signal(signal.SIGKILL)
             break
-    assert proc.wait(timeout=60) == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    code = proc.wait(timeout=60)
+    expected = -signal.SIGKILL if acks is not None else CRASH_EXIT
+    assert code == expected, proc.stderr.read() if proc.stderr else ""
     return acked
 
 
 def dead_letters(client: Client) -> list[Any]:
-    return list(read_to_end(client._node.log, client._node.topics.dlq))
+    return list(read_to_end(client.cluster.log, client.cluster.topics.dlq))
 
 
 def snapshot(client: Client, timestamps: list[int]) -> list[Any]:
@@ -63,20 +66,20 @@ def test_rebuilt_meta_answers_like_the_live_one_at_past_timestamps(
     client_args: dict[str, Any], open_client: ClientFactory
 ):
     live = open_client()
-    stamps = [live._node.tso.now()]
+    stamps = [live.cluster.rootcoord.now()]
     for i in range(4):
         live.create_collection(f"c{i}", dimension=4, num_shards=1 + i % 2)
         live.create_partition(f"c{i}", "p")
-        stamps.append(live._node.tso.now())
+        stamps.append(live.cluster.rootcoord.now())
     live.create_alias("c1", "al")
     live.rename_collection("c2", "renamed")
     live.drop_collection("c3")
     live.create_collection("c3", dimension=8)
     live.insert("c0", [{"id": 1, "vector": [1.0, 0, 0, 0]}])
-    stamps.append(live._node.tso.now())
+    stamps.append(live.cluster.rootcoord.now())
     expected = snapshot(live, stamps)
     ids = {live.describe_collection(n)["collection_id"] for n in live.list_collections()}
-    last = live._node.tso.now()
+    last = live.cluster.rootcoord.now()
     live.close()
 
     shutil.rmtree(state_dir(client_args))
@@ -92,7 +95,8 @@ def test_rebuilt_meta_answers_like_the_live_one_at_past_timestamps(
 def test_sigkill_between_append_and_apply_loses_nothing(
     client_args: dict[str, Any], open_client: ClientFactory
 ):
-    run_writer(dict(client_args), "die-before-apply:3", acks=None)
+    # passes of the point: c0, its partition, c1, its partition, then c2's create
+    run_writer(dict(client_args), "loop", acks=None, crash_at="rootcoord.ddl.before_apply:5")
     client = open_client()
     # c2 was appended and broadcast, never applied: recovery applied it, once
     assert client.list_collections() == ["c0", "c1", "c2"]
@@ -120,7 +124,7 @@ def test_sigkill_at_any_moment_applies_each_ddl_exactly_once(
     for name in acked:
         assert client.list_partitions(name) == ["_default", "p"]
     assert dead_letters(client) == []
-    position = client._node.rootcoord.stored_position()
+    position = client.cluster.rootcoord.stored_position()
     assert (
         position > max(e.source[1] for e in events if e.source)
         if any(e.source for e in events)
@@ -134,17 +138,13 @@ def test_ddl_failing_after_its_append_is_applied_before_the_next_ddl(
     import pytest
 
     from vectorlog.errors import DdlOutcomeUnknown
+    from vectorlog.faults import armed
 
     client = open_client()
-    rc = client._node.rootcoord
-    real = rc._broadcast
-
-    def failing(event):  # type: ignore[no-untyped-def]
-        rc._broadcast = real
-        raise OSError("dml unreachable")
-
-    rc._broadcast = failing
-    with pytest.raises(DdlOutcomeUnknown, match="CollectionCreated failed half-way"):
+    with (
+        armed("rootcoord.ddl.after_append"),
+        pytest.raises(DdlOutcomeUnknown, match="CollectionCreated failed half-way"),
+    ):
         client.create_collection("c", dimension=4)
     client.create_collection("d", dimension=4)  # replays the log first: c is applied
     assert client.list_collections() == ["c", "d"]

@@ -16,13 +16,13 @@ from clients import ClientFactory
 
 
 def letters(client: Client):
-    return [parse(r) for r in read_to_end(client._node.log, client._node.topics.dlq)]
+    return [parse(r) for r in read_to_end(client.cluster.log, client.cluster.topics.dlq)]
 
 
 def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
-    node = client._node
-    partition = node.rootcoord.meta.get("c").pchannels[0]
+    node = client.cluster
+    partition = node.proxy.describe_collection("c").pchannels[0]
     (offset,) = node.log.append(node.topics.dml, [Append(partition, b"\x00garbage")])
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert [h["id"] for h in client.search("c", [[0.0, 0.0]])[0]] == [1]
@@ -35,26 +35,29 @@ def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: C
 def test_event_that_breaks_the_schema_is_dead_lettered(client: Client):
     """An external producer writes rows of the wrong dimension straight onto the log."""
     client.create_collection("c", dimension=2, metric_type="L2")
-    with client._node.proxy.source.stamp() as ts:
+    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
         append_event(client, rows_event(client, ts, 9, dim=3))
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}
     (letter,) = letters(client)
     assert "vector dim 3 != schema dim 2" in letter.reason
-    assert client._node.proxy.serde.decode(letter.value).body["num_rows"] == 1
+    assert (
+        client.cluster.serdes.for_topic(client.cluster.topics.dml).decode(letter.value).body["num_rows"]
+        == 1
+    )
 
 
 def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactory):
     client = open_client()
     client.create_collection("c", dimension=2)
-    node = client._node
+    node = client.cluster
     dup = Event(
         "CollectionCreated",
-        node.tso.now(),
+        node.rootcoord.now(),
         {
             "collection_id": 12345,
             "collection_name": "c",
-            "schema": node.rootcoord.meta.get("c").schema.to_avro(),
+            "schema": node.proxy.describe_collection("c").schema.to_avro(),
             "shards_num": 1,
             "vchannels": ["x"],
             "pchannels": [0],
@@ -64,7 +67,10 @@ def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactor
         12345,
     )
     ddl = node.topics.ddl
-    node.log.append(ddl, [Append(0, b"not an event"), Append(0, node.proxy.serde.encode(dup))])
+    node.log.append(
+        ddl,
+        [Append(0, b"not an event"), Append(0, node.serdes.for_topic(node.topics.dml).encode(dup))],
+    )
     client.close()
     again = open_client()  # replays the two records: both refused, the rest goes on
     reasons = sorted(d.reason for d in letters(again))
@@ -79,7 +85,7 @@ def rows_event(
     client: Client, ts: int, pk: int, partition: str = "_default", dim: int = 2
 ) -> Event:
     """Returns a RowsInserted event of collection "c" with one row, built by hand."""
-    info = client._node.rootcoord.meta.get("c")
+    info = client.cluster.proxy.describe_collection("c")
     body = {
         "collection_id": info.collection_id,
         "partition_id": info.partitions.get(partition, -7),
@@ -103,16 +109,18 @@ def rows_event(
 
 
 def append_event(client: Client, event: Event) -> None:
-    node = client._node
-    pch = node.rootcoord.meta.get("c").pchannels[0]
-    node.log.append(node.topics.dml, [Append(pch, node.proxy.serde.encode(event))])
+    node = client.cluster
+    pch = node.proxy.describe_collection("c").pchannels[0]
+    node.log.append(
+        node.topics.dml, [Append(pch, node.serdes.for_topic(node.topics.dml).encode(event))]
+    )
 
 
 def test_poison_event_leaves_the_replica_intact(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}  # the replica exists
-    with client._node.proxy.source.stamp():
+    with client.cluster.rootcoord.tick_source("test").stamp():
         append_event(client, rows_event(client, -1, 2))  # a negative ts
     client.insert("c", [{"id": 3, "vector": [1.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 2}
@@ -127,7 +135,7 @@ def test_rows_for_a_dropped_partition_are_discarded(client: Client):
     client.create_partition("c", "p")
     stale = rows_event(client, 0, 5, "p")
     client.drop_partition("c", "p")
-    with client._node.proxy.source.stamp() as ts:
+    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
         stale.ts = ts
         append_event(client, stale)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
@@ -139,7 +147,7 @@ def test_rows_for_an_unknown_collection_are_dead_lettered(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     event = rows_event(client, 0, 1)
     event.body["collection_id"] = 424242
-    with client._node.proxy.source.stamp() as ts:
+    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
         event.ts = ts
         append_event(client, event)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])

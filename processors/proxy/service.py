@@ -1,0 +1,83 @@
+"""What the proxy offers clients (the SDK today, Milvus's gRPC and REST servers later): every
+request of a MilvusClient, in vectorlog's own types. Clients depend on this only."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from vectorlog.model import CollectionInfo, CollectionSchema
+from vectorlog.types import STRONG, DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
+
+
+class ProxyService(Protocol):
+    """The entry of every request: DDL (forwarded to rootcoord), DML and reads."""
+
+    # -- DDL ---------------------------------------------------------------------------------
+    def create_collection(
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
+        ...
+
+    def drop_collection(self, name: str) -> None: ...
+    def rename_collection(self, old_name: str, new_name: str) -> None: ...
+    def create_partition(self, collection: str, partition: str) -> None: ...
+    def drop_partition(self, collection: str, partition: str) -> None: ...
+    def create_alias(self, collection: str, alias: str) -> None: ...
+    def drop_alias(self, alias: str) -> None: ...
+    def alter_alias(self, collection: str, alias: str) -> None: ...
+    def create_index(self, collection: str, spec: IndexSpec) -> None: ...
+    def drop_index(self, collection: str, index_name: str) -> None: ...
+
+    # -- meta reads ----------------------------------------------------------------------------
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection (or alias target) as of `as_of`. Raises CollectionNotFound."""
+        ...
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool: ...
+    def list_collections(self, as_of: int | None = None) -> list[str]: ...
+
+    def describe_alias(self, alias: str) -> str:
+        """Returns the name of the collection `alias` points to. Raises AliasNotFound."""
+        ...
+
+    def list_aliases(self, as_of: int | None = None) -> list[str]:
+        """Returns every alias as of `as_of`, sorted."""
+        ...
+
+    # -- DML and reads -------------------------------------------------------------------------
+    def insert(
+        self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False
+    ) -> InsertResult:
+        """Returns once the log made the rows durable. Raises InvalidArgument, SchemaMismatch."""
+        ...
+
+    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> DeleteResult:
+        """Returns once the log made the delete durable."""
+        ...
+
+    def search(
+        self,
+        name: str,
+        data: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = STRONG,
+    ) -> list[list[Hit]]:
+        """Returns, per query vector, up to `limit` hits. Raises ConsistencyTimeout."""
+        ...
+
+    def get(
+        self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
+    ) -> list[dict[str, Any]]:
+        """Returns the visible entities with these primary keys."""
+        ...
+
+    def count(self, name: str, at: ReadAt = STRONG) -> int:
+        """Returns the number of rows visible at the read's guarantee ts."""
+        ...

@@ -1,0 +1,74 @@
+"""What rootcoord offers the other processors: DDL, the meta snapshot as of a timestamp,
+timestamps, ids and time ticks (seed 001 s.3, s.4, s.6.3). Others depend on this only."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from vectorlog.model import CollectionInfo, CollectionSchema
+from vectorlog.types import IndexSpec
+
+
+class TickStamper(Protocol):
+    """A writer of the dml topic, registered with rootcoord's soft barrier (a proxy's ticks)."""
+
+    def stamp(self) -> AbstractContextManager[int]:
+        """Yields a fresh ts that holds the time tick back until the block exits."""
+        ...
+
+
+class RootCoordService(Protocol):
+    """DDL requests, meta reads as of a ts, and the timestamp oracle and id allocator."""
+
+    def create_collection(
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
+        ...
+
+    def drop_collection(self, name: str) -> None: ...
+    def rename_collection(self, old_name: str, new_name: str) -> None: ...
+    def create_partition(self, collection: str, partition: str) -> None: ...
+    def drop_partition(self, collection: str, partition: str) -> None: ...
+    def create_alias(self, collection: str, alias: str) -> None: ...
+    def drop_alias(self, alias: str) -> None: ...
+    def alter_alias(self, collection: str, alias: str) -> None: ...
+    def create_index(self, collection: str, spec: IndexSpec) -> None: ...
+    def drop_index(self, collection: str, index_name: str) -> None: ...
+
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection (or alias target) as of `as_of`. Raises CollectionNotFound."""
+        ...
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        """Returns whether a collection (not an alias) is called `name` as of `as_of`."""
+        ...
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        """Returns the live collections' names as of `as_of`, sorted."""
+        ...
+
+    def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
+        """Returns {alias: collection id} as of `as_of`."""
+        ...
+
+    def now(self) -> int:
+        """Returns a fresh hybrid timestamp from the timestamp oracle."""
+        ...
+
+    def allocate_ids(self, count: int = 1) -> int:
+        """Returns the first of `count` fresh ids, never handed out before (also after restart)."""
+        ...
+
+    def tick_source(self, name: str) -> TickStamper:
+        """Returns a new writer registered with the soft barrier under `name`."""
+        ...
+
+    def request_tick(self) -> None:
+        """Asks for a time tick now, so a Strong read need not wait for the next interval."""
+        ...
