@@ -52,17 +52,17 @@ def bench_insert(client: Client, x: np.ndarray, shards: int) -> tuple[float, lis
 
 def record_sizes(client: Client) -> list[int]:
     """Returns the sizes of the RowsInserted records the insert path wrote (for the anchor)."""
-    serde, topic = EventSerde(), client._node.topics.dml
+    serde, topic = EventSerde(), client.cluster.topics.dml
     return [
         len(r.value)
-        for r in read_to_end(client._node.log, topic)
+        for r in read_to_end(client.cluster.log, topic)
         if serde.decode(r.value).type == "RowsInserted"
     ]
 
 
 def bench_raw(client: Client, sizes: list[int], batches: int) -> float:
-    log, topic = client._node.log, f"{client.cfg.cluster}.raw-{uuid.uuid4().hex[:6]}"
-    parts = client._node.topics.dml_partitions
+    log, topic = client.cluster.log, f"{client.cfg.cluster}.raw-{uuid.uuid4().hex[:6]}"
+    parts = client.cluster.topics.dml_partitions
     log.create_topic(topic, parts)
     per_batch = max(1, len(sizes) // batches)
     payloads = [bytes(s) for s in sizes[:per_batch]]
