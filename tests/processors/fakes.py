@@ -1,0 +1,188 @@
+"""In-memory twins of the processor service interfaces, for unit tests of one processor.
+
+Each implements one Protocol of `vectorlog.processors.*.service` with the least behaviour a
+unit test needs and records the calls made to it; none is ever what a user runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.model import CollectionInfo, CollectionSchema, quick_schema
+from vectorlog.types import Hit, IndexSpec
+
+
+def collection(
+    name: str = "books",
+    collection_id: int = 100,
+    dim: int = 4,
+    shards: int = 2,
+    id_type: str = "int",
+    auto_id: bool = False,
+) -> CollectionInfo:
+    """Returns a validated collection with `shards` vchannels on pchannels 0..shards-1."""
+    schema = quick_schema(dim, "L2", auto_id, id_type=id_type).validated()
+    return CollectionInfo(
+        collection_id=collection_id,
+        name=name,
+        schema=schema,
+        shards_num=shards,
+        vchannels=[f"t-dml_{p}_{collection_id}v{p}" for p in range(shards)],
+        pchannels=list(range(shards)),
+        created_ts=1,
+        partitions={"_default": collection_id + 1, "p": collection_id + 2},
+    )
+
+
+class FakeStamper:
+    """A tick source whose stamps come from the fake rootcoord's clock."""
+
+    def __init__(self, clock: Iterator[int], stamped: list[int]) -> None:
+        self._clock, self._stamped = clock, stamped
+
+    @contextlib.contextmanager
+    def stamp(self) -> Iterator[int]:
+        ts = next(self._clock)
+        self._stamped.append(ts)
+        yield ts
+
+
+@dataclass
+class FakeRootCoord:
+    """RootCoordService over a dict of collections, a counting clock and id allocator."""
+
+    collections: dict[str, CollectionInfo] = field(default_factory=dict)
+    next_id: int = 1000
+    stamped: list[int] = field(default_factory=list)
+    tick_requests: int = 0
+    ddl: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    _clock: Iterator[int] = field(default_factory=lambda: itertools.count(10))
+
+    def create_collection(
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        self.ddl.append(("create_collection", (name, shards_num)))
+        self.collections[name] = collection(name, self.allocate_ids(3), shards=shards_num)
+        return self.collections[name]
+
+    def drop_collection(self, name: str) -> None:
+        self.ddl.append(("drop_collection", (name,)))
+
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        self.ddl.append(("rename_collection", (old_name, new_name)))
+
+    def create_partition(self, collection: str, partition: str) -> None:
+        self.ddl.append(("create_partition", (collection, partition)))
+
+    def drop_partition(self, collection: str, partition: str) -> None:
+        self.ddl.append(("drop_partition", (collection, partition)))
+
+    def create_alias(self, collection: str, alias: str) -> None:
+        self.ddl.append(("create_alias", (collection, alias)))
+
+    def drop_alias(self, alias: str) -> None:
+        self.ddl.append(("drop_alias", (alias,)))
+
+    def alter_alias(self, collection: str, alias: str) -> None:
+        self.ddl.append(("alter_alias", (collection, alias)))
+
+    def create_index(self, collection: str, spec: IndexSpec) -> None:
+        self.ddl.append(("create_index", (collection, spec)))
+
+    def drop_index(self, collection: str, index_name: str) -> None:
+        self.ddl.append(("drop_index", (collection, index_name)))
+
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        if name not in self.collections:
+            raise CollectionNotFound(name)
+        return self.collections[name]
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        return name in self.collections
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        return sorted(self.collections)
+
+    def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
+        return {}
+
+    def now(self) -> int:
+        return next(self._clock)
+
+    def allocate_ids(self, count: int = 1) -> int:
+        first, self.next_id = self.next_id, self.next_id + count
+        return first
+
+    def tick_source(self, name: str) -> FakeStamper:
+        return FakeStamper(self._clock, self.stamped)
+
+    def request_tick(self) -> None:
+        self.tick_requests += 1
+
+
+@dataclass
+class FakeDataCoord:
+    """DataCoordService that puts every channel's rows into segment `base + channel index`."""
+
+    base: int = 5000
+    calls: list[tuple[int, int, str, int]] = field(default_factory=list)
+
+    def assign_segments(
+        self, collection_id: int, partition_id: int, vchannel: str, rows: int, row_bytes: int
+    ) -> list[tuple[int, int]]:
+        self.calls.append((collection_id, partition_id, vchannel, rows))
+        return [(self.base + len(self.calls), rows)]
+
+
+@dataclass
+class FakeQueryNode:
+    """QueryNodeService with a settable tsafe; reads record their arguments."""
+
+    tsafe_ts: int = 0
+    reads: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, collection, ts)
+    known: set[int] = field(default_factory=set)
+
+    def tsafe(self, pchannels: Sequence[int]) -> int:
+        return self.tsafe_ts
+
+    def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:
+        if self.tsafe_ts < ts:
+            raise ConsistencyTimeout(ts, self.tsafe_ts, timeout)
+
+    def _read(self, kind: str, collection_id: int, ts: int) -> None:
+        if collection_id not in self.known:
+            raise CollectionNotFound(collection_id)
+        self.reads.append((kind, collection_id, ts))
+
+    def search(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        partitions: list[int] | None,
+        output_fields: list[str],
+    ) -> list[list[Hit]]:
+        self._read("search", collection_id, ts)
+        return [[] for _ in queries]
+
+    def get(
+        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+    ) -> list[dict[str, Any]]:
+        self._read("get", collection_id, ts)
+        return []
+
+    def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
+        self._read("count", collection_id, ts)
+        return 0
