@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.model import DataType
+from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE
 
 COLUMN_TYPE = {
@@ -42,18 +43,18 @@ def column_kind(column: Any) -> tuple[str, dict]:
 def decode_column(column: Any, num_rows: int) -> Any:
     """Returns the values of a decoded column: a numpy array (numbers, vectors) or a list.
 
-    Raises ValueError if its length is not `num_rows`.
+    Raises MalformedEvent if its length is not `num_rows`.
     """
     kind, body = column_kind(column)
     if kind == "FloatVectorColumn":
         dim = body["dim"]
         flat = np.frombuffer(body["data"], dtype="<f4")
         if dim <= 0 or flat.size != num_rows * dim:
-            raise ValueError(f"vector column has {flat.size} floats, not {num_rows} x {dim}")
+            raise MalformedEvent(f"vector column has {flat.size} floats, not {num_rows} x {dim}")
         return flat.reshape(num_rows, dim)
     values = body["values"]
     if len(values) != num_rows:
-        raise ValueError(f"{kind} has {len(values)} values, not {num_rows}")
+        raise MalformedEvent(f"{kind} has {len(values)} values, not {num_rows}")
     if kind == "Int64Column":
         return np.asarray(values, dtype=np.int64)
     if kind == "DoubleColumn":

@@ -5,33 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from vectorlog.model import CollectionInfo, CollectionSchema
-from vectorlog.types import STRONG, DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
+from vectorlog.model import CollectionInfo
+from vectorlog.processors.rootcoord.service import DdlService
+from vectorlog.types import STRONG, DeleteResult, Hit, InsertResult, ReadAt
 
 
-class ProxyService(Protocol):
+class ProxyService(DdlService, Protocol):
     """The entry of every request: DDL (forwarded to rootcoord), DML and reads."""
-
-    # -- DDL ---------------------------------------------------------------------------------
-    def create_collection(
-        self,
-        name: str,
-        schema: CollectionSchema,
-        shards_num: int = 1,
-        properties: dict[str, str] | None = None,
-    ) -> CollectionInfo:
-        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
-        ...
-
-    def drop_collection(self, name: str) -> None: ...
-    def rename_collection(self, old_name: str, new_name: str) -> None: ...
-    def create_partition(self, collection: str, partition: str) -> None: ...
-    def drop_partition(self, collection: str, partition: str) -> None: ...
-    def create_alias(self, collection: str, alias: str) -> None: ...
-    def drop_alias(self, alias: str) -> None: ...
-    def alter_alias(self, collection: str, alias: str) -> None: ...
-    def create_index(self, collection: str, spec: IndexSpec) -> None: ...
-    def drop_index(self, collection: str, index_name: str) -> None: ...
 
     # -- meta reads ----------------------------------------------------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:

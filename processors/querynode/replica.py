@@ -55,7 +55,7 @@ class Replica:
     # -- applying events ------------------------------------------------------------
     def insert(self, ts: int, body: dict[str, Any]) -> None:
         """Applies a RowsInserted body at `ts`; rows of a partition dropped before `ts` are
-        discarded. Raises InvalidArgument (or ValueError) before changing anything."""
+        discarded. Raises InvalidArgument or MalformedEvent before changing anything."""
         n, partition = body["num_rows"], body["partition_id"]
         cols = self._checked_columns(ts, n, body["columns"])
         if partition in self.dropped_partitions:

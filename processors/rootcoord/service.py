@@ -18,8 +18,8 @@ class TickStamper(Protocol):
         ...
 
 
-class RootCoordService(Protocol):
-    """DDL requests, meta reads as of a ts, and the timestamp oracle and id allocator."""
+class DdlService(Protocol):
+    """The DDL requests: rootcoord executes them, the proxy forwards them."""
 
     def create_collection(
         self,
@@ -40,6 +40,10 @@ class RootCoordService(Protocol):
     def alter_alias(self, collection: str, alias: str) -> None: ...
     def create_index(self, collection: str, spec: IndexSpec) -> None: ...
     def drop_index(self, collection: str, index_name: str) -> None: ...
+
+
+class RootCoordService(DdlService, Protocol):
+    """DDL requests, meta reads as of a ts, and the timestamp oracle and id allocator."""
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`. Raises CollectionNotFound."""
