@@ -10,7 +10,7 @@ strictly increasing hybrid timestamps, and the ts of every version is kept.
 
 Loading: one synced ``MetaTable.apply`` per event (the production path) is measured on a
 sample of the stream in a scratch database; the full stream is then written by the same
-``MetaTable.apply`` code into SnapshotKV's ``batch=`` mode (large unsynced WriteBatches),
+``MetaTable.apply`` code into SnapshotKV's ``batch=`` mode (large state-store transactions),
 the records of the sample are checked byte for byte against the synced path, and the
 MetaTable is reopened so that it loads its in-memory state from disk.
 
@@ -35,7 +35,6 @@ import platform
 import random
 import shutil
 import statistics
-import struct
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,15 +42,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch
-
 from vectorlog.client import describe
 from vectorlog.errors import CollectionNotFound
 from vectorlog.model import CollectionSchema, DataType, FieldSchema, quick_schema
 from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
-from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY
 from vectorlog.processors.rootcoord.snapshotkv import Addition, SnapshotKV, versions_prefix
 from vectorlog.processors.rootcoord.tso import compose, wall_ms
+from vectorlog.processors.state.base import Transaction
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 
@@ -60,7 +58,8 @@ BASE_MS = 1_700_000_000_000  # physical ms of the first event
 EVENTS_PER_MS = 8  # events sharing one physical ms (logical counter 0..7)
 FIRST_ID = 1 << 40  # as the rootcoord's IdAllocator
 SHARDS, PCHANNELS, CLUSTER = 2, 16, "vectorlog"
-BATCH_EVENTS = 10_000  # events per WriteBatch in batch mode
+DDL_TOPIC = f"{CLUSTER}.ddl"
+BATCH_EVENTS = 10_000  # events per transaction in batch mode
 APPLY_SAMPLE_COLLECTIONS = 100  # collections whose events go through synced apply
 BOUNDARY_CHECKS = 200  # (collection, version) pairs read exactly at and just before their ts
 
@@ -138,19 +137,23 @@ def stream(collections: int, versions: int) -> Iterator[Step]:
             n += 1
 
 
-def position(n: int) -> list[tuple[bytes, bytes]]:
-    """The consumed ddl position the rootcoord writes with each applied event."""
-    return [(DDL_POSITION_KEY, struct.pack(">Q", n + 1))]
+def position(db: RocksDBStateStore, n: int) -> Transaction:
+    """A transaction holding the consumed ddl position the rootcoord commits with event n."""
+    txn = db.transaction()
+    txn.set_position(DDL_TOPIC, 0, n + 1)
+    return txn
 
 
 # --------------------------------------------------------------------------- loading
 
 
 class BatchingKV(SnapshotKV):
-    """A SnapshotKV whose exact-key writes are staged into ``self.batch`` (batch= mode), so
-    that ``MetaTable.apply`` computes the records and the caller writes them in bulk."""
+    """A SnapshotKV whose exact-key writes are staged into ``self.batch`` (batch= mode)
+    instead of the transaction ``MetaTable.apply`` passes (which then commits empty, writing
+    nothing), so that ``MetaTable.apply`` computes the records and the caller commits them in
+    bulk."""
 
-    batch: WriteBatch | None = None
+    batch: Transaction | None = None
 
     def multi_save_and_remove(
         self,
@@ -159,29 +162,29 @@ class BatchingKV(SnapshotKV):
         additions: Sequence[Addition] = (),
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
-        target = self.batch if batch is None else batch
+        target = batch if self.batch is None else self.batch
         return super().multi_save_and_remove(
             saves, removals, additions, ts=ts, batch=target, extra=extra
         )
 
 
-def open_db(path: Path) -> Rdict:
-    return Rdict(str(path), Options(raw_mode=True))
+def open_db(path: Path) -> RocksDBStateStore:
+    return RocksDBStateStore(path)
 
 
 def clock() -> int:
     return compose(wall_ms())
 
 
-def apply_synced(db: Rdict, steps: Sequence[Step]) -> dict[str, Any]:
-    """The production path: one MetaTable.apply, one synced WriteBatch, per event."""
+def apply_synced(db: RocksDBStateStore, steps: Sequence[Step]) -> dict[str, Any]:
+    """The production path: one MetaTable.apply, one synced commit, per event."""
     meta = MetaTable(SnapshotKV(db, clock))
     started = time.perf_counter()
     for step in steps:
-        meta.apply(step.event, position(step.n))
+        meta.apply(step.event, position(db, step.n))
     elapsed = time.perf_counter() - started
     return {
         "events": len(steps),
@@ -191,24 +194,25 @@ def apply_synced(db: Rdict, steps: Sequence[Step]) -> dict[str, Any]:
 
 
 def apply_batched(
-    db: Rdict, collections: int, versions: int
+    db: RocksDBStateStore, collections: int, versions: int
 ) -> tuple[dict[str, Any], list[list[int]]]:
-    """MetaTable.apply into SnapshotKV batch= mode, BATCH_EVENTS events per unsynced write.
+    """MetaTable.apply into SnapshotKV batch= mode, BATCH_EVENTS events per commit.
 
     Returns the write stats and history[i][v - 1] = ts of version v of collection i."""
     kv = BatchingKV(db, clock)
     meta = MetaTable(kv)
     history: list[list[int]] = [[] for _ in range(collections)]
-    kv.batch, staged, events = WriteBatch(raw_mode=True), 0, 0
+    kv.batch, staged, events = db.transaction(), 0, 0
     started = time.perf_counter()
     for step in stream(collections, versions):
-        meta.apply(step.event, position(step.n))
+        kv.batch.set_position(DDL_TOPIC, 0, step.n + 1)
+        meta.apply(step.event, db.transaction())
         history[step.i].append(step.event.ts)
         staged, events = staged + 1, events + 1
         if staged == BATCH_EVENTS:
-            db.write(kv.batch)
-            kv.batch, staged = WriteBatch(raw_mode=True), 0
-    db.write(kv.batch)
+            kv.batch.commit()
+            kv.batch, staged = db.transaction(), 0
+    kv.batch.commit()
     db.flush()
     elapsed = time.perf_counter() - started
     return {
@@ -219,18 +223,19 @@ def apply_batched(
     }, history
 
 
-def same_records(sample_db: Rdict, db: Rdict) -> int:
+def same_records(sample_db: RocksDBStateStore, db: RocksDBStateStore) -> int:
     """Every record the synced path wrote is in the bulk-loaded db, byte for byte."""
     checked = 0
     prefix = versions_prefix(SnapshotKV(sample_db, clock).namespace)
-    for key, value in sample_db.items():
-        if isinstance(key, bytes) and key.startswith(prefix):
-            assert db.get(key) == value, f"record {key!r} differs between the load paths"
-            checked += 1
+    for key, value in sample_db.items(prefix):
+        assert db.get(key) == value, f"record {key!r} differs between the load paths"
+        checked += 1
     return checked
 
 
-def measure_apply(workdir: Path, collections: int, versions: int) -> tuple[dict[str, Any], Rdict]:
+def measure_apply(
+    workdir: Path, collections: int, versions: int
+) -> tuple[dict[str, Any], RocksDBStateStore]:
     """Synced apply of the first APPLY_SAMPLE_COLLECTIONS collections' events (all versions)."""
     sample = min(APPLY_SAMPLE_COLLECTIONS, collections)
     steps = [s for s in stream(collections, versions) if s.i < sample]
@@ -403,21 +408,21 @@ def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def reopen(db: Rdict) -> tuple[MetaTable, float]:
+def reopen(db: RocksDBStateStore) -> tuple[MetaTable, float]:
     """A fresh MetaTable over the loaded db (loads its latest state); and how long it took."""
     started = time.perf_counter()
     meta = MetaTable(SnapshotKV(db, clock))
     return meta, round(time.perf_counter() - started, 2)
 
 
-def compact(db: Rdict) -> float:
+def compact(db: RocksDBStateStore) -> float:
     started = time.perf_counter()
-    db.compact_range(None, None)
+    db.compact()
     return round(time.perf_counter() - started, 1)
 
 
 def build(
-    workdir: Path, db: Rdict, collections: int, versions: int
+    workdir: Path, db: RocksDBStateStore, collections: int, versions: int
 ) -> tuple[dict[str, Any], list[list[int]]]:
     """Synced-apply sample, bulk load, byte comparison of the two paths."""
     synced, sample_db = measure_apply(workdir, collections, versions)
@@ -435,7 +440,7 @@ def run(collections: int, versions: int, reads: int, name_reads: int) -> dict[st
     db = open_db(workdir / "meta")
     try:
         result, history = build(workdir, db, collections, versions)
-        result["load_method"] = "MetaTable.apply into SnapshotKV batch= mode (bulk WriteBatches)"
+        result["load_method"] = "MetaTable.apply into SnapshotKV batch= mode (bulk transactions)"
         meta, result["metatable_open_seconds"] = reopen(db)
         assert len(meta.names()) == collections
         result["version_records"] = meta.kv.version_count()

@@ -26,9 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict
-
 from vectorlog.processors.rootcoord.snapshotkv import LOGICAL_BITS, SnapshotKV
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshotkv.json"
 BASE_MS = 1_700_000_000_000  # physical ms of the first write
@@ -136,7 +135,7 @@ def measure_reads(kv: SnapshotKV, keys: int, reads: int) -> dict[str, Any]:
     }
 
 
-def measure_gc(db: Rdict, keys: int, versions: int) -> dict[str, Any]:
+def measure_gc(db: RocksDBStateStore, keys: int, versions: int) -> dict[str, Any]:
     """One gc() keeping the newest half of the history."""
     chunks = (keys + BATCH_KEYS - 1) // BATCH_KEYS
     now_ms = BASE_MS + versions * chunks * STEP_MS
@@ -152,7 +151,7 @@ def measure_gc(db: Rdict, keys: int, versions: int) -> dict[str, Any]:
 
 def run(keys: int, versions: int, reads: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="snapshotkv-bench-"))
-    db = Rdict(str(workdir / "meta"), Options(raw_mode=True))
+    db = RocksDBStateStore(workdir / "meta")
     try:
         kv = SnapshotKV(db, lambda: hts(int(time.time() * 1000)))
         result: dict[str, Any] = {"write": populate(kv, keys, versions)}
@@ -161,7 +160,7 @@ def run(keys: int, versions: int, reads: int) -> dict[str, Any]:
         result["reads_after_bulk_write"] = measure_reads(kv, keys, reads)
         result["disk_mb"] = round(du(workdir) / 1e6, 1)
         started = time.perf_counter()
-        db.compact_range(None, None)
+        db.compact()
         result["compact_range_seconds"] = round(time.perf_counter() - started, 2)
         result["reads_compacted"] = measure_reads(kv, keys, reads)
         result["gc_keep_half"] = measure_gc(db, keys, versions)

@@ -1,10 +1,16 @@
-"""Test helpers shared by every test module: backend parametrization and unique topic names."""
+"""Test helpers shared by every test module: backend parametrization, unique topic names,
+and waiting on a condition instead of sleeping."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 LOG_BACKENDS = ["embedded", "kafka"]
 
@@ -23,3 +29,19 @@ def on_backends(*backends: str) -> pytest.MarkDecorator:
 def unique_topic(prefix: str = "t") -> str:
     """A topic name no other test uses (tests share one broker)."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.01) -> T:
+    """Polls `predicate` until it returns something truthy and returns that value.
+
+    Fails the test after `timeout` seconds, naming `what` is awaited and the last value the
+    predicate returned. An exception raised by the predicate propagates at once.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {value!r})")
+        time.sleep(interval)

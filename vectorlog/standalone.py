@@ -10,28 +10,18 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from rocksdict import Options, Rdict
-
 from vectorlog.config import Config
-from vectorlog.errors import VectorlogError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
-from vectorlog.processors.rootcoord.rootcoord import RootCoord
+from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY, RootCoord
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.topics import Serdes, Topics
-
-
-class DataDirInUse(VectorlogError):
-    def __init__(self, path: Path, cause: Exception) -> None:
-        super().__init__(
-            f"state directory {path} is in use (a Client in this or another process has it "
-            f"open; close it first): {cause}"
-        )
 
 
 def open_log(cfg: Config) -> Log:
@@ -45,12 +35,13 @@ def open_log(cfg: Config) -> Log:
     return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)
 
 
-def _open_state(path: Path) -> Rdict:
-    path.mkdir(parents=True, exist_ok=True)
-    try:
-        return Rdict(str(path), Options(raw_mode=True))
-    except Exception as exc:
-        raise DataDirInUse(path, exc) from exc
+def _open_state(cfg: Config) -> RocksDBStateStore:
+    """Returns rootcoord's state store, migrating one written before the state store.
+
+    Raises StateStoreInUse, StateStoreCorrupt, StateStoreReadOnly, StateFormatUnsupported
+    (all StateStoreOpenError), each naming the directory."""
+    ddl = Topics(cfg.cluster, cfg.dml_partitions).ddl
+    return RocksDBStateStore(cfg.state_dir() / "rootcoord", {DDL_POSITION_KEY: (ddl, 0)})
 
 
 class Standalone:
@@ -75,7 +66,7 @@ class Standalone:
             raise
 
     def _start(self, cfg: Config) -> None:
-        self.db = _open_state(cfg.state_dir() / "rootcoord")
+        self.db = _open_state(cfg)
         self._stack.callback(self.db.close)
         self.log = open_log(cfg)
         self._stack.callback(self.log.close)

@@ -1,6 +1,6 @@
 """The ID allocator (seed 001 s.10.1 AllocId): unique int64 ids handed out in batches.
 
-Ids come from a range reserved durably in the rootcoord's RocksDB; a restarted allocator
+Ids come from a range reserved durably in the rootcoord's state store; a restarted allocator
 starts after the last reserved range, so an id is never handed out twice.
 """
 
@@ -10,9 +10,7 @@ import struct
 import threading
 from collections.abc import Callable
 
-from rocksdict import Rdict, WriteBatch
-
-from vectorlog.processors.rootcoord.tso import synced
+from vectorlog.processors.state.base import StateStore
 
 ID_UPPER_KEY = b"idalloc/upper_bound"
 FIRST_ID = 1 << 40  # leaves small ids free for system use and readable in logs
@@ -22,12 +20,15 @@ class IdAllocator:
     """Hands out unique int64 ids; reserves `batch` ids per durable write."""
 
     def __init__(
-        self, db: Rdict, batch: int = 100_000, on_reserve: Callable[[int], None] | None = None
+        self,
+        store: StateStore,
+        batch: int = 100_000,
+        on_reserve: Callable[[int], None] | None = None,
     ) -> None:
         """`on_reserve(upper)` runs before a new range is saved (rootcoord logs it)."""
-        self._db, self._batch, self.on_reserve = db, batch, on_reserve
+        self._store, self._batch, self.on_reserve = store, batch, on_reserve
         self._lock = threading.Lock()
-        saved = db.get(ID_UPPER_KEY)
+        saved = store.get(ID_UPPER_KEY)
         self._next = self._upper = struct.unpack(">Q", saved)[0] if saved else FIRST_ID
 
     def allocate(self, count: int = 1) -> int:
@@ -50,7 +51,6 @@ class IdAllocator:
     def _reserve(self, upper: int) -> None:
         if self.on_reserve is not None:
             self.on_reserve(upper)
-        wb = WriteBatch(raw_mode=True)
-        wb.put(ID_UPPER_KEY, struct.pack(">Q", upper))
-        self._db.write(wb, synced())
+        with self._store.transaction() as txn:
+            txn.put(ID_UPPER_KEY, struct.pack(">Q", upper))
         self._upper = upper

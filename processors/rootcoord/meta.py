@@ -1,11 +1,12 @@
 """The meta table (seed 001 s.10.4) on `SnapshotKV`: collections, partitions, aliases and index
 descriptions, readable as of any timestamp.
 
-It is a derived view of the `ddl` topic: `apply(event, extra)` turns one DDL event into
-snapshot writes stamped with the event's ts, atomically with `extra` (the consumed log
-position). Each applier is pure: it computes the writes from the latest state, raising a
-VectorlogError if the event breaks a rule, so `check(event)` validates a request before it
-is appended with exactly the code that later applies it.
+It is a derived view of the `ddl` topic: `apply(event, txn)` turns one DDL event into
+snapshot writes stamped with the event's ts and commits them with what the caller staged in
+`txn` (the consumed log position) in one synced write. Each applier is pure: it computes the
+writes from the latest state, raising a VectorlogError if the event breaks a rule, so
+`check(event)` validates a request before it is appended with exactly the code that later
+applies it.
 
 Key layout (under the SnapshotKV namespace):
     COLLECTION_KEY + id      -> JSON collection record (schema, channels, partitions, aliases,
@@ -41,6 +42,7 @@ from vectorlog.model import (
     CollectionSchema,
 )
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
+from vectorlog.processors.state.base import Transaction
 from vectorlog.schemas.serde import Event
 
 COLLECTION_KEY = "collection/"
@@ -206,17 +208,25 @@ class MetaTable:
         with self._lock:
             self._writes(event)
 
-    def apply(self, event: Event, extra: list[tuple[bytes, bytes]]) -> bool:
-        """Applies one DDL event at its ts, atomically with `extra` (the log position).
+    def apply(self, event: Event, txn: Transaction) -> bool:
+        """Applies one DDL event at its ts: stages its writes in `txn`, commits `txn` (with
+        what the caller staged there: the log position), then updates the in-memory view.
 
-        Returns False, writing nothing, for events that change no meta. Raises a
-        VectorlogError (nothing written) if the event breaks a rule.
+        Returns False for events that change no meta (`txn` is committed all the same).
+        Raises a VectorlogError if the event breaks a rule (`txn` is not committed), or what
+        `txn.commit()` raises; either way the in-memory view is unchanged.
         """
         if event.type not in self._appliers:
+            txn.commit()
             return False
         with self._lock:
             saves, removals = self._writes(event)
-            self.kv.multi_save_and_remove(saves, removals, ts=event.ts, extra=extra)
+            self.kv.multi_save_and_remove(saves, removals, ts=event.ts, batch=txn)
+            try:
+                txn.commit()
+            except BaseException:
+                self.kv.refresh()  # the staged ts may not have landed: reuse it on replay
+                raise
             for key in removals:
                 self._forget(key)
             for key, raw in saves.items():

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-
-from rocksdict import Rdict
 
 from vectorlog.errors import (
     AliasNotFound,
@@ -29,17 +26,20 @@ from vectorlog.errors import (
     PartitionNotFound,
     VectorlogError,
 )
-from vectorlog.faults import crash_point
+from vectorlog.faults import CrashPointReached, crash_point
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, check_name
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.meta import MetaTable
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.processors.state.base import StateStore
+from vectorlog.processors.state.errors import StateError
 from vectorlog.schemas.errors import SchemaError
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.errors import KafkaLogError, LogClosed
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
@@ -47,6 +47,8 @@ from vectorlog.types import IndexSpec
 
 log = logging.getLogger(__name__)
 
+#: Where the consumed `ddl` position was kept before the state store (format 0, a raw key
+#: among the state); opening such a store moves it to the store's positions.
 DDL_POSITION_KEY = b"rootcoord/ddl_position"
 #: DDL events that data consumers (query nodes, data nodes) see in the vchannels
 #: events on the ddl topic that change no meta
@@ -55,6 +57,9 @@ BROADCAST = frozenset(
     {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
 )
 MAX_SHARDS = 16
+#: failures during replay that say nothing about the event (a record too large for the dml
+#: topic is the event's fault, and is dead-lettered so the cluster still opens)
+NOT_THE_EVENTS_FAULT = (StateError, CrashPointReached, LogClosed, KafkaLogError)
 
 
 class RootCoord:
@@ -65,17 +70,17 @@ class RootCoord:
         log: Log,
         topics: Topics,
         serdes: Serdes,
-        db: Rdict,
+        store: StateStore,
         tso: TimestampOracle,
         ids: IdAllocator,
         barrier: SoftBarrier,
         retention_ms: int | None = None,
         ticker: Ticker | None = None,
     ) -> None:
-        self.log, self.topics, self.db, self.tso, self.ids = log, topics, db, tso, ids
+        self.log, self.topics, self.store, self.tso, self.ids = log, topics, store, tso, ids
         self._ddl_serde = serdes.for_topic(topics.ddl)
         self._dml_serde = serdes.for_topic(topics.dml)
-        self.meta = MetaTable(SnapshotKV(db, clock=tso.now, retention_ms=retention_ms))
+        self.meta = MetaTable(SnapshotKV(store, clock=tso.now, retention_ms=retention_ms))
         self.source = barrier.register(TickSource("rootcoord", tso))
         self._barrier, self._ticker = barrier, ticker
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
@@ -292,9 +297,11 @@ class RootCoord:
             self.log.append(self.topics.dml, records)
 
     def _apply(self, event: Event, offset: int) -> None:
-        position = [(DDL_POSITION_KEY, struct.pack(">Q", offset + 1))]
-        if not self.meta.apply(event, position):
-            self.db.put(DDL_POSITION_KEY, position[0][1])
+        """Commits the event's meta changes (none for some) and the `ddl` position after it
+        in one synced write."""
+        txn = self.store.transaction()
+        txn.set_position(self.topics.ddl, 0, offset + 1)
+        self.meta.apply(event, txn)
 
     def _log_reservation(self, kind: str, upper: int) -> None:
         """Appends a RangeReserved event so a rebuilt rootcoord never reissues a value."""
@@ -309,8 +316,9 @@ class RootCoord:
 
     # -- recovery -----------------------------------------------------------------------
     def stored_position(self) -> int:
-        raw = self.db.get(DDL_POSITION_KEY)
-        return struct.unpack(">Q", raw)[0] if raw else 0
+        """Returns the committed next `ddl` offset to apply (0 if none)."""
+        position = self.store.position(self.topics.ddl, 0)
+        return 0 if position is None else position
 
     def recover(self, timeout: float = 60.0) -> int:
         """Replays `ddl` from the stored position to its end; returns events applied."""
@@ -332,7 +340,10 @@ class RootCoord:
             self._broadcast(event)
             self._apply(event, rec.offset)
             return 1
+        except NOT_THE_EVENTS_FAULT:
+            raise  # the store or the log failed, not the event: retry, never dead-letter
         except (VectorlogError, SnapshotKVError, SchemaError, ValueError) as exc:
             self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
-            self.db.put(DDL_POSITION_KEY, struct.pack(">Q", rec.offset + 1))
+            with self.store.transaction() as txn:
+                txn.set_position(self.topics.ddl, 0, rec.offset + 1)
             return 0

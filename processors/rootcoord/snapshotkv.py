@@ -13,24 +13,25 @@ big-endian number sorts bytewise in numeric order and ``\\x00`` (forbidden insid
 sorts before every other byte, so all versions of one user key are contiguous and ordered
 by time, and a single ``seek_for_prev(key + \\x00 + T)`` lands on the version that was current
 at T. The value is ``b"\\x01" + value`` for a put and ``b"\\x00"`` for a deletion (tombstone).
-Atomicity, which the seed gets from an etcd Txn, comes from one RocksDB ``WriteBatch``: all
-saves, removals and ``additions`` of one call land in one batch at one timestamp, together
-with the store's ``last_ts`` record and, if the caller wants, its own keys (e.g. the log
-position the write was derived from, so that the write is applied exactly once).
+Atomicity, which the seed gets from an etcd Txn, comes from one state-store ``Transaction``
+(one synced RocksDB ``WriteBatch``): all saves, removals and ``additions`` of one call land
+in one commit at one timestamp, together with the store's ``last_ts`` record and, if the
+caller passes its own transaction, whatever else it stages there (e.g. the log position the
+write was derived from, so that the write is applied exactly once).
 
 Reads and write semantics, precisely:
 
 * Keys are ``str`` (stored as UTF-8, without ``"\\x00"``), values are ``bytes``. Results of
   ``load_prefix`` are sorted by key (UTF-8 byte order, which equals ``str`` order).
 * A read at ``ts`` sees exactly the writes with timestamp ``<= ts``; ``ts=None`` means the
-  latest state. Reads never see writes still sitting in a caller's unwritten ``batch``.
+  latest state. Reads never see writes still staged in a caller's uncommitted ``batch``.
 * Write timestamps come from ``clock`` (the timestamp oracle) or, when replaying the log,
   from an explicit ``ts=``; either way each must be strictly greater than the previous one.
 * Old versions are pruned by ``gc()`` when ``retention_ms`` is set; reads older than the
   persisted GC horizon raise ``SnapshotTooOld`` instead of returning a wrong answer.
 
-The store does not own the ``Rdict``: the caller opens it (``Options(raw_mode=True)``),
-writes its own keys into it outside ``namespace``, and closes it.
+The store does not own the ``StateStore``: the caller opens it, writes its own keys into it
+outside ``namespace``, and closes it.
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from rocksdict import Rdict, RdictIter, WriteBatch, WriteOptions
-
 from vectorlog.errors import VectorlogError
+from vectorlog.processors.state.base import StateIterator, StateStore, Transaction
 
 # --------------------------------------------------------------------------- key layout
 
@@ -63,7 +63,7 @@ GC_HORIZON_RECORD = b"gc_horizon"
 #: First byte of a version value: a put (followed by the value) or a tombstone (alone).
 PUT_MARK = b"\x01"
 TOMBSTONE = b"\x00"
-#: GC writes its deletions in batches of this many keys to bound memory.
+#: GC commits its deletions in transactions of this many keys to bound memory.
 GC_CHUNK = 10_000
 
 
@@ -188,7 +188,7 @@ Addition = Callable[[int], tuple[str, bytes]]
 
 
 class SnapshotKV:
-    """Timestamped key-value store over an open raw-mode ``Rdict`` (see module docstring).
+    """Timestamped key-value store over an open ``StateStore`` (see module docstring).
 
     ``clock`` returns a fresh, strictly increasing hybrid timestamp (the timestamp oracle);
     it is called once per write that has no explicit ``ts=``, and by ``gc()`` without
@@ -199,7 +199,7 @@ class SnapshotKV:
 
     def __init__(
         self,
-        db: Rdict,
+        store: StateStore,
         clock: Callable[[], int],
         namespace: bytes = b"meta/",
         retention_ms: int | None = None,
@@ -208,18 +208,22 @@ class SnapshotKV:
             raise ValueError(f"namespace must be non-empty bytes, got {namespace!r}")
         if retention_ms is not None and retention_ms < 0:
             raise ValueError(f"retention_ms must be >= 0 or None, got {retention_ms}")
-        self._db, self._clock, self._ns = db, clock, namespace
+        self._store, self._clock, self._ns = store, clock, namespace
         self._retention_ms = retention_ms
         self._vp = versions_prefix(namespace)
         self._last_ts_key, self._horizon_key = last_ts_key(namespace), gc_horizon_key(namespace)
         self._last_ts = self._read_record(self._last_ts_key)
         self._horizon = self._read_record(self._horizon_key)
-        self._sync = WriteOptions()
-        self._sync.sync = True
         self._lock = threading.Lock()
 
+    def refresh(self) -> None:
+        """Re-reads ``last_ts`` from the store. Call it when a ``batch`` this store staged
+        into was aborted or its commit failed, so that ``last_ts`` is what is on disk."""
+        with self._lock:
+            self._last_ts = self._read_record(self._last_ts_key)
+
     def _read_record(self, record: bytes) -> int:
-        raw = self._db.get(record)
+        raw = self._store.get(record)
         return 0 if raw is None else decode_ts(raw)
 
     # ------------------------------------------------------------------ properties
@@ -251,17 +255,17 @@ class SnapshotKV:
         value: bytes,
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Set ``key`` to ``value``; return the write's timestamp.
 
         ``ts``: explicit timestamp (log replay) instead of calling ``clock``; it must exceed
-        ``last_ts`` (else :class:`TimestampNotIncreasing`). ``batch``: a raw-mode
-        ``WriteBatch`` the records are added to; the caller writes it (nothing is written
-        here). ``extra``: raw ``(key, value)`` records outside ``namespace`` written in the
-        same batch (e.g. the consumed log position). Without ``batch`` the store writes its
-        own batch with ``sync=True``.
+        ``last_ts`` (else :class:`TimestampNotIncreasing`). ``batch``: a ``Transaction`` of
+        the store the records are staged into; the caller commits it (nothing is written
+        here). ``extra``: raw ``(key, value)`` records outside ``namespace`` staged in the
+        same transaction. Without ``batch`` the store commits its own transaction (one
+        synced write).
         """
         return self._write({key: value}, (), (), (), ts=ts, batch=batch, extra=extra)
 
@@ -271,7 +275,7 @@ class SnapshotKV:
         additions: Sequence[Addition] = (),
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Save every item of ``kvs`` plus one item per addition, atomically at one ts.
@@ -290,7 +294,7 @@ class SnapshotKV:
         additions: Sequence[Addition] = (),
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Delete, as of the write's ts, every key live (at ``last_ts``) under each prefix,
@@ -309,7 +313,7 @@ class SnapshotKV:
         additions: Sequence[Addition] = (),
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Like :meth:`multi_save_and_remove_prefix` with exact keys: tombstone each key of
@@ -322,7 +326,7 @@ class SnapshotKV:
         key: str,
         *,
         ts: int | None = None,
-        batch: WriteBatch | None = None,
+        batch: Transaction | None = None,
         extra: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Delete ``key`` as of the write's ts (a tombstone, written even if the key is not
@@ -337,7 +341,7 @@ class SnapshotKV:
         additions: Sequence[Addition],
         *,
         ts: int | None,
-        batch: WriteBatch | None,
+        batch: Transaction | None,
         extra: Sequence[tuple[bytes, bytes]],
     ) -> int:
         """Stage one atomic write: prefix removals, then removals, saves, additions
@@ -351,10 +355,10 @@ class SnapshotKV:
             ops: dict[bytes, bytes | None] = dict.fromkeys(self._live_keys_under(prefixes))
             ops.update(staged)
             ops.update(_run_additions(additions, wts))
-            target = WriteBatch(raw_mode=True) if batch is None else batch
+            target = self._store.transaction() if batch is None else batch
             self._fill(target, ops, wts, extra_records)
             if batch is None:
-                self._db.write(target, self._sync)
+                target.commit()
             self._last_ts = wts
         return wts
 
@@ -381,7 +385,7 @@ class SnapshotKV:
 
     def _fill(
         self,
-        batch: WriteBatch,
+        batch: Transaction,
         ops: Mapping[bytes, bytes | None],
         ts: int,
         extra: Sequence[tuple[bytes, bytes]],
@@ -411,7 +415,7 @@ class SnapshotKV:
         """
         raw_key = encode_user_key(key)
         read_ts = self._read_ts(ts)
-        value = self._value_at(self._db.iter(), raw_key, read_ts)
+        value = self._value_at(self._store.iter(), raw_key, read_ts)
         self._read_ts(ts)  # re-check: a concurrent gc() may have raised the horizon
         if value is None:
             raise KeyNotFound(key, ts)
@@ -430,7 +434,7 @@ class SnapshotKV:
     def version_count(self, prefix: str = "") -> int:
         """Number of stored version records (puts and tombstones) of keys under ``prefix``."""
         start = self._vp + encode_user_key(prefix)
-        it, count = self._db.iter(), 0
+        it, count = self._store.iter(), 0
         it.seek(start)
         while it.valid() and it.key().startswith(start):
             count += 1
@@ -446,7 +450,7 @@ class SnapshotKV:
             raise SnapshotTooOld(ts, self._horizon)
         return ts
 
-    def _value_at(self, it: RdictIter, raw_key: bytes, ts: int) -> bytes | None:
+    def _value_at(self, it: StateIterator, raw_key: bytes, ts: int) -> bytes | None:
         """Value of the version of ``raw_key`` current at ``ts``; None if absent/deleted."""
         head = self._vp + raw_key + KEY_SEP
         it.seek_for_prev(head + encode_ts(ts))
@@ -464,7 +468,7 @@ class SnapshotKV:
         Skip-scan: for each distinct user key, one seek_for_prev to its version at ``ts``
         and one seek past its last version, whatever the number of versions."""
         start = self._vp + raw_prefix
-        it = self._db.iter()
+        it = self._store.iter()
         it.seek(start)
         while it.valid():
             record = it.key()
@@ -500,25 +504,25 @@ class SnapshotKV:
             return self._delete_versions(self._doomed_versions(horizon), horizon)
 
     def _delete_versions(self, doomed: Iterator[bytes], horizon: int) -> int:
-        """Delete the records in chunks, each chunk also persisting the horizon."""
-        batch, deleted = self._gc_batch(horizon), 0
+        """Delete the records in chunks, each chunk's commit also persisting the horizon."""
+        txn, deleted = self._gc_transaction(horizon), 0
         for record in doomed:
-            batch.delete(record)
+            txn.delete(record)
             deleted += 1
-            if batch.len() > GC_CHUNK:
-                self._db.write(batch, self._sync)
-                batch = self._gc_batch(horizon)
-        self._db.write(batch, self._sync)
+            if len(txn) > GC_CHUNK:
+                txn.commit()
+                txn = self._gc_transaction(horizon)
+        txn.commit()
         return deleted
 
-    def _gc_batch(self, horizon: int) -> WriteBatch:
-        batch = WriteBatch(raw_mode=True)
-        batch.put(self._horizon_key, encode_ts(horizon))
-        return batch
+    def _gc_transaction(self, horizon: int) -> Transaction:
+        txn = self._store.transaction()
+        txn.put(self._horizon_key, encode_ts(horizon))
+        return txn
 
     def _doomed_versions(self, horizon: int) -> Iterator[bytes]:
         """Version records invisible to every read at ``ts >= horizon``."""
-        it = self._db.iter()
+        it = self._store.iter()
         it.seek(self._vp)
         head: bytes | None = None
         older: list[bytes] = []  # versions <= horizon of the current key, oldest first

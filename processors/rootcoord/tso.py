@@ -13,8 +13,6 @@ import struct
 import threading
 from collections.abc import Callable
 
-from rocksdict import Rdict, WriteBatch, WriteOptions
-
 from vectorlog.hybridts import (  # noqa: F401  (re-exported: the oracle's vocabulary)
     LOGICAL_BITS,
     LOGICAL_MASK,
@@ -24,32 +22,26 @@ from vectorlog.hybridts import (  # noqa: F401  (re-exported: the oracle's vocab
     physical_ms,
     wall_ms,
 )
+from vectorlog.processors.state.base import StateStore
 
 TSO_UPPER_KEY = b"tso/upper_bound"
 
 
-def synced() -> WriteOptions:
-    """Returns RocksDB write options that fsync before returning."""
-    opts = WriteOptions()
-    opts.sync = True
-    return opts
-
-
 class TimestampOracle:
-    """Allocates hybrid timestamps; its upper bound lives in the rootcoord's RocksDB."""
+    """Allocates hybrid timestamps; its upper bound lives in the rootcoord's state store."""
 
     def __init__(
         self,
-        db: Rdict,
+        store: StateStore,
         save_window_ms: int = 3000,
         clock: Callable[[], int] = wall_ms,
         on_reserve: Callable[[int], None] | None = None,
     ) -> None:
         """`on_reserve(bound)` runs before a new bound is saved (rootcoord logs it)."""
-        self._db, self._window, self._clock = db, save_window_ms, clock
+        self._store, self._window, self._clock = store, save_window_ms, clock
         self.on_reserve = on_reserve
         self._lock = threading.Lock()
-        saved = db.get(TSO_UPPER_KEY)
+        saved = store.get(TSO_UPPER_KEY)
         self._saved = struct.unpack(">Q", saved)[0] if saved is not None else 0
         self._physical, self._logical = self._saved, 0
 
@@ -90,7 +82,6 @@ class TimestampOracle:
     def _save(self, bound: int) -> None:
         if self.on_reserve is not None:
             self.on_reserve(bound)
-        wb = WriteBatch(raw_mode=True)
-        wb.put(TSO_UPPER_KEY, struct.pack(">Q", bound))
-        self._db.write(wb, synced())
+        with self._store.transaction() as txn:
+            txn.put(TSO_UPPER_KEY, struct.pack(">Q", bound))
         self._saved = bound

@@ -10,6 +10,7 @@ from vectorlog import Client, DataType
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 
 from clients import ClientFactory, data_events, log_events
+from support import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -220,12 +221,18 @@ def test_large_deletes_are_split_under_the_message_size(open_client: ClientFacto
 
 
 def test_an_idle_cluster_does_not_grow_its_log(client: Client):
-    import time
+    from vectorlog.processors.rootcoord.tso import physical_ms
 
     client.create_collection("c", dimension=2)
     client.search("c", [[1.0, 0.0]])
     before = len(log_events(client))
-    time.sleep(0.5)  # ten tick intervals with nothing to promise
+    clock = client.cluster.rootcoord  # the cluster's timestamp oracle; reading it stamps nothing
+    idle_until = physical_ms(clock.now()) + 10 * client.cluster.cfg.tick_interval_ms
+    wait_until(
+        lambda: physical_ms(clock.now()) >= idle_until,
+        10.0,
+        "ten tick intervals of cluster time with nothing to promise",
+    )
     assert len(log_events(client)) - before <= 2 * client.cluster.topics.dml_partitions  # markers
     client.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])
     assert client.search("c", [[1.0, 0.0]])[0][0]["id"] == 1

@@ -20,6 +20,7 @@ from vectorlog.errors import (
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS
 
 from clients import ddl_changes
+from support import wait_until
 
 
 def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
@@ -240,8 +241,6 @@ def test_ddl_events_are_on_the_ddl_topic_and_broadcast_into_vchannels(client: Cl
 def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
     open_client,
 ):
-    import time
-
     from vectorlog import VectorlogError
     from vectorlog.processors.rootcoord.snapshotkv import SnapshotTooOld
 
@@ -249,7 +248,12 @@ def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
     client.create_collection("c", dimension=2)
     early = client.cluster.rootcoord.now()
     client.create_partition("c", "p")
-    time.sleep(0.6)  # past the retention window, and several GC rounds
+    kv = client.cluster.rootcoord.meta.kv
+    wait_until(  # the retention window passed `early` and a GC round pruned behind it
+        lambda: client.cluster.gc.pruned > 0 and kv.gc_horizon > early,
+        10.0,
+        f"meta GC to prune history and move its horizon past ts {early}",
+    )
     assert client.cluster.gc.pruned > 0
     with pytest.raises(SnapshotTooOld, match="older than the GC horizon") as err:
         client.describe_collection("c", as_of=early)

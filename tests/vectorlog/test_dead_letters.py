@@ -42,7 +42,9 @@ def test_event_that_breaks_the_schema_is_dead_lettered(client: Client):
     (letter,) = letters(client)
     assert "vector dim 3 != schema dim 2" in letter.reason
     assert (
-        client.cluster.serdes.for_topic(client.cluster.topics.dml).decode(letter.value).body["num_rows"]
+        client.cluster.serdes.for_topic(client.cluster.topics.dml)
+        .decode(letter.value)
+        .body["num_rows"]
         == 1
     )
 

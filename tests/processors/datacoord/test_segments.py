@@ -3,9 +3,9 @@ their (collection, partition, vchannel) up to 75 % of the maximum size, then a n
 
 from __future__ import annotations
 
-from vectorlog.processors.datacoord.datacoord import DataCoord
-
 from fakes import FakeRootCoord
+
+from vectorlog.processors.datacoord.datacoord import DataCoord
 
 
 def test_rows_fill_one_segment_per_channel_until_its_capacity():

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord, collection
 
 from vectorlog.errors import (
     CollectionNotFound,
@@ -23,7 +24,6 @@ from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import IndexSpec, ReadAt
 
-from fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord, collection
 from support import unique_topic
 
 pytestmark = pytest.mark.parametrize("log", ["embedded", "kafka"], indirect=True)

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from rocksdict import Options, Rdict, WriteBatch
 
 from vectorlog.processors.rootcoord.snapshotkv import (
     LOGICAL_BITS,
@@ -19,6 +18,7 @@ from vectorlog.processors.rootcoord.snapshotkv import (
     SnapshotTooOld,
     TimestampNotIncreasing,
 )
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
 
 
 class Clock:
@@ -37,12 +37,18 @@ def hts(ms: int, logical: int = 0) -> int:
     return (ms << LOGICAL_BITS) | logical
 
 
-def open_db(path: Path) -> Rdict:
-    return Rdict(str(path), Options(raw_mode=True))
+def open_db(path: Path) -> RocksDBStateStore:
+    return RocksDBStateStore(path)
+
+
+def put_raw(db: RocksDBStateStore, key: bytes, value: bytes) -> None:
+    """A caller's own record, committed outside any SnapshotKV write."""
+    with db.transaction() as txn:
+        txn.put(key, value)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Rdict]:
+def db(tmp_path: Path) -> Iterator[RocksDBStateStore]:
     database = open_db(tmp_path / "meta")
     yield database
     database.close()
@@ -54,7 +60,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def kv(db: Rdict, clock: Clock) -> SnapshotKV:
+def kv(db: RocksDBStateStore, clock: Clock) -> SnapshotKV:
     return SnapshotKV(db, clock)
 
 
@@ -143,7 +149,7 @@ def test_addition_overrides_a_save_of_the_same_key(kv: SnapshotKV) -> None:
     assert kv.load("k") == b"from addition"
 
 
-def test_failing_addition_writes_nothing(kv: SnapshotKV, db: Rdict) -> None:
+def test_failing_addition_writes_nothing(kv: SnapshotKV, db: RocksDBStateStore) -> None:
     kv.save("a", b"1", ts=10)
 
     def broken(ts: int) -> tuple[str, bytes]:
@@ -202,11 +208,9 @@ def test_prefix_reads_do_not_mix_keys_sharing_bytes(kv: SnapshotKV) -> None:
         kv.load("a/")
 
 
-def test_other_records_in_the_database_are_ignored(db: Rdict, clock: Clock) -> None:
-    db[b"log/pos"] = b"1"
-    db[b"meta"] = b"x"
-    db[b"meta/w"] = b"x"
-    db[b"\xff"] = b"x"
+def test_other_records_in_the_database_are_ignored(db: RocksDBStateStore, clock: Clock) -> None:
+    for record in (b"log/pos", b"meta", b"meta/w", b"\xff"):
+        put_raw(db, record, b"x")
     kv = SnapshotKV(db, clock)
     kv.save("k", b"v", ts=5)
     assert kv.load_prefix("") == (["k"], [b"v"])
@@ -215,7 +219,7 @@ def test_other_records_in_the_database_are_ignored(db: Rdict, clock: Clock) -> N
     assert kv.version_count() == 1
 
 
-def test_two_namespaces_share_one_database(db: Rdict, clock: Clock) -> None:
+def test_two_namespaces_share_one_database(db: RocksDBStateStore, clock: Clock) -> None:
     one, two = SnapshotKV(db, clock, b"one/"), SnapshotKV(db, clock, b"two/")
     one.save("k", b"1", ts=5)
     two.save("k", b"2", ts=3)
@@ -239,9 +243,11 @@ def test_empty_value_is_not_a_tombstone(kv: SnapshotKV) -> None:
 # --------------------------------------------------------------------------- batch mode
 
 
-def test_batch_mode_writes_nothing_until_the_caller_writes(kv: SnapshotKV, db: Rdict) -> None:
+def test_batch_mode_writes_nothing_until_the_caller_writes(
+    kv: SnapshotKV, db: RocksDBStateStore
+) -> None:
     kv.save("a", b"old", ts=1)
-    batch = WriteBatch(raw_mode=True)
+    batch = db.transaction()
     ts = kv.multi_save(
         {"a": b"new", "b": b"2"}, ts=7, batch=batch, extra=[(b"log/ddl/0", b"offset=41")]
     )
@@ -251,30 +257,30 @@ def test_batch_mode_writes_nothing_until_the_caller_writes(kv: SnapshotKV, db: R
         kv.load("b")
     assert db.get(b"log/ddl/0") is None
     batch.put(b"log/ddl/1", b"offset=9")  # the caller's own key
-    db.write(batch)
+    batch.commit()
     assert kv.load_prefix("") == (["a", "b"], [b"new", b"2"])
-    assert db[b"log/ddl/0"] == b"offset=41" and db[b"log/ddl/1"] == b"offset=9"
+    assert db.get(b"log/ddl/0") == b"offset=41" and db.get(b"log/ddl/1") == b"offset=9"
 
 
 def test_batch_mode_last_ts_is_persisted_with_the_batch(tmp_path: Path, clock: Clock) -> None:
     db = open_db(tmp_path / "m")
-    batch = WriteBatch(raw_mode=True)
+    batch = db.transaction()
     SnapshotKV(db, clock).save("a", b"1", ts=9, batch=batch)
     assert SnapshotKV(db, clock).last_ts == 0
-    db.write(batch)
+    batch.commit()
     assert SnapshotKV(db, clock).last_ts == 9
     db.close()
 
 
-def test_extra_records_land_with_the_write(kv: SnapshotKV, db: Rdict) -> None:
+def test_extra_records_land_with_the_write(kv: SnapshotKV, db: RocksDBStateStore) -> None:
     kv.remove("gone", ts=3, extra=[(b"log/pos", b"3")])
     kv.save("a", b"1", ts=4, extra=[(b"log/pos", b"4")])
-    assert db[b"log/pos"] == b"4"
+    assert db.get(b"log/pos") == b"4"
     with pytest.raises(InvalidKey):
         kv.save("a", b"2", ts=5, extra=[(b"meta/v/a\x00", b"evil")])
     with pytest.raises(InvalidKey):
         kv.save("a", b"2", ts=5, extra=[("log/pos", b"5")])  # type: ignore[list-item]
-    assert kv.last_ts == 4 and db[b"log/pos"] == b"4"
+    assert kv.last_ts == 4 and db.get(b"log/pos") == b"4"
 
 
 # --------------------------------------------------------------------------- recovery
@@ -317,7 +323,7 @@ def test_explicit_timestamps_must_increase(kv: SnapshotKV) -> None:
     assert kv.load("a") == b"1" and kv.last_ts == 100
 
 
-def test_clock_going_backwards_is_refused(db: Rdict, clock: Clock) -> None:
+def test_clock_going_backwards_is_refused(db: RocksDBStateStore, clock: Clock) -> None:
     kv = SnapshotKV(db, clock)
     kv.save("a", b"1", ts=hts(5_000))
     with pytest.raises(TimestampNotIncreasing, match="clock"):
@@ -446,7 +452,7 @@ def test_gc_without_retention_keeps_everything(kv: SnapshotKV) -> None:
     assert kv.gc_horizon == 0 and kv.load("B", 450) == b"2" and kv.version_count() == 6
 
 
-def test_gc_prunes_tombstones_and_keeps_live_values(kv: SnapshotKV, db: Rdict) -> None:
+def test_gc_prunes_tombstones_and_keeps_live_values(kv: SnapshotKV, db: RocksDBStateStore) -> None:
     gkv = SnapshotKV(db, Clock(), namespace=b"g/", retention_ms=0)
     seed_table(gkv)  # timestamps 100..600 are all in physical ms 0
     assert gkv.gc(now_ts=hts(1)) == 5  # A@100, B@200, B@500, C@300, C@600

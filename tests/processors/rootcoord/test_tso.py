@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rocksdict import Options, Rdict
 
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.tso import TimestampOracle, compose, logical, physical_ms
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
 
 
-def open_db(path: Path) -> Rdict:
-    return Rdict(str(path), Options(raw_mode=True))
+def open_db(path: Path) -> RocksDBStateStore:
+    return RocksDBStateStore(path)
 
 
 def test_hybrid_timestamp_layout():

@@ -1,0 +1,228 @@
+"""Time ticks (seed 001 s.6.3, s.10.5): tick sources, the soft barrier and the ticker.
+
+A tick T on a pchannel promises that no event with ts <= T follows on it, so a source's
+tick must stay below every stamp still in flight; the ticker appends the barrier's tick to
+every pchannel, promptly when asked (Strong reads wait on it) and not at all while idle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
+from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
+
+from support import unique_topic, wait_until
+
+PARTITIONS = 3
+SERDE = EventSerde()
+
+
+@pytest.fixture(scope="session")
+def tso(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TimestampOracle]:
+    """One oracle for every test here: it only ever hands out fresh timestamps."""
+    path: Path = tmp_path_factory.mktemp("timesync-tso")
+    store = RocksDBStateStore(path)
+    yield TimestampOracle(store)
+    store.close()
+
+
+@pytest.fixture
+def dml(log: Log) -> str:
+    """A fresh dml-like topic of PARTITIONS pchannels."""
+    topic = unique_topic("dml")
+    log.create_topic(topic, PARTITIONS)
+    return topic
+
+
+def ticks(log: Log, topic: str) -> dict[int, list[int]]:
+    """The ticker's ticks on each partition of `topic` so far, in offset order."""
+    out: dict[int, list[int]] = {p: [] for p in range(log.partitions(topic))}
+    for rec in sorted(read_to_end(log, topic), key=lambda r: (r.partition, r.offset)):
+        event = SERDE.decode(rec.value)
+        assert event.type == "TimeTick", event
+        if event.body["source"] != END_MARKER_SOURCE:
+            out[rec.partition].append(event.ts)
+    return out
+
+
+def every_pchannel_ticked(log: Log, topic: str) -> dict[int, list[int]] | None:
+    """The ticks so far if every partition has one, else None."""
+    found = ticks(log, topic)
+    return found if all(found.values()) else None
+
+
+def ticked_past(log: Log, topic: str, ts: int) -> bool:
+    """Whether the last tick on every partition of `topic` is at or past `ts`."""
+    return all(t and t[-1] >= ts for t in ticks(log, topic).values())
+
+
+class CountingBarrier(SoftBarrier):
+    """A SoftBarrier that counts how often the ticker looked at it (once per idle round)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def activity(self) -> int:
+        self.looks += 1
+        return super().activity()
+
+
+@contextlib.contextmanager
+def running(ticker: Ticker) -> Iterator[Ticker]:
+    ticker.start()
+    try:
+        yield ticker
+    finally:
+        ticker.stop()
+
+
+# -- TickSource and SoftBarrier --------------------------------------------------------------
+def test_a_stamp_in_flight_holds_the_tick_below_it(tso: TimestampOracle):
+    source = TickSource("proxy", tso)
+    with source.stamp() as first:
+        assert source.tick() == first - 1
+        assert tso.now() > first and source.tick() == first - 1  # time moves, the tick not
+        with source.stamp() as second:
+            assert second > first and source.tick() == first - 1
+        assert source.tick() == first - 1
+    released = source.tick()
+    assert released > first
+
+
+def test_the_tick_follows_the_oldest_stamp_still_in_flight(tso: TimestampOracle):
+    source = TickSource("proxy", tso)
+    with contextlib.ExitStack() as older:
+        first = older.enter_context(source.stamp())
+        with source.stamp() as second:
+            assert source.tick() == first - 1
+            older.close()  # the older request finishes first
+            assert source.tick() == second - 1
+
+
+def test_a_stamp_that_fails_releases_the_tick(tso: TimestampOracle):
+    source = TickSource("proxy", tso)
+    with pytest.raises(RuntimeError), source.stamp() as failed:
+        raise RuntimeError("append failed")
+    assert source.tick() > failed
+
+
+def test_every_later_stamp_is_above_a_promised_tick(tso: TimestampOracle):
+    source = TickSource("proxy", tso)
+    for _ in range(100):
+        promised = source.tick()
+        with source.stamp() as ts:
+            assert ts > promised
+
+
+def test_activity_changes_with_every_stamp_begun_and_ended_but_not_with_ticks(
+    tso: TimestampOracle,
+):
+    barrier = SoftBarrier()
+    a = barrier.register(TickSource("a", tso))
+    b = barrier.register(TickSource("b", tso))
+    seen = [barrier.activity()]
+    with a.stamp():
+        seen.append(barrier.activity())
+        with b.stamp():
+            seen.append(barrier.activity())
+        seen.append(barrier.activity())
+    seen.append(barrier.activity())
+    a.tick()
+    barrier.tick()
+    seen.append(barrier.activity())
+    assert len(set(seen[:5])) == 5 and seen[5] == seen[4]
+
+
+def test_the_barrier_is_the_minimum_over_its_sources(tso: TimestampOracle):
+    barrier = SoftBarrier()
+    assert barrier.tick() is None  # nobody to promise anything
+    a = barrier.register(TickSource("a", tso))
+    b = barrier.register(TickSource("b", tso))
+    with contextlib.ExitStack() as stamp_a:
+        ta = stamp_a.enter_context(a.stamp())
+        assert barrier.tick() == ta - 1  # b is idle: its tick is fresh, above ta
+        with b.stamp() as tb:
+            assert barrier.tick() == ta - 1
+            stamp_a.close()
+            assert barrier.tick() == tb - 1
+    released = barrier.tick()
+    assert released is not None and released > tb
+
+
+# -- Ticker on a real log --------------------------------------------------------------------
+def test_tick_once_appends_the_barrier_tick_to_every_pchannel(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = SoftBarrier()
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600)
+    assert ticker.tick_once() is None  # no sources: nothing to promise
+    source = barrier.register(TickSource("proxy", tso))
+    with source.stamp() as ts:
+        held = ticker.tick_once()
+        assert held == ts - 1
+        assert ticker.tick_once() is None  # not advanced: nothing appended
+    after = ticker.tick_once()
+    assert after is not None and after > ts
+    assert ticks(log, dml) == {p: [held, after] for p in range(PARTITIONS)}
+
+
+def test_request_produces_a_tick_promptly(log: Log, dml: str, tso: TimestampOracle):
+    barrier = SoftBarrier()
+    barrier.register(TickSource("proxy", tso))
+    with running(Ticker(log, dml, SERDE, barrier, interval=3600)) as ticker:
+        for _ in range(2):  # also when nothing was stamped since the last tick
+            wanted = tso.now()  # what a Strong read needs the ticks to pass
+            ticker.request()
+            wait_until(
+                functools.partial(ticked_past, log, dml, wanted),
+                5.0,
+                f"a tick >= {wanted} on every pchannel after request() (interval: an hour)",
+            )
+
+
+def test_no_ticks_are_appended_while_nothing_new_was_stamped(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = CountingBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    with running(Ticker(log, dml, SERDE, barrier, interval=0.005)):
+        first = wait_until(
+            lambda: every_pchannel_ticked(log, dml), 5.0, "the first tick on every pchannel"
+        )
+        looks = barrier.looks
+        wait_until(lambda: barrier.looks >= looks + 20, 5.0, "twenty idle ticker rounds")
+        assert ticks(log, dml) == first  # idle: the log did not grow
+        assert all(len(t) == 1 for t in first.values())
+        with source.stamp() as ts:
+            pass
+        wait_until(
+            lambda: ticked_past(log, dml, ts + 1),
+            5.0,
+            f"a tick past the new stamp {ts} on every pchannel",
+        )
+
+
+def test_a_failed_tick_is_retried_until_the_log_takes_it(log: Log, tso: TimestampOracle):
+    topic = unique_topic("dml")  # not created yet: every append fails
+    errors: list[Exception] = []
+    barrier = SoftBarrier()
+    barrier.register(TickSource("proxy", tso))
+    with running(Ticker(log, topic, SERDE, barrier, interval=0.01, on_error=errors.append)):
+        wait_until(lambda: len(errors) >= 2, 10.0, "the ticker to report failed ticks")
+        log.create_topic(topic, PARTITIONS)
+        wait_until(
+            lambda: every_pchannel_ticked(log, topic),
+            10.0,
+            "a tick on every pchannel once the topic exists (nothing new was stamped)",
+        )
