@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
+from tests.support import log_params
 from vectorlog import Client
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.scan import read_to_end
-
-from support import log_params
 
 ClientFactory = Callable[..., Client]
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 from vectorlog.streams.log.base import Log
-
-from support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 
 
 @pytest.fixture(scope="session")

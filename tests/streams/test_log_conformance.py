@@ -8,10 +8,9 @@ from collections.abc import Iterable
 
 import pytest
 
+from tests.support import on_backends, unique_topic
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicNotFound, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
-
-from support import on_backends, unique_topic
 
 pytestmark = on_backends()  # every backend, as `log` (conftest)
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 
+from tests.support import unique_topic
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.deadletter import parse
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
-
-from support import unique_topic
 
 SERDE = EventSerde()
 

@@ -1,3 +1,3 @@
 """Client fixtures for the vectorlog tests (defined in tests/clients.py)."""
 
-from clients import backend, client, client_args, open_client  # noqa: F401
+from tests.clients import backend, client, client_args, open_client  # noqa: F401

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from tests.clients import data_events, ddl_changes
 from vectorlog import Client, DataType
 from vectorlog.errors import (
     CollectionExists,
@@ -14,8 +15,6 @@ from vectorlog.errors import (
     InvalidName,
     SchemaMismatch,
 )
-
-from clients import data_events, ddl_changes
 
 
 @pytest.fixture

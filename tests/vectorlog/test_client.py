@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from tests.clients import ClientFactory, data_events, log_events
+from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
-
-from clients import ClientFactory, data_events, log_events
-from support import wait_until
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clients import ClientFactory
+from tests.clients import ClientFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.clients import ddl_changes
+from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.errors import (
     AliasNotFound,
@@ -18,9 +20,6 @@ from vectorlog.errors import (
     PartitionNotFound,
 )
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS
-
-from clients import ddl_changes
-from support import wait_until
 
 
 def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
@@ -224,7 +223,7 @@ def test_describe_and_list_as_of_past_timestamps(client: Client):
 
 
 def test_ddl_events_are_on_the_ddl_topic_and_broadcast_into_vchannels(client: Client):
-    from clients import log_events
+    from tests.clients import log_events
 
     client.create_collection("c", dimension=2, num_shards=3)
     client.create_partition("c", "p")

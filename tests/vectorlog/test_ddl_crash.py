@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.clients import ClientFactory, ddl_changes
 from vectorlog import Client
 from vectorlog.faults import CRASH_EXIT, ENV
 from vectorlog.streams.scan import read_to_end
-
-from clients import ClientFactory, ddl_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("ddl_writer.py")

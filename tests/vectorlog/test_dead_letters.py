@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.clients import ClientFactory
 from vectorlog import Client
 from vectorlog.model import DataType
 from vectorlog.schemas.columns import encode_column
@@ -11,8 +12,6 @@ from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import parse
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.scan import read_to_end
-
-from clients import ClientFactory
 
 
 def letters(client: Client):

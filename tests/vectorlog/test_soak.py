@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_crash import run_until_acks
-from test_ddl_crash import dead_letters, run_writer
 
-from clients import ClientFactory, ddl_changes
+from tests.clients import ClientFactory, ddl_changes
+from tests.vectorlog.test_crash import run_until_acks
+from tests.vectorlog.test_ddl_crash import dead_letters, run_writer
 
 pytestmark = pytest.mark.slow
 ROUNDS = 8

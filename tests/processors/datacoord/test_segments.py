@@ -3,8 +3,7 @@ their (collection, partition, vchannel) up to 75 % of the maximum size, then a n
 
 from __future__ import annotations
 
-from fakes import FakeRootCoord
-
+from tests.processors.fakes import FakeRootCoord
 from vectorlog.processors.datacoord.datacoord import DataCoord
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord, collection
 
+from tests.processors.fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord, collection
+from tests.support import unique_topic
 from vectorlog.errors import (
     CollectionNotFound,
     ConsistencyTimeout,
@@ -23,8 +24,6 @@ from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import IndexSpec, ReadAt
-
-from support import unique_topic
 
 pytestmark = pytest.mark.parametrize("log", ["embedded", "kafka"], indirect=True)
 
@@ -133,7 +132,8 @@ def test_read_timestamps_follow_the_consistency_level(parts: Parts):
 def test_search_arguments_are_checked_before_reading(parts: Parts):
     parts.qn.known.add(100)
     parts.qn.tsafe_ts = 10**18
-    for bad in (0, -1, 16_385, True, 2.5):
+    bad_limits: list[Any] = [0, -1, 16_385, True, 2.5]  # what an untyped caller may send
+    for bad in bad_limits:
         with pytest.raises(InvalidArgument, match="limit"):
             parts.proxy.search("books", [[0.0, 0.0, 0.0, 1.0]], limit=bad)
     with pytest.raises(InvalidArgument, match="search data"):
