@@ -30,6 +30,28 @@ class RecordTooLarge(LogError):
         self.size, self.limit = size, limit
 
 
+class LogOpenError(LogError):
+    """The embedded log's RocksDB could not be opened; raised as such when no subclass fits."""
+
+    what = "could not be opened"
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"embedded log {path} {self.what}: {cause}")
+        self.path, self.cause = path, cause
+
+
+class LogInUse(LogOpenError):
+    what = "is in use (another process, or another open Client in this one, holds its lock)"
+
+
+class LogCorrupt(LogOpenError):
+    what = "is corrupt (its files are damaged or missing)"
+
+
+class LogReadOnly(LogOpenError):
+    what = "cannot be written (permission denied or a read-only file system)"
+
+
 class LogClosed(LogError):
     def __init__(self, what: str = "log") -> None:
         super().__init__(f"{what} is closed")

@@ -7,7 +7,6 @@ classified from RocksDB's message into the errors of `errors.py`.
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 from types import MappingProxyType
 
@@ -23,36 +22,20 @@ from vectorlog.processors.state.errors import (
     StateWriteFailed,
 )
 from vectorlog.processors.state.metadata import META_CF, LegacyPositions
+from vectorlog.streams.rocksopen import OpenFailure, classify
 
-#: Fragments of RocksDB / OS messages (lower case) and the open failure each one means,
-#: checked in this order. Seen from rocksdict 0.3.29 (RocksDB 9):
-#:   "Permission denied (os error 13)"; "IO error: While renaming a file to .../LOG.old...:
-#:   .../LOG: Permission denied"; "IO error: lock hold by current process, acquire time ...:
-#:   .../LOCK: No locks available"; "IO error: While lock file: .../LOCK: Resource
-#:   temporarily unavailable"; "Corruption: CURRENT file corrupted"; "Corruption: checksum
-#:   mismatch  The file .../MANIFEST-000005 may be corrupted."; "IO error: No such file or
-#:   directory: While opening a file for sequentially reading: .../MANIFEST-000005: ...".
-OPEN_FAILURES: tuple[tuple[tuple[str, ...], type[StateStoreOpenError]], ...] = (
-    (
-        ("permission denied", "read-only file system", "operation not permitted"),
-        StateStoreReadOnly,
-    ),
-    (("lock hold by", "/lock:", "lock file"), StateStoreInUse),
-    (("corruption", "no such file or directory", "checksum mismatch"), StateStoreCorrupt),
-)
-_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_ERRORS: dict[OpenFailure, type[StateStoreOpenError]] = {
+    OpenFailure.IN_USE: StateStoreInUse,
+    OpenFailure.CORRUPT: StateStoreCorrupt,
+    OpenFailure.READ_ONLY: StateStoreReadOnly,
+    OpenFailure.OTHER: StateStoreOpenError,
+}
 
 
 def classify_open_error(path: str, exc: BaseException) -> StateStoreOpenError:
     """Returns the open error `exc` (from RocksDB or the OS) means, naming `path`."""
-    message = str(exc) or type(exc).__name__
-    if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
-        return StateStoreReadOnly(path, message)
-    lowered = message.lower()
-    for fragments, error in OPEN_FAILURES:
-        if any(fragment in lowered for fragment in fragments):
-            return error(path, message)
-    return StateStoreOpenError(path, message)
+    kind, message = classify(exc)
+    return _ERRORS[kind](path, message)
 
 
 def _column_families(path: Path) -> dict[str, Options]:

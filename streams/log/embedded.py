@@ -16,8 +16,18 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from vectorlog.streams.errors import LogClosed, LogError, TopicNotFound, TopicPartitionNotFound
+from vectorlog.streams.errors import (
+    LogClosed,
+    LogCorrupt,
+    LogError,
+    LogInUse,
+    LogOpenError,
+    LogReadOnly,
+    TopicNotFound,
+    TopicPartitionNotFound,
+)
 from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.rocksopen import OpenFailure, classify
 
 TOPIC_META = b"\x01t:"
 RECORD = b"\x02r:"
@@ -49,6 +59,25 @@ def _unframe(data: bytes) -> tuple[bytes | None, bytes]:
     return data[4 : 4 + n], data[4 + n :]
 
 
+_OPEN_ERRORS: dict[OpenFailure, type[LogOpenError]] = {
+    OpenFailure.IN_USE: LogInUse,
+    OpenFailure.CORRUPT: LogCorrupt,
+    OpenFailure.READ_ONLY: LogReadOnly,
+    OpenFailure.OTHER: LogOpenError,
+}
+
+
+def _open(path: Path) -> Rdict:
+    """Opens (creating if missing) the log's RocksDB. Raises LogInUse, LogCorrupt, LogReadOnly
+    or LogOpenError, naming the path and keeping RocksDB's message."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return Rdict(str(path), Options(raw_mode=True))
+    except Exception as exc:
+        kind, message = classify(exc)
+        raise _OPEN_ERRORS[kind](str(path), message) from exc
+
+
 class EmbeddedLog:
     """A durable, partitioned log in one RocksDB directory."""
 
@@ -58,10 +87,9 @@ class EmbeddedLog:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         fsync: bool = True,
     ) -> None:
-        Path(path).mkdir(parents=True, exist_ok=True)
         self.path = str(path)
         self.max_message_bytes = max_message_bytes
-        self._db = Rdict(self.path, Options(raw_mode=True))
+        self._db = _open(Path(path))
         self._wopts = WriteOptions()
         self._wopts.sync = fsync
         self._lock = threading.Lock()

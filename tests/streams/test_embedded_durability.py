@@ -10,6 +10,10 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
+from vectorlog.errors import VectorlogError
+from vectorlog.streams.errors import LogCorrupt, LogInUse
 from vectorlog.streams.log.base import Append, Record
 from vectorlog.streams.log.embedded import EmbeddedLog
 
@@ -111,3 +115,21 @@ def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
         assert [read_partition(log, p)[-1].value for p in range(PARTITIONS)] == [b"after crash"] * 3
     finally:
         log.close()
+
+
+def test_an_open_log_directory_is_reported_in_use_naming_it(tmp_path: Path):
+    first = EmbeddedLog(tmp_path / "log")
+    try:
+        with pytest.raises(LogInUse, match=f"embedded log {tmp_path / 'log'} is in use"):
+            EmbeddedLog(tmp_path / "log")
+    finally:
+        first.close()
+    EmbeddedLog(tmp_path / "log").close()  # closing released it
+
+
+def test_a_damaged_log_directory_is_reported_corrupt_not_in_use(tmp_path: Path):
+    EmbeddedLog(tmp_path / "log").close()
+    (tmp_path / "log" / "CURRENT").write_bytes(b"garbage")
+    with pytest.raises(LogCorrupt, match="is corrupt") as err:
+        EmbeddedLog(tmp_path / "log")
+    assert isinstance(err.value, VectorlogError) and "CURRENT" in str(err.value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
@@ -9,7 +11,7 @@ from sklearn.datasets import load_digits
 from tests.clients import ClientFactory, data_events, log_events
 from tests.support import wait_until
 from vectorlog import Client, DataType
-from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
 
 
 @pytest.fixture(scope="module")
@@ -254,3 +256,22 @@ def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory
     c.close()
     again = open_client(schema_registry_url="mock://vectorlog-test")
     assert again.get_collection_stats("c") == {"row_count": 1}
+
+
+def test_a_second_client_on_an_open_directory_is_refused_naming_it(tmp_path: Path):
+    from vectorlog.processors.state.errors import StateStoreInUse
+
+    with Client(str(tmp_path / "db"), tick_interval_ms=50) as first:
+        first.create_collection("c", dimension=2)
+        with pytest.raises(StateStoreInUse, match="is in use") as err:
+            Client(str(tmp_path / "db"))
+        assert isinstance(err.value, VectorlogError) and str(tmp_path / "db") in str(err.value)
+        assert first.list_collections() == ["c"]  # the refused open disturbed nothing
+
+
+def test_every_error_after_close_is_a_vectorlog_error(client: Client):
+    """`except VectorlogError` is enough: the log's and the state store's errors derive from it."""
+    client.create_collection("c", dimension=2)
+    client.close()
+    with pytest.raises(VectorlogError, match="closed"):
+        client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])

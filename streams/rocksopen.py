@@ -1,0 +1,46 @@
+"""What a failed RocksDB open was, read from RocksDB's (or the OS's) message: the store is in
+use, corrupt, or cannot be written. Shared by the embedded log and the state stores, which
+each raise their own error for each kind."""
+
+from __future__ import annotations
+
+import enum
+import errno
+
+
+class OpenFailure(enum.Enum):
+    IN_USE = "in use"
+    CORRUPT = "corrupt"
+    READ_ONLY = "read-only"
+    OTHER = "other"
+
+
+#: Fragments of RocksDB / OS messages (lower case) and the failure each one means, checked in
+#: this order. Seen from rocksdict 0.3.29 (RocksDB 9):
+#:   "Permission denied (os error 13)"; "IO error: While renaming a file to .../LOG.old...:
+#:   .../LOG: Permission denied"; "IO error: lock hold by current process, acquire time ...:
+#:   .../LOCK: No locks available"; "IO error: While lock file: .../LOCK: Resource
+#:   temporarily unavailable"; "Corruption: CURRENT file corrupted"; "Corruption: checksum
+#:   mismatch  The file .../MANIFEST-000005 may be corrupted."; "IO error: No such file or
+#:   directory: While opening a file for sequentially reading: .../MANIFEST-000005: ...".
+FRAGMENTS: tuple[tuple[tuple[str, ...], OpenFailure], ...] = (
+    (
+        ("permission denied", "read-only file system", "operation not permitted"),
+        OpenFailure.READ_ONLY,
+    ),
+    (("lock hold by", "/lock:", "lock file"), OpenFailure.IN_USE),
+    (("corruption", "no such file or directory", "checksum mismatch"), OpenFailure.CORRUPT),
+)
+_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def classify(exc: BaseException) -> tuple[OpenFailure, str]:
+    """Returns what the open failure `exc` was, and its message."""
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
+        return OpenFailure.READ_ONLY, message
+    lowered = message.lower()
+    for fragments, kind in FRAGMENTS:
+        if any(fragment in lowered for fragment in fragments):
+            return kind, message
+    return OpenFailure.OTHER, message
