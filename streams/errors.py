@@ -52,6 +52,14 @@ class LogReadOnly(LogOpenError):
     what = "cannot be written (permission denied or a read-only file system)"
 
 
+class LogWriteFailed(LogError):
+    """The embedded log's RocksDB refused a write (disk full, I/O error); nothing acknowledged."""
+
+    def __init__(self, path: str, topic: str, cause: str) -> None:
+        super().__init__(f"embedded log {path}: append to {topic!r} failed: {cause}")
+        self.path, self.topic, self.cause = path, topic, cause
+
+
 class LogClosed(LogError):
     def __init__(self, what: str = "log") -> None:
         super().__init__(f"{what} is closed")

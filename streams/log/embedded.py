@@ -23,6 +23,7 @@ from vectorlog.streams.errors import (
     LogInUse,
     LogOpenError,
     LogReadOnly,
+    LogWriteFailed,
     TopicNotFound,
     TopicPartitionNotFound,
 )
@@ -134,10 +135,18 @@ class EmbeddedLog:
                 return
             wb = WriteBatch(raw_mode=True)
             wb.put(TOPIC_META + topic.encode(), struct.pack(">I", partitions))
-            self._db.write(wb, self._wopts)
+            self._write(wb, topic)
             self._topics[topic] = partitions
             for p in range(partitions):
                 self._next[(topic, p)] = 0
+
+    def _write(self, wb: WriteBatch, topic: str) -> None:
+        """Writes one batch (synced when fsync is on). Raises LogWriteFailed: nothing was
+        acknowledged, and whether it landed shows on the next open."""
+        try:
+            self._db.write(wb, self._wopts)
+        except Exception as exc:  # rocksdict raises plain Exceptions with RocksDB's message
+            raise LogWriteFailed(self.path, topic, str(exc)) from exc
 
     def partitions(self, topic: str) -> int:
         try:
@@ -161,7 +170,7 @@ class EmbeddedLog:
                 nxt[r.partition] = off + 1
                 offsets.append(off)
             if offsets:
-                self._db.write(wb, self._wopts)
+                self._write(wb, topic)
                 for p, off in nxt.items():
                     self._next[(topic, p)] = off
                 self._appended.notify_all()
