@@ -24,6 +24,11 @@ class Topics:
         return f"{self.cluster}.dml"
 
     @property
+    def coord(self) -> str:
+        """Segment lifecycle events: DataCoord's and the data node's (1 partition)."""
+        return f"{self.cluster}.coord"
+
+    @property
     def dlq(self) -> str:
         return f"{self.cluster}.dlq"
 
@@ -31,6 +36,7 @@ class Topics:
         """Creates the topics that do not exist yet."""
         log.create_topic(self.ddl, 1)
         log.create_topic(self.dml, self.dml_partitions)
+        log.create_topic(self.coord, 1)
         log.create_topic(self.dlq, 1)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from vectorlog import faults
 from vectorlog.errors import InvalidArgument
+from vectorlog.processors.datacoord.settings import DataCoordSettings
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
@@ -34,7 +35,7 @@ class Config:
     #: where processor state (RocksDB) lives in Kafka mode;
     #: default ~/.local/share/vectorlog/<cluster>
     data_dir: str | None = None
-    #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.dlq
+    #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.coord, <cluster>.dlq
     cluster: str = "vectorlog"
     #: pchannels: partitions of the dml topic
     dml_partitions: int = 4
@@ -54,6 +55,16 @@ class Config:
     meta_gc_interval_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
+    #: a segment's maximum size in MB; its row capacity is estimated from it (seed 004)
+    segment_max_size_mb: int = 512
+    #: a segment is sealed once its rows reach this share of its capacity (seed 004)
+    segment_seal_proportion: float = 0.75
+    #: how long a segment allocation holds space for rows not yet on the log (Milvus: 2000)
+    segment_allocation_expiry_ms: int = 2000
+    #: a Growing segment older than this is sealed (Milvus dataCoord.segment.maxLife)
+    segment_max_lifetime_s: float = 86_400.0
+    #: at most this many Growing segments per vchannel; opening one more seals the oldest
+    segment_max_growing_per_channel: int = 4
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -70,6 +81,16 @@ class Config:
     @property
     def bootstrap(self) -> str:
         return self.log[len("kafka://") :]
+
+    def datacoord_settings(self) -> DataCoordSettings:
+        """Returns the segment settings DataCoord runs with."""
+        return DataCoordSettings(
+            max_segment_bytes=self.segment_max_size_mb << 20,
+            seal_proportion=self.segment_seal_proportion,
+            allocation_expiry_ms=self.segment_allocation_expiry_ms,
+            max_lifetime_s=self.segment_max_lifetime_s,
+            max_growing_per_channel=self.segment_max_growing_per_channel,
+        )
 
     def state_dir(self) -> Path:
         """Returns the directory of the processors' RocksDB state."""
@@ -115,6 +136,11 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
 
 
 _RULES: dict[str, tuple[Any, str]] = {
+    "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
+    "segment_seal_proportion": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
+    "segment_max_lifetime_s": (lambda v: v > 0, "> 0 s"),
+    "segment_max_growing_per_channel": (lambda v: 1 <= v <= 1024, "1..1024"),
     "log": (lambda v: v and v != "kafka://", "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
     "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),

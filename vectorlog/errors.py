@@ -94,3 +94,11 @@ class ConsistencyTimeout(VectorlogError, TimeoutError):
             f"ts {guarantee_ts} (its tsafe is {tsafe}); the log may be unreachable or lagging"
         )
         self.guarantee_ts, self.tsafe = guarantee_ts, tsafe
+
+
+class FlushTimeout(VectorlogError, TimeoutError):
+    """Segments were not Flushed in time; names them and their states."""
+
+    def __init__(self, states: dict[int, str], timeout: float) -> None:
+        super().__init__(f"segments not Flushed after {timeout:.1f}s: {states}")
+        self.states = states

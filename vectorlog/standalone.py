@@ -1,14 +1,16 @@
 """Embedded mode: every processor of a vectorlog cluster wired into one process.
 
 The log is the embedded RocksDB log under the data directory, or Kafka; processor state
-(timestamp oracle, ids, meta snapshot) lives in RocksDB under the state directory. At start
-rootcoord replays the `ddl` topic and the query node rebuilds its segments from the `dml` topic.
+(rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments) lives in RocksDB state
+stores under the state directory. At start rootcoord replays the `ddl` topic from its stored
+position, datacoord the `coord` topic, and the query node rebuilds its segments from `dml`.
 """
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vectorlog.config import Config
 from vectorlog.processors.datacoord.datacoord import DataCoord
@@ -22,6 +24,8 @@ from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.topics import Serdes, Topics
+
+_T = TypeVar("_T")
 
 
 def open_log(cfg: Config) -> Log:
@@ -66,33 +70,14 @@ class Standalone:
             raise
 
     def _start(self, cfg: Config) -> None:
-        self.db = _open_state(cfg)
-        self._stack.callback(self.db.close)
-        self.log = open_log(cfg)
-        self._stack.callback(self.log.close)
+        self.db = self._opened(_open_state(cfg))
+        self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)
-        self.serdes = serdes = Serdes(cfg.schema_registry_url)
-        self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
-        barrier = SoftBarrier()
-        dml_serde = serdes.for_topic(self.topics.dml)
-        self.ticker = Ticker(
-            self.log, self.topics.dml, dml_serde, barrier, cfg.tick_interval_ms / 1000
-        )
-        self.rootcoord = RootCoord(
-            self.log,
-            self.topics,
-            serdes,
-            self.db,
-            self.tso,
-            IdAllocator(self.db),
-            barrier,
-            cfg.meta_retention_ms,
-            self.ticker,
-        )
-        self.rootcoord.recover()
-        self.datacoord = DataCoord(self.rootcoord)
-        self.querynode = QueryNode(self.log, self.topics, serdes)
+        self.serdes = Serdes(cfg.schema_registry_url)
+        self._start_rootcoord(cfg)
+        self._start_datacoord(cfg)
+        self.querynode = QueryNode(self.log, self.topics, self.serdes)
         self._stack.callback(self.querynode.close)
         self.proxy = Proxy(
             "proxy-1",
@@ -101,17 +86,52 @@ class Standalone:
             self.querynode,
             self.log,
             self.topics,
-            serdes,
+            self.serdes,
             cfg.read_timeout_s,
         )
-        self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
-        self.querynode.start()
-        self._stack.callback(self.querynode.stop)
-        self.ticker.start()
-        self._stack.callback(self.ticker.stop)
+        self._started(self.querynode)
+        self._started(self.ticker)
         if cfg.meta_retention_ms is not None:
-            self.gc.start()
-            self._stack.callback(self.gc.stop)
+            self._started(self.gc)
+
+    def _start_rootcoord(self, cfg: Config) -> None:
+        self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
+        barrier = SoftBarrier()
+        dml_serde = self.serdes.for_topic(self.topics.dml)
+        interval = cfg.tick_interval_ms / 1000
+        self.ticker = Ticker(self.log, self.topics.dml, dml_serde, barrier, interval)
+        self.rootcoord = RootCoord(
+            self.log,
+            self.topics,
+            self.serdes,
+            self.db,
+            self.tso,
+            IdAllocator(self.db),
+            barrier,
+            cfg.meta_retention_ms,
+            self.ticker,
+        )
+        self.rootcoord.recover()
+        self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
+
+    def _start_datacoord(self, cfg: Config) -> None:
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "datacoord"))
+        settings = cfg.datacoord_settings()
+        self.datacoord = DataCoord(
+            self.log, self.topics, self.serdes, store, self.rootcoord, settings
+        )
+        self.datacoord.recover()
+        self._started(self.datacoord)
+
+    def _opened(self, thing: _T) -> _T:
+        """Registers `thing.close` to run at close; returns thing."""
+        self._stack.callback(thing.close)  # type: ignore[attr-defined]
+        return thing
+
+    def _started(self, processor: Any) -> None:
+        """Starts a processor's threads and registers their stop to run at close."""
+        processor.start()
+        self._stack.callback(processor.stop)
 
     def close(self) -> None:
         """Stops the processors and closes the log and the state store (idempotent)."""

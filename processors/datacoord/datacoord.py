@@ -1,23 +1,317 @@
-"""DataCoord (seed 003, 004), in-process: owns segment allocation behind `DataCoordService`.
+"""DataCoord (seed 003, 004): segment allocation with expiry, the Growing -> Sealed ->
+Flushing -> Flushed state machine and the seal policies, as an event-sourced processor.
 
-Today it holds only the allocator of growing segments (in memory, ids from rootcoord); the
-segment state machine, expiry and flush arrive with the flush work, behind the same interface.
+Its state is derived from the coord topic (1 partition), which the data node writes too. Its
+own events are appended durably, applied at once (so an allocation never returns a segment
+that is not Growing), and applied again by the consumer: appliers are idempotent (see
+`meta`). The consumer takes two decisions, each a function of the state, so a restart
+re-takes any it had not taken: a Sealed segment whose vchannel the data node consumed past
+its seal ts starts flushing; a segment whose binlogs cover its rows is Flushed.
+
+Why tick >= seal ts is enough: an insert stamps its ts before it asks for space, and its stamp
+holds the time tick back until its rows are on the log; a seal is stamped under the
+allocation lock, so every insert with space in the segment has a smaller ts, and the data
+node's tick passes the seal ts only after consuming them. Expiry bounds allocations whose
+rows never arrive (it is recorded; the tick rule already covers in-process proxies).
 """
 
 from __future__ import annotations
 
-from vectorlog.processors.datacoord.segments import MAX_SEGMENT_BYTES, SegmentAllocator
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from vectorlog.errors import FlushTimeout, VectorlogError
+from vectorlog.faults import crash_point
+from vectorlog.hybridts import LOGICAL_BITS
+from vectorlog.processors.datacoord.meta import SegmentMeta
+from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentState
+from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.processors.state.base import StateStore
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.topics import Serdes, Topics
+
+log = logging.getLogger(__name__)
 
 
 class DataCoord:
-    """Assigns rows to growing segments; segment ids come from rootcoord's id allocator."""
+    """Implements DataCoordService on the coord topic."""
 
-    def __init__(self, rootcoord: RootCoordService, max_segment_bytes: int = MAX_SEGMENT_BYTES):
-        self._allocator = SegmentAllocator(rootcoord.allocate_ids, max_segment_bytes)
+    def __init__(
+        self,
+        log: Log,
+        topics: Topics,
+        serdes: Serdes,
+        store: StateStore,
+        rootcoord: RootCoordService,
+        settings: DataCoordSettings | None = None,
+    ) -> None:
+        self.log, self.topic, self.rc = log, topics.coord, rootcoord
+        self.settings = settings or DataCoordSettings()
+        self.serde = serdes.for_topic(self.topic)
+        self.meta = SegmentMeta(store, self.topic)
+        self.source = rootcoord.tick_source("datacoord")
+        self._dead_letter = DeadLetterWriter(log, topics.dlq, "datacoord")
+        self._alloc_lock = threading.Lock()
+        self._applied = threading.Condition(threading.Lock())
+        self._pending_allocations: list[dict[str, int]] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
 
+    # -- lifecycle ---------------------------------------------------------------------------
+    def recover(self, timeout: float = 60.0) -> None:
+        """Applies the coord topic from the stored position to its end, then re-takes any
+        decision the state calls for."""
+        for rec in read_to_end(self.log, self.topic, timeout, {0: self.meta.position()}):
+            self._consume(rec)
+        self._decide(self.meta.segments.values())
+
+    def start(self) -> None:
+        """Starts the consumer and the background loop (allocations, lifetime policy)."""
+        for target, name in ((self._consume_loop, "consumer"), (self._background, "policies")):
+            t = threading.Thread(target=target, name=f"datacoord-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        self._flush_allocations()
+
+    # -- allocation (DataCoordService) ---------------------------------------------------------
     def assign_segments(
-        self, collection_id: int, partition_id: int, vchannel: str, rows: int, row_bytes: int
+        self,
+        collection_id: int,
+        partition_id: int,
+        vchannel: str,
+        pchannel: int,
+        rows: int,
+        row_bytes: int,
+        ts: int,
     ) -> list[tuple[int, int]]:
-        """Returns [(segment id, rows)] covering `rows` rows (see DataCoordService)."""
-        return self._allocator.assign(collection_id, partition_id, vchannel, rows, row_bytes)
+        """Returns [(segment id, rows)] covering `rows` rows of an insert stamped `ts`, filling
+        the channel's Growing segment up to the seal proportion before opening the next."""
+        out: list[tuple[int, int]] = []
+        expire = ts + (self.settings.allocation_expiry_ms << LOGICAL_BITS)
+        with self._alloc_lock:
+            while rows > 0:
+                seg = self._growing(collection_id, partition_id, vchannel, pchannel, row_bytes)
+                take = min(rows, self._free(seg))
+                if take <= 0:
+                    self._seal([seg], "size")
+                    continue
+                self._allocate(seg, take, ts, expire)
+                out.append((seg.segment_id, take))
+                rows -= take
+        return out
+
+    def _free(self, seg: Segment) -> int:
+        limit = max(1, int(seg.max_rows * self.settings.seal_proportion))
+        return limit - seg.num_rows - seg.allocated
+
+    def _allocate(self, seg: Segment, rows: int, ts: int, expire: int) -> None:
+        with self.meta.lock:
+            seg.allocations[str(ts)] = Allocation(rows, ts, expire)
+            seg.last_expire_ts = max(seg.last_expire_ts, expire)
+        self._pending_allocations.append(
+            {"segment_id": seg.segment_id, "rows": rows, "insert_ts": ts, "expire_ts": expire}
+        )
+
+    def _growing(
+        self, collection_id: int, partition_id: int, vchannel: str, pchannel: int, row_bytes: int
+    ) -> Segment:
+        """Returns the channel's newest Growing segment, opening one if there is none."""
+        with self.meta.lock:
+            growing = [
+                s
+                for s in self.meta.segments.values()
+                if s.state is SegmentState.GROWING
+                and (s.collection_id, s.partition_id, s.vchannel)
+                == (collection_id, partition_id, vchannel)
+            ]
+        if growing:
+            return max(growing, key=lambda s: s.segment_id)
+        self._enforce_growing_limit(vchannel)
+        max_rows = max(1, self.settings.max_segment_bytes // max(1, row_bytes))
+        segment_id = self.rc.allocate_ids()
+        body: dict[str, Any] = {
+            "segment_id": segment_id,
+            "collection_id": collection_id,
+            "partition_id": partition_id,
+            "vchannel": vchannel,
+            "pchannel": pchannel,
+            "max_rows": max_rows,
+        }
+        self._append_applied("SegmentOpened", body, collection_id, vchannel)
+        return self.meta.segments[segment_id]
+
+    def _enforce_growing_limit(self, vchannel: str) -> None:
+        """Seals the oldest Growing segments of a vchannel beyond the configured number."""
+        with self.meta.lock:
+            growing = sorted(
+                (
+                    s
+                    for s in self.meta.segments.values()
+                    if s.vchannel == vchannel and s.state is SegmentState.GROWING
+                ),
+                key=lambda s: s.opened_ts,
+            )
+        excess = len(growing) - self.settings.max_growing_per_channel + 1
+        if excess > 0:
+            self._seal(growing[:excess], "too_many_growing")
+
+    # -- sealing and flush ---------------------------------------------------------------------
+    def _seal(self, segments: list[Segment], reason: str) -> None:
+        """Seals Growing segments (caller holds the allocation lock)."""
+        ids = [s.segment_id for s in segments if s.state is SegmentState.GROWING]
+        if ids:
+            self._append_applied("SegmentsSealed", {"segment_ids": ids, "reason": reason})
+            self.rc.request_tick()
+
+    def flush(self, collection_id: int) -> list[int]:
+        """Seals every Growing segment of the collection; returns the ids of its segments that
+        are not Flushed yet (the ones a caller waits for)."""
+        with self._alloc_lock:
+            segs = self._of_collection(collection_id)
+            self._seal([s for s in segs if s.state is SegmentState.GROWING], "flush")
+        return sorted(s.segment_id for s in segs if s.state is not SegmentState.FLUSHED)
+
+    def wait_flushed(self, segment_ids: list[int], timeout: float) -> None:
+        """Returns once every segment is Flushed. Raises FlushTimeout naming the others."""
+        deadline = time.monotonic() + timeout
+        with self._applied:
+            while not self.flush_state(segment_ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    infos = self.get_segment_info(segment_ids)
+                    raise FlushTimeout({i["segment_id"]: i["state"] for i in infos}, timeout)
+                self.rc.request_tick()
+                self._applied.wait(min(left, 0.2))
+
+    def flush_state(self, segment_ids: list[int]) -> bool:
+        """Returns whether every segment is Flushed (or no longer exists)."""
+        with self.meta.lock:
+            segs = (self.meta.segments.get(i) for i in segment_ids)
+            return all(s is None or s.state is SegmentState.FLUSHED for s in segs)
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        """Returns each segment's info; an unknown id reads as state "NotExist"."""
+        with self.meta.lock:
+            return [
+                self.meta.segments[i].info() if i in self.meta.segments else _not_exist(i)
+                for i in segment_ids
+            ]
+
+    def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
+        """Returns the info of every segment of a collection, by id."""
+        return [
+            s.info() for s in sorted(self._of_collection(collection_id), key=lambda s: s.segment_id)
+        ]
+
+    def segments_of(self, collection_id: int) -> list[Segment]:
+        """Returns copies-in-time of the collection's segment records (for the data node)."""
+        return self._of_collection(collection_id)
+
+    def _of_collection(self, collection_id: int) -> list[Segment]:
+        with self.meta.lock:
+            return [s for s in self.meta.segments.values() if s.collection_id == collection_id]
+
+    # -- the log -----------------------------------------------------------------------------
+    def _append_applied(
+        self, event_type: str, body: dict[str, Any], collection_id: int = 0, vchannel: str = ""
+    ) -> None:
+        """Appends one event durably, stamped by datacoord's tick source, and applies it."""
+        with self.source.stamp() as ts:
+            event = Event(event_type, ts, body, collection_id, vchannel)
+            self.log.append(self.topic, [Append(0, self.serde.encode(event))])
+        self.meta.apply(event, None)
+        self._notify()
+
+    def _append(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        batch = [Event(t, self.rc.now(), b) for t, b in events]
+        if batch:
+            self.log.append(self.topic, [Append(0, self.serde.encode(e)) for e in batch])
+
+    def _consume_loop(self) -> None:
+        reader = self.log.reader(self.topic, {0: self.meta.position()})
+        try:
+            while not self._stop.is_set():
+                try:
+                    for rec in reader.poll(timeout=0.1):
+                        self._consume(rec)
+                except Exception as exc:  # the log or the store failed: retry
+                    log.warning("datacoord consume failed: %s", exc)
+                    time.sleep(0.5)
+        finally:
+            reader.close()
+
+    def _consume(self, rec: Record) -> None:
+        try:
+            event = self.serde.decode(rec.value)
+        except VectorlogError as exc:
+            self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
+            with self.meta.store.transaction() as txn:
+                txn.set_position(self.topic, 0, rec.offset + 1)
+            return
+        changed = self.meta.apply(event, rec.offset)
+        self._decide(changed)
+        self._notify()
+
+    def _decide(self, segments: Iterable[Segment]) -> None:
+        """Appends the transitions the state calls for: Sealed -> Flushing once the data node
+        consumed past the seal ts; -> Flushed once binlogs cover the segment's rows."""
+        flushing, flushed = [], []
+        with self.meta.lock:
+            for seg in list(segments):
+                tick = self.meta.ticks.get(seg.vchannel, 0)
+                if seg.state is SegmentState.SEALED and tick >= seg.seal_ts:
+                    flushing.append(seg.segment_id)
+                elif seg.state is SegmentState.FLUSHING and seg.binlogs.get("flushed"):
+                    flushed.append(
+                        ("SegmentFlushed", {"segment_id": seg.segment_id, "num_rows": seg.num_rows})
+                    )
+        crash_point("datacoord.decide.before_append")
+        if flushing:
+            self._append([("SegmentsFlushStarted", {"segment_ids": flushing})])
+        self._append(flushed)
+
+    def _notify(self) -> None:
+        with self._applied:
+            self._applied.notify_all()
+
+    # -- background: allocation batches and the lifetime policy -----------------------------
+    def _background(self) -> None:
+        while not self._stop.wait(self.settings.background_interval_s):
+            try:
+                self._flush_allocations()
+                self._seal_expired_lifetimes()
+            except Exception as exc:  # keep going; the next round retries
+                log.warning("datacoord background round failed: %s", exc)
+
+    def _flush_allocations(self) -> None:
+        with self._alloc_lock:
+            batch, self._pending_allocations = self._pending_allocations, []
+        if batch:
+            self._append([("SegmentsAllocated", {"allocations": batch})])
+
+    def _seal_expired_lifetimes(self) -> None:
+        horizon = self.rc.now() - (int(self.settings.max_lifetime_s * 1000) << LOGICAL_BITS)
+        with self._alloc_lock:
+            with self.meta.lock:
+                old = [
+                    s
+                    for s in self.meta.segments.values()
+                    if s.state is SegmentState.GROWING and s.opened_ts < horizon
+                ]
+            self._seal(old, "lifetime")
+
+
+def _not_exist(segment_id: int) -> dict[str, Any]:
+    return {"segment_id": segment_id, "state": SegmentState.NOT_EXIST.label}

@@ -1,17 +1,44 @@
-"""What datacoord offers the proxy: segment assignments for inserted rows (seed 004).
-Others depend on this only."""
+"""What datacoord offers the proxy: segment assignments for inserted rows, flush, and segment
+info (seeds 003, 004). Others depend on this only."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class DataCoordService(Protocol):
-    """Segment allocation for growing segments per (collection, partition, vchannel)."""
+    """Segment allocation per (collection, partition, vchannel), sealing and flush state."""
 
     def assign_segments(
-        self, collection_id: int, partition_id: int, vchannel: str, rows: int, row_bytes: int
+        self,
+        collection_id: int,
+        partition_id: int,
+        vchannel: str,
+        pchannel: int,
+        rows: int,
+        row_bytes: int,
+        ts: int,
     ) -> list[tuple[int, int]]:
-        """Returns [(segment id, rows)] covering `rows` rows of about `row_bytes` bytes each,
-        filling the growing segment of that channel before opening the next."""
+        """Returns [(segment id, rows)] covering `rows` rows of about `row_bytes` bytes each of
+        an insert stamped `ts`, filling the channel's Growing segment before opening the next."""
+        ...
+
+    def flush(self, collection_id: int) -> list[int]:
+        """Seals the collection's Growing segments; returns the ids not Flushed yet."""
+        ...
+
+    def wait_flushed(self, segment_ids: list[int], timeout: float) -> None:
+        """Returns once every segment is Flushed. Raises FlushTimeout."""
+        ...
+
+    def flush_state(self, segment_ids: list[int]) -> bool:
+        """Returns whether every segment is Flushed."""
+        ...
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        """Returns MilvusClient-shaped info per segment ("NotExist" for unknown ids)."""
+        ...
+
+    def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
+        """Returns the info of every segment of a collection."""
         ...

@@ -172,7 +172,7 @@ class Proxy:
         sub = {k: take(c, idx) for k, c in cols.items()}
         out, lo = [], 0
         for seg, count in self.dc.assign_segments(
-            info.collection_id, partition, vch, len(idx), per_row
+            info.collection_id, partition, vch, pch, len(idx), per_row, ts
         ):
             part = {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
             body = {
@@ -211,6 +211,28 @@ class Proxy:
         if name not in info.partitions:
             raise InvalidArgument(f"partition {name!r} does not exist in {info.name!r}")
         return info.partitions[name]
+
+    # -- flush and segments ---------------------------------------------------------------
+    def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:
+        """Seals the collection's Growing segments; returns their ids (and those of its other
+        segments not Flushed yet), after they are Flushed unless `wait` is False.
+
+        Raises CollectionNotFound, FlushTimeout."""
+        info = self.rc.describe_collection(name)
+        ids = self.dc.flush(info.collection_id)
+        if wait and ids:
+            self.dc.wait_flushed(ids, self.read_timeout if timeout is None else timeout)
+        return ids
+
+    def get_flush_state(self, segment_ids: list[int]) -> bool:
+        return self.dc.flush_state(list(segment_ids))
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        return self.dc.get_segment_info(list(segment_ids))
+
+    def list_segments(self, name: str) -> list[dict[str, Any]]:
+        """Returns the info of every segment of the collection. Raises CollectionNotFound."""
+        return self.dc.list_segments(self.rc.describe_collection(name).collection_id)
 
     # -- reads -----------------------------------------------------------------------------
     def read_ts(self, info: CollectionInfo, at: ReadAt) -> int:

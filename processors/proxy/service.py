@@ -29,6 +29,16 @@ class ProxyService(DdlService, Protocol):
         """Returns every alias as of `as_of`, sorted."""
         ...
 
+    # -- flush and segments ---------------------------------------------------------------
+    def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:
+        """Seals the collection's Growing segments and (unless `wait` is False) waits until
+        they are Flushed; returns their ids. Raises CollectionNotFound, FlushTimeout."""
+        ...
+
+    def get_flush_state(self, segment_ids: list[int]) -> bool: ...
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]: ...
+    def list_segments(self, name: str) -> list[dict[str, Any]]: ...
+
     # -- DML and reads -------------------------------------------------------------------------
     def insert(
         self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False

@@ -7,7 +7,6 @@ unit test needs and records the calls made to it; none is ever what a user runs.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,8 +14,17 @@ from typing import Any
 import numpy as np
 
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.hybridts import compose, wall_ms
 from vectorlog.model import CollectionInfo, CollectionSchema, quick_schema
 from vectorlog.types import Hit, IndexSpec
+
+
+def hybrid_clock() -> Iterator[int]:
+    """Yields strictly increasing hybrid timestamps that follow the wall clock."""
+    last = 0
+    while True:
+        last = max(last + 1, compose(wall_ms()))
+        yield last
 
 
 def collection(
@@ -63,7 +71,7 @@ class FakeRootCoord:
     stamped: list[int] = field(default_factory=list)
     tick_requests: int = 0
     ddl: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
-    _clock: Iterator[int] = field(default_factory=lambda: itertools.count(10))
+    _clock: Iterator[int] = field(default_factory=lambda: hybrid_clock())
 
     def create_collection(
         self,
@@ -133,16 +141,39 @@ class FakeRootCoord:
 
 @dataclass
 class FakeDataCoord:
-    """DataCoordService that puts every channel's rows into segment `base + channel index`."""
+    """DataCoordService that puts every channel's rows into segment `base + call number`."""
 
     base: int = 5000
     calls: list[tuple[int, int, str, int]] = field(default_factory=list)
+    flushed: list[int] = field(default_factory=list)
 
     def assign_segments(
-        self, collection_id: int, partition_id: int, vchannel: str, rows: int, row_bytes: int
+        self,
+        collection_id: int,
+        partition_id: int,
+        vchannel: str,
+        pchannel: int,
+        rows: int,
+        row_bytes: int,
+        ts: int,
     ) -> list[tuple[int, int]]:
         self.calls.append((collection_id, partition_id, vchannel, rows))
         return [(self.base + len(self.calls), rows)]
+
+    def flush(self, collection_id: int) -> list[int]:
+        return [self.base + i + 1 for i, c in enumerate(self.calls) if c[0] == collection_id]
+
+    def wait_flushed(self, segment_ids: list[int], timeout: float) -> None:
+        self.flushed += segment_ids
+
+    def flush_state(self, segment_ids: list[int]) -> bool:
+        return set(segment_ids) <= set(self.flushed)
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        return [{"segment_id": i} for i in segment_ids]
+
+    def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
+        return self.get_segment_info(self.flush(collection_id))
 
 
 @dataclass

@@ -89,3 +89,40 @@ def test_v1_reader_cannot_read_new_branches_so_upgrade_readers_first():
             default_registry().current.parsed,
             V1.current.parsed,
         )
+
+
+V2 = SchemaRegistry(AVRO_DIR / "v2")
+
+
+def v2_events() -> list[Event]:
+    return [
+        Event("AliasCreated", 20, {"collection_id": 5, "alias": "a"}, 5),
+        Event("RangeReserved", 21, {"kind": "ids", "upper": 1000}),
+        Event("IndexDropped", 22, {"collection_id": 5, "index_name": "ix", "index_id": 9}, 5),
+    ]
+
+
+@pytest.mark.parametrize("event", v2_events(), ids=lambda e: e.type)
+def test_data_written_with_v2_is_read_by_the_current_schema(event: Event):
+    data = EventSerde(registry=V2).encode(event)
+    assert data[2:10] == V2.current.fingerprint != default_registry().current.fingerprint
+    assert EventSerde().decode(data) == event
+
+
+def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
+    def branches(reg: SchemaRegistry) -> list[str]:
+        env = json.loads(reg.current.text)
+        payload = next(f for f in env["fields"] if f["name"] == "payload")
+        return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
+
+    old, new = branches(V2), branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == [
+        "SegmentOpened",
+        "SegmentsAllocated",
+        "SegmentsSealed",
+        "DataNodeTicked",
+        "SegmentsFlushStarted",
+        "BinlogPathsSaved",
+        "SegmentFlushed",
+    ]

@@ -296,6 +296,25 @@ class TestRocksDBStateStore(StateStoreConformance):
         db.close()
 
     # -- crashes -----------------------------------------------------------------------------
+    def test_the_write_ahead_log_stays_bounded_although_positions_never_fill_a_memtable(
+        self, location: Path
+    ) -> None:
+        """Every commit writes a position into the small meta column family; RocksDB keeps a
+        WAL file until every column family flushed it, so without a cap the WAL held
+        everything ever written."""
+        store = RocksDBStateStore(location, max_total_wal_bytes=1 << 20)
+        value = os.urandom(64 << 10)
+        for i in range(160):  # 10 MiB of state, ten times the cap
+            with store.transaction() as txn:
+                txn.put(i.to_bytes(4, "big"), value)
+                txn.set_position("t", 0, i + 1)
+        wal = sum(p.stat().st_size for p in location.glob("*.log"))
+        assert wal < 4 << 20, f"{wal} bytes of WAL kept"
+        store.close()
+        reopened = RocksDBStateStore(location)
+        assert reopened.position("t", 0) == 160 and reopened.get((159).to_bytes(4, "big")) == value
+        reopened.close()
+
     def test_state_and_position_agree_after_sigkill_mid_commit_loop(self, location: Path) -> None:
         acked = -1
         for kill_after in (40, 5, 120):  # three runs, each resuming from the stored position

@@ -1,0 +1,115 @@
+"""A segment as DataCoord knows it (seed 003, 004): its channel, state, capacity, the rows the
+data node consumed, the allocations still outstanding, and its binlogs.
+
+States use seed 003's numbering (None 0, NotExist 1, Growing 2, Sealed 3, Flushed 4,
+Flushing 5); `RANK` orders them by progress so a transition never goes back.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class SegmentState(enum.IntEnum):
+    NONE = 0
+    NOT_EXIST = 1
+    GROWING = 2
+    SEALED = 3
+    FLUSHED = 4
+    FLUSHING = 5
+
+    @property
+    def label(self) -> str:
+        """Returns the name MilvusClient users see, e.g. "Growing"."""
+        return {1: "NotExist", 5: "Flushing"}.get(self.value, self.name.title())
+
+
+#: progress order: Growing -> Sealed -> Flushing -> Flushed
+RANK = {
+    SegmentState.NONE: 0,
+    SegmentState.NOT_EXIST: 0,
+    SegmentState.GROWING: 1,
+    SegmentState.SEALED: 2,
+    SegmentState.FLUSHING: 3,
+    SegmentState.FLUSHED: 4,
+}
+
+
+@dataclass
+class Allocation:
+    """Rows of a segment handed to an insert stamped `insert_ts`, outstanding until the data
+    node consumed past insert_ts (its rows are then counted in `num_rows`) or `expire_ts`."""
+
+    rows: int
+    insert_ts: int
+    expire_ts: int
+
+
+@dataclass
+class Segment:
+    """One segment's record; stored as JSON under its key."""
+
+    segment_id: int
+    collection_id: int
+    partition_id: int
+    vchannel: str
+    pchannel: int
+    max_rows: int
+    opened_ts: int
+    state: SegmentState = SegmentState.GROWING
+    num_rows: int = 0  # consumed by the data node
+    allocations: dict[str, Allocation] = field(default_factory=dict)  # key: f"{insert_ts}"
+    seal_ts: int = 0
+    seal_reason: str = ""
+    last_expire_ts: int = 0
+    binlogs: dict[str, Any] = field(default_factory=dict)  # from BinlogPathsSaved
+    start_position: dict[str, Any] | None = None
+    dml_position: dict[str, Any] | None = None
+
+    @property
+    def allocated(self) -> int:
+        """Rows handed out and not yet consumed by the data node."""
+        return sum(a.rows for a in self.allocations.values())
+
+    def advance(self, state: SegmentState) -> bool:
+        """Moves to `state` if that is progress; returns whether it moved."""
+        if RANK[state] <= RANK[self.state]:
+            return False
+        self.state = state
+        return True
+
+    def release(self, tick: int) -> None:
+        """Drops the allocations the data node has consumed (or that expired) by `tick`."""
+        self.allocations = {
+            k: a for k, a in self.allocations.items() if a.insert_ts > tick and a.expire_ts > tick
+        }
+
+    def to_json(self) -> bytes:
+        d = asdict(self)
+        d["state"] = int(self.state)
+        return json.dumps(d, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Segment:
+        d = json.loads(raw)
+        d["state"] = SegmentState(d["state"])
+        d["allocations"] = {k: Allocation(**a) for k, a in d["allocations"].items()}
+        return cls(**d)
+
+    def info(self) -> dict[str, Any]:
+        """Returns MilvusClient-shaped segment info (state as a name)."""
+        return {
+            "segment_id": self.segment_id,
+            "collection_id": self.collection_id,
+            "partition_id": self.partition_id,
+            "insert_channel": self.vchannel,
+            "num_rows": self.num_rows,
+            "state": self.state.label,
+            "start_position": self.start_position,
+            "dml_position": self.dml_position,
+            "max_row_num": self.max_rows,
+            "last_expire_time": self.last_expire_ts,
+        }
