@@ -37,6 +37,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.snapshotkv_bench
 	$(BIN)/python -m benchmarks.meta_bench
+	$(BIN)/python -m benchmarks.binlog_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

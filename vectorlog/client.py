@@ -251,6 +251,28 @@ class Client:
         at = ReadAt(session_ts=self._session_ts)
         return {"row_count": self._proxy.count(collection_name, at)}
 
+    # -- flush and segments --------------------------------------------------------------------
+    def flush(
+        self, collection_name: str, timeout: float | None = None, wait: bool = True
+    ) -> list[int]:
+        """Seals every Growing segment of the collection and waits until its segments are
+        Flushed (their binlogs written); returns their ids. With `wait=False` it returns the
+        ids at once (seed 003's asynchronous flush). Raises CollectionNotFound, FlushTimeout."""
+        return self._proxy.flush(collection_name, wait, timeout)
+
+    def get_flush_state(self, segment_ids: list[int]) -> bool:
+        """Returns whether every given segment is Flushed."""
+        return self._proxy.get_flush_state(segment_ids)
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        """Returns per segment {segment_id, collection_id, partition_id, insert_channel,
+        num_rows, state, start_position, dml_position, max_row_num, last_expire_time}."""
+        return self._proxy.get_segment_info(segment_ids)
+
+    def list_segments(self, collection_name: str) -> list[dict[str, Any]]:
+        """Returns the info of every segment of a collection."""
+        return self._proxy.list_segments(collection_name)
+
     # -- data ---------------------------------------------------------------------------------
     def insert(
         self, collection_name: str, data: Any, partition_name: str | None = None

@@ -55,6 +55,11 @@ class Config:
     meta_gc_interval_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
+    #: where binlogs are written: a directory or any pyarrow.fs URI (s3://bucket/prefix);
+    #: default <state dir>/storage
+    storage: str | None = None
+    #: the data node's engine: "local" (in-process, the embedded default) or "off"
+    datanode: str = "local"
     #: a segment's maximum size in MB; its row capacity is estimated from it (seed 004)
     segment_max_size_mb: int = 512
     #: a segment is sealed once its rows reach this share of its capacity (seed 004)
@@ -91,6 +96,10 @@ class Config:
             max_lifetime_s=self.segment_max_lifetime_s,
             max_growing_per_channel=self.segment_max_growing_per_channel,
         )
+
+    def storage_uri(self) -> str:
+        """Returns where binlogs go: `storage`, or the storage folder in the state directory."""
+        return self.storage or str(self.state_dir() / "storage")
 
     def state_dir(self) -> Path:
         """Returns the directory of the processors' RocksDB state."""
@@ -136,6 +145,7 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
 
 
 _RULES: dict[str, tuple[Any, str]] = {
+    "datanode": (lambda v: v in ("local", "off"), '"local" or "off"'),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "segment_seal_proportion": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),

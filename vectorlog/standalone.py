@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from vectorlog.config import Config
 from vectorlog.processors.datacoord.datacoord import DataCoord
+from vectorlog.processors.datanode.datanode import DataNode
+from vectorlog.processors.datanode.storage import PyArrowObjectStore
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
@@ -54,7 +56,8 @@ class Standalone:
     The processors reach each other only through their service interfaces; this is the one
     place that knows the in-process implementations. Public attributes, for operators, replay
     tooling and tests: `log`, `topics`, `serdes`, `rootcoord` (RootCoordService), `datacoord`
-    (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `ticker`, `gc`.
+    (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `datanode` and
+    `objects` (the binlogs' object store) unless the data node is off, `ticker`, `gc`.
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -91,6 +94,8 @@ class Standalone:
         )
         self._started(self.querynode)
         self._started(self.ticker)
+        if cfg.datanode == "local":
+            self._start_datanode(cfg)
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
 
@@ -122,6 +127,16 @@ class Standalone:
         )
         self.datacoord.recover()
         self._started(self.datacoord)
+
+    def _start_datanode(self, cfg: Config) -> None:
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
+        self.objects = PyArrowObjectStore(cfg.storage_uri())
+        self.datanode = DataNode(
+            self.log, self.topics, self.serdes, store, self.objects, self.rootcoord
+        )
+        self.datanode.recover()
+        self._stack.callback(self.datanode.close)
+        self._started(self.datanode)
 
     def _opened(self, thing: _T) -> _T:
         """Registers `thing.close` to run at close; returns thing."""

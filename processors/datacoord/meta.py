@@ -143,8 +143,8 @@ class SegmentMeta:
             return []
         merge_binlogs(seg.binlogs, b)
         seg.num_rows = max(seg.num_rows, b["num_rows"])
-        seg.start_position = seg.start_position or b["start_position"]
-        seg.dml_position = b["end_position"] or seg.dml_position
+        seg.start_position = seg.start_position or _record(b["start_position"])
+        seg.dml_position = _record(b["end_position"]) or seg.dml_position
         if b["flushed"]:
             seg.binlogs["flushed"] = True
         return [seg]
@@ -170,3 +170,10 @@ def merge_binlogs(into: dict, body: dict) -> None:
         logs = into.setdefault(kind, {})
         for log in body[kind]:
             logs[str(log["log_id"])] = log
+
+
+def _record(value: object) -> dict | None:
+    """Returns an optional record of a decoded Avro union (fastavro gives (name, record))."""
+    if isinstance(value, tuple):
+        value = value[1]
+    return value if isinstance(value, dict) else None

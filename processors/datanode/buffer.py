@@ -1,0 +1,58 @@
+"""The data node's in-memory buffers (Milvus writebuffer): a segment's inserted rows, column
+by column, and the deletes aimed at a segment, each with the stream position to replay from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vectorlog.streams.msgstream import StreamPosition
+
+
+@dataclass
+class InsertBuffer:
+    """The rows of one segment not yet in binlogs: system fields and every user field."""
+
+    start: StreamPosition  # replaying from here redelivers every buffered row
+    row_ids: list[np.ndarray] = field(default_factory=list)
+    timestamps: list[np.ndarray] = field(default_factory=list)
+    columns: dict[int, list[Any]] = field(default_factory=dict)  # field id -> chunks
+    num_rows: int = 0
+
+    def append(self, first_row_id: int, ts: int, columns: dict[int, Any], n: int) -> None:
+        """Adds `n` rows inserted at `ts` with row ids from `first_row_id`."""
+        self.row_ids.append(np.arange(first_row_id, first_row_id + n, dtype=np.int64))
+        self.timestamps.append(np.full(n, ts, dtype=np.int64))
+        for fid, values in columns.items():
+            self.columns.setdefault(fid, []).append(values)
+        self.num_rows += n
+
+    def column(self, field_id: int) -> Any:
+        """Returns one field's buffered values: a numpy array, or a list (strings, JSON)."""
+        chunks = self.columns[field_id]
+        if isinstance(chunks[0], np.ndarray):
+            return np.concatenate(chunks)
+        return [v for chunk in chunks for v in chunk]
+
+    def system(self) -> tuple[np.ndarray, np.ndarray]:
+        """Returns (row ids, timestamps)."""
+        return np.concatenate(self.row_ids), np.concatenate(self.timestamps)
+
+
+@dataclass
+class DeltaBuffer:
+    """Deletes aimed at one segment (by delete or by an upsert superseding its row)."""
+
+    start: StreamPosition
+    pks: list[Any] = field(default_factory=list)
+    tss: list[int] = field(default_factory=list)
+
+    def add(self, pk: Any, ts: int) -> None:
+        self.pks.append(pk)
+        self.tss.append(ts)
+
+    def __len__(self) -> int:
+        return len(self.pks)

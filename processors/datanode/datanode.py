@@ -1,0 +1,490 @@
+"""The data node (seeds 002-004), local engine: consumes the dml topic tick-aligned, buffers rows
+and deletes per segment, and writes a segment's binlogs once datacoord started its flush.
+
+Exactly once, in this order (a crash between any two steps loses and repeats nothing):
+1. binlog files are written to the object store (a file no event references is an orphan and
+   is deleted at the next recovery; log ids are never reused);
+2. `BinlogPathsSaved` is appended to coord: from here on the segment counts as written, and
+   replayed rows of a written segment are skipped;
+3. the node's checkpoint (per pchannel, the position of the oldest row or delete still only in
+   memory) and its primary-key index are committed in one StateStore write.
+At start it reads the coord topic to learn every segment's state, and replays dml from the
+checkpoint; rows of segments already written are not buffered again, and a delete already in a
+segment's delta logs is not written again.
+
+Deletes and upserts: a delete at ts d hides rows of its key inserted before d (strictly), so
+the node keeps, per vchannel, each key's newest row (segment, ts); a delete, or an insert of a
+key that exists (an upsert), adds a delete record to that row's segment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vectorlog.faults import crash_point
+from vectorlog.model import CollectionSchema
+from vectorlog.processors.datanode.buffer import DeltaBuffer, InsertBuffer
+from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
+from vectorlog.processors.datanode.storage import ObjectStore
+from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
+from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.processors.state.base import StateStore, Transaction
+from vectorlog.schemas.columns import decode_column
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.topics import Serdes, Topics
+
+log = logging.getLogger(__name__)
+
+COLLECTION_PREFIX = b"collection/"
+CHECKPOINT_PREFIX = b"checkpoint/"
+PK_PREFIX = b"pk/"
+DELTA_SYNC_S = 1.0  # deletes aimed at written segments reach their delta logs this fast
+
+
+def pk_key(vchannel: str, pk: Any) -> bytes:
+    """Returns the state key of a primary key's newest-row entry in a vchannel."""
+    raw = (
+        b"i" + int(pk).to_bytes(8, "big", signed=True)
+        if isinstance(pk, int)
+        else b"s" + str(pk).encode()
+    )
+    return PK_PREFIX + vchannel.encode() + b"\x00" + raw
+
+
+def _pk_of(raw: bytes) -> Any:
+    kind, body = raw[:1], raw[1:]
+    return int.from_bytes(body, "big", signed=True) if kind == b"i" else body.decode()
+
+
+class DataNode:
+    """Writes the binlogs of every segment of the dml topic (the local engine)."""
+
+    def __init__(
+        self,
+        log: Log,
+        topics: Topics,
+        serdes: Serdes,
+        state: StateStore,
+        objects: ObjectStore,
+        rootcoord: RootCoordService,
+        name: str = "datanode",
+    ) -> None:
+        self.log, self.topics, self.state, self.objects = log, topics, state, objects
+        self.rc = rootcoord
+        self.dml_serde = serdes.for_topic(topics.dml)
+        self.coord_serde = serdes.for_topic(topics.coord)
+        self.writer = SegmentWriter(objects, rootcoord.allocate_ids, rootcoord.now)
+        self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
+        self.views = SegmentViews()
+        self.schemas: dict[int, CollectionSchema] = {}
+        self.dropped: set[int] = set()
+        self.buffers: dict[int, InsertBuffer] = {}
+        self.deltas: dict[int, DeltaBuffer] = {}
+        self.refs: dict[int, SegmentRef] = {}
+        self.pchannel_of: dict[str, int] = {}
+        self.newest: dict[str, dict[Any, tuple[int, int]]] = {}  # vch -> pk -> (seg, ts)
+        self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
+        self.positions: dict[int, StreamPosition] = {}
+        self.ticks: dict[int, int] = {}
+        self._reported: dict[str, int] = {}
+        self._committed: dict[int, StreamPosition] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: Exception | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def recover(self, timeout: float = 60.0) -> None:
+        """Loads the checkpoint, learns every segment from coord, deletes orphaned files."""
+        self._load_state()
+        coord_end = 0
+        for rec in read_to_end(self.log, self.topics.coord, timeout):
+            coord_end = rec.offset + 1
+            self._coord_record(rec)
+        self._coord_reader = self.log.reader(self.topics.coord, {0: coord_end})
+        self._delete_orphans()
+        start = {
+            p: self.positions.get(p, StreamPosition()) for p in range(self.topics.dml_partitions)
+        }
+        self.positions = dict(start)
+        self._committed = dict(start)
+        self._stream = TtMsgStream(
+            self.log, self.topics.dml, start, self.dml_serde, self._dead_letter
+        )
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="datanode", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def close(self) -> None:
+        self.stop()
+        self._stream.close()
+        self._coord_reader.close()
+
+    def _load_state(self) -> None:
+        for key, raw in self.state.items(COLLECTION_PREFIX):
+            cid = int.from_bytes(key[len(COLLECTION_PREFIX) :], "big", signed=True)
+            d = json.loads(raw)
+            if d.get("dropped"):
+                self.dropped.add(cid)
+            else:
+                self.schemas[cid] = CollectionSchema.from_avro(d["schema"])
+        for key, raw in self.state.items(CHECKPOINT_PREFIX):
+            p = int.from_bytes(key[len(CHECKPOINT_PREFIX) :], "big")
+            self.positions[p] = StreamPosition(*json.loads(raw))
+        for key, raw in self.state.items(PK_PREFIX):
+            vch, _, pk = key[len(PK_PREFIX) :].partition(b"\x00")
+            seg, ts = json.loads(raw)
+            self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = (seg, ts)
+
+    def _delete_orphans(self) -> None:
+        """Deletes the files of known segments that no BinlogPathsSaved references."""
+        referenced = self.views.referenced()
+        for seg in self.views.by_id.values():
+            if not seg.collection_id:
+                continue
+            for prefix in _segment_prefixes(seg):
+                for path in self.objects.list(prefix):
+                    if path not in referenced:
+                        log.info("deleting orphaned binlog %s", path)
+                        self.objects.delete(path)
+
+    # -- the loop ------------------------------------------------------------------------
+    def _run(self) -> None:
+        last_checkpoint = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.step()
+                if time.monotonic() - last_checkpoint > 0.5:
+                    self.checkpoint()
+                    last_checkpoint = time.monotonic()
+                self.failure = None
+            except Exception as exc:  # the log, the store or the object store failed: retry
+                log.warning("data node step failed: %s", exc)
+                self.failure = exc
+                time.sleep(0.5)
+
+    def step(self, timeout: float = 0.05) -> None:
+        """One round: new coord events, new dml packs, tick reports, ready flushes."""
+        for rec in self._coord_reader.poll(1000, 0):
+            self._coord_record(rec)
+        for pack in self._stream.consume(timeout=timeout):
+            self.apply(pack)
+        self._report_ticks()
+        self._flush_ready()
+        self._sync_deltas()
+
+    def _coord_record(self, rec: Record) -> None:
+        try:
+            self.views.apply(self.coord_serde.decode(rec.value))
+        except Exception as exc:  # datacoord dead-letters coord records; skip it here
+            log.debug("data node skips coord record %s: %s", rec.offset, exc)
+
+    # -- applying dml ----------------------------------------------------------------------
+    def apply(self, pack: MsgPack) -> None:
+        """Applies one pack in ts order, then advances that pchannel's position and tick."""
+        before = self.positions.get(pack.partition, StreamPosition())
+        for event in pack.events:
+            try:
+                self._apply_event(event, pack.partition, before)
+            except Exception as exc:  # an event it cannot apply: dead-letter it, go on
+                self._reject(event, f"{type(exc).__name__}: {exc}")
+        self.positions[pack.partition] = pack.position
+        self.ticks[pack.partition] = pack.end_ts
+
+    def _apply_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
+        if event.vchannel:
+            self.pchannel_of[event.vchannel] = pchannel
+        if event.type == "CollectionCreated":
+            self._created(event)
+        elif event.type == "CollectionDropped":
+            self._dropped(event.body["collection_id"])
+        elif event.type == "RowsInserted":
+            self._inserted(event, before)
+        elif event.type == "RowsDeleted":
+            self._deleted(event, before)
+
+    def _reject(self, event: Event, reason: str) -> None:
+        partition, offset = event.source or (-1, -1)
+        self._dead_letter(
+            Record(self.topics.dml, partition, offset, self.dml_serde.encode(event)), reason
+        )
+
+    def _created(self, event: Event) -> None:
+        cid = event.body["collection_id"]
+        if cid in self.schemas or cid in self.dropped:
+            return
+        self.schemas[cid] = CollectionSchema.from_avro(event.body["schema"])
+        with self.state.transaction() as txn:
+            txn.put(_collection_key(cid), json.dumps({"schema": event.body["schema"]}).encode())
+
+    def _dropped(self, cid: int) -> None:
+        if cid in self.dropped:
+            return
+        self.dropped.add(cid)
+        self.schemas.pop(cid, None)
+        for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
+            self.buffers.pop(sid, None)
+            self.deltas.pop(sid, None)
+        with self.state.transaction() as txn:
+            txn.put(_collection_key(cid), b'{"dropped":true}')
+
+    def _schema(self, cid: int) -> CollectionSchema | None:
+        """Returns the schema of a live collection; None if dropped. Raises KeyError."""
+        if cid in self.dropped:
+            return None
+        if cid not in self.schemas:
+            raise KeyError(f"collection {cid} is unknown to the data node")
+        return self.schemas[cid]
+
+    def _inserted(self, event: Event, before: StreamPosition) -> None:
+        b = event.body
+        schema = self._schema(b["collection_id"])
+        if schema is None:
+            return
+        sid, n = b["segment_id"], b["num_rows"]
+        by_id = {c["field_id"]: decode_column(c["column"], n) for c in b["columns"]}
+        missing = [f.name for f in schema.fields if f.field_id not in by_id]
+        if missing:
+            raise ValueError(f"RowsInserted lacks fields {missing}")
+        ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
+        self.refs.setdefault(sid, ref)
+        pks = by_id[schema.primary.field_id]
+        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else pks, sid, before)
+        if self._written(sid):
+            return  # replayed rows of a segment already in binlogs
+        buf = self.buffers.get(sid)
+        if buf is None:
+            buf = self.buffers[sid] = InsertBuffer(before)
+        buf.append(
+            b["first_row_id"], event.ts, {f.field_id: by_id[f.field_id] for f in schema.fields}, n
+        )
+
+    def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
+        """Records each key's newest row; a key that had an older row is an upsert: that row's
+        segment gets a delete record at the event's ts."""
+        newest = self.newest.setdefault(event.vchannel, {})
+        for pk in pks:
+            prev = newest.get(pk)
+            if prev is not None and prev[1] >= event.ts:
+                continue  # a replayed older row
+            if prev is not None:
+                self._delete_in(prev[0], pk, event.ts, before)
+            self._set_newest(event, pk, (sid, event.ts))
+
+    def _set_newest(self, event: Event, pk: Any, entry: tuple[int, int] | None) -> None:
+        """Changes a key's newest-row entry, remembering the change until it is committed."""
+        newest = self.newest.setdefault(event.vchannel, {})
+        p, offset = event.source or (-1, -1)
+        self._changes.setdefault(p, []).append(
+            Change(offset, event.ts, event.vchannel, pk, newest.get(pk))
+        )
+        if entry is None:
+            newest.pop(pk, None)
+        else:
+            newest[pk] = entry
+
+    def _deleted(self, event: Event, before: StreamPosition) -> None:
+        b = event.body
+        if self._schema(b["collection_id"]) is None:
+            return
+        pks = decode_column(b["primary_keys"], b["num_rows"])
+        newest = self.newest.setdefault(event.vchannel, {})
+        for pk in pks.tolist() if isinstance(pks, np.ndarray) else pks:
+            prev = newest.get(pk)
+            if prev is None or prev[1] >= event.ts:
+                continue
+            ref = self.refs.get(prev[0])
+            view = self.views.by_id.get(prev[0])
+            part = ref.partition_id if ref else (view.partition_id if view else -1)
+            if b["partition_id"] not in (-1, part):
+                continue
+            self._delete_in(prev[0], pk, event.ts, before)
+            self._set_newest(event, pk, None)
+
+    def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
+        view = self.views.by_id.get(sid)
+        if view is not None and view.flushed and ts <= view.delta_ts:
+            return  # already in its delta logs
+        buf = self.deltas.get(sid)
+        if buf is None:
+            buf = self.deltas[sid] = DeltaBuffer(before)
+        buf.add(pk, ts)
+
+    def _written(self, sid: int) -> bool:
+        view = self.views.by_id.get(sid)
+        return view is not None and view.flushed
+
+    # -- reports and flushes ---------------------------------------------------------------
+    def tick_of(self, vchannel: str) -> int:
+        p = self.pchannel_of.get(vchannel)
+        return self.ticks.get(p, 0) if p is not None else 0
+
+    def _report_ticks(self) -> None:
+        """Tells datacoord a vchannel's tick once it passed the seal ts of a segment there."""
+        due: dict[str, int] = {}
+        for seg in self.views.by_id.values():
+            if seg.seal_ts is None or seg.flush_started or seg.flushed or not seg.vchannel:
+                continue
+            tick = self.tick_of(seg.vchannel)
+            if tick >= seg.seal_ts and self._reported.get(seg.vchannel, 0) < seg.seal_ts:
+                due[seg.vchannel] = tick
+        events = [self._ticked(vch, tick) for vch, tick in due.items()]
+        if events:
+            self.log.append(
+                self.topics.coord, [Append(0, self.coord_serde.encode(e)) for e in events]
+            )
+            self._reported.update(due)
+
+    def _ticked(self, vch: str, tick: int) -> Event:
+        rows = [
+            {"segment_id": sid, "num_rows": buf.num_rows}
+            for sid, buf in self.buffers.items()
+            if self.refs[sid].vchannel == vch
+        ]
+        return Event("DataNodeTicked", tick, {"vchannel": vch, "tick": tick, "segments": rows})
+
+    def _flush_ready(self) -> None:
+        """Writes every segment whose flush datacoord started, once consumed past its seal."""
+        for seg in list(self.views.by_id.values()):
+            ready = seg.flush_started and not seg.flushed and seg.seal_ts is not None
+            if ready and self.tick_of(seg.vchannel) >= (seg.seal_ts or 0):
+                self._write(seg, flushed=True)
+
+    def _sync_deltas(self) -> None:
+        """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
+        now = self.rc.now() >> 18
+        for sid, buf in list(self.deltas.items()):
+            view = self.views.by_id.get(sid)
+            if (
+                view is not None
+                and view.flushed
+                and now - (min(buf.tss) >> 18) >= DELTA_SYNC_S * 1000
+            ):
+                self._write(view, flushed=True)
+
+    def _write(self, seg: SegmentView, flushed: bool) -> None:
+        """Steps 1-3 of the module docstring for one segment."""
+        ref = self.refs.get(seg.segment_id) or SegmentRef(
+            seg.collection_id, seg.partition_id, seg.segment_id, seg.vchannel
+        )
+        schema = self.schemas.get(ref.collection_id)
+        rows, deltas = self.buffers.get(seg.segment_id), self.deltas.get(seg.segment_id)
+        if schema is None:
+            body = self.writer.write(ref, _EMPTY, None, None, flushed)
+        else:
+            body = self.writer.write(ref, schema, rows, deltas, flushed)
+        if rows is not None:
+            body["start_position"] = self._position(ref, rows.start)
+        body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
+        crash_point("datanode.write.after_files")
+        event = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
+        self.log.append(self.topics.coord, [Append(0, self.coord_serde.encode(event))])
+        self.views.apply(event)
+        self.buffers.pop(seg.segment_id, None)
+        self.deltas.pop(seg.segment_id, None)
+        self.checkpoint()
+
+    def _pchannel(self, ref: SegmentRef) -> int:
+        return self.pchannel_of.get(ref.vchannel, 0)
+
+    def _position(self, ref: SegmentRef, pos: StreamPosition | None) -> dict[str, Any]:
+        """Returns a ChannelPosition record: resuming there redelivers what follows `pos`."""
+        pos = pos or StreamPosition()
+        p = self._pchannel(ref)
+        return {"vchannel": ref.vchannel, "pchannel": p, "offset": pos.offset, "ts": pos.tick}
+
+    # -- checkpoint ---------------------------------------------------------------------------
+    def checkpoints(self) -> dict[int, StreamPosition]:
+        """Per pchannel, where a restart must replay from: the position before the oldest row
+        or delete still only in memory, else the position after the last applied pack."""
+        out = dict(self.positions)
+        pending = [(sid, b.start) for sid, b in self.buffers.items()]
+        pending += [(sid, d.start) for sid, d in self.deltas.items()]
+        for sid, start in pending:
+            p = self.pchannel_of.get(self._vchannel_of(sid), -1)
+            if p in out and start.offset < out[p].offset:
+                out[p] = start
+        return out
+
+    def _vchannel_of(self, sid: int) -> str:
+        ref, view = self.refs.get(sid), self.views.by_id.get(sid)
+        return ref.vchannel if ref else (view.vchannel if view else "")
+
+    def checkpoint(self) -> None:
+        """Commits the checkpoint and the primary-key index as of it in one write: changes
+        made by events a replay from the checkpoint redelivers stay uncommitted."""
+        points = self.checkpoints()
+        if points == self._committed and not any(self._changes.values()):
+            return
+        with self.state.transaction() as txn:
+            for p, pos in points.items():
+                key = CHECKPOINT_PREFIX + p.to_bytes(4, "big")
+                txn.put(key, json.dumps([pos.offset, pos.tick, pos.tick_offset]).encode())
+                txn.set_position(self.topics.dml, p, pos.offset)
+            self._stage_index(txn, points)
+        self._committed = points
+
+    def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
+        """Stages each changed key's entry as of the checkpoint; keeps the later changes."""
+        as_of: dict[tuple[str, Any], tuple[int, int] | None] = {}
+        for p, changes in self._changes.items():
+            point = points.get(p, StreamPosition())
+            later = [c for c in changes if not c.delivered_before(point)]
+            for c in changes:
+                as_of.setdefault((c.vchannel, c.pk), None)
+            for c in reversed(later):  # the first later change holds the value as of point
+                as_of[(c.vchannel, c.pk)] = c.prev if c.prev is not None else _GONE
+            self._changes[p] = later
+        for (vch, pk), entry in as_of.items():
+            if entry is None:
+                entry = self.newest.get(vch, {}).get(pk)
+            if entry is None or entry is _GONE:
+                txn.delete(pk_key(vch, pk))
+            else:
+                txn.put(pk_key(vch, pk), json.dumps(list(entry)).encode())
+
+
+@dataclass(frozen=True)
+class Change:
+    """A key's newest-row entry changed by the event at (its pchannel's) `offset`, `ts`."""
+
+    offset: int
+    ts: int
+    vchannel: str
+    pk: Any
+    prev: tuple[int, int] | None
+
+    def delivered_before(self, point: StreamPosition) -> bool:
+        """Whether a replay from `point` would not redeliver the change's event."""
+        return self.offset < point.offset or (
+            self.ts <= point.tick and self.offset < point.tick_offset
+        )
+
+
+_GONE: tuple[int, int] = (-1, -1)
+_EMPTY = CollectionSchema(())
+
+
+def _collection_key(cid: int) -> bytes:
+    return COLLECTION_PREFIX + cid.to_bytes(8, "big", signed=True)
+
+
+def _segment_prefixes(seg: SegmentView) -> list[str]:
+    ids = f"{seg.collection_id}/{seg.partition_id}/{seg.segment_id}/"
+    return [f"{kind}/{ids}" for kind in ("insert_log", "delta_log", "stats_log")]

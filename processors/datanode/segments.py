@@ -1,0 +1,69 @@
+"""What the data node knows of segments from the coord topic: each segment's channel, whether
+it is sealed (and when), whether datacoord started its flush, whether its binlogs cover it,
+and up to which ts its delete logs go (so a replayed delete is not written twice)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vectorlog.schemas.serde import Event
+
+
+@dataclass
+class SegmentView:
+    segment_id: int
+    collection_id: int = 0
+    partition_id: int = 0
+    vchannel: str = ""
+    seal_ts: int | None = None
+    flush_started: bool = False
+    flushed: bool = False  # a BinlogPathsSaved with flushed=True was seen
+    delta_ts: int = 0  # the newest delete ts in its delta logs
+    paths: set[str] = field(default_factory=set)  # every file an event references
+
+
+class SegmentViews:
+    """Segment views built from coord events, in the order they were appended."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, SegmentView] = {}
+
+    def get(self, segment_id: int) -> SegmentView:
+        if segment_id not in self.by_id:
+            self.by_id[segment_id] = SegmentView(segment_id)
+        return self.by_id[segment_id]
+
+    def apply(self, event: Event) -> None:
+        """Folds one coord event into the views (events of other types are ignored)."""
+        b = event.body
+        if event.type == "SegmentOpened":
+            seg = self.get(b["segment_id"])
+            seg.collection_id, seg.partition_id = b["collection_id"], b["partition_id"]
+            seg.vchannel = b["vchannel"]
+        elif event.type == "SegmentsSealed":
+            for sid in b["segment_ids"]:
+                seg = self.get(sid)
+                seg.seal_ts = event.ts if seg.seal_ts is None else seg.seal_ts
+        elif event.type == "SegmentsFlushStarted":
+            for sid in b["segment_ids"]:
+                self.get(sid).flush_started = True
+        elif event.type == "BinlogPathsSaved":
+            self._binlogs_saved(b)
+        elif event.type == "SegmentFlushed":
+            self.get(b["segment_id"]).flushed = True
+
+    def _binlogs_saved(self, b: dict) -> None:
+        seg = self.get(b["segment_id"])
+        seg.collection_id, seg.partition_id = b["collection_id"], b["partition_id"]
+        seg.vchannel = seg.vchannel or b["vchannel"]
+        seg.flushed = seg.flushed or b["flushed"]
+        for fb in b["field_binlogs"] + b["stats_binlogs"]:
+            seg.paths.update(log["path"] for log in fb["binlogs"])
+        for log in b["delta_binlogs"] + b["ddl_binlogs"]:
+            seg.paths.add(log["path"])
+        for log in b["delta_binlogs"]:
+            seg.delta_ts = max(seg.delta_ts, log["timestamp_to"])
+
+    def referenced(self) -> set[str]:
+        """Returns every path some BinlogPathsSaved references."""
+        return {p for seg in self.by_id.values() for p in seg.paths}

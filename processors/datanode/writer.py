@@ -1,0 +1,180 @@
+"""The one writer code path of both engines: a segment's buffers -> Milvus binlogs in the
+object store -> the body of the BinlogPathsSaved event that references them.
+
+Files are written before the event that references them; a file no event references is an
+orphan of a crash and is deleted at recovery (see `DataNode.recover`). Log ids come from
+rootcoord's id allocator, so they are never reused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vectorlog.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
+from vectorlog.processors.datanode import paths
+from vectorlog.processors.datanode.binlog import DataTypeCode, delta_binlog, insert_binlog
+from vectorlog.processors.datanode.buffer import DeltaBuffer, InsertBuffer
+from vectorlog.processors.datanode.stats import compound_stats_log, pk_stats, stats_log
+from vectorlog.processors.datanode.storage import ObjectStore
+
+log = logging.getLogger(__name__)
+
+MILVUS_TYPE = {
+    DataType.BOOL: DataTypeCode.BOOL,
+    DataType.INT64: DataTypeCode.INT64,
+    DataType.DOUBLE: DataTypeCode.DOUBLE,
+    DataType.VARCHAR: DataTypeCode.VARCHAR,
+    DataType.JSON: DataTypeCode.JSON,
+    DataType.FLOAT_VECTOR: DataTypeCode.FLOAT_VECTOR,
+}
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    """Where a segment lives: its ids and vchannel."""
+
+    collection_id: int
+    partition_id: int
+    segment_id: int
+    vchannel: str
+
+
+class SegmentWriter:
+    """Writes binlogs into `store`; `new_ids(n)` returns the first of n fresh log ids and
+    `now()` the timestamp written into file headers."""
+
+    def __init__(
+        self, store: ObjectStore, new_ids: Callable[[int], int], now: Callable[[], int]
+    ) -> None:
+        self.store, self.new_ids, self.now = store, new_ids, now
+        self._written: list[str] = []
+
+    def write(
+        self,
+        ref: SegmentRef,
+        schema: CollectionSchema,
+        rows: InsertBuffer | None,
+        deltas: DeltaBuffer | None,
+        flushed: bool,
+    ) -> dict[str, Any]:
+        """Writes the segment's buffered rows (insert and stats logs) and deletes (a delta
+        log); returns the BinlogPathsSaved body. Raises StorageError; nothing referenced."""
+        body: dict[str, Any] = {
+            "segment_id": ref.segment_id,
+            "collection_id": ref.collection_id,
+            "partition_id": ref.partition_id,
+            "vchannel": ref.vchannel,
+            "field_binlogs": [],
+            "delta_binlogs": [],
+            "stats_binlogs": [],
+            "ddl_binlogs": [],
+            "num_rows": 0,
+            "start_position": None,
+            "end_position": None,
+            "flushed": flushed,
+        }
+        self._written = []
+        try:
+            if rows is not None and rows.num_rows:
+                self._write_rows(ref, schema, rows, body)
+            if deltas is not None and len(deltas):
+                body["delta_binlogs"] = [self._write_deltas(ref, schema, deltas)]
+        except Exception:
+            self._discard()
+            raise
+        return body
+
+    def _discard(self) -> None:
+        """Deletes what a failed write put (best effort: recovery deletes what is left)."""
+        for path in self._written:
+            try:
+                self.store.delete(path)
+            except Exception as exc:  # the store is failing: recovery cleans up
+                log.warning("could not delete %s after a failed write: %s", path, exc)
+
+    def _write_rows(
+        self, ref: SegmentRef, schema: CollectionSchema, rows: InsertBuffer, body: dict[str, Any]
+    ) -> None:
+        row_ids, tss = rows.system()
+        lo, hi = int(tss.min()), int(tss.max())
+        columns: list[tuple[int, DataTypeCode, Any, int | None]] = [
+            (ROW_ID_FIELD, DataTypeCode.INT64, row_ids, None),
+            (TIMESTAMP_FIELD, DataTypeCode.INT64, tss, None),
+        ]
+        for f in schema.fields:
+            columns.append((f.field_id, MILVUS_TYPE[f.dtype], rows.column(f.field_id), f.dim))
+        first = self.new_ids(len(columns) + 1)
+        for i, (fid, dtype, values, dim) in enumerate(columns):
+            data = insert_binlog(
+                collection_id=ref.collection_id,
+                partition_id=ref.partition_id,
+                segment_id=ref.segment_id,
+                field_id=fid,
+                data_type=dtype,
+                values=values,
+                start_ts=lo,
+                end_ts=hi,
+                write_ts=self.now(),
+                dim=dim,
+            )
+            path = paths.insert_log_path(
+                ref.collection_id, ref.partition_id, ref.segment_id, fid, first + i
+            )
+            log = self._put(path, data, first + i, len(tss), lo, hi)
+            body["field_binlogs"].append({"field_id": fid, "binlogs": [log]})
+        body["stats_binlogs"] = self._write_stats(ref, schema, rows, first + len(columns), lo, hi)
+        body["num_rows"] = rows.num_rows
+
+    def _write_stats(
+        self,
+        ref: SegmentRef,
+        schema: CollectionSchema,
+        rows: InsertBuffer,
+        log_id: int,
+        lo: int,
+        hi: int,
+    ) -> list[dict[str, Any]]:
+        pk = schema.primary
+        pks = rows.column(pk.field_id)
+        stats = pk_stats(pk.field_id, pks, MILVUS_TYPE[pk.dtype])
+        ids = (ref.collection_id, ref.partition_id, ref.segment_id, pk.field_id)
+        one = self._put(
+            paths.stats_log_path(*ids, log_id), stats_log(stats), log_id, len(pks), lo, hi
+        )
+        compound = self._put(
+            paths.compound_stats_path(*ids), compound_stats_log([stats]), 1, len(pks), lo, hi
+        )
+        return [{"field_id": pk.field_id, "binlogs": [one, compound]}]
+
+    def _write_deltas(
+        self, ref: SegmentRef, schema: CollectionSchema, deltas: DeltaBuffer
+    ) -> dict[str, Any]:
+        log_id = self.new_ids(1)
+        data = delta_binlog(
+            collection_id=ref.collection_id,
+            partition_id=ref.partition_id,
+            segment_id=ref.segment_id,
+            pks=deltas.pks,
+            tss=deltas.tss,
+            pk_type=MILVUS_TYPE[schema.primary.dtype],
+            write_ts=self.now(),
+        )
+        path = paths.delta_log_path(ref.collection_id, ref.partition_id, ref.segment_id, log_id)
+        return self._put(path, data, log_id, len(deltas), min(deltas.tss), max(deltas.tss))
+
+    def _put(
+        self, path: str, data: bytes, log_id: int, entries: int, lo: int, hi: int
+    ) -> dict[str, Any]:
+        self.store.put(path, data)
+        self._written.append(path)
+        return {
+            "log_id": log_id,
+            "path": path,
+            "entries": entries,
+            "timestamp_from": lo,
+            "timestamp_to": hi,
+            "size": len(data),
+        }

@@ -1,0 +1,1 @@
+"""Tests, mirroring the package tree."""

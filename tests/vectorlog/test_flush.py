@@ -1,0 +1,177 @@
+"""Flush and the data node end to end (seeds 002-004), on both log backends: segments sealed
+and Flushed, every acknowledged row exactly once in Milvus binlogs, read back by the tests'
+independent reader; deletes and upserts in delta logs; restarts and a data node killed
+between writing files and reporting them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.clients import ClientFactory
+from tests.processors.datanode import milvus_reader as mr
+from tests.support import wait_until
+from vectorlog import Client
+from vectorlog.errors import CollectionNotFound
+from vectorlog.faults import CRASH_EXIT, ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def storage(client: Client) -> Path:
+    return Path(client.cfg.storage_uri())
+
+
+def files(client: Client, kind: str) -> list[Path]:
+    return sorted(p for p in (storage(client) / kind).rglob("*") if p.is_file())
+
+
+def segment_rows(client: Client, info: dict[str, Any]) -> dict[int, Any]:
+    """Returns {field id: values} of a segment, read from its insert logs."""
+    seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
+    out: dict[int, Any] = {}
+    for path in sorted((storage(client) / "insert_log" / seg).rglob("*")):
+        if path.is_file():
+            binlog = mr.read_binlog(path.read_bytes())
+            (event,) = binlog.events
+            values = mr.decode_values(binlog.descriptor["payload_data_type"], event.payload)
+            fid = binlog.descriptor["field_id"]
+            out[fid] = values if fid not in out else np.concatenate([out[fid], values])
+    return out
+
+
+def deletes(client: Client) -> list[tuple[int, int, int]]:
+    """Returns (segment id, pk, ts) of every delete record in the delta logs."""
+    out = []
+    for path in files(client, "delta_log"):
+        binlog = mr.read_binlog(path.read_bytes())
+        for rec in mr.delete_records(binlog.events[0].payload):
+            out.append((binlog.descriptor["segment_id"], rec["pk"], rec["ts"]))
+    return sorted(out)
+
+
+def rows(n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0]} for i in range(start, start + n)]
+
+
+def test_flush_writes_every_row_once_and_deletes_and_upserts_as_delta_records(client: Client):
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    client.insert("c", rows(300))
+    gone = client.delete("c", ids=[3, 4])
+    up = client.insert("c", [{"id": 7, "vector": [70.0, 1.0, 0.0, 0.0]}])
+    ids = client.flush("c", timeout=30)
+    infos = client.list_segments("c")
+    assert sorted(i["segment_id"] for i in infos) == ids and len(ids) == 2  # one per shard
+    assert {i["state"] for i in infos} == {"Flushed"} and client.get_flush_state(ids)
+    pks: list[int] = []
+    for info in infos:
+        cols = segment_rows(client, info)
+        assert len(cols[0]) == len(cols[1]) == len(cols[100]) == info["num_rows"]
+        vectors = cols[101]
+        for pk, vec in zip(cols[100].tolist(), vectors, strict=True):
+            assert vec[0] == float(pk) or (pk == 7 and vec[0] == 70.0)
+        pks += cols[100].tolist()
+    assert sorted(pks) == sorted([*range(300), 7])  # the upsert's new row, and the old one
+    owner = {pk: i["segment_id"] for i in infos for pk in segment_rows(client, i)[100].tolist()}
+    assert deletes(client) == sorted(
+        [(owner[3], 3, gone["timestamp"]), (owner[4], 4, gone["timestamp"])]
+        + [(owner[7], 7, up["timestamp"])]
+    )
+
+
+def test_stats_logs_let_a_delete_find_its_segment(client: Client):
+    client.create_collection("c", dimension=4, metric_type="L2")
+    client.insert("c", rows(50))
+    (seg,) = client.flush("c", timeout=30)
+    stats = [p for p in files(client, "stats_log") if p.name != "1"]
+    (one,) = stats
+    doc = mr.read_stats_log(one.read_bytes())
+    assert (doc["minPk"], doc["maxPk"], doc["fieldID"]) == (0, 49, 100)
+    assert all(mr.bloom_contains(doc["bf"], mr.int64_key(pk)) for pk in range(50))
+    assert str(seg) in str(one)
+
+
+def test_flush_of_an_unknown_collection_is_refused(client: Client):
+    with pytest.raises(CollectionNotFound, match="'nope'"):
+        client.flush("nope")
+
+
+def test_flush_without_wait_returns_the_sealed_ids_and_their_state_follows(client: Client):
+    client.create_collection("c", dimension=4, metric_type="L2")
+    assert client.flush("c") == []  # nothing to flush
+    client.insert("c", rows(10))
+    ids = client.flush("c", wait=False)
+    assert len(ids) == 1
+    assert client.get_segment_info(ids)[0]["state"] in ("Sealed", "Flushing", "Flushed")
+    wait_until(lambda: client.get_flush_state(ids), 20, "the flush")
+    info = client.get_segment_info(ids)[0]
+    assert info["num_rows"] == 10 and info["state"] == "Flushed"
+    client.insert("c", rows(5, start=10))
+    (again,) = client.flush("c", timeout=30)
+    assert again != ids[0]  # a sealed segment never takes rows again
+    assert client.get_collection_stats("c") == {"row_count": 15}
+
+
+def test_a_delete_after_the_flush_reaches_a_delta_log_of_the_flushed_segment(client: Client):
+    client.create_collection("c", dimension=4, metric_type="L2")
+    client.insert("c", rows(20))
+    (seg,) = client.flush("c", timeout=30)
+    res = client.delete("c", ids=[5])
+    wait_until(lambda: deletes(client) == [(seg, 5, res["timestamp"])], 20, "the delta log")
+
+
+def test_a_whole_cluster_restart_between_seal_and_flush_loses_and_repeats_nothing(
+    open_client: ClientFactory,
+):
+    first = open_client(datanode="off")  # sealed, but no data node writes it
+    first.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    first.insert("c", rows(200))
+    ids = first.flush("c", wait=False)
+    assert {i["state"] for i in first.get_segment_info(ids)} == {"Sealed"}
+    first.close()
+    second = open_client()
+    second.flush("c", timeout=30)
+    assert second.get_flush_state(ids)
+    pks = [pk for i in second.list_segments("c") for pk in segment_rows(second, i)[100].tolist()]
+    assert sorted(pks) == list(range(200))
+
+
+def test_a_data_node_killed_after_writing_files_leaves_no_orphans_and_no_duplicates(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    args = {**client_args, "rows": 120}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: "datanode.write.after_files"}
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("flush_writer.py")), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert child.returncode == CRASH_EXIT, child.stderr
+    assert json.loads(child.stdout.splitlines()[0]) == {"acked": 120}
+    client = open_client()
+    client.flush("c", timeout=30)
+    infos = client.list_segments("c")
+    pks = [pk for i in infos for pk in segment_rows(client, i)[100].tolist()]
+    assert sorted(pks) == list(range(120))  # the killed write's files were deleted, not kept
+    assert [pk for _, pk, _ in deletes(client)] == [0]
+    referenced = {
+        str(storage(client) / path) for i in infos for path in _referenced(client, i["segment_id"])
+    }
+    on_disk = {
+        str(p) for kind in ("insert_log", "delta_log", "stats_log") for p in files(client, kind)
+    }
+    assert on_disk == referenced
+
+
+def _referenced(client: Client, segment_id: int) -> set[str]:
+    datanode = client.cluster.datanode
+    return datanode.views.by_id[segment_id].paths
