@@ -56,3 +56,17 @@ class DeltaBuffer:
 
     def __len__(self) -> int:
         return len(self.pks)
+
+
+@dataclass
+class DdlBuffer:
+    """A collection's DDL events not yet in its DDL binlogs: (ts, type code, request)."""
+
+    start: StreamPosition
+    pchannel: int
+    events: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def add(self, ts: int, code: int, request: str) -> None:
+        if all(ts != t or code != c for t, c, _ in self.events):  # one copy per vchannel
+            self.events.append((ts, code, request))
+            self.events.sort()

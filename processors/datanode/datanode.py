@@ -30,7 +30,8 @@ import numpy as np
 
 from vectorlog.faults import crash_point
 from vectorlog.model import CollectionSchema
-from vectorlog.processors.datanode.buffer import DeltaBuffer, InsertBuffer
+from vectorlog.processors.datanode.binlog import EventTypeCode
+from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
 from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
 from vectorlog.processors.datanode.storage import ObjectStore
 from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
@@ -49,7 +50,14 @@ log = logging.getLogger(__name__)
 COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
 PK_PREFIX = b"pk/"
-DELTA_SYNC_S = 1.0  # deletes aimed at written segments reach their delta logs this fast
+DELTA_SYNC_S = 1.0
+#: broadcast DDL events and their Milvus DDL binlog event type codes
+DDL_CODES = {
+    "CollectionCreated": EventTypeCode.CREATE_COLLECTION,
+    "CollectionDropped": EventTypeCode.DROP_COLLECTION,
+    "PartitionCreated": EventTypeCode.CREATE_PARTITION,
+    "PartitionDropped": EventTypeCode.DROP_PARTITION,
+}  # deletes aimed at written segments reach their delta logs this fast
 
 
 def pk_key(vchannel: str, pk: Any) -> bytes:
@@ -91,6 +99,7 @@ class DataNode:
         self.dropped: set[int] = set()
         self.buffers: dict[int, InsertBuffer] = {}
         self.deltas: dict[int, DeltaBuffer] = {}
+        self.ddl: dict[int, DdlBuffer] = {}  # collection -> DDL not yet in its DDL binlogs
         self.refs: dict[int, SegmentRef] = {}
         self.pchannel_of: dict[str, int] = {}
         self.newest: dict[str, dict[Any, tuple[int, int]]] = {}  # vch -> pk -> (seg, ts)
@@ -153,16 +162,17 @@ class DataNode:
             self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = (seg, ts)
 
     def _delete_orphans(self) -> None:
-        """Deletes the files of known segments that no BinlogPathsSaved references."""
+        """Deletes the files of known segments and collections that no BinlogPathsSaved
+        references (written by a write that crashed before reporting them)."""
         referenced = self.views.referenced()
-        for seg in self.views.by_id.values():
-            if not seg.collection_id:
-                continue
-            for prefix in _segment_prefixes(seg):
-                for path in self.objects.list(prefix):
-                    if path not in referenced:
-                        log.info("deleting orphaned binlog %s", path)
-                        self.objects.delete(path)
+        prefixes = [p for seg in self.views.by_id.values() for p in _segment_prefixes(seg)]
+        collections = {seg.collection_id for seg in self.views.by_id.values()}
+        prefixes += [f"data_definition_log/{cid}/" for cid in collections if cid]
+        for prefix in prefixes:
+            for path in self.objects.list(prefix):
+                if path not in referenced:
+                    log.info("deleting orphaned binlog %s", path)
+                    self.objects.delete(path)
 
     # -- the loop ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -210,6 +220,8 @@ class DataNode:
     def _apply_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
         if event.vchannel:
             self.pchannel_of[event.vchannel] = pchannel
+        if event.type in DDL_CODES:
+            self._ddl_event(event, pchannel, before)
         if event.type == "CollectionCreated":
             self._created(event)
         elif event.type == "CollectionDropped":
@@ -224,6 +236,17 @@ class DataNode:
         self._dead_letter(
             Record(self.topics.dml, partition, offset, self.dml_serde.encode(event)), reason
         )
+
+    def _ddl_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
+        """Buffers a broadcast DDL event for the collection's DDL binlogs (seed 002)."""
+        cid = event.body["collection_id"]
+        if cid in self.dropped or event.ts <= self.views.ddl_ts.get(cid, 0):
+            return  # dropped, or already in its DDL binlogs (a replay)
+        buf = self.ddl.get(cid)
+        if buf is None:
+            buf = self.ddl[cid] = DdlBuffer(before, pchannel)
+        request = json.dumps({"event_type": event.type, **_plain(event.body)}, sort_keys=True)
+        buf.add(event.ts, DDL_CODES[event.type], request)
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
@@ -241,6 +264,7 @@ class DataNode:
         for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
             self.buffers.pop(sid, None)
             self.deltas.pop(sid, None)
+        self.ddl.pop(cid, None)
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), b'{"dropped":true}')
 
@@ -389,6 +413,10 @@ class DataNode:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed)
+        ddl = self.ddl.get(ref.collection_id)
+        if ddl is not None and schema is not None:
+            events = [(ts, EventTypeCode(code), text) for ts, code, text in ddl.events]
+            body["ddl_binlogs"] = self.writer.write_ddl(ref.collection_id, events)
         if rows is not None:
             body["start_position"] = self._position(ref, rows.start)
         body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
@@ -398,6 +426,8 @@ class DataNode:
         self.views.apply(event)
         self.buffers.pop(seg.segment_id, None)
         self.deltas.pop(seg.segment_id, None)
+        if body["ddl_binlogs"]:
+            self.ddl.pop(ref.collection_id, None)
         self.checkpoint()
 
     def _pchannel(self, ref: SegmentRef) -> int:
@@ -416,8 +446,9 @@ class DataNode:
         out = dict(self.positions)
         pending = [(sid, b.start) for sid, b in self.buffers.items()]
         pending += [(sid, d.start) for sid, d in self.deltas.items()]
-        for sid, start in pending:
-            p = self.pchannel_of.get(self._vchannel_of(sid), -1)
+        points = [(self.pchannel_of.get(self._vchannel_of(sid), -1), st) for sid, st in pending]
+        points += [(d.pchannel, d.start) for d in self.ddl.values()]
+        for p, start in points:
             if p in out and start.offset < out[p].offset:
                 out[p] = start
         return out
@@ -481,10 +512,23 @@ _GONE: tuple[int, int] = (-1, -1)
 _EMPTY = CollectionSchema(())
 
 
+def _plain(value: Any) -> Any:
+    """Returns a decoded event body as plain JSON values (Avro unions as their value)."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return _plain(value[1])
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.hex() if isinstance(value, bytes) else value
+
+
 def _collection_key(cid: int) -> bytes:
     return COLLECTION_PREFIX + cid.to_bytes(8, "big", signed=True)
 
 
 def _segment_prefixes(seg: SegmentView) -> list[str]:
+    if not seg.collection_id:
+        return []
     ids = f"{seg.collection_id}/{seg.partition_id}/{seg.segment_id}/"
     return [f"{kind}/{ids}" for kind in ("insert_log", "delta_log", "stats_log")]

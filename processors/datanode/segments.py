@@ -27,6 +27,7 @@ class SegmentViews:
 
     def __init__(self) -> None:
         self.by_id: dict[int, SegmentView] = {}
+        self.ddl_ts: dict[int, int] = {}  # collection -> newest DDL ts in its DDL binlogs
 
     def get(self, segment_id: int) -> SegmentView:
         if segment_id not in self.by_id:
@@ -63,6 +64,9 @@ class SegmentViews:
             seg.paths.add(log["path"])
         for log in b["delta_binlogs"]:
             seg.delta_ts = max(seg.delta_ts, log["timestamp_to"])
+        for log in b["ddl_binlogs"]:
+            cid = b["collection_id"]
+            self.ddl_ts[cid] = max(self.ddl_ts.get(cid, 0), log["timestamp_to"])
 
     def referenced(self) -> set[str]:
         """Returns every path some BinlogPathsSaved references."""

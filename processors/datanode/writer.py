@@ -15,7 +15,13 @@ from typing import Any
 
 from vectorlog.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
 from vectorlog.processors.datanode import paths
-from vectorlog.processors.datanode.binlog import DataTypeCode, delta_binlog, insert_binlog
+from vectorlog.processors.datanode.binlog import (
+    DataTypeCode,
+    EventTypeCode,
+    ddl_binlogs,
+    delta_binlog,
+    insert_binlog,
+)
 from vectorlog.processors.datanode.buffer import DeltaBuffer, InsertBuffer
 from vectorlog.processors.datanode.stats import compound_stats_log, pk_stats, stats_log
 from vectorlog.processors.datanode.storage import ObjectStore
@@ -86,6 +92,28 @@ class SegmentWriter:
             self._discard()
             raise
         return body
+
+    def write_ddl(
+        self, collection_id: int, events: list[tuple[int, EventTypeCode, str]]
+    ) -> list[dict[str, Any]]:
+        """Writes a collection's DDL binlogs (seed 002: `data_definition_log/{coll}/ts|ddl/`);
+        returns their two Binlog records. Raises StorageError."""
+        self._written = []
+        try:
+            ts_data, ddl_data = ddl_binlogs(
+                collection_id=collection_id, events=events, write_ts=self.now()
+            )
+            first = self.new_ids(2)
+            lo, hi, n = events[0][0], events[-1][0], len(events)
+            return [
+                self._put(paths.ddl_ts_path(collection_id, first), ts_data, first, n, lo, hi),
+                self._put(
+                    paths.ddl_ddl_path(collection_id, first + 1), ddl_data, first + 1, n, lo, hi
+                ),
+            ]
+        except Exception:
+            self._discard()
+            raise
 
     def _discard(self) -> None:
         """Deletes what a failed write put (best effort: recovery deletes what is left)."""

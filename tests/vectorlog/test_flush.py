@@ -20,7 +20,7 @@ from tests.processors.datanode import milvus_reader as mr
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.errors import CollectionNotFound
-from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.faults import CRASH_EXIT, ENV, armed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,15 +163,46 @@ def test_a_data_node_killed_after_writing_files_leaves_no_orphans_and_no_duplica
     pks = [pk for i in infos for pk in segment_rows(client, i)[100].tolist()]
     assert sorted(pks) == list(range(120))  # the killed write's files were deleted, not kept
     assert [pk for _, pk, _ in deletes(client)] == [0]
-    referenced = {
-        str(storage(client) / path) for i in infos for path in _referenced(client, i["segment_id"])
-    }
-    on_disk = {
-        str(p) for kind in ("insert_log", "delta_log", "stats_log") for p in files(client, kind)
-    }
+    views = client.cluster.datanode.views
+    referenced = {str(storage(client) / path) for path in views.referenced()}
+    kinds = ("insert_log", "delta_log", "stats_log", "data_definition_log")
+    on_disk = {str(p) for kind in kinds for p in files(client, kind)}
     assert on_disk == referenced
 
 
-def _referenced(client: Client, segment_id: int) -> set[str]:
-    datanode = client.cluster.datanode
-    return datanode.views.by_id[segment_id].paths
+def test_the_collections_ddl_is_written_to_ddl_binlogs_once(client: Client):
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    client.create_partition("c", "p")
+    client.insert("c", rows(10))
+    client.flush("c", timeout=30)
+    client.insert("c", rows(10, start=10))
+    client.flush("c", timeout=30)  # no new DDL: no new DDL binlogs
+    cid = client.describe_collection("c")["collection_id"]
+    ddl_dir = storage(client) / "data_definition_log" / str(cid)
+    (ts_file,) = (ddl_dir / "ts").iterdir()
+    (ddl_file,) = (ddl_dir / "ddl").iterdir()
+    ts_log, ddl_log = mr.read_binlog(ts_file.read_bytes()), mr.read_binlog(ddl_file.read_bytes())
+    (ts_event,) = ts_log.events
+    stamps = mr.decode_values(ts_log.descriptor["payload_data_type"], ts_event.payload)
+    requests = [json.loads(mr.decode_values(20, e.payload)[0]) for e in ddl_log.events]
+    assert [r["event_type"] for r in requests] == ["CollectionCreated", "PartitionCreated"]
+    assert [e.header.type_code for e in ddl_log.events] == [3, 5]  # Milvus's DDL event types
+    assert [e.start_ts for e in ddl_log.events] == stamps.tolist()
+    assert ts_log.descriptor["collection_id"] == cid == requests[0]["collection_id"]
+
+
+def test_a_failed_binlog_write_is_retried_and_the_flush_completes(
+    client: Client, caplog: pytest.LogCaptureFixture
+):
+    client.create_collection("c", dimension=4, metric_type="L2")
+    client.insert("c", rows(30))
+    with armed("storage.put.before_publish", skip=2) as reached:  # the third file fails
+        (seg,) = client.flush("c", timeout=30)
+    assert reached.count("storage.put.before_publish") == 3  # it did fail
+    assert any("data node step failed" in r.getMessage() for r in caplog.records)  # reported
+    assert client.get_segment_info([seg])[0]["state"] == "Flushed"
+    (info,) = client.list_segments("c")
+    assert sorted(segment_rows(client, info)[100].tolist()) == list(range(30))
+    views = client.cluster.datanode.views
+    referenced = {str(storage(client) / p) for p in views.referenced()}
+    assert {str(p) for p in files(client, "insert_log")} <= referenced  # the failed try left none
