@@ -38,6 +38,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.snapshotkv_bench
 	$(BIN)/python -m benchmarks.meta_bench
 	$(BIN)/python -m benchmarks.binlog_bench
+	$(BIN)/python -m benchmarks.flush_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -158,8 +159,7 @@ class DataNode:
             self.positions[p] = StreamPosition(*json.loads(raw))
         for key, raw in self.state.items(PK_PREFIX):
             vch, _, pk = key[len(PK_PREFIX) :].partition(b"\x00")
-            seg, ts = json.loads(raw)
-            self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = (seg, ts)
+            self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = ENTRY.unpack(raw)
 
     def _delete_orphans(self) -> None:
         """Deletes the files of known segments and collections that no BinlogPathsSaved
@@ -301,27 +301,33 @@ class DataNode:
 
     def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
         """Records each key's newest row; a key that had an older row is an upsert: that row's
-        segment gets a delete record at the event's ts."""
+        segment gets a delete record at the event's ts. Keys never seen (the common case) take
+        a path without a Python loop per row."""
         newest = self.newest.setdefault(event.vchannel, {})
+        entry = (sid, event.ts)
+        if newest.keys().isdisjoint(pks):
+            self._record(event, pks, None)
+            newest.update(dict.fromkeys(pks, entry))
+            return
+        changed, prevs = [], []
         for pk in pks:
             prev = newest.get(pk)
             if prev is not None and prev[1] >= event.ts:
                 continue  # a replayed older row
             if prev is not None:
                 self._delete_in(prev[0], pk, event.ts, before)
-            self._set_newest(event, pk, (sid, event.ts))
-
-    def _set_newest(self, event: Event, pk: Any, entry: tuple[int, int] | None) -> None:
-        """Changes a key's newest-row entry, remembering the change until it is committed."""
-        newest = self.newest.setdefault(event.vchannel, {})
-        p, offset = event.source or (-1, -1)
-        self._changes.setdefault(p, []).append(
-            Change(offset, event.ts, event.vchannel, pk, newest.get(pk))
-        )
-        if entry is None:
-            newest.pop(pk, None)
-        else:
+            changed.append(pk)
+            prevs.append(prev)
             newest[pk] = entry
+        self._record(event, changed, prevs)
+
+    def _record(self, event: Event, pks: list[Any], prevs: list[Entry | None] | None) -> None:
+        """Remembers that an event changed these keys' entries (from `prevs`; None: none had
+        one) until the change is committed with the checkpoint."""
+        if pks:
+            p, offset = event.source or (-1, -1)
+            change = Change(offset, event.ts, event.vchannel, list(pks), prevs)
+            self._changes.setdefault(p, []).append(change)
 
     def _deleted(self, event: Event, before: StreamPosition) -> None:
         b = event.body
@@ -329,6 +335,8 @@ class DataNode:
             return
         pks = decode_column(b["primary_keys"], b["num_rows"])
         newest = self.newest.setdefault(event.vchannel, {})
+        gone: list[Any] = []
+        prevs: list[Entry | None] = []
         for pk in pks.tolist() if isinstance(pks, np.ndarray) else pks:
             prev = newest.get(pk)
             if prev is None or prev[1] >= event.ts:
@@ -339,7 +347,9 @@ class DataNode:
             if b["partition_id"] not in (-1, part):
                 continue
             self._delete_in(prev[0], pk, event.ts, before)
-            self._set_newest(event, pk, None)
+            gone.append(pk)
+            prevs.append(newest.pop(pk))
+        self._record(event, gone, prevs)
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)
@@ -458,10 +468,11 @@ class DataNode:
         return ref.vchannel if ref else (view.vchannel if view else "")
 
     def checkpoint(self) -> None:
-        """Commits the checkpoint and the primary-key index as of it in one write: changes
-        made by events a replay from the checkpoint redelivers stay uncommitted."""
+        """Commits the checkpoint, and the primary-key index as of it, in one write; changes
+        made by events a replay from the checkpoint redelivers stay uncommitted. Writes only
+        when the checkpoint moved."""
         points = self.checkpoints()
-        if points == self._committed and not any(self._changes.values()):
+        if points == self._committed:
             return
         with self.state.transaction() as txn:
             for p, pos in points.items():
@@ -472,34 +483,43 @@ class DataNode:
         self._committed = points
 
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
-        """Stages each changed key's entry as of the checkpoint; keeps the later changes."""
-        as_of: dict[tuple[str, Any], tuple[int, int] | None] = {}
+        """Stages each key changed before the checkpoint with its entry as of the checkpoint
+        (a later change's previous entry, else the current one); keeps the later changes."""
+        done: set[tuple[str, Any]] = set()
+        as_of: dict[tuple[str, Any], Entry | None] = {}
         for p, changes in self._changes.items():
             point = points.get(p, StreamPosition())
             later = [c for c in changes if not c.delivered_before(point)]
             for c in changes:
-                as_of.setdefault((c.vchannel, c.pk), None)
-            for c in reversed(later):  # the first later change holds the value as of point
-                as_of[(c.vchannel, c.pk)] = c.prev if c.prev is not None else _GONE
+                if c.delivered_before(point):
+                    done.update((c.vchannel, pk) for pk in c.pks)
+            for c in reversed(later):  # the first later change holds the entry as of point
+                for i, pk in enumerate(c.pks):
+                    as_of[(c.vchannel, pk)] = None if c.prevs is None else c.prevs[i]
             self._changes[p] = later
-        for (vch, pk), entry in as_of.items():
+        for vch, pk in done:
+            key = (vch, pk)
+            entry = as_of[key] if key in as_of else self.newest.get(vch, {}).get(pk)
             if entry is None:
-                entry = self.newest.get(vch, {}).get(pk)
-            if entry is None or entry is _GONE:
                 txn.delete(pk_key(vch, pk))
             else:
-                txn.put(pk_key(vch, pk), json.dumps(list(entry)).encode())
+                txn.put(pk_key(vch, pk), ENTRY.pack(*entry))
+
+
+Entry = tuple[int, int]  # (segment id, ts) of a key's newest row
+ENTRY = struct.Struct(">qQ")
 
 
 @dataclass(frozen=True)
 class Change:
-    """A key's newest-row entry changed by the event at (its pchannel's) `offset`, `ts`."""
+    """Keys whose newest-row entries the event at (its pchannel's) `offset`, `ts` changed;
+    `prevs[i]` is pks[i]'s entry before (prevs None: no key had one)."""
 
     offset: int
     ts: int
     vchannel: str
-    pk: Any
-    prev: tuple[int, int] | None
+    pks: list[Any]
+    prevs: list[Entry | None] | None
 
     def delivered_before(self, point: StreamPosition) -> bool:
         """Whether a replay from `point` would not redeliver the change's event."""
@@ -508,7 +528,6 @@ class Change:
         )
 
 
-_GONE: tuple[int, int] = (-1, -1)
 _EMPTY = CollectionSchema(())
 
 

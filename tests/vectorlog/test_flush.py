@@ -206,3 +206,25 @@ def test_a_failed_binlog_write_is_retried_and_the_flush_completes(
     views = client.cluster.datanode.views
     referenced = {str(storage(client) / p) for p in views.referenced()}
     assert {str(p) for p in files(client, "insert_log")} <= referenced  # the failed try left none
+
+
+def test_upserts_and_deletes_across_a_restart_reach_the_delta_logs_exactly_once(
+    open_client: ClientFactory,
+):
+    first = open_client()
+    first.create_collection("c", dimension=4, metric_type="L2")
+    first.insert("c", rows(20))
+    (old,) = first.flush("c", timeout=30)
+    up = first.insert("c", [{"id": 3, "vector": [30.0, 1.0, 0.0, 0.0]}])  # supersedes a row of old
+    gone = first.delete("c", ids=[4])
+    first.close()  # before the deletes aimed at the flushed segment were written
+    second = open_client()
+    (new,) = second.flush("c", timeout=30)
+    expected = [(old, 3, up["timestamp"]), (old, 4, gone["timestamp"])]
+    wait_until(lambda: deletes(second) == expected, 20, "the delta logs")
+    second.close()
+    third = open_client()  # and again: nothing is written twice
+    third.flush("c", timeout=30)
+    assert deletes(third) == expected
+    (info,) = [i for i in third.list_segments("c") if i["segment_id"] == new]
+    assert segment_rows(third, info)[100].tolist() == [3]
