@@ -58,8 +58,16 @@ class Config:
     #: where binlogs are written: a directory or any pyarrow.fs URI (s3://bucket/prefix);
     #: default <state dir>/storage
     storage: str | None = None
-    #: the data node's engine: "local" (in-process, the embedded default) or "off"
+    #: the data node's engine: "local" (in-process, the embedded default), "spark" (the same
+    #: writer fed by a PySpark Structured Streaming query over the log; needs the `spark`
+    #: extra and Java 17) or "off"
     datanode: str = "local"
+    #: the Spark master of the "spark" engine (e.g. spark://host:7077); None runs Spark in
+    #: local mode, local[2]
+    spark_master: str | None = None
+    #: the data node writes a segment's buffered rows once they pass this many MB, without
+    #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
+    datanode_buffer_mb: float = 16.0
     #: a segment's maximum size in MB; its row capacity is estimated from it (seed 004)
     segment_max_size_mb: int = 512
     #: a segment is sealed once its rows reach this share of its capacity (seed 004)
@@ -145,8 +153,10 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
 
 
 _RULES: dict[str, tuple[Any, str]] = {
-    "datanode": (lambda v: v in ("local", "off"), '"local" or "off"'),
+    "datanode": (lambda v: v in ("local", "spark", "off"), '"local", "spark" or "off"'),
+    "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
+    "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),
     "segment_seal_proportion": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
     "segment_max_lifetime_s": (lambda v: v > 0, "> 0 s"),

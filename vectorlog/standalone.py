@@ -23,6 +23,7 @@ from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY, RootCoord
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.processors.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.topics import Serdes, Topics
@@ -94,7 +95,7 @@ class Standalone:
         )
         self._started(self.querynode)
         self._started(self.ticker)
-        if cfg.datanode == "local":
+        if cfg.datanode in ("local", "spark"):
             self._start_datanode(cfg)
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
@@ -131,12 +132,41 @@ class Standalone:
     def _start_datanode(self, cfg: Config) -> None:
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
         self.objects = PyArrowObjectStore(cfg.storage_uri())
+        fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
         self.datanode = DataNode(
-            self.log, self.topics, self.serdes, store, self.objects, self.rootcoord
+            self.log,
+            self.topics,
+            self.serdes,
+            store,
+            self.objects,
+            self.rootcoord,
+            buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
+            dml_log=fed,
         )
         self.datanode.recover()
         self._stack.callback(self.datanode.close)
         self._started(self.datanode)
+        if fed is not None:
+            self._start_spark_job(cfg, fed)
+
+    def _start_spark_job(self, cfg: Config, fed: FedLog) -> None:
+        """Starts the Spark engine's streaming query that feeds the data node's dml reader
+        (its session starts on a background thread: opening never waits for the JVM)."""
+        import importlib.util
+        import os
+        import shutil
+
+        from vectorlog.config import ConfigError
+        from vectorlog.streams.log.embedded import EmbeddedLog
+
+        if importlib.util.find_spec("pyspark") is None:
+            raise ConfigError('datanode="spark" needs PySpark: pip install "vectorlog[spark]"')
+        if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+            raise ConfigError('datanode="spark" needs Java 17 (java on PATH, or JAVA_HOME)')
+        assert fed.records is not None, "DataNode.recover() creates the fed reader"
+        log_uri = self.log.path if isinstance(self.log, EmbeddedLog) else cfg.log
+        self.spark_job = SparkDataNodeJob(fed.records, log_uri, cfg.spark_master)
+        self._started(self.spark_job)
 
     def _opened(self, thing: _T) -> _T:
         """Registers `thing.close` to run at close; returns thing."""

@@ -21,6 +21,7 @@ class InsertBuffer:
     timestamps: list[np.ndarray] = field(default_factory=list)
     columns: dict[int, list[Any]] = field(default_factory=dict)  # field id -> chunks
     num_rows: int = 0
+    nbytes: int = 0  # an estimate of the buffered bytes
 
     def append(self, first_row_id: int, ts: int, columns: dict[int, Any], n: int) -> None:
         """Adds `n` rows inserted at `ts` with row ids from `first_row_id`."""
@@ -28,7 +29,9 @@ class InsertBuffer:
         self.timestamps.append(np.full(n, ts, dtype=np.int64))
         for fid, values in columns.items():
             self.columns.setdefault(fid, []).append(values)
+            self.nbytes += values.nbytes if isinstance(values, np.ndarray) else 32 * len(values)
         self.num_rows += n
+        self.nbytes += 16 * n
 
     def column(self, field_id: int) -> Any:
         """Returns one field's buffered values: a numpy array, or a list (strings, JSON)."""

@@ -52,6 +52,8 @@ COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
 PK_PREFIX = b"pk/"
 DELTA_SYNC_S = 1.0
+#: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
+DEFAULT_BUFFER_BYTES = 16 << 20
 #: broadcast DDL events and their Milvus DDL binlog event type codes
 DDL_CODES = {
     "CollectionCreated": EventTypeCode.CREATE_COLLECTION,
@@ -88,9 +90,15 @@ class DataNode:
         objects: ObjectStore,
         rootcoord: RootCoordService,
         name: str = "datanode",
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        dml_log: Log | None = None,
     ) -> None:
+        """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
+        a Log whose reader is fed by another engine (the Spark job of processors/spark/)."""
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
+        self.dml_log = dml_log if dml_log is not None else log
         self.rc = rootcoord
+        self.buffer_bytes = buffer_bytes
         self.dml_serde = serdes.for_topic(topics.dml)
         self.coord_serde = serdes.for_topic(topics.coord)
         self.writer = SegmentWriter(objects, rootcoord.allocate_ids, rootcoord.now)
@@ -129,7 +137,7 @@ class DataNode:
         self.positions = dict(start)
         self._committed = dict(start)
         self._stream = TtMsgStream(
-            self.log, self.topics.dml, start, self.dml_serde, self._dead_letter
+            self.dml_log, self.topics.dml, start, self.dml_serde, self._dead_letter
         )
 
     def start(self) -> None:
@@ -195,15 +203,20 @@ class DataNode:
             self._coord_record(rec)
         for pack in self._stream.consume(timeout=timeout):
             self.apply(pack)
+        self._write_full_buffers()
         self._report_ticks()
         self._flush_ready()
         self._sync_deltas()
 
     def _coord_record(self, rec: Record) -> None:
         try:
-            self.views.apply(self.coord_serde.decode(rec.value))
+            event = self.coord_serde.decode(rec.value)
         except Exception as exc:  # datacoord dead-letters coord records; skip it here
             log.debug("data node skips coord record %s: %s", rec.offset, exc)
+            return
+        self.views.apply(event)
+        if event.type == "SegmentOpened":  # a vchannel's pchannel, also for replays past its rows
+            self.pchannel_of.setdefault(event.body["vchannel"], event.body["pchannel"])
 
     # -- applying dml ----------------------------------------------------------------------
     def apply(self, pack: MsgPack) -> None:
@@ -290,7 +303,7 @@ class DataNode:
         self.refs.setdefault(sid, ref)
         pks = by_id[schema.primary.field_id]
         self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else pks, sid, before)
-        if self._written(sid):
+        if self._written(sid, event.ts):
             return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
         if buf is None:
@@ -353,16 +366,17 @@ class DataNode:
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)
-        if view is not None and view.flushed and ts <= view.delta_ts:
-            return  # already in its delta logs
+        if view is not None and ts <= view.written_tick:
+            return  # already in its delta logs (a replay)
         buf = self.deltas.get(sid)
         if buf is None:
             buf = self.deltas[sid] = DeltaBuffer(before)
         buf.add(pk, ts)
 
-    def _written(self, sid: int) -> bool:
+    def _written(self, sid: int, ts: int) -> bool:
+        """Whether a row of segment `sid` at `ts` is in its binlogs already (a replay)."""
         view = self.views.by_id.get(sid)
-        return view is not None and view.flushed
+        return view is not None and (view.flushed or ts <= view.written_tick)
 
     # -- reports and flushes ---------------------------------------------------------------
     def tick_of(self, vchannel: str) -> int:
@@ -400,6 +414,14 @@ class DataNode:
             if ready and self.tick_of(seg.vchannel) >= (seg.seal_ts or 0):
                 self._write(seg, flushed=True)
 
+    def _write_full_buffers(self) -> None:
+        """Writes the rows of every segment whose buffer passed the size limit, without
+        waiting for the segment to be sealed (seed 004 "DataNode Flush")."""
+        for sid, buf in list(self.buffers.items()):
+            if buf.nbytes >= self.buffer_bytes:
+                ref = self.refs[sid]
+                self._write(self.views.get(sid) if sid in self.views.by_id else _view(ref), False)
+
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
         now = self.rc.now() >> 18
@@ -419,10 +441,12 @@ class DataNode:
         )
         schema = self.schemas.get(ref.collection_id)
         rows, deltas = self.buffers.get(seg.segment_id), self.deltas.get(seg.segment_id)
+        stats = [json.loads(self.objects.get(path)) for path in seg.stats_paths]
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         else:
-            body = self.writer.write(ref, schema, rows, deltas, flushed)
+            body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
+        body["num_rows"] += seg.rows_written
         ddl = self.ddl.get(ref.collection_id)
         if ddl is not None and schema is not None:
             events = [(ts, EventTypeCode(code), text) for ts, code, text in ddl.events]
@@ -529,6 +553,10 @@ class Change:
 
 
 _EMPTY = CollectionSchema(())
+
+
+def _view(ref: SegmentRef) -> SegmentView:
+    return SegmentView(ref.segment_id, ref.collection_id, ref.partition_id, ref.vchannel)
 
 
 def _plain(value: Any) -> Any:

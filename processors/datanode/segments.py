@@ -1,12 +1,15 @@
 """What the data node knows of segments from the coord topic: each segment's channel, whether
 it is sealed (and when), whether datacoord started its flush, whether its binlogs cover it,
-and up to which ts its delete logs go (so a replayed delete is not written twice)."""
+and up to which tick its binlogs hold its rows and deletes (so a replayed row or delete is not
+written twice)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from vectorlog.schemas.serde import Event
+
+COMPOUND_LOG_ID = 1  # the compound stats log's id (paths.compound_stats_path)
 
 
 @dataclass
@@ -18,7 +21,9 @@ class SegmentView:
     seal_ts: int | None = None
     flush_started: bool = False
     flushed: bool = False  # a BinlogPathsSaved with flushed=True was seen
-    delta_ts: int = 0  # the newest delete ts in its delta logs
+    written_tick: int = 0  # its binlogs hold every row and delete with ts <= this
+    rows_written: int = 0
+    stats_paths: list[str] = field(default_factory=list)  # one stats log per write
     paths: set[str] = field(default_factory=set)  # every file an event references
 
 
@@ -62,8 +67,14 @@ class SegmentViews:
             seg.paths.update(log["path"] for log in fb["binlogs"])
         for log in b["delta_binlogs"] + b["ddl_binlogs"]:
             seg.paths.add(log["path"])
-        for log in b["delta_binlogs"]:
-            seg.delta_ts = max(seg.delta_ts, log["timestamp_to"])
+        end = b["end_position"]
+        end = end[1] if isinstance(end, tuple) else end
+        if end:
+            seg.written_tick = max(seg.written_tick, end["ts"])
+        seg.rows_written = max(seg.rows_written, b["num_rows"])
+        for fb in b["stats_binlogs"]:
+            new = [log["path"] for log in fb["binlogs"] if log["log_id"] != COMPOUND_LOG_ID]
+            seg.stats_paths += [path for path in new if path not in seg.stats_paths]
         for log in b["ddl_binlogs"]:
             cid = b["collection_id"]
             self.ddl_ts[cid] = max(self.ddl_ts.get(cid, 0), log["timestamp_to"])

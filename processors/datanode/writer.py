@@ -65,9 +65,13 @@ class SegmentWriter:
         rows: InsertBuffer | None,
         deltas: DeltaBuffer | None,
         flushed: bool,
+        earlier_stats: list[dict[str, Any]] | None = None,
+        earlier_rows: int = 0,
     ) -> dict[str, Any]:
-        """Writes the segment's buffered rows (insert and stats logs) and deletes (a delta
-        log); returns the BinlogPathsSaved body. Raises StorageError; nothing referenced."""
+        """Writes the segment's buffered rows (insert logs and a stats log) and deletes (a delta
+        log); with `flushed`, also the compound stats log of every write's stats (`earlier_stats`
+        and this one's). Returns the BinlogPathsSaved body. Raises StorageError; nothing is
+        left referenced by a failed write."""
         body: dict[str, Any] = {
             "segment_id": ref.segment_id,
             "collection_id": ref.collection_id,
@@ -85,7 +89,12 @@ class SegmentWriter:
         self._written = []
         try:
             if rows is not None and rows.num_rows:
-                self._write_rows(ref, schema, rows, body)
+                earlier = (earlier_stats or [], earlier_rows) if flushed else None
+                self._write_rows(ref, schema, rows, body, earlier)
+            elif flushed and earlier_stats:  # every row was written before: only the compound
+                now, pk = self.now(), schema.primary.field_id
+                log = self._write_compound(ref, pk, earlier_stats, earlier_rows, (now, now))
+                body["stats_binlogs"] = [{"field_id": pk, "binlogs": [log]}]
             if deltas is not None and len(deltas):
                 body["delta_binlogs"] = [self._write_deltas(ref, schema, deltas)]
         except Exception:
@@ -124,7 +133,12 @@ class SegmentWriter:
                 log.warning("could not delete %s after a failed write: %s", path, exc)
 
     def _write_rows(
-        self, ref: SegmentRef, schema: CollectionSchema, rows: InsertBuffer, body: dict[str, Any]
+        self,
+        ref: SegmentRef,
+        schema: CollectionSchema,
+        rows: InsertBuffer,
+        body: dict[str, Any],
+        earlier: tuple[list[dict[str, Any]], int] | None,
     ) -> None:
         row_ids, tss = rows.system()
         lo, hi = int(tss.min()), int(tss.max())
@@ -153,7 +167,9 @@ class SegmentWriter:
             )
             log = self._put(path, data, first + i, len(tss), lo, hi)
             body["field_binlogs"].append({"field_id": fid, "binlogs": [log]})
-        body["stats_binlogs"] = self._write_stats(ref, schema, rows, first + len(columns), lo, hi)
+        body["stats_binlogs"] = self._write_stats(
+            ref, schema, rows, first + len(columns), (lo, hi), earlier
+        )
         body["num_rows"] = rows.num_rows
 
     def _write_stats(
@@ -162,20 +178,34 @@ class SegmentWriter:
         schema: CollectionSchema,
         rows: InsertBuffer,
         log_id: int,
-        lo: int,
-        hi: int,
+        span: tuple[int, int],
+        earlier: tuple[list[dict[str, Any]], int] | None,
     ) -> list[dict[str, Any]]:
+        """Writes this write's stats log and, if `earlier` (stats, rows) is given (the final
+        write), the compound stats log of those stats and this one's."""
         pk = schema.primary
         pks = rows.column(pk.field_id)
         stats = pk_stats(pk.field_id, pks, MILVUS_TYPE[pk.dtype])
-        ids = (ref.collection_id, ref.partition_id, ref.segment_id, pk.field_id)
-        one = self._put(
-            paths.stats_log_path(*ids, log_id), stats_log(stats), log_id, len(pks), lo, hi
+        path = paths.stats_log_path(
+            ref.collection_id, ref.partition_id, ref.segment_id, pk.field_id, log_id
         )
-        compound = self._put(
-            paths.compound_stats_path(*ids), compound_stats_log([stats]), 1, len(pks), lo, hi
-        )
-        return [{"field_id": pk.field_id, "binlogs": [one, compound]}]
+        logs = [self._put(path, stats_log(stats), log_id, len(pks), *span)]
+        if earlier is not None:
+            every, rows_before = [*earlier[0], stats], earlier[1] + len(pks)
+            logs.append(self._write_compound(ref, pk.field_id, every, rows_before, span))
+        return [{"field_id": pk.field_id, "binlogs": logs}]
+
+    def _write_compound(
+        self,
+        ref: SegmentRef,
+        field_id: int,
+        stats: list[dict[str, Any]],
+        rows: int,
+        span: tuple[int, int],
+    ) -> dict[str, Any]:
+        """Writes the compound stats log (`.../{pk field}/1`): every write's stats, in order."""
+        ids = (ref.collection_id, ref.partition_id, ref.segment_id, field_id)
+        return self._put(paths.compound_stats_path(*ids), compound_stats_log(stats), 1, rows, *span)
 
     def _write_deltas(
         self, ref: SegmentRef, schema: CollectionSchema, deltas: DeltaBuffer

@@ -228,3 +228,29 @@ def test_upserts_and_deletes_across_a_restart_reach_the_delta_logs_exactly_once(
     assert deletes(third) == expected
     (info,) = [i for i in third.list_segments("c") if i["segment_id"] == new]
     assert segment_rows(third, info)[100].tolist() == [3]
+
+
+def test_a_full_buffer_is_written_before_the_segment_is_sealed_and_a_restart_repeats_nothing(
+    open_client: ClientFactory,
+):
+    first = open_client(datanode_buffer_mb=0.001)  # ~1 KB: every insert below passes it
+    first.create_collection("c", dimension=4, metric_type="L2")
+    for lo in range(0, 90, 30):
+        before = len(files(first, "insert_log"))
+        first.insert("c", rows(30, start=lo))
+        wait_until(lambda n=before: len(files(first, "insert_log")) > n, 20, "a write")  # type: ignore[misc]
+    (info,) = first.list_segments("c")
+    assert first.get_segment_info([info["segment_id"]])[0]["state"] == "Growing"
+    first.close()
+    second = open_client(datanode_buffer_mb=4)  # the last rows stay in memory until the flush
+    second.insert("c", rows(30, start=90))
+    (seg,) = second.flush("c", timeout=30)
+    (info,) = second.list_segments("c")
+    cols = segment_rows(second, info)
+    assert sorted(cols[100].tolist()) == list(range(120)) == sorted(set(cols[100].tolist()))
+    assert info["num_rows"] == 120
+    assert len(list((storage(second) / "insert_log").rglob("100/*"))) > 1  # several writes
+    compound = next(p for p in files(second, "stats_log") if p.name == "1")
+    parts = json.loads(compound.read_bytes())
+    assert len(parts) > 1 and min(p["minPk"] for p in parts) == 0
+    assert max(p["maxPk"] for p in parts) == 119

@@ -1,0 +1,1 @@
+"""Tests of processors/spark: the log as a Spark data source, the Spark data node engine."""
