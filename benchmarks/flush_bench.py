@@ -2,8 +2,9 @@
 
     python -m benchmarks.flush_bench [--engine local] [--flushes 20] [--rows 50000]
 
-- latency: `Client.flush` (call -> every segment Flushed, binlogs written) after a warm-up
-  flush (the Spark engine's start is not counted), after each of `--flushes` rounds of `--rows` 128-d float32 rows inserted in batches of 1,000; p50/p99.
+- latency: `Client.flush` (call -> every segment Flushed, binlogs written) after each of
+  `--flushes` rounds of `--rows` 128-d float32 rows inserted in batches of 1,000; p50/p99;
+  a warm-up flush comes first (the Spark engine's start is not counted).
 - ingest: `Client.insert` rows/s of 200,000 rows with the data node running vs off, on fresh
   embedded clusters, median of 3 each, and their ratio.
 Writes benchmarks/results/flush-<engine>.json. Vectors: GloVe-6B-50d tiled to 128 dims.
