@@ -143,22 +143,23 @@ def test_a_whole_cluster_restart_between_seal_and_flush_loses_and_repeats_nothin
     assert sorted(pks) == list(range(200))
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
 def test_a_data_node_killed_after_writing_files_leaves_no_orphans_and_no_duplicates(
-    client_args: dict[str, Any], open_client: ClientFactory
+    engine: str, client_args: dict[str, Any], open_client: ClientFactory
 ):
-    args = {**client_args, "rows": 120}
+    args = {**client_args, "rows": 120, "datanode": engine}
     env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: "datanode.write.after_files"}
     child = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("flush_writer.py")), json.dumps(args)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=300,
     )
     assert child.returncode == CRASH_EXIT, child.stderr
     assert json.loads(child.stdout.splitlines()[0]) == {"acked": 120}
-    client = open_client()
-    client.flush("c", timeout=30)
+    client = open_client(datanode=engine)
+    client.flush("c", timeout=120)
     infos = client.list_segments("c")
     pks = [pk for i in infos for pk in segment_rows(client, i)[100].tolist()]
     assert sorted(pks) == list(range(120))  # the killed write's files were deleted, not kept
