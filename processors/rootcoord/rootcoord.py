@@ -23,6 +23,7 @@ from vectorlog.errors import (
     DdlOutcomeUnknown,
     IndexNotFound,
     InvalidArgument,
+    LimitExceeded,
     PartitionNotFound,
     VectorlogError,
 )
@@ -57,6 +58,7 @@ BROADCAST = frozenset(
     {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
 )
 MAX_SHARDS = 16
+PROBE_TS = (1 << 63) - 1  # the largest ts: an Avro long never encodes longer
 #: failures during replay that say nothing about the event (a record too large for the dml
 #: topic is the event's fault, and is dead-lettered so the cluster still opens)
 NOT_THE_EVENTS_FAULT = (StateError, CrashPointReached, LogClosed, KafkaLogError)
@@ -255,6 +257,7 @@ class RootCoord:
     def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
         """Checks, stamps, appends to `ddl`, broadcasts and applies one DDL event."""
         self.meta.check(Event(event_type, 0, body, collection_id))
+        self._check_sizes(Event(event_type, PROBE_TS, body, collection_id))
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id)
             try:
@@ -268,6 +271,22 @@ class RootCoord:
                 self._dirty = True
                 raise DdlOutcomeUnknown(event_type, exc) from exc
         return ts
+
+    def _check_sizes(self, event: Event) -> None:
+        """Raises LimitExceeded, before anything is appended, if the event or one of its
+        broadcast copies would not fit in a record of the topic it goes to."""
+        limit = self.log.max_message_bytes
+        sizes = [(self.topics.ddl, len(self._ddl_serde.encode(event)))]
+        sizes += [
+            (self.topics.dml, len(self._dml_serde.encode(replace(event, vchannel=vc))))
+            for _, vc in self._targets(event)
+        ]
+        for topic, size in sizes:
+            if size > limit:
+                raise LimitExceeded(
+                    f"{event.type} encodes to {size} bytes on {topic!r}, over the maximum "
+                    f"message size of {limit}: shorten its names, description or properties"
+                )
 
     @contextlib.contextmanager
     def _ddl(self) -> Iterator[None]:

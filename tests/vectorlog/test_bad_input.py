@@ -6,13 +6,14 @@ import math
 
 import pytest
 
-from tests.clients import data_events, ddl_changes
+from tests.clients import ClientFactory, data_events, ddl_changes
 from vectorlog import Client, DataType
 from vectorlog.errors import (
     CollectionExists,
     CollectionNotFound,
     InvalidArgument,
     InvalidName,
+    LimitExceeded,
     SchemaMismatch,
 )
 
@@ -143,3 +144,19 @@ def test_varchar_length_counts_utf8_bytes_and_refuses_lone_surrogates(books: Cli
     with pytest.raises(SchemaMismatch, match="not valid Unicode text"):
         books.insert("books", [row(title="\ud800")])
     assert books.insert("books", [row(title="héll")])["insert_count"] == 1  # 5 bytes fits
+
+
+def test_ddl_too_large_for_a_topic_it_goes_to_is_refused_before_anything_is_appended(
+    open_client: ClientFactory,
+):
+    """The event fits on `ddl` but its broadcast copy (with the vchannel) would not fit on
+    `dml`: refused up front, so nothing half-written can brick a reopen."""
+    client = open_client()
+    with pytest.raises(LimitExceeded, match="over the maximum message size") as err:
+        client.create_collection("big", dimension=2, properties={"k": "x" * 1_048_397})
+    assert "CollectionCreated" in str(err.value)
+    assert ddl_changes(client) == []
+    client.create_collection("small", dimension=2)  # the next DDL works
+    client.close()
+    again = open_client()
+    assert again.list_collections() == ["small"]
