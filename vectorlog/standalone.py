@@ -12,7 +12,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vectorlog.config import Config
+from vectorlog.config import Config, ConfigError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
@@ -51,6 +51,23 @@ def _open_state(cfg: Config) -> RocksDBStateStore:
     return RocksDBStateStore(cfg.state_dir() / "rootcoord", {DDL_POSITION_KEY: (ddl, 0)})
 
 
+CLUSTER_KEY = b"cluster/name"
+
+
+def _claim(store: RocksDBStateStore, cfg: Config) -> None:
+    """Records which cluster a state directory belongs to; raises ConfigError at once if it
+    belongs to another (its state would not match that cluster's topics)."""
+    owner = store.get(CLUSTER_KEY)
+    if owner is None:
+        with store.transaction() as txn:
+            txn.put(CLUSTER_KEY, cfg.cluster.encode())
+    elif owner.decode() != cfg.cluster:
+        raise ConfigError(
+            f"state directory {cfg.state_dir()} belongs to cluster {owner.decode()!r}, not "
+            f"{cfg.cluster!r}: open it with cluster={owner.decode()!r}, or use another directory"
+        )
+
+
 class Standalone:
     """One process running rootcoord, datacoord, the query node, a proxy and the ticker.
 
@@ -75,6 +92,7 @@ class Standalone:
 
     def _start(self, cfg: Config) -> None:
         self.db = self._opened(_open_state(cfg))
+        _claim(self.db, cfg)
         self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)

@@ -275,3 +275,18 @@ def test_every_error_after_close_is_a_vectorlog_error(client: Client):
     client.close()
     with pytest.raises(VectorlogError, match="closed"):
         client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+
+
+def test_a_state_directory_reopened_under_another_cluster_name_is_refused_at_once(
+    open_client: ClientFactory,
+):
+    from vectorlog.config import ConfigError
+
+    first = open_client()
+    first.create_collection("c", dimension=2)
+    owner = first.cfg.cluster
+    first.close()
+    with pytest.raises(ConfigError, match=f"belongs to cluster '{owner}', not 'someoneelse'"):
+        open_client(cluster="someoneelse")
+    again = open_client()  # the refused open changed nothing
+    assert again.list_collections() == ["c"]
