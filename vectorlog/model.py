@@ -19,7 +19,12 @@ ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
 MAX_DIM = 32_768
 MAX_VARCHAR = 65_535
 METRICS = ("L2", "IP", "COSINE")
-DEFAULT_PARTITION = "_default"  # every collection is created with it
+DEFAULT_PARTITION = "_default"
+#: Milvus's system field names, refused for user fields
+RESERVED_FIELD_NAMES = frozenset({"RowID", "Timestamp", "$meta"})
+ID_TYPES = frozenset(
+    {"int", "int64", "str", "string", "varchar"}
+)  # every collection is created with it
 
 
 class DataType(enum.Enum):
@@ -55,6 +60,8 @@ class FieldSchema:
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
         check_name("field", self.name)
+        if self.name in RESERVED_FIELD_NAMES:
+            raise InvalidArgument(f"field name {self.name!r} is reserved (system fields)")
         if not isinstance(self.dtype, DataType):
             raise InvalidArgument(f"field {self.name!r}: unknown data type {self.dtype!r}")
         if self.is_primary and self.dtype not in (DataType.INT64, DataType.VARCHAR):
@@ -185,6 +192,8 @@ def quick_schema(
     max_length: int = MAX_VARCHAR,
 ) -> CollectionSchema:
     """Returns MilvusClient's quick-setup schema: a primary key and one vector field."""
+    if id_type not in ID_TYPES:
+        raise InvalidArgument(f"id_type must be one of {sorted(ID_TYPES)}, not {id_type!r}")
     pk_type = DataType.VARCHAR if id_type in ("str", "string", "varchar") else DataType.INT64
     pk = FieldSchema(
         primary_field,

@@ -21,7 +21,24 @@ class ReadAt:
     as_of: int | None = None
     timeout: float | None = None  # None: the configured read timeout
 
+    def __post_init__(self) -> None:
+        """Raises InvalidArgument naming a malformed `as_of`, `timeout` or level."""
+        as_of, timeout = self.as_of, self.timeout
+        if as_of is not None and (
+            not isinstance(as_of, int) or isinstance(as_of, bool) or not 0 < as_of < MAX_TS
+        ):
+            raise InvalidArgument(f"as_of must be a hybrid timestamp in 1..2**63-1, not {as_of!r}")
+        if timeout is not None and (
+            not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0
+        ):
+            raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if not isinstance(self.consistency_level, str):
+            raise InvalidArgument(
+                f"consistency_level must be a string, not {self.consistency_level!r}"
+            )
 
+
+MAX_TS = 1 << 63
 STRONG = ReadAt()
 
 

@@ -240,6 +240,8 @@ class Proxy:
 
         Raises ConsistencyTimeout.
         """
+        if at.as_of is not None and at.as_of > self.rc.now():
+            raise InvalidArgument(f"as_of {at.as_of} is in the future: nothing is known there yet")
         ts = guarantee_ts(at.consistency_level, self.rc.now, at.session_ts, at.as_of)
         if ts is None:  # Eventually: what is applied, but at least the collection itself
             ts = max(self.qn.tsafe(info.pchannels), info.created_ts)

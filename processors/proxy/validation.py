@@ -9,6 +9,7 @@ a primary key repeated within the request.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ from vectorlog.model import CollectionSchema, DataType, FieldSchema
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Columns = dict[str, Any]
+
+MAX_JSON_DEPTH = 64  # nesting of a JSON field value
 
 
 def rows_to_columns(
@@ -77,14 +80,18 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
             f,
             values,
             lambda v: (
-                isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+                isinstance(v, (int, float, np.number))
+                and not isinstance(v, (bool, np.bool_))
+                and math.isfinite(v)
             ),
-            "a number",
+            "a finite number",
             np.float64,
         )
     if f.dtype is DataType.BOOL:
         return _checked(f, values, lambda v: isinstance(v, (bool, np.bool_)), "a bool", bool)
     if f.dtype is DataType.VARCHAR:
+        if f.is_primary and "" in values:
+            raise SchemaMismatch(f"row {values.index('')}: primary key {f.name!r} is empty")
         return _strings(f, values)
     return _json(f, values)
 
@@ -128,17 +135,40 @@ def _strings(f: FieldSchema, values: list[Any]) -> list[str]:
 
 def _json(f: FieldSchema, values: list[Any]) -> list[Any]:
     for i, v in enumerate(values):
-        try:
-            json.dumps(v, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise SchemaMismatch(f"row {i}: field {f.name!r} is not JSON: {exc}") from None
+        problem = _json_problem(v)
+        if problem is None:
+            try:
+                json.dumps(v, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                problem = str(exc)
+        if problem:
+            raise SchemaMismatch(f"row {i}: field {f.name!r} is not JSON: {problem}")
     return values
+
+
+def _json_problem(value: Any) -> str | None:
+    """Returns why a value is not a JSON document json.dumps would keep as given (non-string
+    keys, nesting deeper than MAX_JSON_DEPTH), walking it without recursion; else None."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return f"nested deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(v, dict):
+            bad = next((k for k in v if not isinstance(k, str)), None)
+            if bad is not None:
+                return f"object key {bad!r} is not a string"
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, depth + 1) for x in v)
+    return None
 
 
 def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
     """Returns an (n, dim) float32 array. Raises SchemaMismatch naming the bad row."""
     try:
-        arr = np.asarray(values, dtype=np.float32)
+        raw = np.asarray(values)
+        arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
     except (ValueError, TypeError):
         arr = None
     if arr is None or arr.ndim != 2 or arr.shape[1] != f.dim:
@@ -171,6 +201,8 @@ def primary_keys(f: FieldSchema, ids: Any) -> Any:
     """Returns validated primary keys (int64 array or list of str). Raises SchemaMismatch."""
     if isinstance(ids, (int, str, np.integer)):
         ids = [ids]
+    if ids is None or isinstance(ids, (bytes, dict)) or not hasattr(ids, "__iter__"):
+        raise SchemaMismatch(f"primary keys for {f.name!r} must be a key or a list, not {ids!r}")
     ids = list(ids)
     if not ids:
         raise SchemaMismatch(f"no primary keys given for {f.name!r}")

@@ -132,7 +132,11 @@ class RootCoord:
         """Creates a collection. Raises InvalidArgument/CollectionExists; nothing appended."""
         check_name("collection", name)
         schema = replace(schema, name=name).validated()
-        if not isinstance(shards_num, int) or not 0 < shards_num <= MAX_SHARDS:
+        if (
+            not isinstance(shards_num, int)
+            or isinstance(shards_num, bool)
+            or not 0 < shards_num <= MAX_SHARDS
+        ):
             raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
         with self._ddl():
             cid = self.ids.allocate(2)

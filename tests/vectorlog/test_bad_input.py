@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from vectorlog.errors import (
     InvalidName,
     LimitExceeded,
     SchemaMismatch,
+    VectorlogError,
 )
 
 
@@ -160,3 +162,61 @@ def test_ddl_too_large_for_a_topic_it_goes_to_is_refused_before_anything_is_appe
     client.close()
     again = open_client()
     assert again.list_collections() == ["small"]
+
+
+@pytest.fixture
+def rich(client: Client) -> Client:
+    s = client.create_schema()
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=10)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=3)
+    s.add_field("score", DataType.DOUBLE)
+    s.add_field("meta", DataType.JSON)
+    client.create_collection("rich", schema=s)
+    return client
+
+
+def rich_row(**over: Any) -> dict[str, Any]:
+    return {"id": "a", "vector": [0.1, 0.2, 0.3], "score": 1.0, "meta": {"k": 1}, **over}
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda c: c.create_collection("x", dimension=2, num_shards=True), "shards_num"),
+        (lambda c: c.create_collection("x", dimension=2, id_type="float"), "id_type"),
+        (
+            lambda c: c.create_collection(
+                "x",
+                schema=c.create_schema()
+                .add_field("RowID", DataType.INT64, is_primary=True)
+                .add_field("v", DataType.FLOAT_VECTOR, dim=2),
+            ),
+            "reserved",
+        ),
+        (lambda c: c.insert("rich", [rich_row(vector=["1", "2", "3"])]), "vector"),
+        (lambda c: c.insert("rich", [rich_row(vector=[True, False, True])]), "vector"),
+        (lambda c: c.insert("rich", [rich_row(id="")]), "primary key 'id' is empty"),
+        (lambda c: c.insert("rich", [rich_row(score=math.nan)]), "finite number"),
+        (lambda c: c.insert("rich", [rich_row(meta={1: 2})]), "not a string"),
+        (lambda c: c.get("rich", None), "must be a key or a list"),
+        (lambda c: c.search("rich", [[0.0] * 3], as_of=-1), "as_of"),
+        (lambda c: c.search("rich", [[0.0] * 3], as_of=2**64 + 5), "as_of"),
+        (lambda c: c.search("rich", [[0.0] * 3], timeout="x"), "timeout"),
+        (lambda c: c.search("rich", [[0.0] * 3], as_of=2**62), "in the future"),
+    ],
+)
+def test_every_invalid_request_is_a_vectorlog_error_naming_the_argument(
+    rich: Client, call: Any, message: str
+):
+    before = len(data_events(rich)), len(ddl_changes(rich))
+    with pytest.raises(VectorlogError, match=message):
+        call(rich)
+    assert (len(data_events(rich)), len(ddl_changes(rich))) == before  # nothing appended
+
+
+def test_deeply_nested_json_is_refused_not_a_recursion_error(rich: Client):
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(SchemaMismatch, match="nested deeper"):
+        rich.insert("rich", [rich_row(meta=deep)])
