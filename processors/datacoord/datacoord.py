@@ -61,6 +61,7 @@ class DataCoord:
         self._alloc_lock = threading.Lock()
         self._applied = threading.Condition(threading.Lock())
         self._pending_allocations: list[dict[str, int]] = []
+        self._current: dict[tuple[int, int, str], Segment] = {}  # channel -> its Growing one
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -127,17 +128,22 @@ class DataCoord:
     def _growing(
         self, collection_id: int, partition_id: int, vchannel: str, pchannel: int, row_bytes: int
     ) -> Segment:
-        """Returns the channel's newest Growing segment, opening one if there is none."""
+        """Returns the channel's newest Growing segment, opening one if there is none (the
+        segments are scanned only when the remembered one is no longer Growing)."""
+        key = (collection_id, partition_id, vchannel)
+        current = self._current.get(key)
+        if current is not None and current.state is SegmentState.GROWING:
+            return current
         with self.meta.lock:
             growing = [
                 s
                 for s in self.meta.segments.values()
                 if s.state is SegmentState.GROWING
-                and (s.collection_id, s.partition_id, s.vchannel)
-                == (collection_id, partition_id, vchannel)
+                and (s.collection_id, s.partition_id, s.vchannel) == key
             ]
         if growing:
-            return max(growing, key=lambda s: s.segment_id)
+            self._current[key] = max(growing, key=lambda s: s.segment_id)
+            return self._current[key]
         self._enforce_growing_limit(vchannel)
         max_rows = max(1, self.settings.max_segment_bytes // max(1, row_bytes))
         segment_id = self.rc.allocate_ids()
@@ -150,7 +156,8 @@ class DataCoord:
             "max_rows": max_rows,
         }
         self._append_applied("SegmentOpened", body, collection_id, vchannel)
-        return self.meta.segments[segment_id]
+        self._current[key] = self.meta.segments[segment_id]
+        return self._current[key]
 
     def _enforce_growing_limit(self, vchannel: str) -> None:
         """Seals the oldest Growing segments of a vchannel beyond the configured number."""
@@ -214,10 +221,6 @@ class DataCoord:
         return [
             s.info() for s in sorted(self._of_collection(collection_id), key=lambda s: s.segment_id)
         ]
-
-    def segments_of(self, collection_id: int) -> list[Segment]:
-        """Returns copies-in-time of the collection's segment records (for the data node)."""
-        return self._of_collection(collection_id)
 
     def _of_collection(self, collection_id: int) -> list[Segment]:
         with self.meta.lock:

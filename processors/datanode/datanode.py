@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.faults import crash_point
+from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionSchema
 from vectorlog.processors.datanode.binlog import EventTypeCode
 from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
@@ -52,6 +53,7 @@ COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
 PK_PREFIX = b"pk/"
 DELTA_SYNC_S = 1.0
+LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
 #: broadcast DDL events and their Milvus DDL binlog event type codes
@@ -170,17 +172,17 @@ class DataNode:
             self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = ENTRY.unpack(raw)
 
     def _delete_orphans(self) -> None:
-        """Deletes the files of known segments and collections that no BinlogPathsSaved
-        references (written by a write that crashed before reporting them)."""
+        """Deletes the files, under the collections it knows, that no BinlogPathsSaved
+        references (written by a write that crashed before reporting them): one listing per
+        collection and kind of log, not per segment."""
         referenced = self.views.referenced()
-        prefixes = [p for seg in self.views.by_id.values() for p in _segment_prefixes(seg)]
-        collections = {seg.collection_id for seg in self.views.by_id.values()}
-        prefixes += [f"data_definition_log/{cid}/" for cid in collections if cid]
-        for prefix in prefixes:
-            for path in self.objects.list(prefix):
-                if path not in referenced:
-                    log.info("deleting orphaned binlog %s", path)
-                    self.objects.delete(path)
+        collections = {seg.collection_id for seg in self.views.by_id.values() if seg.collection_id}
+        for cid in sorted(collections):
+            for kind in LOG_KINDS:
+                for path in self.objects.list(f"{kind}/{cid}/"):
+                    if path not in referenced:
+                        log.info("deleting orphaned binlog %s", path)
+                        self.objects.delete(path)
 
     # -- the loop ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -386,7 +388,7 @@ class DataNode:
     def _report_ticks(self) -> None:
         """Tells datacoord a vchannel's tick once it passed the seal ts of a segment there."""
         due: dict[str, int] = {}
-        for seg in self.views.by_id.values():
+        for seg in (self.views.by_id[sid] for sid in self.views.pending):
             if seg.seal_ts is None or seg.flush_started or seg.flushed or not seg.vchannel:
                 continue
             tick = self.tick_of(seg.vchannel)
@@ -409,7 +411,7 @@ class DataNode:
 
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
-        for seg in list(self.views.by_id.values()):
+        for seg in [self.views.by_id[sid] for sid in self.views.pending]:
             ready = seg.flush_started and not seg.flushed and seg.seal_ts is not None
             if ready and self.tick_of(seg.vchannel) >= (seg.seal_ts or 0):
                 self._write(seg, flushed=True)
@@ -424,13 +426,13 @@ class DataNode:
 
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
-        now = self.rc.now() >> 18
+        now = physical_ms(self.rc.now())
         for sid, buf in list(self.deltas.items()):
             view = self.views.by_id.get(sid)
             if (
                 view is not None
                 and view.flushed
-                and now - (min(buf.tss) >> 18) >= DELTA_SYNC_S * 1000
+                and now - physical_ms(min(buf.tss)) >= DELTA_SYNC_S * 1000
             ):
                 self._write(view, flushed=True)
 
@@ -441,7 +443,7 @@ class DataNode:
         )
         schema = self.schemas.get(ref.collection_id)
         rows, deltas = self.buffers.get(seg.segment_id), self.deltas.get(seg.segment_id)
-        stats = [json.loads(self.objects.get(path)) for path in seg.stats_paths]
+        stats = [json.loads(self.objects.get(p)) for p in seg.stats_paths] if flushed else []
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         else:
@@ -572,10 +574,3 @@ def _plain(value: Any) -> Any:
 
 def _collection_key(cid: int) -> bytes:
     return COLLECTION_PREFIX + cid.to_bytes(8, "big", signed=True)
-
-
-def _segment_prefixes(seg: SegmentView) -> list[str]:
-    if not seg.collection_id:
-        return []
-    ids = f"{seg.collection_id}/{seg.partition_id}/{seg.segment_id}/"
-    return [f"{kind}/{ids}" for kind in ("insert_log", "delta_log", "stats_log")]

@@ -33,6 +33,7 @@ class SegmentViews:
     def __init__(self) -> None:
         self.by_id: dict[int, SegmentView] = {}
         self.ddl_ts: dict[int, int] = {}  # collection -> newest DDL ts in its DDL binlogs
+        self.pending: set[int] = set()  # sealed, not yet written in full
 
     def get(self, segment_id: int) -> SegmentView:
         if segment_id not in self.by_id:
@@ -50,6 +51,8 @@ class SegmentViews:
             for sid in b["segment_ids"]:
                 seg = self.get(sid)
                 seg.seal_ts = event.ts if seg.seal_ts is None else seg.seal_ts
+                if not seg.flushed:
+                    self.pending.add(sid)
         elif event.type == "SegmentsFlushStarted":
             for sid in b["segment_ids"]:
                 self.get(sid).flush_started = True
@@ -57,12 +60,15 @@ class SegmentViews:
             self._binlogs_saved(b)
         elif event.type == "SegmentFlushed":
             self.get(b["segment_id"]).flushed = True
+            self.pending.discard(b["segment_id"])
 
     def _binlogs_saved(self, b: dict) -> None:
         seg = self.get(b["segment_id"])
         seg.collection_id, seg.partition_id = b["collection_id"], b["partition_id"]
         seg.vchannel = seg.vchannel or b["vchannel"]
         seg.flushed = seg.flushed or b["flushed"]
+        if seg.flushed:
+            self.pending.discard(seg.segment_id)
         for fb in b["field_binlogs"] + b["stats_binlogs"]:
             seg.paths.update(log["path"] for log in fb["binlogs"])
         for log in b["delta_binlogs"] + b["ddl_binlogs"]:

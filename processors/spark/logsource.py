@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import time
-import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -168,16 +168,17 @@ class LogStreamReader(DataSourceStreamReader):
 
 
 # -- finding the ends ---------------------------------------------------------------------------
-class _Ends:
+class _Ends(ABC):
     """Per partition, 1 + the last offset known to exist."""
 
     partitions: int
     known: dict[int, int]
 
-    def ends(self, wait: float, start: dict[int, int]) -> dict[int, int]:
-        raise NotImplementedError
+    @abstractmethod
+    def ends(self, wait: float, start: dict[int, int]) -> dict[int, int]: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:  # noqa: B027 - nothing to release unless a subclass says so
+        return None
 
 
 class _EmbeddedEnds(_Ends):
@@ -299,24 +300,10 @@ def kafka_consumer(bootstrap: str) -> Any:
     """Returns a confluent-kafka Consumer for `assign()` reads (no group, nothing committed)."""
     from confluent_kafka import Consumer
 
-    from vectorlog.streams.log.kafka import LIBRDKAFKA_LOG
+    from vectorlog.streams.log.kafka import reader_config
 
-    return Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"vectorlog-spark-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": False,
-            "auto.offset.reset": "error",
-            "allow.auto.create.topics": False,
-            "fetch.wait.max.ms": 10,
-            "fetch.max.bytes": 64 << 20,
-            "receive.message.max.bytes": 65 << 20,
-            "queued.max.messages.kbytes": 64 << 10,
-            "logger": LIBRDKAFKA_LOG,
-        }
-    )
+    config = reader_config(bootstrap, "vectorlog-spark", 64 << 20)
+    return Consumer({**config, "queued.max.messages.kbytes": 64 << 10})
 
 
 def _kafka_partitions(consumer: Any, topic: str) -> int:

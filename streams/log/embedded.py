@@ -53,7 +53,8 @@ def _frame(key: bytes | None, value: bytes) -> bytes:
     return struct.pack(">I", len(key)) + key + value
 
 
-def _unframe(data: bytes) -> tuple[bytes | None, bytes]:
+def unframe(data: bytes) -> tuple[bytes | None, bytes]:
+    """Returns (key, value) of a stored record (the embedded and the secondary reader's)."""
     (n,) = struct.unpack_from(">I", data)
     if n == _NO_KEY:
         return None, data[4:]
@@ -197,7 +198,7 @@ class EmbeddedLog:
         for off in range(offset, end):
             if not it.valid():
                 break
-            key, value = _unframe(bytes(it.value()))
+            key, value = unframe(bytes(it.value()))
             out.append(Record(topic, partition, off, value, key))
             it.next()
         return out

@@ -71,6 +71,26 @@ class _Acks:
         return lambda err, msg: self.report(index, err, msg)
 
 
+def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, Any]:
+    """Returns the config of a consumer that reads with `assign()` from positions its caller
+    stores: a throwaway group, nothing committed, no auto-created topics, short fetch waits."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "group.id": f"{client_id}-reader-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": False,
+        "auto.offset.reset": "error",
+        "allow.auto.create.topics": False,
+        "fetch.wait.max.ms": 10,
+        "fetch.message.max.bytes": fetch_max,
+        "fetch.max.bytes": max(fetch_max, 50 << 20),
+        "receive.message.max.bytes": max(fetch_max, 50 << 20) + (1 << 20),
+        "logger": LIBRDKAFKA_LOG,
+    }
+
+
 class KafkaLog:
     """A partitioned log on a Kafka-API broker; thread-safe."""
 
@@ -114,22 +134,7 @@ class KafkaLog:
         }
 
     def _consumer_config(self) -> dict[str, Any]:
-        fetch_max = max(self._wire_max, 1 << 20)
-        return {
-            "bootstrap.servers": self.bootstrap,
-            "client.id": self.client_id,
-            "group.id": f"{self.client_id}-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": False,
-            "auto.offset.reset": "error",
-            "allow.auto.create.topics": False,
-            "fetch.wait.max.ms": 10,
-            "fetch.message.max.bytes": fetch_max,
-            "fetch.max.bytes": max(fetch_max, 50 << 20),
-            "receive.message.max.bytes": max(fetch_max, 50 << 20) + (1 << 20),
-            "logger": LIBRDKAFKA_LOG,
-        }
+        return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20))
 
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():

@@ -29,7 +29,7 @@ from rocksdict import AccessType, Options, Rdict
 
 from vectorlog.streams.errors import LogError, TopicNotFound
 from vectorlog.streams.log.base import Record
-from vectorlog.streams.log.embedded import TOPIC_META, _unframe, record_key, record_prefix
+from vectorlog.streams.log.embedded import TOPIC_META, record_key, record_prefix, unframe
 
 #: a follower's own RocksDB files (its info log) go to <tmp>/vectorlog-followers/<pid>-<id>
 SCRATCH = Path(tempfile.gettempdir()) / "vectorlog-followers"
@@ -122,7 +122,7 @@ class EmbeddedFollower:
             key = bytes(it.key())
             if not key.startswith(prefix) or struct.unpack(">Q", key[len(prefix) :])[0] != off:
                 return
-            rkey, value = _unframe(bytes(it.value()))
+            rkey, value = unframe(bytes(it.value()))
             yield Record(topic, partition, off, value, rkey)
             it.next()
 
