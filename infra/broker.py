@@ -148,6 +148,27 @@ class Broker:
         self._container, self.kind = container, "kafka-docker"
         self.bootstrap = container.get_bootstrap_server()
 
+    def start_tansu(self) -> str:
+        """Starts a Tansu broker of this object's own (never an external or Docker one, so
+        it can be paused); returns its bootstrap address. Raises BrokerError."""
+        if not self.bootstrap:
+            self._start_tansu()
+            atexit.register(self.stop)
+        return self.bootstrap
+
+    def pause(self) -> None:
+        """Freezes the broker process (SIGSTOP): connections stay open, nothing answers."""
+        self._signal_tansu(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Lets a paused broker run again (SIGCONT)."""
+        self._signal_tansu(signal.SIGCONT)
+
+    def _signal_tansu(self, sig: int) -> None:
+        if self._proc is None:
+            raise BrokerError(f"only a Tansu broker started here can be signalled ({self.kind})")
+        _signal_group(self._proc, sig)
+
     def _start_tansu(self) -> None:
         binary = tansu_binary()
         port = free_port()
@@ -190,6 +211,7 @@ class Broker:
             proc, self._proc = self._proc, None
             crashed = proc.poll() is not None
             if not crashed:
+                _signal_group(proc, signal.SIGCONT)  # a paused broker cannot handle SIGTERM
                 _signal_group(proc, signal.SIGTERM)
                 try:
                     proc.wait(STOP_GRACE)
@@ -220,6 +242,19 @@ def running_broker() -> Iterator[str]:
 
 
 bootstrap_servers = running_broker
+
+
+@contextlib.contextmanager
+def private_tansu() -> Iterator[Broker]:
+    """Yields a Tansu broker of its own, stopped on exit: for a test that pauses and resumes
+    it (`Broker.pause`/`resume`) without touching the broker the other tests share. Raises
+    BrokerError if Tansu cannot be started."""
+    broker = Broker()
+    broker.start_tansu()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def _raise_on_sigterm() -> None:

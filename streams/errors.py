@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.errors import VectorlogError
+from vectorlog.errors import DataDirGone, DiskFull, VectorlogError, WriteOutcomeUnknown
 
 
 class LogError(VectorlogError):
@@ -52,12 +52,38 @@ class LogReadOnly(LogOpenError):
     what = "cannot be written (permission denied or a read-only file system)"
 
 
+class LogNoSpace(LogOpenError, DiskFull):
+    what = "could not be opened: the disk is full (free space, then open it again)"
+
+
 class LogWriteFailed(LogError):
-    """The embedded log's RocksDB refused a write (disk full, I/O error); nothing acknowledged."""
+    """The embedded log's RocksDB refused a write: nothing acknowledged. Raised as one of the
+    subclasses, which say whether anything was written."""
+
+    what = "failed"
 
     def __init__(self, path: str, topic: str, cause: str) -> None:
-        super().__init__(f"embedded log {path}: append to {topic!r} failed: {cause}")
+        super().__init__(f"embedded log {path}: append to {topic!r} {self.what}: {cause}")
         self.path, self.topic, self.cause = path, topic, cause
+
+
+class LogDiskFull(LogWriteFailed, DiskFull):
+    what = (
+        "failed, the disk is full; nothing was written. RocksDB refuses every later write "
+        "of this open log: free space, then restart the process"
+    )
+
+
+class LogWriteReadOnly(LogWriteFailed):
+    what = "failed, the file system is read-only or refused permission; nothing was written"
+
+
+class LogDirGone(LogWriteFailed, DataDirGone):
+    what = "refused, nothing was written (restart the process to open what is now at that path)"
+
+
+class LogWriteOutcomeUnknown(LogWriteFailed, WriteOutcomeUnknown):
+    what = "failed (I/O error) and may still be on disk: it shows once the log is reopened"
 
 
 class LogClosed(LogError):
@@ -80,3 +106,10 @@ class KafkaLogError(LogError):
         name = e.name() if hasattr(e, "name") else type(e).__name__
         reason = e.str() if hasattr(e, "str") else str(e)
         return cls(what, int(code), str(name), str(reason))
+
+
+class AppendOutcomeUnknown(KafkaLogError, WriteOutcomeUnknown):
+    """An append failed after some of its records may have reached the broker (timed out,
+    the producer was fenced or lost its sequence, purged on close): they may or may not be in
+    the log. Raised only when the outcome is unknown; a refusal that wrote nothing raises
+    KafkaLogError."""

@@ -1,6 +1,6 @@
-"""What a failed RocksDB open was, read from RocksDB's (or the OS's) message: the store is in
-use, corrupt, or cannot be written. Shared by the embedded log and the state stores, which
-each raise their own error for each kind."""
+"""What a failed RocksDB open or write was, read from RocksDB's (or the OS's) message: the store
+is in use, corrupt, cannot be written, or the disk is full. Shared by the embedded log and the
+state stores, which each raise their own error for each kind."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import errno
 
 
 class OpenFailure(enum.Enum):
+    """What a RocksDB open (or write) failure was; writes are classified with the same kinds."""
+
+    DISK_FULL = "disk full"
     IN_USE = "in use"
     CORRUPT = "corrupt"
     READ_ONLY = "read-only"
@@ -22,8 +25,11 @@ class OpenFailure(enum.Enum):
 #:   .../LOCK: No locks available"; "IO error: While lock file: .../LOCK: Resource
 #:   temporarily unavailable"; "Corruption: CURRENT file corrupted"; "Corruption: checksum
 #:   mismatch  The file .../MANIFEST-000005 may be corrupted."; "IO error: No such file or
-#:   directory: While opening a file for sequentially reading: .../MANIFEST-000005: ...".
+#:   directory: While opening a file for sequentially reading: .../MANIFEST-000005: ...";
+#:   "No space left on device (os error 28)"; "IO error: No space left on device: While
+#:   appending to file: .../000004.log: No space left on device" (a write, or an open).
 FRAGMENTS: tuple[tuple[tuple[str, ...], OpenFailure], ...] = (
+    (("no space left on device", "disk quota exceeded"), OpenFailure.DISK_FULL),
     (
         ("permission denied", "read-only file system", "operation not permitted"),
         OpenFailure.READ_ONLY,
@@ -32,11 +38,14 @@ FRAGMENTS: tuple[tuple[tuple[str, ...], OpenFailure], ...] = (
     (("corruption", "no such file or directory", "checksum mismatch"), OpenFailure.CORRUPT),
 )
 _READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def classify(exc: BaseException) -> tuple[OpenFailure, str]:
-    """Returns what the open failure `exc` was, and its message."""
+    """Returns what the open (or write) failure `exc` was, and its message."""
     message = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
+        return OpenFailure.DISK_FULL, message
     if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
         return OpenFailure.READ_ONLY, message
     lowered = message.lower()

@@ -1,8 +1,11 @@
 """Reading a whole topic up to its current end, for replay tools, tests and benchmarks.
 
-The end is found by appending an end marker (a TimeTick with ts 0, which promises nothing
-and every consumer ignores) to each partition and reading up to it: a broker's high
-watermark may lag the real end of a partition (DESIGN.md s.8), so it is never trusted.
+`read_to_end` finds the end by appending an end marker (a TimeTick with ts 0, which promises
+nothing and every consumer ignores) to each partition and reading up to it: a broker's high
+watermark may lag the real end of a partition (DESIGN.md s.8). It writes to the topic it
+reads, so it is for a processor's own internal topics only (rootcoord's `ddl`, DESIGN.md 6b).
+`read_all` writes nothing: it reads up to `Log.end_offsets`, then on until the topic is idle;
+every user-facing listing (the dead-letter topic) reads that way.
 """
 
 from __future__ import annotations
@@ -12,16 +15,19 @@ from collections.abc import Iterator
 
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 END_MARKER_SOURCE = "end-marker"
+#: `read_all` stops once no record came for this long after it passed the end offsets
+IDLE_S = 0.25
 
 
 def read_to_end(
     log: Log, topic: str, timeout: float = 30.0, start: dict[int, int] | None = None
 ) -> Iterator[Record]:
     """Yields every record of `topic` appended before this call, from `start` ({partition:
-    offset}, default every partition from 0), partitions interleaved as read.
+    offset}, default every partition from 0), partitions interleaved as read. Appends an end
+    marker to every partition of `topic`.
 
     Raises LogError if the end is not reached within `timeout`.
     """
@@ -43,3 +49,37 @@ def read_to_end(
                     done[rec.partition] = True
     finally:
         reader.close()
+
+
+def read_all(log: Log, topic: str, timeout: float = 30.0, idle: float = IDLE_S) -> Iterator[Record]:
+    """Yields every record of `topic` appended before this call (and maybe some appended
+    during it), every partition from offset 0, without writing anything: up to
+    `log.end_offsets(topic)`, then on until no record came for `idle` seconds (a Kafka
+    high watermark may lag the real end). An empty topic is read without waiting; on a
+    topic appended to without pause, it stops at `timeout` once past the end offsets.
+
+    Raises TopicNotFound, or LogError if the end offsets are not reached within `timeout`.
+    """
+    ends = log.end_offsets(topic)
+    if not any(ends.values()):
+        return
+    reader = log.reader(topic, {p: 0 for p in ends})
+    deadline = time.monotonic() + timeout
+    try:
+        yield from _up_to(reader, topic, ends, deadline)
+        while time.monotonic() < deadline and (batch := reader.poll(1000, idle)):
+            yield from batch  # past the watermark: stop once idle (or busy past the deadline)
+    finally:
+        reader.close()
+
+
+def _up_to(reader: Reader, topic: str, ends: dict[int, int], deadline: float) -> Iterator[Record]:
+    """Yields the records of `reader` until every partition passed its end offset."""
+    left = {p: end for p, end in ends.items() if end > 0}
+    while left:
+        if time.monotonic() > deadline:
+            raise LogError(f"did not read {topic!r} up to its end offsets {ends} in time")
+        for rec in reader.poll(1000, 0.2):
+            if rec.offset + 1 >= left.get(rec.partition, 0):
+                left.pop(rec.partition, None)
+            yield rec

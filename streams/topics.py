@@ -32,12 +32,18 @@ class Topics:
     def dlq(self) -> str:
         return f"{self.cluster}.dlq"
 
+    @property
+    def lease(self) -> str:
+        """The rootcoord lease: JSON claims, renewals and releases, not events (1 partition)."""
+        return f"{self.cluster}.lease"
+
     def ensure(self, log: Log) -> None:
         """Creates the topics that do not exist yet."""
         log.create_topic(self.ddl, 1)
         log.create_topic(self.dml, self.dml_partitions)
         log.create_topic(self.coord, 1)
         log.create_topic(self.dlq, 1)
+        log.create_topic(self.lease, 1)
 
 
 class Serdes:

@@ -5,67 +5,82 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from vectorlog.config import Config
 
 
-def _collections(args: argparse.Namespace) -> None:
+def _collections(args: argparse.Namespace) -> int:
     from vectorlog import Client
 
-    with Client(args.uri) as client:
+    with Client(args.uri, **_cluster(args)) as client:
         for name in client.list_collections():
             d = client.describe_collection(name)
             rows = client.get_collection_stats(name)["row_count"]
             print(f"{name}\tid={d['collection_id']}\tshards={d['num_shards']}\trows={rows}")
+    return 0
 
 
-def _dead_letters(args: argparse.Namespace) -> None:
+def _dead_letters(args: argparse.Namespace) -> int:
+    """Prints each dead letter once, as JSON; reads the dlq without writing to it."""
     from vectorlog.standalone import open_log
-    from vectorlog.streams.deadletter import parse
-    from vectorlog.streams.scan import read_to_end
+    from vectorlog.streams.deadletter import read_dead_letters
+    from vectorlog.streams.errors import TopicNotFound
     from vectorlog.streams.topics import Topics
 
-    cfg = Config.load(**({"log": args.uri} if args.uri else {}))
+    cfg = Config.load(**({"log": args.uri} if args.uri else {}), **_cluster(args))
     log = open_log(cfg)
+    topic = Topics(cfg.cluster, cfg.dml_partitions).dlq
     try:
-        for rec in read_to_end(log, Topics(cfg.cluster, cfg.dml_partitions).dlq):
-            d = parse(rec)
-            print(
-                json.dumps(
-                    {
-                        "reason": d.reason,
-                        "topic": d.topic,
-                        "partition": d.partition,
-                        "offset": d.offset,
-                        "processor": d.processor,
-                        "bytes": len(d.value),
-                    }
-                )
-            )
+        letters = read_dead_letters(log, topic)
+    except TopicNotFound:
+        print(f"no dead-letter topic {topic!r} on {cfg.log}", file=sys.stderr)
+        return 1
     finally:
         log.close()
+    for d in letters:
+        print(
+            json.dumps(
+                {
+                    "reason": d.reason,
+                    "topic": d.topic,
+                    "partition": d.partition,
+                    "offset": d.offset,
+                    "processor": d.processor,
+                    "bytes": d.size,
+                    "sha256": d.sha256,
+                    "truncated": d.truncated,
+                }
+            )
+        )
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> dict[str, Any]:
+    return {"cluster": args.cluster} if args.cluster else {}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit code."""
     ap = argparse.ArgumentParser(prog="vectorlog")
     sub = ap.add_subparsers(dest="cmd", required=True)
     demo = sub.add_parser("demo", help="run the demo on real vectors")
     demo.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
     for name, fn, text in (
         ("collections", _collections, "list collections and row counts"),
-        ("dead-letters", _dead_letters, "print the dead-letter topic"),
+        ("dead-letters", _dead_letters, "print each dead letter once (reads, never writes)"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
+        p.add_argument("--cluster", help="topic prefix; default: VECTORLOG_CLUSTER or vectorlog")
         p.set_defaults(fn=fn)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main
 
         demo_main(["--uri", args.uri] if args.uri else [])
-    else:
-        args.fn(args)
-    return 0
+        return 0
+    return int(args.fn(args))
 
 
 if __name__ == "__main__":

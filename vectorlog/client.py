@@ -15,6 +15,7 @@ from vectorlog.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
+    metric_name,
     quick_schema,
 )
 from vectorlog.processors.proxy.service import ProxyService
@@ -57,7 +58,7 @@ class SchemaBuilder:
                 f.is_primary,
                 f.auto_id,
                 f.dim,
-                (f.metric_type or metric_type).upper(),
+                metric_name(f.metric_type or metric_type),
                 f.max_length,
                 f.description,
             )

@@ -35,7 +35,8 @@ class Config:
     #: where processor state (RocksDB) lives in Kafka mode;
     #: default ~/.local/share/vectorlog/<cluster>
     data_dir: str | None = None
-    #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.coord, <cluster>.dlq
+    #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.coord, <cluster>.dlq,
+    #: <cluster>.lease
     cluster: str = "vectorlog"
     #: pchannels: partitions of the dml topic
     dml_partitions: int = 4
@@ -47,8 +48,15 @@ class Config:
     schema_registry_url: str | None = None
     #: how long a read waits for the query node to reach its guarantee ts
     read_timeout_s: float = 30.0
+    #: an event on dml (a TimeTick too) whose ts is more than this ahead of the timestamp
+    #: oracle is dead-lettered, never trusted: a tick from the future would hide every later
+    #: write. Keep it above the clock differences between the machines that write to the log
+    max_clock_skew_ms: int = 60_000
     #: the timestamp oracle saves its upper bound this far ahead
     tso_save_window_ms: int = 3000
+    #: on Kafka, a rootcoord that has not renewed its lease on the cluster for this long is
+    #: taken over by the next one to start (on the embedded log the directory lock decides)
+    lease_ttl_s: float = 10.0
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)
@@ -167,7 +175,9 @@ _RULES: dict[str, tuple[Any, str]] = {
     "tick_interval_ms": (lambda v: 5 <= v <= 60_000, "5..60000 ms"),
     "max_message_bytes": (lambda v: 16 << 10 <= v <= 1 << 30, "16 KiB..1 GiB"),
     "read_timeout_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+    "max_clock_skew_ms": (lambda v: 1000 <= v <= 31_536_000_000, "1000..31536000000 ms"),
     "tso_save_window_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
+    "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
 }

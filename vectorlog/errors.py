@@ -75,7 +75,21 @@ class IndexExists(AlreadyExists):
         super().__init__(f"collection {collection!r} already has an index {what}")
 
 
-class DdlOutcomeUnknown(VectorlogError):
+class WriteOutcomeUnknown(VectorlogError):
+    """A write failed after it may have reached the log: it may or may not take effect. Read
+    before retrying it. A write that certainly wrote nothing raises another error."""
+
+
+class DataDirGone(VectorlogError):
+    """A data directory (the embedded log's or a state store's) was deleted or replaced while
+    open: every later write is refused, nothing is written; restart the process."""
+
+
+class DiskFull(VectorlogError):
+    """A write, or an open, needed space the file system does not have."""
+
+
+class DdlOutcomeUnknown(WriteOutcomeUnknown):
     """A DDL failed after it may have reached the log; it is applied before the next DDL."""
 
     def __init__(self, event_type: str, cause: Exception) -> None:
@@ -102,3 +116,38 @@ class FlushTimeout(VectorlogError, TimeoutError):
     def __init__(self, states: dict[int, str], timeout: float) -> None:
         super().__init__(f"segments not Flushed after {timeout:.1f}s: {states}")
         self.states = states
+
+
+class ClusterInUse(VectorlogError):
+    """Another process runs this cluster's rootcoord (it holds the lease on the log)."""
+
+    def __init__(self, cluster: str, holder: str) -> None:
+        super().__init__(
+            f"cluster {cluster!r} is in use: its rootcoord runs in {holder}; close that one "
+            "(or let its lease expire) first, or open another cluster name"
+        )
+        self.cluster, self.holder = cluster, holder
+
+
+class RootCoordFenced(VectorlogError):
+    """This process lost the cluster's lease to another rootcoord: it refuses every DDL, id
+    and timestamp from then on; close it and open the cluster again."""
+
+    def __init__(self, cluster: str, why: str) -> None:
+        super().__init__(
+            f"this process no longer runs cluster {cluster!r}'s rootcoord ({why}): nothing "
+            "more is written; close this Client and open the cluster again"
+        )
+        self.cluster = cluster
+
+
+class LeaseUnconfirmed(VectorlogError):
+    """The cluster's lease could not be renewed in time (the log is unreachable?); nothing was
+    written. A later request succeeds once a renewal gets through."""
+
+    def __init__(self, cluster: str, seconds: float) -> None:
+        super().__init__(
+            f"the lease on cluster {cluster!r} is not confirmed for {seconds:.1f}s (the log is "
+            "unreachable or slow?): nothing was written, retry later"
+        )
+        self.cluster = cluster

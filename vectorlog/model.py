@@ -66,6 +66,10 @@ class FieldSchema:
             raise InvalidArgument(f"field {self.name!r}: unknown data type {self.dtype!r}")
         if self.is_primary and self.dtype not in (DataType.INT64, DataType.VARCHAR):
             raise InvalidArgument(f"primary key {self.name!r} must be INT64 or VARCHAR")
+        for flag in ("is_primary", "auto_id"):
+            value = getattr(self, flag)
+            if not isinstance(value, bool):
+                raise InvalidArgument(f"field {self.name!r}: {flag} must be a bool, not {value!r}")
         if self.auto_id and not self.is_primary:
             raise InvalidArgument(f"auto_id is only valid on the primary key, not {self.name!r}")
         if self.dtype is DataType.FLOAT_VECTOR:
@@ -182,6 +186,16 @@ class CollectionSchema:
         )
 
 
+def metric_name(metric_type: Any) -> str:
+    """Returns a metric type upper-cased (None: COSINE, Milvus's default). Raises
+    InvalidArgument for a non-string; an unknown name is refused by FieldSchema."""
+    if metric_type is None:
+        return "COSINE"
+    if not isinstance(metric_type, str):
+        raise InvalidArgument(f"metric_type must be a string, not {metric_type!r}")
+    return metric_type.upper()
+
+
 def quick_schema(
     dimension: int,
     metric_type: str = "COSINE",
@@ -203,10 +217,7 @@ def quick_schema(
         max_length=max_length if pk_type is DataType.VARCHAR else None,
     )
     vec = FieldSchema(
-        vector_field,
-        DataType.FLOAT_VECTOR,
-        dim=dimension,
-        metric_type=(metric_type or "COSINE").upper(),
+        vector_field, DataType.FLOAT_VECTOR, dim=dimension, metric_type=metric_name(metric_type)
     )
     return CollectionSchema((pk, vec))
 

@@ -20,6 +20,7 @@ from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY, RootCoord
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
@@ -75,7 +76,7 @@ class Standalone:
     place that knows the in-process implementations. Public attributes, for operators, replay
     tooling and tests: `log`, `topics`, `serdes`, `rootcoord` (RootCoordService), `datacoord`
     (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `datanode` and
-    `objects` (the binlogs' object store) unless the data node is off, `ticker`, `gc`.
+    `objects` (the binlogs' object store) unless the data node is off, `ticker`, `gc`, `lease`.
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -96,10 +97,18 @@ class Standalone:
         self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)
+        self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url)
         self._start_rootcoord(cfg)
         self._start_datacoord(cfg)
-        self.querynode = QueryNode(self.log, self.topics, self.serdes)
+        self.querynode = QueryNode(
+            self.log,
+            self.topics,
+            self.serdes,
+            retention_ms=cfg.meta_retention_ms,
+            clock=self.rootcoord.now,
+            max_clock_skew_ms=cfg.max_clock_skew_ms,
+        )
         self._stack.callback(self.querynode.close)
         self.proxy = Proxy(
             "proxy-1",
@@ -118,6 +127,16 @@ class Standalone:
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
 
+    def _take_lease(self, cfg: Config) -> None:
+        """Claims the cluster's rootcoord lease before anything is written to the cluster.
+        Raises ClusterInUse naming the process that holds it (on Kafka; the embedded log's
+        directory lock already refused a second process)."""
+        ttl = cfg.lease_ttl_s if cfg.is_kafka else None
+        self.lease = Lease(self.log, self.topics.lease, cfg.cluster, ttl)
+        self.lease.acquire()
+        self._opened(self.lease)  # released at close, after every processor stopped
+        self.lease.start()
+
     def _start_rootcoord(self, cfg: Config) -> None:
         self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
@@ -134,7 +153,10 @@ class Standalone:
             barrier,
             cfg.meta_retention_ms,
             self.ticker,
+            lease=self.lease,
+            max_skew_ms=cfg.max_clock_skew_ms,
         )
+        self._stack.callback(self.rootcoord.close)
         self.rootcoord.recover()
         self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
 
@@ -160,6 +182,7 @@ class Standalone:
             self.rootcoord,
             buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
             dml_log=fed,
+            max_clock_skew_ms=cfg.max_clock_skew_ms,
         )
         self.datanode.recover()
         self._stack.callback(self.datanode.close)

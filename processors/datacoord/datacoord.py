@@ -84,7 +84,10 @@ class DataCoord:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
-        self._flush_allocations()
+        try:
+            self._flush_allocations()
+        except VectorlogError as exc:  # a closing process: the rows are on dml regardless
+            log.warning("datacoord could not record its last allocations at stop: %s", exc)
 
     # -- allocation (DataCoordService) ---------------------------------------------------------
     def assign_segments(
@@ -243,15 +246,23 @@ class DataCoord:
             self.log.append(self.topic, [Append(0, self.serde.encode(e)) for e in batch])
 
     def _consume_loop(self) -> None:
-        reader = self.log.reader(self.topic, {0: self.meta.position()})
+        """Consumes coord; a record whose consumption failed (a dead letter or the store
+        could not be written) is read again, and the rest of its batch with it."""
+        nxt = self.meta.position()
+        reader, rewind = self.log.reader(self.topic, {0: nxt}), False
         try:
             while not self._stop.is_set():
                 try:
+                    if rewind:
+                        reader.seek(self.topic, 0, nxt)
+                        rewind = False
                     for rec in reader.poll(timeout=0.1):
                         self._consume(rec)
-                except Exception as exc:  # the log or the store failed: retry
+                        nxt = rec.offset + 1
+                except Exception as exc:  # the log or the store failed: retry from `nxt`
                     log.warning("datacoord consume failed: %s", exc)
-                    time.sleep(0.5)
+                    rewind = True
+                    self._stop.wait(0.5)
         finally:
             reader.close()
 

@@ -29,25 +29,30 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.faults import crash_point
+from vectorlog.faults import CrashPointReached, crash_point
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionSchema
 from vectorlog.processors.datanode.binlog import EventTypeCode
 from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
+from vectorlog.processors.datanode.errors import InvalidObjectPath, StorageError
 from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
 from vectorlog.processors.datanode.storage import ObjectStore
 from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.processors.state.base import StateStore, Transaction
+from vectorlog.processors.state.errors import StateError
 from vectorlog.schemas.columns import decode_column
 from vectorlog.schemas.serde import Event
-from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
+from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TtMsgStream
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
+#: failures that say nothing about the event being applied: retried, never dead-lettered
+NOT_THE_EVENTS_FAULT = (StateError, LogError, StorageError, OSError, MemoryError, CrashPointReached)
 
 COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
@@ -94,13 +99,15 @@ class DataNode:
         name: str = "datanode",
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         dml_log: Log | None = None,
+        max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
     ) -> None:
         """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
-        a Log whose reader is fed by another engine (the Spark job of processors/spark/)."""
+        a Log whose reader is fed by another engine (the Spark job of processors/spark/). An
+        event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered."""
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
         self.dml_log = dml_log if dml_log is not None else log
         self.rc = rootcoord
-        self.buffer_bytes = buffer_bytes
+        self.buffer_bytes, self.max_clock_skew_ms = buffer_bytes, max_clock_skew_ms
         self.dml_serde = serdes.for_topic(topics.dml)
         self.coord_serde = serdes.for_topic(topics.coord)
         self.writer = SegmentWriter(objects, rootcoord.allocate_ids, rootcoord.now)
@@ -139,7 +146,14 @@ class DataNode:
         self.positions = dict(start)
         self._committed = dict(start)
         self._stream = TtMsgStream(
-            self.dml_log, self.topics.dml, start, self.dml_serde, self._dead_letter
+            self.dml_log,
+            self.topics.dml,
+            start,
+            self.dml_serde,
+            self._dead_letter,
+            self._dead_letter.contains,
+            self.rc.now,
+            self.max_clock_skew_ms,
         )
 
     def start(self) -> None:
@@ -194,6 +208,8 @@ class DataNode:
                     self.checkpoint()
                     last_checkpoint = time.monotonic()
                 self.failure = None
+            except DeadLetterAbandoned:
+                return  # stopping mid-pack: its position stays behind it
             except Exception as exc:  # the log, the store or the object store failed: retry
                 log.warning("data node step failed: %s", exc)
                 self.failure = exc
@@ -222,15 +238,36 @@ class DataNode:
 
     # -- applying dml ----------------------------------------------------------------------
     def apply(self, pack: MsgPack) -> None:
-        """Applies one pack in ts order, then advances that pchannel's position and tick."""
+        """Applies one pack in ts order, then advances that pchannel's position and tick: only
+        once every event was applied or dead-lettered (a failed dead letter is retried).
+
+        Raises DeadLetterAbandoned if the node stops first (the position stays behind)."""
         before = self.positions.get(pack.partition, StreamPosition())
         for event in pack.events:
-            try:
-                self._apply_event(event, pack.partition, before)
-            except Exception as exc:  # an event it cannot apply: dead-letter it, go on
-                self._reject(event, f"{type(exc).__name__}: {exc}")
+            self._apply_retrying(event, pack.partition, before)
         self.positions[pack.partition] = pack.position
         self.ticks[pack.partition] = pack.end_ts
+
+    def _apply_retrying(self, event: Event, pchannel: int, before: StreamPosition) -> None:
+        """Applies one event; dead-letters it if it is at fault, and retries (backing off)
+        while the store, the log or the object store fails, until the node stops.
+
+        Raises DeadLetterAbandoned if the node stops first (the position stays behind)."""
+        delay = 0.05
+        while True:
+            try:
+                return self._apply_event(event, pchannel, before)
+            except NOT_THE_EVENTS_FAULT as exc:
+                if isinstance(exc, InvalidObjectPath):
+                    return self._reject(event, f"{type(exc).__name__}: {exc}")
+                log.warning("data node could not apply an event, retrying: %s", exc)
+                self.failure = exc
+            except Exception as exc:  # an event it cannot apply: dead-letter it, go on
+                return self._reject(event, f"{type(exc).__name__}: {exc}")
+            if self._stop.wait(delay):
+                partition, offset = event.source or (-1, -1)
+                raise DeadLetterAbandoned(Record(self.topics.dml, partition, offset, b""))
+            delay = min(delay * 2, 2.0)
 
     def _apply_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
         if event.vchannel:
@@ -247,10 +284,13 @@ class DataNode:
             self._deleted(event, before)
 
     def _reject(self, event: Event, reason: str) -> None:
+        """Dead-letters an event it cannot apply, retrying until that is written."""
         partition, offset = event.source or (-1, -1)
-        self._dead_letter(
-            Record(self.topics.dml, partition, offset, self.dml_serde.encode(event)), reason
-        )
+        rec = Record(self.topics.dml, partition, offset, self.dml_serde.encode(event))
+        self._dead_letter.write_retrying(rec, reason, self._stop, self._failed)
+
+    def _failed(self, exc: Exception) -> None:
+        self.failure = exc
 
     def _ddl_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
         """Buffers a broadcast DDL event for the collection's DDL binlogs (seed 002)."""

@@ -20,7 +20,9 @@ def guarantee_ts(
 ) -> int | None:
     """Returns the ts a read must wait for, or None for Eventually (read what is applied).
 
-    Raises InvalidArgument for an unknown level or a non-positive `as_of`.
+    `now` is the ts of a Strong read (rootcoord's `strong_ts`: past every acknowledged
+    write); Bounded reads lag it by `staleness_ms`. Raises InvalidArgument for an unknown
+    level or a non-positive `as_of`.
     """
     if as_of is not None:
         if not isinstance(as_of, int) or as_of <= 0:

@@ -5,8 +5,11 @@ DDL and meta reads are forwarded to rootcoord.
 Insert: validate rows against the schema (nothing is written on error), assign auto_id keys
 and row ids, stamp one ts for the whole batch, route rows to vchannels by primary-key hash,
 take segment assignments, and append the RowsInserted events to the dml pchannels; the call
-returns only after the log acknowledged every record. Reads resolve a guarantee ts, wait for
-the query node's tsafe, and read at that ts.
+returns only after the log acknowledged every record. A write holds rootcoord's write guard
+from its last check of the meta through its stamp and append, so a drop of its collection or
+partition is stamped entirely before or after it. Reads resolve a guarantee ts, wait for the
+query node's tsafe, and read at that ts; a Strong read with nothing stamped since the last
+tick is served at that tick and appends nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from vectorlog.errors import AliasNotFound, CollectionNotFound, InvalidArgument
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import validation as v
 from vectorlog.processors.proxy.batches import (
     delete_events,
@@ -68,7 +72,8 @@ class Proxy:
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
         """Returns the created collection. Raises InvalidArgument, CollectionExists."""
-        return self.rc.create_collection(name, schema, shards_num, properties)
+        props = a.properties(properties)
+        return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
 
     def drop_collection(self, name: str) -> None:
         self.rc.drop_collection(name)
@@ -99,13 +104,13 @@ class Proxy:
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection as of `as_of`. Raises CollectionNotFound."""
-        return self.rc.describe_collection(name, as_of)
+        return self._info(name, as_of)
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
-        return self.rc.has_collection(name, as_of)
+        return self.rc.has_collection(a.name("collection", name), a.as_of(as_of))
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
-        return self.rc.list_collections(as_of)
+        return self.rc.list_collections(a.as_of(as_of))
 
     def describe_alias(self, alias: str) -> str:
         """Returns the name of the collection `alias` points to. Raises AliasNotFound."""
@@ -128,14 +133,14 @@ class Proxy:
         A row whose key exists replaces it from this insert's ts on (an upsert); `upsert=True`
         only makes the key required even on an auto_id collection.
         """
-        info = self.rc.describe_collection(name)
+        info = self._info(name)
         partition = self._partition(info, partition_name)
         cols = v.rows_to_columns(info.schema, rows, upsert)
         n = len(rows) if not isinstance(rows, dict) else 1
         pks = self._primary_keys(info, cols, n, upsert)
         first_row_id = self.rc.allocate_ids(n)
         per_row = row_bytes(info.schema, cols, n)
-        with self.source.stamp() as ts:
+        with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
             for shard, idx in split_by_shard(info, pks):
                 records += self._shard_records(
@@ -190,12 +195,12 @@ class Proxy:
 
     def delete(self, name: str, ids: Any, partition_name: str | None = None) -> DeleteResult:
         """Deletes rows by primary key; returns {delete_count, timestamp} once durable."""
-        info = self.rc.describe_collection(name)
+        info = self._info(name)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         pk = info.schema.primary
         keys = v.primary_keys(pk, ids)
         limit = self.log.max_message_bytes
-        with self.source.stamp() as ts:
+        with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
             for shard, idx in split_by_shard(info, keys):
                 vch, pch = info.vchannels[shard], info.pchannels[shard]
@@ -207,7 +212,7 @@ class Proxy:
         return {"delete_count": len(keys), "timestamp": ts}
 
     def _partition(self, info: CollectionInfo, name: str | None) -> int:
-        name = name or DEFAULT_PARTITION
+        name = a.optional_name("partition", name) or DEFAULT_PARTITION
         if name not in info.partitions:
             raise InvalidArgument(f"partition {name!r} does not exist in {info.name!r}")
         return info.partitions[name]
@@ -218,7 +223,8 @@ class Proxy:
         segments not Flushed yet), after they are Flushed unless `wait` is False.
 
         Raises CollectionNotFound, FlushTimeout."""
-        info = self.rc.describe_collection(name)
+        info = self._info(name)
+        timeout = a.timeout(timeout)
         ids = self.dc.flush(info.collection_id)
         if wait and ids:
             self.dc.wait_flushed(ids, self.read_timeout if timeout is None else timeout)
@@ -232,23 +238,27 @@ class Proxy:
 
     def list_segments(self, name: str) -> list[dict[str, Any]]:
         """Returns the info of every segment of the collection. Raises CollectionNotFound."""
-        return self.dc.list_segments(self.rc.describe_collection(name).collection_id)
+        return self.dc.list_segments(self._info(name).collection_id)
 
     # -- reads -----------------------------------------------------------------------------
     def read_ts(self, info: CollectionInfo, at: ReadAt) -> int:
         """Waits until the query node can read `info` at the guarantee ts; returns that ts.
 
-        Raises ConsistencyTimeout.
+        "Now" is rootcoord's `strong_ts`: the last tick when nothing was stamped since, so a
+        read on a quiet cluster waits for no new tick and appends nothing. Raises
+        ConsistencyTimeout, InvalidArgument (an `as_of` in the future).
         """
         if at.as_of is not None and at.as_of > self.rc.now():
             raise InvalidArgument(f"as_of {at.as_of} is in the future: nothing is known there yet")
-        ts = guarantee_ts(at.consistency_level, self.rc.now, at.session_ts, at.as_of)
+        ts = guarantee_ts(at.consistency_level, self.rc.strong_ts, at.session_ts, at.as_of)
         if ts is None:  # Eventually: what is applied, but at least the collection itself
             ts = max(self.qn.tsafe(info.pchannels), info.created_ts)
         ts = max(ts, info.created_ts)
         if self.qn.tsafe(info.pchannels) >= ts:
             return ts
-        self.rc.request_tick()
+        if at.as_of is not None:  # nothing stamped in (quiet tick, as_of]: same answer
+            ts = max(min(ts, self.rc.strong_ts()), info.created_ts)
+        self.rc.request_tick(ts)
         timeout = self.read_timeout if at.timeout is None else at.timeout
         self.qn.wait_tsafe(info.pchannels, ts, timeout)
         return ts
@@ -263,7 +273,7 @@ class Proxy:
         at: ReadAt = STRONG,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
-        info = self.rc.describe_collection(name, at.as_of)
+        info = self._info(name, at.as_of)
         queries = self._queries(info, data)
         if (
             not isinstance(limit, numbers.Integral)
@@ -282,7 +292,7 @@ class Proxy:
         self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
     ) -> list[dict[str, Any]]:
         """Returns the entities with the given primary keys that are visible."""
-        info = self.rc.describe_collection(name, at.as_of)
+        info = self._info(name, at.as_of)
         keys = v.primary_keys(info.schema.primary, ids)
         fields = self._output_fields(info, output_fields, default=None)
         ts = self.read_ts(info, at)
@@ -294,7 +304,7 @@ class Proxy:
 
     def count(self, name: str, at: ReadAt = STRONG) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
-        info = self.rc.describe_collection(name, at.as_of)
+        info = self._info(name, at.as_of)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
             return self.qn.count(info.collection_id, ts)
@@ -304,12 +314,17 @@ class Proxy:
             data = data[None, :]
         try:
             return v.vectors(info.schema.vector, list(data))
+        except TypeError:
+            raise InvalidArgument(
+                f"search data must be a list of vectors, not {data!r:.60}"
+            ) from None
         except v.SchemaMismatch as exc:
             raise InvalidArgument(f"search data: {exc}") from None
 
     def _output_fields(
         self, info: CollectionInfo, fields: list[str] | None, default: list[str] | None
     ) -> list[str]:
+        fields = a.name_list("output_fields", "field", fields)
         if fields is None:
             return default if default is not None else [f.name for f in info.schema.fields]
         for f in fields:
@@ -317,7 +332,13 @@ class Proxy:
         return list(fields)
 
     def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
+        names = a.name_list("partition_names", "partition", names)
         return None if not names else [self._partition(info, n) for n in names]
+
+    def _info(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument
+        for a malformed name or ts, CollectionNotFound."""
+        return self.rc.describe_collection(a.name("collection", name), a.as_of(as_of))
 
 
 @contextmanager

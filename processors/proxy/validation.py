@@ -168,7 +168,8 @@ def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
     """Returns an (n, dim) float32 array. Raises SchemaMismatch naming the bad row."""
     try:
         raw = np.asarray(values)
-        arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
+        with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below
+            arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
     except (ValueError, TypeError):
         arr = None
     if arr is None or arr.ndim != 2 or arr.shape[1] != f.dim:

@@ -5,6 +5,11 @@ each pack in ts order: CollectionCreated/Dropped (broadcast DDL), RowsInserted, 
 After a pack it advances that pchannel's tsafe to the pack's tick; a read at T waits until
 the tsafe of every pchannel of the collection reaches T. Its state is a derived view rebuilt
 from the log at start; an event it cannot apply goes to the dead-letter topic.
+
+A dropped collection's replica is kept, so reads as of a ts before the drop answer as the
+cluster did then (time travel; reads at or after the drop raise CollectionNotFound), until
+the applied ticks pass the drop by the meta retention window; then it is freed. With no
+retention (None) every dropped replica is kept: time travel works forever, at their memory.
 """
 
 from __future__ import annotations
@@ -18,13 +23,20 @@ from typing import Any
 import numpy as np
 
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionSchema
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.schemas.columns import column_kind, decode_column
 from vectorlog.schemas.serde import Event
-from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
 from vectorlog.streams.log.base import Log, Record
-from vectorlog.streams.msgstream import MsgPack, StreamPosition, TtMsgStream
+from vectorlog.streams.msgstream import (
+    DEFAULT_MAX_SKEW_MS,
+    MsgPack,
+    StreamPosition,
+    TtMsgStream,
+    wall_clock,
+)
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import Hit
 
@@ -34,14 +46,36 @@ log = logging.getLogger(__name__)
 class QueryNode:
     """Serves reads for every collection in the dml topic."""
 
-    def __init__(self, log: Log, topics: Topics, serdes: Serdes, name: str = "querynode") -> None:
-        self._serde = serdes.for_topic(topics.dml)
+    def __init__(
+        self,
+        log: Log,
+        topics: Topics,
+        serdes: Serdes,
+        name: str = "querynode",
+        retention_ms: int | None = None,
+        clock: Callable[[], int] = wall_clock,
+        max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
+    ) -> None:
+        """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
+        `max_clock_skew_ms` ahead of it is dead-lettered, never trusted."""
+        self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         start = {p: StreamPosition() for p in range(topics.dml_partitions)}
-        self._stream = TtMsgStream(log, topics.dml, start, self._serde, self._dead_letter)
+        self._stream = TtMsgStream(
+            log,
+            topics.dml,
+            start,
+            self._serde,
+            self._dead_letter,
+            self._dead_letter.contains,
+            clock,
+            max_clock_skew_ms,
+        )
         self._tsafe = [0] * topics.dml_partitions
         self.replicas: dict[int, Replica] = {}
-        self._dropped_ids: set[int] = set()
+        self._retention_ms = retention_ms
+        self._kept: dict[int, int] = {}  # dropped collection id -> drop ts, replica kept
+        self._freed: set[int] = set()  # dropped collections whose replica was freed
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -72,16 +106,25 @@ class QueryNode:
             try:
                 for pack in self._stream.consume(timeout=0.05):
                     self.apply(pack)
+            except DeadLetterAbandoned:
+                return  # stopping mid-pack: its tsafe stays behind it
             except Exception as exc:  # the log failed: report it to readers, retry
                 log.warning("query node consume failed: %s", exc)
-                with self._cond:
-                    self.failure = exc
-                    self._cond.notify_all()
-                time.sleep(0.5)
+                self._report(exc)
+                self._stop.wait(0.5)
+
+    def _report(self, exc: Exception) -> None:
+        """Tells waiting readers the log failed (cleared by the next applied pack)."""
+        with self._cond:
+            self.failure = exc
+            self._cond.notify_all()
 
     # -- applying -------------------------------------------------------------------------
     def apply(self, pack: MsgPack) -> None:
-        """Applies one pack's events in ts order, then advances that pchannel's tsafe."""
+        """Applies one pack's events in ts order, then advances that pchannel's tsafe: only
+        once every event was applied or dead-lettered (a failed dead letter is retried).
+
+        Raises DeadLetterAbandoned if the node stops first (tsafe stays behind the pack)."""
         for event in pack.events:
             handler = self._handlers.get(event.type)
             try:
@@ -91,31 +134,53 @@ class QueryNode:
                 self._reject(event, f"{type(exc).__name__}: {exc}")
         with self._cond:
             self._tsafe[pack.partition] = pack.end_ts
+            self._free_expired(pack.end_ts)
             self.failure = None
             self._cond.notify_all()
 
     def _reject(self, event: Event, reason: str) -> None:
+        """Dead-letters an event it cannot apply, retrying until that is written."""
         partition, offset = event.source or (-1, -1)
-        rec = Record("dml", partition, offset, self._serde.encode(event))
-        self._dead_letter(rec, reason)
+        rec = Record(self._topic, partition, offset, self._serde.encode(event))
+        self._dead_letter.write_retrying(rec, reason, self._stop, self._report)
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
-        if cid not in self.replicas:
+        if cid not in self.replicas and cid not in self._freed:
             self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
 
     def _dropped(self, event: Event) -> None:
-        self.replicas.pop(event.body["collection_id"], None)
-        self._dropped_ids.add(event.body["collection_id"])
+        """Marks the replica dropped at the event's ts (each pchannel brings a copy); it is
+        kept for reads as of earlier ts until `_free_expired` frees it."""
+        cid = event.body["collection_id"]
+        replica = self.replicas.get(cid)
+        if replica is None:
+            self._freed.add(cid)
+            return
+        replica.drop(event.ts)
+        self._kept[cid] = min(event.ts, self._kept.get(cid, event.ts))
+
+    def _free_expired(self, tick: int) -> None:
+        """Frees the replicas of collections dropped more than the retention window before
+        `tick` (the applied log time, so a replay frees the same ones): no read inside the
+        window can be as of a ts before their drop."""
+        if self._retention_ms is None or not self._kept:
+            return
+        horizon = physical_ms(tick) - self._retention_ms
+        for cid, dropped in list(self._kept.items()):
+            if physical_ms(dropped) < horizon:
+                del self._kept[cid]
+                self._freed.add(cid)
+                self.replicas.pop(cid, None)
 
     def _target(self, event: Event) -> Replica | None:
-        """Returns the replica an event is for; None if its collection was dropped.
+        """Returns the replica an event is for; None if its collection was freed.
 
         Raises CollectionNotFound for a collection that does not exist (yet) at its ts.
         """
         cid = event.body["collection_id"]
         replica = self.replicas.get(cid)
-        if replica is None and cid not in self._dropped_ids:
+        if replica is None and cid not in self._freed:
             raise CollectionNotFound(cid)
         return replica
 
@@ -136,7 +201,7 @@ class QueryNode:
 
     def _partition_dropped(self, event: Event) -> None:
         replica = self.replicas.get(event.body["collection_id"])
-        if replica is not None:
+        if replica is not None and replica.readable(event.ts):
             replica.drop_partition(event.ts, event.body["partition_id"])
 
     # -- QueryNodeService ----------------------------------------------------------------------
@@ -166,20 +231,26 @@ class QueryNode:
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts`. Raises
         CollectionNotFound."""
-        return self._replica(collection_id).search(queries, limit, ts, partitions, output_fields)
+        return self._replica(collection_id, ts).search(
+            queries, limit, ts, partitions, output_fields
+        )
 
     def get(
         self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
     ) -> list[dict[str, Any]]:
         """Returns the rows with these keys visible at `ts`. Raises CollectionNotFound."""
-        return self._replica(collection_id).get(keys, ts, output_fields)
+        return self._replica(collection_id, ts).get(keys, ts, output_fields)
 
     def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
         """Returns the number of rows visible at `ts`. Raises CollectionNotFound."""
-        return self._replica(collection_id).count(ts, partitions)
+        return self._replica(collection_id, ts).count(ts, partitions)
 
-    def _replica(self, collection_id: int) -> Replica:
-        try:
-            return self.replicas[collection_id]
-        except KeyError:
-            raise CollectionNotFound(collection_id) from None
+    def _replica(self, collection_id: int, ts: int) -> Replica:
+        """Returns the replica of the collection as it existed at `ts`.
+
+        Raises CollectionNotFound if it did not exist then (never created, dropped at or
+        before `ts`, or dropped so long ago that its replica was freed)."""
+        replica = self.replicas.get(collection_id)
+        if replica is None or not replica.readable(ts):
+            raise CollectionNotFound(collection_id)
+        return replica

@@ -5,6 +5,11 @@ same primary key). A row is visible at T iff `insert_ts <= T < superseded_ts` (D
 s.6): a delete of a key at D hides inserts of it before D; a re-insert (upsert) hides the
 older row from its ts on. Exact top-k runs on a faiss flat index, with rows not visible at T
 (or outside the requested partitions) excluded through an ID-selector bitmap.
+
+Drops are versions too: a partition dropped at D hides its rows from D on, and a collection
+dropped at D keeps answering reads as of T < D (time travel) until the query node frees it.
+Events are applied in ts order per pchannel only, so an event of another pchannel with a ts
+below a drop may arrive after it: it is applied as of its ts, never discarded.
 """
 
 from __future__ import annotations
@@ -50,15 +55,19 @@ class Replica:
         self._originals: list[np.ndarray] = []  # COSINE: the inserted (unnormalized) batches
         self._starts: list[int] = []
         self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
+        self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
 
     # -- applying events ------------------------------------------------------------
     def insert(self, ts: int, body: dict[str, Any]) -> None:
-        """Applies a RowsInserted body at `ts`; rows of a partition dropped before `ts` are
-        discarded. Raises InvalidArgument or MalformedEvent before changing anything."""
+        """Applies a RowsInserted body at `ts`. Rows stamped at or after the drop of their
+        partition or collection are discarded; rows stamped before a partition drop that
+        arrive after it are visible until it. Raises InvalidArgument or MalformedEvent
+        before changing anything."""
         n, partition = body["num_rows"], body["partition_id"]
         cols = self._checked_columns(ts, n, body["columns"])
-        if partition in self.dropped_partitions:
+        until = self._dropped_at(partition)
+        if until is not None and ts >= until:
             return
         vectors = np.ascontiguousarray(cols[self.vec.name], dtype=np.float32)
         with self.lock:
@@ -68,6 +77,13 @@ class Replica:
                 vectors = vectors.copy()
                 faiss.normalize_L2(vectors)
             self._append(ts, partition, cols, vectors, n)
+            if until is not None and n:  # stamped before the drop, visible until it
+                self._sup.view()[len(self._pks) - n :] = np.uint64(until)
+
+    def _dropped_at(self, partition: int) -> int | None:
+        """Returns the earliest drop ts of the collection or of `partition`, or None."""
+        drops = (self.dropped_ts, self.dropped_partitions.get(partition))
+        return min((t for t in drops if t is not None), default=None)
 
     def _checked_columns(self, ts: int, n: int, columns: list[dict[str, Any]]) -> dict[str, Any]:
         """Returns the decoded columns. Raises InvalidArgument naming what breaks the schema."""
@@ -123,7 +139,10 @@ class Replica:
             sup[rows[(ins[rows] < t) & (sup[rows] > t)]] = t
 
     def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
-        """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1)."""
+        """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1); a
+        delete at or after the collection's drop changes nothing readable: it is skipped."""
+        if self.dropped_ts is not None and ts >= self.dropped_ts:
+            return
         with self.lock:
             rows = self._newest(pks)
             if partition != -1:
@@ -132,14 +151,27 @@ class Replica:
             self._supersede(rows, ts)
 
     def drop_partition(self, ts: int, partition: int) -> None:
-        """Hides every row of `partition` from `ts` on; later inserts into it are discarded."""
+        """Hides every row of `partition` from `ts` on; inserts into it stamped at or after
+        `ts` are discarded (each pchannel brings a copy of the drop: the first ts counts)."""
         with self.lock:
+            ts = min(ts, self.dropped_partitions.get(partition, ts))
             self.dropped_partitions[partition] = ts
             sup = self._sup.view()
             rows = (self._part.view() == partition) & (self._ins.view() < ts) & (sup > ts)
             sup[rows] = ts
 
+    def drop(self, ts: int) -> None:
+        """Marks the collection dropped at `ts`: reads as of `ts` or later are refused (see
+        `readable`), reads before it answer as before; later events are discarded."""
+        with self.lock:
+            self.dropped_ts = ts if self.dropped_ts is None else min(ts, self.dropped_ts)
+
     # -- reads --------------------------------------------------------------------------
+    def readable(self, ts: int) -> bool:
+        """Returns whether the collection existed at `ts` (it was not dropped by then)."""
+        dropped = self.dropped_ts
+        return dropped is None or ts < dropped
+
     def visible(self, ts: int, partitions: list[int] | None = None) -> np.ndarray:
         """Returns the boolean mask of rows visible at `ts` (in `partitions`, if given)."""
         t = np.uint64(ts)

@@ -13,7 +13,8 @@ from vectorlog.types import Hit
 
 class QueryNodeService(Protocol):
     """Reads at a ts over the collections of the dml topic; each raises CollectionNotFound
-    (naming the id) for a collection it does not hold at that ts."""
+    (naming the id) for a collection that did not exist at that ts. A dropped collection
+    still answers reads as of before its drop, inside the meta retention window."""
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         """Returns the ts up to which every given pchannel has been applied."""

@@ -234,7 +234,10 @@ class MetaTable:
             return True
 
     def _writes(self, event: Event) -> Writes:
-        return self._appliers[event.type](event)
+        applier = self._appliers.get(event.type)
+        if applier is None:
+            raise InvalidArgument(f"{event.type} is not a DDL event: it changes no meta")
+        return applier(event)
 
     def _remember(self, key: str, raw: bytes) -> None:
         if key.startswith(COLLECTION_KEY):

@@ -13,35 +13,42 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from vectorlog.errors import (
     AliasNotFound,
+    ClusterInUse,
     CollectionNotFound,
     DdlOutcomeUnknown,
     IndexNotFound,
     InvalidArgument,
+    LeaseUnconfirmed,
     LimitExceeded,
     PartitionNotFound,
-    VectorlogError,
+    RootCoordFenced,
 )
 from vectorlog.faults import CrashPointReached, crash_point
+from vectorlog.hybridts import physical_ms, wall_ms
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, check_name
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MetaTable
-from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, SnapshotKVError
+from vectorlog.processors.rootcoord.reserve import ReservationFailed
+from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIncreasing
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.processors.rootcoord.writeguard import WriteGuard
 from vectorlog.processors.state.base import StateStore
 from vectorlog.processors.state.errors import StateError
-from vectorlog.schemas.errors import SchemaError
+from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
-from vectorlog.streams.errors import KafkaLogError, LogClosed
-from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
+from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import IndexSpec
@@ -59,9 +66,27 @@ BROADCAST = frozenset(
 )
 MAX_SHARDS = 16
 PROBE_TS = (1 << 63) - 1  # the largest ts: an Avro long never encodes longer
-#: failures during replay that say nothing about the event (a record too large for the dml
-#: topic is the event's fault, and is dead-lettered so the cluster still opens)
-NOT_THE_EVENTS_FAULT = (StateError, CrashPointReached, LogClosed, KafkaLogError)
+#: failures while replaying a record that say nothing about the record: the store, the log or
+#: this process failed; the replay stops and is retried, the record is never dead-lettered
+NOT_THE_EVENTS_FAULT = (
+    StateError,
+    LogError,
+    CrashPointReached,
+    OSError,
+    MemoryError,
+    ClusterInUse,
+    RootCoordFenced,
+    LeaseUnconfirmed,
+    ReservationFailed,
+)
+#: ...except these log errors, which a broadcast copy of a bad event causes (too large for the
+#: dml topic, or naming a pchannel it does not have): that event is dead-lettered
+THE_EVENTS_FAULT = (RecordTooLarge, TopicPartitionNotFound)
+#: an id reservation on the log at or past this is impossible (ids start at 2**40)
+MAX_ID_UPPER = 1 << 62
+DEFAULT_MAX_SKEW_MS = 60_000
+#: how long a DDL waits to read the `ddl` records appended before its own
+CATCH_UP_TIMEOUT_S = 30.0
 
 
 class RootCoord:
@@ -78,7 +103,13 @@ class RootCoord:
         barrier: SoftBarrier,
         retention_ms: int | None = None,
         ticker: Ticker | None = None,
+        *,
+        lease: Lease | None = None,
+        max_skew_ms: int = DEFAULT_MAX_SKEW_MS,
     ) -> None:
+        """`lease`: this process's claim on the cluster; when it is lost, every DDL, id and
+        timestamp is refused. `max_skew_ms`: a `ddl` record whose timestamp (or reserved
+        bound) is further ahead of the oracle and the wall clock is dead-lettered at replay."""
         self.log, self.topics, self.store, self.tso, self.ids = log, topics, store, tso, ids
         self._ddl_serde = serdes.for_topic(topics.ddl)
         self._dml_serde = serdes.for_topic(topics.dml)
@@ -88,8 +119,14 @@ class RootCoord:
         self._dead_letter = DeadLetterWriter(log, topics.dlq, "rootcoord")
         self._lock = threading.Lock()
         self._dirty = False
+        self._guard = WriteGuard()
         tso.on_reserve = lambda bound: self._log_reservation("timestamps", bound)
         ids.on_reserve = lambda upper: self._log_reservation("ids", upper)
+        self._lease, self._max_skew_ms = lease, max_skew_ms
+        if lease is not None:
+            tso.guard = ids.guard = lease.check
+        self._tail: Reader | None = None  # reads `ddl` records a DDL finds before its own
+        self._tail_next = 0
 
     # -- RootCoordService: meta reads, timestamps, ids, ticks ------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
@@ -117,9 +154,48 @@ class RootCoord:
         """Returns a new TickSource registered with the soft barrier."""
         return self._barrier.register(TickSource(name, self.tso))
 
-    def request_tick(self) -> None:
+    def request_tick(self, after: int | None = None) -> None:
+        """Asks for a time tick now; with `after`, only if no tick at or past it was appended."""
         if self._ticker is not None:
-            self._ticker.request()
+            self._ticker.request(after)
+
+    def strong_ts(self) -> int:
+        """Returns the ts a Strong read reads at: the last tick appended, if nothing was
+        stamped since it was computed and nothing is in flight (it covers every acknowledged
+        write, and serving at it appends nothing), else a fresh timestamp."""
+        tick = self._ticker.quiet_tick() if self._ticker is not None else None
+        return self.tso.now() if tick is None else tick
+
+    @contextlib.contextmanager
+    def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
+        """Holds `info`'s collection against drops while a write is stamped and appended.
+
+        Raises CollectionNotFound (the collection with that id was dropped) or
+        PartitionNotFound (`partition_id` was, unless -1) on entry; a drop of either waits
+        until the block exits, so the write's ts is below the drop's.
+        """
+        cid = info.collection_id
+        while True:
+            if self._dirty:  # a DDL failed half-way: its drop may be on the log, replay it
+                with self._ddl():
+                    pass
+            self._guard.acquire_write(cid)
+            if not self._dirty:
+                break
+            self._guard.release_write(cid)
+        try:
+            self._check_live(info, partition_id)
+            yield
+        finally:
+            self._guard.release_write(cid)
+
+    def _check_live(self, info: CollectionInfo, partition_id: int) -> None:
+        rec = self.meta.by_id(info.collection_id)
+        if rec is None:
+            raise CollectionNotFound(info.name)
+        if partition_id != -1 and partition_id not in rec["partitions"].values():
+            names = [n for n, p in info.partitions.items() if p == partition_id]
+            raise PartitionNotFound(info.name, names[0] if names else str(partition_id))
 
     # -- requests ---------------------------------------------------------------------
     def create_collection(
@@ -160,7 +236,10 @@ class RootCoord:
         """Drops a collection (not via an alias). Raises CollectionNotFound, InvalidArgument."""
         with self._ddl():
             cid = self._collection_id(name)
-            self._execute("CollectionDropped", cid, {"collection_id": cid, "collection_name": name})
+            with self._guard.dropping(cid):  # no write of it is stamped across the drop
+                self._execute(
+                    "CollectionDropped", cid, {"collection_id": cid, "collection_name": name}
+                )
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         """Renames a collection; its id, data and aliases stay."""
@@ -192,15 +271,16 @@ class RootCoord:
             info = self.meta.get(collection)
             if partition not in info.partitions:
                 raise PartitionNotFound(info.name, partition)
-            self._execute(
-                "PartitionDropped",
-                info.collection_id,
-                {
-                    "collection_id": info.collection_id,
-                    "partition_name": partition,
-                    "partition_id": info.partitions[partition],
-                },
-            )
+            with self._guard.dropping(info.collection_id):  # as in drop_collection
+                self._execute(
+                    "PartitionDropped",
+                    info.collection_id,
+                    {
+                        "collection_id": info.collection_id,
+                        "partition_name": partition,
+                        "partition_id": info.partitions[partition],
+                    },
+                )
 
     def create_alias(self, collection: str, alias: str) -> None:
         check_name("alias", alias)
@@ -259,7 +339,8 @@ class RootCoord:
         return self.meta.resolve(name)
 
     def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
-        """Checks, stamps, appends to `ddl`, broadcasts and applies one DDL event."""
+        """Checks, stamps, appends to `ddl`, broadcasts and applies one DDL event (after the
+        `ddl` records before it that this rootcoord has not consumed yet)."""
         self.meta.check(Event(event_type, 0, body, collection_id))
         self._check_sizes(Event(event_type, PROBE_TS, body, collection_id))
         with self.source.stamp() as ts:
@@ -268,6 +349,8 @@ class RootCoord:
                 record = Append(0, self._ddl_serde.encode(event))
                 offset = self.log.append(self.topics.ddl, [record])[0]
                 crash_point("rootcoord.ddl.after_append")
+                if self._catch_up(offset):  # another writer's DDL came first: still valid?
+                    self.meta.check(event)
                 self._broadcast(event)
                 crash_point("rootcoord.ddl.before_apply")
                 self._apply(event, offset)
@@ -294,8 +377,11 @@ class RootCoord:
 
     @contextlib.contextmanager
     def _ddl(self) -> Iterator[None]:
-        """Serializes DDL; first replays the log if an earlier DDL failed half-way."""
+        """Serializes DDL; first replays the log if an earlier DDL failed half-way.
+        Raises RootCoordFenced / LeaseUnconfirmed if this process does not hold the lease."""
         with self._lock:
+            if self._lease is not None:
+                self._lease.check()
             if self._dirty:
                 self.recover()
                 self._dirty = False
@@ -328,6 +414,8 @@ class RootCoord:
 
     def _log_reservation(self, kind: str, upper: int) -> None:
         """Appends a RangeReserved event so a rebuilt rootcoord never reissues a value."""
+        if self._lease is not None:
+            self._lease.check()
         event = Event("RangeReserved", 0, {"kind": kind, "upper": upper})
         self.log.append(self.topics.ddl, [Append(0, self._ddl_serde.encode(event))])
 
@@ -351,8 +439,16 @@ class RootCoord:
         )
 
     def _replay_one(self, rec: Record) -> int:
+        """Applies one `ddl` record read from the log; returns 1 for a DDL event applied.
+
+        A record that cannot be decoded or applied (undecodable, not a DDL event, breaking a
+        meta rule, impossible timestamps or bounds, a broadcast copy the dml topic refuses) is
+        dead-lettered with its reason and position, and the position moves past it: replaying
+        a record never stops the cluster from opening. Failures of the store or the log raise.
+        """
         try:
             event = self._ddl_serde.decode(rec.value)
+            self._check_plausible(event)
             self.tso.observe(event.ts)
             if event.type == "RangeReserved":
                 self._observe_reservation(event)
@@ -363,10 +459,58 @@ class RootCoord:
             self._broadcast(event)
             self._apply(event, rec.offset)
             return 1
-        except NOT_THE_EVENTS_FAULT:
-            raise  # the store or the log failed, not the event: retry, never dead-letter
-        except (VectorlogError, SnapshotKVError, SchemaError, ValueError) as exc:
+        except Exception as exc:
+            if isinstance(exc, NOT_THE_EVENTS_FAULT) and not isinstance(exc, THE_EVENTS_FAULT):
+                raise  # the store or the log failed, not the record: retry, never dead-letter
             self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
             with self.store.transaction() as txn:
                 txn.set_position(self.topics.ddl, 0, rec.offset + 1)
             return 0
+
+    def _check_plausible(self, event: Event) -> None:
+        """Raises MalformedEvent (or TimestampNotIncreasing) for a `ddl` event no rootcoord
+        wrote: a timestamp or a reserved bound ahead of everything this oracle has seen by more
+        than the allowed clock skew, a reservation of another kind, a DDL event stamped at or
+        below the last one applied (its broadcast would disagree with the meta)."""
+        reach = max(wall_ms(), self.tso.reach_ms()) + self._max_skew_ms + 2 * self.tso.window_ms
+        if event.ts < 0 or physical_ms(event.ts) > reach:
+            raise MalformedEvent(f"{event.type} has an impossible ts {event.ts}")
+        if event.type == "RangeReserved":
+            kind, upper = event.body["kind"], event.body["upper"]
+            limit = {"ids": MAX_ID_UPPER, "timestamps": reach}.get(kind)
+            if limit is None or not 0 <= upper <= limit:
+                raise MalformedEvent(f"impossible reservation of {kind!r} up to {upper}")
+        elif event.type not in NOT_APPLIED and event.ts <= self.meta.kv.last_ts:
+            raise TimestampNotIncreasing(event.ts, self.meta.kv.last_ts, f"{event.type} on ddl")
+
+    def _catch_up(self, offset: int) -> int:
+        """Replays the `ddl` records before `offset` (a DDL's own) that this rootcoord has not
+        consumed: its reservations, end markers, and whatever another writer appended (a
+        malformed record is dead-lettered here, not skipped). Returns DDL events applied."""
+        start = self.stored_position()
+        if start >= offset:
+            return 0
+        if self._tail is None:
+            self._tail = self.log.reader(self.topics.ddl, {0: start})
+        elif self._tail_next != start:
+            self._tail.seek(self.topics.ddl, 0, start)
+        self._tail_next, applied = start, 0
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        while self._tail_next < offset:
+            if time.monotonic() > deadline:
+                raise LogError(f"did not read {self.topics.ddl!r} up to offset {offset} in time")
+            for rec in self._tail.poll(1000, 0.2):
+                if self._tail_next <= rec.offset < offset:
+                    applied += self._replay_one(rec)
+                self._tail_next = max(self._tail_next, rec.offset + 1)
+        return applied
+
+    def close(self) -> None:
+        """Reserves no more timestamps or ids (waits for a reservation in flight) and closes
+        the `ddl` reader. Idempotent."""
+        self.tso.close()
+        self.ids.close()
+        with self._lock:
+            if self._tail is not None:
+                self._tail.close()
+                self._tail = None

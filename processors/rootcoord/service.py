@@ -73,6 +73,22 @@ class RootCoordService(DdlService, Protocol):
         """Returns a new writer registered with the soft barrier under `name`."""
         ...
 
-    def request_tick(self) -> None:
-        """Asks for a time tick now, so a Strong read need not wait for the next interval."""
+    def request_tick(self, after: int | None = None) -> None:
+        """Asks for a time tick now, so a read need not wait for the next interval; with
+        `after`, only if no tick at or past `after` was appended already."""
+        ...
+
+    def strong_ts(self) -> int:
+        """Returns the ts a Strong read reads at: past every write acknowledged before the
+        call. It is the last tick appended when nothing was stamped since (the read then
+        appends nothing), else a fresh timestamp."""
+        ...
+
+    def write_guard(
+        self, info: CollectionInfo, partition_id: int = -1
+    ) -> AbstractContextManager[None]:
+        """Holds the collection against drops while a write is stamped and appended inside
+        the block: a drop of it (or of `partition_id`, unless -1) is stamped entirely before
+        or after. Raises CollectionNotFound / PartitionNotFound on entry if the collection
+        with `info`'s id (or the partition) no longer exists; nothing may be appended then."""
         ...

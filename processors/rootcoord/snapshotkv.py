@@ -63,7 +63,8 @@ GC_HORIZON_RECORD = b"gc_horizon"
 #: First byte of a version value: a put (followed by the value) or a tombstone (alone).
 PUT_MARK = b"\x01"
 TOMBSTONE = b"\x00"
-#: GC commits its deletions in transactions of this many keys to bound memory.
+#: GC works in chunks of about this many version records scanned, each chunk under the write
+#: lock and in one commit, so writes go on between chunks.
 GC_CHUNK = 10_000
 
 
@@ -482,7 +483,12 @@ class SnapshotKV:
 
     # ------------------------------------------------------------------ garbage collection
 
-    def gc(self, now_ts: int | None = None) -> int:
+    def gc(
+        self,
+        now_ts: int | None = None,
+        chunk: int = GC_CHUNK,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> int:
         """Prune versions no read at or after the horizon can see; return how many.
 
         horizon = ``(physical_ms(now) - retention_ms) << 18`` (``now`` = ``now_ts`` or the
@@ -491,6 +497,12 @@ class SnapshotKV:
         version is kept (it is the value as of the horizon) unless it is a tombstone.
         Afterwards reads at ``ts >= horizon`` answer exactly as before; reads below raise
         :class:`SnapshotTooOld`. No-op (returns 0) when ``retention_ms`` is None.
+
+        The work is done in chunks of at most about ``chunk`` version records scanned, each
+        under the write lock and committed on its own: writes go on between chunks (each
+        chunk's deletions are decided from the store as it is then, so a write between
+        chunks is seen like one made before the GC). ``on_chunk(deleted)`` runs after each
+        chunk, without the lock held.
         """
         if self._retention_ms is None:
             return 0
@@ -501,44 +513,57 @@ class SnapshotKV:
             horizon = max(self._horizon, horizon_ms << LOGICAL_BITS)
             # Raised before anything is deleted: reads re-check it after reading.
             self._horizon = horizon
-            return self._delete_versions(self._doomed_versions(horizon), horizon)
-
-    def _delete_versions(self, doomed: Iterator[bytes], horizon: int) -> int:
-        """Delete the records in chunks, each chunk's commit also persisting the horizon."""
-        txn, deleted = self._gc_transaction(horizon), 0
-        for record in doomed:
-            txn.delete(record)
-            deleted += 1
-            if len(txn) > GC_CHUNK:
-                txn.commit()
-                txn = self._gc_transaction(horizon)
-        txn.commit()
+        start: bytes | None = self._vp
+        deleted = 0
+        while start is not None:
+            with self._lock:
+                doomed, start = self._doomed_chunk(start, horizon, max(1, chunk))
+                self._delete_versions(doomed, horizon)
+            deleted += len(doomed)
+            if on_chunk is not None:
+                on_chunk(len(doomed))
         return deleted
 
-    def _gc_transaction(self, horizon: int) -> Transaction:
+    def _delete_versions(self, doomed: list[bytes], horizon: int) -> None:
+        """Delete the records in one commit that also persists the horizon."""
         txn = self._store.transaction()
         txn.put(self._horizon_key, encode_ts(horizon))
-        return txn
+        for record in doomed:
+            txn.delete(record)
+        txn.commit()
 
-    def _doomed_versions(self, horizon: int) -> Iterator[bytes]:
-        """Version records invisible to every read at ``ts >= horizon``."""
+    def _doomed_chunk(
+        self, start: bytes, horizon: int, chunk: int
+    ) -> tuple[list[bytes], bytes | None]:
+        """Scans version records from ``start`` (a key's first version to decide) until
+        about ``chunk`` were scanned; returns those invisible to every read at ``ts >=
+        horizon`` and where the next chunk starts (None: the scan is complete)."""
         it = self._store.iter()
-        it.seek(self._vp)
+        it.seek(start)
+        doomed: list[bytes] = []
         head: bytes | None = None
         older: list[bytes] = []  # versions <= horizon of the current key, oldest first
-        newest_is_tombstone = False
+        newest_is_tombstone, scanned = False, 0
         while it.valid():
             record = it.key()
             if not record.startswith(self._vp):
                 break
+            old = decode_ts(record[-TS_BYTES:]) <= horizon
             if record[:-TS_BYTES] != head:
-                yield from _obsolete(older, newest_is_tombstone)
+                doomed += _obsolete(older, newest_is_tombstone)
                 head, older = record[:-TS_BYTES], []
-            if decode_ts(record[-TS_BYTES:]) <= horizon:
+                if scanned >= chunk:
+                    return doomed, record
+            elif scanned >= chunk:  # in the middle of one key's versions
+                if not old:  # every version <= horizon of this key was seen
+                    return doomed + _obsolete(older, newest_is_tombstone), head[:-1] + KEY_END
+                return doomed + older, record  # all older than this one, which is <= horizon
+            if old:
                 older.append(record)
                 newest_is_tombstone = it.value()[:1] == TOMBSTONE
+            scanned += 1
             it.next()
-        yield from _obsolete(older, newest_is_tombstone)
+        return doomed + _obsolete(older, newest_is_tombstone), None
 
     def __repr__(self) -> str:
         return (

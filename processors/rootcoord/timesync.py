@@ -6,6 +6,10 @@ append returned. A source's tick is a promise that none of its future appends ha
 below it: the smallest in-flight ts minus one, or a fresh timestamp when nothing is in flight.
 The soft barrier takes the minimum over sources, and the `Ticker` appends that tick to every
 pchannel every `interval` seconds (or sooner when asked, so Strong reads need not wait).
+
+Ticks are skipped while nothing was stamped, and a Strong read appends nothing when nothing
+was stamped since the last tick: it is served at that tick (`Ticker.quiet_tick`). Requests
+for a tick made while one is being appended are served together by the next one.
 """
 
 from __future__ import annotations
@@ -54,6 +58,11 @@ class TickSource:
                 return min(self._inflight) - 1
             return self._tso.now()
 
+    def busy(self) -> bool:
+        """Returns whether a stamp of this source is in flight."""
+        with self._lock:
+            return bool(self._inflight)
+
 
 class SoftBarrier:
     """The minimum of the ticks reported by every registered source."""
@@ -78,6 +87,12 @@ class SoftBarrier:
             sources = list(self._sources)
         return min((s.tick() for s in sources), default=None)
 
+    def busy(self) -> bool:
+        """Returns whether any source has a stamp in flight."""
+        with self._lock:
+            sources = list(self._sources)
+        return any(s.busy() for s in sources)
+
 
 class Ticker:
     """Appends the barrier's tick to every partition of the dml topic, periodically."""
@@ -96,19 +111,39 @@ class Ticker:
         self._wake, self._stop = threading.Event(), threading.Event()
         self._last = 0
         self._last_activity = -1
+        self._covered = (0, -1)  # the last tick appended, the activity read before computing it
         self._requested = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def request(self) -> None:
-        """Asks for a tick now rather than at the next interval."""
+    def request(self, after: int | None = None) -> None:
+        """Asks for a tick now rather than at the next interval; with `after`, only if the
+        last tick appended is below it. Requests made while a tick is being appended are
+        served together by the next one."""
+        if after is not None and after <= self._last:
+            return
         self._requested.set()
         self._wake.set()
 
+    def quiet_tick(self) -> int | None:
+        """Returns the last tick appended if nothing was stamped since it was computed and
+        nothing is in flight, else None.
+
+        Such a tick is past every ts stamped by a request that finished before this call:
+        the request finished before the activity was read for the tick (activity is
+        unchanged), with nothing in flight then, so the tick was a fresh timestamp. The order
+        matters: in-flight is read before activity, so neither changed in between.
+        """
+        tick, activity = self._covered
+        if tick and not self._barrier.busy() and self._barrier.activity() == activity:
+            return tick
+        return None
+
     def tick_once(self) -> int | None:
         """Appends one tick to every partition if it advanced; returns it."""
+        activity = self._barrier.activity()  # before the tick: see quiet_tick
         t = self._barrier.tick()
         if t is None or t <= self._last:
             return None
@@ -116,6 +151,7 @@ class Ticker:
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body) for p in range(n)])
         self._last = t
+        self._covered = (t, activity)
         return t
 
     def _run(self) -> None:

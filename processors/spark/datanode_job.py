@@ -185,6 +185,9 @@ class FedLog:
     def append(self, topic: str, records: Sequence[Append]) -> list[int]:
         return self._log.append(topic, records)
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return self._log.end_offsets(topic)
+
     def reader(self, topic: str, positions: dict[int, int]) -> Reader:
         if topic != self.topic:
             return self._log.reader(topic, positions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vectorlog.errors import VectorlogError
+from vectorlog.errors import DataDirGone, DiskFull, VectorlogError
 
 
 class StateError(VectorlogError):
@@ -46,6 +46,12 @@ class StateStoreReadOnly(StateStoreOpenError):
     what = "cannot be written (permission denied or a read-only file system)"
 
 
+class StateStoreNoSpace(StateStoreOpenError, DiskFull):
+    """The store could not be opened: the disk is full."""
+
+    what = "could not be opened: the disk is full (free space, then open it again)"
+
+
 class StateFormatUnsupported(StateStoreOpenError):
     """The store was written in a format version this code does not know (a newer one)."""
 
@@ -74,11 +80,35 @@ class TransactionFinished(StateError):
 
 
 class StateWriteFailed(StateError):
-    """A commit's write failed; whether it landed is unknown until the store is reopened."""
+    """A commit's write failed; raised as such (whether it landed is unknown until the store
+    is reopened) unless a subclass says more."""
+
+    what = "failed (outcome unknown)"
 
     def __init__(self, path: str, cause: str) -> None:
-        super().__init__(f"commit to state store {path} failed (outcome unknown): {cause}")
+        super().__init__(f"commit to state store {path} {self.what}: {cause}")
         self.path, self.cause = path, cause
+
+
+class StateDiskFull(StateWriteFailed, DiskFull):
+    """A commit failed because the disk is full; nothing of it was written."""
+
+    what = (
+        "failed, the disk is full; nothing was written. RocksDB refuses every later write "
+        "of this open store: free space, then restart the process"
+    )
+
+
+class StateWriteReadOnly(StateWriteFailed):
+    """A commit failed: the file system is read-only or refused permission."""
+
+    what = "failed, the file system is read-only or refused permission; nothing was written"
+
+
+class StateDirGone(StateWriteFailed, DataDirGone):
+    """The store's directory was deleted or replaced while open: every write is refused."""
+
+    what = "refused, nothing was written (restart the process to open what is now at that path)"
 
 
 class InvalidStateKey(StateError, ValueError):

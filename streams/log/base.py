@@ -74,6 +74,16 @@ class Log(Protocol):
         """Returns a Reader of `topic` over {partition: next offset to read}."""
         ...
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: end} for every partition of `topic`, reading nothing and
+        appending nothing. Embedded: exact, the offset the next append gets. Kafka: the
+        broker's high watermark, which may lag the real end (DESIGN.md s.8): a reader that
+        must see everything reads up to it, then on until idle (`streams.scan.read_all`).
+
+        Raises TopicNotFound, or a LogError from the backend.
+        """
+        ...
+
     def close(self) -> None: ...
 
 

@@ -4,11 +4,15 @@ Key layout (all big-endian so RocksDB iterates in offset order):
     TOPIC_META + topic                                  -> partition count (4 bytes)
     RECORD + topic + SEP + partition(4) + offset(8)     -> frame(key, value)
 An append of any number of records across partitions is one WriteBatch written with
-sync=True: it is on disk before `append` returns, and it lands whole or not at all.
+sync=True: it is on disk before `append` returns, and it lands whole or not at all. Once
+the directory is deleted or replaced under a running process every write is refused
+(`LogDirGone`) and the handle is abandoned at close, never flushed into a new database at
+that path (see `streams.rocksdir`).
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 from collections.abc import Sequence
@@ -19,15 +23,21 @@ from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 from vectorlog.streams.errors import (
     LogClosed,
     LogCorrupt,
+    LogDirGone,
+    LogDiskFull,
     LogError,
     LogInUse,
+    LogNoSpace,
     LogOpenError,
     LogReadOnly,
     LogWriteFailed,
+    LogWriteOutcomeUnknown,
+    LogWriteReadOnly,
     TopicNotFound,
     TopicPartitionNotFound,
 )
 from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
 
 TOPIC_META = b"\x01t:"
@@ -35,6 +45,7 @@ RECORD = b"\x02r:"
 SEP = b"\x00"
 _NO_KEY = 0xFFFFFFFF
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+LOG = logging.getLogger(__name__)
 
 
 def record_prefix(topic: str, partition: int) -> bytes:
@@ -62,6 +73,7 @@ def unframe(data: bytes) -> tuple[bytes | None, bytes]:
 
 
 _OPEN_ERRORS: dict[OpenFailure, type[LogOpenError]] = {
+    OpenFailure.DISK_FULL: LogNoSpace,
     OpenFailure.IN_USE: LogInUse,
     OpenFailure.CORRUPT: LogCorrupt,
     OpenFailure.READ_ONLY: LogReadOnly,
@@ -69,14 +81,28 @@ _OPEN_ERRORS: dict[OpenFailure, type[LogOpenError]] = {
 }
 
 
-def _open(path: Path) -> Rdict:
-    """Opens (creating if missing) the log's RocksDB. Raises LogInUse, LogCorrupt, LogReadOnly
-    or LogOpenError, naming the path and keeping RocksDB's message."""
+#: What a failed write was (anything else may still be on disk: outcome unknown).
+_WRITE_ERRORS: dict[OpenFailure, type[LogWriteFailed]] = {
+    OpenFailure.DISK_FULL: LogDiskFull,
+    OpenFailure.READ_ONLY: LogWriteReadOnly,
+}
+
+
+def _open(path: Path) -> tuple[Rdict, PinnedDir]:
+    """Opens (creating if missing) the log's RocksDB; returns it and its pinned directory.
+    Raises LogInUse, LogCorrupt, LogReadOnly, LogNoSpace or LogOpenError, naming the path and
+    keeping RocksDB's message."""
+    pinned = None
     try:
         path.mkdir(parents=True, exist_ok=True)
-        return Rdict(str(path), Options(raw_mode=True))
+        pinned = PinnedDir(path)
+        return Rdict(str(path), Options(raw_mode=True)), pinned
     except Exception as exc:
+        if pinned is not None:
+            pinned.close()
         kind, message = classify(exc)
+        if kind is OpenFailure.IN_USE:
+            message += abandoned_note(path)
         raise _OPEN_ERRORS[kind](str(path), message) from exc
 
 
@@ -91,7 +117,7 @@ class EmbeddedLog:
     ) -> None:
         self.path = str(path)
         self.max_message_bytes = max_message_bytes
-        self._db = _open(Path(path))
+        self._db, self._dir = _open(Path(path))
         self._wopts = WriteOptions()
         self._wopts.sync = fsync
         self._lock = threading.Lock()
@@ -142,12 +168,24 @@ class EmbeddedLog:
                 self._next[(topic, p)] = 0
 
     def _write(self, wb: WriteBatch, topic: str) -> None:
-        """Writes one batch (synced when fsync is on). Raises LogWriteFailed: nothing was
-        acknowledged, and whether it landed shows on the next open."""
+        """Writes one batch (synced when fsync is on); nothing is acknowledged if it raises.
+        Raises LogDirGone (the directory was deleted or replaced: nothing written),
+        LogDiskFull, LogWriteReadOnly, or LogWriteOutcomeUnknown (it shows on the next open)."""
+        gone = self._dir.gone()
+        if gone is not None:
+            raise LogDirGone(self.path, topic, gone)
         try:
             self._db.write(wb, self._wopts)
         except Exception as exc:  # rocksdict raises plain Exceptions with RocksDB's message
-            raise LogWriteFailed(self.path, topic, str(exc)) from exc
+            raise self._write_error(topic, exc) from exc
+
+    def _write_error(self, topic: str, exc: Exception) -> LogWriteFailed:
+        """Returns the error a failed write of `topic` raises."""
+        gone = self._dir.gone()
+        if gone is not None:
+            return LogDirGone(self.path, topic, f"{gone}; {exc}")
+        kind, message = classify(exc)
+        return _WRITE_ERRORS.get(kind, LogWriteOutcomeUnknown)(self.path, topic, message)
 
     def partitions(self, topic: str) -> int:
         try:
@@ -181,6 +219,12 @@ class EmbeddedLog:
         """Returns the offset the next append to this partition gets."""
         self.partitions(topic)
         return self._next[(topic, partition)]
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: the offset its next append gets} (exact). Raises TopicNotFound."""
+        n = self.partitions(topic)
+        with self._lock:
+            return {p: self._next[(topic, p)] for p in range(n)}
 
     def reader(self, topic: str, positions: dict[int, int]) -> EmbeddedReader:
         n = self.partitions(topic)
@@ -218,7 +262,11 @@ class EmbeddedLog:
                 return
             self._closed = True
             self._appended.notify_all()
-            self._db.close()
+            try:
+                if not close_or_abandon(self._dir, self._db):
+                    LOG.warning("embedded log %s: directory gone, handle abandoned", self.path)
+            except Exception as exc:  # a failed flush: everything acknowledged is in the WAL
+                LOG.warning("embedded log %s: close failed: %s", self.path, exc)
 
 
 class EmbeddedReader:

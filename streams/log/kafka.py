@@ -7,7 +7,10 @@ replication factor R and min.insync.replicas M an acknowledged record survives t
 to M-1 brokers (fsync is left to the broker's flush settings); on Tansu with `memory://`
 storage (the test broker of infra/broker.py) records live in memory and are lost when it stops.
 The idempotent producer never duplicates or reorders records within a partition on retries.
-An append that raises is not acknowledged: some of its records may still be in the log.
+An append that raises is not acknowledged: AppendOutcomeUnknown says some of its records may
+still be in the log (e.g. it timed out while the broker was paused), any other error that
+none is. A producer that breaks is replaced by a fresh one (`kafkaproduce`), so the log
+recovers by itself once the broker is back.
 
 Readers use `assign()` with positions supplied by the caller, never consumer-group offsets
 (nothing is committed). The broker's high watermark is never used as the end of the log:
@@ -23,10 +26,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from vectorlog.streams.errors import (
+    AppendOutcomeUnknown,
     KafkaLogError,
     LogClosed,
     LogError,
@@ -34,41 +38,19 @@ from vectorlog.streams.errors import (
     TopicPartitionNotFound,
 )
 from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.log.kafkaproduce import Acks, Producers
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
 FRAMING_BYTES = 1024
 METADATA_TIMEOUT = 10.0
+#: How long librdkafka tries to deliver a record before failing it (_MSG_TIMED_OUT: outcome
+#: unknown); read when a KafkaLog is made without `delivery_timeout_ms`.
 DELIVERY_TIMEOUT_MS = 30_000
+#: How long `close` waits for records in flight before purging them.
+CLOSE_FLUSH_S = 10.0
 #: librdkafka's own log lines go to Python logging (not straight to stderr)
 LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
-
-
-class _Acks:
-    """Collects the delivery reports of one `append` call, in input order."""
-
-    def __init__(self, n: int) -> None:
-        self.offsets = [-1] * n
-        self.error: KafkaError | None = None
-        self._remaining = n
-        self._lock = threading.Lock()
-        self.done = threading.Event()
-        if n == 0:
-            self.done.set()
-
-    def report(self, index: int, err: KafkaError | None, msg: Message) -> None:
-        with self._lock:
-            offset = msg.offset()
-            if err is None and offset is not None:
-                self.offsets[index] = offset
-            elif self.error is None:  # no offset without an error cannot happen with acks=all
-                self.error = err or KafkaError(KafkaError._FAIL, "delivery report without offset")
-            self._remaining -= 1
-            if self._remaining == 0:
-                self.done.set()
-
-    def callback(self, index: int) -> Any:
-        return lambda err, msg: self.report(index, err, msg)
 
 
 def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, Any]:
@@ -99,10 +81,14 @@ class KafkaLog:
         bootstrap: str,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         client_id: str = "vectorlog",
+        delivery_timeout_ms: int | None = None,
     ) -> None:
+        """`delivery_timeout_ms` (default DELIVERY_TIMEOUT_MS) bounds how long an append waits
+        for an unreachable broker before raising AppendOutcomeUnknown."""
         self.bootstrap = bootstrap
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
+        self.delivery_timeout_ms = delivery_timeout_ms or DELIVERY_TIMEOUT_MS
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
         admin_conf: Any = {
             "bootstrap.servers": bootstrap,
@@ -110,9 +96,8 @@ class KafkaLog:
             "logger": LIBRDKAFKA_LOG,
         }  # the stubs omit the logger key
         self._admin: AdminClient | None = AdminClient(admin_conf)
-        self._producer = Producer(self._producer_config())
+        self._producers = Producers(self._producer_config(), client_id)
         self._partitions: dict[str, int] = {}
-        self._fatal: KafkaError | None = None
         self._closed = threading.Event()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
@@ -128,21 +113,16 @@ class KafkaLog:
             "linger.ms": 2,
             "compression.type": "none",
             "message.max.bytes": self._wire_max,
-            "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
-            "error_cb": self._on_error,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
             "logger": LIBRDKAFKA_LOG,
         }
 
     def _consumer_config(self) -> dict[str, Any]:
         return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20))
 
-    def _on_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            self._fatal = err
-
     def _serve_delivery_reports(self) -> None:
         while not self._closed.is_set():
-            self._producer.poll(0.1)
+            self._producers.poll(0.1)
 
     # -- topics ---------------------------------------------------------------------------
 
@@ -214,32 +194,46 @@ class KafkaLog:
     # -- writing --------------------------------------------------------------------------
 
     def append(self, topic: str, records: Sequence[Append]) -> list[int]:
+        """See `Log.append`. Raises AppendOutcomeUnknown if some records may be in the log
+        (timed out, fenced producer, purged at close), KafkaLogError if none is."""
         check_sizes(records, self.max_message_bytes)
         self._check_partitions(topic, sorted({r.partition for r in records}))
         self._check_open()
-        if self._fatal is not None:
-            raise KafkaLogError.wrap(f"append to {topic}", self._fatal)
-        acks = _Acks(len(records))
+        producer = self._producers.current()
+        acks = Acks(len(records))
         for i, r in enumerate(records):
-            self._produce(topic, r, acks.callback(i))
-        while not acks.done.wait(0.5):
-            if self._closed.is_set():
-                raise LogClosed("kafka log")
-        if acks.error is not None:
-            raise KafkaLogError.wrap(f"append to {topic}", acks.error)
+            try:
+                self._produce(producer.client, topic, r, acks.callback(i))
+            except KafkaException as exc:  # not queued: nor are the records after it
+                acks.refuse_rest(i, exc.args[0])
+                break
+        self._wait(acks, topic)
+        broken = acks.broken()
+        if broken is not None:
+            self._producers.replace(producer, broken)
+        failure = acks.failure(f"append to {topic}")
+        if failure is not None:
+            raise failure
         return acks.offsets
 
-    def _produce(self, topic: str, r: Append, on_delivery: Any) -> None:
+    def _produce(self, client: Any, topic: str, r: Append, on_delivery: Any) -> None:
+        """Queues one record. Raises KafkaException if librdkafka refuses it."""
         while True:
             try:
-                self._producer.produce(
+                client.produce(
                     topic, value=r.value, key=r.key, partition=r.partition, on_delivery=on_delivery
                 )
                 return
             except BufferError:  # local queue full: wait for deliveries to drain it
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                raise KafkaLogError.wrap(f"append to {topic}", exc.args[0]) from exc
+                client.poll(0.05)
+
+    def _wait(self, acks: Acks, topic: str) -> None:
+        """Waits for every delivery report; close() serves or purges them all. Raises
+        AppendOutcomeUnknown if they still did not come after close."""
+        while not acks.done.wait(0.5):
+            if self._closed.is_set() and not acks.done.wait(CLOSE_FLUSH_S + 5):
+                err = KafkaError(KafkaError._DESTROY, "the log was closed during the append")
+                raise AppendOutcomeUnknown.wrap(f"append to {topic}", err)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -247,6 +241,30 @@ class KafkaLog:
         self._check_partitions(topic, sorted(positions))
         self._check_open()
         return KafkaReader(Consumer(self._consumer_config()), topic, positions)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: the broker's high watermark}. On Tansu it can lag the real end
+        (it counts the last record batch as one record, DESIGN.md s.8): read on past it until
+        idle (`streams.scan.read_all`). Raises TopicNotFound or KafkaLogError."""
+        n = self.partitions(topic)
+        self._check_open()
+        consumer = Consumer(self._consumer_config())
+        try:
+            return {p: self._high_watermark(consumer, topic, p) for p in range(n)}
+        finally:
+            consumer.close()
+
+    def _high_watermark(self, consumer: Consumer, topic: str, partition: int) -> int:
+        try:
+            got = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=METADATA_TIMEOUT, cached=False
+            )
+        except KafkaException as exc:
+            what = f"high watermark of {topic}[{partition}]"
+            raise KafkaLogError.wrap(what, exc.args[0]) from exc
+        if got is None:
+            raise LogError(f"no high watermark of {topic}[{partition}] in {METADATA_TIMEOUT} s")
+        return int(got[1])
 
     def _check_open(self) -> None:
         if self._closed.is_set():
@@ -258,13 +276,13 @@ class KafkaLog:
         return self._admin
 
     def close(self) -> None:
-        """Waits (up to 10 s) for records in flight, then closes the clients."""
+        """Waits (up to CLOSE_FLUSH_S) for records in flight, purges the rest (their appends
+        raise AppendOutcomeUnknown), then closes the clients."""
         if self._closed.is_set():
             return
         self._closed.set()
         self._poller.join()
-        self._producer.flush(10)
-        self._producer.close()
+        self._producers.close(CLOSE_FLUSH_S)
         self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
 

@@ -135,8 +135,17 @@ class FakeRootCoord:
     def tick_source(self, name: str) -> FakeStamper:
         return FakeStamper(self._clock, self.stamped)
 
-    def request_tick(self) -> None:
+    def request_tick(self, after: int | None = None) -> None:
         self.tick_requests += 1
+
+    def strong_ts(self) -> int:
+        return self.now()
+
+    @contextlib.contextmanager
+    def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
+        if info.name not in self.collections:
+            raise CollectionNotFound(info.name)
+        yield
 
 
 @dataclass

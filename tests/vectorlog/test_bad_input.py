@@ -22,6 +22,11 @@ from vectorlog.errors import (
 
 @pytest.fixture
 def books(client: Client) -> Client:
+    return create_books(client)
+
+
+def create_books(client: Client) -> Client:
+    """Creates "books" (id, vector dim 3, title VARCHAR(5), year) on `client`; returns it."""
     s = client.create_schema()
     s.add_field("id", DataType.INT64, is_primary=True)
     s.add_field("vector", DataType.FLOAT_VECTOR, dim=3)

@@ -260,3 +260,82 @@ def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
     assert client.list_partitions("c") == ["_default", "p"]
     recent = client.cluster.rootcoord.now()
     assert client.describe_collection("c", as_of=recent)["partitions"] == ["_default", "p"]
+
+
+# -- malformed ddl records (issue 7, item 6) ---------------------------------------------------
+def poison(client: Client) -> dict[str, bytes]:
+    """Records no rootcoord writes, each as an external producer could append it to `ddl`."""
+    from vectorlog.schemas.serde import Event
+
+    serde, huge = client.cluster.serdes.for_topic(client.cluster.topics.ddl), (1 << 63) - 1
+    cid = client.describe_collection("a")["collection_id"]
+    drop = {"collection_id": cid, "collection_name": "a"}
+    events = {
+        "not a DDL event": Event(
+            "DataNodeTicked", client.cluster.rootcoord.now(), {"vchannel": "v", "tick": 5}
+        ),
+        "ts from the far future": Event("CollectionDropped", huge, drop, cid),
+        "ts at or below the last DDL": Event("CollectionDropped", 5, drop, cid),
+        "ids reserved up to 2**63": Event("RangeReserved", 0, {"kind": "ids", "upper": huge}),
+        "timestamps reserved up to 2**63": Event(
+            "RangeReserved", 0, {"kind": "timestamps", "upper": huge}
+        ),
+        "a reservation of nothing known": Event("RangeReserved", 0, {"kind": "x", "upper": 5}),
+    }
+    return {"garbage": b"\xc3\x01garbage"} | {k: serde.encode(e) for k, e in events.items()}
+
+
+def ddl_letters(client: Client) -> list[tuple[int, bytes]]:
+    from tests.vectorlog.test_dead_letters import every_letter
+
+    return [(d.offset, d.value) for d in every_letter(client) if d.processor == "rootcoord"]
+
+
+def test_malformed_ddl_records_last_on_the_log_are_dead_lettered_once_and_reopens_work(
+    open_client,
+):
+    from vectorlog.hybridts import physical_ms, wall_ms
+    from vectorlog.processors.rootcoord.idalloc import FIRST_ID
+    from vectorlog.streams.log.base import Append
+
+    client = open_client()
+    client.create_collection("a", dimension=2)
+    bad = poison(client)
+    ddl = client.cluster.topics.ddl
+    offsets = client.cluster.log.append(ddl, [Append(0, v) for v in bad.values()])
+    client.close()
+    for name in ("b", "c"):  # every reopen replays them (the stored position was before them)
+        client = open_client()
+        expected = sorted(zip(offsets, bad.values(), strict=True))
+        assert sorted(ddl_letters(client)) == expected  # each once, with its position
+        assert "a" in client.list_collections()  # none of them was applied
+        assert physical_ms(client.cluster.rootcoord.now()) < wall_ms() + 60_000
+        assert client.cluster.rootcoord.allocate_ids() < FIRST_ID + (1 << 40)
+        client.create_collection(name, dimension=2)
+        client.close()
+    assert open_client().list_collections() == ["a", "b", "c"]
+
+
+def test_ddl_records_appended_by_another_writer_are_not_skipped_by_the_next_ddl(open_client):
+    """The next DDL's position passed a record it never read: a bad one got no dead letter,
+    a valid one was never applied (not even after a restart)."""
+    from vectorlog.schemas.serde import Event
+    from vectorlog.streams.log.base import Append
+
+    client = open_client()
+    client.create_collection("a", dimension=2)
+    node = client.cluster
+    cid = client.describe_collection("a")["collection_id"]
+    with node.rootcoord.tick_source("external").stamp() as ts:
+        renamed = Event("CollectionRenamed", ts, {"collection_id": cid, "old_name": "a"}, cid)
+        renamed.body["new_name"] = "a2"
+        serde = node.serdes.for_topic(node.topics.ddl)
+        garbage, _ = node.log.append(
+            node.topics.ddl, [Append(0, b"not an event"), Append(0, serde.encode(renamed))]
+        )
+    client.create_collection("b", dimension=2)  # reads both first
+    assert ddl_letters(client) == [(garbage, b"not an event")]
+    assert client.list_collections() == ["a2", "b"]
+    client.close()
+    again = open_client()
+    assert again.list_collections() == ["a2", "b"] and len(ddl_letters(again)) == 1

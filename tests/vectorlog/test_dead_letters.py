@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.clients import ClientFactory
 from tests.support import wait_until
@@ -12,24 +14,21 @@ from vectorlog import Client
 from vectorlog.model import DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.deadletter import parse
-from vectorlog.streams.log.base import Append
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.deadletter import DeadLetter, is_dead_letter, parse
+from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.scan import read_all
 
 
-def letters(client: Client, processor: str = "querynode") -> list[Any]:
-    """Returns the dead letters one processor wrote (each consumer of a bad record writes one)."""
-    records = read_to_end(client.cluster.log, client.cluster.topics.dlq)
-    every = [parse(r) for r in records if not _end_marker(r.value)]
-    return [letter for letter in every if letter.processor == processor]
+def letters(client: Client, processor: str = "querynode") -> list[DeadLetter]:
+    """Returns the dead letters one processor wrote (each consumer of a bad record writes one),
+    every one on the dlq: reading it writes nothing to it."""
+    return [d for d in every_letter(client) if d.processor == processor]
 
 
-def _end_marker(value: bytes) -> bool:
-    """read_to_end appends an end marker (a TimeTick) to the topic it reads (issue 7, item 7)."""
-    try:
-        return EventSerde().decode(value).type == "TimeTick"
-    except Exception:
-        return False
+def every_letter(client: Client) -> list[DeadLetter]:
+    """Returns every dead letter on the dlq, duplicates included."""
+    records = read_all(client.cluster.log, client.cluster.topics.dlq)
+    return [parse(r) for r in records if is_dead_letter(r)]
 
 
 def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: Client):
@@ -173,3 +172,94 @@ def test_rows_for_an_unknown_collection_are_dead_lettered(client: Client):
     assert client.get_collection_stats("c") == {"row_count": 1}
     (letter,) = letters(client)
     assert "CollectionNotFound" in letter.reason and "424242" in letter.reason
+
+
+def positions(found: list[DeadLetter]) -> list[tuple[str, str, int, int]]:
+    return sorted((d.processor, d.topic, d.partition, d.offset) for d in found)
+
+
+def test_each_bad_record_is_dead_lettered_once_however_often_the_cluster_restarts(
+    open_client: ClientFactory,
+):
+    """The query node replays dml from 0 at every start, the data node from its checkpoint;
+    neither writes a second dead letter for a record (issue 7, item 7)."""
+    client = open_client()
+    client.create_collection("c", dimension=2, metric_type="L2")
+    node = client.cluster
+    dml, pch = node.topics.dml, node.proxy.describe_collection("c").pchannels[0]
+    unknown = rows_event(client, 0, 9)
+    unknown.body["collection_id"] = 424242
+    with node.rootcoord.tick_source("test").stamp() as ts:
+        unknown.ts = ts
+        bad = [Append(pch, b"\x00garbage"), Append(pch, node.serdes.for_topic(dml).encode(unknown))]
+        offsets = node.log.append(dml, bad)
+    (coord_offset,) = node.log.append(node.topics.coord, [Append(0, b"\x01\x02")])
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    want = [(p, dml, pch, o) for p in ("datanode", "querynode") for o in offsets]
+    want = sorted(want + [("datacoord", node.topics.coord, 0, coord_offset)])
+    wait_until(lambda: positions(every_letter(client)) == want, 15, "every dead letter")
+    for i in range(3):
+        client.close()
+        client = open_client()
+        client.insert("c", [{"id": 10 + i, "vector": [1.0, 0.0]}])
+        assert client.get_collection_stats("c") == {"row_count": 2 + i}
+    assert client.flush("c", timeout=30)  # the data node consumed past the bad records again
+    found = every_letter(client)
+    assert positions(found) == want
+    # decode and apply failures name the same topic
+    assert {d.topic for d in found if d.processor == "querynode"} == {dml}
+
+
+def dlq_records(client_args: dict[str, Any]) -> int:
+    """Counts the records on the dlq of a cluster that is not open (reading writes nothing)."""
+    from vectorlog.config import Config
+    from vectorlog.standalone import open_log
+    from vectorlog.streams.topics import Topics
+
+    cfg = Config.load(log=client_args["uri"], cluster=client_args.get("cluster", "vectorlog"))
+    log = open_log(cfg)
+    try:
+        return len(list(read_all(log, Topics(cfg.cluster).dlq)))
+    finally:
+        log.close()
+
+
+def test_the_cli_prints_each_dead_letter_once_and_writes_nothing(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    """`vectorlog dead-letters` appended an end marker to the dlq, then crashed on it at its
+    next run (KeyError: 'reason'); earlier versions also wrote a letter per restart."""
+    from vectorlog import cli
+    from vectorlog.streams.deadletter import encode
+
+    client = open_client()
+    client.create_collection("c", dimension=2, metric_type="L2")
+    node = client.cluster
+    pch = node.proxy.describe_collection("c").pchannels[0]
+    (offset,) = node.log.append(node.topics.dml, [Append(pch, b"\x00garbage")])
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    assert client.get_collection_stats("c") == {"row_count": 1}
+    (letter,) = wait_until(lambda: letters(client, "datanode"), 15, "the data node's letter")
+    marker = EventSerde().encode(Event("TimeTick", 0, {"source": "end-marker"}))
+    again = encode(
+        Record(node.topics.dml, pch, offset, b"\x00garbage"),
+        letter.reason,
+        "datanode",
+        node.log.max_message_bytes,
+    )
+    node.log.append(node.topics.dlq, [Append(0, marker), again])  # as older versions left it
+    client.close()
+    before = dlq_records(client_args)
+    argv = ["dead-letters", "--uri", client_args["uri"]]
+    argv += ["--cluster", client_args["cluster"]] if "cluster" in client_args else []
+    runs = []
+    for _ in range(2):
+        assert cli.main(argv) == 0
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1] and dlq_records(client_args) == before
+    printed = [json.loads(line) for line in runs[0].splitlines()]
+    assert sorted((p["processor"], p["topic"], p["partition"], p["offset"]) for p in printed) == [
+        (p, node.topics.dml, pch, offset) for p in ("datanode", "querynode")
+    ]
+    assert all(p["bytes"] == len(b"\x00garbage") and not p["truncated"] for p in printed)

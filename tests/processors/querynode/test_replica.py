@@ -147,6 +147,28 @@ def test_drop_partition_hides_its_rows_from_the_drop_ts_and_discards_later_inser
     assert r.get([1], 150, ["n"]) == [{"n": 10}]  # time travel before the drop
 
 
+def test_an_insert_stamped_before_a_partition_drop_that_arrives_after_it_is_kept():
+    # another pchannel's copy of the drop can be applied first: the insert is still older
+    r = replica()
+    r.drop_partition(200, P1)
+    r.insert(150, rows_inserted(r.schema, [1, 2], partition=P1))
+    assert ids_at(r, 150) == {1, 2} and r.get([1], 199, ["n"]) == [{"n": 10}]
+    assert r.count(200) == 0 and ids_at(r, 200, [P1]) == set()
+    r.drop_partition(210, P1)  # a later copy of the same drop moves nothing
+    assert r.count(205) == 0
+
+
+def test_a_dropped_collection_reads_as_before_its_drop_and_takes_nothing_after():
+    r = replica()
+    r.insert(100, rows_inserted(r.schema, [1, 2]))
+    r.drop(200)
+    assert not r.readable(200) and r.readable(199)
+    r.insert(150, rows_inserted(r.schema, [3]))  # from a pchannel behind the drop
+    r.insert(250, rows_inserted(r.schema, [4]))  # at or after the drop: discarded
+    r.delete(260, [1])
+    assert ids_at(r, 199) == {1, 2, 3} and r.get([4], 300, ["n"]) == []
+
+
 def test_count_and_search_restricted_to_partitions():
     r = replica()
     r.insert(100, rows_inserted(r.schema, [1, 2], partition=P1))

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import random
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,3 +228,100 @@ def test_a_failed_tick_is_retried_until_the_log_takes_it(log: Log, tso: Timestam
             10.0,
             "a tick on every pchannel once the topic exists (nothing new was stamped)",
         )
+
+
+# -- Strong reads on a quiet cluster (issue 7, item 12) -------------------------------------
+def test_the_last_tick_serves_reads_until_something_is_stamped(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600)
+    assert ticker.quiet_tick() is None  # no tick yet
+    with source.stamp() as written:
+        pass
+    tick = ticker.tick_once()
+    assert tick is not None and tick > written
+    assert [ticker.quiet_tick() for _ in range(3)] == [tick] * 3
+    with source.stamp() as held:
+        assert ticker.quiet_tick() is None  # a stamp in flight
+        assert ticker.tick_once() in (None, held - 1)  # held back below the stamp
+        assert ticker.quiet_tick() is None  # a tick computed with a stamp in flight
+    assert ticker.quiet_tick() is None  # stamped since the last tick
+    after = ticker.tick_once()
+    assert after is not None and ticker.quiet_tick() == after
+
+
+def test_a_requested_tick_is_skipped_when_the_last_one_covers_it(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = SoftBarrier()
+    barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600)
+    tick = ticker.tick_once()
+    assert tick is not None
+    ticker.request(after=tick)  # not started: a request would stay pending
+    assert not ticker._requested.is_set()
+    ticker.request(after=tick + 1)
+    assert ticker._requested.is_set()
+
+
+def test_a_strong_ts_covers_every_stamp_that_ended_before_it(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """Writers stamp while a ticker thread ticks and a reader reads "now" as a Strong read
+    does (the quiet tick, else a fresh ts): every read is at or past every stamp that ended
+    before the read began. Between phases the writers pause until a read was served by a
+    quiet tick, so that path is taken too."""
+    barrier = SoftBarrier()
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600)
+    stop, lock, phase_end = threading.Event(), threading.Lock(), threading.Barrier(2)
+    acked = [0]  # the newest stamp that ended
+    failures: list[object] = []
+    quiet_reads: list[int] = []
+
+    def write(source: TickSource) -> None:
+        rng = random.Random(source.name)
+        for _ in range(4):
+            for _ in range(50):
+                with source.stamp() as ts:
+                    pass
+                with lock:
+                    acked[0] = max(acked[0], ts)
+                time.sleep(rng.random() / 1000)
+            phase_end.wait()
+            seen, deadline = len(quiet_reads), time.monotonic() + 20
+            while len(quiet_reads) == seen and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if len(quiet_reads) == seen:
+                failures.append("no read was served by the last tick while nothing was stamped")
+            phase_end.wait()
+
+    def read() -> None:
+        while not stop.is_set():
+            with lock:
+                before = acked[0]
+            tick = ticker.quiet_tick()
+            now = tso.now() if tick is None else tick
+            if tick is not None:
+                quiet_reads.append(tick)
+            if now < before:
+                failures.append((before, now))
+
+    def tick() -> None:
+        while not stop.wait(0.001):
+            ticker.tick_once()
+
+    writers = [
+        threading.Thread(target=write, args=(barrier.register(TickSource(f"p{i}", tso)),))
+        for i in range(2)
+    ]
+    others = [threading.Thread(target=tick), threading.Thread(target=read)]
+    for t in [*others, *writers]:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    for t in others:
+        t.join()
+    assert failures == []
