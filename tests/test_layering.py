@@ -6,7 +6,7 @@ vectorlog.processors.*, vectorlog.schemas.* (the symlinks under vectorlog/ are n
 
 Layers, bottom to top; nothing imports a module of a higher layer:
     L0  vectorlog.errors, vectorlog.model, vectorlog.types, vectorlog.faults,
-        vectorlog.hybridts
+        vectorlog.hybridts, vectorlog.expr.* (the filter expression library)
     L1  vectorlog.schemas.*
     L2  vectorlog.streams.*
     L3  vectorlog.processors.*
@@ -41,6 +41,7 @@ L0 = frozenset(
         "vectorlog.types",
         "vectorlog.faults",
         "vectorlog.hybridts",
+        "vectorlog.expr",
     }
 )
 LAYER_NAMES = {0: "L0 (errors/model/types/faults)", 1: "L1 (schemas)", 2: "L2 (streams)"}
@@ -191,7 +192,7 @@ def _within(name: str, package: str) -> bool:
 
 def layer(name: str) -> int | None:
     """The layer of a product module, None for anything outside vectorlog."""
-    if name in L0:
+    if any(_within(name, low) for low in L0):
         return 0
     for number, sub in ((1, "schemas"), (2, "streams"), (3, "processors")):
         if _within(name, f"vectorlog.{sub}"):

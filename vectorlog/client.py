@@ -20,7 +20,7 @@ from vectorlog.model import (
 )
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.standalone import Standalone
-from vectorlog.types import DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
+from vectorlog.types import DeleteResult, Hit, IndexSpec, InsertResult, ReadAt, SearchOptions
 
 
 class SchemaBuilder:
@@ -297,10 +297,21 @@ class Client:
         }
 
     def delete(
-        self, collection_name: str, ids: Any, partition_name: str | None = None
+        self,
+        collection_name: str,
+        ids: Any = None,
+        *,
+        filter: str | None = None,  # noqa: A002 (MilvusClient's name)
+        partition_name: str | None = None,
+        filter_params: dict[str, Any] | None = None,
     ) -> DeleteResult:
-        """Deletes rows by primary key; returns {delete_count, timestamp}."""
-        res = self._proxy.delete(collection_name, ids, partition_name)
+        """Deletes the rows with primary keys `ids`, or the rows matching `filter` now
+        (exactly one of the two); returns {delete_count, timestamp} once durable.
+
+        A filter delete reads the matching keys at a Strong ts and appends their key
+        deletes, so replaying the log deletes the same rows; delete_count is their number
+        (for `ids`, the number of keys given). Raises InvalidArgument, InvalidExpression."""
+        res = self._proxy.delete(collection_name, ids, partition_name, filter, filter_params)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
@@ -308,25 +319,78 @@ class Client:
         self,
         collection_name: str,
         data: Any,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
         limit: int = 10,
         output_fields: list[str] | None = None,
+        search_params: dict[str, Any] | None = None,
+        timeout: float | None = None,
         partition_names: list[str] | None = None,
+        anns_field: str | None = None,
+        *,
         consistency_level: str = "Strong",
         as_of: int | None = None,
-        timeout: float | None = None,
+        filter_params: dict[str, Any] | None = None,
+        offset: int = 0,
+        group_by_field: str | None = None,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"}."""
+        """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"},
+        nearest first: rows matching `filter` (a Milvus boolean expression, `{name}`
+        placeholders from `filter_params`), after skipping `offset` hits (limit + offset <=
+        16384); with `group_by_field`, the best hit of each of up to `limit` distinct values
+        of that field. `search_params` = {"metric_type": the index's, "params": {...}}.
+        `entity` holds `output_fields` (none by default, as Milvus). Raises InvalidArgument,
+        InvalidExpression (with the error's position), ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
-        return self._proxy.search(collection_name, data, limit, output_fields, partition_names, at)
+        options = SearchOptions(
+            filter, filter_params, search_params, anns_field, offset, group_by_field
+        )
+        return self._proxy.search(
+            collection_name, data, limit, output_fields, partition_names, at, options
+        )
+
+    def query(
+        self,
+        collection_name: str,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
+        output_fields: list[str] | None = None,
+        timeout: float | None = None,
+        ids: Any = None,
+        partition_names: list[str] | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        consistency_level: str = "Strong",
+        as_of: int | None = None,
+        filter_params: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the rows matching `filter` (or with primary keys `ids`, not both), in
+        primary-key order, from the `offset`-th, at most `limit` (limit + offset <= 16384).
+        Each row has `output_fields` and its primary key (default: every field, the vector
+        too, as Milvus); output_fields=["count(*)"] returns [{"count(*)": n}]. As Milvus, an
+        empty filter needs a limit (or ids, or count(*)). Raises InvalidArgument,
+        InvalidExpression, ConsistencyTimeout."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        return self._proxy.query(
+            collection_name,
+            filter,
+            output_fields,
+            limit,
+            offset,
+            ids,
+            partition_names,
+            at,
+            filter_params,
+        )
 
     def get(
         self,
         collection_name: str,
         ids: Any,
         output_fields: list[str] | None = None,
+        timeout: float | None = None,
+        *,
         consistency_level: str = "Strong",
         as_of: int | None = None,
-        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)

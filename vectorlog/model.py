@@ -29,11 +29,22 @@ ID_TYPES = frozenset(
 
 class DataType(enum.Enum):
     BOOL = "BOOL"
+    INT8 = "INT8"
+    INT16 = "INT16"
+    INT32 = "INT32"
     INT64 = "INT64"
+    FLOAT = "FLOAT"
     DOUBLE = "DOUBLE"
     VARCHAR = "VARCHAR"
     JSON = "JSON"
+    ARRAY = "ARRAY"
     FLOAT_VECTOR = "FLOAT_VECTOR"
+
+
+#: types the expression language knows but the event log and binlogs cannot carry yet
+NOT_STORED_YET = frozenset(
+    {DataType.INT8, DataType.INT16, DataType.INT32, DataType.FLOAT, DataType.ARRAY}
+)
 
 
 def check_name(kind: str, name: object) -> str:

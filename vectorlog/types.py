@@ -42,6 +42,24 @@ MAX_TS = 1 << 63
 STRONG = ReadAt()
 
 
+@dataclass(frozen=True)
+class SearchOptions:
+    """A search's arguments beyond its vectors, limit, output fields and partitions, by
+    MilvusClient's names (the proxy checks them): a filter expression and its `{param}`
+    values, {"metric_type", "params"} of the index, the vector field, hits to skip, and a
+    scalar field to group hits by."""
+
+    filter: str | None = ""
+    filter_params: dict[str, Any] | None = None
+    search_params: dict[str, Any] | None = None
+    anns_field: str | None = None
+    offset: int = 0
+    group_by_field: str | None = None
+
+
+DEFAULT_SEARCH = SearchOptions()
+
+
 class InsertResult(TypedDict):
     """What an insert returns once the log made its rows durable."""
 

@@ -1,40 +1,53 @@
-"""Guarantee timestamps of reads (DESIGN.md s.6): Strong, Bounded, Session, Eventually, as_of."""
+"""Guarantee timestamps of reads (DESIGN.md s.6): Strong, Bounded, Session, Eventually, as_of.
+
+A read waits until the query node's tsafe reaches its guarantee ts, then reads either at that
+ts (Strong, Session, as_of: exactly what was acknowledged by then) or at the node's tsafe
+(Bounded, Eventually: everything already applied). Bounded is Milvus's: served from what is
+applied when that is at most `staleness_ms` behind now, waiting only when the node lags more.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from vectorlog.errors import InvalidArgument
 from vectorlog.hybridts import LOGICAL_BITS
 
 LEVELS = ("strong", "bounded", "session", "eventually")
-DEFAULT_STALENESS_MS = 5000
+DEFAULT_STALENESS_MS = 5000  # Milvus's common.gracefulTime
 
 
-def guarantee_ts(
+@dataclass(frozen=True)
+class Guarantee:
+    """What a read waits for (tsafe >= `wait_for`) and where it reads: at `wait_for`, or
+    at the tsafe it found (`read_applied`: every row already applied is seen)."""
+
+    wait_for: int
+    read_applied: bool = False
+
+
+def guarantee(
     level: str,
     now: Callable[[], int],
     session_ts: int = 0,
     as_of: int | None = None,
     staleness_ms: int = DEFAULT_STALENESS_MS,
-) -> int | None:
-    """Returns the ts a read must wait for, or None for Eventually (read what is applied).
-
-    `now` is the ts of a Strong read (rootcoord's `strong_ts`: past every acknowledged
-    write); Bounded reads lag it by `staleness_ms`. Raises InvalidArgument for an unknown
-    level or a non-positive `as_of`.
-    """
+) -> Guarantee:
+    """Returns the read's guarantee. `now` is the ts of a Strong read (rootcoord's
+    `strong_ts`: past every acknowledged write). Raises InvalidArgument for an unknown
+    level or a non-positive `as_of`."""
     if as_of is not None:
         if not isinstance(as_of, int) or as_of <= 0:
             raise InvalidArgument(f"as_of must be a positive hybrid timestamp, not {as_of!r}")
-        return as_of
+        return Guarantee(as_of)
     lv = str(level).lower()
     if lv not in LEVELS:
         raise InvalidArgument(f"consistency_level {level!r} is not one of {LEVELS}")
     if lv == "strong":
-        return now()
+        return Guarantee(now())
     if lv == "bounded":
-        return now() - (staleness_ms << LOGICAL_BITS)
-    if lv == "session":
-        return session_ts or None
-    return None
+        return Guarantee(max(now() - (staleness_ms << LOGICAL_BITS), 0), read_applied=True)
+    if lv == "session" and session_ts:
+        return Guarantee(session_ts)
+    return Guarantee(0, read_applied=True)  # Eventually, or a Session that wrote nothing

@@ -14,7 +14,6 @@ tick is served at that tick and appends nothing.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +24,7 @@ from vectorlog.errors import AliasNotFound, CollectionNotFound, InvalidArgument
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.proxy import arguments as a
+from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import validation as v
 from vectorlog.processors.proxy.batches import (
     delete_events,
@@ -33,14 +33,21 @@ from vectorlog.processors.proxy.batches import (
     split_by_shard,
     take,
 )
-from vectorlog.processors.proxy.consistency import guarantee_ts
+from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import STRONG, DeleteResult, Hit, IndexSpec, InsertResult, ReadAt
-
-MAX_TOPK = 16_384
+from vectorlog.types import (
+    DEFAULT_SEARCH,
+    STRONG,
+    DeleteResult,
+    Hit,
+    IndexSpec,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+)
 
 
 class Proxy:
@@ -72,7 +79,7 @@ class Proxy:
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
         """Returns the created collection. Raises InvalidArgument, CollectionExists."""
-        props = a.properties(properties)
+        props, schema = a.properties(properties), a.storable(schema)
         return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
 
     def drop_collection(self, name: str) -> None:
@@ -193,12 +200,33 @@ class Proxy:
             lo += count
         return out
 
-    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> DeleteResult:
-        """Deletes rows by primary key; returns {delete_count, timestamp} once durable."""
+    def delete(
+        self,
+        name: str,
+        ids: Any = None,
+        partition_name: str | None = None,
+        filter: str | None = None,  # noqa: A002 (MilvusClient's name)
+        filter_params: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """Deletes rows by primary key, or those matching `filter` (exactly one of the two);
+        returns {delete_count, timestamp} once durable.
+
+        A filter is evaluated by a Strong read on the query node; the keys it matched are
+        deleted like `ids` (key deletes on the log, so a replay deletes the same rows), and
+        delete_count is their number. Raises InvalidArgument, InvalidExpression."""
         info = self._info(name)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         pk = info.schema.primary
-        keys = v.primary_keys(pk, ids)
+        if filter == "" and ids is not None:  # as pymilvus: an empty filter is none
+            filter = None
+        if (ids is None) == (filter is None):
+            raise InvalidArgument("delete needs exactly one of ids= and filter=")
+        if filter is None:
+            keys = v.primary_keys(pk, ids)
+        else:
+            keys, read_ts = self._matching_keys(info, filter, filter_params, partition)
+            if not len(keys):
+                return {"delete_count": 0, "timestamp": read_ts}
         limit = self.log.max_message_bytes
         with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
@@ -210,6 +238,22 @@ class Proxy:
                     records.append(Append(pch, data))
             self.log.append(self.topic, records)
         return {"delete_count": len(keys), "timestamp": ts}
+
+    def _matching_keys(
+        self, info: CollectionInfo, text: Any, params: Any, partition: int
+    ) -> tuple[Any, int]:
+        """Returns (the primary keys of the rows matching filter `text` in `partition` (-1:
+        any) at a Strong read ts, that ts). Raises InvalidArgument for an empty filter."""
+        expr = r.expression(info.schema, text, params)
+        if expr is None:
+            raise InvalidArgument("delete filter must be a non-empty expression")
+        ts = self.read_ts(info, STRONG)
+        parts = None if partition == -1 else [partition]
+        pk = info.schema.primary
+        with _named(info):
+            rows = self.qn.query(info.collection_id, ts, [pk.name], parts, expr)
+        keys = [row[pk.name] for row in rows]
+        return (v.primary_keys(pk, keys) if keys else []), ts
 
     def _partition(self, info: CollectionInfo, name: str | None) -> int:
         name = a.optional_name("partition", name) or DEFAULT_PARTITION
@@ -242,26 +286,27 @@ class Proxy:
 
     # -- reads -----------------------------------------------------------------------------
     def read_ts(self, info: CollectionInfo, at: ReadAt) -> int:
-        """Waits until the query node can read `info` at the guarantee ts; returns that ts.
+        """Waits until the query node can read `info` at the read's guarantee ts; returns the
+        ts to read at: the guarantee ts, or (Bounded, Eventually) the node's tsafe then.
 
         "Now" is rootcoord's `strong_ts`: the last tick when nothing was stamped since, so a
-        read on a quiet cluster waits for no new tick and appends nothing. Raises
+        read on a quiet cluster waits for no new tick and appends nothing. A Bounded read
+        waits only if the node is more than the staleness bound behind now. Raises
         ConsistencyTimeout, InvalidArgument (an `as_of` in the future).
         """
         if at.as_of is not None and at.as_of > self.rc.now():
             raise InvalidArgument(f"as_of {at.as_of} is in the future: nothing is known there yet")
-        ts = guarantee_ts(at.consistency_level, self.rc.strong_ts, at.session_ts, at.as_of)
-        if ts is None:  # Eventually: what is applied, but at least the collection itself
-            ts = max(self.qn.tsafe(info.pchannels), info.created_ts)
-        ts = max(ts, info.created_ts)
-        if self.qn.tsafe(info.pchannels) >= ts:
-            return ts
-        if at.as_of is not None:  # nothing stamped in (quiet tick, as_of]: same answer
-            ts = max(min(ts, self.rc.strong_ts()), info.created_ts)
-        self.rc.request_tick(ts)
-        timeout = self.read_timeout if at.timeout is None else at.timeout
-        self.qn.wait_tsafe(info.pchannels, ts, timeout)
-        return ts
+        g = guarantee(at.consistency_level, self.rc.strong_ts, at.session_ts, at.as_of)
+        ts = max(g.wait_for, info.created_ts)
+        tsafe = self.qn.tsafe(info.pchannels)
+        if tsafe < ts:
+            if at.as_of is not None:  # nothing stamped in (quiet tick, as_of]: same answer
+                ts = max(min(ts, self.rc.strong_ts()), info.created_ts)
+            self.rc.request_tick(ts)
+            timeout = self.read_timeout if at.timeout is None else at.timeout
+            self.qn.wait_tsafe(info.pchannels, ts, timeout)
+            tsafe = self.qn.tsafe(info.pchannels)
+        return max(tsafe, ts) if g.read_applied else ts
 
     def search(
         self,
@@ -271,32 +316,78 @@ class Proxy:
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
         at: ReadAt = STRONG,
+        options: SearchOptions = DEFAULT_SEARCH,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits {id, distance, entity}."""
+        """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
+        `options`: filter, offset, group_by_field, search_params, anns_field). Raises
+        InvalidArgument, InvalidExpression before reading anything."""
         info = self._info(name, at.as_of)
         queries = self._queries(info, data)
-        if (
-            not isinstance(limit, numbers.Integral)
-            or isinstance(limit, bool)
-            or not (0 < limit <= MAX_TOPK)
-        ):
-            raise InvalidArgument(f"limit must be 1..{MAX_TOPK}, not {limit!r}")
-        limit = int(limit)
+        limit = r.limit(limit)
+        offset = r.offset(options.offset, limit)
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
+        r.anns_field(info.schema, options.anns_field)
+        params = r.search_params(options.search_params, self._metric(info))
+        group_by = r.group_by_field(info.schema, options.group_by_field)
+        expr = r.expression(info.schema, options.filter, options.filter_params)
         ts = self.read_ts(info, at)
         with _named(info):
-            return self.qn.search(info.collection_id, queries, limit, ts, parts, fields)
+            return self.qn.search(
+                info.collection_id,
+                queries,
+                limit,
+                ts,
+                parts,
+                fields,
+                expr=expr,
+                offset=offset,
+                group_by=group_by,
+                params=params,
+            )
+
+    def query(
+        self,
+        name: str,
+        filter: str | None = "",  # noqa: A002 (MilvusClient's name)
+        output_fields: list[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        ids: Any = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = STRONG,
+        filter_params: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the rows matching `filter` (or with the primary keys `ids`) in primary-key
+        order, from the `offset`-th, at most `limit`; [{"count(*)": n}] for
+        output_fields=["count(*)"]. Raises InvalidArgument (as Milvus: ids with a filter, an
+        empty filter without limit or ids, limit + offset > 16384), InvalidExpression."""
+        info = self._info(name, at.as_of)
+        lim = r.query_limit(limit)
+        off = r.offset(offset, lim)
+        fields = r.query_fields(info.schema, a.name_list("output_fields", "field", output_fields))
+        parts = self._partitions(info, partition_names)
+        expr = r.expression(info.schema, filter, filter_params)
+        keys = None if ids is None else self._keys(info, ids)
+        if keys is not None and expr is not None:
+            raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
+        if keys is None and expr is None and lim is None and fields is not None:
+            raise InvalidArgument("an empty filter needs a limit (or ids, or count(*))")
+        ts = self.read_ts(info, at)
+        with _named(info):
+            if fields is None:
+                return [{r.COUNT: self.qn.count(info.collection_id, ts, parts, expr, keys)}]
+            return self.qn.query(info.collection_id, ts, fields, parts, expr, keys, lim, off)
 
     def get(
         self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
     ) -> list[dict[str, Any]]:
-        """Returns the entities with the given primary keys that are visible."""
+        """Returns the entities with the given primary keys that are visible, in the order
+        of `ids` (each key once)."""
         info = self._info(name, at.as_of)
-        keys = v.primary_keys(info.schema.primary, ids)
+        keys = self._keys(info, ids)
         fields = self._output_fields(info, output_fields, default=None)
         ts = self.read_ts(info, at)
-        keys = list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
         pk = info.schema.primary.name
         fields = fields if pk in fields else [pk, *fields]  # results name their key
         with _named(info):
@@ -308,6 +399,18 @@ class Proxy:
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
             return self.qn.count(info.collection_id, ts)
+
+    @staticmethod
+    def _keys(info: CollectionInfo, ids: Any) -> list[Any]:
+        """Returns the validated primary keys `ids`, each once. Raises SchemaMismatch."""
+        keys = v.primary_keys(info.schema.primary, ids)
+        return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
+
+    @staticmethod
+    def _metric(info: CollectionInfo) -> str:
+        """Returns the metric of the collection's vector index (its field's, until indexes
+        carry their own)."""
+        return info.schema.vector.metric_type or "L2"
 
     def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
         if isinstance(data, np.ndarray) and data.ndim == 1:
@@ -324,12 +427,11 @@ class Proxy:
     def _output_fields(
         self, info: CollectionInfo, fields: list[str] | None, default: list[str] | None
     ) -> list[str]:
-        fields = a.name_list("output_fields", "field", fields)
-        if fields is None:
-            return default if default is not None else [f.name for f in info.schema.fields]
-        for f in fields:
-            info.schema.field(f)
-        return list(fields)
+        """Returns the fields to output: `default` (None: every field) when none are named,
+        every field for "*". Raises InvalidArgument naming an unknown field."""
+        names = a.name_list("output_fields", "field", fields)
+        every = [f.name for f in info.schema.fields]
+        return r.output_fields(info.schema, names, every if default is None else default)
 
     def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
         names = a.name_list("partition_names", "partition", names)

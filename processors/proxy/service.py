@@ -7,7 +7,15 @@ from typing import Any, Protocol
 
 from vectorlog.model import CollectionInfo
 from vectorlog.processors.rootcoord.service import DdlService
-from vectorlog.types import STRONG, DeleteResult, Hit, InsertResult, ReadAt
+from vectorlog.types import (
+    DEFAULT_SEARCH,
+    STRONG,
+    DeleteResult,
+    Hit,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+)
 
 
 class ProxyService(DdlService, Protocol):
@@ -46,8 +54,16 @@ class ProxyService(DdlService, Protocol):
         """Returns once the log made the rows durable. Raises InvalidArgument, SchemaMismatch."""
         ...
 
-    def delete(self, name: str, ids: Any, partition_name: str | None = None) -> DeleteResult:
-        """Returns once the log made the delete durable."""
+    def delete(
+        self,
+        name: str,
+        ids: Any = None,
+        partition_name: str | None = None,
+        filter: str | None = None,  # noqa: A002 (MilvusClient's name)
+        filter_params: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """Deletes the rows with primary keys `ids`, or those matching `filter` at a Strong
+        read (exactly one of the two); returns once the log made the delete durable."""
         ...
 
     def search(
@@ -58,8 +74,27 @@ class ProxyService(DdlService, Protocol):
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
         at: ReadAt = STRONG,
+        options: SearchOptions = DEFAULT_SEARCH,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits. Raises ConsistencyTimeout."""
+        """Returns, per query vector, up to `limit` hits (filtered, offset, grouped as the
+        `options` say). Raises InvalidArgument, InvalidExpression, ConsistencyTimeout."""
+        ...
+
+    def query(
+        self,
+        name: str,
+        filter: str | None = "",  # noqa: A002 (MilvusClient's name)
+        output_fields: list[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        ids: Any = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = STRONG,
+        filter_params: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the rows matching `filter` or with primary keys `ids`, in primary-key
+        order, paged by `offset` and `limit`; [{"count(*)": n}] for output_fields
+        ["count(*)"]. Raises InvalidArgument, InvalidExpression, ConsistencyTimeout."""
         ...
 
     def get(

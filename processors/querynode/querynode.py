@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from vectorlog.streams.msgstream import (
 )
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import Hit
+
+if TYPE_CHECKING:
+    from vectorlog.expr import Expr
 
 log = logging.getLogger(__name__)
 
@@ -228,12 +231,34 @@ class QueryNode:
         ts: int,
         partitions: list[int] | None,
         output_fields: list[str],
+        *,
+        expr: Expr | None = None,
+        offset: int = 0,
+        group_by: str | None = None,
+        params: dict[str, Any] | None = None,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits visible at `ts`. Raises
-        CollectionNotFound."""
+        """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
+        (see QueryNodeService.search; `params` are for indexes: the flat search ignores
+        them). Raises CollectionNotFound."""
         return self._replica(collection_id, ts).search(
-            queries, limit, ts, partitions, output_fields
+            queries, limit, ts, partitions, output_fields, expr, offset, group_by
         )
+
+    def query(
+        self,
+        collection_id: int,
+        ts: int,
+        output_fields: list[str],
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Returns the matching rows visible at `ts` in primary-key order, paged by
+        `offset` and `limit`. Raises CollectionNotFound."""
+        replica = self._replica(collection_id, ts)
+        return replica.query(ts, output_fields, partitions, expr, keys, limit, offset)
 
     def get(
         self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
@@ -241,9 +266,17 @@ class QueryNode:
         """Returns the rows with these keys visible at `ts`. Raises CollectionNotFound."""
         return self._replica(collection_id, ts).get(keys, ts, output_fields)
 
-    def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
-        """Returns the number of rows visible at `ts`. Raises CollectionNotFound."""
-        return self._replica(collection_id, ts).count(ts, partitions)
+    def count(
+        self,
+        collection_id: int,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+    ) -> int:
+        """Returns the number of rows visible at `ts` matching `expr` (and `keys`).
+        Raises CollectionNotFound."""
+        return self._replica(collection_id, ts).count(ts, partitions, expr, keys)
 
     def _replica(self, collection_id: int, ts: int) -> Replica:
         """Returns the replica of the collection as it existed at `ts`.

@@ -3,8 +3,9 @@
 Every row has an insert ts and a superseded ts (max until a later insert or delete of the
 same primary key). A row is visible at T iff `insert_ts <= T < superseded_ts` (DESIGN.md
 s.6): a delete of a key at D hides inserts of it before D; a re-insert (upsert) hides the
-older row from its ts on. Exact top-k runs on a faiss flat index, with rows not visible at T
-(or outside the requested partitions) excluded through an ID-selector bitmap.
+older row from its ts on. Exact top-k runs on a faiss flat index, with rows not visible at T,
+outside the requested partitions or not matching the filter excluded through an ID-selector
+bitmap. Scalar fields are columns (`ScalarColumns`), filtered with vectorized expressions.
 
 Drops are versions too: a partition dropped at D hides its rows from D on, and a collection
 dropped at D keeps answering reads as of T < D (time travel) until the query node frees it.
@@ -14,20 +15,23 @@ below a drop may arrive after it: it is applied as of its ts, never discarded.
 
 from __future__ import annotations
 
-import bisect
-import json
 import threading
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
 
 from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionSchema, DataType
+from vectorlog.model import CollectionSchema
+from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.topk import best_per_group, ranked
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column
 from vectorlog.types import Hit
+
+if TYPE_CHECKING:
+    from vectorlog.expr import Expr
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
 
@@ -46,17 +50,18 @@ class Replica:
         self.index = _flat_index(self.vec.dim or 0, self.metric)
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
         self._part = GrowArray(np.int64)
-        self._pks: list[Any] = []
+        self.columns = ScalarColumns(schema.fields)
         self._latest: dict[Any, int] = {}  # pk -> its newest row
         self._prev = GrowArray(np.int64)  # row -> the same pk's previous row, or -1
-        self._scalars: dict[str, list[Any]] = {
-            f.name: [] for f in schema.fields if f.dtype is not DataType.FLOAT_VECTOR
-        }
         self._originals: list[np.ndarray] = []  # COSINE: the inserted (unnormalized) batches
         self._starts: list[int] = []
         self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
         self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
+
+    def __len__(self) -> int:
+        """Returns the number of rows held (every version of every key)."""
+        return len(self._ins)
 
     # -- applying events ------------------------------------------------------------
     def insert(self, ts: int, body: dict[str, Any]) -> None:
@@ -69,16 +74,19 @@ class Replica:
         until = self._dropped_at(partition)
         if until is not None and ts >= until:
             return
-        vectors = np.ascontiguousarray(cols[self.vec.name], dtype=np.float32)
+        vectors = np.ascontiguousarray(cols.pop(self.vec.name), dtype=np.float32)
+        pks = cols[self.pk_name]
+        pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
+        stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
         with self.lock:
             if self.metric == "COSINE":
-                self._starts.append(len(self._pks))
+                self._starts.append(len(self))
                 self._originals.append(vectors)
                 vectors = vectors.copy()
                 faiss.normalize_L2(vectors)
-            self._append(ts, partition, cols, vectors, n)
+            self._append(ts, partition, pks, stored, vectors)
             if until is not None and n:  # stamped before the drop, visible until it
-                self._sup.view()[len(self._pks) - n :] = np.uint64(until)
+                self._sup.view()[len(self) - n :] = np.uint64(until)
 
     def _dropped_at(self, partition: int) -> int | None:
         """Returns the earliest drop ts of the collection or of `partition`, or None."""
@@ -96,7 +104,12 @@ class Replica:
                     f"field {f.name!r} needs a {COLUMN_TYPE[f.dtype]}, "
                     f"got {kinds.get(f.name, 'nothing')}"
                 )
-        cols = {c["field_name"]: decode_column(c["column"], n) for c in columns}
+        names = {f.name for f in self.schema.fields}
+        cols = {
+            c["field_name"]: decode_column(c["column"], n)
+            for c in columns
+            if c["field_name"] in names
+        }
         if cols[self.vec.name].shape[1] != self.vec.dim:
             raise InvalidArgument(
                 f"vector dim {cols[self.vec.name].shape[1]} != schema dim {self.vec.dim}"
@@ -104,23 +117,18 @@ class Replica:
         return cols
 
     def _append(
-        self, ts: int, partition: int, cols: dict[str, Any], vecs: np.ndarray, n: int
+        self, ts: int, partition: int, pks: list[Any], cols: dict[str, Any], vecs: np.ndarray
     ) -> None:
-        base = len(self._pks)
-        pks = cols[self.pk_name]
-        pks = pks.tolist() if isinstance(pks, np.ndarray) else pks
+        base, n = len(self), len(pks)
         prev = self._newest(pks)
         self._supersede(prev, ts)
         self._prev.extend(prev)
         self._latest.update(zip(pks, range(base, base + n), strict=True))
         self.index.add(vecs)
-        self._ins.extend(np.full(n, ts, dtype=np.uint64))
-        self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
+        self.columns.extend(cols)
         self._part.extend(np.full(n, partition, dtype=np.int64))
-        self._pks.extend(pks)
-        for name, values in self._scalars.items():
-            col = cols[name]
-            values.extend(col.tolist() if isinstance(col, np.ndarray) else col)
+        self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
+        self._ins.extend(np.full(n, ts, dtype=np.uint64))  # last: len(self) counts it
 
     def _newest(self, pks: list[Any]) -> np.ndarray:
         """Returns each key's newest row, or -1 for a key never seen."""
@@ -166,7 +174,7 @@ class Replica:
         with self.lock:
             self.dropped_ts = ts if self.dropped_ts is None else min(ts, self.dropped_ts)
 
-    # -- reads --------------------------------------------------------------------------
+    # -- which rows a read sees ---------------------------------------------------------
     def readable(self, ts: int) -> bool:
         """Returns whether the collection existed at `ts` (it was not dropped by then)."""
         dropped = self.dropped_ts
@@ -180,9 +188,89 @@ class Replica:
             mask &= np.isin(self._part.view(), partitions)
         return mask
 
-    def count(self, ts: int, partitions: list[int] | None = None) -> int:
+    def selected(
+        self,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+    ) -> np.ndarray:
+        """Returns the mask of rows visible at `ts`, in `partitions`, matching `expr` and
+        with one of `keys` (each None: no restriction). Call with the lock held."""
+        if keys is None and expr is not None:
+            keys = expr.primary_keys(self.pk_name)  # `pk in [...]`: no scan
+        if keys is None:
+            mask = self.visible(ts, partitions)
+            if expr is not None and mask.any():
+                mask &= self._evaluate(expr, None)
+            return mask
+        rows = self._key_rows(keys, ts)
+        if partitions is not None:
+            rows = rows[np.isin(self._part.view()[rows], partitions)]
+        if expr is not None and len(rows):
+            rows = rows[self._evaluate(expr, rows)]
+        mask = np.zeros(len(self), dtype=bool)
+        mask[rows] = True
+        return mask
+
+    def _evaluate(self, expr: Expr, rows: np.ndarray | None) -> np.ndarray:
+        """Returns `expr` evaluated on every row (None) or on `rows`: a boolean mask."""
+        missing = [f for f in expr.fields if f not in self.columns.types]
+        if missing:
+            raise InvalidArgument(f"filter: field(s) {sorted(missing)} cannot be filtered on")
+        if rows is None:
+            cols = {f: self.columns.view(f) for f in expr.fields}
+            return np.asarray(expr.evaluate(cols, len(self)), dtype=bool)
+        return np.asarray(expr.evaluate(self.columns.take(expr.fields, rows), len(rows)), bool)
+
+    def _key_rows(self, keys: list[Any], ts: int) -> np.ndarray:
+        """Returns the row of each distinct key visible at `ts` (absent keys skipped), in
+        the order of `keys`."""
+        ins, sup, prev = self._ins.view(), self._sup.view(), self._prev.view()
+        out = []
+        for pk in dict.fromkeys(keys):
+            row = self._latest.get(pk, -1)
+            while row >= 0 and not ins[row] <= ts < sup[row]:
+                row = int(prev[row])
+            if row >= 0:
+                out.append(row)
+        return np.asarray(out, dtype=np.int64)
+
+    # -- reads --------------------------------------------------------------------------
+    def count(
+        self,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+    ) -> int:
+        """Returns the number of rows visible at `ts` that match (see `selected`)."""
         with self.lock:
-            return int(self.visible(ts, partitions).sum())
+            return int(self.selected(ts, partitions, expr, keys).sum())
+
+    def query(
+        self,
+        ts: int,
+        output_fields: list[str],
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Returns the matching rows (see `selected`) in primary-key order, from the
+        `offset`-th, at most `limit` of them, each with `output_fields`."""
+        with self.lock:
+            rows = np.flatnonzero(self.selected(ts, partitions, expr, keys))
+            order = np.argsort(self.columns.keys(self.pk_name, rows), kind="stable")
+            end = None if limit is None else offset + limit
+            return self._entities(rows[order][offset:end], output_fields)
+
+    def get(self, pks: list[Any], ts: int, output_fields: list[str]) -> list[dict[str, Any]]:
+        """Returns the entity of each key visible at `ts` in the order of `pks` (absent
+        keys skipped, each key once)."""
+        with self.lock:
+            return self._entities(self._key_rows(pks, ts), output_fields)
 
     def search(
         self,
@@ -191,22 +279,44 @@ class Replica:
         ts: int,
         partitions: list[int] | None = None,
         output_fields: list[str] | None = None,
+        expr: Expr | None = None,
+        offset: int = 0,
+        group_by: str | None = None,
     ) -> list[list[Hit]]:
-        """Returns, per query, up to k hits {id, distance, entity} visible at `ts`."""
+        """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
+        matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
+        hit of each of up to k distinct values of that field."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if self.metric == "COSINE":
             q = q.copy()
             faiss.normalize_L2(q)
         with self.lock:
-            dist, labels = self._knn(q, k, self.visible(ts, partitions))
-            return [
-                [
-                    self._hit(int(r), float(d), output_fields)
-                    for d, r in zip(dr, lr, strict=True)
-                    if r >= 0
+            mask = self.selected(ts, partitions, expr)
+            if group_by is None:
+                dist, labels = self._knn(q, k + offset, mask)
+                found = [ranked(lr, dr, offset) for dr, lr in zip(dist, labels, strict=True)]
+            else:
+                found = [
+                    (r[offset:], d[offset:]) for r, d in self._groups(q, k + offset, mask, group_by)
                 ]
-                for dr, lr in zip(dist, labels, strict=True)
-            ]
+            return [self._hits(rows, d, output_fields or []) for rows, d in found]
+
+    def _groups(
+        self, q: np.ndarray, want: int, mask: np.ndarray, field: str
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Returns per query the best `want` hits of distinct `field` values: searches
+        deeper (k x 4) until each query has `want` groups or every visible row was seen."""
+        total = int(mask.sum())
+        k = min(total, max(4 * want, 64))
+        while True:
+            dist, labels = self._knn(q, max(k, 1), mask)
+            picked = []
+            for dr, lr in zip(dist, labels, strict=True):
+                rows, d = ranked(lr, dr, 0)
+                picked.append(best_per_group(rows, d, self.columns.keys(field, rows), want))
+            if k >= total or all(len(rows) >= want for rows, _ in picked):
+                return picked
+            k = min(total, 4 * k)
 
     def _knn(self, q: np.ndarray, k: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if mask.all():
@@ -216,35 +326,30 @@ class Replica:
         params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))
         return self.index.search(q, k, params=params)
 
-    def _hit(self, row: int, dist: float, fields: list[str] | None) -> Hit:
-        return {"id": self._pks[row], "distance": dist, "entity": self._entity(row, fields or [])}
+    def _hits(self, rows: np.ndarray, dist: np.ndarray, fields: list[str]) -> list[Hit]:
+        ids = self.columns.values(self.pk_name, rows)
+        entities = self._entities(rows, fields)
+        return [
+            {"id": pk, "distance": d, "entity": e}
+            for pk, d, e in zip(ids, dist.tolist(), entities, strict=True)
+        ]
 
-    def _entity(self, row: int, fields: list[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in fields:
-            if name == self.vec.name:
-                out[name] = self._vector(row).tolist()
-            else:
-                value = self._scalars[name][row]
-                dtype = self.schema.field(name).dtype
-                out[name] = json.loads(value) if dtype is DataType.JSON else value
-        return out
+    def _entities(self, rows: np.ndarray, fields: list[str]) -> list[dict[str, Any]]:
+        """Returns the `fields` of `rows`, one dict per row, built column by column."""
+        if not fields:
+            return [{} for _ in range(len(rows))]
+        cols = [self._values(name, rows) for name in fields]
+        return [dict(zip(fields, values, strict=True)) for values in zip(*cols, strict=True)]
 
-    def _vector(self, row: int) -> np.ndarray:
+    def _values(self, name: str, rows: np.ndarray) -> list[Any]:
+        if name != self.vec.name:
+            return self.columns.values(name, rows)
+        if not len(rows):
+            return []
         if not self._originals:
-            return self.index.reconstruct(row)
-        i = bisect.bisect_right(self._starts, row) - 1
-        return self._originals[i][row - self._starts[i]]
-
-    def get(self, pks: list[Any], ts: int, output_fields: list[str]) -> list[dict[str, Any]]:
-        """Returns the entity of each key visible at `ts` (absent keys are skipped)."""
-        out = []
-        with self.lock:
-            ins, sup, prev = self._ins.view(), self._sup.view(), self._prev.view()
-            for pk in pks:
-                row = self._latest.get(pk, -1)
-                while row >= 0 and not ins[row] <= ts < sup[row]:
-                    row = int(prev[row])
-                if row >= 0:
-                    out.append(self._entity(row, output_fields))
-        return out
+            return self.index.reconstruct_batch(rows).tolist()
+        batch = np.searchsorted(self._starts, rows, side="right") - 1
+        return [
+            self._originals[b][r - self._starts[b]].tolist()
+            for r, b in zip(rows.tolist(), batch.tolist(), strict=True)
+        ]

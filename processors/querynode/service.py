@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from vectorlog.types import Hit
+
+if TYPE_CHECKING:
+    from vectorlog.expr import Expr
+
+#: scalar types a search can group by (Milvus 2.4: integers, bools and strings)
+GROUPABLE = frozenset({"BOOL", "INT8", "INT16", "INT32", "INT64", "VARCHAR"})
 
 
 class QueryNodeService(Protocol):
@@ -32,8 +38,31 @@ class QueryNodeService(Protocol):
         ts: int,
         partitions: list[int] | None,
         output_fields: list[str],
+        *,
+        expr: Expr | None = None,
+        offset: int = 0,
+        group_by: str | None = None,
+        params: dict[str, Any] | None = None,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits visible at `ts`, nearest first."""
+        """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
+        nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
+        the best hit of each of up to `limit` distinct values of it. `params`: the index's
+        search parameters (ef, nprobe); an exact search needs none."""
+        ...
+
+    def query(
+        self,
+        collection_id: int,
+        ts: int,
+        output_fields: list[str],
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Returns the rows visible at `ts` matching `expr` (and with one of `keys`), in
+        primary-key order, from the `offset`-th, at most `limit`, each with `output_fields`."""
         ...
 
     def get(
@@ -42,6 +71,13 @@ class QueryNodeService(Protocol):
         """Returns the rows with these primary keys visible at `ts` (each key once)."""
         ...
 
-    def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
-        """Returns the number of rows visible at `ts`."""
+    def count(
+        self,
+        collection_id: int,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+    ) -> int:
+        """Returns the number of rows visible at `ts` matching `expr` (and `keys`)."""
         ...

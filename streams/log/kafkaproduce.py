@@ -158,9 +158,10 @@ class Producers:
             if self._current is not broken or self._closed:
                 return
             self._current = _Producer(self._config)
+            # purged before it is retired: the poller may close a retired producer at once
+            broken.client.purge(in_queue=True, in_flight=True, blocking=False)
             self._retired.append(broken)
         LOG.warning("%s: new Kafka producer, the last one reported %s", self._name, why.str())
-        broken.client.purge(in_queue=True, in_flight=True, blocking=False)
 
     def poll(self, timeout: float) -> None:
         """Serves delivery reports (of the current producer, and of the retired ones)."""

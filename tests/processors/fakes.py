@@ -192,6 +192,7 @@ class FakeQueryNode:
     tsafe_ts: int = 0
     reads: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, collection, ts)
     known: set[int] = field(default_factory=set)
+    matching: list[Any] = field(default_factory=list)  # the keys every query returns
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return self.tsafe_ts
@@ -213,9 +214,28 @@ class FakeQueryNode:
         ts: int,
         partitions: list[int] | None,
         output_fields: list[str],
+        *,
+        expr: Any = None,
+        offset: int = 0,
+        group_by: str | None = None,
+        params: dict[str, Any] | None = None,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
         return [[] for _ in queries]
+
+    def query(
+        self,
+        collection_id: int,
+        ts: int,
+        output_fields: list[str],
+        partitions: list[int] | None = None,
+        expr: Any = None,
+        keys: list[Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        self._read("query", collection_id, ts)
+        return [{f: k for f in output_fields} for k in self.matching]
 
     def get(
         self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
@@ -223,6 +243,13 @@ class FakeQueryNode:
         self._read("get", collection_id, ts)
         return []
 
-    def count(self, collection_id: int, ts: int, partitions: list[int] | None = None) -> int:
+    def count(
+        self,
+        collection_id: int,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Any = None,
+        keys: list[Any] | None = None,
+    ) -> int:
         self._read("count", collection_id, ts)
         return 0

@@ -58,7 +58,7 @@ def rows(ids: list[int]) -> list[dict[str, Any]]:
 WRITES: dict[str, Callable[[Client], object]] = {
     "insert": lambda c: c.insert("c", rows([10, 11]), "p"),
     "upsert": lambda c: c.upsert("c", rows([1, 12]), "p"),
-    "delete": lambda c: c.delete("c", [1, 2], "p"),
+    "delete": lambda c: c.delete("c", [1, 2], partition_name="p"),
 }
 
 

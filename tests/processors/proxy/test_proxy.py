@@ -16,6 +16,8 @@ from vectorlog.errors import (
     InvalidArgument,
     SchemaMismatch,
 )
+from vectorlog.expr import InvalidExpression
+from vectorlog.hybridts import LOGICAL_BITS
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.schemas.columns import decode_column
 from vectorlog.schemas.serde import Event
@@ -23,7 +25,7 @@ from vectorlog.streams.channels import shard_of
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import IndexSpec, ReadAt
+from vectorlog.types import IndexSpec, ReadAt, SearchOptions
 
 pytestmark = pytest.mark.parametrize("log", ["embedded", "kafka"], indirect=True)
 
@@ -150,3 +152,120 @@ def test_ddl_is_forwarded_to_rootcoord(parts: Parts):
         "create_index",
         "drop_collection",
     ]
+
+
+MS = 1 << LOGICAL_BITS  # one physical millisecond in hybrid ts
+
+
+def test_a_bounded_read_serves_what_is_applied_and_waits_only_beyond_the_bound(parts: Parts):
+    parts.qn.known.add(100)
+    now = parts.rc.now()
+    parts.qn.tsafe_ts = now - 1000 * MS  # 1 s behind: within Milvus's 5 s bound
+    parts.proxy.count("books", ReadAt("Bounded"))
+    assert parts.qn.reads[-1][2] == parts.qn.tsafe_ts  # everything applied, no older
+    assert parts.rc.tick_requests == 0
+    parts.proxy.count("books", ReadAt("Eventually"))
+    assert parts.qn.reads[-1][2] == parts.qn.tsafe_ts
+    parts.qn.tsafe_ts = now - 10_000 * MS  # 10 s behind: the read waits (the twin gives up)
+    with pytest.raises(ConsistencyTimeout):
+        parts.proxy.count("books", ReadAt("Bounded"))
+    assert parts.rc.tick_requests == 1
+
+
+def test_delete_takes_exactly_one_of_ids_and_a_non_empty_filter(parts: Parts):
+    parts.qn.known.add(100)
+    parts.qn.tsafe_ts = 10**18
+    bad: list[dict[str, Any]] = [{}, {"ids": [1], "filter": "id > 1"}, {"filter": ""}]
+    for kwargs in bad:
+        with pytest.raises(InvalidArgument, match="ids= and filter=|non-empty"):
+            parts.proxy.delete("books", **kwargs)
+    with pytest.raises(InvalidExpression) as bad_filter:
+        parts.proxy.delete("books", filter="id >>> 1")
+    assert bad_filter.value.position == 4
+    with pytest.raises(InvalidArgument, match="filter"):
+        parts.proxy.delete("books", filter=3)  # type: ignore[arg-type]
+    assert parts.events() == [] and parts.rc.stamped == [] and parts.qn.reads == []
+
+
+def test_a_filter_delete_appends_key_deletes_of_the_rows_a_strong_read_matched(parts: Parts):
+    parts.qn.known.add(100)
+    parts.qn.tsafe_ts = 10**18
+    parts.qn.matching = [3, 5, 8]
+    res = parts.proxy.delete("books", filter="id > 2", partition_name="p")
+    assert res["delete_count"] == 3
+    ((kind, _, read_ts),) = parts.qn.reads
+    assert kind == "query" and read_ts < res["timestamp"]
+    events = parts.events()
+    assert {e.type for e in events} == {"RowsDeleted"} and {e.ts for e in events} == {
+        res["timestamp"]
+    }
+    keys = {k for e in events for k in decode_column(e.body["primary_keys"], e.body["num_rows"])}
+    assert keys == {3, 5, 8}
+    assert {e.body["partition_id"] for e in events} == {
+        parts.rc.collections["books"].partitions["p"]
+    }
+    parts.qn.matching = []
+    assert parts.proxy.delete("books", filter="id > 100")["delete_count"] == 0
+    deletes = [e for e in parts.events() if e.type == "RowsDeleted"]
+    assert len(deletes) == len(events)  # nothing matched: nothing appended
+
+
+def test_query_arguments_are_checked_as_milvus_does_before_reading(parts: Parts):
+    parts.qn.known.add(100)
+    parts.qn.tsafe_ts = 10**18
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"filter": "id > 1", "ids": [1]}, "not both"),
+        ({"filter": ""}, "empty filter needs a limit"),
+        ({"filter": "", "offset": 3}, "empty filter needs a limit"),
+        ({"filter": "id > 1", "limit": 16_000, "offset": 385}, r"limit \+ offset"),
+        ({"filter": "id > 1", "limit": 0}, "limit"),
+        ({"filter": "id > 1", "limit": 2.5}, "limit"),
+        ({"filter": "id > 1", "offset": -1}, "offset"),
+        ({"filter": "id > 1", "output_fields": ["count(*)", "id"]}, "count"),
+        ({"filter": "id > 1", "output_fields": ["nope"]}, "nope"),
+        ({"filter": "id > 1", "output_fields": "id"}, "output_fields"),
+        ({"filter": 5}, "filter"),
+        ({"filter": "id > {x}", "filter_params": [1]}, "filter_params"),
+        ({"filter": "id > {x}"}, "x"),
+        ({"ids": []}, "no primary keys"),
+        ({"filter": "id > 1", "partition_names": ["nope"]}, "nope"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(InvalidArgument, match=match):
+            parts.proxy.query("books", **kwargs)
+    assert parts.qn.reads == []
+    parts.proxy.query("books", output_fields=["count(*)"])  # an empty filter may count
+    parts.proxy.query("books", ids=[1, 2])
+    parts.proxy.query("books", limit=5, offset=16_379)
+    assert [kind for kind, _, _ in parts.qn.reads] == ["count", "query", "query"]
+
+
+def test_search_arguments_beyond_the_vectors_are_checked_before_reading(parts: Parts):
+    parts.qn.known.add(100)
+    parts.qn.tsafe_ts = 10**18
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"search_params": {"metric_type": "IP"}}, "metric_type 'IP' does not match"),
+        ({"search_params": {"params": 3}}, r"search_params\['params'\]"),
+        ({"search_params": {"radius": 1.0}}, "radius"),
+        ({"search_params": [("metric_type", "L2")]}, "search_params must be a dict"),
+        ({"anns_field": "id"}, "anns_field 'id'"),
+        ({"group_by_field": "vector"}, "group_by_field 'vector'"),
+        ({"group_by_field": "nope"}, "nope"),
+        ({"offset": 16_375}, r"limit \+ offset"),
+        ({"offset": -1}, "offset"),
+        ({"filter": "id >"}, "filter expression"),
+        ({"filter": "nope == 1"}, "nope"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(InvalidArgument, match=match):
+            parts.proxy.search("books", [[0.0, 0.0, 0.0, 1.0]], options=SearchOptions(**kwargs))
+    assert parts.qn.reads == []
+    ok = SearchOptions(
+        filter="id > {low}",
+        filter_params={"low": 3},
+        search_params={"metric_type": "l2", "params": {"ef": "64", "nprobe": 8}},
+        anns_field="vector",
+        offset=16_374,
+        group_by_field="id",
+    )
+    assert parts.proxy.search("books", [[0.0, 0.0, 0.0, 1.0]], options=ok) == [[]]

@@ -1,0 +1,155 @@
+"""Checks of the arguments of reads (search, query, delete by filter) with Milvus's limits.
+
+Each returns the argument in the form the query node takes, or raises InvalidArgument naming
+the argument (InvalidExpression, with its position, for a bad filter) before anything is read
+or appended.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from vectorlog.errors import InvalidArgument
+from vectorlog.expr import Expr, parse
+from vectorlog.model import CollectionSchema
+from vectorlog.processors.querynode.service import GROUPABLE
+
+MAX_WINDOW = 16_384  # Milvus: limit + offset of a search or query
+COUNT = "count(*)"
+ALL = "*"
+SEARCH_PARAM_KEYS = ("metric_type", "params")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def limit(value: Any) -> int:
+    """Returns a search's `limit`: an int 1..16384."""
+    if not _int(value) or not 0 < value <= MAX_WINDOW:
+        raise InvalidArgument(f"limit must be 1..{MAX_WINDOW}, not {_shown(value)}")
+    return int(value)
+
+
+def query_limit(value: Any) -> int | None:
+    """Returns a query's `limit`: None (no limit; pymilvus's -1 too) or an int 1..16384."""
+    if value is None or (_int(value) and value == -1):
+        return None
+    return limit(value)
+
+
+def offset(value: Any, lim: int | None) -> int:
+    """Returns `offset`: an int 0..16384, with `lim + offset` <= 16384 when there is a
+    limit (Milvus's window)."""
+    if not _int(value) or not 0 <= value <= MAX_WINDOW:
+        raise InvalidArgument(f"offset must be 0..{MAX_WINDOW}, not {_shown(value)}")
+    if lim is not None and lim + value > MAX_WINDOW:
+        raise InvalidArgument(
+            f"limit + offset must be at most {MAX_WINDOW}, got {lim} + {value} = {lim + value}"
+        )
+    return int(value)
+
+
+def expression(
+    schema: CollectionSchema, text: Any, params: Any = None, argument: str = "filter"
+) -> Expr | None:
+    """Returns the parsed filter, or None for an empty one ("" or None). Raises
+    InvalidArgument for a non-string or bad `filter_params`, InvalidExpression (with the
+    position of the error) for a bad expression."""
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise InvalidArgument(f"{argument} must be a string expression, not {_shown(text)}")
+    if params is not None and (
+        not isinstance(params, dict) or not all(isinstance(k, str) for k in params)
+    ):
+        raise InvalidArgument(f"filter_params must be a dict with str keys, not {_shown(params)}")
+    if not text.strip():
+        return None
+    dynamic = bool(getattr(schema, "enable_dynamic_field", False))
+    return parse(text, schema, params or None, dynamic_field=dynamic)
+
+
+def search_params(value: Any, metric: str) -> dict[str, Any]:
+    """Returns the index parameters of `search_params` ({"metric_type", "params"}); the
+    metric, if given, must be the index's `metric` (Milvus: "metric type not match")."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"search_params must be a dict, not {_shown(value)}")
+    unknown = sorted(str(k) for k in value if k not in SEARCH_PARAM_KEYS)
+    if unknown:
+        raise InvalidArgument(f"search_params has unknown key(s) {unknown}: {SEARCH_PARAM_KEYS}")
+    given = value.get("metric_type")
+    if given is not None and (not isinstance(given, str) or given.upper() != metric):
+        raise InvalidArgument(
+            f"search_params metric_type {_shown(given)} does not match the index's {metric!r}"
+        )
+    params = value.get("params")
+    if params is None:
+        return {}
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise InvalidArgument(
+            f"search_params['params'] must be a dict with str keys, not {_shown(params)}"
+        )
+    return dict(params)
+
+
+def anns_field(schema: CollectionSchema, value: Any) -> None:
+    """Checks that `anns_field` (if given) names the collection's vector field."""
+    if value is None or value == "":
+        return
+    if value != schema.vector.name:
+        raise InvalidArgument(
+            f"anns_field {_shown(value)} is not a vector field "
+            f"(the collection's is {schema.vector.name!r})"
+        )
+
+
+def group_by_field(schema: CollectionSchema, value: Any) -> str | None:
+    """Returns `group_by_field` (None or "": no grouping); it must be a scalar field of an
+    integer, bool or string type."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"group_by_field must be a field name, not {_shown(value)}")
+    f = schema.field(value)
+    if f.dtype.value not in GROUPABLE:
+        raise InvalidArgument(
+            f"group_by_field {value!r} is a {f.dtype.value} field; search can group by "
+            f"{sorted(GROUPABLE)} fields only"
+        )
+    return value
+
+
+def output_fields(
+    schema: CollectionSchema, names: list[str] | None, default: list[str]
+) -> list[str]:
+    """Returns the fields to output: `default` for None, every field for "*", else the
+    named ones (each must exist)."""
+    if names is None:
+        return list(default)
+    if ALL in names:
+        return [f.name for f in schema.fields]
+    for name in names:
+        schema.field(name)
+    return list(dict.fromkeys(names))
+
+
+def query_fields(schema: CollectionSchema, names: list[str] | None) -> list[str] | None:
+    """Returns a query's output fields, the primary key first (None: every field, as for
+    [] and ["*"]), or None for ["count(*)"]. Raises InvalidArgument if count(*) is mixed
+    with fields."""
+    if names and COUNT in names:
+        if set(names) != {COUNT}:
+            raise InvalidArgument(f"output_fields: {COUNT!r} cannot be mixed with fields")
+        return None
+    fields = output_fields(schema, names or None, [f.name for f in schema.fields])
+    pk = schema.primary.name
+    return [pk, *(f for f in fields if f != pk)]
