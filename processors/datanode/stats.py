@@ -26,11 +26,11 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import mmh3
 import numpy as np
 
 from vectorlog.processors.datanode.binlog import DataTypeCode, go_json
 from vectorlog.processors.datanode.errors import InvalidPayload
+from vectorlog.processors.datanode.murmur import by_length, hash128
 
 #: Milvus 2.3.5's bloom filter false-positive rate (common.maxBloomFalsePositive).
 FALSE_POSITIVE_RATE = 0.05
@@ -83,26 +83,39 @@ class BloomFilter:
         """Adds one key."""
         self.add_all([pk])
 
-    def add_all(self, pks: Iterable[Key]) -> None:
-        """Adds every key (vectorized: the fast way to fill a segment's filter)."""
-        locations = self._locations([pk_bytes(pk) for pk in pks]).ravel()
-        np.bitwise_or.at(self.words, locations >> 6, np.uint64(1) << (locations & 63))
+    def add_all(self, pks: Iterable[Key] | np.ndarray) -> None:
+        """Adds every key (vectorized: the fast way to fill a segment's filter); an int64
+        array is taken as INT64 pks without a Python object per key."""
+        if isinstance(pks, np.ndarray) and pks.dtype.kind in "iu":
+            if not len(pks):
+                return
+            hashes = _hashes(_int64_array(pks).astype("<i8").view(np.uint8).reshape(-1, 8))
+        else:
+            keys = [pk_bytes(pk) for pk in pks]
+            hashes = np.empty((len(keys), 4), np.uint64)
+            for where, block in by_length(keys):
+                hashes[where] = _hashes(block)
+        self._set(self._locations(hashes).ravel())
+
+    def _set(self, locations: np.ndarray) -> None:
+        """Sets the bits at `locations` (one pass: a bool array packed into the words)."""
+        if not len(locations):
+            return
+        bits = np.zeros(len(self.words) * 64, np.bool_)
+        bits[locations] = True
+        self.words |= np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 
     def __contains__(self, pk: object) -> bool:
         """Returns True if the key may have been added (false positives at about rate p)."""
         if isinstance(pk, bool) or not isinstance(pk, int | np.integer | str | bytes):
             return False
-        locations = self._locations([pk_bytes(pk)])[0]
+        key = pk_bytes(pk)
+        locations = self._locations(_hashes(np.frombuffer(key, np.uint8).reshape(1, -1)))[0]
         bits = (self.words[locations >> 6] >> (locations & 63)) & np.uint64(1)
         return bool(bits.all())
 
-    def _locations(self, keys: Sequence[bytes]) -> np.ndarray:
-        """Returns a (len(keys), k) uint64 array of bit positions."""
-        pairs = [
-            mmh3.hash64(key, signed=False) + mmh3.hash64(key + b"\x01", signed=False)
-            for key in keys
-        ]
-        hashes = np.array(pairs, dtype=np.uint64).reshape(len(keys), 4)
+    def _locations(self, hashes: np.ndarray) -> np.ndarray:
+        """Returns a (n, k) uint64 array of bit positions of keys with these (n, 4) hashes."""
         i = np.arange(self.k, dtype=np.uint64)
         first = hashes[:, (i % 2).astype(np.intp)]
         second = hashes[:, (2 + ((i + i % 2) % 4) // 2).astype(np.intp)]
@@ -180,6 +193,13 @@ def read_stats(data: bytes) -> list[dict[str, Any]]:
     return value if isinstance(value, list) else [value]
 
 
+def _hashes(keys: np.ndarray) -> np.ndarray:
+    """Returns the (n, 4) uint64 base hashes bits-and-blooms takes per key of an (n, length)
+    uint8 array: murmur3 x64-128 (h1, h2) of the key, then of the key followed by 0x01."""
+    marked = np.concatenate([keys, np.ones((len(keys), 1), np.uint8)], axis=1)
+    return np.stack([*hash128(keys), *hash128(marked)], axis=1)
+
+
 def _int64(name: str, value: Any) -> int:
     """Returns `value` as an int64; bools and non-integers are refused with InvalidPayload."""
     integer = isinstance(value, int | np.integer) and not isinstance(value, bool)
@@ -194,8 +214,9 @@ def _pk_type(pk_type: Any) -> DataTypeCode:
     return DataTypeCode(pk_type)
 
 
-def _pk_keys(kind: DataTypeCode, pks: Any) -> tuple[list[bytes], Any, Any]:
-    """Returns (the bytes hashed for each pk, the lowest pk, the highest pk)."""
+def _pk_keys(kind: DataTypeCode, pks: Any) -> tuple[list[bytes] | np.ndarray, Any, Any]:
+    """Returns (the bytes hashed for each pk, or INT64 pks as an int64 array; the lowest pk,
+    the highest pk)."""
     if len(pks) == 0:
         raise InvalidPayload("stats need at least one primary key")
     if kind == DataTypeCode.VARCHAR:
@@ -204,9 +225,7 @@ def _pk_keys(kind: DataTypeCode, pks: Any) -> tuple[list[bytes], Any, Any]:
             raise InvalidPayload("VARCHAR primary keys are str")
         return [pk_bytes(pk) for pk in strings], min(strings), max(strings)
     values = _int64_array(pks)
-    raw = values.astype("<i8").tobytes()
-    keys = [raw[i : i + 8] for i in range(0, len(raw), 8)]
-    return keys, int(values.min()), int(values.max())
+    return values, int(values.min()), int(values.max())
 
 
 def _int64_array(pks: Any) -> np.ndarray:
