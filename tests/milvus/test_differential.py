@@ -1,0 +1,454 @@
+"""Differential test: the same MilvusClient calls on vectorlog and on Milvus Lite (the
+oracle, pymilvus + milvus-lite), results compared semantically; listed differences only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.clients import ClientFactory
+from vectorlog import Client
+from vectorlog.model import DataType as VLType
+
+pymilvus = pytest.importorskip("pymilvus")
+pytest.importorskip("milvus_lite")
+datasets = pytest.importorskip("sklearn.datasets")
+
+#: Where vectorlog differs from Milvus Lite on purpose (it follows Milvus 2.4, the server),
+#: or has not caught up yet (issue 8); a listed check must still differ, else drop its entry.
+DIFFERENCES: dict[str, str] = {
+    # milvus-lite 3.2.2 departs from Milvus 2.4, which vectorlog follows:
+    "search.default_entity": "Milvus 2.4 returns an empty entity when output_fields is not "
+    "given (vectorlog too); milvus-lite 3.2.2 returns every scalar field and the vector",
+    "partition.count": "count(*) with partition_names counts that partition in Milvus 2.4 "
+    "(vectorlog too); milvus-lite 3.2.2 counts the whole collection",
+    "partition.query_dropped": "Milvus 2.4 refuses a read naming a partition that does not "
+    "exist (vectorlog too); milvus-lite 3.2.2 ignores the name and reads the collection",
+    "filter[1 < n < 5]": "Milvus 2.4 accepts chained ranges (vectorlog too); milvus-lite "
+    "3.2.2 refuses them (it parses `1 < n` as a bool)",
+    "filter[n % 3 == 0]": "Milvus 2.4 has `%` among its arithmetic operators (vectorlog too); "
+    "milvus-lite 3.2.2 refuses the character",
+    "filter[n / 2 == 1]": "integer `/` truncates in Milvus 2.4 (segcore's C++ int64; vectorlog "
+    "too: n in {2, 3}); milvus-lite 3.2.2 divides as floats (n == 2 only)",
+    'filter[meta["nested"]["v"] in [1, 2]]': "Milvus 2.4 accepts `in` on a JSON path "
+    "(vectorlog too); milvus-lite 3.2.2 wants a field on the left of `in`",
+    # vectorlog has not caught up with Milvus yet (issue 8, "index semantics"):
+    "quick.enable_dynamic_field": "quick setup enables the dynamic field in Milvus; vectorlog "
+    "has no dynamic fields yet",
+    "quick.indexes": "quick setup creates an AUTOINDEX index on `vector` in Milvus; vectorlog "
+    "creates none yet (the metric lives on the field)",
+}
+
+DIM, ROWS, QUERIES = 8, 300, 5
+FIELDS = ["id", "name", "n", "x", "flag", "meta"]
+FILTERS = [
+    "n > 5",
+    "n >= 2 and n <= 4",
+    "1 < n < 5",
+    "n in [1, 3, 7]",
+    "n not in [0, 1, 2, 3, 4, 5]",
+    'name like "d3%"',
+    "flag == true",
+    "not (n == 3)",
+    "n == 3 or x > 6.0",
+    "id < 50 && !flag",
+    "n % 3 == 0",
+    "x * 2 > 12.5",
+    'meta["label"] == 4',
+    'meta["nested"]["v"] >= 5',
+    'meta["parity"] == "odd"',
+    'json_contains(meta["tags"], "t3")',
+    'name in ["d1_1", "d3_3", "d9_9"]',
+    'meta["nested"]["v"] in [1, 2]',
+    '(n == 2 or n == 8) and (meta["nested"]["v"] == 1 or meta["tags"][0] == "t2")',
+    "id in [3, 5, 1000]",
+    'name like "%_1"',
+    'name like "%7_1%"',
+    'name > "d5"',
+    'meta["missing"] == 1',
+    "x <= 4.5 and not flag",
+    "id >= 295 || id == 0",
+    "n / 2 == 1",
+    "x / 2 > 2.5",
+    "n * 2 + 1 >= 15",
+]
+
+
+class Diffs:
+    """Collects the mismatches of one test; listed differences must still differ."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, str] = {}
+
+    def check(
+        self,
+        label: str,
+        got: tuple[Any, Any],
+        same: Callable[[Any, Any], bool],
+        key: str | None = None,
+    ) -> None:
+        """Records a mismatch of (milvus-lite's, vectorlog's) results under `label` unless
+        DIFFERENCES lists `key` (default: label)."""
+        (lite, ours), key = got, key or label
+        equal = same(lite, ours)
+        if equal and isinstance(ours, Refused) and ".refused" not in label:
+            self.found[label] = f"both refused, nothing compared: {ours!r}"
+            return
+        if key in DIFFERENCES:
+            if equal:
+                self.found[label] = f"{key} is listed in DIFFERENCES but no longer differs"
+        elif not equal:
+            self.found[label] = f"milvus-lite: {lite!r:.700}\n  vectorlog: {ours!r:.700}"
+
+    def assert_none(self) -> None:
+        assert not self.found, "\n".join(f"{k}:\n  {v}" for k, v in self.found.items())
+
+
+class Refused:
+    """A call that raised: equal to any other refusal (the messages differ)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Refused)
+
+    def __repr__(self) -> str:
+        return f"Refused({type(self.error).__name__}: {str(self.error)[:200]})"
+
+
+def attempt(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Returns call(*args, **kwargs), or a Refused holding what it raised."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (either side may refuse; compared, not hidden)
+        return Refused(e)
+
+
+def results(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`fn` made to pass a Refused through unchanged."""
+    return lambda res: res if isinstance(res, Refused) else fn(res)
+
+
+def close_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """True if two row lists hold the same rows (floats and vectors to a tolerance)."""
+    if isinstance(a, Refused) or isinstance(b, Refused) or len(a) != len(b):
+        return a == b
+    return all(
+        ra.keys() == rb.keys() and all(close(ra[k], rb[k]) for k in ra)
+        for ra, rb in zip(a, b, strict=True)
+    )
+
+
+def close(a: Any, b: Any) -> bool:
+    """True if two values are equal (floats and float lists to a tolerance)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return bool(np.isclose(a, b, rtol=1e-5, atol=1e-6))
+    if isinstance(a, list) and a and isinstance(a[0], float):
+        return len(a) == len(b) and bool(np.allclose(a, b, rtol=1e-5, atol=1e-6))
+    return bool(a == b)
+
+
+def same_hits(a: list[list[dict[str, Any]]], b: list[list[dict[str, Any]]]) -> bool:
+    """True if per query the hits have the same ids, nearest first (ties to 1e-4 in id order),
+    the same distances to a tolerance and the same entities."""
+    if isinstance(a, Refused) or isinstance(b, Refused) or len(a) != len(b):
+        return a == b
+    for ha, hb in zip(a, b, strict=True):
+        key = lambda h: (round(h["distance"], 4), h["id"])  # noqa: E731
+        sa, sb = sorted(ha, key=key), sorted(hb, key=key)
+        if [h["id"] for h in sa] != [h["id"] for h in sb]:
+            return False
+        dist = [h["distance"] for h in sa], [h["distance"] for h in sb]
+        if not np.allclose(*dist, rtol=1e-4, atol=1e-4):
+            return False
+        if not close_rows([h["entity"] for h in sa], [h["entity"] for h in sb]):
+            return False
+    return True
+
+
+def each(fn: Callable[[Any], Any], got: tuple[Any, Any]) -> tuple[Any, Any]:
+    """`fn` applied to both results of a pair."""
+    return fn(got[0]), fn(got[1])
+
+
+def entities(res: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The entities of normalized hits."""
+    return [[h["entity"] for h in q] for q in res]
+
+
+@results
+def deleted(res: Any) -> int:
+    """delete's count: pymilvus 3 returns the primary keys, Milvus 2.4's a delete_count."""
+    return len(res) if isinstance(res, list) else int(res["delete_count"])
+
+
+as_list = results(list)
+
+
+def eq(a: Any, b: Any) -> bool:
+    """True if a == b."""
+    return bool(a == b)
+
+
+@results
+def rows(res: Any) -> list[dict[str, Any]]:
+    """Plain dicts from a query/get result, in primary-key order (Milvus promises none)."""
+    return sorted((dict(r) for r in res), key=lambda r: r.get("id", 0))
+
+
+@results
+def hits(res: Any) -> list[list[dict[str, Any]]]:
+    """Plain {"id", "distance", "entity"} dicts from a search result, per query."""
+    return [
+        [{"id": h["id"], "distance": h["distance"], "entity": dict(h["entity"])} for h in q]
+        for q in res
+    ]
+
+
+def dataset() -> tuple[list[dict[str, Any]], np.ndarray]:
+    """ROWS rows of sklearn's digits (projected to DIM by a fixed seeded matrix) with scalar
+    fields, and QUERIES held-out vectors; real data, so the neighbours are not ties."""
+    digits = datasets.load_digits()
+    proj = np.random.default_rng(7).standard_normal((64, DIM))
+    vecs = (digits.data @ proj / 16.0).astype(np.float32)
+    data = [
+        {
+            "id": i,
+            "vector": vecs[i].tolist(),
+            "name": f"d{digits.target[i]}_{i}",
+            "n": int(digits.target[i]),
+            "x": float(digits.data[i].mean()),
+            "flag": i % 3 == 0,
+            "meta": {
+                "label": int(digits.target[i]),
+                "parity": "odd" if digits.target[i] % 2 else "even",
+                "tags": [f"t{i % 5}", f"t{i % 7}"],
+                "nested": {"v": i % 7},
+            },
+        }
+        for i in range(ROWS)
+    ]
+    return data, vecs[ROWS : ROWS + QUERIES]
+
+
+class Pair:
+    """The two clients, and the few calls whose signatures differ."""
+
+    def __init__(self, lite: Any, ours: Client) -> None:
+        self.lite, self.ours = lite, ours
+
+    def both(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """Runs the same call on both; returns (milvus-lite's, vectorlog's) result, or a
+        Refused in place of an error."""
+        lite = attempt(getattr(self.lite, method), *args, **kwargs)
+        return lite, attempt(getattr(self.ours, method), *args, **kwargs)
+
+    def run(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """`both` for a step the comparison builds on: fails the test if either side refuses."""
+        got = self.both(method, *args, **kwargs)
+        refused = [r for r in got if isinstance(r, Refused)]
+        assert not refused, f"{method}{args}: {refused}"
+        return got
+
+    def create_full(self, name: str, metric: str) -> None:
+        """schema= collection: INT64 pk, FLOAT_VECTOR, VARCHAR, INT64, DOUBLE, BOOL, JSON;
+        Milvus Lite with a FLAT index (exact search, as vectorlog's)."""
+        T = pymilvus.DataType
+        s = self.lite.create_schema(auto_id=False, enable_dynamic_field=False)
+        v = self.ours.create_schema(auto_id=False)
+        for builder, t in ((s, T), (v, VLType)):
+            builder.add_field("id", t.INT64, is_primary=True)
+            builder.add_field("vector", t.FLOAT_VECTOR, dim=DIM)
+            builder.add_field("name", t.VARCHAR, max_length=64)
+            builder.add_field("n", t.INT64)
+            builder.add_field("x", t.DOUBLE)
+            builder.add_field("flag", t.BOOL)
+            builder.add_field("meta", t.JSON)
+        index = self.lite.prepare_index_params()
+        index.add_index("vector", index_type="FLAT", metric_type=metric)
+        self.lite.create_collection(name, schema=s, index_params=index)
+        self.ours.create_collection(name, schema=v, metric_type=metric)
+
+
+def described(d: dict[str, Any]) -> dict[str, Any]:
+    """The parts of describe_collection both must agree on."""
+    return {
+        "collection_name": d["collection_name"],
+        "auto_id": d["auto_id"],
+        "num_shards": d["num_shards"],
+        "description": d["description"],
+        "num_partitions": d["num_partitions"],
+        "fields": [
+            (
+                f["name"],
+                f["type"].name,
+                f.get("is_primary", False),
+                {k: v for k, v in f["params"].items() if k in ("dim", "max_length")},
+            )
+            for f in d["fields"]
+        ],
+    }
+
+
+@pytest.fixture
+def pair(open_client: ClientFactory, tmp_path: Path) -> Iterator[Pair]:
+    """A fresh Milvus Lite database and a fresh vectorlog cluster (on each log backend)."""
+    lite = pymilvus.MilvusClient(str(tmp_path / "lite.db"))
+    yield Pair(lite, open_client())
+    lite.close()
+
+
+@pytest.mark.parametrize("metric", ["L2", "COSINE"])
+def test_quick_setup(pair: Pair, metric: str) -> None:
+    d = Diffs()
+    data, queries = dataset()
+    pair.run("create_collection", "quick", dimension=DIM, metric_type=metric)
+    lite, ours = pair.both("describe_collection", "quick")
+    d.check("quick.describe", (described(lite), described(ours)), eq)
+    d.check(
+        "quick.enable_dynamic_field", each(lambda r: r["enable_dynamic_field"], (lite, ours)), eq
+    )
+    d.check("quick.indexes", pair.both("list_indexes", "quick"), eq)
+    inserted = pair.run("insert", "quick", [{"id": r["id"], "vector": r["vector"]} for r in data])
+    d.check("quick.insert_count", each(lambda r: r["insert_count"], inserted), eq)
+    search_default(pair, d, "quick", queries)
+    d.assert_none()
+
+
+@pytest.mark.parametrize("metric", ["L2", "COSINE"])
+def test_reads(pair: Pair, metric: str) -> None:
+    d = Diffs()
+    data, queries = dataset()
+    pair.create_full("full", metric)
+    d.check("has", pair.both("has_collection", "full"), eq)
+    d.check("has.missing", pair.both("has_collection", "nope"), eq)
+    d.check("list", each(sorted, pair.both("list_collections")), eq)
+    lite, ours = pair.both("describe_collection", "full")
+    d.check("describe", (described(lite), described(ours)), eq)
+    d.check("describe.dynamic", each(lambda r: r["enable_dynamic_field"], (lite, ours)), eq)
+    inserted = pair.run("insert", "full", data)
+    d.check("insert.count", each(lambda r: r["insert_count"], inserted), eq)
+    d.check("insert.ids", each(lambda r: list(r["ids"]), inserted), eq)
+    d.check("get", each(rows, pair.both("get", "full", ids=[7, 3, 250, 9999])), close_rows)
+    for f in FILTERS:
+        got = pair.both("query", "full", filter=f, output_fields=FIELDS)
+        d.check(f"query[{f}]", each(rows, got), close_rows, f"filter[{f}]")
+        got = pair.both("query", "full", filter=f, output_fields=["count(*)"])
+        d.check(f"count[{f}]", each(as_list, got), eq, f"filter[{f}]")
+    d.check("count", each(as_list, pair.both("query", "full", output_fields=["count(*)"])), eq)
+    got = pair.both("query", "full", filter="n > 2", output_fields=["id"], limit=10, offset=5)
+    d.check("query.limit_offset", each(rows, got), close_rows)
+    got = pair.both("query", "full", filter="", output_fields=["id", "n"], limit=7)
+    d.check("query.empty_filter_limit", each(rows, got), close_rows)
+    got = pair.both("query", "full", filter="n == 1 and id < 80")
+    d.check("query.default_fields", each(rows, got), close_rows)
+    got = pair.both("query", "full", ids=[5, 1, 77, 9999], output_fields=["name", "meta"])
+    d.check("query.ids", each(rows, got), close_rows)
+    got = pair.both("get", "full", ids=[12, 0], output_fields=["flag", "x"])
+    d.check("get.output_fields", each(rows, got), close_rows)
+    for bad in ("n >", "nope == 1", "name == 3 +", "n in 3"):
+        got = pair.both("query", "full", filter=bad, output_fields=["id"])
+        d.check(f"query.refused[{bad}]", each(rows, got), close_rows)
+    search_checks(pair, d, queries)
+    d.assert_none()
+
+
+def search_default(pair: Pair, d: Diffs, name: str, queries: np.ndarray) -> None:
+    """search without output_fields: hits compared, then their (default) entities."""
+    got = [hits(r) for r in pair.both("search", name, queries.tolist(), limit=10)]
+    bare = [[[{**h, "entity": {}} for h in q] for q in r] for r in got]
+    d.check(f"{name}.search", (bare[0], bare[1]), same_hits)
+    d.check("search.default_entity", each(entities, (got[0], got[1])), eq)
+
+
+def search_checks(pair: Pair, d: Diffs, queries: np.ndarray) -> None:
+    """search with output_fields, filters, offset, fewer matches than limit, vectors out."""
+    search_default(pair, d, "full", queries)
+    q = queries.tolist()
+    got = pair.both("search", "full", q, limit=10, output_fields=["name", "n", "meta"])
+    d.check("search", each(hits, got), same_hits)
+    for f in ("n == 3", 'meta["parity"] == "even" and x > 4.0', 'name like "d7%"'):
+        got = pair.both("search", "full", q, filter=f, limit=8, output_fields=["n", "x"])
+        d.check(f"search[{f}]", each(hits, got), same_hits)
+    got = pair.both("search", "full", q, limit=5, offset=3, output_fields=["n"])
+    d.check("search.offset", each(hits, got), same_hits)
+    got = pair.both("search", "full", q, filter="id in [3, 5, 77]", limit=8, output_fields=["n"])
+    d.check("search.fewer_than_limit", each(hits, got), same_hits)
+    got = pair.both("search", "full", q[:2], limit=4, output_fields=["vector", "meta"])
+    d.check("search.vector_out", each(hits, got), same_hits)
+    got = pair.both(
+        "search",
+        "full",
+        q,
+        limit=4,
+        filter='json_contains(meta["tags"], "t1")',
+        output_fields=["id"],
+    )
+    d.check("search.json_filter", each(hits, got), same_hits)
+
+
+def test_writes_and_partitions(pair: Pair) -> None:
+    d = Diffs()
+    data, queries = dataset()
+    pair.create_full("w", "L2")
+    pair.run("insert", "w", data)
+    res = pair.run("delete", "w", ids=[1, 2, 3, 99_999])
+    d.check("delete.ids.count", each(deleted, res), eq)
+    res = pair.run("delete", "w", filter="n == 5")
+    d.check("delete.filter.count", each(deleted, res), eq)
+    count = pair.both("query", "w", filter="", output_fields=["count(*)"])
+    d.check("delete.then_count", each(as_list, count), eq)
+    d.check("delete.then_get", each(rows, pair.both("get", "w", ids=[1, 4])), close_rows)
+    changed = [{**data[i], "name": f"up{i}", "x": -1.0} for i in (4, 2)]
+    new = [{**data[0], "id": 5000, "name": "new"}]
+    res = pair.run("upsert", "w", changed + new)
+    d.check("upsert.count", each(lambda r: r["upsert_count"], res), eq)
+    got = pair.both("get", "w", ids=[2, 4, 5000], output_fields=FIELDS)
+    d.check("upsert.then_get", each(rows, got), close_rows)
+    count = pair.both("query", "w", filter="", output_fields=["count(*)"])
+    d.check("upsert.then_count", each(as_list, count), eq)
+    got = pair.both("search", "w", [data[4]["vector"]], limit=3, output_fields=["name"])
+    d.check("upsert.then_search", each(hits, got), same_hits)
+    pair.run("delete", "w", filter='meta["parity"] == "odd" and n > 6')
+    got = pair.both("query", "w", filter="n > 6", output_fields=["id", "n"])
+    d.check("delete.json_filter", each(rows, got), close_rows)
+    partition_checks(pair, d, data, queries)
+    pair.run("drop_collection", "w")
+    d.check("drop.has", pair.both("has_collection", "w"), eq)
+    d.check("drop.list", pair.both("list_collections"), eq)
+    d.assert_none()
+
+
+def partition_checks(pair: Pair, d: Diffs, data: list[dict[str, Any]], queries: np.ndarray) -> None:
+    """create, insert into, query/search/count/delete in, and drop a partition."""
+    pair.run("create_partition", "w", "p1")
+    d.check("partition.has", pair.both("has_partition", "w", "p1"), eq)
+    d.check("partition.list", each(sorted, pair.both("list_partitions", "w")), eq)
+    extra = [{**r, "id": 10_000 + r["id"]} for r in data[:40]]
+    pair.run("insert", "w", extra, partition_name="p1")
+    got = pair.both("query", "w", filter="n < 4", output_fields=FIELDS, partition_names=["p1"])
+    d.check("partition.query", each(rows, got), close_rows)
+    got = pair.both(
+        "search", "w", queries.tolist(), limit=6, partition_names=["p1"], output_fields=["n"]
+    )
+    d.check("partition.search", each(hits, got), same_hits)
+    got = pair.both("query", "w", filter="", output_fields=["count(*)"])
+    d.check("partition.count_all", each(as_list, got), eq)
+    got = pair.both("query", "w", filter="", output_fields=["count(*)"], partition_names=["p1"])
+    d.check("partition.count", each(as_list, got), eq)
+    d.check("partition.missing", pair.both("has_partition", "w", "p2"), eq)
+    pair.run("delete", "w", filter="id >= 10030")
+    got = pair.both("query", "w", filter="id >= 10000", output_fields=["id"])
+    d.check("partition.delete_filter", each(rows, got), close_rows)
+    pair.run("drop_partition", "w", "p1")
+    d.check("partition.dropped", pair.both("has_partition", "w", "p1"), eq)
+    d.check("partition.list_after_drop", pair.both("list_partitions", "w"), eq)
+    got = pair.both("query", "w", filter="", output_fields=["count(*)"], partition_names=["p1"])
+    d.check("partition.query_dropped", each(as_list, got), eq)
+    got = pair.both("query", "w", filter="", output_fields=["count(*)"])
+    d.check("partition.count_after_drop", each(as_list, got), eq)
