@@ -1,4 +1,4 @@
-"""The `vectorlog` command: run the demo, list collections, read dead letters."""
+"""The `vectorlog` command: run the demo, list collections, read dead letters, replay."""
 
 from __future__ import annotations
 
@@ -56,6 +56,13 @@ def _dead_letters(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """Writes the events of a topic as JSON lines, Parquet or raw Avro; appends nothing."""
+    from vectorlog.replay_cmd import run
+
+    return run(args, _cluster(args))
+
+
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     return {"cluster": args.cluster} if args.cluster else {}
 
@@ -69,11 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn, text in (
         ("collections", _collections, "list collections and row counts"),
         ("dead-letters", _dead_letters, "print each dead letter once (reads, never writes)"),
+        ("replay", _replay, "write a topic's events as JSON lines, Parquet or Avro"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
         p.add_argument("--cluster", help="topic prefix; default: VECTORLOG_CLUSTER or vectorlog")
         p.set_defaults(fn=fn)
+        if name == "replay":
+            from vectorlog.replay_cmd import add_arguments
+
+            add_arguments(p)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main

@@ -1,0 +1,210 @@
+"""`vectorlog replay`: a topic's events as JSON lines or Parquet, filtered, restartable,
+corrupt records reported with their position, and nothing appended to the log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import ClientFactory
+from vectorlog import cli, hybridts
+from vectorlog.config import Config
+from vectorlog.replay import ReplayError, parse_offsets, parse_ts
+from vectorlog.standalone import open_log
+from vectorlog.streams.log.base import Append
+from vectorlog.streams.topics import Topics
+
+DATA = ["--type", "RowsInserted", "--type", "RowsDeleted"]
+
+
+def run(client_args: dict[str, Any], capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    """Runs `vectorlog replay` on the (closed) cluster; returns (events printed, stderr)."""
+    args = ["replay", "--uri", client_args["uri"], *argv]
+    args += ["--cluster", client_args["cluster"]] if "cluster" in client_args else []
+    assert cli.main(args) == 0
+    out, err = capsys.readouterr()
+    return [json.loads(line) for line in out.splitlines()], err
+
+
+def end_offsets(client_args: dict[str, Any]) -> dict[str, dict[int, int]]:
+    """Returns the end offsets of the cluster's topics (the cluster is not open)."""
+    cfg = Config.load(log=client_args["uri"], cluster=client_args.get("cluster", "vectorlog"))
+    log, topics = open_log(cfg), Topics(cfg.cluster)
+    try:
+        return {t: log.end_offsets(t) for t in (topics.dml, topics.ddl, topics.coord)}
+    finally:
+        log.close()
+
+
+def inserted(events: list[dict[str, Any]]) -> dict[int, list[float]]:
+    """Returns {id: vector} of the RowsInserted events printed."""
+    rows: dict[int, list[float]] = {}
+    for e in events:
+        if e["type"] == "RowsInserted":
+            cols = {c["field_name"]: c["column"]["values"] for c in e["body"]["columns"]}
+            rows.update(zip(cols["id"], cols["vector"], strict=True))
+    return rows
+
+
+def test_jsonl_round_trips_inserts_deletes_and_ddl_and_appends_nothing(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": i, "vector": [float(i), 0.5]} for i in range(3)])
+    client.delete("c", ids=[1])
+    cid = client.describe_collection("c")["collection_id"]
+    client.close()
+    before = end_offsets(client_args)
+    events, err = run(client_args, capsys, *DATA)
+    assert err == "" and inserted(events) == {i: [float(i), 0.5] for i in range(3)}
+    (deleted,) = [e for e in events if e["type"] == "RowsDeleted"]
+    assert deleted["body"]["primary_keys"]["values"] == [1] and deleted["collection_id"] == cid
+    ddl, _ = run(client_args, capsys, "--topic", "ddl", "--type", "CollectionCreated")
+    assert [(e["body"]["collection_name"], e["body"]["collection_id"]) for e in ddl] == [("c", cid)]
+    assert end_offsets(client_args) == before
+
+
+def test_filters_by_collection_name_or_id_and_by_type(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    for name, base in (("c", 0), ("d", 100)):
+        client.create_collection(name, dimension=2)
+        client.insert(name, [{"id": base + i, "vector": [0.0, 1.0]} for i in range(2)])
+    client.delete("d", ids=[100])
+    cid = client.describe_collection("c")["collection_id"]
+    client.close()
+    by_name, _ = run(client_args, capsys, "--collection", "c")
+    assert by_name and {e["collection_id"] for e in by_name} == {cid}
+    assert set(inserted(by_name)) == {0, 1}
+    by_id, _ = run(client_args, capsys, "--collection", str(cid))
+    assert by_id == by_name
+    deletes, _ = run(client_args, capsys, "--type", "RowsDeleted")
+    assert [(e["type"], e["body"]["primary_keys"]["values"]) for e in deletes] == [
+        ("RowsDeleted", [100])
+    ]
+
+
+def test_from_ts_skips_earlier_events(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    between = client.cluster.rootcoord.now()
+    client.insert("c", [{"id": 2, "vector": [1.0, 1.0]}])
+    client.close()
+    events, _ = run(client_args, capsys, "--from-ts", str(between), *DATA)
+    assert set(inserted(events)) == {2} and all(e["ts"] >= between for e in events)
+    everything, _ = run(client_args, capsys, *DATA)
+    assert set(inserted(everything)) == {1, 2}
+
+
+def test_a_corrupt_record_goes_to_stderr_with_its_position_and_the_rest_comes_out(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    node = client.cluster
+    pch = node.proxy.describe_collection("c").pchannels[0]
+    (offset,) = node.log.append(node.topics.dml, [Append(pch, b"\x00garbage")])
+    client.insert("c", [{"id": 2, "vector": [1.0, 1.0]}])
+    client.close()
+    events, err = run(client_args, capsys, *DATA)
+    (report,) = [json.loads(line) for line in err.splitlines()]
+    assert (report["topic"], report["partition"], report["offset"]) == (
+        node.topics.dml,
+        pch,
+        offset,
+    )
+    assert report["corrupt"] and report["reason"] and report["bytes"] == len(b"\x00garbage")
+    assert set(inserted(events)) == {1, 2}
+
+
+def positions(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    return [(e["partition"], e["offset"]) for e in events]
+
+
+def test_resume_continues_exactly_where_the_saved_position_ended(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
+    client.close()
+    saved, again = str(tmp_path / "pos.json"), str(tmp_path / "pos2.json")
+    first, _ = run(client_args, capsys, "--save-position", saved)
+    client = open_client()
+    client.insert("c", [{"id": 2, "vector": [1.0, 1.0]}])
+    client.close()
+    second, _ = run(client_args, capsys, "--resume", saved, "--save-position", again)
+    everything, _ = run(client_args, capsys)
+    assert first and second and set(inserted(second)) == {2}
+    assert sorted(positions(first) + positions(second)) == sorted(positions(everything))
+    assert not set(positions(first)) & set(positions(second))
+    last, _ = run(client_args, capsys, "--resume", again)
+    assert last == []
+    saved_next = json.loads(Path(saved).read_text())["positions"]
+    start = ",".join(f"{p}:{o}" for p, o in saved_next.items())
+    from_offset, _ = run(client_args, capsys, "--from-offset", start)
+    assert from_offset == second
+
+
+def test_parquet_holds_the_same_events_as_json_lines(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+):
+    import pyarrow.parquet as pq
+
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": i, "vector": [float(i), 2.0]} for i in range(5)])
+    client.delete("c", ids=[3])
+    client.close()
+    before = end_offsets(client_args)
+    out = tmp_path / "events.parquet"
+    run(client_args, capsys, *DATA, "--format", "parquet", "--out", str(out))
+    rows = pq.read_table(out).to_pylist()
+    events, _ = run(client_args, capsys, *DATA)
+    assert len(rows) == len(events) == 2
+    assert [{**r, "body": json.loads(r["body"])} for r in rows] == events
+    assert end_offsets(client_args) == before
+
+
+def test_bad_options_are_refused(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+):
+    open_client().close()
+    (tmp_path / "pos.json").write_text('{"topic": "other.dml", "positions": {"0": 1}}')
+    bad = (["--collection", "nope"], ["--resume", str(tmp_path / "pos.json")])
+    for argv in (*bad, ["--from-offset", "99:0"]):
+        args = ["replay", "--uri", client_args["uri"], *argv]
+        args += ["--cluster", client_args["cluster"]] if "cluster" in client_args else []
+        assert cli.main(args) == 2
+        assert "vectorlog replay:" in capsys.readouterr().err
+
+
+def test_positions_and_times_parse():
+    assert parse_offsets("0:5,3:7") == {0: 5, 3: 7}
+    assert parse_ts("123") == 123
+    want = hybridts.compose(1_700_000_000_000)
+    assert parse_ts("2023-11-14T22:13:20Z") == want == parse_ts("2023-11-14T22:13:20")
+    assert parse_ts("2023-11-14T23:13:20+01:00") == want
+    for bad in ("0-5", "x:1", ""):
+        with pytest.raises(ReplayError):
+            parse_offsets(bad)
+    with pytest.raises(ReplayError):
+        parse_ts("yesterday")

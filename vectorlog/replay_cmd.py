@@ -1,0 +1,115 @@
+"""The `vectorlog replay` command: its options, and a run from them to a file or stdout."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from vectorlog.config import Config
+from vectorlog.replay import (
+    TOPIC_KINDS,
+    Filters,
+    Positions,
+    ReplayError,
+    collection_ids,
+    parse_offsets,
+    parse_ts,
+    replay,
+)
+from vectorlog.replay_out import FORMATS, write_avro, write_jsonl, write_parquet
+from vectorlog.streams.log.base import Record
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Adds the replay options to `p` (besides --uri and --cluster)."""
+    p.add_argument("--topic", choices=TOPIC_KINDS, default="dml", help="default: dml")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-offset", help="PARTITION:OFFSET,... (others from 0)")
+    start.add_argument("--resume", metavar="FILE", help="start where --save-position ended")
+    p.add_argument("--from-ts", help="events with ts >= this: a hybrid ts or ISO-8601 (UTC)")
+    p.add_argument("--collection", action="append", default=[], help="name or id; repeatable")
+    p.add_argument("--type", action="append", default=[], help="event type; repeatable")
+    p.add_argument("--format", choices=FORMATS, default="jsonl", help="default: jsonl")
+    p.add_argument("--out", help="output file; default stdout")
+    p.add_argument("--save-position", metavar="FILE", help="write the next offsets at the end")
+
+
+def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
+    """Replays as the options say; returns 0, or 2 on a bad option (printed to stderr)."""
+    cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
+    from vectorlog.standalone import open_log
+    from vectorlog.streams.errors import TopicNotFound
+    from vectorlog.streams.topics import Serdes, Topics
+
+    topics = Topics(cfg.cluster, cfg.dml_partitions)
+    topic = getattr(topics, args.topic)
+    serde = Serdes(cfg.schema_registry_url).for_topic(topic)
+    log = open_log(cfg)
+    try:
+        positions = _start(args, topic)
+        ids = collection_ids(log, topics, serde, args.collection) if args.collection else set()
+        ts = parse_ts(args.from_ts) if args.from_ts else 0
+        filters = Filters(ts, frozenset(ids), frozenset(args.type))
+        items = replay(log, topic, serde, filters, positions, report_corrupt)
+        with _output(args) as out:
+            _write(args.format, items, out)
+        if args.save_position:
+            positions.save(args.save_position)
+    except ReplayError as exc:
+        print(f"vectorlog replay: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except TopicNotFound as exc:
+        print(f"vectorlog replay: {exc} on {cfg.log}", file=sys.stderr)
+        return 1
+    finally:
+        log.close()
+    return 0
+
+
+def _start(args: argparse.Namespace, topic: str) -> Positions:
+    """Returns where to start: --resume's file, --from-offset, or every partition at 0."""
+    if args.resume:
+        return Positions.load(args.resume, topic)
+    return Positions(topic, parse_offsets(args.from_offset) if args.from_offset else {})
+
+
+@contextlib.contextmanager
+def _output(args: argparse.Namespace) -> Iterator[IO[Any]]:
+    """Yields the output stream: --out (text for jsonl, else binary) or stdout."""
+    binary = args.format != "jsonl"
+    if args.out:
+        with open(args.out, "wb" if binary else "w") as f:
+            yield f
+    else:
+        yield sys.stdout.buffer if binary else sys.stdout
+        sys.stdout.flush()
+
+
+def _write(fmt: str, items: Any, out: IO[Any]) -> int:
+    """Writes `items` in format `fmt`; returns how many."""
+    if fmt == "parquet":
+        return write_parquet(items, out)
+    if fmt == "avro":
+        return write_avro(items, out)
+    return write_jsonl(items, out)
+
+
+def report_corrupt(rec: Record, reason: str) -> None:
+    """Writes a record that does not decode to stderr, as JSON with its position."""
+    doc = {
+        "corrupt": True,
+        "topic": rec.topic,
+        "partition": rec.partition,
+        "offset": rec.offset,
+        "bytes": len(rec.value),
+        "reason": reason,
+    }
+    print(json.dumps(doc), file=sys.stderr, flush=True)
