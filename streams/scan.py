@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.errors import LogError
+from vectorlog.streams.errors import LogError, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 END_MARKER_SOURCE = "end-marker"
@@ -51,31 +51,44 @@ def read_to_end(
         reader.close()
 
 
-def read_all(log: Log, topic: str, timeout: float = 30.0, idle: float = IDLE_S) -> Iterator[Record]:
+def read_all(
+    log: Log,
+    topic: str,
+    timeout: float = 30.0,
+    idle: float = IDLE_S,
+    start: dict[int, int] | None = None,
+) -> Iterator[Record]:
     """Yields every record of `topic` appended before this call (and maybe some appended
-    during it), every partition from offset 0, without writing anything: up to
-    `log.end_offsets(topic)`, then on until no record came for `idle` seconds (a Kafka
-    high watermark may lag the real end). An empty topic is read without waiting; on a
-    topic appended to without pause, it stops at `timeout` once past the end offsets.
+    during it), from `start` ({partition: offset}; partitions not named, and all by
+    default, from 0), without writing anything: up to `log.end_offsets(topic)`, then on
+    until no record came for `idle` seconds (a Kafka high watermark may lag the real end).
+    A topic with nothing past `start` is read without waiting; on a topic appended to
+    without pause, it stops at `timeout` once past the end offsets.
 
-    Raises TopicNotFound, or LogError if the end offsets are not reached within `timeout`.
+    Raises TopicNotFound, TopicPartitionNotFound if `start` names a partition the topic
+    lacks, or LogError if the end offsets are not reached within `timeout`.
     """
     ends = log.end_offsets(topic)
-    if not any(ends.values()):
+    for p in sorted(set(start or {}) - set(ends)):
+        raise TopicPartitionNotFound(topic, p)
+    begin = {p: (start or {}).get(p, 0) for p in ends}
+    if all(begin[p] >= end for p, end in ends.items()):
         return
-    reader = log.reader(topic, {p: 0 for p in ends})
+    reader = log.reader(topic, begin)
     deadline = time.monotonic() + timeout
     try:
-        yield from _up_to(reader, topic, ends, deadline)
+        yield from _up_to(reader, topic, begin, ends, deadline)
         while time.monotonic() < deadline and (batch := reader.poll(1000, idle)):
             yield from batch  # past the watermark: stop once idle (or busy past the deadline)
     finally:
         reader.close()
 
 
-def _up_to(reader: Reader, topic: str, ends: dict[int, int], deadline: float) -> Iterator[Record]:
+def _up_to(
+    reader: Reader, topic: str, begin: dict[int, int], ends: dict[int, int], deadline: float
+) -> Iterator[Record]:
     """Yields the records of `reader` until every partition passed its end offset."""
-    left = {p: end for p, end in ends.items() if end > 0}
+    left = {p: end for p, end in ends.items() if end > begin[p]}
     while left:
         if time.monotonic() > deadline:
             raise LogError(f"did not read {topic!r} up to its end offsets {ends} in time")

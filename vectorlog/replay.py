@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,8 +17,8 @@ from vectorlog import hybridts
 from vectorlog.errors import VectorlogError
 from vectorlog.schemas.columns import column_kind
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log, Reader, Record
+from vectorlog.streams.errors import TopicPartitionNotFound
+from vectorlog.streams.log.base import Log, Record
 from vectorlog.streams.scan import IDLE_S, read_all
 from vectorlog.streams.topics import Topics
 
@@ -168,37 +167,14 @@ def read_from(
     log: Log, topic: str, start: dict[int, int], timeout: float = 60.0, idle: float = IDLE_S
 ) -> Iterator[Record]:
     """Yields the records of `topic` from `start` (every partition; missing ones from 0) up
-    to its end offsets, then on until idle for `idle` seconds, as `read_all` does; writes
-    nothing. Raises ReplayError if `start` names a partition the topic lacks, TopicNotFound,
-    or LogError if the end offsets are not reached in time."""
-    ends = log.end_offsets(topic)
-    if unknown := sorted(set(start) - set(ends)):
-        raise ReplayError(f"{topic!r} has no partition {unknown} (it has {len(ends)})")
-    begin = {p: start.get(p, 0) for p in ends}
-    if all(begin[p] >= end for p, end in ends.items()):
-        return
-    reader = log.reader(topic, begin)
-    deadline = time.monotonic() + timeout
+    to its end offsets, then on until idle, as `read_all` does; writes nothing. Raises
+    ReplayError if `start` names a partition the topic lacks, TopicNotFound, or LogError if
+    the end offsets are not reached in time."""
     try:
-        yield from _until_ends(reader, topic, begin, ends, deadline)
-        while time.monotonic() < deadline and (batch := reader.poll(1000, idle)):
-            yield from batch
-    finally:
-        reader.close()
-
-
-def _until_ends(
-    reader: Reader, topic: str, begin: dict[int, int], ends: dict[int, int], deadline: float
-) -> Iterator[Record]:
-    """Yields the records of `reader` until every partition passed its end offset."""
-    left = {p: end for p, end in ends.items() if end > begin[p]}
-    while left:
-        if time.monotonic() > deadline:
-            raise LogError(f"did not read {topic!r} up to its end offsets {ends} in time")
-        for rec in reader.poll(1000, 0.2):
-            if rec.offset + 1 >= left.get(rec.partition, 0):
-                left.pop(rec.partition, None)
-            yield rec
+        yield from read_all(log, topic, timeout, idle, start)
+    except TopicPartitionNotFound as exc:
+        n = len(log.end_offsets(topic))
+        raise ReplayError(f"{topic!r} has no partition {exc.partition} (it has {n})") from None
 
 
 def to_json(item: Replayed) -> dict[str, Any]:
