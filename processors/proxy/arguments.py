@@ -10,7 +10,8 @@ from vectorlog.model import NOT_STORED_YET, CollectionSchema
 from vectorlog.types import ReadAt
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """Returns `value`'s repr for an error message, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -34,7 +35,7 @@ def name_list(argument: str, kind: str, value: Any) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)):
-        raise InvalidArgument(f"{argument} must be a list of strings, not {_shown(value)}")
+        raise InvalidArgument(f"{argument} must be a list of strings, not {shown(value)}")
     for v in value:
         name(kind, v)
     return list(value)
@@ -56,10 +57,10 @@ def properties(value: Any) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidArgument(f"properties must be a dict of strings, not {_shown(value)}")
+        raise InvalidArgument(f"properties must be a dict of strings, not {shown(value)}")
     for k in value:
         if not isinstance(k, str):
-            raise InvalidArgument(f"properties keys must be strings, not {_shown(k)}")
+            raise InvalidArgument(f"properties keys must be strings, not {shown(k)}")
     return {k: str(v) for k, v in value.items()}
 
 

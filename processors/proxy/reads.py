@@ -13,17 +13,13 @@ from typing import Any
 from vectorlog.errors import InvalidArgument
 from vectorlog.expr import Expr, parse
 from vectorlog.model import CollectionSchema
+from vectorlog.processors.proxy.arguments import shown
 from vectorlog.processors.querynode.service import GROUPABLE
 
 MAX_WINDOW = 16_384  # Milvus: limit + offset of a search or query
 COUNT = "count(*)"
 ALL = "*"
 SEARCH_PARAM_KEYS = ("metric_type", "params")
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _int(value: Any) -> bool:
@@ -33,7 +29,7 @@ def _int(value: Any) -> bool:
 def limit(value: Any) -> int:
     """Returns a search's `limit`: an int 1..16384."""
     if not _int(value) or not 0 < value <= MAX_WINDOW:
-        raise InvalidArgument(f"limit must be 1..{MAX_WINDOW}, not {_shown(value)}")
+        raise InvalidArgument(f"limit must be 1..{MAX_WINDOW}, not {shown(value)}")
     return int(value)
 
 
@@ -48,7 +44,7 @@ def offset(value: Any, lim: int | None) -> int:
     """Returns `offset`: an int 0..16384, with `lim + offset` <= 16384 when there is a
     limit (Milvus's window)."""
     if not _int(value) or not 0 <= value <= MAX_WINDOW:
-        raise InvalidArgument(f"offset must be 0..{MAX_WINDOW}, not {_shown(value)}")
+        raise InvalidArgument(f"offset must be 0..{MAX_WINDOW}, not {shown(value)}")
     if lim is not None and lim + value > MAX_WINDOW:
         raise InvalidArgument(
             f"limit + offset must be at most {MAX_WINDOW}, got {lim} + {value} = {lim + value}"
@@ -65,11 +61,11 @@ def expression(
     if text is None:
         text = ""
     if not isinstance(text, str):
-        raise InvalidArgument(f"{argument} must be a string expression, not {_shown(text)}")
+        raise InvalidArgument(f"{argument} must be a string expression, not {shown(text)}")
     if params is not None and (
         not isinstance(params, dict) or not all(isinstance(k, str) for k in params)
     ):
-        raise InvalidArgument(f"filter_params must be a dict with str keys, not {_shown(params)}")
+        raise InvalidArgument(f"filter_params must be a dict with str keys, not {shown(params)}")
     if not text.strip():
         return None
     dynamic = bool(getattr(schema, "enable_dynamic_field", False))
@@ -82,21 +78,21 @@ def search_params(value: Any, metric: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidArgument(f"search_params must be a dict, not {_shown(value)}")
+        raise InvalidArgument(f"search_params must be a dict, not {shown(value)}")
     unknown = sorted(str(k) for k in value if k not in SEARCH_PARAM_KEYS)
     if unknown:
         raise InvalidArgument(f"search_params has unknown key(s) {unknown}: {SEARCH_PARAM_KEYS}")
     given = value.get("metric_type")
     if given is not None and (not isinstance(given, str) or given.upper() != metric):
         raise InvalidArgument(
-            f"search_params metric_type {_shown(given)} does not match the index's {metric!r}"
+            f"search_params metric_type {shown(given)} does not match the index's {metric!r}"
         )
     params = value.get("params")
     if params is None:
         return {}
     if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
         raise InvalidArgument(
-            f"search_params['params'] must be a dict with str keys, not {_shown(params)}"
+            f"search_params['params'] must be a dict with str keys, not {shown(params)}"
         )
     return dict(params)
 
@@ -107,7 +103,7 @@ def anns_field(schema: CollectionSchema, value: Any) -> None:
         return
     if value != schema.vector.name:
         raise InvalidArgument(
-            f"anns_field {_shown(value)} is not a vector field "
+            f"anns_field {shown(value)} is not a vector field "
             f"(the collection's is {schema.vector.name!r})"
         )
 
@@ -118,7 +114,7 @@ def group_by_field(schema: CollectionSchema, value: Any) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise InvalidArgument(f"group_by_field must be a field name, not {_shown(value)}")
+        raise InvalidArgument(f"group_by_field must be a field name, not {shown(value)}")
     f = schema.field(value)
     if f.dtype.value not in GROUPABLE:
         raise InvalidArgument(
