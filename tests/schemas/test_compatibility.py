@@ -57,7 +57,16 @@ def test_data_written_with_v1_is_read_by_the_current_schema(event: Event):
     old_writer = EventSerde(registry=V1)
     data = old_writer.encode(event)
     assert data[2:10] == V1.current.fingerprint
-    assert EventSerde().decode(data) == event
+    assert without_v4_defaults(EventSerde().decode(data)) == event
+
+
+def without_v4_defaults(decoded: Event) -> Event:
+    """Returns `decoded` after checking and removing the v4 schema fields' defaults."""
+    schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
+    if schema is not None:
+        assert schema.pop("enable_dynamic_field") is False
+        assert all(f.pop("is_dynamic") is False for f in schema["fields"])
+    return decoded
 
 
 def test_v2_only_appends_union_branches_and_keeps_every_v1_field():
@@ -115,7 +124,7 @@ def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
         payload = next(f for f in env["fields"] if f["name"] == "payload")
         return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
 
-    old, new = branches(V2), branches(default_registry())
+    old, new = branches(V2), branches(V3)
     assert new[: len(old)] == old
     assert new[len(old) :] == [
         "SegmentOpened",
@@ -126,3 +135,38 @@ def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
         "BinlogPathsSaved",
         "SegmentFlushed",
     ]
+
+
+V3 = SchemaRegistry(AVRO_DIR / "v3")
+
+
+def v3_events() -> list[Event]:
+    created = v1_events()[0]
+    return [
+        Event("CollectionCreated", 30, created.body, 5),
+        Event("SegmentFlushed", 31, {"segment_id": 7, "num_rows": 10}),
+    ]
+
+
+@pytest.mark.parametrize("event", v3_events(), ids=lambda e: e.type)
+def test_data_written_with_v3_is_read_by_the_current_schema(event: Event):
+    data = EventSerde(registry=V3).encode(event)
+    assert data[2:10] == V3.current.fingerprint != default_registry().current.fingerprint
+    assert without_v4_defaults(EventSerde().decode(data)) == event
+
+
+def test_v4_appends_the_index_build_branches_and_data_types_to_v3():
+    def env(reg: SchemaRegistry) -> dict:
+        return json.loads(reg.current.text)
+
+    def branches(reg: SchemaRegistry) -> list[str]:
+        payload = next(f for f in env(reg)["fields"] if f["name"] == "payload")
+        return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
+
+    old, new = branches(V3), branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["SegmentIndexed", "SegmentIndexesDropped"]
+    dtypes = json.loads((AVRO_DIR / "DataType.avsc").read_text())["symbols"]
+    old_dtypes = json.loads((AVRO_DIR / "v3" / "DataType.avsc").read_text())["symbols"]
+    assert dtypes[: len(old_dtypes)] == old_dtypes
+    assert dtypes[len(old_dtypes) :] == ["INT8", "INT16", "INT32", "FLOAT", "ARRAY"]
