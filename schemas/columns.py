@@ -1,4 +1,10 @@
-"""Columnar batches as carried by RowsInserted/RowsDeleted: encoding and decoding of columns."""
+"""Columnar batches as carried by RowsInserted/RowsDeleted: encoding and decoding of columns.
+
+INT8/16/32 travel in Int64Column, FLOAT in DoubleColumn (values already rounded to float32),
+ARRAY as one JSON array text per row in JsonColumn (as JSON values are). The dynamic field
+`$meta` travels as a JsonColumn too, but only when a row of the batch has a dynamic key: a
+RowsInserted without it means `{}` for every row (`with_dynamic` puts it back on reading).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +13,31 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import DataType
+from vectorlog.model import CollectionSchema, DataType
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE
 
 COLUMN_TYPE = {
+    DataType.INT8: "Int64Column",
+    DataType.INT16: "Int64Column",
+    DataType.INT32: "Int64Column",
     DataType.INT64: "Int64Column",
+    DataType.FLOAT: "DoubleColumn",
     DataType.DOUBLE: "DoubleColumn",
     DataType.BOOL: "BoolColumn",
     DataType.VARCHAR: "StringColumn",
     DataType.JSON: "JsonColumn",
+    DataType.ARRAY: "JsonColumn",
     DataType.FLOAT_VECTOR: "FloatVectorColumn",
 }
+
+
+def _json_text(value: Any) -> str:
+    """Returns compact JSON text; an empty object (a row without dynamic keys) without
+    calling json.dumps."""
+    if type(value) is dict and not value:
+        return "{}"
+    return json.dumps(value, separators=(",", ":"))
 
 
 def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple[str, dict]:
@@ -27,8 +46,8 @@ def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple
     if dtype is DataType.FLOAT_VECTOR:
         data = np.ascontiguousarray(values, dtype="<f4").tobytes()
         return name, {"dim": dim, "data": data}
-    if dtype is DataType.JSON:
-        return name, {"values": [json.dumps(v, separators=(",", ":")) for v in values]}
+    if dtype in (DataType.JSON, DataType.ARRAY):
+        return name, {"values": [_json_text(v) for v in values]}
     if isinstance(values, np.ndarray):
         values = values.tolist()
     return name, {"values": values}
@@ -62,3 +81,18 @@ def decode_column(column: Any, num_rows: int) -> Any:
     if kind == "BoolColumn":
         return np.asarray(values, dtype=bool)
     return list(values)
+
+
+def with_dynamic(schema: CollectionSchema, columns: list[dict], num_rows: int) -> list[dict]:
+    """Returns a RowsInserted's `columns` with the dynamic field's column added (`{}` for
+    every row) if the collection has one and the event left it out (no row had a dynamic
+    key, so the writer saved encoding it); else `columns` as they are."""
+    dyn = schema.dynamic
+    if dyn is None or any(c["field_name"] == dyn.name for c in columns):
+        return columns
+    meta = {
+        "field_id": dyn.field_id,
+        "field_name": dyn.name,
+        "column": encode_column(DataType.JSON, [{}] * num_rows),
+    }
+    return [*columns, meta]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.config import Config
-from vectorlog.errors import IndexNotFound, InvalidArgument
+from vectorlog.errors import InvalidArgument
 from vectorlog.model import (
     CollectionInfo,
     CollectionSchema,
@@ -26,8 +26,11 @@ from vectorlog.types import DeleteResult, Hit, IndexSpec, InsertResult, ReadAt, 
 class SchemaBuilder:
     """A collection schema under construction (MilvusClient.create_schema())."""
 
-    def __init__(self, auto_id: bool = False, description: str = "") -> None:
+    def __init__(
+        self, auto_id: bool = False, description: str = "", enable_dynamic_field: bool = False
+    ) -> None:
         self.auto_id, self.description = auto_id, description
+        self.enable_dynamic_field = enable_dynamic_field
         self.fields: list[FieldSchema] = []
 
     def add_field(
@@ -40,12 +43,24 @@ class SchemaBuilder:
         max_length: int | None = None,
         metric_type: str | None = None,
         description: str = "",
+        element_type: DataType | None = None,
+        max_capacity: int | None = None,
     ) -> SchemaBuilder:
-        """Adds a field; returns self so calls chain."""
+        """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
+        elements); returns self so calls chain."""
         auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
         self.fields.append(
             FieldSchema(
-                field_name, datatype, is_primary, auto, dim, metric_type, max_length, description
+                field_name,
+                datatype,
+                is_primary,
+                auto,
+                dim,
+                metric_type,
+                max_length,
+                description,
+                element_type=element_type,
+                max_capacity=max_capacity,
             )
         )
         return self
@@ -66,7 +81,9 @@ class SchemaBuilder:
             else f
             for f in self.fields
         )
-        return CollectionSchema(fields, self.description)
+        return CollectionSchema(
+            fields, self.description, enable_dynamic_field=self.enable_dynamic_field
+        )
 
 
 class IndexParams(list[IndexSpec]):
@@ -75,15 +92,48 @@ class IndexParams(list[IndexSpec]):
     def add_index(
         self,
         field_name: str,
-        index_type: str = "FLAT",
+        index_type: str = "",
         index_name: str = "",
         metric_type: str | None = None,
         params: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> IndexParams:
-        self.append(
-            IndexSpec(field_name, index_type, metric_type, params or {}, index_name or None)
-        )
+        """Adds an index, as pymilvus: `index_type` "" is AUTOINDEX, `metric_type` None is
+        COSINE, the name defaults to the field's; other keyword arguments are build
+        parameters like those of `params` (ints or decimal strings). Returns self."""
+        build = {**(params or {}), **kwargs}
+        self.append(IndexSpec(field_name, index_type, metric_type, build, index_name or None))
         return self
+
+
+def index_specs(index_params: Any) -> list[IndexSpec]:
+    """Returns the indexes of `index_params`: ours, or pymilvus's IndexParams (IndexParam
+    objects with field_name, index_name and get_index_configs()). Raises InvalidArgument."""
+    if not isinstance(index_params, (list, tuple)):
+        raise InvalidArgument(f"index_params must be IndexParams, not {index_params!r:.60}")
+    specs = []
+    for p in index_params:
+        if isinstance(p, IndexSpec):
+            specs.append(p)
+        elif hasattr(p, "field_name") and hasattr(p, "get_index_configs"):
+            configs = dict(p.get_index_configs())
+            kind, metric = configs.pop("index_type", ""), configs.pop("metric_type", None)
+            build = {**(configs.pop("params", None) or {}), **configs}
+            specs.append(IndexSpec(p.field_name, kind, metric, build, p.index_name or None))
+        else:
+            raise InvalidArgument(f"index_params holds {p!r:.60}, not an index")
+    return specs
+
+
+def check_indexes(schema: CollectionSchema, specs: list[IndexSpec]) -> None:
+    """Checks `specs` against `schema` before anything is created: each valid, at most one
+    per field and per name. Raises InvalidArgument naming the problem."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        body = spec.resolved(schema)
+        for key in ("field_name", "index_name"):
+            if seen.setdefault(f"{key}={body[key]}", body["index_name"]) != body["index_name"]:
+                raise InvalidArgument(f"index_params has two indexes with {key} {body[key]!r}")
 
 
 class Client:
@@ -115,8 +165,11 @@ class Client:
 
     # -- collections ------------------------------------------------------------------------
     @staticmethod
-    def create_schema(auto_id: bool = False, description: str = "") -> SchemaBuilder:
-        return SchemaBuilder(auto_id, description)
+    def create_schema(
+        auto_id: bool = False, description: str = "", enable_dynamic_field: bool = False
+    ) -> SchemaBuilder:
+        """Returns a schema builder; `enable_dynamic_field` keeps unknown keys in `$meta`."""
+        return SchemaBuilder(auto_id, description, enable_dynamic_field)
 
     def create_collection(
         self,
@@ -132,11 +185,24 @@ class Client:
         num_shards: int = 1,
         max_length: int = 65_535,
         properties: dict[str, str] | None = None,
+        index_params: IndexParams | None = None,
+        enable_dynamic_field: bool = True,
     ) -> None:
-        """Creates a collection: quick setup with `dimension=`, or a full `schema=`."""
+        """Creates a collection, as MilvusClient: quick setup with `dimension=` (primary key
+        `primary_field_name`, vector field `vector_field_name`, an AUTOINDEX index on it with
+        `metric_type`, COSINE by default, the dynamic field unless `enable_dynamic_field`
+        is False), or a full `schema=` with the indexes of
+        `index_params` created right after it (without an index, searches use the metric of
+        the vector field, `metric_type`). Raises InvalidArgument (nothing is created if the
+        schema or an index is bad), CollectionExists."""
         if schema is None:
             if dimension is None:
                 raise InvalidArgument("create_collection needs dimension= or schema=")
+            if index_params:
+                raise InvalidArgument(
+                    "index_params needs schema= (quick setup creates an AUTOINDEX index)"
+                )
+            specs = [IndexSpec(vector_field_name, "AUTOINDEX", metric_type)]
             built = quick_schema(
                 dimension,
                 metric_type,
@@ -145,12 +211,15 @@ class Client:
                 vector_field_name,
                 id_type,
                 max_length,
+                enable_dynamic_field=enable_dynamic_field,  # on by default, as Milvus
             )
-        elif isinstance(schema, SchemaBuilder):
-            built = schema.build(metric_type)
         else:
-            built = schema
+            specs = index_specs(index_params or [])
+            built = schema.build(metric_type) if isinstance(schema, SchemaBuilder) else schema
+        check_indexes(built.validated(), specs)
         self._proxy.create_collection(collection_name, built, num_shards, properties)
+        for spec in specs:
+            self._proxy.create_index(collection_name, spec)
 
     def drop_collection(self, collection_name: str) -> None:
         self._proxy.drop_collection(collection_name)
@@ -211,41 +280,46 @@ class Client:
             }
         return {"aliases": self._proxy.list_aliases(as_of), "collection_name": ""}
 
-    # -- indexes (descriptions) --------------------------------------------------------------
+    # -- indexes ------------------------------------------------------------------------------
     @staticmethod
     def prepare_index_params() -> IndexParams:
+        """Returns an empty IndexParams to `add_index` to (MilvusClient's)."""
         return IndexParams()
 
-    def create_index(self, collection_name: str, index_params: IndexParams) -> None:
-        """Records each index of `index_params` (parameters only; building is later work)."""
-        for spec in index_params:
+    def create_index(
+        self, collection_name: str, index_params: IndexParams, timeout: float | None = None
+    ) -> None:
+        """Creates each index of `index_params` (ours or pymilvus's); the index node builds
+        it on every Flushed segment. An index identical to an existing one is a no-op.
+        Raises InvalidArgument (checked for every index before any is created), IndexExists
+        (another index on the field or with the name), CollectionNotFound."""
+        specs = index_specs(index_params)
+        if not specs:
+            raise InvalidArgument("index_params is empty: no index can be created")
+        check_indexes(self._proxy.describe_collection(collection_name).schema, specs)
+        for spec in specs:
             self._proxy.create_index(collection_name, spec)
 
     def drop_index(self, collection_name: str, index_name: str) -> None:
+        """Drops an index (searches then use the vector field's metric); dropping one that
+        does not exist is a no-op, as in Milvus. Raises CollectionNotFound."""
         self._proxy.drop_index(collection_name, index_name)
 
-    def list_indexes(self, collection_name: str, field_name: str | None = None) -> list[str]:
+    def list_indexes(self, collection_name: str, field_name: str | None = "") -> list[str]:
+        """Returns the names of the collection's indexes (on `field_name` only, if given)."""
         indexes = self._proxy.describe_collection(collection_name).indexes
         return sorted(
-            n for n, ix in indexes.items() if field_name is None or ix["field_name"] == field_name
+            n for n, ix in indexes.items() if not field_name or ix["field_name"] == field_name
         )
 
     def describe_index(
         self, collection_name: str, index_name: str, as_of: int | None = None
     ) -> dict[str, Any]:
-        """Returns the index's description. Raises IndexNotFound."""
-        info = self._proxy.describe_collection(collection_name, as_of)
-        if index_name not in info.indexes:
-            raise IndexNotFound(info.name, index_name)
-        ix = info.indexes[index_name]
-        return {
-            "index_name": ix["index_name"],
-            "field_name": ix["field_name"],
-            "index_type": ix["index_type"],
-            "metric_type": ix["metric_type"],
-            "params": dict(ix["params"]),
-            "created_timestamp": ix["created_ts"],
-        }
+        """Returns {index_type, metric_type, params, field_name, index_name, total_rows,
+        indexed_rows, pending_index_rows, state} as Milvus: params as created, rows of the
+        Flushed segments and how many are indexed, state "Finished" once all are (also with
+        none). Raises IndexNotFound, CollectionNotFound."""
+        return self._proxy.describe_index(collection_name, index_name, as_of)
 
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
@@ -398,9 +472,10 @@ class Client:
 
 
 def describe(info: CollectionInfo) -> dict[str, Any]:
-    """Returns the MilvusClient-shaped description of a collection."""
+    """Returns the MilvusClient-shaped description of a collection (without the dynamic
+    field `$meta`, as Milvus)."""
     fields = []
-    for f in info.schema.fields:
+    for f in info.schema.user_fields:
         params: dict[str, Any] = {}
         if f.dim is not None:
             params["dim"] = f.dim
@@ -408,6 +483,8 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             params["max_length"] = f.max_length
         if f.metric_type:
             params["metric_type"] = f.metric_type
+        if f.max_capacity is not None:
+            params["max_capacity"] = f.max_capacity
         d = {
             "field_id": f.field_id,
             "name": f.name,
@@ -417,6 +494,8 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
         }
         if f.is_primary:
             d.update(is_primary=True, auto_id=f.auto_id)
+        if f.element_type is not None:
+            d["element_type"] = f.element_type
         fields.append(d)
     return {
         "collection_name": info.name,
@@ -432,5 +511,5 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
         "indexes": sorted(info.indexes),
         "properties": dict(info.properties),
         "created_timestamp": info.created_ts,
-        "enable_dynamic_field": False,
+        "enable_dynamic_field": info.schema.enable_dynamic_field,
     }

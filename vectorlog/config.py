@@ -86,6 +86,9 @@ class Config:
     segment_max_lifetime_s: float = 86_400.0
     #: at most this many Growing segments per vchannel; opening one more seals the oldest
     segment_max_growing_per_channel: int = 4
+    #: faiss (OpenMP) threads of one index build; builds run one at a time on the index node's
+    #: worker thread, so this bounds the cores index building takes from ingest and search
+    index_build_threads: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -169,6 +172,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
     "segment_max_lifetime_s": (lambda v: v > 0, "> 0 s"),
     "segment_max_growing_per_channel": (lambda v: 1 <= v <= 1024, "1..1024"),
+    "index_build_threads": (lambda v: 1 <= v <= 1024, "1..1024"),
     "log": (lambda v: v and v != "kafka://", "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
     "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),

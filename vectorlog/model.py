@@ -1,8 +1,10 @@
 """The data model shared by every processor: data types, field and collection schemas, names.
 
 Collections have exactly one primary key (INT64 or VARCHAR, optionally auto_id), exactly one
-FLOAT_VECTOR field (dim, metric L2/IP/COSINE), and scalar INT64, DOUBLE, BOOL, VARCHAR, JSON
-fields. User fields get ids from 100; row id (0) and timestamp (1) are system fields.
+FLOAT_VECTOR field (dim, metric L2/IP/COSINE), and scalar BOOL, INT8/16/32/64, FLOAT, DOUBLE,
+VARCHAR, JSON and ARRAY (element_type, max_capacity) fields. With enable_dynamic_field, the
+dynamic JSON field `$meta` (is_dynamic, last) keeps the keys of a row outside the schema.
+User fields get ids from 100; row id (0) and timestamp (1) are system fields.
 """
 
 from __future__ import annotations
@@ -41,10 +43,29 @@ class DataType(enum.Enum):
     FLOAT_VECTOR = "FLOAT_VECTOR"
 
 
-#: types the expression language knows but the event log and binlogs cannot carry yet
-NOT_STORED_YET = frozenset(
-    {DataType.INT8, DataType.INT16, DataType.INT32, DataType.FLOAT, DataType.ARRAY}
+#: the dynamic field of a collection with enable_dynamic_field (Milvus's name)
+META = "$meta"
+MAX_CAPACITY = 4096  # Milvus's limit on an ARRAY field's max_capacity
+#: the element types an ARRAY field may have (Milvus: scalars other than JSON and ARRAY)
+ELEMENT_TYPES = frozenset(
+    {
+        DataType.BOOL,
+        DataType.INT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.FLOAT,
+        DataType.DOUBLE,
+        DataType.VARCHAR,
+    }
 )
+#: the (lowest, highest) value of each integer type
+INT_RANGES = {
+    DataType.INT8: (-(2**7), 2**7 - 1),
+    DataType.INT16: (-(2**15), 2**15 - 1),
+    DataType.INT32: (-(2**31), 2**31 - 1),
+    DataType.INT64: (-(2**63), 2**63 - 1),
+}
 
 
 def check_name(kind: str, name: object) -> str:
@@ -56,7 +77,8 @@ def check_name(kind: str, name: object) -> str:
 
 @dataclass(frozen=True)
 class FieldSchema:
-    """One field. `dim`/`metric_type` for vectors, `max_length` for VARCHAR."""
+    """One field. `dim`/`metric_type` for vectors, `max_length` for VARCHAR (and ARRAY of
+    VARCHAR), `element_type`/`max_capacity` for ARRAY; `is_dynamic` marks `$meta`."""
 
     name: str
     dtype: DataType
@@ -67,9 +89,15 @@ class FieldSchema:
     max_length: int | None = None
     description: str = ""
     field_id: int = 0
+    element_type: DataType | None = None
+    max_capacity: int | None = None
+    is_dynamic: bool = False
 
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
+        if self.is_dynamic:
+            self._validate_dynamic()
+            return
         check_name("field", self.name)
         if self.name in RESERVED_FIELD_NAMES:
             raise InvalidArgument(f"field name {self.name!r} is reserved (system fields)")
@@ -89,6 +117,37 @@ class FieldSchema:
             isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
         ):
             raise InvalidArgument(f"field {self.name!r}: max_length must be 1..{MAX_VARCHAR}")
+        if self.dtype is DataType.ARRAY:
+            self._validate_array()
+        elif self.element_type is not None or self.max_capacity is not None:
+            raise InvalidArgument(
+                f"field {self.name!r}: element_type and max_capacity are for ARRAY fields only"
+            )
+
+    def _validate_array(self) -> None:
+        if self.element_type not in ELEMENT_TYPES:
+            raise InvalidArgument(
+                f"ARRAY field {self.name!r}: element_type {self.element_type!r} is not one of "
+                f"{sorted(t.value for t in ELEMENT_TYPES)}"
+            )
+        cap = self.max_capacity
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 0 < cap <= MAX_CAPACITY:
+            raise InvalidArgument(
+                f"ARRAY field {self.name!r}: max_capacity must be 1..{MAX_CAPACITY}, not {cap!r}"
+            )
+        if self.element_type is DataType.VARCHAR and not (
+            isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
+        ):
+            raise InvalidArgument(
+                f"ARRAY field {self.name!r}: VARCHAR elements need max_length 1..{MAX_VARCHAR}"
+            )
+
+    def _validate_dynamic(self) -> None:
+        if self.name != META or self.dtype is not DataType.JSON or self.is_primary:
+            raise InvalidArgument(
+                f"field {self.name!r}: only the JSON field {META!r} is dynamic "
+                "(set enable_dynamic_field on the schema instead)"
+            )
 
     def _validate_vector(self) -> None:
         if (
@@ -109,6 +168,8 @@ class FieldSchema:
                 ("dim", self.dim),
                 ("metric_type", self.metric_type),
                 ("max_length", self.max_length),
+                ("element_type", self.element_type and self.element_type.value),
+                ("max_capacity", self.max_capacity),
             )
             if v is not None
         }
@@ -120,6 +181,7 @@ class FieldSchema:
             "auto_id": self.auto_id,
             "params": params,
             "description": self.description,
+            "is_dynamic": self.is_dynamic,
         }
 
     @classmethod
@@ -135,19 +197,37 @@ class FieldSchema:
             int(p["max_length"]) if "max_length" in p else None,
             d.get("description", ""),
             d["field_id"],
+            DataType(p["element_type"]) if "element_type" in p else None,
+            int(p["max_capacity"]) if "max_capacity" in p else None,
+            bool(d.get("is_dynamic", False)),
         )
 
 
 @dataclass(frozen=True)
 class CollectionSchema:
-    """The fields of a collection, validated as a whole by `validated()`."""
+    """The fields of a collection, validated as a whole by `validated()`; with
+    `enable_dynamic_field`, the last field is the dynamic `$meta`."""
 
     fields: tuple[FieldSchema, ...]
     description: str = ""
     name: str = ""
+    enable_dynamic_field: bool = False
 
     def validated(self) -> CollectionSchema:
-        """Returns a copy with field ids assigned. Raises InvalidArgument naming the problem."""
+        """Returns a copy with field ids assigned (and `$meta` appended if the dynamic field
+        is enabled). Raises InvalidArgument naming the problem."""
+        if not isinstance(self.enable_dynamic_field, bool):
+            raise InvalidArgument(
+                f"enable_dynamic_field must be a bool, not {self.enable_dynamic_field!r}"
+            )
+        if any(f.is_dynamic for f in self.fields) and not self.enable_dynamic_field:
+            raise InvalidArgument(f"a dynamic field {META!r} needs enable_dynamic_field=True")
+        user = [f for f in self.fields if not f.is_dynamic]
+        dynamic = [FieldSchema(META, DataType.JSON, is_dynamic=True)]
+        fields = (*user, *dynamic) if self.enable_dynamic_field else tuple(user)
+        return replace(self, fields=fields)._validated()
+
+    def _validated(self) -> CollectionSchema:
         names = [f.name for f in self.fields]
         for f in self.fields:
             f.validate()
@@ -174,6 +254,16 @@ class CollectionSchema:
     def vector(self) -> FieldSchema:
         return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
 
+    @property
+    def dynamic(self) -> FieldSchema | None:
+        """Returns the dynamic field `$meta`, or None if the collection has none."""
+        return next((f for f in self.fields if f.is_dynamic), None)
+
+    @property
+    def user_fields(self) -> tuple[FieldSchema, ...]:
+        """Returns the fields a user defined (every field but `$meta`)."""
+        return tuple(f for f in self.fields if not f.is_dynamic)
+
     def field(self, name: str) -> FieldSchema:
         """Returns the field called `name`. Raises InvalidArgument naming it."""
         for f in self.fields:
@@ -186,6 +276,7 @@ class CollectionSchema:
             "name": self.name,
             "description": self.description,
             "fields": [f.to_avro() for f in self.fields],
+            "enable_dynamic_field": self.enable_dynamic_field,
         }
 
     @classmethod
@@ -194,6 +285,7 @@ class CollectionSchema:
             tuple(FieldSchema.from_avro(f) for f in d["fields"]),
             d.get("description", ""),
             d.get("name", ""),
+            bool(d.get("enable_dynamic_field", False)),
         )
 
 
@@ -215,8 +307,11 @@ def quick_schema(
     vector_field: str = "vector",
     id_type: str = "int",
     max_length: int = MAX_VARCHAR,
+    enable_dynamic_field: bool = False,
 ) -> CollectionSchema:
-    """Returns MilvusClient's quick-setup schema: a primary key and one vector field."""
+    """Returns MilvusClient's quick-setup schema: a primary key and one vector field (and
+    the dynamic field if `enable_dynamic_field`: Client's quick setup enables it, as
+    Milvus's)."""
     if id_type not in ID_TYPES:
         raise InvalidArgument(f"id_type must be one of {sorted(ID_TYPES)}, not {id_type!r}")
     pk_type = DataType.VARCHAR if id_type in ("str", "string", "varchar") else DataType.INT64
@@ -230,7 +325,7 @@ def quick_schema(
     vec = FieldSchema(
         vector_field, DataType.FLOAT_VECTOR, dim=dimension, metric_type=metric_name(metric_type)
     )
-    return CollectionSchema((pk, vec))
+    return CollectionSchema((pk, vec), enable_dynamic_field=enable_dynamic_field)
 
 
 @dataclass

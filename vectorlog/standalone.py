@@ -1,9 +1,10 @@
 """Embedded mode: every processor of a vectorlog cluster wired into one process.
 
 The log is the embedded RocksDB log under the data directory, or Kafka; processor state
-(rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments) lives in RocksDB state
-stores under the state directory. At start rootcoord replays the `ddl` topic from its stored
-position, datacoord the `coord` topic, and the query node rebuilds its segments from `dml`.
+(rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments; the data node; the index
+node: indexes, Flushed segments, builds reported) lives in RocksDB state stores under the state
+directory. At start rootcoord replays the `ddl` topic from its stored position, datacoord the
+`coord` topic, the index node both, and the query node rebuilds its segments from `dml`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from vectorlog.config import Config, ConfigError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
+from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
@@ -76,7 +78,9 @@ class Standalone:
     place that knows the in-process implementations. Public attributes, for operators, replay
     tooling and tests: `log`, `topics`, `serdes`, `rootcoord` (RootCoordService), `datacoord`
     (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `datanode` and
-    `objects` (the binlogs' object store) unless the data node is off, `ticker`, `gc`, `lease`.
+    `objects` (the binlogs' and index files' object store) unless the data node is off,
+    `indexnode` (IndexNode; None with the data node off: there are no binlogs to index, so
+    describe_index reports zero rows, Finished), `ticker`, `gc`, `lease`.
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -101,6 +105,10 @@ class Standalone:
         self.serdes = Serdes(cfg.schema_registry_url)
         self._start_rootcoord(cfg)
         self._start_datacoord(cfg)
+        self.indexnode: IndexNode | None = None
+        if cfg.datanode in ("local", "spark"):
+            self.objects = PyArrowObjectStore(cfg.storage_uri())
+            self._open_indexnode(cfg)
         self.querynode = QueryNode(
             self.log,
             self.topics,
@@ -108,6 +116,7 @@ class Standalone:
             retention_ms=cfg.meta_retention_ms,
             clock=self.rootcoord.now,
             max_clock_skew_ms=cfg.max_clock_skew_ms,
+            index_files=self.objects if self.indexnode is not None else None,
         )
         self._stack.callback(self.querynode.close)
         self.proxy = Proxy(
@@ -119,11 +128,13 @@ class Standalone:
             self.topics,
             self.serdes,
             cfg.read_timeout_s,
+            indexnode=self.indexnode,
         )
         self._started(self.querynode)
         self._started(self.ticker)
         if cfg.datanode in ("local", "spark"):
             self._start_datanode(cfg)
+            self._start_indexnode()
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
 
@@ -171,7 +182,6 @@ class Standalone:
 
     def _start_datanode(self, cfg: Config) -> None:
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
-        self.objects = PyArrowObjectStore(cfg.storage_uri())
         fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
         self.datanode = DataNode(
             self.log,
@@ -189,6 +199,25 @@ class Standalone:
         self._started(self.datanode)
         if fed is not None:
             self._start_spark_job(cfg, fed)
+
+    def _open_indexnode(self, cfg: Config) -> None:
+        """Opens the index node's state (it starts after the data node recovered)."""
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "indexnode"))
+        self.indexnode = IndexNode(
+            self.log,
+            self.topics,
+            self.serdes,
+            store,
+            self.objects,
+            self.rootcoord,
+            build_threads=cfg.index_build_threads,
+        )
+
+    def _start_indexnode(self) -> None:
+        """Recovers the index node from ddl and coord, then starts its consumer and builder."""
+        assert self.indexnode is not None, "opened by _open_indexnode"
+        self.indexnode.recover()
+        self._started(self.indexnode)
 
     def _start_spark_job(self, cfg: Config, fed: FedLog) -> None:
         """Starts the Spark engine's streaming query that feeds the data node's dml reader

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionInfo, DataType, check_name
+from vectorlog.model import METRICS, CollectionInfo, CollectionSchema, DataType, check_name
 
 
 @dataclass(frozen=True)
@@ -83,74 +83,124 @@ class Hit(TypedDict):
     entity: dict[str, Any]
 
 
-VECTOR_INDEXES: dict[str, dict[str, type]] = {
+#: per vector index type, its build parameters: name -> (default, lowest, highest), the ranges
+#: of Milvus 2.4's indexparamcheck. A missing parameter takes the default (what the index node
+#: builds; Milvus 2.4 requires nlist, M and efConstruction, later versions default them).
+#: AUTOINDEX takes none: it is built as HNSW (processors/indexnode/builder.py says how).
+VECTOR_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
     "FLAT": {},
-    "IVF_FLAT": {"nlist": int},
-    "IVF_SQ8": {"nlist": int},
-    "IVF_PQ": {"nlist": int, "m": int, "nbits": int},
-    "HNSW": {"M": int, "efConstruction": int},
+    "IVF_FLAT": {"nlist": (128, 1, 65_536)},
+    "IVF_SQ8": {"nlist": (128, 1, 65_536)},
+    "IVF_PQ": {"nlist": (128, 1, 65_536), "m": (8, 1, 65_536), "nbits": (8, 1, 16)},
+    "HNSW": {"M": (16, 2, 2_048), "efConstruction": (200, 1, (1 << 31) - 1)},
+    "AUTOINDEX": {},
 }
-SCALAR_INDEXES = ("INVERTED", "STL_SORT")
+SCALAR_INDEXES = ("INVERTED", "STL_SORT", "AUTOINDEX")
+#: the metric of a vector index created without one (Milvus: FloatVectorDefaultMetricType)
+DEFAULT_METRIC = "COSINE"
+#: keys a params map may carry that configure no build: accepted, not stored
+IGNORED_PARAMS = frozenset({"mmap.enabled"})
 
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One index to describe: field, type, metric and parameters."""
+    """One index to create: field, type ("" = AUTOINDEX), metric (None or "" = COSINE, as
+    Milvus; vector indexes only), build parameters (ints or decimal strings, as pymilvus sends
+    them) and name (default: the field's name, as Milvus)."""
 
     field_name: str
-    index_type: str = "FLAT"
+    index_type: str = ""
     metric_type: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     index_name: str | None = None
 
-    def event_body(self, info: CollectionInfo, index_id: int) -> dict[str, Any]:
-        """Returns the IndexCreated body for `info`. Raises InvalidArgument naming the problem."""
-        f = info.schema.field(self.field_name)
+    def resolved(self, schema: CollectionSchema) -> dict[str, Any]:
+        """Returns {index_name, field_id, field_name, index_type, metric_type, params} as
+        stored (params as decimal strings). Raises InvalidArgument naming the bad field,
+        type, metric or parameter."""
+        if not isinstance(self.field_name, str):
+            raise InvalidArgument(f"index field_name must be a string, not {self.field_name!r}")
+        f = schema.field(self.field_name)
         name = check_name("index", self.index_name or self.field_name)
-        kind = str(self.index_type).upper()
+        if not isinstance(self.index_type, str):
+            raise InvalidArgument(f"index_type must be a string, not {self.index_type!r}")
+        kind = self.index_type.upper() or "AUTOINDEX"
         if f.dtype is DataType.FLOAT_VECTOR:
-            metric = self._vector_checks(kind, f.metric_type or "")
+            metric, params = self._vector_checks(kind, f.dim or 0)
         else:
-            metric = self._scalar_checks(kind, f.dtype)
+            metric, params = self._scalar_checks(kind, f.dtype)
         return {
-            "collection_id": info.collection_id,
-            "index_id": index_id,
             "index_name": name,
             "field_id": f.field_id,
             "field_name": f.name,
             "index_type": kind,
             "metric_type": metric,
-            "params": {k: str(v) for k, v in self.params.items()},
+            "params": params,
         }
 
-    def _vector_checks(self, kind: str, field_metric: str) -> str:
+    def event_body(self, info: CollectionInfo, index_id: int) -> dict[str, Any]:
+        """Returns the IndexCreated body for `info`. Raises InvalidArgument naming the problem."""
+        return {"collection_id": info.collection_id, "index_id": index_id} | self.resolved(
+            info.schema
+        )
+
+    def _vector_checks(self, kind: str, dim: int) -> tuple[str, dict[str, str]]:
+        """Returns (the metric, the params as strings) of a vector index."""
         if kind not in VECTOR_INDEXES:
             raise InvalidArgument(
                 f"index_type {self.index_type!r} is not one of "
                 f"{sorted(VECTOR_INDEXES)} for vector field {self.field_name!r}"
             )
-        metric = (self.metric_type or field_metric).upper()
-        if metric != field_metric:
-            raise InvalidArgument(
-                f"metric_type {metric!r} differs from field "
-                f"{self.field_name!r}'s metric {field_metric!r}"
-            )
+        metric = self.metric_type or DEFAULT_METRIC
+        if not isinstance(metric, str) or metric.upper() not in METRICS:
+            raise InvalidArgument(f"metric_type {metric!r} is not one of {list(METRICS)}")
         allowed = VECTOR_INDEXES[kind]
-        for key, value in self.params.items():
+        params = {}
+        for key, value in self._params().items():
             if key not in allowed:
-                raise InvalidArgument(f"{kind} has no parameter {key!r} (has {sorted(allowed)})")
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InvalidArgument(
-                    f"{kind} parameter {key!r} must be a positive int, not {value!r}"
-                )
-        return metric
+                has = f"has {sorted(allowed)}" if allowed else "takes none"
+                raise InvalidArgument(f"{kind} has no parameter {key!r} ({has})")
+            params[key] = index_param(kind, key, value, *allowed[key][1:])
+        if kind == "IVF_PQ" and dim % params.get("m", allowed["m"][0]):
+            m = params.get("m", allowed["m"][0])
+            raise InvalidArgument(
+                f"IVF_PQ parameter 'm' ({m}) must divide the dim {dim} of {self.field_name!r}"
+            )
+        return metric.upper(), {k: str(v) for k, v in params.items()}
 
-    def _scalar_checks(self, kind: str, dtype: DataType) -> str:
+    def _params(self) -> dict[str, Any]:
+        """Returns the build parameters given, without IGNORED_PARAMS."""
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            raise InvalidArgument(f"index params must be a dict with str keys, not {self.params!r}")
+        return {k: v for k, v in self.params.items() if k not in IGNORED_PARAMS}
+
+    def _scalar_checks(self, kind: str, dtype: DataType) -> tuple[str, dict[str, str]]:
         if kind not in SCALAR_INDEXES or dtype is DataType.JSON:
             raise InvalidArgument(
                 f"index_type {self.index_type!r} cannot index "
                 f"{dtype.value} field {self.field_name!r}"
             )
-        if self.params or self.metric_type:
+        if self._params() or self.metric_type:
             raise InvalidArgument(f"scalar index on {self.field_name!r} takes no metric or params")
-        return ""
+        return "", {}
+
+
+def index_param(kind: str, key: str, value: Any, lowest: int, highest: int) -> int:
+    """Returns an index parameter given as an int or a decimal string (pymilvus sends
+    strings). Raises InvalidArgument naming it unless it is an integer in [lowest, highest]."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or not lowest <= number <= highest:
+        raise InvalidArgument(
+            f"{kind} parameter {key!r} must be an integer in [{lowest}, {highest}], not {value!r}"
+        )
+    return number
+
+
+def shown_params(params: dict[str, str]) -> dict[str, Any]:
+    """Returns stored index params as describe_index shows them: integers as ints (Milvus
+    shows the JSON the client sent; pymilvus sends ints as JSON numbers)."""
+    return {k: int(v) if v.isdigit() else v for k, v in params.items()}

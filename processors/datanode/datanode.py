@@ -41,7 +41,7 @@ from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.processors.state.base import StateStore, Transaction
 from vectorlog.processors.state.errors import StateError
-from vectorlog.schemas.columns import decode_column
+from vectorlog.schemas.columns import decode_column, with_dynamic
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
 from vectorlog.streams.errors import LogError
@@ -349,7 +349,8 @@ class DataNode:
         if schema is None:
             return
         sid, n = b["segment_id"], b["num_rows"]
-        by_id = {c["field_id"]: decode_column(c["column"], n) for c in b["columns"]}
+        columns = with_dynamic(schema, b["columns"], n)  # a left-out $meta: {} per row
+        by_id = {c["field_id"]: decode_column(c["column"], n) for c in columns}
         missing = [f.name for f in schema.fields if f.field_id not in by_id]
         if missing:
             raise ValueError(f"RowsInserted lacks fields {missing}")

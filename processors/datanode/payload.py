@@ -2,7 +2,8 @@
 
 Milvus's payload writer (Arrow Go v12 behind internal/storage's payload writer) writes one
 required column `val` of the Arrow type its milvusDataTypeToArrowType gives (bool,
-int8/16/32/64, float32/64, string for VarChar/String, binary for JSON,
+int8/16/32/64, float32/64, string for VarChar/String, binary for JSON and for Array (one
+proto.Marshal'ed schemapb.ScalarField per row: see arrays.py),
 fixed_size_binary(4*dim) of little-endian float32 for FloatVector, fixed_size_binary(dim/8) for
 BinaryVector), ZSTD, dictionary encoding, one row group, format 2.6, data page v1.
 
@@ -83,8 +84,8 @@ def payload_array(kind: DataTypeCode, values: Any, dim: int | None = None) -> pa
 
     `values`: numbers or bools (a numpy array or a list), a (n, dim) array for FloatVector,
     a (n, dim/8) uint8 array for BinaryVector, str for VarChar/String, bytes or str (raw JSON
-    text) for JSON. Raises InvalidPayload if they do not fit, are empty, or the type has no
-    binlog form (Array).
+    text) for JSON, bytes (ScalarField protobuf, see arrays.scalar_field_rows) for Array.
+    Raises InvalidPayload if they do not fit, are empty, or the type has no binlog form.
     """
     kind = data_type(kind)
     if kind in _NUMERIC:
@@ -93,6 +94,8 @@ def payload_array(kind: DataTypeCode, values: Any, dim: int | None = None) -> pa
         array = _arrow(_strings(kind, values), pa.string(), kind)
     elif kind == DataTypeCode.JSON:
         array = _arrow([_json_bytes(v) for v in values], pa.binary(), kind)
+    elif kind == DataTypeCode.ARRAY:
+        array = _arrow([_row_bytes(v) for v in values], pa.binary(), kind)
     elif kind in _VECTORS:
         array = _vectors(kind, values, dim)
     else:
@@ -176,6 +179,14 @@ def _strings(kind: DataTypeCode, values: Any) -> list[str]:
     if wrong is not None:
         raise InvalidPayload(f"a {kind.name} value is a str, not {type(wrong).__name__}")
     return strings
+
+
+def _row_bytes(value: Any) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise InvalidPayload(
+            f"an Array row is ScalarField protobuf bytes, not {type(value).__name__}"
+        )
+    return bytes(value)
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any
 
 from vectorlog.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
 from vectorlog.processors.datanode import paths
+from vectorlog.processors.datanode.arrays import scalar_field_rows
 from vectorlog.processors.datanode.binlog import (
     DataTypeCode,
     EventTypeCode,
@@ -30,10 +31,15 @@ log = logging.getLogger(__name__)
 
 MILVUS_TYPE = {
     DataType.BOOL: DataTypeCode.BOOL,
+    DataType.INT8: DataTypeCode.INT8,
+    DataType.INT16: DataTypeCode.INT16,
+    DataType.INT32: DataTypeCode.INT32,
     DataType.INT64: DataTypeCode.INT64,
+    DataType.FLOAT: DataTypeCode.FLOAT,
     DataType.DOUBLE: DataTypeCode.DOUBLE,
     DataType.VARCHAR: DataTypeCode.VARCHAR,
-    DataType.JSON: DataTypeCode.JSON,
+    DataType.JSON: DataTypeCode.JSON,  # the dynamic field $meta too
+    DataType.ARRAY: DataTypeCode.ARRAY,
     DataType.FLOAT_VECTOR: DataTypeCode.FLOAT_VECTOR,
 }
 
@@ -147,7 +153,10 @@ class SegmentWriter:
             (TIMESTAMP_FIELD, DataTypeCode.INT64, tss, None),
         ]
         for f in schema.fields:
-            columns.append((f.field_id, MILVUS_TYPE[f.dtype], rows.column(f.field_id), f.dim))
+            values = rows.column(f.field_id)
+            if f.dtype is DataType.ARRAY:
+                values = scalar_field_rows(f.element_type, values)
+            columns.append((f.field_id, MILVUS_TYPE[f.dtype], values, f.dim))
         first = self.new_ids(len(columns) + 1)
         for i, (fid, dtype, values, dim) in enumerate(columns):
             data = insert_binlog(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.errors import InvalidArgument, InvalidName
-from vectorlog.model import NOT_STORED_YET, CollectionSchema
 from vectorlog.types import ReadAt
 
 
@@ -62,15 +61,3 @@ def properties(value: Any) -> dict[str, str] | None:
         if not isinstance(k, str):
             raise InvalidArgument(f"properties keys must be strings, not {shown(k)}")
     return {k: str(v) for k, v in value.items()}
-
-
-def storable(schema: CollectionSchema) -> CollectionSchema:
-    """Returns `schema` if the log and binlogs can carry every field type. Raises
-    InvalidArgument naming the first field whose type they cannot carry yet."""
-    for f in schema.fields:
-        if f.dtype in NOT_STORED_YET:
-            raise InvalidArgument(
-                f"field {f.name!r}: data type {f.dtype.value} cannot be stored yet "
-                "(filters know it; the log and binlogs do not)"
-            )
-    return schema

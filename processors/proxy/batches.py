@@ -18,8 +18,12 @@ ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
 
 
 def take(col: Any, idx: np.ndarray) -> Any:
-    """Returns the rows `idx` of a column (numpy array or list)."""
-    return col[idx] if isinstance(col, np.ndarray) else [col[i] for i in idx]
+    """Returns the rows `idx` (ascending) of a column (numpy array or list)."""
+    if isinstance(col, np.ndarray):
+        return col[idx]
+    if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx):  # a run: one slice
+        return col[int(idx[0]) : int(idx[-1]) + 1]
+    return [col[i] for i in idx]
 
 
 def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
@@ -28,8 +32,8 @@ def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
     for f in schema.fields:
         if f.dtype is DataType.FLOAT_VECTOR:
             size += 4 * (f.dim or 0)
-        elif f.dtype in (DataType.VARCHAR, DataType.JSON):
-            size += 8 + sum(len(str(v)) for v in cols[f.name]) // max(1, n)
+        elif f.dtype in (DataType.VARCHAR, DataType.JSON):  # $meta may be left out
+            size += 8 + sum(len(str(v)) for v in cols.get(f.name, ())) // max(1, n)
         else:
             size += 10
     return size
@@ -72,6 +76,7 @@ def insert_events(
                 "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim),
             }
             for f in info.schema.fields
+            if f.name in cols  # all but a left-out $meta (schemas.columns.with_dynamic)
         ]
         event = Event(
             "RowsInserted",

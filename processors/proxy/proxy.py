@@ -15,15 +15,18 @@ tick is served at that tick and appends nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import AliasNotFound, CollectionNotFound, InvalidArgument
+from vectorlog.errors import AliasNotFound, CollectionNotFound, IndexNotFound, InvalidArgument
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
+from vectorlog.processors.proxy import dynamic
+from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import validation as v
 from vectorlog.processors.proxy.batches import (
@@ -63,8 +66,12 @@ class Proxy:
         topics: Topics,
         serdes: Serdes,
         read_timeout: float = 30.0,
+        indexnode: IndexNodeService | None = None,
     ) -> None:
+        """`indexnode`: the build progress describe_index reports (None: no index node, so
+        every index reports zero rows and Finished)."""
         self.rc, self.dc, self.qn, self.log = rootcoord, datacoord, querynode, log
+        self.indexnode = indexnode
         self.topic = topics.dml
         self.serde = serdes.for_topic(self.topic)
         self.source = rootcoord.tick_source(name)
@@ -79,7 +86,7 @@ class Proxy:
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
         """Returns the created collection. Raises InvalidArgument, CollectionExists."""
-        props, schema = a.properties(properties), a.storable(schema)
+        props = a.properties(properties)
         return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
 
     def drop_collection(self, name: str) -> None:
@@ -104,10 +111,25 @@ class Proxy:
         self.rc.alter_alias(collection, alias)
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
-        self.rc.create_index(collection, spec)
+        """Creates an index; one identical to an existing index is a no-op (as Milvus).
+        Raises InvalidArgument naming a bad field, type, metric or parameter, IndexExists."""
+        if not ix.exists_already(self._info(collection), spec):
+            self.rc.create_index(collection, spec)
+
+    def describe_index(
+        self, collection: str, index_name: str, as_of: int | None = None
+    ) -> dict[str, Any]:
+        """Returns the index's description with Milvus's keys and its build progress.
+        Raises CollectionNotFound, IndexNotFound."""
+        info = self._info(collection, as_of)
+        flushed = ix.flushed_rows(info, self.dc.list_segments(info.collection_id))
+        return ix.describe(info, index_name, self.indexnode, flushed)
 
     def drop_index(self, collection: str, index_name: str) -> None:
-        self.rc.drop_index(collection, index_name)
+        """Drops an index; dropping one that does not exist is a no-op, as in Milvus (its
+        datacoord answers Success). Raises CollectionNotFound."""
+        with suppress(IndexNotFound):
+            self.rc.drop_index(collection, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection as of `as_of`. Raises CollectionNotFound."""
@@ -328,23 +350,27 @@ class Proxy:
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
         r.anns_field(info.schema, options.anns_field)
-        params = r.search_params(options.search_params, self._metric(info))
+        metric = ix.search_metric(info)
+        params = r.search_params(options.search_params, metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
         expr = r.expression(info.schema, options.filter, options.filter_params)
         ts = self.read_ts(info, at)
+        out = dynamic.output(info.schema, fields)
         with _named(info):
-            return self.qn.search(
+            hits = self.qn.search(
                 info.collection_id,
                 queries,
                 limit,
                 ts,
                 parts,
-                fields,
+                out.fields,
                 expr=expr,
                 offset=offset,
                 group_by=group_by,
                 params=params,
+                metric=metric,
             )
+        return out.hits(hits)
 
     def query(
         self,
@@ -377,7 +403,9 @@ class Proxy:
         with _named(info):
             if fields is None:
                 return [{r.COUNT: self.qn.count(info.collection_id, ts, parts, expr, keys)}]
-            return self.qn.query(info.collection_id, ts, fields, parts, expr, keys, lim, off)
+            out = dynamic.output(info.schema, fields)
+            rows = self.qn.query(info.collection_id, ts, out.fields, parts, expr, keys, lim, off)
+            return out.rows(rows)
 
     def get(
         self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
@@ -390,8 +418,9 @@ class Proxy:
         ts = self.read_ts(info, at)
         pk = info.schema.primary.name
         fields = fields if pk in fields else [pk, *fields]  # results name their key
+        out = dynamic.output(info.schema, fields)
         with _named(info):
-            return self.qn.get(info.collection_id, keys, ts, fields)
+            return out.rows(self.qn.get(info.collection_id, keys, ts, out.fields))
 
     def count(self, name: str, at: ReadAt = STRONG) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
@@ -405,12 +434,6 @@ class Proxy:
         """Returns the validated primary keys `ids`, each once. Raises SchemaMismatch."""
         keys = v.primary_keys(info.schema.primary, ids)
         return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
-
-    @staticmethod
-    def _metric(info: CollectionInfo) -> str:
-        """Returns the metric of the collection's vector index (its field's, until indexes
-        carry their own)."""
-        return info.schema.vector.metric_type or "L2"
 
     def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
         if isinstance(data, np.ndarray) and data.ndim == 1:

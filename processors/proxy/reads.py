@@ -20,6 +20,8 @@ MAX_WINDOW = 16_384  # Milvus: limit + offset of a search or query
 COUNT = "count(*)"
 ALL = "*"
 SEARCH_PARAM_KEYS = ("metric_type", "params")
+#: the index search parameters checked here (HNSW ef, IVF nprobe); others pass through
+KNOBS = ("ef", "nprobe")
 
 
 def _int(value: Any) -> bool:
@@ -73,8 +75,9 @@ def expression(
 
 
 def search_params(value: Any, metric: str) -> dict[str, Any]:
-    """Returns the index parameters of `search_params` ({"metric_type", "params"}); the
-    metric, if given, must be the index's `metric` (Milvus: "metric type not match")."""
+    """Returns the index parameters of `search_params` ({"metric_type", "params"}), `ef` and
+    `nprobe` as ints (pymilvus may send strings), the others as given; the metric, if given
+    (and not ""), must be the index's `metric` (Milvus: "metric type not match")."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -83,9 +86,10 @@ def search_params(value: Any, metric: str) -> dict[str, Any]:
     if unknown:
         raise InvalidArgument(f"search_params has unknown key(s) {unknown}: {SEARCH_PARAM_KEYS}")
     given = value.get("metric_type")
-    if given is not None and (not isinstance(given, str) or given.upper() != metric):
+    if given not in (None, "") and (not isinstance(given, str) or given.upper() != metric):
         raise InvalidArgument(
-            f"search_params metric_type {shown(given)} does not match the index's {metric!r}"
+            f"search_params metric_type {shown(given)} does not match the index's {metric!r} "
+            "(metric type not match)"
         )
     params = value.get("params")
     if params is None:
@@ -94,7 +98,19 @@ def search_params(value: Any, metric: str) -> dict[str, Any]:
         raise InvalidArgument(
             f"search_params['params'] must be a dict with str keys, not {shown(params)}"
         )
-    return dict(params)
+    knobs = {
+        k: _positive(f"search_params['params'][{k!r}]", params[k]) for k in KNOBS if k in params
+    }
+    return dict(params) | knobs
+
+
+def _positive(argument: str, value: Any) -> int:
+    """Returns `value` (an int or a decimal string) as a positive int."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not _int(value) or value < 1:
+        raise InvalidArgument(f"{argument} must be a positive integer, not {shown(value)}")
+    return int(value)
 
 
 def anns_field(schema: CollectionSchema, value: Any) -> None:
@@ -128,13 +144,15 @@ def output_fields(
     schema: CollectionSchema, names: list[str] | None, default: list[str]
 ) -> list[str]:
     """Returns the fields to output: `default` for None, every field for "*", else the
-    named ones (each must exist)."""
+    named ones (each must exist, unless the collection has the dynamic field: then other
+    names are keys of `$meta`, see processors/proxy/dynamic.py)."""
     if names is None:
         return list(default)
     if ALL in names:
         return [f.name for f in schema.fields]
-    for name in names:
-        schema.field(name)
+    if schema.dynamic is None:
+        for name in names:
+            schema.field(name)
     return list(dict.fromkeys(names))
 
 

@@ -37,6 +37,14 @@ class ProxyService(DdlService, Protocol):
         """Returns every alias as of `as_of`, sorted."""
         ...
 
+    def describe_index(
+        self, collection: str, index_name: str, as_of: int | None = None
+    ) -> dict[str, Any]:
+        """Returns the index's description with Milvus's keys (index_type, metric_type,
+        params, field_name, index_name, total_rows, indexed_rows, pending_index_rows, state).
+        Raises CollectionNotFound, IndexNotFound."""
+        ...
+
     # -- flush and segments ---------------------------------------------------------------
     def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:
         """Seals the collection's Growing segments and (unless `wait` is False) waits until

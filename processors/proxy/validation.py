@@ -1,9 +1,12 @@
 """Validation of insert/delete requests against a collection's schema, before anything is written.
 
 Rows (MilvusClient style: a list of dicts) become typed columns. Every error names the field
-and the row index that is wrong: a missing or unknown field, a wrong type, a vector of the
-wrong dimension or with a NaN, an over-long string, a primary key given to an auto_id field,
-a primary key repeated within the request.
+and the row index that is wrong: a missing or unknown field, a wrong type, an integer outside
+its type's range (INT8 -128..127 ...), a FLOAT beyond float32, a vector of the wrong dimension
+or with a NaN, an over-long string, an ARRAY over max_capacity or with an element of another
+type, a primary key given to an auto_id field, a primary key repeated within the request.
+With the dynamic field, the keys of a row outside the schema become its `$meta` document (no
+`$meta` column when no row has such a key: see schemas/columns.with_dynamic).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from vectorlog.errors import SchemaMismatch
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.proxy.arrays import array_values, float32s
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = INT_RANGES[DataType.INT64]
 Columns = dict[str, Any]
 
 MAX_JSON_DEPTH = 64  # nesting of a JSON field value
@@ -35,12 +39,35 @@ def rows_to_columns(
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
-    fields = [f for f in schema.fields if upsert or not (f.is_primary and f.auto_id)]
+    fields = [f for f in schema.user_fields if upsert or not (f.is_primary and f.auto_id)]
     raw = _extract(rows, [f.name for f in fields])
     if raw is None:  # the slow path names the first bad row
-        _check_keys(schema, rows, {f.name for f in fields}, upsert)
-        raw = {f.name: [r[f.name] for r in rows] for f in fields}
-    return {f.name: _column(f, raw[f.name]) for f in fields}
+        if schema.dynamic is not None:
+            raw = _split_dynamic(schema, rows, {f.name for f in fields}, upsert)
+        else:
+            _check_keys(schema, rows, {f.name for f in fields}, upsert)
+            raw = {f.name: [r[f.name] for r in rows] for f in fields}
+    elif schema.dynamic is not None:  # no key outside the schema: $meta left out (all {})
+        return {f.name: _column(f, raw[f.name]) for f in fields}
+    columns = {f.name: _column(f, raw[f.name]) for f in fields}
+    if schema.dynamic is not None:
+        columns[META] = _dynamic(schema.dynamic, raw[META])
+    return columns
+
+
+def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Returns the `$meta` documents; raises SchemaMismatch naming the row of one that is
+    not JSON (the empty ones, rows without dynamic keys, need no check)."""
+    for i, doc in enumerate(docs):
+        for key, value in doc.items():
+            try:
+                _json(f, [value])
+            except SchemaMismatch as exc:
+                problem = str(exc).split(" is not JSON: ", 1)[-1]
+                raise SchemaMismatch(
+                    f"row {i}: dynamic field {key!r} (kept in {f.name!r}) is not JSON: {problem}"
+                ) from None
+    return docs
 
 
 def _extract(rows: Sequence[Any], names: list[str]) -> dict[str, list[Any]] | None:
@@ -56,25 +83,55 @@ def _extract(rows: Sequence[Any], names: list[str]) -> dict[str, list[Any]] | No
 def _check_keys(
     schema: CollectionSchema, rows: Sequence[Any], expected: set[str], upsert: bool
 ) -> None:
-    pk = schema.primary
     for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise SchemaMismatch(f"row {i} is a {type(row).__name__}, not a dict")
-        if row.keys() == expected:
-            continue
-        if pk.auto_id and not upsert and pk.name in row:
-            raise SchemaMismatch(f"row {i}: primary key {pk.name!r} is auto_id; do not supply it")
-        missing = sorted(expected - row.keys())
-        if missing:
-            raise SchemaMismatch(f"row {i}: missing field(s) {missing}")
-        raise SchemaMismatch(f"row {i}: unknown field(s) {sorted(row.keys() - expected)}")
+        if _check_row(schema, i, row, expected, upsert):
+            raise SchemaMismatch(f"row {i}: unknown field(s) {sorted(row.keys() - expected)}")
+
+
+def _check_row(
+    schema: CollectionSchema, i: int, row: Any, expected: set[str], upsert: bool
+) -> bool:
+    """Returns whether `row` has keys outside `expected`. Raises SchemaMismatch for a
+    non-dict, a missing field or an auto_id primary key supplied."""
+    if not isinstance(row, dict):
+        raise SchemaMismatch(f"row {i} is a {type(row).__name__}, not a dict")
+    if row.keys() == expected:
+        return False
+    pk = schema.primary
+    if pk.auto_id and not upsert and pk.name in row:
+        raise SchemaMismatch(f"row {i}: primary key {pk.name!r} is auto_id; do not supply it")
+    missing = sorted(expected - row.keys())
+    if missing:
+        raise SchemaMismatch(f"row {i}: missing field(s) {missing}")
+    return True
+
+
+def _split_dynamic(
+    schema: CollectionSchema, rows: Sequence[Any], expected: set[str], upsert: bool
+) -> dict[str, list[Any]]:
+    """Returns the values per field and, under META, each row's keys outside the schema (its
+    dynamic fields) as a dict. Raises SchemaMismatch as `_check_keys`, and for a row naming
+    `$meta` itself."""
+    raw: dict[str, list[Any]] = {name: [] for name in (*expected, META)}
+    for i, row in enumerate(rows):
+        extra = _check_row(schema, i, row, expected, upsert)
+        if extra and META in row:
+            raise SchemaMismatch(f"row {i}: {META!r} is the dynamic field; give its keys instead")
+        for name in expected:
+            raw[name].append(row[name])
+        raw[META].append({k: v for k, v in row.items() if k not in expected} if extra else {})
+    return raw
 
 
 def _column(f: FieldSchema, values: list[Any]) -> Any:
     if f.dtype is DataType.FLOAT_VECTOR:
         return vectors(f, values)
-    if f.dtype is DataType.INT64:
+    if f.dtype in INT_RANGES:
         return _ints(f, values)
+    if f.dtype is DataType.FLOAT:
+        return float32s(f, values)
+    if f.dtype is DataType.ARRAY:
+        return array_values(f, values)
     if f.dtype is DataType.DOUBLE:
         return _checked(
             f,
@@ -104,14 +161,23 @@ def _checked(f: FieldSchema, values: list[Any], ok: Any, what: str, dtype: Any) 
 
 
 def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
+    """Returns the integers of an INT8/16/32/64 field as int64. Raises SchemaMismatch naming
+    the first row that is not an integer or is outside the type's range."""
+    lo, hi = INT_RANGES[f.dtype]
     arr = np.asarray(values)
-    if arr.dtype.kind == "i" and arr.ndim == 1:
+    fast = (
+        arr.dtype.kind == "i" and arr.ndim == 1 and {bool, np.bool_}.isdisjoint(map(type, values))
+    )
+    if fast and (not arr.size or lo <= arr.min() <= arr.max() <= hi):  # numpy sees True as 1
         return arr.astype(np.int64)
+    kind = f.dtype.value
     for i, v in enumerate(values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise SchemaMismatch(f"row {i}: field {f.name!r} must be an INT64, got {v!r}")
-        if not INT64_MIN <= int(v) <= INT64_MAX:
-            raise SchemaMismatch(f"row {i}: field {f.name!r} value {v} is outside INT64")
+            raise SchemaMismatch(f"row {i}: field {f.name!r} must be an {kind}, got {v!r}")
+        if not lo <= int(v) <= hi:
+            raise SchemaMismatch(
+                f"row {i}: field {f.name!r} value {v} is outside {kind} ({lo}..{hi})"
+            )
     return np.asarray([int(v) for v in values], dtype=np.int64)
 
 

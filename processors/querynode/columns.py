@@ -1,14 +1,16 @@
 """The scalar fields of a replica's rows as columns, for vectorized filters and output.
 
-Numbers and bools live in typed numpy GrowArrays, strings in Arrow string arrays (what the
-filter evaluator computes on), JSON (decoded once, on insert) and arrays in numpy object
-GrowArrays. Row i of every column belongs to row i of the replica.
+Numbers and bools live in typed numpy GrowArrays (INT8/16/32 and FLOAT at their own width),
+strings in Arrow string arrays (what the filter evaluator computes on), JSON (the dynamic
+`$meta` too) and arrays (both decoded once, on insert) in numpy object GrowArrays. Row i of
+every column belongs to row i of the replica.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,9 @@ STRING = "VARCHAR"
 #: types whose values are mutable Python objects: copied before they are handed out
 MUTABLE = frozenset({"JSON", "ARRAY"})
 MAX_CHUNKS = 64  # string chunks kept before they are merged into one array
+#: one shared empty document for the rows whose JSON is `{}` (never mutated: reads copy)
+EMPTY: dict[str, Any] = {}
+EMPTY_TEXT = "{}"
 
 
 def object_array(values: Iterable[Any], n: int) -> np.ndarray:
@@ -104,7 +109,9 @@ class ScalarColumns:
             return np.asarray(values, dtype=NUMERIC[kind])
         if kind == STRING:
             return pa.array(values, type=pa.string())
-        if kind == "JSON":
+        if kind in MUTABLE:  # JSON and ARRAY travel as JSON texts
+            if values.count(EMPTY_TEXT) == n:  # e.g. $meta of rows without dynamic keys
+                return object_array(repeat(EMPTY, n), n)
             values = decode_json(values)
         return object_array(values, n)
 

@@ -6,6 +6,10 @@ After a pack it advances that pchannel's tsafe to the pack's tick; a read at T w
 the tsafe of every pchannel of the collection reaches T. Its state is a derived view rebuilt
 from the log at start; an event it cannot apply goes to the dead-letter topic.
 
+With `index_files` (an object store), it also follows the coord topic (`IndexLoader`) and
+serves sealed segments from their faiss indexes (SegmentIndexed), back to exact search when
+they are dropped (SegmentIndexesDropped).
+
 A dropped collection's replica is kept, so reads as of a ts before the drop answer as the
 cluster did then (time travel; reads at or after the drop raise CollectionNotFound), until
 the applied ticks pass the drop by the meta retention window; then it is freed. With no
@@ -25,7 +29,9 @@ import numpy as np
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionSchema
+from vectorlog.processors.querynode.indexes import IndexLoader
 from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.columns import column_kind, decode_column
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
@@ -58,9 +64,12 @@ class QueryNode:
         retention_ms: int | None = None,
         clock: Callable[[], int] = wall_clock,
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
+        index_files: IndexFiles | None = None,
     ) -> None:
         """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
-        `max_clock_skew_ms` ahead of it is dead-lettered, never trusted."""
+        `max_clock_skew_ms` ahead of it is dead-lettered, never trusted. `index_files`:
+        where segment index files are read (`get(path) -> bytes`); None: no index is
+        loaded, every search is exact."""
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         start = {p: StreamPosition() for p in range(topics.dml_partitions)}
@@ -90,15 +99,31 @@ class QueryNode:
             "RowsDeleted": self._deleted,
             "PartitionDropped": self._partition_dropped,
         }
+        self.indexes: IndexLoader | None = None
+        if index_files is not None:
+            coord = serdes.for_topic(topics.coord)
+            self.indexes = IndexLoader(log, topics.coord, coord, index_files, self._replica_of)
 
     def start(self) -> None:
         self._thread.start()
+        if self.indexes is not None:
+            self.indexes.start()
 
     def stop(self) -> None:
         """Stops consuming (the stream stays open until `close`)."""
         self._stop.set()
+        if self.indexes is not None:
+            self.indexes.stop()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+
+    def _replica_of(self, collection_id: int) -> Replica | None:
+        """Returns the replica of a collection, None if not created yet. Raises KeyError
+        if it was freed or dropped (its indexes are no longer wanted)."""
+        replica = self.replicas.get(collection_id)
+        if collection_id in self._freed or (replica is not None and replica.dropped_ts is not None):
+            raise KeyError(collection_id)
+        return replica
 
     def close(self) -> None:
         self.stop()
@@ -140,6 +165,8 @@ class QueryNode:
             self._free_expired(pack.end_ts)
             self.failure = None
             self._cond.notify_all()
+        if self.indexes is not None and any(e.type == "RowsInserted" for e in pack.events):
+            self.indexes.applied.set()  # pending index loads may find their rows now
 
     def _reject(self, event: Event, reason: str) -> None:
         """Dead-letters an event it cannot apply, retrying until that is written."""
@@ -236,12 +263,14 @@ class QueryNode:
         offset: int = 0,
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
+        metric: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
-        (see QueryNodeService.search; `params` are for indexes: the flat search ignores
-        them). Raises CollectionNotFound."""
+        (see QueryNodeService.search: `params` ef / nprobe for segment indexes, `metric`
+        the index's). Raises CollectionNotFound, or InvalidArgument if a loaded segment
+        index has another metric than `metric`."""
         return self._replica(collection_id, ts).search(
-            queries, limit, ts, partitions, output_fields, expr, offset, group_by
+            queries, limit, ts, partitions, output_fields, expr, offset, group_by, params, metric
         )
 
     def query(

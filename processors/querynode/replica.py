@@ -3,9 +3,16 @@
 Every row has an insert ts and a superseded ts (max until a later insert or delete of the
 same primary key). A row is visible at T iff `insert_ts <= T < superseded_ts` (DESIGN.md
 s.6): a delete of a key at D hides inserts of it before D; a re-insert (upsert) hides the
-older row from its ts on. Exact top-k runs on a faiss flat index, with rows not visible at T,
-outside the requested partitions or not matching the filter excluded through an ID-selector
-bitmap. Scalar fields are columns (`ScalarColumns`), filtered with vectorized expressions.
+older row from its ts on. Scalar fields are columns (`ScalarColumns`), filtered with
+vectorized expressions.
+
+Vectors live in segments (`Segment`: exact storage while growing, a loaded faiss index once
+sealed and indexed). Each segment keeps an alive bitmap, cleared in place when a row is
+superseded. A search at or after the newest applied event that changed visibility, with no
+filter and no key restriction (the fast path), passes each segment its bitmap (or nothing
+while every row is alive): no per-row work. Any other search computes the visible rows at T
+as a mask and passes each segment its part (the slow path). Per-segment top-k lists merge
+into one.
 
 Drops are versions too: a partition dropped at D hides its rows from D on, and a collection
 dropped at D keeps answering reads as of T < D (time travel) until the query node frees it.
@@ -19,25 +26,23 @@ import threading
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-import faiss
 import numpy as np
 
 from vectorlog.errors import InvalidArgument
 from vectorlog.model import CollectionSchema
 from vectorlog.processors.querynode.columns import ScalarColumns
+from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
 from vectorlog.processors.querynode.growarray import GrowArray
-from vectorlog.processors.querynode.topk import best_per_group, ranked
-from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column
+from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
+from vectorlog.processors.querynode.segment import Segment
+from vectorlog.processors.querynode.topk import best_per_group, merged, ranked
+from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
 from vectorlog.types import Hit
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
-
-
-def _flat_index(dim: int, metric: str) -> faiss.Index:
-    return faiss.IndexFlatL2(dim) if metric == "L2" else faiss.IndexFlatIP(dim)
 
 
 class Replica:
@@ -47,14 +52,16 @@ class Replica:
         self.collection_id, self.schema = collection_id, schema
         self.pk_name, self.vec = schema.primary.name, schema.vector
         self.metric = self.vec.metric_type or "L2"
-        self.index = _flat_index(self.vec.dim or 0, self.metric)
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
         self._part = GrowArray(np.int64)
         self.columns = ScalarColumns(schema.fields)
         self._latest: dict[Any, int] = {}  # pk -> its newest row
         self._prev = GrowArray(np.int64)  # row -> the same pk's previous row, or -1
-        self._originals: list[np.ndarray] = []  # COSINE: the inserted (unnormalized) batches
-        self._starts: list[int] = []
+        self.segments: dict[tuple[int, int], Segment] = {}  # by (partition, id)
+        self._segs: list[Segment] = []  # by ordinal
+        self._seg = GrowArray(np.int32)  # row -> its segment's ordinal
+        self._pos = GrowArray(np.int64)  # row -> its position in the segment
+        self.changed_ts = 0  # the newest applied ts that changed which rows are visible
         self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
         self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
@@ -78,15 +85,29 @@ class Replica:
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
+        seg_id, first_id = body.get("segment_id", 0), body.get("first_row_id", 0)
         with self.lock:
-            if self.metric == "COSINE":
-                self._starts.append(len(self))
-                self._originals.append(vectors)
-                vectors = vectors.copy()
-                faiss.normalize_L2(vectors)
-            self._append(ts, partition, pks, stored, vectors)
+            self._append(ts, partition, pks, stored)
+            self._to_segment(seg_id, partition, first_id, vectors, until is None)
             if until is not None and n:  # stamped before the drop, visible until it
                 self._sup.view()[len(self) - n :] = np.uint64(until)
+            self.changed_ts = max(self.changed_ts, ts, until or 0)
+
+    def _to_segment(
+        self, seg_id: int, partition: int, first_id: int, vectors: np.ndarray, alive: bool
+    ) -> None:
+        """Adds the newest len(vectors) rows (row ids from `first_id`) to their segment."""
+        n = len(vectors)
+        seg = self.segments.get((partition, seg_id))
+        if seg is None:
+            seg = Segment(seg_id, partition, self.vec.dim or 0, len(self._segs), self.metric)
+            self.segments[partition, seg_id] = seg
+            self._segs.append(seg)
+        rows = np.arange(len(self) - n, len(self), dtype=np.int64)
+        ids = np.arange(first_id, first_id + n, dtype=np.int64)
+        first = seg.append(rows, ids, vectors, np.full(n, alive, dtype=bool))
+        self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
+        self._pos.extend(np.arange(first, first + n, dtype=np.int64))
 
     def _dropped_at(self, partition: int) -> int | None:
         """Returns the earliest drop ts of the collection or of `partition`, or None."""
@@ -97,6 +118,7 @@ class Replica:
         """Returns the decoded columns. Raises InvalidArgument naming what breaks the schema."""
         if not 0 <= ts < 2**64 or n < 0:
             raise InvalidArgument(f"RowsInserted with ts {ts} and {n} rows")
+        columns = with_dynamic(self.schema, columns, n)  # a left-out $meta: {} per row
         kinds = {c["field_name"]: column_kind(c["column"])[0] for c in columns}
         for f in self.schema.fields:
             if kinds.get(f.name) != COLUMN_TYPE[f.dtype]:
@@ -116,15 +138,12 @@ class Replica:
             )
         return cols
 
-    def _append(
-        self, ts: int, partition: int, pks: list[Any], cols: dict[str, Any], vecs: np.ndarray
-    ) -> None:
+    def _append(self, ts: int, partition: int, pks: list[Any], cols: dict[str, Any]) -> None:
         base, n = len(self), len(pks)
         prev = self._newest(pks)
         self._supersede(prev, ts)
         self._prev.extend(prev)
         self._latest.update(zip(pks, range(base, base + n), strict=True))
-        self.index.add(vecs)
         self.columns.extend(cols)
         self._part.extend(np.full(n, partition, dtype=np.int64))
         self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
@@ -144,7 +163,18 @@ class Replica:
         rows = rows[rows >= 0]
         if len(rows):
             ins, sup, t = self._ins.view(), self._sup.view(), np.uint64(ts)
-            sup[rows[(ins[rows] < t) & (sup[rows] > t)]] = t
+            ended = rows[(ins[rows] < t) & (sup[rows] > t)]
+            sup[ended] = t
+            self._kill(ended)
+            self.changed_ts = max(self.changed_ts, ts)
+
+    def _kill(self, rows: np.ndarray) -> None:
+        """Clears the alive bits of `rows` in their segments (in place: no rebuild)."""
+        if not len(rows):
+            return
+        segs, pos = self._seg.view()[rows], self._pos.view()[rows]
+        for ordinal in np.unique(segs).tolist():
+            self._segs[ordinal].alive.clear(pos[segs == ordinal])
 
     def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
         """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1); a
@@ -167,6 +197,8 @@ class Replica:
             sup = self._sup.view()
             rows = (self._part.view() == partition) & (self._ins.view() < ts) & (sup > ts)
             sup[rows] = ts
+            self._kill(np.flatnonzero(rows))
+            self.changed_ts = max(self.changed_ts, ts)
 
     def drop(self, ts: int) -> None:
         """Marks the collection dropped at `ts`: reads as of `ts` or later are refused (see
@@ -282,34 +314,67 @@ class Replica:
         expr: Expr | None = None,
         offset: int = 0,
         group_by: str | None = None,
+        params: dict[str, Any] | None = None,
+        metric: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
         matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
-        hit of each of up to k distinct values of that field."""
+        hit of each of up to k distinct values of that field. `metric`: the index's (None:
+        the vector field's, else L2); `params`: ef / nprobe. Raises InvalidArgument if a
+        loaded segment index has another metric, or for a bad param."""
+        metric = (metric or self.metric).upper()
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        if self.metric == "COSINE":
-            q = q.copy()
-            faiss.normalize_L2(q)
+        qn = unit_queries(q)
+        want = k + offset
+        knobs = SearchKnobs.parse(params, want)
         with self.lock:
-            mask = self.selected(ts, partitions, expr)
+            plan, total = self._plan(ts, partitions, expr, metric)
             if group_by is None:
-                dist, labels = self._knn(q, k + offset, mask)
+                dist, labels = self._knn(q, qn, metric, want, knobs, plan)
                 found = [ranked(lr, dr, offset) for dr, lr in zip(dist, labels, strict=True)]
             else:
-                found = [
-                    (r[offset:], d[offset:]) for r, d in self._groups(q, k + offset, mask, group_by)
-                ]
+                groups = self._groups(q, qn, metric, want, knobs, plan, total, group_by)
+                found = [(r[offset:], d[offset:]) for r, d in groups]
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
 
+    def _plan(
+        self, ts: int, partitions: list[int] | None, expr: Expr | None, metric: str
+    ) -> tuple[list[tuple[Segment, np.ndarray | None]], int]:
+        """Returns the segments to search, each with the mask of its selected positions
+        (None: its alive bitmap, the fast path), and how many rows are selected in all.
+        Raises InvalidArgument if a loaded segment index has another metric than `metric`."""
+        segs = [s for s in self._segs if partitions is None or s.partition in partitions]
+        for seg in segs:
+            if seg.index is not None and seg.index.metric != metric:
+                raise InvalidArgument(
+                    f"search metric {metric!r} does not match the {seg.index.metric!r} index "
+                    f"{seg.index.index_id} of segment {seg.segment_id}"
+                )
+        if expr is None and ts >= self.changed_ts:
+            return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
+        mask = self.selected(ts, partitions, expr)
+        plan = []
+        for seg in segs:
+            rows = seg.rows.view()
+            plan.append((seg, (rows >= 0) & mask[np.maximum(rows, 0)]))
+        return plan, int(sum(int(np.count_nonzero(m)) for _, m in plan))
+
     def _groups(
-        self, q: np.ndarray, want: int, mask: np.ndarray, field: str
+        self,
+        q: np.ndarray,
+        qn: np.ndarray,
+        metric: str,
+        want: int,
+        knobs: SearchKnobs,
+        plan: list[tuple[Segment, np.ndarray | None]],
+        total: int,
+        field: str,
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Returns per query the best `want` hits of distinct `field` values: searches
         deeper (k x 4) until each query has `want` groups or every visible row was seen."""
-        total = int(mask.sum())
         k = min(total, max(4 * want, 64))
         while True:
-            dist, labels = self._knn(q, max(k, 1), mask)
+            dist, labels = self._knn(q, qn, metric, max(k, 1), knobs, plan)
             picked = []
             for dr, lr in zip(dist, labels, strict=True):
                 rows, d = ranked(lr, dr, 0)
@@ -318,13 +383,31 @@ class Replica:
                 return picked
             k = min(total, 4 * k)
 
-    def _knn(self, q: np.ndarray, k: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if mask.all():
-            return self.index.search(q, k)
-        bits = np.packbits(mask, bitorder="little")  # must outlive the search
-        params = faiss.SearchParameters()
-        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))
-        return self.index.search(q, k, params=params)
+    def _knn(
+        self,
+        q: np.ndarray,
+        qn: np.ndarray,
+        metric: str,
+        want: int,
+        knobs: SearchKnobs,
+        plan: list[tuple[Segment, np.ndarray | None]],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Returns (distances, replica rows) of the top `want` per query over the plan's
+        segments, merged; empty slots are -1."""
+        knobs = knobs.at_least(want)
+        parts = []
+        for seg, mask in plan:
+            found = seg.search(q, qn, metric, want, knobs, mask)
+            if found is None:
+                continue
+            dist, pos = found
+            if not pos.size or pos[:, -1].min() >= 0:  # every slot filled (empties are last)
+                parts.append((dist, seg.rows.view()[pos]))
+                continue
+            empty = pos < 0
+            rows = seg.rows.view()[np.where(empty, 0, pos)]
+            parts.append((np.where(empty, worst(metric), dist), np.where(empty, -1, rows)))
+        return merged(parts, len(q), want, metric in LARGER_IS_NEARER)
 
     def _hits(self, rows: np.ndarray, dist: np.ndarray, fields: list[str]) -> list[Hit]:
         ids = self.columns.values(self.pk_name, rows)
@@ -346,10 +429,63 @@ class Replica:
             return self.columns.values(name, rows)
         if not len(rows):
             return []
-        if not self._originals:
-            return self.index.reconstruct_batch(rows).tolist()
-        batch = np.searchsorted(self._starts, rows, side="right") - 1
-        return [
-            self._originals[b][r - self._starts[b]].tolist()
-            for r, b in zip(rows.tolist(), batch.tolist(), strict=True)
-        ]
+        segs, pos = self._seg.view()[rows], self._pos.view()[rows]
+        out = np.empty((len(rows), self.vec.dim or 0), dtype=np.float32)
+        for ordinal in np.unique(segs).tolist():
+            at = segs == ordinal
+            out[at] = self._segs[ordinal].originals(pos[at])
+        return out.tolist()
+
+    # -- segment indexes ----------------------------------------------------------------
+    def load_index(self, partition: int, segment_id: int, index: SegmentIndex) -> bool:
+        """Serves a segment from its loaded `index` (mapped to the replica's rows by row
+        id). Returns False if the replica has not applied every row of the index yet (try
+        again later), True once done: loaded, already loaded (same index id), or nothing to
+        load (the partition or collection was dropped, or the segment holds rows the index
+        lacks: it stays on exact search). Raises InvalidArgument if its dim is not the
+        vector field's."""
+        if index.index.d != self.vec.dim:
+            raise InvalidArgument(
+                f"index {index.index_id} of segment {segment_id} has dim {index.index.d}, "
+                f"the vector field {self.vec.name!r} {self.vec.dim}"
+            )
+        with self.lock:
+            seg = self.segments.get((partition, segment_id))
+            if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
+                return True
+            gone = self.dropped_ts is not None or partition in self.dropped_partitions
+            if not gone and (seg is None or len(seg) < len(index.row_ids)):
+                return False  # rows still missing: no need to look them up
+            held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
+            current = _positions_of(held, index.row_ids)
+            found = int(np.count_nonzero(current >= 0))
+            if found < len(index.row_ids) and not gone:
+                return False
+            if seg is None or found < len(seg):
+                return True
+            rows = seg.load(index, current)
+            at = rows >= 0
+            self._pos.view()[rows[at]] = np.flatnonzero(at)
+            return True
+
+    def serving(self, partition: int, segment_id: int) -> int | None:
+        """Returns the id of the index a segment is served from, None if exact."""
+        seg = self.segments.get((partition, segment_id))
+        return None if seg is None or seg.index is None else seg.index.index_id
+
+    def unload_indexes(self, index_id: int) -> None:
+        """Takes the segment indexes of `index_id` (-1: every one) out of service: their
+        segments go back to exact search."""
+        with self.lock:
+            for seg in self._segs:
+                if seg.index is not None and index_id in (-1, seg.index.index_id):
+                    seg.unload()
+
+
+def _positions_of(held: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+    """Returns, for each of `row_ids`, its position in `held` (-1 if absent)."""
+    if not len(held):
+        return np.full(len(row_ids), -1, dtype=np.int64)
+    order = np.argsort(held, kind="stable")
+    at = np.minimum(np.searchsorted(held[order], row_ids), len(held) - 1)
+    return np.where(held[order][at] == row_ids, order[at], -1)

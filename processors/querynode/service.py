@@ -43,11 +43,13 @@ class QueryNodeService(Protocol):
         offset: int = 0,
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
+        metric: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
         nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
         the best hit of each of up to `limit` distinct values of it. `params`: the index's
-        search parameters (ef, nprobe); an exact search needs none."""
+        search parameters (ef, nprobe); an exact search needs none. `metric`: the metric of
+        the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2)."""
         ...
 
     def query(

@@ -24,7 +24,7 @@ SCHEMA = CollectionSchema(
         FieldSchema("flag", DataType.BOOL),
         FieldSchema("s", DataType.VARCHAR, max_length=64),
         FieldSchema("meta", DataType.JSON),
-        FieldSchema("arr", DataType.ARRAY),  # of INT64 (the model has no element_type yet)
+        FieldSchema("arr", DataType.ARRAY, element_type=DataType.INT64, max_capacity=16),
         FieldSchema("vec", DataType.FLOAT_VECTOR, dim=2, metric_type="L2"),
     )
 ).validated()

@@ -165,7 +165,9 @@ MILVUS_SCHEMA = CollectionSchema(
         FieldSchema("age", DataType.INT64),
         FieldSchema("city", DataType.VARCHAR, max_length=32),
         FieldSchema("product", DataType.JSON),
-        FieldSchema("history_temperatures", DataType.ARRAY),
+        FieldSchema(
+            "history_temperatures", DataType.ARRAY, element_type=DataType.INT64, max_capacity=32
+        ),
     )
 ).validated()
 MILVUS_EXAMPLES = [

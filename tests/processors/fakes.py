@@ -219,8 +219,10 @@ class FakeQueryNode:
         offset: int = 0,
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
+        metric: str | None = None,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
+        self.search_args = {"params": params, "metric": metric}  # the last search's
         return [[] for _ in queries]
 
     def query(

@@ -94,8 +94,9 @@ def test_rebuilt_meta_answers_like_the_live_one_at_past_timestamps(
 def test_sigkill_between_append_and_apply_loses_nothing(
     client_args: dict[str, Any], open_client: ClientFactory
 ):
-    # passes of the point: c0, its partition, c1, its partition, then c2's create
-    run_writer(dict(client_args), "loop", acks=None, crash_at="rootcoord.ddl.before_apply:5")
+    # passes of the point: c0, its AUTOINDEX index, its partition, the same for c1, then c2's
+    # create
+    run_writer(dict(client_args), "loop", acks=None, crash_at="rootcoord.ddl.before_apply:7")
     client = open_client()
     # c2 was appended and broadcast, never applied: recovery applied it, once
     assert client.list_collections() == ["c0", "c1", "c2"]

@@ -46,7 +46,7 @@ def encoded(client: Client, event: Event) -> bytes:
 def rows_event(client: Client, ts: int, first_pk: int, n: int = 1) -> Event:
     """A RowsInserted event of collection "c" (dimension 2) with `n` rows, built by hand."""
     info = client.cluster.proxy.describe_collection("c")
-    pk, vec = info.schema.fields
+    pk, vec = info.schema.fields[:2]  # quick setup: id, vector (and $meta, left out)
     columns = [
         {
             "field_id": pk.field_id,

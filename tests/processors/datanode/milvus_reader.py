@@ -155,11 +155,12 @@ def parquet_facts(payload: bytes) -> dict[str, Any]:
 
 def decode_values(payload_data_type: int, payload: bytes) -> Any:
     """Returns the payload's values: numpy arrays for numbers, lists of str (VarChar/String)
-    or bytes (JSON), a (rows, dim) float32 array for FloatVector."""
+    or bytes (JSON; Array: one protobuf schemapb.ScalarField per row), a (rows, dim) float32
+    array for FloatVector."""
     column = payload_table(payload).column("val")
     if payload_data_type in (20, 21):
         return column.to_pylist()
-    if payload_data_type == 23:
+    if payload_data_type in (22, 23):
         return [bytes(v) for v in column.to_pylist()]
     if payload_data_type == 101:
         rows = column.to_pylist()

@@ -329,7 +329,7 @@ def _insert(kind: DataTypeCode, values: Any, **overrides: Any) -> bytes:
         (DataTypeCode.VARCHAR, ["a", 1], {}, "is a str"),
         (DataTypeCode.JSON, [{"k": 1}], {}, "raw JSON text"),
         (DataTypeCode.FLOAT_VECTOR, np.zeros((2, 4), np.float32), {"dim": 8}, "dim 8"),
-        (DataTypeCode.ARRAY, [1], {}, "no binlog writer"),
+        (DataTypeCode.ARRAY, [[1]], {}, "ScalarField protobuf bytes, not list"),
         (99, [1], {}, "not a Milvus data type"),
         (DataTypeCode.INT64, [1], {"start_ts": 30}, "after end_ts"),
         (DataTypeCode.INT64, [1], {"start_ts": 0}, "start_ts"),

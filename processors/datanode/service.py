@@ -1,0 +1,29 @@
+"""What the data node offers other processors (the index node): the object store its binlogs
+live in, the storage layout, and reading a field's insert binlogs back. Others depend on this
+only."""
+
+from __future__ import annotations
+
+from vectorlog.processors.datanode.binlog_read import (
+    CorruptBinlog,
+    InsertColumn,
+    float_vectors,
+    int64s,
+    read_insert_binlog,
+)
+from vectorlog.processors.datanode.errors import ObjectNotFound, StorageError
+from vectorlog.processors.datanode.paths import INDEX_FILES, index_files_prefix
+from vectorlog.processors.datanode.storage import ObjectStore
+
+__all__ = [
+    "INDEX_FILES",
+    "CorruptBinlog",
+    "InsertColumn",
+    "ObjectNotFound",
+    "ObjectStore",
+    "StorageError",
+    "float_vectors",
+    "index_files_prefix",
+    "int64s",
+    "read_insert_binlog",
+]

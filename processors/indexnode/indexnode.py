@@ -1,0 +1,420 @@
+"""The index node (seed 004): builds a faiss index per (Flushed segment, vector index) from the
+segment's binlogs, stores it under index_files/ and reports it as a SegmentIndexed event.
+
+It consumes the ddl topic (IndexCreated, IndexDropped, CollectionDropped, PartitionDropped:
+that partition's segments are forgotten and their files deleted) and the coord topic
+(BinlogPathsSaved; its own SegmentIndexed and SegmentIndexesDropped), each record's changes
+committed with its position in one StateStore write (see `state`). A consumer thread applies
+records and schedules every pair without a SegmentIndexed; a worker thread builds them (faiss
+releases the GIL: ingest and consumption go on), writes the files, then appends SegmentIndexed
+(ts from rootcoord's timestamp oracle). The pair counts as built once that event is consumed.
+
+Dropping: IndexDropped / CollectionDropped -> SegmentIndexesDropped on coord (appended before
+the ddl position is committed) -> consuming it deletes the files. A SegmentIndexed whose index
+or segment is gone by the time it is consumed has its files deleted instead of recorded.
+
+Recovery: positions and state are committed together, so a restart re-applies nothing twice; a
+build whose SegmentIndexed was not appended is redone, and its orphaned files (under a build id
+nothing reports) are deleted at recovery; a build reported twice is kept twice (consumers dedupe
+by (segment, index_id)). A build that fails for good (a corrupt or missing binlog, parameters
+the vectors do not fit) is dead-lettered (the segment's flushed BinlogPathsSaved position, with
+the reason), logged, and shown as Failed by `progress`; it is retried only after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import faiss
+import numpy as np
+
+from vectorlog.errors import VectorlogError
+from vectorlog.faults import CrashPointReached, crash_point
+from vectorlog.model import ROW_ID_FIELD
+from vectorlog.processors.datanode.service import (
+    ObjectNotFound,
+    ObjectStore,
+    StorageError,
+    float_vectors,
+    int64s,
+    read_insert_binlog,
+)
+from vectorlog.processors.indexnode.builder import (
+    MIN_ROWS_TO_INDEX,
+    PARAMS,
+    build_from_parts,
+    parse_spec,
+)
+from vectorlog.processors.indexnode.errors import IndexBuildTimeout
+from vectorlog.processors.indexnode.files import (
+    build_paths,
+    collection_folder,
+    delete_build,
+    write_index_files,
+)
+from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
+from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
+from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.processors.state.base import StateStore
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
+from vectorlog.streams.topics import Serdes, Topics
+
+log = logging.getLogger(__name__)
+#: failures that say nothing about the build: it is retried, never marked Failed
+TRANSIENT = (LogError, OSError, MemoryError)
+#: how often the consumer re-schedules builds when no record arrives (retries transient ones)
+RESCHEDULE_S = 1.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One build: a snapshot of the segment and of the index it is for."""
+
+    segment: SegmentRecord
+    index: dict[str, Any]
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.segment.segment_id, int(self.index["index_id"]))
+
+
+class IndexNode:
+    """Implements IndexNodeService: builds and reports segment indexes, tells their progress."""
+
+    def __init__(
+        self,
+        log: Log,
+        topics: Topics,
+        serdes: Serdes,
+        store: StateStore,
+        objects: ObjectStore,
+        rootcoord: RootCoordService,
+        build_threads: int = 1,
+        min_rows: int = MIN_ROWS_TO_INDEX,
+        name: str = "indexnode",
+    ) -> None:
+        """`build_threads`: faiss (OpenMP) threads of one build; `min_rows`: below it a
+        segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX)."""
+        self.log, self.topics, self.objects, self.rc = log, topics, objects, rootcoord
+        self.build_threads, self.min_rows = build_threads, min_rows
+        self.serdes = {
+            topics.ddl: serdes.for_topic(topics.ddl),
+            topics.coord: serdes.for_topic(topics.coord),
+        }
+        self.state = IndexState(store)
+        self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
+        self._jobs: queue.Queue[Job] = queue.Queue()
+        self._inflight: set[tuple[int, int]] = set()
+        self._failed: dict[tuple[int, int], str] = {}
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.failure: Exception | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def recover(self, timeout: float = 60.0) -> None:
+        """Applies ddl then coord from the stored positions to their ends, deletes orphaned
+        index files, and schedules every build not reported."""
+        for topic in (self.topics.ddl, self.topics.coord):
+            start = {0: self.state.position(topic)}
+            for rec in read_to_end(self.log, topic, timeout, start):
+                self._consume(topic, rec)
+        self._delete_orphans()
+        self._schedule()
+
+    def start(self) -> None:
+        """Starts the consumer and the build worker."""
+        for target, name in ((self._consume_loop, "consumer"), (self._work_loop, "builder")):
+            t = threading.Thread(target=target, name=f"indexnode-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        """Stops both threads (a build under way finishes first; it is not reported if the
+        process ends before its SegmentIndexed is appended)."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=60)
+
+    def close(self) -> None:
+        self.stop()
+
+    # -- progress (IndexNodeService) -----------------------------------------------------------
+    def progress(self, collection_id: int, index_id: int) -> IndexProgress:
+        """Returns the index's progress as Milvus's describe_index computes it: total_rows =
+        rows of the collection's Flushed segments, indexed_rows = rows of those with a
+        SegmentIndexed for the index, pending = the rest; Failed (reasons "segment: reason;")
+        if a build failed, else Finished once nothing is pending. An unknown index (or one
+        that is not a vector index: nothing to build) reads as Finished, all rows indexed."""
+        with self.state.lock:
+            segs = [
+                s
+                for s in self.state.segments.values()
+                if s.collection_id == collection_id and s.flushed
+            ]
+            total = sum(s.num_rows for s in segs)
+            index = self.state.indexes.get((collection_id, index_id))
+            if index is None or not is_vector_index(index):
+                return IndexProgress(total if index else 0, total if index else 0, 0, FINISHED)
+            done = [s for s in segs if self.state.built.get((s.segment_id, index_id))]
+            failed = [(s.segment_id, self._failed.get((s.segment_id, index_id))) for s in segs]
+        indexed = sum(s.num_rows for s in done)
+        reasons = "".join(f"{sid}: {why};" for sid, why in failed if why)
+        state = FAILED if reasons else FINISHED if indexed == total else IN_PROGRESS
+        return IndexProgress(indexed, total, total - indexed, state, reasons)
+
+    def wait_finished(self, collection_id: int, index_id: int, timeout: float) -> IndexProgress:
+        """Returns the progress once the node consumed everything appended to ddl and coord
+        before the call (an end marker on each: an index or flush just made counts) and the
+        index is Finished or Failed. Raises IndexBuildTimeout, LogError."""
+        deadline = time.monotonic() + timeout
+        marks = self._end_markers()
+        with self._changed:
+            while True:
+                progress = self.progress(collection_id, index_id)
+                caught_up = all(self.state.position(t) > at for t, at in marks.items())
+                if caught_up and progress.state != IN_PROGRESS:
+                    return progress
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise IndexBuildTimeout(collection_id, index_id, progress, timeout)
+                self._changed.wait(min(left, 0.2))
+
+    def _end_markers(self) -> dict[str, int]:
+        """Appends an end marker (a TimeTick with ts 0, which every consumer ignores) to ddl
+        and coord; returns their offsets."""
+        marks = {}
+        for topic, serde in self.serdes.items():
+            marker = serde.encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
+            marks[topic] = self.log.append(topic, [Append(0, marker)])[0]
+        return marks
+
+    # -- consuming -----------------------------------------------------------------------------
+    def _consume_loop(self) -> None:
+        readers: dict[str, Reader] = {}
+        last_schedule = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                try:
+                    if not readers:
+                        readers = {
+                            t: self.log.reader(t, {0: self.state.position(t)}) for t in self.serdes
+                        }
+                    got = self._poll(readers)
+                    if got or time.monotonic() - last_schedule > RESCHEDULE_S:
+                        self._schedule()
+                        last_schedule = time.monotonic()
+                    self.failure = None
+                except Exception as exc:  # the log, the store or the object store failed: retry
+                    log.warning("index node consume failed: %s", exc)
+                    self.failure = exc
+                    _close(readers)
+                    readers = {}
+                    self._stop.wait(0.5)
+        finally:
+            _close(readers)
+
+    def _poll(self, readers: dict[str, Reader]) -> bool:
+        got = False
+        for topic, reader in readers.items():
+            for rec in reader.poll(1000, 0.05):
+                self._consume(topic, rec)
+                got = True
+        return got
+
+    def _consume(self, topic: str, rec: Record) -> None:
+        """Applies one record; its effects happen before its position is committed."""
+        try:
+            event: Event | None = self.serdes[topic].decode(rec.value)
+        except VectorlogError as exc:  # its owner (rootcoord, datacoord) dead-letters it
+            log.debug("index node skips %s@%d: %s", topic, rec.offset, exc)
+            event = None
+        self.state.apply(topic, rec.offset, event, self._effects)
+        if event is not None and event.type == "SegmentIndexed":
+            self._inflight.discard((event.body["segment_id"], event.body["index_id"]))
+        with self._changed:
+            self._changed.notify_all()
+
+    def _effects(self, fx: Effects) -> None:
+        """Appends the SegmentIndexesDropped events and deletes the files `fx` calls for."""
+        if fx.drops:
+            serde = self.serdes[self.topics.coord]
+            events = [
+                Event("SegmentIndexesDropped", self.rc.now(), b, b["collection_id"])
+                for b in fx.drops
+            ]
+            self.log.append(self.topics.coord, [Append(0, serde.encode(e)) for e in events])
+        for index_file in fx.files:
+            delete_build(self.objects, index_file)
+        for cid in fx.folders:
+            for path in self.objects.list(collection_folder(cid)):
+                self.objects.delete(path)
+
+    def _delete_orphans(self) -> None:
+        """Deletes index files of known collections that no recorded build names."""
+        with self.state.lock:
+            cids = {s.collection_id for s in self.state.segments.values()}
+            cids |= {cid for cid, _ in self.state.indexes} | self.state.dropped
+        referenced = self.state.referenced()
+        for cid in sorted(cids):
+            for path in self.objects.list(collection_folder(cid)):
+                if path not in referenced:
+                    log.info("deleting orphaned index file %s", path)
+                    self.objects.delete(path)
+
+    def _schedule(self) -> None:
+        """Queues every (Flushed segment, vector index of its collection) pair with no
+        SegmentIndexed, none under way and no failure."""
+        st = self.state
+        with st.lock:
+            for (cid, iid), index in st.indexes.items():
+                if not is_vector_index(index):
+                    continue
+                for seg in st.segments.values():
+                    key = (seg.segment_id, iid)
+                    if seg.collection_id != cid or not seg.flushed or seg.num_rows <= 0:
+                        continue
+                    if key in st.built or key in self._inflight or key in self._failed:
+                        continue
+                    self._inflight.add(key)
+                    self._jobs.put(Job(replace(seg, binlogs=dict(seg.binlogs)), dict(index)))
+
+    # -- building ------------------------------------------------------------------------------
+    def _work_loop(self) -> None:
+        faiss.omp_set_num_threads(self.build_threads)  # this thread's OpenMP regions only
+        while not self._stop.is_set():
+            try:
+                job = self._jobs.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self._run(job)
+            except CrashPointReached as exc:  # a test's stand-in for the process dying here
+                log.warning("index node builder stops: %s", exc)
+                return
+
+    def _run(self, job: Job) -> None:
+        """Builds and reports one job; marks it Failed if it is at fault, else retries later."""
+        try:
+            self._build(job)
+        except CrashPointReached:
+            raise
+        except ObjectNotFound as exc:
+            self._fail(job, f"{type(exc).__name__}: {exc}")
+        except (*TRANSIENT, StorageError) as exc:
+            log.warning("index build of segment %d will be retried: %s", job.key[0], exc)
+            self.failure = exc
+            self._stop.wait(0.5)
+            self._inflight.discard(job.key)
+        except Exception as exc:  # corrupt binlogs, parameters the vectors do not fit
+            self._fail(job, f"{type(exc).__name__}: {exc}")
+
+    def _build(self, job: Job) -> None:
+        seg, index = job.segment, job.index
+        spec = parse_spec(index["index_type"], index["metric_type"], index.get("params", {}))
+        vectors = (self._read(p, float_vectors) for p in self._paths(seg, int(index["field_id"])))
+        built = build_from_parts(vectors, seg.num_rows, spec, self.min_rows)
+        row_ids = np.concatenate([self._read(p, int64s) for p in self._paths(seg, ROW_ID_FIELD)])
+        if built.index.ntotal != len(row_ids):
+            raise ValueError(
+                f"the binlogs hold {built.index.ntotal} vectors but {len(row_ids)} row ids"
+            )
+        build_id = self.rc.allocate_ids()
+        paths = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id)
+        write_index_files(self.objects, paths, built.index, row_ids)
+        crash_point("indexnode.build.after_files")
+        if not self.state.live(seg.collection_id, job.key[1], seg.segment_id):
+            delete_build(self.objects, paths[0])  # dropped while it was built
+            self._inflight.discard(job.key)
+            return
+        n = int(built.index.ntotal)
+        body = segment_indexed(
+            job, build_id, built.built_as, built.params, n, paths, built.build_ms
+        )
+        event = Event("SegmentIndexed", self.rc.now(), body, seg.collection_id, seg.vchannel)
+        serde = self.serdes[self.topics.coord]
+        self.log.append(self.topics.coord, [Append(0, serde.encode(event))])
+
+    @staticmethod
+    def _paths(seg: SegmentRecord, field_id: int) -> list[str]:
+        """Returns a field's insert log paths in row order. Raises ObjectNotFound if none."""
+        paths = seg.paths(field_id)
+        if not paths:
+            where = f"insert_log/{seg.collection_id}/{seg.partition_id}/{seg.segment_id}/{field_id}"
+            raise ObjectNotFound(where, "no insert logs of the field were reported")
+        return paths
+
+    def _read(self, path: str, decode: Any) -> np.ndarray:
+        """Returns one insert log's column, decoded (`float_vectors` or `int64s`)."""
+        return decode(read_insert_binlog(self.objects.get(path), path), path)
+
+    def _fail(self, job: Job, reason: str) -> None:
+        """Records a failed build (progress shows it), logs it and dead-letters it."""
+        sid, iid = job.key
+        self._failed[job.key] = reason
+        self._inflight.discard(job.key)
+        log.error("index %d of segment %d failed: %s", iid, sid, reason)
+        what = json.dumps({"segment_id": sid, "index_id": iid}).encode()
+        rec = Record(self.topics.coord, 0, job.segment.flushed_offset, what)
+        try:
+            self._dead_letter(rec, f"index {iid} of segment {sid}: {reason}")
+        except LogError as exc:
+            log.warning("could not dead-letter the failed build of segment %d: %s", sid, exc)
+        with self._changed:
+            self._changed.notify_all()
+
+
+def is_vector_index(index: dict[str, Any]) -> bool:
+    """Returns whether an IndexCreated body is a vector index (the index node builds those;
+    a scalar index, AUTOINDEX on a scalar field too, has no metric and needs no build)."""
+    return bool(index.get("metric_type")) and index["index_type"] in PARAMS
+
+
+def segment_indexed(
+    job: Job,
+    build_id: int,
+    built_as: str,
+    params: dict[str, str],
+    num_rows: int,
+    paths: tuple[str, str],
+    build_ms: int,
+) -> dict[str, Any]:
+    """Returns the SegmentIndexed body of a build. `index_type` is the index's type as created
+    (AUTOINDEX included); `params` are the effective build parameters, plus `built_as` (the
+    faiss index actually built: HNSW for AUTOINDEX, FLAT below the minimum rows)."""
+    seg, index = job.segment, job.index
+    return {
+        "collection_id": seg.collection_id,
+        "partition_id": seg.partition_id,
+        "segment_id": seg.segment_id,
+        "vchannel": seg.vchannel,
+        "field_id": int(index["field_id"]),
+        "index_id": int(index["index_id"]),
+        "index_name": index["index_name"],
+        "build_id": build_id,
+        "index_type": index["index_type"],
+        "metric_type": index["metric_type"],
+        "params": {**params, "built_as": built_as},
+        "num_rows": num_rows,
+        "index_file": paths[0],
+        "row_id_file": paths[1],
+        "build_ms": build_ms,
+    }
+
+
+def _close(readers: dict[str, Reader]) -> None:
+    for reader in readers.values():
+        try:
+            reader.close()
+        except Exception as exc:  # closing a broken reader: nothing more to do
+            log.debug("index node reader close failed: %s", exc)

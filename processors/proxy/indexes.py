@@ -1,0 +1,97 @@
+"""Index requests at the proxy, with Milvus's semantics: the metric belongs to the index, an
+index identical to an existing one is created once, and describe_index reports the build
+progress the index node knows (IndexNodeService)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vectorlog.errors import IndexNotFound
+from vectorlog.model import CollectionInfo, DataType
+from vectorlog.processors.indexnode.service import (
+    FAILED,
+    FINISHED,
+    IN_PROGRESS,
+    IndexNodeService,
+    IndexProgress,
+)
+from vectorlog.types import DEFAULT_METRIC, IndexSpec, shown_params
+
+#: the progress reported without an index node (nothing is built, nothing is pending)
+NO_BUILDS = IndexProgress(0, 0, 0, FINISHED)
+COMPARED = ("field_name", "index_type", "metric_type", "params")
+
+
+def search_metric(info: CollectionInfo) -> str:
+    """Returns the metric a search of `info` uses: its vector index's; without one, the
+    vector field's metric_type, else COSINE (Milvus's default, also Milvus Lite's for an
+    unindexed collection)."""
+    vector = info.schema.vector
+    for ix in info.indexes.values():
+        if ix["field_name"] == vector.name and ix["metric_type"]:
+            return str(ix["metric_type"]).upper()
+    return (vector.metric_type or DEFAULT_METRIC).upper()
+
+
+def exists_already(info: CollectionInfo, spec: IndexSpec) -> bool:
+    """Returns whether `info` has an index identical to `spec` (same name, field, type,
+    metric and params), which Milvus accepts again as a no-op. Raises InvalidArgument
+    naming a bad field, type, metric or parameter of `spec`."""
+    body = spec.resolved(info.schema)
+    same = info.indexes.get(body["index_name"])
+    return same is not None and all(same[k] == body[k] for k in COMPARED)
+
+
+def flushed_rows(info: CollectionInfo, segments: list[dict[str, Any]]) -> int:
+    """Returns the rows of the Flushed `segments` (datacoord's infos) in live partitions."""
+    live = set(info.partitions.values())
+    return sum(
+        int(s["num_rows"])
+        for s in segments
+        if s.get("state") == "Flushed" and s.get("partition_id") in live
+    )
+
+
+def progress(p: IndexProgress, flushed: int) -> IndexProgress:
+    """Returns `p` counting at least `flushed` rows: a segment datacoord reports Flushed is
+    pending until the index node (which may not have read its flush yet) indexed it."""
+    total = max(p.total_rows, flushed)
+    done = FINISHED if p.indexed_rows >= total else IN_PROGRESS
+    state = FAILED if p.state == FAILED else done
+    return IndexProgress(p.indexed_rows, total, total - p.indexed_rows, state, p.fail_reason)
+
+
+def describe(
+    info: CollectionInfo,
+    index_name: str,
+    indexnode: IndexNodeService | None,
+    flushed: int = 0,
+) -> dict[str, Any]:
+    """Returns describe_index's answer, with Milvus's keys: index_type, metric_type (vector
+    indexes), params (as created, integers as ints), field_name, index_name, total_rows,
+    indexed_rows, pending_index_rows, state (and index_state_fail_reason once Failed);
+    `flushed`: rows datacoord reports Flushed, pending until the index node indexed them.
+    Raises IndexNotFound."""
+    ix = info.indexes.get(index_name) if isinstance(index_name, str) else None
+    if ix is None:
+        raise IndexNotFound(info.name, str(index_name))
+    vector = info.schema.field(ix["field_name"]).dtype is DataType.FLOAT_VECTOR
+    if indexnode is None:
+        p = NO_BUILDS
+    else:
+        p = progress(indexnode.progress(info.collection_id, ix["index_id"]), flushed)
+    out: dict[str, Any] = {"index_type": ix["index_type"]}
+    if ix["metric_type"]:
+        out["metric_type"] = ix["metric_type"]
+    out |= {
+        "params": shown_params(ix["params"]),
+        "field_name": ix["field_name"],
+        "index_name": ix["index_name"],
+        "total_rows": p.total_rows if vector else 0,
+        "indexed_rows": p.indexed_rows if vector else 0,
+        "pending_index_rows": p.pending_index_rows if vector else 0,
+        "state": p.state if vector else FINISHED,
+    }
+    if vector and p.state == FAILED:
+        out["index_state_fail_reason"] = p.fail_reason
+    return out

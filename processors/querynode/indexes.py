@@ -1,0 +1,144 @@
+"""Which segment indexes the query node serves: it follows the coord topic from offset 0 (it
+keeps no durable state, so a restart replays it) for SegmentIndexed and SegmentIndexesDropped.
+
+A SegmentIndexed is pending until its files are read and every row of the index has been
+applied by the replica (the coord topic can run ahead of the dml one); it is retried after
+each applied dml pack. SegmentIndexesDropped unloads (segments go back to exact search) and
+forgets pending ones. Undecodable coord records are skipped here: DataCoord, which owns the
+coord topic, dead-letters them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Log
+
+log = logging.getLogger(__name__)
+
+MAX_READ_ATTEMPTS = 3  # a load whose files cannot be read this many times is given up
+BATCH = 1000
+
+#: collection id -> its replica; None while unknown yet; raises KeyError once freed
+ReplicaOf = Callable[[int], Replica | None]
+
+
+class Pending:
+    """A SegmentIndexed not yet served: its event body and, once read, its index."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.index: SegmentIndex | None = None
+        self.failures = 0
+
+
+class IndexLoader:
+    """Consumes the coord topic on its own thread and loads segment indexes into replicas."""
+
+    def __init__(
+        self, log_: Log, topic: str, serde: EventSerde, files: IndexFiles, replica_of: ReplicaOf
+    ) -> None:
+        self._log, self._topic, self._serde, self._files = log_, topic, serde, files
+        self._replica_of = replica_of
+        self.pending: dict[tuple[int, int, int], Pending] = {}  # (collection, partition, seg)
+        self.applied = threading.Event()  # set by the dml side after each applied pack
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="querynode-indexes", daemon=True)
+        self.offset = 0  # the next coord offset to read
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        reader = self._log.reader(self._topic, {0: 0})
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.step(reader.poll(BATCH, timeout=0.1))
+                except Exception as exc:  # the log failed: go on from the last offset read
+                    log.warning("query node index loading failed: %s", exc)
+                    self._stop.wait(0.5)
+                    reader.seek(self._topic, 0, self.offset)
+        finally:
+            reader.close()
+
+    def step(self, records: list[Any]) -> None:
+        """Applies coord `records`, then retries the pending loads if the dml side applied
+        something since (or records came)."""
+        for rec in records:
+            try:
+                self._consume(rec.value)
+            except Exception as exc:  # a body this node cannot use: skipped, never retried
+                log.warning("query node skips coord record %d: %s", rec.offset, exc)
+            self.offset = rec.offset + 1
+        if self.pending and len(records) < BATCH and (records or self.applied.is_set()):
+            self.applied.clear()
+            self.retry()
+
+    def _consume(self, value: bytes) -> None:
+        try:
+            event = self._serde.decode(value)
+        except Exception as exc:
+            log.info("query node skips an undecodable coord record: %s", exc)
+            return
+        body = event.body
+        if event.type == "SegmentIndexed":
+            key = (body["collection_id"], body["partition_id"], body["segment_id"])
+            if key not in self.pending or self.pending[key].body["index_id"] != body["index_id"]:
+                self.pending[key] = Pending(body)
+        elif event.type == "SegmentIndexesDropped":
+            self._dropped(body["collection_id"], body["index_id"])
+
+    def _dropped(self, cid: int, index_id: int) -> None:
+        for key, p in list(self.pending.items()):
+            if key[0] == cid and index_id in (-1, p.body["index_id"]):
+                del self.pending[key]
+        try:
+            replica = self._replica_of(cid)
+        except KeyError:
+            return
+        if replica is not None:
+            replica.unload_indexes(index_id)
+
+    def retry(self) -> None:
+        """Tries every pending load once: done ones (or hopeless ones) are forgotten."""
+        for key, p in list(self.pending.items()):
+            if self._stop.is_set():
+                return
+            if self._attempt(p):
+                del self.pending[key]
+
+    def _attempt(self, p: Pending) -> bool:
+        """Returns whether `p` is finished with: loaded, or never loadable (its files could
+        not be read or it could not be loaded MAX_READ_ATTEMPTS times)."""
+        try:
+            return self._load(p)
+        except Exception as exc:
+            p.failures += 1
+            log.warning("query node cannot load index %s: %s", p.body["index_file"], exc)
+            return p.failures >= MAX_READ_ATTEMPTS
+
+    def _load(self, p: Pending) -> bool:
+        try:
+            replica = self._replica_of(p.body["collection_id"])
+        except KeyError:
+            return True  # the collection was freed
+        if replica is None:
+            return False
+        b = p.body
+        if replica.serving(b["partition_id"], b["segment_id"]) == b["index_id"]:
+            return True  # a repeated SegmentIndexed: already loaded
+        if p.index is None:
+            p.index = read_index(p.body, self._files)
+        return replica.load_index(p.body["partition_id"], p.body["segment_id"], p.index)

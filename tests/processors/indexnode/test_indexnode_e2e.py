@@ -1,0 +1,101 @@
+"""The index node in a Standalone cluster (both backends): insert, flush, the index Finished
+with its files and its SegmentIndexed event, searched through the query node; a restart
+builds nothing again; drop_index removes the files; no data node, no index node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tests.clients import ClientFactory, log_events
+from tests.support import wait_until
+from vectorlog import Client
+from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.indexnode.service import FINISHED
+
+ROWS, DIM = 1200, 8  # above the 1,024 rows under which a segment is indexed as FLAT
+
+
+def fill(client: Client) -> tuple[np.ndarray, int, int]:
+    """Creates a quick-setup collection (AUTOINDEX, L2), inserts and flushes ROWS rows;
+    returns (vectors, collection id, index id)."""
+    client.create_collection("docs", dimension=DIM, metric_type="L2")
+    vectors = np.random.default_rng(0).random((ROWS, DIM), dtype=np.float32)
+    client.insert("docs", [{"id": i, "vector": v.tolist()} for i, v in enumerate(vectors)])
+    client.flush("docs")
+    info = client.cluster.rootcoord.describe_collection("docs")
+    (ix,) = info.indexes.values()
+    return vectors, info.collection_id, ix["index_id"]
+
+
+def node(client: Client) -> IndexNode:
+    assert client.cluster.indexnode is not None
+    return client.cluster.indexnode
+
+
+def reports(client: Client, kind: str) -> list[dict[str, Any]]:
+    return [e.body for e in log_events(client, client.cluster.topics.coord) if e.type == kind]
+
+
+def test_a_flushed_segment_is_indexed_searched_and_not_rebuilt_after_a_restart(
+    open_client: ClientFactory,
+):
+    client = open_client()
+    vectors, cid, iid = fill(client)
+    progress = node(client).wait_finished(cid, iid, timeout=60)
+    assert (progress.state, progress.indexed_rows, progress.total_rows) == (FINISHED, ROWS, ROWS)
+    described = client.describe_index("docs", "vector")
+    assert (described["state"], described["indexed_rows"], described["pending_index_rows"]) == (
+        "Finished", ROWS, 0,
+    )  # fmt: skip
+    (body,) = reports(client, "SegmentIndexed")
+    assert (body["index_type"], body["params"]["built_as"], body["num_rows"]) == (
+        "AUTOINDEX", "HNSW", ROWS,
+    )  # fmt: skip
+    objects = client.cluster.objects
+    assert sorted(objects.list("index_files")) == [body["index_file"], body["row_id_file"]]
+    hits = client.search("docs", [vectors[77].tolist()], limit=3)
+    assert hits[0][0]["id"] == 77 and hits[0][0]["distance"] < 1e-5
+    client.close()
+    client = open_client()
+    assert node(client).wait_finished(cid, iid, timeout=60).indexed_rows == ROWS
+    assert len(reports(client, "SegmentIndexed")) == 1
+
+
+def test_drop_index_reports_the_drop_and_deletes_the_files(client: Client):
+    _, cid, iid = fill(client)
+    node(client).wait_finished(cid, iid, timeout=60)
+    objects = client.cluster.objects
+    assert len(objects.list("index_files")) == 2
+    client.drop_index("docs", "vector")
+    wait_until(lambda: not objects.list("index_files"), 30, "index files deleted")
+    assert reports(client, "SegmentIndexesDropped") == [{"collection_id": cid, "index_id": iid}]
+
+
+def test_without_a_data_node_there_is_no_index_node_and_indexes_read_finished(
+    open_client: ClientFactory,
+):
+    client = open_client(datanode="off")
+    assert client.cluster.indexnode is None
+    client.create_collection("docs", dimension=DIM)
+    client.insert("docs", [{"id": 1, "vector": [0.5] * DIM}])
+    described = client.describe_index("docs", "vector")
+    assert (described["state"], described["total_rows"]) == ("Finished", 0)
+
+
+def test_an_index_created_with_string_params_is_built_with_them(client: Client):
+    client.create_collection("docs", dimension=DIM, metric_type="IP")
+    client.drop_index("docs", "vector")
+    index = client.prepare_index_params()
+    index.add_index("vector", index_type="IVF_SQ8", metric_type="IP", params={"nlist": "16"})
+    client.create_index("docs", index)
+    vectors = np.random.default_rng(1).random((ROWS, DIM), dtype=np.float32)
+    client.insert("docs", [{"id": i, "vector": v.tolist()} for i, v in enumerate(vectors)])
+    client.flush("docs")
+    info = client.cluster.rootcoord.describe_collection("docs")
+    (ix,) = info.indexes.values()
+    assert node(client).wait_finished(info.collection_id, ix["index_id"], 60).state == FINISHED
+    (body,) = reports(client, "SegmentIndexed")
+    assert (body["index_type"], body["metric_type"]) == ("IVF_SQ8", "IP")
+    assert body["params"] == {"nlist": "16", "built_as": "IVF_SQ8"}
