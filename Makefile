@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "python3.11 is required"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark,demo]'
+	$(BIN)/pip install -q -e '.[dev,spark,demo,serve]'
 	@bash infra/ensure_java.sh
 	touch $(STAMP)
 
@@ -39,6 +39,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.meta_bench
 	$(BIN)/python -m benchmarks.binlog_bench
 	$(BIN)/python -m benchmarks.flush_bench
+	$(BIN)/python -m benchmarks.search_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

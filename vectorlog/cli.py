@@ -63,6 +63,13 @@ def _replay(args: argparse.Namespace) -> int:
     return run(args, _cluster(args))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """Serves Milvus's gRPC and REST v2 APIs over a cluster until SIGTERM/SIGINT."""
+    from vectorlog.server.serve_cmd import run
+
+    return run(args, _cluster(args))
+
+
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     return {"cluster": args.cluster} if args.cluster else {}
 
@@ -77,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         ("collections", _collections, "list collections and row counts"),
         ("dead-letters", _dead_letters, "print each dead letter once (reads, never writes)"),
         ("replay", _replay, "write a topic's events as JSON lines, Parquet or Avro"),
+        ("serve", _serve, "serve Milvus's gRPC (19530) and REST v2 (19531) APIs"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
@@ -86,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             from vectorlog.replay_cmd import add_arguments
 
             add_arguments(p)
+        if name == "serve":
+            from vectorlog.server.serve_cmd import add_arguments as serve_arguments
+
+            serve_arguments(p)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main

@@ -21,7 +21,8 @@ from vectorlog.processors.datacoord.settings import DataCoordSettings
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
-NOT_SETTINGS = frozenset({faults.ENV})
+#: and `vectorlog serve`'s secret token (vectorlog/server/serve.py: kept out of Config's repr)
+NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN"})
 
 
 class ConfigError(InvalidArgument):

@@ -1,0 +1,141 @@
+"""Milvus's gRPC protocol, data side: an unmodified pymilvus MilvusClient inserts, upserts,
+deletes, gets, queries, counts, searches and flushes on a served vectorlog cluster."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from pymilvus import DataType, MilvusClient
+
+from tests.vectorlog.server.conftest import Served
+
+
+def unique(prefix: str = "c") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def every_type_schema() -> object:
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("flag", DataType.BOOL)
+    s.add_field("i8", DataType.INT8)
+    s.add_field("i16", DataType.INT16)
+    s.add_field("i32", DataType.INT32)
+    s.add_field("f", DataType.FLOAT)
+    s.add_field("d", DataType.DOUBLE)
+    s.add_field("title", DataType.VARCHAR, max_length=20)
+    s.add_field("doc", DataType.JSON)
+    s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=3, max_length=5)
+    return s
+
+
+def typed_row(i: int) -> dict:
+    return {
+        "id": i,
+        "vector": [float(i), 1.0],
+        "flag": i % 2 == 0,
+        "i8": -i,
+        "i16": 300 + i,
+        "i32": 70_000 + i,
+        "f": 0.5 * i,
+        "d": 1.25 * i,
+        "title": f"t{i}",
+        "doc": {"n": i, "xs": [i, "a"]},
+        "tags": ["a", f"b{i}"],
+        "extra": f"dyn{i}",  # a dynamic field
+    }
+
+
+def test_every_type_round_trips_through_insert_and_query(served: Served) -> None:
+    m, name = served.milvus, unique()
+    m.create_collection(name, schema=every_type_schema())
+    assert m.insert(name, [typed_row(i) for i in range(3)])["insert_count"] == 3
+    rows = [dict(r) for r in m.query(name, "id >= 0", output_fields=["*"])]
+    vectors = [r.pop("vector") for r in rows]
+    expected = [typed_row(i) for i in range(3)]
+    assert vectors == [pytest.approx(e.pop("vector"), rel=1e-6) for e in expected]
+    assert rows == expected
+    assert served.client.get(name, [1])[0]["extra"] == "dyn1"  # stored as vectorlog's own
+
+
+def test_insert_upsert_delete_get_and_count(served: Served) -> None:
+    m, name = served.milvus, unique()
+    m.create_collection(name, dimension=2)
+    res = m.insert(name, [{"id": i, "vector": [1.0, float(i)], "color": f"c{i}"} for i in range(6)])
+    assert res["insert_count"] == 6 and list(res["ids"]) == list(range(6))
+    assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 6
+    assert m.upsert(name, [{"id": 2, "vector": [0.0, 1.0], "color": "new"}])["upsert_count"] == 1
+    assert m.delete(name, ids=[0, 1])["delete_count"] == 2
+    assert m.delete(name, filter='color == "c5"')["delete_count"] == 1
+    got = m.get(name, ids=[1, 2], output_fields=["color"])
+    assert [(r["id"], r["color"]) for r in got] == [(2, "new")]
+    assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 3
+    assert m.get_collection_stats(name)["row_count"] == 3
+    rows = m.query(name, 'color like "c%"', output_fields=["color"], limit=1, offset=1)
+    assert [(r["id"], r["color"]) for r in rows] == [(4, "c4")]
+
+
+def test_search_with_filter_output_fields_and_params(served: Served) -> None:
+    m, name = served.milvus, unique()
+    index_params = MilvusClient.prepare_index_params()
+    index_params.add_index("vector", index_type="FLAT", metric_type="L2")
+    s = MilvusClient.create_schema(enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("year", DataType.INT64)
+    m.create_collection(name, schema=s, index_params=index_params)
+    m.insert(name, [{"id": i, "vector": [float(i), 0.0], "year": 2000 + i} for i in range(10)])
+    res = m.search(
+        name,
+        [[2.2, 0.0], [8.9, 0.0]],
+        limit=3,
+        filter="year != 2003",
+        output_fields=["year"],
+        search_params={"metric_type": "L2", "params": {}},
+    )
+    assert [[h["id"] for h in q] for q in res] == [[2, 1, 4], [9, 8, 7]]
+    assert res[0][0]["entity"] == {"year": 2002}
+    assert abs(res[0][0]["distance"] - 0.04) < 1e-4  # squared L2, as Milvus
+    paged = m.search(name, [[0.0, 0.0]], limit=2, search_params={"offset": 1, "params": {}})
+    assert [h["id"] for h in paged[0]] == [1, 2]
+
+
+def test_flush_then_describe_index_counts_the_rows(served: Served) -> None:
+    m, name = served.milvus, unique()
+    m.create_collection(name, dimension=2)
+    m.insert(name, [{"id": i, "vector": [1.0, float(i)]} for i in range(4)])
+    m.flush(name)
+    assert served.client.list_segments(name)
+    assert all(s["state"] == "Flushed" for s in served.client.list_segments(name))
+    assert m.describe_index(name, "vector")["total_rows"] == 4
+
+
+def test_filter_params_reach_search_query_and_delete(served: Served) -> None:
+    m, name = served.milvus, unique()
+    m.create_collection(name, dimension=2)
+    m.insert(name, [{"id": i, "vector": [1.0, float(i)], "tag": f"t{i % 2}"} for i in range(6)])
+    rows = m.query(
+        name, "id in {ids} and tag == {tag}", filter_params={"ids": [1, 2, 3], "tag": "t1"}
+    )
+    assert [r["id"] for r in rows] == [1, 3]
+    hits = m.search(name, [[1.0, 0.0]], limit=5, filter="id > {low}", filter_params={"low": 3})
+    assert sorted(h["id"] for h in hits[0]) == [4, 5]
+    assert m.delete(name, filter="id <= {high}", filter_params={"high": 1})["delete_count"] == 2
+    assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 4
+
+
+def test_concurrent_inserts_through_the_server_are_all_acknowledged(served: Served) -> None:
+    m, name = served.milvus, unique()
+    m.create_collection(name, dimension=2)
+
+    def insert(batch: int) -> list[int]:
+        rows = [{"id": batch * 10 + i, "vector": [1.0, float(i)]} for i in range(10)]
+        return list(m.insert(name, rows)["ids"])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        ids = sorted(i for batch in pool.map(insert, range(8)) for i in batch)
+    assert ids == list(range(80))
+    assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 80

@@ -1,0 +1,302 @@
+"""Milvus protobuf <-> vectorlog values: schemas, FieldData columns <-> row dicts, the
+PlaceholderGroup of a search, primary-key IDs and key/value pairs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+from pymilvus.grpc_gen import common_pb2, schema_pb2
+
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import META, CollectionInfo, CollectionSchema, DataType, FieldSchema
+
+TO_PROTO = {
+    DataType.BOOL: schema_pb2.Bool,
+    DataType.INT8: schema_pb2.Int8,
+    DataType.INT16: schema_pb2.Int16,
+    DataType.INT32: schema_pb2.Int32,
+    DataType.INT64: schema_pb2.Int64,
+    DataType.FLOAT: schema_pb2.Float,
+    DataType.DOUBLE: schema_pb2.Double,
+    DataType.VARCHAR: schema_pb2.VarChar,
+    DataType.JSON: schema_pb2.JSON,
+    DataType.ARRAY: schema_pb2.Array,
+    DataType.FLOAT_VECTOR: schema_pb2.FloatVector,
+}
+FROM_PROTO = {v: k for k, v in TO_PROTO.items()} | {schema_pb2.String: DataType.VARCHAR}
+#: the ScalarField member holding each scalar type's values
+_SCALAR_SLOT = {
+    DataType.BOOL: "bool_data",
+    DataType.INT8: "int_data",
+    DataType.INT16: "int_data",
+    DataType.INT32: "int_data",
+    DataType.INT64: "long_data",
+    DataType.FLOAT: "float_data",
+    DataType.DOUBLE: "double_data",
+    DataType.VARCHAR: "string_data",
+}
+_CASTS: dict[str, Any] = {"int_data": int, "long_data": int, "float_data": float}
+_CASTS |= {"double_data": float, "bool_data": bool, "string_data": str}
+
+
+def kv_dict(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, str]:
+    """Returns key/value pairs as a dict (a later key wins)."""
+    return {p.key: p.value for p in pairs}
+
+
+def kv_pairs(d: dict[str, Any]) -> list[common_pb2.KeyValuePair]:
+    """Returns a dict as key/value pairs (values as strings)."""
+    return [common_pb2.KeyValuePair(key=str(k), value=str(v)) for k, v in d.items()]
+
+
+def data_type(code: int) -> DataType:
+    """Returns vectorlog's type of a Milvus DataType code. Raises InvalidArgument."""
+    try:
+        return FROM_PROTO[code]
+    except KeyError:
+        name = schema_pb2.DataType.Name(code) if code in schema_pb2.DataType.values() else code
+        raise InvalidArgument(f"vectorlog does not support the data type {name}") from None
+
+
+# -- schemas -----------------------------------------------------------------------------------
+def schema_from_bytes(raw: bytes) -> CollectionSchema:
+    """Returns the schema of a CreateCollectionRequest (serialized CollectionSchema); vector
+    fields take type_params' metric_type, else COSINE (the index's decides at search).
+    Raises InvalidArgument for malformed bytes or an unsupported type."""
+    try:
+        proto = schema_pb2.CollectionSchema.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument(f"the collection schema is not a valid protobuf: {exc}") from None
+    fields = tuple(field_from_proto(f) for f in proto.fields if not f.is_dynamic)
+    return CollectionSchema(
+        fields, proto.description, enable_dynamic_field=proto.enable_dynamic_field
+    )
+
+
+def _int_param(params: dict[str, str], key: str) -> int | None:
+    if key not in params:
+        return None
+    try:
+        return int(params[key])
+    except ValueError:
+        raise InvalidArgument(f"type param {key} must be an integer, not {params[key]!r}") from None
+
+
+def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
+    """Returns vectorlog's field of a Milvus FieldSchema. Raises InvalidArgument."""
+    params = kv_dict(f.type_params)
+    dtype = data_type(f.data_type)
+    vector = dtype is DataType.FLOAT_VECTOR
+    return FieldSchema(
+        f.name,
+        dtype,
+        is_primary=f.is_primary_key,
+        auto_id=f.autoID,
+        dim=_int_param(params, "dim"),
+        metric_type=params.get("metric_type", "COSINE") if vector else None,
+        max_length=_int_param(params, "max_length"),
+        description=f.description,
+        element_type=data_type(f.element_type) if dtype is DataType.ARRAY else None,
+        max_capacity=_int_param(params, "max_capacity"),
+    )
+
+
+def field_to_proto(f: FieldSchema) -> schema_pb2.FieldSchema:
+    """Returns the Milvus FieldSchema of a field (dim, max_length, max_capacity as params)."""
+    params = {"dim": f.dim, "max_length": f.max_length, "max_capacity": f.max_capacity}
+    return schema_pb2.FieldSchema(
+        fieldID=f.field_id,
+        name=f.name,
+        is_primary_key=f.is_primary,
+        autoID=f.auto_id,
+        description=f.description,
+        data_type=TO_PROTO[f.dtype],
+        type_params=kv_pairs({k: v for k, v in params.items() if v is not None}),
+        element_type=TO_PROTO[f.element_type] if f.element_type else 0,
+        is_dynamic=f.is_dynamic,
+    )
+
+
+def schema_to_proto(info: CollectionInfo) -> schema_pb2.CollectionSchema:
+    """Returns the Milvus CollectionSchema of a collection (without the dynamic `$meta`, as
+    Milvus: pymilvus adds it itself when enable_dynamic_field is set)."""
+    return schema_pb2.CollectionSchema(
+        name=info.name,
+        description=info.schema.description,
+        autoID=info.schema.primary.auto_id,
+        fields=[field_to_proto(f) for f in info.schema.user_fields],
+        enable_dynamic_field=info.schema.enable_dynamic_field,
+    )
+
+
+# -- columns -> rows -----------------------------------------------------------------------------
+def _scalars(sf: schema_pb2.ScalarField, dtype: DataType) -> list[Any]:
+    if dtype is DataType.JSON:
+        return [json.loads(b) for b in sf.json_data.data]
+    if dtype is DataType.ARRAY:
+        return [_cell(cell) for cell in sf.array_data.data]
+    return list(getattr(sf, _SCALAR_SLOT[dtype]).data)
+
+
+def _cell(sf: schema_pb2.ScalarField) -> list[Any]:
+    """Returns the values of one ARRAY cell, whichever scalar member holds them (pymilvus
+    leaves the element type unset)."""
+    slot = sf.WhichOneof("data")
+    if slot is None:
+        return []
+    if slot not in _CASTS:
+        raise InvalidArgument(f"an ARRAY cell holds {slot}, not scalars")
+    return list(getattr(sf, slot).data)
+
+
+def column_values(fd: schema_pb2.FieldData) -> list[Any]:
+    """Returns the values of one FieldData column (None where valid_data says null).
+    Raises InvalidArgument for an unsupported type or a malformed vector column."""
+    dtype = data_type(fd.type)
+    if dtype is DataType.FLOAT_VECTOR:
+        dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
+        if dim <= 0 or len(flat) % dim:
+            raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
+        return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+    values = _scalars(fd.scalars, dtype)
+    if fd.valid_data:
+        values = [v if ok else None for v, ok in zip(values, fd.valid_data, strict=False)]
+    return values
+
+
+def rows_from_columns(columns: Sequence[schema_pb2.FieldData], num_rows: int) -> list[dict]:
+    """Returns the row dicts of an insert's columns, the dynamic `$meta` JSON merged into each
+    row. Raises InvalidArgument if a column's length is not `num_rows`."""
+    rows: list[dict[str, Any]] = [{} for _ in range(num_rows)]
+    for fd in columns:
+        values = column_values(fd)
+        if len(values) != num_rows:
+            raise InvalidArgument(
+                f"column {fd.field_name!r} has {len(values)} values for {num_rows} rows"
+            )
+        for row, value in zip(rows, values, strict=True):
+            if fd.is_dynamic:
+                if not isinstance(value, dict):
+                    raise InvalidArgument(f"the dynamic field holds {value!r:.60}, not an object")
+                row.update(value)
+            else:
+                row[fd.field_name] = value
+    return rows
+
+
+# -- rows -> columns -----------------------------------------------------------------------------
+def _scalar_field(dtype: DataType, values: Sequence[Any]) -> schema_pb2.ScalarField:
+    sf = schema_pb2.ScalarField()
+    if dtype is DataType.JSON:
+        sf.json_data.data.extend(json.dumps(v).encode() for v in values)
+    else:
+        slot = _SCALAR_SLOT[dtype]
+        getattr(sf, slot).data.extend(_CASTS[slot](v) for v in values)
+    return sf
+
+
+def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
+    """Returns the FieldData column of `values` of `field`."""
+    fd = schema_pb2.FieldData(
+        type=TO_PROTO[field.dtype], field_name=field.name, field_id=field.field_id
+    )
+    if field.dtype is DataType.FLOAT_VECTOR:
+        fd.vectors.dim = field.dim or 0
+        fd.vectors.float_vector.data.extend(np.asarray(values, np.float32).ravel().tolist())
+    elif field.dtype is DataType.ARRAY:
+        element = field.element_type or DataType.INT64
+        fd.scalars.array_data.element_type = TO_PROTO[element]
+        fd.scalars.array_data.data.extend(_scalar_field(element, v or []) for v in values)
+    else:
+        fd.scalars.CopyFrom(_scalar_field(field.dtype, values))
+    return fd
+
+
+def columns_from_rows(rows: Sequence[dict[str, Any]], schema: CollectionSchema) -> tuple:
+    """Returns (FieldData columns, output field names) of result rows: a column per schema
+    field the rows hold, keys outside the schema in one dynamic `$meta` JSON column."""
+    by_name = {f.name: f for f in schema.fields if not f.is_dynamic}
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    columns = [column(by_name[k], [row.get(k) for row in rows]) for k in keys if k in by_name]
+    extra = [k for k in keys if k not in by_name]
+    if extra:
+        meta = [{k: row[k] for k in extra if k in row} for row in rows]
+        fd = column(FieldSchema(META, DataType.JSON, is_dynamic=True), meta)
+        fd.is_dynamic = True
+        columns.append(fd)
+    return columns, keys
+
+
+def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
+    """Returns primary keys as Milvus IDs (str_id for strings, else int_id)."""
+    out = schema_pb2.IDs()
+    if ids and isinstance(ids[0], str):
+        out.str_id.data.extend(ids)
+    else:
+        out.int_id.data.extend(int(i) for i in ids)
+    return out
+
+
+# -- search ---------------------------------------------------------------------------------------
+def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
+    """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
+    FloatVector values, each little-endian float32). Raises InvalidArgument."""
+    c = common_pb2
+    try:
+        group = c.PlaceholderGroup.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument(f"the placeholder group is not a valid protobuf: {exc}") from None
+    if len(group.placeholders) != 1:
+        raise InvalidArgument(f"a search needs one placeholder, not {len(group.placeholders)}")
+    ph = group.placeholders[0]
+    if ph.type != c.PlaceholderType.FloatVector:
+        kind = c.PlaceholderType.Name(ph.type) if ph.type in c.PlaceholderType.values() else ph.type
+        raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
+    if any(len(v) % 4 or not v for v in ph.values):
+        raise InvalidArgument("a float vector placeholder must hold float32 bytes")
+    return [np.frombuffer(v, dtype="<f4").tolist() for v in ph.values]
+
+
+def search_params(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, Any]:
+    """Returns a SearchRequest's search_params (JSON values, as pymilvus sends them; a value
+    that is not JSON stays a string)."""
+    out: dict[str, Any] = {}
+    for key, value in kv_dict(pairs).items():
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+# -- filter templates -----------------------------------------------------------------------------
+def filter_params(templates: Any) -> dict[str, Any] | None:
+    """Returns the `{name}` values of a request's expr_template_values (None without any).
+    Raises InvalidArgument for a bytes value."""
+    if not templates:
+        return None
+    return {name: _template_value(v) for name, v in templates.items()}
+
+
+def _template_value(v: schema_pb2.TemplateValue) -> Any:
+    kind = v.WhichOneof("val")
+    if kind == "array_val":
+        return _template_array(v.array_val)
+    if kind is None or kind == "bytes_val":
+        raise InvalidArgument(f"a filter parameter cannot be {kind or 'empty'}")
+    return getattr(v, kind)
+
+
+def _template_array(a: schema_pb2.TemplateArrayValue) -> list[Any]:
+    kind = a.WhichOneof("data")
+    if kind is None:
+        return []
+    if kind == "array_data":
+        return [_template_array(x) for x in a.array_data.data]
+    if kind == "json_data":
+        return [json.loads(b) for b in a.json_data.data]
+    return list(getattr(a, kind).data)

@@ -1,0 +1,56 @@
+"""vectorlog errors as Milvus statuses: merr codes (pkg/util/merr/errors.go) plus the legacy
+`error_code` pymilvus still checks (CollectionNotExists for has_collection), so pymilvus raises
+its usual MilvusException with the code Milvus would send."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+from pymilvus.grpc_gen import common_pb2
+
+from vectorlog import errors
+
+#: merr codes of Milvus (pkg/util/merr/errors.go)
+INTERNAL, UNIMPLEMENTED = 5, 10
+COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND, INDEX_DUPLICATE = 100, 200, 700, 702
+PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
+
+#: (vectorlog error, merr code, legacy ErrorCode), most specific first
+_TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
+    (errors.CollectionNotFound, COLLECTION_NOT_FOUND, common_pb2.CollectionNotExists),
+    (errors.PartitionNotFound, PARTITION_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
+    (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.IndexExists, INDEX_DUPLICATE, common_pb2.UnexpectedError),
+    (errors.CollectionExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
+    (errors.AlreadyExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
+    (errors.InvalidArgument, PARAMETER_INVALID, common_pb2.IllegalArgument),
+    (errors.NotFound, PARAMETER_INVALID, common_pb2.IllegalArgument),
+    (TimeoutError, TIMEOUT, common_pb2.UnexpectedError),
+    (concurrent.futures.TimeoutError, TIMEOUT, common_pb2.UnexpectedError),
+    (errors.VectorlogError, INTERNAL, common_pb2.UnexpectedError),
+)
+
+
+def ok() -> common_pb2.Status:
+    """Returns the success status."""
+    return common_pb2.Status(code=0, error_code=common_pb2.Success)
+
+
+def error(code: int, reason: str, legacy: int = common_pb2.UnexpectedError) -> common_pb2.Status:
+    """Returns a failure status with merr `code`, the legacy `error_code` and `reason`."""
+    return common_pb2.Status(code=code, error_code=legacy, reason=reason)
+
+
+def status_of(exc: BaseException) -> common_pb2.Status:
+    """Returns the Milvus status of an exception: a vectorlog error's merr code (anything
+    unexpected is 5, service internal), the reason naming the type and message."""
+    for kind, code, legacy in _TABLE:
+        if isinstance(exc, kind):
+            return error(code, str(exc) or type(exc).__name__, legacy)
+    return error(INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def unimplemented(rpc: str) -> common_pb2.Status:
+    """Returns the status of an RPC vectorlog does not serve (merr 10, service unimplemented)."""
+    return error(UNIMPLEMENTED, f"vectorlog does not implement the Milvus RPC {rpc}")

@@ -1,0 +1,148 @@
+"""The Milvus REST v2 ASGI app (Starlette): POST /v2/vectordb/{group}/{action} with Milvus's
+envelope, optional bearer-token auth, GET /healthz (also /health) and /metrics."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from vectorlog.client import Client
+from vectorlog.server import rest_collections, rest_entities
+from vectorlog.server.rest_errors import (
+    INCORRECT_PARAMETER_FORMAT,
+    NEED_AUTHENTICATE,
+    NOT_FOUND,
+    bad_format,
+    envelope,
+    error_envelope,
+)
+from vectorlog.server.rest_metrics import Metrics
+
+_UNAUTHENTICATED = "user hasn't authenticated"
+#: the largest request body (Milvus's default proxy limit, 64 MiB)
+MAX_BODY_BYTES = 64 * 1024 * 1024
+ROUTES = {**rest_collections.ROUTES, **rest_entities.ROUTES}
+
+
+class RestApi:
+    """The endpoints over one Client; `token` (None: no auth) is the expected bearer
+    token, "user:password" or an API key."""
+
+    def __init__(
+        self, client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    ) -> None:
+        self.client, self.token, self.max_body_bytes = client, token, max_body_bytes
+        self.metrics = Metrics(client)
+
+    async def vectordb(self, request: Request) -> Response:
+        """Serves one REST v2 call; always HTTP 200 with an envelope (401 unauthenticated,
+        404 unknown endpoint), never a traceback."""
+        endpoint = f"{request.path_params['group']}/{request.path_params['action']}"
+        started = time.perf_counter()
+        status, code, content = await self._answer(request, endpoint)
+        known = endpoint if endpoint in ROUTES else "unknown"
+        self.metrics.observe(known, code, time.perf_counter() - started)
+        return Response(content, status, media_type="application/json")
+
+    async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes]:
+        """Returns (HTTP status, Milvus code, the envelope as JSON)."""
+        if not self._authorized(request):
+            return 401, NEED_AUTHENTICATE, _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
+        handler = ROUTES.get(endpoint)
+        if handler is None:
+            unknown = envelope(NOT_FOUND, f"no endpoint /v2/vectordb/{endpoint}")
+            return 404, NOT_FOUND, _dumps(unknown)
+        try:
+            body = await _json_body(request, self.max_body_bytes)
+            data = await run_in_threadpool(handler, self.client, body)
+            return 200, 0, _dumps(envelope(0, data=data))
+        except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
+            failed = error_envelope(exc)
+            return 200, failed["code"], _dumps(failed)
+
+    def _authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        scheme, _, credential = given.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def prometheus(self, request: Request) -> Response:
+        text = await run_in_threadpool(self.metrics.render)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+
+async def _json_body(request: Request, limit: int) -> Any:
+    """Returns the request's JSON body ({} if empty). Raises RequestError (1801) for a body
+    over `limit` bytes or one that is not strict JSON (NaN, infinities)."""
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise bad_format(f"the body is larger than {limit} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_format(f"the body is not JSON: {exc}") from None
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """Returns `body` as strict JSON. Raises ValueError for NaN or infinity, TypeError for a
+    value JSON cannot hold (both become an envelope of code 5)."""
+    return json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Answers a path or method no route serves with an envelope too (404 or 405)."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 404
+    code = NOT_FOUND if status == 404 else INCORRECT_PARAMETER_FORMAT
+    body = envelope(code, f"{request.method} {request.url.path}: no such endpoint or method")
+    return Response(_dumps(body), status, media_type="application/json")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of the range of a double")
+    return value
+
+
+def rest_app(
+    client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> Starlette:
+    """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
+    the client); with `token`, every /v2 call needs `Authorization: Bearer <token>`; a
+    request body over `max_body_bytes` is refused (1801) while it is read."""
+    api = RestApi(client, token, max_body_bytes)
+    app = Starlette(
+        exception_handlers={404: _http_error, 405: _http_error},
+        routes=[
+            Route("/v2/vectordb/{group}/{action}", api.vectordb, methods=["POST"]),
+            Route("/healthz", api.health, methods=["GET"]),
+            Route("/health", api.health, methods=["GET"]),
+            Route("/metrics", api.prometheus, methods=["GET"]),
+        ],
+    )
+    app.state.api = api
+    return app

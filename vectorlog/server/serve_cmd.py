@@ -1,0 +1,41 @@
+"""The arguments of `vectorlog serve` and running it (kept light: the servers' modules are
+imported only when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Adds serve's options to its subparser."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--dir", help="embedded cluster in this directory")
+    where.add_argument("--log", help="kafka://host:port (default: VECTORLOG_LOG)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=19530, help="gRPC port (default 19530)")
+    p.add_argument("--rest-port", type=int, help="REST v2 port (default: --port + 1)")
+    p.add_argument(
+        "--token", help="required `Bearer` token, user:password or API key (or VECTORLOG_TOKEN)"
+    )
+
+
+def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
+    """Serves until SIGTERM/SIGINT; returns the exit code (2 for a refused configuration)."""
+    from vectorlog.errors import InvalidArgument
+    from vectorlog.server.serve import ServeOptions, serve
+
+    options = ServeOptions(
+        args.dir or args.log or args.uri,
+        tuple(cluster.items()),
+        args.host,
+        args.port,
+        args.rest_port,
+        args.token,
+    )
+    try:
+        return serve(options)
+    except InvalidArgument as exc:
+        print(f"vectorlog serve: {exc}", file=sys.stderr)
+        return 2
