@@ -3,15 +3,14 @@ their own collection names) and an unmodified pymilvus MilvusClient connected to
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from pymilvus import MilvusClient
 
 from tests.support import log_params
+from tests.vectorlog.server.cluster import cluster_client
 from vectorlog import Client
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 
@@ -33,16 +32,7 @@ class Served:
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    settings: dict[str, Any] = {"tick_interval_ms": 50, "read_timeout_s": 20.0}
-    tmp = tmp_path_factory.mktemp("served")
-    if request.param == "embedded":
-        client = Client(str(tmp / "db"), **settings)
-    else:
-        bootstrap = request.getfixturevalue("kafka_bootstrap")
-        cluster = f"c{uuid.uuid4().hex[:10]}"
-        client = Client(
-            f"kafka://{bootstrap}", cluster=cluster, data_dir=str(tmp / "state"), **settings
-        )
+    client = cluster_client(request, tmp_path_factory, "served")
     server = start_grpc(client, "127.0.0.1:0", max_workers=4)
     milvus = MilvusClient(f"http://127.0.0.1:{server.port}")
     try:

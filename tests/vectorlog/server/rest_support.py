@@ -12,6 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support import log_params
+from tests.vectorlog.server.cluster import cluster_client
 from vectorlog import Client
 from vectorlog.server.rest_app import rest_app
 
@@ -50,16 +51,7 @@ def rest_fixture(token: str | None = None) -> Any:
     def rest(
         request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     ) -> Iterator[Rest]:
-        settings: dict[str, Any] = {"tick_interval_ms": 50, "read_timeout_s": 20.0}
-        tmp = tmp_path_factory.mktemp("rest")
-        if request.param == "embedded":
-            client = Client(str(tmp / "db"), **settings)
-        else:
-            bootstrap = request.getfixturevalue("kafka_bootstrap")
-            cluster = f"c{uuid.uuid4().hex[:10]}"
-            client = Client(
-                f"kafka://{bootstrap}", cluster=cluster, data_dir=str(tmp / "state"), **settings
-            )
+        client = cluster_client(request, tmp_path_factory, "rest")
         try:
             with TestClient(rest_app(client, token)) as http:
                 yield Rest(client, http)
