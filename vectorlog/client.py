@@ -20,7 +20,18 @@ from vectorlog.model import (
 )
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.standalone import Standalone
-from vectorlog.types import DeleteResult, Hit, IndexSpec, InsertResult, ReadAt, SearchOptions
+from vectorlog.types import (
+    CONSISTENCY_PROPERTY,
+    LEVEL_CODES,
+    DeleteResult,
+    Hit,
+    IndexSpec,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+    collection_level,
+    with_level,
+)
 
 
 class SchemaBuilder:
@@ -187,14 +198,17 @@ class Client:
         properties: dict[str, str] | None = None,
         index_params: IndexParams | None = None,
         enable_dynamic_field: bool = True,
+        consistency_level: str | int | None = None,
     ) -> None:
         """Creates a collection, as MilvusClient: quick setup with `dimension=` (primary key
         `primary_field_name`, vector field `vector_field_name`, an AUTOINDEX index on it with
         `metric_type`, COSINE by default, the dynamic field unless `enable_dynamic_field`
         is False), or a full `schema=` with the indexes of
         `index_params` created right after it (without an index, searches use the metric of
-        the vector field, `metric_type`). Raises InvalidArgument (nothing is created if the
-        schema or an index is bad), CollectionExists."""
+        the vector field, `metric_type`). Reads that name no consistency level read at
+        `consistency_level` ("Strong", "Bounded", "Session", "Eventually"; None: Strong).
+        Raises InvalidArgument (nothing is created if the schema or an index is bad),
+        CollectionExists."""
         if schema is None:
             if dimension is None:
                 raise InvalidArgument("create_collection needs dimension= or schema=")
@@ -217,7 +231,8 @@ class Client:
             specs = index_specs(index_params or [])
             built = schema.build(metric_type) if isinstance(schema, SchemaBuilder) else schema
         check_indexes(built.validated(), specs)
-        self._proxy.create_collection(collection_name, built, num_shards, properties)
+        props = with_level(properties, consistency_level)
+        self._proxy.create_collection(collection_name, built, num_shards, props)
         for spec in specs:
             self._proxy.create_index(collection_name, spec)
 
@@ -401,7 +416,7 @@ class Client:
         partition_names: list[str] | None = None,
         anns_field: str | None = None,
         *,
-        consistency_level: str = "Strong",
+        consistency_level: str | None = None,
         as_of: int | None = None,
         filter_params: dict[str, Any] | None = None,
         offset: int = 0,
@@ -433,7 +448,7 @@ class Client:
         *,
         limit: int | None = None,
         offset: int = 0,
-        consistency_level: str = "Strong",
+        consistency_level: str | None = None,
         as_of: int | None = None,
         filter_params: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
@@ -463,7 +478,7 @@ class Client:
         output_fields: list[str] | None = None,
         timeout: float | None = None,
         *,
-        consistency_level: str = "Strong",
+        consistency_level: str | None = None,
         as_of: int | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
@@ -509,7 +524,8 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
         "num_partitions": len(info.partitions),
         "partitions": sorted(info.partitions, key=lambda n: info.partitions[n]),
         "indexes": sorted(info.indexes),
-        "properties": dict(info.properties),
+        "properties": {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY},
+        "consistency_level": LEVEL_CODES[collection_level(info.properties)],
         "created_timestamp": info.created_ts,
         "enable_dynamic_field": info.schema.enable_dynamic_field,
     }

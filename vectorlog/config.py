@@ -21,8 +21,8 @@ from vectorlog.processors.datacoord.settings import DataCoordSettings
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
-#: and `vectorlog serve`'s secret token (vectorlog/server/serve.py: kept out of Config's repr)
-NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN"})
+#: and `vectorlog serve`'s secret token and TLS files (vectorlog/server/serve.py: not Config's)
+NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN", "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"})
 
 
 class ConfigError(InvalidArgument):

@@ -11,12 +11,46 @@ from typing import Any, TypedDict
 from vectorlog.errors import InvalidArgument
 from vectorlog.model import METRICS, CollectionInfo, CollectionSchema, DataType, check_name
 
+LEVELS = ("strong", "bounded", "session", "eventually")
+#: the collection property holding the level of its reads that name none (Milvus keeps it
+#: beside the schema); a collection created without one reads Strong
+CONSISTENCY_PROPERTY = "consistency_level"
+DEFAULT_LEVEL = "Strong"
+#: Milvus's ConsistencyLevel numbers (common.proto), as describe_collection reports them
+LEVEL_CODES = {"Strong": 0, "Session": 1, "Bounded": 2, "Eventually": 3}
+
+
+def level_name(level: object) -> str:
+    """Returns a level's canonical name ("Strong", "Bounded", ...; any case, or Milvus's
+    number). Raises InvalidArgument naming anything else."""
+    if isinstance(level, int) and not isinstance(level, bool):
+        for name, code in LEVEL_CODES.items():
+            if code == level:
+                return name
+    elif isinstance(level, str) and level.lower() in LEVELS:
+        return level.lower().capitalize()
+    raise InvalidArgument(f"consistency_level {level!r} is not one of {tuple(LEVEL_CODES)}")
+
+
+def with_level(properties: dict[str, str] | None, level: str | int | None) -> dict[str, str] | None:
+    """Returns collection properties with the read level `level` added (None: unchanged).
+    Raises InvalidArgument naming a level that is not one."""
+    if level is None:
+        return properties
+    return {**(properties or {}), CONSISTENCY_PROPERTY: level_name(level)}
+
+
+def collection_level(properties: dict[str, str]) -> str:
+    """Returns the read level of a collection with these properties (default Strong)."""
+    return properties.get(CONSISTENCY_PROPERTY, DEFAULT_LEVEL)
+
 
 @dataclass(frozen=True)
 class ReadAt:
-    """When a read reads: a consistency level or an `as_of` ts, and how long it may wait."""
+    """When a read reads: a consistency level (None: the collection's) or an `as_of` ts, and
+    how long it may wait."""
 
-    consistency_level: str = "Strong"
+    consistency_level: str | None = None
     session_ts: int = 0  # the client's last write, for Session
     as_of: int | None = None
     timeout: float | None = None  # None: the configured read timeout
@@ -32,14 +66,16 @@ class ReadAt:
             not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0
         ):
             raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
-        if not isinstance(self.consistency_level, str):
+        if not isinstance(self.consistency_level, str | None):
             raise InvalidArgument(
                 f"consistency_level must be a string, not {self.consistency_level!r}"
             )
 
 
 MAX_TS = 1 << 63
-STRONG = ReadAt()
+STRONG = ReadAt("Strong")
+#: a read at its collection's consistency level
+COLLECTION_LEVEL = ReadAt()
 
 
 @dataclass(frozen=True)

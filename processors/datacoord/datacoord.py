@@ -245,6 +245,10 @@ class DataCoord:
         if batch:
             self.log.append(self.topic, [Append(0, self.serde.encode(e)) for e in batch])
 
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset}: the stored next `coord` offset."""
+        return {(self.topic, 0): self.meta.position()}
+
     def _consume_loop(self) -> None:
         """Consumes coord; a record whose consumption failed (a dead letter or the store
         could not be written) is read again, and the rest of its batch with it."""

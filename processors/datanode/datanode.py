@@ -135,6 +135,7 @@ class DataNode:
         self.newest: dict[str, dict[Any, tuple[int, int]]] = {}  # vch -> pk -> (seg, ts)
         self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
         self.positions: dict[int, StreamPosition] = {}
+        self._coord_next = 0  # the next coord offset to read
         self.ticks: dict[int, int] = {}
         self._reported: dict[str, int] = {}
         self._committed: dict[int, StreamPosition] = {}
@@ -239,6 +240,7 @@ class DataNode:
         self._sync_deltas()
 
     def _coord_record(self, rec: Record) -> None:
+        self._coord_next = rec.offset + 1
         try:
             event = self.coord_serde.decode(rec.value)
         except Exception as exc:  # datacoord dead-letters coord records; skip it here
@@ -247,6 +249,13 @@ class DataNode:
         self.views.apply(event)
         if event.type == "SegmentOpened":  # a vchannel's pchannel, also for replays past its rows
             self.pchannel_of.setdefault(event.body["vchannel"], event.body["pchannel"])
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset}: per dml pchannel the first offset not
+        applied (after its last pack; the stored checkpoint may be older), and coord's."""
+        out = {(self.topics.dml, p): pos.offset for p, pos in list(self.positions.items())}
+        out[(self.topics.coord, 0)] = self._coord_next
+        return out
 
     # -- applying dml ----------------------------------------------------------------------
     def apply(self, pack: MsgPack) -> None:

@@ -199,6 +199,10 @@ class IndexNode:
             marks[topic] = self.log.append(topic, [Append(0, marker)])[0]
         return marks
 
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset} of `ddl` and `coord` (stored ones)."""
+        return {(t, 0): self.state.position(t) for t in (self.topics.ddl, self.topics.coord)}
+
     # -- consuming -----------------------------------------------------------------------------
     def _consume_loop(self) -> None:
         readers: dict[str, Reader] = {}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from vectorlog.errors import InvalidArgument
 from vectorlog.hybridts import LOGICAL_BITS
+from vectorlog.types import LEVELS
 
-LEVELS = ("strong", "bounded", "session", "eventually")
 DEFAULT_STALENESS_MS = 5000  # Milvus's common.gracefulTime
 
 

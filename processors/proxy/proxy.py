@@ -42,6 +42,8 @@ from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import (
+    COLLECTION_LEVEL,
+    CONSISTENCY_PROPERTY,
     DEFAULT_SEARCH,
     STRONG,
     DeleteResult,
@@ -50,6 +52,8 @@ from vectorlog.types import (
     InsertResult,
     ReadAt,
     SearchOptions,
+    collection_level,
+    level_name,
 )
 
 
@@ -85,8 +89,12 @@ class Proxy:
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
-        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
+        """Returns the created collection; its reads that name no level read at its
+        `consistency_level` property (default Strong). Raises InvalidArgument (a property
+        that is not a level), CollectionExists."""
         props = a.properties(properties)
+        if props and CONSISTENCY_PROPERTY in props:
+            props[CONSISTENCY_PROPERTY] = level_name(props[CONSISTENCY_PROPERTY])
         return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
 
     def drop_collection(self, name: str) -> None:
@@ -318,7 +326,10 @@ class Proxy:
         """
         if at.as_of is not None and at.as_of > self.rc.now():
             raise InvalidArgument(f"as_of {at.as_of} is in the future: nothing is known there yet")
-        g = guarantee(at.consistency_level, self.rc.strong_ts, at.session_ts, at.as_of)
+        level = at.consistency_level
+        if level is None:
+            level = collection_level(info.properties)
+        g = guarantee(level, self.rc.strong_ts, at.session_ts, at.as_of)
         ts = max(g.wait_for, info.created_ts)
         tsafe = self.qn.tsafe(info.pchannels)
         if tsafe < ts:
@@ -337,7 +348,7 @@ class Proxy:
         limit: int = 10,
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
-        at: ReadAt = STRONG,
+        at: ReadAt = COLLECTION_LEVEL,
         options: SearchOptions = DEFAULT_SEARCH,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
@@ -381,7 +392,7 @@ class Proxy:
         offset: int = 0,
         ids: Any = None,
         partition_names: list[str] | None = None,
-        at: ReadAt = STRONG,
+        at: ReadAt = COLLECTION_LEVEL,
         filter_params: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the rows matching `filter` (or with the primary keys `ids`) in primary-key
@@ -408,7 +419,11 @@ class Proxy:
             return out.rows(rows)
 
     def get(
-        self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
+        self,
+        name: str,
+        ids: Any,
+        output_fields: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
     ) -> list[dict[str, Any]]:
         """Returns the entities with the given primary keys that are visible, in the order
         of `ids` (each key once)."""
@@ -422,7 +437,7 @@ class Proxy:
         with _named(info):
             return out.rows(self.qn.get(info.collection_id, keys, ts, out.fields))
 
-    def count(self, name: str, at: ReadAt = STRONG) -> int:
+    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         info = self._info(name, at.as_of)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes

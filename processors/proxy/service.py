@@ -8,8 +8,8 @@ from typing import Any, Protocol
 from vectorlog.model import CollectionInfo
 from vectorlog.processors.rootcoord.service import DdlService
 from vectorlog.types import (
+    COLLECTION_LEVEL,
     DEFAULT_SEARCH,
-    STRONG,
     DeleteResult,
     Hit,
     InsertResult,
@@ -81,7 +81,7 @@ class ProxyService(DdlService, Protocol):
         limit: int = 10,
         output_fields: list[str] | None = None,
         partition_names: list[str] | None = None,
-        at: ReadAt = STRONG,
+        at: ReadAt = COLLECTION_LEVEL,
         options: SearchOptions = DEFAULT_SEARCH,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits (filtered, offset, grouped as the
@@ -97,7 +97,7 @@ class ProxyService(DdlService, Protocol):
         offset: int = 0,
         ids: Any = None,
         partition_names: list[str] | None = None,
-        at: ReadAt = STRONG,
+        at: ReadAt = COLLECTION_LEVEL,
         filter_params: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the rows matching `filter` or with primary keys `ids`, in primary-key
@@ -106,11 +106,15 @@ class ProxyService(DdlService, Protocol):
         ...
 
     def get(
-        self, name: str, ids: Any, output_fields: list[str] | None = None, at: ReadAt = STRONG
+        self,
+        name: str,
+        ids: Any,
+        output_fields: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
     ) -> list[dict[str, Any]]:
         """Returns the visible entities with these primary keys."""
         ...
 
-    def count(self, name: str, at: ReadAt = STRONG) -> int:
+    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         ...

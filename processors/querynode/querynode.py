@@ -71,6 +71,7 @@ class QueryNode:
         where segment index files are read (`get(path) -> bytes`); None: no index is
         loaded, every search is exact."""
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
+        self._coord = topics.coord
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         start = {p: StreamPosition() for p in range(topics.dml_partitions)}
         self._stream = TtMsgStream(
@@ -84,6 +85,7 @@ class QueryNode:
             max_clock_skew_ms,
         )
         self._tsafe = [0] * topics.dml_partitions
+        self._next = [0] * topics.dml_partitions  # per pchannel, the first offset not applied
         self.replicas: dict[int, Replica] = {}
         self._retention_ms = retention_ms
         self._kept: dict[int, int] = {}  # dropped collection id -> drop ts, replica kept
@@ -162,11 +164,20 @@ class QueryNode:
                 self._reject(event, f"{type(exc).__name__}: {exc}")
         with self._cond:
             self._tsafe[pack.partition] = pack.end_ts
+            self._next[pack.partition] = pack.resume_offset
             self._free_expired(pack.end_ts)
             self.failure = None
             self._cond.notify_all()
         if self.indexes is not None and any(e.type == "RowsInserted" for e in pack.events):
             self.indexes.applied.set()  # pending index loads may find their rows now
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset}: per dml pchannel the first offset not
+        applied (after its last pack), and the coord offset the index loader reads next."""
+        out = {(self._topic, p): nxt for p, nxt in enumerate(self._next)}
+        if self.indexes is not None:
+            out[(self._coord, 0)] = self.indexes.offset
+        return out
 
     def _reject(self, event: Event, reason: str) -> None:
         """Dead-letters an event it cannot apply, retrying until that is written."""

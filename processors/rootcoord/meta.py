@@ -94,12 +94,13 @@ def record_of(body: dict[str, Any], ts: int) -> Record:
     }
 
 
-def info_of(rec: Record) -> CollectionInfo:
-    """Returns the CollectionInfo of a stored record."""
+def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionInfo:
+    """Returns the CollectionInfo of a stored record (with `schema` its already parsed
+    schema: CollectionSchema is immutable, so one parse is shared by every read)."""
     return CollectionInfo(
         rec["collection_id"],
         rec["name"],
-        CollectionSchema.from_avro(rec["schema"]),
+        schema or CollectionSchema.from_avro(rec["schema"]),
         rec["shards_num"],
         rec["vchannels"],
         rec["pchannels"],
@@ -120,6 +121,8 @@ class MetaTable:
         self._records: dict[int, Record] = {}
         self._names: dict[str, int] = {}
         self._aliases: dict[str, int] = {}
+        #: collection id -> (the stored schema object, its parse): reads skip the parse
+        self._schemas: dict[int, tuple[Any, CollectionSchema]] = {}
         self._appliers: dict[str, Callable[[Event], Writes]] = {
             "CollectionCreated": self._created,
             "CollectionDropped": self._dropped,
@@ -168,7 +171,17 @@ class MetaTable:
 
     def get(self, name: str, ts: int | None = None) -> CollectionInfo:
         """Returns the collection `name` (or alias) names, as of `ts`. Raises CollectionNotFound."""
-        return info_of(self.record(name, ts))
+        rec = self.record(name, ts)
+        return info_of(rec, self._schema(rec) if ts is None else None)
+
+    def _schema(self, rec: Record) -> CollectionSchema:
+        """Returns the parsed schema of a latest record, parsing it once per record version."""
+        cached = self._schemas.get(rec["collection_id"])
+        if cached is not None and cached[0] is rec["schema"]:
+            return cached[1]
+        schema = CollectionSchema.from_avro(rec["schema"])
+        self._schemas[rec["collection_id"]] = (rec["schema"], schema)
+        return schema
 
     def by_id(self, collection_id: int) -> Record | None:
         """Returns the latest record of a live collection, or None."""
@@ -251,6 +264,7 @@ class MetaTable:
     def _forget(self, key: str) -> None:
         if key.startswith(COLLECTION_KEY):
             self._records.pop(int(key[len(COLLECTION_KEY) :]), None)
+            self._schemas.pop(int(key[len(COLLECTION_KEY) :]), None)
         elif key.startswith(COLLECTION_NAME_KEY):
             self._names.pop(key[len(COLLECTION_NAME_KEY) :], None)
         elif key.startswith(ALIAS_KEY):

@@ -431,6 +431,11 @@ class RootCoord:
         position = self.store.position(self.topics.ddl, 0)
         return 0 if position is None else position
 
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset} consumed into the stored meta snapshot:
+        `ddl` records (its own reservations, end markers) are replayed at the next DDL."""
+        return {(self.topics.ddl, 0): self.stored_position()}
+
     def recover(self, timeout: float = 60.0) -> int:
         """Replays `ddl` from the stored position to its end; returns events applied."""
         start = {0: self.stored_position()}

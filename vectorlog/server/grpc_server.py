@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent import futures
 from dataclasses import dataclass
 
@@ -10,7 +11,9 @@ from pymilvus.grpc_gen import milvus_pb2_grpc
 
 from vectorlog.client import Client
 from vectorlog.errors import InvalidArgument
+from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_service import MilvusServicer
+from vectorlog.server.tls import TlsFiles
 
 #: the largest request or response (Milvus's default proxy grpc limits are 64 MiB in, out)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -38,23 +41,39 @@ def start_grpc(
     address: str = "127.0.0.1:19530",
     max_workers: int = 8,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    token: str | None = None,
+    tls: TlsFiles | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> GrpcServer:
     """Starts serving Milvus's MilvusService for `client` on `address` ("host:port", port 0
     picks a free one) with `max_workers` threads; a request or response over
-    `max_message_bytes` fails with gRPC's RESOURCE_EXHAUSTED. Returns the running server.
-    Raises InvalidArgument if the address cannot be bound."""
+    `max_message_bytes` fails with gRPC's RESOURCE_EXHAUSTED. With `token` every RPC needs it
+    (grpc_auth.TokenAuth); with `tls` the port speaks TLS only. `interceptors` run first, in
+    order, before the token check (they see refused calls too). Returns the running server.
+    Raises InvalidArgument if the address cannot be bound or a TLS file cannot be read."""
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
     ]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options)
+    chain = [*interceptors, TokenAuth(token)] if token else list(interceptors)
+    pool = futures.ThreadPoolExecutor(max_workers=max_workers)
+    server = grpc.server(pool, options=options, interceptors=chain)
     milvus_pb2_grpc.add_MilvusServiceServicer_to_server(MilvusServicer(client), server)
     try:
-        port = server.add_insecure_port(address)
+        port = _bind(server, address, tls)
     except RuntimeError as exc:
         raise InvalidArgument(f"cannot bind the gRPC server to {address!r}: {exc}") from None
     if port == 0:
         raise InvalidArgument(f"cannot bind the gRPC server to {address!r}")
     server.start()
     return GrpcServer(server, port)
+
+
+def _bind(server: grpc.Server, address: str, tls: TlsFiles | None) -> int:
+    """Adds the listening port (TLS with `tls`); returns its number (0 if it failed). Raises
+    RuntimeError (grpc) if it cannot be bound, InvalidArgument if a TLS file is unreadable."""
+    if tls is None:
+        return int(server.add_insecure_port(address))
+    credentials = grpc.ssl_server_credentials([tls.read()])
+    return int(server.add_secure_port(address, credentials))

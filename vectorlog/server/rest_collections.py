@@ -17,6 +17,7 @@ from vectorlog.server.rest_convert import (
     parse,
 )
 from vectorlog.server.rest_errors import bad_format
+from vectorlog.types import level_name
 
 Handler = Callable[[Client, Any], Any]
 
@@ -86,7 +87,7 @@ def describe_collection(c: Client, body: Any) -> Any:
         "load": LOADED["loadState"],
         "shardsNum": d["num_shards"],
         "partitionsNum": d["num_partitions"],
-        "consistencyLevel": "Strong",
+        "consistencyLevel": level_name(d["consistency_level"]),
         "enableDynamicField": d["enable_dynamic_field"],
         "aliases": d["aliases"],
         "properties": [{"key": k, "value": v} for k, v in d["properties"].items()],
@@ -123,8 +124,11 @@ CREATE = {
     "schema": Field("dict"),
     "indexParams": Field("list"),
     "params": Field("dict", default={}),
-    "consistencyLevel": Field("str"),  # accepted; reads choose theirs (default Strong)
+    "consistencyLevel": Field("str"),  # as params.consistencyLevel
 }
+#: a collection created without a level reads Bounded, as Milvus's REST v2 (its reads that
+#: name no level; vectorlog's own Client defaults to Strong)
+REST_DEFAULT_LEVEL = "Bounded"
 #: the quick setup's `params` vectorlog honours (others, e.g. partitionsNum, are refused)
 QUICK_PARAMS = frozenset({"max_length", "shardsNum", "enableDynamicField", "consistencyLevel"})
 _ID_TYPES = {"int64": "int", "varchar": "string"}
@@ -138,19 +142,24 @@ def create_collection(c: Client, body: Any) -> Any:
     if unknown:
         raise bad_format(f"params {unknown} are not supported (only {sorted(QUICK_PARAMS)})")
     shards = int_param(params, "shardsNum", "params") or 1
+    level = params.get("consistencyLevel", args["consistencyLevel"]) or REST_DEFAULT_LEVEL
     if args["schema"] is None:
-        _create_quick(c, args, shards)
+        _create_quick(c, args, shards, level)
         return
     if args["dimension"] is not None:
         raise bad_format("give dimension (quick setup) or schema, not both")
     schema = build_schema(args["schema"], args["description"])
     indexes = index_params(args["indexParams"] or [])
     c.create_collection(
-        args["collectionName"], schema=schema, index_params=indexes, num_shards=shards
+        args["collectionName"],
+        schema=schema,
+        index_params=indexes,
+        num_shards=shards,
+        consistency_level=level,
     )
 
 
-def _create_quick(c: Client, args: dict[str, Any], shards: int) -> None:
+def _create_quick(c: Client, args: dict[str, Any], shards: int, level: str) -> None:
     """Creates a quick-setup collection: primary key, vector field, an AUTOINDEX index."""
     if args["dimension"] is None:
         raise bad_format("create needs dimension (quick setup) or schema")
@@ -170,6 +179,7 @@ def _create_quick(c: Client, args: dict[str, Any], shards: int) -> None:
         max_length=int_param(params, "max_length", "params") or 65_535,
         index_params=index_params(args["indexParams"]) if args["indexParams"] else None,
         enable_dynamic_field=_flag(params, "enableDynamicField", True),
+        consistency_level=level,
     )
 
 

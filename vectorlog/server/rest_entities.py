@@ -15,7 +15,7 @@ READ = {
     **NAME,
     "outputFields": Field("list"),
     "partitionNames": Field("list"),
-    "consistencyLevel": Field("str", default="Strong"),
+    "consistencyLevel": Field("str"),  # None: the collection's
 }
 
 

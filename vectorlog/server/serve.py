@@ -1,11 +1,11 @@
 """`vectorlog serve`: one process serving Milvus's gRPC protocol (port 19530, as Milvus) and
 REST v2 (the next port, 19531: Milvus 2.4 multiplexes both on 19530, which Python's grpcio
-and uvicorn cannot share) over one cluster, until SIGTERM or SIGINT; then it closes it."""
+and uvicorn cannot share) over one cluster, until SIGTERM or SIGINT; then it closes it. With
+a token both protocols ask for it; with a certificate and key both speak TLS only."""
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import ipaddress
 import os
 import signal
@@ -19,17 +19,23 @@ import uvicorn
 
 from vectorlog.client import Client
 from vectorlog.errors import InvalidArgument
+from vectorlog.server.grpc_metrics import metering
+from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
+from vectorlog.server.tls import TlsFiles, tls_files
 
 #: the variable holding the token when --token is not given ("user:password" or an API key)
 TOKEN_ENV = "VECTORLOG_TOKEN"
+#: the variables naming the PEM certificate and key when --tls-cert / --tls-key are not given
+TLS_CERT_ENV, TLS_KEY_ENV = "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"
 GRPC_PORT = 19530  # Milvus's port
 
 
 @dataclass(frozen=True)
 class ServeOptions:
     """What to serve and where: `uri` as Client's (None: VECTORLOG_LOG), `settings` Config
-    overrides, `rest_port` None = `port` + 1, `token` None = open (localhost only)."""
+    overrides, `rest_port` None = `port` + 1, `token` None = open (localhost only),
+    `tls_cert`/`tls_key` PEM files (None: plaintext); the last three default to VECTORLOG_*."""
 
     uri: str | None = None
     settings: tuple[tuple[str, Any], ...] = ()
@@ -37,11 +43,14 @@ class ServeOptions:
     port: int = GRPC_PORT
     rest_port: int | None = None
     token: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
 
 
 def check_open(host: str, token: str | None) -> None:
     """Raises InvalidArgument if `host` is not a loopback address and there is no token:
-    without a token vectorlog serves only this machine."""
+    without a token vectorlog serves only this machine (with TLS too: TLS hides the traffic,
+    it does not say who may call)."""
     if token:
         return
     try:
@@ -73,25 +82,26 @@ class _Rest(uvicorn.Server):
 
 def serve(options: ServeOptions) -> int:
     """Serves until SIGTERM/SIGINT, then stops both servers and closes the cluster; returns
-    the exit code (0). Raises InvalidArgument (open host without a token, bad address)."""
+    the exit code (0). Raises InvalidArgument before opening the cluster for an open host
+    without a token or a missing, unreadable or mismatched TLS file; later for a bad address."""
     token = options.token or os.environ.get(TOKEN_ENV) or None
     check_open(options.host, token)
+    tls = tls_files(
+        options.tls_cert or os.environ.get(TLS_CERT_ENV) or None,
+        options.tls_key or os.environ.get(TLS_KEY_ENV) or None,
+    )
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     client = Client(options.uri, **dict(options.settings))
-    grpc_server = None
+    grpc_server: GrpcServer | None = None
     try:
-        grpc_server = _start_grpc(client, options.host, options.port, token)
-        config = uvicorn.Config(
-            rest_app(client, token),
-            host=options.host,
-            port=rest_port,
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=5,
-        )
+        config = rest_config(client, options.host, rest_port, token, tls)
+        metered = [metering(config.app)]  # into the REST app's registry: one /metrics
+        address = f"{options.host}:{options.port}"
+        grpc_server = start_grpc(client, address, token=token, tls=tls, interceptors=metered)
+        scheme = "https" if tls else "http"
         print(
-            f"vectorlog serve: gRPC on {options.host}:{options.port}, "
-            f"REST v2 on http://{options.host}:{rest_port}",
+            f"vectorlog serve: gRPC{' (TLS)' if tls else ''} on {options.host}:{options.port}, "
+            f"REST v2 on {scheme}://{options.host}:{rest_port}",
             file=sys.stderr,
             flush=True,
         )
@@ -103,16 +113,17 @@ def serve(options: ServeOptions) -> int:
     return 0
 
 
-def _start_grpc(client: Client, host: str, port: int, token: str | None) -> Any:
-    """Starts the gRPC server (vectorlog/server/grpc_server.py); returns it. HOOK: its token
-    check is passed on when start_grpc takes `token`; until then, with a token, gRPC is
-    bound to localhost only so it is never open where REST asks for a token."""
-    from vectorlog.server.grpc_server import start_grpc
-
-    if token and "token" in inspect.signature(start_grpc).parameters:
-        auth: dict[str, Any] = {"token": token}
-        return start_grpc(client, f"{host}:{port}", **auth)
-    if token:
-        print("vectorlog serve: gRPC has no token check yet: bound to 127.0.0.1", file=sys.stderr)
-        host = "127.0.0.1"
-    return start_grpc(client, f"{host}:{port}")
+def rest_config(
+    client: Client, host: str, port: int, token: str | None, tls: TlsFiles | None
+) -> uvicorn.Config:
+    """Returns uvicorn's configuration of the REST app (HTTPS with `tls`)."""
+    return uvicorn.Config(
+        rest_app(client, token),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+        ssl_certfile=str(tls.cert) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
+    )

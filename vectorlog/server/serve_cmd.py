@@ -19,6 +19,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--token", help="required `Bearer` token, user:password or API key (or VECTORLOG_TOKEN)"
     )
+    p.add_argument(
+        "--tls-cert", help="PEM certificate chain: TLS on both ports (or VECTORLOG_TLS_CERT)"
+    )
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert (or VECTORLOG_TLS_KEY)")
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
@@ -33,6 +37,8 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         args.port,
         args.rest_port,
         args.token,
+        args.tls_cert,
+        args.tls_key,
     )
     try:
         return serve(options)

@@ -20,7 +20,7 @@ FORMAT, MISSING, INVALID = 1801, 1802, 1100
 def existing(rest: Rest) -> str:
     """A quick-setup collection of dimension 2 with one row (id 1)."""
     name = unique("bad")
-    rest.ok("collections/create", collectionName=name, dimension=2)
+    rest.ok("collections/create", collectionName=name, dimension=2, consistencyLevel="Strong")
     rest.ok("entities/insert", collectionName=name, data=[{"id": 1, "vector": [1.0, 0.0]}])
     return name
 
@@ -41,8 +41,9 @@ def _raw(rest: Rest, endpoint: str, content: bytes) -> dict[str, Any]:
         b"\xff\xfe",
         b'{"collectionName": NaN}',
         b'{"data": [{"id": 5, "vector": [1e999, 0.0]}]}',
+        b'{"data": [{"id": 5, "vector": [0.0, 0.0], "m": {"k": -1' + b"0" * 400 + b".5}}]}",
     ],
-    ids=["broken", "array", "string", "not-utf8", "nan", "infinity"],
+    ids=["broken", "array", "string", "not-utf8", "nan", "infinity", "long-infinity"],
 )
 def test_malformed_bodies_are_1801(rest: Rest, existing: str, content: bytes) -> None:
     body = _raw(rest, "entities/insert", content)

@@ -11,7 +11,8 @@ rest = rest_fixture()
 def test_kafka_connect_sink_exchange(rest: Rest) -> None:
     """The calls and bodies of the Milvus sink's MilvusRestClient (dbName "default")."""
     name = unique("sink")
-    rest.ok("collections/create", collectionName=name, dimension=3, metricType="L2")
+    strong = {"consistencyLevel": "Strong"}
+    rest.ok("collections/create", collectionName=name, dimension=3, metricType="L2", params=strong)
     base = {"dbName": "default", "collectionName": name}
     assert rest.ok("collections/has", **base) == {"has": True}
     state = rest.ok("collections/get_load_state", **base)
@@ -138,3 +139,19 @@ def test_partitions_and_aliases(rest: Rest) -> None:
     assert rest.ok("aliases/describe", aliasName=alias)["collectionName"] == other
     rest.ok("aliases/drop", aliasName=alias)
     assert rest.call("aliases/describe", aliasName=alias)["code"] == 1600  # AliasNotFound
+
+
+def test_consistency_level_defaults_to_bounded_as_milvus(rest: Rest) -> None:
+    """Milvus's REST v2 creates Bounded collections unless told otherwise; reads that name no
+    level use the collection's."""
+    plain, strong = unique("plain"), unique("strong")
+    rest.ok("collections/create", collectionName=plain, dimension=2)
+    rest.ok("collections/create", collectionName=strong, dimension=2, consistencyLevel="strong")
+    assert rest.ok("collections/describe", collectionName=plain)["consistencyLevel"] == "Bounded"
+    assert rest.ok("collections/describe", collectionName=strong)["consistencyLevel"] == "Strong"
+    assert rest.client.describe_collection(plain)["consistency_level"] == 2
+    bad = {"consistencyLevel": "Sometimes"}
+    assert (
+        rest.call("collections/create", collectionName=unique("x"), dimension=2, params=bad)["code"]
+        == 1100
+    )

@@ -13,7 +13,8 @@ rest = rest_fixture()
 def filled(rest: Rest) -> str:
     """A quick-setup L2 collection with rows id 0..9, vector [id, 0], color red/blue."""
     name = unique("e")
-    rest.ok("collections/create", collectionName=name, dimension=2, metricType="L2")
+    strong = {"consistencyLevel": "Strong"}  # reads see the rows just written (Milvus: Bounded)
+    rest.ok("collections/create", collectionName=name, dimension=2, metricType="L2", params=strong)
     rows = [
         {"id": i, "vector": [float(i), 0.0], "color": "red" if i % 2 else "blue"} for i in range(10)
     ]
