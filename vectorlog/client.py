@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.config import Config
-from vectorlog.errors import InvalidArgument
+from vectorlog.errors import InvalidArgument, PartitionNotFound
 from vectorlog.model import (
     CollectionInfo,
     CollectionSchema,
@@ -267,6 +267,37 @@ class Client:
         self, collection_name: str, partition_name: str, as_of: int | None = None
     ) -> bool:
         return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
+
+    # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
+    def load_collection(self, collection_name: str, timeout: float | None = None) -> None:
+        """Accepted as MilvusClient's, with nothing to do. Raises CollectionNotFound."""
+        self._proxy.describe_collection(collection_name)
+
+    def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
+        """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
+        Raises CollectionNotFound."""
+        self._proxy.describe_collection(collection_name)
+
+    def load_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        """Accepted, with nothing to do. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, partition_names)
+
+    def release_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        """Accepted, with nothing done. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, partition_names)
+
+    def get_load_state(
+        self, collection_name: str, partition_name: str = "", timeout: float | None = None
+    ) -> dict[str, str]:
+        """Returns {"state": "Loaded"}. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, [partition_name] if partition_name else [])
+        return {"state": "Loaded"}
+
+    def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        parts = self._proxy.describe_collection(collection_name).partitions
+        for name in partition_names:
+            if name not in parts:
+                raise PartitionNotFound(collection_name, name)
 
     def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
         parts = self._proxy.describe_collection(collection_name, as_of).partitions

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.errors import AliasNotFound, CollectionNotFound, IndexNotFound, InvalidArgument
+from vectorlog.expr import Expr
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.indexnode.service import IndexNodeService
@@ -98,7 +99,12 @@ class Proxy:
         return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
 
     def drop_collection(self, name: str) -> None:
-        self.rc.drop_collection(name)
+        """Drops a collection; a missing one is a no-op, as Milvus 2.4 (drops are idempotent).
+        Raises InvalidArgument (an alias, or a collection with aliases)."""
+        try:
+            self.rc.drop_collection(name)
+        except CollectionNotFound:
+            return
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.rc.rename_collection(old_name, new_name)
@@ -241,22 +247,20 @@ class Proxy:
         """Deletes rows by primary key, or those matching `filter` (exactly one of the two);
         returns {delete_count, timestamp} once durable.
 
-        A filter is evaluated by a Strong read on the query node; the keys it matched are
-        deleted like `ids` (key deletes on the log, so a replay deletes the same rows), and
-        delete_count is their number. Raises InvalidArgument, InvalidExpression."""
+        A filter naming only primary keys (`pk in [...]`, `pk == v`, an `or` of those: what
+        pymilvus sends for ids=) deletes those keys without reading, each counted, as Milvus.
+        Another filter is evaluated by a Strong read on the query node; the keys it matched
+        are deleted like `ids` (key deletes on the log, so a replay deletes the same rows),
+        and delete_count is their number. Raises InvalidArgument, InvalidExpression."""
         info = self._info(name)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
-        pk = info.schema.primary
         if filter == "" and ids is not None:  # as pymilvus: an empty filter is none
             filter = None
         if (ids is None) == (filter is None):
             raise InvalidArgument("delete needs exactly one of ids= and filter=")
-        if filter is None:
-            keys = v.primary_keys(pk, ids)
-        else:
-            keys, read_ts = self._matching_keys(info, filter, filter_params, partition)
-            if not len(keys):
-                return {"delete_count": 0, "timestamp": read_ts}
+        keys, read_ts = self._keys_to_delete(info, ids, filter, filter_params, partition)
+        if read_ts and not len(keys):  # a filter that matched nothing: nothing to append
+            return {"delete_count": 0, "timestamp": read_ts}
         limit = self.log.max_message_bytes
         with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
@@ -269,14 +273,26 @@ class Proxy:
             self.log.append(self.topic, records)
         return {"delete_count": len(keys), "timestamp": ts}
 
-    def _matching_keys(
-        self, info: CollectionInfo, text: Any, params: Any, partition: int
+    def _keys_to_delete(
+        self, info: CollectionInfo, ids: Any, text: str | None, params: Any, partition: int
     ) -> tuple[Any, int]:
-        """Returns (the primary keys of the rows matching filter `text` in `partition` (-1:
-        any) at a Strong read ts, that ts). Raises InvalidArgument for an empty filter."""
+        """Returns (the primary keys a delete deletes, the ts of the read that found them, or
+        0): `ids`, the keys a key-only filter names, or those of the rows a filter matches.
+        Raises InvalidArgument, InvalidExpression."""
+        pk = info.schema.primary
+        if text is None:
+            return v.primary_keys(pk, ids), 0
         expr = r.expression(info.schema, text, params)
         if expr is None:
             raise InvalidArgument("delete filter must be a non-empty expression")
+        listed = expr.primary_keys(pk.name)
+        if listed is not None:
+            return v.primary_keys(pk, listed), 0
+        return self._matching_keys(info, expr, partition)
+
+    def _matching_keys(self, info: CollectionInfo, expr: Expr, partition: int) -> tuple[Any, int]:
+        """Returns (the primary keys of the rows matching `expr` in `partition` (-1: any) at a
+        Strong read ts, that ts)."""
         ts = self.read_ts(info, STRONG)
         parts = None if partition == -1 else [partition]
         pk = info.schema.primary

@@ -77,7 +77,7 @@ def test_the_right_token_works(guarded: Guarded) -> None:
     name = unique("tok")
     milvus = MilvusClient(guarded.uri, token=TOKEN, dedicated=True)
     try:
-        milvus.create_collection(name, dimension=2)
+        milvus.create_collection(name, dimension=2, consistency_level="Strong")
         milvus.insert(name, [{"id": 1, "vector": [0.1, 0.2]}])
         got = milvus.get(name, ids=[1], output_fields=["id"])
         assert [row["id"] for row in got] == [1]

@@ -28,7 +28,7 @@ def stub(served: Served) -> Iterator[milvus_pb2_grpc.MilvusServiceStub]:
 @pytest.fixture
 def name(served: Served) -> str:
     n = f"c_{uuid.uuid4().hex[:10]}"
-    served.milvus.create_collection(n, dimension=2)
+    served.milvus.create_collection(n, dimension=2, consistency_level="Strong")
     return n
 
 

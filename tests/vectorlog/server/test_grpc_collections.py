@@ -34,7 +34,7 @@ def test_connect_reports_the_milvus_protocol_version(served: Served) -> None:
 
 def test_quick_setup_collection_is_listed_described_loaded_and_dropped(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=4)
+    m.create_collection(name, dimension=4, consistency_level="Strong")
     assert m.has_collection(name) and name in m.list_collections()
     d = m.describe_collection(name)
     assert [f["name"] for f in d["fields"]] == ["id", "vector"]
@@ -50,7 +50,9 @@ def test_full_schema_with_index_params(served: Served) -> None:
     m, name = served.milvus, unique()
     index_params = MilvusClient.prepare_index_params()
     index_params.add_index("emb", index_type="HNSW", metric_type="L2", params={"M": 8})
-    m.create_collection(name, schema=full_schema(), index_params=index_params)
+    m.create_collection(
+        name, schema=full_schema(), index_params=index_params, consistency_level="Strong"
+    )
     fields = {f["name"]: f for f in m.describe_collection(name)["fields"]}
     assert fields["pk"]["type"] == DataType.VARCHAR and fields["pk"]["is_primary"]
     assert fields["pk"]["params"]["max_length"] == 16
@@ -71,7 +73,7 @@ def test_full_schema_with_index_params(served: Served) -> None:
 
 def test_partitions(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
     m.create_partition(name, "p1")
     assert m.has_partition(name, "p1") and not m.has_partition(name, "p2")
     assert m.list_partitions(name) == ["_default", "p1"]
@@ -85,8 +87,8 @@ def test_partitions(served: Served) -> None:
 
 def test_aliases(served: Served) -> None:
     m, a, b, alias = served.milvus, unique(), unique(), unique("al")
-    m.create_collection(a, dimension=2)
-    m.create_collection(b, dimension=2)
+    m.create_collection(a, dimension=2, consistency_level="Strong")
+    m.create_collection(b, dimension=2, consistency_level="Strong")
     m.create_alias(a, alias)
     assert m.describe_alias(alias)["collection_name"] == a
     assert m.list_aliases(a)["aliases"] == [alias]
@@ -109,7 +111,7 @@ def test_missing_things_raise_milvus_error_codes(served: Served) -> None:
         m.describe_alias("no_such_alias")
     assert exc.value.code == 1600
     name = unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
     with pytest.raises(MilvusException) as exc:
         m.create_partition(name, "bad name!")
     assert exc.value.code == 1100
@@ -118,7 +120,7 @@ def test_missing_things_raise_milvus_error_codes(served: Served) -> None:
 
 def test_rename_load_release_and_loading_progress(served: Served) -> None:
     m, old, new = served.milvus, unique(), unique()
-    m.create_collection(old, dimension=2)
+    m.create_collection(old, dimension=2, consistency_level="Strong")
     m.rename_collection(old, new)
     assert m.has_collection(new) and not m.has_collection(old)
     m.release_collection(new)
@@ -135,3 +137,17 @@ def test_alloc_timestamp_is_fresh_and_increasing(served: Served) -> None:
         first = stub.AllocTimestamp(milvus_pb2.AllocTimestampRequest())
         second = stub.AllocTimestamp(milvus_pb2.AllocTimestampRequest())
     assert first.status.code == 0 and 0 < first.timestamp < second.timestamp
+
+
+def test_consistency_level_is_the_collections_as_milvus(served: Served) -> None:
+    """pymilvus creates Bounded collections unless told otherwise (Milvus's default); the level
+    is stored and described, and a level that is not one is refused."""
+    m, plain, session = served.milvus, unique("plain"), unique("session")
+    m.create_collection(plain, dimension=2)
+    m.create_collection(session, dimension=2, consistency_level="Session")
+    assert m.describe_collection(plain)["consistency_level"] == 2  # Bounded
+    assert m.describe_collection(session)["consistency_level"] == 1
+    assert served.client.describe_collection(plain)["consistency_level"] == 2
+    assert m.describe_collection(plain)["properties"] == {}
+    m.insert(session, [{"id": 1, "vector": [1.0, 0.0]}])
+    assert m.get(session, [1], output_fields=["id"]) == [{"id": 1}]  # Session: its own write

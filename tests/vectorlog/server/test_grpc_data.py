@@ -51,7 +51,7 @@ def typed_row(i: int) -> dict:
 
 def test_every_type_round_trips_through_insert_and_query(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, schema=every_type_schema())
+    m.create_collection(name, schema=every_type_schema(), consistency_level="Strong")
     assert m.insert(name, [typed_row(i) for i in range(3)])["insert_count"] == 3
     rows = [dict(r) for r in m.query(name, "id >= 0", output_fields=["*"])]
     vectors = [r.pop("vector") for r in rows]
@@ -63,7 +63,7 @@ def test_every_type_round_trips_through_insert_and_query(served: Served) -> None
 
 def test_insert_upsert_delete_get_and_count(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
     res = m.insert(name, [{"id": i, "vector": [1.0, float(i)], "color": f"c{i}"} for i in range(6)])
     assert res["insert_count"] == 6 and list(res["ids"]) == list(range(6))
     assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 6
@@ -86,7 +86,7 @@ def test_search_with_filter_output_fields_and_params(served: Served) -> None:
     s.add_field("id", DataType.INT64, is_primary=True)
     s.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
     s.add_field("year", DataType.INT64)
-    m.create_collection(name, schema=s, index_params=index_params)
+    m.create_collection(name, schema=s, index_params=index_params, consistency_level="Strong")
     m.insert(name, [{"id": i, "vector": [float(i), 0.0], "year": 2000 + i} for i in range(10)])
     res = m.search(
         name,
@@ -105,7 +105,7 @@ def test_search_with_filter_output_fields_and_params(served: Served) -> None:
 
 def test_flush_then_describe_index_counts_the_rows(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
     m.insert(name, [{"id": i, "vector": [1.0, float(i)]} for i in range(4)])
     m.flush(name)
     assert served.client.list_segments(name)
@@ -115,7 +115,7 @@ def test_flush_then_describe_index_counts_the_rows(served: Served) -> None:
 
 def test_filter_params_reach_search_query_and_delete(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
     m.insert(name, [{"id": i, "vector": [1.0, float(i)], "tag": f"t{i % 2}"} for i in range(6)])
     rows = m.query(
         name, "id in {ids} and tag == {tag}", filter_params={"ids": [1, 2, 3], "tag": "t1"}
@@ -129,7 +129,7 @@ def test_filter_params_reach_search_query_and_delete(served: Served) -> None:
 
 def test_concurrent_inserts_through_the_server_are_all_acknowledged(served: Served) -> None:
     m, name = served.milvus, unique()
-    m.create_collection(name, dimension=2)
+    m.create_collection(name, dimension=2, consistency_level="Strong")
 
     def insert(batch: int) -> list[int]:
         rows = [{"id": batch * 10 + i, "vector": [1.0, float(i)]} for i in range(10)]

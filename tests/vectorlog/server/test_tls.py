@@ -87,7 +87,7 @@ def test_pymilvus_over_tls_with_the_token(secured: Secured) -> None:
         uri, token=TOKEN, server_pem_path=str(secured.ca_pem), timeout=10, dedicated=True
     )
     try:
-        milvus.create_collection(name, dimension=2)
+        milvus.create_collection(name, dimension=2, consistency_level="Strong")
         milvus.insert(name, [{"id": 7, "vector": [0.5, 0.5]}])
         assert [row["id"] for row in milvus.get(name, ids=[7], output_fields=["id"])] == [7]
     finally:

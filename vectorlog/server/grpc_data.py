@@ -1,0 +1,171 @@
+"""The data RPCs of vectorlog's gRPC service (flush, insert, upsert, delete, query,
+search): Milvus's column-wise requests mapped onto the in-process Client, its results back
+onto Milvus's MutationResult, QueryResults and SearchResultData."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymilvus.grpc_gen import milvus_pb2, schema_pb2
+
+from vectorlog.client import Client
+from vectorlog.errors import InvalidArgument
+from vectorlog.model import CollectionInfo
+from vectorlog.server import grpc_convert as conv
+from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
+from vectorlog.server.grpc_status import ok
+from vectorlog.types import Hit
+
+
+class DataRpcs:
+    """Flush, Insert, Upsert, Delete, Query and Search, for MilvusServicer."""
+
+    client: Client
+
+    def _info(self, name: str) -> CollectionInfo:
+        return self.client.cluster.proxy.describe_collection(name)
+
+    # -- flush ----------------------------------------------------------------------------------
+    @rpc
+    def Flush(self, request: Any, context: Any) -> Any:
+        res = milvus_pb2.FlushResponse(status=ok(), db_name="default")
+        for name in request.collection_names:
+            ids = self.client.flush(name)
+            res.coll_segIDs[name].data.extend(ids)
+            res.flush_coll_segIDs[name].data.extend(ids)
+        return res
+
+    @rpc
+    def GetFlushState(self, request: Any, context: Any) -> Any:
+        flushed = self.client.get_flush_state(list(request.segmentIDs))
+        return milvus_pb2.GetFlushStateResponse(status=ok(), flushed=flushed)
+
+    # -- data -----------------------------------------------------------------------------------
+    @rpc
+    def Insert(self, request: Any, context: Any) -> Any:
+        rows = conv.rows_from_columns(request.fields_data, request.num_rows)
+        part = request.partition_name or None
+        res = self.client.insert(request.collection_name, rows, part)
+        return _mutation(res["ids"], res["timestamp"], insert_cnt=res["insert_count"])
+
+    @rpc
+    def Upsert(self, request: Any, context: Any) -> Any:
+        rows = conv.rows_from_columns(request.fields_data, request.num_rows)
+        part = request.partition_name or None
+        res = self.client.upsert(request.collection_name, rows, part)
+        return _mutation(res["ids"], res["timestamp"], upsert_cnt=res["upsert_count"])
+
+    @rpc
+    def Delete(self, request: Any, context: Any) -> Any:
+        part = request.partition_name or None
+        res = self.client.delete(
+            request.collection_name,
+            filter=request.expr,
+            partition_name=part,
+            filter_params=conv.filter_params(request.expr_template_values),
+        )
+        return _mutation([], res["timestamp"], delete_cnt=res["delete_count"])
+
+    @rpc
+    def Query(self, request: Any, context: Any) -> Any:
+        params = conv.kv_dict(request.query_params)
+        limit = int(params["limit"]) if "limit" in params else None
+        rows = self.client.query(
+            request.collection_name,
+            request.expr,
+            list(request.output_fields) or None,
+            ids=None,
+            partition_names=partition_names(request.partition_names),
+            limit=limit,
+            offset=int(params.get("offset", 0)),
+            consistency_level=read_level(request),
+            filter_params=conv.filter_params(request.expr_template_values),
+            timeout=deadline(context),
+        )
+        info = self._info(request.collection_name)
+        columns, names = _result_columns(rows, info, list(request.output_fields))
+        return milvus_pb2.QueryResults(
+            status=ok(),
+            fields_data=columns,
+            collection_name=request.collection_name,
+            output_fields=names,
+            primary_field_name=info.schema.primary.name,
+        )
+
+    @rpc
+    def Search(self, request: Any, context: Any) -> Any:
+        params = conv.search_params(request.search_params)
+        topk = int(params.get("topk", 10))
+        hits = self.client.search(
+            request.collection_name,
+            conv.vectors_from_placeholder(request.placeholder_group),
+            filter=request.dsl,
+            limit=topk,
+            output_fields=list(request.output_fields) or None,
+            search_params=_index_search_params(params),
+            partition_names=partition_names(request.partition_names),
+            anns_field=params.get("anns_field") or None,
+            consistency_level=read_level(request),
+            offset=int(params.get("offset", 0)),
+            group_by_field=params.get("group_by_field") or None,
+            filter_params=conv.filter_params(request.expr_template_values),
+            timeout=deadline(context),
+        )
+        info = self._info(request.collection_name)
+        return milvus_pb2.SearchResults(
+            status=ok(), results=search_result(hits, topk, info), collection_name=info.name
+        )
+
+
+def _index_search_params(params: dict[str, Any]) -> dict[str, Any]:
+    inner = params.get("params") or {}
+    if not isinstance(inner, dict):
+        raise InvalidArgument(f"search params must be a JSON object, not {inner!r:.60}")
+    out: dict[str, Any] = {"params": inner}
+    if params.get("metric_type"):
+        out["metric_type"] = params["metric_type"]
+    return out
+
+
+def _mutation(ids: list[Any], ts: int, **counts: int) -> Any:
+    return milvus_pb2.MutationResult(
+        status=ok(),
+        IDs=conv.ids_proto(ids),
+        succ_index=range(len(ids)),
+        timestamp=ts,
+        **counts,
+    )
+
+
+def _result_columns(
+    rows: list[dict[str, Any]], info: CollectionInfo, requested: list[str]
+) -> tuple[list, list[str]]:
+    """The FieldData columns and names of query rows; no rows: an empty column per field
+    asked for (every field when none was) and the primary key, as Milvus (pymilvus refuses
+    a result without columns)."""
+    if not rows:
+        fields = [f for f in info.schema.user_fields if not f.is_dynamic]
+        asked = [f for f in fields if f.name in requested or f.is_primary] if requested else fields
+        return [conv.column(f, []) for f in asked], [f.name for f in asked]
+    if list(rows[0]) == ["count(*)"]:
+        fd = schema_pb2.FieldData(type=schema_pb2.Int64, field_name="count(*)")
+        fd.scalars.long_data.data.append(int(rows[0]["count(*)"]))
+        return [fd], ["count(*)"]
+    return conv.columns_from_rows(rows, info.schema)
+
+
+def search_result(hits: list[list[Hit]], topk: int, info: CollectionInfo) -> Any:
+    """Returns the SearchResultData of per-query hits: ids, scores and entities flattened,
+    `topks` the number of hits of each query."""
+    flat = [h for per_query in hits for h in per_query]
+    columns, names = conv.columns_from_rows([h["entity"] for h in flat], info.schema)
+    return schema_pb2.SearchResultData(
+        num_queries=len(hits),
+        top_k=topk,
+        fields_data=columns,
+        scores=[float(h["distance"]) for h in flat],
+        ids=conv.ids_proto([h["id"] for h in flat]),
+        topks=[len(q) for q in hits],
+        output_fields=names,
+        primary_field_name=info.schema.primary.name,
+    )
