@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from vectorlog.errors import InvalidArgument
 from vectorlog.hybridts import LOGICAL_BITS
-from vectorlog.types import LEVELS
+from vectorlog.types import level_name
 
 DEFAULT_STALENESS_MS = 5000  # Milvus's common.gracefulTime
 
@@ -41,9 +41,7 @@ def guarantee(
         if not isinstance(as_of, int) or as_of <= 0:
             raise InvalidArgument(f"as_of must be a positive hybrid timestamp, not {as_of!r}")
         return Guarantee(as_of)
-    lv = str(level).lower()
-    if lv not in LEVELS:
-        raise InvalidArgument(f"consistency_level {level!r} is not one of {LEVELS}")
+    lv = level_name(level).lower()
     if lv == "strong":
         return Guarantee(now())
     if lv == "bounded":
