@@ -33,6 +33,11 @@ class Topics:
         return f"{self.cluster}.dlq"
 
     @property
+    def ingest(self) -> str:
+        """Requests from external producers, the collection named by the record key."""
+        return f"{self.cluster}.ingest"
+
+    @property
     def lease(self) -> str:
         """The rootcoord lease: JSON claims, renewals and releases, not events (1 partition)."""
         return f"{self.cluster}.lease"
@@ -44,6 +49,7 @@ class Topics:
         log.create_topic(self.coord, 1)
         log.create_topic(self.dlq, 1)
         log.create_topic(self.lease, 1)
+        log.create_topic(self.ingest, 1)
 
 
 class Serdes:

@@ -1,4 +1,5 @@
-"""The `vectorlog` command: run the demo, list collections, read dead letters, replay."""
+"""The `vectorlog` command: run the demo, list collections, read dead letters, replay, serve,
+ingest."""
 
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ def _replay(args: argparse.Namespace) -> int:
     return run(args, _cluster(args))
 
 
+def _ingest(args: argparse.Namespace) -> int:
+    """Appends JSON lines or Parquet rows to the ingest topic for one collection."""
+    from vectorlog.ingest_cmd import run
+
+    return run(args, _cluster(args))
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Serves Milvus's gRPC and REST v2 APIs over a cluster until SIGTERM/SIGINT."""
     from vectorlog.server.serve_cmd import run
@@ -85,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         ("dead-letters", _dead_letters, "print each dead letter once (reads, never writes)"),
         ("replay", _replay, "write a topic's events as JSON lines, Parquet or Avro"),
         ("serve", _serve, "serve Milvus's gRPC (19530) and REST v2 (19531) APIs"),
+        ("ingest", _ingest, "append JSON lines or Parquet rows to the ingest topic"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
@@ -98,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             from vectorlog.server.serve_cmd import add_arguments as serve_arguments
 
             serve_arguments(p)
+        if name == "ingest":
+            from vectorlog.ingest_cmd import add_arguments as ingest_arguments
+
+            ingest_arguments(p)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main

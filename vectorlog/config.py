@@ -18,6 +18,7 @@ from typing import Any
 from vectorlog import faults
 from vectorlog.errors import InvalidArgument
 from vectorlog.processors.datacoord.settings import DataCoordSettings
+from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
@@ -37,7 +38,7 @@ class Config:
     #: default ~/.local/share/vectorlog/<cluster>
     data_dir: str | None = None
     #: topic prefix: topics are <cluster>.ddl, <cluster>.dml, <cluster>.coord, <cluster>.dlq,
-    #: <cluster>.lease
+    #: <cluster>.lease, <cluster>.ingest
     cluster: str = "vectorlog"
     #: pchannels: partitions of the dml topic
     dml_partitions: int = 4
@@ -90,6 +91,10 @@ class Config:
     #: faiss (OpenMP) threads of one index build; builds run one at a time on the index node's
     #: worker thread, so this bounds the cores index building takes from ingest and search
     index_build_threads: int = 1
+    #: topics the proxy ingests besides <cluster>.ingest, as `topic=collection[:format]`
+    #: entries separated by commas (format: auto, json or debezium; default auto), e.g.
+    #: `shop.products=products,cdc.docs=docs:debezium`
+    ingest_topics: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -116,6 +121,13 @@ class Config:
             max_lifetime_s=self.segment_max_lifetime_s,
             max_growing_per_channel=self.segment_max_growing_per_channel,
         )
+
+    def ingest_routes(self, default_topic: str) -> list[IngestRoute]:
+        """Returns the ingest routes: `default_topic` (collection from the record key), then
+        those of `ingest_topics`."""
+        mapped = parse_routes(self.ingest_topics)
+        default = [] if any(r.topic == default_topic for r in mapped) else [default_topic]
+        return [*(IngestRoute(t, None) for t in default), *mapped]
 
     def storage_uri(self) -> str:
         """Returns where binlogs go: `storage`, or the storage folder in the state directory."""
@@ -185,7 +197,17 @@ _RULES: dict[str, tuple[Any, str]] = {
     "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+    "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
 }
+
+
+def _routes_ok(text: str) -> bool:
+    """Returns True if `text` parses as ingest routes; raises ConfigError naming the fault."""
+    try:
+        parse_routes(text)
+    except InvalidArgument as exc:
+        raise ConfigError(f"setting ingest_topics={text!r}: {exc}") from None
+    return True
 
 
 def _check_type(f: dataclasses.Field[Any], value: Any) -> None:

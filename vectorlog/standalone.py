@@ -18,6 +18,7 @@ from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
 from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.gc import MetaGC
@@ -28,6 +29,7 @@ from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -80,7 +82,8 @@ class Standalone:
     (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `datanode` and
     `objects` (the binlogs' and index files' object store) unless the data node is off,
     `indexnode` (IndexNode; None with the data node off: there are no binlogs to index, so
-    describe_index reports zero rows, Finished), `ticker`, `gc`, `lease`.
+    describe_index reports zero rows, Finished), `ticker`, `gc`, `lease`, `ingest` (the
+    proxy's IngestConsumer of the ingest topics).
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -137,6 +140,16 @@ class Standalone:
             self._start_indexnode()
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
+        self._start_ingest(cfg)
+
+    def _start_ingest(self, cfg: Config) -> None:
+        """Starts the proxy's consumer of the ingest topics (the last to start, the first
+        to stop: its writes need every other processor)."""
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "ingest"))
+        dead_letter = DeadLetterWriter(self.log, self.topics.dlq, PROCESSOR)
+        routes = cfg.ingest_routes(self.topics.ingest)
+        self.ingest = IngestConsumer(self.proxy, self.log, store, routes, dead_letter)
+        self._started(self.ingest)
 
     def _take_lease(self, cfg: Config) -> None:
         """Claims the cluster's rootcoord lease before anything is written to the cluster.

@@ -1,0 +1,31 @@
+"""Ingest routes: `ingest_topics` entries are parsed and validated."""
+
+from __future__ import annotations
+
+import pytest
+
+from vectorlog.config import Config, ConfigError
+from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
+
+
+def test_entries_map_topics_to_collections_and_formats():
+    assert parse_routes(" shop.products=products, cdc.docs=docs:debezium,") == (
+        IngestRoute("shop.products", "products", "auto"),
+        IngestRoute("cdc.docs", "docs", "debezium"),
+    )
+
+
+@pytest.mark.parametrize("text", ["products", "t=", "t=c:avro", "t=c,t=d", "bad topic=c", "t=9c"])
+def test_a_malformed_entry_is_refused_naming_it(text: str):
+    with pytest.raises(ConfigError, match="ingest_topics"):
+        Config.load({"VECTORLOG_INGEST_TOPICS": text})
+
+
+def test_the_default_topic_comes_first_and_a_mapping_of_it_replaces_it():
+    cfg = Config.load({"VECTORLOG_INGEST_TOPICS": "src=c:json"})
+    assert cfg.ingest_routes("vl.ingest") == [
+        IngestRoute("vl.ingest", None),
+        parse_routes("src=c:json")[0],
+    ]
+    mapped = Config.load({"VECTORLOG_INGEST_TOPICS": "vl.ingest=c"})
+    assert mapped.ingest_routes("vl.ingest") == [IngestRoute("vl.ingest", "c")]

@@ -1,0 +1,80 @@
+"""A crash of the proxy while it consumes ingest loses no row and leaves none twice: the
+batch whose writes were on dml but whose positions were not stored is applied again, and
+upserts of the same rows leave the same visible state (at-least-once, idempotent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import ClientFactory, data_events
+from tests.processors.proxy.ingest.crash_ingest import expected
+from tests.processors.proxy.ingest.producer import wait_consumed
+from vectorlog import Client
+from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.streams.scan import read_to_end
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def start_child(args: dict[str, Any], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.processors.proxy.ingest.crash_ingest", json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        cwd=ROOT,
+    )
+
+
+def reopened_rows(open_client: ClientFactory) -> tuple[Client, dict[int, list[float]]]:
+    """Reopens the cluster, waits until the consumer passed every ingest record; returns the
+    client and the visible rows of `c`, checking each is visible once."""
+    client = open_client()
+    topic = client.cluster.topics.ingest
+    wait_consumed(client, topic, [r.offset for r in read_to_end(client.cluster.log, topic)])
+    found = client.query("c", filter="id >= 0", output_fields=["id", "vector"])
+    assert client.query("c", output_fields=["count(*)"])[0]["count(*)"] == len(found)
+    return client, {r["id"]: [float(x) for x in r["vector"]] for r in found}
+
+
+def test_a_crash_between_the_dml_append_and_the_stored_position_reapplies_idempotently(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    child = start_child(
+        {**client_args, "batches": 3, "wait": True}, {ENV: "ingest.before_positions:2"}
+    )
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == CRASH_EXIT, err
+    assert [json.loads(line)["produced"] for line in out.splitlines()] == [0, 1]
+    client, rows = reopened_rows(open_client)
+    assert rows == expected(2)
+    # batch 1's 20 upserts were on dml before the crash and are applied again after it
+    inserted = sum(e.body["num_rows"] for e in data_events(client) if e.type == "RowsInserted")
+    assert inserted == 60
+
+
+@pytest.mark.slow
+def test_sigkill_while_consuming_loses_nothing_and_duplicates_nothing(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    child = start_child({**client_args, "batches": 400, "wait": False}, {})
+    assert child.stdout is not None
+    produced = 0
+    for line in child.stdout:
+        produced = json.loads(line)["produced"] + 1
+        if produced >= 40:
+            break
+    child.send_signal(signal.SIGKILL)
+    rest, _ = child.communicate(timeout=30)
+    produced += len(rest.splitlines())  # printed before the kill landed
+    _, rows = reopened_rows(open_client)
+    assert rows == expected(produced)
