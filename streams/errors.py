@@ -30,6 +30,11 @@ class RecordTooLarge(LogError):
         self.size, self.limit = size, limit
 
 
+class RecordDamaged(LogError):
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"a stored record's frame is damaged ({cause})")
+
+
 class LogOpenError(LogError):
     """The embedded log's RocksDB could not be opened; raised as such when no subclass fits."""
 

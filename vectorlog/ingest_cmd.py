@@ -1,5 +1,6 @@
-"""The `vectorlog ingest` command: JSON lines or Parquet rows to the ingest topic, keyed by
-the collection, with a progress bar. The running cluster's proxy applies them as upserts."""
+"""The `vectorlog ingest` command: JSON lines or Parquet rows to the ingest topic, the
+collection in a `collection` header, with a progress bar. The running cluster's proxy applies
+them as upserts."""
 
 from __future__ import annotations
 
@@ -53,10 +54,11 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     return 0
 
 
-def _chunks(values: Iterator[bytes], key: bytes) -> Iterator[list[Append]]:
+def _chunks(values: Iterator[bytes], collection: bytes) -> Iterator[list[Append]]:
     chunk: list[Append] = []
+    headers = (("collection", collection),)
     for value in values:
-        chunk.append(Append(0, value, key))
+        chunk.append(Append(0, value, None, headers))
         if len(chunk) >= CHUNK:
             yield chunk
             chunk = []

@@ -18,6 +18,7 @@ from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
 from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
@@ -148,7 +149,11 @@ class Standalone:
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "ingest"))
         dead_letter = DeadLetterWriter(self.log, self.topics.dlq, PROCESSOR)
         routes = cfg.ingest_routes(self.topics.ingest)
-        self.ingest = IngestConsumer(self.proxy, self.log, store, routes, dead_letter)
+        url = cfg.schema_registry_url
+        schemas = WriterSchemas(url) if url else None
+        self.ingest = IngestConsumer(
+            self.proxy, self.log, store, routes, dead_letter, self.topics.dml, schemas
+        )
         self._started(self.ingest)
 
     def _take_lease(self, cfg: Config) -> None:

@@ -40,7 +40,7 @@ from vectorlog.processors.proxy.batches import (
 from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.log.base import Append, Headers, Log, with_headers
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import (
     COLLECTION_LEVEL,
@@ -169,12 +169,18 @@ class Proxy:
 
     # -- writes ----------------------------------------------------------------------------
     def insert(
-        self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False
+        self,
+        name: str,
+        rows: Any,
+        partition_name: str | None = None,
+        upsert: bool = False,
+        headers: Headers = (),
     ) -> InsertResult:
         """Inserts rows; returns {insert_count, ids, timestamp} once durable on the log.
 
         A row whose key exists replaces it from this insert's ts on (an upsert); `upsert=True`
-        only makes the key required even on an auto_id collection.
+        only makes the key required even on an auto_id collection. Every dml record written
+        carries `headers` (the ingest consumer's source positions).
         """
         info = self._info(name)
         partition = self._partition(info, partition_name)
@@ -189,7 +195,7 @@ class Proxy:
                 records += self._shard_records(
                     info, partition, shard, idx, cols, first_row_id, per_row, ts
                 )
-            self.log.append(self.topic, records)
+            self.log.append(self.topic, with_headers(records, headers))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
 
@@ -243,9 +249,10 @@ class Proxy:
         partition_name: str | None = None,
         filter: str | None = None,  # noqa: A002 (MilvusClient's name)
         filter_params: dict[str, Any] | None = None,
+        headers: Headers = (),
     ) -> DeleteResult:
         """Deletes rows by primary key, or those matching `filter` (exactly one of the two);
-        returns {delete_count, timestamp} once durable.
+        returns {delete_count, timestamp} once durable; its dml records carry `headers`.
 
         A filter naming only primary keys (`pk in [...]`, `pk == v`, an `or` of those: what
         pymilvus sends for ids=) deletes those keys without reading, each counted, as Milvus.
@@ -270,7 +277,7 @@ class Proxy:
                     info, take(keys, idx), partition, ts, vch, self.serde, limit
                 ):
                     records.append(Append(pch, data))
-            self.log.append(self.topic, records)
+            self.log.append(self.topic, with_headers(records, headers))
         return {"delete_count": len(keys), "timestamp": ts}
 
     def _keys_to_delete(

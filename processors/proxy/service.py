@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from vectorlog.model import CollectionInfo
 from vectorlog.processors.rootcoord.service import DdlService
+from vectorlog.streams.log.base import Headers
 from vectorlog.types import (
     COLLECTION_LEVEL,
     DEFAULT_SEARCH,
@@ -57,9 +58,15 @@ class ProxyService(DdlService, Protocol):
 
     # -- DML and reads -------------------------------------------------------------------------
     def insert(
-        self, name: str, rows: Any, partition_name: str | None = None, upsert: bool = False
+        self,
+        name: str,
+        rows: Any,
+        partition_name: str | None = None,
+        upsert: bool = False,
+        headers: Headers = (),
     ) -> InsertResult:
-        """Returns once the log made the rows durable. Raises InvalidArgument, SchemaMismatch."""
+        """Returns once the log made the rows durable; every dml record written carries
+        `headers`. Raises InvalidArgument, SchemaMismatch."""
         ...
 
     def delete(
@@ -69,9 +76,11 @@ class ProxyService(DdlService, Protocol):
         partition_name: str | None = None,
         filter: str | None = None,  # noqa: A002 (MilvusClient's name)
         filter_params: dict[str, Any] | None = None,
+        headers: Headers = (),
     ) -> DeleteResult:
         """Deletes the rows with primary keys `ids`, or those matching `filter` at a Strong
-        read (exactly one of the two); returns once the log made the delete durable."""
+        read (exactly one of the two); returns once the log made the delete durable; its dml
+        records carry `headers`."""
         ...
 
     def search(

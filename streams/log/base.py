@@ -12,6 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+#: Kafka record headers: (name, value) pairs, in order; names need not be unique
+Headers = tuple[tuple[str, bytes], ...]
+
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -22,15 +25,41 @@ class Record:
     offset: int
     value: bytes
     key: bytes | None = None
+    headers: Headers = ()
+
+    def header(self, name: str) -> bytes | None:
+        """Returns the value of the last header called `name`, or None."""
+        found = [v for n, v in self.headers if n == name]
+        return found[-1] if found else None
 
 
 @dataclass(frozen=True, slots=True)
 class Append:
-    """One record to append: the partition it goes to, its value and optional key."""
+    """One record to append: the partition it goes to, its value, optional key and headers."""
 
     partition: int
     value: bytes
     key: bytes | None = None
+    headers: Headers = ()
+
+
+#: added by `with_headers`: "i/n", the record's place among the n records of one append, so a
+#: reader can tell whether a (non-atomic, Kafka) append landed whole
+PART_HEADER = "vectorlog-append-part"
+
+
+def with_headers(records: list[Append], headers: Headers) -> list[Append]:
+    """Returns `records`, each carrying `headers` and its PART_HEADER (the same list when
+    `headers` is empty)."""
+    if not headers:
+        return records
+    n = len(records)
+    return [
+        Append(
+            r.partition, r.value, r.key, (*r.headers, *headers, (PART_HEADER, f"{i}/{n}".encode()))
+        )
+        for i, r in enumerate(records)
+    ]
 
 
 @runtime_checkable
@@ -88,10 +117,12 @@ class Log(Protocol):
 
 
 def check_sizes(records: Iterable[Append], limit: int) -> None:
-    """Raises RecordTooLarge for the first record larger than `limit` bytes (value + key)."""
+    """Raises RecordTooLarge for the first record larger than `limit` bytes (value, key and
+    headers)."""
     from vectorlog.streams.errors import RecordTooLarge
 
     for r in records:
         size = len(r.value) + (len(r.key) if r.key else 0)
+        size += sum(len(n) + len(v) for n, v in r.headers)
         if size > limit:
             raise RecordTooLarge(size, limit)

@@ -2,7 +2,7 @@
 
 Key layout (all big-endian so RocksDB iterates in offset order):
     TOPIC_META + topic                                  -> partition count (4 bytes)
-    RECORD + topic + SEP + partition(4) + offset(8)     -> frame(key, value)
+    RECORD + topic + SEP + partition(4) + offset(8)     -> streams/log/frame.py frame
 An append of any number of records across partitions is one WriteBatch written with
 sync=True: it is on disk before `append` returns, and it lands whole or not at all. Once
 the directory is deleted or replaced under a running process every write is refused
@@ -37,13 +37,13 @@ from vectorlog.streams.errors import (
     TopicPartitionNotFound,
 )
 from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
 
 TOPIC_META = b"\x01t:"
 RECORD = b"\x02r:"
 SEP = b"\x00"
-_NO_KEY = 0xFFFFFFFF
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 LOG = logging.getLogger(__name__)
 
@@ -56,20 +56,6 @@ def record_prefix(topic: str, partition: int) -> bytes:
 def record_key(topic: str, partition: int, offset: int) -> bytes:
     """Returns the RocksDB key of one record."""
     return record_prefix(topic, partition) + struct.pack(">Q", offset)
-
-
-def _frame(key: bytes | None, value: bytes) -> bytes:
-    if key is None:
-        return struct.pack(">I", _NO_KEY) + value
-    return struct.pack(">I", len(key)) + key + value
-
-
-def unframe(data: bytes) -> tuple[bytes | None, bytes]:
-    """Returns (key, value) of a stored record (the embedded and the secondary reader's)."""
-    (n,) = struct.unpack_from(">I", data)
-    if n == _NO_KEY:
-        return None, data[4:]
-    return data[4 : 4 + n], data[4 + n :]
 
 
 _OPEN_ERRORS: dict[OpenFailure, type[LogOpenError]] = {
@@ -205,7 +191,7 @@ class EmbeddedLog:
             wb, nxt = WriteBatch(raw_mode=True), dict[int, int]()
             for r in records:
                 off = nxt.get(r.partition, self._next[(topic, r.partition)])
-                wb.put(record_key(topic, r.partition, off), _frame(r.key, r.value))
+                wb.put(record_key(topic, r.partition, off), frame(r.key, r.value, r.headers))
                 nxt[r.partition] = off + 1
                 offsets.append(off)
             if offsets:
@@ -242,8 +228,8 @@ class EmbeddedLog:
         for off in range(offset, end):
             if not it.valid():
                 break
-            key, value = unframe(bytes(it.value()))
-            out.append(Record(topic, partition, off, value, key))
+            key, value, headers = unframe(bytes(it.value()))
+            out.append(Record(topic, partition, off, value, key, headers))
             it.next()
         return out
 

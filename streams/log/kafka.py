@@ -37,7 +37,7 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
-from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.log.base import Append, Headers, Record, check_sizes
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
@@ -221,7 +221,12 @@ class KafkaLog:
         while True:
             try:
                 client.produce(
-                    topic, value=r.value, key=r.key, partition=r.partition, on_delivery=on_delivery
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    partition=r.partition,
+                    headers=list(r.headers) or None,
+                    on_delivery=on_delivery,
                 )
                 return
             except BufferError:  # local queue full: wait for deliveries to drain it
@@ -343,7 +348,7 @@ class KafkaReader:
             if p is None or off is None:
                 continue
             self._pos[p] = off + 1
-            out.append(Record(self._topic, p, off, m.value() or b"", m.key()))
+            out.append(Record(self._topic, p, off, m.value() or b"", m.key(), _headers(m)))
         return out
 
     def seek(self, topic: str, partition: int, offset: int) -> None:
@@ -356,3 +361,12 @@ class KafkaReader:
         if not self._closed:
             self._closed = True
             self._consumer.close()
+
+
+def _headers(m: Message) -> Headers:
+    """Returns a message's headers as (name, bytes) pairs (librdkafka gives None for b"")."""
+    return tuple((pair[0], _bytes(pair[1])) for pair in m.headers() or ())
+
+
+def _bytes(value: str | bytes | None) -> bytes:
+    return value.encode() if isinstance(value, str) else (value or b"")

@@ -29,7 +29,8 @@ from rocksdict import AccessType, Options, Rdict
 
 from vectorlog.streams.errors import LogError, TopicNotFound
 from vectorlog.streams.log.base import Record
-from vectorlog.streams.log.embedded import TOPIC_META, record_key, record_prefix, unframe
+from vectorlog.streams.log.embedded import TOPIC_META, record_key, record_prefix
+from vectorlog.streams.log.frame import unframe
 
 #: a follower's own RocksDB files (its info log) go to <tmp>/vectorlog-followers/<pid>-<id>
 SCRATCH = Path(tempfile.gettempdir()) / "vectorlog-followers"
@@ -122,8 +123,8 @@ class EmbeddedFollower:
             key = bytes(it.key())
             if not key.startswith(prefix) or struct.unpack(">Q", key[len(prefix) :])[0] != off:
                 return
-            rkey, value = unframe(bytes(it.value()))
-            yield Record(topic, partition, off, value, rkey)
+            rkey, value, headers = unframe(bytes(it.value()))
+            yield Record(topic, partition, off, value, rkey, headers)
             it.next()
 
     def read(

@@ -96,6 +96,29 @@ def test_keys_and_values_round_trip(log: Log) -> None:
     assert [(r.key, r.value) for r in got] == [(a.key, a.value) for a in sent]
 
 
+def test_headers_round_trip_in_order_with_repeats(log: Log) -> None:
+    topic = unique_topic()
+    log.create_topic(topic, 1)
+    sent = [
+        Append(0, b"v", key=b"k", headers=(("collection", b"books"), ("trace", b"\x00\xff"))),
+        Append(0, b"no headers"),
+        Append(0, b"", key=None, headers=(("a", b"1"), ("a", b"2"), ("empty", b""))),
+    ]
+    log.append(topic, sent)
+    got = read_from(log, topic, {0: 0}, len(sent))
+    assert [(r.key, r.value, r.headers) for r in got] == [(a.key, a.value, a.headers) for a in sent]
+    assert got[0].header("collection") == b"books"
+    assert got[2].header("a") == b"2" and got[1].header("a") is None
+
+
+def test_headers_count_toward_the_message_size(log: Log) -> None:
+    topic = unique_topic()
+    log.create_topic(topic, 1)
+    room = log.max_message_bytes - 10
+    with pytest.raises(RecordTooLarge):
+        log.append(topic, [Append(0, b"x" * room, headers=(("h", b"y" * 20),))])
+
+
 def test_reader_over_several_partitions_gets_every_record(log: Log) -> None:
     topic = unique_topic()
     log.create_topic(topic, 4)

@@ -1,29 +1,38 @@
 """The proxy's ingest consumer: reads the ingest topics, applies each record as upserts or
 deletes through the proxy's write path, dead-letters bad records, and stores its positions.
 
-Delivery is at-least-once with idempotent effects: positions are committed (synced RocksDB)
-after a batch's writes are durable on dml, so a crash between the two re-applies that batch
-on restart: in order, upserts of the same rows and deletes of the same keys, which leave the
-same visible rows (the re-applied rows get new timestamps and row ids). A clean stop commits
-first, so a restart re-applies nothing. Bad records go to the dead-letter topic once each
-(`DeadLetterWriter` remembers their positions), and the rest of the batch proceeds.
+Each record is applied once: positions are committed (synced RocksDB) after a batch's
+writes are durable on dml, and each write names the source records it applies (see
+`applied`), so after a crash between the two a restart finds those writes on dml and skips
+their records. Effects are idempotent besides (rows are upserted), so a write found only in
+part (a Kafka append that failed between partitions) is safely applied again. Bad records go
+to the dead-letter topic once each (`DeadLetterWriter` remembers their positions), and the
+rest of the batch proceeds.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vectorlog.errors import InvalidArgument, NotFound
 from vectorlog.faults import crash_point
+from vectorlog.processors.proxy.ingest.applied import (
+    MARK_EVERY_S,
+    TopicPartition,
+    applied_since,
+    source_header,
+)
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
-from vectorlog.processors.proxy.ingest.rows import fit_row, primary_key, row_key
+from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
-from vectorlog.processors.state.base import StateStore
+from vectorlog.processors.state.base import StateStore, Transaction
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
 from vectorlog.streams.log.base import Log, Reader, Record
@@ -57,10 +66,13 @@ class IngestConsumer:
         store: StateStore,
         routes: Sequence[IngestRoute],
         dead_letter: DeadLetterWriter,
-        batch_size: int = 500,
+        dml: str,
+        schemas: WriterSchemas | None = None,
     ) -> None:
         self.proxy, self.log, self.store, self.routes = proxy, log, store, list(routes)
-        self._dead_letter, self._batch = dead_letter, batch_size
+        self._dead_letter, self._dml, self._schemas = dead_letter, dml, schemas
+        self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
+        self._marked_at = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -88,7 +100,7 @@ class IngestConsumer:
                     if not readers:
                         readers = self._open_readers()
                     for route in self.routes:
-                        records = readers[route.topic].poll(self._batch, timeout=0.05)
+                        records = self._gather(readers[route.topic], route)
                         if records:
                             self._process(route, records)
                 except Exception as exc:  # the log or the store failed: retry from positions
@@ -100,8 +112,10 @@ class IngestConsumer:
             _close_all(readers)
 
     def _open_readers(self) -> dict[str, Reader]:
-        """Returns a reader per ingest topic from the stored positions, creating a missing
-        topic with one partition. Raises LogError."""
+        """Finds what the last attempts applied past the stored positions, then returns a
+        reader per ingest topic from those positions, creating a missing topic with one
+        partition. Raises LogError."""
+        self._recover()
         readers: dict[str, Reader] = {}
         for route in self.routes:
             try:
@@ -113,30 +127,64 @@ class IngestConsumer:
             readers[route.topic] = self.log.reader(route.topic, at)
         return readers
 
+    def _recover(self) -> None:
+        """Reads the dml tail from the stored mark for writes not yet committed here; with no
+        mark yet, stores one (nothing was written past the dml's end now)."""
+        marks = {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+        if marks:
+            self._applied = applied_since(self.log, self._dml, marks, self.positions())
+            if self._applied:
+                log.info("ingest: %s already on dml, not applied again", _count(self._applied))
+            return
+        with self.store.transaction() as txn:
+            self._mark(txn, force=True)
+
+    def _mark(self, txn: Transaction, force: bool = False) -> None:
+        """Stages the dml end offsets as the mark, at most every MARK_EVERY_S seconds."""
+        if force or time.monotonic() - self._marked_at >= MARK_EVERY_S:
+            for p, off in self.log.end_offsets(self._dml).items():
+                txn.set_position(self._dml, p, off)
+            self._marked_at = time.monotonic()
+
+    def _gather(self, reader: Reader, route: IngestRoute) -> list[Record]:
+        """Returns up to `route.batch_size` records, waiting up to `route.linger_ms` after the
+        first for the batch to fill."""
+        records = reader.poll(route.batch_size, timeout=0.05)
+        deadline = time.monotonic() + route.linger_ms / 1000
+        while records and len(records) < route.batch_size and time.monotonic() < deadline:
+            wait = max(0.0, deadline - time.monotonic())
+            records += reader.poll(route.batch_size - len(records), timeout=min(wait, 0.05))
+        return records
+
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies a batch, dead-letters its bad records, then commits its positions."""
         units = [u for u in (self._decode(route, rec) for rec in records) if u is not None]
         for run in _runs(units):
-            self._apply_run(run)
+            self._apply_run(run, route)
         crash_point("ingest.before_positions")
         with self.store.transaction() as txn:
+            self._mark(txn)
             for rec in records:  # in offset order per partition: the last one wins
                 txn.set_position(rec.topic, rec.partition, rec.offset + 1)
+        for rec in records:
+            self._applied.pop((rec.topic, rec.partition), None)
 
     def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
         if self._dead_letter.contains(rec):  # a decision to dead-letter is final
             return None
+        if rec.offset in self._applied.get((rec.topic, rec.partition), ()):
+            return None  # written before a crash, its position not committed
         try:
-            return _Unit(rec, decode(rec, route))
+            return _Unit(rec, decode(rec, route, self._schemas))
         except BAD_INPUT as exc:
             self._dead_letter(rec, _reason(exc))
             return None
 
-    def _apply_run(self, run: list[_Unit]) -> None:
+    def _apply_run(self, run: list[_Unit], route: IngestRoute) -> None:
         """Applies consecutive records of one kind and collection as one write; if the input
         is refused, applies them one by one, dead-lettering those refused."""
         try:
-            self._apply([c for u in run for c in u.changes])
+            self._apply([c for u in run for c in u.changes], route, [u.record for u in run])
             return
         except BAD_INPUT as exc:
             if len(run) == 1:
@@ -144,20 +192,27 @@ class IngestConsumer:
                 return
         for unit in run:
             try:
-                self._apply(unit.changes)
+                self._apply(unit.changes, route, [unit.record])
             except BAD_INPUT as exc:
                 self._dead_letter(unit.record, _reason(exc))
 
-    def _apply(self, changes: list[Change]) -> None:
-        """Writes changes of one kind and collection through the proxy. Raises what it does."""
+    def _apply(self, changes: list[Change], route: IngestRoute, sources: list[Record]) -> None:
+        """Writes changes of one kind and collection through the proxy, tagged with their
+        `sources`' positions. Raises what the proxy raises."""
         kind, name = changes[0].kind, changes[0].collection
+        tag = (source_header(sources),)
         schema = self.proxy.describe_collection(name).schema
         if kind == UPSERT:
-            rows = _last_per_key([fit_row(schema, c.item) for c in changes], schema)
-            self.proxy.insert(name, rows, upsert=True)
+            fitted = [known_fields(schema, fit_row(schema, c.item), route) for c in changes]
+            rows = _last_per_key(fitted, schema)
+            self.proxy.insert(name, rows, upsert=True, headers=tag)
         else:
             keys = [primary_key(schema, c.item) for c in changes]
-            self.proxy.delete(name, ids=_unique(keys))
+            self.proxy.delete(name, ids=_unique(keys), headers=tag)
+
+
+def _count(applied: dict[TopicPartition, set[int]]) -> str:
+    return ", ".join(f"{len(o)} records of {t}[{p}]" for (t, p), o in applied.items())
 
 
 def _reason(exc: Exception) -> str:

@@ -1,9 +1,14 @@
 """Decoding one ingest record into changes, the format detected from its bytes.
 
-JSON rows (an object or an array of objects), optionally in Kafka Connect's `{schema, payload}`
-envelope; Debezium change events (`op` c, r, u: upsert of `after`; d: delete of `before`'s
-key); a tombstone (empty value, or a Connect envelope with a null payload) deletes by the
-record key (a JSON scalar key, `{"id": ...}`-like objects, a Debezium key struct).
+vectorlog's own RowsInserted / RowsDeleted events (see `events`); Confluent-framed Avro
+(magic byte 0, decoded with the writer's schema from the registry); JSON rows (an object or
+an array of objects), optionally in Kafka Connect's `{schema, payload}` envelope; Debezium
+change events (`op` c, r, u: upsert of `after`; d: delete of `before`'s key), in JSON or
+Avro; a tombstone (empty value, or a Connect envelope with a null payload) deletes by the
+record key (a JSON scalar key, `{"id": ...}`-like objects, a Debezium key struct, or their
+Avro).
+On the default ingest topic the collection is named by a `collection` header, or else by the
+record key (then the key cannot also be a primary key, so tombstones need the header).
 """
 
 from __future__ import annotations
@@ -12,16 +17,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas, decode_avro, is_confluent
 from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.errors import BadRecord
+from vectorlog.processors.proxy.ingest.events import event_items, is_event
 from vectorlog.streams.log.base import Record
+
+__all__ = ["DELETE", "UPSERT", "BadRecord", "Change", "decode"]
+COLLECTION_HEADER = "collection"
 
 UPSERT, DELETE = "upsert", "delete"
 _DEBEZIUM_UPSERTS = ("c", "r", "u")
-
-
-class BadRecord(InvalidArgument):
-    """An ingest record that cannot be decoded; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,21 @@ class Change:
     item: Any
 
 
-def decode(record: Record, route: IngestRoute) -> list[Change]:
-    """Returns the changes one record asks for. Raises BadRecord."""
-    collection = route.collection or _collection_from_key(record)
+def decode(
+    record: Record, route: IngestRoute, schemas: WriterSchemas | None = None
+) -> list[Change]:
+    """Returns the changes one record asks for; `schemas` resolves Confluent schema ids.
+    Raises BadRecord."""
+    collection = route.collection or _collection(record)
+    key_is_pk = route.collection is not None or record.header(COLLECTION_HEADER) is not None
     if not record.value:
-        return [_tombstone(record, collection, route)]
-    doc = _payload(_json(record.value, "value"))
+        return [_tombstone(record, collection, key_is_pk, schemas)]
+    if is_event(record.value):
+        kind, items = event_items(record.value)
+        return [Change(kind, collection, item) for item in items]
+    doc = _payload(_value(record.value, route, schemas))
     if doc is None:
-        return [_tombstone(record, collection, route)]
+        return [_tombstone(record, collection, key_is_pk, schemas)]
     if route.format == "debezium" or (route.format == "auto" and _is_debezium(doc)):
         return [_debezium(doc, collection)]
     rows = doc if isinstance(doc, list) else [doc]
@@ -50,27 +63,45 @@ def decode(record: Record, route: IngestRoute) -> list[Change]:
     return [Change(UPSERT, collection, row) for row in rows]
 
 
-def _collection_from_key(record: Record) -> str:
-    """The default ingest topic names the collection in the record key (UTF-8)."""
-    if not record.key:
-        raise BadRecord("a record on the default ingest topic needs the collection as its key")
+def _collection(record: Record) -> str:
+    """The default ingest topic names the collection in a `collection` header, else in the
+    record key (UTF-8)."""
+    raw, what = record.header(COLLECTION_HEADER), "the collection header"
+    if raw is None:
+        raw, what = record.key, "the record key (the collection name)"
+    if not raw:
+        raise BadRecord(
+            "a record on the default ingest topic needs a collection header or the collection"
+            " as its key"
+        )
     try:
-        return record.key.decode()
+        return raw.decode()
     except UnicodeDecodeError:
-        raise BadRecord("the record key (the collection name) is not UTF-8") from None
+        raise BadRecord(f"{what} is not UTF-8") from None
+
+
+def _value(raw: bytes, route: IngestRoute, schemas: WriterSchemas | None) -> Any:
+    if is_confluent(raw):
+        if route.format == "json":
+            raise BadRecord("value is Confluent-framed Avro but the topic's format is json")
+        return decode_avro(raw, schemas, "value")
+    if route.format == "avro":
+        raise BadRecord("value is not Confluent-framed Avro (magic byte 0 + schema id)")
+    return _json(raw, "value")
 
 
 def _json(raw: bytes, what: str) -> Any:
-    if raw[:1] == b"\x00":
-        raise BadRecord(f"{what} looks Confluent-framed (magic byte 0): not supported yet")
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRecord(f"{what} is not JSON: {exc}") from None
 
 
-def _key(raw: bytes) -> Any:
-    """Returns a record key: its JSON, or else its text (a VARCHAR key). Raises BadRecord."""
+def _key(raw: bytes, schemas: WriterSchemas | None) -> Any:
+    """Returns a record key: its Avro or JSON, or else its text (a VARCHAR key). Raises
+    BadRecord."""
+    if is_confluent(raw):
+        return decode_avro(raw, schemas, "key")
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, ValueError):
@@ -107,12 +138,17 @@ def _debezium(doc: Any, collection: str) -> Change:
     raise BadRecord(f"Debezium op {op!r} is not supported (c, r, u, d)")
 
 
-def _tombstone(record: Record, collection: str, route: IngestRoute) -> Change:
-    if route.collection is None:
-        raise BadRecord("a tombstone on the default ingest topic names no primary key")
+def _tombstone(
+    record: Record, collection: str, key_is_pk: bool, schemas: WriterSchemas | None
+) -> Change:
+    if not key_is_pk:
+        raise BadRecord(
+            "a tombstone on the default ingest topic needs a collection header (its key is"
+            " the collection name, not a primary key)"
+        )
     if not record.key:
         raise BadRecord("a tombstone needs the primary key as its record key")
-    key = _payload(_key(record.key))
+    key = _payload(_key(record.key, schemas))
     if key is None or isinstance(key, (list, bool, float)):
         raise BadRecord(f"a tombstone's key must be a primary key or a key object, not {key!r}")
     return Change(DELETE, collection, key)

@@ -5,22 +5,30 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from typing import Any
 
 import numpy as np
 
 from vectorlog.model import CollectionSchema, DataType
-from vectorlog.processors.proxy.ingest.formats import BadRecord
+from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.errors import BadRecord
+
+log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()  # (topic, field) pairs already warned about, once each
 
 
 def fit_row(schema: CollectionSchema, row: dict[str, Any]) -> dict[str, Any]:
-    """Returns `row` with each FLOAT_VECTOR given as a string decoded: a JSON array, or base64
-    of little-endian float32 (as the Milvus Kafka sink accepts). Raises BadRecord."""
+    """Returns `row` with each FLOAT_VECTOR given as a string decoded (a JSON array, or base64
+    of little-endian float32, as the Milvus Kafka sink accepts) or as bytes (Avro `bytes`:
+    little-endian float32). Raises BadRecord."""
     out = dict(row)
     for f in schema.fields:
         value = out.get(f.name)
         if f.dtype is DataType.FLOAT_VECTOR and isinstance(value, str):
             out[f.name] = _vector(f.name, value)
+        elif f.dtype is DataType.FLOAT_VECTOR and isinstance(value, (bytes, bytearray)):
+            out[f.name] = _float32(f.name, bytes(value))
     return out
 
 
@@ -34,9 +42,40 @@ def _vector(name: str, text: str) -> Any:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise BadRecord(f"field {name!r}: a vector string that is not base64 or JSON") from None
+    return _float32(name, raw)
+
+
+def _float32(name: str, raw: bytes) -> Any:
     if not raw or len(raw) % 4:
-        raise BadRecord(f"field {name!r}: {len(raw)} base64 bytes are not float32 values")
+        raise BadRecord(f"field {name!r}: {len(raw)} bytes are not float32 values")
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+def known_fields(
+    schema: CollectionSchema, row: dict[str, Any], route: IngestRoute
+) -> dict[str, Any]:
+    """Returns `row` with the fields the collection does not know handled by the route's
+    `unknown` policy: kept (for the dynamic field), dropped with a warning, or refused.
+    Raises BadRecord naming the unknown fields under `dead-letter`."""
+    if route.unknown == "dynamic":
+        return row
+    names = {f.name for f in schema.fields}
+    unknown = [k for k in row if k not in names]
+    if not unknown:
+        return row
+    if route.unknown == "dead-letter":
+        raise BadRecord(
+            f"fields {unknown} are not in the collection (topic {route.topic}: unknown=dead-letter)"
+        )
+    _warn_dropped(route.topic, unknown)
+    return {k: v for k, v in row.items() if k in names}
+
+
+def _warn_dropped(topic: str, fields: list[str]) -> None:
+    new = [f for f in fields if (topic, f) not in _WARNED]
+    if new:
+        _WARNED.update((topic, f) for f in new)
+        log.warning("ingest topic %s: dropping fields %s unknown to the collection", topic, new)
 
 
 def primary_key(schema: CollectionSchema, item: Any) -> Any:

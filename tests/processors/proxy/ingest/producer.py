@@ -11,18 +11,21 @@ from vectorlog import Client
 from vectorlog.streams.log.base import Append
 
 Raw = tuple[bytes | None, bytes | None]  # (key, value); a None value is a tombstone
+Headers = tuple[tuple[str, bytes], ...]
 
 
-def produce(client: Client, topic: str, records: Sequence[Raw]) -> list[int]:
-    """Writes `records` to partition 0 of `topic` as an external producer; returns their
-    offsets."""
+def produce(client: Client, topic: str, records: Sequence[Raw], headers: Headers = ()) -> list[int]:
+    """Writes `records` (each with `headers`) to partition 0 of `topic` as an external
+    producer; returns their offsets."""
     if client.cfg.is_kafka:
-        return _produce_kafka(client.cfg.bootstrap, topic, records)
-    appends = [Append(0, value or b"", key) for key, value in records]
+        return _produce_kafka(client.cfg.bootstrap, topic, records, headers)
+    appends = [Append(0, value or b"", key, headers) for key, value in records]
     return client.cluster.log.append(topic, appends)
 
 
-def _produce_kafka(bootstrap: str, topic: str, records: Sequence[Raw]) -> list[int]:
+def _produce_kafka(
+    bootstrap: str, topic: str, records: Sequence[Raw], headers: Headers
+) -> list[int]:
     from confluent_kafka import Producer
 
     offsets: dict[int, int] = {}
@@ -36,7 +39,14 @@ def _produce_kafka(bootstrap: str, topic: str, records: Sequence[Raw]) -> list[i
         return cb
 
     for i, (key, value) in enumerate(records):
-        producer.produce(topic, value=value, key=key, partition=0, on_delivery=delivered(i))
+        producer.produce(
+            topic,
+            value=value,
+            key=key,
+            partition=0,
+            headers=list(headers) or None,
+            on_delivery=delivered(i),
+        )
     assert producer.flush(30) == 0
     return [offsets[i] for i in range(len(records))]
 

@@ -15,7 +15,27 @@ def test_entries_map_topics_to_collections_and_formats():
     )
 
 
-@pytest.mark.parametrize("text", ["products", "t=", "t=c:avro", "t=c,t=d", "bad topic=c", "t=9c"])
+def test_per_topic_settings_follow_the_entry():
+    (route,) = parse_routes("cdc.docs=docs:avro;unknown=drop;batch_size=2000;linger_ms=25")
+    assert route == IngestRoute("cdc.docs", "docs", "avro", "drop", 2000, 25)
+
+
+BAD = [
+    "products",
+    "t=",
+    "t=c:xml",
+    "t=c,t=d",
+    "bad topic=c",
+    "t=9c",
+    "t=c;unknown=keep",
+    "t=c;batch_size=0",
+    "t=c;linger_ms=-1",
+    "t=c;colour=red",
+    "t=c;batch_size",
+]
+
+
+@pytest.mark.parametrize("text", BAD)
 def test_a_malformed_entry_is_refused_naming_it(text: str):
     with pytest.raises(ConfigError, match="ingest_topics"):
         Config.load({"VECTORLOG_INGEST_TOPICS": text})

@@ -15,7 +15,9 @@ from tests.processors.proxy.ingest.producer import Raw, produce, wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR
+from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import read_dead_letters
+from vectorlog.streams.scan import read_all
 
 
 def j(doc: Any) -> bytes:
@@ -102,9 +104,80 @@ def test_a_bad_record_of_each_kind_is_dead_lettered_and_the_others_apply(client:
     assert [d.value for d in letters] == [value or b"" for _, value in bad]
     assert all(d.processor == PROCESSOR for d in letters)
     expected = ["not JSON", "Confluent", "JSON object", "as its key", "CollectionNotFound"]
-    expected += ["dim 3", "base64", "op 't'", "no primary key"]
+    expected += ["dim 3", "base64", "op 't'", "collection header"]
     for letter, why in zip(letters, expected, strict=True):
         assert why in letter.reason
+
+
+def test_the_collection_header_names_the_collection_so_the_key_is_the_primary_key(
+    client: Client,
+):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    ingest = client.cluster.topics.ingest
+    header = (("collection", b"c"),)
+    records: list[Raw] = [
+        (j(1), j({"id": 1, "vector": [1.0, 0.0]})),
+        (j(2), j({"id": 2, "vector": [2.0, 0.0]})),
+        (j(1), None),  # a tombstone deletes key 1
+    ]
+    wait_consumed(client, ingest, produce(client, ingest, records, headers=header))
+    assert rows(client) == {2: [2.0, 0.0]}
+    assert read_dead_letters(client.cluster.log, client.cluster.topics.dlq) == []
+
+
+def test_dml_events_of_another_collection_replay_into_this_one(client: Client):
+    for name in ("src", "dst"):
+        client.create_collection(name, dimension=2, metric_type="L2")  # dynamic field on
+    client.insert("src", [{"id": i, "vector": [float(i), 1.0], "tag": f"t{i}"} for i in range(5)])
+    client.upsert("src", [{"id": 1, "vector": [9.0, 9.0], "tag": "new"}])
+    client.delete("src", ids=[3])
+    src_id = client.describe_collection("src")["collection_id"]
+    events = [
+        r.value
+        for r in read_all(client.cluster.log, client.cluster.topics.dml)
+        if r.value[:2] == b"\xc3\x01"
+        and (e := EventSerde().decode(r.value)).collection_id == src_id
+        and e.type in ("RowsInserted", "RowsDeleted")
+    ]
+    ingest = client.cluster.topics.ingest
+    records: list[Raw] = [(None, value) for value in events]
+    wait_consumed(
+        client, ingest, produce(client, ingest, records, headers=(("collection", b"dst"),))
+    )
+
+    def visible(name: str) -> list[str]:
+        found = client.query(name, filter="id >= 0", output_fields=["id", "vector", "tag"])
+        return sorted(map(str, found))
+
+    assert visible("dst") == visible("src")
+    assert read_dead_letters(client.cluster.log, client.cluster.topics.dlq) == []
+
+
+def test_unknown_fields_follow_the_topic_policy(open_client: ClientFactory):
+    drop, strict = unique_topic("drop"), unique_topic("strict")
+    client = open_client(ingest_topics=f"{drop}=c;unknown=drop,{strict}=c;unknown=dead-letter")
+    client.create_collection("c", dimension=2, metric_type="L2")  # has a dynamic field
+    extra = {"id": 1, "vector": [1.0, 0.0], "colour": "red"}
+    for topic in (drop, strict):
+        client.cluster.log.create_topic(topic, 1)
+        wait_consumed(client, topic, produce(client, topic, [(None, j(extra))]))
+    assert client.query("c", filter="id >= 0", output_fields=["*"]) == [
+        {"id": 1, "vector": [1.0, 0.0]}
+    ]
+    (letter,) = read_dead_letters(client.cluster.log, client.cluster.topics.dlq)
+    assert (letter.topic, "colour") == (strict, "colour") and "colour" in letter.reason
+
+
+def test_batch_size_bounds_the_records_applied_as_one_write(open_client: ClientFactory):
+    topic = unique_topic("small")
+    client = open_client(ingest_topics=f"{topic}=c;batch_size=2;linger_ms=200")
+    client.create_collection("c", dimension=2, metric_type="L2")
+    client.cluster.log.create_topic(topic, 1)
+    written = len(data_events(client))
+    records = [(None, j({"id": i, "vector": [float(i), 0.0]})) for i in range(6)]
+    wait_consumed(client, topic, produce(client, topic, records))
+    assert sorted(rows(client)) == list(range(6))
+    assert len(data_events(client)) - written == 3  # 6 records, 2 per write
 
 
 def test_a_restart_resumes_from_the_stored_position_without_reapplying(

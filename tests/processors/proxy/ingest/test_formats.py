@@ -62,7 +62,7 @@ def test_tombstones_delete_by_key():
         ({"op": "t", "before": None, "after": None}, b"c", DEFAULT, "op 't'"),
         ({"op": "c", "after": None}, b"c", DEFAULT, "without an `after`"),
         ({"id": 1}, b"c", IngestRoute("src", "c", "debezium"), "not a Debezium"),
-        (b"", b"c", DEFAULT, "default ingest topic names no primary key"),
+        (b"", b"c", DEFAULT, "needs a collection header"),
         (b"", None, MAPPED, "needs the primary key"),
         (b"", b"[1]", MAPPED, "must be a primary key"),
     ],

@@ -1,0 +1,9 @@
+"""The ingest consumer's input error: a record that cannot be decoded or applied."""
+
+from __future__ import annotations
+
+from vectorlog.errors import InvalidArgument
+
+
+class BadRecord(InvalidArgument):
+    """An ingest record that cannot be decoded; the message says why."""
