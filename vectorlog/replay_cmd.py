@@ -1,4 +1,5 @@
-"""The `vectorlog replay` command: its options, and a run from them to a file or stdout."""
+"""The `vectorlog replay` command: its options, and a run from them to a file, stdout, or
+another topic (of this log or another one), with a progress bar on stderr."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from vectorlog.replay import (
     TOPIC_KINDS,
     Filters,
     Positions,
+    Replayed,
     ReplayError,
     collection_ids,
     parse_offsets,
     parse_ts,
     replay,
 )
-from vectorlog.replay_out import FORMATS, write_avro, write_jsonl, write_parquet
-from vectorlog.streams.log.base import Record
+from vectorlog.replay_out import FORMATS, write_avro, write_jsonl, write_parquet, write_topic
+from vectorlog.streams.log.base import Log, Record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,6 +38,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", action="append", default=[], help="event type; repeatable")
     p.add_argument("--format", choices=FORMATS, default="jsonl", help="default: jsonl")
     p.add_argument("--out", help="output file; default stdout")
+    p.add_argument("--to-topic", help="append the records to this topic instead (it must exist)")
+    p.add_argument("--to-log", help="the log of --to-topic (default: this cluster's)")
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a header on every record --to-topic appends, e.g. collection=books; repeatable",
+    )
+    p.add_argument("--progress", action="store_true", help="a progress bar on stderr")
     p.add_argument("--save-position", metavar="FILE", help="write the next offsets at the end")
 
 
@@ -55,9 +67,12 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         ids = collection_ids(log, topics, serde, args.collection) if args.collection else set()
         ts = parse_ts(args.from_ts) if args.from_ts else 0
         filters = Filters(ts, frozenset(ids), frozenset(args.type))
-        items = replay(log, topic, serde, filters, positions, report_corrupt)
-        with _output(args) as out:
-            _write(args.format, items, out)
+        items = _progress(args, replay(log, topic, serde, filters, positions, report_corrupt))
+        if args.to_topic:
+            _to_topic(args, log, items)
+        else:
+            with _output(args) as out:
+                _write(args.format, items, out)
         if args.save_position:
             positions.save(args.save_position)
     except ReplayError as exc:
@@ -72,6 +87,46 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     finally:
         log.close()
     return 0
+
+
+def _progress(args: argparse.Namespace, items: Iterator[Replayed]) -> Iterator[Replayed]:
+    """Yields `items`, counting them on a tqdm bar on stderr with --progress."""
+    if not args.progress:
+        yield from items
+        return
+    from tqdm import tqdm
+
+    with tqdm(unit=" events", file=sys.stderr, mininterval=0.5) as bar:
+        for item in items:
+            bar.update(1)
+            yield item
+
+
+def _to_topic(args: argparse.Namespace, log: Log, items: Iterator[Replayed]) -> int:
+    """Appends `items` to --to-topic on --to-log (or `log`); returns how many. Raises
+    ReplayError on a malformed --header or a missing target topic."""
+    from vectorlog.standalone import open_log
+    from vectorlog.streams.errors import LogOpenError, TopicNotFound
+
+    headers = tuple(_header(h) for h in args.header)
+    try:
+        target = open_log(Config.load(log=args.to_log)) if args.to_log else log
+    except LogOpenError as exc:
+        raise ReplayError(f"--to-log: {exc}") from None
+    try:
+        return write_topic(items, target, args.to_topic, headers)
+    except TopicNotFound as exc:
+        raise ReplayError(f"--to-topic: {exc} on {args.to_log or 'this log'}") from None
+    finally:
+        if target is not log:
+            target.close()
+
+
+def _header(text: str) -> tuple[str, bytes]:
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise ReplayError(f"--header {text!r}: must be NAME=VALUE")
+    return name, value.encode()
 
 
 def _start(args: argparse.Namespace, topic: str) -> Positions:

@@ -1,5 +1,5 @@
-"""Writers of replayed events: JSON lines, Parquet (one row per event) and raw Avro
-(each record's value as on the log, length-prefixed)."""
+"""Writers of replayed events: JSON lines, Parquet (one row per event), raw Avro (each
+record's value as on the log, length-prefixed), or the records themselves appended to a topic."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from vectorlog.replay import Replayed, to_json
+from vectorlog.streams.log.base import Append, Headers, Log
 
 FORMATS = ("jsonl", "parquet", "avro")
 #: Parquet rows buffered before a row group is written
@@ -32,6 +33,23 @@ def write_avro(items: Iterable[Replayed], out: IO[bytes]) -> int:
     for item in items:
         out.write(struct.pack(">I", len(item.value)) + item.value)
         n += 1
+    return n
+
+
+def write_topic(items: Iterable[Replayed], log: Log, topic: str, headers: Headers = ()) -> int:
+    """Appends each event's record value to `topic` of `log` (partition: the source's, modulo
+    the target's partition count), with `headers`, `BATCH` records per append; returns how
+    many. Raises LogError (TopicNotFound if `topic` does not exist)."""
+    n, count = 0, len(log.end_offsets(topic))
+    batch: list[Append] = []
+    for item in items:
+        batch.append(Append(item.partition % count, item.value, None, headers))
+        n += 1
+        if len(batch) >= BATCH:
+            log.append(topic, batch)
+            batch = []
+    if batch:
+        log.append(topic, batch)
     return n
 
 

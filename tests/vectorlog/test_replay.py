@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from vectorlog import cli, hybridts
 from vectorlog.config import Config
 from vectorlog.replay import ReplayError, parse_offsets, parse_ts
@@ -208,3 +209,44 @@ def test_positions_and_times_parse():
             parse_offsets(bad)
     with pytest.raises(ReplayError):
         parse_ts("yesterday")
+
+
+def test_replay_to_the_ingest_topic_copies_a_collection_into_another(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    for name in ("src", "dst"):
+        client.create_collection(name, dimension=2)
+    client.insert("src", [{"id": i, "vector": [float(i), 0.5], "tag": i % 2} for i in range(6)])
+    client.upsert("src", [{"id": 2, "vector": [9.0, 9.0], "tag": 7}])
+    client.delete("src", ids=[4])
+    ingest = client.cluster.topics.ingest
+    client.close()
+    argv = ["--collection", "src", *DATA, "--to-topic", ingest, "--header", "collection=dst"]
+    events, err = run(client_args, capsys, *argv, "--progress")
+    assert events == [] and "events" in err  # nothing on stdout, the bar on stderr
+    client = open_client()
+    wait_until(
+        lambda: client.query("dst", output_fields=["count(*)"])[0]["count(*)"] == 5,
+        30,
+        "the copied rows",
+    )
+    fields = ["id", "vector", "tag"]
+    assert client.query("dst", "id >= 0", fields) == client.query("src", "id >= 0", fields)
+
+
+def test_replay_to_a_missing_topic_or_with_a_bad_header_writes_nothing(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    client.close()
+    before = end_offsets(client_args)
+    cluster = client_args.get("cluster", "vectorlog")
+    base = ["replay", "--uri", client_args["uri"], "--cluster", cluster]
+    assert cli.main([*base, "--to-topic", "no.such.topic"]) == 2
+    assert "no.such.topic" in capsys.readouterr().err
+    dml = Topics(cluster).dml
+    assert cli.main([*base, "--to-topic", dml, "--header", "nameless"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert end_offsets(client_args) == before

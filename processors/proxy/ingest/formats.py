@@ -13,9 +13,10 @@ record key (then the key cannot also be a primary key, so tombstones need the he
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas, decode_avro, is_confluent
 from vectorlog.processors.proxy.ingest.config import IngestRoute
@@ -45,8 +46,9 @@ def decode(
 ) -> list[Change]:
     """Returns the changes one record asks for; `schemas` resolves Confluent schema ids.
     Raises BadRecord."""
-    collection = route.collection or _collection(record)
-    key_is_pk = route.collection is not None or record.header(COLLECTION_HEADER) is not None
+    named = None if route.collection else record.header(COLLECTION_HEADER)
+    collection = route.collection or _collection(record, named)
+    key_is_pk = route.collection is not None or named is not None
     if not record.value:
         return [_tombstone(record, collection, key_is_pk, schemas)]
     if is_event(record.value):
@@ -57,16 +59,17 @@ def decode(
         return [_tombstone(record, collection, key_is_pk, schemas)]
     if route.format == "debezium" or (route.format == "auto" and _is_debezium(doc)):
         return [_debezium(doc, collection)]
-    rows = doc if isinstance(doc, list) else [doc]
-    if not rows or not all(isinstance(r, dict) for r in rows):
+    if type(doc) is dict:  # the common case, checked first: one row
+        return [Change(UPSERT, collection, doc)]
+    if not isinstance(doc, list) or not doc or not all(isinstance(r, dict) for r in doc):
         raise BadRecord("value must be a JSON object (a row) or a non-empty array of objects")
-    return [Change(UPSERT, collection, row) for row in rows]
+    return [Change(UPSERT, collection, row) for row in doc]
 
 
-def _collection(record: Record) -> str:
-    """The default ingest topic names the collection in a `collection` header, else in the
-    record key (UTF-8)."""
-    raw, what = record.header(COLLECTION_HEADER), "the collection header"
+def _collection(record: Record, header: bytes | None) -> str:
+    """The default ingest topic names the collection in a `collection` header (`header`),
+    else in the record key (UTF-8)."""
+    raw, what = header, "the collection header"
     if raw is None:
         raw, what = record.key, "the record key (the collection name)"
     if not raw:
@@ -92,7 +95,7 @@ def _value(raw: bytes, route: IngestRoute, schemas: WriterSchemas | None) -> Any
 
 def _json(raw: bytes, what: str) -> Any:
     try:
-        return json.loads(raw)
+        return orjson.loads(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRecord(f"{what} is not JSON: {exc}") from None
 
@@ -103,7 +106,7 @@ def _key(raw: bytes, schemas: WriterSchemas | None) -> Any:
     if is_confluent(raw):
         return decode_avro(raw, schemas, "key")
     try:
-        return json.loads(raw)
+        return orjson.loads(raw)
     except (UnicodeDecodeError, ValueError):
         pass
     try:
