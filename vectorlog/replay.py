@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from vectorlog import hybridts
 from vectorlog.errors import VectorlogError
@@ -193,6 +194,12 @@ def to_json(item: Replayed) -> dict[str, Any]:
     }
 
 
+def dumps(doc: Any) -> bytes:
+    """Returns `doc` (a `to_json` value) as compact JSON, numpy arrays as lists; float32
+    values in their shortest form that reads back to the same float32."""
+    return orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 def jsonable(value: Any) -> Any:
     """Returns `value` made JSON-safe: Avro unions as {"type", ...}, columns as values."""
     if isinstance(value, dict):
@@ -212,11 +219,12 @@ def jsonable(value: Any) -> Any:
 
 
 def column_json(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Returns a column as {"type", "values"}: vectors as lists of floats, JSON parsed."""
+    """Returns a column as {"type", "values"}: vectors as an (n, dim) float32 array (`dumps`
+    writes it as lists of floats), JSON parsed."""
     if kind == "FloatVectorColumn":
         dim = int(body["dim"])
         flat = np.frombuffer(body["data"], dtype="<f4")
-        rows = flat.reshape(-1, dim).tolist() if dim > 0 else []
+        rows: Any = flat.reshape(-1, dim) if dim > 0 else []
         return {"type": kind, "dim": dim, "values": rows}
     if kind == "JsonColumn":
         return {"type": kind, "values": [json.loads(v) for v in body["values"]]}

@@ -3,12 +3,11 @@ record's value as on the log, length-prefixed), or the records themselves append
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterable
 from typing import IO, Any
 
-from vectorlog.replay import Replayed, to_json
+from vectorlog.replay import Replayed, dumps, to_json
 from vectorlog.streams.log.base import Append, Headers, Log
 
 FORMATS = ("jsonl", "parquet", "avro")
@@ -20,7 +19,7 @@ def write_jsonl(items: Iterable[Replayed], out: IO[str]) -> int:
     """Writes one JSON object per event (see `replay.to_json`); returns how many."""
     n = 0
     for item in items:
-        out.write(json.dumps(to_json(item), separators=(",", ":")) + "\n")
+        out.write(dumps(to_json(item)).decode() + "\n")
         n += 1
     return n
 
@@ -81,7 +80,7 @@ def write_parquet(items: Iterable[Replayed], out: IO[bytes]) -> int:
         rows: list[dict[str, Any]] = []
         for item in items:
             row = to_json(item)
-            rows.append({**row, "body": json.dumps(row["body"], separators=(",", ":"))})
+            rows.append({**row, "body": dumps(row["body"]).decode()})
             n += 1
             if len(rows) >= BATCH:
                 _flush(writer, rows, schema)
