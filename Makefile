@@ -41,6 +41,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.flush_bench
 	$(BIN)/python -m benchmarks.search_bench
 	$(BIN)/python -m benchmarks.server_bench
+	$(BIN)/python -m benchmarks.ingest_topic_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -4,11 +4,8 @@ ingest."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
-
-from vectorlog.config import Config
 
 
 def _collections(args: argparse.Namespace) -> int:
@@ -24,37 +21,9 @@ def _collections(args: argparse.Namespace) -> int:
 
 def _dead_letters(args: argparse.Namespace) -> int:
     """Prints each dead letter once, as JSON; reads the dlq without writing to it."""
-    from vectorlog.standalone import open_log
-    from vectorlog.streams.deadletter import read_dead_letters
-    from vectorlog.streams.errors import TopicNotFound
-    from vectorlog.streams.topics import Topics
+    from vectorlog.deadletters_cmd import run
 
-    cfg = Config.load(**({"log": args.uri} if args.uri else {}), **_cluster(args))
-    log = open_log(cfg)
-    topic = Topics(cfg.cluster, cfg.dml_partitions).dlq
-    try:
-        letters = read_dead_letters(log, topic)
-    except TopicNotFound:
-        print(f"no dead-letter topic {topic!r} on {cfg.log}", file=sys.stderr)
-        return 1
-    finally:
-        log.close()
-    for d in letters:
-        print(
-            json.dumps(
-                {
-                    "reason": d.reason,
-                    "topic": d.topic,
-                    "partition": d.partition,
-                    "offset": d.offset,
-                    "processor": d.processor,
-                    "bytes": d.size,
-                    "sha256": d.sha256,
-                    "truncated": d.truncated,
-                }
-            )
-        )
-    return 0
+    return run(args, _cluster(args))
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -111,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             from vectorlog.ingest_cmd import add_arguments as ingest_arguments
 
             ingest_arguments(p)
+        if name == "dead-letters":
+            from vectorlog.deadletters_cmd import add_arguments as dead_letters_arguments
+
+            dead_letters_arguments(p)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         from vectorlog.demo import main as demo_main

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 #: errors that mean the record is wrong (dead-lettered); anything else is retried
 BAD_INPUT = (InvalidArgument, NotFound)
 PROCESSOR = "proxy-ingest"
+#: how long one round of polls over every ingest topic waits when none had records
+IDLE_WAIT_S = 0.05
 
 
 @dataclass
@@ -94,14 +96,20 @@ class IngestConsumer:
     # -- the consumer thread ----------------------------------------------------------------
     def _run(self) -> None:
         readers: dict[str, Reader] = {}
+        idle = False
         try:
             while not self._stop.is_set():
                 try:
                     if not readers:
                         readers = self._open_readers()
+                    # while records come, polls do not wait; once a round found none, each
+                    # route waits its share of IDLE_WAIT_S, so idle topics never slow busy ones
+                    wait = IDLE_WAIT_S / len(self.routes) if idle else 0.0
+                    idle = True
                     for route in self.routes:
-                        records = self._gather(readers[route.topic], route)
+                        records = self._gather(readers[route.topic], route, wait)
                         if records:
+                            idle = False
                             self._process(route, records)
                 except Exception as exc:  # the log or the store failed: retry from positions
                     log.warning("ingest consume failed (retrying): %s", exc)
@@ -146,10 +154,10 @@ class IngestConsumer:
                 txn.set_position(self._dml, p, off)
             self._marked_at = time.monotonic()
 
-    def _gather(self, reader: Reader, route: IngestRoute) -> list[Record]:
-        """Returns up to `route.batch_size` records, waiting up to `route.linger_ms` after the
-        first for the batch to fill."""
-        records = reader.poll(route.batch_size, timeout=0.05)
+    def _gather(self, reader: Reader, route: IngestRoute, wait: float) -> list[Record]:
+        """Returns up to `route.batch_size` records, waiting up to `wait` seconds for the first
+        and then up to `route.linger_ms` for the batch to fill."""
+        records = reader.poll(route.batch_size, timeout=wait)
         deadline = time.monotonic() + route.linger_ms / 1000
         while records and len(records) < route.batch_size and time.monotonic() < deadline:
             wait = max(0.0, deadline - time.monotonic())
@@ -203,7 +211,9 @@ class IngestConsumer:
         tag = (source_header(sources),)
         schema = self.proxy.describe_collection(name).schema
         if kind == UPSERT:
-            fitted = [known_fields(schema, fit_row(schema, c.item), route) for c in changes]
+            fitted = [
+                known_fields(schema, fit_row(schema, c.item, c.json_text), route) for c in changes
+            ]
             rows = _last_per_key(fitted, schema)
             self.proxy.insert(name, rows, upsert=True, headers=tag)
         else:

@@ -39,6 +39,8 @@ class Change:
     kind: str
     collection: str
     item: Any
+    #: JSON and ARRAY fields arrive as JSON text (Avro has no JSON type): `fit_row` parses them
+    json_text: bool = False
 
 
 def decode(
@@ -54,16 +56,17 @@ def decode(
     if is_event(record.value):
         kind, items = event_items(record.value)
         return [Change(kind, collection, item) for item in items]
+    avro = is_confluent(record.value)
     doc = _payload(_value(record.value, route, schemas))
     if doc is None:
         return [_tombstone(record, collection, key_is_pk, schemas)]
     if route.format == "debezium" or (route.format == "auto" and _is_debezium(doc)):
-        return [_debezium(doc, collection)]
+        return [_debezium(doc, collection, avro)]
     if type(doc) is dict:  # the common case, checked first: one row
-        return [Change(UPSERT, collection, doc)]
+        return [Change(UPSERT, collection, doc, avro)]
     if not isinstance(doc, list) or not doc or not all(isinstance(r, dict) for r in doc):
         raise BadRecord("value must be a JSON object (a row) or a non-empty array of objects")
-    return [Change(UPSERT, collection, row) for row in doc]
+    return [Change(UPSERT, collection, row, avro) for row in doc]
 
 
 def _collection(record: Record, header: bytes | None) -> str:
@@ -126,14 +129,14 @@ def _is_debezium(doc: Any) -> bool:
     return isinstance(doc, dict) and "op" in doc and ("after" in doc or "before" in doc)
 
 
-def _debezium(doc: Any, collection: str) -> Change:
+def _debezium(doc: Any, collection: str, avro: bool) -> Change:
     if not _is_debezium(doc):
         raise BadRecord("not a Debezium change event (needs op and before/after)")
     op = doc["op"]
     if op in _DEBEZIUM_UPSERTS:
         if not isinstance(doc.get("after"), dict):
             raise BadRecord(f"Debezium op {op!r} without an `after` row")
-        return Change(UPSERT, collection, doc["after"])
+        return Change(UPSERT, collection, doc["after"], avro)
     if op == "d":
         if not isinstance(doc.get("before"), dict):
             raise BadRecord("Debezium delete without a `before` row")

@@ -15,13 +15,17 @@ from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.errors import BadRecord
 
 log = logging.getLogger(__name__)
+_JSON_TYPES = (DataType.JSON, DataType.ARRAY)
 _WARNED: set[tuple[str, str]] = set()  # (topic, field) pairs already warned about, once each
 
 
-def fit_row(schema: CollectionSchema, row: dict[str, Any]) -> dict[str, Any]:
+def fit_row(
+    schema: CollectionSchema, row: dict[str, Any], json_text: bool = False
+) -> dict[str, Any]:
     """Returns `row` with each FLOAT_VECTOR given as a string decoded (a JSON array, or base64
     of little-endian float32, as the Milvus Kafka sink accepts) or as bytes (Avro `bytes`:
-    little-endian float32). Raises BadRecord."""
+    little-endian float32); with `json_text`, JSON and ARRAY fields given as strings are parsed
+    (Avro carries them as JSON text). Raises BadRecord."""
     out = dict(row)
     for f in schema.fields:
         value = out.get(f.name)
@@ -29,7 +33,16 @@ def fit_row(schema: CollectionSchema, row: dict[str, Any]) -> dict[str, Any]:
             out[f.name] = _vector(f.name, value)
         elif f.dtype is DataType.FLOAT_VECTOR and isinstance(value, (bytes, bytearray)):
             out[f.name] = _float32(f.name, bytes(value))
+        elif json_text and f.dtype in _JSON_TYPES and isinstance(value, str):
+            out[f.name] = _json_text(f.name, value)
     return out
+
+
+def _json_text(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise BadRecord(f"field {name!r}: its Avro string is not JSON text") from None
 
 
 def _vector(name: str, text: str) -> Any:

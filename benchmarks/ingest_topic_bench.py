@@ -1,0 +1,241 @@
+"""Ingest-topic benchmark (issue 11): rows/s of 128-d vectors end to end, from the first produce
+to the last row visible to a Strong read, through the ingest topic (JSON rows, and Confluent
+Avro with `bytes` vectors), as a ratio to `Client.insert` of the same rows in the same run
+(goal >= 0.7 x); and the p99 freshness from produce to visible (goal <= 500 ms). Writes
+ingest_topic.json and ingest_topic.md (default: benchmarks/results/).
+
+    python -m benchmarks.ingest_topic_bench [--backend embedded|kafka|both] [--rows 50000]
+        [--fresh-s 4] [--registry URL] [--out DIR]
+
+The Schema Registry is by default confluent-kafka's in-process mock, one client shared by the
+benchmark's producer and the cluster (the consumer fetches a writer schema once per id, so a
+real registry would not change the rate); the cluster has `schema_registry_url` set, so its own
+topics use the Confluent wire format in every figure of the run, the anchor's too.
+
+Throughput: the records are serialized first with vectorlog.producer (the serialize rate is
+reported apart: a producer pays it in its own process), then produced (embedded: appended in
+chunks of 1000 as one producer would; Kafka: `IngestProducer`), and the clock stops when a
+Strong `get` returns the last row (the topic has one partition, applied in order). The anchor
+inserts the same rows with `Client.insert` in batches of 1000 and ends on the same Strong get.
+
+Freshness (benchmarks/ingest_topic_fresh.py): one row is produced every FRESH_EVERY_S with its
+produce time noted (Kafka: IngestProducer with linger.ms 0); the reader loops on a Strong query
+for ids above those seen and on the ingest consumer's committed position. A row's freshness is
+the time from its produce call to the return of the first Strong query that saw it (an upper
+bound, to the reader's poll); its "consumed" latency ends when the committed position passed
+its offset (the consumer's share: decode, proxy write to dml, position commit).
+
+The default ingest topic is the cluster's only ingest route in these runs: each idle mapped
+topic adds an empty poll per consumer loop (the last row shows the effect of two).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.ingest import vectors
+from benchmarks.ingest_topic_fresh import FreshnessProbe
+from benchmarks.ingest_topic_report import GOALS, markdown
+from benchmarks.search_report import machine
+from vectorlog import Client
+from vectorlog.model import quick_schema
+from vectorlog.producer import AvroRows, IngestProducer, IngestRecord, IngestTopic, json_row
+from vectorlog.streams.log.base import Append
+
+RESULTS = Path(__file__).parent / "results"
+DIM, BATCH = 128, 1000
+#: the freshness probe produces one row this often
+FRESH_EVERY_S = 0.005
+#: the default registry: confluent-kafka's in-process mock, shared (`shared_mock_registry`)
+MOCK_REGISTRY = "mock://ingest-topic-bench"
+Serializer = Callable[[dict[str, Any]], IngestRecord]
+
+
+@contextmanager
+def cluster(boot: str | None, routes: str, registry: str | None) -> Iterator[Client]:
+    """Yields a fresh Client, on the Kafka broker `boot` or else embedded, consuming its
+    default ingest topic and the mapped `routes`."""
+    settings: dict[str, Any] = {"ingest_topics": routes, "schema_registry_url": registry}
+    with tempfile.TemporaryDirectory() as tmp:
+        if boot:
+            name = f"bench{uuid.uuid4().hex[:6]}"
+            client = Client(f"kafka://{boot}", cluster=name, data_dir=tmp, **settings)
+        else:
+            client = Client(tmp, **settings)
+        with client:
+            yield client
+
+
+@contextmanager
+def shared_mock_registry(url: str | None) -> Iterator[None]:
+    """Makes every `SchemaRegistryClient.new_client` of a `mock://` `url` return one client
+    (confluent-kafka's mock keeps its schemas per client object), so the benchmark's producer
+    and the cluster's consumer and serdes share one registry, as they would a real one."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    original = SchemaRegistryClient.new_client
+    if not url or not url.startswith("mock://"):
+        yield
+        return
+    shared = original({"url": url})
+
+    def new_client(conf: dict[str, Any]) -> Any:
+        return shared if conf.get("url") == url else original(conf)
+
+    setattr(SchemaRegistryClient, "new_client", staticmethod(new_client))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(SchemaRegistryClient, "new_client", staticmethod(original))  # noqa: B010
+
+
+def visible(client: Client, name: str, key: int, timeout: float = 120.0) -> None:
+    """Waits until a Strong `get` of `name` returns row `key`."""
+    deadline = time.monotonic() + timeout
+    while not client.get(name, ids=[key], output_fields=["id"], consistency_level="Strong"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"row {key} of {name} not visible after {timeout:.0f} s")
+        time.sleep(0.005)
+
+
+def insert_rate(client: Client, x: np.ndarray) -> float:
+    """Returns rows/s of `Client.insert` in batches of BATCH, to the last row visible."""
+    client.create_collection("anchor", dimension=DIM, metric_type="L2")
+    rows = [{"id": i, "vector": x[i]} for i in range(len(x))]
+    start = time.perf_counter()
+    for lo in range(0, len(rows), BATCH):
+        client.insert("anchor", rows[lo : lo + BATCH])
+    visible(client, "anchor", len(rows) - 1)
+    return len(rows) / (time.perf_counter() - start)
+
+
+def serialized(serialize: Serializer, x: np.ndarray) -> tuple[list[IngestRecord], float]:
+    """Returns the records of the rows and the rate they were serialized at (rows/s)."""
+    start = time.perf_counter()
+    records = [serialize({"id": i, "vector": x[i]}) for i in range(len(x))]
+    return records, len(x) / (time.perf_counter() - start)
+
+
+def send(client: Client, records: Sequence[IngestRecord], linger_ms: int = 5) -> None:
+    """Produces `records` as an external producer: Kafka through IngestProducer (flushed),
+    embedded as appends of BATCH records (one partition)."""
+    if client.cfg.is_kafka:
+        with IngestProducer(client.cfg.bootstrap, {"linger.ms": linger_ms}) as producer:
+            producer.produce_all(records)
+        return
+    for lo in range(0, len(records), BATCH):
+        chunk = records[lo : lo + BATCH]
+        appends = [Append(0, r.value or b"", r.key, r.headers) for r in chunk]
+        client.cluster.log.append(chunk[0].topic, appends)
+
+
+def ingest_rate(client: Client, name: str, records: list[IngestRecord]) -> float:
+    """Returns rows/s from the first produce to the last row visible to a Strong read."""
+    start = time.perf_counter()
+    send(client, records)
+    visible(client, name, len(records) - 1)
+    return len(records) / (time.perf_counter() - start)
+
+
+def run(backend: str, rows: int, fresh_s: float, registry: str | None) -> dict[str, Any]:
+    """One backend's figures on the default ingest topic (its only route): insert, JSON (and
+    Avro with a registry) ingest, freshness; then JSON again with two idle mapped topics."""
+    x = vectors(rows)
+    with ExitStack() as stack:
+        boot = _broker(stack) if backend == "kafka" else None
+        with cluster(boot, "", registry) as client:
+            out = {"backend": backend, **default_topic(client, x, fresh_s, registry)}
+        idle = f"bench.idle.{uuid.uuid4().hex[:6]}"
+        with cluster(boot, f"{idle}-a=rows,{idle}-b=rows", None) as client:
+            client.create_collection("rows", dimension=DIM, metric_type="L2")
+            out["json_two_idle_topics"] = measure(client, "rows", serializer(client, "rows"), x)
+    return out
+
+
+def default_topic(
+    client: Client, x: np.ndarray, fresh_s: float, registry: str | None
+) -> dict[str, Any]:
+    """Returns the insert, JSON, Avro and freshness figures on one cluster."""
+    for name in ("rows_json", "rows_avro", "fresh"):
+        client.create_collection(name, dimension=DIM, metric_type="L2")
+    out: dict[str, Any] = {"insert_rows_per_s": insert_rate(client, x)}
+    out["json"] = measure(client, "rows_json", serializer(client, "rows_json"), x)
+    if registry:
+        target = IngestTopic.default("rows_avro", client.cfg.cluster)
+        out["avro"] = measure(client, "rows_avro", AvroRows(target, schema(), registry).row, x)
+    else:
+        out["avro"] = {"pending": "no schema registry (--registry '')"}
+    probe = FreshnessProbe(
+        client, "fresh", IngestTopic.default("fresh", client.cfg.cluster), FRESH_EVERY_S
+    )
+    out["freshness"] = probe.run(fresh_s, x[:64])
+    return out
+
+
+def serializer(client: Client, name: str) -> Serializer:
+    target = IngestTopic.default(name, client.cfg.cluster)
+    return lambda row: json_row(target, row)
+
+
+def _broker(stack: ExitStack) -> str:
+    from infra.broker import running_broker
+
+    return str(stack.enter_context(running_broker()))
+
+
+def measure(client: Client, name: str, serialize: Serializer, x: np.ndarray) -> dict[str, float]:
+    records, serialize_rate = serialized(serialize, x)
+    rate = ingest_rate(client, name, records)
+    return {
+        "rows_per_s": rate,
+        "serialize_rows_per_s": serialize_rate,
+        "record_bytes_mean": float(np.mean([len(r.value or b"") for r in records])),
+    }
+
+
+def schema() -> Any:
+    return quick_schema(DIM, "L2").validated()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--backend", default="both", choices=["embedded", "kafka", "both"])
+    ap.add_argument("--rows", type=int, default=50_000)
+    ap.add_argument("--fresh-s", type=float, default=4.0, help="seconds of the freshness probe")
+    ap.add_argument(
+        "--registry",
+        default=MOCK_REGISTRY,
+        help=f"Schema Registry URL (default {MOCK_REGISTRY}: one in-process mock, shared)",
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
+    results = []
+    for backend in backends:
+        with shared_mock_registry(args.registry):
+            res = run(backend, args.rows, args.fresh_s, args.registry)
+        for fmt in ("json", "avro", "json_two_idle_topics"):
+            if "rows_per_s" in res[fmt]:
+                res[fmt]["ratio_to_insert"] = res[fmt]["rows_per_s"] / res["insert_rows_per_s"]
+        results.append(res)
+        print(json.dumps(res))
+    setup = {"rows": args.rows, "dim": DIM, "batch": BATCH, "fresh_s": args.fresh_s,
+             "fresh_every_ms": FRESH_EVERY_S * 1000}  # fmt: skip
+    result = {"setup": setup, "goals": GOALS, "results": results, "machine": machine()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest_topic.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "ingest_topic.md").write_text(markdown(result, __doc__ or ""))
+
+
+if __name__ == "__main__":
+    main()
