@@ -149,12 +149,16 @@ def ingest_rate(client: Client, name: str, records: list[IngestRecord]) -> float
 
 def run(backend: str, rows: int, fresh_s: float, registry: str | None) -> dict[str, Any]:
     """One backend's figures on the default ingest topic (its only route): insert, JSON (and
-    Avro with a registry) ingest, freshness; then JSON again with two idle mapped topics."""
+    Avro with a registry) ingest, and freshness under the background work they leave (seals,
+    flushes, index builds) and on a fresh cluster; then JSON with two idle mapped topics."""
     x = vectors(rows)
     with ExitStack() as stack:
         boot = _broker(stack) if backend == "kafka" else None
         with cluster(boot, "", registry) as client:
             out = {"backend": backend, **default_topic(client, x, fresh_s, registry)}
+        with cluster(boot, "", None) as client:
+            client.create_collection("fresh", dimension=DIM, metric_type="L2")
+            out["freshness_idle_cluster"] = freshness(client, x, fresh_s)
         idle = f"bench.idle.{uuid.uuid4().hex[:6]}"
         with cluster(boot, f"{idle}-a=rows,{idle}-b=rows", None) as client:
             client.create_collection("rows", dimension=DIM, metric_type="L2")
@@ -175,11 +179,14 @@ def default_topic(
         out["avro"] = measure(client, "rows_avro", AvroRows(target, schema(), registry).row, x)
     else:
         out["avro"] = {"pending": "no schema registry (--registry '')"}
-    probe = FreshnessProbe(
-        client, "fresh", IngestTopic.default("fresh", client.cfg.cluster), FRESH_EVERY_S
-    )
-    out["freshness"] = probe.run(fresh_s, x[:64])
+    out["freshness"] = freshness(client, x, fresh_s)
     return out
+
+
+def freshness(client: Client, x: np.ndarray, fresh_s: float) -> dict[str, Any]:
+    """Returns the freshness probe's figures on collection `fresh` of `client`."""
+    topic = IngestTopic.default("fresh", client.cfg.cluster)
+    return FreshnessProbe(client, "fresh", topic, FRESH_EVERY_S).run(fresh_s, x[:64])
 
 
 def serializer(client: Client, name: str) -> Serializer:

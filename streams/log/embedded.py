@@ -233,9 +233,13 @@ class EmbeddedLog:
             it.next()
         return out
 
-    def _wait(self, timeout: float) -> None:
+    def _wait(self, topic: str, positions: dict[int, int], timeout: float) -> None:
+        """Waits up to `timeout` for an append, unless a partition of `topic` already holds
+        records at or past `positions` (checked under the append lock: no wakeup is lost)."""
         with self._appended:
             self._check_open()
+            if any(self._next[(topic, p)] > off for p, off in positions.items()):
+                return
             self._appended.wait(timeout)
 
     def _check_open(self) -> None:
@@ -266,7 +270,7 @@ class EmbeddedReader:
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
         out = self._collect(max_records)
         if not out and timeout > 0 and not self._closed:
-            self._log._wait(timeout)
+            self._log._wait(self._topic, self._pos, timeout)
             out = self._collect(max_records)
         return out
 
