@@ -21,3 +21,12 @@ class MalformedEvent(SchemaError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"malformed event: {reason}")
         self.reason = reason
+
+
+class IncompatibleSchema(SchemaError):
+    """The Schema Registry says the envelope this build writes breaks the subject's
+    compatibility level (BACKWARD by default) against what is registered."""
+
+    def __init__(self, subject: str, url: str, reason: str) -> None:
+        super().__init__(f"schema for subject {subject!r} at {url} is refused: {reason}")
+        self.subject, self.url, self.reason = subject, url, reason

@@ -31,12 +31,15 @@ def fingerprint(parsed: Any) -> bytes:
 
 @dataclass(frozen=True)
 class SchemaVersion:
-    """One version of the envelope: its parsed schema, its JSON text and its fingerprint."""
+    """One version of the envelope: its parsed schema, its Parsing Canonical Form (`text`),
+    its fingerprint, and `full`: the whole schema as JSON with its docs and defaults (every
+    named type defined inline at first use), what a Schema Registry is given."""
 
     version: str
     parsed: Any
     text: str
     fingerprint: bytes
+    full: str = ""
 
 
 def _parse_dir(folder: Path) -> dict[str, Any]:
@@ -63,7 +66,47 @@ def _load_version(folder: Path, version: str) -> SchemaVersion:
         raise SchemaError(f"{folder} has no {ENVELOPE} schema")
     parsed = fastavro.parse_schema(named[ENVELOPE], named_schemas=named, expand=True)
     parsed = fastavro.parse_schema(parsed)
-    return SchemaVersion(version, parsed, to_parsing_canonical_form(parsed), fingerprint(parsed))
+    full = json.dumps(inlined(folder))
+    return SchemaVersion(
+        version, parsed, to_parsing_canonical_form(parsed), fingerprint(parsed), full
+    )
+
+
+def inlined(folder: Path) -> dict[str, Any]:
+    """Returns the envelope of `folder` as one JSON schema with its docs and defaults: each
+    named type referenced is defined where it is first used, by full name after that."""
+    raw = {
+        _full_name(doc): doc
+        for doc in (json.loads(p.read_text()) for p in sorted(folder.glob("*.avsc")))
+        if isinstance(doc, dict) and "name" in doc
+    }
+    return dict(_inline(raw[ENVELOPE], raw, set(), NAMESPACE))
+
+
+def _full_name(doc: dict[str, Any], namespace: str = NAMESPACE) -> str:
+    name = str(doc["name"])
+    return name if "." in name else f"{doc.get('namespace', namespace)}.{name}"
+
+
+def _inline(node: Any, raw: dict[str, Any], defined: set[str], namespace: str) -> Any:
+    if isinstance(node, str):
+        full = node if "." in node else f"{namespace}.{node}"
+        if full in raw and full not in defined:
+            return _inline(raw[full], raw, defined, namespace)
+        return full if full in raw else node
+    if isinstance(node, list):
+        return [_inline(n, raw, defined, namespace) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") in ("record", "enum", "fixed") and "name" in node:
+        defined.add(_full_name(node, namespace))
+    out = dict(node)
+    for key in ("type", "items", "values"):
+        if key in out:
+            out[key] = _inline(out[key], raw, defined, namespace)
+    if "fields" in out:
+        out["fields"] = [_inline(f, raw, defined, namespace) for f in out["fields"]]
+    return out
 
 
 class SchemaRegistry:

@@ -17,7 +17,7 @@ from typing import Any
 
 import fastavro
 
-from vectorlog.schemas.errors import MalformedEvent
+from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE, SchemaRegistry, default_registry
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
@@ -106,13 +106,22 @@ class EventSerde:
 
 
 class _ConfluentSchemas:
-    """Registers the envelope under `{topic}-value` and resolves schema ids to schemas."""
+    """Registers the envelope (its full JSON, docs and defaults included) under the
+    TopicNameStrategy subject `{topic}-value`, after the registry confirmed it is compatible
+    with the subject's latest version, and resolves schema ids to schemas.
+
+    Raises IncompatibleSchema if the registry refuses it (nothing is written before)."""
 
     def __init__(self, url: str, topic: str, registry: SchemaRegistry) -> None:
         from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-        self.client = SchemaRegistryClient.new_client({"url": url})  # mock:// for tests
-        sid = self.client.register_schema(f"{topic}-value", Schema(registry.current.text, "AVRO"))
+        self.client = SchemaRegistryClient.new_client({"url": url})
+        subject, schema = f"{topic}-value", Schema(registry.current.full, "AVRO")
+        _check_compatible(self.client, subject, schema, url)
+        try:
+            sid = self.client.register_schema(subject, schema)
+        except Exception as exc:  # SchemaRegistryError: 409 if it became incompatible since
+            raise IncompatibleSchema(subject, url, str(exc)) from exc
         self.header = CONFLUENT_MAGIC + struct.pack(">I", sid)
         self._cache: dict[int, Any] = {sid: registry.current.parsed}
 
@@ -124,3 +133,20 @@ class _ConfluentSchemas:
                 raise MalformedEvent(f"schema id {sid} not in the registry ({exc})") from exc
             self._cache[sid] = fastavro.parse_schema(json.loads(text))
         return self._cache[sid]
+
+
+def _check_compatible(client: Any, subject: str, schema: Any, url: str) -> None:
+    """Raises IncompatibleSchema unless the subject is new or `schema` passes its level
+    (confluent-kafka's in-process `mock://` registry has no compatibility API: not asked)."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    if url.startswith("mock://"):
+        return
+    try:
+        ok = client.test_compatibility(subject, schema)
+    except SchemaRegistryError as exc:
+        if exc.http_status_code == 404:  # no such subject (or version) yet: the first one
+            return
+        raise IncompatibleSchema(subject, url, str(exc)) from exc
+    if not ok:
+        raise IncompatibleSchema(subject, url, "not compatible with the latest version")

@@ -26,6 +26,22 @@ def kafka_bootstrap() -> Iterator[str]:
         yield bootstrap
 
 
+@pytest.fixture(scope="session")
+def schema_registry_url() -> Iterator[str]:
+    """URL of a Schema Registry speaking Confluent's REST API (tests/schema_registry.py),
+    started once per session; `SCHEMA_REGISTRY_URL` names an external one instead."""
+    import os
+
+    from tests.schema_registry import SchemaRegistryServer
+
+    external = os.environ.get("SCHEMA_REGISTRY_URL", "").strip()
+    if external:
+        yield external
+        return
+    with SchemaRegistryServer() as server:
+        yield server.url
+
+
 def open_log(backend: str, request: pytest.FixtureRequest, path: Path) -> Log:
     """Opens a fresh log of `backend`: EmbeddedLog in `path`, or KafkaLog on the test broker."""
     if backend == "embedded":

@@ -48,7 +48,7 @@ from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TtMsgStream
 from vectorlog.streams.scan import read_to_end
-from vectorlog.streams.topics import Serdes, Topics
+from vectorlog.streams.topics import Serdes, Topics, event_key
 
 log = logging.getLogger(__name__)
 #: failures that say nothing about the event being applied: retried, never dead-lettered
@@ -459,7 +459,8 @@ class DataNode:
         events = [self._ticked(vch, tick) for vch, tick in due.items()]
         if events:
             self.log.append(
-                self.topics.coord, [Append(0, self.coord_serde.encode(e)) for e in events]
+                self.topics.coord,
+                [Append(0, self.coord_serde.encode(e), event_key(e)) for e in events],
             )
             self._reported.update(due)
 
@@ -520,7 +521,8 @@ class DataNode:
         body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
         crash_point("datanode.write.after_files")
         event = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
-        self.log.append(self.topics.coord, [Append(0, self.coord_serde.encode(event))])
+        record = Append(0, self.coord_serde.encode(event), event_key(event))
+        self.log.append(self.topics.coord, [record])
         self.views.apply(event)
         self.buffers.pop(seg.segment_id, None)
         self.deltas.pop(seg.segment_id, None)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.topics import TICK_KEY
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ class Ticker:
             return None
         body = self._serde.encode(Event("TimeTick", t, {"source": "rootcoord"}))
         n = self._log.partitions(self._topic)
-        self._log.append(self._topic, [Append(p, body) for p in range(n)])
+        self._log.append(self._topic, [Append(p, body, TICK_KEY) for p in range(n)])
         self._last = t
         self._covered = (t, activity)
         return t

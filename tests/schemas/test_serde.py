@@ -1,12 +1,16 @@
 """Event encoding: single-object encoding by default, Confluent wire format with a registry."""
 
+import json
+
 import numpy as np
 import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
+from tests.support import unique_topic
 from vectorlog.model import DataType
 from vectorlog.schemas.columns import decode_column, encode_column
-from vectorlog.schemas.errors import MalformedEvent
-from vectorlog.schemas.registry import default_registry
+from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
+from vectorlog.schemas.registry import AVRO_DIR, SchemaRegistry, default_registry
 from vectorlog.schemas.serde import SINGLE_OBJECT_MAGIC, Event, EventSerde
 
 
@@ -61,13 +65,44 @@ def test_rows_inserted_round_trip_keeps_columns_typed():
     assert cols["meta"] == ['{"k":0}', '{"k":1}', '{"k":2}']
 
 
-def test_confluent_wire_format_with_mock_registry():
-    serde = EventSerde(schema_registry_url="mock://serde-test", topic="t.dml")
+def test_confluent_wire_format_with_a_registry(schema_registry_url: str):
+    serde = EventSerde(schema_registry_url=schema_registry_url, topic=unique_topic("t"))
     data = serde.encode(rows_inserted())
     assert data[0] == 0 and len(data) > 5
     assert serde.decode(data).body["num_rows"] == 3
     # single-object encoded events stay readable by a registry-configured serde
     assert serde.decode(EventSerde().encode(rows_inserted())).type == "RowsInserted"
+
+
+def test_the_registry_gets_the_full_schema_with_docs_and_defaults(schema_registry_url: str):
+    topic = unique_topic("t")
+    EventSerde(schema_registry_url=schema_registry_url, topic=topic)
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    registered = json.loads(client.get_latest_version(f"{topic}-value").schema.schema_str or "")
+    assert registered == json.loads(default_registry().current.full)
+    (vchannel,) = [f for f in registered["fields"] if f["name"] == "vchannel"]
+    assert vchannel["default"] == "" and vchannel["doc"]
+
+
+def test_each_published_version_then_the_current_one_registers_backward_compatibly(
+    schema_registry_url: str,
+):
+    topic = unique_topic("t")
+    for version in ("v1", "v2", "v3"):
+        EventSerde(SchemaRegistry(AVRO_DIR / version), schema_registry_url, topic)
+    current = EventSerde(schema_registry_url=schema_registry_url, topic=topic)
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    assert client.get_versions(f"{topic}-value") == [1, 2, 3, 4]
+    assert current.decode(current.encode(rows_inserted())).body["num_rows"] == 3
+
+
+def test_an_incompatible_subject_is_refused_naming_it(schema_registry_url: str):
+    topic = unique_topic("t")
+    other = {"type": "record", "name": "Other", "fields": [{"name": "x", "type": "long"}]}
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    client.register_schema(f"{topic}-value", Schema(json.dumps(other), "AVRO"))
+    with pytest.raises(IncompatibleSchema, match=f"{topic}-value"):
+        EventSerde(schema_registry_url=schema_registry_url, topic=topic)
 
 
 @pytest.mark.parametrize(

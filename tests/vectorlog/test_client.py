@@ -239,10 +239,12 @@ def test_an_idle_cluster_does_not_grow_its_log(client: Client):
     assert client.search("c", [[1.0, 0.0]])[0][0]["id"] == 1
 
 
-def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory):
+def test_confluent_wire_format_with_a_schema_registry(
+    open_client: ClientFactory, schema_registry_url: str
+):
     from vectorlog.streams.scan import read_to_end
 
-    c = open_client(schema_registry_url="mock://vectorlog-test")
+    c = open_client(schema_registry_url=schema_registry_url)
     c.create_collection("c", dimension=2, metric_type="L2")
     c.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert [h["id"] for h in c.search("c", [[0.0, 0.0]])[0]] == [1]
@@ -254,7 +256,7 @@ def test_confluent_wire_format_with_a_schema_registry(open_client: ClientFactory
     }  # end markers are single-object
     assert first_bytes == {b"\x00"}  # every event: magic 0 + schema id
     c.close()
-    again = open_client(schema_registry_url="mock://vectorlog-test")
+    again = open_client(schema_registry_url=schema_registry_url)
     assert again.get_collection_stats("c") == {"row_count": 1}
 
 
