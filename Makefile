@@ -46,7 +46,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy vectorlog infra benchmarks tests
+	$(BIN)/mypy vectorlog infra benchmarks tests examples
 
 clean: ## remove the venv and local data
 	rm -rf $(VENV) vectorlog-data .pytest_cache .mypy_cache

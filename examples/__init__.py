@@ -1,0 +1,1 @@
+"""Runnable examples of using vectorlog from outside: sinks and consumers of its topics."""

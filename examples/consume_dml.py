@@ -1,0 +1,88 @@
+"""Reads a vectorlog cluster's dml topic as a plain Kafka consumer would, decoding each record
+with confluent-kafka's AvroDeserializer and the cluster's Schema Registry, and prints every
+inserted row and deleted key as a JSON line.
+
+The cluster must run with a Schema Registry (`VECTORLOG_SCHEMA_REGISTRY_URL`): its records are
+then in Confluent's wire format, the envelope registered under `{cluster}.dml-value`.
+
+    python -m examples.consume_dml --bootstrap localhost:9092 --registry http://localhost:8081
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+Decoder = Callable[[str, bytes], dict[str, Any] | None]
+
+
+def decoder(registry_url: str) -> Decoder:
+    """Returns decode(topic, value) -> the event as a dict: the envelope's event_type, ts,
+    collection_id, vchannel and the payload record; None for a record not in Confluent's wire
+    format. Raises SerializationError on bad bytes."""
+    avro = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))
+
+    def decode(topic: str, value: bytes) -> dict[str, Any] | None:
+        if value[:1] != b"\x00":  # not Confluent-framed: a tool's end marker (single-object)
+            return None
+        event: dict[str, Any] | None = avro(value, SerializationContext(topic, MessageField.VALUE))
+        return event
+
+    return decode
+
+
+def changes(event: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yields {"op": "insert", "row": {...}} per row of a RowsInserted and {"op": "delete",
+    "key": k} per key of a RowsDeleted; nothing for other events (ticks, DDL copies)."""
+    body = event["payload"]
+    if event["event_type"] == "RowsInserted":
+        columns = {c["field_name"]: _values(c["column"]) for c in body["columns"]}
+        for i in range(body["num_rows"]):
+            yield {"op": "insert", "row": {name: v[i] for name, v in columns.items()}}
+    elif event["event_type"] == "RowsDeleted":
+        for key in body["primary_keys"]["values"]:
+            yield {"op": "delete", "key": key}
+
+
+def _values(column: dict[str, Any]) -> list[Any]:
+    if "dim" in column:  # FloatVectorColumn: row-major little-endian float32
+        return np.frombuffer(column["data"], dtype="<f4").reshape(-1, column["dim"]).tolist()
+    return list(column["values"])
+
+
+def consume(bootstrap: str, topic: str, decode: Decoder, idle_s: float = 2.0) -> Iterator[Any]:
+    """Yields the changes of every record of `topic` from the start until it is idle."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "consume-dml-example"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
+        while (msg := consumer.poll(idle_s)) is not None:
+            if msg.error() is None and (value := msg.value()):
+                event = decode(topic, value)
+                if event is not None:
+                    yield from changes(event)
+    finally:
+        consumer.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--registry", required=True, help="the Schema Registry URL")
+    p.add_argument("--cluster", default="vectorlog")
+    args = p.parse_args()
+    topic = f"{args.cluster}.dml"
+    for change in consume(args.bootstrap, topic, decoder(args.registry)):
+        print(json.dumps(change))
+
+
+if __name__ == "__main__":
+    main()
