@@ -243,12 +243,14 @@ def _runs(units: list[_Unit]) -> list[list[_Unit]]:
 def _last_per_key(rows: list[dict[str, Any]], schema: Any) -> list[dict[str, Any]]:
     """Returns the rows, a key given twice kept once, at its last row's place and value (one
     write has one ts, so the last upsert of a key must be the one written)."""
-    last: dict[Any, int] = {}
-    for i, row in enumerate(rows):
-        key = row_key(schema, row)
+    pk, last = schema.primary.name, dict[Any, int]()
+    keys = [row_key(pk, row) for row in rows]
+    for i, key in enumerate(keys):
         if key is not None:
             last[key] = i
-    return [r for i, r in enumerate(rows) if (k := row_key(schema, r)) is None or last[k] == i]
+    if len(last) == len(rows):  # every key once: the common case
+        return rows
+    return [r for i, (r, k) in enumerate(zip(rows, keys, strict=True)) if k is None or last[k] == i]
 
 
 def _unique(keys: list[Any]) -> list[Any]:

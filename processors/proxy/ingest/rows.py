@@ -16,7 +16,10 @@ from vectorlog.processors.proxy.ingest.errors import BadRecord
 
 log = logging.getLogger(__name__)
 _JSON_TYPES = (DataType.JSON, DataType.ARRAY)
-_WARNED: set[tuple[str, str]] = set()  # (topic, field) pairs already warned about, once each
+_WARNED: set[tuple[str, str]] = set()
+_FIELDS: dict[
+    int, tuple[CollectionSchema, tuple[str, ...], tuple[str, ...]]
+] = {}  # (topic, field) pairs already warned about, once each
 
 
 def fit_row(
@@ -26,16 +29,36 @@ def fit_row(
     of little-endian float32, as the Milvus Kafka sink accepts) or as bytes (Avro `bytes`:
     little-endian float32); with `json_text`, JSON and ARRAY fields given as strings are parsed
     (Avro carries them as JSON text). Raises BadRecord."""
-    out = dict(row)
-    for f in schema.fields:
-        value = out.get(f.name)
-        if f.dtype is DataType.FLOAT_VECTOR and isinstance(value, str):
-            out[f.name] = _vector(f.name, value)
-        elif f.dtype is DataType.FLOAT_VECTOR and isinstance(value, (bytes, bytearray)):
-            out[f.name] = _float32(f.name, bytes(value))
-        elif json_text and f.dtype in _JSON_TYPES and isinstance(value, str):
-            out[f.name] = _json_text(f.name, value)
+    vectors, texts = _special_fields(schema)
+    out = row
+    for name in vectors:
+        value = row.get(name)
+        if isinstance(value, str):
+            out = out if out is not row else dict(row)
+            out[name] = _vector(name, value)
+        elif isinstance(value, (bytes, bytearray)):
+            out = out if out is not row else dict(row)
+            out[name] = _float32(name, bytes(value))
+    for name in texts if json_text else ():
+        value = row.get(name)
+        if isinstance(value, str):
+            out = out if out is not row else dict(row)
+            out[name] = _json_text(name, value)
     return out
+
+
+def _special_fields(schema: CollectionSchema) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Returns the names of the FLOAT_VECTOR fields and of the JSON and ARRAY fields, cached
+    by the schema object's identity (the proxy keeps one per collection version; hashing a
+    schema per row would cost more than the lookup saves)."""
+    cached = _FIELDS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        vectors = tuple(f.name for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR)
+        texts = tuple(f.name for f in schema.fields if f.dtype in _JSON_TYPES)
+        if len(_FIELDS) > 256:
+            _FIELDS.clear()
+        cached = _FIELDS[id(schema)] = (schema, vectors, texts)
+    return cached[1], cached[2]
 
 
 def _json_text(name: str, text: str) -> Any:
@@ -61,7 +84,7 @@ def _vector(name: str, text: str) -> Any:
 def _float32(name: str, raw: bytes) -> Any:
     if not raw or len(raw) % 4:
         raise BadRecord(f"field {name!r}: {len(raw)} bytes are not float32 values")
-    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32, copy=False)
 
 
 def known_fields(
@@ -104,7 +127,8 @@ def primary_key(schema: CollectionSchema, item: Any) -> Any:
     return item
 
 
-def row_key(schema: CollectionSchema, row: dict[str, Any]) -> Any:
-    """Returns the primary key of an upsert row (None when it has none: the proxy refuses it)."""
-    key = row.get(schema.primary.name)
+def row_key(pk: str, row: dict[str, Any]) -> Any:
+    """Returns the primary key (field `pk`) of an upsert row (None when it has none: the
+    proxy refuses it)."""
+    key = row.get(pk)
     return key if isinstance(key, (int, str)) else None
