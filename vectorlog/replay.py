@@ -24,6 +24,8 @@ from vectorlog.streams.scan import IDLE_S, read_all
 from vectorlog.streams.topics import Topics
 
 TOPIC_KINDS = ("dml", "ddl", "coord")
+#: --wire: events as on the log, or re-encoded as Avro single-object or Confluent wire format
+WIRES = ("as-is", "single-object", "confluent")
 
 
 class ReplayError(VectorlogError):

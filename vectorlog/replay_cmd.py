@@ -9,11 +9,13 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import IO, Any
 
 from vectorlog.config import Config
 from vectorlog.replay import (
     TOPIC_KINDS,
+    WIRES,
     Filters,
     Positions,
     Replayed,
@@ -24,6 +26,8 @@ from vectorlog.replay import (
     replay,
 )
 from vectorlog.replay_out import FORMATS, write_avro, write_jsonl, write_parquet, write_topic
+from vectorlog.schemas.errors import SchemaError
+from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log, Record
 
 
@@ -47,6 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a header on every record --to-topic appends, e.g. collection=books; repeatable",
     )
+    p.add_argument(
+        "--wire",
+        choices=WIRES,
+        default="as-is",
+        help="re-encode each event for --format avro and --to-topic: single-object, or"
+        " confluent (registered under the target topic's -value subject; default: as on the log)",
+    )
+    p.add_argument("--schema-registry", help="for --wire confluent (default: the cluster's)")
     p.add_argument("--progress", action="store_true", help="a progress bar on stderr")
     p.add_argument("--save-position", metavar="FILE", help="write the next offsets at the end")
 
@@ -67,7 +79,9 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         ids = collection_ids(log, topics, serde, args.collection) if args.collection else set()
         ts = parse_ts(args.from_ts) if args.from_ts else 0
         filters = Filters(ts, frozenset(ids), frozenset(args.type))
+        wire = _wire(args, args.to_topic or topic, cfg.schema_registry_url)
         items = _progress(args, replay(log, topic, serde, filters, positions, report_corrupt))
+        items = _rewired(items, wire) if wire is not None else items
         if args.to_topic:
             _to_topic(args, log, items)
         else:
@@ -87,6 +101,27 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     finally:
         log.close()
     return 0
+
+
+def _wire(args: argparse.Namespace, target: str, default_url: str | None) -> EventSerde | None:
+    """Returns the serde re-encoding events for --wire (None: as on the log). Raises
+    ReplayError without a registry for `confluent`, or if the registry refuses the schema."""
+    if args.wire == "single-object":
+        return EventSerde()
+    if args.wire != "confluent":
+        return None
+    url = args.schema_registry or default_url
+    if not url:
+        raise ReplayError("--wire confluent needs --schema-registry URL")
+    try:
+        return EventSerde(schema_registry_url=url, topic=target)
+    except SchemaError as exc:
+        raise ReplayError(f"--wire confluent: {exc}") from None
+
+
+def _rewired(items: Iterator[Replayed], serde: EventSerde) -> Iterator[Replayed]:
+    for item in items:
+        yield replace(item, value=serde.encode(item.event))
 
 
 def _progress(args: argparse.Namespace, items: Iterator[Replayed]) -> Iterator[Replayed]:

@@ -4,11 +4,13 @@ corrupt records reported with their position, and nothing appended to the log.""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from examples.consume_dml import changes, decoder
 from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import cli, hybridts
@@ -250,3 +252,45 @@ def test_replay_to_a_missing_topic_or_with_a_bad_header_writes_nothing(
     assert cli.main([*base, "--to-topic", dml, "--header", "nameless"]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
     assert end_offsets(client_args) == before
+
+
+def framed(path: Path) -> list[bytes]:
+    """Returns the records of a --format avro file (each 4-byte length-prefixed)."""
+    data, out, at = path.read_bytes(), [], 0
+    while at < len(data):
+        (n,) = struct.unpack(">I", data[at : at + 4])
+        out.append(data[at + 4 : at + 4 + n])
+        at += 4 + n
+    return out
+
+
+def test_avro_output_rewired_for_a_schema_registry_reads_with_avro_deserializer(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    schema_registry_url: str,
+    tmp_path: Path,
+):
+    client = open_client()  # writes single-object encoding: no registry
+    client.create_collection("c", dimension=2)
+    client.insert("c", [{"id": i, "vector": [float(i), 0.5]} for i in range(3)])
+    dml = client.cluster.topics.dml
+    client.close()
+    out = tmp_path / "dml.avro"
+    wire = ["--wire", "confluent", "--schema-registry", schema_registry_url]
+    run(client_args, capsys, *DATA, "--format", "avro", "--out", str(out), *wire)
+    decode = decoder(schema_registry_url)
+    events = [decode(dml, value) for value in framed(out)]
+    rows = [c["row"] for e in events if e is not None for c in changes(e)]
+    assert sorted(r["id"] for r in rows) == [0, 1, 2]
+    assert all(value[:1] == b"\x00" for value in framed(out))
+
+
+def test_confluent_wire_without_a_registry_is_refused(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    open_client().close()
+    argv = ["replay", "--uri", client_args["uri"], "--format", "avro", "--wire", "confluent"]
+    argv += ["--cluster", client_args.get("cluster", "vectorlog")]
+    assert cli.main(argv) == 2
+    assert "--schema-registry" in capsys.readouterr().err
