@@ -42,6 +42,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.search_bench
 	$(BIN)/python -m benchmarks.server_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench
+	$(BIN)/python -m benchmarks.replay_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .
