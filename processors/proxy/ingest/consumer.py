@@ -170,12 +170,14 @@ class IngestConsumer:
         for run in _runs(units):
             self._apply_run(run, route)
         crash_point("ingest.before_positions")
+        committed = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
         with self.store.transaction() as txn:
             self._mark(txn)
-            for rec in records:  # in offset order per partition: the last one wins
-                txn.set_position(rec.topic, rec.partition, rec.offset + 1)
-        for rec in records:
-            self._applied.pop((rec.topic, rec.partition), None)
+            for (topic, partition), offset in committed.items():
+                txn.set_position(topic, partition, offset)
+        for tp, offset in committed.items():  # a batch may end inside an earlier attempt
+            if tp in self._applied:
+                self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
 
     def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
         if self._dead_letter.contains(rec):  # a decision to dead-letter is final

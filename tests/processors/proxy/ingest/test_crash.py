@@ -38,10 +38,12 @@ def start_child(args: dict[str, Any], env: dict[str, str]) -> subprocess.Popen[s
     )
 
 
-def reopened_rows(open_client: ClientFactory) -> tuple[Client, dict[int, list[float]]]:
+def reopened_rows(
+    open_client: ClientFactory, **settings: Any
+) -> tuple[Client, dict[int, list[float]]]:
     """Reopens the cluster, waits until the consumer passed every ingest record; returns the
     client and the visible rows of `c`, checking each is visible once."""
-    client = open_client()
+    client = open_client(**settings)
     topic = client.cluster.topics.ingest
     wait_consumed(client, topic, [r.offset for r in read_all(client.cluster.log, topic)])
     found = client.query("c", filter="id >= 0", output_fields=["id", "vector"])
@@ -82,6 +84,23 @@ def test_a_crash_between_the_dml_append_and_the_stored_position_applies_nothing_
     client, rows = reopened_rows(open_client)
     assert rows == expected(2)
     # batch 1's 20 upserts were on dml before the crash: found there, not written again
+    assert inserted_rows(client) == 40
+    assert writes_per_source(client) == (Counter(range(40)), 0)
+
+
+def test_after_a_crash_smaller_batches_still_apply_nothing_twice(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    child = start_child(
+        {**client_args, "batches": 3, "wait": True}, {ENV: "ingest.before_positions:2"}
+    )
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == CRASH_EXIT, err
+    ingest = f"{client_args.get('cluster', 'vectorlog')}.ingest"
+    # the default topic mapped to `c` in batches of 5: batch 1's 20 records, written whole
+    # before the crash, are now read back 5 at a time
+    client, rows = reopened_rows(open_client, ingest_topics=f"{ingest}=c;batch_size=5")
+    assert rows == expected(2)
     assert inserted_rows(client) == 40
     assert writes_per_source(client) == (Counter(range(40)), 0)
 
