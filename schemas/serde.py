@@ -61,14 +61,37 @@ class EventSerde:
         registry: SchemaRegistry | None = None,
         schema_registry_url: str | None = None,
         topic: str = "",
+        keyed: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
+        self.keyed = keyed
         self._sr = (
             _ConfluentSchemas(schema_registry_url, topic, self.registry)
             if (schema_registry_url)
             else None
         )
         self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
+
+    def key(self, event: Event) -> bytes | None:
+        """Returns the record key of `event` with `keyed` (else None), UTF-8 text so Kafka
+        Connect's StringConverter reads it: its vchannel, for dml events (a record carries a
+        batch of one vchannel's rows, so no primary key can key it; a vchannel's records share
+        a partition already); else its collection id, for DDL events (ids survive renames and
+        aliases); else its segment id; else its event type, for events about many segments or
+        the whole cluster (seals, ticks without a vchannel, id reservations)."""
+        if not self.keyed:
+            return None
+        if event.vchannel:
+            return event.vchannel.encode()
+        cid = event.collection_id or event.body.get("collection_id")
+        if cid:
+            return str(cid).encode()
+        segment = event.body.get("segment_id")
+        return str(segment).encode() if segment else event.type.encode()
+
+    def vchannel_key(self, vchannel: str) -> bytes | None:
+        """Returns the key of a dml record of `vchannel` with `keyed` (else None)."""
+        return vchannel.encode() if self.keyed else None
 
     def encode(self, event: Event) -> bytes:
         """Returns the event's bytes in the configured wire format."""

@@ -34,7 +34,7 @@ def read_to_end(
     n = log.partitions(topic)
     start = start if start is not None else {p: 0 for p in range(n)}
     marker = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
-    ends = log.append(topic, [Append(p, marker, b"TimeTick") for p in range(n)])
+    ends = log.append(topic, [Append(p, marker) for p in range(n)])
     reader = log.reader(topic, dict(start))
     done = {p: False for p in start}
     deadline = time.monotonic() + timeout

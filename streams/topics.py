@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log
 
 
@@ -52,37 +52,20 @@ class Topics:
         log.create_topic(self.ingest, 1)
 
 
-#: the key of every TimeTick record (ticks and end markers: cluster-wide, no collection)
-TICK_KEY = b"TimeTick"
-
-
-def event_key(event: Event) -> bytes:
-    """Returns the key of an event's record (UTF-8 text, so Kafka Connect's StringConverter
-    reads it): its vchannel, for dml events (a record carries a batch of one vchannel's rows,
-    so no primary key can key it; all of a vchannel's records share a partition already); else
-    its collection id, for DDL events (ids survive renames and aliases); else its segment id
-    (a flushed or indexed segment); else its event type, for events about many segments or
-    the whole cluster (seals, ticks without a vchannel, id reservations)."""
-    if event.vchannel:
-        return event.vchannel.encode()
-    cid = event.collection_id or event.body.get("collection_id")
-    if cid:
-        return str(cid).encode()
-    segment = event.body.get("segment_id")
-    return str(segment).encode() if segment else event.type.encode()
-
-
 class Serdes:
     """One EventSerde per topic (the Confluent subject is `{topic}-value`)."""
 
-    def __init__(self, schema_registry_url: str | None = None) -> None:
-        self._url = schema_registry_url
+    def __init__(self, schema_registry_url: str | None = None, keyed: bool = False) -> None:
+        """`keyed`: the serdes give records keys (`EventSerde.key`), for sinks."""
+        self._url, self._keyed = schema_registry_url, keyed
         self._by_topic: dict[str, EventSerde] = {}
-        self._plain = EventSerde()
+        self._plain = EventSerde(keyed=keyed)
 
     def for_topic(self, topic: str) -> EventSerde:
         if not self._url:
             return self._plain
         if topic not in self._by_topic:
-            self._by_topic[topic] = EventSerde(schema_registry_url=self._url, topic=topic)
+            self._by_topic[topic] = EventSerde(
+                schema_registry_url=self._url, topic=topic, keyed=self._keyed
+            )
         return self._by_topic[topic]

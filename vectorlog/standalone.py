@@ -106,7 +106,7 @@ class Standalone:
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log)
         self._take_lease(cfg)
-        self.serdes = Serdes(cfg.schema_registry_url)
+        self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self._start_rootcoord(cfg)
         self._start_datacoord(cfg)
         self.indexnode: IndexNode | None = None

@@ -35,7 +35,7 @@ from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.scan import read_to_end
-from vectorlog.streams.topics import Serdes, Topics, event_key
+from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
 
@@ -236,14 +236,16 @@ class DataCoord:
         """Appends one event durably, stamped by datacoord's tick source, and applies it."""
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id, vchannel)
-            self.log.append(self.topic, [Append(0, self.serde.encode(event), event_key(event))])
+            self.log.append(
+                self.topic, [Append(0, self.serde.encode(event), self.serde.key(event))]
+            )
         self.meta.apply(event, None)
         self._notify()
 
     def _append(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
         batch = [Event(t, self.rc.now(), b) for t, b in events]
         if batch:
-            records = [Append(0, self.serde.encode(e), event_key(e)) for e in batch]
+            records = [Append(0, self.serde.encode(e), self.serde.key(e)) for e in batch]
             self.log.append(self.topic, records)
 
     def next_offsets(self) -> dict[tuple[str, int], int]:

@@ -48,7 +48,7 @@ from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TtMsgStream
 from vectorlog.streams.scan import read_to_end
-from vectorlog.streams.topics import Serdes, Topics, event_key
+from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
 #: failures that say nothing about the event being applied: retried, never dead-lettered
@@ -460,7 +460,7 @@ class DataNode:
         if events:
             self.log.append(
                 self.topics.coord,
-                [Append(0, self.coord_serde.encode(e), event_key(e)) for e in events],
+                [Append(0, self.coord_serde.encode(e), self.coord_serde.key(e)) for e in events],
             )
             self._reported.update(due)
 
@@ -521,7 +521,7 @@ class DataNode:
         body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
         crash_point("datanode.write.after_files")
         event = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
-        record = Append(0, self.coord_serde.encode(event), event_key(event))
+        record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
         self.views.apply(event)
         self.buffers.pop(seg.segment_id, None)

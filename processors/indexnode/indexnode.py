@@ -67,7 +67,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
-from vectorlog.streams.topics import TICK_KEY, Serdes, Topics, event_key
+from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
 #: failures that say nothing about the build: it is retried, never marked Failed
@@ -196,7 +196,7 @@ class IndexNode:
         marks = {}
         for topic, serde in self.serdes.items():
             marker = serde.encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
-            marks[topic] = self.log.append(topic, [Append(0, marker, TICK_KEY)])[0]
+            marks[topic] = self.log.append(topic, [Append(0, marker)])[0]
         return marks
 
     def next_offsets(self) -> dict[tuple[str, int], int]:
@@ -257,7 +257,7 @@ class IndexNode:
                 Event("SegmentIndexesDropped", self.rc.now(), b, b["collection_id"])
                 for b in fx.drops
             ]
-            records = [Append(0, serde.encode(e), event_key(e)) for e in events]
+            records = [Append(0, serde.encode(e), serde.key(e)) for e in events]
             self.log.append(self.topics.coord, records)
         for index_file in fx.files:
             delete_build(self.objects, index_file)
@@ -348,7 +348,7 @@ class IndexNode:
         )
         event = Event("SegmentIndexed", self.rc.now(), body, seg.collection_id, seg.vchannel)
         serde = self.serdes[self.topics.coord]
-        self.log.append(self.topics.coord, [Append(0, serde.encode(event), event_key(event))])
+        self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
 
     @staticmethod
     def _paths(seg: SegmentRecord, field_id: int) -> list[str]:

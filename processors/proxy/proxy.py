@@ -238,7 +238,7 @@ class Proxy:
             for data in insert_events(
                 info, part, count, body, ts, vch, self.serde, self.log.max_message_bytes
             ):
-                out.append(Append(pch, data, vch.encode()))
+                out.append(Append(pch, data, self.serde.vchannel_key(vch)))
             lo += count
         return out
 
@@ -276,7 +276,7 @@ class Proxy:
                 for data in delete_events(
                     info, take(keys, idx), partition, ts, vch, self.serde, limit
                 ):
-                    records.append(Append(pch, data, vch.encode()))
+                    records.append(Append(pch, data, self.serde.vchannel_key(vch)))
             self.log.append(self.topic, with_headers(records, headers))
         return {"delete_count": len(keys), "timestamp": ts}
 

@@ -50,7 +50,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.scan import read_to_end
-from vectorlog.streams.topics import Serdes, Topics, event_key
+from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import IndexSpec
 
 log = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ class RootCoord:
         with self.source.stamp() as ts:
             event = Event(event_type, ts, body, collection_id)
             try:
-                record = Append(0, self._ddl_serde.encode(event), event_key(event))
+                record = Append(0, self._ddl_serde.encode(event), self._ddl_serde.key(event))
                 offset = self.log.append(self.topics.ddl, [record])[0]
                 crash_point("rootcoord.ddl.after_append")
                 if self._catch_up(offset):  # another writer's DDL came first: still valid?
@@ -399,7 +399,11 @@ class RootCoord:
 
     def _broadcast(self, event: Event) -> None:
         records = [
-            Append(p, self._dml_serde.encode(replace(event, vchannel=vc)), vc.encode())
+            Append(
+                p,
+                self._dml_serde.encode(replace(event, vchannel=vc)),
+                self._dml_serde.vchannel_key(vc),
+            )
             for p, vc in self._targets(event)
         ]
         if records:
@@ -417,7 +421,7 @@ class RootCoord:
         if self._lease is not None:
             self._lease.check()
         event = Event("RangeReserved", 0, {"kind": kind, "upper": upper})
-        record = Append(0, self._ddl_serde.encode(event), event_key(event))
+        record = Append(0, self._ddl_serde.encode(event), self._ddl_serde.key(event))
         self.log.append(self.topics.ddl, [record])
 
     def _observe_reservation(self, event: Event) -> None:

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append, Log
-from vectorlog.streams.topics import TICK_KEY
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +147,10 @@ class Ticker:
         t = self._barrier.tick()
         if t is None or t <= self._last:
             return None
-        body = self._serde.encode(Event("TimeTick", t, {"source": "rootcoord"}))
+        tick = Event("TimeTick", t, {"source": "rootcoord"})
+        body, key = self._serde.encode(tick), self._serde.key(tick)
         n = self._log.partitions(self._topic)
-        self._log.append(self._topic, [Append(p, body, TICK_KEY) for p in range(n)])
+        self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
         self._last = t
         self._covered = (t, activity)
         return t
