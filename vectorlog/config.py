@@ -50,7 +50,7 @@ class Config:
     schema_registry_url: str | None = None
     #: give vectorlog's own records Kafka keys (dml: the vchannel; DDL: the collection id),
     #: for sinks that need them. Off by default: with keys, 2 of 11 runs of the SIGKILL
-    #: campaign on the Tansu test broker lost acknowledged rows (0 of 19 without); the cause
+    #: campaign on the Tansu test broker lost acknowledged rows (0 of 21 without); the cause
     #: is not found yet (docs/kafka-connect.md)
     record_keys: bool = False
     #: how long a read waits for the query node to reach its guarantee ts
