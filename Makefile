@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "python3.11 is required"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark,demo,serve]'
+	$(BIN)/pip install -q -e '.[dev,spark,demo,serve,bench]'
 	@bash infra/ensure_java.sh
 	touch $(STAMP)
 
@@ -43,6 +43,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.server_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench
 	$(BIN)/python -m benchmarks.replay_bench
+	$(BIN)/python -m benchmarks.restart_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -83,6 +83,11 @@ class Config:
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
+    #: the query node's start: "binlogs" loads segments from binlogs up to the data node's
+    #: published checkpoint and consumes dml after it (restart time follows the data held);
+    #: "log" replays dml from offset 0 (restart time follows the log's length). With the
+    #: data node off there are no binlogs: the query node replays the log
+    querynode_recovery: str = "binlogs"
     #: a segment's maximum size in MB; its row capacity is estimated from it (seed 004)
     segment_max_size_mb: int = 512
     #: a segment is sealed once its rows reach this share of its capacity (seed 004)
@@ -183,6 +188,7 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
 
 _RULES: dict[str, tuple[Any, str]] = {
     "datanode": (lambda v: v in ("local", "spark", "off"), '"local", "spark" or "off"'),
+    "querynode_recovery": (lambda v: v in ("binlogs", "log"), '"binlogs" or "log"'),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),

@@ -328,6 +328,20 @@ def quick_schema(
     return CollectionSchema((pk, vec), enable_dynamic_field=enable_dynamic_field)
 
 
+@dataclass(frozen=True)
+class CollectionHistory:
+    """What rootcoord's meta still holds of one collection's life (live, or dropped and not
+    yet past the meta retention): enough to rebuild a replica of it as of any ts since."""
+
+    collection_id: int
+    schema: CollectionSchema
+    created_ts: int
+    dropped_ts: int | None  # None while live
+    #: partition id -> the ts it was dropped at (0: before the oldest version still held)
+    partition_drops: dict[int, int] = field(default_factory=dict)
+    partitions: frozenset[int] = frozenset()  # every partition id its versions name
+
+
 @dataclass
 class CollectionInfo:
     """What rootcoord knows of one live collection."""

@@ -4,7 +4,8 @@ The log is the embedded RocksDB log under the data directory, or Kafka; processo
 (rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments; the data node; the index
 node: indexes, Flushed segments, builds reported) lives in RocksDB state stores under the state
 directory. At start rootcoord replays the `ddl` topic from its stored position, datacoord the
-`coord` topic, the index node both, and the query node rebuilds its segments from `dml`.
+`coord` topic, the index node both, and the query node loads segments from binlogs up to the
+data node's published checkpoint and rebuilds the rest from `dml` after it.
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ class Standalone:
             index_files=self.objects if self.indexnode is not None else None,
         )
         self._stack.callback(self.querynode.close)
+        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+            self.querynode.recover(self.rootcoord.collection_histories(), self.objects)
         self.proxy = Proxy(
             "proxy-1",
             self.rootcoord,

@@ -46,15 +46,22 @@ class InsertColumn:
 
 def read_insert_binlog(data: bytes, path: str = "") -> InsertColumn:
     """Returns the column of an insert binlog. Raises CorruptBinlog naming `path`."""
+    return read_binlog(data, path, EventTypeCode.INSERT)
+
+
+def read_binlog(data: bytes, path: str, code: EventTypeCode) -> InsertColumn:
+    """Returns the descriptor's ids and the payload column of the first event, which must
+    have type `code` (INSERT for insert binlogs, DELETE for delta logs). Raises
+    CorruptBinlog naming `path`."""
     try:
-        return _read(memoryview(data), path)
+        return _read(memoryview(data), path, code)
     except CorruptBinlog:
         raise
     except (struct.error, ValueError, pa.ArrowException, OSError) as exc:
         raise CorruptBinlog(path, f"{type(exc).__name__}: {exc}") from exc
 
 
-def _read(data: memoryview, path: str) -> InsertColumn:
+def _read(data: memoryview, path: str, expected: EventTypeCode) -> InsertColumn:
     if len(data) < 4 or struct.unpack_from("<i", data, 0)[0] != MAGIC:
         raise CorruptBinlog(path, "no binlog magic 0xFFFABC at offset 0")
     _, code, length, nxt = _header(data, 4, path)
@@ -62,8 +69,8 @@ def _read(data: memoryview, path: str) -> InsertColumn:
         raise CorruptBinlog(path, f"the first event has type {code}, not the descriptor")
     ids = _DESCRIPTOR_FIXED.unpack_from(data, 4 + _HEADER.size)
     _, code, length, _ = _header(data, nxt, path)
-    if code != EventTypeCode.INSERT:
-        raise CorruptBinlog(path, f"the event at {nxt} has type {code}, not insert")
+    if code != expected:
+        raise CorruptBinlog(path, f"the event at {nxt} has type {code}, not {expected.name}")
     start = nxt + _HEADER.size + _EVENT_FIXED
     payload = data[start : nxt + length]
     table = pq.read_table(pa.BufferReader(pa.py_buffer(payload)))

@@ -7,7 +7,9 @@ Exactly once, in this order (a crash between any two steps loses and repeats not
 2. `BinlogPathsSaved` is appended to coord: from here on the segment counts as written, and
    replayed rows of a written segment are skipped;
 3. the node's checkpoint (per pchannel, the position of the oldest row or delete still only in
-   memory) and its primary-key index are committed in one StateStore write.
+   memory) and its primary-key index are committed in one StateStore write;
+4. the checkpoint is published on coord (`ChannelCheckpointed`, soon after a write, else at
+   most every CHECKPOINT_PUBLISH_S): a query node loads the binlogs and replays dml from it.
 At start it reads the coord topic to learn every segment's state, and replays dml from the
 checkpoint; rows of segments already written are not buffered again, and a delete already in a
 segment's delta logs is not written again.
@@ -58,6 +60,9 @@ COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
 PK_PREFIX = b"pk/"
 DELTA_SYNC_S = 1.0
+#: with no binlog written since, a moved checkpoint is published on coord at most this often
+#: (the query node's replay after a restart is at most this much log time of ticks)
+CHECKPOINT_PUBLISH_S = 60.0
 LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
@@ -139,6 +144,9 @@ class DataNode:
         self.ticks: dict[int, int] = {}
         self._reported: dict[str, int] = {}
         self._committed: dict[int, StreamPosition] = {}
+        self._published: dict[int, StreamPosition] = {}
+        self._published_at = 0.0  # time.monotonic() of the last publication
+        self._wrote = False  # a binlog write since the last publication
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.failure: Exception | None = None
@@ -174,9 +182,19 @@ class DataNode:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stops consuming, then publishes the final checkpoint (best effort: a failure is
+        logged; the last one published stays valid, it only means a longer replay)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+            if not self._thread.is_alive():
+                self._publish_final()
+
+    def _publish_final(self) -> None:
+        try:
+            self.publish(force=True)
+        except Exception as exc:
+            log.warning("data node could not publish its final checkpoint: %s", exc)
 
     def close(self) -> None:
         self.stop()
@@ -219,6 +237,7 @@ class DataNode:
                 self.step()
                 if time.monotonic() - last_checkpoint > 0.5:
                     self.checkpoint()
+                    self.publish()
                     last_checkpoint = time.monotonic()
                 self.failure = None
             except DeadLetterAbandoned:
@@ -528,6 +547,7 @@ class DataNode:
         self.deltas.pop(seg.segment_id, None)
         if body["ddl_binlogs"]:
             self.ddl.pop(ref.collection_id, None)
+        self._wrote = True
         self.checkpoint()
 
     def _pchannel(self, ref: SegmentRef) -> int:
@@ -540,14 +560,16 @@ class DataNode:
         return {"vchannel": ref.vchannel, "pchannel": p, "offset": pos.offset, "ts": pos.tick}
 
     # -- checkpoint ---------------------------------------------------------------------------
-    def checkpoints(self) -> dict[int, StreamPosition]:
+    def checkpoints(self, ddl: bool = True) -> dict[int, StreamPosition]:
         """Per pchannel, where a restart must replay from: the position before the oldest row
-        or delete still only in memory, else the position after the last applied pack."""
+        or delete still only in memory (or, with `ddl`, DDL not yet in DDL binlogs), else the
+        position after the last applied pack."""
         out = dict(self.positions)
         pending = [(sid, b.start) for sid, b in self.buffers.items()]
         pending += [(sid, d.start) for sid, d in self.deltas.items()]
         points = [(self.pchannel_of.get(self._vchannel_of(sid), -1), st) for sid, st in pending]
-        points += [(d.pchannel, d.start) for d in self.ddl.values()]
+        if ddl:
+            points += [(d.pchannel, d.start) for d in self.ddl.values()]
         for p, start in points:
             if p in out and start.offset < out[p].offset:
                 out[p] = start
@@ -571,6 +593,28 @@ class DataNode:
                 txn.set_position(self.topics.dml, p, pos.offset)
             self._stage_index(txn, points)
         self._committed = points
+
+    def publish(self, force: bool = False) -> bool:
+        """Appends `ChannelCheckpointed` to coord with the checkpoints of rows and deletes
+        (DDL excluded: readers take collections from rootcoord's meta) if they moved, and a
+        binlog was written since the last publication, or CHECKPOINT_PUBLISH_S passed, or
+        `force`. Everything at or below a position's tick is then in binlogs referenced by
+        earlier coord events. Returns whether it appended. Raises LogError."""
+        points = self.checkpoints(ddl=False)
+        if not points or points == self._published:
+            return False
+        elapsed = time.monotonic() - self._published_at
+        if not (force or self._wrote or elapsed >= CHECKPOINT_PUBLISH_S):
+            return False
+        positions = [
+            {"pchannel": p, "offset": pos.offset, "tick": pos.tick, "tick_offset": pos.tick_offset}
+            for p, pos in sorted(points.items())
+        ]
+        event = Event("ChannelCheckpointed", self.rc.now(), {"positions": positions})
+        record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
+        self.log.append(self.topics.coord, [record])
+        self._published, self._published_at, self._wrote = points, time.monotonic(), False
+        return True
 
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
         """Stages each key changed before the checkpoint with its entry as of the checkpoint

@@ -1,6 +1,6 @@
-"""What the data node offers other processors (the index node): the object store its binlogs
-live in, the storage layout, and reading a field's insert binlogs back. Others depend on this
-only."""
+"""What the data node offers other processors (the index node, the query node's recovery):
+the object store its binlogs live in, the storage layout, and reading a field's insert binlogs
+and the delta logs back. Others depend on this only."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from vectorlog.processors.datanode.binlog_read import (
     int64s,
     read_insert_binlog,
 )
+from vectorlog.processors.datanode.column_read import field_values, read_delta_binlog
 from vectorlog.processors.datanode.errors import ObjectNotFound, StorageError
 from vectorlog.processors.datanode.paths import INDEX_FILES, index_files_prefix
 from vectorlog.processors.datanode.storage import ObjectStore
@@ -22,8 +23,10 @@ __all__ = [
     "ObjectNotFound",
     "ObjectStore",
     "StorageError",
+    "field_values",
     "float_vectors",
     "index_files_prefix",
     "int64s",
+    "read_delta_binlog",
     "read_insert_binlog",
 ]

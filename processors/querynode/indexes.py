@@ -137,6 +137,8 @@ class IndexLoader:
         if replica is None:
             return False
         b = p.body
+        if replica.dropped_ts is not None or b["partition_id"] in replica.dropped_partitions:
+            return True  # nothing to serve: its files may be deleted already
         if replica.serving(b["partition_id"], b["segment_id"]) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:

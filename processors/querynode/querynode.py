@@ -4,7 +4,9 @@ It consumes every pchannel of the dml topic through the tick-aligned msgstream a
 each pack in ts order: CollectionCreated/Dropped (broadcast DDL), RowsInserted, RowsDeleted.
 After a pack it advances that pchannel's tsafe to the pack's tick; a read at T waits until
 the tsafe of every pchannel of the collection reaches T. Its state is a derived view rebuilt
-from the log at start; an event it cannot apply goes to the dead-letter topic.
+at start: from the log alone, or (`recover`) from the segments' binlogs up to the data node's
+published checkpoint and the log after it (recovery.py); an event it cannot apply goes to
+the dead-letter topic.
 
 With `index_files` (an object store), it also follows the coord topic (`IndexLoader`) and
 serves sealed segments from their faiss indexes (SegmentIndexed), back to exact search when
@@ -28,9 +30,11 @@ import numpy as np
 
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.hybridts import physical_ms
-from vectorlog.model import CollectionSchema
+from vectorlog.model import CollectionHistory, CollectionSchema
 from vectorlog.processors.querynode.indexes import IndexLoader
+from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segment
 from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.restore import restore
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.columns import column_kind, decode_column
 from vectorlog.schemas.serde import Event
@@ -71,19 +75,13 @@ class QueryNode:
         where segment index files are read (`get(path) -> bytes`); None: no index is
         loaded, every search is exact."""
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
-        self._coord = topics.coord
+        self._coord, self._coord_serde = topics.coord, serdes.for_topic(topics.coord)
+        self._log, self._clock, self._max_skew_ms = log, clock, max_clock_skew_ms
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
-        start = {p: StreamPosition() for p in range(topics.dml_partitions)}
-        self._stream = TtMsgStream(
-            log,
-            topics.dml,
-            start,
-            self._serde,
-            self._dead_letter,
-            self._dead_letter.contains,
-            clock,
-            max_clock_skew_ms,
-        )
+        self._start = {p: StreamPosition() for p in range(topics.dml_partitions)}
+        self._stream: TtMsgStream | None = None  # opened by start()
+        self._recovered_ts = 0  # the meta was read at this ts (recover)
+        self.loaded_rows = 0  # rows loaded from binlogs by recover()
         self._tsafe = [0] * topics.dml_partitions
         self._next = [0] * topics.dml_partitions  # per pchannel, the first offset not applied
         self.replicas: dict[int, Replica] = {}
@@ -106,7 +104,66 @@ class QueryNode:
             coord = serdes.for_topic(topics.coord)
             self.indexes = IndexLoader(log, topics.coord, coord, index_files, self._replica_of)
 
+    def recover(
+        self, histories: list[CollectionHistory], files: IndexFiles, timeout: float = 60.0
+    ) -> int:
+        """Before `start`: loads every segment's rows and deletes up to the data node's
+        published checkpoint from their binlogs in `files`, creates the collections of
+        `histories` (rootcoord's meta, read after the log was replayed into it), and makes
+        `start` consume dml from the checkpoint. Returns the rows loaded. If a binlog cannot
+        be read, it logs why and replays dml from offset 0 instead (nothing is lost; only
+        the restart is slower). Raises LogError if the coord topic cannot be read."""
+        point = read_point(self._log, self._coord, self._coord_serde, timeout)
+        self._recovered_ts = self._clock()
+        try:
+            loaded = self._load(point, histories, files)
+        except Exception as exc:
+            log.error("query node cannot load binlogs, replaying dml from 0 instead: %s", exc)
+            self.replicas, self._kept, self._recovered_ts = {}, {}, 0
+            return 0
+        for p, pos in point.checkpoints.items():
+            if p in self._start:
+                self._start[p], self._tsafe[p], self._next[p] = pos, pos.tick, pos.offset
+        self.loaded_rows = loaded
+        return loaded
+
+    def start_positions(self) -> dict[int, StreamPosition]:
+        """Returns, per dml pchannel, where consuming started (or will start)."""
+        return dict(self._start)
+
+    def _load(
+        self, point: RecoveryPoint, histories: list[CollectionHistory], files: IndexFiles
+    ) -> int:
+        """Creates the replicas of `histories` and restores their segments' rows."""
+        loaded = 0
+        for h in histories:
+            replica = self.replicas[h.collection_id] = Replica(h.collection_id, h.schema)
+            for pid, ts in h.partition_drops.items():
+                replica.drop_partition(ts, pid)
+            if h.dropped_ts is not None:
+                replica.drop(h.dropped_ts)
+                self._kept[h.collection_id] = h.dropped_ts
+            segs = [
+                read_segment(f, h.schema, point.tick(f.pchannel), files)
+                for f in point.segments.values()
+                if f.collection_id == h.collection_id and f.partition_id in h.partitions
+            ]
+            loaded += restore(replica, segs)
+            for pid, ts in h.partition_drops.items():  # ends the loaded rows' visibility
+                replica.drop_partition(ts, pid)
+        return loaded
+
     def start(self) -> None:
+        self._stream = TtMsgStream(
+            self._log,
+            self._topic,
+            dict(self._start),
+            self._serde,
+            self._dead_letter,
+            self._dead_letter.contains,
+            self._clock,
+            self._max_skew_ms,
+        )
         self._thread.start()
         if self.indexes is not None:
             self.indexes.start()
@@ -129,9 +186,11 @@ class QueryNode:
 
     def close(self) -> None:
         self.stop()
-        self._stream.close()
+        if self._stream is not None:
+            self._stream.close()
 
     def _run(self) -> None:
+        assert self._stream is not None, "opened by start()"
         while not self._stop.is_set():
             try:
                 for pack in self._stream.consume(timeout=0.05):
@@ -187,6 +246,8 @@ class QueryNode:
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
+        if cid not in self.replicas and event.ts <= self._recovered_ts:
+            self._freed.add(cid)  # created before recovery, yet not in the meta: freed
         if cid not in self.replicas and cid not in self._freed:
             self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
 
@@ -222,6 +283,8 @@ class QueryNode:
         cid = event.body["collection_id"]
         replica = self.replicas.get(cid)
         if replica is None and cid not in self._freed:
+            if event.ts <= self._recovered_ts:
+                return None  # before recovery, not in the meta: dropped and freed
             raise CollectionNotFound(cid)
         return replica
 

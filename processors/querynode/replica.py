@@ -93,10 +93,36 @@ class Replica:
                 self._sup.view()[len(self) - n :] = np.uint64(until)
             self.changed_ts = max(self.changed_ts, ts, until or 0)
 
-    def _to_segment(
-        self, seg_id: int, partition: int, first_id: int, vectors: np.ndarray, alive: bool
+    def load_rows(
+        self,
+        ts: int | np.ndarray,
+        partition: int,
+        seg_id: int,
+        row_ids: np.ndarray,
+        pks: list[Any],
+        columns: dict[str, Any],
+        vectors: np.ndarray,
     ) -> None:
-        """Adds the newest len(vectors) rows (row ids from `first_id`) to their segment."""
+        """Appends rows read from a segment's binlogs (see recovery.py), as an insert at `ts`
+        would; `ts` per row is allowed only for keys this replica never held, none twice."""
+        n = len(pks)
+        stored = {name: self.columns.stored(name, col, n) for name, col in columns.items()}
+        with self.lock:
+            self._append(ts, partition, pks, stored)
+            self._to_segment(seg_id, partition, row_ids, vectors, True)
+            top = int(ts) if isinstance(ts, int) else int(ts.max(initial=0))
+            self.changed_ts = max(self.changed_ts, top)
+
+    def _to_segment(
+        self,
+        seg_id: int,
+        partition: int,
+        ids: int | np.ndarray,
+        vectors: np.ndarray,
+        alive: bool,
+    ) -> None:
+        """Adds the newest len(vectors) rows (row ids `ids`, or consecutive from `ids`) to
+        their segment."""
         n = len(vectors)
         seg = self.segments.get((partition, seg_id))
         if seg is None:
@@ -104,7 +130,8 @@ class Replica:
             self.segments[partition, seg_id] = seg
             self._segs.append(seg)
         rows = np.arange(len(self) - n, len(self), dtype=np.int64)
-        ids = np.arange(first_id, first_id + n, dtype=np.int64)
+        if isinstance(ids, int):
+            ids = np.arange(ids, ids + n, dtype=np.int64)
         first = seg.append(rows, ids, vectors, np.full(n, alive, dtype=bool))
         self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
         self._pos.extend(np.arange(first, first + n, dtype=np.int64))
@@ -138,16 +165,23 @@ class Replica:
             )
         return cols
 
-    def _append(self, ts: int, partition: int, pks: list[Any], cols: dict[str, Any]) -> None:
+    def _append(
+        self, ts: int | np.ndarray, partition: int, pks: list[Any], cols: dict[str, Any]
+    ) -> None:
         base, n = len(self), len(pks)
         prev = self._newest(pks)
-        self._supersede(prev, ts)
+        if isinstance(ts, np.ndarray):  # rows of new keys only (load_rows): none to supersede
+            if (prev >= 0).any():
+                raise ValueError("rows with their own ts must be of keys never held")
+        else:
+            self._supersede(prev, ts)
         self._prev.extend(prev)
         self._latest.update(zip(pks, range(base, base + n), strict=True))
         self.columns.extend(cols)
         self._part.extend(np.full(n, partition, dtype=np.int64))
         self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
-        self._ins.extend(np.full(n, ts, dtype=np.uint64))  # last: len(self) counts it
+        ins = ts.astype(np.uint64) if isinstance(ts, np.ndarray) else np.full(n, ts, np.uint64)
+        self._ins.extend(ins)  # last: len(self) counts it
 
     def _newest(self, pks: list[Any]) -> np.ndarray:
         """Returns each key's newest row, or -1 for a key never seen."""

@@ -38,6 +38,7 @@ from vectorlog.model import (
     DEFAULT_PARTITION,
     ROW_ID_FIELD,
     TIMESTAMP_FIELD,
+    CollectionHistory,
     CollectionInfo,
     CollectionSchema,
 )
@@ -214,6 +215,17 @@ class MetaTable:
                 return dict(self._aliases)
         keys, values = self.kv.load_prefix(ALIAS_KEY, ts)
         return {k[len(ALIAS_KEY) :]: int(v) for k, v in zip(keys, values, strict=True)}
+
+    def histories(self) -> list[CollectionHistory]:
+        """Returns the history of every collection with a version still stored, by id: its
+        schema, created ts, drop ts and partition drops (a partition named by an older
+        version and absent from a newer one was dropped at the newer one's ts)."""
+        out = []
+        for versions in self.kv.history(COLLECTION_KEY).values():
+            records = [(ts, json.loads(raw)) for ts, raw in versions if raw is not None]
+            if records:
+                out.append(_history(records, versions[-1]))
+        return sorted(out, key=lambda h: h.collection_id)
 
     # -- writes -------------------------------------------------------------------------------
     def check(self, event: Event) -> None:
@@ -396,3 +408,26 @@ class MetaTable:
             raise IndexNotFound(rec["name"], name)
         del rec["indexes"][name]
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+
+def _history(
+    records: list[tuple[int, Record]], last: tuple[int, bytes | None]
+) -> CollectionHistory:
+    """Returns a collection's history from its stored record versions (oldest first) and
+    its newest version (a deletion: the drop)."""
+    first = records[0][1]
+    drops: dict[int, int] = {}
+    seen: set[int] = set()
+    for ts, rec in records:
+        ids = set(rec["partitions"].values())
+        for gone in seen - ids:
+            drops.setdefault(gone, ts)
+        seen |= ids
+    return CollectionHistory(
+        first["collection_id"],
+        CollectionSchema.from_avro(first["schema"]),
+        first["created_ts"],
+        last[0] if last[1] is None else None,
+        drops,
+        frozenset(seen),
+    )

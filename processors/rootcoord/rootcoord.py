@@ -32,7 +32,13 @@ from vectorlog.errors import (
 )
 from vectorlog.faults import CrashPointReached, crash_point
 from vectorlog.hybridts import physical_ms, wall_ms
-from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, check_name
+from vectorlog.model import (
+    DEFAULT_PARTITION,
+    CollectionHistory,
+    CollectionInfo,
+    CollectionSchema,
+    check_name,
+)
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MetaTable
@@ -141,6 +147,9 @@ class RootCoord:
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
         return self.meta.aliases(as_of)
+
+    def collection_histories(self) -> list[CollectionHistory]:
+        return self.meta.histories()
 
     def now(self) -> int:
         """Returns a fresh hybrid timestamp."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from vectorlog.model import CollectionInfo, CollectionSchema
+from vectorlog.model import CollectionHistory, CollectionInfo, CollectionSchema
 from vectorlog.types import IndexSpec
 
 
@@ -59,6 +59,11 @@ class RootCoordService(DdlService, Protocol):
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
         """Returns {alias: collection id} as of `as_of`."""
+        ...
+
+    def collection_histories(self) -> list[CollectionHistory]:
+        """Returns, by id, every collection the meta still holds versions of (live, or
+        dropped within the meta retention): schema, created and dropped ts, partition drops."""
         ...
 
     def now(self) -> int:

@@ -442,6 +442,22 @@ class SnapshotKV:
             it.next()
         return count
 
+    def history(self, prefix: str) -> dict[str, list[tuple[int, bytes | None]]]:
+        """Returns, for every key under ``prefix`` with a version still stored (live or
+        deleted), its versions oldest first: ``(ts, value)``, value None for a deletion.
+        Versions below the GC horizon may be gone."""
+        start = self._vp + encode_user_key(prefix)
+        out: dict[str, list[tuple[int, bytes | None]]] = {}
+        it = self._store.iter()
+        it.seek(start)
+        while it.valid() and it.key().startswith(start):
+            raw_key, ts = split_version_key(self._ns, it.key())
+            value: bytes = it.value()
+            versions = out.setdefault(raw_key.decode("utf-8"), [])
+            versions.append((ts, value[1:] if value[:1] == PUT_MARK else None))
+            it.next()
+        return out
+
     def _read_ts(self, ts: int | None) -> int:
         """The timestamp to read at; refuses timestamps below the GC horizon."""
         if ts is None:

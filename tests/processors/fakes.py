@@ -15,7 +15,7 @@ import numpy as np
 
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.hybridts import compose, wall_ms
-from vectorlog.model import CollectionInfo, CollectionSchema, quick_schema
+from vectorlog.model import CollectionHistory, CollectionInfo, CollectionSchema, quick_schema
 from vectorlog.types import Hit, IndexSpec
 
 
@@ -124,6 +124,19 @@ class FakeRootCoord:
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
         return {}
+
+    def collection_histories(self) -> list[CollectionHistory]:
+        return [
+            CollectionHistory(
+                c.collection_id,
+                c.schema,
+                c.created_ts,
+                None,
+                {},
+                frozenset(c.partitions.values()),
+            )
+            for c in sorted(self.collections.values(), key=lambda c: c.collection_id)
+        ]
 
     def now(self) -> int:
         return next(self._clock)

@@ -113,9 +113,14 @@ def v2_events() -> list[Event]:
 
 @pytest.mark.parametrize("event", v2_events(), ids=lambda e: e.type)
 def test_data_written_with_v2_is_read_by_the_current_schema(event: Event):
-    data = EventSerde(registry=V2).encode(event)
-    assert data[2:10] == V2.current.fingerprint != default_registry().current.fingerprint
-    assert EventSerde().decode(data) == event
+    assert read_by_current(V2, event) == event
+
+
+def read_by_current(old: SchemaRegistry, event: Event) -> Event:
+    """Encodes `event` with the `old` schema version and decodes it with the current one."""
+    data = EventSerde(registry=old).encode(event)
+    assert data[2:10] == old.current.fingerprint != default_registry().current.fingerprint
+    return EventSerde().decode(data)
 
 
 def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
@@ -138,6 +143,7 @@ def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
 
 
 V3 = SchemaRegistry(AVRO_DIR / "v3")
+V4 = SchemaRegistry(AVRO_DIR / "v4")
 
 
 def v3_events() -> list[Event]:
@@ -163,10 +169,56 @@ def test_v4_appends_the_index_build_branches_and_data_types_to_v3():
         payload = next(f for f in env(reg)["fields"] if f["name"] == "payload")
         return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
 
-    old, new = branches(V3), branches(default_registry())
+    old, new = branches(V3), branches(V4)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["SegmentIndexed", "SegmentIndexesDropped"]
-    dtypes = json.loads((AVRO_DIR / "DataType.avsc").read_text())["symbols"]
+    dtypes = json.loads((AVRO_DIR / "v4" / "DataType.avsc").read_text())["symbols"]
     old_dtypes = json.loads((AVRO_DIR / "v3" / "DataType.avsc").read_text())["symbols"]
     assert dtypes[: len(old_dtypes)] == old_dtypes
     assert dtypes[len(old_dtypes) :] == ["INT8", "INT16", "INT32", "FLOAT", "ARRAY"]
+
+
+def v4_events() -> list[Event]:
+    indexed = {
+        "collection_id": 5,
+        "partition_id": 6,
+        "segment_id": 7,
+        "vchannel": "x-dml_0_5v0",
+        "field_id": 101,
+        "index_id": 8,
+        "index_name": "vector",
+        "build_id": 9,
+        "index_type": "HNSW",
+        "metric_type": "L2",
+        "params": {"M": "16"},
+        "num_rows": 10,
+        "index_file": "index_files/5/6/7/9/index",
+        "row_id_file": "index_files/5/6/7/9/row_ids",
+        "build_ms": 3,
+    }
+    return [
+        Event("SegmentFlushed", 40, {"segment_id": 7, "num_rows": 10}),
+        Event("SegmentIndexed", 41, indexed, 5),
+    ]
+
+
+@pytest.mark.parametrize("event", v4_events(), ids=lambda e: e.type)
+def test_data_written_with_v4_is_read_by_the_current_schema(event: Event):
+    assert read_by_current(V4, event) == event
+
+
+def test_v5_appends_the_channel_checkpoint_branch_to_v4():
+    def branches(reg: SchemaRegistry) -> list[str]:
+        env = json.loads(reg.current.text)
+        payload = next(f for f in env["fields"] if f["name"] == "payload")
+        return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
+
+    old, new = branches(V4), branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["ChannelCheckpointed"]
+    event = Event(
+        "ChannelCheckpointed",
+        50,
+        {"positions": [{"pchannel": 0, "offset": 12, "tick": 49, "tick_offset": 11}]},
+    )
+    assert EventSerde().decode(EventSerde().encode(event)) == event

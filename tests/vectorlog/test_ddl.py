@@ -369,3 +369,26 @@ def test_dropping_a_missing_collection_is_a_no_op_as_milvus(client: Client):
     client.drop_collection("c")
     client.drop_collection("c")
     assert client.list_collections() == []
+
+
+def test_collection_histories_give_creation_drops_and_partition_drops(client: Client):
+    client.create_collection("keep", dimension=2)
+    client.create_collection("gone", dimension=2)
+    client.create_partition("keep", "p")
+    client.create_partition("keep", "q")
+    client.drop_partition("keep", "p")
+    client.drop_collection("gone")
+    rc = client.cluster.rootcoord
+    keep, gone = rc.collection_histories()
+    info = rc.describe_collection("keep")
+    assert keep.collection_id == info.collection_id < gone.collection_id
+    assert keep.created_ts == info.created_ts and keep.dropped_ts is None
+    assert keep.schema.vector.dim == 2
+    (dropped,) = keep.partition_drops
+    assert dropped not in info.partitions.values()
+    assert keep.partitions == {dropped, *info.partitions.values()}
+    assert rc.describe_collection("keep", as_of=keep.partition_drops[dropped] - 1).partitions["p"]
+    assert "p" not in rc.describe_collection("keep", as_of=keep.partition_drops[dropped]).partitions
+    assert gone.dropped_ts is not None and gone.dropped_ts > gone.created_ts
+    assert not client.has_collection("gone", as_of=gone.dropped_ts)
+    assert client.has_collection("gone", as_of=gone.dropped_ts - 1)

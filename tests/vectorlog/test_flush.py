@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.clients import ClientFactory
+from tests.clients import ClientFactory, log_events
 from tests.processors.datanode import milvus_reader as mr
 from tests.support import wait_until
 from vectorlog import Client
@@ -255,3 +255,38 @@ def test_a_full_buffer_is_written_before_the_segment_is_sealed_and_a_restart_rep
     parts = json.loads(compound.read_bytes())
     assert len(parts) > 1 and min(p["minPk"] for p in parts) == 0
     assert max(p["maxPk"] for p in parts) == 119
+
+
+def test_the_data_node_publishes_its_checkpoint_after_a_write_and_at_close(
+    open_client: ClientFactory,
+):
+    client = open_client()
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    ts = int(client.insert("c", rows(40))["timestamp"])
+    client.flush("c", timeout=30)
+
+    def published() -> list[Any]:
+        events = log_events(client, client.cluster.topics.coord)
+        return [e.body["positions"] for e in events if e.type == "ChannelCheckpointed"]
+
+    wait_until(lambda: any(min(p["tick"] for p in ps) >= ts for ps in published()), 20, "one")
+    saved = log_events(client, client.cluster.topics.coord)
+    first = next(
+        i
+        for i, e in enumerate(saved)
+        if e.type == "ChannelCheckpointed" and min(p["tick"] for p in e.body["positions"]) >= ts
+    )
+    flushed = [i for i, e in enumerate(saved) if e.type == "BinlogPathsSaved"]
+    assert flushed and max(flushed) < first  # the binlogs are referenced before it
+    assert {p["pchannel"] for p in saved[first].body["positions"]} == set(
+        range(client.cluster.topics.dml_partitions)
+    )
+    later = int(client.insert("c", rows(40, start=100))["timestamp"])  # buffered only
+    held = set(client.cluster.rootcoord.describe_collection("c").pchannels)
+    coord = client.cluster.topics.coord
+    client.close()  # publishes its final checkpoint: still before the rows not written
+    reopened = open_client(datanode="off")
+    events = log_events(reopened, coord)
+    (last, *_) = [e.body["positions"] for e in reversed(events) if e.type == "ChannelCheckpointed"]
+    assert all(ts <= p["tick"] < later for p in last if p["pchannel"] in held)
+    assert all(p["tick"] >= ts for p in last)

@@ -117,6 +117,16 @@ def test_new_types_round_trip_filter_and_survive_a_restart(open_client: ClientFa
     check_typed(open_client(), rows)
 
 
+def test_new_types_survive_a_restart_from_their_binlogs(open_client: ClientFactory):
+    first = open_client()
+    rows = make_typed(first)
+    first.flush("typed", timeout=60)
+    first.close()
+    second = open_client()
+    assert second.cluster.querynode.loaded_rows == N
+    check_typed(second, rows)
+
+
 def good_row(**over: Any) -> dict[str, Any]:
     row = {
         "id": 1,

@@ -601,3 +601,16 @@ def test_random_history_with_gc_matches_the_model(tmp_path: Path, seed: int) -> 
                     [expected[k] for k in sorted(expected)],
                 )
     db.close()
+
+
+def test_history_lists_every_version_of_live_and_deleted_keys_oldest_first(kv: SnapshotKV):
+    kv.save("col/1", b"a", ts=100)
+    kv.save("col/2", b"x", ts=150)
+    kv.save("col/1", b"b", ts=200)
+    kv.remove("col/1", ts=300)
+    kv.save("other", b"z", ts=310)
+    assert kv.history("col/") == {
+        "col/1": [(100, b"a"), (200, b"b"), (300, None)],
+        "col/2": [(150, b"x")],
+    }
+    assert kv.history("none/") == {}
