@@ -73,7 +73,7 @@ def _read(data: memoryview, path: str, expected: EventTypeCode) -> InsertColumn:
         raise CorruptBinlog(path, f"the event at {nxt} has type {code}, not {expected.name}")
     start = nxt + _HEADER.size + _EVENT_FIXED
     payload = data[start : nxt + length]
-    table = pq.read_table(pa.BufferReader(pa.py_buffer(payload)))
+    table = pq.ParquetFile(pa.BufferReader(pa.py_buffer(payload))).read()  # no dataset import
     if table.num_columns != 1:
         raise CorruptBinlog(path, f"the payload has {table.num_columns} columns, not 1")
     kind = DataTypeCode(ids[6])
@@ -109,4 +109,18 @@ def int64s(column: InsertColumn, path: str = "") -> np.ndarray:
     """Returns an Int64 column (row ids, timestamps, int64 keys) as int64. Raises CorruptBinlog."""
     if column.data_type != DataTypeCode.INT64 or not pa.types.is_int64(column.values.type):
         raise CorruptBinlog(path, f"payload {column.data_type.name} is not Int64")
-    return np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return numbers(column.values, np.dtype(np.int64))
+
+
+def numbers(values: pa.Array, dtype: np.dtype) -> np.ndarray:
+    """Returns a fixed-width numeric (or bool) Arrow array without nulls as numpy `dtype`,
+    read from its buffers (Arrow's own conversion imports pandas: 0.3 s at the first call)."""
+    n, at = len(values), values.offset
+    data = values.buffers()[1]
+    if data is None or values.null_count:
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=dtype)
+    if pa.types.is_boolean(values.type):
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
+        return bits[at : at + n].astype(np.bool_)
+    raw = np.frombuffer(data, dtype=values.type.to_pandas_dtype())
+    return raw[at : at + n].astype(dtype, copy=False)

@@ -2,25 +2,28 @@
 node's recovery: numbers as numpy arrays of the field's width, VarChar as str, JSON and ARRAY
 as JSON texts, float vectors as (n, dim) float32; and a delta log's keys and delete ts.
 
-ARRAY rows are protobuf `schemapb.ScalarField` messages (arrays.py writes them); they are
-decoded here by hand, like arrays.py encodes them, without a protobuf dependency.
+ARRAY rows are protobuf `schemapb.ScalarField` messages (arrays.py writes them); array_read.py
+decodes them.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from typing import Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from vectorlog.model import DataType
+from vectorlog.processors.datanode.array_read import InvalidScalarField, scalar_field_values
 from vectorlog.processors.datanode.binlog import EventTypeCode
 from vectorlog.processors.datanode.binlog_read import (
     CorruptBinlog,
     InsertColumn,
     float_vectors,
+    numbers,
     read_binlog,
 )
 from vectorlog.processors.datanode.payload import DataTypeCode
@@ -35,7 +38,9 @@ NUMPY = {
     DataType.FLOAT: np.float32,
     DataType.DOUBLE: np.float64,
 }
-_U64 = 1 << 64
+
+
+EMPTY_DOC = "{}"
 
 
 def field_values(
@@ -48,16 +53,66 @@ def field_values(
     if want is None or column.data_type not in (want, _alias(want)):
         raise CorruptBinlog(path, f"payload {column.data_type.name} is not {dtype.value}")
     values = column.values
+    if values.null_count:
+        raise CorruptBinlog(path, f"{values.null_count} nulls in a column without nulls")
+    if not _arrow_fits(values.type, dtype):
+        raise CorruptBinlog(path, f"a Parquet column of {values.type} holds no {dtype.value}")
     if dtype in NUMPY:
-        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=NUMPY[dtype])
+        return _narrow(numbers(values, np.dtype(NUMPY[dtype])), values, path)
     if dtype is DataType.FLOAT_VECTOR:
         return float_vectors(column, path)
+    if dtype is DataType.JSON and _all_empty(values):
+        return [EMPTY_DOC] * len(values)  # the dynamic field of rows without dynamic keys
     texts = values.to_pylist()
     if dtype is DataType.VARCHAR:
         return texts
     if dtype is DataType.JSON:
-        return [t.decode() if isinstance(t, bytes) else t for t in texts]
+        return _texts(texts, path)
     return [_array_text(row, element, path) for row in texts]
+
+
+def _all_empty(values: pa.Array) -> bool:
+    """Returns whether every JSON row is `{}` (one vectorized comparison, no row decoded)."""
+    empty = pa.scalar(EMPTY_DOC.encode(), values.type)
+    return bool(pc.all(pc.equal(values, empty)).as_py())
+
+
+def _arrow_fits(kind: pa.DataType, dtype: DataType) -> bool:
+    """Returns whether a payload column of Arrow type `kind` can hold `dtype` values."""
+    if dtype in NUMPY:
+        checks = {"b": pa.types.is_boolean, "i": pa.types.is_integer, "f": pa.types.is_floating}
+        return bool(checks[np.dtype(NUMPY[dtype]).kind](kind))
+    if dtype is DataType.FLOAT_VECTOR:
+        return bool(pa.types.is_fixed_size_binary(kind))
+    return bool(pa.types.is_string(kind) or pa.types.is_binary(kind))
+
+
+def _narrow(got: np.ndarray, values: pa.Array, path: str) -> np.ndarray:
+    """Returns `got`, read at a narrower width than its payload (INT8/INT16 come as int32),
+    if every value fits it. Raises CorruptBinlog."""
+    if got.dtype.kind != "i" or values.type.bit_width <= got.dtype.itemsize * 8 or not len(got):
+        return got
+    wide = numbers(values, np.dtype(np.int64))
+    info = np.iinfo(got.dtype)
+    if wide.min() < info.min or wide.max() > info.max:
+        raise CorruptBinlog(path, f"a value outside {got.dtype}: {wide.min()}..{wide.max()}")
+    return got
+
+
+def _texts(texts: list[Any], path: str) -> list[str]:
+    """Returns JSON payload rows (bytes, or str) as str. Raises CorruptBinlog."""
+    try:
+        return [t.decode() if isinstance(t, bytes) else t for t in texts]
+    except UnicodeDecodeError as exc:
+        raise CorruptBinlog(path, f"a JSON row is not UTF-8: {exc}") from exc
+
+
+def _array_text(row: bytes, element: DataType | None, path: str) -> str:
+    """Returns one ARRAY row as JSON array text. Raises CorruptBinlog."""
+    try:
+        return json.dumps(scalar_field_values(row, element))
+    except InvalidScalarField as exc:
+        raise CorruptBinlog(path, f"an ARRAY row cannot be decoded: {exc}") from exc
 
 
 def _alias(code: DataTypeCode) -> DataTypeCode:
@@ -77,73 +132,3 @@ def read_delta_binlog(data: bytes, path: str = "") -> tuple[list[Any], np.ndarra
     except (orjson.JSONDecodeError, TypeError, KeyError, OverflowError, ValueError) as exc:
         raise CorruptBinlog(path, f"a delete record is not {{pk, ts}}: {exc}") from exc
     return pks, tss
-
-
-# -- ARRAY rows: protobuf schemapb.ScalarField ---------------------------------------------
-
-
-def _array_text(row: bytes, element: DataType | None, path: str) -> str:
-    """Returns one ARRAY row as JSON array text. Raises CorruptBinlog."""
-    try:
-        return json.dumps(_scalar_field(row, element))
-    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as exc:
-        raise CorruptBinlog(path, f"an ARRAY row cannot be decoded: {exc}") from exc
-
-
-def _scalar_field(data: bytes, element: DataType | None) -> list[Any]:
-    """Returns the elements of one ScalarField message (its single oneof field)."""
-    if not data:
-        return []
-    tag, at = _varint(data, 0)
-    length, at = _varint(data, at)
-    body = data[at : at + length]
-    if tag & 7 != 2 or at + length != len(data):
-        raise ValueError(f"a ScalarField of {len(data)} B with tag {tag}")
-    field = tag >> 3
-    if field == 6:
-        return [s.decode() for s in _repeated(body)]
-    raw = b"".join(_repeated(body))  # packed numbers (one run; more are concatenated)
-    if field in (4, 5):
-        fmt = "<f" if field == 4 else "<d"
-        return [v for (v,) in struct.iter_unpack(fmt, raw)]  # FLOAT as float32, as Milvus
-    numbers = _varints(raw)
-    if field == 1:
-        return [bool(v) for v in numbers]
-    if field in (2, 3):
-        return [v - _U64 if v >= _U64 >> 1 else v for v in numbers]
-    raise ValueError(f"ScalarField field {field} for {element}")
-
-
-def _repeated(body: bytes) -> list[bytes]:
-    """Returns the payloads of the length-delimited field-1 entries of a message."""
-    out, at = [], 0
-    while at < len(body):
-        tag, at = _varint(body, at)
-        length, at = _varint(body, at)
-        if tag != (1 << 3 | 2) or at + length > len(body):
-            raise ValueError(f"entry with tag {tag} and length {length}")
-        out.append(body[at : at + length])
-        at += length
-    return out
-
-
-def _varints(raw: bytes) -> list[int]:
-    out, at = [], 0
-    while at < len(raw):
-        value, at = _varint(raw, at)
-        out.append(value)
-    return out
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """Returns the varint at `at` and the position after it. Raises IndexError/ValueError."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-        if shift > 63:
-            raise ValueError("a varint longer than 10 bytes")

@@ -212,9 +212,21 @@ class DataNode:
         for key, raw in self.state.items(CHECKPOINT_PREFIX):
             p = int.from_bytes(key[len(CHECKPOINT_PREFIX) :], "big")
             self.positions[p] = StreamPosition(*json.loads(raw))
-        for key, raw in self.state.items(PK_PREFIX):
-            vch, _, pk = key[len(PK_PREFIX) :].partition(b"\x00")
-            self.newest.setdefault(vch.decode(), {})[_pk_of(pk)] = ENTRY.unpack(raw)
+
+    def _newest(self, vchannel: str) -> dict[Any, Entry]:
+        """Returns a vchannel's primary-key index (key -> its newest row's segment and ts),
+        read from the state store at its first use: one record per key, seconds for
+        millions, so a restart waits for none of it and a vchannel without writes never
+        loads it."""
+        index = self.newest.get(vchannel)
+        if index is None:
+            index = {}
+            for key, raw in self.state.items(PK_PREFIX + vchannel.encode() + b"\x00"):
+                index[_pk_of(key[len(PK_PREFIX) + len(vchannel.encode()) + 1 :])] = ENTRY.unpack(
+                    raw
+                )
+            self.newest[vchannel] = index
+        return index
 
     def _delete_orphans(self) -> None:
         """Deletes the files, under the collections it knows, that no BinlogPathsSaved
@@ -399,7 +411,7 @@ class DataNode:
         """Records each key's newest row; a key that had an older row is an upsert: that row's
         segment gets a delete record at the event's ts. Keys never seen (the common case) take
         a path without a Python loop per row."""
-        newest = self.newest.setdefault(event.vchannel, {})
+        newest = self._newest(event.vchannel)
         entry = (sid, event.ts)
         if newest.keys().isdisjoint(pks):
             self._record(event, pks, None)
@@ -430,7 +442,7 @@ class DataNode:
         if self._schema(b["collection_id"]) is None:
             return
         pks = decode_column(b["primary_keys"], b["num_rows"])
-        newest = self.newest.setdefault(event.vchannel, {})
+        newest = self._newest(event.vchannel)
         gone: list[Any] = []
         prevs: list[Entry | None] = []
         for pk in pks.tolist() if isinstance(pks, np.ndarray) else pks:

@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionHistory, CollectionSchema
 from vectorlog.processors.querynode.indexes import IndexLoader
-from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segment
+from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segments
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.restore import restore
 from vectorlog.processors.querynode.sealed import IndexFiles
@@ -137,20 +138,18 @@ class QueryNode:
         """Creates the replicas of `histories` and restores their segments' rows."""
         loaded = 0
         for h in histories:
-            replica = self.replicas[h.collection_id] = Replica(h.collection_id, h.schema)
-            for pid, ts in h.partition_drops.items():
-                replica.drop_partition(ts, pid)
-            if h.dropped_ts is not None:
-                replica.drop(h.dropped_ts)
-                self._kept[h.collection_id] = h.dropped_ts
             segs = [
-                read_segment(f, h.schema, point.tick(f.pchannel), files)
+                f
                 for f in point.segments.values()
                 if f.collection_id == h.collection_id and f.partition_id in h.partitions
             ]
-            loaded += restore(replica, segs)
+            chunks = read_segments(segs, h.schema, point, files)
+            replica, n = restore(partial(_replica_of, h), chunks)
             for pid, ts in h.partition_drops.items():  # ends the loaded rows' visibility
                 replica.drop_partition(ts, pid)
+            self.replicas[h.collection_id], loaded = replica, loaded + n
+            if h.dropped_ts is not None:
+                self._kept[h.collection_id] = h.dropped_ts
         return loaded
 
     def start(self) -> None:
@@ -390,3 +389,14 @@ class QueryNode:
         if replica is None or not replica.readable(ts):
             raise CollectionNotFound(collection_id)
         return replica
+
+
+def _replica_of(h: CollectionHistory) -> Replica:
+    """Returns an empty replica of the collection with its drops (so rows stamped at or
+    after them are discarded as they are loaded)."""
+    replica = Replica(h.collection_id, h.schema)
+    for pid, ts in h.partition_drops.items():
+        replica.drop_partition(ts, pid)
+    if h.dropped_ts is not None:
+        replica.drop(h.dropped_ts)
+    return replica

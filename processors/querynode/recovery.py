@@ -11,7 +11,9 @@ published checkpoint a pchannel is replayed from offset 0 and nothing of it is l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from vectorlog.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
 from vectorlog.processors.datanode.service import (
+    InsertColumn,
     field_values,
     int64s,
     read_delta_binlog,
@@ -31,6 +34,8 @@ from vectorlog.streams.msgstream import StreamPosition
 from vectorlog.streams.scan import read_to_end
 
 log = logging.getLogger(__name__)
+#: threads reading and decoding binlogs at recovery
+READ_THREADS = min(2, os.cpu_count() or 1)
 
 
 @dataclass
@@ -41,7 +46,7 @@ class SegmentFiles:
     collection_id: int = 0
     partition_id: int = 0
     pchannel: int = -1
-    inserts: dict[int, list[str]] = field(default_factory=dict)  # field id -> paths
+    writes: list[dict[int, str]] = field(default_factory=list)  # per write: field id -> path
     deltas: list[str] = field(default_factory=list)
 
 
@@ -78,8 +83,9 @@ class RecoveryPoint:
         end = end[1] if isinstance(end, tuple) else end
         if end and seg.pchannel < 0:
             seg.pchannel = end["pchannel"]
-        for fb in b["field_binlogs"]:
-            seg.inserts.setdefault(fb["field_id"], []).extend(x["path"] for x in fb["binlogs"])
+        files = {fb["field_id"]: [x["path"] for x in fb["binlogs"]] for fb in b["field_binlogs"]}
+        for i in range(max(map(len, files.values()), default=0)):  # the i-th file of each
+            seg.writes.append({fid: paths[i] for fid, paths in files.items() if i < len(paths)})
         seg.deltas.extend(x["path"] for x in b["delta_binlogs"])
 
     def tick(self, pchannel: int) -> int:
@@ -104,7 +110,8 @@ def read_point(log_: Log, topic: str, serde: EventSerde, timeout: float = 60.0) 
 
 @dataclass
 class SegmentRows:
-    """The rows of one segment read from its binlogs (up to a tick), in written order."""
+    """Rows of one segment read from one binlog write (up to a tick), in written order, or
+    (with no rows) its deletes up to the tick."""
 
     segment_id: int
     partition_id: int
@@ -119,36 +126,106 @@ class SegmentRows:
         return len(self.ts)
 
 
-def read_segment(
-    seg: SegmentFiles, schema: CollectionSchema, tick: int, files: IndexFiles
+def read_segments(
+    segs: list[SegmentFiles],
+    schema: CollectionSchema,
+    point: RecoveryPoint,
+    files: IndexFiles,
+    threads: int = READ_THREADS,
+) -> Iterator[SegmentRows]:
+    """Yields the rows and deletes of `segs` at or below their pchannel's checkpoint tick:
+    one SegmentRows per binlog write, one per segment with deletes, in that order. Every
+    file is read and decoded ahead on `threads` threads (Parquet decoding releases the
+    GIL), so a caller loading one chunk overlaps the reads of the next. Raises
+    CorruptBinlog, ValueError for a write without every field, or what the store raises."""
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="querynode-recovery")
+    try:
+        inserts = {
+            path: pool.submit(_column, files, path)
+            for seg in segs
+            for write in seg.writes
+            for path in write.values()
+        }
+        deltas = {path: pool.submit(_delta, files, path) for seg in segs for path in seg.deltas}
+        for seg in segs:
+            tick = point.tick(seg.pchannel)
+            for write in seg.writes:
+                columns = {path: inserts.pop(path).result() for path in write.values()}
+                rows = _write(seg, write, schema, tick, columns)
+                if len(rows):
+                    yield rows
+            logs = [deltas.pop(path).result() for path in seg.deltas]
+            rows = _deletes(seg, schema, tick, logs)
+            if len(rows.delete_ts):
+                yield rows
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _column(files: IndexFiles, path: str) -> InsertColumn:
+    return read_insert_binlog(files.get(path), path)
+
+
+def _delta(files: IndexFiles, path: str) -> tuple[list[Any], np.ndarray]:
+    return read_delta_binlog(files.get(path), path)
+
+
+def _write(
+    seg: SegmentFiles,
+    write: dict[int, str],
+    schema: CollectionSchema,
+    tick: int,
+    columns: dict[str, InsertColumn],
 ) -> SegmentRows:
-    """Returns the segment's rows and deletes with ts <= `tick`. Raises CorruptBinlog, or
-    what the store raises for a missing file."""
-    written = {len(paths) for paths in seg.inserts.values()}
-    if len(written) > 1 or (seg.inserts and set(seg.inserts) < _field_ids(schema)):
-        raise ValueError(f"segment {seg.segment_id}'s binlogs do not hold every field alike")
-    ts = _concat(int64s(_column(files, p), p) for p in seg.inserts.get(TIMESTAMP_FIELD, []))
-    keep = np.flatnonzero(ts.astype(np.uint64) <= np.uint64(tick))
-    everything = len(keep) == len(ts)
-    row_ids = _concat(int64s(_column(files, p), p) for p in seg.inserts.get(ROW_ID_FIELD, []))
-    columns: dict[str, Any] = {}
-    for f in schema.fields:
-        values = [
-            field_values(_column(files, p), f.dtype, f.element_type, p)
-            for p in seg.inserts.get(f.field_id, [])
-        ]
-        columns[f.name] = _select(_join(values, f.dtype), keep, everything)
-    vectors = columns.pop(schema.vector.name)
-    pks, dts = _deletes(seg.deltas, files, tick)
+    """Returns the rows of one write with ts <= `tick`."""
+    missing = _field_ids(schema) - write.keys()
+    if missing:
+        raise ValueError(f"segment {seg.segment_id}: a write lacks fields {sorted(missing)}")
+    ts = int64s(columns[write[TIMESTAMP_FIELD]], write[TIMESTAMP_FIELD])
+    keep = None if not len(ts) or int(ts.max()) <= tick else np.flatnonzero(ts <= tick)
+    values = {
+        f.name: _select(
+            field_values(columns[write[f.field_id]], f.dtype, f.element_type, write[f.field_id]),
+            keep,
+        )
+        for f in schema.fields
+    }
+    row_ids = int64s(columns[write[ROW_ID_FIELD]], write[ROW_ID_FIELD])
+    vectors = values.pop(schema.vector.name)
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
-        _select(row_ids, keep, everything),
-        _select(ts, keep, everything).astype(np.uint64),
-        columns,
+        _select(row_ids, keep),
+        _select(ts, keep).astype(np.uint64),
+        values,
         np.ascontiguousarray(vectors, dtype=np.float32),
+        [],
+        np.zeros(0, np.uint64),
+    )
+
+
+def _deletes(
+    seg: SegmentFiles, schema: CollectionSchema, tick: int, logs: list[tuple[list[Any], np.ndarray]]
+) -> SegmentRows:
+    """Returns a segment's deletes with ts <= `tick` (and no rows)."""
+    pks: list[Any] = []
+    tss: list[np.ndarray] = []
+    for keys, ts in logs:
+        at = np.flatnonzero(ts <= np.uint64(tick))
+        pks.extend(keys[i] for i in at.tolist())
+        tss.append(ts[at])
+    vector = DataType.FLOAT_VECTOR
+    empty: dict[str, Any] = {f.name: [] for f in schema.fields if f.dtype is not vector}
+    dim = schema.vector.dim or 0
+    return SegmentRows(
+        seg.segment_id,
+        seg.partition_id,
+        np.zeros(0, np.int64),
+        np.zeros(0, np.uint64),
+        empty,
+        np.zeros((0, dim), np.float32),
         pks,
-        dts,
+        np.concatenate(tss).astype(np.uint64) if tss else np.zeros(0, np.uint64),
     )
 
 
@@ -156,38 +233,9 @@ def _field_ids(schema: CollectionSchema) -> set[int]:
     return {ROW_ID_FIELD, TIMESTAMP_FIELD} | {f.field_id for f in schema.fields}
 
 
-def _column(files: IndexFiles, path: str) -> Any:
-    return read_insert_binlog(files.get(path), path)
-
-
-def _deletes(paths: list[str], files: IndexFiles, tick: int) -> tuple[list[Any], np.ndarray]:
-    """Returns the primary keys and ts of the deletes at or below `tick` in `paths`."""
-    pks: list[Any] = []
-    tss: list[np.ndarray] = []
-    for path in paths:
-        keys, ts = read_delta_binlog(files.get(path), path)
-        at = np.flatnonzero(np.asarray(ts, dtype=np.uint64) <= np.uint64(tick))
-        pks.extend(keys[i] for i in at.tolist())
-        tss.append(np.asarray(ts, dtype=np.uint64)[at])
-    return pks, _concat(tss).astype(np.uint64)
-
-
-def _concat(parts: Iterable[np.ndarray]) -> np.ndarray:
-    arrays = list(parts)
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
-
-
-def _join(parts: list[Any], dtype: DataType) -> Any:
-    """Returns one field's values from its binlogs joined (numpy arrays, or lists)."""
-    if not parts:  # a segment with deletes only
-        return np.zeros((0, 0), np.float32) if dtype is DataType.FLOAT_VECTOR else []
-    if isinstance(parts[0], np.ndarray):
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return [v for part in parts for v in part]
-
-
-def _select(values: Any, keep: np.ndarray, everything: bool) -> Any:
-    if everything:
+def _select(values: Any, keep: np.ndarray | None) -> Any:
+    """Returns `values` at `keep` (None: every one)."""
+    if keep is None:
         return values
     if isinstance(values, np.ndarray):
         return values[keep]

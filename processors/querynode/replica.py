@@ -34,7 +34,7 @@ from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
-from vectorlog.processors.querynode.segment import Segment
+from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.topk import best_per_group, merged, ranked
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
 from vectorlog.types import Hit
@@ -102,16 +102,23 @@ class Replica:
         pks: list[Any],
         columns: dict[str, Any],
         vectors: np.ndarray,
+        later: DeferredAppends | None = None,
     ) -> None:
         """Appends rows read from a segment's binlogs (see recovery.py), as an insert at `ts`
-        would; `ts` per row is allowed only for keys this replica never held, none twice."""
+        would; `ts` per row is allowed only for keys this replica never held, none twice.
+        With `later`, their vectors reach the segment when `later.run` runs (before any
+        read)."""
         n = len(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in columns.items()}
         with self.lock:
             self._append(ts, partition, pks, stored)
-            self._to_segment(seg_id, partition, row_ids, vectors, True)
+            self._to_segment(seg_id, partition, row_ids, vectors, True, later)
             top = int(ts) if isinstance(ts, int) else int(ts.max(initial=0))
             self.changed_ts = max(self.changed_ts, top)
+
+    def holds_any(self, pks: list[Any]) -> bool:
+        """Returns whether any of `pks` has a row here."""
+        return not self._latest.keys().isdisjoint(pks)
 
     def _to_segment(
         self,
@@ -120,9 +127,10 @@ class Replica:
         ids: int | np.ndarray,
         vectors: np.ndarray,
         alive: bool,
+        later: DeferredAppends | None = None,
     ) -> None:
         """Adds the newest len(vectors) rows (row ids `ids`, or consecutive from `ids`) to
-        their segment."""
+        their segment (or queues that in `later`)."""
         n = len(vectors)
         seg = self.segments.get((partition, seg_id))
         if seg is None:
@@ -132,7 +140,11 @@ class Replica:
         rows = np.arange(len(self) - n, len(self), dtype=np.int64)
         if isinstance(ids, int):
             ids = np.arange(ids, ids + n, dtype=np.int64)
-        first = seg.append(rows, ids, vectors, np.full(n, alive, dtype=bool))
+        flags = np.full(n, alive, dtype=bool)
+        if later is None:
+            first = seg.append(rows, ids, vectors, flags)
+        else:
+            first = later.append(seg, rows, ids, vectors, flags)
         self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
         self._pos.extend(np.arange(first, first + n, dtype=np.int64))
 

@@ -3,36 +3,50 @@
 Rows and deletes are applied in ts order across every segment of the collection (deletes
 before inserts at one ts: a delete at d hides rows inserted before d), so upserts and deletes
 end each version's visibility exactly as the live node did. When no key repeats and nothing
-was deleted (the bulk case), each segment goes in one call instead.
+was deleted (the bulk case), each binlog write goes in one call, as soon as it is read.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from vectorlog.processors.querynode.recovery import SegmentRows
 from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.segment import DeferredAppends
 
 INSERT, DELETE = 1, 0  # at one ts, deletes go first
+FILL_THREADS = min(4, os.cpu_count() or 1)  # segments filled with vectors at once
 
 Step = tuple[int, int, int, int, int]  # ts, kind, segment index, first, end
 
 
-def restore(replica: Replica, segments: list[SegmentRows]) -> int:
-    """Loads `segments` into `replica` (which holds no row of their keys yet), discarding
-    rows stamped at or after the drop of their partition or collection. Returns the rows
-    loaded."""
-    segments = [_in_ts_order(_undropped(replica, s)) for s in segments]
+def restore(make: Callable[[], Replica], chunks: Iterable[SegmentRows]) -> tuple[Replica, int]:
+    """Loads `chunks` into a replica from `make()` (holding no row yet, its drops set),
+    discarding rows stamped at or after the drop of their partition or collection. Each
+    chunk is loaded as it arrives (the reads of the next ones go on meanwhile) while no key
+    repeats and nothing was deleted; at the first that breaks this, everything is loaded
+    again into a fresh replica in ts order. Returns the replica and the rows loaded."""
+    replica, seen, later = make(), [], DeferredAppends()
+    for chunk in chunks:
+        s = _in_ts_order(_undropped(replica, chunk))
+        seen.append(s)
+        pks = _keys(s, replica.pk_name)
+        if len(s.delete_ts) or len(set(pks)) != len(pks) or replica.holds_any(pks):
+            return _in_order(make(), seen + [_in_ts_order(_undropped(replica, c)) for c in chunks])
+        if len(s):
+            at = (s.partition_id, s.segment_id)
+            replica.load_rows(s.ts, *at, s.row_ids, pks, s.columns, s.vectors, later)
+    later.run(FILL_THREADS)
+    return replica, sum(len(s) for s in seen)
+
+
+def _in_order(replica: Replica, segments: list[SegmentRows]) -> tuple[Replica, int]:
+    """Loads every row and delete of `segments` in ts order (see the module docstring)."""
     keys = [_keys(s, replica.pk_name) for s in segments]
-    if _independent(segments, keys):
-        for s, pks in zip(segments, keys, strict=True):
-            if len(s):
-                replica.load_rows(
-                    s.ts, s.partition_id, s.segment_id, s.row_ids, pks, s.columns, s.vectors
-                )
-        return sum(len(s) for s in segments)
     deletes = [np.argsort(s.delete_ts, kind="stable") for s in segments]
     for ts, kind, i, first, end in sorted(_steps(segments)):
         s = segments[i]
@@ -46,7 +60,7 @@ def restore(replica: Replica, segments: list[SegmentRows]) -> int:
             replica.load_rows(
                 ts, s.partition_id, s.segment_id, s.row_ids[at], keys[i][at], columns, s.vectors[at]
             )
-    return sum(len(s) for s in segments)
+    return replica, sum(len(s) for s in segments)
 
 
 def _undropped(replica: Replica, s: SegmentRows) -> SegmentRows:
@@ -79,14 +93,6 @@ def _subset(s: SegmentRows, keep: np.ndarray) -> SegmentRows:
         s.delete_pks,
         s.delete_ts,
     )
-
-
-def _independent(segments: list[SegmentRows], keys: list[list[Any]]) -> bool:
-    """Whether no segment has a delete and no key appears twice among all rows."""
-    if any(len(s.delete_ts) for s in segments):
-        return False
-    total = sum(len(k) for k in keys)
-    return len(set().union(*keys)) == total if keys else True
 
 
 def _steps(segments: list[SegmentRows]) -> list[Step]:

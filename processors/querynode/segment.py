@@ -17,6 +17,7 @@ search of selective filters, and to fall back to exact search losslessly when un
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import faiss
@@ -266,3 +267,41 @@ def _grown(values: np.ndarray) -> GrowArray:
     out = GrowArray(values.dtype, max(1, len(values)))
     out.extend(values)
     return out
+
+
+class DeferredAppends:
+    """Segment appends held back while a replica is restored, then run on one thread per
+    segment (faiss copies vectors with the GIL released, so segments fill in parallel while
+    nothing reads them yet). Positions are handed out at once, as the appends would."""
+
+    def __init__(self) -> None:
+        self._work: dict[Segment, list[tuple[np.ndarray, ...]]] = {}
+        self._held: dict[Segment, int] = {}
+
+    def append(
+        self,
+        seg: Segment,
+        rows: np.ndarray,
+        row_ids: np.ndarray,
+        vectors: np.ndarray,
+        alive: np.ndarray,
+    ) -> int:
+        """Queues `Segment.append(rows, row_ids, vectors, alive)`; returns the position its
+        first row will have."""
+        first = len(seg) + self._held.get(seg, 0)
+        self._work.setdefault(seg, []).append((rows, row_ids, vectors, alive))
+        self._held[seg] = self._held.get(seg, 0) + len(rows)
+        return first
+
+    def run(self, threads: int) -> None:
+        """Runs every queued append, in order per segment. Raises what an append raises."""
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="segment-fill") as pool:
+            for done in [pool.submit(self._fill, seg, work) for seg, work in self._work.items()]:
+                done.result()
+        self._work.clear()
+        self._held.clear()
+
+    @staticmethod
+    def _fill(seg: Segment, work: list[tuple[np.ndarray, ...]]) -> None:
+        for rows, row_ids, vectors, alive in work:
+            seg.append(rows, row_ids, vectors, alive)

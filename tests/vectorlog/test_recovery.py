@@ -16,7 +16,9 @@ from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.errors import CollectionNotFound
 
-Q = [[3.0, 1.0, 0.0, 0.0], [150.0, 0.0, 1.0, 0.0]]
+#: no two rows at one distance (no ties to order), and distances compared to 1e-3: a segment
+#: may be searched exactly before the restart and through its index after it (or the reverse)
+Q = [[3.3, 1.0, 0.0, 0.0], [150.4, 0.0, 1.0, 0.0]]
 OUT = ["id", "tag", "vector"]
 
 
@@ -31,7 +33,8 @@ def answers(client: Client, stamps: list[int]) -> list[Any]:
         out.append(client.query("c", "id >= 0", output_fields=OUT, as_of=ts, limit=1000))
         out.append(client.query("c", 'tag == "a1"', output_fields=["id"], as_of=ts))
         out.append(client.get("c", [0, 3, 7, 150, 299, 405], output_fields=OUT, as_of=ts))
-        out.append(client.search("c", Q, limit=5, output_fields=["id", "tag"], as_of=ts))
+        hits = client.search("c", Q, limit=5, output_fields=["id", "tag"], as_of=ts)
+        out.append([[(h["id"], round(h["distance"], 3), h["entity"]) for h in q] for q in hits])
         out.append(client.query("c", "", output_fields=["count(*)"], as_of=ts))
     return out
 

@@ -72,7 +72,12 @@ def reference(
 def bare_node() -> DataNode:
     """A data node with only what indexing needs (no log, store or object store)."""
     node = DataNode.__new__(DataNode)
-    node.newest, node._changes, node.views, node.deltas = {}, {}, SegmentViews(), {}
+    node.newest, node._changes, node.views, node.deltas = (
+        {"v0": {}, "v1": {}},
+        {},
+        SegmentViews(),
+        {},
+    )
     return node
 
 
@@ -112,3 +117,21 @@ def test_pk_keys_are_the_per_key_state_keys() -> None:
     others: list[Any] = ["a", "", "é€", True, 3]
     assert pk_keys("v", others) == [pk_key("v", pk) for pk in others]
     assert pk_keys("v", []) == []
+
+
+def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path):
+    from vectorlog.processors.state.rocksdb import RocksDBStateStore
+
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 7), ENTRY.pack(11, 1000))
+            txn.put(pk_key("v0", "s"), ENTRY.pack(12, 1001))
+            txn.put(pk_key("v01", 8), ENTRY.pack(13, 1002))  # another vchannel, same prefix
+        node = bare_node()
+        node.newest, node.state = {}, store
+        assert node._newest("v0") == {7: (11, 1000), "s": (12, 1001)}
+        assert node._newest("v01") == {8: (13, 1002)}
+        assert node._newest("v2") == {}
+    finally:
+        store.close()

@@ -87,14 +87,25 @@ def live_and_restored(
         else:
             body = rows_inserted(S, keys, partition=partition)
             live.insert(ts, {**body, "segment_id": seg, "first_row_id": 0})
-    restored = Replica(7, S)
     for pid, ts in (drops or {}).items():
         live.drop_partition(ts, pid)
-        restored.drop_partition(ts, pid)
-    restore(restored, model.segments())
+    made: list[Replica] = []
+
+    def make() -> Replica:
+        made.append(Replica(7, S))
+        for pid, ts in (drops or {}).items():
+            made[-1].drop_partition(ts, pid)
+        return made[-1]
+
+    restored, n = restore(make, iter(model.segments()))
+    assert restored is made[-1] and n == len(restored)
+    MADE.append(len(made))
     for pid, ts in (drops or {}).items():
         restored.drop_partition(ts, pid)
     return live, restored
+
+
+MADE: list[int] = []  # replicas made per restore: 1 on the bulk path, 2 after a fallback
 
 
 def reads(replica: Replica, ts: int) -> tuple[Any, ...]:
@@ -124,6 +135,7 @@ def test_upserts_across_segments_and_deletes_end_each_version_as_they_did_live()
     ]
     live, restored = live_and_restored(ops)
     assert_same(live, restored, 20)
+    assert MADE[-1] == 2  # a repeated key: loaded again in ts order
     assert restored.get([1, 2, 3], 13, ["id", "tag"]) == [
         {"id": 1, "tag": "t1"},
         {"id": 2, "tag": "t2"},
@@ -138,6 +150,7 @@ def test_bulk_rows_of_distinct_keys_load_in_one_pass():
     ]
     live, restored = live_and_restored(ops)
     assert len(restored) == 90 and restored.changed_ts == 18
+    assert MADE[-1] == 1  # loaded as the chunks came, never again
     assert_same(live, restored, 20)
 
 
