@@ -125,7 +125,8 @@ class Standalone:
         )
         self._stack.callback(self.querynode.close)
         if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
-            self.querynode.recover(self.rootcoord.collection_histories(), self.objects)
+            rc = self.rootcoord
+            self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
         self.proxy = Proxy(
             "proxy-1",
             self.rootcoord,

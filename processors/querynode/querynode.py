@@ -81,7 +81,7 @@ class QueryNode:
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         self._start = {p: StreamPosition() for p in range(topics.dml_partitions)}
         self._stream: TtMsgStream | None = None  # opened by start()
-        self._recovered_ts = 0  # the meta was read at this ts (recover)
+        self._meta_horizon = 0  # unknown collections' events before this are skipped
         self.loaded_rows = 0  # rows loaded from binlogs by recover()
         self._tsafe = [0] * topics.dml_partitions
         self._next = [0] * topics.dml_partitions  # per pchannel, the first offset not applied
@@ -106,21 +106,27 @@ class QueryNode:
             self.indexes = IndexLoader(log, topics.coord, coord, index_files, self._replica_of)
 
     def recover(
-        self, histories: list[CollectionHistory], files: IndexFiles, timeout: float = 60.0
+        self,
+        histories: list[CollectionHistory],
+        files: IndexFiles,
+        horizon: int = 0,
+        timeout: float = 60.0,
     ) -> int:
         """Before `start`: loads every segment's rows and deletes up to the data node's
         published checkpoint from their binlogs in `files`, creates the collections of
-        `histories` (rootcoord's meta, read after the log was replayed into it), and makes
-        `start` consume dml from the checkpoint. Returns the rows loaded. If a binlog cannot
-        be read, it logs why and replays dml from offset 0 instead (nothing is lost; only
-        the restart is slower). Raises LogError if the coord topic cannot be read."""
+        `histories` (rootcoord's meta, read after the log was replayed into it; `horizon`
+        its GC horizon: events of collections it does not know, stamped before that, are of
+        collections dropped and pruned, and skipped), and makes `start` consume dml from the
+        checkpoint. Returns the rows loaded. If a binlog cannot be read, it logs why and
+        replays dml from offset 0 instead (nothing is lost; only the restart is slower).
+        Raises LogError if the coord topic cannot be read."""
         point = read_point(self._log, self._coord, self._coord_serde, timeout)
-        self._recovered_ts = self._clock()
+        self._meta_horizon = horizon
         try:
             loaded = self._load(point, histories, files)
         except Exception as exc:
             log.error("query node cannot load binlogs, replaying dml from 0 instead: %s", exc)
-            self.replicas, self._kept, self._recovered_ts = {}, {}, 0
+            self.replicas, self._kept, self._meta_horizon = {}, {}, 0
             return 0
         for p, pos in point.checkpoints.items():
             if p in self._start:
@@ -245,8 +251,8 @@ class QueryNode:
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
-        if cid not in self.replicas and event.ts <= self._recovered_ts:
-            self._freed.add(cid)  # created before recovery, yet not in the meta: freed
+        if cid not in self.replicas and event.ts < self._meta_horizon:
+            self._freed.add(cid)  # before the meta's horizon, not in it: dropped and pruned
         if cid not in self.replicas and cid not in self._freed:
             self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
 
@@ -282,8 +288,8 @@ class QueryNode:
         cid = event.body["collection_id"]
         replica = self.replicas.get(cid)
         if replica is None and cid not in self._freed:
-            if event.ts <= self._recovered_ts:
-                return None  # before recovery, not in the meta: dropped and freed
+            if event.ts < self._meta_horizon:
+                return None  # before the meta's horizon, not in it: dropped and pruned
             raise CollectionNotFound(cid)
         return replica
 

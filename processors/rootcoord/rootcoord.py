@@ -151,6 +151,9 @@ class RootCoord:
     def collection_histories(self) -> list[CollectionHistory]:
         return self.meta.histories()
 
+    def meta_horizon(self) -> int:
+        return self.meta.kv.gc_horizon
+
     def now(self) -> int:
         """Returns a fresh hybrid timestamp."""
         return self.tso.now()

@@ -66,6 +66,11 @@ class RootCoordService(DdlService, Protocol):
         dropped within the meta retention): schema, created and dropped ts, partition drops."""
         ...
 
+    def meta_horizon(self) -> int:
+        """Returns the meta's GC horizon: history older than this ts was pruned (0: none),
+        so a collection unknown to `collection_histories` existed, if ever, only before it."""
+        ...
+
     def now(self) -> int:
         """Returns a fresh hybrid timestamp from the timestamp oracle."""
         ...

@@ -125,6 +125,9 @@ class FakeRootCoord:
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
         return {}
 
+    def meta_horizon(self) -> int:
+        return 0
+
     def collection_histories(self) -> list[CollectionHistory]:
         return [
             CollectionHistory(
