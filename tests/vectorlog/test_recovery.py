@@ -42,7 +42,10 @@ def answers(client: Client, stamps: list[int]) -> list[Any]:
 def build(client: Client) -> list[int]:
     """Rows flushed with deletes and upserts, a dropped partition, rows left growing;
     returns the ts of its stages."""
-    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    schema = client.create_schema(enable_dynamic_field=True)  # no index: searches are exact,
+    schema.add_field("id", DataType.INT64, is_primary=True)  # so answers cannot depend on
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)  # whether an index is loaded yet
+    client.create_collection("c", schema=schema, metric_type="L2", num_shards=2)
     client.create_partition("c", "p")
     stamps = [int(client.insert("c", rows(range(300)))["timestamp"])]
     client.insert("c", rows(range(1000, 1010)), partition_name="p")
