@@ -184,7 +184,7 @@ def _write(
     ts = int64s(columns[write[TIMESTAMP_FIELD]], write[TIMESTAMP_FIELD])
     keep = None if not len(ts) or int(ts.max()) <= tick else np.flatnonzero(ts <= tick)
     values = {
-        f.name: _select(
+        f.name: select(
             field_values(columns[write[f.field_id]], f.dtype, f.element_type, write[f.field_id]),
             keep,
         )
@@ -195,8 +195,8 @@ def _write(
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
-        _select(row_ids, keep),
-        _select(ts, keep).astype(np.uint64),
+        select(row_ids, keep),
+        select(ts, keep).astype(np.uint64),
         values,
         np.ascontiguousarray(vectors, dtype=np.float32),
         [],
@@ -233,7 +233,7 @@ def _field_ids(schema: CollectionSchema) -> set[int]:
     return {ROW_ID_FIELD, TIMESTAMP_FIELD} | {f.field_id for f in schema.fields}
 
 
-def _select(values: Any, keep: np.ndarray | None) -> Any:
+def select(values: Any, keep: np.ndarray | None) -> Any:
     """Returns `values` at `keep` (None: every one)."""
     if keep is None:
         return values

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.processors.querynode.recovery import SegmentRows
+from vectorlog.processors.querynode.recovery import SegmentRows, select
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.segment import DeferredAppends
 
@@ -82,7 +82,7 @@ def _in_ts_order(s: SegmentRows) -> SegmentRows:
 
 def _subset(s: SegmentRows, keep: np.ndarray) -> SegmentRows:
     """Returns the rows `keep` of `s` (its deletes unchanged)."""
-    columns = {name: _take(values, keep) for name, values in s.columns.items()}
+    columns = {name: select(values, keep) for name, values in s.columns.items()}
     return SegmentRows(
         s.segment_id,
         s.partition_id,
@@ -118,9 +118,3 @@ def _keys(s: SegmentRows, pk_name: str) -> list[Any]:
     """Returns the primary keys of `s` as a list (ints or strings)."""
     pks = s.columns[pk_name]
     return pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
-
-
-def _take(values: Any, keep: np.ndarray) -> Any:
-    if isinstance(values, np.ndarray):
-        return values[keep]
-    return [values[i] for i in keep.tolist()]
