@@ -8,8 +8,10 @@ started only if a `kafka` test runs (see infra/broker.py for which one).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +63,18 @@ def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Log]:
     opened = open_log(request.param, request, tmp_path / "log")
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One SparkSession for the whole test session (starting the JVM takes seconds): the Spark
+    jobs of the Clients opened by the tests (data node, bulk insert) find it running and
+    reuse it, never stop it."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java 17 (infra/ensure_java.sh)")
+    from vectorlog.processors.spark.datanode_job import build_session
+
+    session = build_session()
+    yield session
+    session.stop()

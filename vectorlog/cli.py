@@ -40,6 +40,13 @@ def _ingest(args: argparse.Namespace) -> int:
     return run(args, _cluster(args))
 
 
+def _import(args: argparse.Namespace) -> int:
+    """Bulk inserts Parquet, JSON or NumPy files into a collection through the Spark job."""
+    from vectorlog.import_cmd import run
+
+    return run(args, _cluster(args))
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Serves Milvus's gRPC and REST v2 APIs over a cluster until SIGTERM/SIGINT."""
     from vectorlog.server.serve_cmd import run
@@ -63,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         ("replay", _replay, "write a topic's events as JSON lines, Parquet or Avro"),
         ("serve", _serve, "serve Milvus's gRPC (19530) and REST v2 (19531) APIs"),
         ("ingest", _ingest, "append JSON lines or Parquet rows to the ingest topic"),
+        ("import", _import, "bulk insert Parquet, JSON or NumPy files (Spark job)"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
@@ -80,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             from vectorlog.ingest_cmd import add_arguments as ingest_arguments
 
             ingest_arguments(p)
+        if name == "import":
+            from vectorlog.import_cmd import add_arguments as import_arguments
+
+            import_arguments(p)
         if name == "dead-letters":
             from vectorlog.deadletters_cmd import add_arguments as dead_letters_arguments
 

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from vectorlog.config import Config
 from vectorlog.errors import InvalidArgument, PartitionNotFound
@@ -20,6 +21,9 @@ from vectorlog.model import (
 )
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.standalone import Standalone
+
+if TYPE_CHECKING:
+    from vectorlog.bulkinsert import BulkInserter
 from vectorlog.types import (
     CONSISTENCY_PROPERTY,
     LEVEL_CODES,
@@ -380,6 +384,45 @@ class Client:
         Flushed (their binlogs written); returns their ids. With `wait=False` it returns the
         ids at once (seed 003's asynchronous flush). Raises CollectionNotFound, FlushTimeout."""
         return self._proxy.flush(collection_name, wait, timeout)
+
+    def bulk_insert(
+        self,
+        collection_name: str,
+        files: list[Any],
+        partition_name: str | None = None,
+        wait: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Imports files in Milvus's bulk insert formats (each entry a .parquet or .json path,
+        or a list of `<field>.npy` paths) as Flushed segments, through a Spark job that writes
+        binlogs directly; only the commit goes on the log. With `wait`, returns the task's
+        state once Completed: every row is visible, at one ts (`timestamp`), to any read
+        after the call. Without, returns at once ({"task_id", "state": "Importing", ...};
+        poll `get_bulk_insert_state`). `progress(units done, units)` is called as files (or
+        Parquet row groups) are written. Raises InvalidArgument (ImportFileError naming the
+        file), CollectionNotFound before anything is written; with `wait`, the job's error,
+        after deleting what it wrote: a failed import leaves nothing visible."""
+        bulk = self._bulk()
+        if not wait:
+            return bulk.start(collection_name, files, partition_name, progress).as_dict()
+        job = bulk.run(collection_name, files, partition_name, progress)
+        self._session_ts = max(self._session_ts, job.timestamp)
+        return job.as_dict()
+
+    def get_bulk_insert_state(self, task_id: int) -> dict[str, Any]:
+        """Returns a bulk insert task's state (Pending, Importing, Committing, Completed,
+        Failed), progress in percent, row_count and failed_reason. Raises NotFound for a
+        task this process did not start (task states are not kept across restarts)."""
+        return self._bulk().state(task_id).as_dict()
+
+    def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:
+        """Returns the bulk insert tasks this process started, oldest first."""
+        return [job.as_dict() for job in self._bulk().jobs_of(collection_name)]
+
+    def _bulk(self) -> BulkInserter:
+        if self._cluster.bulk is None:
+            raise InvalidArgument("bulk insert needs the data node (datanode is 'off')")
+        return self._cluster.bulk
 
     def get_flush_state(self, segment_ids: list[int]) -> bool:
         """Returns whether every given segment is Flushed."""

@@ -14,6 +14,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vectorlog.bulkinsert import BulkInserter
 from vectorlog.config import Config, ConfigError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
@@ -85,7 +86,8 @@ class Standalone:
     `objects` (the binlogs' and index files' object store) unless the data node is off,
     `indexnode` (IndexNode; None with the data node off: there are no binlogs to index, so
     describe_index reports zero rows, Finished), `ticker`, `gc`, `lease`, `ingest` (the
-    proxy's IngestConsumer of the ingest topics).
+    proxy's IngestConsumer of the ingest topics), `bulk` (BulkInserter; None with the data node
+    off).
 
     Everything it opens is registered on an ExitStack: a failure while starting closes what
     was opened, and `close()` may be called any number of times.
@@ -137,7 +139,15 @@ class Standalone:
             self.serdes,
             cfg.read_timeout_s,
             indexnode=self.indexnode,
+            objects=self.objects if self.indexnode is not None else None,
         )
+        self.bulk: BulkInserter | None = None
+        if self.indexnode is not None:
+            max_bytes = cfg.datacoord_settings().max_segment_bytes
+            uri, master = cfg.storage_uri(), cfg.spark_master
+            self.bulk = BulkInserter(
+                self.proxy, self.rootcoord, self.objects, uri, max_bytes, master
+            )
         self._started(self.querynode)
         self._started(self.ticker)
         if cfg.datanode in ("local", "spark"):

@@ -139,6 +139,8 @@ class SegmentMeta:
     def _binlogs_saved(self, e: Event) -> Iterable[Segment]:
         b = e.body
         seg = self.segments.get(b["segment_id"])
+        if seg is None and b.get("imported"):
+            seg = self.segments[b["segment_id"]] = _imported(e)
         if seg is None:
             return []
         merge_binlogs(seg.binlogs, b)
@@ -177,3 +179,25 @@ def _record(value: object) -> dict | None:
     if isinstance(value, tuple):
         value = value[1]
     return value if isinstance(value, dict) else None
+
+
+def _imported(e: Event) -> Segment:
+    """Returns the record of a bulk insert's segment: Flushed from its first event, never
+    open to allocations."""
+    b = e.body
+    end = b["end_position"]
+    end = end[1] if isinstance(end, tuple) else end
+    pchannel = end["pchannel"] if end else -1
+    seg = Segment(
+        b["segment_id"],
+        b["collection_id"],
+        b["partition_id"],
+        b["vchannel"],
+        pchannel,
+        b["num_rows"],
+        e.ts,
+        state=SegmentState.FLUSHED,
+        seal_reason="import",
+    )
+    seg.seal_ts = e.ts
+    return seg

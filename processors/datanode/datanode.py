@@ -37,6 +37,7 @@ from vectorlog.model import CollectionSchema
 from vectorlog.processors.datanode.binlog import EventTypeCode
 from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
 from vectorlog.processors.datanode.errors import InvalidObjectPath, StorageError
+from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
 from vectorlog.processors.datanode.storage import ObjectStore
 from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
@@ -231,15 +232,24 @@ class DataNode:
     def _delete_orphans(self) -> None:
         """Deletes the files, under the collections it knows, that no BinlogPathsSaved
         references (written by a write that crashed before reporting them): one listing per
-        collection and kind of log, not per segment."""
+        collection and kind of log, not per segment. Files of segments coord never named are
+        left: a bulk insert's, which its SegmentImported on dml (maybe not yet applied) may
+        reference."""
         referenced = self.views.referenced()
         collections = {seg.collection_id for seg in self.views.by_id.values() if seg.collection_id}
         for cid in sorted(collections):
             for kind in LOG_KINDS:
                 for path in self.objects.list(f"{kind}/{cid}/"):
-                    if path not in referenced:
+                    if path not in referenced and self._of_known_segment(kind, path):
                         log.info("deleting orphaned binlog %s", path)
                         self.objects.delete(path)
+
+    def _of_known_segment(self, kind: str, path: str) -> bool:
+        """Whether a file lies under a segment coord named (DDL binlogs: always)."""
+        if kind == "data_definition_log":
+            return True
+        parts = path.split("/")  # kind/coll/part/seg/...
+        return len(parts) > 3 and parts[3].isdigit() and int(parts[3]) in self.views.by_id
 
     # -- the loop ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -334,6 +344,8 @@ class DataNode:
             self._inserted(event, before)
         elif event.type == "RowsDeleted":
             self._deleted(event, before)
+        elif event.type == "SegmentImported":
+            self._imported(event, before)
 
     def _reject(self, event: Event, reason: str) -> None:
         """Dead-letters an event it cannot apply, retrying until that is written."""
@@ -458,6 +470,29 @@ class DataNode:
             gone.append(pk)
             prevs.append(newest.pop(pk))
         self._record(event, gone, prevs)
+
+    def _imported(self, event: Event, before: StreamPosition) -> None:
+        """Records a bulk insert's segments (already in binlogs): their keys supersede older
+        rows, as an insert's do (also on a replay: the key index may not have been committed),
+        and each becomes a Flushed segment through a BinlogPathsSaved on coord (once)."""
+        b = event.body
+        schema = self._schema(b["collection_id"])
+        if schema is None:
+            return
+        for seg in b["segments"]:
+            sid = seg["segment_id"]
+            self._index(event, imported_keys(self.objects, schema, seg), sid, before)
+            view = self.views.by_id.get(sid)
+            if view is not None and view.flushed:
+                continue  # a replay
+            ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
+            end = self._position(ref, self.positions.get(self._pchannel(ref)))
+            body = saved_body(event, seg, end)
+            saved = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
+            record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
+            self.log.append(self.topics.coord, [record])
+            self.views.apply(saved)
+            self._wrote = True
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)

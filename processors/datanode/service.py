@@ -1,9 +1,11 @@
-"""What the data node offers other processors (the index node, the query node's recovery):
+"""What the data node offers other processors (the index node, the query node's recovery,
+bulk insert's Spark job and commit):
 the object store its binlogs live in, the storage layout, and reading a field's insert binlogs
 and the delta logs back. Others depend on this only."""
 
 from __future__ import annotations
 
+from vectorlog.processors.datanode.binlog import DataTypeCode
 from vectorlog.processors.datanode.binlog_read import (
     CorruptBinlog,
     InsertColumn,
@@ -11,14 +13,22 @@ from vectorlog.processors.datanode.binlog_read import (
     int64s,
     read_insert_binlog,
 )
+from vectorlog.processors.datanode.buffer import InsertBuffer
 from vectorlog.processors.datanode.column_read import field_values, read_delta_binlog
 from vectorlog.processors.datanode.errors import ObjectNotFound, StorageError
 from vectorlog.processors.datanode.paths import INDEX_FILES, index_files_prefix
-from vectorlog.processors.datanode.storage import ObjectStore
+from vectorlog.processors.datanode.storage import ObjectStore, PyArrowObjectStore
+from vectorlog.processors.datanode.writer import MILVUS_TYPE, SegmentRef, SegmentWriter
 
 __all__ = [
     "INDEX_FILES",
+    "MILVUS_TYPE",
     "CorruptBinlog",
+    "DataTypeCode",
+    "InsertBuffer",
+    "PyArrowObjectStore",
+    "SegmentRef",
+    "SegmentWriter",
     "InsertColumn",
     "ObjectNotFound",
     "ObjectStore",

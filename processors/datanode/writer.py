@@ -159,27 +159,42 @@ class SegmentWriter:
             columns.append((f.field_id, MILVUS_TYPE[f.dtype], values, f.dim))
         first = self.new_ids(len(columns) + 1)
         for i, (fid, dtype, values, dim) in enumerate(columns):
-            data = insert_binlog(
-                collection_id=ref.collection_id,
-                partition_id=ref.partition_id,
-                segment_id=ref.segment_id,
-                field_id=fid,
-                data_type=dtype,
-                values=values,
-                start_ts=lo,
-                end_ts=hi,
-                write_ts=self.now(),
-                dim=dim,
-            )
-            path = paths.insert_log_path(
-                ref.collection_id, ref.partition_id, ref.segment_id, fid, first + i
-            )
-            log = self._put(path, data, first + i, len(tss), lo, hi)
+            log = self.write_field(ref, fid, dtype, values, dim, first + i, (lo, hi))
             body["field_binlogs"].append({"field_id": fid, "binlogs": [log]})
         body["stats_binlogs"] = self._write_stats(
             ref, schema, rows, first + len(columns), (lo, hi), earlier
         )
         body["num_rows"] = rows.num_rows
+
+    def write_field(
+        self,
+        ref: SegmentRef,
+        field_id: int,
+        dtype: DataTypeCode,
+        values: Any,
+        dim: int | None,
+        log_id: int,
+        span: tuple[int, int],
+    ) -> dict[str, Any]:
+        """Writes one field's insert binlog (log `log_id`, rows stamped within `span`);
+        returns its Binlog record. Raises StorageError."""
+        lo, hi = span
+        data = insert_binlog(
+            collection_id=ref.collection_id,
+            partition_id=ref.partition_id,
+            segment_id=ref.segment_id,
+            field_id=field_id,
+            data_type=dtype,
+            values=values,
+            start_ts=lo,
+            end_ts=hi,
+            write_ts=self.now(),
+            dim=dim,
+        )
+        path = paths.insert_log_path(
+            ref.collection_id, ref.partition_id, ref.segment_id, field_id, log_id
+        )
+        return self._put(path, data, log_id, len(values), lo, hi)
 
     def _write_stats(
         self,

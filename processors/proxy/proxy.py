@@ -22,11 +22,13 @@ import numpy as np
 
 from vectorlog.errors import AliasNotFound, CollectionNotFound, IndexNotFound, InvalidArgument
 from vectorlog.expr import Expr
+from vectorlog.faults import crash_point
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.processors.datanode.service import ObjectStore
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
-from vectorlog.processors.proxy import dynamic
+from vectorlog.processors.proxy import dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import validation as v
@@ -72,11 +74,13 @@ class Proxy:
         serdes: Serdes,
         read_timeout: float = 30.0,
         indexnode: IndexNodeService | None = None,
+        objects: ObjectStore | None = None,
     ) -> None:
         """`indexnode`: the build progress describe_index reports (None: no index node, so
-        every index reports zero rows and Finished)."""
+        every index reports zero rows and Finished). `objects`: the storage root bulk inserts
+        write to (None: no data node, no bulk insert)."""
         self.rc, self.dc, self.qn, self.log = rootcoord, datacoord, querynode, log
-        self.indexnode = indexnode
+        self.indexnode, self.objects = indexnode, objects
         self.topic = topics.dml
         self.serde = serdes.for_topic(self.topic)
         self.source = rootcoord.tick_source(name)
@@ -198,6 +202,33 @@ class Proxy:
             self.log.append(self.topic, with_headers(records, headers))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
+
+    def commit_import(
+        self,
+        name: str,
+        partition_name: str | None,
+        segments: list[dict[str, Any]],
+        job_id: int,
+    ) -> int:
+        """Makes a bulk insert's segments (written with a placeholder ts, see
+        processors/spark/bulkload.py) visible at one stamped ts: writes their timestamp
+        binlogs, then appends one SegmentImported per vchannel in a single append; returns the
+        ts once durable. Raises CollectionNotFound / PartitionNotFound (nothing visible),
+        InvalidArgument, StorageError, LogError."""
+        if self.objects is None:
+            raise InvalidArgument("bulk insert needs the data node (datanode is 'off')")
+        info = self._info(name)
+        partition = self._partition(info, partition_name)
+        first_log_id = self.rc.allocate_ids(max(1, len(segments)))
+        with self.rc.write_guard(info, partition), self.source.stamp() as ts:
+            stamped, placeholders = imports.stamp_segments(
+                self.objects, self.rc, info, partition, segments, ts, first_log_id
+            )
+            records = imports.imported_events(info, partition, stamped, job_id, ts, self.serde)
+            crash_point("proxy.import.before_append")
+            self.log.append(self.topic, records)
+        imports.delete_quietly(self.objects, placeholders)
+        return ts
 
     def _primary_keys(
         self, info: CollectionInfo, cols: dict[str, Any], n: int, upsert: bool

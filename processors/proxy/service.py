@@ -6,6 +6,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from vectorlog.model import CollectionInfo
+from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
+from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
+from vectorlog.processors.proxy.importfiles import plan_units as plan_units
+from vectorlog.processors.proxy.importfiles import read_unit as read_unit
+from vectorlog.processors.proxy.validation import check_unique as check_unique
 from vectorlog.processors.rootcoord.service import DdlService
 from vectorlog.streams.log.base import Headers
 from vectorlog.types import (
@@ -47,6 +52,17 @@ class ProxyService(DdlService, Protocol):
         ...
 
     # -- flush and segments ---------------------------------------------------------------
+    def commit_import(
+        self,
+        name: str,
+        partition_name: str | None,
+        segments: list[dict[str, Any]],
+        job_id: int,
+    ) -> int:
+        """Makes a bulk insert's written segments visible at one stamped ts; returns it once
+        durable on the log. Raises CollectionNotFound, PartitionNotFound, InvalidArgument."""
+        ...
+
     def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:
         """Seals the collection's Growing segments and (unless `wait` is False) waits until
         they are Flushed; returns their ids. Raises CollectionNotFound, FlushTimeout."""

@@ -32,12 +32,14 @@ import numpy as np
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionHistory, CollectionSchema
+from vectorlog.processors.querynode.imported import imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
 from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segments
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.restore import restore
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.columns import column_kind, decode_column
+from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
 from vectorlog.streams.log.base import Log, Record
@@ -99,7 +101,9 @@ class QueryNode:
             "RowsInserted": self._inserted,
             "RowsDeleted": self._deleted,
             "PartitionDropped": self._partition_dropped,
+            "SegmentImported": self._imported,
         }
+        self._files = index_files
         self.indexes: IndexLoader | None = None
         if index_files is not None:
             coord = serdes.for_topic(topics.coord)
@@ -232,7 +236,9 @@ class QueryNode:
             self._free_expired(pack.end_ts)
             self.failure = None
             self._cond.notify_all()
-        if self.indexes is not None and any(e.type == "RowsInserted" for e in pack.events):
+        if self.indexes is not None and any(
+            e.type in ("RowsInserted", "SegmentImported") for e in pack.events
+        ):
             self.indexes.applied.set()  # pending index loads may find their rows now
 
     def next_offsets(self) -> dict[tuple[str, int], int]:
@@ -297,6 +303,27 @@ class QueryNode:
         replica = self._target(event)
         if replica is not None:
             replica.insert(event.ts, event.body)
+
+    def _imported(self, event: Event) -> None:
+        """Loads a bulk insert's segments from their binlogs as an insert at the event's ts
+        (a key held already is replaced from that ts on)."""
+        replica = self._target(event)
+        if replica is None:
+            return
+        if self._files is None:
+            raise MalformedEvent("SegmentImported, but this query node reads no binlogs")
+        for rows in imported_rows(event, replica.schema, self._files):
+            pks = rows.columns[replica.pk_name]
+            pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
+            replica.load_rows(
+                event.ts,
+                rows.partition_id,
+                rows.segment_id,
+                rows.row_ids,
+                pks,
+                rows.columns,
+                rows.vectors,
+            )
 
     def _deleted(self, event: Event) -> None:
         replica = self._target(event)

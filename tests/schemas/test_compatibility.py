@@ -144,6 +144,7 @@ def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
 
 V3 = SchemaRegistry(AVRO_DIR / "v3")
 V4 = SchemaRegistry(AVRO_DIR / "v4")
+V5 = SchemaRegistry(AVRO_DIR / "v5")
 
 
 def v3_events() -> list[Event]:
@@ -213,7 +214,7 @@ def test_v5_appends_the_channel_checkpoint_branch_to_v4():
         payload = next(f for f in env["fields"] if f["name"] == "payload")
         return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
 
-    old, new = branches(V4), branches(default_registry())
+    old, new = branches(V4), branches(V5)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["ChannelCheckpointed"]
     event = Event(
@@ -221,4 +222,53 @@ def test_v5_appends_the_channel_checkpoint_branch_to_v4():
         50,
         {"positions": [{"pchannel": 0, "offset": 12, "tick": 49, "tick_offset": 11}]},
     )
+    assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def _branches(reg: SchemaRegistry) -> list[str]:
+    env = json.loads(reg.current.text)
+    payload = next(f for f in env["fields"] if f["name"] == "payload")
+    return [b["name"].rsplit(".", 1)[-1] for b in payload["type"]]
+
+
+def v5_events() -> list[Event]:
+    saved = {
+        "segment_id": 7,
+        "collection_id": 5,
+        "partition_id": 6,
+        "vchannel": "x-dml_0_5v0",
+        "field_binlogs": [],
+        "delta_binlogs": [],
+        "stats_binlogs": [],
+        "ddl_binlogs": [],
+        "num_rows": 10,
+        "start_position": None,
+        "end_position": None,
+        "flushed": True,
+    }
+    positions = [{"pchannel": 0, "offset": 12, "tick": 49, "tick_offset": 11}]
+    return [
+        Event("BinlogPathsSaved", 60, saved, 5),
+        Event("ChannelCheckpointed", 61, {"positions": positions}),
+    ]
+
+
+@pytest.mark.parametrize("event", v5_events(), ids=lambda e: e.type)
+def test_data_written_with_v5_is_read_by_the_current_schema(event: Event):
+    decoded = read_by_current(V5, event)
+    if event.type == "BinlogPathsSaved":
+        assert decoded.body.pop("imported") is False  # the v6 field's default
+    assert decoded == event
+
+
+def test_v6_appends_the_bulk_insert_branch_to_v5():
+    old, new = _branches(V5), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["SegmentImported"]
+    binlog = {"log_id": 3, "path": "insert_log/5/6/7/100/3", "entries": 10}
+    binlog |= {"timestamp_from": 70, "timestamp_to": 70, "size": 99}
+    segment = {"segment_id": 7, "num_rows": 10, "stats_binlogs": []}
+    segment["field_binlogs"] = [{"field_id": 100, "binlogs": [binlog]}]
+    body = {"collection_id": 5, "partition_id": 6, "job_id": 8, "segments": [segment]}
+    event = Event("SegmentImported", 70, body, 5, "x-dml_0_5v0")
     assert EventSerde().decode(EventSerde().encode(event)) == event

@@ -1,0 +1,25 @@
+"""What the Spark jobs offer other processors and the cluster: bulk insert's job (the shared
+SparkSession, the id blocks its tasks need, running them). Others depend on this only."""
+
+from __future__ import annotations
+
+from vectorlog.processors.spark.bulkload import (
+    ImportTarget,
+    UnitTask,
+    logs_needed,
+    run_units,
+    segment_paths,
+    segments_needed,
+)
+from vectorlog.processors.spark.datanode_job import acquire_session, release_session
+
+__all__ = [
+    "ImportTarget",
+    "UnitTask",
+    "acquire_session",
+    "logs_needed",
+    "release_session",
+    "run_units",
+    "segment_paths",
+    "segments_needed",
+]

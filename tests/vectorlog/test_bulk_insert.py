@@ -1,0 +1,310 @@
+"""Bulk insert (issue 10): Parquet, JSON and NumPy files become Flushed segments through a Spark
+job; the rows become visible at one ts, replace rows with the same keys as an insert does,
+survive restarts (from binlogs and from the log), get indexed; bad input is refused before
+anything is written, and a failed or killed import leaves nothing visible; both backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.clients import ClientFactory
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client, DataType
+from vectorlog.cli import main
+from vectorlog.errors import CollectionNotFound, InvalidArgument, NotFound
+from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.processors.proxy.importfiles import ImportFileError
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def create(client: Client, auto_id: bool = False, index: bool = False) -> None:
+    schema = client.create_schema(enable_dynamic_field=True, auto_id=auto_id)
+    schema.add_field("id", DataType.INT64, is_primary=True, auto_id=auto_id)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    schema.add_field("tag", DataType.VARCHAR, max_length=16)
+    params = None
+    if index:
+        params = client.prepare_index_params()
+        params.add_index("vector", index_type="FLAT", metric_type="L2")
+    client.create_collection(
+        "c", schema=schema, index_params=params, metric_type="L2", num_shards=2
+    )
+
+
+def vec(i: int) -> list[float]:
+    return [float(i), 1.0, 0.0, 0.0]
+
+
+def inserted(ids: range | list[int], tag: str = "ins") -> list[dict[str, Any]]:
+    return [{"id": i, "vector": vec(i), "tag": tag} for i in ids]
+
+
+def parquet(path: Path, ids: range, tag: str = "pq", row_group: int = 150) -> str:
+    vectors = np.array([vec(i) for i in ids], dtype=np.float32)
+    table = pa.table(
+        {
+            "id": np.array(ids, dtype=np.int64),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 4),
+            "tag": [tag] * len(ids),
+            "color": [f"c{i % 3}" for i in ids],  # a dynamic field
+        }
+    )
+    pq.write_table(table, path, row_group_size=row_group)
+    return str(path)
+
+
+def json_file(path: Path, ids: range, tag: str = "js") -> str:
+    path.write_text(json.dumps({"rows": inserted(ids, tag)}))
+    return str(path)
+
+
+def numpy_group(folder: Path, ids: range, tag: str = "np") -> list[str]:
+    folder.mkdir()
+    np.save(folder / "id.npy", np.array(ids, dtype=np.int64))
+    np.save(folder / "vector.npy", np.array([vec(i) for i in ids], dtype=np.float32))
+    np.save(folder / "tag.npy", np.array([tag] * len(ids)))
+    return [str(folder / n) for n in ("id.npy", "vector.npy", "tag.npy")]
+
+
+def tags(client: Client, ids: list[int], as_of: int | None = None) -> dict[int, str]:
+    got = client.get("c", ids, output_fields=["id", "tag"], as_of=as_of)
+    return {r["id"]: r["tag"] for r in got}
+
+
+def count(client: Client, as_of: int | None = None) -> int:
+    return client.query("c", "", output_fields=["count(*)"], as_of=as_of)[0]["count(*)"]
+
+
+def binlog_files(client: Client) -> set[str]:
+    root = Path(client.cfg.storage_uri().removeprefix("file://"))
+    kinds = ("insert_log", "stats_log", "delta_log")
+    found = (p for k in kinds if (root / k).exists() for p in (root / k).rglob("*"))
+    return {str(p) for p in found if p.is_file()}
+
+
+def test_files_of_every_format_become_visible_at_one_ts_replacing_equal_keys(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client()
+    create(client)
+    before = int(client.insert("c", inserted(range(10)))["timestamp"])
+    files = [
+        parquet(tmp_path / "a.parquet", range(5, 405)),  # 3 row groups; keys 5..9 replaced
+        json_file(tmp_path / "b.json", range(1000, 1050)),
+        numpy_group(tmp_path / "n", range(2000, 2030)),
+    ]
+    seen: list[tuple[int, int]] = []
+    state = client.bulk_insert("c", files, progress=lambda done, n: seen.append((done, n)))
+    assert state["state"] == "Completed" and state["row_count"] == 480
+    assert seen[-1] == (5, 5)  # 3 row groups, a JSON file and a NumPy group
+    ts = state["timestamp"]
+    assert ts > before
+    assert count(client) == 10 + 480 - 5
+    assert tags(client, [0, 5, 9, 404, 1049, 2029]) == {
+        0: "ins",
+        5: "pq",
+        9: "pq",
+        404: "pq",
+        1049: "js",
+        2029: "np",
+    }
+    got = client.get("c", [7], output_fields=["color", "vector"])[0]
+    assert got["color"] == "c1" and got["vector"] == vec(7)
+    assert tags(client, [5, 6, 1000], as_of=ts - 1) == {5: "ins", 6: "ins"}  # nothing before
+    assert count(client, as_of=ts - 1) == 10
+    hits = client.search("c", [vec(2015)], limit=1, output_fields=["tag"])[0]
+    assert (hits[0]["id"], hits[0]["entity"]["tag"]) == (2015, "np")
+    flushed = [s for s in client.list_segments("c") if s["segment_id"] in state["segment_ids"]]
+    assert {s["state"] for s in flushed} == {"Flushed"}
+    assert sum(s["num_rows"] for s in flushed) == 480
+    assert client.get_bulk_insert_state(state["task_id"])["state"] == "Completed"
+
+
+def checkpointed(client: Client, ts: int, timeout: float = 60) -> None:
+    """Waits until the data node's checkpoint of rows and deletes passes `ts` on every
+    pchannel the collection uses: everything up to it is in binlogs."""
+    pchannels = client.cluster.proxy.describe_collection("c").pchannels
+    datanode = client.cluster.datanode
+    deadline = time.monotonic() + timeout
+    while True:
+        points = datanode.checkpoints(ddl=False)
+        if all(p in points and points[p].tick >= ts for p in pchannels):
+            return
+        assert time.monotonic() < deadline, points
+        time.sleep(0.1)
+
+
+def test_imported_rows_survive_restarts_from_binlogs_and_from_the_log(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client()
+    create(client)
+    client.insert("c", inserted(range(20)))
+    client.flush("c", timeout=60)  # keys 0..19 in binlogs: the import replaces 10..19
+    ts = client.bulk_insert("c", [parquet(tmp_path / "a.parquet", range(10, 310))])["timestamp"]
+    deleted = int(client.delete("c", ids=[12, 300])["timestamp"])  # aimed at imported rows
+    last = int(client.insert("c", inserted([11], tag="again"))["timestamp"])
+    client.flush("c", timeout=60)
+    caught_up(client)
+    checkpointed(client, last)  # deletes reach delta logs a second after they are stamped
+
+    def answers(c: Client) -> list[Any]:
+        return [
+            count(c),
+            count(c, as_of=ts - 1),
+            count(c, as_of=deleted - 1),
+            tags(c, [0, 10, 11, 12, 299, 300]),
+            tags(c, [10, 11, 12], as_of=ts - 1),
+            tags(c, [12, 300], as_of=deleted - 1),
+        ]
+
+    expected = answers(client)
+    assert expected[:3] == [20 + 290 - 2, 20, 310]
+    client.close()
+    reopened = open_client()
+    assert reopened.cluster.querynode.loaded_rows >= 300  # from binlogs, not the log
+    assert answers(reopened) == expected
+    reopened.close()
+    assert answers(open_client(querynode_recovery="log")) == expected
+
+
+def test_an_auto_id_collection_gets_fresh_keys_and_an_index_covers_the_imported_rows(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client()
+    create(client, auto_id=True, index=True)
+    rows = [{"vector": vec(i), "tag": "js"} for i in range(100)]
+    (tmp_path / "a.json").write_text(json.dumps(rows))
+    state = client.bulk_insert("c", [str(tmp_path / "a.json"), str(tmp_path / "a.json")])
+    assert state["row_count"] == 200
+    keys = [r["id"] for r in client.query("c", "", output_fields=["id"], limit=1000)]
+    assert len(set(keys)) == 200
+    deadline = time.monotonic() + 120
+    while client.describe_index("c", "vector")["indexed_rows"] < 200:
+        assert time.monotonic() < deadline, client.describe_index("c", "vector")
+        time.sleep(0.2)
+
+
+def test_without_waiting_the_task_reports_its_progress_until_completed(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client()
+    create(client)
+    state = client.bulk_insert("c", [json_file(tmp_path / "a.json", range(50))], wait=False)
+    assert state["state"] in ("Pending", "Importing")
+    deadline = time.monotonic() + 120
+    while client.get_bulk_insert_state(state["task_id"])["state"] != "Completed":
+        assert client.get_bulk_insert_state(state["task_id"])["state"] != "Failed"
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert client.get_bulk_insert_state(state["task_id"])["progress"] == 100
+    assert [t["task_id"] for t in client.list_bulk_insert_tasks("c")] == [state["task_id"]]
+    assert count(client) == 50
+    with pytest.raises(NotFound, match="task 1 not found"):
+        client.get_bulk_insert_state(1)
+
+
+def five_flushed_rows(open_client: ClientFactory) -> Client:
+    """Returns a client of a fresh collection holding 5 rows in binlogs."""
+    client = open_client()
+    create(client)
+    client.insert("c", inserted(range(5)))
+    client.flush("c", timeout=60)
+    return client
+
+
+def test_bad_requests_are_refused_before_anything_is_written(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = five_flushed_rows(open_client)
+    on_disk = binlog_files(client)
+    good = json_file(tmp_path / "good.json", range(100, 110))
+    with pytest.raises(ImportFileError, match="missing.parquet"):
+        client.bulk_insert("c", [good, str(tmp_path / "missing.parquet")])
+    with pytest.raises(ImportFileError, match="a.csv"):
+        client.bulk_insert("c", [str(tmp_path / "a.csv")])
+    with pytest.raises(CollectionNotFound):
+        client.bulk_insert("nope", [good])
+    with pytest.raises(InvalidArgument, match="partition 'p'"):
+        client.bulk_insert("c", [good], partition_name="p")
+    assert binlog_files(client) == on_disk
+    assert count(client) == 5
+
+
+def test_a_file_failing_in_its_spark_task_fails_the_import_and_leaves_nothing(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = five_flushed_rows(open_client)
+    on_disk = binlog_files(client)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": 900, "vector": [1.0, 2.0], "tag": "x"}]))  # dim 2, not 4
+    good = parquet(tmp_path / "good.parquet", range(100, 400))
+    with pytest.raises(ImportFileError, match="bad.json"):
+        client.bulk_insert("c", [good, str(bad)])
+    [task] = client.list_bulk_insert_tasks("c")
+    assert task["state"] == "Failed" and "bad.json" in task["failed_reason"]
+    assert binlog_files(client) == on_disk  # the good file's segments were deleted too
+    assert count(client) == 5
+    assert client.bulk_insert("c", [good])["row_count"] == 300  # and it can be retried
+
+
+@pytest.mark.parametrize("point", ["bulkinsert.after_files", "proxy.import.before_append"])
+def test_a_killed_import_leaves_nothing_visible(
+    point: str, client_args: dict[str, Any], open_client: ClientFactory, tmp_path: Path
+):
+    files = [parquet(tmp_path / "a.parquet", range(100, 400))]
+    args = {**client_args, "files": files}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: point}
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("bulk_writer.py")), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert child.returncode == CRASH_EXIT, child.stderr
+    assert json.loads(child.stdout.splitlines()[0]) == {"inserted": 5}
+    client = open_client()
+    caught_up(client)
+    assert count(client) == 5
+    assert tags(client, [100, 399]) == {}
+    assert client.bulk_insert("c", files)["row_count"] == 300  # a retry imports them once
+    assert count(client) == 305
+
+
+def test_the_import_command_loads_files_and_names_a_bad_one(
+    client_args: dict[str, Any],
+    open_client: ClientFactory,
+    tmp_path: Path,
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    first = open_client()
+    create(first)
+    first.close()  # the command opens the cluster itself
+    for key, value in client_args.items():
+        if key not in ("uri", "cluster"):
+            monkeypatch.setenv(f"VECTORLOG_{key.upper()}", str(value))
+    base = ["--uri", client_args["uri"]]
+    base += ["--cluster", client_args["cluster"]] if "cluster" in client_args else []
+    npy = ",".join(numpy_group(tmp_path / "n", range(50, 80)))
+    files = [parquet(tmp_path / "a.parquet", range(50)), npy]
+    assert main(["import", *base, "--collection", "c", "--quiet", *files]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert (state["state"], state["row_count"]) == ("Completed", 80)
+    assert main(["import", *base, "--collection", "c", str(tmp_path / "none.json")]) == 1
+    assert "none.json" in capsys.readouterr().err
+    assert count(open_client()) == 80
