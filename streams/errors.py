@@ -24,6 +24,17 @@ class TopicPartitionNotFound(LogError):
         self.topic, self.partition = topic, partition
 
 
+class OffsetOutOfRange(LogError):
+    """A read below the first record a partition still holds (retention deleted the rest)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, start: int) -> None:
+        super().__init__(
+            f"{topic}[{partition}] offset {offset} was deleted by retention; "
+            f"the partition starts at offset {start}"
+        )
+        self.topic, self.partition, self.offset, self.start = topic, partition, offset, start
+
+
 class RecordTooLarge(LogError):
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"record of {size} bytes exceeds the maximum message size {limit}")

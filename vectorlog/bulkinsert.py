@@ -44,6 +44,8 @@ PENDING, IMPORTING, COMMITTING, COMPLETED, FAILED = (
     "Failed",
 )
 Progress = Callable[[int, int], None]  # (units done, units)
+#: how long a job waits after its commit for datacoord to list its segments as Flushed
+FLUSHED_WAIT_S = 60.0
 
 
 class ImportTaskNotFound(NotFound):
@@ -214,7 +216,21 @@ class BulkInserter:
             raise
         job.row_count = sum(s["num_rows"] for s in segments)
         job.segment_ids = [s["segment_id"] for s in segments]
+        self._await_flushed(job)
         job.state, job.elapsed_s = COMPLETED, time.time() - job.started
+
+    def _await_flushed(self, job: ImportJob) -> None:
+        """Waits (up to FLUSHED_WAIT_S) until datacoord lists the job's segments as Flushed:
+        the data node records them once it applies the commit, a moment after the rows are
+        visible. Past that, logs it: the rows stay visible and the segments show up later."""
+        deadline = time.monotonic() + FLUSHED_WAIT_S
+        while any(
+            info["state"] != "Flushed" for info in self.proxy.get_segment_info(job.segment_ids)
+        ):
+            if time.monotonic() > deadline:
+                log.warning("bulk insert %d: segments not Flushed yet", job.task_id)
+                return
+            time.sleep(0.02)
 
     def _plan(
         self, info: CollectionInfo, units: list[ImportUnit], partition_name: str | None

@@ -47,6 +47,13 @@ def _import(args: argparse.Namespace) -> int:
     return run(args, _cluster(args))
 
 
+def _rebuild(args: argparse.Namespace) -> int:
+    """Writes a new data dir holding the cluster as it was at a timestamp (Spark job)."""
+    from vectorlog.rebuild_cmd import run
+
+    return run(args, _cluster(args))
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Serves Milvus's gRPC and REST v2 APIs over a cluster until SIGTERM/SIGINT."""
     from vectorlog.server.serve_cmd import run
@@ -71,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         ("serve", _serve, "serve Milvus's gRPC (19530) and REST v2 (19531) APIs"),
         ("ingest", _ingest, "append JSON lines or Parquet rows to the ingest topic"),
         ("import", _import, "bulk insert Parquet, JSON or NumPy files (Spark job)"),
+        ("rebuild", _rebuild, "a new data dir holding the cluster as of a timestamp (Spark)"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--uri", help="default: VECTORLOG_LOG or ./vectorlog-data")
@@ -92,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             from vectorlog.import_cmd import add_arguments as import_arguments
 
             import_arguments(p)
+        if name == "rebuild":
+            from vectorlog.rebuild_cmd import add_arguments as rebuild_arguments
+
+            rebuild_arguments(p)
         if name == "dead-letters":
             from vectorlog.deadletters_cmd import add_arguments as dead_letters_arguments
 

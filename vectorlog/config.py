@@ -68,6 +68,13 @@ class Config:
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)
     meta_gc_interval_s: float = 60.0
+    #: dml records older than this are deleted: on the embedded log only once every consumer
+    #: is past them (the data node's checkpoints, the ingest consumer's mark), on Kafka by the
+    #: topic's retention.ms (set at creation; Kafka asks no consumer: keep it far above how
+    #: long a data node may be down). None keeps everything. Default: 7 days, Kafka's
+    log_retention_ms: int | None = 7 * 24 * 3600 * 1000
+    #: how often the embedded log's retention runs
+    log_retention_check_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
     #: where binlogs are written: a directory or any pyarrow.fs URI (s3://bucket/prefix);
@@ -208,6 +215,8 @@ _RULES: dict[str, tuple[Any, str]] = {
     "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+    "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
+    "log_retention_check_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
 }
 

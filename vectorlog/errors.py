@@ -151,3 +151,8 @@ class LeaseUnconfirmed(VectorlogError):
             "unreachable or slow?): nothing was written, retry later"
         )
         self.cluster = cluster
+
+
+class RecoveryFailed(VectorlogError):
+    """A node cannot rebuild its state: binlogs it needs are unreadable and the log records
+    that would replace them were deleted by retention."""

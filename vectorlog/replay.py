@@ -19,7 +19,7 @@ from vectorlog.errors import VectorlogError
 from vectorlog.schemas.columns import column_kind
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import TopicPartitionNotFound
-from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.log.base import Log, Record, start_offsets
 from vectorlog.streams.scan import IDLE_S, read_all
 from vectorlog.streams.topics import Topics
 
@@ -169,12 +169,13 @@ def replay(
 def read_from(
     log: Log, topic: str, start: dict[int, int], timeout: float = 60.0, idle: float = IDLE_S
 ) -> Iterator[Record]:
-    """Yields the records of `topic` from `start` (every partition; missing ones from 0) up
-    to its end offsets, then on until idle, as `read_all` does; writes nothing. Raises
-    ReplayError if `start` names a partition the topic lacks, TopicNotFound, or LogError if
-    the end offsets are not reached in time."""
+    """Yields the records of `topic` from `start` (every partition; missing ones from their
+    first record retention kept) up to its end offsets, then on until idle, as `read_all`
+    does; writes nothing. Raises ReplayError if `start` names a partition the topic lacks,
+    TopicNotFound, OffsetOutOfRange for a position retention deleted, or LogError if the end
+    offsets are not reached in time."""
     try:
-        yield from read_all(log, topic, timeout, idle, start)
+        yield from read_all(log, topic, timeout, idle, {**start_offsets(log, topic), **start})
     except TopicPartitionNotFound as exc:
         n = len(log.end_offsets(topic))
         raise ReplayError(f"{topic!r} has no partition {exc.partition} (it has {n})") from None

@@ -11,6 +11,7 @@ data node's published checkpoint and rebuilds the rest from `dml` after it.
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,8 +33,10 @@ from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import DeadLetterWriter
-from vectorlog.streams.log.base import Log
+from vectorlog.streams.log.base import Log, Truncatable, start_offsets
+from vectorlog.streams.retention import RetentionSweeper
 from vectorlog.streams.topics import Serdes, Topics
 
 _T = TypeVar("_T")
@@ -107,7 +110,7 @@ class Standalone:
         _claim(self.db, cfg)
         self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
-        self.topics.ensure(self.log)
+        self.topics.ensure(self.log, cfg.log_retention_ms)
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self._start_rootcoord(cfg)
@@ -126,6 +129,7 @@ class Standalone:
             index_files=self.objects if self.indexnode is not None else None,
         )
         self._stack.callback(self.querynode.close)
+        self._check_replayable(cfg)
         if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
             rc = self.rootcoord
             self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
@@ -156,6 +160,41 @@ class Standalone:
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
         self._start_ingest(cfg)
+        self._start_retention(cfg)
+
+    def _check_replayable(self, cfg: Config) -> None:
+        """Raises ConfigError if the query node must replay dml from offset 0 (recovery "log",
+        or no binlogs with the data node off) but retention deleted its first records."""
+        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+            return
+        starts = start_offsets(self.log, self.topics.dml)
+        if any(starts.values()):
+            raise ConfigError(
+                f"querynode_recovery={cfg.querynode_recovery!r}, datanode={cfg.datanode!r} "
+                f"replays dml from offset 0, but retention deleted the records before {starts}: "
+                'open it with querynode_recovery="binlogs" and the data node on'
+            )
+
+    def _start_retention(self, cfg: Config) -> None:
+        """Starts the embedded log's dml retention (Kafka's is its topics' retention.ms):
+        records every consumer is past and older than `log_retention_ms` are deleted. With
+        the data node off the query node replays dml from 0 at every start: nothing goes."""
+        self.retention: RetentionSweeper | None = None
+        if cfg.log_retention_ms is None or cfg.datanode == "off":
+            return
+        if not isinstance(self.log, Truncatable):
+            return
+        serde = self.serdes.for_topic(self.topics.dml)
+        self.retention = RetentionSweeper(
+            self.log,
+            self.topics.dml,
+            partial(_event_ts, serde),
+            [self.datanode.retention_floor, self.ingest.dml_floor],
+            self.rootcoord.now,
+            cfg.log_retention_ms,
+            cfg.log_retention_check_s,
+        )
+        self._started(self.retention)
 
     def _start_ingest(self, cfg: Config) -> None:
         """Starts the proxy's consumer of the ingest topics (the last to start, the first
@@ -283,3 +322,11 @@ class Standalone:
     def close(self) -> None:
         """Stops the processors and closes the log and the state store (idempotent)."""
         self._stack.close()
+
+
+def _event_ts(serde: EventSerde, value: bytes) -> int | None:
+    """Returns a record's event ts; None if it does not decode (retention looks further)."""
+    try:
+        return serde.decode(value).ts
+    except Exception:
+        return None

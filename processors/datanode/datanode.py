@@ -663,6 +663,18 @@ class DataNode:
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
         return True
 
+    def retention_floor(self) -> dict[int, int]:
+        """Returns, per dml pchannel, the first offset a restart may need: below both the
+        committed checkpoint (this node's restart) and the published one (query nodes');
+        0 for a pchannel with either missing. Records below it may be deleted."""
+        committed, published = dict(self._committed), dict(self._published)
+        return {
+            p: min(committed[p].offset, published[p].offset)
+            if p in committed and p in published
+            else 0
+            for p in range(self.topics.dml_partitions)
+        }
+
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
         """Stages each key changed before the checkpoint with its entry as of the checkpoint
         (a later change's previous entry, else the current one); keeps the later changes.

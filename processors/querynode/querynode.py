@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionHistory, CollectionSchema
 from vectorlog.processors.querynode.imported import imported_rows
@@ -42,7 +42,7 @@ from vectorlog.schemas.columns import column_kind, decode_column
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
-from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.log.base import Log, Record, start_offsets
 from vectorlog.streams.msgstream import (
     DEFAULT_MAX_SKEW_MS,
     MsgPack,
@@ -122,13 +122,21 @@ class QueryNode:
         its GC horizon: events of collections it does not know, stamped before that, are of
         collections dropped and pruned, and skipped), and makes `start` consume dml from the
         checkpoint. Returns the rows loaded. If a binlog cannot be read, it logs why and
-        replays dml from offset 0 instead (nothing is lost; only the restart is slower).
-        Raises LogError if the coord topic cannot be read."""
+        replays dml from offset 0 instead (nothing is lost; only the restart is slower), or,
+        if retention deleted dml records, raises RecoveryFailed. Raises LogError if the coord
+        topic cannot be read."""
         point = read_point(self._log, self._coord, self._coord_serde, timeout)
         self._meta_horizon = horizon
         try:
             loaded = self._load(point, histories, files)
         except Exception as exc:
+            starts = start_offsets(self._log, self._topic)
+            if any(starts.values()):
+                raise RecoveryFailed(
+                    f"query node cannot load binlogs ({type(exc).__name__}: {exc}), and "
+                    f"retention deleted the dml records before offsets {starts} that a "
+                    "replay would need"
+                ) from exc
             log.error("query node cannot load binlogs, replaying dml from 0 instead: %s", exc)
             self.replicas, self._kept, self._meta_horizon = {}, {}, 0
             return 0

@@ -176,8 +176,14 @@ class FedLog:
         self.max_message_bytes = log.max_message_bytes
         self.records: FedRecords | None = None
 
-    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
-        self._log.create_topic(topic, partitions, compacted)
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        compacted: bool = False,
+        retention_ms: int | None = None,
+    ) -> None:
+        self._log.create_topic(topic, partitions, compacted, retention_ms)
 
     def partitions(self, topic: str) -> int:
         return self._log.partitions(topic)

@@ -40,7 +40,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
@@ -97,6 +102,9 @@ class LogDataSource(DataSource):
     def streamReader(self, schema: StructType) -> LogStreamReader:
         return LogStreamReader(dict(self.options))
 
+    def reader(self, schema: StructType) -> LogBatchReader:
+        return LogBatchReader(dict(self.options))
+
 
 def register(spark: Any) -> None:
     """Registers the data source with a SparkSession (idempotent)."""
@@ -111,11 +119,7 @@ class LogStreamReader(DataSourceStreamReader):
         self.log, self.topic = _required(opts, "log"), _required(opts, "topic")
         self.max_records = _int_option(opts, "maxrecordspertrigger", DEFAULT_MAX_RECORDS)
         self.poll_s = _int_option(opts, "pollms", DEFAULT_POLL_MS) / 1000
-        try:
-            start = json.loads(opts.get("startingoffsets") or "{}")
-            self.start = {int(p): int(o) for p, o in start.items()}
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise LogSourceError(f"option startingOffsets is not a JSON object: {exc}") from exc
+        self.start = _offsets_option(opts, "startingoffsets")
         self._ends: _Ends | None = None
 
     # -- driver side (Spark's Python source runner) ------------------------------------------
@@ -165,6 +169,40 @@ class LogStreamReader(DataSourceStreamReader):
         assert isinstance(partition, LogPartition)
         rows = _read_range(self.log, self.topic, partition)
         yield from _arrow_batches(rows)
+
+
+class LogBatchReader(DataSourceReader):
+    """`spark.read.format("vectorlog-log")`: the records of offsets [startingOffsets,
+    endingOffsets) of every partition named in `endingOffsets` (required: a batch read has a
+    fixed end; `startingOffsets` defaults to 0), one task per partition."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        opts = {k.lower(): v for k, v in options.items()}
+        self.log, self.topic = _required(opts, "log"), _required(opts, "topic")
+        self.start = _offsets_option(opts, "startingoffsets")
+        self.end = _offsets_option(opts, "endingoffsets")
+        if not self.end:
+            raise LogSourceError("a batch read needs the option endingOffsets")
+
+    def partitions(self) -> Sequence[InputPartition]:
+        out: list[InputPartition] = []
+        for p, stop in sorted(self.end.items()):
+            if stop > self.start.get(p, 0):
+                out.append(LogPartition(p, self.start.get(p, 0), stop))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, LogPartition)
+        yield from _arrow_batches(_read_range(self.log, self.topic, partition))
+
+
+def _offsets_option(opts: dict[str, str], name: str) -> dict[int, int]:
+    """Returns an offsets option ({"<partition>": offset} JSON) as {partition: offset}."""
+    try:
+        raw = json.loads(opts.get(name) or "{}")
+        return {int(p): int(o) for p, o in raw.items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise LogSourceError(f"option {name} is not a JSON object of offsets: {exc}") from exc
 
 
 # -- finding the ends ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What the Spark jobs offer other processors and the cluster: bulk insert's job (the shared
-SparkSession, the id blocks its tasks need, running them). Others depend on this only."""
+SparkSession, the id blocks its tasks need, running them) and the rebuild's dml read. Others
+depend on this only."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from vectorlog.processors.spark.bulkload import (
     segments_needed,
 )
 from vectorlog.processors.spark.datanode_job import acquire_session, release_session
+from vectorlog.processors.spark.rebuild import records_as_of
 
 __all__ = [
     "ImportTarget",
     "UnitTask",
     "acquire_session",
     "logs_needed",
+    "records_as_of",
     "release_session",
     "run_units",
     "segment_paths",

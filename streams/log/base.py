@@ -83,8 +83,16 @@ class Log(Protocol):
 
     max_message_bytes: int
 
-    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
-        """Creates `topic` if it does not exist. Raises LogError on a partition-count clash."""
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        compacted: bool = False,
+        retention_ms: int | None = None,
+    ) -> None:
+        """Creates `topic` if it does not exist, with `retention_ms` as the broker's time
+        retention where the backend has one (the embedded log's is `streams.retention`).
+        Raises LogError on a partition-count clash."""
         ...
 
     def partitions(self, topic: str) -> int:
@@ -126,3 +134,24 @@ def check_sizes(records: Iterable[Append], limit: int) -> None:
         size += sum(len(n) + len(v) for n, v in r.headers)
         if size > limit:
             raise RecordTooLarge(size, limit)
+
+
+@runtime_checkable
+class Truncatable(Protocol):
+    """A log whose records below an offset can be deleted (the embedded log; Kafka deletes
+    by its topics' retention settings instead)."""
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: its first offset still held}. Raises TopicNotFound."""
+        ...
+
+    def truncate(self, topic: str, partition: int, before: int) -> int:
+        """Deletes the partition's records below `before`; returns its new start."""
+        ...
+
+
+def start_offsets(log: Log, topic: str) -> dict[int, int]:
+    """Returns {partition: its first offset still held}: 0 for logs that never truncate."""
+    if isinstance(log, Truncatable):
+        return log.start_offsets(topic)
+    return dict.fromkeys(range(log.partitions(topic)), 0)

@@ -3,6 +3,8 @@
 Key layout (all big-endian so RocksDB iterates in offset order):
     TOPIC_META + topic                                  -> partition count (4 bytes)
     RECORD + topic + SEP + partition(4) + offset(8)     -> streams/log/frame.py frame
+    START + topic + SEP + partition(4)                  -> first offset still held (8 bytes;
+                                                           absent: 0), set by `truncate`
 An append of any number of records across partitions is one WriteBatch written with
 sync=True: it is on disk before `append` returns, and it lands whole or not at all. Once
 the directory is deleted or replaced under a running process every write is refused
@@ -33,6 +35,7 @@ from vectorlog.streams.errors import (
     LogWriteFailed,
     LogWriteOutcomeUnknown,
     LogWriteReadOnly,
+    OffsetOutOfRange,
     TopicNotFound,
     TopicPartitionNotFound,
 )
@@ -43,6 +46,7 @@ from vectorlog.streams.rocksopen import OpenFailure, classify
 
 TOPIC_META = b"\x01t:"
 RECORD = b"\x02r:"
+START = b"\x03s:"
 SEP = b"\x00"
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 LOG = logging.getLogger(__name__)
@@ -51,6 +55,11 @@ LOG = logging.getLogger(__name__)
 def record_prefix(topic: str, partition: int) -> bytes:
     """Returns the key prefix of every record of one partition."""
     return RECORD + topic.encode() + SEP + struct.pack(">I", partition)
+
+
+def start_key(topic: str, partition: int) -> bytes:
+    """Returns the key of a partition's first held offset (written by `truncate`)."""
+    return START + topic.encode() + SEP + struct.pack(">I", partition)
 
 
 def record_key(topic: str, partition: int, offset: int) -> bytes:
@@ -110,6 +119,7 @@ class EmbeddedLog:
         self._appended = threading.Condition(self._lock)
         self._topics: dict[str, int] = {}
         self._next: dict[tuple[str, int], int] = {}
+        self._start: dict[tuple[str, int], int] = {}
         self._closed = False
         self._recover()
 
@@ -124,6 +134,8 @@ class EmbeddedLog:
         for topic, n in self._topics.items():
             for p in range(n):
                 self._next[(topic, p)] = self._end_on_disk(topic, p)
+                raw = self._db.get(start_key(topic, p))
+                self._start[(topic, p)] = struct.unpack(">Q", raw)[0] if raw else 0
 
     def _end_on_disk(self, topic: str, partition: int) -> int:
         prefix = record_prefix(topic, partition)
@@ -134,7 +146,13 @@ class EmbeddedLog:
             return int(last) + 1
         return 0
 
-    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        compacted: bool = False,
+        retention_ms: int | None = None,
+    ) -> None:
         if partitions < 1 or SEP.decode() in topic:
             raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
         with self._lock:
@@ -152,6 +170,7 @@ class EmbeddedLog:
             self._topics[topic] = partitions
             for p in range(partitions):
                 self._next[(topic, p)] = 0
+                self._start[(topic, p)] = 0
 
     def _write(self, wb: WriteBatch, topic: str) -> None:
         """Writes one batch (synced when fsync is on); nothing is acknowledged if it raises.
@@ -219,14 +238,52 @@ class EmbeddedLog:
                 raise TopicPartitionNotFound(topic, p)
         return EmbeddedReader(self, topic, positions)
 
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: its first offset still held} (0 until `truncate` deleted
+        records). Raises TopicNotFound."""
+        n = self.partitions(topic)
+        with self._lock:
+            return {p: self._start[(topic, p)] for p in range(n)}
+
+    def truncate(self, topic: str, partition: int, before: int) -> int:
+        """Deletes the partition's records below offset `before` (at most up to its end), in
+        one synced write with its new start; offsets of the others never change. Returns the
+        new start. Raises TopicPartitionNotFound, LogWriteFailed."""
+        if not 0 <= partition < self.partitions(topic):
+            raise TopicPartitionNotFound(topic, partition)
+        with self._lock:
+            self._check_open()
+            start = self._start[(topic, partition)]
+            before = min(before, self._next[(topic, partition)])
+            if before <= start:
+                return start
+            wb = WriteBatch(raw_mode=True)
+            wb.delete_range(
+                record_key(topic, partition, start), record_key(topic, partition, before)
+            )
+            wb.put(start_key(topic, partition), struct.pack(">Q", before))
+            self._write(wb, topic)
+            self._start[(topic, partition)] = before
+            return before
+
     def _read(self, topic: str, partition: int, offset: int, limit: int) -> list[Record]:
+        """Returns up to `limit` records from `offset`. Raises OffsetOutOfRange if `offset`
+        is below the partition's start (its records were deleted by retention)."""
+        start = self._start[(topic, partition)]
+        if offset < start:
+            raise OffsetOutOfRange(topic, partition, offset, start)
         end = min(self._next[(topic, partition)], offset + limit)
         if offset >= end:
             return []
         out, it = [], self._db.iter()
+        prefix = record_prefix(topic, partition)
         it.seek(record_key(topic, partition, offset))
         for off in range(offset, end):
-            if not it.valid():
+            if not it.valid() or bytes(it.key()) != prefix + struct.pack(">Q", off):
+                if off == offset:  # truncated between the check and the seek
+                    raise OffsetOutOfRange(
+                        topic, partition, offset, self._start[(topic, partition)]
+                    )
                 break
             key, value, headers = unframe(bytes(it.value()))
             out.append(Record(topic, partition, off, value, key, headers))

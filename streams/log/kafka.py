@@ -126,13 +126,21 @@ class KafkaLog:
 
     # -- topics ---------------------------------------------------------------------------
 
-    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        compacted: bool = False,
+        retention_ms: int | None = None,
+    ) -> None:
         if partitions < 1 or not topic:
             raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
         self._check_open()
         config = {"max.message.bytes": str(self._wire_max)}
         if compacted:
             config["cleanup.policy"] = "compact"
+        if retention_ms is not None:
+            config["retention.ms"] = str(retention_ms)
         new = NewTopic(topic, partitions, config=config)
         future = self._admin_client().create_topics([new])[topic]
         try:

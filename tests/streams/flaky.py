@@ -19,8 +19,14 @@ class FlakyLog:
         self.down = threading.Event()
         self.failures = 0
 
-    def create_topic(self, topic: str, partitions: int, compacted: bool = False) -> None:
-        self._log.create_topic(topic, partitions, compacted)
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        compacted: bool = False,
+        retention_ms: int | None = None,
+    ) -> None:
+        self._log.create_topic(topic, partitions, compacted, retention_ms)
 
     def partitions(self, topic: str) -> int:
         return self._log.partitions(topic)

@@ -93,6 +93,18 @@ class IngestConsumer:
         topics = {r.topic for r in self.routes}
         return {tp: off for tp, off in self.store.positions().items() if tp[0] in topics}
 
+    def dml_floor(self) -> dict[int, int]:
+        """Returns the stored mark per dml partition: after a crash the consumer reads the dml
+        from there, so log retention keeps those records."""
+        return {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+
+    def _refresh_mark(self) -> None:
+        """Moves the mark to the dml's end (at most every MARK_EVERY_S), while idle, so an
+        idle consumer never holds log retention back."""
+        if time.monotonic() - self._marked_at >= MARK_EVERY_S:
+            with self.store.transaction() as txn:
+                self._mark(txn)
+
     # -- the consumer thread ----------------------------------------------------------------
     def _run(self) -> None:
         readers: dict[str, Reader] = {}
@@ -111,6 +123,8 @@ class IngestConsumer:
                         if records:
                             idle = False
                             self._process(route, records)
+                    if idle:  # nothing applied and uncommitted: the mark may move up
+                        self._refresh_mark()
                 except Exception as exc:  # the log or the store failed: retry from positions
                     log.warning("ingest consume failed (retrying): %s", exc)
                     _close_all(readers)

@@ -1,0 +1,114 @@
+"""Log retention for the embedded log: a sweeper deletes a topic's records that every consumer
+is past (the floors its consumers report: the data node's checkpoint, published and committed,
+the ingest consumer's mark) and that are older than the retention time.
+
+Kafka deletes by its topics' `retention.ms` instead (set when the topics are created), without
+asking consumers: there the retention must stay well above how far a consumer can lag.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from vectorlog.hybridts import physical_ms
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Log, Truncatable
+
+log = logging.getLogger(__name__)
+
+Floor = Callable[[], dict[int, int]]  # partition -> first offset that consumer may still need
+#: records looked at past an undecodable one for a timestamp
+SCAN_AHEAD = 16
+
+
+class RetentionSweeper:
+    """Deletes, every `interval_s`, the records of `topic` below every floor and older than
+    `retention_ms` (by their event's timestamp, `event_ts(value)`; None: no timestamp)."""
+
+    def __init__(
+        self,
+        log_: Log,
+        topic: str,
+        event_ts: Callable[[bytes], int | None],
+        floors: Sequence[Floor],
+        now: Callable[[], int],
+        retention_ms: int,
+        interval_s: float = 60.0,
+    ) -> None:
+        """`now()`: the current hybrid ts (the timestamp oracle's). Raises LogError if
+        `log_` cannot delete records (Kafka: its topics' retention settings do)."""
+        if not isinstance(log_, Truncatable):
+            raise LogError(f"{type(log_).__name__} does not delete records on request")
+        self.log, self.trunc = log_, log_
+        self.topic, self.event_ts, self.floors = topic, event_ts, list(floors)
+        self.now, self.retention_ms, self.interval_s = now, retention_ms, interval_s
+        self.deleted = 0  # records deleted by this sweeper
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="retention", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def close(self) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.sweep()
+            except Exception as exc:  # the log is failing: retried at the next round
+                log.warning("log retention sweep of %s failed: %s", self.topic, exc)
+
+    def sweep(self) -> dict[int, int]:
+        """Deletes what retention allows now; returns each partition's start after it.
+        Raises LogError."""
+        floor = self._floor()
+        limit_ms = physical_ms(self.now()) - self.retention_ms
+        starts = self.trunc.start_offsets(self.topic)
+        for p, start in starts.items():
+            cut = self._first_kept(p, start, floor.get(p, start), limit_ms)
+            if cut > start:
+                starts[p] = self.trunc.truncate(self.topic, p, cut)
+                self.deleted += starts[p] - start
+                log.info("retention deleted %s[%d] offsets %d..%d", self.topic, p, start, cut - 1)
+        return starts
+
+    def _floor(self) -> dict[int, int]:
+        """Returns per partition the lowest offset any consumer may still need."""
+        out: dict[int, int] = {}
+        for floor in self.floors:
+            for p, offset in floor().items():
+                out[p] = min(out.get(p, offset), offset)
+        return out
+
+    def _first_kept(self, p: int, lo: int, hi: int, limit_ms: int) -> int:
+        """Returns the first offset in [lo, hi) whose record is newer than `limit_ms` (a
+        binary search: timestamps grow along a partition), or `hi` if none is."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            ts = self._ts_at(p, mid, hi)
+            if ts is not None and physical_ms(ts) > limit_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _ts_at(self, p: int, offset: int, end: int) -> int | None:
+        """Returns the event ts of the record at `offset` or, if it has none, of one of the
+        next SCAN_AHEAD records before `end`; None if none has one."""
+        reader = self.log.reader(self.topic, {p: offset})
+        try:
+            for rec in reader.poll(min(SCAN_AHEAD, max(1, end - offset)), timeout=0):
+                ts = self.event_ts(rec.value)
+                if ts is not None:
+                    return ts
+            return None
+        finally:
+            reader.close()

@@ -1,0 +1,93 @@
+"""Log retention in a running cluster (issue 10): the embedded log deletes dml records the
+binlogs hold and every consumer is past, never one a restart needs; a restart then answers
+every read as before; a start that would need the deleted records is refused, naming them.
+On Kafka the dml topic is created with the retention as its retention.ms."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import ClientFactory
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client
+from vectorlog.config import ConfigError
+from vectorlog.replay import read_from
+from vectorlog.streams.log.base import start_offsets
+
+FAST = {"log_retention_ms": 0, "log_retention_check_s": 0.2, "tick_interval_ms": 50}
+
+
+def rows(ids: range | list[int]) -> list[dict[str, Any]]:
+    return [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0]} for i in ids]
+
+
+def answers(client: Client, stamps: list[int]) -> list[Any]:
+    out: list[Any] = []
+    for ts in [None, *stamps]:
+        out.append(client.query("c", "id >= 0", output_fields=["id", "vector"], as_of=ts))
+        out.append(client.query("c", "", output_fields=["count(*)"], as_of=ts))
+    return out
+
+
+def dml_starts(client: Client) -> dict[int, int]:
+    return start_offsets(client.cluster.log, client.cluster.topics.dml)
+
+
+def truncated(client: Client, timeout: float = 60) -> dict[int, int]:
+    """Waits until retention deleted records of every pchannel the collection uses."""
+    used = client.cluster.proxy.describe_collection("c").pchannels
+    deadline = time.monotonic() + timeout
+    while not all(dml_starts(client)[p] > 0 for p in used):
+        assert time.monotonic() < deadline, dml_starts(client)
+        time.sleep(0.1)
+    return dml_starts(client)
+
+
+def test_retention_deletes_what_binlogs_hold_and_a_restart_answers_the_same(tmp_path: Path):
+    uri = str(tmp_path / "db")
+    client = Client(uri, **FAST)
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    stamps = [int(client.insert("c", rows(range(200)))["timestamp"])]
+    stamps.append(int(client.delete("c", ids=[3, 150])["timestamp"]))
+    client.flush("c", timeout=60)
+    stamps.append(int(client.insert("c", rows(range(300, 310)))["timestamp"]))  # growing
+    caught_up(client)
+    starts = truncated(client)
+    floor = client.cluster.datanode.retention_floor()
+    assert all(starts[p] <= floor[p] for p in starts)  # nothing a restart needs is gone
+    before = answers(client, stamps)
+    client.close()
+    reopened = Client(uri, **FAST)
+    assert answers(reopened, stamps) == before
+    events = list(read_from(reopened.cluster.log, reopened.cluster.topics.dml, {}, idle=0.2))
+    assert min(r.offset for r in events if r.partition == 0) == dml_starts(reopened)[0]
+    reopened.close()
+    with pytest.raises(ConfigError, match="retention deleted the records before"):
+        Client(uri, querynode_recovery="log")
+
+
+def test_without_binlogs_nothing_is_deleted(tmp_path: Path):
+    client = Client(str(tmp_path / "db"), datanode="off", **FAST)
+    client.create_collection("c", dimension=4, metric_type="L2")
+    client.insert("c", rows(range(50)))
+    caught_up(client)
+    time.sleep(1.0)  # five retention rounds, had one been started
+    assert set(dml_starts(client).values()) == {0}
+    client.close()
+
+
+@pytest.mark.parametrize("backend", ["kafka"], indirect=True)
+def test_on_kafka_the_dml_topic_carries_the_retention(
+    open_client: ClientFactory, kafka_bootstrap: str
+):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    client = open_client(log_retention_ms=3_600_000)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    dml = ConfigResource("topic", client.cluster.topics.dml)
+    [future] = admin.describe_configs([dml]).values()
+    assert future.result(timeout=30)["retention.ms"].value == "3600000"
