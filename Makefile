@@ -45,6 +45,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.replay_bench
 	$(BIN)/python -m benchmarks.restart_bench
 	$(BIN)/python -m benchmarks.bulkload_bench
+	$(BIN)/python -m benchmarks.rebuild_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

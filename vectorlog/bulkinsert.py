@@ -95,6 +95,7 @@ class ImportJob:
             "timestamp": self.timestamp,
             "failed_reason": self.reason,
             "elapsed_s": round(self.elapsed_s, 3),
+            "created": round(self.started),
         }
 
 

@@ -16,6 +16,7 @@ from vectorlog.errors import IndexNotFound, InvalidArgument
 from vectorlog.hybridts import physical_ms
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_data import DataRpcs
+from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_rpc import SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
 from vectorlog.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
@@ -25,7 +26,7 @@ MILVUS_VERSION = "v2.5.0"
 _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
-class MilvusServicer(DataRpcs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusServicer(DataRpcs, ImportRpcs, milvus_pb2_grpc.MilvusServiceServicer):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
     def __init__(self, client: Client) -> None:

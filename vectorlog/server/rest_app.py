@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from vectorlog.client import Client
-from vectorlog.server import rest_collections, rest_entities
+from vectorlog.server import rest_collections, rest_entities, rest_jobs
 from vectorlog.server.rest_errors import (
     INCORRECT_PARAMETER_FORMAT,
     NEED_AUTHENTICATE,
@@ -31,7 +31,7 @@ from vectorlog.server.rest_metrics import Metrics
 _UNAUTHENTICATED = "user hasn't authenticated"
 #: the largest request body (Milvus's default proxy limit, 64 MiB)
 MAX_BODY_BYTES = 64 * 1024 * 1024
-ROUTES = {**rest_collections.ROUTES, **rest_entities.ROUTES}
+ROUTES = {**rest_collections.ROUTES, **rest_entities.ROUTES, **rest_jobs.ROUTES}
 
 
 class RestApi:
@@ -47,7 +47,9 @@ class RestApi:
     async def vectordb(self, request: Request) -> Response:
         """Serves one REST v2 call; always HTTP 200 with an envelope (401 unauthenticated,
         404 unknown endpoint), never a traceback."""
-        endpoint = f"{request.path_params['group']}/{request.path_params['action']}"
+        params = request.path_params
+        group = f"jobs/{params['job']}" if "job" in params else params["group"]  # jobs/import
+        endpoint = f"{group}/{params['action']}"
         started = time.perf_counter()
         status, code, content = await self._answer(request, endpoint)
         known = endpoint if endpoint in ROUTES else "unknown"
@@ -128,6 +130,7 @@ def rest_app(
         exception_handlers={404: _http_error, 405: _http_error},
         routes=[
             Route("/v2/vectordb/{group}/{action}", api.vectordb, methods=["POST"]),
+            Route("/v2/vectordb/jobs/{job}/{action}", api.vectordb, methods=["POST"]),
             Route("/healthz", api.health, methods=["GET"]),
             Route("/health", api.health, methods=["GET"]),
             Route("/metrics", api.prometheus, methods=["GET"]),

@@ -1,0 +1,69 @@
+"""Bulk insert over Milvus's gRPC protocol: unmodified pymilvus `utility.do_bulk_insert`,
+`get_bulk_insert_state` and `list_bulk_insert_tasks` drive the Spark import job."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pymilvus import connections, utility
+from pymilvus.client.types import BulkInsertState
+
+from tests.vectorlog.server.conftest import Served
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+@pytest.fixture
+def alias(served: Served) -> Iterator[str]:
+    name = f"a{uuid.uuid4().hex[:8]}"
+    connections.connect(alias=name, uri=f"http://{served.address}")
+    yield name
+    connections.disconnect(name)
+
+
+def wait_done(task: int, alias: str) -> BulkInsertState:
+    deadline = time.monotonic() + 120
+    while True:
+        state = utility.get_bulk_insert_state(task, using=alias)
+        if state.state in (BulkInsertState.ImportCompleted, BulkInsertState.ImportFailedAndCleaned):
+            return state
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+
+
+def test_pymilvus_bulk_inserts_json_and_numpy_files(served: Served, alias: str, tmp_path: Path):
+    name = f"imp_{uuid.uuid4().hex[:6]}"
+    served.milvus.create_collection(name, dimension=4, metric_type="L2")
+    rows = [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0]} for i in range(40)]
+    (tmp_path / "rows.json").write_text(json.dumps({"rows": rows}))
+    task = utility.do_bulk_insert(name, [str(tmp_path / "rows.json")], using=alias)
+    state = wait_done(task, alias)
+    assert state.state == BulkInsertState.ImportCompleted and state.row_count == 40
+    assert state.infos["collection"] == name and state.infos["progress_percent"] == "100"
+    np.save(tmp_path / "id.npy", np.arange(100, 130, dtype=np.int64))
+    np.save(tmp_path / "vector.npy", np.ones((30, 4), dtype=np.float32))
+    npy = [str(tmp_path / "id.npy"), str(tmp_path / "vector.npy")]
+    assert wait_done(utility.do_bulk_insert(name, npy, using=alias), alias).row_count == 30
+    got = served.milvus.query(name, "", output_fields=["count(*)"], consistency_level="Strong")
+    assert got[0]["count(*)"] == 70
+    listed = utility.list_bulk_insert_tasks(collection_name=name, using=alias)
+    assert sorted(t.task_id for t in listed) == sorted([task, listed[-1].task_id])
+
+
+def test_a_bad_file_fails_the_task_with_its_reason(served: Served, alias: str, tmp_path: Path):
+    name = f"imp_{uuid.uuid4().hex[:6]}"
+    served.milvus.create_collection(name, dimension=4, metric_type="L2")
+    with pytest.raises(Exception, match="missing.json"):
+        utility.do_bulk_insert(name, [str(tmp_path / "missing.json")], using=alias)
+    (tmp_path / "bad.json").write_text(json.dumps([{"id": 1, "vector": [1.0]}]))
+    state = wait_done(
+        utility.do_bulk_insert(name, [str(tmp_path / "bad.json")], using=alias), alias
+    )
+    assert state.state == BulkInsertState.ImportFailedAndCleaned
+    assert "bad.json" in state.infos["failed_reason"]
