@@ -24,7 +24,7 @@ from typing import Any
 from vectorlog import hybridts
 from vectorlog.config import Config
 from vectorlog.errors import InvalidArgument
-from vectorlog.processors.spark.service import acquire_session, records_as_of, release_session
+from vectorlog.processors.spark.service import acquire_session, offsets_as_of, release_session
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.standalone import open_log
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
@@ -162,16 +162,37 @@ def _copy(dst: Log, topic: str, records: Iterator[Append] | Any) -> int:
 def _copy_dml(
     source: Config, src: Log, dst: Log, topics: Topics, at: int, progress: Progress | None
 ) -> int:
-    """Copies the dml records stamped <= `at` through the Spark job; returns how many."""
+    """Copies the dml records stamped <= `at` (found by the Spark job) in each partition's
+    order; returns how many."""
     ends = _true_ends(src, topics.dml)
     uri = source.log if source.is_kafka else str(Path(source.log) / "log")
     session = acquire_session(source.spark_master)
     try:
-        kept = records_as_of(session, uri, topics.dml, ends, at, source.schema_registry_url)
-        appends = (Append(p, value, key) for p, _, key, value in kept)
-        return _copy(dst, topics.dml, _counted(appends, topics.dml, progress))
+        kept = offsets_as_of(session, uri, topics.dml, ends, at, source.schema_registry_url)
     finally:
         release_session(session)
+    records = _kept_records(src, topics.dml, ends, kept)
+    return _copy(dst, topics.dml, _counted(records, topics.dml, progress))
+
+
+def _kept_records(
+    src: Log, topic: str, ends: dict[int, int], kept: dict[int, set[int]]
+) -> Iterator[Append]:
+    """Yields the records at the `kept` offsets, partition by partition in offset order."""
+    for p, end in sorted(ends.items()):
+        if not kept.get(p):
+            continue
+        reader = src.reader(topic, {p: 0})
+        try:
+            at = 0
+            while at < end:
+                batch = reader.poll(1000, timeout=1.0)
+                for r in batch:
+                    if r.offset < end and r.offset in kept[p]:
+                        yield Append(p, r.value, r.key, r.headers)
+                at = batch[-1].offset + 1 if batch else at
+        finally:
+            reader.close()
 
 
 def _counted(records: Iterator[Append], topic: str, progress: Progress | None) -> Iterator[Append]:

@@ -1,9 +1,9 @@
 """The Spark side of `vectorlog rebuild --as-of T`: a batch read of the dml topic through the
-log data source, keeping the records stamped at or before T, in each partition's order.
+log data source finds the records stamped at or before T.
 
-One task per dml partition decodes its records' envelopes (in the executors' Python workers)
-and drops those stamped after T; the driver receives the kept records partition by partition,
-in offset order, and appends them to the new cluster's log.
+Tasks of up to 64 records each decode the envelopes (in the executors' Python workers) and
+return the offsets of the records to keep; the driver then copies those records from the log
+into the new cluster's, in each partition's offset order.
 """
 
 from __future__ import annotations
@@ -22,17 +22,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def records_as_of(
+def offsets_as_of(
     session: SparkSession,
     log_uri: str,
     topic: str,
     ends: dict[int, int],
     as_of: int,
     schema_registry_url: str | None = None,
-) -> Iterator[tuple[int, int, bytes | None, bytes]]:
-    """Yields (partition, offset, key, value) of every record of `topic` below `ends` stamped
-    at or before `as_of` (or not decodable: the new cluster dead-letters it as the old one
-    did), each partition's in offset order. Raises what Spark raises for a failed task."""
+) -> dict[int, set[int]]:
+    """Returns {partition: offsets} of the records of `topic` below `ends` stamped at or
+    before `as_of` (or not decodable: the new cluster dead-letters it as the old one did).
+    Only offsets come back to the driver, never the records (they reach 1 MB each): the
+    driver copies the values from the log itself. Raises what Spark raises for a failed task."""
     register(session)
     frame = (
         session.read.format(NAME)
@@ -42,9 +43,13 @@ def records_as_of(
         .load()
     )
     keep = partial(_keep_as_of, as_of, schema_registry_url, topic)
-    kept = frame.mapInArrow(keep, frame.schema)
-    for row in kept.toLocalIterator(prefetchPartitions=True):
-        yield row["partition"], row["offset"], row["key"], row["value"]
+    kept = frame.mapInArrow(keep, "partition int, offset long").toArrow()
+    out: dict[int, set[int]] = {p: set() for p in ends}
+    for p, offset in zip(
+        kept.column("partition").to_pylist(), kept.column("offset").to_pylist(), strict=True
+    ):
+        out[p].add(offset)
+    return out
 
 
 def _keep_as_of(
@@ -55,7 +60,7 @@ def _keep_as_of(
     for batch in batches:
         values = batch.column(3).to_pylist()
         keep = [_stamp(serde, v) <= as_of for v in values]
-        yield batch.filter(pa.array(keep, pa.bool_()))
+        yield batch.select(["partition", "offset"]).filter(pa.array(keep, pa.bool_()))
 
 
 def _stamp(serde: EventSerde, value: Any) -> int:

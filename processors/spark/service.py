@@ -13,14 +13,14 @@ from vectorlog.processors.spark.bulkload import (
     segments_needed,
 )
 from vectorlog.processors.spark.datanode_job import acquire_session, release_session
-from vectorlog.processors.spark.rebuild import records_as_of
+from vectorlog.processors.spark.rebuild import offsets_as_of
 
 __all__ = [
     "ImportTarget",
     "UnitTask",
     "acquire_session",
     "logs_needed",
-    "records_as_of",
+    "offsets_as_of",
     "release_session",
     "run_units",
     "segment_paths",
