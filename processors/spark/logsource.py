@@ -167,7 +167,7 @@ class LogStreamReader(DataSourceStreamReader):
     # -- executor side -----------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogPartition)
-        rows = _read_range(self.log, self.topic, partition)
+        rows = read_range(self.log, self.topic, partition)
         yield from _arrow_batches(rows)
 
 
@@ -200,7 +200,7 @@ class LogBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogPartition)
-        yield from _arrow_batches(_read_range(self.log, self.topic, partition))
+        yield from _arrow_batches(read_range(self.log, self.topic, partition))
 
 
 def _offsets_option(opts: dict[str, str], name: str) -> dict[int, int]:
@@ -289,7 +289,8 @@ _CONSUMERS: dict[tuple[str, str, int], tuple[Any, list[int]]] = {}
 _CACHE_SIZE = 8
 
 
-def _read_range(log: str, topic: str, part: LogPartition) -> Iterator[Record]:
+def read_range(log: str, topic: str, part: LogPartition) -> Iterator[Record]:
+    """Yields the records of one range of a partition (in an executor's Python worker)."""
     if log.startswith(KAFKA_PREFIX):
         yield from _read_kafka(log[len(KAFKA_PREFIX) :], topic, part)
         return
