@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -308,3 +309,47 @@ def test_the_import_command_loads_files_and_names_a_bad_one(
     assert main(["import", *base, "--collection", "c", str(tmp_path / "none.json")]) == 1
     assert "none.json" in capsys.readouterr().err
     assert count(open_client()) == 80
+
+
+def test_an_import_racing_inserts_and_deletes_of_its_keys_ends_as_their_ts_order_says(
+    open_client: ClientFactory, tmp_path: Path
+):
+    """Inserts and deletes of the imported keys run during the import: each key ends as the
+    write with the highest ts left it (the import is one write at its commit ts), also after
+    a restart."""
+    client = open_client()
+    create(client)
+    files = [parquet(tmp_path / "a.parquet", range(0, 200), tag="bulk")]
+    last: dict[int, tuple[int, str | None]] = {}  # key -> (ts, tag; None: deleted)
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            key = (i * 37) % 200
+            if i % 3 == 2:
+                ts = int(client.delete("c", ids=[key])["timestamp"])
+                last[key] = max(last.get(key, (0, None)), (ts, None))
+            else:
+                ts = int(client.insert("c", inserted([key], tag=f"w{i}"))["timestamp"])
+                last[key] = max(last.get(key, (0, None)), (ts, f"w{i}"))
+            i += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        state = client.bulk_insert("c", files)
+    finally:
+        stop.set()
+        thread.join()
+    at = state["timestamp"]
+    final: dict[int, str | None] = {k: "bulk" for k in range(200)}  # the import's rows
+    final |= {k: tag for k, (ts, tag) in last.items() if ts > at}  # later writes win
+    expected = {k: tag for k, tag in final.items() if tag is not None}
+    assert len(last) > 10  # the writer raced the import
+    caught_up(client)
+    assert tags(client, list(range(200))) == expected
+    client.close()
+    reopened = open_client()
+    caught_up(reopened)
+    assert tags(reopened, list(range(200))) == expected
