@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         demo_digits(client)
         demo_glove(client, args.glove_rows)
         demo_flush(client, "glove")
-    print("closed; reopening: every acknowledged row is rebuilt from the log")
+    print(
+        "closed; reopening: every acknowledged row comes back "
+        "(flushed segments from binlogs, the rest from the log)"
+    )
     start = time.perf_counter()
     with Client(args.uri, **settings) as client:
         rows = client.get_collection_stats("glove")["row_count"]
