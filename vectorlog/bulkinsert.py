@@ -124,11 +124,13 @@ class BulkInserter:
         files: Sequence[Any],
         partition_name: str | None = None,
         progress: Progress | None = None,
+        options: dict[str, Any] | None = None,
     ) -> ImportJob:
         """Checks the request and its files, then runs the job on a thread; returns its state
-        (see `state`). Raises InvalidArgument (ImportFileError for a file), CollectionNotFound
+        (see `state`). `options`: Milvus's; {"backup": true} imports Milvus binlog segment
+        directories. Raises InvalidArgument (ImportFileError for a file), CollectionNotFound
         before anything is written."""
-        job, info, units = self._prepare(collection_name, files, partition_name)
+        job, info, units = self._prepare(collection_name, files, partition_name, options)
         thread = threading.Thread(
             target=self._run_quietly, args=(job, info, units, progress), daemon=True
         )
@@ -141,11 +143,12 @@ class BulkInserter:
         files: Sequence[Any],
         partition_name: str | None = None,
         progress: Progress | None = None,
+        options: dict[str, Any] | None = None,
     ) -> ImportJob:
         """Runs a job to its end; returns its Completed state. Raises what `start` raises,
         and the job's error (ImportFileError naming the file, StorageError, LogError) after
         deleting what it wrote."""
-        job, info, units = self._prepare(collection_name, files, partition_name)
+        job, info, units = self._prepare(collection_name, files, partition_name, options)
         self._run(job, info, units, progress)
         return job
 
@@ -165,7 +168,11 @@ class BulkInserter:
 
     # -- a job ---------------------------------------------------------------------------------
     def _prepare(
-        self, collection_name: str, files: Sequence[Any], partition_name: str | None
+        self,
+        collection_name: str,
+        files: Sequence[Any],
+        partition_name: str | None,
+        options: dict[str, Any] | None = None,
     ) -> tuple[ImportJob, CollectionInfo, list[ImportUnit]]:
         info = self.proxy.describe_collection(collection_name)
         if partition_name is not None and partition_name not in info.partitions:
@@ -174,7 +181,7 @@ class BulkInserter:
             )
         if isinstance(files, str) or not isinstance(files, Sequence):
             raise InvalidArgument("files must be a list of paths (or of lists of .npy paths)")
-        units = plan_units(files)
+        units = plan_units(files, backup=_backup(options or {}))
         job = ImportJob(self.rc.allocate_ids(1), collection_name, list(files), partition_name)
         job.units = len(units)
         with self._lock:
@@ -302,3 +309,13 @@ def _row_bytes(schema: CollectionSchema) -> int:
     """Returns an estimate of one row's bytes, for segment sizing."""
     sizes = {DataType.FLOAT_VECTOR: lambda f: 4 * (f.dim or 1)}
     return 16 + sum(sizes.get(f.dtype, lambda f: 16)(f) for f in schema.fields)
+
+
+def _backup(options: dict[str, Any]) -> bool:
+    """Returns Milvus's `backup` option (true/"true"). Raises InvalidArgument for an option
+    vectorlog does not know."""
+    unknown = sorted(set(options) - {"backup"})
+    if unknown:
+        raise InvalidArgument(f"unknown bulk insert options {unknown} (known: ['backup'])")
+    value = options.get("backup", False)
+    return value is True or str(value).lower() == "true"

@@ -392,6 +392,7 @@ class Client:
         partition_name: str | None = None,
         wait: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Imports files in Milvus's bulk insert formats (each entry a .parquet or .json path,
         or a list of `<field>.npy` paths) as Flushed segments, through a Spark job that writes
@@ -399,13 +400,16 @@ class Client:
         state once Completed: every row is visible, at one ts (`timestamp`), to any read
         after the call. Without, returns at once ({"task_id", "state": "Importing", ...};
         poll `get_bulk_insert_state`). `progress(units done, units)` is called as files (or
-        Parquet row groups) are written. Raises InvalidArgument (ImportFileError naming the
-        file), CollectionNotFound before anything is written; with `wait`, the job's error,
-        after deleting what it wrote: a failed import leaves nothing visible."""
+        Parquet row groups) are written. `options={"backup": True}` (Milvus's) imports Milvus
+        binlog segments instead: each entry [insert_log segment dir, delta_log segment dir].
+        Raises InvalidArgument (ImportFileError naming the file), CollectionNotFound before
+        anything is written; with `wait`, the job's error, after deleting what it wrote: a
+        failed import leaves nothing visible."""
         bulk = self._bulk()
+        args = (collection_name, files, partition_name, progress, options)
         if not wait:
-            return bulk.start(collection_name, files, partition_name, progress).as_dict()
-        job = bulk.run(collection_name, files, partition_name, progress)
+            return bulk.start(*args).as_dict()
+        job = bulk.run(*args)
         self._session_ts = max(self._session_ts, job.timestamp)
         return job.as_dict()
 

@@ -60,13 +60,18 @@ class ImportUnit:
 # ---------------------------------------------------------------------------------- planning
 
 
-def plan_units(files: Sequence[str | Sequence[str]]) -> list[ImportUnit]:
+def plan_units(files: Sequence[str | Sequence[str]], backup: bool = False) -> list[ImportUnit]:
     """Returns the units of Milvus's `files` argument: each entry a path (.parquet, .json), a
-    list of one such path, or a list of .npy paths (one per field). Checks that every file
+    list of one such path, or a list of .npy paths (one per field); with `backup`, Milvus
+    binlog segment directories (processors/proxy/importbinlogs.py). Checks that every file
     exists and that its format is known before reading any metadata. Raises ImportFileError
     (InvalidArgument for no files at all)."""
     if isinstance(files, str) or not isinstance(files, Sequence) or not files:
         raise InvalidArgument(f"bulk insert needs a non-empty list of files, not {files!r}")
+    if backup:
+        from vectorlog.processors.proxy.importbinlogs import plan_binlog_units
+
+        return plan_binlog_units(list(files))
     groups = [_group(entry) for entry in files]
     for _, paths in groups:
         for path in paths:
@@ -157,7 +162,14 @@ def read_unit(schema: CollectionSchema, unit: ImportUnit) -> tuple[dict[str, Any
     `$meta` documents when some row has dynamic keys). Raises ImportFileError naming the
     file and the row or column: unknown or missing field, auto_id primary key given, wrong
     vector dim, a value of the wrong type, no rows."""
-    readers = {"json": _read_json, "parquet": _read_parquet, "numpy": _read_numpy}
+    from vectorlog.processors.proxy.importbinlogs import read_binlogs
+
+    readers = {
+        "json": _read_json,
+        "parquet": _read_parquet,
+        "numpy": _read_numpy,
+        "binlog": read_binlogs,
+    }
     if unit.kind not in readers:
         raise ImportFileError(",".join(unit.paths), f"unknown unit kind {unit.kind!r}")
     columns = readers[unit.kind](schema, unit)

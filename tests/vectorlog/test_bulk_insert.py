@@ -353,3 +353,54 @@ def test_an_import_racing_inserts_and_deletes_of_its_keys_ends_as_their_ts_order
     reopened = open_client()
     caught_up(reopened)
     assert tags(reopened, list(range(200))) == expected
+
+
+MILVUS = ROOT.parent / "shared" / "fixtures" / "milvus-2.3.5-binlogs"  # tests/.../fixtures
+
+
+def fixture_schema(schema: Any, types: Any) -> Any:
+    """Adds the Milvus fixture collection's fields to `schema` (ours or pymilvus's, with its
+    DataType enum `types`), in order: ids 100..107."""
+    schema.add_field("id", types.INT64, is_primary=True)
+    schema.add_field("title", types.VARCHAR, max_length=64)
+    for name, dtype in (("score", "DOUBLE"), ("flag", "BOOL"), ("n", "INT32"), ("f", "FLOAT")):
+        schema.add_field(name, getattr(types, dtype))
+    schema.add_field("meta", types.JSON)
+    schema.add_field("vector", types.FLOAT_VECTOR, dim=8)
+    return schema
+
+
+def test_backup_mode_imports_segments_milvus_wrote_with_their_deletes(open_client: ClientFactory):
+    """Milvus 2.3.5's own binlogs (../shared/fixtures: rows 0..999 with 0..9 deleted in one
+    segment, 1000..1099 in another) come in through Milvus's backup option, fields matched by
+    id: the schema below gets ids 100..107, as the fixture's collection had."""
+    client = open_client()
+    schema = fixture_schema(client.create_schema(), DataType)
+    client.create_collection("m", schema=schema, metric_type="L2")
+    coll, default, p1 = "470630100631289997", "470630100631289998", "470630100631490009"
+    seg0, seg1 = "470630100631490005", "470630100631490012"
+    files = [
+        [
+            str(MILVUS / "insert_log" / coll / default / seg0),
+            str(MILVUS / "delta_log" / coll / default / seg0),
+        ],
+        [str(MILVUS / "insert_log" / coll / p1 / seg1)],
+    ]
+    state = client.bulk_insert("m", files, options={"backup": True})
+    assert state["row_count"] == 1090
+    got = client.query("m", "id in [9, 10, 1099]", output_fields=["*"])
+    assert [r["id"] for r in got] == [10, 1099]
+    row = got[0]
+    assert (row["title"], row["score"], row["flag"], row["n"], row["f"]) == (
+        "t10",
+        1.0,
+        True,
+        10,
+        2.5,
+    )
+    assert row["meta"] == {"k": 10}
+    assert row["vector"] == pytest.approx([10 + j / 10 for j in range(8)])
+    with pytest.raises(InvalidArgument, match="unknown bulk insert options"):
+        client.bulk_insert("m", files, options={"nope": 1})
+    with pytest.raises(ImportFileError, match="no timestamp"):
+        client.bulk_insert("m", [[str(MILVUS / "insert_log" / coll)]], options={"backup": True})

@@ -58,8 +58,12 @@ class ImportRpcs:
     @rpc
     def Import(self, request: Any, context: Any) -> Any:
         partition = request.partition_name or None
-        files = files_of(list(request.files))
-        state = self.client.bulk_insert(request.collection_name, files, partition, wait=False)
+        options = {kv.key: kv.value for kv in request.options}
+        backup = str(options.get("backup", "")).lower() == "true"  # one segment: [insert, delta]
+        files = [list(request.files)] if backup else files_of(list(request.files))
+        state = self.client.bulk_insert(
+            request.collection_name, files, partition, wait=False, options=options
+        )
         return milvus_pb2.ImportResponse(status=ok(), tasks=[state["task_id"]])
 
     @rpc

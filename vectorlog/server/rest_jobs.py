@@ -48,7 +48,8 @@ def _job(state: dict[str, Any]) -> dict[str, Any]:
 def create(c: Client, body: Any) -> Any:
     args = parse(body, CREATE)
     files, partition = _files(args["files"]), args["partitionName"] or None
-    state = c.bulk_insert(args["collectionName"], files, partition, wait=False)
+    options = args["options"] or None
+    state = c.bulk_insert(args["collectionName"], files, partition, wait=False, options=options)
     return {"jobId": str(state["task_id"])}
 
 

@@ -67,3 +67,18 @@ def test_a_bad_file_fails_the_task_with_its_reason(served: Served, alias: str, t
     )
     assert state.state == BulkInsertState.ImportFailedAndCleaned
     assert "bad.json" in state.infos["failed_reason"]
+
+
+def test_pymilvus_backup_mode_imports_a_milvus_segment(served: Served, alias: str):
+    from pymilvus import DataType
+
+    from tests.vectorlog.test_bulk_insert import MILVUS, fixture_schema
+
+    name = f"imp_{uuid.uuid4().hex[:6]}"
+    served.milvus.create_collection(
+        name, schema=fixture_schema(served.milvus.create_schema(), DataType)
+    )
+    segment = "470630100631289997/470630100631289998/470630100631490005"
+    paths = [str(MILVUS / "insert_log" / segment), str(MILVUS / "delta_log" / segment)]
+    task = utility.do_bulk_insert(name, paths, using=alias, backup=True)
+    assert wait_done(task, alias).row_count == 990  # ids 0..9 deleted in the segment
