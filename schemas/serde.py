@@ -115,6 +115,14 @@ class EventSerde:
             raise MalformedEvent(f"{len(data) - buf.tell()} trailing bytes after the event")
         return _from_avro(rec)  # type: ignore[arg-type]
 
+    def stamp(self, data: bytes) -> int | None:
+        """Returns the ts of the event in `data`; None if it does not decode (a poison
+        record: callers that only order or filter by time skip or keep it)."""
+        try:
+            return self.decode(data).ts
+        except Exception:
+            return None
+
     def _writer_schema(self, data: bytes) -> Any:
         if data[:2] == SINGLE_OBJECT_MAGIC and len(data) >= 10:
             try:

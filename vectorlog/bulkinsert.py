@@ -21,8 +21,13 @@ from vectorlog.errors import InvalidArgument, NotFound
 from vectorlog.faults import crash_point
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datanode.service import ObjectStore
-from vectorlog.processors.proxy.imports import all_paths, delete_quietly
-from vectorlog.processors.proxy.service import ImportUnit, ProxyService, plan_units
+from vectorlog.processors.proxy.service import (
+    ImportUnit,
+    ProxyService,
+    all_paths,
+    delete_quietly,
+    plan_units,
+)
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.processors.spark.service import (
     ImportTarget,
@@ -118,38 +123,27 @@ class BulkInserter:
         self._lock = threading.Lock()
         self._session: Any = None
 
-    def start(
+    def submit(
         self,
         collection_name: str,
         files: Sequence[Any],
         partition_name: str | None = None,
         progress: Progress | None = None,
         options: dict[str, Any] | None = None,
+        wait: bool = True,
     ) -> ImportJob:
-        """Checks the request and its files, then runs the job on a thread; returns its state
-        (see `state`). `options`: Milvus's; {"backup": true} imports Milvus binlog segment
-        directories. Raises InvalidArgument (ImportFileError for a file), CollectionNotFound
-        before anything is written."""
+        """Checks the request and its files, then runs the job: to its end with `wait`
+        (returns its Completed state), else on a thread (returns at once; see `state`).
+        `options`: Milvus's; {"backup": true} imports Milvus binlog segment directories.
+        Raises InvalidArgument (ImportFileError for a file), CollectionNotFound before
+        anything is written; with `wait`, the job's error (ImportFileError naming the file,
+        StorageError, LogError) after deleting what it wrote."""
         job, info, units = self._prepare(collection_name, files, partition_name, options)
-        thread = threading.Thread(
-            target=self._run_quietly, args=(job, info, units, progress), daemon=True
-        )
-        thread.start()
-        return job
-
-    def run(
-        self,
-        collection_name: str,
-        files: Sequence[Any],
-        partition_name: str | None = None,
-        progress: Progress | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> ImportJob:
-        """Runs a job to its end; returns its Completed state. Raises what `start` raises,
-        and the job's error (ImportFileError naming the file, StorageError, LogError) after
-        deleting what it wrote."""
-        job, info, units = self._prepare(collection_name, files, partition_name, options)
-        self._run(job, info, units, progress)
+        if wait:
+            self._run(job, info, units, progress)
+        else:
+            args = (job, info, units, progress)
+            threading.Thread(target=self._run_quietly, args=args, daemon=True).start()
         return job
 
     def state(self, task_id: int) -> ImportJob:

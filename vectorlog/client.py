@@ -405,11 +405,9 @@ class Client:
         Raises InvalidArgument (ImportFileError naming the file), CollectionNotFound before
         anything is written; with `wait`, the job's error, after deleting what it wrote: a
         failed import leaves nothing visible."""
-        bulk = self._bulk()
-        args = (collection_name, files, partition_name, progress, options)
+        job = self._bulk().submit(collection_name, files, partition_name, progress, options, wait)
         if not wait:
-            return bulk.start(*args).as_dict()
-        job = bulk.run(*args)
+            return job.as_dict()
         self._session_ts = max(self._session_ts, job.timestamp)
         return job.as_dict()
 

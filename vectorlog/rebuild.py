@@ -102,7 +102,7 @@ def _as_of(as_of: int | None, ddl: list[Record], serde: EventSerde) -> int:
     at = now if as_of is None else int(as_of)
     if at > now:
         raise RebuildRefused(f"as_of {at} is in the future (now is {now})")
-    stamps = (_ts(serde, r.value) for r in ddl)
+    stamps = (serde.stamp(r.value) for r in ddl)
     first = min((s for s in stamps if s), default=None)  # markers and reservations: ts 0
     if first is not None and at < first:
         raise RebuildRefused(f"as_of {at} is before the cluster's first event; oldest T: {first}")
@@ -121,16 +121,9 @@ def _new_target(cfg: Config, topics: Topics) -> Log:
     return dst
 
 
-def _ts(serde: EventSerde, value: bytes) -> int | None:
-    try:
-        return serde.decode(value).ts
-    except Exception:
-        return None
-
-
 def _stamped(records: list[Record], serde: EventSerde, at: int) -> Iterator[Append]:
     for r in records:
-        ts = _ts(serde, r.value)
+        ts = serde.stamp(r.value)
         if ts is None or ts <= at:
             yield Append(r.partition, r.value, r.key, r.headers)
 

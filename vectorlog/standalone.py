@@ -11,7 +11,6 @@ data node's published checkpoint and rebuilds the rest from `dml` after it.
 from __future__ import annotations
 
 import contextlib
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,7 +32,6 @@ from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.processors.state.rocksdb import RocksDBStateStore
-from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
@@ -188,7 +186,7 @@ class Standalone:
         self.retention = RetentionSweeper(
             self.log,
             self.topics.dml,
-            partial(_event_ts, serde),
+            serde.stamp,
             [self.datanode.retention_floor, self.ingest.dml_floor],
             self.rootcoord.now,
             cfg.log_retention_ms,
@@ -322,11 +320,3 @@ class Standalone:
     def close(self) -> None:
         """Stops the processors and closes the log and the state store (idempotent)."""
         self._stack.close()
-
-
-def _event_ts(serde: EventSerde, value: bytes) -> int | None:
-    """Returns a record's event ts; None if it does not decode (retention looks further)."""
-    try:
-        return serde.decode(value).ts
-    except Exception:
-        return None

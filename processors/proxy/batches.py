@@ -40,14 +40,20 @@ def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
 
 
 def split_by_shard(info: CollectionInfo, pks: Any) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (shard, row indices) for every shard that receives rows."""
+    """Yields (shard, row indices) for every shard of the collection that receives rows."""
+    return split_rows(pks, info.shards_num)
+
+
+def split_rows(pks: Any, shards: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (shard, row indices) for every one of `shards` shards that receives rows,
+    routing each row by the hash of its primary key."""
     n = len(pks)
-    if info.shards_num == 1:
+    if shards == 1:
         yield 0, np.arange(n)
         return
-    shards = shard_of(pks, info.shards_num)
-    for s in range(info.shards_num):
-        idx = np.nonzero(shards == s)[0]
+    of = shard_of(pks, shards)
+    for s in range(shards):
+        idx = np.nonzero(of == s)[0]
         if len(idx):
             yield s, idx
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from vectorlog.model import CollectionInfo
+from vectorlog.processors.proxy.batches import split_rows as split_rows
+from vectorlog.processors.proxy.batches import take as take
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
 from vectorlog.processors.proxy.importfiles import read_unit as read_unit
+from vectorlog.processors.proxy.imports import all_paths as all_paths
+from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
 from vectorlog.processors.rootcoord.service import DdlService
 from vectorlog.streams.log.base import Headers

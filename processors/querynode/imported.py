@@ -11,6 +11,7 @@ from vectorlog.processors.querynode.recovery import (
     SegmentFiles,
     SegmentRows,
     read_segments,
+    writes_of,
 )
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.serde import Event
@@ -24,11 +25,7 @@ def imported_files(event: Event) -> list[SegmentFiles]:
     b = event.body
     out = []
     for seg in b["segments"]:
-        files = {fb["field_id"]: [x["path"] for x in fb["binlogs"]] for fb in seg["field_binlogs"]}
-        writes = [
-            {fid: paths[i] for fid, paths in files.items() if i < len(paths)}
-            for i in range(max(map(len, files.values()), default=0))
-        ]
+        writes = writes_of(seg["field_binlogs"])
         out.append(
             SegmentFiles(seg["segment_id"], b["collection_id"], b["partition_id"], -1, writes)
         )

@@ -83,15 +83,23 @@ class RecoveryPoint:
         end = end[1] if isinstance(end, tuple) else end
         if end and seg.pchannel < 0:
             seg.pchannel = end["pchannel"]
-        files = {fb["field_id"]: [x["path"] for x in fb["binlogs"]] for fb in b["field_binlogs"]}
-        for i in range(max(map(len, files.values()), default=0)):  # the i-th file of each
-            seg.writes.append({fid: paths[i] for fid, paths in files.items() if i < len(paths)})
+        seg.writes.extend(writes_of(b["field_binlogs"]))
         seg.deltas.extend(x["path"] for x in b["delta_binlogs"])
 
     def tick(self, pchannel: int) -> int:
         """Returns the tick up to which binlogs hold `pchannel`'s rows (0: none)."""
         pos = self.checkpoints.get(pchannel)
         return 0 if pos is None else pos.tick
+
+
+def writes_of(field_binlogs: list[dict[str, Any]]) -> list[dict[int, str]]:
+    """Returns the binlog writes of FieldBinlogs records: per write, field id -> path (the
+    i-th file of each field)."""
+    files = {fb["field_id"]: [x["path"] for x in fb["binlogs"]] for fb in field_binlogs}
+    return [
+        {fid: paths[i] for fid, paths in files.items() if i < len(paths)}
+        for i in range(max(map(len, files.values()), default=0))
+    ]
 
 
 def read_point(log_: Log, topic: str, serde: EventSerde, timeout: float = 60.0) -> RecoveryPoint:

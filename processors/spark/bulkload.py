@@ -10,9 +10,8 @@ the timestamp field's binlog with the ts it stamps (`commit_ts_binlog`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +29,14 @@ from vectorlog.processors.datanode.service import (
 from vectorlog.processors.proxy.service import (
     ImportFileError,
     ImportUnit,
+    all_paths,
     check_unique,
+    delete_quietly,
     read_unit,
+    split_rows,
+    take,
 )
 from vectorlog.schemas.columns import decode_column, encode_column
-from vectorlog.streams.channels import shard_of
 from vectorlog.streams.msgstream import StreamPosition
 
 if TYPE_CHECKING:
@@ -114,7 +116,7 @@ def write_unit(
     segments = _Block(task.first_segment_id, task.segment_ids, path, "segment ids")
     out: list[dict] = []
     try:
-        for shard, idx in _shards(keys, len(target.vchannels)):
+        for shard, idx in split_rows(keys, len(target.vchannels)):
             for lo in range(0, len(idx), target.max_rows):
                 part = idx[lo : lo + target.max_rows]
                 ref = SegmentRef(
@@ -125,7 +127,7 @@ def write_unit(
                 )
                 out.append(_write_segment(writer, ref, schema, by_id, part, task, target))
     except BaseException:
-        _delete_written(store, out)
+        delete_quietly(store, all_paths(out))
         raise
     return out
 
@@ -162,25 +164,6 @@ def _field_columns(schema: CollectionSchema, columns: dict[str, Any], n: int) ->
     return out
 
 
-def _shards(keys: Any, shards: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (shard, row indices) for every shard with rows, as the proxy routes them."""
-    n = len(keys)
-    if shards == 1:
-        yield 0, np.arange(n)
-        return
-    of = shard_of(keys, shards)
-    for s in range(shards):
-        idx = np.flatnonzero(of == s)
-        if len(idx):
-            yield s, idx
-
-
-def _take(values: Any, idx: np.ndarray) -> Any:
-    if isinstance(values, np.ndarray):
-        return values[idx]
-    return [values[i] for i in idx.tolist()]
-
-
 def _write_segment(
     writer: SegmentWriter,
     ref: SegmentRef,
@@ -193,7 +176,7 @@ def _write_segment(
     """Writes one segment's rows (flushed: with its compound stats log)."""
     rows = InsertBuffer(StreamPosition())
     first_row = task.first_row_id + int(part[0])  # row ids stay within the unit's block
-    cols = {fid: _take(values, part) for fid, values in by_id.items()}
+    cols = {fid: take(values, part) for fid, values in by_id.items()}
     rows.append(first_row, target.placeholder_ts, cols, len(part))
     rows.row_ids[0] = task.first_row_id + part.astype(np.int64)
     body = writer.write(ref, schema, rows, None, True, [], 0)
@@ -204,22 +187,6 @@ def _write_segment(
         "field_binlogs": body["field_binlogs"],
         "stats_binlogs": body["stats_binlogs"],
     }
-
-
-def segment_paths(segment: dict) -> list[str]:
-    """Returns every file a written segment's dict references."""
-    return [
-        b["path"]
-        for fb in segment["field_binlogs"] + segment["stats_binlogs"]
-        for b in fb["binlogs"]
-    ]
-
-
-def _delete_written(store: ObjectStore, segments: list[dict]) -> None:
-    for seg in segments:
-        for path in segment_paths(seg):
-            with contextlib.suppress(Exception):
-                store.delete(path)
 
 
 def run_units(
@@ -242,7 +209,7 @@ def run_units(
     failed = [o for o in results.values() if isinstance(o, BaseException)]
     segments = [s for o in results.values() if not isinstance(o, BaseException) for s in o]
     if failed:
-        _delete_written(PyArrowObjectStore(target.storage_uri), segments)
+        delete_quietly(PyArrowObjectStore(target.storage_uri), all_paths(segments))
         raise failed[0]
     return segments
 

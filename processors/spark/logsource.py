@@ -42,7 +42,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceReader,
     DataSourceStreamReader,
     InputPartition,
 )
@@ -101,9 +100,6 @@ class LogDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> LogStreamReader:
         return LogStreamReader(dict(self.options))
-
-    def reader(self, schema: StructType) -> LogBatchReader:
-        return LogBatchReader(dict(self.options))
 
 
 def register(spark: Any) -> None:
@@ -169,38 +165,6 @@ class LogStreamReader(DataSourceStreamReader):
         assert isinstance(partition, LogPartition)
         rows = read_range(self.log, self.topic, partition)
         yield from _arrow_batches(rows)
-
-
-#: records per task of a batch read (dml records reach 1 MB: a task's result stays small)
-DEFAULT_RECORDS_PER_TASK = 64
-
-
-class LogBatchReader(DataSourceReader):
-    """`spark.read.format("vectorlog-log")`: the records of offsets [startingOffsets,
-    endingOffsets) of every partition named in `endingOffsets` (required: a batch read has a
-    fixed end; `startingOffsets` defaults to 0), `maxRecordsPerPartition` per task."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        opts = {k.lower(): v for k, v in options.items()}
-        self.log, self.topic = _required(opts, "log"), _required(opts, "topic")
-        self.start = _offsets_option(opts, "startingoffsets")
-        self.end = _offsets_option(opts, "endingoffsets")
-        if not self.end:
-            raise LogSourceError("a batch read needs the option endingOffsets")
-        self.per_task = _int_option(opts, "maxrecordsperpartition", DEFAULT_RECORDS_PER_TASK)
-
-    def partitions(self) -> Sequence[InputPartition]:
-        """One task per `maxRecordsPerPartition` records (default 64) of each partition, in
-        (partition, offset) order: a driver collecting the result holds one task's at once."""
-        out: list[InputPartition] = []
-        for p, stop in sorted(self.end.items()):
-            for lo in range(self.start.get(p, 0), stop, self.per_task):
-                out.append(LogPartition(p, lo, min(stop, lo + self.per_task)))
-        return out
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, LogPartition)
-        yield from _arrow_batches(read_range(self.log, self.topic, partition))
 
 
 def _offsets_option(opts: dict[str, str], name: str) -> dict[int, int]:

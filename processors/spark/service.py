@@ -9,7 +9,6 @@ from vectorlog.processors.spark.bulkload import (
     UnitTask,
     logs_needed,
     run_units,
-    segment_paths,
     segments_needed,
 )
 from vectorlog.processors.spark.datanode_job import acquire_session, release_session
@@ -23,6 +22,5 @@ __all__ = [
     "offsets_as_of",
     "release_session",
     "run_units",
-    "segment_paths",
     "segments_needed",
 ]
