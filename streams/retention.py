@@ -1,9 +1,11 @@
 """Log retention for the embedded log: a sweeper deletes a topic's records that every consumer
 is past (the floors its consumers report: the data node's checkpoint, published and committed,
-the ingest consumer's mark) and that are older than the retention time.
+the ingest consumer's mark) and that are older than the retention time or, oldest first, that
+take a partition past the retention size (Kafka's retention.bytes: per partition).
 
-Kafka deletes by its topics' `retention.ms` instead (set when the topics are created), without
-asking consumers: there the retention must stay well above how far a consumer can lag.
+Kafka deletes by its topics' `retention.ms` and `retention.bytes` instead (set when the topics
+are created), without asking consumers: there the retention must stay well above how far a
+consumer can lag.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ SCAN_AHEAD = 16
 
 
 class RetentionSweeper:
-    """Deletes, every `interval_s`, the records of `topic` below every floor and older than
-    `retention_ms` (by their event's timestamp, `event_ts(value)`; None: no timestamp)."""
+    """Deletes, every `interval_s`, the records of `topic` below every floor that are older
+    than `retention_ms` (by their event's timestamp, `event_ts(value)`; None: no timestamp)
+    or, oldest first, until a partition holds at most `retention_bytes`. None: no such rule."""
 
     def __init__(
         self,
@@ -34,13 +37,19 @@ class RetentionSweeper:
         event_ts: Callable[[bytes], int | None],
         floors: Sequence[Floor],
         now: Callable[[], int],
-        retention_ms: int,
+        retention_ms: int | None,
         interval_s: float = 60.0,
+        *,
+        retention_bytes: int | None = None,
     ) -> None:
         """`now()`: the current hybrid ts (the timestamp oracle's). Raises LogError if
-        `log_` cannot delete records (Kafka: its topics' retention settings do)."""
+        `log_` cannot delete records (Kafka: its topics' retention settings do), ValueError
+        if neither retention is set."""
         if not isinstance(log_, Truncatable):
             raise LogError(f"{type(log_).__name__} does not delete records on request")
+        if retention_ms is None and retention_bytes is None:
+            raise ValueError("a retention sweeper needs retention_ms or retention_bytes")
+        self.retention_bytes = retention_bytes
         self.log, self.trunc = log_, log_
         self.topic, self.event_ts, self.floors = topic, event_ts, list(floors)
         self.now, self.retention_ms, self.interval_s = now, retention_ms, interval_s
@@ -70,10 +79,12 @@ class RetentionSweeper:
         """Deletes what retention allows now; returns each partition's start after it.
         Raises LogError."""
         floor = self._floor()
-        limit_ms = physical_ms(self.now()) - self.retention_ms
+        limit_ms = None
+        if self.retention_ms is not None:
+            limit_ms = physical_ms(self.now()) - self.retention_ms
         starts = self.trunc.start_offsets(self.topic)
         for p, start in starts.items():
-            cut = self._first_kept(p, start, floor.get(p, start), limit_ms)
+            cut = self._cut(p, start, floor.get(p, start), limit_ms)
             if cut > start:
                 starts[p] = self.trunc.truncate(self.topic, p, cut)
                 self.deleted += starts[p] - start
@@ -87,6 +98,27 @@ class RetentionSweeper:
             for p, offset in floor().items():
                 out[p] = min(out.get(p, offset), offset)
         return out
+
+    def _cut(self, p: int, start: int, floor: int, limit_ms: int | None) -> int:
+        """Returns the first offset of partition `p` to keep: past the records the time rule
+        (`limit_ms`) or the size rule deletes, never past `floor`."""
+        cut = start
+        if limit_ms is not None:
+            cut = self._first_kept(p, start, floor, limit_ms)
+        if self.retention_bytes is not None:
+            cut = max(cut, self._first_fitting(p, start, floor, self.retention_bytes))
+        return cut
+
+    def _first_fitting(self, p: int, lo: int, hi: int, limit: int) -> int:
+        """Returns the first offset in [lo, hi) from which the partition holds at most `limit`
+        bytes (a binary search: fewer bytes from a later offset), or `hi` if none is."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.trunc.bytes_from(self.topic, p, mid) <= limit:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def _first_kept(self, p: int, lo: int, hi: int, limit_ms: int) -> int:
         """Returns the first offset in [lo, hi) whose record is newer than `limit_ms` (a

@@ -42,11 +42,21 @@ class Topics:
         """The rootcoord lease: JSON claims, renewals and releases, not events (1 partition)."""
         return f"{self.cluster}.lease"
 
-    def ensure(self, log: Log, dml_retention_ms: int | None = None) -> None:
-        """Creates the topics that do not exist yet (dml with `dml_retention_ms` as the
-        broker's retention, where it has one)."""
+    def ensure(
+        self,
+        log: Log,
+        dml_retention_ms: int | None = None,
+        dml_retention_bytes: int | None = None,
+    ) -> None:
+        """Creates the topics that do not exist yet (dml with `dml_retention_ms` and
+        `dml_retention_bytes` as the broker's retention, where it has one)."""
         log.create_topic(self.ddl, 1)
-        log.create_topic(self.dml, self.dml_partitions, retention_ms=dml_retention_ms)
+        log.create_topic(
+            self.dml,
+            self.dml_partitions,
+            retention_ms=dml_retention_ms,
+            retention_bytes=dml_retention_bytes,
+        )
         log.create_topic(self.coord, 1)
         log.create_topic(self.dlq, 1)
         log.create_topic(self.lease, 1)

@@ -73,6 +73,11 @@ class Config:
     #: topic's retention.ms (set at creation; Kafka asks no consumer: keep it far above how
     #: long a data node may be down). None keeps everything. Default: 7 days, Kafka's
     log_retention_ms: int | None = 7 * 24 * 3600 * 1000
+    #: dml records are also deleted, oldest first, while a dml partition holds more than this
+    #: many bytes: on the embedded log only those every consumer is past (a partition may
+    #: stay larger), on Kafka by the topic's retention.bytes (set at creation, per partition,
+    #: asking no consumer). None (the default, Kafka's -1) sets no size limit
+    log_retention_bytes: int | None = None
     #: how often the embedded log's retention runs
     log_retention_check_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
@@ -225,6 +230,7 @@ def _routes_ok(text: str) -> bool:
     """Returns True if `text` parses as ingest routes; raises ConfigError naming the fault."""
     try:
         parse_routes(text)
+    "log_retention_bytes": (lambda v: v >= 0, "0 or more bytes, or None"),
     except InvalidArgument as exc:
         raise ConfigError(f"setting ingest_topics={text!r}: {exc}") from None
     return True

@@ -114,7 +114,7 @@ def _new_target(cfg: Config, topics: Topics) -> Log:
     if cfg.is_kafka:
         raise RebuildRefused("the rebuild target must be an embedded data dir, not Kafka")
     dst = open_log(cfg)
-    topics.ensure(dst, cfg.log_retention_ms)
+    topics.ensure(dst, cfg.log_retention_ms, cfg.log_retention_bytes)
     if any(dst.end_offsets(topics.ddl).values()):
         dst.close()
         raise RebuildRefused(f"{cfg.log} holds a cluster already: rebuild into a new data dir")

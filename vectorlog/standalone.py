@@ -108,7 +108,7 @@ class Standalone:
         _claim(self.db, cfg)
         self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
-        self.topics.ensure(self.log, cfg.log_retention_ms)
+        self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self._start_rootcoord(cfg)
@@ -174,11 +174,13 @@ class Standalone:
             )
 
     def _start_retention(self, cfg: Config) -> None:
-        """Starts the embedded log's dml retention (Kafka's is its topics' retention.ms):
-        records every consumer is past and older than `log_retention_ms` are deleted. With
-        the data node off the query node replays dml from 0 at every start: nothing goes."""
+        """Starts the embedded log's dml retention (Kafka's is its topics' retention.ms and
+        retention.bytes): records every consumer is past and older than `log_retention_ms`,
+        or oldest first past `log_retention_bytes` per partition, are deleted. With the data
+        node off the query node replays dml from 0 at every start: nothing goes."""
         self.retention: RetentionSweeper | None = None
-        if cfg.log_retention_ms is None or cfg.datanode == "off":
+        unset = cfg.log_retention_ms is None and cfg.log_retention_bytes is None
+        if unset or cfg.datanode == "off":
             return
         if not isinstance(self.log, Truncatable):
             return
@@ -213,6 +215,7 @@ class Standalone:
         directory lock already refused a second process)."""
         ttl = cfg.lease_ttl_s if cfg.is_kafka else None
         self.lease = Lease(self.log, self.topics.lease, cfg.cluster, ttl)
+            retention_bytes=cfg.log_retention_bytes,
         self.lease.acquire()
         self._opened(self.lease)  # released at close, after every processor stopped
         self.lease.start()

@@ -89,10 +89,11 @@ class Log(Protocol):
         partitions: int,
         compacted: bool = False,
         retention_ms: int | None = None,
+        retention_bytes: int | None = None,
     ) -> None:
-        """Creates `topic` if it does not exist, with `retention_ms` as the broker's time
-        retention where the backend has one (the embedded log's is `streams.retention`).
-        Raises LogError on a partition-count clash."""
+        """Creates `topic` if it does not exist, with `retention_ms` and `retention_bytes` (per
+        partition) as the broker's time and size retention where the backend has one (the
+        embedded log's is `streams.retention`). Raises LogError on a partition-count clash."""
         ...
 
     def partitions(self, topic: str) -> int:
@@ -147,6 +148,10 @@ class Truncatable(Protocol):
 
     def truncate(self, topic: str, partition: int, before: int) -> int:
         """Deletes the partition's records below `before`; returns its new start."""
+        ...
+
+    def bytes_from(self, topic: str, partition: int, offset: int) -> int:
+        """Returns the bytes the partition holds at `offset` (or its start) and after."""
         ...
 
 

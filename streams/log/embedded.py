@@ -5,6 +5,8 @@ Key layout (all big-endian so RocksDB iterates in offset order):
     RECORD + topic + SEP + partition(4) + offset(8)     -> streams/log/frame.py frame
     START + topic + SEP + partition(4)                  -> first offset still held (8 bytes;
                                                            absent: 0), set by `truncate`
+    SIZE + topic + SEP + partition(4) + offset(8)       -> the record's byte position
+                                                           (streams/log/sizeindex.py)
 An append of any number of records across partitions is one WriteBatch written with
 sync=True: it is on disk before `append` returns, and it lands whole or not at all. Once
 the directory is deleted or replaced under a running process every write is refused
@@ -17,7 +19,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
@@ -41,6 +43,7 @@ from vectorlog.streams.errors import (
 )
 from vectorlog.streams.log.base import Append, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
+from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
 
@@ -120,6 +123,7 @@ class EmbeddedLog:
         self._topics: dict[str, int] = {}
         self._next: dict[tuple[str, int], int] = {}
         self._start: dict[tuple[str, int], int] = {}
+        self._pos: dict[tuple[str, int], int] = {}  # byte position of the next append
         self._closed = False
         self._recover()
 
@@ -136,6 +140,7 @@ class EmbeddedLog:
                 self._next[(topic, p)] = self._end_on_disk(topic, p)
                 raw = self._db.get(start_key(topic, p))
                 self._start[(topic, p)] = struct.unpack(">Q", raw)[0] if raw else 0
+                self._pos[(topic, p)] = self._end_position(topic, p)
 
     def _end_on_disk(self, topic: str, partition: int) -> int:
         prefix = record_prefix(topic, partition)
@@ -146,12 +151,35 @@ class EmbeddedLog:
             return int(last) + 1
         return 0
 
+    def _end_position(self, topic: str, partition: int) -> int:
+        """Returns the byte position of the partition's next append, first writing the size
+        index of a partition that has none (a data dir from before it). Raises LogWriteFailed."""
+        start, end = self._start[(topic, partition)], self._next[(topic, partition)]
+        if end <= start:
+            return 0
+        last = position_at(self._db, topic, partition, end - 1)
+        if last is not None:
+            return last + len(self._db.get(record_key(topic, partition, end - 1)) or b"")
+        LOG.info("embedded log %s: indexing the sizes of %s[%d]", self.path, topic, partition)
+        sizes = self._stored_sizes(topic, partition, start)
+        return backfill(lambda wb: self._write(wb, topic), topic, partition, sizes)
+
+    def _stored_sizes(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, int]]:
+        """Yields (offset, stored length) of the partition's records from `start` on."""
+        prefix, it = record_prefix(topic, partition), self._db.iter()
+        it.seek(record_key(topic, partition, start))
+        while it.valid() and bytes(it.key()).startswith(prefix):
+            (offset,) = struct.unpack(">Q", bytes(it.key())[len(prefix) :])
+            yield offset, len(bytes(it.value()))
+            it.next()
+
     def create_topic(
         self,
         topic: str,
         partitions: int,
         compacted: bool = False,
         retention_ms: int | None = None,
+        retention_bytes: int | None = None,
     ) -> None:
         if partitions < 1 or SEP.decode() in topic:
             raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
@@ -171,6 +199,7 @@ class EmbeddedLog:
             for p in range(partitions):
                 self._next[(topic, p)] = 0
                 self._start[(topic, p)] = 0
+                self._pos[(topic, p)] = 0
 
     def _write(self, wb: WriteBatch, topic: str) -> None:
         """Writes one batch (synced when fsync is on); nothing is acknowledged if it raises.
@@ -207,16 +236,19 @@ class EmbeddedLog:
         with self._lock:
             self._check_open()
             offsets: list[int] = []
-            wb, nxt = WriteBatch(raw_mode=True), dict[int, int]()
+            wb, nxt, pos = WriteBatch(raw_mode=True), dict[int, int](), dict[int, int]()
             for r in records:
-                off = nxt.get(r.partition, self._next[(topic, r.partition)])
-                wb.put(record_key(topic, r.partition, off), frame(r.key, r.value, r.headers))
-                nxt[r.partition] = off + 1
+                p = r.partition
+                off = nxt.get(p, self._next[(topic, p)])
+                at, stored = pos.get(p, self._pos[(topic, p)]), frame(r.key, r.value, r.headers)
+                wb.put(record_key(topic, p, off), stored)
+                wb.put(size_key(topic, p, off), packed(at))
+                nxt[p], pos[p] = off + 1, at + len(stored)
                 offsets.append(off)
             if offsets:
                 self._write(wb, topic)
                 for p, off in nxt.items():
-                    self._next[(topic, p)] = off
+                    self._next[(topic, p)], self._pos[(topic, p)] = off, pos[p]
                 self._appended.notify_all()
         return offsets
 
@@ -261,10 +293,25 @@ class EmbeddedLog:
             wb.delete_range(
                 record_key(topic, partition, start), record_key(topic, partition, before)
             )
+            wb.delete_range(size_key(topic, partition, start), size_key(topic, partition, before))
             wb.put(start_key(topic, partition), struct.pack(">Q", before))
             self._write(wb, topic)
             self._start[(topic, partition)] = before
             return before
+
+    def bytes_from(self, topic: str, partition: int, offset: int) -> int:
+        """Returns the stored bytes (frames: value, key, headers) of the partition's records
+        at `offset` (or its start, if later) and after: one point read. Raises
+        TopicPartitionNotFound, LogClosed."""
+        if not 0 <= partition < self.partitions(topic):
+            raise TopicPartitionNotFound(topic, partition)
+        with self._lock:
+            self._check_open()
+            offset = max(offset, self._start[(topic, partition)])
+            if offset >= self._next[(topic, partition)]:
+                return 0
+            at = position_at(self._db, topic, partition, offset)
+            return self._pos[(topic, partition)] - (at or 0)
 
     def _read(self, topic: str, partition: int, offset: int, limit: int) -> list[Record]:
         """Returns up to `limit` records from `offset`. Raises OffsetOutOfRange if `offset`

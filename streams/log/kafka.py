@@ -132,6 +132,7 @@ class KafkaLog:
         partitions: int,
         compacted: bool = False,
         retention_ms: int | None = None,
+        retention_bytes: int | None = None,
     ) -> None:
         if partitions < 1 or not topic:
             raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
@@ -141,6 +142,8 @@ class KafkaLog:
             config["cleanup.policy"] = "compact"
         if retention_ms is not None:
             config["retention.ms"] = str(retention_ms)
+        if retention_bytes is not None:
+            config["retention.bytes"] = str(retention_bytes)
         new = NewTopic(topic, partitions, config=config)
         future = self._admin_client().create_topics([new])[topic]
         try:

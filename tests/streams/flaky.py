@@ -25,8 +25,9 @@ class FlakyLog:
         partitions: int,
         compacted: bool = False,
         retention_ms: int | None = None,
+        retention_bytes: int | None = None,
     ) -> None:
-        self._log.create_topic(topic, partitions, compacted, retention_ms)
+        self._log.create_topic(topic, partitions, compacted, retention_ms, retention_bytes)
 
     def partitions(self, topic: str) -> int:
         return self._log.partitions(topic)

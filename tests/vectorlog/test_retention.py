@@ -1,7 +1,8 @@
 """Log retention in a running cluster (issue 10): the embedded log deletes dml records the
 binlogs hold and every consumer is past, never one a restart needs; a restart then answers
 every read as before; a start that would need the deleted records is refused, naming them.
-On Kafka the dml topic is created with the retention as its retention.ms."""
+Retention by size alone starts the same sweeper. On Kafka the dml topic is created with the
+retention as its retention.ms and retention.bytes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
-from vectorlog.config import ConfigError
+from vectorlog.config import Config, ConfigError
+from vectorlog.processors.proxy.ingest import consumer as ingest_consumer
 from vectorlog.replay import read_from
 from vectorlog.streams.log.base import start_offsets
 
@@ -70,6 +72,31 @@ def test_retention_deletes_what_binlogs_hold_and_a_restart_answers_the_same(tmp_
         Client(uri, querynode_recovery="log")
 
 
+def test_retention_by_size_alone_deletes_what_binlogs_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(ingest_consumer, "MARK_EVERY_S", 0.2)  # the ingest floor moves on
+    size_only = {**FAST, "log_retention_ms": None, "log_retention_bytes": 0}
+    client = Client(str(tmp_path / "db"), **size_only)
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=2)
+    client.insert("c", rows(range(100)))
+    client.flush("c", timeout=60)
+    caught_up(client)
+    starts = truncated(client, timeout=20)
+    floor = client.cluster.datanode.retention_floor()
+    assert all(starts[p] <= floor[p] for p in starts)
+    assert client.query("c", "", output_fields=["count(*)"])[0]["count(*)"] == 100
+    client.close()
+
+
+def test_the_size_is_read_from_the_environment_and_checked():
+    cfg = Config.load({"VECTORLOG_LOG_RETENTION_BYTES": "1048576"})
+    assert cfg.log_retention_bytes == 1 << 20 and Config().log_retention_bytes is None
+    assert Config.load({"VECTORLOG_LOG_RETENTION_BYTES": "none"}).log_retention_bytes is None
+    with pytest.raises(ConfigError, match="log_retention_bytes=-1: must be 0 or more bytes"):
+        Config.load(log_retention_bytes=-1)
+
+
 def test_without_binlogs_nothing_is_deleted(tmp_path: Path):
     client = Client(str(tmp_path / "db"), datanode="off", **FAST)
     client.create_collection("c", dimension=4, metric_type="L2")
@@ -86,8 +113,10 @@ def test_on_kafka_the_dml_topic_carries_the_retention(
 ):
     from confluent_kafka.admin import AdminClient, ConfigResource
 
-    client = open_client(log_retention_ms=3_600_000)
+    client = open_client(log_retention_ms=3_600_000, log_retention_bytes=1 << 30)
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     dml = ConfigResource("topic", client.cluster.topics.dml)
     [future] = admin.describe_configs([dml]).values()
-    assert future.result(timeout=30)["retention.ms"].value == "3600000"
+    configs = future.result(timeout=30)
+    assert configs["retention.ms"].value == "3600000"
+    assert configs["retention.bytes"].value == str(1 << 30)
