@@ -46,6 +46,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.restart_bench
 	$(BIN)/python -m benchmarks.bulkload_bench
 	$(BIN)/python -m benchmarks.rebuild_bench
+	$(BIN)/python -m benchmarks.compaction_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

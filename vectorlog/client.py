@@ -24,6 +24,7 @@ from vectorlog.standalone import Standalone
 
 if TYPE_CHECKING:
     from vectorlog.bulkinsert import BulkInserter
+    from vectorlog.compaction import Compactor
 from vectorlog.types import (
     CONSISTENCY_PROPERTY,
     LEVEL_CODES,
@@ -425,6 +426,39 @@ class Client:
         if self._cluster.bulk is None:
             raise InvalidArgument("bulk insert needs the data node (datanode is 'off')")
         return self._cluster.bulk
+
+    def compact(self, collection_name: str, wait: bool = False) -> int:
+        """Starts a compaction of the collection (Milvus's `compact`): its small Flushed
+        segments of each partition and vchannel are merged, and rows deleted or replaced
+        before the log retention horizon are dropped; reads give the same answers before and
+        after, as of any ts within retention. Returns the job id (`get_compaction_state`);
+        with `wait`, once the job ended. Raises CollectionNotFound, InvalidArgument (data
+        node off)."""
+        return self._compactor().compact(collection_name, wait).job_id
+
+    def get_compaction_state(self, job_id: int) -> str:
+        """Returns a compaction job's state: "Executing", "Completed" or "Failed". Raises
+        NotFound for a job this process did not start."""
+        return self._compactor().state(job_id).state
+
+    def get_compaction_plans(self, job_id: int) -> dict[str, Any]:
+        """Returns a compaction job: its state, plans (groups merged), what each new segment
+        merged (`merged`: new id -> old ids), rows dropped, failures. Raises NotFound."""
+        job = self._compactor().state(job_id)
+        return {
+            "job_id": job.job_id,
+            "collection_name": job.collection_name,
+            "state": job.state,
+            "plans": job.plans,
+            "merged": dict(job.merged),
+            "dropped_rows": job.dropped_rows,
+            "failures": list(job.failures),
+        }
+
+    def _compactor(self) -> Compactor:
+        if self._cluster.compactor is None:
+            raise InvalidArgument("compaction needs the data node (datanode is 'off')")
+        return self._cluster.compactor
 
     def get_flush_state(self, segment_ids: list[int]) -> bool:
         """Returns whether every given segment is Flushed."""

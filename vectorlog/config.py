@@ -78,7 +78,11 @@ class Config:
     #: stay larger), on Kafka by the topic's retention.bytes (set at creation, per partition,
     #: asking no consumer). None (the default, Kafka's -1) sets no size limit
     log_retention_bytes: int | None = None
-    #: how often the embedded log's retention runs
+    #: the embedded log's coord topic is folded into a snapshot under the storage root (and
+    #: its records deleted) once this many records lie below every consumer's position;
+    #: restarts read the snapshot and the records after it (Kafka keeps coord whole)
+    coord_snapshot_records: int = 10_000
+    #: how often the embedded log's retention (and the coord snapshot check) runs
     log_retention_check_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
     fsync: bool = True
@@ -110,6 +114,13 @@ class Config:
     segment_max_lifetime_s: float = 86_400.0
     #: at most this many Growing segments per vchannel; opening one more seals the oldest
     segment_max_growing_per_channel: int = 4
+    #: every this many seconds each collection's small Flushed segments are merged and rows
+    #: deleted before the log retention horizon dropped (Milvus's auto compaction,
+    #: dataCoord.compaction.global.interval: 60); None: only `Client.compact` compacts
+    compaction_interval_s: float | None = 60.0
+    #: where merges run: "local" (in this process) or "spark" (one Spark task per merge, on
+    #: `spark_master`; needs the `spark` extra and Java 17)
+    compaction_engine: str = "local"
     #: faiss (OpenMP) threads of one index build; builds run one at a time on the index node's
     #: worker thread, so this bounds the cores index building takes from ingest and search
     index_build_threads: int = 1
@@ -201,6 +212,8 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
 _RULES: dict[str, tuple[Any, str]] = {
     "datanode": (lambda v: v in ("local", "spark", "off"), '"local", "spark" or "off"'),
     "querynode_recovery": (lambda v: v in ("binlogs", "log"), '"binlogs" or "log"'),
+    "compaction_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds, or None"),
+    "compaction_engine": (lambda v: v in ("local", "spark"), '"local" or "spark"'),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),
@@ -221,6 +234,8 @@ _RULES: dict[str, tuple[Any, str]] = {
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
+    "log_retention_bytes": (lambda v: v >= 0, "0 or more bytes, or None"),
+    "coord_snapshot_records": (lambda v: v >= 1, "1 or more records"),
     "log_retention_check_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
 }
@@ -230,7 +245,6 @@ def _routes_ok(text: str) -> bool:
     """Returns True if `text` parses as ingest routes; raises ConfigError naming the fault."""
     try:
         parse_routes(text)
-    "log_retention_bytes": (lambda v: v >= 0, "0 or more bytes, or None"),
     except InvalidArgument as exc:
         raise ConfigError(f"setting ingest_topics={text!r}: {exc}") from None
     return True

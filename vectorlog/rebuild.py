@@ -24,11 +24,13 @@ from typing import Any
 from vectorlog import hybridts
 from vectorlog.config import Config
 from vectorlog.errors import InvalidArgument
+from vectorlog.processors.datanode.service import PyArrowObjectStore
 from vectorlog.processors.spark.service import acquire_session, offsets_as_of, release_session
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.standalone import open_log
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
 from vectorlog.streams.scan import read_all
+from vectorlog.streams.snapshots import snapshot_records
 from vectorlog.streams.topics import Serdes, Topics
 
 #: coord events a rebuilt cluster needs (its datacoord's segments); the rest it makes itself
@@ -75,7 +77,8 @@ def rebuild(
         try:
             report = RebuildReport(at, target, source.cluster)
             report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), at))
-            coord = _coord_kept(read_all(src, topics.coord), serdes.for_topic(topics.coord), at)
+            records = _coord_records(source, src, topics.coord)
+            coord = _coord_kept(records, serdes.for_topic(topics.coord), at)
             report.coord = _copy(dst, topics.coord, coord)
             report.dml = _copy_dml(source, src, dst, topics, at, progress)
         finally:
@@ -126,6 +129,15 @@ def _stamped(records: list[Record], serde: EventSerde, at: int) -> Iterator[Appe
         ts = serde.stamp(r.value)
         if ts is None or ts <= at:
             yield Append(r.partition, r.value, r.key, r.headers)
+
+
+def _coord_records(source: Config, src: Log, topic: str) -> Iterator[Record]:
+    """Yields the coord topic: its snapshot (in the source's storage root) if records below
+    its first kept one were deleted, then the records."""
+    start = start_offsets(src, topic).get(0, 0)
+    if start:
+        yield from snapshot_records(PyArrowObjectStore(source.storage_uri()), topic, start)
+    yield from read_all(src, topic, start={0: start})
 
 
 def _coord_kept(records: Iterator[Record], serde: EventSerde, at: int) -> Iterator[Append]:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vectorlog.bulkinsert import BulkInserter
+from vectorlog.compaction import Compactor, Merger, SparkMerger, local_merger
 from vectorlog.config import Config, ConfigError
+from vectorlog.processors.datacoord.coord_snapshot import CoordSnapshotter
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
@@ -112,10 +114,12 @@ class Standalone:
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self._start_rootcoord(cfg)
-        self._start_datacoord(cfg)
         self.indexnode: IndexNode | None = None
+        self.objects: PyArrowObjectStore | None = None
         if cfg.datanode in ("local", "spark"):
             self.objects = PyArrowObjectStore(cfg.storage_uri())
+        self._start_datacoord(cfg)
+        if self.objects is not None:
             self._open_indexnode(cfg)
         self.querynode = QueryNode(
             self.log,
@@ -125,6 +129,7 @@ class Standalone:
             clock=self.rootcoord.now,
             max_clock_skew_ms=cfg.max_clock_skew_ms,
             index_files=self.objects if self.indexnode is not None else None,
+            snapshots=self.objects,
         )
         self._stack.callback(self.querynode.close)
         self._check_replayable(cfg)
@@ -159,6 +164,54 @@ class Standalone:
             self._started(self.gc)
         self._start_ingest(cfg)
         self._start_retention(cfg)
+        self._start_compactor(cfg)
+        self._start_coord_snapshots(cfg)
+
+    def _start_coord_snapshots(self, cfg: Config) -> None:
+        """Starts the coord topic's snapshots on the embedded log (Kafka keeps coord whole):
+        every `log_retention_check_s`, once `coord_snapshot_records` records lie below every
+        coord consumer's position, they are folded into a snapshot in the storage root and
+        deleted."""
+        self.coord_snapshots: CoordSnapshotter | None = None
+        if self.objects is None or not isinstance(self.log, Truncatable):
+            return
+        coord = self.topics.coord
+        floors = [
+            lambda: self.datacoord.next_offsets()[(coord, 0)],
+            lambda: self.datanode.next_offsets()[(coord, 0)],
+            lambda: self.querynode.next_offsets().get((coord, 0), 0),
+            lambda: self.indexnode.next_offsets()[(coord, 0)] if self.indexnode else 0,
+        ]
+        self.coord_snapshots = CoordSnapshotter(
+            self.log,
+            coord,
+            self.serdes.for_topic(coord),
+            self.objects,
+            floors,
+            cfg.coord_snapshot_records,
+            cfg.log_retention_check_s,
+        )
+        self._started(self.coord_snapshots)
+
+    def _start_compactor(self, cfg: Config) -> None:
+        """Starts compaction (`Client.compact`, and the background policy every
+        `compaction_interval_s`); None with the data node off (no binlogs)."""
+        self.compactor: Compactor | None = None
+        if self.indexnode is None:
+            return
+        if cfg.compaction_engine == "spark":
+            merger: Merger = self._opened(SparkMerger(cfg.storage_uri(), cfg.spark_master))
+        else:
+            merger = local_merger(self._store())
+        self.compactor = Compactor(
+            self.proxy,
+            self.rootcoord,
+            self._store(),
+            merger,
+            cfg.log_retention_ms,
+            cfg.compaction_interval_s,
+        )
+        self._started(self.compactor)
 
     def _check_replayable(self, cfg: Config) -> None:
         """Raises ConfigError if the query node must replay dml from offset 0 (recovery "log",
@@ -193,6 +246,7 @@ class Standalone:
             self.rootcoord.now,
             cfg.log_retention_ms,
             cfg.log_retention_check_s,
+            retention_bytes=cfg.log_retention_bytes,
         )
         self._started(self.retention)
 
@@ -215,7 +269,6 @@ class Standalone:
         directory lock already refused a second process)."""
         ttl = cfg.lease_ttl_s if cfg.is_kafka else None
         self.lease = Lease(self.log, self.topics.lease, cfg.cluster, ttl)
-            retention_bytes=cfg.log_retention_bytes,
         self.lease.acquire()
         self._opened(self.lease)  # released at close, after every processor stopped
         self.lease.start()
@@ -247,7 +300,7 @@ class Standalone:
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datacoord"))
         settings = cfg.datacoord_settings()
         self.datacoord = DataCoord(
-            self.log, self.topics, self.serdes, store, self.rootcoord, settings
+            self.log, self.topics, self.serdes, store, self.rootcoord, settings, self.objects
         )
         self.datacoord.recover()
         self._started(self.datacoord)
@@ -260,7 +313,7 @@ class Standalone:
             self.topics,
             self.serdes,
             store,
-            self.objects,
+            self._store(),
             self.rootcoord,
             buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
             dml_log=fed,
@@ -280,7 +333,7 @@ class Standalone:
             self.topics,
             self.serdes,
             store,
-            self.objects,
+            self._store(),
             self.rootcoord,
             build_threads=cfg.index_build_threads,
         )
@@ -309,6 +362,11 @@ class Standalone:
         log_uri = self.log.path if isinstance(self.log, EmbeddedLog) else cfg.log
         self.spark_job = SparkDataNodeJob(fed.records, log_uri, cfg.spark_master)
         self._started(self.spark_job)
+
+    def _store(self) -> PyArrowObjectStore:
+        """Returns the object store (there is one while the data node is on)."""
+        assert self.objects is not None
+        return self.objects
 
     def _opened(self, thing: _T) -> _T:
         """Registers `thing.close` to run at close; returns thing."""

@@ -26,6 +26,11 @@ from typing import Any
 from vectorlog.errors import FlushTimeout, VectorlogError
 from vectorlog.faults import crash_point
 from vectorlog.hybridts import LOGICAL_BITS
+from vectorlog.processors.datacoord.compaction_policy import (
+    CompactionPolicy,
+    group_files,
+    plan_groups,
+)
 from vectorlog.processors.datacoord.meta import SegmentMeta
 from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentState
 from vectorlog.processors.datacoord.settings import DataCoordSettings
@@ -34,10 +39,12 @@ from vectorlog.processors.state.base import StateStore
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.snapshots import Blobs, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
+#: states a flush waits for no longer
+DONE = (SegmentState.FLUSHED, SegmentState.DROPPED)
 
 
 class DataCoord:
@@ -51,8 +58,10 @@ class DataCoord:
         store: StateStore,
         rootcoord: RootCoordService,
         settings: DataCoordSettings | None = None,
+        snapshots: Blobs | None = None,
     ) -> None:
-        self.log, self.topic, self.rc = log, topics.coord, rootcoord
+        """`snapshots`: where the coord topic's snapshots are (see coord_snapshot)."""
+        self.log, self.topic, self.rc, self.snapshots = log, topics.coord, rootcoord, snapshots
         self.settings = settings or DataCoordSettings()
         self.serde = serdes.for_topic(self.topic)
         self.meta = SegmentMeta(store, self.topic)
@@ -69,7 +78,7 @@ class DataCoord:
     def recover(self, timeout: float = 60.0) -> None:
         """Applies the coord topic from the stored position to its end, then re-takes any
         decision the state calls for."""
-        for rec in read_to_end(self.log, self.topic, timeout, {0: self.meta.position()}):
+        for rec in read_from(self.log, self.topic, self.snapshots, self.meta.position(), timeout):
             self._consume(rec)
         self._decide(self.meta.segments.values())
 
@@ -191,7 +200,7 @@ class DataCoord:
         with self._alloc_lock:
             segs = self._of_collection(collection_id)
             self._seal([s for s in segs if s.state is SegmentState.GROWING], "flush")
-        return sorted(s.segment_id for s in segs if s.state is not SegmentState.FLUSHED)
+        return sorted(s.segment_id for s in segs if s.state not in DONE)
 
     def wait_flushed(self, segment_ids: list[int], timeout: float) -> None:
         """Returns once every segment is Flushed. Raises FlushTimeout naming the others."""
@@ -206,10 +215,11 @@ class DataCoord:
                 self._applied.wait(min(left, 0.2))
 
     def flush_state(self, segment_ids: list[int]) -> bool:
-        """Returns whether every segment is Flushed (or no longer exists)."""
+        """Returns whether every segment is Flushed (or no longer exists, or was Dropped: its
+        rows are in the segment a compaction merged it into)."""
         with self.meta.lock:
             segs = (self.meta.segments.get(i) for i in segment_ids)
-            return all(s is None or s.state is SegmentState.FLUSHED for s in segs)
+            return all(s is None or s.state in DONE for s in segs)
 
     def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
         """Returns each segment's info; an unknown id reads as state "NotExist"."""
@@ -220,10 +230,18 @@ class DataCoord:
             ]
 
     def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
-        """Returns the info of every segment of a collection, by id."""
-        return [
-            s.info() for s in sorted(self._of_collection(collection_id), key=lambda s: s.segment_id)
-        ]
+        """Returns the info of every segment of a collection, by id, but the Dropped ones."""
+        segs = sorted(self._of_collection(collection_id), key=lambda s: s.segment_id)
+        return [s.info() for s in segs if s.state is not SegmentState.DROPPED]
+
+    def compaction_groups(
+        self, collection_id: int, horizon: int, policy: CompactionPolicy | None = None
+    ) -> list[dict[str, Any]]:
+        """Returns the groups of Flushed segments worth merging, with their files."""
+        with self.meta.lock:
+            segs = self._of_collection(collection_id)
+            groups = plan_groups(segs, horizon, policy or CompactionPolicy())
+            return [group_files(g) for g in groups]
 
     def _of_collection(self, collection_id: int) -> list[Segment]:
         with self.meta.lock:

@@ -149,7 +149,14 @@ class SegmentMeta:
         seg.dml_position = _record(b["end_position"]) or seg.dml_position
         if b["flushed"]:
             seg.binlogs["flushed"] = True
-        return [seg]
+        return [seg, *self._merged(seg, b.get("compacted_from", []))]
+
+    def _merged(self, into: Segment, segment_ids: list[int]) -> list[Segment]:
+        """Marks the segments a compaction merged into `into` Dropped (`into` takes the
+        largest capacity of theirs); returns those that changed."""
+        segs = [s for s in map(self.segments.get, segment_ids) if s is not None]
+        into.max_rows = max([into.max_rows, *(s.max_rows for s in segs)])
+        return [s for s in segs if s.advance(SegmentState.DROPPED)]
 
     def _flushed(self, e: Event) -> Iterable[Segment]:
         seg = self.segments.get(e.body["segment_id"])
@@ -182,8 +189,8 @@ def _record(value: object) -> dict | None:
 
 
 def _imported(e: Event) -> Segment:
-    """Returns the record of a bulk insert's segment: Flushed from its first event, never
-    open to allocations."""
+    """Returns the record of a bulk insert's or a compaction's segment: Flushed from its
+    first event, never open to allocations."""
     b = e.body
     end = b["end_position"]
     end = end[1] if isinstance(end, tuple) else end
@@ -197,7 +204,7 @@ def _imported(e: Event) -> Segment:
         b["num_rows"],
         e.ts,
         state=SegmentState.FLUSHED,
-        seal_reason="import",
+        seal_reason="compaction" if b.get("compacted_from") else "import",
     )
     seg.seal_ts = e.ts
     return seg

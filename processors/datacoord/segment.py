@@ -2,7 +2,8 @@
 data node consumed, the allocations still outstanding, and its binlogs.
 
 States use seed 003's numbering (None 0, NotExist 1, Growing 2, Sealed 3, Flushed 4,
-Flushing 5); `RANK` orders them by progress so a transition never goes back.
+Flushing 5) and Milvus's Dropped 6 (merged into another segment by a compaction); `RANK`
+orders them by progress so a transition never goes back.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class SegmentState(enum.IntEnum):
     SEALED = 3
     FLUSHED = 4
     FLUSHING = 5
+    DROPPED = 6
 
     @property
     def label(self) -> str:
@@ -27,7 +29,7 @@ class SegmentState(enum.IntEnum):
         return {1: "NotExist", 5: "Flushing"}.get(self.value, self.name.title())
 
 
-#: progress order: Growing -> Sealed -> Flushing -> Flushed
+#: progress order: Growing -> Sealed -> Flushing -> Flushed -> Dropped
 RANK = {
     SegmentState.NONE: 0,
     SegmentState.NOT_EXIST: 0,
@@ -35,6 +37,7 @@ RANK = {
     SegmentState.SEALED: 2,
     SegmentState.FLUSHING: 3,
     SegmentState.FLUSHED: 4,
+    SegmentState.DROPPED: 5,
 }
 
 

@@ -1,9 +1,11 @@
-"""What datacoord offers the proxy: segment assignments for inserted rows, flush, and segment
-info (seeds 003, 004). Others depend on this only."""
+"""What datacoord offers the proxy: segment assignments for inserted rows, flush, segment
+info and compaction plans (seeds 003, 004). Others depend on this only."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+from vectorlog.processors.datacoord.compaction_policy import CompactionPolicy as CompactionPolicy
 
 
 class DataCoordService(Protocol):
@@ -41,4 +43,11 @@ class DataCoordService(Protocol):
 
     def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
         """Returns the info of every segment of a collection."""
+        ...
+
+    def compaction_groups(
+        self, collection_id: int, horizon: int, policy: CompactionPolicy | None = None
+    ) -> list[dict[str, Any]]:
+        """Returns the groups of Flushed segments worth merging (see compaction_policy), each
+        with the files a merge reads."""
         ...

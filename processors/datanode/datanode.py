@@ -17,6 +17,11 @@ segment's delta logs is not written again.
 Deletes and upserts: a delete at ts d hides rows of its key inserted before d (strictly), so
 the node keeps, per vchannel, each key's newest row (segment, ts); a delete, or an insert of a
 key that exists (an upsert), adds a delete record to that row's segment.
+
+Bulk inserts (SegmentImported) and compactions (SegmentsCompacted) arrive on dml in ts order
+too: their segments are in binlogs already; the node indexes their keys (a compaction points
+the merged segments' keys at the new one and moves their pending deletes to it) and records
+the segment Flushed on coord, once.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionSchema
 from vectorlog.processors.datanode.binlog import EventTypeCode
 from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
+from vectorlog.processors.datanode.column_read import read_delta_binlog
+from vectorlog.processors.datanode.compaction import check_compactable, compacted_body
 from vectorlog.processors.datanode.errors import InvalidObjectPath, StorageError
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
@@ -50,7 +57,7 @@ from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TtMsgStream
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -157,7 +164,7 @@ class DataNode:
         """Loads the checkpoint, learns every segment from coord, deletes orphaned files."""
         self._load_state()
         coord_end = 0
-        for rec in read_to_end(self.log, self.topics.coord, timeout):
+        for rec in read_from(self.log, self.topics.coord, self.objects, 0, timeout):
             coord_end = rec.offset + 1
             self._coord_record(rec)
         self._coord_reader = self.log.reader(self.topics.coord, {0: coord_end})
@@ -346,6 +353,8 @@ class DataNode:
             self._deleted(event, before)
         elif event.type == "SegmentImported":
             self._imported(event, before)
+        elif event.type == "SegmentsCompacted":
+            self._compacted(event, before)
 
     def _reject(self, event: Event, reason: str) -> None:
         """Dead-letters an event it cannot apply, retrying until that is written."""
@@ -493,6 +502,68 @@ class DataNode:
             self.log.append(self.topics.coord, [record])
             self.views.apply(saved)
             self._wrote = True
+
+    def _compacted(self, event: Event, before: StreamPosition) -> None:
+        """Swaps a compaction's segments (processors/datanode/compaction.py): keys of the
+        merged segments point at the new one from here on, their deletes the job did not
+        read move to it, and (once) the new segment is recorded Flushed on coord with the
+        merged ones Dropped. Raises ValueError (dead-lettered) if they are not all Flushed."""
+        b = event.body
+        if self._schema(b["collection_id"]) is None:
+            return
+        new, olds = b["segment"]["segment_id"], set(b["compacted_from"])
+        view = self.views.by_id.get(new)
+        first = view is None or not view.flushed
+        if first:
+            check_compactable(self.views, b, event.vchannel)
+        self._repoint(event, olds, new)
+        self._carry_deltas(olds, new, set(b["consumed_deltas"]), before)
+        if first:
+            ref = SegmentRef(b["collection_id"], b["partition_id"], new, event.vchannel)
+            end = self._position(ref, self.positions.get(self._pchannel(ref)))
+            saved = Event(
+                "BinlogPathsSaved",
+                self.rc.now(),
+                compacted_body(event, end),
+                ref.collection_id,
+                ref.vchannel,
+            )
+            record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
+            self.log.append(self.topics.coord, [record])
+            self.views.apply(saved)
+            self._wrote = True
+
+    def _repoint(self, event: Event, olds: set[int], new: int) -> None:
+        """Points every key whose newest row is in `olds` at segment `new` (same ts)."""
+        newest = self._newest(event.vchannel)
+        moved = [pk for pk, (sid, _) in newest.items() if sid in olds]
+        prevs: list[Entry | None] = [newest[pk] for pk in moved]
+        for pk, prev in zip(moved, prevs, strict=True):
+            newest[pk] = (new, prev[1] if prev else 0)
+        self._record(event, moved, prevs)
+
+    def _carry_deltas(
+        self, olds: set[int], new: int, consumed: set[str], before: StreamPosition
+    ) -> None:
+        """Moves the merged segments' buffered deletes, and the records of their delta logs
+        the job did not read, into segment `new`'s delta buffer."""
+        carried = [self.deltas.pop(sid) for sid in sorted(olds) if sid in self.deltas]
+        extra = [
+            p for sid in sorted(olds) for p in self.views.get(sid).delta_paths if p not in consumed
+        ]
+        if not carried and not extra:
+            return
+        start = min([before, *(d.start for d in carried)], key=lambda pos: pos.offset)
+        buf = self.deltas.get(new) or DeltaBuffer(start)
+        buf.start = min(buf.start, start, key=lambda pos: pos.offset)
+        for d in carried:
+            for pk, ts in zip(d.pks, d.tss, strict=True):
+                buf.add(pk, ts)
+        for path in extra:
+            pks, tss = read_delta_binlog(self.objects.get(path), path)
+            for pk, ts in zip(pks, tss.tolist(), strict=True):
+                buf.add(pk, ts)
+        self.deltas[new] = buf
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)

@@ -25,6 +25,8 @@ class SegmentView:
     rows_written: int = 0
     stats_paths: list[str] = field(default_factory=list)  # one stats log per write
     paths: set[str] = field(default_factory=set)  # every file an event references
+    delta_paths: list[str] = field(default_factory=list)  # its delta logs, in order
+    dropped: bool = False  # merged into another segment by a compaction
 
 
 class SegmentViews:
@@ -73,6 +75,12 @@ class SegmentViews:
             seg.paths.update(log["path"] for log in fb["binlogs"])
         for log in b["delta_binlogs"] + b["ddl_binlogs"]:
             seg.paths.add(log["path"])
+        seg.delta_paths += [
+            x["path"] for x in b["delta_binlogs"] if x["path"] not in seg.delta_paths
+        ]
+        for sid in b.get("compacted_from", []):
+            self.get(sid).dropped = True
+            self.pending.discard(sid)
         end = b["end_position"]
         end = end[1] if isinstance(end, tuple) else end
         if end:

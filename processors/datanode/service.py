@@ -1,5 +1,5 @@
 """What the data node offers other processors (the index node, the query node's recovery,
-bulk insert's Spark job and commit):
+bulk insert's Spark job and commit, compaction's merge):
 the object store its binlogs live in, the storage layout, and reading a field's insert binlogs
 and the delta logs back. Others depend on this only."""
 
@@ -15,12 +15,20 @@ from vectorlog.processors.datanode.binlog_read import (
 )
 from vectorlog.processors.datanode.buffer import InsertBuffer
 from vectorlog.processors.datanode.column_read import field_values, read_delta_binlog
+from vectorlog.processors.datanode.compaction import (
+    CompactionPlan,
+    CompactionSource,
+    log_ids_needed,
+    merge,
+)
 from vectorlog.processors.datanode.errors import ObjectNotFound, StorageError
 from vectorlog.processors.datanode.paths import INDEX_FILES, index_files_prefix
 from vectorlog.processors.datanode.storage import ObjectStore, PyArrowObjectStore
 from vectorlog.processors.datanode.writer import MILVUS_TYPE, SegmentRef, SegmentWriter
 
 __all__ = [
+    "CompactionPlan",
+    "CompactionSource",
     "INDEX_FILES",
     "MILVUS_TYPE",
     "CorruptBinlog",
@@ -37,6 +45,8 @@ __all__ = [
     "float_vectors",
     "index_files_prefix",
     "int64s",
+    "log_ids_needed",
+    "merge",
     "read_delta_binlog",
     "read_insert_binlog",
 ]

@@ -66,7 +66,8 @@ from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
-from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
+from vectorlog.streams.scan import END_MARKER_SOURCE
+from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -123,11 +124,12 @@ class IndexNode:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
-        """Applies ddl then coord from the stored positions to their ends, deletes orphaned
-        index files, and schedules every build not reported."""
+        """Applies ddl then coord (the snapshot first if its records below the stored position
+        were deleted) from the stored positions to their ends, deletes orphaned index files,
+        and schedules every build not reported."""
         for topic in (self.topics.ddl, self.topics.coord):
-            start = {0: self.state.position(topic)}
-            for rec in read_to_end(self.log, topic, timeout, start):
+            position = self.state.position(topic)
+            for rec in read_from(self.log, topic, self.objects, position, timeout):
                 self._consume(topic, rec)
         self._delete_orphans()
         self._schedule()

@@ -160,16 +160,24 @@ class IndexState:
         for sid in [
             s for s, g in self.segments.items() if (g.collection_id, g.partition_id) == part
         ]:
-            del self.segments[sid]
-            txn.delete(SEGMENT + _ids(sid))
-            for key in [k for k in self.built if k[0] == sid]:
-                self._forget_builds(key, txn, fx)
+            self._forget_segment(sid, txn, fx)
+
+    def _forget_segment(self, sid: int, txn: Transaction, fx: Effects) -> None:
+        """Forgets a segment and has its builds' files deleted."""
+        self.segments.pop(sid, None)
+        txn.delete(SEGMENT + _ids(sid))
+        for key in [k for k in self.built if k[0] == sid]:
+            self._forget_builds(key, txn, fx)
 
     # -- coord ---------------------------------------------------------------------------------
     def _binlogs_saved(self, e: Event, txn: Transaction, fx: Effects) -> None:
+        """Records a segment's binlogs; the segments a compaction merged into it (Dropped)
+        are forgotten, their builds' files deleted."""
         b = e.body
         if b["collection_id"] in self.dropped:
             return
+        for sid in b.get("compacted_from", []):
+            self._forget_segment(sid, txn, fx)
         if (b["collection_id"], b["partition_id"]) in self.gone_partitions:
             return
         seg = self.segments.get(b["segment_id"])

@@ -28,7 +28,7 @@ from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.datanode.service import ObjectStore
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
-from vectorlog.processors.proxy import dynamic, imports
+from vectorlog.processors.proxy import compactions, dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import validation as v
@@ -228,6 +228,33 @@ class Proxy:
             crash_point("proxy.import.before_append")
             self.log.append(self.topic, records)
         imports.delete_quietly(self.objects, placeholders)
+        return ts
+
+    def compaction_groups(self, name: str, horizon: int) -> list[dict[str, Any]]:
+        """Returns the groups of Flushed segments of a collection worth merging (datacoord's
+        policy), each with the files a merge reads. Raises CollectionNotFound."""
+        return self.dc.compaction_groups(self._info(name).collection_id, horizon)
+
+    def commit_compaction(
+        self,
+        name: str,
+        group: dict[str, Any],
+        result: dict[str, Any],
+        plan_id: int,
+        horizon: int,
+    ) -> int:
+        """Swaps a merge's segment in for the group's at one stamped ts (one SegmentsCompacted
+        on dml); returns the ts once durable. Raises CollectionNotFound, CompactionConflict
+        (a merged segment is no longer Flushed: nothing was appended), LogError."""
+        info = self._info(name)
+        with self.rc.write_guard(info, group["partition_id"]), self.source.stamp() as ts:
+            olds = [s["segment_id"] for s in group["segments"]]
+            compactions.check_flushed(plan_id, self.dc.get_segment_info(olds))
+            record = compactions.compacted_event(
+                info, group, result, plan_id, horizon, ts, self.serde
+            )
+            crash_point("proxy.compaction.before_append")
+            self.log.append(self.topic, [record])
         return ts
 
     def _primary_keys(

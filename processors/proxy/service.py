@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from vectorlog.model import CollectionInfo
 from vectorlog.processors.proxy.batches import split_rows as split_rows
 from vectorlog.processors.proxy.batches import take as take
+from vectorlog.processors.proxy.compactions import CompactionConflict as CompactionConflict
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
@@ -65,6 +66,23 @@ class ProxyService(DdlService, Protocol):
     ) -> int:
         """Makes a bulk insert's written segments visible at one stamped ts; returns it once
         durable on the log. Raises CollectionNotFound, PartitionNotFound, InvalidArgument."""
+        ...
+
+    def compaction_groups(self, name: str, horizon: int) -> list[dict[str, Any]]:
+        """Returns the groups of Flushed segments worth merging, with their files. Raises
+        CollectionNotFound."""
+        ...
+
+    def commit_compaction(
+        self,
+        name: str,
+        group: dict[str, Any],
+        result: dict[str, Any],
+        plan_id: int,
+        horizon: int,
+    ) -> int:
+        """Swaps a merge's segment in for the group's at one stamped ts; returns it once
+        durable. Raises CollectionNotFound, CompactionConflict."""
         ...
 
     def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:

@@ -1,11 +1,16 @@
 """The query node's side of a bulk insert: a SegmentImported's segments read from their binlogs
-(every row stamped with the event's ts by the commit), to be loaded as an insert at that ts."""
+(every row stamped with the event's ts by the commit), to be loaded as an insert at that ts;
+and of a compaction: the row ids of the segment a SegmentsCompacted merged segments into."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from vectorlog.model import CollectionSchema
+import numpy as np
+
+from vectorlog.model import ROW_ID_FIELD, CollectionSchema
+from vectorlog.processors.datanode.service import int64s, read_insert_binlog
 from vectorlog.processors.querynode.recovery import (
     RecoveryPoint,
     SegmentFiles,
@@ -39,3 +44,16 @@ def imported_rows(
     CorruptBinlog, ObjectNotFound, ValueError (a segment without every field's binlog)."""
     point = RecoveryPoint({-1: EVERY_TICK})
     yield from read_segments(imported_files(event), schema, point, files)
+
+
+def compacted_row_ids(segment: dict[str, Any], files: IndexFiles) -> np.ndarray:
+    """Returns the row ids of an ImportedSegment dict (a compaction's new segment). Raises
+    CorruptBinlog or what the store raises."""
+    paths = [
+        b["path"]
+        for fb in segment["field_binlogs"]
+        if fb["field_id"] == ROW_ID_FIELD
+        for b in fb["binlogs"]
+    ]
+    chunks = [int64s(read_insert_binlog(files.get(p), p), p) for p in paths]
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)

@@ -18,7 +18,8 @@ from typing import Any
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
 from vectorlog.schemas.serde import EventSerde
-from vectorlog.streams.log.base import Log
+from vectorlog.streams.log.base import Log, start_offsets
+from vectorlog.streams.snapshots import Blobs, snapshot_records
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,16 @@ class IndexLoader:
     """Consumes the coord topic on its own thread and loads segment indexes into replicas."""
 
     def __init__(
-        self, log_: Log, topic: str, serde: EventSerde, files: IndexFiles, replica_of: ReplicaOf
+        self,
+        log_: Log,
+        topic: str,
+        serde: EventSerde,
+        files: IndexFiles,
+        replica_of: ReplicaOf,
+        snapshots: Blobs | None = None,
     ) -> None:
         self._log, self._topic, self._serde, self._files = log_, topic, serde, files
+        self._snapshots = snapshots
         self._replica_of = replica_of
         self.pending: dict[tuple[int, int, int], Pending] = {}  # (collection, partition, seg)
         self.applied = threading.Event()  # set by the dml side after each applied pack
@@ -61,7 +69,10 @@ class IndexLoader:
             self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        reader = self._log.reader(self._topic, {0: 0})
+        start = start_offsets(self._log, self._topic).get(0, 0)
+        if start:  # records below it were deleted: their snapshot stands in for them
+            self.step(snapshot_records(self._snapshots, self._topic, start))
+        reader = self._log.reader(self._topic, {0: start})
         try:
             while not self._stop.is_set():
                 try:

@@ -32,7 +32,7 @@ import numpy as np
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionHistory, CollectionSchema
-from vectorlog.processors.querynode.imported import imported_rows
+from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
 from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segments
 from vectorlog.processors.querynode.replica import Replica
@@ -50,6 +50,7 @@ from vectorlog.streams.msgstream import (
     TtMsgStream,
     wall_clock,
 )
+from vectorlog.streams.snapshots import Blobs
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import Hit
 
@@ -72,11 +73,13 @@ class QueryNode:
         clock: Callable[[], int] = wall_clock,
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
         index_files: IndexFiles | None = None,
+        snapshots: Blobs | None = None,
     ) -> None:
         """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
         `max_clock_skew_ms` ahead of it is dead-lettered, never trusted. `index_files`:
         where segment index files are read (`get(path) -> bytes`); None: no index is
-        loaded, every search is exact."""
+        loaded, every search is exact. `snapshots`: where the coord topic's snapshots are."""
+        self._snapshots = snapshots
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._coord, self._coord_serde = topics.coord, serdes.for_topic(topics.coord)
         self._log, self._clock, self._max_skew_ms = log, clock, max_clock_skew_ms
@@ -102,12 +105,15 @@ class QueryNode:
             "RowsDeleted": self._deleted,
             "PartitionDropped": self._partition_dropped,
             "SegmentImported": self._imported,
+            "SegmentsCompacted": self._compacted,
         }
         self._files = index_files
         self.indexes: IndexLoader | None = None
         if index_files is not None:
             coord = serdes.for_topic(topics.coord)
-            self.indexes = IndexLoader(log, topics.coord, coord, index_files, self._replica_of)
+            self.indexes = IndexLoader(
+                log, topics.coord, coord, index_files, self._replica_of, snapshots
+            )
 
     def recover(
         self,
@@ -125,7 +131,7 @@ class QueryNode:
         replays dml from offset 0 instead (nothing is lost; only the restart is slower), or,
         if retention deleted dml records, raises RecoveryFailed. Raises LogError if the coord
         topic cannot be read."""
-        point = read_point(self._log, self._coord, self._coord_serde, timeout)
+        point = read_point(self._log, self._coord, self._coord_serde, self._snapshots, timeout)
         self._meta_horizon = horizon
         try:
             loaded = self._load(point, histories, files)
@@ -245,7 +251,7 @@ class QueryNode:
             self.failure = None
             self._cond.notify_all()
         if self.indexes is not None and any(
-            e.type in ("RowsInserted", "SegmentImported") for e in pack.events
+            e.type in ("RowsInserted", "SegmentImported", "SegmentsCompacted") for e in pack.events
         ):
             self.indexes.applied.set()  # pending index loads may find their rows now
 
@@ -332,6 +338,20 @@ class QueryNode:
                 rows.columns,
                 rows.vectors,
             )
+
+    def _compacted(self, event: Event) -> None:
+        """Moves the rows a compaction merged into its new segment (row ids read from its
+        binlogs), so that segment's index, once built, serves them; reads see no change."""
+        replica = self._target(event)
+        if replica is None or self._files is None:
+            return  # without binlogs the rows stay where they are: still correct, unindexed
+        b = event.body
+        replica.rehome(
+            b["partition_id"],
+            list(b["compacted_from"]),
+            b["segment"]["segment_id"],
+            compacted_row_ids(b["segment"], self._files),
+        )
 
     def _deleted(self, event: Event) -> None:
         replica = self._target(event)

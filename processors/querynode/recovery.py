@@ -31,7 +31,7 @@ from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import StreamPosition
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.snapshots import Blobs, read_from
 
 log = logging.getLogger(__name__)
 #: threads reading and decoding binlogs at recovery
@@ -56,6 +56,7 @@ class RecoveryPoint:
 
     checkpoints: dict[int, StreamPosition] = field(default_factory=dict)  # by pchannel
     segments: dict[int, SegmentFiles] = field(default_factory=dict)  # by id
+    dropped: set[int] = field(default_factory=set)  # merged into another by a compaction
 
     def apply(self, event: Event) -> None:
         """Folds one coord event in (events of other types are ignored)."""
@@ -64,7 +65,7 @@ class RecoveryPoint:
             for p in b["positions"]:
                 pos = StreamPosition(p["offset"], p["tick"], p["tick_offset"])
                 self.checkpoints[p["pchannel"]] = pos
-        elif event.type == "SegmentOpened":
+        elif event.type == "SegmentOpened" and b["segment_id"] not in self.dropped:
             seg = self._segment(b)
             seg.pchannel = b["pchannel"]
         elif event.type == "BinlogPathsSaved":
@@ -78,6 +79,11 @@ class RecoveryPoint:
         return seg
 
     def _saved(self, b: dict[str, Any]) -> None:
+        for sid in b.get("compacted_from", []):
+            self.dropped.add(sid)
+            self.segments.pop(sid, None)
+        if b["segment_id"] in self.dropped:
+            return
         seg = self._segment(b)
         end = b["end_position"]
         end = end[1] if isinstance(end, tuple) else end
@@ -102,11 +108,14 @@ def writes_of(field_binlogs: list[dict[str, Any]]) -> list[dict[int, str]]:
     ]
 
 
-def read_point(log_: Log, topic: str, serde: EventSerde, timeout: float = 60.0) -> RecoveryPoint:
-    """Returns the recovery point folded from the whole coord `topic` (undecodable records
-    are skipped: datacoord dead-letters them). Raises LogError if its end is not reached."""
+def read_point(
+    log_: Log, topic: str, serde: EventSerde, snapshots: Blobs | None, timeout: float = 60.0
+) -> RecoveryPoint:
+    """Returns the recovery point folded from the whole coord `topic`, its snapshot then the
+    records after it (undecodable records are skipped: datacoord dead-letters them). Raises
+    LogError if its end is not reached."""
     point = RecoveryPoint()
-    for rec in read_to_end(log_, topic, timeout):
+    for rec in read_from(log_, topic, snapshots, 0, timeout):
         try:
             event = serde.decode(rec.value)
         except Exception as exc:

@@ -132,11 +132,7 @@ class Replica:
         """Adds the newest len(vectors) rows (row ids `ids`, or consecutive from `ids`) to
         their segment (or queues that in `later`)."""
         n = len(vectors)
-        seg = self.segments.get((partition, seg_id))
-        if seg is None:
-            seg = Segment(seg_id, partition, self.vec.dim or 0, len(self._segs), self.metric)
-            self.segments[partition, seg_id] = seg
-            self._segs.append(seg)
+        seg = self._segment(partition, seg_id)
         rows = np.arange(len(self) - n, len(self), dtype=np.int64)
         if isinstance(ids, int):
             ids = np.arange(ids, ids + n, dtype=np.int64)
@@ -147,6 +143,45 @@ class Replica:
             first = later.append(seg, rows, ids, vectors, flags)
         self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
         self._pos.extend(np.arange(first, first + n, dtype=np.int64))
+
+    def rehome(self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray) -> int:
+        """Moves the rows of segments `olds` whose row ids are in `row_ids` into segment
+        `new_id` (a compaction merged them into it: its index covers exactly those rows);
+        the others (rows the compaction dropped, invisible from its horizon on) stay in a
+        smaller copy of their segment. Visibility does not change. Returns the rows moved."""
+        moved = 0
+        with self.lock:
+            for sid in olds:
+                seg = self.segments.get((partition, sid))
+                if seg is None or not len(seg):
+                    continue
+                held = seg.rows.view()
+                going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
+                if going.any():
+                    self._move(seg, np.flatnonzero(going), self._segment(partition, new_id))
+                    rest = Segment(sid, partition, self.vec.dim or 0, seg.ordinal, self.metric)
+                    self._move(seg, np.flatnonzero(~going & (held >= 0)), rest)
+                    self.segments[partition, sid] = self._segs[seg.ordinal] = rest
+                    moved += int(np.count_nonzero(going))
+        return moved
+
+    def _move(self, seg: Segment, pos: np.ndarray, to: Segment) -> None:
+        """Appends the rows at `pos` of `seg` to segment `to`, pointing them there."""
+        if not len(pos):
+            return
+        rows = seg.rows.view()[pos]
+        first = to.append(rows, seg.row_ids.view()[pos], seg.originals(pos), seg.alive.alive(pos))
+        self._seg.view()[rows] = to.ordinal
+        self._pos.view()[rows] = np.arange(first, first + len(pos), dtype=np.int64)
+
+    def _segment(self, partition: int, seg_id: int) -> Segment:
+        """Returns a segment, created empty if new."""
+        seg = self.segments.get((partition, seg_id))
+        if seg is None:
+            seg = Segment(seg_id, partition, self.vec.dim or 0, len(self._segs), self.metric)
+            self.segments[partition, seg_id] = seg
+            self._segs.append(seg)
+        return seg
 
     def _dropped_at(self, partition: int) -> int | None:
         """Returns the earliest drop ts of the collection or of `partition`, or None."""

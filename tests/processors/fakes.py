@@ -200,6 +200,11 @@ class FakeDataCoord:
     def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
         return self.get_segment_info(self.flush(collection_id))
 
+    def compaction_groups(
+        self, collection_id: int, horizon: int, policy: Any = None
+    ) -> list[dict[str, Any]]:
+        return []  # its segments hold no binlogs
+
 
 @dataclass
 class FakeQueryNode:

@@ -145,6 +145,7 @@ def test_v3_only_appends_the_segment_lifecycle_branches_to_v2():
 V3 = SchemaRegistry(AVRO_DIR / "v3")
 V4 = SchemaRegistry(AVRO_DIR / "v4")
 V5 = SchemaRegistry(AVRO_DIR / "v5")
+V6 = SchemaRegistry(AVRO_DIR / "v6")
 
 
 def v3_events() -> list[Event]:
@@ -258,11 +259,12 @@ def test_data_written_with_v5_is_read_by_the_current_schema(event: Event):
     decoded = read_by_current(V5, event)
     if event.type == "BinlogPathsSaved":
         assert decoded.body.pop("imported") is False  # the v6 field's default
+        assert decoded.body.pop("compacted_from") == []  # the v7 field's default
     assert decoded == event
 
 
 def test_v6_appends_the_bulk_insert_branch_to_v5():
-    old, new = _branches(V5), _branches(default_registry())
+    old, new = _branches(V5), _branches(V6)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["SegmentImported"]
     binlog = {"log_id": 3, "path": "insert_log/5/6/7/100/3", "entries": 10}
@@ -272,3 +274,38 @@ def test_v6_appends_the_bulk_insert_branch_to_v5():
     body = {"collection_id": 5, "partition_id": 6, "job_id": 8, "segments": [segment]}
     event = Event("SegmentImported", 70, body, 5, "x-dml_0_5v0")
     assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def test_v7_appends_the_compaction_branch_to_v6():
+    old, new = _branches(V6), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["SegmentsCompacted"]
+    binlog = {"log_id": 3, "path": "insert_log/5/6/9/100/3", "entries": 10}
+    binlog |= {"timestamp_from": 70, "timestamp_to": 75, "size": 99}
+    delta = {**binlog, "log_id": 4, "path": "delta_log/5/6/9/4", "entries": 1}
+    segment = {"segment_id": 9, "num_rows": 10, "stats_binlogs": []}
+    segment["field_binlogs"] = [{"field_id": 100, "binlogs": [binlog]}]
+    body = {
+        "collection_id": 5,
+        "partition_id": 6,
+        "plan_id": 8,
+        "compacted_from": [7, 8],
+        "consumed_deltas": ["delta_log/5/6/7/2"],
+        "horizon": 60,
+        "segment": segment,
+        "delta_binlogs": [delta],
+    }
+    event = Event("SegmentsCompacted", 80, body, 5, "x-dml_0_5v0")
+    assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def v6_events() -> list[Event]:
+    saved = {**v5_events()[0].body, "imported": True}
+    return [Event("BinlogPathsSaved", 90, saved, 5)]
+
+
+@pytest.mark.parametrize("event", v6_events(), ids=lambda e: e.type)
+def test_data_written_with_v6_is_read_by_the_current_schema(event: Event):
+    decoded = read_by_current(V6, event)
+    assert decoded.body.pop("compacted_from") == []  # the v7 field's default
+    assert decoded == event

@@ -15,6 +15,7 @@ from vectorlog.client import Client, IndexParams
 from vectorlog.errors import IndexNotFound, InvalidArgument
 from vectorlog.hybridts import physical_ms
 from vectorlog.server import grpc_convert as conv
+from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_rpc import SERVICE, failed, rpc
@@ -26,7 +27,7 @@ MILVUS_VERSION = "v2.5.0"
 _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
-class MilvusServicer(DataRpcs, ImportRpcs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.MilvusServiceServicer):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
     def __init__(self, client: Client) -> None:

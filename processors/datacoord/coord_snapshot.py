@@ -1,0 +1,195 @@
+"""Snapshots of the coord topic (issue 10): its events folded into the fewest that rebuild every
+consumer's state (datacoord's segments and ticks, the data node's segment views, the query
+node's recovery point and index loads, the index node's segments and builds), written under
+the storage root (`streams.snapshots`) so the records below may be deleted.
+
+Per segment, in id order (a compaction's merged segments before the one they became): its
+SegmentOpened, SegmentsSealed, SegmentsFlushStarted, one BinlogPathsSaved holding every
+binlog written (each log id once, in log id order: the writes' order), SegmentFlushed. Then
+each vchannel's newest DataNodeTicked, every live index build (SegmentIndexed; dropped ones
+left out), and the newest ChannelCheckpointed. Allocations (SegmentsAllocated) are left out:
+they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
+snapshot then the records after it give the state the whole topic gives.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Log, Truncatable, start_offsets
+from vectorlog.streams.snapshots import Blobs, read_from, write_snapshot
+
+log = logging.getLogger(__name__)
+
+ALL_INDEXES = -1  # SegmentIndexesDropped.index_id: every index of the collection
+STEPS = ("opened", "sealed", "flushing", "saved", "flushed")
+Floor = Callable[[], int]  # the next coord offset a consumer reads
+
+
+class CoordFold:
+    """Coord events folded into a snapshot's events."""
+
+    def __init__(self) -> None:
+        self.segments: dict[int, dict[str, Event]] = {}
+        self.ticks: dict[str, Event] = {}
+        self.builds: dict[tuple[int, int, int], Event] = {}  # (segment, index, build)
+        self.checkpoints: dict[int, dict[str, Any]] = {}  # pchannel -> position
+        self.checkpoint_ts = 0
+
+    def apply(self, event: Event) -> None:
+        """Folds one event in (types that do not belong on coord are ignored)."""
+        handler = getattr(self, "_" + event.type, None)
+        if handler is not None:
+            handler(event)
+
+    def events(self) -> list[Event]:
+        """Returns the snapshot's events, in the order they are to be applied."""
+        out = [seg[s] for _, seg in sorted(self.segments.items()) for s in STEPS if s in seg]
+        out += [self.ticks[v] for v in sorted(self.ticks)]
+        out += [self.builds[k] for k in sorted(self.builds)]
+        if self.checkpoints:
+            positions = [self.checkpoints[p] for p in sorted(self.checkpoints)]
+            out.append(Event("ChannelCheckpointed", self.checkpoint_ts, {"positions": positions}))
+        return out
+
+    def _seg(self, sid: int) -> dict[str, Event]:
+        return self.segments.setdefault(sid, {})
+
+    def _SegmentOpened(self, e: Event) -> None:  # noqa: N802 (event type names)
+        self._seg(e.body["segment_id"]).setdefault("opened", e)
+
+    def _SegmentsSealed(self, e: Event) -> None:  # noqa: N802
+        for sid in e.body["segment_ids"]:
+            body = {"segment_ids": [sid], "reason": e.body["reason"]}
+            self._seg(sid).setdefault("sealed", Event(e.type, e.ts, body))
+
+    def _SegmentsFlushStarted(self, e: Event) -> None:  # noqa: N802
+        for sid in e.body["segment_ids"]:
+            self._seg(sid).setdefault("flushing", Event(e.type, e.ts, {"segment_ids": [sid]}))
+
+    def _SegmentFlushed(self, e: Event) -> None:  # noqa: N802
+        self._seg(e.body["segment_id"]).setdefault("flushed", e)
+
+    def _DataNodeTicked(self, e: Event) -> None:  # noqa: N802
+        vch, prev = e.body["vchannel"], self.ticks.get(e.body["vchannel"])
+        rows = {r["segment_id"]: r["num_rows"] for r in prev.body["segments"]} if prev else {}
+        for r in e.body["segments"]:
+            rows[r["segment_id"]] = max(rows.get(r["segment_id"], 0), r["num_rows"])
+        tick = max(e.body["tick"], prev.body["tick"] if prev else 0)
+        segments = [{"segment_id": s, "num_rows": n} for s, n in sorted(rows.items())]
+        body = {"vchannel": vch, "tick": tick, "segments": segments}
+        self.ticks[vch] = Event(e.type, max(e.ts, prev.ts if prev else 0), body)
+
+    def _BinlogPathsSaved(self, e: Event) -> None:  # noqa: N802
+        seg = self._seg(e.body["segment_id"])
+        prev = seg.get("saved")
+        body = e.body if prev is None else merged_saved(prev.body, e.body)
+        ts = e.ts if prev is None else prev.ts  # an import's segment is opened at its first
+        seg["saved"] = Event(e.type, ts, body, e.collection_id, e.vchannel)
+
+    def _ChannelCheckpointed(self, e: Event) -> None:  # noqa: N802
+        for p in e.body["positions"]:
+            self.checkpoints[p["pchannel"]] = p
+        self.checkpoint_ts = max(self.checkpoint_ts, e.ts)
+
+    def _SegmentIndexed(self, e: Event) -> None:  # noqa: N802
+        b = e.body
+        self.builds[(b["segment_id"], b["index_id"], b["build_id"])] = e
+
+    def _SegmentIndexesDropped(self, e: Event) -> None:  # noqa: N802
+        cid, iid = e.body["collection_id"], e.body["index_id"]
+        for key, build in list(self.builds.items()):
+            if build.body["collection_id"] == cid and iid in (ALL_INDEXES, key[1]):
+                del self.builds[key]
+
+
+def merged_saved(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Returns one BinlogPathsSaved body holding the binlogs of both (each log id once, by log
+    id), the later end position, and the flags and merged segments of either."""
+    out = dict(b)
+    for kind in ("field_binlogs", "stats_binlogs"):
+        fields: dict[int, dict[int, dict]] = {}
+        for fb in a[kind] + b[kind]:
+            fields.setdefault(fb["field_id"], {}).update({x["log_id"]: x for x in fb["binlogs"]})
+        out[kind] = [
+            {"field_id": fid, "binlogs": [logs[i] for i in sorted(logs)]}
+            for fid, logs in sorted(fields.items())
+        ]
+    for kind in ("delta_binlogs", "ddl_binlogs"):
+        logs = {x["log_id"]: x for x in a.get(kind, []) + b.get(kind, [])}
+        out[kind] = [logs[i] for i in sorted(logs)]
+    out["num_rows"] = max(a["num_rows"], b["num_rows"])
+    out["start_position"] = a.get("start_position") or b.get("start_position")
+    out["end_position"] = b.get("end_position") or a.get("end_position")
+    out["flushed"] = a["flushed"] or b["flushed"]
+    out["imported"] = a.get("imported", False) or b.get("imported", False)
+    merged = set(a.get("compacted_from", [])) | set(b.get("compacted_from", []))
+    out["compacted_from"] = sorted(merged)
+    return out
+
+
+class CoordSnapshotter:
+    """Every `interval_s`, once at least `min_records` coord records lie below every
+    consumer's floor, writes the snapshot as of the lowest floor and deletes the records
+    below it (the embedded log; Kafka keeps its coord topic whole)."""
+
+    def __init__(
+        self,
+        log_: Log,
+        topic: str,
+        serde: EventSerde,
+        blobs: Blobs,
+        floors: Sequence[Floor],
+        min_records: int,
+        interval_s: float = 60.0,
+    ) -> None:
+        self.log, self.topic, self.blobs, self.floors = log_, topic, blobs, list(floors)
+        self.min_records, self.interval_s, self.serde = min_records, interval_s, serde
+        self.snapshots = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="coord-snapshots", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def close(self) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.snapshot()
+            except Exception as exc:  # the store or the log failed: the next round retries
+                log.warning("coord snapshot failed: %s", exc)
+
+    def snapshot(self) -> int | None:
+        """Writes a snapshot and truncates, if due; returns its offset, or None. Raises
+        LogError, what the store raises."""
+        if not isinstance(self.log, Truncatable):
+            return None
+        start = start_offsets(self.log, self.topic).get(0, 0)
+        at = min(floor() for floor in self.floors)
+        if at - start < self.min_records:
+            return None
+        fold = CoordFold()
+        for rec in read_from(self.log, self.topic, self.blobs, 0):
+            if rec.offset >= at:
+                break
+            try:
+                event = self.serde.decode(rec.value)
+            except Exception:  # undecodable (datacoord dead-lettered it) or an end marker's
+                continue
+            fold.apply(event)
+        write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
+        self.log.truncate(self.topic, 0, at)
+        self.snapshots += 1
+        return at

@@ -1,0 +1,101 @@
+"""Snapshots of a single-partition topic (coord): the records that rebuild every consumer's state
+as of an offset, kept as one file under the storage root, so that the topic's records below
+that offset may be deleted. A reader starting below the topic's first kept record takes the
+snapshot, then the records from its offset on ("snapshot + tail").
+
+File layout: `log_snapshots/{topic}/{offset:020d}`, the records' values each framed as a
+big-endian u32 length and the bytes. A snapshot is written (atomically: the store writes a
+temporary file and renames it) before any record below its offset is deleted.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Protocol
+
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Log, Reader, Record, start_offsets
+from vectorlog.streams.scan import read_to_end
+
+PREFIX = "log_snapshots/"
+_LEN = struct.Struct(">I")
+
+
+class Blobs(Protocol):
+    """Where snapshots live (the object store of binlogs satisfies it)."""
+
+    def put(self, path: str, data: bytes) -> None: ...
+    def get(self, path: str) -> bytes: ...
+    def list(self, prefix: str = "") -> list[str]: ...
+    def delete(self, path: str) -> None: ...
+
+
+class SnapshotMissing(LogError):
+    """Records of a topic were deleted, but no snapshot stands in for them."""
+
+    def __init__(self, topic: str, start: int) -> None:
+        super().__init__(
+            f"{topic}: records below offset {start} were deleted and no snapshot at it"
+        )
+
+
+def snapshot_path(topic: str, offset: int) -> str:
+    """Returns the path of `topic`'s snapshot as of `offset`."""
+    return f"{PREFIX}{topic}/{offset:020d}"
+
+
+def write_snapshot(blobs: Blobs, topic: str, offset: int, values: list[bytes]) -> None:
+    """Stores `values` as `topic`'s snapshot as of `offset` and deletes older snapshots.
+    Raises what the store raises."""
+    blobs.put(snapshot_path(topic, offset), b"".join(_LEN.pack(len(v)) + v for v in values))
+    for path in blobs.list(f"{PREFIX}{topic}/"):
+        if path < snapshot_path(topic, offset):
+            blobs.delete(path)
+
+
+def snapshot_at(blobs: Blobs, topic: str, offset: int) -> list[bytes] | None:
+    """Returns the values of `topic`'s snapshot as of `offset`, None if there is none."""
+    path = snapshot_path(topic, offset)
+    if path not in blobs.list(f"{PREFIX}{topic}/"):
+        return None
+    data, out, at = blobs.get(path), [], 0
+    while at < len(data):
+        (n,) = _LEN.unpack_from(data, at)
+        out.append(data[at + 4 : at + 4 + n])
+        at += 4 + n
+    return out
+
+
+def read_from(
+    log: Log, topic: str, blobs: Blobs | None, offset: int = 0, timeout: float = 60.0
+) -> Iterator[Record]:
+    """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`); below the
+    first kept record, the snapshot's records first, each at offset `start - 1`. Raises
+    SnapshotMissing, LogError."""
+    start, offset = _snapshot_start(log, topic, offset)
+    if start is not None:
+        yield from snapshot_records(blobs, topic, start)
+    yield from read_to_end(log, topic, timeout, {0: offset})
+
+
+def reader_from(log: Log, topic: str, blobs: Blobs | None, offset: int) -> Reader:
+    """Returns a live reader of partition 0 from `offset`, or from the first kept record if
+    records below it were deleted (the caller read the snapshot: see `read_from`)."""
+    first = start_offsets(log, topic).get(0, 0)
+    return log.reader(topic, {0: max(offset, first)})
+
+
+def snapshot_records(blobs: Blobs | None, topic: str, start: int) -> list[Record]:
+    """Returns the snapshot as of `start` as records at offset `start - 1`. Raises
+    SnapshotMissing."""
+    values = snapshot_at(blobs, topic, start) if blobs is not None else None
+    if values is None:
+        raise SnapshotMissing(topic, start)
+    return [Record(topic, 0, start - 1, v) for v in values]
+
+
+def _snapshot_start(log: Log, topic: str, offset: int) -> tuple[int | None, int]:
+    """Returns (the first kept offset if `offset` is below it, else None; where to read)."""
+    first = start_offsets(log, topic).get(0, 0)
+    return (first, first) if offset < first else (None, offset)

@@ -1,0 +1,191 @@
+"""Compaction (issue 10): small Flushed segments are merged, rows deleted before the retention
+horizon dropped; every read (now and as of earlier stamps within retention) gives the same
+answer before and after, across restarts; deletes after it reach the merged segment; a killed
+compaction leaves the old segments serving; both backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import ClientFactory
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client, DataType
+from vectorlog.faults import CRASH_EXIT, ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = {"compaction_interval_s": None, "log_retention_ms": None}
+
+
+def create(client: Client) -> None:
+    schema = client.create_schema(enable_dynamic_field=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    schema.add_field("tag", DataType.VARCHAR, max_length=16)
+    params = client.prepare_index_params()
+    params.add_index("vector", index_type="FLAT", metric_type="L2")
+    client.create_collection("c", schema=schema, index_params=params, num_shards=2)
+
+
+def rows(ids: range, tag: str) -> list[dict[str, Any]]:
+    return [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0], "tag": tag, "n": i} for i in ids]
+
+
+def build(client: Client) -> list[int]:
+    """Writes four flushed batches (with deletes and upserts); returns a stamp after each."""
+    create(client)
+    stamps = []
+    for step in range(4):
+        client.insert("c", rows(range(50 * step, 50 * step + 50), f"t{step}"))
+        if step == 2:
+            client.delete("c", ids=list(range(10)))
+            client.upsert("c", rows(range(20, 30), "up"))
+        client.flush("c")
+        caught_up(client)
+        stamps.append(client.cluster.rootcoord.now())
+    return stamps
+
+
+def deltas_written(client: Client, timeout: float = 20.0) -> None:
+    """Returns once the data node wrote the deletes aimed at flushed segments (about a second
+    after them) into delta logs, which a merge reads (the others it carries over)."""
+    deadline = time.monotonic() + timeout
+    while client.cluster.datanode.deltas:
+        assert time.monotonic() < deadline, "deletes not in delta logs in time"
+        time.sleep(0.1)
+
+
+def answers(client: Client, as_of: int | None = None) -> dict[str, Any]:
+    """What a user reads: every row, a count, a filtered query, a search and a get."""
+    every = client.query("c", "id >= 0", output_fields=["id", "tag", "n"], as_of=as_of)
+    (hits,) = client.search("c", [[25.0, 1.0, 0.0, 0.0]], limit=7, as_of=as_of)
+    return {
+        "rows": sorted((r["id"], r["tag"], r["n"]) for r in every),
+        "count": client.query("c", "", output_fields=["count(*)"], as_of=as_of),
+        "filtered": sorted(r["id"] for r in client.query("c", 'tag == "up"', as_of=as_of)),
+        "search": sorted((round(h["distance"], 2), h["id"]) for h in hits),  # ties: any order
+        "get": client.get("c", [5, 25, 75], output_fields=["tag"], as_of=as_of),
+    }
+
+
+def all_answers(client: Client, stamps: list[int]) -> dict[Any, Any]:
+    return {None: answers(client)} | {ts: answers(client, ts) for ts in stamps}
+
+
+def test_merged_segments_answer_every_read_as_before_also_after_a_restart(
+    open_client: ClientFactory,
+):
+    client = open_client(**SETTINGS)
+    stamps = build(client)
+    before: dict[int | None, dict[str, Any]] = {ts: answers(client, ts) for ts in stamps}
+    assert len(client.list_segments("c")) >= 6  # four flushes over two shards
+    client.delete("c", ids=[40, 41])  # still buffered on the data node as the merge reads
+    caught_up(client)
+    before[None] = answers(client)
+    job = client.compact("c", wait=True)
+    assert client.get_compaction_state(job) == "Completed"
+    merged = client.list_segments("c")
+    assert len(merged) == 2 and {s["state"] for s in merged} == {"Flushed"}
+    assert sum(s["num_rows"] for s in merged) == 210  # nothing dropped: no retention horizon
+    caught_up(client)
+    assert all_answers(client, stamps) == before
+    client.delete("c", ids=[30, 31])  # keys of the merged segments: deletes reach them
+    client.insert("c", rows(range(200, 205), "late"))
+    caught_up(client)
+    now = answers(client)
+    assert (30, "t0", 30) not in now["rows"] and (200, "late", 200) in now["rows"]
+    client.flush("c")
+    deltas_written(client)  # the restart loads them from delta logs, not from the log
+    client.close()
+    reopened = open_client(**SETTINGS)
+    caught_up(reopened)
+    assert answers(reopened) == now
+    assert {ts: answers(reopened, ts) for ts in stamps} == {ts: before[ts] for ts in stamps}
+
+
+def test_rows_deleted_before_the_horizon_are_dropped_and_reads_do_not_change(
+    open_client: ClientFactory,
+):
+    settings = {**SETTINGS, "log_retention_ms": 0}  # the horizon is now
+    client = open_client(**settings)
+    build(client)
+    before = answers(client)
+    deltas_written(client)
+    assert client.cluster.compactor is not None
+    job = client.cluster.compactor.compact("c")
+    assert job.state == "Completed" and job.dropped_rows == 20  # 10 deleted, 10 upserted
+    assert sum(s["num_rows"] for s in client.list_segments("c")) == 190
+    caught_up(client)
+    assert answers(client) == before
+    client.close()
+    reopened = open_client(**settings)
+    caught_up(reopened)
+    assert answers(reopened) == before
+    assert reopened.compact("c", wait=True) and len(reopened.list_segments("c")) == 2
+
+
+def test_the_background_policy_merges_small_segments_while_reads_go_on(
+    open_client: ClientFactory,
+):
+    client = open_client(**{**SETTINGS, "compaction_interval_s": 0.2})
+    stamps = build(client)  # merges may already run between its flushes
+    before = all_answers(client, stamps)
+    deadline = time.monotonic() + 30
+    while len(client.list_segments("c")) > 2:
+        assert time.monotonic() < deadline, client.list_segments("c")
+        assert answers(client) == before[None]
+    caught_up(client)
+    assert all_answers(client, stamps) == before
+
+
+@pytest.mark.parametrize("point", ["compaction.after_files", "proxy.compaction.before_append"])
+def test_a_killed_compaction_leaves_the_old_segments_serving(
+    point: str, client_args: dict[str, Any], open_client: ClientFactory
+):
+    args = {**client_args, **SETTINGS}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: point}
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("compaction_writer.py")), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert child.returncode == CRASH_EXIT, child.stderr
+    before = json.loads(child.stdout.splitlines()[0])
+    client = open_client(**SETTINGS)
+    caught_up(client)
+    segments = client.list_segments("c")
+    assert len(segments) >= 6
+    assert _jsonable(answers(client)) == before
+    assert client.get_compaction_state(client.compact("c", wait=True)) == "Completed"
+    assert len(client.list_segments("c")) == 2
+    caught_up(client)
+    assert _jsonable(answers(client)) == before
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+@pytest.mark.usefixtures("spark")
+def test_the_spark_engine_merges_as_the_local_one(tmp_path: Path):
+    """On the embedded log only: the merge is the same function on both logs."""
+    settings = {"tick_interval_ms": 50, "read_timeout_s": 20.0, **SETTINGS}
+    client = Client(str(tmp_path / "db"), compaction_engine="spark", **settings)
+    try:
+        stamps = build(client)
+        before = all_answers(client, stamps)
+        assert client.get_compaction_state(client.compact("c", wait=True)) == "Completed"
+        assert len(client.list_segments("c")) == 2
+        caught_up(client)
+        assert all_answers(client, stamps) == before
+    finally:
+        client.close()
