@@ -11,12 +11,12 @@ consumer can lag.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 
 from vectorlog.hybridts import physical_ms
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Log, Truncatable
+from vectorlog.streams.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -54,26 +54,12 @@ class RetentionSweeper:
         self.topic, self.event_ts, self.floors = topic, event_ts, list(floors)
         self.now, self.retention_ms, self.interval_s = now, retention_ms, interval_s
         self.deleted = 0  # records deleted by this sweeper
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="retention", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
-
-    def close(self) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.sweep()
-            except Exception as exc:  # the log is failing: retried at the next round
-                log.warning("log retention sweep of %s failed: %s", self.topic, exc)
+        self._periodic = Periodic(f"log retention of {topic}", self.sweep, interval_s)
+        self.start, self.stop, self.close = (
+            self._periodic.start,
+            self._periodic.stop,
+            self._periodic.close,
+        )
 
     def sweep(self) -> dict[int, int]:
         """Deletes what retention allows now; returns each partition's start after it.

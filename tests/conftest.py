@@ -8,6 +8,7 @@ started only if a `kafka` test runs (see infra/broker.py for which one).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,11 @@ import pytest
 
 from tests.support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 from vectorlog.streams.log.base import Log
+
+#: clusters opened by tests compact only when a test asks (Client.compact, or its own
+#: compaction_interval_s): a background merge would make other tests' segment lists and
+#: timings depend on when it ran (tests/vectorlog/test_compaction.py tests the policy)
+os.environ.setdefault("VECTORLOG_COMPACTION_INTERVAL_S", "none")
 
 
 @pytest.fixture(scope="session")

@@ -203,7 +203,7 @@ def _parse(f: dataclasses.Field[Any], raw: str, key: str) -> Any:
         if kind.startswith("int"):
             return None if raw.lower() == "none" and "None" in kind else int(raw)
         if kind.startswith("float"):
-            return float(raw)
+            return None if raw.lower() == "none" and "None" in kind else float(raw)
     except ValueError:
         raise ConfigError(f"{key}={raw!r} is not a valid {kind}") from None
     return None if raw == "" and "None" in kind else raw

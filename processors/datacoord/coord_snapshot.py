@@ -15,12 +15,12 @@ snapshot then the records after it give the state the whole topic gives.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log, Truncatable, start_offsets
+from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.snapshots import Blobs, read_from, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -150,26 +150,12 @@ class CoordSnapshotter:
         self.log, self.topic, self.blobs, self.floors = log_, topic, blobs, list(floors)
         self.min_records, self.interval_s, self.serde = min_records, interval_s, serde
         self.snapshots = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="coord-snapshots", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
-
-    def close(self) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.snapshot()
-            except Exception as exc:  # the store or the log failed: the next round retries
-                log.warning("coord snapshot failed: %s", exc)
+        self._periodic = Periodic("coord snapshots", self.snapshot, interval_s)
+        self.start, self.stop, self.close = (
+            self._periodic.start,
+            self._periodic.stop,
+            self._periodic.close,
+        )
 
     def snapshot(self) -> int | None:
         """Writes a snapshot and truncates, if due; returns its offset, or None. Raises

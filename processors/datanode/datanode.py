@@ -147,6 +147,9 @@ class DataNode:
         self.pchannel_of: dict[str, int] = {}
         self.newest: dict[str, dict[Any, tuple[int, int]]] = {}  # vch -> pk -> (seg, ts)
         self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
+        #: (pchannel, offset, paths): files of segments a compaction at that dml position
+        #: merged, deleted once the committed checkpoint is past it (no replay reads them)
+        self._retired: list[tuple[int, int, list[str]]] = []
         self.positions: dict[int, StreamPosition] = {}
         self._coord_next = 0  # the next coord offset to read
         self.ticks: dict[int, int] = {}
@@ -518,6 +521,9 @@ class DataNode:
             check_compactable(self.views, b, event.vchannel)
         self._repoint(event, olds, new)
         self._carry_deltas(olds, new, set(b["consumed_deltas"]), before)
+        p, offset = event.source or (-1, -1)
+        paths = sorted(path for sid in olds for path in self.views.get(sid).paths)
+        self._retired.append((p, offset, paths))
         if first:
             ref = SegmentRef(b["collection_id"], b["partition_id"], new, event.vchannel)
             end = self._position(ref, self.positions.get(self._pchannel(ref)))
@@ -711,6 +717,20 @@ class DataNode:
                 txn.set_position(self.topics.dml, p, pos.offset)
             self._stage_index(txn, points)
         self._committed = points
+        self._delete_retired()
+
+    def _delete_retired(self) -> None:
+        """Deletes the files of merged segments whose compaction no replay brings again."""
+        done = [
+            r for r in self._retired if r[1] < self._committed.get(r[0], StreamPosition()).offset
+        ]
+        for _, _, paths in done:
+            for path in paths:
+                try:
+                    self.objects.delete(path)
+                except Exception as exc:  # left behind, never read again
+                    log.warning("could not delete %s of a merged segment: %s", path, exc)
+        self._retired = [r for r in self._retired if r not in done]
 
     def publish(self, force: bool = False) -> bool:
         """Appends `ChannelCheckpointed` to coord with the checkpoints of rows and deletes

@@ -62,6 +62,14 @@ def deltas_written(client: Client, timeout: float = 20.0) -> None:
         time.sleep(0.1)
 
 
+def segment_files(client: Client, segment_ids: list[int]) -> list[str]:
+    """Returns the binlogs (insert, stats, delta) of these segments in the storage root."""
+    root = Path(client.cfg.storage_uri().removeprefix("file://"))
+    ids = {str(s) for s in segment_ids}
+    found = (p for k in ("insert_log", "stats_log", "delta_log") for p in (root / k).rglob("*"))
+    return [str(p) for p in found if p.is_file() and ids & set(p.parts)]
+
+
 def answers(client: Client, as_of: int | None = None) -> dict[str, Any]:
     """What a user reads: every row, a count, a filtered query, a search and a get."""
     every = client.query("c", "id >= 0", output_fields=["id", "tag", "n"], as_of=as_of)
@@ -91,6 +99,8 @@ def test_merged_segments_answer_every_read_as_before_also_after_a_restart(
     before[None] = answers(client)
     job = client.compact("c", wait=True)
     assert client.get_compaction_state(job) == "Completed"
+    olds = [s for group in client.get_compaction_plans(job)["merged"].values() for s in group]
+    assert olds and segment_files(client, olds)  # until the data node's checkpoint passes
     merged = client.list_segments("c")
     assert len(merged) == 2 and {s["state"] for s in merged} == {"Flushed"}
     assert sum(s["num_rows"] for s in merged) == 210  # nothing dropped: no retention horizon
@@ -108,6 +118,10 @@ def test_merged_segments_answer_every_read_as_before_also_after_a_restart(
     caught_up(reopened)
     assert answers(reopened) == now
     assert {ts: answers(reopened, ts) for ts in stamps} == {ts: before[ts] for ts in stamps}
+    deadline = time.monotonic() + 20  # the merged segments' files are deleted
+    while segment_files(reopened, olds):
+        assert time.monotonic() < deadline, segment_files(reopened, olds)
+        time.sleep(0.1)
 
 
 def test_rows_deleted_before_the_horizon_are_dropped_and_reads_do_not_change(

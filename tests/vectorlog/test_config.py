@@ -17,6 +17,8 @@ def test_environment_variables_are_read_and_typed():
             "VECTORLOG_FSYNC": "false",
             "VECTORLOG_READ_TIMEOUT_S": "2.5",
             "VECTORLOG_META_RETENTION_MS": "none",
+            "VECTORLOG_COMPACTION_INTERVAL_S": "none",
+            "VECTORLOG_COMPACTION_ENGINE": "spark",
         }
     )
     assert (cfg.is_kafka, cfg.bootstrap, cfg.tick_interval_ms, cfg.fsync) == (
@@ -26,6 +28,7 @@ def test_environment_variables_are_read_and_typed():
         False,
     )
     assert cfg.read_timeout_s == 2.5 and cfg.meta_retention_ms is None
+    assert cfg.compaction_interval_s is None and cfg.compaction_engine == "spark"
 
 
 def test_keywords_override_the_environment():

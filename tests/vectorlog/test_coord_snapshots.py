@@ -34,6 +34,15 @@ def coord_start(client: Client) -> int:
     return start_offsets(client.cluster.log, client.cluster.topics.coord)[0]
 
 
+def indexed(client: Client) -> dict[str, Any]:
+    """Returns the index's description once every row is indexed."""
+    deadline = time.monotonic() + 30
+    while (index := client.describe_index("c", "vector"))["state"] != "Finished":
+        assert time.monotonic() < deadline, index
+        time.sleep(0.1)
+    return index
+
+
 def shapes(client: Client) -> list[tuple[int, str, int, str]]:
     """Each segment's id, channel, rows and state."""
     segments = client.list_segments("c")
@@ -53,7 +62,7 @@ def test_restarts_and_fresh_nodes_rebuild_from_snapshot_and_tail(tmp_path: Path)
         caught_up(client)
         before = {ts: answers(client, ts) for ts in [*stamps, None]}
         segments = shapes(client)
-        index = client.describe_index("c", "vector")
+        index = indexed(client)
         assert list((tmp_path / "db" / "storage" / PREFIX).rglob("*"))
     with Client(uri, **SETTINGS) as reopened:
         assert coord_start(reopened) > 0
@@ -66,7 +75,7 @@ def test_restarts_and_fresh_nodes_rebuild_from_snapshot_and_tail(tmp_path: Path)
         caught_up(fresh)
         assert {ts: answers(fresh, ts) for ts in before} == before
         assert shapes(fresh) == segments
-        assert fresh.describe_index("c", "vector") == index
+        assert indexed(fresh) == index
         fresh.insert("c", [{"id": 999, "vector": [9.0, 1.0, 0.0, 0.0], "tag": "new", "n": 1}])
         fresh.flush("c")
         assert fresh.get("c", [999], output_fields=["tag"]) == [{"id": 999, "tag": "new"}]
