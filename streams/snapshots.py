@@ -1,7 +1,8 @@
-"""Snapshots of a single-partition topic (coord): the records that rebuild every consumer's state
-as of an offset, kept as one file under the storage root, so that the topic's records below
-that offset may be deleted. A reader starting below the topic's first kept record takes the
-snapshot, then the records from its offset on ("snapshot + tail").
+"""Snapshots of a single-partition topic (coord, ddl): the records that rebuild every consumer's
+state as of an offset, kept as one file under the storage root, so that the topic's records
+below that offset may be deleted (`TopicSnapshotter`, with a topic's `Fold`). A reader starting
+below the topic's first kept record takes the snapshot, then the records from its offset on
+("snapshot + tail").
 
 File layout: `log_snapshots/{topic}/{offset:020d}`, the records' values each framed as a
 big-endian u32 length and the bytes. A snapshot is written (atomically: the store writes a
@@ -11,12 +12,14 @@ temporary file and renames it) before any record below its offset is deleted.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
+from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log, Reader, Record, start_offsets
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.log.base import Log, Reader, Record, Truncatable, start_offsets
+from vectorlog.streams.periodic import Periodic
+from vectorlog.streams.scan import read_all, read_to_end
 
 PREFIX = "log_snapshots/"
 _LEN = struct.Struct(">I")
@@ -99,3 +102,71 @@ def _snapshot_start(log: Log, topic: str, offset: int) -> tuple[int | None, int]
     """Returns (the first kept offset if `offset` is below it, else None; where to read)."""
     first = start_offsets(log, topic).get(0, 0)
     return (first, first) if offset < first else (None, offset)
+
+
+class Fold(Protocol):
+    """Folds a topic's events into the fewest that rebuild every consumer's state."""
+
+    def apply(self, event: Event) -> None: ...
+    def events(self) -> list[Event]: ...
+
+
+class TopicSnapshotter:
+    """Every `interval_s`, once at least `min_records` records of a single-partition topic lie
+    below every consumer's floor (the next offset it reads), writes the snapshot as of the
+    lowest floor (the records before it folded by a fresh `fold()`) and deletes the records
+    below it. Only logs that delete records on request (the embedded log) are snapshotted."""
+
+    def __init__(
+        self,
+        log_: Log,
+        topic: str,
+        serde: EventSerde,
+        blobs: Blobs,
+        fold: Callable[[], Fold],
+        floors: Sequence[Callable[[], int]],
+        min_records: int,
+        interval_s: float = 60.0,
+    ) -> None:
+        self.log, self.topic, self.serde, self.blobs = log_, topic, serde, blobs
+        self.fold, self.floors, self.min_records = fold, list(floors), min_records
+        self.snapshots = 0
+        self._periodic = Periodic(f"{topic} snapshots", self.snapshot, interval_s)
+        self.start, self.stop, self.close = (
+            self._periodic.start,
+            self._periodic.stop,
+            self._periodic.close,
+        )
+
+    def snapshot(self) -> int | None:
+        """Writes a snapshot and deletes the records below it, if due; returns its offset, or
+        None. Raises LogError, what the store raises."""
+        if not isinstance(self.log, Truncatable):
+            return None
+        start = start_offsets(self.log, self.topic).get(0, 0)
+        at = min(floor() for floor in self.floors)
+        if at - start < self.min_records:
+            return None
+        fold = self.fold()
+        for rec in read_from(self.log, self.topic, self.blobs, 0):
+            if rec.offset >= at:
+                break
+            try:
+                event = self.serde.decode(rec.value)
+            except Exception:  # undecodable (its consumers dead-lettered it)
+                continue
+            fold.apply(event)
+        write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
+        self.log.truncate(self.topic, 0, at)
+        self.snapshots += 1
+        return at
+
+
+def read_whole(log: Log, topic: str, blobs: Blobs | None) -> Iterator[Record]:
+    """Yields partition 0 of `topic` from its beginning without writing to it: the snapshot
+    if records were deleted, then every record kept (see `read_all`). Raises SnapshotMissing,
+    LogError."""
+    start = start_offsets(log, topic).get(0, 0)
+    if start:
+        yield from snapshot_records(blobs, topic, start)
+    yield from read_all(log, topic, start={0: start})

@@ -78,10 +78,11 @@ class Config:
     #: stay larger), on Kafka by the topic's retention.bytes (set at creation, per partition,
     #: asking no consumer). None (the default, Kafka's -1) sets no size limit
     log_retention_bytes: int | None = None
-    #: the embedded log's coord topic is folded into a snapshot under the storage root (and
-    #: its records deleted) once this many records lie below every consumer's position;
-    #: restarts read the snapshot and the records after it (Kafka keeps coord whole)
-    coord_snapshot_records: int = 10_000
+    #: the embedded log's coord and ddl topics are each folded into a snapshot under the
+    #: storage root (and their records deleted) once this many records lie below every
+    #: consumer's position; a start reads the snapshot, then the records after it (Kafka
+    #: keeps both topics whole)
+    snapshot_records: int = 10_000
     #: how often the embedded log's retention (and the coord snapshot check) runs
     log_retention_check_s: float = 60.0
     #: fsync every append of the embedded log (turning it off loses durability on power loss)
@@ -235,7 +236,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "log_retention_bytes": (lambda v: v >= 0, "0 or more bytes, or None"),
-    "coord_snapshot_records": (lambda v: v >= 1, "1 or more records"),
+    "snapshot_records": (lambda v: v >= 1, "1 or more records"),
     "log_retention_check_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
 }

@@ -30,7 +30,7 @@ from vectorlog.schemas.serde import EventSerde
 from vectorlog.standalone import open_log
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
 from vectorlog.streams.scan import read_all
-from vectorlog.streams.snapshots import snapshot_records
+from vectorlog.streams.snapshots import read_whole
 from vectorlog.streams.topics import Serdes, Topics
 
 #: coord events a rebuilt cluster needs (its datacoord's segments); the rest it makes itself
@@ -68,7 +68,8 @@ def rebuild(
         topics = Topics(source.cluster, source.dml_partitions)
         _check_retention(src, topics)
         serdes = Serdes(source.schema_registry_url)
-        ddl = list(read_all(src, topics.ddl))
+        store = PyArrowObjectStore(source.storage_uri())
+        ddl = list(read_whole(src, topics.ddl, store))
         at = _as_of(as_of, ddl, serdes.for_topic(topics.ddl))
         dst_cfg = Config.load(
             log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions
@@ -77,7 +78,7 @@ def rebuild(
         try:
             report = RebuildReport(at, target, source.cluster)
             report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), at))
-            records = _coord_records(source, src, topics.coord)
+            records = read_whole(src, topics.coord, store)
             coord = _coord_kept(records, serdes.for_topic(topics.coord), at)
             report.coord = _copy(dst, topics.coord, coord)
             report.dml = _copy_dml(source, src, dst, topics, at, progress)
@@ -129,15 +130,6 @@ def _stamped(records: list[Record], serde: EventSerde, at: int) -> Iterator[Appe
         ts = serde.stamp(r.value)
         if ts is None or ts <= at:
             yield Append(r.partition, r.value, r.key, r.headers)
-
-
-def _coord_records(source: Config, src: Log, topic: str) -> Iterator[Record]:
-    """Yields the coord topic: its snapshot (in the source's storage root) if records below
-    its first kept one were deleted, then the records."""
-    start = start_offsets(src, topic).get(0, 0)
-    if start:
-        yield from snapshot_records(PyArrowObjectStore(source.storage_uri()), topic, start)
-    yield from read_all(src, topic, start={0: start})
 
 
 def _coord_kept(records: Iterator[Record], serde: EventSerde, at: int) -> Iterator[Append]:

@@ -21,6 +21,7 @@ from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import TopicPartitionNotFound
 from vectorlog.streams.log.base import Log, Record, start_offsets
 from vectorlog.streams.scan import IDLE_S, read_all
+from vectorlog.streams.snapshots import Blobs, read_whole
 from vectorlog.streams.topics import Topics
 
 TOPIC_KINDS = ("dml", "ddl", "coord")
@@ -113,13 +114,16 @@ def parse_ts(text: str) -> int:
     return hybridts.compose(int(when.timestamp() * 1000))
 
 
-def collection_ids(log: Log, topics: Topics, serde: EventSerde, names: list[str]) -> set[int]:
+def collection_ids(
+    log: Log, topics: Topics, serde: EventSerde, names: list[str], blobs: Blobs | None = None
+) -> set[int]:
     """Returns the ids of collections given by name or id, names resolved from every
-    CollectionCreated on the ddl topic (a name reused after a drop gives every id it had).
+    CollectionCreated on the ddl topic, its snapshot in `blobs` included (a name reused after
+    a drop gives every id it had).
 
     Raises ReplayError naming a name that was never created."""
     created: dict[str, set[int]] = {}
-    for rec in read_all(log, topics.ddl):
+    for rec in read_whole(log, topics.ddl, blobs):
         try:
             event = serde.decode(rec.value)
         except Exception:  # noqa: BLE001 - a corrupt ddl record names no collection

@@ -66,6 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Replays as the options say; returns 0, or 2 on a bad option (printed to stderr)."""
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
+    from vectorlog.processors.datanode.service import PyArrowObjectStore
     from vectorlog.standalone import open_log
     from vectorlog.streams.errors import TopicNotFound
     from vectorlog.streams.topics import Serdes, Topics
@@ -76,7 +77,9 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     log = open_log(cfg)
     try:
         positions = _start(args, topic)
-        ids = collection_ids(log, topics, serde, args.collection) if args.collection else set()
+        blobs = PyArrowObjectStore(cfg.storage_uri())
+        names = args.collection
+        ids = collection_ids(log, topics, serde, names, blobs) if names else set()
         ts = parse_ts(args.from_ts) if args.from_ts else 0
         filters = Filters(ts, frozenset(ids), frozenset(args.type))
         wire = _wire(args, args.to_topic or topic, cfg.schema_registry_url)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from vectorlog.bulkinsert import BulkInserter
 from vectorlog.compaction import Compactor, Merger, SparkMerger, local_merger
 from vectorlog.config import Config, ConfigError
-from vectorlog.processors.datacoord.coord_snapshot import CoordSnapshotter
+from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.storage import PyArrowObjectStore
@@ -26,6 +26,7 @@ from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
 from vectorlog.processors.rootcoord.gc import MetaGC
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
@@ -37,6 +38,7 @@ from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
+from vectorlog.streams.snapshots import TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
 
 _T = TypeVar("_T")
@@ -113,11 +115,11 @@ class Standalone:
         self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
-        self._start_rootcoord(cfg)
-        self.indexnode: IndexNode | None = None
         self.objects: PyArrowObjectStore | None = None
         if cfg.datanode in ("local", "spark"):
             self.objects = PyArrowObjectStore(cfg.storage_uri())
+        self._start_rootcoord(cfg)
+        self.indexnode: IndexNode | None = None
         self._start_datacoord(cfg)
         if self.objects is not None:
             self._open_indexnode(cfg)
@@ -168,30 +170,39 @@ class Standalone:
         self._start_coord_snapshots(cfg)
 
     def _start_coord_snapshots(self, cfg: Config) -> None:
-        """Starts the coord topic's snapshots on the embedded log (Kafka keeps coord whole):
-        every `log_retention_check_s`, once `coord_snapshot_records` records lie below every
-        coord consumer's position, they are folded into a snapshot in the storage root and
-        deleted."""
-        self.coord_snapshots: CoordSnapshotter | None = None
+        """Starts the coord and ddl topics' snapshots on the embedded log (Kafka keeps them
+        whole): every `log_retention_check_s`, once `snapshot_records` records of a topic lie
+        below every consumer's position, they are folded into a snapshot in the storage root
+        and deleted."""
+        self.snapshotters: list[TopicSnapshotter] = []
         if self.objects is None or not isinstance(self.log, Truncatable):
             return
-        coord = self.topics.coord
-        floors = [
+        coord, ddl = self.topics.coord, self.topics.ddl
+        indexnode = self.indexnode
+        assert indexnode is not None
+        coord_floors = [
             lambda: self.datacoord.next_offsets()[(coord, 0)],
             lambda: self.datanode.next_offsets()[(coord, 0)],
             lambda: self.querynode.next_offsets().get((coord, 0), 0),
-            lambda: self.indexnode.next_offsets()[(coord, 0)] if self.indexnode else 0,
+            lambda: indexnode.next_offsets()[(coord, 0)],
         ]
-        self.coord_snapshots = CoordSnapshotter(
-            self.log,
-            coord,
-            self.serdes.for_topic(coord),
-            self.objects,
-            floors,
-            cfg.coord_snapshot_records,
-            cfg.log_retention_check_s,
-        )
-        self._started(self.coord_snapshots)
+        ddl_floors = [
+            lambda: self.rootcoord.next_offsets()[(ddl, 0)],
+            lambda: indexnode.next_offsets()[(ddl, 0)],
+        ]
+        for topic, fold, floors in ((coord, CoordFold, coord_floors), (ddl, DdlFold, ddl_floors)):
+            snapshotter = TopicSnapshotter(
+                self.log,
+                topic,
+                self.serdes.for_topic(topic),
+                self.objects,
+                fold,
+                floors,
+                cfg.snapshot_records,
+                cfg.log_retention_check_s,
+            )
+            self._started(snapshotter)
+            self.snapshotters.append(snapshotter)
 
     def _start_compactor(self, cfg: Config) -> None:
         """Starts compaction (`Client.compact`, and the background policy every
@@ -291,6 +302,7 @@ class Standalone:
             self.ticker,
             lease=self.lease,
             max_skew_ms=cfg.max_clock_skew_ms,
+            snapshots=self.objects,
         )
         self._stack.callback(self.rootcoord.close)
         self.rootcoord.recover()

@@ -1,7 +1,8 @@
 """Snapshots of the coord topic (issue 10): its events folded into the fewest that rebuild every
 consumer's state (datacoord's segments and ticks, the data node's segment views, the query
 node's recovery point and index loads, the index node's segments and builds), written under
-the storage root (`streams.snapshots`) so the records below may be deleted.
+the storage root by `streams.snapshots.TopicSnapshotter` so the records below may be
+deleted.
 
 Per segment, in id order (a compaction's merged segments before the one they became): its
 SegmentOpened, SegmentsSealed, SegmentsFlushStarted, one BinlogPathsSaved holding every
@@ -14,20 +15,12 @@ snapshot then the records after it give the state the whole topic gives.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.log.base import Log, Truncatable, start_offsets
-from vectorlog.streams.periodic import Periodic
-from vectorlog.streams.snapshots import Blobs, read_from, write_snapshot
-
-log = logging.getLogger(__name__)
+from vectorlog.schemas.serde import Event
 
 ALL_INDEXES = -1  # SegmentIndexesDropped.index_id: every index of the collection
 STEPS = ("opened", "sealed", "flushing", "saved", "flushed")
-Floor = Callable[[], int]  # the next coord offset a consumer reads
 
 
 class CoordFold:
@@ -130,52 +123,3 @@ def merged_saved(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     merged = set(a.get("compacted_from", [])) | set(b.get("compacted_from", []))
     out["compacted_from"] = sorted(merged)
     return out
-
-
-class CoordSnapshotter:
-    """Every `interval_s`, once at least `min_records` coord records lie below every
-    consumer's floor, writes the snapshot as of the lowest floor and deletes the records
-    below it (the embedded log; Kafka keeps its coord topic whole)."""
-
-    def __init__(
-        self,
-        log_: Log,
-        topic: str,
-        serde: EventSerde,
-        blobs: Blobs,
-        floors: Sequence[Floor],
-        min_records: int,
-        interval_s: float = 60.0,
-    ) -> None:
-        self.log, self.topic, self.blobs, self.floors = log_, topic, blobs, list(floors)
-        self.min_records, self.interval_s, self.serde = min_records, interval_s, serde
-        self.snapshots = 0
-        self._periodic = Periodic("coord snapshots", self.snapshot, interval_s)
-        self.start, self.stop, self.close = (
-            self._periodic.start,
-            self._periodic.stop,
-            self._periodic.close,
-        )
-
-    def snapshot(self) -> int | None:
-        """Writes a snapshot and truncates, if due; returns its offset, or None. Raises
-        LogError, what the store raises."""
-        if not isinstance(self.log, Truncatable):
-            return None
-        start = start_offsets(self.log, self.topic).get(0, 0)
-        at = min(floor() for floor in self.floors)
-        if at - start < self.min_records:
-            return None
-        fold = CoordFold()
-        for rec in read_from(self.log, self.topic, self.blobs, 0):
-            if rec.offset >= at:
-                break
-            try:
-                event = self.serde.decode(rec.value)
-            except Exception:  # undecodable (datacoord dead-lettered it) or an end marker's
-                continue
-            fold.apply(event)
-        write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
-        self.log.truncate(self.topic, 0, at)
-        self.snapshots += 1
-        return at

@@ -55,7 +55,7 @@ from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
-from vectorlog.streams.scan import read_to_end
+from vectorlog.streams.snapshots import Blobs, read_from
 from vectorlog.streams.topics import Serdes, Topics
 from vectorlog.types import IndexSpec
 
@@ -112,10 +112,13 @@ class RootCoord:
         *,
         lease: Lease | None = None,
         max_skew_ms: int = DEFAULT_MAX_SKEW_MS,
+        snapshots: Blobs | None = None,
     ) -> None:
         """`lease`: this process's claim on the cluster; when it is lost, every DDL, id and
         timestamp is refused. `max_skew_ms`: a `ddl` record whose timestamp (or reserved
-        bound) is further ahead of the oracle and the wall clock is dead-lettered at replay."""
+        bound) is further ahead of the oracle and the wall clock is dead-lettered at replay.
+        `snapshots`: where the ddl topic's snapshots are (ddl_snapshot)."""
+        self._snapshots = snapshots
         self.log, self.topics, self.store, self.tso, self.ids = log, topics, store, tso, ids
         self._ddl_serde = serdes.for_topic(topics.ddl)
         self._dml_serde = serdes.for_topic(topics.dml)
@@ -455,10 +458,9 @@ class RootCoord:
 
     def recover(self, timeout: float = 60.0) -> int:
         """Replays `ddl` from the stored position to its end; returns events applied."""
-        start = {0: self.stored_position()}
-        return sum(
-            self._replay_one(rec) for rec in read_to_end(self.log, self.topics.ddl, timeout, start)
-        )
+        position = self.stored_position()
+        records = read_from(self.log, self.topics.ddl, self._snapshots, position, timeout)
+        return sum(self._replay_one(rec) for rec in records)
 
     def _replay_one(self, rec: Record) -> int:
         """Applies one `ddl` record read from the log; returns 1 for a DDL event applied.

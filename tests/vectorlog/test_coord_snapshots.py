@@ -25,13 +25,15 @@ SETTINGS: dict[str, Any] = {
     "read_timeout_s": 20.0,
     "compaction_interval_s": None,
     "log_retention_ms": None,
-    "coord_snapshot_records": 20,
+    "snapshot_records": 20,
     "log_retention_check_s": 0.2,
 }
 
 
-def coord_start(client: Client) -> int:
-    return start_offsets(client.cluster.log, client.cluster.topics.coord)[0]
+def starts(client: Client) -> tuple[int, int]:
+    """The first kept offsets of the coord and ddl topics."""
+    log, topics = client.cluster.log, client.cluster.topics
+    return start_offsets(log, topics.coord)[0], start_offsets(log, topics.ddl)[0]
 
 
 def indexed(client: Client) -> dict[str, Any]:
@@ -55,27 +57,33 @@ def test_restarts_and_fresh_nodes_rebuild_from_snapshot_and_tail(tmp_path: Path)
     with Client(uri, **SETTINGS) as client:
         stamps = build(client)
         client.compact("c", wait=True)
+        for i in range(12):  # ddl records
+            client.create_partition("c", f"p{i}")
+            if i % 2:
+                client.drop_partition("c", f"p{i}")
         deadline = time.monotonic() + 20
-        while coord_start(client) == 0:
-            assert time.monotonic() < deadline, "no coord snapshot was taken"
+        while 0 in starts(client):
+            assert time.monotonic() < deadline, f"no snapshot of coord or ddl: {starts(client)}"
             time.sleep(0.1)
         caught_up(client)
         before = {ts: answers(client, ts) for ts in [*stamps, None]}
         segments = shapes(client)
         index = indexed(client)
+        meta = (client.describe_collection("c"), client.list_partitions("c"))
         assert list((tmp_path / "db" / "storage" / PREFIX).rglob("*"))
     with Client(uri, **SETTINGS) as reopened:
-        assert coord_start(reopened) > 0
+        assert 0 not in starts(reopened)
         caught_up(reopened)
         assert {ts: answers(reopened, ts) for ts in before} == before
         assert shapes(reopened) == segments
-    for state in ("datacoord", "datanode", "indexnode"):  # nodes that lost their state
+    for state in ("rootcoord", "datacoord", "datanode", "indexnode"):  # nodes that lost it
         shutil.rmtree(tmp_path / "db" / state)
     with Client(uri, **SETTINGS) as fresh:
         caught_up(fresh)
         assert {ts: answers(fresh, ts) for ts in before} == before
         assert shapes(fresh) == segments
         assert indexed(fresh) == index
+        assert (fresh.describe_collection("c"), fresh.list_partitions("c")) == meta
         fresh.insert("c", [{"id": 999, "vector": [9.0, 1.0, 0.0, 0.0], "tag": "new", "n": 1}])
         fresh.flush("c")
         assert fresh.get("c", [999], output_fields=["tag"]) == [{"id": 999, "tag": "new"}]
