@@ -8,6 +8,7 @@ backends: about 170 calls per run of the suite, each compared.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,17 @@ def deleted(res: Any) -> int:
 
 
 as_list = results(list)
+
+
+def completed(client: Any, job: Any, timeout: float = 60.0) -> Any:
+    """A compaction job's state once it left "Executing" (or what refused the job)."""
+    if isinstance(job, Refused):
+        return job
+    deadline = time.monotonic() + timeout
+    while (state := attempt(client.get_compaction_state, job)) == "Executing":
+        assert time.monotonic() < deadline, f"compaction {job} still executing"
+        time.sleep(0.05)
+    return state
 
 
 def eq(a: Any, b: Any) -> bool:
@@ -733,6 +745,10 @@ def test_aliases_rename_load_flush_and_stats(pair: Pair) -> None:
     pair.run("insert", "a", plain)
     accepted = results(lambda r: "accepted")  # vectorlog's Client also returns segment ids
     d.check("flush", each(accepted, pair.both("flush", "a")), eq)
+    jobs = pair.both("compact", "a")
+    d.check("compact", each(results(lambda r: type(r).__name__), jobs), eq)
+    states = [completed(c, job) for c, job in zip((pair.lite, pair.ours), jobs, strict=True)]
+    d.check("compaction_state", (states[0], states[1]), eq)
     d.check("stats", pair.both("get_collection_stats", "a"), eq)
     d.check("load_state", each(load_state, pair.both("get_load_state", "a")), eq)
     d.check("release", pair.both("release_collection", "a"), eq)
