@@ -39,7 +39,7 @@ class SnapshotMissing(LogError):
 
     def __init__(self, topic: str, start: int) -> None:
         super().__init__(
-            f"{topic}: records below offset {start} were deleted and no snapshot at it"
+            f"{topic}: records below offset {start} were deleted, and no snapshot is at it"
         )
 
 
@@ -49,9 +49,13 @@ def snapshot_path(topic: str, offset: int) -> str:
 
 
 def write_snapshot(blobs: Blobs, topic: str, offset: int, values: list[bytes]) -> None:
-    """Stores `values` as `topic`'s snapshot as of `offset` and deletes older snapshots.
-    Raises what the store raises."""
+    """Stores `values` as `topic`'s snapshot as of `offset`. Raises what the store raises."""
     blobs.put(snapshot_path(topic, offset), b"".join(_LEN.pack(len(v)) + v for v in values))
+
+
+def delete_snapshots_before(blobs: Blobs, topic: str, offset: int) -> None:
+    """Deletes `topic`'s snapshots older than the one as of `offset` (call only once the
+    records below `offset` are deleted: until then readers may need the older one)."""
     for path in blobs.list(f"{PREFIX}{topic}/"):
         if path < snapshot_path(topic, offset):
             blobs.delete(path)
@@ -158,6 +162,7 @@ class TopicSnapshotter:
             fold.apply(event)
         write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
         self.log.truncate(self.topic, 0, at)
+        delete_snapshots_before(self.blobs, self.topic, at)
         self.snapshots += 1
         return at
 

@@ -1,0 +1,99 @@
+"""Snapshot + tail reads of a single-partition topic, and the snapshotter that writes them and
+deletes the records below (the embedded log: the only one that deletes on request)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vectorlog.processors.datanode.storage import PyArrowObjectStore
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Append, start_offsets
+from vectorlog.streams.log.embedded import EmbeddedLog
+from vectorlog.streams.snapshots import (
+    PREFIX,
+    SnapshotMissing,
+    TopicSnapshotter,
+    read_from,
+    read_whole,
+)
+
+SERDE = EventSerde()
+
+
+class LastOfEach:
+    """A fold keeping the newest SegmentFlushed per segment."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, Event] = {}
+
+    def apply(self, event: Event) -> None:
+        if event.type == "SegmentFlushed":
+            self.last[event.body["segment_id"]] = event
+
+    def events(self) -> list[Event]:
+        return [self.last[k] for k in sorted(self.last)]
+
+
+def flushed(sid: int, rows: int) -> bytes:
+    return SERDE.encode(Event("SegmentFlushed", rows, {"segment_id": sid, "num_rows": rows}))
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[tuple[EmbeddedLog, PyArrowObjectStore]]:
+    log = EmbeddedLog(tmp_path / "log")
+    log.create_topic("t", 1)
+    log.append("t", [Append(0, flushed(i % 3, i)) for i in range(30)])
+    yield log, PyArrowObjectStore(str(tmp_path / "storage"))
+    log.close()
+
+
+def decoded(records: Iterator) -> list[tuple[int, int, int]]:
+    out = []
+    for r in records:
+        try:
+            e = SERDE.decode(r.value)
+        except Exception:
+            continue
+        if e.type == "SegmentFlushed":
+            out.append((r.offset, e.body["segment_id"], e.body["num_rows"]))
+    return out
+
+
+def snapshotter(log: EmbeddedLog, blobs: PyArrowObjectStore, floor: list[int]) -> TopicSnapshotter:
+    return TopicSnapshotter(log, "t", SERDE, blobs, LastOfEach, [lambda: floor[0]], 10)
+
+
+def test_records_below_every_floor_become_a_snapshot_read_before_the_tail(setup):
+    log, blobs = setup
+    floor = [8]
+    snap = snapshotter(log, blobs, floor)
+    assert snap.snapshot() is None  # fewer than 10 records below the floor
+    floor[0] = 20
+    assert snap.snapshot() == 20 and start_offsets(log, "t")[0] == 20
+    got = decoded(read_from(log, "t", blobs, 0))
+    assert got[:3] == [(19, 0, 18), (19, 1, 19), (19, 2, 17)]  # the newest of each, below 20
+    assert [n for _, _, n in got[3:]] == list(range(20, 30))
+    assert decoded(read_whole(log, "t", blobs)) == got
+    assert [n for _, _, n in decoded(read_from(log, "t", blobs, 25))] == list(range(25, 30))
+
+
+def test_a_later_snapshot_folds_the_earlier_one_and_replaces_it(setup):
+    log, blobs = setup
+    floor = [12]
+    snap = snapshotter(log, blobs, floor)
+    assert snap.snapshot() == 12
+    floor[0] = 29
+    assert snap.snapshot() == 29
+    assert blobs.list(PREFIX) == [f"{PREFIX}t/{29:020d}"]
+    got = decoded(read_from(log, "t", blobs, 0))
+    assert got == [(28, 0, 27), (28, 1, 28), (28, 2, 26), (29, 2, 29)]
+
+
+def test_deleted_records_without_a_snapshot_are_an_error_naming_the_offset(setup):
+    log, blobs = setup
+    log.truncate("t", 0, 5)
+    with pytest.raises(SnapshotMissing, match="below offset 5 were deleted, and no snapshot"):
+        list(read_from(log, "t", blobs, 0))
