@@ -51,8 +51,8 @@ def run_round(args: dict[str, Any], kill_after_acks: int | None, kill_after_s: f
     out, begun = Round(), None
     assert proc.stdout is not None
     try:
-        for line in proc.stdout:
-            msg = json.loads(line)
+        for line in proc.stdout:  # read to the end: after the SIGKILL is sent the writer may
+            msg = json.loads(line)  # have begun (even finished) more operations
             if "ready" in msg:
                 out.ready = True
             elif "begin" in msg:
@@ -60,9 +60,8 @@ def run_round(args: dict[str, Any], kill_after_acks: int | None, kill_after_s: f
             elif "ack" in msg:
                 out.acked.append(begun or {})
                 begun = None
-                if kill_after_acks is not None and len(out.acked) >= kill_after_acks:
+                if kill_after_acks is not None and len(out.acked) == kill_after_acks:
                     proc.send_signal(signal.SIGKILL)
-                    break
     finally:
         timer.cancel()
         proc.kill()
