@@ -143,7 +143,9 @@ def test_a_whole_cluster_restart_between_seal_and_flush_loses_and_repeats_nothin
     assert sorted(pks) == list(range(200))
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+#: the Spark variant starts a JVM in the child and again in the parent (35-50 s a backend):
+#: `make test-all` runs it; the writer and its crash point are the same as the local one's
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.slow)])
 def test_a_data_node_killed_after_writing_files_leaves_no_orphans_and_no_duplicates(
     engine: str, client_args: dict[str, Any], open_client: ClientFactory
 ):
