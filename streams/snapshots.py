@@ -17,7 +17,7 @@ from typing import Protocol
 
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log, Reader, Record, Truncatable, start_offsets
+from vectorlog.streams.log.base import Log, Record, Truncatable, start_offsets
 from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.scan import read_all, read_to_end
 
@@ -80,17 +80,11 @@ def read_from(
     """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`); below the
     first kept record, the snapshot's records first, each at offset `start - 1`. Raises
     SnapshotMissing, LogError."""
-    start, offset = _snapshot_start(log, topic, offset)
-    if start is not None:
+    start = start_offsets(log, topic).get(0, 0)
+    if offset < start:  # records below it were deleted: their snapshot stands in for them
         yield from snapshot_records(blobs, topic, start)
+        offset = start
     yield from read_to_end(log, topic, timeout, {0: offset})
-
-
-def reader_from(log: Log, topic: str, blobs: Blobs | None, offset: int) -> Reader:
-    """Returns a live reader of partition 0 from `offset`, or from the first kept record if
-    records below it were deleted (the caller read the snapshot: see `read_from`)."""
-    first = start_offsets(log, topic).get(0, 0)
-    return log.reader(topic, {0: max(offset, first)})
 
 
 def snapshot_records(blobs: Blobs | None, topic: str, start: int) -> list[Record]:
@@ -100,12 +94,6 @@ def snapshot_records(blobs: Blobs | None, topic: str, start: int) -> list[Record
     if values is None:
         raise SnapshotMissing(topic, start)
     return [Record(topic, 0, start - 1, v) for v in values]
-
-
-def _snapshot_start(log: Log, topic: str, offset: int) -> tuple[int | None, int]:
-    """Returns (the first kept offset if `offset` is below it, else None; where to read)."""
-    first = start_offsets(log, topic).get(0, 0)
-    return (first, first) if offset < first else (None, offset)
 
 
 class Fold(Protocol):
