@@ -8,9 +8,15 @@ T (processors/spark/rebuild.py). Opening it then rebuilds the meta, writes its o
 builds its indexes, so it answers get / query / search / describe as the old cluster answered
 as of T, and its history before T (as_of reads) is the old one's.
 
-Refused, naming why, before anything is written: a T in the future; a source whose dml
-records were deleted by retention (this rebuild replays the log; rebuilding the prefix from
-binlogs is not built), naming the first offsets kept; a target that already holds a cluster.
+Where retention deleted a pchannel's oldest dml records, what they carried is rebuilt from
+the source's binlogs instead (vectorlog/rebuild_prefix.py): the new log starts with their
+DDL copies, rows and deletes as events with their own ts, then the records kept. A bulk
+insert's record is replaced by its rows read from binlogs (it named the old storage root);
+compactions are left out (the new cluster holds the rows where they were inserted).
+
+Refused, naming why, before anything is written: a T in the future; a T before the oldest
+T the log and binlogs give (retention deleted what it needs), naming that T; a target that
+already holds a cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +32,11 @@ from vectorlog import hybridts
 from vectorlog.config import Config
 from vectorlog.errors import InvalidArgument
 from vectorlog.processors.datanode.service import PyArrowObjectStore
+from vectorlog.processors.spark.rebuild import DmlScan
+from vectorlog.processors.spark.rebuild_prefix import PrefixEvent, prefix_events
 from vectorlog.processors.spark.service import acquire_session, offsets_as_of, release_session
-from vectorlog.schemas.serde import EventSerde
+from vectorlog.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
+from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.standalone import open_log
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
 from vectorlog.streams.scan import read_all
@@ -61,16 +71,18 @@ def rebuild(
 ) -> RebuildReport:
     """Writes the source cluster as of `as_of` (default: its newest event) into a new
     embedded data dir `target`; returns what was copied. The source may be running on Kafka;
-    an embedded source must be closed. Raises RebuildRefused (nothing written), LogError."""
+    an embedded source must be closed. Raises RebuildRefused (nothing written), LogError,
+    CorruptBinlog or ObjectNotFound (a binlog the source lost)."""
     started = time.monotonic()
     src = open_log(source)
     try:
         topics = Topics(source.cluster, source.dml_partitions)
-        _check_retention(src, topics)
         serdes = Serdes(source.schema_registry_url)
         store = PyArrowObjectStore(source.storage_uri())
         ddl = list(read_whole(src, topics.ddl, store))
         at = _as_of(as_of, ddl, serdes.for_topic(topics.ddl))
+        coord = list(read_whole(src, topics.coord, store))
+        read = _read_source(source, src, topics, ddl, coord, at)
         dst_cfg = Config.load(
             log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions
         )
@@ -78,10 +90,9 @@ def rebuild(
         try:
             report = RebuildReport(at, target, source.cluster)
             report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), at))
-            records = read_whole(src, topics.coord, store)
-            coord = _coord_kept(records, serdes.for_topic(topics.coord), at)
-            report.coord = _copy(dst, topics.coord, coord)
-            report.dml = _copy_dml(source, src, dst, topics, at, progress)
+            kept = _coord_kept(coord, serdes.for_topic(topics.coord), at, read)
+            report.coord = _copy(dst, topics.coord, kept)
+            report.dml = _copy_dml(src, dst, topics, read, progress)
         finally:
             dst.close()
     finally:
@@ -90,13 +101,57 @@ def rebuild(
     return report
 
 
-def _check_retention(src: Log, topics: Topics) -> None:
-    starts = start_offsets(src, topics.dml)
-    if any(starts.values()):
-        raise RebuildRefused(
-            f"retention deleted dml records before offsets {starts}; a rebuild replays the dml "
-            "log from its first record, so no T can be rebuilt from this log"
+@dataclass
+class _SourceRead:
+    """What the Spark jobs found: the dml scan, each partition's range, and the prefix of
+    the truncated partitions with its events."""
+
+    scan: DmlScan
+    starts: dict[int, int]
+    ends: dict[int, int]
+    prefix: Prefix
+    events: list[PrefixEvent]
+
+
+def _read_source(
+    source: Config, src: Log, topics: Topics, ddl: list[Record], coord: list[Record], at: int
+) -> _SourceRead:
+    """Scans the dml topic and reads the binlogs of its truncated part. Raises
+    RebuildRefused for a T before the oldest the log and the binlogs give."""
+    starts, ends = start_offsets(src, topics.dml), _true_ends(src, topics.dml)
+    uri = source.log if source.is_kafka else str(Path(source.log) / "log")
+    session = acquire_session(source.spark_master)
+    try:
+        url = source.schema_registry_url
+        scan = offsets_as_of(session, uri, topics.dml, ends, at, url, starts)
+        serdes = Serdes(url)
+        events_of = partial(_decoded, serdes)
+        segments = fold_segments(events_of(topics.coord, coord))
+        oldest = oldest_as_of(scan, starts, segments)
+        if at < oldest:
+            raise RebuildRefused(
+                f"as_of {at} is outside retention: dml records before offsets {starts} were "
+                f"deleted, or rows deleted before a compaction's horizon; oldest T available: "
+                f"{oldest}"
+            )
+        prefix = plan(
+            events_of(topics.ddl, ddl), segments, scan, cuts(scan, starts, at), at, EventSerde()
         )
+        events = prefix_events(session, source.storage_uri(), prefix.jobs)
+    finally:
+        release_session(session)
+    return _SourceRead(scan, starts, ends, prefix, events)
+
+
+def _decoded(serdes: Serdes, topic: str, records: list[Record]) -> list[Event]:
+    """Returns the events of `records` that decode (the others were dead-lettered)."""
+    serde, out = serdes.for_topic(topic), []
+    for r in records:
+        try:
+            out.append(serde.decode(r.value))
+        except Exception:
+            continue
+    return out
 
 
 def _as_of(as_of: int | None, ddl: list[Record], serde: EventSerde) -> int:
@@ -132,14 +187,30 @@ def _stamped(records: list[Record], serde: EventSerde, at: int) -> Iterator[Appe
             yield Append(r.partition, r.value, r.key, r.headers)
 
 
-def _coord_kept(records: Iterator[Record], serde: EventSerde, at: int) -> Iterator[Append]:
+def _coord_kept(
+    records: list[Record], serde: EventSerde, at: int, read: _SourceRead
+) -> Iterator[Append]:
+    """Yields the segment allocation records stamped <= `at` (less those of segments the
+    prefix left unused), then the prefix's own coord events."""
     for r in records:
         try:
             event = serde.decode(r.value)
         except Exception:
             continue
-        if event.type in COORD_KEPT and event.ts <= at:
+        if event.type in COORD_KEPT and event.ts <= at and not _unused(event, read.prefix.unused):
             yield Append(r.partition, r.value, r.key, r.headers)
+    for event in read.prefix.coord(read.events):
+        yield Append(0, serde.encode(event), serde.key(event))
+
+
+def _unused(event: Event, unused: set[int]) -> bool:
+    """Whether a segment allocation event is about unused segments only."""
+    b = event.body
+    if event.type == "SegmentOpened":
+        return b["segment_id"] in unused
+    if event.type == "SegmentsSealed":
+        return set(b["segment_ids"]) <= unused
+    return {a["segment_id"] for a in b["allocations"]} <= unused
 
 
 def _copy(dst: Log, topic: str, records: Iterator[Append] | Any) -> int:
@@ -157,39 +228,61 @@ def _copy(dst: Log, topic: str, records: Iterator[Append] | Any) -> int:
 
 
 def _copy_dml(
-    source: Config, src: Log, dst: Log, topics: Topics, at: int, progress: Progress | None
+    src: Log, dst: Log, topics: Topics, read: _SourceRead, progress: Progress | None
 ) -> int:
-    """Copies the dml records stamped <= `at` (found by the Spark job) in each partition's
-    order; returns how many."""
-    ends = _true_ends(src, topics.dml)
-    uri = source.log if source.is_kafka else str(Path(source.log) / "log")
-    session = acquire_session(source.spark_master)
-    try:
-        kept = offsets_as_of(session, uri, topics.dml, ends, at, source.schema_registry_url)
-    finally:
-        release_session(session)
-    records = _kept_records(src, topics.dml, ends, kept)
-    return _copy(dst, topics.dml, _counted(records, topics.dml, progress))
+    """Copies, per partition in order, its prefix (for a truncated one) then the records the
+    scan kept, less the prefix's skipped ones; returns how many."""
+    return _copy(dst, topics.dml, _counted(_dml_records(src, topics, read), topics.dml, progress))
+
+
+def _dml_records(src: Log, topics: Topics, read: _SourceRead) -> Iterator[Append]:
+    """Per partition: the prefix (DDL copies, rows and deletes in ts order), then the kept
+    records in offset order, a bulk insert's replaced by its rows, a compaction left out."""
+    prefix, replaced = _synthesized(read)
+    for p, end in sorted(read.ends.items()):
+        yield from (rec for _, _, rec in sorted(prefix.get(p, []), key=lambda x: x[:2]))
+        kept = read.scan.kept.get(p, set()) - read.prefix.skipped.get(p, set())
+        kept |= {offset for q, offset in replaced if q == p}
+        for r in _kept_records(src, topics.dml, p, read.starts.get(p, 0), end, kept):
+            yield from replaced.get((p, r.offset), [Append(p, r.value, r.key, r.headers)])
+
+
+def _synthesized(
+    read: _SourceRead,
+) -> tuple[dict[int, list[tuple[int, int, Append]]], dict[tuple[int, int], list[Append]]]:
+    """Returns the prefix records per partition, with their (ts, kind) order, and the records
+    replacing kept ones, by (partition, offset)."""
+    key = EventSerde().vchannel_key
+    prefix: dict[int, list[tuple[int, int, Append]]] = {}
+    replaced: dict[tuple[int, int], list[Append]] = {}
+    for p, copies in read.prefix.ddl.items():
+        prefix[p] = [(ts, DDL_FIRST, Append(p, value, key(vc))) for ts, vc, value in copies]
+    for e in read.events:
+        rec = Append(e.pchannel, e.value, key(e.vchannel))
+        if e.replaces is None:
+            prefix.setdefault(e.pchannel, []).append((e.ts, e.kind, rec))
+        else:
+            replaced.setdefault((e.pchannel, e.replaces), []).append(rec)
+    return prefix, replaced
 
 
 def _kept_records(
-    src: Log, topic: str, ends: dict[int, int], kept: dict[int, set[int]]
-) -> Iterator[Append]:
-    """Yields the records at the `kept` offsets, partition by partition in offset order."""
-    for p, end in sorted(ends.items()):
-        if not kept.get(p):
-            continue
-        reader = src.reader(topic, {p: 0})
-        try:
-            at = 0
-            while at < end:
-                batch = reader.poll(1000, timeout=1.0)
-                for r in batch:
-                    if r.offset < end and r.offset in kept[p]:
-                        yield Append(p, r.value, r.key, r.headers)
-                at = batch[-1].offset + 1 if batch else at
-        finally:
-            reader.close()
+    src: Log, topic: str, p: int, start: int, end: int, kept: set[int]
+) -> Iterator[Record]:
+    """Yields the records of partition `p` at the `kept` offsets, in offset order."""
+    if not kept:
+        return
+    reader = src.reader(topic, {p: start})
+    try:
+        at = start
+        while at < end:
+            batch = reader.poll(1000, timeout=1.0)
+            for r in batch:
+                if r.offset < end and r.offset in kept:
+                    yield r
+            at = batch[-1].offset + 1 if batch else at
+    finally:
+        reader.close()
 
 
 def _counted(records: Iterator[Append], topic: str, progress: Progress | None) -> Iterator[Append]:

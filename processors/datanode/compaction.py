@@ -62,7 +62,9 @@ def log_ids_needed(schema: CollectionSchema) -> int:
 
 
 @dataclass
-class _Merged:
+class SegmentsRows:
+    """Rows (row ids, ts, columns) and delete records (keys, ts) read from binlogs."""
+
     row_ids: np.ndarray
     ts: np.ndarray
     columns: dict[int, Any]  # field id -> values as the dml log carries them
@@ -76,7 +78,7 @@ def merge(plan: CompactionPlan, store: ObjectStore) -> dict[str, Any]:
     consumed_deltas and dropped_rows. With no row left it writes nothing (num_rows 0). A
     failure deletes what it wrote. Raises CorruptBinlog, ObjectNotFound, StorageError."""
     schema = CollectionSchema.from_avro(plan.schema)
-    merged = _read(plan, schema, store)
+    merged = read_rows(plan.sources, schema, store)
     keep, deletes = _survivors(merged, schema, plan.horizon)
     out: dict[str, Any] = {
         "segment_id": plan.segment_id,
@@ -95,14 +97,18 @@ def merge(plan: CompactionPlan, store: ObjectStore) -> dict[str, Any]:
     return out
 
 
-def _read(plan: CompactionPlan, schema: CollectionSchema, store: ObjectStore) -> _Merged:
-    """Returns every row and delete record of the plan's segments, rows in ts order."""
+def read_rows(
+    sources: tuple[CompactionSource, ...], schema: CollectionSchema, store: ObjectStore
+) -> SegmentsRows:
+    """Returns every row and delete record of the `sources` segments, rows in ts order
+    (written order within one ts). Raises ValueError for a write without every field,
+    CorruptBinlog, ObjectNotFound."""
     ids: list[np.ndarray] = []
     tss: list[np.ndarray] = []
     cols: dict[int, list[Any]] = {f.field_id: [] for f in schema.fields}
     pks: list[Any] = []
     dts: list[np.ndarray] = []
-    for source in plan.sources:
+    for source in sources:
         for write in source.writes:
             missing = {ROW_ID_FIELD, TIMESTAMP_FIELD, *cols} - write.keys()
             if missing:
@@ -121,11 +127,11 @@ def _read(plan: CompactionPlan, schema: CollectionSchema, store: ObjectStore) ->
     order = np.argsort(ts, kind="stable")
     columns = {fid: _take(_joined(chunks), order) for fid, chunks in cols.items()}
     delete_ts = np.concatenate(dts).astype(np.uint64) if dts else np.zeros(0, np.uint64)
-    return _Merged(row_ids[order], ts[order], columns, pks, delete_ts)
+    return SegmentsRows(row_ids[order], ts[order], columns, pks, delete_ts)
 
 
 def _survivors(
-    merged: _Merged, schema: CollectionSchema, horizon: int
+    merged: SegmentsRows, schema: CollectionSchema, horizon: int
 ) -> tuple[np.ndarray, DeltaBuffer]:
     """Returns the rows kept (indexes) and the delete records kept: a row is dropped if its
     key's newest delete at or before `horizon` is after the row's insert."""
@@ -148,7 +154,7 @@ def _write(
     plan: CompactionPlan,
     schema: CollectionSchema,
     store: ObjectStore,
-    merged: _Merged,
+    merged: SegmentsRows,
     keep: np.ndarray,
     deletes: DeltaBuffer,
 ) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """What the data node offers other processors (the index node, the query node's recovery,
-bulk insert's Spark job and commit, compaction's merge):
+bulk insert's Spark job and commit, compaction's merge, a rebuild's binlog prefix):
 the object store its binlogs live in, the storage layout, and reading a field's insert binlogs
 and the delta logs back. Others depend on this only."""
 
@@ -18,8 +18,10 @@ from vectorlog.processors.datanode.column_read import field_values, read_delta_b
 from vectorlog.processors.datanode.compaction import (
     CompactionPlan,
     CompactionSource,
+    SegmentsRows,
     log_ids_needed,
     merge,
+    read_rows,
 )
 from vectorlog.processors.datanode.errors import ObjectNotFound, StorageError
 from vectorlog.processors.datanode.paths import INDEX_FILES, index_files_prefix
@@ -36,6 +38,7 @@ __all__ = [
     "InsertBuffer",
     "PyArrowObjectStore",
     "SegmentRef",
+    "SegmentsRows",
     "SegmentWriter",
     "InsertColumn",
     "ObjectNotFound",
@@ -49,4 +52,5 @@ __all__ = [
     "merge",
     "read_delta_binlog",
     "read_insert_binlog",
+    "read_rows",
 ]

@@ -1,0 +1,180 @@
+"""The binlog side of a rebuild: rows and deletes read back from a segment's binlogs and
+delta logs as the RowsInserted and RowsDeleted events that carried them, with their original
+ts, row ids and segment, where the log no longer has (or never had) those events.
+
+- A pchannel whose oldest records retention deleted: every truncated record is below the
+  data node's checkpoint, so its rows and deletes are in binlogs, each stamped below `cut`,
+  the first ts the log kept there (every kept record is at or above it). The rows and
+  deletes stamped below the cut, then the kept records, are the pchannel's history.
+- A bulk insert (SegmentImported): its rows, all stamped with its ts, replace its record, so
+  the rebuilt cluster needs no binlog of the source (nor the import's own segments, which a
+  compaction may have merged into another).
+One Spark task per segment; pure over the object store, so it also runs in process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vectorlog.model import CollectionSchema, DataType
+from vectorlog.processors.datanode.service import (
+    CompactionSource,
+    PyArrowObjectStore,
+    SegmentsRows,
+    read_rows,
+)
+from vectorlog.schemas.columns import encode_column
+from vectorlog.schemas.registry import NAMESPACE
+from vectorlog.schemas.serde import Event, EventSerde
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DELETE, INSERT = 0, 1  # at one ts, a delete goes before an insert (an upsert's order)
+
+
+@dataclass(frozen=True)
+class PrefixJob:
+    """One segment whose rows stamped in [rows_from, rows_below) and deletes stamped below
+    `deletes_below` are to be replayed, as the pchannel's prefix or in place of the record at
+    `replaces` (a bulk insert's offset)."""
+
+    segment: CompactionSource
+    collection_id: int
+    partition_id: int
+    vchannel: str
+    pchannel: int
+    schema: dict[str, Any]  # CollectionSchema.to_avro()
+    rows_below: int  # hybrid ts
+    rows_from: int = 0
+    deletes_below: int = 0
+    replaces: int | None = None
+
+
+@dataclass(frozen=True)
+class PrefixEvent:
+    """One synthesized dml record: where it goes and its place in ts order."""
+
+    ts: int
+    kind: int  # DELETE or INSERT
+    pchannel: int
+    vchannel: str
+    value: bytes
+    rows: int
+    segment_id: int
+    replaces: int | None = None  # the offset of the record it stands in for; None: prefix
+
+
+def prefix_events(
+    session: SparkSession | None, storage_uri: str, jobs: list[PrefixJob]
+) -> list[PrefixEvent]:
+    """Returns the events of every job, in (pchannel, ts, deletes first) order; with no
+    session, reads in this process. Raises what a task raised (CorruptBinlog, ObjectNotFound
+    for a binlog the source's storage root lost)."""
+    if not jobs:
+        return []
+    run = partial(_job_events, storage_uri)
+    if session is None:
+        events = [e for job in jobs for e in run(job)]
+    else:
+        events = session.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).collect()
+    return sorted(events, key=lambda e: (e.pchannel, e.ts, e.kind))
+
+
+def _job_events(storage_uri: str, job: PrefixJob) -> list[PrefixEvent]:
+    store = PyArrowObjectStore(storage_uri)
+    schema = CollectionSchema.from_avro(job.schema)
+    rows = read_rows((job.segment,), schema, store)
+    return list(segment_events(job, schema, rows, EventSerde()))
+
+
+def segment_events(
+    job: PrefixJob, schema: CollectionSchema, rows: SegmentsRows, serde: EventSerde
+) -> Iterator[PrefixEvent]:
+    """Yields one RowsInserted per run of rows sharing a ts with consecutive row ids (what
+    one insert wrote into the segment) and one RowsDeleted per delete ts, in the job's
+    ranges."""
+    order = np.lexsort((rows.row_ids, rows.ts))
+    ts, ids = rows.ts[order], rows.row_ids[order]
+    first = int(np.searchsorted(ts, job.rows_from))
+    end = int(np.searchsorted(ts, job.rows_below))
+    cuts = np.flatnonzero((np.diff(ts[first:end]) != 0) | (np.diff(ids[first:end]) != 1))
+    bounds = [first, *(cuts + first + 1).tolist(), end] if end > first else []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        picked = order[lo:hi]
+        yield _inserted(job, schema, serde, int(ts[lo]), int(ids[lo]), rows.columns, picked)
+    yield from _deleted(job, schema, serde, rows)
+
+
+def _inserted(
+    job: PrefixJob,
+    schema: CollectionSchema,
+    serde: EventSerde,
+    ts: int,
+    first_row_id: int,
+    columns: dict[int, Any],
+    picked: np.ndarray,
+) -> PrefixEvent:
+    encoded = [
+        {
+            "field_id": f.field_id,
+            "field_name": f.name,
+            "column": _column(f.dtype, _take(columns[f.field_id], picked), f.dim),
+        }
+        for f in schema.fields
+    ]
+    body = {
+        "collection_id": job.collection_id,
+        "partition_id": job.partition_id,
+        "segment_id": job.segment.segment_id,
+        "num_rows": len(picked),
+        "first_row_id": first_row_id,
+        "columns": encoded,
+    }
+    event = Event("RowsInserted", ts, body, job.collection_id, job.vchannel)
+    value = serde.encode(event)
+    sid = job.segment.segment_id
+    return PrefixEvent(
+        ts, INSERT, job.pchannel, job.vchannel, value, len(picked), sid, job.replaces
+    )
+
+
+def _deleted(
+    job: PrefixJob, schema: CollectionSchema, serde: EventSerde, rows: SegmentsRows
+) -> Iterator[PrefixEvent]:
+    by_ts: dict[int, list[Any]] = {}
+    for pk, ts in zip(rows.delete_pks, rows.delete_ts.tolist(), strict=True):
+        if ts < job.deletes_below:
+            by_ts.setdefault(int(ts), []).append(pk)
+    for ts, pks in sorted(by_ts.items()):
+        body = {
+            "collection_id": job.collection_id,
+            "partition_id": job.partition_id,
+            "num_rows": len(pks),
+            "primary_keys": encode_column(schema.primary.dtype, pks),
+        }
+        event = Event("RowsDeleted", ts, body, job.collection_id, job.vchannel)
+        value = serde.encode(event)
+        sid = job.segment.segment_id
+        yield PrefixEvent(
+            ts, DELETE, job.pchannel, job.vchannel, value, len(pks), sid, job.replaces
+        )
+
+
+def _column(dtype: DataType, values: Any, dim: int | None) -> tuple[str, dict]:
+    """Returns the Avro column of values as binlogs give them (JSON and ARRAY as JSON text,
+    which the event carries as it is)."""
+    if dtype in (DataType.JSON, DataType.ARRAY):
+        return f"{NAMESPACE}.JsonColumn", {"values": list(values)}
+    return encode_column(dtype, values, dim)
+
+
+def _take(values: Any, idx: np.ndarray) -> Any:
+    if isinstance(values, np.ndarray):
+        return values[idx]
+    return [values[i] for i in idx.tolist()]
