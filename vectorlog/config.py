@@ -105,6 +105,10 @@ class Config:
     #: "log" replays dml from offset 0 (restart time follows the log's length). With the
     #: data node off there are no binlogs: the query node replays the log
     querynode_recovery: str = "binlogs"
+    #: with "binlogs" recovery, the query node keeps the vectors of the Flushed segments it
+    #: loaded as files in <state dir>/querynode and maps them at the next start instead of
+    #: decoding their binlogs again (Milvus queryNode.mmap); off: every start decodes them
+    querynode_mmap: bool = True
     #: a segment's maximum size in MB; its row capacity is estimated from it (seed 004)
     segment_max_size_mb: int = 512
     #: a segment is sealed once its rows reach this share of its capacity (seed 004)

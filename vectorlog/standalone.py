@@ -132,6 +132,7 @@ class Standalone:
             max_clock_skew_ms=cfg.max_clock_skew_ms,
             index_files=self.objects if self.indexnode is not None else None,
             snapshots=self.objects,
+            cache_dir=cfg.state_dir() / "querynode" if cfg.querynode_mmap else None,
         )
         self._stack.callback(self.querynode.close)
         self._check_replayable(cfg)

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,9 +32,16 @@ import numpy as np
 from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
 from vectorlog.hybridts import physical_ms
 from vectorlog.model import CollectionHistory, CollectionSchema
+from vectorlog.processors.querynode.cacheload import CacheLoad
 from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
-from vectorlog.processors.querynode.recovery import RecoveryPoint, read_point, read_segments
+from vectorlog.processors.querynode.mmapcache import CachedVectors
+from vectorlog.processors.querynode.recovery import (
+    RecoveryPoint,
+    SegmentFiles,
+    read_point,
+    read_segments,
+)
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.restore import restore
 from vectorlog.processors.querynode.sealed import IndexFiles
@@ -74,11 +81,14 @@ class QueryNode:
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
         index_files: IndexFiles | None = None,
         snapshots: Blobs | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
         `max_clock_skew_ms` ahead of it is dead-lettered, never trusted. `index_files`:
         where segment index files are read (`get(path) -> bytes`); None: no index is
-        loaded, every search is exact. `snapshots`: where the coord topic's snapshots are."""
+        loaded, every search is exact. `snapshots`: where the coord topic's snapshots are.
+        `cache_dir`: where `recover` keeps Flushed segments' vectors to map them at the next
+        start (mmapcache.py); None: none are kept."""
         self._snapshots = snapshots
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._coord, self._coord_serde = topics.coord, serdes.for_topic(topics.coord)
@@ -108,6 +118,7 @@ class QueryNode:
             "SegmentsCompacted": self._compacted,
         }
         self._files = index_files
+        self.cache = CacheLoad(cache_dir) if cache_dir is not None else None
         self.indexes: IndexLoader | None = None
         if index_files is not None:
             coord = serdes.for_topic(topics.coord)
@@ -167,13 +178,17 @@ class QueryNode:
                 for f in point.segments.values()
                 if f.collection_id == h.collection_id and f.partition_id in h.partitions
             ]
-            chunks = read_segments(segs, h.schema, point, files)
-            replica, n = restore(partial(_replica_of, h), chunks)
+            if self.cache is None:
+                replica, n = _restored(h, segs, point, files, {})
+            else:
+                replica, n = self.cache.restored(h, segs, point, _restored, files)
             for pid, ts in h.partition_drops.items():  # ends the loaded rows' visibility
                 replica.drop_partition(ts, pid)
             self.replicas[h.collection_id], loaded = replica, loaded + n
             if h.dropped_ts is not None:
                 self._kept[h.collection_id] = h.dropped_ts
+        if self.cache is not None:
+            self.cache.loaded(point, self.replicas)
         return loaded
 
     def start(self) -> None:
@@ -188,7 +203,13 @@ class QueryNode:
             self._max_skew_ms,
         )
         self._thread.start()
-        if self.indexes is not None:
+        if self.indexes is not None and self.cache is not None:
+            self.cache.writer.then(self._start_indexes)  # see CacheWriter.then
+        elif self.indexes is not None:
+            self.indexes.start()
+
+    def _start_indexes(self) -> None:
+        if self.indexes is not None and not self._stop.is_set():
             self.indexes.start()
 
     def stop(self) -> None:
@@ -208,9 +229,12 @@ class QueryNode:
         return replica
 
     def close(self) -> None:
+        """Stops, closes the stream and finishes the cache writes queued."""
         self.stop()
         if self._stream is not None:
             self._stream.close()
+        if self.cache is not None:
+            self.cache.writer.close()
 
     def _run(self) -> None:
         assert self._stream is not None, "opened by start()"
@@ -299,6 +323,8 @@ class QueryNode:
                 del self._kept[cid]
                 self._freed.add(cid)
                 self.replicas.pop(cid, None)
+                if self.cache is not None:
+                    self.cache.writer.drop_collection(cid)
 
     def _target(self, event: Event) -> Replica | None:
         """Returns the replica an event is for; None if its collection was freed.
@@ -352,6 +378,8 @@ class QueryNode:
             b["segment"]["segment_id"],
             compacted_row_ids(b["segment"], self._files),
         )
+        if self.cache is not None:
+            self.cache.writer.drop(replica.collection_id, list(b["compacted_from"]))
 
     def _deleted(self, event: Event) -> None:
         replica = self._target(event)
@@ -450,6 +478,32 @@ class QueryNode:
         if replica is None or not replica.readable(ts):
             raise CollectionNotFound(collection_id)
         return replica
+
+
+def _restored(
+    h: CollectionHistory,
+    segs: list[SegmentFiles],
+    point: RecoveryPoint,
+    files: IndexFiles,
+    cached: dict[tuple[int, int], CachedVectors],
+) -> tuple[Replica, int]:
+    """Returns the replica of `h` restored from `segs`' binlogs and the rows loaded; the
+    vectors of the `cached` segments, by (partition, id), come from their cache entries.
+    Raises CacheMismatch if an entry does not hold its segment's rows, or what reading
+    binlogs raises."""
+
+    def make() -> Replica:
+        replica = _replica_of(h)
+        replica.cached = dict(cached)
+        return replica
+
+    chunks = read_segments(segs, h.schema, point, files, cached=frozenset(s for _, s in cached))
+    try:
+        replica, n = restore(make, chunks)
+    finally:
+        chunks.close()
+    replica.cached_loaded()
+    return replica, n
 
 
 def _replica_of(h: CollectionHistory) -> Replica:

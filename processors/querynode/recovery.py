@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +57,7 @@ class RecoveryPoint:
     checkpoints: dict[int, StreamPosition] = field(default_factory=dict)  # by pchannel
     segments: dict[int, SegmentFiles] = field(default_factory=dict)  # by id
     dropped: set[int] = field(default_factory=set)  # merged into another by a compaction
+    flushed: dict[int, int] = field(default_factory=dict)  # Flushed segment id -> its rows
 
     def apply(self, event: Event) -> None:
         """Folds one coord event in (events of other types are ignored)."""
@@ -70,6 +71,8 @@ class RecoveryPoint:
             seg.pchannel = b["pchannel"]
         elif event.type == "BinlogPathsSaved":
             self._saved(b)
+        elif event.type == "SegmentFlushed" and b["segment_id"] not in self.dropped:
+            self.flushed[b["segment_id"]] = b["num_rows"]
 
     def _segment(self, b: dict[str, Any]) -> SegmentFiles:
         seg = self.segments.get(b["segment_id"])
@@ -82,6 +85,7 @@ class RecoveryPoint:
         for sid in b.get("compacted_from", []):
             self.dropped.add(sid)
             self.segments.pop(sid, None)
+            self.flushed.pop(sid, None)
         if b["segment_id"] in self.dropped:
             return
         seg = self._segment(b)
@@ -135,7 +139,7 @@ class SegmentRows:
     row_ids: np.ndarray
     ts: np.ndarray  # uint64
     columns: dict[str, Any]  # field name -> values as the dml log carries them
-    vectors: np.ndarray
+    vectors: np.ndarray | None  # None: not read, the segment's cache entry has them
     delete_pks: list[Any]
     delete_ts: np.ndarray  # uint64
 
@@ -149,25 +153,29 @@ def read_segments(
     point: RecoveryPoint,
     files: IndexFiles,
     threads: int = READ_THREADS,
-) -> Iterator[SegmentRows]:
+    cached: frozenset[int] = frozenset(),
+) -> Generator[SegmentRows, None, None]:
     """Yields the rows and deletes of `segs` at or below their pchannel's checkpoint tick:
     one SegmentRows per binlog write, one per segment with deletes, in that order. Every
     file is read and decoded ahead on `threads` threads (Parquet decoding releases the
-    GIL), so a caller loading one chunk overlaps the reads of the next. Raises
+    GIL), so a caller loading one chunk overlaps the reads of the next. The vector binlogs
+    of the `cached` segment ids are not read (their rows' `vectors` are None). Raises
     CorruptBinlog, ValueError for a write without every field, or what the store raises."""
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="querynode-recovery")
+    vector = schema.vector.field_id
     try:
         inserts = {
             path: pool.submit(_column, files, path)
             for seg in segs
             for write in seg.writes
-            for path in write.values()
+            for fid, path in write.items()
+            if fid != vector or seg.segment_id not in cached
         }
         deltas = {path: pool.submit(_delta, files, path) for seg in segs for path in seg.deltas}
         for seg in segs:
             tick = point.tick(seg.pchannel)
             for write in seg.writes:
-                columns = {path: inserts.pop(path).result() for path in write.values()}
+                columns = {p: inserts.pop(p).result() for p in write.values() if p in inserts}
                 rows = _write(seg, write, schema, tick, columns)
                 if len(rows):
                     yield rows
@@ -206,16 +214,17 @@ def _write(
             keep,
         )
         for f in schema.fields
+        if write[f.field_id] in columns  # not a cached vector field's
     }
     row_ids = int64s(columns[write[ROW_ID_FIELD]], write[ROW_ID_FIELD])
-    vectors = values.pop(schema.vector.name)
+    vectors = values.pop(schema.vector.name, None)
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
         select(row_ids, keep),
         select(ts, keep).astype(np.uint64),
         values,
-        np.ascontiguousarray(vectors, dtype=np.float32),
+        None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32),
         [],
         np.zeros(0, np.uint64),
     )

@@ -33,6 +33,7 @@ from vectorlog.model import CollectionSchema
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.mmapcache import CachedVectors
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.topk import best_per_group, merged, ranked
@@ -65,6 +66,8 @@ class Replica:
         self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
         self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
+        #: cache entries of segments not created yet, adopted when they are (see `restore`)
+        self.cached: dict[tuple[int, int], CachedVectors] = {}
 
     def __len__(self) -> int:
         """Returns the number of rows held (every version of every key)."""
@@ -101,13 +104,14 @@ class Replica:
         row_ids: np.ndarray,
         pks: list[Any],
         columns: dict[str, Any],
-        vectors: np.ndarray,
+        vectors: np.ndarray | None,
         later: DeferredAppends | None = None,
     ) -> None:
         """Appends rows read from a segment's binlogs (see recovery.py), as an insert at `ts`
         would; `ts` per row is allowed only for keys this replica never held, none twice.
         With `later`, their vectors reach the segment when `later.run` runs (before any
-        read)."""
+        read). `vectors` None: they are in the segment's cache entry (`cached`). Raises
+        CacheMismatch if they are not."""
         n = len(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in columns.items()}
         with self.lock:
@@ -125,13 +129,14 @@ class Replica:
         seg_id: int,
         partition: int,
         ids: int | np.ndarray,
-        vectors: np.ndarray,
+        vectors: np.ndarray | None,
         alive: bool,
         later: DeferredAppends | None = None,
     ) -> None:
         """Adds the newest len(vectors) rows (row ids `ids`, or consecutive from `ids`) to
-        their segment (or queues that in `later`)."""
-        n = len(vectors)
+        their segment (or queues that in `later`); vectors None: len(ids) rows whose vectors
+        are in the segment's cache entry."""
+        n = len(vectors) if vectors is not None else len(np.asarray(ids))
         seg = self._segment(partition, seg_id)
         rows = np.arange(len(self) - n, len(self), dtype=np.int64)
         if isinstance(ids, int):
@@ -179,9 +184,22 @@ class Replica:
         seg = self.segments.get((partition, seg_id))
         if seg is None:
             seg = Segment(seg_id, partition, self.vec.dim or 0, len(self._segs), self.metric)
+            cached = self.cached.pop((partition, seg_id), None)
+            if cached is not None:
+                seg.adopt(cached)
             self.segments[partition, seg_id] = seg
             self._segs.append(seg)
         return seg
+
+    def cached_loaded(self) -> list[Segment]:
+        """Ends loading from cache entries (entries of segments that got no row are
+        dropped); returns the segments served from one. Raises CacheMismatch if one did
+        not get exactly its entry's rows."""
+        self.cached.clear()
+        out = [s for s in self._segs if s.mapped]
+        for seg in out:
+            seg.cached_loaded()
+        return out
 
     def _dropped_at(self, partition: int) -> int | None:
         """Returns the earliest drop ts of the collection or of `partition`, or None."""

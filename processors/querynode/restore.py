@@ -57,8 +57,9 @@ def _in_order(replica: Replica, segments: list[SegmentRows]) -> tuple[Replica, i
         else:
             at = slice(first, end)
             columns = {name: values[at] for name, values in s.columns.items()}
+            vectors = None if s.vectors is None else s.vectors[at]
             replica.load_rows(
-                ts, s.partition_id, s.segment_id, s.row_ids[at], keys[i][at], columns, s.vectors[at]
+                ts, s.partition_id, s.segment_id, s.row_ids[at], keys[i][at], columns, vectors
             )
     return replica, sum(len(s) for s in segments)
 
@@ -89,7 +90,7 @@ def _subset(s: SegmentRows, keep: np.ndarray) -> SegmentRows:
         s.row_ids[keep],
         s.ts[keep],
         columns,
-        s.vectors[keep],
+        None if s.vectors is None else s.vectors[keep],
         s.delete_pks,
         s.delete_ts,
     )

@@ -27,6 +27,7 @@ from vectorlog.errors import InvalidArgument
 from vectorlog.processors.querynode.bitmap import AliveBitmap, packed_selector
 from vectorlog.processors.querynode.exact import exact_search, normalized, row_norms
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex, faiss_params
 
 #: a filtered search of an index falls back to an exact search of the selected rows when at
@@ -56,6 +57,8 @@ class Segment:
         self.alive = AliveBitmap()
         self.index: SegmentIndex | None = None
         self._params: dict[tuple[Any, ...], tuple[faiss.SearchParameters, Any]] = {}
+        self.mapped = False  # `flat` maps a cache file (mmapcache.py): copied before an add
+        self._cached_ids: np.ndarray | None = None  # row ids of a cache entry still loading
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -64,14 +67,41 @@ class Segment:
     def _new_flat(self) -> faiss.IndexFlat:
         return faiss.IndexFlatL2(self.dim) if self.native == "L2" else faiss.IndexFlatIP(self.dim)
 
+    def adopt(self, cached: CachedVectors) -> None:
+        """Takes an empty segment's storage from its cache entry: rows then come with no
+        vectors (`append(..., None, ...)`), each checked to be the entry's next row id, until
+        `cached_loaded`."""
+        assert not len(self) and self.flat is not None and not self.flat.ntotal
+        self.flat, self.norms, self.mapped = cached.flat, _grown(cached.norms), True
+        self._cached_ids = cached.row_ids
+
+    def cached_loaded(self) -> None:
+        """Ends loading from a cache entry. Raises CacheMismatch unless every row of the
+        entry was appended."""
+        ids, self._cached_ids = self._cached_ids, None
+        if ids is not None and len(ids) != len(self):
+            raise CacheMismatch(
+                f"segment {self.segment_id}: {len(self)} rows loaded, its cache has {len(ids)}"
+            )
+
     def append(
-        self, rows: np.ndarray, row_ids: np.ndarray, vectors: np.ndarray, alive: np.ndarray
+        self,
+        rows: np.ndarray,
+        row_ids: np.ndarray,
+        vectors: np.ndarray | None,
+        alive: np.ndarray,
     ) -> int:
         """Adds rows (replica rows, their row ids, raw vectors, alive flags); returns the
         position of the first. A loaded segment (rows after its index: unexpected) is
-        unloaded first, back to exact search."""
+        unloaded first, back to exact search. `vectors` None: the rows' vectors are the next
+        ones of the adopted cache entry. Raises CacheMismatch if they are not (or if rows
+        with vectors come while an entry is loading)."""
+        if vectors is None or self._cached_ids is not None:
+            return self._append_cached(rows, row_ids, vectors, alive)
         if self.index is not None:
             self.unload()
+        if self.mapped:
+            self._own()
         if self.unit:
             stored, norms = normalized(vectors)
         else:
@@ -85,6 +115,28 @@ class Segment:
         self.alive.append(alive)
         self.rows.extend(rows)  # last: len(self) counts it
         return first
+
+    def _append_cached(
+        self, rows: np.ndarray, row_ids: np.ndarray, vectors: np.ndarray | None, alive: np.ndarray
+    ) -> int:
+        ids, first = self._cached_ids, len(self)
+        if vectors is not None or ids is None:
+            raise CacheMismatch(f"segment {self.segment_id}: rows with and without cached vectors")
+        end = first + len(rows)
+        if end > len(ids) or not np.array_equal(ids[first:end], row_ids):
+            raise CacheMismatch(f"segment {self.segment_id}: row ids differ from its cache's")
+        self.row_ids.extend(row_ids)
+        self.alive.append(alive)
+        self.rows.extend(rows)
+        return first
+
+    def _own(self) -> None:
+        """Replaces a mapped flat copy by one of its own (faiss cannot add to a mapped one)."""
+        flat = self._new_flat()
+        stored = self.stored()
+        if stored is not None and len(stored):
+            flat.add(np.ascontiguousarray(stored))
+        self.flat, self.mapped = flat, False
 
     def stored(self) -> np.ndarray | None:
         """Returns the flat copy's vectors (a view, not a copy), or None."""
@@ -143,7 +195,7 @@ class Segment:
         self.rows, self.row_ids, self.norms = _grown(rows), _grown(index.row_ids), _grown(norms)
         self.alive = AliveBitmap(len(rows))
         self.alive.append(alive)
-        self.flat, self.index, self._params = flat, index, {}
+        self.flat, self.index, self._params, self.mapped = flat, index, {}, False
         return rows
 
     def unload(self) -> None:
@@ -275,7 +327,7 @@ class DeferredAppends:
     nothing reads them yet). Positions are handed out at once, as the appends would."""
 
     def __init__(self) -> None:
-        self._work: dict[Segment, list[tuple[np.ndarray, ...]]] = {}
+        self._work: dict[Segment, list[tuple[Any, ...]]] = {}
         self._held: dict[Segment, int] = {}
 
     def append(
@@ -283,7 +335,7 @@ class DeferredAppends:
         seg: Segment,
         rows: np.ndarray,
         row_ids: np.ndarray,
-        vectors: np.ndarray,
+        vectors: np.ndarray | None,
         alive: np.ndarray,
     ) -> int:
         """Queues `Segment.append(rows, row_ids, vectors, alive)`; returns the position its
@@ -302,6 +354,6 @@ class DeferredAppends:
         self._held.clear()
 
     @staticmethod
-    def _fill(seg: Segment, work: list[tuple[np.ndarray, ...]]) -> None:
+    def _fill(seg: Segment, work: list[tuple[Any, ...]]) -> None:
         for rows, row_ids, vectors, alive in work:
             seg.append(rows, row_ids, vectors, alive)

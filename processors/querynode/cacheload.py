@@ -1,0 +1,115 @@
+"""How recovery uses the segment cache (mmapcache.py): which Flushed segments load their vectors
+from an entry, a retry from binlogs alone if one does not match, and the entries written after."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from vectorlog.model import CollectionHistory
+from vectorlog.processors.querynode.mmapcache import (
+    CachedVectors,
+    CacheMismatch,
+    CacheWriter,
+    SegmentCache,
+)
+from vectorlog.processors.querynode.recovery import RecoveryPoint, SegmentFiles
+from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.sealed import IndexFiles
+from vectorlog.processors.querynode.segment import Segment
+
+log = logging.getLogger(__name__)
+
+Cached = dict[tuple[int, int], CachedVectors]  # by (partition, segment id)
+Restore = Callable[
+    [CollectionHistory, list[SegmentFiles], RecoveryPoint, IndexFiles, Cached],
+    tuple[Replica, int],
+]
+
+
+class CacheLoad:
+    """The cache of one query node, in folder `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.files = SegmentCache(root)
+        self.writer = CacheWriter(self.files)
+
+    def restored(
+        self,
+        h: CollectionHistory,
+        segs: list[SegmentFiles],
+        point: RecoveryPoint,
+        restore: Restore,
+        files: IndexFiles,
+    ) -> tuple[Replica, int]:
+        """Returns `restore(h, segs, point, files, entries)` with the entries of `segs` that
+        open; if one does not hold its segment's rows, they are deleted and it returns
+        `restore` with none. Raises what `restore` raises otherwise."""
+        cached = self._entries(h, segs, point)
+        if not cached:
+            return restore(h, segs, point, files, {})
+        try:
+            return restore(h, segs, point, files, cached)
+        except CacheMismatch as exc:
+            log.warning(
+                "query node cache of collection %d does not match its binlogs, which are "
+                "read instead: %s",
+                h.collection_id,
+                exc,
+            )
+            self.files.drop(h.collection_id, [sid for _, sid in cached])
+            return restore(h, segs, point, files, {})
+
+    def _entries(
+        self, h: CollectionHistory, segs: list[SegmentFiles], point: RecoveryPoint
+    ) -> Cached:
+        vec = h.schema.vector
+        out: Cached = {}
+        for f in segs:
+            rows = point.flushed.get(f.segment_id)
+            if not rows:
+                continue
+            metric = vec.metric_type or "L2"
+            entry = self.files.open(
+                h.collection_id, f.segment_id, vec.field_id, vec.dim or 0, metric, rows
+            )
+            if entry is not None:
+                out[f.partition_id, f.segment_id] = entry
+        return out
+
+    def loaded(self, point: RecoveryPoint, replicas: dict[int, Replica]) -> None:
+        """After recovery: deletes the entries of segments no longer loaded (compacted away,
+        of dropped collections) and queues the writes of the Flushed segments loaded from
+        binlogs that hold exactly their rows."""
+        keep: dict[int, set[int]] = {}
+        writes = []
+        for cid, replica in replicas.items():
+            for (pid, sid), seg in list(replica.segments.items()):
+                rows = point.flushed.get(sid)
+                if rows is None:
+                    continue
+                keep.setdefault(cid, set()).add(sid)
+                if not seg.mapped and len(seg) == rows:
+                    writes.append((replica, pid, sid, seg, rows))
+        self.files.retain(keep)
+        for replica, pid, sid, seg, rows in writes:
+            take = partial(_take, replica, pid, sid, seg, rows)
+            field = replica.vec.field_id
+            self.writer.write(replica.collection_id, sid, field, take, replica.lock)
+
+
+def _take(
+    replica: Replica, pid: int, sid: int, seg: Segment, rows: int
+) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None:
+    """Returns a segment's (flat storage, row ids, norms) to write, None if it changed since
+    (moved by a compaction, served from an index, other rows). Call with the replica's lock."""
+    if replica.segments.get((pid, sid)) is not seg or seg.index is not None:
+        return None
+    if seg.flat is None or seg.mapped or len(seg) != rows or seg.flat.ntotal != rows:
+        return None
+    return seg.flat, seg.row_ids.view().copy(), seg.norms.view().copy()

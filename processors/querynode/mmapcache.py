@@ -1,0 +1,285 @@
+"""The query node's local cache of sealed segments' vector storage (Milvus's queryNode.mmap):
+written once a Flushed segment is loaded, memory-mapped at the next start instead of decoding
+its vector binlogs again.
+
+Per collection a folder, per segment and vector field three files: the segment's flat storage
+as a faiss IndexFlat file (read back with IO_FLAG_MMAP_IFC: faiss serves it from the mapped
+file, no copy), and its row ids and norms as `.npy`. Each is written to a temporary file,
+fsynced and renamed; the flat file goes last, so it marks a complete entry. At open an entry is
+checked (sizes, faiss header, dim, metric, row count, dtypes) and any mismatch deletes it: a
+cache file is never trusted, and the row ids are checked against the binlogs' as rows load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from vectorlog.errors import VectorlogError
+
+log = logging.getLogger(__name__)
+TMP = ".tmp"
+SUFFIXES = (".ids.npy", ".norms.npy", ".flat")  # in write order: the flat file commits
+Lock = Any  # a context manager: the lock of the replica a segment is in
+
+
+class CacheMismatch(VectorlogError):
+    """Rows loaded from binlogs do not match a segment's cache entry (it is not used)."""
+
+
+@dataclass
+class CachedVectors:
+    """One segment's cached storage: `flat` maps the file (no copy); position i holds the row
+    with id `row_ids[i]` and norm `norms[i]`."""
+
+    flat: faiss.IndexFlat
+    row_ids: np.ndarray
+    norms: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.row_ids)
+
+
+def flat_header_bytes(dim: int, metric: str) -> int:
+    """Returns the bytes of a faiss IndexFlat file before its vectors."""
+    return len(faiss.serialize_index(new_flat(dim, metric)))
+
+
+def new_flat(dim: int, metric: str) -> faiss.IndexFlat:
+    """Returns an empty flat index of a segment's storage metric (L2, else inner product)."""
+    return faiss.IndexFlatL2(dim) if metric == "L2" else faiss.IndexFlatIP(dim)
+
+
+class SegmentCache:
+    """Entries under `root`: <collection id>/<segment id>_<field id> + each of SUFFIXES."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _base(self, collection_id: int, segment_id: int, field_id: int) -> Path:
+        return self.root / str(collection_id) / f"{segment_id}_{field_id}"
+
+    def open(
+        self, collection_id: int, segment_id: int, field_id: int, dim: int, metric: str, rows: int
+    ) -> CachedVectors | None:
+        """Returns the mapped entry of a segment holding `rows` rows of `dim`-d vectors stored
+        for `metric` (L2, else inner product), or None if there is none or it does not match
+        (a mismatched or damaged entry is deleted). Raises nothing."""
+        base = self._base(collection_id, segment_id, field_id)
+        flat_path = base.with_name(base.name + ".flat")
+        if not flat_path.exists():
+            return None
+        try:
+            return _opened(base, dim, metric, rows)
+        except Exception as exc:  # whatever is wrong with it, it is rebuilt from binlogs
+            log.warning("query node cache entry %s is unusable, deleted: %s", base, exc)
+            self.drop(collection_id, [segment_id])
+            return None
+
+    def write(
+        self,
+        collection_id: int,
+        segment_id: int,
+        field_id: int,
+        flat: faiss.IndexFlat,
+        row_ids: np.ndarray,
+        norms: np.ndarray,
+    ) -> None:
+        """Writes a segment's entry atomically (see the module docstring). Raises OSError."""
+        self.commit(self.prepare(collection_id, segment_id, field_id, flat, row_ids, norms))
+
+    def prepare(
+        self,
+        collection_id: int,
+        segment_id: int,
+        field_id: int,
+        flat: faiss.IndexFlat,
+        row_ids: np.ndarray,
+        norms: np.ndarray,
+    ) -> Path:
+        """Writes an entry's temporary files (no fsync); returns its base path for `commit`.
+        Raises OSError (its temporary files are removed)."""
+        base = self._base(collection_id, segment_id, field_id)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _save(_tmp(base, SUFFIXES[0]), np.asarray(row_ids, dtype=np.int64))
+            _save(_tmp(base, SUFFIXES[1]), np.asarray(norms, dtype=np.float32))
+            faiss.write_index(flat, str(_tmp(base, SUFFIXES[2])))
+        except BaseException:
+            for suffix in SUFFIXES:
+                _remove(_tmp(base, suffix))
+            raise
+        return base
+
+    def commit(self, base: Path) -> None:
+        """Fsyncs an entry's temporary files and renames them in place, the flat file last.
+        Raises OSError."""
+        for suffix in SUFFIXES:
+            fd = os.open(_tmp(base, suffix), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for suffix in SUFFIXES:
+            os.replace(_tmp(base, suffix), base.with_name(base.name + suffix))
+        _fsync_dir(base.parent)
+
+    def drop(self, collection_id: int, segment_ids: list[int]) -> None:
+        """Deletes the entries of `segment_ids` (every field's); missing ones are skipped."""
+        folder = self.root / str(collection_id)
+        for sid in segment_ids:
+            for path in folder.glob(f"{sid}_*"):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+    def drop_collection(self, collection_id: int) -> None:
+        """Deletes every entry of a collection."""
+        shutil.rmtree(self.root / str(collection_id), ignore_errors=True)
+
+    def retain(self, keep: dict[int, set[int]]) -> None:
+        """Deletes every entry (and leftover temporary file) except those of `keep`'s
+        segments, by collection id."""
+        if not self.root.is_dir():
+            return
+        for folder in self.root.iterdir():
+            cid = int(folder.name) if folder.name.isdigit() else None
+            if cid is None or cid not in keep or not folder.is_dir():
+                self.drop_collection(cid) if cid is not None else _remove(folder)
+                continue
+            for path in folder.iterdir():
+                sid = path.name.split("_", 1)[0]
+                if path.name.endswith(TMP) or not sid.isdigit() or int(sid) not in keep[cid]:
+                    _remove(path)
+
+    def collections(self) -> list[int]:
+        """Returns the ids of the collections with a folder here."""
+        if not self.root.is_dir():
+            return []
+        return [int(p.name) for p in self.root.iterdir() if p.name.isdigit()]
+
+
+def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
+    """Returns the checked entry at `base`. Raises CacheMismatch or what reading raises."""
+    flat_path = base.with_name(base.name + ".flat")
+    want = flat_header_bytes(dim, metric) + rows * dim * 4
+    size = flat_path.stat().st_size
+    if size != want:  # checked before faiss maps it: a short file would fault on access
+        raise CacheMismatch(f"{flat_path.name} has {size} B, {want} expected for {rows} rows")
+    row_ids = np.load(base.with_name(base.name + ".ids.npy"), mmap_mode="r", allow_pickle=False)
+    norms = np.load(base.with_name(base.name + ".norms.npy"), mmap_mode="r", allow_pickle=False)
+    if row_ids.dtype != np.int64 or row_ids.shape != (rows,):
+        raise CacheMismatch(f"row ids {row_ids.dtype}{row_ids.shape}, not int64 ({rows},)")
+    if norms.dtype != np.float32 or norms.shape != (rows,):
+        raise CacheMismatch(f"norms {norms.dtype}{norms.shape}, not float32 ({rows},)")
+    flat = faiss.read_index(str(flat_path), faiss.IO_FLAG_MMAP_IFC)
+    expected = type(new_flat(dim, metric))
+    if type(flat) is not expected or flat.d != dim or flat.ntotal != rows:
+        raise CacheMismatch(
+            f"{flat_path.name} is a {type(flat).__name__} of {flat.ntotal} x {flat.d}, "
+            f"not {expected.__name__} {rows} x {dim}"
+        )
+    return CachedVectors(flat, row_ids, norms)
+
+
+def _save(path: Path, values: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.save(f, values, allow_pickle=False)
+
+
+def _tmp(base: Path, suffix: str) -> Path:
+    return base.with_name(base.name + suffix + TMP)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+Take = Callable[[], tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None]
+
+
+class CacheWriter:
+    """Writes and deletes cache entries in order on its own thread, so a start or a read never
+    waits for the disk. `take()` of a write runs under its lock (the segment's replica's) and
+    returns what to write, or None if the segment changed meanwhile."""
+
+    def __init__(self, cache: SegmentCache) -> None:
+        self.cache = cache
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._mutex = threading.Lock()
+
+    def write(
+        self, collection_id: int, segment_id: int, field_id: int, take: Take, lock: Lock
+    ) -> None:
+        """Queues the write of a segment's entry (a failure is logged, nothing else)."""
+        self._put(lambda: self._write(collection_id, segment_id, field_id, take, lock))
+
+    def drop(self, collection_id: int, segment_ids: list[int]) -> None:
+        """Queues the deletion of segments' entries (after the writes queued before)."""
+        self._put(lambda: self.cache.drop(collection_id, segment_ids))
+
+    def drop_collection(self, collection_id: int) -> None:
+        """Queues the deletion of every entry of a collection."""
+        self._put(lambda: self.cache.drop_collection(collection_id))
+
+    def then(self, job: Callable[[], None]) -> None:
+        """Runs `job` once the writes queued before are done: the query node starts loading
+        segment indexes so (an index that reconstructs exactly frees the segment's flat
+        storage: written first, the next start maps it)."""
+        self._put(job)
+
+    def close(self) -> None:
+        """Returns once every queued write and deletion is done."""
+        with self._mutex:
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._work.put(None)
+        if thread is not None:
+            thread.join()
+
+    def _put(self, job: Callable[[], None]) -> None:
+        with self._mutex:
+            self._work.put(job)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="querynode-cache", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._work.get()) is not None:
+            try:
+                job()
+            except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
+                log.warning("query node cache: %s", exc)
+
+    def _write(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
+        with lock:  # the segment's storage does not change while it is copied out
+            got = take()
+            if got is None:
+                return
+            base = self.cache.prepare(cid, sid, fid, *got)
+        self.cache.commit(base)

@@ -1,0 +1,63 @@
+"""The segment cache's files (mmapcache.py): an entry reads back mapped and equal; a truncated,
+mismatched or half-written one is refused and deleted, never served."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from vectorlog.processors.querynode.mmapcache import SegmentCache, new_flat
+
+
+def written(tmp_path: Path, rows: int = 50, dim: int = 8) -> tuple[SegmentCache, np.ndarray]:
+    x = np.random.default_rng(0).random((rows, dim), dtype=np.float32)
+    flat = new_flat(dim, "L2")
+    flat.add(x)
+    cache = SegmentCache(tmp_path)
+    ids = np.arange(100, 100 + rows, dtype=np.int64)
+    cache.write(1, 7, 101, flat, ids, np.linalg.norm(x, axis=1).astype(np.float32))
+    return cache, x
+
+
+def test_an_entry_reads_back_mapped_and_equal(tmp_path: Path):
+    cache, x = written(tmp_path)
+    got = cache.open(1, 7, 101, 8, "L2", 50)
+    assert got is not None and len(got) == 50
+    xb = faiss.rev_swig_ptr(got.flat.get_xb(), 50 * 8).reshape(50, 8)
+    assert np.array_equal(xb, x) and got.row_ids.tolist() == list(range(100, 150))
+    _, labels = got.flat.search(x[:3], 1)
+    assert labels.ravel().tolist() == [0, 1, 2]
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_truncated_or_mismatched_entry_is_refused_and_deleted(tmp_path: Path):
+    cache, _ = written(tmp_path)
+    assert cache.open(1, 7, 101, 8, "L2", 49) is None  # other rows than the segment's
+    assert not list(tmp_path.rglob("7_*"))
+    cache, _ = written(tmp_path)
+    assert cache.open(1, 7, 101, 8, "COSINE", 50) is None  # another storage metric
+    cache, _ = written(tmp_path)
+    flat = tmp_path / "1" / "7_101.flat"
+    flat.write_bytes(flat.read_bytes()[:-4])
+    assert cache.open(1, 7, 101, 8, "L2", 50) is None and not flat.exists()
+    cache, _ = written(tmp_path)
+    (tmp_path / "1" / "7_101.norms.npy").write_bytes(b"\x93NUMPY garbage")
+    assert cache.open(1, 7, 101, 8, "L2", 50) is None
+
+
+def test_retain_keeps_only_the_segments_still_loaded(tmp_path: Path):
+    cache, _ = written(tmp_path)
+    (tmp_path / "1" / "8_101.flat.tmp").write_bytes(b"half written")
+    (tmp_path / "2").mkdir()
+    (tmp_path / "2" / "3_101.flat").write_bytes(b"of a dropped collection")
+    cache.retain({1: {7}})
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [
+        "1",
+        "7_101.flat",
+        "7_101.ids.npy",
+        "7_101.norms.npy",
+    ]
+    cache.retain({1: set()})
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["1"]

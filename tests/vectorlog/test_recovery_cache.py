@@ -1,0 +1,102 @@
+"""The query node's segment cache (issue 10's restart goal, Milvus's queryNode.mmap): a restart
+maps the vectors of Flushed segments from the files the previous start wrote, and every read
+(now and as of earlier ts, after deletes and upserts) answers as before; a damaged entry is
+detected and rebuilt from binlogs; entries of compacted-away segments are deleted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tests.clients import ClientFactory
+from tests.vectorlog import test_compaction as compaction
+from tests.vectorlog.test_recovery import answers, build, rows
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client
+
+
+def cache_dir(client: Client) -> Path:
+    return Path(client.cfg.state_dir()) / "querynode"
+
+
+def mapped(client: Client) -> list[int]:
+    """Returns the ids of the segments served from cache files."""
+    replicas = client.cluster.querynode.replicas.values()
+    return sorted(s.segment_id for r in replicas for s in r.segments.values() if s.mapped)
+
+
+def entries(client: Client) -> dict[str, int]:
+    """Returns the cache's flat files by name, with their sizes."""
+    return {p.name: p.stat().st_size for p in cache_dir(client).rglob("*.flat")}
+
+
+def test_a_restart_maps_flushed_segments_and_answers_every_read_as_before(
+    open_client: ClientFactory,
+):
+    first = open_client()
+    stamps = build(first)  # deletes and upserts in binlogs and after them, a dropped partition
+    before = answers(first, stamps)
+    first.close()
+    second = open_client()  # loads from binlogs, writes the cache
+    assert not mapped(second) and answers(second, stamps) == before
+    second.close()
+    third = open_client()
+    assert mapped(third) and len(mapped(third)) == len(entries(third))
+    assert answers(third, stamps) == before
+    third.insert("c", rows([5, 6], tag="new"))  # upserts of mapped rows, then a delete
+    third.delete("c", ids=[10])
+    got = third.get("c", [5, 6, 10, 11], output_fields=["id", "tag", "vector"])
+    assert got == [
+        {"id": 5, "tag": "new2", "vector": [5.0, 1.0, 0.0, 0.0]},
+        {"id": 6, "tag": "new0", "vector": [6.0, 1.0, 0.0, 0.0]},
+        {"id": 11, "tag": "a2", "vector": [11.0, 1.0, 0.0, 0.0]},
+    ]
+
+
+def test_a_damaged_cache_entry_is_detected_and_rebuilt_from_binlogs(
+    open_client: ClientFactory,
+):
+    first = open_client()
+    stamps = build(first)
+    before = answers(first, stamps)
+    first.close()
+    open_client().close()  # writes the cache
+    folder = cache_dir(first)
+    good = {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    flats = sorted(p for p in good if p.name.endswith(".flat"))
+    assert len(flats) >= 2
+    flats[0].write_bytes(good[flats[0]][:-10])  # truncated
+    ids = flats[1].with_name(flats[1].name.removesuffix(".flat") + ".ids.npy")
+    np.save(ids, np.load(ids) + 1)  # well-formed, but other rows than the binlogs'
+    second = open_client()
+    assert len(mapped(second)) < len(flats)  # the damaged ones were read from binlogs
+    assert answers(second, stamps) == before
+    second.close()
+    assert {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} == good
+    third = open_client()
+    assert len(mapped(third)) == len(flats) and answers(third, stamps) == before
+
+
+def test_the_entries_of_compacted_segments_are_deleted(open_client: ClientFactory):
+    first = open_client(**compaction.SETTINGS)
+    stamps = compaction.build(first)
+    first.close()
+    open_client(**compaction.SETTINGS).close()  # writes the cache
+    client = open_client(**compaction.SETTINGS)  # (its FLAT index frees what it maps)
+    before = compaction.all_answers(client, stamps)
+    olds = {int(name.split("_")[0]) for name in entries(client)}
+    assert len(olds) >= 6
+    job = client.compact("c", wait=True)
+    merged = {s for group in client.get_compaction_plans(job)["merged"].values() for s in group}
+    assert merged and merged <= olds
+    caught_up(client)
+    assert compaction.all_answers(client, stamps) == before
+    client.close()
+    left = {int(name.split("_")[0]) for name in entries(client)}
+    assert not left & merged
+    reopened = open_client(**compaction.SETTINGS)
+    caught_up(reopened)
+    assert compaction.all_answers(reopened, stamps) == before
+    reopened.close()
+    assert not {int(name.split("_")[0]) for name in entries(reopened)} & merged
