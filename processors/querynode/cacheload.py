@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import faiss
 import numpy as np
@@ -106,10 +107,12 @@ class CacheLoad:
 def _take(
     replica: Replica, pid: int, sid: int, seg: Segment, rows: int
 ) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None:
-    """Returns a segment's (flat storage, row ids, norms) to write, None if it changed since
-    (moved by a compaction, served from an index, other rows). Call with the replica's lock."""
+    """Returns copies of a segment's (flat storage, row ids, norms) to write, None if it
+    changed since (moved by a compaction, served from an index, other rows). Call with the
+    replica's lock: a copy (a memcpy) is all it holds the lock for, not the file writes."""
     if replica.segments.get((pid, sid)) is not seg or seg.index is not None:
         return None
     if seg.flat is None or seg.mapped or len(seg) != rows or seg.flat.ntotal != rows:
         return None
-    return seg.flat, seg.row_ids.view().copy(), seg.norms.view().copy()
+    flat = cast(faiss.IndexFlat, faiss.clone_index(seg.flat))
+    return flat, seg.row_ids.view().copy(), seg.norms.view().copy()

@@ -115,6 +115,12 @@ class ScalarColumns:
             values = decode_json(values)
         return object_array(values, n)
 
+    def reserve(self, rows: int) -> None:
+        """Makes room for `rows` rows in every numeric column."""
+        for col in self._cols.values():
+            if isinstance(col, GrowArray):
+                col.reserve(rows)
+
     def extend(self, columns: dict[str, Any]) -> None:
         """Appends the rows of `columns` (as returned by `stored`, one per field)."""
         for name, col in self._cols.items():

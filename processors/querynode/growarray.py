@@ -18,11 +18,16 @@ class GrowArray:
     def extend(self, values: np.ndarray) -> None:
         need = self._n + len(values)
         if need > len(self._buf):
-            grown = np.empty(max(need, 2 * len(self._buf)), dtype=self._buf.dtype)
-            grown[: self._n] = self._buf[: self._n]
-            self._buf = grown
+            self.reserve(max(need, 2 * len(self._buf)))
         self._buf[self._n : need] = values
         self._n = need
+
+    def reserve(self, capacity: int) -> None:
+        """Makes room for `capacity` values in all (a load of a known size copies once)."""
+        if capacity > len(self._buf):
+            grown = np.empty(capacity, dtype=self._buf.dtype)
+            grown[: self._n] = self._buf[: self._n]
+            self._buf = grown
 
     def view(self) -> np.ndarray:
         return self._buf[: self._n]

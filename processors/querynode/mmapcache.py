@@ -223,7 +223,7 @@ Take = Callable[[], tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None]
 class CacheWriter:
     """Writes and deletes cache entries in order on its own thread, so a start or a read never
     waits for the disk. `take()` of a write runs under its lock (the segment's replica's) and
-    returns what to write, or None if the segment changed meanwhile."""
+    returns a copy of what to write, or None if the segment changed meanwhile."""
 
     def __init__(self, cache: SegmentCache) -> None:
         self.cache = cache
@@ -279,7 +279,5 @@ class CacheWriter:
     def _write(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
         with lock:  # the segment's storage does not change while it is copied out
             got = take()
-            if got is None:
-                return
-            base = self.cache.prepare(cid, sid, fid, *got)
-        self.cache.commit(base)
+        if got is not None:  # written from the copy: reads go on meanwhile
+            self.cache.commit(self.cache.prepare(cid, sid, fid, *got))

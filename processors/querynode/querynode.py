@@ -495,6 +495,7 @@ def _restored(
     def make() -> Replica:
         replica = _replica_of(h)
         replica.cached = dict(cached)
+        replica.reserve(sum(point.flushed.get(f.segment_id, 0) for f in segs))
         return replica
 
     chunks = read_segments(segs, h.schema, point, files, cached=frozenset(s for _, s in cached))

@@ -23,7 +23,6 @@ below a drop may arrive after it: it is applied as of its ts, never discarded.
 from __future__ import annotations
 
 import threading
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from vectorlog.model import CollectionSchema
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.mmapcache import CachedVectors
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
@@ -56,7 +56,7 @@ class Replica:
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
         self._part = GrowArray(np.int64)
         self.columns = ScalarColumns(schema.fields)
-        self._latest: dict[Any, int] = {}  # pk -> its newest row
+        self._keys = KeyIndex()  # pk -> its newest row
         self._prev = GrowArray(np.int64)  # row -> the same pk's previous row, or -1
         self.segments: dict[tuple[int, int], Segment] = {}  # by (partition, id)
         self._segs: list[Segment] = []  # by ordinal
@@ -72,6 +72,12 @@ class Replica:
     def __len__(self) -> int:
         """Returns the number of rows held (every version of every key)."""
         return len(self._ins)
+
+    def reserve(self, rows: int) -> None:
+        """Makes room for `rows` rows in all (a restart knows how many it loads)."""
+        for array in (self._ins, self._sup, self._part, self._prev, self._seg, self._pos):
+            array.reserve(rows)
+        self.columns.reserve(rows)
 
     # -- applying events ------------------------------------------------------------
     def insert(self, ts: int, body: dict[str, Any]) -> None:
@@ -102,13 +108,14 @@ class Replica:
         partition: int,
         seg_id: int,
         row_ids: np.ndarray,
-        pks: list[Any],
+        pks: Keys,
         columns: dict[str, Any],
         vectors: np.ndarray | None,
         later: DeferredAppends | None = None,
     ) -> None:
         """Appends rows read from a segment's binlogs (see recovery.py), as an insert at `ts`
-        would; `ts` per row is allowed only for keys this replica never held, none twice.
+        would; `ts` per row only for keys this replica never held, none twice (unchecked:
+        restore.py checks it, and their keys are looked up only once a lookup needs them).
         With `later`, their vectors reach the segment when `later.run` runs (before any
         read). `vectors` None: they are in the segment's cache entry (`cached`). Raises
         CacheMismatch if they are not."""
@@ -122,7 +129,7 @@ class Replica:
 
     def holds_any(self, pks: list[Any]) -> bool:
         """Returns whether any of `pks` has a row here."""
-        return not self._latest.keys().isdisjoint(pks)
+        return self._keys.holds_any(pks)
 
     def _to_segment(
         self,
@@ -231,27 +238,22 @@ class Replica:
         return cols
 
     def _append(
-        self, ts: int | np.ndarray, partition: int, pks: list[Any], cols: dict[str, Any]
+        self, ts: int | np.ndarray, partition: int, pks: Keys, cols: dict[str, Any]
     ) -> None:
         base, n = len(self), len(pks)
-        prev = self._newest(pks)
         if isinstance(ts, np.ndarray):  # rows of new keys only (load_rows): none to supersede
-            if (prev >= 0).any():
-                raise ValueError("rows with their own ts must be of keys never held")
+            prev = np.full(n, -1, dtype=np.int64)
+            self._keys.add_new(pks, base)
         else:
+            prev = self._keys.newest(pks)
             self._supersede(prev, ts)
+            self._keys.add(pks if isinstance(pks, list) else pks.tolist(), base)
         self._prev.extend(prev)
-        self._latest.update(zip(pks, range(base, base + n), strict=True))
         self.columns.extend(cols)
         self._part.extend(np.full(n, partition, dtype=np.int64))
         self._sup.extend(np.full(n, NEVER, dtype=np.uint64))
         ins = ts.astype(np.uint64) if isinstance(ts, np.ndarray) else np.full(n, ts, np.uint64)
         self._ins.extend(ins)  # last: len(self) counts it
-
-    def _newest(self, pks: list[Any]) -> np.ndarray:
-        """Returns each key's newest row, or -1 for a key never seen."""
-        rows = map(self._latest.get, pks, repeat(-1, len(pks)))
-        return np.fromiter(rows, np.int64, count=len(pks))
 
     def _supersede(self, rows: np.ndarray, ts: int) -> None:
         """Ends at `ts` the visibility of those `rows` (-1 = none) still visible then.
@@ -281,7 +283,7 @@ class Replica:
         if self.dropped_ts is not None and ts >= self.dropped_ts:
             return
         with self.lock:
-            rows = self._newest(pks)
+            rows = self._keys.newest(pks)
             if partition != -1:
                 rows = rows[rows >= 0]
                 rows = rows[self._part.view()[rows] == partition]
@@ -360,7 +362,7 @@ class Replica:
         ins, sup, prev = self._ins.view(), self._sup.view(), self._prev.view()
         out = []
         for pk in dict.fromkeys(keys):
-            row = self._latest.get(pk, -1)
+            row = self._keys.get(pk)
             while row >= 0 and not ins[row] <= ts < sup[row]:
                 row = int(prev[row])
             if row >= 0:

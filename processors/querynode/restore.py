@@ -30,18 +30,45 @@ def restore(make: Callable[[], Replica], chunks: Iterable[SegmentRows]) -> tuple
     chunk is loaded as it arrives (the reads of the next ones go on meanwhile) while no key
     repeats and nothing was deleted; at the first that breaks this, everything is loaded
     again into a fresh replica in ts order. Returns the replica and the rows loaded."""
-    replica, seen, later = make(), [], DeferredAppends()
+    replica, seen, later, keys = make(), [], DeferredAppends(), _Distinct()
     for chunk in chunks:
         s = _in_ts_order(_undropped(replica, chunk))
         seen.append(s)
-        pks = _keys(s, replica.pk_name)
-        if len(s.delete_ts) or len(set(pks)) != len(pks) or replica.holds_any(pks):
+        pks = s.columns[replica.pk_name]
+        if len(s.delete_ts) or not keys.add(pks):
             return _in_order(make(), seen + [_in_ts_order(_undropped(replica, c)) for c in chunks])
         if len(s):
             at = (s.partition_id, s.segment_id)
             replica.load_rows(s.ts, *at, s.row_ids, pks, s.columns, s.vectors, later)
+    if not keys.distinct():
+        return _in_order(make(), seen)
     later.run(FILL_THREADS)
     return replica, sum(len(s) for s in seen)
+
+
+class _Distinct:
+    """Whether primary keys seen so far are all distinct: strings in a set, as they come;
+    integers as arrays, checked once by `distinct` (one sort, no Python object per key)."""
+
+    def __init__(self) -> None:
+        self._texts: set[Any] = set()
+        self._ints: list[np.ndarray] = []
+
+    def add(self, pks: Any) -> bool:
+        """Adds keys; returns False if one is known to repeat already."""
+        if isinstance(pks, np.ndarray):
+            self._ints.append(pks)
+            return True
+        before = len(self._texts)
+        self._texts.update(pks)
+        return len(self._texts) == before + len(pks)
+
+    def distinct(self) -> bool:
+        """Returns whether every key added is distinct."""
+        if not self._ints:
+            return True
+        keys = np.sort(np.concatenate(self._ints))
+        return not (keys[1:] == keys[:-1]).any()
 
 
 def _in_order(replica: Replica, segments: list[SegmentRows]) -> tuple[Replica, int]:

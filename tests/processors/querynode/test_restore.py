@@ -179,3 +179,26 @@ def test_random_histories_restore_exactly(seed: int):
             ops.append(("insert", ts, rng.randint(1, 3), keys, P1))
     live, restored = live_and_restored(ops)
     assert_same(live, restored, 72)
+
+
+def test_an_integer_key_repeated_across_chunks_without_delete_records_loads_in_ts_order():
+    """Keys are checked for repeats once, after the bulk pass (one sort, no dict of keys):
+    a repeat seen only then still makes the load start again in ts order."""
+    live, model = Replica(7, S), DataNodeModel()
+    for ts, seg, keys in [(10, 1, [1, 2]), (12, 2, [2, 3])]:
+        model.apply("insert", ts, seg, keys, P1)
+        live.insert(ts, {**rows_inserted(S, keys, partition=P1), "segment_id": seg})
+    segments = model.segments()
+    for s in segments:  # the upsert's delete record is past the checkpoint tick: not loaded
+        s.delete_pks, s.delete_ts = [], np.zeros(0, np.uint64)
+    made: list[Replica] = []
+
+    def make() -> Replica:
+        made.append(Replica(7, S))
+        return made[-1]
+
+    restored, n = restore(make, iter(segments))
+    assert len(made) == 2 and restored is made[-1] and n == 4
+    assert_same(live, restored, 14)
+    assert restored.get([2], 11, ["id", "tag"]) == [{"id": 2, "tag": "t2"}]
+    assert [r["id"] for r in restored.query(12, ["id"])] == [1, 2, 3]
