@@ -53,6 +53,9 @@ def inserted(ids: range | list[int], tag: str = "ins") -> list[dict[str, Any]]:
     return [{"id": i, "vector": vec(i), "tag": tag} for i in ids]
 
 
+SLOW = pytest.mark.slow
+
+
 def parquet(path: Path, ids: range, tag: str = "pq", row_group: int = 150) -> str:
     vectors = np.array([vec(i) for i in ids], dtype=np.float32)
     table = pa.table(
@@ -262,7 +265,9 @@ def test_a_file_failing_in_its_spark_task_fails_the_import_and_leaves_nothing(
     assert client.bulk_insert("c", [good])["row_count"] == 300  # and it can be retried
 
 
-@pytest.mark.parametrize("point", ["bulkinsert.after_files", "proxy.import.before_append"])
+@pytest.mark.parametrize(  # each a killed child and a JVM start: the second in make test-all
+    "point", ["bulkinsert.after_files", pytest.param("proxy.import.before_append", marks=SLOW)]
+)
 def test_a_killed_import_leaves_nothing_visible(
     point: str, client_args: dict[str, Any], open_client: ClientFactory, tmp_path: Path
 ):

@@ -67,6 +67,11 @@ def test_partitions_hold_rows_and_dropping_one_hides_them(client: Client):
     refused(client, InvalidName, "invalid partition name", client.create_partition, "c", "p-3")
 
 
+@pytest.mark.parametrize(  # 1,023 DDL round trips: 38 s on Kafka, so there in make test-all
+    "backend",
+    [pytest.param("embedded"), pytest.param("kafka", marks=[pytest.mark.kafka, pytest.mark.slow])],
+    indirect=True,
+)
 def test_a_collection_holds_at_most_1024_partitions(client: Client):
     client.create_collection("c", dimension=2)
     for i in range(MAX_PARTITIONS - 1):
