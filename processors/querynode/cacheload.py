@@ -103,6 +103,18 @@ class CacheLoad:
             field = replica.vec.field_id
             self.writer.write(replica.collection_id, sid, field, take, replica.lock)
 
+    def flushed(self, replica: Replica, pid: int, sid: int, rows: int) -> bool:
+        """Writes the entry of a segment the live node holds once it is Flushed with `rows`
+        rows (so the first restart after it maps it too); returns False while the node has
+        not applied all of them yet (call again), True once written or not to be."""
+        seg = replica.segments.get((pid, sid))
+        if seg is None or len(seg) < rows:
+            gone = replica.dropped_ts is not None or pid in replica.dropped_partitions
+            return seg is None and gone
+        take = partial(_take, replica, pid, sid, seg, rows)
+        self.writer.write_now(replica.collection_id, sid, replica.vec.field_id, take, replica.lock)
+        return True
+
 
 def _take(
     replica: Replica, pid: int, sid: int, seg: Segment, rows: int

@@ -1,5 +1,6 @@
 """Which segment indexes the query node serves: it follows the coord topic from offset 0 (it
-keeps no durable state, so a restart replays it) for SegmentIndexed and SegmentIndexesDropped.
+keeps no durable state, so a restart replays it) for SegmentIndexed and SegmentIndexesDropped
+(and for segments flushed, whose vectors the segment cache keeps: `on_flushed`).
 
 A SegmentIndexed is pending until its files are read and every row of the index has been
 applied by the replica (the coord topic can run ahead of the dml one); it is retried after
@@ -25,9 +26,12 @@ log = logging.getLogger(__name__)
 
 MAX_READ_ATTEMPTS = 3  # a load whose files cannot be read this many times is given up
 BATCH = 1000
+FLUSHED_RETRIES = 200  # dml packs a Flushed segment's rows may take to be applied here
 
 #: collection id -> its replica; None while unknown yet; raises KeyError once freed
 ReplicaOf = Callable[[int], Replica | None]
+#: (replica, partition, segment, rows) of a segment Flushed: True once done with, False: retry
+OnFlushed = Callable[[Replica, int, int, int], bool]
 
 
 class Pending:
@@ -50,11 +54,15 @@ class IndexLoader:
         files: IndexFiles,
         replica_of: ReplicaOf,
         snapshots: Blobs | None = None,
+        on_flushed: OnFlushed | None = None,
     ) -> None:
         self._log, self._topic, self._serde, self._files = log_, topic, serde, files
         self._snapshots = snapshots
         self._replica_of = replica_of
+        self._on_flushed = on_flushed
         self.pending: dict[tuple[int, int, int], Pending] = {}  # (collection, partition, seg)
+        #: the same -> [rows, retries left], for on_flushed
+        self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="querynode-indexes", daemon=True)
@@ -93,7 +101,8 @@ class IndexLoader:
             except Exception as exc:  # a body this node cannot use: skipped, never retried
                 log.warning("query node skips coord record %d: %s", rec.offset, exc)
             self.offset = rec.offset + 1
-        if self.pending and len(records) < BATCH and (records or self.applied.is_set()):
+        waiting = self.pending or self.flushed
+        if waiting and len(records) < BATCH and (records or self.applied.is_set()):
             self.applied.clear()
             self.retry()
 
@@ -110,6 +119,9 @@ class IndexLoader:
                 self.pending[key] = Pending(body)
         elif event.type == "SegmentIndexesDropped":
             self._dropped(body["collection_id"], body["index_id"])
+        elif event.type == "BinlogPathsSaved" and _cached(body, self._on_flushed):
+            key = (body["collection_id"], body["partition_id"], body["segment_id"])
+            self.flushed[key] = [body["num_rows"], FLUSHED_RETRIES]
 
     def _dropped(self, cid: int, index_id: int) -> None:
         for key, p in list(self.pending.items()):
@@ -123,12 +135,28 @@ class IndexLoader:
             replica.unload_indexes(index_id)
 
     def retry(self) -> None:
-        """Tries every pending load once: done ones (or hopeless ones) are forgotten."""
+        """Tries every pending load once: done ones (or hopeless ones) are forgotten. The
+        segments flushed go first: a loaded index may free the vectors they keep."""
+        for key, left in list(self.flushed.items()):
+            if self._stop.is_set():
+                return
+            left[1] -= 1
+            if self._flushed(key, left[0]) or not left[1]:
+                del self.flushed[key]  # done, or its rows never came (merged, dropped)
         for key, p in list(self.pending.items()):
             if self._stop.is_set():
                 return
             if self._attempt(p):
                 del self.pending[key]
+
+    def _flushed(self, key: tuple[int, int, int], rows: int) -> bool:
+        try:
+            replica = self._replica_of(key[0])
+        except KeyError:
+            return True  # the collection was freed
+        if replica is None or self._on_flushed is None:
+            return self._on_flushed is None
+        return self._on_flushed(replica, key[1], key[2], rows)
 
     def _attempt(self, p: Pending) -> bool:
         """Returns whether `p` is finished with: loaded, or never loadable (its files could
@@ -155,3 +183,9 @@ class IndexLoader:
         if p.index is None:
             p.index = read_index(p.body, self._files)
         return replica.load_index(p.body["partition_id"], p.body["segment_id"], p.index)
+
+
+def _cached(body: dict[str, Any], on_flushed: OnFlushed | None) -> bool:
+    """Whether a BinlogPathsSaved makes a segment the cache keeps: flushed, neither merged
+    nor imported (those the cache leaves out), with a cache to keep it."""
+    return on_flushed is not None and body["flushed"] and not body["imported"]

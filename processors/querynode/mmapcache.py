@@ -135,6 +135,11 @@ class SegmentCache:
             os.replace(_tmp(base, suffix), base.with_name(base.name + suffix))
         _fsync_dir(base.parent)
 
+    def exists(self, collection_id: int, segment_id: int, field_id: int) -> bool:
+        """Returns whether a segment has a complete entry (its flat file, written last)."""
+        base = self._base(collection_id, segment_id, field_id)
+        return base.with_name(base.name + SUFFIXES[-1]).exists()
+
     def drop(self, collection_id: int, segment_ids: list[int]) -> None:
         """Deletes the entries of `segment_ids` (every field's); missing ones are skipped."""
         folder = self.root / str(collection_id)
@@ -276,7 +281,17 @@ class CacheWriter:
             except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
                 log.warning("query node cache: %s", exc)
 
+    def write_now(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
+        """Writes a segment's entry on the calling thread unless it has one already (a
+        failure is logged)."""
+        try:
+            self._write(cid, sid, fid, take, lock)
+        except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
+            log.warning("query node cache: %s", exc)
+
     def _write(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
+        if self.cache.exists(cid, sid, fid):
+            return
         with lock:  # the segment's storage does not change while it is copied out
             got = take()
         if got is not None:  # written from the copy: reads go on meanwhile

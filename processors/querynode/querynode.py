@@ -122,8 +122,9 @@ class QueryNode:
         self.indexes: IndexLoader | None = None
         if index_files is not None:
             coord = serdes.for_topic(topics.coord)
+            flushed = self.cache.flushed if self.cache is not None else None
             self.indexes = IndexLoader(
-                log, topics.coord, coord, index_files, self._replica_of, snapshots
+                log, topics.coord, coord, index_files, self._replica_of, snapshots, flushed
             )
 
     def recover(
