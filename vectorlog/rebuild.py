@@ -33,7 +33,7 @@ from vectorlog.config import Config
 from vectorlog.errors import InvalidArgument
 from vectorlog.processors.datanode.service import PyArrowObjectStore
 from vectorlog.processors.spark.rebuild import DmlScan
-from vectorlog.processors.spark.rebuild_prefix import PrefixEvent, prefix_events
+from vectorlog.processors.spark.rebuild_prefix import PrefixEvent, Spool, prefix_events
 from vectorlog.processors.spark.service import acquire_session, offsets_as_of, release_session
 from vectorlog.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
 from vectorlog.schemas.serde import Event, EventSerde
@@ -82,22 +82,41 @@ def rebuild(
         ddl = list(read_whole(src, topics.ddl, store))
         at = _as_of(as_of, ddl, serdes.for_topic(topics.ddl))
         coord = list(read_whole(src, topics.coord, store))
-        read = _read_source(source, src, topics, ddl, coord, at)
-        dst_cfg = Config.load(
-            log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions
-        )
-        dst = _new_target(dst_cfg, topics)
+        spool = Spool()
         try:
-            report = RebuildReport(at, target, source.cluster)
-            report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), at))
-            kept = _coord_kept(coord, serdes.for_topic(topics.coord), at, read)
-            report.coord = _copy(dst, topics.coord, kept)
-            report.dml = _copy_dml(src, dst, topics, read, progress)
+            read = _read_source(source, src, topics, ddl, coord, at, spool)
+            report = _write_target(target, source, topics, serdes, ddl, coord, read, progress)
         finally:
-            dst.close()
+            spool.close()
     finally:
         src.close()
     report.seconds = time.monotonic() - started
+    return report
+
+
+def _write_target(
+    target: str,
+    source: Config,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    read: _SourceRead,
+    progress: Progress | None,
+) -> RebuildReport:
+    """Writes the new data dir's log; returns what it holds. Raises RebuildRefused if it
+    holds a cluster already."""
+    dst_cfg = Config.load(log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions)
+    dst = _new_target(dst_cfg, topics)
+    try:
+        report = RebuildReport(read.at, target, source.cluster)
+        stamped = _stamped(ddl, serdes.for_topic(topics.ddl), read.at)
+        report.ddl = _copy(dst, topics.ddl, stamped)
+        kept = _coord_kept(coord, serdes.for_topic(topics.coord), read.at, read)
+        report.coord = _copy(dst, topics.coord, kept)
+        report.dml = _copy_dml(read.src, dst, topics, read, progress)
+    finally:
+        dst.close()
     return report
 
 
@@ -106,15 +125,24 @@ class _SourceRead:
     """What the Spark jobs found: the dml scan, each partition's range, and the prefix of
     the truncated partitions with its events."""
 
+    src: Log
+    at: int
     scan: DmlScan
     starts: dict[int, int]
     ends: dict[int, int]
     prefix: Prefix
     events: list[PrefixEvent]
+    spool: Spool
 
 
 def _read_source(
-    source: Config, src: Log, topics: Topics, ddl: list[Record], coord: list[Record], at: int
+    source: Config,
+    src: Log,
+    topics: Topics,
+    ddl: list[Record],
+    coord: list[Record],
+    at: int,
+    spool: Spool,
 ) -> _SourceRead:
     """Scans the dml topic and reads the binlogs of its truncated part. Raises
     RebuildRefused for a T before the oldest the log and the binlogs give."""
@@ -137,10 +165,10 @@ def _read_source(
         prefix = plan(
             events_of(topics.ddl, ddl), segments, scan, cuts(scan, starts, at), at, EventSerde()
         )
-        events = prefix_events(session, source.storage_uri(), prefix.jobs)
+        events = prefix_events(session, source.storage_uri(), prefix.jobs, spool)
     finally:
         release_session(session)
-    return _SourceRead(scan, starts, ends, prefix, events)
+    return _SourceRead(src, at, scan, starts, ends, prefix, events, spool)
 
 
 def _decoded(serdes: Serdes, topic: str, records: list[Record]) -> list[Event]:
@@ -237,32 +265,48 @@ def _copy_dml(
 
 def _dml_records(src: Log, topics: Topics, read: _SourceRead) -> Iterator[Append]:
     """Per partition: the prefix (DDL copies, rows and deletes in ts order), then the kept
-    records in offset order, a bulk insert's replaced by its rows, a compaction left out."""
+    records in offset order, a bulk insert's replaced by its rows, a compaction left out.
+    Synthesized values are read from the spool as they are copied."""
     prefix, replaced = _synthesized(read)
     for p, end in sorted(read.ends.items()):
-        yield from (rec for _, _, rec in sorted(prefix.get(p, []), key=lambda x: x[:2]))
+        yield from (_append(read, e) for _, _, e in sorted(prefix.get(p, []), key=_order))
         kept = read.scan.kept.get(p, set()) - read.prefix.skipped.get(p, set())
         kept |= {offset for q, offset in replaced if q == p}
         for r in _kept_records(src, topics.dml, p, read.starts.get(p, 0), end, kept):
-            yield from replaced.get((p, r.offset), [Append(p, r.value, r.key, r.headers)])
+            if (p, r.offset) in replaced:
+                yield from (_append(read, e) for e in replaced[(p, r.offset)])
+            else:
+                yield Append(p, r.value, r.key, r.headers)
+
+
+Synthesized = PrefixEvent | Append  # a DDL copy is an Append already
+
+
+def _order(item: tuple[int, int, Synthesized]) -> tuple[int, int]:
+    return item[0], item[1]
+
+
+def _append(read: _SourceRead, e: Synthesized) -> Append:
+    if isinstance(e, Append):
+        return e
+    return Append(e.pchannel, read.spool.value(e), EventSerde().vchannel_key(e.vchannel))
 
 
 def _synthesized(
     read: _SourceRead,
-) -> tuple[dict[int, list[tuple[int, int, Append]]], dict[tuple[int, int], list[Append]]]:
-    """Returns the prefix records per partition, with their (ts, kind) order, and the records
-    replacing kept ones, by (partition, offset)."""
+) -> tuple[dict[int, list[tuple[int, int, Synthesized]]], dict[tuple[int, int], list[PrefixEvent]]]:
+    """Returns the prefix per partition, with its (ts, kind) order, and the events replacing
+    kept records, by (partition, offset)."""
     key = EventSerde().vchannel_key
-    prefix: dict[int, list[tuple[int, int, Append]]] = {}
-    replaced: dict[tuple[int, int], list[Append]] = {}
+    prefix: dict[int, list[tuple[int, int, Synthesized]]] = {}
+    replaced: dict[tuple[int, int], list[PrefixEvent]] = {}
     for p, copies in read.prefix.ddl.items():
         prefix[p] = [(ts, DDL_FIRST, Append(p, value, key(vc))) for ts, vc, value in copies]
     for e in read.events:
-        rec = Append(e.pchannel, e.value, key(e.vchannel))
         if e.replaces is None:
-            prefix.setdefault(e.pchannel, []).append((e.ts, e.kind, rec))
+            prefix.setdefault(e.pchannel, []).append((e.ts, e.kind, e))
         else:
-            replaced.setdefault((e.pchannel, e.replaces), []).append(rec)
+            replaced.setdefault((e.pchannel, e.replaces), []).append(e)
     return prefix, replaced
 
 

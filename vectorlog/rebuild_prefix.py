@@ -119,8 +119,15 @@ class Prefix:
     unopened: dict[int, tuple[SourceSegment, int]] = field(default_factory=dict)  # with pchannel
 
     def add(self, job: PrefixJob, seg: SourceSegment) -> None:
-        """Adds a job (noting a segment a bulk insert or compaction made: never opened)."""
-        self.jobs.append(job)
+        """Adds a job, one per binlog write and one for the delta logs, so no task holds a
+        whole segment (noting a segment a bulk insert or compaction made: never opened)."""
+        source = job.segment
+        for write in source.writes:
+            part = CompactionSource(source.segment_id, (write,), ())
+            self.jobs.append(replace(job, segment=part, deletes_below=0))
+        if source.deltas and job.deletes_below:
+            deltas = CompactionSource(source.segment_id, (), source.deltas)
+            self.jobs.append(replace(job, segment=deltas, rows_below=0, rows_from=0))
         if not seg.opened:
             self.unopened[seg.segment_id] = (seg, job.pchannel)
 

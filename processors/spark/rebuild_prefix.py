@@ -9,13 +9,16 @@ ts, row ids and segment, where the log no longer has (or never had) those events
 - A bulk insert (SegmentImported): its rows, all stamped with its ts, replace its record, so
   the rebuilt cluster needs no binlog of the source (nor the import's own segments, which a
   compaction may have merged into another).
-One Spark task per segment; pure over the object store, so it also runs in process.
+One Spark task per binlog write (and one per segment's delta logs); pure over the object
+store, so it also runs in process. Their values go to a Spool file on the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +61,8 @@ class PrefixJob:
 
 @dataclass(frozen=True)
 class PrefixEvent:
-    """One synthesized dml record: where it goes and its place in ts order."""
+    """One synthesized dml record: where it goes and its place in ts order; its value, or
+    (once in a Spool) where the spool holds it."""
 
     ts: int
     kind: int  # DELETE or INSERT
@@ -68,21 +72,49 @@ class PrefixEvent:
     rows: int
     segment_id: int
     replaces: int | None = None  # the offset of the record it stands in for; None: prefix
+    spooled: tuple[int, int] | None = None  # (offset, length) in the spool
+
+
+class Spool:
+    """The values of synthesized events in a temporary file: a rebuild's read back from
+    binlogs reach the size of the vectors, never all held in memory (nor in Spark's JVM)."""
+
+    def __init__(self) -> None:
+        # open until close(): the spool outlives any one block of code
+        self._file = tempfile.TemporaryFile(prefix="vectorlog-rebuild-")  # noqa: SIM115
+
+    def add(self, event: PrefixEvent) -> PrefixEvent:
+        """Returns `event` with its value moved into the spool."""
+        at = self._file.seek(0, os.SEEK_END)
+        self._file.write(event.value)
+        return replace(event, value=b"", spooled=(at, len(event.value)))
+
+    def value(self, event: PrefixEvent) -> bytes:
+        """Returns the value of a spooled event."""
+        if event.spooled is None:
+            return event.value
+        self._file.seek(event.spooled[0])
+        return self._file.read(event.spooled[1])
+
+    def close(self) -> None:
+        self._file.close()
 
 
 def prefix_events(
-    session: SparkSession | None, storage_uri: str, jobs: list[PrefixJob]
+    session: SparkSession | None, storage_uri: str, jobs: list[PrefixJob], spool: Spool
 ) -> list[PrefixEvent]:
-    """Returns the events of every job, in (pchannel, ts, deletes first) order; with no
-    session, reads in this process. Raises what a task raised (CorruptBinlog, ObjectNotFound
-    for a binlog the source's storage root lost)."""
+    """Returns the events of every job, spooled, in (pchannel, ts, deletes first) order;
+    with no session, reads in this process. Task results reach the driver one task at a
+    time. Raises what a task raised (CorruptBinlog, ObjectNotFound for a binlog the source's
+    storage root lost)."""
     if not jobs:
         return []
     run = partial(_job_events, storage_uri)
     if session is None:
-        events = [e for job in jobs for e in run(job)]
+        found: Iterable[PrefixEvent] = (e for job in jobs for e in run(job))
     else:
-        events = session.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).collect()
+        found = session.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).toLocalIterator()
+    events = [spool.add(e) for e in found]
     return sorted(events, key=lambda e: (e.pchannel, e.ts, e.kind))
 
 
