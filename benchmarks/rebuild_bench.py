@@ -8,7 +8,10 @@ restart benchmark's); T is now, after the last insert. The rebuild is timed twic
 (the Spark batch read of dml keeping records stamped <= T, and the appends into the new data
 dir; the JVM start included, and without it, a second rebuild in the same process), and the
 copy plus opening the rebuilt cluster until a Strong count(*) answers (its replay of the
-copied log). Writes benchmarks/results/rebuild.json and .md.
+copied log). Then retention deletes every dml record the source's binlogs hold (reopened
+with `log_retention_ms=0`), and the rebuild is timed a third time (JVM up): its rows now
+come from the binlogs (one Spark task per segment) instead of the log. Writes
+benchmarks/results/rebuild.json and .md.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from benchmarks.restart_bench import build
 from vectorlog import Client
 from vectorlog.config import Config
 from vectorlog.rebuild import rebuild
+from vectorlog.streams.log.base import start_offsets
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -48,6 +52,18 @@ def timed_rebuild(source: str, target: str, rows: int) -> dict[str, Any]:
     }
 
 
+def truncate(source: str, timeout: float = 120.0) -> None:
+    """Reopens the source with retention 0 until the records its binlogs hold are deleted
+    from every dml partition it wrote to."""
+    with Client(source, log_retention_ms=0, log_retention_check_s=0.2) as client:
+        topic = client.cluster.topics.dml
+        used = [p for p, end in client.cluster.log.end_offsets(topic).items() if end > 2]
+        deadline = time.monotonic() + timeout
+        while not all(start_offsets(client.cluster.log, topic)[p] > 0 for p in used):
+            assert time.monotonic() < deadline, "retention did not delete the dml records"
+            time.sleep(0.2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)
@@ -57,11 +73,14 @@ def main() -> None:
         build(source, args.rows, BATCH)
         cold = timed_rebuild(source, str(Path(tmp) / "a"), args.rows)
         warm = timed_rebuild(source, str(Path(tmp) / "b"), args.rows)
+        truncate(source)
+        binlogs = timed_rebuild(source, str(Path(tmp) / "c"), args.rows)
     result = {
         "rows": args.rows,
         "dim": DIM,
         "cold": cold,
         "warm": warm,
+        "binlogs": binlogs,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     RESULTS.mkdir(exist_ok=True)
@@ -77,7 +96,12 @@ def markdown(r: dict[str, Any]) -> str:
         "| run | copy s | rows/s (copy) | copy + open to a Strong count s | rows/s (with open) |",
         "|---|---:|---:|---:|---:|",
     ]
-    for case, what in (("cold", "first (JVM start inside)"), ("warm", "second (JVM up)")):
+    cases = (
+        ("cold", "first (JVM start inside)"),
+        ("warm", "second (JVM up)"),
+        ("binlogs", "dml truncated by retention: rows from binlogs (JVM up)"),
+    )
+    for case, what in cases:
         c = r[case]
         lines.append(
             f"| {what} | {c['copy_s']} | {c['rows_per_s_copy']:,} | {c['copy_and_open_s']} | "
