@@ -109,8 +109,9 @@ def _merges(segments: dict[int, SourceSegment], sid: int) -> list[int]:
 @dataclass
 class Prefix:
     """What replaces records: binlog jobs, DDL copies per truncated pchannel (ts, vchannel,
-    value), coord events to append, kept dml offsets not to copy (compactions, and bulk
-    inserts replaced by their rows), and segments whose coord events are left out."""
+    value), kept dml offsets not to copy (compactions, and bulk inserts replaced by their
+    rows), segments whose coord events are left out, and those never opened (`coord` makes
+    their events)."""
 
     jobs: list[PrefixJob] = field(default_factory=list)
     ddl: dict[int, list[tuple[int, str, bytes]]] = field(default_factory=dict)
