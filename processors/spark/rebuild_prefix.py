@@ -9,18 +9,20 @@ ts, row ids and segment, where the log no longer has (or never had) those events
 - A bulk insert (SegmentImported): its rows, all stamped with its ts, replace its record, so
   the rebuilt cluster needs no binlog of the source (nor the import's own segments, which a
   compaction may have merged into another).
-One Spark task per binlog write (and one per segment's delta logs); pure over the object
-store, so it also runs in process. Their values go to a Spool file on the driver.
+One job per binlog write (and one per segment's delta logs), a few Spark tasks per core
+running them; pure over the object store, so it also runs in process. Their values go to
+a Spool folder on the driver's disk.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DELETE, INSERT = 0, 1  # at one ts, a delete goes before an insert (an upsert's order)
+TASKS_PER_CORE = 4  # Spark tasks per core, each running several jobs (binlog writes)
 
 
 @dataclass(frozen=True)
@@ -72,57 +75,87 @@ class PrefixEvent:
     rows: int
     segment_id: int
     replaces: int | None = None  # the offset of the record it stands in for; None: prefix
-    spooled: tuple[int, int] | None = None  # (offset, length) in the spool
+    spooled: tuple[str, int, int] | None = None  # (file, offset, length) in the spool
 
 
 class Spool:
-    """The values of synthesized events in a temporary file: a rebuild's read back from
-    binlogs reach the size of the vectors, never all held in memory (nor in Spark's JVM)."""
+    """The values of synthesized events in files of a temporary folder: a rebuild's read
+    back from binlogs reach the size of the vectors, never all held in memory (nor passed
+    through Spark's JVM, where tasks share the driver's disk)."""
 
     def __init__(self) -> None:
-        # open until close(): the spool outlives any one block of code
-        self._file = tempfile.TemporaryFile(prefix="vectorlog-rebuild-")  # noqa: SIM115
+        self.folder = tempfile.mkdtemp(prefix="vectorlog-rebuild-")
+        self._files: dict[str, BinaryIO] = {}
 
     def add(self, event: PrefixEvent) -> PrefixEvent:
-        """Returns `event` with its value moved into the spool."""
-        at = self._file.seek(0, os.SEEK_END)
-        self._file.write(event.value)
-        return replace(event, value=b"", spooled=(at, len(event.value)))
+        """Returns `event` with its value moved into the spool (the driver's file)."""
+        return spooled([event], self.folder, "driver")[0]
 
     def value(self, event: PrefixEvent) -> bytes:
-        """Returns the value of a spooled event."""
+        """Returns the value of an event (read from the spool if it is there)."""
         if event.spooled is None:
             return event.value
-        self._file.seek(event.spooled[0])
-        return self._file.read(event.spooled[1])
+        path, at, n = event.spooled
+        if path not in self._files:
+            self._files[path] = open(path, "rb")  # noqa: SIM115 (closed by close())
+        f = self._files[path]
+        f.seek(at)
+        return f.read(n)
 
     def close(self) -> None:
-        self._file.close()
+        """Deletes the spool."""
+        for f in self._files.values():
+            f.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def spooled(events: list[PrefixEvent], folder: str, name: str) -> list[PrefixEvent]:
+    """Appends the values of `events` to file `name` of a spool folder; returns the events
+    pointing at them."""
+    out = []
+    with open(os.path.join(folder, name), "ab") as f:
+        for e in events:
+            at = f.tell()
+            f.write(e.value)
+            out.append(replace(e, value=b"", spooled=(f.name, at, len(e.value))))
+    return out
 
 
 def prefix_events(
     session: SparkSession | None, storage_uri: str, jobs: list[PrefixJob], spool: Spool
 ) -> list[PrefixEvent]:
     """Returns the events of every job, spooled, in (pchannel, ts, deletes first) order;
-    with no session, reads in this process. Task results reach the driver one task at a
-    time. Raises what a task raised (CorruptBinlog, ObjectNotFound for a binlog the source's
-    storage root lost)."""
+    with no session, reads in this process. Tasks of a local master write the values into
+    the spool themselves and return the rest; a cluster's tasks return them, fetched one
+    task at a time. Raises what a task raised (CorruptBinlog, ObjectNotFound for a binlog
+    the source's storage root lost)."""
     if not jobs:
         return []
-    run = partial(_job_events, storage_uri)
     if session is None:
-        found: Iterable[PrefixEvent] = (e for job in jobs for e in run(job))
+        found: Iterable[PrefixEvent] = (
+            e for job in jobs for e in spool_events(storage_uri, None, (0, job))
+        )
+        events = [spool.add(e) for e in found]
     else:
-        found = session.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).toLocalIterator()
-    events = [spool.add(e) for e in found]
+        local = (session.sparkContext.master or "").startswith("local")
+        run = partial(spool_events, storage_uri, spool.folder if local else None)
+        sc = session.sparkContext
+        tasks = min(len(jobs), TASKS_PER_CORE * sc.defaultParallelism)  # each runs a few jobs
+        rdd = sc.parallelize(list(enumerate(jobs)), tasks).flatMap(run)
+        events = rdd.collect() if local else [spool.add(e) for e in rdd.toLocalIterator()]
     return sorted(events, key=lambda e: (e.pchannel, e.ts, e.kind))
 
 
-def _job_events(storage_uri: str, job: PrefixJob) -> list[PrefixEvent]:
+def spool_events(
+    storage_uri: str, folder: str | None, numbered: tuple[int, PrefixJob]
+) -> list[PrefixEvent]:
+    """A task: the events of one job, their values written into spool `folder` if given."""
+    i, job = numbered
     store = PyArrowObjectStore(storage_uri)
     schema = CollectionSchema.from_avro(job.schema)
     rows = read_rows((job.segment,), schema, store)
-    return list(segment_events(job, schema, rows, EventSerde()))
+    events = list(segment_events(job, schema, rows, EventSerde()))
+    return events if folder is None else spooled(events, folder, f"task-{i}")
 
 
 def segment_events(
