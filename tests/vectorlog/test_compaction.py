@@ -55,11 +55,17 @@ def build(client: Client) -> list[int]:
 
 def deltas_written(client: Client, timeout: float = 20.0) -> None:
     """Returns once the data node wrote the deletes aimed at flushed segments (about a second
-    after them) into delta logs, which a merge reads (the others it carries over)."""
-    deadline = time.monotonic() + timeout
-    while client.cluster.datanode.deltas:
+    after them) into delta logs, which a merge reads (the others it carries over), and
+    datacoord, which plans merges, applied the coord records naming them."""
+    cluster, deadline = client.cluster, time.monotonic() + timeout
+    while cluster.datanode.deltas:
         assert time.monotonic() < deadline, "deletes not in delta logs in time"
         time.sleep(0.1)
+    coord = cluster.topics.coord
+    end = cluster.log.end_offsets(coord)[0]
+    while cluster.datacoord.next_offsets()[(coord, 0)] < end:
+        assert time.monotonic() < deadline, "datacoord did not apply the delta logs in time"
+        time.sleep(0.05)
 
 
 def segment_files(client: Client, segment_ids: list[int]) -> list[str]:
