@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vectorlog.processors.datanode.service import CompactionSource
+from vectorlog.processors.querynode.recovery import writes_of
 from vectorlog.processors.rootcoord.rootcoord import BROADCAST
 from vectorlog.processors.spark.rebuild import DmlScan
 from vectorlog.processors.spark.rebuild_prefix import PrefixEvent, PrefixJob
@@ -56,7 +57,7 @@ def fold_segments(coord: list[Event]) -> dict[int, SourceSegment]:
             seg.vchannel = b["vchannel"]
             seg.saved_ts = seg.saved_ts or event.ts
             seg.rows = max(seg.rows, b["num_rows"])
-            seg.writes.extend(_writes(b["field_binlogs"]))
+            seg.writes.extend(writes_of(b["field_binlogs"]))
             seg.deltas.extend(x["path"] for x in b["delta_binlogs"])
             for sid in b.get("compacted_from", []):
                 _get(out, sid).dropped = True
@@ -68,14 +69,6 @@ def _get(segments: dict[int, SourceSegment], sid: int) -> SourceSegment:
     if sid not in segments:
         segments[sid] = SourceSegment(sid)
     return segments[sid]
-
-
-def _writes(field_binlogs: list[dict[str, Any]]) -> list[dict[int, str]]:
-    files = {fb["field_id"]: [x["path"] for x in fb["binlogs"]] for fb in field_binlogs}
-    return [
-        {fid: paths[i] for fid, paths in files.items() if i < len(paths)}
-        for i in range(max(map(len, files.values()), default=0))
-    ]
 
 
 def cuts(scan: DmlScan, starts: dict[int, int], at: int) -> dict[int, int]:
