@@ -19,6 +19,7 @@ from typing import Any
 
 from vectorlog.errors import InvalidArgument, NotFound
 from vectorlog.faults import crash_point
+from vectorlog.import_reasons import public
 from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
 from vectorlog.processors.datanode.service import ObjectStore
 from vectorlog.processors.proxy.service import (
@@ -175,7 +176,7 @@ class BulkInserter:
             )
         if isinstance(files, str) or not isinstance(files, Sequence):
             raise InvalidArgument("files must be a list of paths (or of lists of .npy paths)")
-        units = plan_units(files, backup=_backup(options or {}))
+        units = plan_units(files, backup=backup_option(options or {}))
         job = ImportJob(self.rc.allocate_ids(1), collection_name, list(files), partition_name)
         job.units = len(units)
         with self._lock:
@@ -213,7 +214,7 @@ class BulkInserter:
             )
         except BaseException as exc:
             delete_quietly(self.objects, all_paths(segments))
-            job.state, job.reason = FAILED, f"{type(exc).__name__}: {exc}"
+            job.state, job.reason = FAILED, public(exc, [f.name for f in info.schema.fields])
             job.elapsed_s = time.time() - job.started
             raise
         job.row_count = sum(s["num_rows"] for s in segments)
@@ -305,7 +306,7 @@ def _row_bytes(schema: CollectionSchema) -> int:
     return 16 + sum(sizes.get(f.dtype, lambda f: 16)(f) for f in schema.fields)
 
 
-def _backup(options: dict[str, Any]) -> bool:
+def backup_option(options: dict[str, Any]) -> bool:
     """Returns Milvus's `backup` option (true/"true"). Raises InvalidArgument for an option
     vectorlog does not know."""
     unknown = sorted(set(options) - {"backup"})

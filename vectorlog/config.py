@@ -90,6 +90,12 @@ class Config:
     #: where binlogs are written: a directory or any pyarrow.fs URI (s3://bucket/prefix);
     #: default <state dir>/storage
     storage: str | None = None
+    #: the only folder `vectorlog serve` imports files from (bulk insert over gRPC and REST):
+    #: paths in an import request are relative to it, and one that resolves outside it
+    #: (absolute, `../`, a symlink) is refused. None: the storage root, when it is a local
+    #: directory (Milvus imports from its own bucket); with an object-store storage the
+    #: server imports nothing until this is set. The in-process Client is not confined
+    import_root: str | None = None
     #: the data node's engine: "local" (in-process, the embedded default), "spark" (the same
     #: writer fed by a PySpark Structured Streaming query over the log; needs the `spark`
     #: extra and Java 17) or "off"
@@ -227,6 +233,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "segment_max_lifetime_s": (lambda v: v > 0, "> 0 s"),
     "segment_max_growing_per_channel": (lambda v: 1 <= v <= 1024, "1..1024"),
     "index_build_threads": (lambda v: 1 <= v <= 1024, "1..1024"),
+    "import_root": (lambda v: bool(v.strip()) and "://" not in v, "a local directory path"),
     "log": (lambda v: v and v != "kafka://", "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
     "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),

@@ -99,6 +99,7 @@ class FieldSchema:
             self._validate_dynamic()
             return
         check_name("field", self.name)
+        check_description(f"field {self.name!r}", self.description)
         if self.name in RESERVED_FIELD_NAMES:
             raise InvalidArgument(f"field name {self.name!r} is reserved (system fields)")
         if not isinstance(self.dtype, DataType):
@@ -203,6 +204,19 @@ class FieldSchema:
         )
 
 
+def check_description(whose: str, description: Any) -> None:
+    """Raises InvalidArgument naming `whose` description if it is not a string of valid
+    Unicode text."""
+    if not isinstance(description, str):
+        raise InvalidArgument(f"description of {whose} must be a string, not {description!r:.80}")
+    try:
+        description.encode()
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            f"description of {whose} is not valid Unicode text (a lone surrogate?)"
+        ) from None
+
+
 @dataclass(frozen=True)
 class CollectionSchema:
     """The fields of a collection, validated as a whole by `validated()`; with
@@ -220,6 +234,7 @@ class CollectionSchema:
             raise InvalidArgument(
                 f"enable_dynamic_field must be a bool, not {self.enable_dynamic_field!r}"
             )
+        check_description("the collection schema", self.description)
         if any(f.is_dynamic for f in self.fields) and not self.enable_dynamic_field:
             raise InvalidArgument(f"a dynamic field {META!r} needs enable_dynamic_field=True")
         user = [f for f in self.fields if not f.is_dynamic]

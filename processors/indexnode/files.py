@@ -2,21 +2,33 @@
 `index_files/{collection}/{partition}/{segment}/{build_id}/` (DESIGN.md s.5).
 
 `index.faiss` is `faiss.serialize_index(index)`; `row_ids.npy` is an int64 `.npy` array:
-position i of the index is the segment's binlog row i, whose row id is row_ids[i]. Each file is
-put atomically; a build is complete only once a SegmentIndexed event names both (files of a
-build nothing reports are orphans the index node deletes at recovery).
+position i of the index is the segment's binlog row i, whose row id is row_ids[i];
+`checksums.json` holds the xxh3-64 digest of each of the two (`verify_build` checks them as a
+reader gets the files: a build written before checksums existed has none and is not checked).
+Each file is put atomically, the index last; a build is complete only once a SegmentIndexed
+event names both (files of a build nothing reports are orphans the index node deletes at
+recovery).
 """
 
 from __future__ import annotations
 
 import io
+import json
+from typing import Any
 
 import faiss
 import numpy as np
+import xxhash
 
-from vectorlog.processors.datanode.service import INDEX_FILES, ObjectStore, index_files_prefix
+from vectorlog.errors import InvalidArgument
+from vectorlog.processors.datanode.service import (
+    INDEX_FILES,
+    ObjectNotFound,
+    ObjectStore,
+    index_files_prefix,
+)
 
-INDEX_FILE, ROW_ID_FILE = "index.faiss", "row_ids.npy"
+INDEX_FILE, ROW_ID_FILE, CHECKSUM_FILE = "index.faiss", "row_ids.npy", "checksums.json"
 
 
 def build_paths(
@@ -38,16 +50,47 @@ def write_index_files(
     """Writes the index and its row ids (each atomically). Raises StorageError."""
     out = io.BytesIO()
     np.save(out, np.ascontiguousarray(row_ids, dtype="<i8"), allow_pickle=False)
-    store.put(paths[1], out.getvalue())
-    store.put(paths[0], faiss.serialize_index(index).data)  # its buffer: no second copy
+    ids = out.getvalue()
+    data = faiss.serialize_index(index)
+    sums = {INDEX_FILE: _digest(data), ROW_ID_FILE: _digest(ids)}
+    store.put(paths[1], ids)
+    store.put(_checksum_path(paths[0]), json.dumps(sums).encode())
+    store.put(paths[0], data.data)  # its buffer: no second copy
+
+
+def _digest(data: Any) -> str:
+    """Returns the xxh3-64 hex digest of a buffer (bytes, a contiguous numpy array)."""
+    return str(xxhash.xxh3_64_hexdigest(memoryview(data)))
+
+
+def _checksum_path(index_file: str) -> str:
+    return f"{index_file.rsplit('/', 1)[0]}/{CHECKSUM_FILE}"
+
+
+def verify_build(store: Any, index_file: str, data: Any, row_ids: Any) -> None:
+    """Checks a build's index and row id bytes (any buffers) against its checksums file
+    (`store.get(path) -> bytes`; a build without one is not checked). Raises InvalidArgument
+    naming the file that does not match, StorageError if the checksums cannot be read."""
+    try:
+        sums = json.loads(store.get(_checksum_path(index_file)))
+    except ObjectNotFound:
+        return  # written before index files had checksums
+    except ValueError:
+        raise InvalidArgument(f"the checksums of index build {index_file!r} are garbled") from None
+    for name, got in ((INDEX_FILE, data), (ROW_ID_FILE, row_ids)):
+        if not isinstance(sums, dict) or sums.get(name) != _digest(got):
+            raise InvalidArgument(f"{name} of index build {index_file!r}: checksum mismatch")
 
 
 def read_index_files(
     store: ObjectStore, index_file: str, row_id_file: str
 ) -> tuple[faiss.Index, np.ndarray]:
-    """Returns (index, row ids) of a build. Raises StorageError (ObjectNotFound if missing)."""
-    index = faiss.deserialize_index(np.frombuffer(store.get(index_file), dtype=np.uint8))
-    row_ids = np.load(io.BytesIO(store.get(row_id_file)), allow_pickle=False)
+    """Returns (index, row ids) of a build. Raises StorageError (ObjectNotFound if missing),
+    InvalidArgument if a file does not match its checksum."""
+    data, ids = store.get(index_file), store.get(row_id_file)
+    verify_build(store, index_file, data, ids)
+    index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+    row_ids = np.load(io.BytesIO(ids), allow_pickle=False)
     return index, row_ids
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from vectorlog.processors.indexnode.files import verify_build as verify_build
+
 #: Milvus's index states (commonpb.IndexState) as describe_index names them
 FINISHED, IN_PROGRESS, FAILED = "Finished", "InProgress", "Failed"
 

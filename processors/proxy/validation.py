@@ -60,6 +60,11 @@ def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]
     not JSON (the empty ones, rows without dynamic keys, need no check)."""
     for i, doc in enumerate(docs):
         for key, value in doc.items():
+            if isinstance(key, str) and not _text(key):
+                raise SchemaMismatch(
+                    f"row {i}: a dynamic field name (kept in {f.name!r}) is not valid Unicode "
+                    "text (a lone surrogate?)"
+                )
             try:
                 _json(f, [value])
             except SchemaMismatch as exc:
@@ -68,6 +73,15 @@ def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]
                     f"row {i}: dynamic field {key!r} (kept in {f.name!r}) is not JSON: {problem}"
                 ) from None
     return docs
+
+
+def _text(s: str) -> bool:
+    """Returns whether `s` encodes as UTF-8 (no lone surrogate)."""
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _extract(rows: Sequence[Any], names: list[str]) -> dict[str, list[Any]] | None:
@@ -203,8 +217,10 @@ def _json(f: FieldSchema, values: list[Any]) -> list[Any]:
     for i, v in enumerate(values):
         problem = _json_problem(v)
         if problem is None:
-            try:
-                json.dumps(v, allow_nan=False)
+            try:  # not ASCII-escaped: a lone surrogate (in a key too) fails to encode
+                json.dumps(v, allow_nan=False, ensure_ascii=False).encode()
+            except UnicodeEncodeError:
+                problem = "a string holds a lone surrogate (not valid Unicode text)"
             except (TypeError, ValueError) as exc:
                 problem = str(exc)
         if problem:

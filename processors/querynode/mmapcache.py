@@ -2,18 +2,24 @@
 written once a Flushed segment is loaded, memory-mapped at the next start instead of decoding
 its vector binlogs again.
 
-Per collection a folder, per segment and vector field three files: the segment's flat storage
+Per collection a folder, per segment and vector field four files: the segment's flat storage
 as a faiss IndexFlat file (read back with IO_FLAG_MMAP_IFC: faiss serves it from the mapped
-file, no copy), and its row ids and norms as `.npy`. Each is written to a temporary file,
-fsynced and renamed; the flat file goes last, so it marks a complete entry. At open an entry is
-checked (sizes, faiss header, dim, metric, row count, dtypes) and any mismatch deletes it: a
-cache file is never trusted, and the row ids are checked against the binlogs' as rows load.
+file, no copy), its row ids and norms as `.npy`, and `.sum`, the xxh3-64 checksum of each of
+the three. Each is written to a temporary file, fsynced and renamed; the flat file goes last,
+so it marks a complete entry. At open, before anything reads the entry, it is checked (sizes,
+faiss header, dim, metric, row count, dtypes) and every file's checksum is verified (hashing
+the mapped files: ~10 GB/s from the page cache, and the pages read stay cached for the
+searches); any mismatch deletes it with a warning naming the segment, and the segment loads
+from its binlogs. A cache file is never trusted, and the row ids are checked against the
+binlogs' as rows load.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import mmap
 import os
 import queue
 import shutil
@@ -25,12 +31,15 @@ from typing import Any
 
 import faiss
 import numpy as np
+import xxhash
 
 from vectorlog.errors import VectorlogError
 
 log = logging.getLogger(__name__)
 TMP = ".tmp"
-SUFFIXES = (".ids.npy", ".norms.npy", ".flat")  # in write order: the flat file commits
+SUFFIXES = (".ids.npy", ".norms.npy", ".sum", ".flat")  # in write order: the flat file commits
+SUM = ".sum"  # {suffix: xxh3-64 hex digest} of the other three files
+SUMMED = (".ids.npy", ".norms.npy", ".flat")
 Lock = Any  # a context manager: the lock of the replica a segment is in
 
 
@@ -83,7 +92,14 @@ class SegmentCache:
         try:
             return _opened(base, dim, metric, rows)
         except Exception as exc:  # whatever is wrong with it, it is rebuilt from binlogs
-            log.warning("query node cache entry %s is unusable, deleted: %s", base, exc)
+            log.warning(
+                "query node cache entry of segment %d (collection %d, field %d) is unusable "
+                "and deleted, its binlogs are read instead: %s",
+                segment_id,
+                collection_id,
+                field_id,
+                exc,
+            )
             self.drop(collection_id, [segment_id])
             return None
 
@@ -115,7 +131,9 @@ class SegmentCache:
         try:
             _save(_tmp(base, SUFFIXES[0]), np.asarray(row_ids, dtype=np.int64))
             _save(_tmp(base, SUFFIXES[1]), np.asarray(norms, dtype=np.float32))
-            faiss.write_index(flat, str(_tmp(base, SUFFIXES[2])))
+            faiss.write_index(flat, str(_tmp(base, SUFFIXES[3])))
+            sums = {suffix: digest(_tmp(base, suffix)) for suffix in SUMMED}
+            _tmp(base, SUM).write_bytes(json.dumps(sums).encode())
         except BaseException:
             for suffix in SUFFIXES:
                 _remove(_tmp(base, suffix))
@@ -181,6 +199,7 @@ def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
     size = flat_path.stat().st_size
     if size != want:  # checked before faiss maps it: a short file would fault on access
         raise CacheMismatch(f"{flat_path.name} has {size} B, {want} expected for {rows} rows")
+    _verify(base)  # before anything reads the entry
     row_ids = np.load(base.with_name(base.name + ".ids.npy"), mmap_mode="r", allow_pickle=False)
     norms = np.load(base.with_name(base.name + ".norms.npy"), mmap_mode="r", allow_pickle=False)
     if row_ids.dtype != np.int64 or row_ids.shape != (rows,):
@@ -195,6 +214,33 @@ def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
             f"not {expected.__name__} {rows} x {dim}"
         )
     return CachedVectors(flat, row_ids, norms)
+
+
+def digest(path: Path) -> str:
+    """Returns the xxh3-64 hex digest of a file's bytes (hashed through a read-only map: no
+    copy). Raises OSError."""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return xxhash.xxh3_64_hexdigest(b"")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return xxhash.xxh3_64_hexdigest(mapped)
+
+
+def _verify(base: Path) -> None:
+    """Raises CacheMismatch unless each file of the entry at `base` has the checksum its
+    `.sum` file holds."""
+    sum_path = base.with_name(base.name + SUM)
+    try:
+        sums = json.loads(sum_path.read_bytes())
+    except FileNotFoundError:
+        raise CacheMismatch(f"{sum_path.name} is missing (an entry without checksums)") from None
+    except ValueError:
+        raise CacheMismatch(f"{sum_path.name} is not a checksum file") from None
+    for suffix in SUMMED:
+        want = sums.get(suffix) if isinstance(sums, dict) else None
+        got = digest(base.with_name(base.name + suffix))
+        if got != want:
+            raise CacheMismatch(f"{base.name}{suffix}: checksum {got}, {want} was written")
 
 
 def _save(path: Path, values: np.ndarray) -> None:

@@ -11,6 +11,7 @@ import faiss
 import numpy as np
 
 from vectorlog.errors import InvalidArgument
+from vectorlog.processors.indexnode.service import verify_build
 
 DEFAULT_EF = 64  # HNSW efSearch when none is given (raised to the number of hits wanted)
 DEFAULT_NPROBE = 8  # IVF lists probed when none is given (Milvus's default)
@@ -50,10 +51,12 @@ class SegmentIndex:
 
 def read_index(body: dict[str, Any], files: IndexFiles) -> SegmentIndex:
     """Returns the index of a SegmentIndexed `body` read from `files`. Raises whatever the
-    store raises for a missing file, or InvalidArgument if the files do not match."""
-    data = files.get(body["index_file"])
+    store raises for a missing file, or InvalidArgument if the files do not match each other
+    or their checksums (the segment is then served from its binlog vectors)."""
+    data, ids = files.get(body["index_file"]), files.get(body["row_id_file"])
+    verify_build(files, body["index_file"], data, ids)  # before faiss reads a byte of it
     index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))  # its own class
-    row_ids = np.load(io.BytesIO(files.get(body["row_id_file"])), allow_pickle=False)
+    row_ids = np.load(io.BytesIO(ids), allow_pickle=False)
     row_ids = np.asarray(row_ids, dtype=np.int64)
     if len(row_ids) != index.ntotal:
         raise InvalidArgument(

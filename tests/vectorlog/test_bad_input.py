@@ -207,6 +207,32 @@ def rich_row(**over: Any) -> dict[str, Any]:
         (lambda c: c.insert("rich", [rich_row(id="")]), "primary key 'id' is empty"),
         (lambda c: c.insert("rich", [rich_row(score=math.nan)]), "finite number"),
         (lambda c: c.insert("rich", [rich_row(meta={1: 2})]), "not a string"),
+        (lambda c: c.insert("rich", [rich_row(meta="\udc00")]), "field 'meta'.*surrogate"),
+        (lambda c: c.insert("rich", [rich_row(meta={"k": "\udc00"})]), "'meta'.*surrogate"),
+        (lambda c: c.insert("rich", [rich_row(meta={"\udc00": 1})]), "'meta'.*surrogate"),
+        (
+            lambda c: c.insert("rich", [rich_row(meta={"a": [{"b": ["\udc00"]}]})]),
+            "field 'meta' is not JSON: a string holds a lone surrogate",
+        ),
+        (lambda c: c.upsert("rich", [rich_row(meta=["\ud800"])]), "'meta'.*surrogate"),
+        (
+            lambda c: c.create_collection(
+                "x",
+                schema=c.create_schema(description=5)
+                .add_field("id", DataType.INT64, is_primary=True)
+                .add_field("v", DataType.FLOAT_VECTOR, dim=2),
+            ),
+            "description of the collection schema must be a string, not 5",
+        ),
+        (
+            lambda c: c.create_collection(
+                "x",
+                schema=c.create_schema()
+                .add_field("id", DataType.INT64, is_primary=True, description=["d"])
+                .add_field("v", DataType.FLOAT_VECTOR, dim=2),
+            ),
+            "description of field 'id' must be a string",
+        ),
         (lambda c: c.get("rich", None), "must be a key or a list"),
         (lambda c: c.search("rich", [[0.0] * 3], as_of=-1), "as_of"),
         (lambda c: c.search("rich", [[0.0] * 3], as_of=2**64 + 5), "as_of"),
@@ -229,3 +255,13 @@ def test_deeply_nested_json_is_refused_not_a_recursion_error(rich: Client):
         deep = [deep]
     with pytest.raises(SchemaMismatch, match="nested deeper"):
         rich.insert("rich", [rich_row(meta=deep)])
+
+
+def test_dynamic_keys_and_values_with_a_lone_surrogate_are_refused(client: Client):
+    client.create_collection("dyn", dimension=2)  # quick setup: the dynamic field is on
+    good = {"id": 1, "vector": [0.0, 1.0]}
+    for bad in ({"x": "\udc00"}, {"\udc00": 1}, {"x": {"y": ["\udfff"]}}):
+        with pytest.raises(SchemaMismatch, match=r"row 0: .*'\$meta'.*lone surrogate"):
+            client.insert("dyn", [{**good, **bad}])
+    assert data_events(client) == []
+    assert client.insert("dyn", [{**good, "x": "ok"}])["insert_count"] == 1

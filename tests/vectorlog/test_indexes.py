@@ -6,6 +6,8 @@ resolve the index's metric, also after a restart and after the index is dropped.
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -259,3 +261,39 @@ def test_describe_index_counts_the_flushed_rows_the_index_node_indexed(client: C
     done = wait_until(finished, 30, "the index built on the flushed segment")
     assert done is not None and (done["total_rows"], done["pending_index_rows"]) == (ROWS, 0)
     assert_searched_with(client, "q", "L2")
+
+
+def test_an_index_file_whose_bytes_changed_is_never_served(
+    open_client: ClientFactory, caplog: pytest.LogCaptureFixture
+):
+    """The index node writes a checksum with each build; a query node that reads a build whose
+    bytes changed since (one flipped byte in its vectors) logs it and serves the segment from
+    its binlog vectors: answers stay exact."""
+    client = open_client()
+    params = client.prepare_index_params()
+    params.add_index("vector", index_type="FLAT", metric_type="L2")
+    client.create_collection("f", schema=schema(client), index_params=params)
+    insert(client, "f")
+    client.flush("f")
+
+    def finished() -> bool:
+        d = client.describe_index("f", "vector")
+        return d["state"] == "Finished" and d["indexed_rows"] == ROWS
+
+    wait_until(finished, 30, "the index built on the flushed segment")
+    client.close()
+    (index_file,) = (Path(client.cfg.storage_uri()) / "index_files").rglob("index.faiss")
+    spoiled = bytearray(index_file.read_bytes())
+    spoiled[-1] ^= 0x7F  # the top byte of the last row's last float: that vector moves
+    index_file.write_bytes(bytes(spoiled))
+    with caplog.at_level(logging.WARNING, logger="vectorlog.processors.querynode.indexes"):
+        again = open_client()
+
+        def refused() -> bool:
+            return any("checksum mismatch" in r.getMessage() for r in caplog.records)
+
+        wait_until(refused, 30, "the query node refusing the changed index file")
+    last = vectors()[ROWS - 1]
+    (hit,) = again.search("f", [last.tolist()], limit=1)[0]
+    assert hit["id"] == ROWS - 1 and hit["distance"] == pytest.approx(0.0, abs=1e-5)
+    assert_searched_with(again, "f", "L2")

@@ -6,16 +6,19 @@ detected and rebuilt from binlogs; entries of compacted-away segments are delete
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.clients import ClientFactory
 from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
+from vectorlog.processors.querynode.mmapcache import flat_header_bytes
 
 
 def cache_dir(client: Client) -> Path:
@@ -88,6 +91,36 @@ def test_a_damaged_cache_entry_is_detected_and_rebuilt_from_binlogs(
     assert {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} == good
     third = open_client()
     assert len(mapped(third)) == len(flats) and answers(third, stamps) == before
+
+
+def test_a_flipped_byte_in_cached_vectors_is_caught_by_the_checksum(
+    open_client: ClientFactory, caplog: pytest.LogCaptureFixture
+):
+    """A well-formed entry (sizes, header, row ids all right) whose vectors changed on disk:
+    only the checksum written with it tells; the entry is dropped, named in a warning, the
+    segment loads from binlogs, and the next start writes the entry again."""
+    first = open_client()
+    stamps = build(first)
+    before = answers(first, stamps)
+    first.close()
+    open_client().close()  # writes the cache
+    folder = cache_dir(first)
+    flat = sorted(folder.rglob("*.flat"))[0]
+    good = flat.read_bytes()
+    spoiled = bytearray(good)
+    spoiled[flat_header_bytes(4, "L2") + 3] ^= 0xFF  # the first vector's first float's top byte
+    flat.write_bytes(bytes(spoiled))
+    segment = int(flat.name.split("_", 1)[0])
+    with caplog.at_level(logging.WARNING, logger="vectorlog.processors.querynode.mmapcache"):
+        second = open_client()
+    assert segment not in mapped(second)
+    assert answers(second, stamps) == before
+    warned = [r.getMessage() for r in caplog.records if "checksum" in r.getMessage()]
+    assert len(warned) == 1 and f"segment {segment} " in warned[0], warned
+    second.close()  # the segment's entry is written again, from its binlogs
+    assert flat.read_bytes() == good
+    third = open_client()
+    assert segment in mapped(third) and answers(third, stamps) == before
 
 
 def test_the_entries_of_compacted_segments_are_deleted(open_client: ClientFactory):

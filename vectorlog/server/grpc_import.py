@@ -1,6 +1,7 @@
 """The bulk insert RPCs of vectorlog's gRPC service (Import, GetImportState, ListImportTasks:
 what pymilvus's `utility.do_bulk_insert`, `get_bulk_insert_state` and
-`list_bulk_insert_tasks` call), over the in-process Client's bulk insert."""
+`list_bulk_insert_tasks` call), over the in-process Client's bulk insert, confined to the
+server's import root (import_paths.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 from vectorlog.client import Client
 from vectorlog.server.grpc_rpc import rpc
 from vectorlog.server.grpc_status import ok
+from vectorlog.server.import_paths import submit_import
 
 #: our task states as Milvus's ImportState (a failed task deleted what it wrote: "cleaned")
 STATES = {
@@ -61,9 +63,7 @@ class ImportRpcs:
         options = {kv.key: kv.value for kv in request.options}
         backup = str(options.get("backup", "")).lower() == "true"  # one segment: [insert, delta]
         files = [list(request.files)] if backup else files_of(list(request.files))
-        state = self.client.bulk_insert(
-            request.collection_name, files, partition, wait=False, options=options
-        )
+        state = submit_import(self.client, request.collection_name, files, partition, options)
         return milvus_pb2.ImportResponse(status=ok(), tasks=[state["task_id"]])
 
     @rpc

@@ -1,5 +1,6 @@
 """The Milvus REST v2 ASGI app (Starlette): POST /v2/vectordb/{group}/{action} with Milvus's
-envelope, optional bearer-token auth, GET /healthz (also /health) and /metrics."""
+envelope, optional bearer-token auth (of /metrics too), GET /healthz (also /health) and
+/metrics."""
 
 from __future__ import annotations
 
@@ -85,6 +86,10 @@ class RestApi:
         return JSONResponse({"status": "ok"})
 
     async def prometheus(self, request: Request) -> Response:
+        """Serves the Prometheus text; with a token, only to a scrape that carries it (the
+        same `Authorization: Bearer` header as the API: Prometheus's `authorization`)."""
+        if not self._authorized(request):
+            return PlainTextResponse(_UNAUTHENTICATED, 401)
         text = await run_in_threadpool(self.metrics.render)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
@@ -123,7 +128,8 @@ def rest_app(
     client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> Starlette:
     """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
-    the client); with `token`, every /v2 call needs `Authorization: Bearer <token>`; a
+    the client); with `token`, every /v2 call and /metrics need `Authorization: Bearer
+    <token>` (/healthz does not: it tells nothing but that the server answers); a
     request body over `max_body_bytes` is refused (1801) while it is read."""
     api = RestApi(client, token, max_body_bytes)
     app = Starlette(

@@ -1,12 +1,13 @@
 """REST v2 handlers of bulk insert jobs (Milvus's /v2/vectordb/jobs/import/create,
-get_progress, list): typed request fields to the Client's bulk insert, task states back in
-Milvus's shape."""
+get_progress, list): typed request fields to the Client's bulk insert (confined to the
+server's import root: import_paths.py), task states back in Milvus's shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from vectorlog.client import Client
+from vectorlog.server.import_paths import submit_import
 from vectorlog.server.rest_collections import NAME, Handler
 from vectorlog.server.rest_convert import Field, parse
 from vectorlog.server.rest_errors import bad_format
@@ -49,7 +50,7 @@ def create(c: Client, body: Any) -> Any:
     args = parse(body, CREATE)
     files, partition = _files(args["files"]), args["partitionName"] or None
     options = args["options"] or None
-    state = c.bulk_insert(args["collectionName"], files, partition, wait=False, options=options)
+    state = submit_import(c, args["collectionName"], files, partition, options)
     return {"jobId": str(state["task_id"])}
 
 

@@ -5,6 +5,9 @@ one registry per app (gRPC's request metrics join it: grpc_metrics.py)."""
 from __future__ import annotations
 
 import contextlib
+import math
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -16,18 +19,23 @@ from prometheus_client.registry import Collector
 
 from vectorlog.client import Client
 from vectorlog.errors import VectorlogError
-from vectorlog.streams.deadletter import read_dead_letters
+from vectorlog.streams.deadletter import Position, is_dead_letter, parse
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.scan import read_all
 
+#: the dead-letter count is read again at most this often (a scrape does not read the dlq)
+DEAD_LETTERS_EVERY_S = 5.0
 #: the cluster's processors that consume the log (the proxy consumes nothing: it appends)
 PROCESSORS = ("rootcoord", "datacoord", "datanode", "indexnode", "querynode")
 
 
 class _Cluster(Collector):
     """The cluster's state, read at scrape time: each topic partition's log end offset, the
-    segments by state, and the dead letters on the dlq topic."""
+    segments by state, and the dead letters on the dlq topic (DeadLetterCount)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.dead_letters = DeadLetterCount(client.cluster.log, client.cluster.topics.dlq)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         cluster = self.client.cluster
@@ -46,9 +54,7 @@ class _Cluster(Collector):
         yield family
         yield consumer_lag(cluster, ends)
         yield self._segments()
-        dead = 0
-        with contextlib.suppress(VectorlogError):  # no dlq topic yet: none
-            dead = len(read_dead_letters(cluster.log, topics.dlq, timeout=2.0))
+        dead = self.dead_letters.count()
         yield GaugeMetricFamily("vectorlog_dead_letters", "dead letters on the dlq", dead)
 
     def _segments(self) -> GaugeMetricFamily:
@@ -60,6 +66,42 @@ class _Cluster(Collector):
         for state, count in sorted(states.items()):
             family.add_metric([state], count)
         return family
+
+
+class DeadLetterCount:
+    """The number of dead letters on the dlq topic (as `read_dead_letters` counts them: each
+    processor's letter of a source record once), read incrementally: a refresh reads only
+    the records appended since the last one, and runs at most every `every_s` seconds (a
+    scrape in between gets the count as of the last refresh)."""
+
+    def __init__(self, log: Log, topic: str, every_s: float = DEAD_LETTERS_EVERY_S) -> None:
+        self.log, self.topic, self.every_s = log, topic, every_s
+        self._next: dict[int, int] = {}
+        self._seen: set[tuple[str, Position]] = set()
+        self._count = 0
+        self._refreshed = -math.inf
+        self._lock = threading.Lock()
+
+    def count(self) -> int:
+        """Returns the count, refreshed first if the last refresh is `every_s` old (a topic
+        not there yet, or not readable now, leaves the count as it was). Raises nothing."""
+        with self._lock:
+            if time.monotonic() - self._refreshed >= self.every_s:
+                with contextlib.suppress(VectorlogError):
+                    self._refresh()
+                self._refreshed = time.monotonic()
+            return self._count
+
+    def _refresh(self) -> None:
+        for rec in read_all(self.log, self.topic, timeout=2.0, start=dict(self._next)):
+            self._next[rec.partition] = rec.offset + 1
+            if not is_dead_letter(rec):
+                continue
+            letter = parse(rec)
+            who = (letter.processor, letter.source)
+            if letter.offset < 0 or who not in self._seen:
+                self._seen.add(who)
+                self._count += 1
 
 
 def consumer_lag(cluster: Any, ends: dict[tuple[str, int], int]) -> GaugeMetricFamily:

@@ -23,6 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tls-cert", help="PEM certificate chain: TLS on both ports (or VECTORLOG_TLS_CERT)"
     )
     p.add_argument("--tls-key", help="PEM private key of --tls-cert (or VECTORLOG_TLS_KEY)")
+    p.add_argument(
+        "--import-root",
+        help="the only folder bulk insert reads from; import paths are relative to it "
+        "(or VECTORLOG_IMPORT_ROOT; default: the storage root)",
+    )
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
@@ -32,7 +37,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
 
     options = ServeOptions(
         args.dir or args.log or args.uri,
-        tuple(cluster.items()),
+        tuple({**cluster, **_import_root(args)}.items()),
         args.host,
         args.port,
         args.rest_port,
@@ -45,3 +50,8 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     except InvalidArgument as exc:
         print(f"vectorlog serve: {exc}", file=sys.stderr)
         return 2
+
+
+def _import_root(args: argparse.Namespace) -> dict[str, Any]:
+    """Returns the Config override of --import-root ({} without it)."""
+    return {"import_root": args.import_root} if args.import_root else {}

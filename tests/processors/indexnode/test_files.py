@@ -9,6 +9,7 @@ import faiss
 import numpy as np
 import pytest
 
+from vectorlog.errors import InvalidArgument
 from vectorlog.processors.datanode.errors import ObjectNotFound
 from vectorlog.processors.datanode.storage import MemoryObjectStore, ObjectStore, PyArrowObjectStore
 from vectorlog.processors.indexnode.builder import build_index, parse_spec
@@ -53,7 +54,21 @@ def test_deleting_a_build_removes_its_files_only(store: ObjectStore):
     for paths in (first, second):
         write_index_files(store, paths, index, np.arange(4))
     delete_build(store, first[0])
-    assert store.list("index_files") == sorted(second)
+    checksums = f"{second[0].rsplit('/', 1)[0]}/checksums.json"
+    assert store.list("index_files") == sorted([*second, checksums])
     with pytest.raises(ObjectNotFound):
         read_index_files(store, *first)
     delete_build(store, first[0])  # again: nothing left, no error
+
+
+def test_a_build_whose_bytes_changed_is_refused(store: ObjectStore):
+    index = build_index(np.eye(4, dtype=np.float32), parse_spec("FLAT", "IP", {})).index
+    paths = build_paths(1, 2, 3, 44)
+    write_index_files(store, paths, index, np.arange(4))
+    for path in paths:
+        good = store.get(path)
+        store.put(path, good[:-1] + bytes([good[-1] ^ 1]))
+        with pytest.raises(InvalidArgument, match="checksum mismatch"):
+            read_index_files(store, *paths)
+        store.put(path, good)
+    assert read_index_files(store, *paths)[0].ntotal == 4

@@ -181,7 +181,7 @@ def test_dropping_the_collection_drops_every_index_and_its_files(cluster: Cluste
     cluster.segment(501, 120)
     cluster.wait(rows=120)
     cluster.wait(13, rows=120)
-    assert len(cluster.objects.list("index_files")) == 4
+    assert len(cluster.objects.list("index_files")) == 6  # 2 builds: index, row ids, checksums
     cluster.append(
         cluster.topics.ddl, "CollectionDropped", {"collection_id": CID, "collection_name": "c"}
     )
@@ -219,7 +219,7 @@ def test_a_restart_redoes_only_the_build_not_reported_and_deletes_its_orphan(clu
         wait_until(lambda: "indexnode.build.after_files" in reached, 30, "the crash point")
     cluster.node.stop()
     orphan = [p for p in cluster.objects.list("index_files") if "/502/" in p]
-    assert len(orphan) == 2
+    assert len(orphan) == 3  # index, row ids, checksums
     cluster.node = cluster.open()
     cluster.wait(rows=250)
     reports = cluster.events("SegmentIndexed")
@@ -298,7 +298,7 @@ def test_dropping_a_partition_forgets_its_segments_and_deletes_their_files(clust
     cluster.append(cluster.topics.ddl, "PartitionDropped", body)
     wait_until(lambda: cluster.node.progress(CID, IID).total_rows == 130, 30, "501 forgotten")
     left = cluster.objects.list("index_files")
-    assert len(left) == 2 and all(f"/{PID + 1}/502/" in p for p in left)
+    assert len(left) == 3 and all(f"/{PID + 1}/502/" in p for p in left)
     cluster.segment(503, 120)  # a late report of the dropped partition: ignored
     cluster.restart()
     assert cluster.node.progress(CID, IID) == IndexProgress(130, 130, 0, FINISHED)

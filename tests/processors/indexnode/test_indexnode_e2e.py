@@ -55,7 +55,12 @@ def test_a_flushed_segment_is_indexed_searched_and_not_rebuilt_after_a_restart(
     )  # fmt: skip
     objects = client.cluster.objects
     assert objects is not None
-    assert sorted(objects.list("index_files")) == [body["index_file"], body["row_id_file"]]
+    checksums = body["index_file"].replace("index.faiss", "checksums.json")
+    assert sorted(objects.list("index_files")) == [
+        checksums,
+        body["index_file"],
+        body["row_id_file"],
+    ]
     hits = client.search("docs", [vectors[77].tolist()], limit=3)
     assert hits[0][0]["id"] == 77 and hits[0][0]["distance"] < 1e-5
     client.close()
@@ -69,7 +74,7 @@ def test_drop_index_reports_the_drop_and_deletes_the_files(client: Client):
     node(client).wait_finished(cid, iid, timeout=60)
     objects = client.cluster.objects
     assert objects is not None
-    assert len(objects.list("index_files")) == 2
+    assert len(objects.list("index_files")) == 3  # index, row ids, checksums
     client.drop_index("docs", "vector")
     wait_until(lambda: not objects.list("index_files"), 30, "index files deleted")
     assert reports(client, "SegmentIndexesDropped") == [{"collection_id": cid, "index_id": iid}]

@@ -12,6 +12,7 @@ import numpy as np
 
 from tests.processors.querynode.test_replica import rows_inserted
 from vectorlog.model import CollectionSchema
+from vectorlog.processors.datanode.errors import ObjectNotFound
 
 CID, INDEX_ID = 7, 501
 #: index type -> (faiss factory string, build params as the event carries them)
@@ -35,7 +36,10 @@ class DictFiles:
         self.objects[path] = data
 
     def get(self, path: str) -> bytes:
+        """Returns the object at `path`. Raises ObjectNotFound, as a real store does."""
         self.reads += 1
+        if path not in self.objects:
+            raise ObjectNotFound(path, "no such object")
         return self.objects[path]
 
 

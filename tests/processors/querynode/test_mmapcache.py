@@ -58,6 +58,21 @@ def test_retain_keeps_only_the_segments_still_loaded(tmp_path: Path):
         "7_101.flat",
         "7_101.ids.npy",
         "7_101.norms.npy",
+        "7_101.sum",
     ]
     cache.retain({1: set()})
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["1"]
+
+
+def test_an_entry_whose_bytes_changed_or_without_checksums_is_refused(tmp_path: Path):
+    for suffix in (".flat", ".ids.npy", ".norms.npy"):
+        cache, _ = written(tmp_path)
+        path = tmp_path / "1" / f"7_101{suffix}"
+        spoiled = bytearray(path.read_bytes())
+        spoiled[-1] ^= 0x01  # the last byte of the data: the structure stays well-formed
+        path.write_bytes(bytes(spoiled))
+        assert cache.open(1, 7, 101, 8, "L2", 50) is None, suffix
+        assert not list(tmp_path.rglob("7_*")), suffix
+    cache, _ = written(tmp_path)
+    (tmp_path / "1" / "7_101.sum").unlink()  # an entry of a version without checksums
+    assert cache.open(1, 7, 101, 8, "L2", 50) is None

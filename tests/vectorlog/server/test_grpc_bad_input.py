@@ -75,6 +75,30 @@ def test_a_malformed_insert_is_refused_and_writes_nothing(
     assert served.client.query(name, output_fields=["count(*)"])[0]["count(*)"] == 0
 
 
+def meta_column(docs: list[bytes]) -> schema_pb2.FieldData:
+    fd = schema_pb2.FieldData(type=schema_pb2.JSON, field_name="$meta", is_dynamic=True)
+    fd.scalars.json_data.data.extend(docs)
+    return fd
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [b'{"k": "\\udc00"}', b'{"\\udc00": 1}', b'{"k": {"n": ["a", "\\ud800"]}}'],
+    ids=["value", "key", "nested"],
+)
+def test_json_holding_a_lone_surrogate_is_refused_and_writes_nothing(
+    served: Served, stub, name: str, doc: bytes
+) -> None:
+    before = len(data_events(served.client))
+    columns = [id_column([1]), vector_column([1.0, 2.0]), meta_column([doc])]
+    res = stub.Insert(
+        milvus_pb2.InsertRequest(collection_name=name, fields_data=columns, num_rows=1)
+    )
+    assert res.status.code == 1100 and "lone surrogate" in res.status.reason, res.status
+    assert "$meta" in res.status.reason
+    assert len(data_events(served.client)) == before
+
+
 def test_garbage_bytes_get_a_grpc_error_and_the_server_keeps_serving(
     served: Served, stub, name: str
 ) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pymilvus import connections, utility
 from pymilvus.client.types import BulkInsertState
 
 from tests.vectorlog.server.conftest import Served
+from vectorlog.server.import_paths import import_root
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -27,6 +29,16 @@ def alias(served: Served) -> Iterator[str]:
     connections.disconnect(name)
 
 
+@pytest.fixture
+def files(served: Served) -> Path:
+    """A fresh folder under the server's import root (paths are given relative to the root)."""
+    root = import_root(served.client.cfg)
+    assert root is not None
+    folder = root / f"in_{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    return folder
+
+
 def wait_done(task: int, alias: str) -> BulkInsertState:
     deadline = time.monotonic() + 120
     while True:
@@ -37,18 +49,18 @@ def wait_done(task: int, alias: str) -> BulkInsertState:
         time.sleep(0.1)
 
 
-def test_pymilvus_bulk_inserts_json_and_numpy_files(served: Served, alias: str, tmp_path: Path):
+def test_pymilvus_bulk_inserts_json_and_numpy_files(served: Served, alias: str, files: Path):
     name = f"imp_{uuid.uuid4().hex[:6]}"
     served.milvus.create_collection(name, dimension=4, metric_type="L2")
     rows = [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0]} for i in range(40)]
-    (tmp_path / "rows.json").write_text(json.dumps({"rows": rows}))
-    task = utility.do_bulk_insert(name, [str(tmp_path / "rows.json")], using=alias)
+    (files / "rows.json").write_text(json.dumps({"rows": rows}))
+    task = utility.do_bulk_insert(name, [f"{files.name}/rows.json"], using=alias)
     state = wait_done(task, alias)
     assert state.state == BulkInsertState.ImportCompleted and state.row_count == 40
     assert state.infos["collection"] == name and state.infos["progress_percent"] == "100"
-    np.save(tmp_path / "id.npy", np.arange(100, 130, dtype=np.int64))
-    np.save(tmp_path / "vector.npy", np.ones((30, 4), dtype=np.float32))
-    npy = [str(tmp_path / "id.npy"), str(tmp_path / "vector.npy")]
+    np.save(files / "id.npy", np.arange(100, 130, dtype=np.int64))
+    np.save(files / "vector.npy", np.ones((30, 4), dtype=np.float32))
+    npy = [str(files / "id.npy"), str(files / "vector.npy")]  # absolute, inside the root
     assert wait_done(utility.do_bulk_insert(name, npy, using=alias), alias).row_count == 30
     got = served.milvus.query(name, "", output_fields=["count(*)"], consistency_level="Strong")
     assert got[0]["count(*)"] == 70
@@ -56,20 +68,19 @@ def test_pymilvus_bulk_inserts_json_and_numpy_files(served: Served, alias: str, 
     assert sorted(t.task_id for t in listed) == sorted([task, listed[-1].task_id])
 
 
-def test_a_bad_file_fails_the_task_with_its_reason(served: Served, alias: str, tmp_path: Path):
+def test_a_bad_file_fails_the_task_with_its_reason(served: Served, alias: str, files: Path):
     name = f"imp_{uuid.uuid4().hex[:6]}"
     served.milvus.create_collection(name, dimension=4, metric_type="L2")
     with pytest.raises(Exception, match="missing.json"):
-        utility.do_bulk_insert(name, [str(tmp_path / "missing.json")], using=alias)
-    (tmp_path / "bad.json").write_text(json.dumps([{"id": 1, "vector": [1.0]}]))
-    state = wait_done(
-        utility.do_bulk_insert(name, [str(tmp_path / "bad.json")], using=alias), alias
-    )
+        utility.do_bulk_insert(name, [f"{files.name}/missing.json"], using=alias)
+    (files / "bad.json").write_text(json.dumps([{"id": 1, "vector": [1.0]}]))
+    state = wait_done(utility.do_bulk_insert(name, [f"{files.name}/bad.json"], using=alias), alias)
     assert state.state == BulkInsertState.ImportFailedAndCleaned
-    assert "bad.json" in state.infos["failed_reason"]
+    reason = state.infos["failed_reason"]
+    assert "bad.json" in reason and "row 0: field 'vector'" in reason and "dimension" in reason
 
 
-def test_pymilvus_backup_mode_imports_a_milvus_segment(served: Served, alias: str):
+def test_pymilvus_backup_mode_imports_a_milvus_segment(served: Served, alias: str, files: Path):
     from pymilvus import DataType
 
     from tests.vectorlog.test_bulk_insert import MILVUS, fixture_schema
@@ -79,6 +90,8 @@ def test_pymilvus_backup_mode_imports_a_milvus_segment(served: Served, alias: st
         name, schema=fixture_schema(served.milvus.create_schema(), DataType)
     )
     segment = "470630100631289997/470630100631289998/470630100631490005"
-    paths = [str(MILVUS / "insert_log" / segment), str(MILVUS / "delta_log" / segment)]
+    for kind in ("insert_log", "delta_log"):
+        shutil.copytree(MILVUS / kind / segment, files / kind / segment)
+    paths = [f"{files.name}/insert_log/{segment}", f"{files.name}/delta_log/{segment}"]
     task = utility.do_bulk_insert(name, paths, using=alias, backup=True)
     assert wait_done(task, alias).row_count == 990  # ids 0..9 deleted in the segment

@@ -1,7 +1,8 @@
 """Prometheus metrics of `vectorlog serve` (both backends): consumer lag per processor appears
 while a processor is behind and goes to 0 once it caught up; gRPC requests counted per method
 and Milvus code, with latencies, in the registry the REST app exposes at /metrics (also
-through `vectorlog serve`)."""
+through `vectorlog serve`); with a token /metrics needs it too, and the dead letters it
+counts are read incrementally."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -28,6 +30,7 @@ from vectorlog import Client
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
+from vectorlog.streams.log.base import Append
 
 DIM = 4
 #: the processors whose positions follow the log continuously (rootcoord replays `ddl`
@@ -206,3 +209,47 @@ def healthy(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+@pytest.fixture(params=log_params())
+def guarded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Client, TestClient]]:
+    """A fresh cluster whose REST app (and so /metrics) requires TOKEN."""
+    client = cluster_client(request, tmp_path_factory, "guarded")
+    try:
+        with TestClient(rest_app(client, TOKEN)) as http:
+            yield client, http
+    finally:
+        client.close()
+
+
+TOKEN = "root:Milvus"
+
+
+def test_metrics_need_the_token_and_count_dead_letters(
+    guarded: tuple[Client, TestClient],
+) -> None:
+    client, http = guarded
+    for headers in ({}, {"Authorization": "Bearer root:wrong"}, {"Authorization": TOKEN}):
+        refused = http.get("/metrics", headers=headers)
+        assert refused.status_code == 401 and "vectorlog_" not in refused.text
+    assert http.get("/healthz").status_code == 200
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    client.create_collection("c", dimension=2)
+    partition = client.cluster.proxy.describe_collection("c").pchannels[0]
+
+    def dead_letters() -> float:
+        response = http.get("/metrics", headers=auth)
+        assert response.status_code == 200
+        assert "vectorlog_consumer_lag" in response.text
+        families = text_string_to_metric_families(response.text)
+        return next(f.samples[0].value for f in families if f.name == "vectorlog_dead_letters")
+
+    for n in (1, 2):  # the query node and the data node each write a letter of a record
+        client.cluster.log.append(client.cluster.topics.dml, [Append(partition, b"\x00junk")])
+        wait_until(partial(counted, dead_letters, 2.0 * n), 60, f"{2 * n} dead letters")
+
+
+def counted(count: Callable[[], float], want: float) -> bool:
+    return count() == want

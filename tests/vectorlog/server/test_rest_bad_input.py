@@ -14,6 +14,11 @@ from vectorlog.server.rest_app import rest_app
 rest = rest_fixture()
 
 FORMAT, MISSING, INVALID = 1801, 1802, 1100
+#: a valid schema's fields (a case spoils one other part of the request)
+FIELDS = [
+    {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+    {"fieldName": "v", "dataType": "FloatVector", "elementTypeParams": {"dim": 2}},
+]
 
 
 @pytest.fixture
@@ -43,11 +48,31 @@ def _raw(rest: Rest, endpoint: str, content: bytes) -> dict[str, Any]:
         b'{"data": [{"id": 5, "vector": [1e999, 0.0]}]}',
         b'{"data": [{"id": 5, "vector": [0.0, 0.0], "m": {"k": -1' + b"0" * 400 + b".5}}]}",
     ],
-    ids=["broken", "array", "string", "not-utf8", "nan", "infinity", "long-infinity"],
+    ids=[
+        "broken",
+        "array",
+        "string",
+        "not-utf8",
+        "nan",
+        "infinity",
+        "long-infinity",
+    ],
 )
 def test_malformed_bodies_are_1801(rest: Rest, existing: str, content: bytes) -> None:
     body = _raw(rest, "entities/insert", content)
     assert body["code"] == FORMAT and body["message"]
+    assert rest.ok("collections/get_stats", collectionName=existing) == {"rowCount": 1}
+
+
+@pytest.mark.parametrize("doc", ['{"k": ["\\udc00"]}', '{"\\udc00": 1}', '"\\ud800"'])
+def test_json_holding_a_lone_surrogate_is_1801_and_writes_nothing(
+    rest: Rest, existing: str, doc: str
+) -> None:
+    row = f'{{"id": 5, "vector": [0.0, 0.0], "m": {doc}}}'
+    body = _raw(
+        rest, "entities/insert", f'{{"collectionName": "{existing}", "data": [{row}]}}'.encode()
+    )
+    assert body["code"] == FORMAT and "surrogate" in body["message"], body
     assert rest.ok("collections/get_stats", collectionName=existing) == {"rowCount": 1}
 
 
@@ -70,6 +95,7 @@ def test_create_refusals_create_nothing(rest: Rest) -> None:
         ({"collectionName": name, "dbName": "other", "dimension": 2}, FORMAT),
         ({"collectionName": name, "dimension": 2, "params": {"partitionsNum": 4}}, FORMAT),
         ({"collectionName": name, "dimension": 2, "schema": {"fields": []}}, FORMAT),
+        ({"collectionName": name, "schema": {"description": 5, "fields": FIELDS}}, FORMAT),
         ({"collectionName": name, "dimension": 2, "params": {"enableDynamicField": 1}}, FORMAT),
     ]
     for body, code in cases:

@@ -11,9 +11,20 @@ from typing import Any
 import pytest
 
 from tests.vectorlog.server.rest_support import Rest, rest_fixture, unique
+from vectorlog.server.import_paths import import_root
 
 rest = rest_fixture()
 pytestmark = pytest.mark.usefixtures("spark")
+
+
+@pytest.fixture
+def files(rest: Rest) -> Path:
+    """A fresh folder under the server's import root (paths are given relative to the root)."""
+    root = import_root(rest.client.cfg)
+    assert root is not None
+    folder = root / unique("in")
+    folder.mkdir(parents=True)
+    return folder
 
 
 def progress_until_done(rest: Rest, job: str) -> dict[str, Any]:
@@ -26,13 +37,13 @@ def progress_until_done(rest: Rest, job: str) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def test_an_import_job_loads_files_and_reports_its_progress(rest: Rest, tmp_path: Path):
+def test_an_import_job_loads_files_and_reports_its_progress(rest: Rest, files: Path):
     name = unique("j")
     strong = {"consistencyLevel": "Strong"}
     rest.ok("collections/create", collectionName=name, dimension=2, metricType="L2", params=strong)
     rows = [{"id": i, "vector": [float(i), 0.0]} for i in range(25)]
-    (tmp_path / "a.json").write_text(json.dumps(rows))
-    job = rest.ok("jobs/import/create", collectionName=name, files=[[str(tmp_path / "a.json")]])
+    (files / "a.json").write_text(json.dumps(rows))
+    job = rest.ok("jobs/import/create", collectionName=name, files=[[f"{files.name}/a.json"]])
     done = progress_until_done(rest, job["jobId"])
     assert (done["state"], done["progress"], done["importedRows"]) == ("Completed", 100, 25)
     count = rest.ok("entities/query", collectionName=name, filter="", outputFields=["count(*)"])
@@ -41,12 +52,10 @@ def test_an_import_job_loads_files_and_reports_its_progress(rest: Rest, tmp_path
     assert [r["jobId"] for r in listed] == [job["jobId"]]
 
 
-def test_bad_import_requests_name_what_is_wrong(rest: Rest, tmp_path: Path):
+def test_bad_import_requests_name_what_is_wrong(rest: Rest, files: Path):
     name = unique("j")
     rest.ok("collections/create", collectionName=name, dimension=2, metricType="L2")
-    missing = rest.call(
-        "jobs/import/create", collectionName=name, files=[[str(tmp_path / "x.json")]]
-    )
+    missing = rest.call("jobs/import/create", collectionName=name, files=[[f"{files.name}/x.json"]])
     assert missing["code"] != 0 and "x.json" in missing["message"]
     bad = rest.call("jobs/import/create", collectionName=name, files=[7])
     assert bad["code"] == 1801 and "files[0]" in bad["message"]
