@@ -108,6 +108,8 @@ class DataRpcs:
             consistency_level=read_level(request),
             offset=int(params.get("offset", 0)),
             group_by_field=params.get("group_by_field") or None,
+            group_size=params.get("group_size"),
+            strict_group_size=str(params.get("strict_group_size")).lower() == "true",
             filter_params=conv.filter_params(request.expr_template_values),
             timeout=deadline(context),
         )
