@@ -73,10 +73,11 @@ def group_size(value: Any) -> int:
         value = int(value)
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise InvalidArgument(f"failed to parse input group size:{value!r:.40}")
+    value = int(value)
     if value <= 0:
         raise InvalidArgument(f"input group size:{value} is negative, failed to do search_groupby")
     if value > MAX_GROUP_SIZE:
         raise InvalidArgument(
             f"input group size:{value} exceeds configured max group size:{MAX_GROUP_SIZE}"
         )
-    return int(value)
+    return value

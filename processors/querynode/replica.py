@@ -34,10 +34,10 @@ from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries,
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.mmapcache import CachedVectors
-from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
-from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
 from vectorlog.processors.querynode.ranged import ranked as in_order
+from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
+from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.topk import grouped, merged, ranked
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
 from vectorlog.types import Hit

@@ -18,6 +18,7 @@ from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_import import ImportRpcs
+from vectorlog.server.grpc_iterator import SearchCursors
 from vectorlog.server.grpc_rpc import SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
 from vectorlog.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
@@ -32,6 +33,7 @@ class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.Milvu
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.cursors = SearchCursors()
 
     # -- connection -----------------------------------------------------------------------------
     @rpc
