@@ -909,16 +909,16 @@ def test_range_search_group_by_and_iterators(pair: Pair, metric: str) -> None:
         d.check(f"group_by.refused[{field}]", got, eq)
     if pair.types is pymilvus.DataType:  # iterators are MilvusClient's, over the wire
         for f in ("", "n > 4"):
-            got = [
+            pages = [
                 paged(attempt(c.search_iterator, "rg", [q[1]], batch_size=40, filter=f))
                 for c in (pair.lite, pair.ours)
             ]
-            d.check(f"search_iterator[{f}]", each(iterated, (got[0], got[1])), same_order)
-        got = [
+            d.check(f"search_iterator[{f}]", each(iterated, (pages[0], pages[1])), same_order)
+        pages = [
             paged(
                 attempt(c.query_iterator, "rg", batch_size=70, filter="n != 2", output_fields=["n"])
             )
             for c in (pair.lite, pair.ours)
         ]
-        d.check("query_iterator", (got[0], got[1]), eq)
+        d.check("query_iterator", (pages[0], pages[1]), eq)
     d.assert_none()
