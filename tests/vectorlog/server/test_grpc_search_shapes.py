@@ -228,3 +228,28 @@ def test_query_iterator_pages_every_row_once_in_key_order(
     want = [i for i in range(SEALED + GROWING) if i % 7 != 4]
     assert [r["id"] for r in got] == want
     assert all(r["g"] == r["id"] % 7 for r in got)
+
+
+def test_search_iterator_v1_pages_every_row_once_in_brute_force_order(
+    served: Served, collections: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pymilvus's v1 iterator (its fallback for servers without v2, built on range search):
+    the client is made to fall back, the server is unchanged."""
+    import pymilvus.milvus_client.milvus_client as mc
+    from pymilvus.exceptions import ServerVersionIncompatibleException
+
+    def no_v2(**_: Any) -> Any:
+        raise ServerVersionIncompatibleException(message="v2 off for this test")
+
+    monkeypatch.setattr(mc, "SearchIteratorV2", no_v2)
+    for metric in ("L2", "IP"):
+        q = queries()[0]
+        it = served.milvus.search_iterator(
+            collections[metric], [q.tolist()], batch_size=100, search_params={"metric_type": metric}
+        )
+        assert type(it).__name__ == "SearchIterator"
+        ids: list[int] = []
+        while page := it.next():
+            ids += [h["id"] for h in page]
+        it.close()
+        assert ids == nearest_first(brute(q, metric), metric).tolist()
