@@ -531,17 +531,30 @@ class Client:
         filter_params: dict[str, Any] | None = None,
         offset: int = 0,
         group_by_field: str | None = None,
+        group_size: int | None = None,
+        strict_group_size: bool = False,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"},
         nearest first: rows matching `filter` (a Milvus boolean expression, `{name}`
         placeholders from `filter_params`), after skipping `offset` hits (limit + offset <=
-        16384); with `group_by_field`, the best hit of each of up to `limit` distinct values
-        of that field. `search_params` = {"metric_type": the index's, "params": {...}}.
+        16384); with `group_by_field`, the best `group_size` (default 1, at most 10) hits of
+        each of up to `limit` distinct values of that field, a group's hits together
+        (`offset` skips groups). `search_params` = {"metric_type": the index's, "params":
+        {...}}; a `radius` (and `range_filter`) among the params makes it a range search,
+        every hit in range (Milvus's bounds: L2 range_filter <= d < radius, IP and COSINE
+        radius < d <= range_filter), exact whatever the index.
         `entity` holds `output_fields` (none by default, as Milvus). Raises InvalidArgument,
         InvalidExpression (with the error's position), ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
-            filter, filter_params, search_params, anns_field, offset, group_by_field
+            filter,
+            filter_params,
+            search_params,
+            anns_field,
+            offset,
+            group_by_field,
+            group_size,
+            strict_group_size,
         )
         return self._proxy.search(
             collection_name, data, limit, output_fields, partition_names, at, options

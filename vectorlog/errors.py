@@ -48,6 +48,14 @@ class CollectionExists(AlreadyExists):
         self.name = name
 
 
+class DatabaseNotFound(NotFound):
+    """A database other than "default" (vectorlog has only that one), as Milvus words it."""
+
+    def __init__(self, name: object) -> None:
+        super().__init__(f"database not found[database={name}]")
+        self.name = name
+
+
 class PartitionNotFound(NotFound):
     def __init__(self, collection: str, partition: str) -> None:
         super().__init__(f"partition {partition!r} does not exist in collection {collection!r}")

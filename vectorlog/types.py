@@ -82,8 +82,9 @@ COLLECTION_LEVEL = ReadAt()
 class SearchOptions:
     """A search's arguments beyond its vectors, limit, output fields and partitions, by
     MilvusClient's names (the proxy checks them): a filter expression and its `{param}`
-    values, {"metric_type", "params"} of the index, the vector field, hits to skip, and a
-    scalar field to group hits by."""
+    values, {"metric_type", "params"} of the index (a range search's radius / range_filter
+    among the params), the vector field, hits to skip, a scalar field to group hits by
+    and the hits per group (strict_group_size: vectorlog always fills groups it can)."""
 
     filter: str | None = ""
     filter_params: dict[str, Any] | None = None
@@ -91,6 +92,8 @@ class SearchOptions:
     anns_field: str | None = None
     offset: int = 0
     group_by_field: str | None = None
+    group_size: int | None = None
+    strict_group_size: bool = False
 
 
 DEFAULT_SEARCH = SearchOptions()

@@ -31,6 +31,7 @@ from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compactions, dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import reads as r
+from vectorlog.processors.proxy import search_shape as shape
 from vectorlog.processors.proxy import validation as v
 from vectorlog.processors.proxy.batches import (
     delete_events,
@@ -433,18 +434,21 @@ class Proxy:
         options: SearchOptions = DEFAULT_SEARCH,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
-        `options`: filter, offset, group_by_field, search_params, anns_field). Raises
+        `options`: filter, offset, group_by_field and group_size, search_params with a range
+        search's radius / range_filter, anns_field). Raises
         InvalidArgument, InvalidExpression before reading anything."""
         info = self._info(name, at.as_of)
         queries = self._queries(info, data)
+        shape.nq(len(queries))
         limit = r.limit(limit)
         offset = r.offset(options.offset, limit)
         fields = self._output_fields(info, output_fields, default=[])
         parts = self._partitions(info, partition_names)
         r.anns_field(info.schema, options.anns_field)
         metric = ix.search_metric(info)
-        params = r.search_params(options.search_params, metric)
+        params = shape.range_params(r.search_params(options.search_params, metric), metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
+        size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)
         ts = self.read_ts(info, at)
         out = dynamic.output(info.schema, fields)
@@ -461,6 +465,7 @@ class Proxy:
                 group_by=group_by,
                 params=params,
                 metric=metric,
+                group_size=size,
             )
         return out.hits(hits)
 

@@ -427,13 +427,24 @@ class QueryNode:
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
         metric: str | None = None,
+        group_size: int = 1,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
         (see QueryNodeService.search: `params` ef / nprobe for segment indexes, `metric`
         the index's). Raises CollectionNotFound, or InvalidArgument if a loaded segment
         index has another metric than `metric`."""
         return self._replica(collection_id, ts).search(
-            queries, limit, ts, partitions, output_fields, expr, offset, group_by, params, metric
+            queries,
+            limit,
+            ts,
+            partitions,
+            output_fields,
+            expr,
+            offset,
+            group_by,
+            params,
+            metric,
+            group_size,
         )
 
     def query(

@@ -34,9 +34,11 @@ from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries,
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.mmapcache import CachedVectors
+from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
+from vectorlog.processors.querynode.ranged import ranked as in_order
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
-from vectorlog.processors.querynode.topk import best_per_group, merged, ranked
+from vectorlog.processors.querynode.topk import grouped, merged, ranked
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
 from vectorlog.types import Hit
 
@@ -417,25 +419,37 @@ class Replica:
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
         metric: str | None = None,
+        group_size: int = 1,
     ) -> list[list[Hit]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
         matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
-        hit of each of up to k distinct values of that field. `metric`: the index's (None:
-        the vector field's, else L2); `params`: ef / nprobe. Raises InvalidArgument if a
-        loaded segment index has another metric, or for a bad param."""
+        `group_size` hits of each of up to k distinct values of that field (groups skipped
+        by `offset`), a group's hits together. `metric`: the index's (None: the vector
+        field's, else L2); `params`: ef / nprobe, and `radius` / `range_filter` for a range
+        search (exact: see ranged.py). Raises InvalidArgument if a loaded segment index has
+        another metric, or for a bad param."""
         metric = (metric or self.metric).upper()
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
         knobs = SearchKnobs.parse(params, want)
+        bounds = RangeBounds.of(params, metric)
         with self.lock:
             plan, total = self._plan(ts, partitions, expr, metric)
-            if group_by is None:
+            if bounds is not None:
+                found = self._in_range(q, qn, metric, bounds, plan)
+                if group_by is None:
+                    found = [(r[offset:want], d[offset:want]) for r, d in found]
+                else:
+                    found = [
+                        self._grouped(r, d, group_by, offset, k, group_size)[:2] for r, d in found
+                    ]
+            elif group_by is None:
                 dist, labels = self._knn(q, qn, metric, want, knobs, plan)
                 found = [ranked(lr, dr, offset) for dr, lr in zip(dist, labels, strict=True)]
             else:
-                groups = self._groups(q, qn, metric, want, knobs, plan, total, group_by)
-                found = [(r[offset:], d[offset:]) for r, d in groups]
+                grouping = (group_by, offset, k, group_size)
+                found = self._groups(q, qn, metric, knobs, plan, total, grouping)
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
 
     def _plan(
@@ -465,24 +479,50 @@ class Replica:
         q: np.ndarray,
         qn: np.ndarray,
         metric: str,
-        want: int,
         knobs: SearchKnobs,
         plan: list[tuple[Segment, np.ndarray | None]],
         total: int,
-        field: str,
+        grouping: tuple[str, int, int, int],
     ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Returns per query the best `want` hits of distinct `field` values: searches
-        deeper (k x 4) until each query has `want` groups or every visible row was seen."""
-        k = min(total, max(4 * want, 64))
+        """Returns per query the hits of the groups (field, groups skipped, groups wanted,
+        hits per group) of `grouping`: searches deeper (k x 4) until each query's groups
+        are all there and full, or every visible row was seen."""
+        field, skip, want, size = grouping
+        k = min(total, max(4 * (skip + want) * size, 64))
         while True:
             dist, labels = self._knn(q, qn, metric, max(k, 1), knobs, plan)
             picked = []
             for dr, lr in zip(dist, labels, strict=True):
                 rows, d = ranked(lr, dr, 0)
-                picked.append(best_per_group(rows, d, self.columns.keys(field, rows), want))
-            if k >= total or all(len(rows) >= want for rows, _ in picked):
-                return picked
+                picked.append(self._grouped(rows, d, field, skip, want, size))
+            if k >= total or all(full for _, _, full in picked):
+                return [(rows, d) for rows, d, _ in picked]
             k = min(total, 4 * k)
+
+    def _grouped(
+        self, rows: np.ndarray, d: np.ndarray, field: str, skip: int, want: int, size: int
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        return grouped(rows, d, self.columns.keys(field, rows), skip, want, size)
+
+    def _in_range(
+        self,
+        q: np.ndarray,
+        qn: np.ndarray,
+        metric: str,
+        bounds: RangeBounds,
+        plan: list[tuple[Segment, np.ndarray | None]],
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Returns per query the (replica rows, distances) of every planned row in range,
+        nearest first."""
+        parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(len(q))]
+        for seg, mask in plan:
+            if not len(seg):
+                continue
+            for i, (pos, d) in enumerate(segment_range(seg, q, qn, metric, bounds, mask)):
+                rows = seg.rows.view()[pos]
+                held = rows >= 0
+                parts[i].append((rows[held], d[held]))
+        return [in_order(p, bounds) for p in parts]
 
     def _knn(
         self,

@@ -44,11 +44,14 @@ class QueryNodeService(Protocol):
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
         metric: str | None = None,
+        group_size: int = 1,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
         nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
-        the best hit of each of up to `limit` distinct values of it. `params`: the index's
-        search parameters (ef, nprobe); an exact search needs none. `metric`: the metric of
+        the best `group_size` hits of each of up to `limit` distinct values of it (`offset`
+        groups skipped). `params`: the index's search parameters (ef, nprobe), and a range
+        search's `radius` / `range_filter` (every row in range, exact); an exact search
+        needs none. `metric`: the metric of
         the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2)."""
         ...
 

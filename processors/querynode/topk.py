@@ -14,16 +14,24 @@ def ranked(labels: np.ndarray, dist: np.ndarray, offset: int) -> tuple[np.ndarra
     return labels[found][offset:], dist[found][offset:]
 
 
-def best_per_group(
-    rows: np.ndarray, dist: np.ndarray, keys: np.ndarray, want: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Returns one query's ranked (rows, distances) keeping the best hit of each distinct
-    group key (`keys[i]` is row i's), best first, at most `want` of them."""
+def grouped(
+    rows: np.ndarray, dist: np.ndarray, keys: np.ndarray, skip: int, want: int, size: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Returns one query's ranked (rows, distances) grouped by key (`keys[i]` is row i's):
+    groups ranked by their best hit, the groups ranked skip..skip + want - 1, each with its
+    best `size` hits, consecutively (as Milvus's group_size); and whether every one of those
+    groups exists and holds `size` hits (a deeper search cannot change them then)."""
     if not len(rows):
-        return rows, dist
-    _, first = np.unique(keys, return_index=True)
-    first = np.sort(first)[:want]
-    return rows[first], dist[first]
+        return rows, dist, False
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[inverse.ravel()]
+    order = np.argsort(rank, kind="stable")  # by group rank, then by distance
+    ranks = rank[order]
+    nth = np.arange(len(ranks)) - np.searchsorted(ranks, ranks, side="left")
+    keep = order[(nth < size) & (ranks >= skip) & (ranks < skip + want)]
+    counts = np.bincount(rank)[skip : skip + want]
+    full = len(counts) == want and bool((counts >= size).all())
+    return rows[keep], dist[keep], full
 
 
 def merged(

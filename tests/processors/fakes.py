@@ -241,6 +241,7 @@ class FakeQueryNode:
         group_by: str | None = None,
         params: dict[str, Any] | None = None,
         metric: str | None = None,
+        group_size: int = 1,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
         self.search_args = {"params": params, "metric": metric}  # the last search's

@@ -11,7 +11,10 @@ from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 from vectorlog.client import Client
 from vectorlog.errors import InvalidArgument
 from vectorlog.model import CollectionInfo
+from vectorlog.processors.proxy.indexes import search_metric
+from vectorlog.processors.proxy.reads import MAX_WINDOW
 from vectorlog.server import grpc_convert as conv
+from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
 from vectorlog.types import Hit
@@ -21,6 +24,7 @@ class DataRpcs:
     """Flush, Insert, Upsert, Delete, Query and Search, for MilvusServicer."""
 
     client: Client
+    cursors: iterators.SearchCursors
 
     def _info(self, name: str) -> CollectionInfo:
         return self.client.cluster.proxy.describe_collection(name)
@@ -70,6 +74,10 @@ class DataRpcs:
     def Query(self, request: Any, context: Any) -> Any:
         params = conv.kv_dict(request.query_params)
         limit = int(params["limit"]) if "limit" in params else None
+        # a query iterator's pages read one snapshot: the first call's ts, sent back
+        as_of = None
+        if params.get("iterator", "").lower() == "true":
+            as_of = request.guarantee_timestamp or self.client.cluster.proxy.rc.strong_ts()
         rows = self.client.query(
             request.collection_name,
             request.expr,
@@ -78,7 +86,8 @@ class DataRpcs:
             partition_names=partition_names(request.partition_names),
             limit=limit,
             offset=int(params.get("offset", 0)),
-            consistency_level=read_level(request),
+            consistency_level=None if as_of is not None else read_level(request),
+            as_of=as_of,
             filter_params=conv.filter_params(request.expr_template_values),
             timeout=deadline(context),
         )
@@ -90,30 +99,69 @@ class DataRpcs:
             collection_name=request.collection_name,
             output_fields=names,
             primary_field_name=info.schema.primary.name,
+            session_ts=as_of or 0,
         )
 
     @rpc
     def Search(self, request: Any, context: Any) -> Any:
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))
-        hits = self.client.search(
+        if iterators.wants_v2(params):
+            return self._iterator_page(request, params, topk, context)
+        hits = self._search(request, params, topk, _index_search_params(params), context)
+        info = self._info(request.collection_name)
+        return milvus_pb2.SearchResults(
+            status=ok(), results=search_result(hits, topk, info), collection_name=info.name
+        )
+
+    def _search(
+        self,
+        request: Any,
+        params: dict[str, Any],
+        topk: int,
+        index_params: dict[str, Any],
+        context: Any,
+        as_of: int | None = None,
+    ) -> list[list[Hit]]:
+        """Returns the hits of a SearchRequest with these index params (as of `as_of`)."""
+        return self.client.search(
             request.collection_name,
             conv.vectors_from_placeholder(request.placeholder_group),
             filter=request.dsl,
             limit=topk,
             output_fields=list(request.output_fields) or None,
-            search_params=_index_search_params(params),
+            search_params=index_params,
             partition_names=partition_names(request.partition_names),
             anns_field=params.get("anns_field") or None,
-            consistency_level=read_level(request),
+            consistency_level=None if as_of is not None else read_level(request),
+            as_of=as_of,
             offset=int(params.get("offset", 0)),
             group_by_field=params.get("group_by_field") or None,
+            group_size=params.get("group_size"),
+            strict_group_size=str(params.get("strict_group_size")).lower() == "true",
             filter_params=conv.filter_params(request.expr_template_values),
             timeout=deadline(context),
         )
+
+    def _iterator_page(self, request: Any, params: dict[str, Any], topk: int, context: Any) -> Any:
+        """Answers a search iterator v2 call: the next page, with the token, the last
+        bound and the snapshot ts pymilvus sends back (grpc_iterator.py)."""
         info = self._info(request.collection_name)
+        index_params = _index_search_params(params)
+        metric = str(index_params.get("metric_type") or search_metric(info)).upper()
+        token = str(params.get(iterators.TOKEN) or "") or iterators.new_token()
+        ts = request.guarantee_timestamp or self.client.cluster.proxy.rc.strong_ts()
+        batch = iterators.batch_size(params, topk)
+        inner, extra, bound = self.cursors.range_params(params, metric, token)
+        index_params["params"] = inner
+        fetch = min(batch + extra, MAX_WINDOW)
+        hits = self._search(request, params, fetch, index_params, context, as_of=ts)
+        page = self.cursors.page(hits[0] if hits else [], token, bound, batch)
+        results = search_result([page.hits], batch, info)
+        results.search_iterator_v2_results.token = page.token
+        results.search_iterator_v2_results.last_bound = page.last_bound
         return milvus_pb2.SearchResults(
-            status=ok(), results=search_result(hits, topk, info), collection_name=info.name
+            status=ok(), results=results, collection_name=info.name, session_ts=ts
         )
 
 

@@ -1,6 +1,7 @@
-"""The plumbing of vectorlog's gRPC handlers: the `rpc` decorator turning any error into
-the Milvus status of the RPC's response, and the request fields every handler reads alike
-(consistency level, deadline, partition names)."""
+"""The plumbing of vectorlog's gRPC handlers: the `rpc` decorator refusing a database other
+than the default one and turning any error into the Milvus status of the RPC's response,
+and the request fields every handler reads alike (consistency level, deadline, partition
+names)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import grpc
 from google.protobuf.message_factory import GetMessageClass
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from vectorlog.errors import VectorlogError
-from vectorlog.server.grpc_status import status_of
+from vectorlog.errors import DatabaseNotFound, VectorlogError
+from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
 from vectorlog.types import level_name
 
 log = logging.getLogger(__name__)
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]
+DEFAULT_DATABASE = "default"
 
 
 def response_class(rpc: str) -> Any:
@@ -25,25 +28,69 @@ def response_class(rpc: str) -> Any:
     return GetMessageClass(SERVICE.methods_by_name[rpc].output_type)
 
 
-def failed(rpc: str, status: common_pb2.Status) -> Any:
+def status_field(rpc: str) -> str | None:
+    """Returns the name of the common.Status field of an RPC's response ("status" for most,
+    "base_status" for a few such as AlterCollectionSchema's), "" if the response is a
+    Status itself, None if it has none."""
     cls = response_class(rpc)
-    return status if cls is common_pb2.Status else cls(status=status)
+    if cls is common_pb2.Status:
+        return ""
+    for f in cls.DESCRIPTOR.fields:
+        if f.message_type is common_pb2.Status.DESCRIPTOR:
+            return str(f.name)
+    return None
+
+
+def failed(rpc: str, status: common_pb2.Status, context: Any = None) -> Any:
+    """Returns the response of a failed RPC carrying `status`; a response with no Status
+    field aborts the call with gRPC UNIMPLEMENTED (merr 10) or INTERNAL and the reason."""
+    slot = status_field(rpc)
+    if slot == "":
+        return status
+    if slot is not None:
+        return response_class(rpc)(**{slot: status})
+    code = (
+        grpc.StatusCode.UNIMPLEMENTED if status.code == UNIMPLEMENTED else grpc.StatusCode.INTERNAL
+    )
+    if context is None:
+        raise RuntimeError(f"{rpc} failed: {status.reason}")
+    context.abort(code, status.reason)
 
 
 def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps an RPC handler: any exception becomes the Milvus error status of its response
+    """Wraps an RPC handler: the call's database must be the default one (dbname metadata,
+    the request's db_name); any exception becomes the Milvus error status of its response
     (unexpected ones are logged); nothing escapes to gRPC."""
 
     @functools.wraps(method)
     def handler(self: Any, request: Any, context: Any) -> Any:
         try:
+            if method.__name__ not in DATABASE_RPCS:
+                check_database(request, context)
             return method(self, request, context)
         except Exception as exc:
             if not isinstance(exc, VectorlogError):
                 log.exception("gRPC %s failed", method.__name__)
-            return failed(method.__name__, status_of(exc))
+            return failed(method.__name__, status_of(exc), context)
 
     return handler
+
+
+#: the RPCs whose db_name is their argument (grpc_databases.py), not the database used
+DATABASE_RPCS = frozenset(
+    {"CreateDatabase", "DropDatabase", "ListDatabases", "DescribeDatabase", "AlterDatabase"}
+)
+
+
+def check_database(request: Any, context: Any) -> None:
+    """Raises DatabaseNotFound (merr 800, Milvus's message) if the call names a database
+    other than "default": pymilvus's `dbname` metadata or the request's db_name field."""
+    names = [v for k, v in (context.invocation_metadata() if context else ()) if k == "dbname"]
+    if "db_name" in request.DESCRIPTOR.fields_by_name:
+        names.append(request.db_name)
+    for name in names:
+        if name not in ("", DEFAULT_DATABASE):
+            raise DatabaseNotFound(name)
 
 
 def read_level(request: Any) -> str | None:

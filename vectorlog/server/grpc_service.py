@@ -17,8 +17,10 @@ from vectorlog.hybridts import physical_ms
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
+from vectorlog.server.grpc_databases import DatabaseRpcs
 from vectorlog.server.grpc_import import ImportRpcs
-from vectorlog.server.grpc_rpc import SERVICE, failed, rpc
+from vectorlog.server.grpc_iterator import SearchCursors
+from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
 from vectorlog.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 
@@ -27,11 +29,14 @@ MILVUS_VERSION = "v2.5.0"
 _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
-class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusServicer(
+    DataRpcs, ImportRpcs, CompactionRpcs, DatabaseRpcs, milvus_pb2_grpc.MilvusServiceServicer
+):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.cursors = SearchCursors()
 
     # -- connection -----------------------------------------------------------------------------
     @rpc
@@ -80,7 +85,7 @@ class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.Milvu
             properties=conv.kv_pairs(
                 {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY}
             ),
-            db_name="default",
+            db_name=DEFAULT_DATABASE,
             num_partitions=len(info.partitions),
         )
 
@@ -187,7 +192,7 @@ class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.Milvu
     def DescribeAlias(self, request: Any, context: Any) -> Any:
         target = self.client.describe_alias(request.alias)["collection_name"]
         return milvus_pb2.DescribeAliasResponse(
-            status=ok(), db_name="default", alias=request.alias, collection=target
+            status=ok(), db_name=DEFAULT_DATABASE, alias=request.alias, collection=target
         )
 
     @rpc
@@ -195,7 +200,7 @@ class MilvusServicer(DataRpcs, ImportRpcs, CompactionRpcs, milvus_pb2_grpc.Milvu
         res = self.client.list_aliases(request.collection_name)
         return milvus_pb2.ListAliasesResponse(
             status=ok(),
-            db_name="default",
+            db_name=DEFAULT_DATABASE,
             collection_name=res["collection_name"],
             aliases=res["aliases"],
         )
@@ -254,7 +259,7 @@ def index_description(d: dict[str, Any]) -> Any:
 
 def _unimplemented_handler(name: str) -> Callable[..., Any]:
     def handler(self: Any, request: Any, context: Any) -> Any:
-        return failed(name, unimplemented(name))
+        return failed(name, unimplemented(name), context)
 
     handler.__name__ = name
     return handler

@@ -13,12 +13,14 @@ from vectorlog import errors
 #: merr codes of Milvus (pkg/util/merr/errors.go)
 INTERNAL, UNIMPLEMENTED = 5, 10
 COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND, INDEX_DUPLICATE = 100, 200, 700, 702
+DATABASE_NOT_FOUND = 800
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.CollectionNotFound, COLLECTION_NOT_FOUND, common_pb2.CollectionNotExists),
     (errors.PartitionNotFound, PARTITION_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.DatabaseNotFound, DATABASE_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.IndexExists, INDEX_DUPLICATE, common_pb2.UnexpectedError),

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.errors import DatabaseNotFound
 from vectorlog.model import DataType
 from vectorlog.server.rest_errors import bad_format, missing
 
@@ -52,14 +53,14 @@ def parse(body: Any, spec: dict[str, Field], what: str = "the body") -> dict[str
     """Returns the fields of `spec` read from `body`, named `what` in errors (defaults
     filled in; `dbName` is accepted everywhere, only the default database). Raises
     RequestError: 1801 for a body that is not an object, an unknown field or a wrong type,
-    1802 for a missing field."""
+    1802 for a missing field; DatabaseNotFound (800) for another database."""
     if not isinstance(body, dict):
         raise bad_format(f"{what} must be a JSON object, not {type(body).__name__}")
     unknown = sorted(set(body) - set(spec) - {"dbName"})
     if unknown:
         raise bad_format(f"{what} has unknown fields {unknown}")
     if body.get("dbName") not in (None, "", "default"):
-        raise bad_format(f"vectorlog has only the default database, not {body['dbName']!r}")
+        raise DatabaseNotFound(body["dbName"])  # merr 800, as Milvus
     out = {}
     for name, field in spec.items():
         if body.get(name) is None:

@@ -93,6 +93,8 @@ SEARCH = {
     "offset": Field("int", default=0),
     "searchParams": Field("dict", default={}),
     "groupingField": Field("str"),
+    "groupSize": Field("int"),
+    "strictGroupSize": Field("bool", default=False),
 }
 
 
@@ -119,6 +121,8 @@ def search(c: Client, body: Any) -> Any:
         consistency_level=args["consistencyLevel"],
         offset=args["offset"],
         group_by_field=args["groupingField"],
+        group_size=args["groupSize"],
+        strict_group_size=args["strictGroupSize"],
     )
     pk = next(f["name"] for f in c.describe_collection(name)["fields"] if f.get("is_primary"))
     return [

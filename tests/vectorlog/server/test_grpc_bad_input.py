@@ -119,8 +119,8 @@ def test_a_garbled_search_vector_is_refused(stub, name: str) -> None:
 
 def test_rpcs_vectorlog_does_not_serve_answer_unimplemented(stub) -> None:
     assert stub.CreateDatabase(milvus_pb2.CreateDatabaseRequest(db_name="x")).code == 10
-    res = stub.ListDatabases(milvus_pb2.ListDatabasesRequest())
-    assert res.status.code == 10 and "ListDatabases" in res.status.reason
+    res = stub.ListPrivilegeGroups(milvus_pb2.ListPrivilegeGroupsRequest())
+    assert res.status.code == 10 and "ListPrivilegeGroups" in res.status.reason
 
 
 def test_an_unknown_rpc_gets_grpc_unimplemented(served: Served) -> None:

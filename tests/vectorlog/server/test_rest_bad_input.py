@@ -92,7 +92,7 @@ def test_create_refusals_create_nothing(rest: Rest) -> None:
             {"collectionName": name, "schema": {"fields": [{"fieldName": "a", "dataType": "X"}]}},
             FORMAT,
         ),
-        ({"collectionName": name, "dbName": "other", "dimension": 2}, FORMAT),
+        ({"collectionName": name, "dbName": "other", "dimension": 2}, 800),  # database not found
         ({"collectionName": name, "dimension": 2, "params": {"partitionsNum": 4}}, FORMAT),
         ({"collectionName": name, "dimension": 2, "schema": {"fields": []}}, FORMAT),
         ({"collectionName": name, "schema": {"description": 5, "fields": FIELDS}}, FORMAT),
