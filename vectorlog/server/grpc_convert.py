@@ -11,8 +11,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import META, CollectionInfo, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import META, CollectionInfo, CollectionSchema, DataType, FieldSchema
 
 TO_PROTO = {
     DataType.BOOL: schema_pb2.Bool,
