@@ -5,12 +5,14 @@ folders streams/, processors/, schemas/ under their installed names vectorlog.st
 vectorlog.processors.*, vectorlog.schemas.* (the symlinks under vectorlog/ are not walked).
 
 Layers, bottom to top; nothing imports a module of a higher layer:
-    L0  vectorlog.core.errors, vectorlog.core.model, vectorlog.core.types, vectorlog.core.faults,
-        vectorlog.core.hybridts, vectorlog.expr.* (the filter expression library)
+    L0  vectorlog.core.* (errors, model, types, faults, hybridts), vectorlog.expr.*
     L1  vectorlog.schemas.*
     L2  vectorlog.streams.*
-    L3  vectorlog.processors.*
-    L4  everything else: vectorlog (the package), vectorlog.sdk.client, .config, .standalone, ...
+    L3  the libraries shared by processors: vectorlog.storage.* (binlogs, object stores),
+        vectorlog.state.* (state stores)
+    L4  vectorlog.processors.*: each imports another only through its service.py Protocol
+    L5  vectorlog.engines.* (the Spark engine): processors only through their service.py
+    L6  everything else: vectorlog (the package), jobs, sdk, cli, server, runners, config, ...
 `import vectorlog.x` and `from vectorlog.x import y` import vectorlog.x (or the submodule
 vectorlog.x.y), not the package `vectorlog`; `from vectorlog import Client` imports the
 package, which is L4.
@@ -34,25 +36,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 #: Root folders installed as subpackages of vectorlog (through the symlinks vectorlog/<name>).
 SUBPACKAGES = ("streams", "processors", "schemas")
-L0 = frozenset(
-    {
-        "vectorlog.core.errors",
-        "vectorlog.core.model",
-        "vectorlog.core.types",
-        "vectorlog.core.faults",
-        "vectorlog.core.hybridts",
-        "vectorlog.expr",
-    }
+#: The packages of each layer below the top one (the top: everything else under vectorlog).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("vectorlog.core", "vectorlog.expr"),
+    ("vectorlog.schemas",),
+    ("vectorlog.streams",),
+    ("vectorlog.storage", "vectorlog.state"),
+    ("vectorlog.processors",),
+    ("vectorlog.engines",),
 )
-LAYER_NAMES = {0: "L0 (errors/model/types/faults)", 1: "L1 (schemas)", 2: "L2 (streams)"}
-LAYER_NAMES |= {3: "L3 (processors)", 4: "L4 (vectorlog top level)"}
+TOP = len(LAYERS)
+LAYER_NAMES = {0: "L0 (core/expr)", 1: "L1 (schemas)", 2: "L2 (streams)"}
+LAYER_NAMES |= {3: "L3 (libraries: storage/state)", 4: "L4 (processors)", 5: "L5 (engines)"}
+LAYER_NAMES |= {TOP: f"L{TOP} (jobs, sdk, cli, server, runners)"}
 #: Top-level names product code must never import: the repo folders under their own name
 #: (they only exist as vectorlog.*) and the dev-only trees.
 FORBIDDEN_TOP_LEVEL = frozenset(
     {"streams", "processors", "schemas", "infra", "tests", "benchmarks"}
 )
-#: The processor package every processor may import from.
-SHARED_PROCESSOR_PACKAGE = "state"
+#: Packages outside processors/ that may reach a processor only through its service.py.
+THROUGH_SERVICES = ("vectorlog.engines",)
 CLIENT_MAY_IMPORT = "vectorlog.processors.proxy.service"
 
 
@@ -192,12 +195,10 @@ def _within(name: str, package: str) -> bool:
 
 def layer(name: str) -> int | None:
     """The layer of a product module, None for anything outside vectorlog."""
-    if any(_within(name, low) for low in L0):
-        return 0
-    for number, sub in ((1, "schemas"), (2, "streams"), (3, "processors")):
-        if _within(name, f"vectorlog.{sub}"):
+    for number, packages in enumerate(LAYERS):
+        if any(_within(name, p) for p in packages):
             return number
-    return 4 if _within(name, "vectorlog") else None
+    return TOP if _within(name, "vectorlog") else None
 
 
 def layer_violations(imports: Iterable[Import]) -> list[str]:
@@ -227,7 +228,9 @@ def processor_interface_violations(imports: Iterable[Import]) -> list[str]:
     out = []
     for imp in imports:
         mine, theirs = _processor(imp.importer), _processor(imp.target)
-        if mine is None or theirs is None or theirs in (mine, SHARED_PROCESSOR_PACKAGE):
+        if mine is None and any(_within(imp.importer, p) for p in THROUGH_SERVICES):
+            mine = imp.importer
+        if mine is None or theirs is None or theirs == mine:
             continue
         interface = f"vectorlog.processors.{theirs}.service"
         if imp.target != interface:
@@ -414,7 +417,9 @@ CLEAN = {
     "vectorlog.state": "",
     "vectorlog.state.kv": "from vectorlog.streams.log.base import Log\n",
     "vectorlog.processors.rootcoord": "",
-    "vectorlog.processors.rootcoord.service": "from ..state import kv\n",
+    "vectorlog.storage": "",
+    "vectorlog.storage.binlog": "from vectorlog.state.kv import KV\n",
+    "vectorlog.processors.rootcoord.service": "from vectorlog.state import kv\n",
     "vectorlog.processors.rootcoord.tso": "from . import service\n",
     "vectorlog.processors.proxy": "",
     "vectorlog.processors.proxy.service": "",
@@ -425,7 +430,10 @@ CLEAN = {
         "from vectorlog.processors.proxy import service\n"
     ),
     "vectorlog.sdk.client": "from vectorlog.processors.proxy.service import Proxy\nimport vectorlog\n",
+    "vectorlog.engines": "",
+    "vectorlog.engines.spark": "from vectorlog.processors.proxy.service import P\n",
     "vectorlog.runners.standalone": "from vectorlog.processors.proxy.proxy import Proxy\n",
+    "vectorlog.jobs.rebuild": "from vectorlog.engines.spark import S\n",
 }
 PACKAGES = {
     "vectorlog",
@@ -434,6 +442,9 @@ PACKAGES = {
     "vectorlog.streams.log",
     "vectorlog.processors",
     "vectorlog.state",
+    "vectorlog.storage",
+    "vectorlog.engines",
+    "vectorlog.engines.spark",
     "vectorlog.processors.rootcoord",
     "vectorlog.processors.proxy",
 }
@@ -453,7 +464,19 @@ def test_the_checker_passes_a_clean_fake_tree():
             "import cycle vectorlog.schemas.registry -> vectorlog.schemas.serde -> "
             "vectorlog.schemas.registry",
         ),
-        ("layers", "vectorlog.core.model", "from vectorlog import Client\n", "L4"),
+        ("layers", "vectorlog.core.model", "from vectorlog import Client\n", "L6"),
+        (
+            "layers",
+            "vectorlog.storage.binlog",
+            "from vectorlog.processors.proxy.service import P\n",
+            "L3 (libraries: storage/state) must not import L4 (processors)",
+        ),
+        (
+            "layers",
+            "vectorlog.processors.proxy.proxy",
+            "from vectorlog.engines.spark import S\n",
+            "L4 (processors) must not import L5 (engines)",
+        ),
         ("layers", "vectorlog.schemas.serde", "import vectorlog.streams.channels\n", "L2"),
         (
             "layers",
@@ -461,7 +484,7 @@ def test_the_checker_passes_a_clean_fake_tree():
             "def lazy():\n    from vectorlog.processors.rootcoord import tso\n",
             "vectorlog.streams.log.base (line 3: `from vectorlog.processors.rootcoord import "
             "tso`) imports vectorlog.processors.rootcoord.tso: L2 (streams) must not import "
-            "L3 (processors)",
+            "L4 (processors)",
         ),
         ("forbidden names", "vectorlog.sdk.client", "from streams.log import base\n", "`streams`"),
         ("forbidden names", "vectorlog.runners.standalone", "import infra.broker\n", "`infra`"),
@@ -476,6 +499,12 @@ def test_the_checker_passes_a_clean_fake_tree():
             "vectorlog.processors.proxy.proxy",
             "from ..rootcoord import tso\n",
             "imports vectorlog.processors.rootcoord.tso",
+        ),
+        (
+            "processor interfaces",
+            "vectorlog.engines.spark",
+            "from vectorlog.processors.proxy.importfiles import read_unit\n",
+            "may only import vectorlog.processors.proxy.service of 'proxy'",
         ),
         (
             "client",

@@ -4,9 +4,9 @@ The new cluster's log gets the old one's records stamped at or before T: every d
 (collections, partitions, indexes, aliases, id and timestamp reservations), the coord events
 of segment allocation (opened, allocated, sealed; never binlog paths, which name the old
 storage root), and the dml records, read by a Spark batch job that drops those stamped after
-T (vectorlog/engines/spark/log_range.py). Opening it then rebuilds the meta, writes its own binlogs and
-builds its indexes, so it answers get / query / search / describe as the old cluster answered
-as of T, and its history before T (as_of reads) is the old one's.
+T (vectorlog/engines/spark/log_range.py). Opening it then rebuilds the meta, writes its own
+binlogs and builds its indexes, so it answers get / query / search / describe as the old
+cluster answered as of T, and its history before T (as_of reads) is the old one's.
 
 Where retention deleted a pchannel's oldest dml records, what they carried is rebuilt from
 the source's binlogs instead (vectorlog/jobs/rebuild_prefix.py): the new log starts with their
