@@ -1,4 +1,4 @@
-"""Helpers of the data-directory fault tests (here, in tests/processors/state and
+"""Helpers of the data-directory fault tests (here, in tests/vectorlog/state and
 tests/vectorlog): a small tmpfs to fill, and a child process that opens a NEW embedded log or
 state store at a path (a database the test process never had open), writes or reads it.
 
