@@ -9,13 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import nodes as n
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class NotAConstant(ValueError):
-    """A template value that is no bool, number, string or list of them."""
+class NotAConstant(InvalidArgument):
+    """A template value that is no bool, number, string or list of them (a VectorlogError
+    like every error of the package; the type checker turns it into InvalidExpression)."""
 
 
 def to_node(value: Any, pos: int) -> n.Node:
