@@ -27,6 +27,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def client_args(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """The Client(...) arguments of one fresh cluster on the backend."""
+    return cluster_args(backend, request, tmp_path)
+
+
+def cluster_args(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Returns the Client(...) arguments of one fresh cluster on `backend` (the Kafka broker
+    is the session's, started on first use)."""
     settings: dict[str, Any] = {"tick_interval_ms": 50, "read_timeout_s": 20.0}
     if backend == "embedded":
         return {"uri": str(tmp_path / "db"), **settings}

@@ -72,6 +72,10 @@ class FakeRootCoord:
     tick_requests: int = 0
     ddl: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     _clock: Iterator[int] = field(default_factory=lambda: hybrid_clock())
+    #: when each live collection was created (0: put into `collections` by the test)
+    _created: dict[str, int] = field(default_factory=dict)
+    #: (name, created ts, dropped ts, info) of every dropped collection
+    _dropped: list[tuple[str, int, int, CollectionInfo]] = field(default_factory=list)
 
     def create_collection(
         self,
@@ -82,10 +86,22 @@ class FakeRootCoord:
     ) -> CollectionInfo:
         self.ddl.append(("create_collection", (name, shards_num)))
         self.collections[name] = collection(name, self.allocate_ids(3), shards=shards_num)
+        self._created[name] = self.now()
         return self.collections[name]
 
     def drop_collection(self, name: str) -> None:
         self.ddl.append(("drop_collection", (name,)))
+        info = self.collections.pop(name, None)
+        if info is not None:
+            self._dropped.append((name, self._created.pop(name, 0), self.now(), info))
+
+    def _as_of(self, as_of: int | None) -> dict[str, CollectionInfo]:
+        """The collections that existed at `as_of` (now if None), by name."""
+        if as_of is None:
+            return self.collections
+        live = {n: c for n, c in self.collections.items() if self._created.get(n, 0) <= as_of}
+        gone = {n: c for n, created, dropped, c in self._dropped if created <= as_of < dropped}
+        return {**gone, **live}
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.ddl.append(("rename_collection", (old_name, new_name)))
@@ -112,15 +128,16 @@ class FakeRootCoord:
         self.ddl.append(("drop_index", (collection, index_name)))
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
-        if name not in self.collections:
+        found = self._as_of(as_of).get(name)
+        if found is None:
             raise CollectionNotFound(name)
-        return self.collections[name]
+        return found
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
-        return name in self.collections
+        return name in self._as_of(as_of)
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
-        return sorted(self.collections)
+        return sorted(self._as_of(as_of))
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
         return {}
@@ -159,7 +176,8 @@ class FakeRootCoord:
 
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
-        if info.name not in self.collections:
+        live = self.collections.get(info.name)
+        if live is None or live.collection_id != info.collection_id:
             raise CollectionNotFound(info.name)
         yield
 
