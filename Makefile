@@ -27,11 +27,13 @@ run: install ## start the embedded default (RocksDB log under ./vectorlog-data) 
 run-kafka: install ## run the same demo on the Kafka backend, against the broker from infra/
 	$(BIN)/python -m infra.broker --run -- $(BIN)/python -m vectorlog.demo --uri kafka://{bootstrap}
 
+TEST_WORKERS ?= 3
+
 test: install ## run the test suite on both log backends (the broker is started by the fixture)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 test-all: install ## the suite plus the slow soak/crash tests
-	$(BIN)/python -m pytest -q -m ''
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m ''
 
 bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.ingest

@@ -429,7 +429,9 @@ CLEAN = {
         "from vectorlog.state.kv import KV\n"
         "from vectorlog.processors.proxy import service\n"
     ),
-    "vectorlog.sdk.client": "from vectorlog.processors.proxy.service import Proxy\nimport vectorlog\n",
+    "vectorlog.sdk.client": (
+        "from vectorlog.processors.proxy.service import Proxy\nimport vectorlog\n"
+    ),
     "vectorlog.engines": "",
     "vectorlog.engines.spark": "from vectorlog.processors.proxy.service import P\n",
     "vectorlog.runners.standalone": "from vectorlog.processors.proxy.proxy import Proxy\n",

@@ -127,7 +127,7 @@ class DataNode:
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
     ) -> None:
         """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
-        a Log whose reader is fed by another engine (the Spark job of processors/spark/). An
+        a Log whose reader is fed by another engine (the Spark job of vectorlog/engines/spark/). An
         event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered."""
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
         self.dml_log = dml_log if dml_log is not None else log

@@ -1,6 +1,7 @@
 """Public types of vectorlog's API: what a read reads at, index specifications, and the shapes
 of results. They sit at the bottom layer (beside `vectorlog.core.model` and
-`vectorlog.core.errors`) so the client, the proxy and every processor share them without importing each other.
+`vectorlog.core.errors`) so the client, the proxy and every processor share them without
+importing each other.
 """
 
 from __future__ import annotations

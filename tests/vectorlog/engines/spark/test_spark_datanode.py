@@ -1,4 +1,4 @@
-"""The data node's Spark engine (processors/spark/) on both log backends: the log read as a
+"""The data node's Spark engine (vectorlog/engines/spark/) on both log backends: the log read as a
 PySpark streaming data source (every record once, in order, while appends go on), the fed
 reader's hand-over rules, the same rows in the same segments as the local engine, and a
 restart of a Spark-engine client between inserts and flush.
