@@ -9,8 +9,7 @@ import numbers
 from typing import Any
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.processors.querynode.exact import LARGER_IS_NEARER
-from vectorlog.processors.querynode.ranged import RADIUS, RANGE_FILTER
+from vectorlog.core.types import LARGER_IS_NEARER, RADIUS, RANGE_FILTER
 
 MAX_NQ = 16_384  # Milvus: quotaAndLimits.limits.maxNQ
 MAX_GROUP_SIZE = 10  # Milvus: quotaAndLimits.limits.maxGroupSize

@@ -8,7 +8,8 @@ from __future__ import annotations
 import faiss
 import numpy as np
 
-LARGER_IS_NEARER = frozenset({"IP", "COSINE"})
+from vectorlog.core.types import LARGER_IS_NEARER as LARGER_IS_NEARER
+
 SCORES_PER_CHUNK = 1 << 22  # query x row scores computed at once (16 MB of float32)
 
 

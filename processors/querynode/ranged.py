@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, scores
+from vectorlog.core.types import LARGER_IS_NEARER, RADIUS, RANGE_FILTER
+from vectorlog.processors.querynode.exact import scores
 
 if TYPE_CHECKING:
     from vectorlog.processors.querynode.segment import Segment
 
-RADIUS, RANGE_FILTER = "radius", "range_filter"
 #: segment positions scored at once (x queries x 4 bytes of distances)
 CHUNK = 1 << 16
 

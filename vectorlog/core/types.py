@@ -138,6 +138,10 @@ VECTOR_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
 SCALAR_INDEXES = ("INVERTED", "STL_SORT", "AUTOINDEX")
 #: the metric of a vector index created without one (Milvus: FloatVectorDefaultMetricType)
 DEFAULT_METRIC = "COSINE"
+#: metrics whose larger scores are nearer (L2 and the binary metrics: smaller is nearer)
+LARGER_IS_NEARER = frozenset({"IP", "COSINE"})
+#: a range search's search parameters (Milvus's names)
+RADIUS, RANGE_FILTER = "radius", "range_filter"
 #: keys a params map may carry that configure no build: accepted, not stored
 IGNORED_PARAMS = frozenset({"mmap.enabled"})
 

@@ -20,9 +20,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from vectorlog.core.types import Hit
+from vectorlog.core.types import LARGER_IS_NEARER, Hit
 from vectorlog.processors.proxy.search_shape import MAX_NQ
-from vectorlog.processors.querynode.exact import LARGER_IS_NEARER
 
 V2, BATCH, TOKEN, LAST_BOUND = (
     "search_iter_v2",
