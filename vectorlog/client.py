@@ -61,9 +61,11 @@ class SchemaBuilder:
         description: str = "",
         element_type: DataType | None = None,
         max_capacity: int | None = None,
+        nullable: bool = False,
+        default_value: Any = None,
     ) -> SchemaBuilder:
         """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
-        elements); returns self so calls chain."""
+        elements; scalars: `nullable`, `default_value`); returns self so calls chain."""
         auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
         self.fields.append(
             FieldSchema(
@@ -77,6 +79,8 @@ class SchemaBuilder:
                 description,
                 element_type=element_type,
                 max_capacity=max_capacity,
+                nullable=nullable,
+                default_value=default_value,
             )
         )
         return self
@@ -621,6 +625,10 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             d.update(is_primary=True, auto_id=f.auto_id)
         if f.element_type is not None:
             d["element_type"] = f.element_type
+        if f.nullable:
+            d["nullable"] = True
+        if f.default_value is not None:
+            d["default_value"] = f.default_value
         fields.append(d)
     return {
         "collection_name": info.name,

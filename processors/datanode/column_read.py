@@ -9,6 +9,7 @@ decodes them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ def field_values(
         raise CorruptBinlog(path, f"payload {column.data_type.name} is not {dtype.value}")
     values = column.values
     if values.null_count:
-        raise CorruptBinlog(path, f"{values.null_count} nulls in a column without nulls")
+        return _with_nulls(column, dtype, element, path)
     if not _arrow_fits(values.type, dtype):
         raise CorruptBinlog(path, f"a Parquet column of {values.type} holds no {dtype.value}")
     if dtype in NUMPY:
@@ -69,6 +70,22 @@ def field_values(
     if dtype is DataType.JSON:
         return _texts(texts, path)
     return [_array_text(row, element, path) for row in texts]
+
+
+def _with_nulls(
+    column: InsertColumn, dtype: DataType, element: DataType | None, path: str
+) -> list[Any]:
+    """Returns a nullable field's column (Milvus 2.5: an optional Parquet column) as a list
+    holding None in its null rows, its other values as `field_values` gives them."""
+    values = column.values
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    out: list[Any] = [None] * len(values)
+    if valid.any():
+        dense = field_values(replace(column, values=values.drop_null()), dtype, element, path)
+        dense_list = dense.tolist() if isinstance(dense, np.ndarray) else dense
+        for i, v in zip(np.flatnonzero(valid).tolist(), dense_list, strict=True):
+            out[i] = v
+    return out
 
 
 def _all_empty(values: pa.Array) -> bool:
