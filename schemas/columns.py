@@ -41,7 +41,7 @@ def _json_text(value: Any) -> str:
 
 
 #: what a null row holds in its column (its `valid` flag false)
-PLACEHOLDER = {"Int64Column": 0, "DoubleColumn": 0.0, "BoolColumn": False}
+PLACEHOLDER: dict[str, Any] = {"Int64Column": 0, "DoubleColumn": 0.0, "BoolColumn": False}
 PLACEHOLDER |= {"StringColumn": "", "JsonColumn": "null"}
 
 

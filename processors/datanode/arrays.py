@@ -59,18 +59,15 @@ def _encoder(element: DataType) -> Callable[[list[Any]], bytes]:
     raise InvalidPayload(f"ARRAY of {element!r} has no binlog form")
 
 
-def scalar_field_rows(element: DataType | None, texts: Iterable[Any]) -> list[bytes | None]:
+def scalar_field_rows(element: DataType | None, texts: Iterable[Any]) -> list[bytes]:
     """Returns each ARRAY row (a JSON array text, as the log carries it, or a list) as
     Milvus's ScalarField bytes. Raises InvalidPayload for an unknown element type or a row
-    that is not a list of them. A None row (null) stays None."""
+    that is not a list of them."""
     if element is None:
         raise InvalidPayload("an ARRAY field without an element_type has no binlog form")
     encode = _encoder(element)
     out = []
     for text in texts:
-        if text is None:  # a null row of a nullable field
-            out.append(None)
-            continue
         row = json.loads(text) if isinstance(text, (str, bytes)) else text
         if not isinstance(row, list):
             raise InvalidPayload(f"an ARRAY row is a JSON array, not {text!r:.60}")

@@ -45,17 +45,24 @@ EMPTY_DOC = "{}"
 
 
 def field_values(
-    column: InsertColumn, dtype: DataType, element: DataType | None = None, path: str = ""
+    column: InsertColumn,
+    dtype: DataType,
+    element: DataType | None = None,
+    path: str = "",
+    nullable: bool = False,
 ) -> np.ndarray | list[Any]:
     """Returns an insert binlog's column as the dml log carries a field of `dtype` (ARRAY of
-    `element`). Raises CorruptBinlog naming `path` if the payload is another type or a value
-    cannot be decoded."""
+    `element`); a `nullable` field's nulls as None in a list. Raises CorruptBinlog naming
+    `path` if the payload is another type, a value cannot be decoded, or a field that is not
+    nullable has a null."""
     want = MILVUS_TYPE.get(dtype)
     if want is None or column.data_type not in (want, _alias(want)):
         raise CorruptBinlog(path, f"payload {column.data_type.name} is not {dtype.value}")
     values = column.values
-    if values.null_count:
+    if values.null_count and nullable:
         return _with_nulls(column, dtype, element, path)
+    if values.null_count:
+        raise CorruptBinlog(path, f"{values.null_count} nulls in a column without nulls")
     if not _arrow_fits(values.type, dtype):
         raise CorruptBinlog(path, f"a Parquet column of {values.type} holds no {dtype.value}")
     if dtype in NUMPY:

@@ -155,7 +155,7 @@ class SegmentWriter:
         for f in schema.fields:
             values = rows.column(f.field_id)
             if f.dtype is DataType.ARRAY:
-                values = scalar_field_rows(f.element_type, values)
+                values = _array_rows(f.element_type, values)
             columns.append((f.field_id, MILVUS_TYPE[f.dtype], values, f.dim, f.nullable))
         first = self.new_ids(len(columns) + 1)
         for i, (fid, dtype, values, dim, nullable) in enumerate(columns):
@@ -264,3 +264,11 @@ class SegmentWriter:
             "timestamp_to": hi,
             "size": len(data),
         }
+
+
+def _array_rows(element: DataType | None, values: list[Any]) -> list[bytes | None]:
+    """Returns an ARRAY column's rows as ScalarField bytes, None in a nullable one's nulls."""
+    if all(v is not None for v in values):
+        return list(scalar_field_rows(element, values))
+    rows = iter(scalar_field_rows(element, [v for v in values if v is not None]))
+    return [None if v is None else next(rows) for v in values]

@@ -149,7 +149,9 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
     out: list[Any] = [None] * len(values)
     if rows:
         typed = _typed(f, [values[i] for i in rows])
-        for i, v in zip(rows, typed.tolist() if isinstance(typed, np.ndarray) else typed):
+        for i, v in zip(
+            rows, typed.tolist() if isinstance(typed, np.ndarray) else typed, strict=True
+        ):
             out[i] = v
     return out
 
