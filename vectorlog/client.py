@@ -381,6 +381,12 @@ class Client:
         at = ReadAt(session_ts=self._session_ts)
         return {"row_count": self._proxy.count(collection_name, at)}
 
+    def get_partition_stats(self, collection_name: str, partition_name: str) -> dict[str, int]:
+        """Returns {"row_count": rows of the partition visible now}. Raises
+        CollectionNotFound, InvalidArgument naming a partition that does not exist."""
+        rows = self.query(collection_name, "", ["count(*)"], partition_names=[partition_name])
+        return {"row_count": int(rows[0]["count(*)"])}
+
     # -- flush and segments --------------------------------------------------------------------
     def flush(
         self, collection_name: str, timeout: float | None = None, wait: bool = True

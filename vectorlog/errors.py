@@ -45,7 +45,17 @@ class CollectionNotFound(NotFound):
 class CollectionExists(AlreadyExists):
     def __init__(self, name: str, what: str = "collection") -> None:
         super().__init__(f"{name!r} already exists as a {what}")
-        self.name = name
+        self.name, self.what = name, what
+
+
+class CollectionConflict(InvalidArgument):
+    """A create naming an existing collection with other parameters (Milvus's rootcoord:
+    an identical create is a no-op)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"create duplicate collection with different parameters, collection: {name}"
+        )
 
 
 class PartitionNotFound(NotFound):
