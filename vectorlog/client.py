@@ -16,7 +16,9 @@ from vectorlog.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
+    check_name,
     metric_name,
+    partition_tag,
     quick_schema,
 )
 from vectorlog.processors.proxy.service import ProxyService
@@ -275,6 +277,11 @@ class Client:
     def has_partition(
         self, collection_name: str, partition_name: str, as_of: int | None = None
     ) -> bool:
+        """Returns whether the collection has the partition. Raises InvalidName for a
+        partition name Milvus's partition tag check refuses (empty, over 255 characters,
+        or other than letters, digits, `_` and `-`), CollectionNotFound."""
+        check_name("collection", collection_name)
+        partition_tag(partition_name)
         return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
 
     # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------

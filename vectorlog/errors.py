@@ -17,6 +17,14 @@ class InvalidName(InvalidArgument):
         self.name = name
 
 
+class FieldNameInvalid(InvalidArgument):
+    """A field name Milvus refuses though it is an identifier (a keyword of its filters)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"Invalid field name: {name}. {reason}: field name invalid[field={name}]")
+        self.name = name
+
+
 class SchemaMismatch(InvalidArgument):
     """Rows do not fit the collection's schema (names the field and the row)."""
 

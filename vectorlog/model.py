@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vectorlog.errors import InvalidArgument, InvalidName
+from vectorlog.errors import FieldNameInvalid, InvalidArgument, InvalidName
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
@@ -25,6 +25,18 @@ METRICS = ("L2", "IP", "COSINE")
 DEFAULT_PARTITION = "_default"
 #: Milvus's system field names, refused for user fields
 RESERVED_FIELD_NAMES = frozenset({"RowID", "Timestamp", "$meta"})
+#: words of Milvus's filters refused as field names, in these casings (Milvus's
+#: common.FieldNameKeywords); like, and, or, not, in and null in any casing
+FIELD_NAME_KEYWORDS = frozenset(
+    {
+        *("exists", "EXISTS", "text_match", "TEXT_MATCH", "phrase_match", "PHRASE_MATCH"),
+        *("random_sample", "RANDOM_SAMPLE", "array_length", "ARRAY_LENGTH"),
+        *(f"{kind}_contains{mode}" for kind in ("json", "array") for mode in ("", "_all", "_any")),
+        *(f"{kind}_CONTAINS{mode}" for kind in ("JSON", "ARRAY") for mode in ("", "_ALL", "_ANY")),
+        *("true", "True", "TRUE", "false", "False", "FALSE"),
+    }
+)
+ANY_CASE_KEYWORDS = frozenset({"like", "and", "or", "not", "in", "null"})
 ID_TYPES = frozenset(
     {"int", "int64", "str", "string", "varchar"}
 )  # every collection is created with it
@@ -74,6 +86,17 @@ def default_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+PARTITION_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")
+
+
+def partition_tag(name: object) -> str:
+    """Returns `name` if Milvus's partition tag check takes it (spaces around trimmed;
+    letters, digits, `_`, `-`, at most 255). Raises InvalidName naming it."""
+    if not isinstance(name, str) or not PARTITION_TAG_RE.fullmatch(name.strip()):
+        raise InvalidName("partition", name)
+    return name
+
+
 def check_name(kind: str, name: object) -> str:
     """Returns `name` if it is a valid identifier. Raises InvalidName naming it."""
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
@@ -109,6 +132,8 @@ class FieldSchema:
             self._validate_dynamic()
             return
         check_name("field", self.name)
+        if self.name in FIELD_NAME_KEYWORDS or self.name.lower() in ANY_CASE_KEYWORDS:
+            raise FieldNameInvalid(self.name, f"{self.name} is keyword in milvus.")
         if self.name in RESERVED_FIELD_NAMES:
             raise InvalidArgument(f"field name {self.name!r} is reserved (system fields)")
         if not isinstance(self.dtype, DataType):

@@ -31,7 +31,13 @@ from vectorlog.errors import (
 )
 from vectorlog.expr import Expr
 from vectorlog.faults import crash_point
-from vectorlog.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
+from vectorlog.model import (
+    DEFAULT_PARTITION,
+    CollectionInfo,
+    CollectionSchema,
+    DataType,
+    check_name,
+)
 from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.datanode.service import ObjectStore
 from vectorlog.processors.indexnode.service import IndexNodeService
@@ -168,11 +174,15 @@ class Proxy:
             self.rc.drop_index(collection, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
-        """Returns the collection as of `as_of`. Raises CollectionNotFound."""
-        return self._info(name, as_of)
+        """Returns the collection as of `as_of`. Raises InvalidName for a name no collection
+        can have (Milvus checks the name first: pymilvus's has_collection describes),
+        CollectionNotFound."""
+        return self._info(check_name("collection", name), as_of)
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
-        return self.rc.has_collection(a.name("collection", name), a.as_of(as_of))
+        """Returns whether a collection (or alias) `name` exists. Raises InvalidName for a
+        name no collection can have (Milvus checks the name first)."""
+        return self.rc.has_collection(check_name("collection", name), a.as_of(as_of))
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
         return self.rc.list_collections(a.as_of(as_of))

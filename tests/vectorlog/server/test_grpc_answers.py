@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus import CollectionSchema, DataType, MilvusClient, MilvusException
 
 from tests.vectorlog.server.conftest import Served
 
@@ -16,7 +16,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
-def schema(dim: int = 2) -> object:
+def schema(dim: int = 2) -> CollectionSchema:
     s = MilvusClient.create_schema()
     s.add_field("id", DataType.INT64, is_primary=True)
     s.add_field("v", DataType.FLOAT_VECTOR, dim=dim)
@@ -98,3 +98,51 @@ def test_partition_stats_count_the_partitions_rows(served: Served) -> None:
     assert served.milvus.get_partition_stats(name, "p") == {"row_count": 3}
     assert served.milvus.get_partition_stats(name, "_default") == {"row_count": 1}
     assert served.milvus.get_collection_stats(name) == {"row_count": 4}
+
+
+@pytest.mark.parametrize("name", ["12-s", "a b", "x" * 256])
+def test_has_collection_on_an_invalid_name_is_refused(served: Served, name: str) -> None:
+    with pytest.raises(MilvusException) as info:
+        served.milvus.has_collection(name)
+    assert info.value.code == 1100 and "invalid collection name" in info.value.message
+
+
+def test_has_partition_checks_names_as_milvus(served: Served) -> None:
+    name = unique("haspart")
+    served.milvus.create_collection(name, schema=schema(), consistency_level="Strong")
+    assert served.milvus.has_partition(name, "12-s") is False  # a valid partition tag
+    for bad in ("a b", "p!", "x" * 256):
+        with pytest.raises(MilvusException) as info:
+            served.milvus.has_partition(name, bad)
+        assert info.value.code == 1100, bad
+    with pytest.raises(MilvusException) as info:
+        served.milvus.has_partition("12-s", "p")
+    assert info.value.code == 1100
+
+
+KEYWORDS = ["and", "OR", "Not", "like", "in", "NULL", "exists", "true", "FALSE", "json_contains"]
+
+
+@pytest.mark.parametrize("word", [*KEYWORDS, "ARRAY_LENGTH", "text_match"])
+def test_a_keyword_of_milvus_filters_is_refused_as_a_field_name(served: Served, word: str) -> None:
+    s = schema()
+    s.add_field(word, DataType.INT64)
+    name = unique("kw")
+    with pytest.raises(MilvusException) as info:
+        served.milvus.create_collection(name, schema=s)
+    assert info.value.code == 1701
+    reason = f"{word} is keyword in milvus.: field name invalid[field={word}]"
+    assert info.value.message == f"Invalid field name: {word}. {reason}"
+    assert not served.milvus.has_collection(name)
+
+
+def test_words_that_are_keywords_only_in_other_casings_are_field_names(served: Served) -> None:
+    s = schema()
+    for word in ("Exists", "True_", "iso", "interval", "andy"):
+        s.add_field(word, DataType.INT64, nullable=True)
+    name = unique("kwok")
+    served.milvus.create_collection(name, schema=s, consistency_level="Strong")
+    served.milvus.insert(name, [{"id": 1, "v": [1.0, 0.0], "Exists": 4}])
+    assert served.milvus.query(name, "id == 1", output_fields=["Exists"]) == [
+        {"id": 1, "Exists": 4}
+    ]
