@@ -145,3 +145,18 @@ def test_none_in_a_field_without_null_or_default_is_refused(client: Client) -> N
     with pytest.raises(SchemaMismatch, match="missing"):
         client.insert("plain", [{"id": 1, "v": [1.0, 0.0]}])
     assert client.query("plain", "id > 0") == []
+
+
+def test_compaction_keeps_nulls_and_a_restart_reads_them(open_client: ClientFactory) -> None:
+    first = open_client()
+    create(first)
+    first.insert("nul", ROWS[:2])  # a segment with nulls in every nullable field
+    first.flush("nul")
+    first.insert("nul", ROWS[2:])
+    first.flush("nul")
+    assert len(first.list_segments("nul")) == 2
+    first.compact("nul", wait=True)
+    assert len(first.list_segments("nul")) == 1  # merged: one binlog per field, nulls in it
+    check_reads(first)
+    first.close()
+    check_reads(open_client())
