@@ -37,7 +37,7 @@ from vectorlog.processors.datanode.binlog_read import (
 from vectorlog.processors.datanode.column_read import field_values, read_delta_binlog
 from vectorlog.processors.datanode.writer import MILVUS_TYPE
 
-IDS = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
+IDS: dict[str, Any] = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
 RNG = np.random.default_rng(7)
 
 
