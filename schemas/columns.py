@@ -40,17 +40,29 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: what a null row holds in its column (its `valid` flag false)
+PLACEHOLDER: dict[str, Any] = {"Int64Column": 0, "DoubleColumn": 0.0, "BoolColumn": False}
+PLACEHOLDER |= {"StringColumn": "", "JsonColumn": "null"}
+
+
 def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple[str, dict]:
-    """Returns the Avro union value of one column (values: numpy array or list)."""
-    name = f"{NAMESPACE}.{COLUMN_TYPE[dtype]}"
+    """Returns the Avro union value of one column (values: numpy array or list; a list
+    holding None, a nullable field's, travels with `valid` flags and placeholders)."""
+    kind = COLUMN_TYPE[dtype]
+    name = f"{NAMESPACE}.{kind}"
     if dtype is DataType.FLOAT_VECTOR:
         data = np.ascontiguousarray(values, dtype="<f4").tobytes()
         return name, {"dim": dim, "data": data}
+    valid = None
+    if isinstance(values, list) and any(v is None for v in values):
+        valid = [v is not None for v in values]
+        blank = None if dtype in (DataType.JSON, DataType.ARRAY) else PLACEHOLDER[kind]
+        values = [blank if v is None else v for v in values]
     if dtype in (DataType.JSON, DataType.ARRAY):
-        return name, {"values": [_json_text(v) for v in values]}
+        return name, {"values": [_json_text(v) for v in values], "valid": valid}
     if isinstance(values, np.ndarray):
         values = values.tolist()
-    return name, {"values": values}
+    return name, {"values": values, "valid": valid}
 
 
 def column_kind(column: Any) -> tuple[str, dict]:
@@ -60,7 +72,8 @@ def column_kind(column: Any) -> tuple[str, dict]:
 
 
 def decode_column(column: Any, num_rows: int) -> Any:
-    """Returns the values of a decoded column: a numpy array (numbers, vectors) or a list.
+    """Returns the values of a decoded column: a numpy array (numbers, vectors) or a list
+    (a column with `valid` flags: a list holding None in its null rows, whatever its type).
 
     Raises MalformedEvent if its length is not `num_rows`.
     """
@@ -74,6 +87,11 @@ def decode_column(column: Any, num_rows: int) -> Any:
     values = body["values"]
     if len(values) != num_rows:
         raise MalformedEvent(f"{kind} has {len(values)} values, not {num_rows}")
+    valid = body.get("valid")
+    if valid is not None:
+        if len(valid) != num_rows:
+            raise MalformedEvent(f"{kind} has {len(valid)} valid flags, not {num_rows}")
+        return [v if ok else None for v, ok in zip(values, valid, strict=True)]
     if kind == "Int64Column":
         return np.asarray(values, dtype=np.int64)
     if kind == "DoubleColumn":

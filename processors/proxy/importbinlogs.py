@@ -100,10 +100,10 @@ def _field(directory: str, f: FieldSchema) -> Any:
     parts = []
     for path in _logs(directory, f.field_id):
         with _errors(path):
-            parts.append(field_values(_read(path), f.dtype, f.element_type, path))
-    if parts and isinstance(parts[0], np.ndarray):
+            parts.append(field_values(_read(path), f.dtype, f.element_type, path, f.nullable))
+    if parts and all(isinstance(p, np.ndarray) for p in parts):
         return np.concatenate(parts)
-    return [v for part in parts for v in part]
+    return [v for part in parts for v in (part.tolist() if isinstance(part, np.ndarray) else part)]
 
 
 def _surviving(schema: CollectionSchema, insert_dir: str, delta_dir: str) -> np.ndarray | None:

@@ -16,13 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import AliasNotFound, CollectionNotFound, IndexNotFound, InvalidArgument
+from vectorlog.core.errors import (
+    AliasNotFound,
+    CollectionConflict,
+    CollectionExists,
+    CollectionNotFound,
+    IndexNotFound,
+    InvalidArgument,
+)
 from vectorlog.core.faults import crash_point
-from vectorlog.core.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
+from vectorlog.core.model import (
+    DEFAULT_PARTITION,
+    CollectionInfo,
+    CollectionSchema,
+    DataType,
+    check_name,
+)
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
     CONSISTENCY_PROPERTY,
@@ -97,12 +111,22 @@ class Proxy:
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
         """Returns the created collection; its reads that name no level read at its
-        `consistency_level` property (default Strong). Raises InvalidArgument (a property
-        that is not a level), CollectionExists."""
+        `consistency_level` property (default Strong). Creating an existing collection again
+        with identical parameters returns it (Milvus's rootcoord: idempotent). Raises
+        InvalidArgument (a property that is not a level), CollectionConflict (same name,
+        other parameters), CollectionExists (an alias of that name)."""
         props = a.properties(properties)
         if props and CONSISTENCY_PROPERTY in props:
             props[CONSISTENCY_PROPERTY] = level_name(props[CONSISTENCY_PROPERTY])
-        return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
+        try:
+            return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
+        except CollectionExists as exc:
+            if exc.what != "collection":
+                raise
+            existing = self.rc.describe_collection(name)
+            if not _same_collection(existing, schema, shards_num, props or {}):
+                raise CollectionConflict(name) from None
+            return existing
 
     def drop_collection(self, name: str) -> None:
         """Drops a collection; a missing one is a no-op, as Milvus 2.4 (drops are idempotent).
@@ -152,11 +176,15 @@ class Proxy:
             self.rc.drop_index(collection, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
-        """Returns the collection as of `as_of`. Raises CollectionNotFound."""
-        return self._info(name, as_of)
+        """Returns the collection as of `as_of`. Raises InvalidName for a name no collection
+        can have (Milvus checks the name first: pymilvus's has_collection describes),
+        CollectionNotFound."""
+        return self._info(check_name("collection", name), as_of)
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
-        return self.rc.has_collection(a.name("collection", name), a.as_of(as_of))
+        """Returns whether a collection (or alias) `name` exists. Raises InvalidName for a
+        name no collection can have (Milvus checks the name first)."""
+        return self.rc.has_collection(check_name("collection", name), a.as_of(as_of))
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
         return self.rc.list_collections(a.as_of(as_of))
@@ -484,11 +512,13 @@ class Proxy:
     ) -> list[dict[str, Any]]:
         """Returns the rows matching `filter` (or with the primary keys `ids`) in primary-key
         order, from the `offset`-th, at most `limit`; [{"count(*)": n}] for
-        output_fields=["count(*)"]. Raises InvalidArgument (as Milvus: ids with a filter, an
-        empty filter without limit or ids, limit + offset > 16384), InvalidExpression."""
+        output_fields=["count(*)"]. An offset without a limit is ignored: every row is
+        returned (Milvus's proxy reads the offset only with a limit). Raises InvalidArgument
+        (as Milvus: ids with a filter, an empty filter without limit or ids, limit + offset >
+        16384), InvalidExpression."""
         info = self._info(name, at.as_of)
         lim = r.query_limit(limit)
-        off = r.offset(offset, lim)
+        off = 0 if lim is None else r.offset(offset, lim)
         fields = r.query_fields(info.schema, a.name_list("output_fields", "field", output_fields))
         parts = self._partitions(info, partition_names)
         expr = r.expression(info.schema, filter, filter_params)
@@ -575,3 +605,22 @@ def _named(info: CollectionInfo) -> Iterator[None]:
         yield
     except CollectionNotFound:
         raise CollectionNotFound(info.name) from None
+
+
+def _same_collection(
+    info: CollectionInfo, schema: CollectionSchema, shards_num: int, props: dict[str, str]
+) -> bool:
+    """Returns whether creating `schema` again would create `info` (Milvus's
+    model.Collection.Equal: fields, description, dynamic field, shards, properties and the
+    default partition only)."""
+    new = replace(schema, name=info.name).validated()
+    return (
+        new.fields == info.schema.fields
+        and new.description == info.schema.description
+        and new.enable_dynamic_field == info.schema.enable_dynamic_field
+        and shards_num == info.shards_num
+        and collection_level(props) == collection_level(info.properties)
+        and {k: v for k, v in props.items() if k != CONSISTENCY_PROPERTY}
+        == {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY}
+        and list(info.partitions) == [DEFAULT_PARTITION]
+    )

@@ -40,6 +40,7 @@ def rows_to_columns(
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
     fields = [f for f in schema.user_fields if upsert or not (f.is_primary and f.auto_id)]
+    rows = _with_optional(fields, rows)
     raw = _extract(rows, [f.name for f in fields])
     if raw is None:  # the slow path names the first bad row
         if schema.dynamic is not None:
@@ -137,7 +138,39 @@ def _split_dynamic(
     return raw
 
 
+def _with_optional(fields: list[FieldSchema], rows: Sequence[Any]) -> Sequence[Any]:
+    """Returns the rows with None for each nullable or defaulted field a row leaves out
+    (Milvus stores null, or the default, for it)."""
+    optional = [f.name for f in fields if f.nullable or f.default_value is not None]
+    if not optional:
+        return rows
+    return [
+        {**dict.fromkeys((k for k in optional if k not in r), None), **r}
+        if type(r) is dict and not r.keys() >= set(optional)
+        else r
+        for r in rows
+    ]
+
+
 def _column(f: FieldSchema, values: list[Any]) -> Any:
+    """Returns a field's validated column: a defaulted field's None rows take the default;
+    a nullable field's column with a None is a list holding None in those rows."""
+    if f.default_value is not None:
+        values = [f.default_value if v is None else v for v in values]
+    if not f.nullable or all(v is not None for v in values):
+        return _typed(f, values)
+    rows = [i for i, v in enumerate(values) if v is not None]
+    out: list[Any] = [None] * len(values)
+    if rows:
+        typed = _typed(f, [values[i] for i in rows])
+        for i, v in zip(
+            rows, typed.tolist() if isinstance(typed, np.ndarray) else typed, strict=True
+        ):
+            out[i] = v
+    return out
+
+
+def _typed(f: FieldSchema, values: list[Any]) -> Any:
     if f.dtype is DataType.FLOAT_VECTOR:
         return vectors(f, values)
     if f.dtype in INT_RANGES:

@@ -96,23 +96,30 @@ class ScalarColumns:
 
     def __init__(self, fields: Sequence[FieldSchema]) -> None:
         self.types = {f.name: f.dtype.value for f in fields if f.dtype is not DataType.FLOAT_VECTOR}
+        #: nullable fields: numbers held as objects (numpy scalars of the type, None if null)
+        self.nullable = frozenset(f.name for f in fields if f.nullable)
         self._cols: dict[str, GrowArray | StringColumn] = {
-            name: StringColumn() if kind == STRING else GrowArray(NUMERIC.get(kind, object))
+            name: StringColumn() if kind == STRING else GrowArray(self._dtype(name, kind))
             for name, kind in self.types.items()
         }
+
+    def _dtype(self, name: str, kind: str) -> Any:
+        return object if name in self.nullable else NUMERIC.get(kind, object)
 
     def stored(self, name: str, values: Any, n: int) -> np.ndarray | pa.Array:
         """Returns a decoded column as it is stored: a numpy array of `n` values (JSON
         strings decoded) or an Arrow string array."""
         kind = self.types[name]
+        if kind in NUMERIC and name in self.nullable:
+            return _nullable_numbers(values, NUMERIC[kind], n)
         if kind in NUMERIC:
             return np.asarray(values, dtype=NUMERIC[kind])
         if kind == STRING:
             return pa.array(values, type=pa.string())
-        if kind in MUTABLE:  # JSON and ARRAY travel as JSON texts
+        if kind in MUTABLE:  # JSON and ARRAY travel as JSON texts (None: a null row)
             if values.count(EMPTY_TEXT) == n:  # e.g. $meta of rows without dynamic keys
                 return object_array(repeat(EMPTY, n), n)
-            values = decode_json(values)
+            values = _decode_nullable(values)
         return object_array(values, n)
 
     def reserve(self, rows: int) -> None:
@@ -146,8 +153,32 @@ class ScalarColumns:
         out = _take(self._cols[name].view(), rows).tolist()
         if self.types[name] in MUTABLE:
             return [copy_json(v) for v in out]
+        if name in self.nullable and self.types[name] in NUMERIC:
+            return [v.item() if isinstance(v, np.generic) else v for v in out]
         return out
 
 
 def _take(col: np.ndarray | pa.Array, rows: np.ndarray) -> np.ndarray | pa.Array:
     return col.take(pa.array(rows, type=pa.int64())) if isinstance(col, pa.Array) else col[rows]
+
+
+def _nullable_numbers(values: Any, dtype: Any, n: int) -> np.ndarray:
+    """Returns a nullable numeric column as objects: numpy scalars of `dtype` (so filters
+    compare them at the type's width), None in null rows."""
+    out = np.full(n, None, dtype=object)
+    rows = [i for i, v in enumerate(values) if v is not None]
+    if rows:
+        typed = np.asarray([values[i] for i in rows], dtype=dtype)
+        out[rows] = list(typed)
+    return out
+
+
+def _decode_nullable(texts: list[Any]) -> list[Any]:
+    """Returns decoded JSON texts, None where a row is null (None)."""
+    if all(t is not None for t in texts):
+        return decode_json(texts)
+    rows = [i for i, t in enumerate(texts) if t is not None]
+    out: list[Any] = [None] * len(texts)
+    for i, v in zip(rows, decode_json([texts[i] for i in rows]), strict=True):
+        out[i] = v
+    return out

@@ -210,7 +210,9 @@ def _write(
     keep = None if not len(ts) or int(ts.max()) <= tick else np.flatnonzero(ts <= tick)
     values = {
         f.name: select(
-            field_values(columns[write[f.field_id]], f.dtype, f.element_type, write[f.field_id]),
+            field_values(
+                columns[write[f.field_id]], f.dtype, f.element_type, write[f.field_id], f.nullable
+            ),
             keep,
         )
         for f in schema.fields

@@ -10,7 +10,7 @@ import pytest
 from tests.clients import ClientFactory, data_events, ddl_changes
 from vectorlog import Client, DataType
 from vectorlog.core.errors import (
-    CollectionExists,
+    CollectionConflict,
     CollectionNotFound,
     InvalidArgument,
     InvalidName,
@@ -125,9 +125,19 @@ def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
 
 def test_duplicate_collection_is_refused(client: Client):
     client.create_collection("c", dimension=4)
-    with pytest.raises(CollectionExists, match="'c' already exists as a collection"):
+    with pytest.raises(CollectionConflict, match="different parameters, collection: c$"):
         client.create_collection("c", dimension=8)
     assert client.describe_collection("c")["fields"][1]["params"]["dim"] == 4
+
+
+def test_an_identical_create_is_a_no_op_as_milvus(client: Client):
+    client.create_collection("c", dimension=4)
+    client.insert("c", [{"id": 1, "vector": [1.0, 0.0, 0.0, 0.0]}])
+    client.create_collection("c", dimension=4)  # Milvus's rootcoord: idempotent
+    assert [r["id"] for r in client.query("c", "id > 0")] == [1]
+    client.create_partition("c", "p")  # no longer the collection a create would make
+    with pytest.raises(CollectionConflict):
+        client.create_collection("c", dimension=4)
 
 
 def test_bad_search_requests(books: Client):

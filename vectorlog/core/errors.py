@@ -17,6 +17,14 @@ class InvalidName(InvalidArgument):
         self.name = name
 
 
+class FieldNameInvalid(InvalidArgument):
+    """A field name Milvus refuses though it is an identifier (a keyword of its filters)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"Invalid field name: {name}. {reason}: field name invalid[field={name}]")
+        self.name = name
+
+
 class SchemaMismatch(InvalidArgument):
     """Rows do not fit the collection's schema (names the field and the row)."""
 
@@ -45,7 +53,17 @@ class CollectionNotFound(NotFound):
 class CollectionExists(AlreadyExists):
     def __init__(self, name: str, what: str = "collection") -> None:
         super().__init__(f"{name!r} already exists as a {what}")
-        self.name = name
+        self.name, self.what = name, what
+
+
+class CollectionConflict(InvalidArgument):
+    """A create naming an existing collection with other parameters (Milvus's rootcoord:
+    an identical create is a no-op)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"create duplicate collection with different parameters, collection: {name}"
+        )
 
 
 class DatabaseNotFound(NotFound):

@@ -10,11 +10,12 @@ User fields get ids from 100; row id (0) and timestamp (1) are system fields.
 from __future__ import annotations
 
 import enum
+import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vectorlog.core.errors import InvalidArgument, InvalidName
+from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
@@ -24,6 +25,18 @@ METRICS = ("L2", "IP", "COSINE")
 DEFAULT_PARTITION = "_default"
 #: Milvus's system field names, refused for user fields
 RESERVED_FIELD_NAMES = frozenset({"RowID", "Timestamp", "$meta"})
+#: words of Milvus's filters refused as field names, in these casings (Milvus's
+#: common.FieldNameKeywords); like, and, or, not, in and null in any casing
+FIELD_NAME_KEYWORDS = frozenset(
+    {
+        *("exists", "EXISTS", "text_match", "TEXT_MATCH", "phrase_match", "PHRASE_MATCH"),
+        *("random_sample", "RANDOM_SAMPLE", "array_length", "ARRAY_LENGTH"),
+        *(f"{kind}_contains{mode}" for kind in ("json", "array") for mode in ("", "_all", "_any")),
+        *(f"{kind}_CONTAINS{mode}" for kind in ("JSON", "ARRAY") for mode in ("", "_ALL", "_ANY")),
+        *("true", "True", "TRUE", "false", "False", "FALSE"),
+    }
+)
+ANY_CASE_KEYWORDS = frozenset({"like", "and", "or", "not", "in", "null"})
 ID_TYPES = frozenset(
     {"int", "int64", "str", "string", "varchar"}
 )  # every collection is created with it
@@ -68,6 +81,22 @@ INT_RANGES = {
 }
 
 
+def default_text(value: Any) -> str | None:
+    """Returns a default value as stored in a field's params (JSON text; None: no default)."""
+    return None if value is None else json.dumps(value)
+
+
+PARTITION_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")
+
+
+def partition_tag(name: object) -> str:
+    """Returns `name` if Milvus's partition tag check takes it (spaces around trimmed;
+    letters, digits, `_`, `-`, at most 255). Raises InvalidName naming it."""
+    if not isinstance(name, str) or not PARTITION_TAG_RE.fullmatch(name.strip()):
+        raise InvalidName("partition", name)
+    return name
+
+
 def check_name(kind: str, name: object) -> str:
     """Returns `name` if it is a valid identifier. Raises InvalidName naming it."""
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
@@ -92,6 +121,10 @@ class FieldSchema:
     element_type: DataType | None = None
     max_capacity: int | None = None
     is_dynamic: bool = False
+    #: a row may hold no value (None); Milvus 2.5's nullable scalar fields
+    nullable: bool = False
+    #: the value a row that gives none (or None) takes; None: no default
+    default_value: Any = None
 
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
@@ -100,6 +133,8 @@ class FieldSchema:
             return
         check_name("field", self.name)
         check_description(f"field {self.name!r}", self.description)
+        if self.name in FIELD_NAME_KEYWORDS or self.name.lower() in ANY_CASE_KEYWORDS:
+            raise FieldNameInvalid(self.name, f"{self.name} is keyword in milvus.")
         if self.name in RESERVED_FIELD_NAMES:
             raise InvalidArgument(f"field name {self.name!r} is reserved (system fields)")
         if not isinstance(self.dtype, DataType):
@@ -124,6 +159,7 @@ class FieldSchema:
             raise InvalidArgument(
                 f"field {self.name!r}: element_type and max_capacity are for ARRAY fields only"
             )
+        check_nullable(self)
 
     def _validate_array(self) -> None:
         if self.element_type not in ELEMENT_TYPES:
@@ -171,6 +207,8 @@ class FieldSchema:
                 ("max_length", self.max_length),
                 ("element_type", self.element_type and self.element_type.value),
                 ("max_capacity", self.max_capacity),
+                ("nullable", "true" if self.nullable else None),
+                ("default_value", default_text(self.default_value)),
             )
             if v is not None
         }
@@ -201,6 +239,8 @@ class FieldSchema:
             DataType(p["element_type"]) if "element_type" in p else None,
             int(p["max_capacity"]) if "max_capacity" in p else None,
             bool(d.get("is_dynamic", False)),
+            p.get("nullable") == "true",
+            json.loads(p["default_value"]) if "default_value" in p else None,
         )
 
 
@@ -372,3 +412,70 @@ class CollectionInfo:
     properties: dict[str, str] = field(default_factory=dict)
     aliases: list[str] = field(default_factory=list)
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+#: per ValueField member (the kind of a default value on the wire), the field types it may
+#: default (Milvus's rootcoord checkDefaultValue) and the name its message gives
+DEFAULT_KINDS: dict[str, tuple[frozenset[DataType], str]] = {
+    "bool_data": (frozenset({DataType.BOOL}), "DataType_Bool"),
+    "int_data": (frozenset({DataType.INT8, DataType.INT16, DataType.INT32}), "DataType_Int"),
+    "long_data": (frozenset({DataType.INT64}), "DataType_Int64"),
+    "float_data": (frozenset({DataType.FLOAT}), "DataType_Float"),
+    "double_data": (frozenset({DataType.DOUBLE}), "DataType_Double"),
+    "string_data": (frozenset({DataType.VARCHAR}), "DataType_VarChar"),
+}
+
+
+def default_kind(value: Any, dtype: DataType) -> str:
+    """Returns the ValueField member a default value travels in (what pymilvus sends for
+    it: ints of INT8/16/32 fields as int_data, floats of FLOAT fields as float_data)."""
+    if isinstance(value, bool):
+        return "bool_data"
+    if isinstance(value, int):
+        return "int_data" if dtype in DEFAULT_KINDS["int_data"][0] else "long_data"
+    if isinstance(value, float):
+        return "float_data" if dtype is DataType.FLOAT else "double_data"
+    if isinstance(value, str):
+        return "string_data"
+    raise InvalidArgument(f"default value {value!r:.60} is not a bool, number or string")
+
+
+def check_default(f: FieldSchema, kind: str) -> None:
+    """Raises InvalidArgument with Milvus's message if field `f` cannot take its default
+    value sent as ValueField member `kind` (another type, out of range, too long)."""
+    value = f.default_value
+    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, DataType.FLOAT_VECTOR):
+        raise InvalidArgument(f"{f.dtype.value} field {f.name!r} cannot take a default value")
+    types, expected = DEFAULT_KINDS[kind]
+    if f.dtype not in types:
+        raise InvalidArgument(
+            "default value type mismatches field schema type: "
+            f"invalid parameter[expected={expected}][actual=not match]"
+        )
+    if f.dtype in INT_RANGES:
+        lo, hi = INT_RANGES[f.dtype]
+        if not lo <= value <= hi:
+            raise InvalidArgument(
+                f"default value out of range: invalid parameter[expected=in range [{lo}, {hi}]]"
+                f"[actual={value}]"
+            )
+    if f.dtype is DataType.VARCHAR and len(value.encode()) > (f.max_length or MAX_VARCHAR):
+        raise InvalidArgument(
+            f"the length ({len(value.encode())}) of string exceeds max length "
+            f"({f.max_length}): invalid parameter[expected=valid length string]"
+            "[actual=string length exceeds max length]"
+        )
+
+
+def check_nullable(f: FieldSchema) -> None:
+    """Raises InvalidArgument naming field `f` if it cannot be nullable or take its default
+    value (Milvus: no nullable primary key; vectorlog: no nullable vector, a search needs
+    every row's)."""
+    if not isinstance(f.nullable, bool):
+        raise InvalidArgument(f"field {f.name!r}: nullable must be a bool, not {f.nullable!r}")
+    if f.nullable and f.is_primary:
+        raise InvalidArgument(f"primary field {f.name!r} not support null")
+    if f.nullable and f.dtype is DataType.FLOAT_VECTOR:
+        raise InvalidArgument(f"vector field {f.name!r} cannot be nullable in vectorlog")
+    if f.default_value is not None:
+        check_default(f, default_kind(f.default_value, f.dtype))

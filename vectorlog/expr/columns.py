@@ -26,10 +26,20 @@ def check_length(name: str, column: Any, n: int) -> None:
         raise InvalidArgument(f"column {name!r} has {len(column)} rows, expected {n}")
 
 
+def _filled(array: np.ndarray) -> np.ndarray:
+    """A nullable column's objects (numpy scalars, None where null) as a typed array, its
+    null rows 0 (`nulls` says which they are)."""
+    if array.dtype != object:
+        return array
+    first = next((v for v in array if v is not None), None)
+    zero = type(first)(0) if isinstance(first, np.generic | bool | int | float) else 0
+    return np.asarray([zero if v is None else v for v in array])
+
+
 def numbers(column: Any) -> np.ndarray:
     """Integers widened to int64 (so arithmetic and comparisons with any INT64 constant do not
     overflow the column's narrower type); floats kept as they are."""
-    array = _numpy(column)
+    array = _filled(_numpy(column))
     if array.dtype.kind in "iub" and array.dtype != np.int64:
         return array.astype(np.int64)
     if array.dtype.kind not in "iuf":
@@ -38,7 +48,7 @@ def numbers(column: Any) -> np.ndarray:
 
 
 def booleans(column: Any) -> np.ndarray:
-    return _numpy(column).astype(bool, copy=False)
+    return _filled(_numpy(column)).astype(bool, copy=False)
 
 
 def strings(column: Any) -> pa.Array:

@@ -262,7 +262,17 @@ class Evaluator:
         kind = KIND_OF[node.ty]
         convert = {"num": cols.numbers, "str": cols.strings, "bool": cols.booleans}[kind]
         data = self._cached((kind, node.name), lambda: convert(self.column(node.name)))
-        return Val(kind, data)
+        if kind == "str":  # Arrow's nulls compare to null, which masks read as false
+            return Val(kind, data)
+        return Val(kind, data, self._cached(("valid", node.name), lambda: self._valid(node.name)))
+
+    def _valid(self, name: str) -> np.ndarray | None:
+        """The rows where a nullable field holds a value (None: every row does)."""
+        column = self.column(name)
+        if not isinstance(column, np.ndarray) or column.dtype != object:
+            return None
+        null = cols.nulls(column)
+        return ~null if null.any() else None
 
     def number(self, node: n.Node) -> Val:
         value = self.value(node)

@@ -16,7 +16,9 @@ from vectorlog.core.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
+    check_name,
     metric_name,
+    partition_tag,
     quick_schema,
 )
 from vectorlog.processors.proxy.service import ProxyService
@@ -61,9 +63,11 @@ class SchemaBuilder:
         description: str = "",
         element_type: DataType | None = None,
         max_capacity: int | None = None,
+        nullable: bool = False,
+        default_value: Any = None,
     ) -> SchemaBuilder:
         """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
-        elements); returns self so calls chain."""
+        elements; scalars: `nullable`, `default_value`); returns self so calls chain."""
         auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
         self.fields.append(
             FieldSchema(
@@ -77,6 +81,8 @@ class SchemaBuilder:
                 description,
                 element_type=element_type,
                 max_capacity=max_capacity,
+                nullable=nullable,
+                default_value=default_value,
             )
         )
         return self
@@ -271,6 +277,11 @@ class Client:
     def has_partition(
         self, collection_name: str, partition_name: str, as_of: int | None = None
     ) -> bool:
+        """Returns whether the collection has the partition. Raises InvalidName for a
+        partition name Milvus's partition tag check refuses (empty, over 255 characters,
+        or other than letters, digits, `_` and `-`), CollectionNotFound."""
+        check_name("collection", collection_name)
+        partition_tag(partition_name)
         return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
 
     # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
@@ -376,6 +387,12 @@ class Client:
         """Returns {"row_count": rows visible now}."""
         at = ReadAt(session_ts=self._session_ts)
         return {"row_count": self._proxy.count(collection_name, at)}
+
+    def get_partition_stats(self, collection_name: str, partition_name: str) -> dict[str, int]:
+        """Returns {"row_count": rows of the partition visible now}. Raises
+        CollectionNotFound, InvalidArgument naming a partition that does not exist."""
+        rows = self.query(collection_name, "", ["count(*)"], partition_names=[partition_name])
+        return {"row_count": int(rows[0]["count(*)"])}
 
     # -- flush and segments --------------------------------------------------------------------
     def flush(
@@ -634,6 +651,10 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             d.update(is_primary=True, auto_id=f.auto_id)
         if f.element_type is not None:
             d["element_type"] = f.element_type
+        if f.nullable:
+            d["nullable"] = True
+        if f.default_value is not None:
+            d["default_value"] = f.default_value
         fields.append(d)
     return {
         "collection_name": info.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,16 @@ from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import META, CollectionInfo, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.model import (
+    DEFAULT_KINDS,
+    META,
+    CollectionInfo,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+    check_default,
+    default_kind,
+)
 
 TO_PROTO = {
     DataType.BOOL: schema_pb2.Bool,
@@ -87,10 +97,22 @@ def _int_param(params: dict[str, str], key: str) -> int | None:
 
 
 def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
-    """Returns vectorlog's field of a Milvus FieldSchema. Raises InvalidArgument."""
+    """Returns vectorlog's field of a Milvus FieldSchema (its default value checked against
+    its type as Milvus does, by the ValueField member it came in). Raises InvalidArgument."""
     params = kv_dict(f.type_params)
     dtype = data_type(f.data_type)
     vector = dtype is DataType.FLOAT_VECTOR
+    field = _field(f, params, dtype, vector)
+    kind = f.default_value.WhichOneof("data") if f.HasField("default_value") else None
+    if kind is not None:
+        if kind not in DEFAULT_KINDS:
+            raise InvalidArgument(f"default value unsupport data type {kind}")
+        field = replace(field, default_value=getattr(f.default_value, kind))
+        check_default(field, kind)
+    return field
+
+
+def _field(f: schema_pb2.FieldSchema, params: dict, dtype: DataType, vector: bool) -> FieldSchema:
     return FieldSchema(
         f.name,
         dtype,
@@ -102,6 +124,7 @@ def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
         description=f.description,
         element_type=data_type(f.element_type) if dtype is DataType.ARRAY else None,
         max_capacity=_int_param(params, "max_capacity"),
+        nullable=f.nullable,
     )
 
 
@@ -118,7 +141,18 @@ def field_to_proto(f: FieldSchema) -> schema_pb2.FieldSchema:
         type_params=kv_pairs({k: v for k, v in params.items() if v is not None}),
         element_type=TO_PROTO[f.element_type] if f.element_type else 0,
         is_dynamic=f.is_dynamic,
+        nullable=f.nullable,
+        default_value=_default_proto(f),
     )
+
+
+def _default_proto(f: FieldSchema) -> schema_pb2.ValueField | None:
+    """Returns a field's default value as Milvus's ValueField (None without one)."""
+    if f.default_value is None:
+        return None
+    value = schema_pb2.ValueField()
+    setattr(value, default_kind(f.default_value, f.dtype), f.default_value)
+    return value
 
 
 def schema_to_proto(info: CollectionInfo) -> schema_pb2.CollectionSchema:
@@ -163,9 +197,21 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
             raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
         return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
     values = _scalars(fd.scalars, dtype)
-    if fd.valid_data:
-        values = [v if ok else None for v, ok in zip(values, fd.valid_data, strict=False)]
-    return values
+    return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
+
+
+def with_nulls(name: str, values: list[Any], valid: Sequence[bool]) -> list[Any]:
+    """Returns a nullable column's values with None where `valid` says null: pymilvus 3
+    sends only the valid rows' values (Milvus's proxy fills the others), older clients a
+    value for every row. Raises InvalidArgument if the counts fit neither."""
+    if len(values) == len(valid):
+        return [v if ok else None for v, ok in zip(values, valid, strict=True)]
+    if len(values) != sum(valid):
+        raise InvalidArgument(
+            f"column {name!r} has {len(values)} values for {sum(valid)} valid rows of {len(valid)}"
+        )
+    it = iter(values)
+    return [next(it) if ok else None for ok in valid]
 
 
 def rows_from_columns(columns: Sequence[schema_pb2.FieldData], num_rows: int) -> list[dict]:
@@ -199,11 +245,22 @@ def _scalar_field(dtype: DataType, values: Sequence[Any]) -> schema_pb2.ScalarFi
     return sf
 
 
+#: what a null row of each type holds in a result column (Milvus's results keep every row
+#: in the values, valid_data saying which are null)
+_PLACEHOLDER: dict[DataType, Any] = {DataType.BOOL: False, DataType.VARCHAR: ""}
+_PLACEHOLDER |= {DataType.JSON: {}, DataType.ARRAY: []}
+
+
 def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
-    """Returns the FieldData column of `values` of `field`."""
+    """Returns the FieldData column of `values` of `field`; a nullable field's has
+    valid_data for every row and a placeholder value in each null row, as Milvus's."""
     fd = schema_pb2.FieldData(
         type=TO_PROTO[field.dtype], field_name=field.name, field_id=field.field_id
     )
+    if field.nullable:
+        fd.valid_data.extend(v is not None for v in values)
+        blank = _PLACEHOLDER.get(field.dtype, 0)
+        values = [blank if v is None else v for v in values]
     if field.dtype is DataType.FLOAT_VECTOR:
         fd.vectors.dim = field.dim or 0
         fd.vectors.float_vector.data.extend(np.asarray(values, np.float32).ravel().tolist())

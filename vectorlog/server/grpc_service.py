@@ -115,6 +115,12 @@ class MilvusServicer(
         stats = conv.kv_pairs({"row_count": rows})
         return milvus_pb2.GetCollectionStatisticsResponse(status=ok(), stats=stats)
 
+    @rpc
+    def GetPartitionStatistics(self, request: Any, context: Any) -> Any:
+        stats = self.client.get_partition_stats(request.collection_name, request.partition_name)
+        pairs = conv.kv_pairs({"row_count": stats["row_count"]})
+        return milvus_pb2.GetPartitionStatisticsResponse(status=ok(), stats=pairs)
+
     # -- loading: vectorlog serves every collection loaded --------------------------------------
     @rpc
     def LoadCollection(self, request: Any, context: Any) -> Any:

@@ -15,6 +15,8 @@ INTERNAL, UNIMPLEMENTED = 5, 10
 COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND, INDEX_DUPLICATE = 100, 200, 700, 702
 DATABASE_NOT_FOUND = 800
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
+UNEXPECTED = 65535  # merr's code of an error that is not a merr one (fmt.Errorf)
+FIELD_NAME_INVALID = 1701
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
@@ -24,6 +26,8 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.IndexExists, INDEX_DUPLICATE, common_pb2.UnexpectedError),
+    (errors.CollectionConflict, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.FieldNameInvalid, FIELD_NAME_INVALID, common_pb2.IllegalArgument),
     (errors.CollectionExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.AlreadyExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.InvalidArgument, PARAMETER_INVALID, common_pb2.IllegalArgument),

@@ -108,6 +108,9 @@ def _field(f: dict[str, Any]) -> dict[str, Any]:
     }
     if "element_type" in f:
         out["elementType"] = TYPE_NAMES[f["element_type"]]
+    out["nullable"] = bool(f.get("nullable"))
+    if f.get("default_value") is not None:
+        out["defaultValue"] = f["default_value"]
     return out
 
 
@@ -209,6 +212,8 @@ FIELD = {
     "elementTypeParams": Field("dict", default={}),
     "elementDataType": Field("str"),
     "isPartitionKey": Field("bool", default=False),
+    "nullable": Field("bool", default=False),
+    "defaultValue": Field("any"),
 }
 
 
@@ -235,6 +240,8 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
             description=f["description"],
             element_type=None if element is None else data_type(element, what),
             max_capacity=int_param(params, "max_capacity", what),
+            nullable=f["nullable"],
+            default_value=f["defaultValue"],
         )
     return schema
 

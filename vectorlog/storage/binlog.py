@@ -107,6 +107,7 @@ class _Descriptor:
     end_ts: int
     payload_type: DataTypeCode
     original_size: int
+    nullable: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,11 @@ def insert_binlog(
     end_ts: int,
     write_ts: int,
     dim: int | None = None,
+    nullable: bool = False,
 ) -> bytes:
     """Returns the insert binlog of one field's column: one Insert event of `values`.
+    A `nullable` field's column (None in its null rows) is an optional Parquet column and
+    its descriptor's extras say `"nullable":true`, as Milvus 2.5 writes them.
 
     `values`: a numpy array (numbers, bools; FLOAT_VECTOR a (n, dim) float32 array, BINARY_VECTOR
     a (n, dim/8) uint8 array), a list of str (VARCHAR/STRING) or of bytes or str (JSON, raw JSON
@@ -152,8 +156,9 @@ def insert_binlog(
         end_ts,
         data_type,
         payload_size(data_type, array),
+        nullable,
     )
-    event = _Event(EventTypeCode.INSERT, start_ts, end_ts, parquet_payload(array))
+    event = _Event(EventTypeCode.INSERT, start_ts, end_ts, parquet_payload(array, nullable))
     return _binlog(descriptor, [event], write_ts)
 
 
@@ -333,7 +338,8 @@ def _binlog(descriptor: _Descriptor, events: list[_Event], write_ts: int) -> byt
 
 
 def _descriptor_data(d: _Descriptor) -> bytes:
-    extras = f'{{"original_size":"{d.original_size}"}}'.encode()
+    nullable = '"nullable":true,' if d.nullable else ""
+    extras = f'{{{nullable}"original_size":"{d.original_size}"}}'.encode()
     fixed = _DESCRIPTOR_FIXED.pack(
         d.collection_id,
         d.partition_id,

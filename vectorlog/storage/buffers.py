@@ -34,11 +34,17 @@ class InsertBuffer:
         self.nbytes += 16 * n
 
     def column(self, field_id: int) -> Any:
-        """Returns one field's buffered values: a numpy array, or a list (strings, JSON)."""
+        """Returns one field's buffered values: a numpy array, or a list (strings, JSON, and
+        a nullable field's values once a chunk has a null: None in its rows)."""
         chunks = self.columns[field_id]
-        if isinstance(chunks[0], np.ndarray):
+        if all(isinstance(c, np.ndarray) for c in chunks):
             return np.concatenate(chunks)
-        return [v for chunk in chunks for v in chunk]
+        # a nullable field's chunks with nulls are lists holding None, the others arrays
+        return [
+            v
+            for chunk in chunks
+            for v in (chunk.tolist() if isinstance(chunk, np.ndarray) else chunk)
+        ]
 
     def system(self) -> tuple[np.ndarray, np.ndarray]:
         """Returns (row ids, timestamps)."""

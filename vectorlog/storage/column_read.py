@@ -9,6 +9,7 @@ decodes them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -44,15 +45,22 @@ EMPTY_DOC = "{}"
 
 
 def field_values(
-    column: InsertColumn, dtype: DataType, element: DataType | None = None, path: str = ""
+    column: InsertColumn,
+    dtype: DataType,
+    element: DataType | None = None,
+    path: str = "",
+    nullable: bool = False,
 ) -> np.ndarray | list[Any]:
     """Returns an insert binlog's column as the dml log carries a field of `dtype` (ARRAY of
-    `element`). Raises CorruptBinlog naming `path` if the payload is another type or a value
-    cannot be decoded."""
+    `element`); a `nullable` field's nulls as None in a list. Raises CorruptBinlog naming
+    `path` if the payload is another type, a value cannot be decoded, or a field that is not
+    nullable has a null."""
     want = MILVUS_TYPE.get(dtype)
     if want is None or column.data_type not in (want, _alias(want)):
         raise CorruptBinlog(path, f"payload {column.data_type.name} is not {dtype.value}")
     values = column.values
+    if values.null_count and nullable:
+        return _with_nulls(column, dtype, element, path)
     if values.null_count:
         raise CorruptBinlog(path, f"{values.null_count} nulls in a column without nulls")
     if not _arrow_fits(values.type, dtype):
@@ -69,6 +77,22 @@ def field_values(
     if dtype is DataType.JSON:
         return _texts(texts, path)
     return [_array_text(row, element, path) for row in texts]
+
+
+def _with_nulls(
+    column: InsertColumn, dtype: DataType, element: DataType | None, path: str
+) -> list[Any]:
+    """Returns a nullable field's column (Milvus 2.5: an optional Parquet column) as a list
+    holding None in its null rows, its other values as `field_values` gives them."""
+    values = column.values
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    out: list[Any] = [None] * len(values)
+    if valid.any():
+        dense = field_values(replace(column, values=values.drop_null()), dtype, element, path)
+        dense_list = dense.tolist() if isinstance(dense, np.ndarray) else dense
+        for i, v in zip(np.flatnonzero(valid).tolist(), dense_list, strict=True):
+            out[i] = v
+    return out
 
 
 def _all_empty(values: pa.Array) -> bool:

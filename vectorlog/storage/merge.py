@@ -118,7 +118,9 @@ def read_rows(
             for f in schema.fields:
                 path = write[f.field_id]
                 column = read_insert_binlog(store.get(path), path)
-                cols[f.field_id].append(field_values(column, f.dtype, f.element_type, path))
+                cols[f.field_id].append(
+                    field_values(column, f.dtype, f.element_type, path, f.nullable)
+                )
         for path in source.deltas:
             keys, ts = read_delta_binlog(store.get(path), path)
             pks += keys
@@ -193,9 +195,11 @@ def _cat(chunks: list[np.ndarray]) -> np.ndarray:
 
 def _joined(chunks: list[Any]) -> Any:
     """Returns chunks of one field as one column (numpy arrays concatenated, lists joined)."""
-    if chunks and isinstance(chunks[0], np.ndarray):
+    if chunks and all(isinstance(c, np.ndarray) for c in chunks):
         return np.concatenate(chunks)
-    return [v for chunk in chunks for v in chunk]
+    return [
+        v for chunk in chunks for v in (_list(chunk) if isinstance(chunk, np.ndarray) else chunk)
+    ]
 
 
 def _take(values: Any, idx: np.ndarray) -> Any:

@@ -62,6 +62,10 @@ _NUMERIC: dict[DataTypeCode, tuple[np.dtype[Any], int]] = {
     DataTypeCode.DOUBLE: (np.dtype(np.float64), 8),
 }
 _STRINGS = frozenset({DataTypeCode.STRING, DataTypeCode.VARCHAR})
+#: the Arrow type of a column of each type (a column of nulls only needs it)
+_ARROW_TYPES: dict[DataTypeCode, pa.DataType] = {
+    k: pa.from_numpy_dtype(dt) for k, (dt, _) in _NUMERIC.items()
+} | {DataTypeCode.STRING: pa.string(), DataTypeCode.VARCHAR: pa.string()}
 _VECTORS = frozenset({DataTypeCode.FLOAT_VECTOR, DataTypeCode.BINARY_VECTOR})
 #: Per-row overhead Milvus counts in original_size for strings and JSON (a Go string header).
 _VARLEN_ROW_OVERHEAD = 16
@@ -88,7 +92,9 @@ def payload_array(kind: DataTypeCode, values: Any, dim: int | None = None) -> pa
     Raises InvalidPayload if they do not fit, are empty, or the type has no binlog form.
     """
     kind = data_type(kind)
-    if kind in _NUMERIC:
+    if kind not in _VECTORS and isinstance(values, list) and None in values:
+        array = _with_nulls(kind, values, dim)
+    elif kind in _NUMERIC:
         array = pa.array(_numbers(kind, values))
     elif kind in _STRINGS:
         array = _arrow(_strings(kind, values), pa.string(), kind)
@@ -105,6 +111,20 @@ def payload_array(kind: DataTypeCode, values: Any, dim: int | None = None) -> pa
     return array
 
 
+def _with_nulls(kind: DataTypeCode, values: list[Any], dim: int | None) -> pa.Array:
+    """Returns a nullable field's column with nulls where `values` holds None (its other
+    values as `payload_array` takes them)."""
+    rows = [i for i, v in enumerate(values) if v is not None]
+    valid = np.zeros(len(values), dtype=bool)
+    valid[rows] = True
+    if not rows:
+        arrow_type = _ARROW_TYPES.get(kind) or pa.binary()
+        return pa.nulls(len(values), arrow_type)
+    dense = payload_array(kind, [values[i] for i in rows], dim)
+    positions = np.cumsum(valid) - 1
+    return dense.take(pa.array(positions, mask=~valid))
+
+
 def payload_size(kind: DataTypeCode, array: pa.Array) -> int:
     """Returns the `original_size` Milvus records for the column `array` of type `kind`."""
     if kind in _NUMERIC:
@@ -115,10 +135,12 @@ def payload_size(kind: DataTypeCode, array: pa.Array) -> int:
     return int(total) + _VARLEN_ROW_OVERHEAD * len(array)
 
 
-def parquet_payload(array: pa.Array) -> bytes:
-    """Returns a whole Parquet file of `array` as one required column `val` in one row group,
-    ZSTD-compressed, dictionary-encoded, without key-value metadata (Milvus's payload)."""
-    schema = pa.schema([pa.field("val", array.type, nullable=False)])
+def parquet_payload(array: pa.Array, nullable: bool = False) -> bytes:
+    """Returns a whole Parquet file of `array` as one column `val` in one row group,
+    ZSTD-compressed, dictionary-encoded, without key-value metadata (Milvus's payload):
+    required, or optional for a nullable field (its nulls in the definition levels, as
+    Milvus 2.5's payload writer writes them)."""
+    schema = pa.schema([pa.field("val", array.type, nullable=nullable)])
     table = pa.Table.from_arrays([array], schema=schema)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=max(1, len(array)), **PARQUET_OPTIONS)

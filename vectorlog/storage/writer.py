@@ -148,18 +148,20 @@ class SegmentWriter:
     ) -> None:
         row_ids, tss = rows.system()
         lo, hi = int(tss.min()), int(tss.max())
-        columns: list[tuple[int, DataTypeCode, Any, int | None]] = [
-            (ROW_ID_FIELD, DataTypeCode.INT64, row_ids, None),
-            (TIMESTAMP_FIELD, DataTypeCode.INT64, tss, None),
+        columns: list[tuple[int, DataTypeCode, Any, int | None, bool]] = [
+            (ROW_ID_FIELD, DataTypeCode.INT64, row_ids, None, False),
+            (TIMESTAMP_FIELD, DataTypeCode.INT64, tss, None, False),
         ]
         for f in schema.fields:
             values = rows.column(f.field_id)
             if f.dtype is DataType.ARRAY:
-                values = scalar_field_rows(f.element_type, values)
-            columns.append((f.field_id, MILVUS_TYPE[f.dtype], values, f.dim))
+                values = _array_rows(f.element_type, values)
+            columns.append((f.field_id, MILVUS_TYPE[f.dtype], values, f.dim, f.nullable))
         first = self.new_ids(len(columns) + 1)
-        for i, (fid, dtype, values, dim) in enumerate(columns):
-            log = self.write_field(ref, fid, dtype, values, dim, first + i, (lo, hi))
+        for i, (fid, dtype, values, dim, nullable) in enumerate(columns):
+            log = self.write_field(
+                ref, fid, dtype, values, dim, first + i, (lo, hi), nullable=nullable
+            )
             body["field_binlogs"].append({"field_id": fid, "binlogs": [log]})
         body["stats_binlogs"] = self._write_stats(
             ref, schema, rows, first + len(columns), (lo, hi), earlier
@@ -175,6 +177,7 @@ class SegmentWriter:
         dim: int | None,
         log_id: int,
         span: tuple[int, int],
+        nullable: bool = False,
     ) -> dict[str, Any]:
         """Writes one field's insert binlog (log `log_id`, rows stamped within `span`);
         returns its Binlog record. Raises StorageError."""
@@ -190,6 +193,7 @@ class SegmentWriter:
             end_ts=hi,
             write_ts=self.now(),
             dim=dim,
+            nullable=nullable,
         )
         path = paths.insert_log_path(
             ref.collection_id, ref.partition_id, ref.segment_id, field_id, log_id
@@ -260,3 +264,11 @@ class SegmentWriter:
             "timestamp_to": hi,
             "size": len(data),
         }
+
+
+def _array_rows(element: DataType | None, values: list[Any]) -> list[bytes | None]:
+    """Returns an ARRAY column's rows as ScalarField bytes, None in a nullable one's nulls."""
+    if all(v is not None for v in values):
+        return list(scalar_field_rows(element, values))
+    rows = iter(scalar_field_rows(element, [v for v in values if v is not None]))
+    return [None if v is None else next(rows) for v in values]

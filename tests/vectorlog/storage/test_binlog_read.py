@@ -3,6 +3,8 @@ wrote reads back exactly; damaged files are refused naming the file and the faul
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from vectorlog.storage.binlog_read import (
     read_insert_binlog,
 )
 
-IDS = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
+IDS: dict[str, Any] = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
 
 
 def vectors_binlog(v: np.ndarray) -> bytes:

@@ -37,7 +37,7 @@ from vectorlog.storage.binlog_read import (
 from vectorlog.storage.column_read import field_values, read_delta_binlog
 from vectorlog.storage.writer import MILVUS_TYPE
 
-IDS = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
+IDS: dict[str, Any] = {"collection_id": 1, "partition_id": 2, "segment_id": 3}
 RNG = np.random.default_rng(7)
 
 
