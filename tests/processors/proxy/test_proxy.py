@@ -220,7 +220,7 @@ def test_query_arguments_are_checked_as_milvus_does_before_reading(parts: Parts)
         ({"filter": "id > 1", "limit": 16_000, "offset": 385}, r"limit \+ offset"),
         ({"filter": "id > 1", "limit": 0}, "limit"),
         ({"filter": "id > 1", "limit": 2.5}, "limit"),
-        ({"filter": "id > 1", "offset": -1}, "offset"),
+        ({"filter": "id > 1", "limit": 5, "offset": -1}, "offset"),
         ({"filter": "id > 1", "output_fields": ["count(*)", "id"]}, "count"),
         ({"filter": "id > 1", "output_fields": ["nope"]}, "nope"),
         ({"filter": "id > 1", "output_fields": "id"}, "output_fields"),
