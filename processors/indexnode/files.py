@@ -39,6 +39,13 @@ def build_paths(
     return f"{folder}/{INDEX_FILE}", f"{folder}/{ROW_ID_FILE}"
 
 
+def build_files(index_file: str, row_id_file: str) -> tuple[str, str, str]:
+    """Returns every file of the build whose index and row id files are these: both and
+    its checksums file (an orphan sweep that kept only the two would delete the checksums
+    of a live build, and its reads would then go unchecked)."""
+    return index_file, row_id_file, _checksum_path(index_file)
+
+
 def collection_folder(collection_id: int) -> str:
     """Returns the folder holding every index file of a collection."""
     return f"{INDEX_FILES}/{int(collection_id)}"

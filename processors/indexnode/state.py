@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vectorlog.processors.indexnode.files import build_files
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
 
@@ -226,10 +227,10 @@ class IndexState:
 
     # -- queries -------------------------------------------------------------------------------
     def referenced(self) -> set[str]:
-        """Returns the index and row id files of every recorded build."""
+        """Returns every file (index, row ids, checksums) of every recorded build."""
         with self.lock:
             builds = [b for by_id in self.built.values() for b in by_id.values()]
-        return {p for b in builds for p in (b["index_file"], b["row_id_file"])}
+        return {p for b in builds for p in build_files(b["index_file"], b["row_id_file"])}
 
     def live(self, collection_id: int, index_id: int, segment_id: int) -> bool:
         """Returns whether the index and the segment still exist."""

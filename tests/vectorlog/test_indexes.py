@@ -268,7 +268,8 @@ def test_an_index_file_whose_bytes_changed_is_never_served(
 ):
     """The index node writes a checksum with each build; a query node that reads a build whose
     bytes changed since (one flipped byte in its vectors) logs it and serves the segment from
-    its binlog vectors: answers stay exact."""
+    its binlog vectors: answers stay exact. The checksums outlive restarts (each start's
+    sweep of orphaned index files keeps them)."""
     client = open_client()
     params = client.prepare_index_params()
     params.add_index("vector", index_type="FLAT", metric_type="L2")
@@ -282,6 +283,7 @@ def test_an_index_file_whose_bytes_changed_is_never_served(
 
     wait_until(finished, 30, "the index built on the flushed segment")
     client.close()
+    open_client().close()  # a restart before the bytes change
     (index_file,) = (Path(client.cfg.storage_uri()) / "index_files").rglob("index.faiss")
     spoiled = bytearray(index_file.read_bytes())
     spoiled[-1] ^= 0x7F  # the top byte of the last row's last float: that vector moves

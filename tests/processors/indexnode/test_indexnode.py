@@ -12,6 +12,7 @@ import pytest
 
 from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic, wait_until
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.faults import armed
 from vectorlog.processors.indexnode import indexnode as indexnode_module
 from vectorlog.processors.indexnode.errors import IndexBuildTimeout
@@ -228,6 +229,25 @@ def test_a_restart_redoes_only_the_build_not_reported_and_deletes_its_orphan(clu
     cluster.restart()  # nothing left to do: no new report
     assert cluster.node.progress(CID, IID) == IndexProgress(250, 250, 0, FINISHED)
     assert len(cluster.events("SegmentIndexed")) == 2
+
+
+def test_a_restart_keeps_every_file_of_a_reported_build_and_its_checks_hold(cluster: Cluster):
+    """The orphan sweep at recovery keeps a reported build's checksums file: without it, a
+    build whose bytes changed after a restart would be read unchecked (and served)."""
+    cluster.create_index()
+    cluster.segment(501, 120)
+    cluster.wait(rows=120)
+    files = sorted(cluster.objects.list("index_files"))
+    assert len(files) == 3  # index, row ids, checksums
+    cluster.restart()
+    cluster.restart()  # each start sweeps orphans
+    assert sorted(cluster.objects.list("index_files")) == files
+    (body,) = cluster.events("SegmentIndexed")
+    spoiled = bytearray(cluster.objects.get(body["index_file"]))
+    spoiled[-1] ^= 0x7F
+    cluster.objects.put(body["index_file"], bytes(spoiled))
+    with pytest.raises(InvalidArgument, match="index.faiss of index build .*checksum mismatch"):
+        read_index_files(cluster.objects, body["index_file"], body["row_id_file"])
 
 
 def test_a_corrupt_binlog_fails_that_build_only_and_the_node_goes_on(cluster: Cluster):
