@@ -8,23 +8,45 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.core.errors import (
+    AliasNotFound,
+    CollectionExists,
+    CollectionNotFound,
+    ConsistencyTimeout,
+    IndexNotFound,
+    PartitionNotFound,
+)
 from vectorlog.core.hybridts import compose, wall_ms
-from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, quick_schema
+from vectorlog.core.model import (
+    CollectionHistory,
+    CollectionInfo,
+    CollectionSchema,
+    check_name,
+    quick_schema,
+)
 from vectorlog.core.types import Hit, IndexSpec
 
 
-def hybrid_clock() -> Iterator[int]:
-    """Yields strictly increasing hybrid timestamps that follow the wall clock."""
-    last = 0
-    while True:
-        last = max(last + 1, compose(wall_ms()))
-        yield last
+class HybridClock:
+    """Strictly increasing hybrid timestamps that follow the wall clock, one or a block."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def allocate(self, count: int = 1) -> int:
+        """Returns the first of `count` consecutive timestamps above every earlier one."""
+        first = max(self.last + 1, compose(wall_ms()))
+        self.last = first + count - 1
+        return first
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            yield self.allocate()
 
 
 def collection(
@@ -71,7 +93,8 @@ class FakeRootCoord:
     stamped: list[int] = field(default_factory=list)
     tick_requests: int = 0
     ddl: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
-    _clock: Iterator[int] = field(default_factory=lambda: hybrid_clock())
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> collection name
+    _clock: HybridClock = field(default_factory=HybridClock)
     #: when each live collection was created (0: put into `collections` by the test)
     _created: dict[str, int] = field(default_factory=dict)
     #: (name, created ts, dropped ts, info) of every dropped collection
@@ -84,16 +107,30 @@ class FakeRootCoord:
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
+        check_name("collection", name)
+        if name in self.collections or name in self.aliases:
+            raise CollectionExists(name)
         self.ddl.append(("create_collection", (name, shards_num)))
-        self.collections[name] = collection(name, self.allocate_ids(3), shards=shards_num)
+        cid = self.allocate_ids(2)
+        self.collections[name] = replace(
+            collection(name, cid, shards=shards_num),
+            schema=replace(schema, name=name).validated(),
+            partitions={"_default": cid + 1},
+        )
         self._created[name] = self.now()
         return self.collections[name]
 
     def drop_collection(self, name: str) -> None:
         self.ddl.append(("drop_collection", (name,)))
-        info = self.collections.pop(name, None)
-        if info is not None:
-            self._dropped.append((name, self._created.pop(name, 0), self.now(), info))
+        info = self._live(name)
+        del self.collections[name]
+        self._dropped.append((name, self._created.pop(name, 0), self.now(), info))
+
+    def _live(self, name: str) -> CollectionInfo:
+        """The live collection called `name` (not an alias). Raises CollectionNotFound."""
+        if name not in self.collections:
+            raise CollectionNotFound(name)
+        return self.collections[name]
 
     def _as_of(self, as_of: int | None) -> dict[str, CollectionInfo]:
         """The collections that existed at `as_of` (now if None), by name."""
@@ -105,29 +142,57 @@ class FakeRootCoord:
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.ddl.append(("rename_collection", (old_name, new_name)))
+        check_name("collection", new_name)
+        info = self._live(old_name)
+        self.collections[new_name] = replace(self.collections.pop(old_name), name=new_name)
+        self._created[new_name] = self._created.pop(old_name, 0)
+        self.aliases = {a: new_name if n == info.name else n for a, n in self.aliases.items()}
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("create_partition", (collection, partition)))
+        self.describe_collection(collection).partitions[check_name("partition", partition)] = (
+            self.allocate_ids()
+        )
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
+        info = self.describe_collection(collection)
+        if info.partitions.pop(partition, None) is None:
+            raise PartitionNotFound(info.name, partition)
 
     def create_alias(self, collection: str, alias: str) -> None:
         self.ddl.append(("create_alias", (collection, alias)))
+        self._live(collection)
+        if alias in self.aliases or alias in self.collections:
+            raise CollectionExists(check_name("alias", alias), "alias")
+        self.aliases[alias] = collection
 
     def drop_alias(self, alias: str) -> None:
         self.ddl.append(("drop_alias", (alias,)))
+        if self.aliases.pop(alias, None) is None:
+            raise AliasNotFound(alias)
 
     def alter_alias(self, collection: str, alias: str) -> None:
         self.ddl.append(("alter_alias", (collection, alias)))
+        if alias not in self.aliases:
+            raise AliasNotFound(alias)
+        self.aliases[alias] = self._live(collection).name
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         self.ddl.append(("create_index", (collection, spec)))
+        info = self.describe_collection(collection)
+        resolved = spec.resolved(info.schema)
+        info.indexes[resolved["index_name"]] = resolved | {"index_id": self.allocate_ids()}
 
     def drop_index(self, collection: str, index_name: str) -> None:
         self.ddl.append(("drop_index", (collection, index_name)))
+        info = self.describe_collection(collection)
+        if info.indexes.pop(index_name, None) is None:
+            raise IndexNotFound(info.name, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        if as_of is None and name in self.aliases:
+            name = self.aliases[name]
         found = self._as_of(as_of).get(name)
         if found is None:
             raise CollectionNotFound(name)
@@ -140,7 +205,8 @@ class FakeRootCoord:
         return sorted(self._as_of(as_of))
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
-        return {}
+        """The live aliases (the twin keeps no history of them: `as_of` is ignored)."""
+        return {a: self.collections[n].collection_id for a, n in self.aliases.items()}
 
     def meta_horizon(self) -> int:
         return 0
@@ -159,14 +225,17 @@ class FakeRootCoord:
         ]
 
     def now(self) -> int:
-        return next(self._clock)
+        return self._clock.allocate()
+
+    def allocate_timestamps(self, count: int = 1) -> int:
+        return self._clock.allocate(count)
 
     def allocate_ids(self, count: int = 1) -> int:
         first, self.next_id = self.next_id, self.next_id + count
         return first
 
     def tick_source(self, name: str) -> FakeStamper:
-        return FakeStamper(self._clock, self.stamped)
+        return FakeStamper(iter(self._clock), self.stamped)
 
     def request_tick(self, after: int | None = None) -> None:
         self.tick_requests += 1
