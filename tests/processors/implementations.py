@@ -40,3 +40,25 @@ def served(**services: Any) -> Iterator[str]:
         yield server.address
     finally:
         server.stop(0)
+
+
+@contextlib.contextmanager
+def real_or_remote(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, role: str, remote: Any
+) -> Iterator[tuple[Client, Any]]:
+    """Yields a fresh cluster's Client and its `role` service ("datacoord", ...): the real
+    one, or for "network" a `remote(address)` client of a server wrapping the real one."""
+    client = open_cluster(kind, request, tmp_path)
+    try:
+        real = getattr(client.cluster, role)
+        if kind != "network":
+            yield client, real
+            return
+        with served(**{role: real}) as address:
+            service = remote(address)
+            try:
+                yield client, service
+            finally:
+                service.close()
+    finally:
+        client.close()
