@@ -51,8 +51,11 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
     if request.param == "fake":
         fake = FakeDataCoord()
         books, other = collection("books", 100), collection("other", 200)
-        setup = Setup(fake, books, other, lambda info, n: None)
-        setup.write = lambda info, n: setup.assign(info, n) and None  # rows reach it so
+
+        def write(info: CollectionInfo, n: int) -> None:  # rows reach the twin so
+            setup.assign(info, n)
+
+        setup = Setup(fake, books, other, write)
         yield setup
         return
     with real_or_remote(request.param, request, tmp_path, "datacoord", DataCoordClient) as (
