@@ -53,10 +53,10 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
         books, other = collection("books", 100), collection("other", 200)
 
         def write(info: CollectionInfo, n: int) -> None:  # rows reach the twin so
-            setup.assign(info, n)
+            made.assign(info, n)
 
-        setup = Setup(fake, books, other, write)
-        yield setup
+        made = Setup(fake, books, other, write)
+        yield made
         return
     with real_or_remote(request.param, request, tmp_path, "datacoord", DataCoordClient) as (
         client,
