@@ -6,6 +6,7 @@ import functools
 import hashlib
 import io
 import json
+import numbers
 from typing import Any
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
@@ -67,9 +68,13 @@ def _to_avro(avro_type: Any, value: Any) -> Any:
         return [_to_avro(avro_type["items"], v) for v in value]
     if isinstance(avro_type, dict):  # a map
         return {k: _to_avro(avro_type["values"], v) for k, v in value.items()}
-    if avro_type in ("long", "int") and not isinstance(value, bool):
-        return int(value)
-    return float(value) if avro_type == "double" else value
+    if avro_type in ("long", "int") and isinstance(value, numbers.Integral):
+        if isinstance(value, bool):
+            raise InvalidArgument(f"a boolean where an integer is expected: {value!r}")
+        return int(value)  # numpy integers too
+    if avro_type == "double" and isinstance(value, numbers.Real):
+        return float(value)
+    return value  # anything else is checked by the writer
 
 
 def _from_avro(avro_type: Any, datum: Any) -> Any:
