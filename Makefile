@@ -43,6 +43,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.flush_bench
 	$(BIN)/python -m benchmarks.search_bench
 	$(BIN)/python -m benchmarks.server_bench
+	$(BIN)/python -m benchmarks.rpc_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench
 	$(BIN)/python -m benchmarks.replay_bench
 	$(BIN)/python -m benchmarks.restart_bench

@@ -11,7 +11,9 @@ Layers, bottom to top; nothing imports a module of a higher layer:
     L3  the libraries shared by processors: vectorlog.storage.* (binlogs, object stores),
         vectorlog.state.* (state stores)
     L4  vectorlog.processors.*: each imports another only through its service.py Protocol
-    L5  vectorlog.engines.* (the Spark engine): processors only through their service.py
+    L5  vectorlog.engines.* (the Spark engine) and vectorlog.rpc.* (the RPC servers that wrap
+        processors' services, and the network clients that implement them): processors only
+        through their service.py
     L6  everything else: vectorlog (the package), jobs, sdk, cli, server, runners, config, ...
 `import vectorlog.x` and `from vectorlog.x import y` import vectorlog.x (or the submodule
 vectorlog.x.y), not the package `vectorlog`; `from vectorlog import Client` imports the
@@ -43,11 +45,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vectorlog.streams",),
     ("vectorlog.storage", "vectorlog.state"),
     ("vectorlog.processors",),
-    ("vectorlog.engines",),
+    ("vectorlog.engines", "vectorlog.rpc"),
 )
 TOP = len(LAYERS)
 LAYER_NAMES = {0: "L0 (core/expr)", 1: "L1 (schemas)", 2: "L2 (streams)"}
-LAYER_NAMES |= {3: "L3 (libraries: storage/state)", 4: "L4 (processors)", 5: "L5 (engines)"}
+LAYER_NAMES |= {3: "L3 (libraries: storage/state)", 4: "L4 (processors)"}
+LAYER_NAMES |= {5: "L5 (engines, rpc)"}
 LAYER_NAMES |= {TOP: f"L{TOP} (jobs, sdk, cli, server, runners)"}
 #: Top-level names product code must never import: the repo folders under their own name
 #: (they only exist as vectorlog.*) and the dev-only trees.
@@ -55,7 +58,7 @@ FORBIDDEN_TOP_LEVEL = frozenset(
     {"streams", "processors", "schemas", "infra", "tests", "benchmarks"}
 )
 #: Packages outside processors/ that may reach a processor only through its service.py.
-THROUGH_SERVICES = ("vectorlog.engines",)
+THROUGH_SERVICES = ("vectorlog.engines", "vectorlog.rpc")
 CLIENT_MAY_IMPORT = "vectorlog.processors.proxy.service"
 
 
@@ -435,6 +438,8 @@ CLEAN = {
     "vectorlog.engines": "",
     "vectorlog.engines.spark": "from vectorlog.processors.proxy.service import P\n",
     "vectorlog.runners.standalone": "from vectorlog.processors.proxy.proxy import Proxy\n",
+    "vectorlog.rpc": "",
+    "vectorlog.rpc.server": "from vectorlog.processors.rootcoord.service import RootCoord\n",
     "vectorlog.jobs.rebuild": "from vectorlog.engines.spark import S\n",
 }
 PACKAGES = {
@@ -447,6 +452,7 @@ PACKAGES = {
     "vectorlog.storage",
     "vectorlog.engines",
     "vectorlog.engines.spark",
+    "vectorlog.rpc",
     "vectorlog.processors.rootcoord",
     "vectorlog.processors.proxy",
 }
@@ -477,7 +483,19 @@ def test_the_checker_passes_a_clean_fake_tree():
             "layers",
             "vectorlog.processors.proxy.proxy",
             "from vectorlog.engines.spark import S\n",
-            "L4 (processors) must not import L5 (engines)",
+            "L4 (processors) must not import L5 (engines, rpc)",
+        ),
+        (
+            "layers",
+            "vectorlog.processors.proxy.proxy",
+            "from vectorlog.rpc.server import RpcServer\n",
+            "L4 (processors) must not import L5 (engines, rpc)",
+        ),
+        (
+            "layers",
+            "vectorlog.rpc.server",
+            "from vectorlog.runners.standalone import Standalone\n",
+            "L5 (engines, rpc) must not import L6",
         ),
         ("layers", "vectorlog.schemas.serde", "import vectorlog.streams.channels\n", "L2"),
         (
@@ -507,6 +525,12 @@ def test_the_checker_passes_a_clean_fake_tree():
             "vectorlog.engines.spark",
             "from vectorlog.processors.proxy.importfiles import read_unit\n",
             "may only import vectorlog.processors.proxy.service of 'proxy'",
+        ),
+        (
+            "processor interfaces",
+            "vectorlog.rpc.server",
+            "from vectorlog.processors.rootcoord.rootcoord import RootCoord\n",
+            "may only import vectorlog.processors.rootcoord.service of 'rootcoord'",
         ),
         (
             "client",

@@ -161,6 +161,13 @@ class RootCoord:
         """Returns a fresh hybrid timestamp."""
         return self.tso.now()
 
+    def allocate_timestamps(self, count: int = 1) -> int:
+        """Returns the first of `count` consecutive fresh timestamps. Raises InvalidArgument
+        unless 1 <= count < 2**18."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 < count < 1 << 18:
+            raise InvalidArgument(f"count must be in 1..{(1 << 18) - 1}, not {count!r}")
+        return self.tso.allocate(count)
+
     def allocate_ids(self, count: int = 1) -> int:
         """Returns the first of `count` fresh ids."""
         return self.ids.allocate(count)

@@ -42,8 +42,9 @@ class DdlService(Protocol):
     def drop_index(self, collection: str, index_name: str) -> None: ...
 
 
-class RootCoordService(DdlService, Protocol):
-    """DDL requests, meta reads as of a ts, and the timestamp oracle and id allocator."""
+class RootCoordRpc(DdlService, Protocol):
+    """What crosses processes (vectorlog.rpc): DDL requests, meta reads as of a ts, the
+    timestamp oracle and the id allocator."""
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`. Raises CollectionNotFound."""
@@ -75,12 +76,13 @@ class RootCoordService(DdlService, Protocol):
         """Returns a fresh hybrid timestamp from the timestamp oracle."""
         ...
 
-    def allocate_ids(self, count: int = 1) -> int:
-        """Returns the first of `count` fresh ids, never handed out before (also after restart)."""
+    def allocate_timestamps(self, count: int = 1) -> int:
+        """Returns the first of `count` consecutive fresh timestamps (1 <= count < 2**18),
+        each above every timestamp handed out before (also after restart)."""
         ...
 
-    def tick_source(self, name: str) -> TickStamper:
-        """Returns a new writer registered with the soft barrier under `name`."""
+    def allocate_ids(self, count: int = 1) -> int:
+        """Returns the first of `count` fresh ids, never handed out before (also after restart)."""
         ...
 
     def request_tick(self, after: int | None = None) -> None:
@@ -92,6 +94,16 @@ class RootCoordService(DdlService, Protocol):
         """Returns the ts a Strong read reads at: past every write acknowledged before the
         call. It is the last tick appended when nothing was stamped since (the read then
         appends nothing), else a fresh timestamp."""
+        ...
+
+
+class RootCoordService(RootCoordRpc, Protocol):
+    """RootCoordRpc and the in-process constructs of a `Standalone` cluster: the soft
+    barrier's tick sources and the drop lock (cluster mode replaces both with per-proxy time
+    ticks on the log, so they never cross processes)."""
+
+    def tick_source(self, name: str) -> TickStamper:
+        """Returns a new writer registered with the soft barrier under `name`."""
         ...
 
     def write_guard(

@@ -8,23 +8,46 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.core.errors import (
+    AliasNotFound,
+    CollectionExists,
+    CollectionNotFound,
+    ConsistencyTimeout,
+    FlushTimeout,
+    IndexNotFound,
+    PartitionNotFound,
+)
 from vectorlog.core.hybridts import compose, wall_ms
-from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, quick_schema
+from vectorlog.core.model import (
+    CollectionHistory,
+    CollectionInfo,
+    CollectionSchema,
+    check_name,
+    quick_schema,
+)
 from vectorlog.core.types import Hit, IndexSpec
 
 
-def hybrid_clock() -> Iterator[int]:
-    """Yields strictly increasing hybrid timestamps that follow the wall clock."""
-    last = 0
-    while True:
-        last = max(last + 1, compose(wall_ms()))
-        yield last
+class HybridClock:
+    """Strictly increasing hybrid timestamps that follow the wall clock, one or a block."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def allocate(self, count: int = 1) -> int:
+        """Returns the first of `count` consecutive timestamps above every earlier one."""
+        first = max(self.last + 1, compose(wall_ms()))
+        self.last = first + count - 1
+        return first
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            yield self.allocate()
 
 
 def collection(
@@ -71,7 +94,8 @@ class FakeRootCoord:
     stamped: list[int] = field(default_factory=list)
     tick_requests: int = 0
     ddl: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
-    _clock: Iterator[int] = field(default_factory=lambda: hybrid_clock())
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> collection name
+    _clock: HybridClock = field(default_factory=HybridClock)
     #: when each live collection was created (0: put into `collections` by the test)
     _created: dict[str, int] = field(default_factory=dict)
     #: (name, created ts, dropped ts, info) of every dropped collection
@@ -84,16 +108,30 @@ class FakeRootCoord:
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
     ) -> CollectionInfo:
+        check_name("collection", name)
+        if name in self.collections or name in self.aliases:
+            raise CollectionExists(name)
         self.ddl.append(("create_collection", (name, shards_num)))
-        self.collections[name] = collection(name, self.allocate_ids(3), shards=shards_num)
+        cid = self.allocate_ids(2)
+        self.collections[name] = replace(
+            collection(name, cid, shards=shards_num),
+            schema=replace(schema, name=name).validated(),
+            partitions={"_default": cid + 1},
+        )
         self._created[name] = self.now()
         return self.collections[name]
 
     def drop_collection(self, name: str) -> None:
         self.ddl.append(("drop_collection", (name,)))
-        info = self.collections.pop(name, None)
-        if info is not None:
-            self._dropped.append((name, self._created.pop(name, 0), self.now(), info))
+        info = self._live(name)
+        del self.collections[name]
+        self._dropped.append((name, self._created.pop(name, 0), self.now(), info))
+
+    def _live(self, name: str) -> CollectionInfo:
+        """The live collection called `name` (not an alias). Raises CollectionNotFound."""
+        if name not in self.collections:
+            raise CollectionNotFound(name)
+        return self.collections[name]
 
     def _as_of(self, as_of: int | None) -> dict[str, CollectionInfo]:
         """The collections that existed at `as_of` (now if None), by name."""
@@ -105,29 +143,57 @@ class FakeRootCoord:
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.ddl.append(("rename_collection", (old_name, new_name)))
+        check_name("collection", new_name)
+        info = self._live(old_name)
+        self.collections[new_name] = replace(self.collections.pop(old_name), name=new_name)
+        self._created[new_name] = self._created.pop(old_name, 0)
+        self.aliases = {a: new_name if n == info.name else n for a, n in self.aliases.items()}
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("create_partition", (collection, partition)))
+        self.describe_collection(collection).partitions[check_name("partition", partition)] = (
+            self.allocate_ids()
+        )
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
+        info = self.describe_collection(collection)
+        if info.partitions.pop(partition, None) is None:
+            raise PartitionNotFound(info.name, partition)
 
     def create_alias(self, collection: str, alias: str) -> None:
         self.ddl.append(("create_alias", (collection, alias)))
+        self._live(collection)
+        if alias in self.aliases or alias in self.collections:
+            raise CollectionExists(check_name("alias", alias), "alias")
+        self.aliases[alias] = collection
 
     def drop_alias(self, alias: str) -> None:
         self.ddl.append(("drop_alias", (alias,)))
+        if self.aliases.pop(alias, None) is None:
+            raise AliasNotFound(alias)
 
     def alter_alias(self, collection: str, alias: str) -> None:
         self.ddl.append(("alter_alias", (collection, alias)))
+        if alias not in self.aliases:
+            raise AliasNotFound(alias)
+        self.aliases[alias] = self._live(collection).name
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         self.ddl.append(("create_index", (collection, spec)))
+        info = self.describe_collection(collection)
+        resolved = spec.resolved(info.schema)
+        info.indexes[resolved["index_name"]] = resolved | {"index_id": self.allocate_ids()}
 
     def drop_index(self, collection: str, index_name: str) -> None:
         self.ddl.append(("drop_index", (collection, index_name)))
+        info = self.describe_collection(collection)
+        if info.indexes.pop(index_name, None) is None:
+            raise IndexNotFound(info.name, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        if as_of is None and name in self.aliases:
+            name = self.aliases[name]
         found = self._as_of(as_of).get(name)
         if found is None:
             raise CollectionNotFound(name)
@@ -140,7 +206,8 @@ class FakeRootCoord:
         return sorted(self._as_of(as_of))
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
-        return {}
+        """The live aliases (the twin keeps no history of them: `as_of` is ignored)."""
+        return {a: self.collections[n].collection_id for a, n in self.aliases.items()}
 
     def meta_horizon(self) -> int:
         return 0
@@ -159,14 +226,17 @@ class FakeRootCoord:
         ]
 
     def now(self) -> int:
-        return next(self._clock)
+        return self._clock.allocate()
+
+    def allocate_timestamps(self, count: int = 1) -> int:
+        return self._clock.allocate(count)
 
     def allocate_ids(self, count: int = 1) -> int:
         first, self.next_id = self.next_id, self.next_id + count
         return first
 
     def tick_source(self, name: str) -> FakeStamper:
-        return FakeStamper(self._clock, self.stamped)
+        return FakeStamper(iter(self._clock), self.stamped)
 
     def request_tick(self, after: int | None = None) -> None:
         self.tick_requests += 1
@@ -183,12 +253,36 @@ class FakeRootCoord:
 
 
 @dataclass
+class FakeSegment:
+    """One segment of the datacoord twin: its channel, state and allocated rows."""
+
+    segment_id: int
+    collection_id: int
+    partition_id: int
+    vchannel: str
+    rows: int = 0
+    state: str = "Growing"
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "segment_id": self.segment_id,
+            "collection_id": self.collection_id,
+            "partition_id": self.partition_id,
+            "insert_channel": self.vchannel,
+            "num_rows": self.rows if self.state == "Flushed" else 0,
+            "state": self.state,
+        }
+
+
+@dataclass
 class FakeDataCoord:
-    """DataCoordService that puts every channel's rows into segment `base + call number`."""
+    """DataCoordService whose segments hold whatever was assigned to them: one Growing
+    segment per channel (ids `base + 1`, `base + 2`, ... as they open), sealed by `flush`,
+    Flushed by `wait_flushed` (as if a data node had written them at once)."""
 
     base: int = 5000
     calls: list[tuple[int, int, str, int]] = field(default_factory=list)
-    flushed: list[int] = field(default_factory=list)
+    segments: dict[int, FakeSegment] = field(default_factory=dict)
 
     def assign_segments(
         self,
@@ -201,22 +295,52 @@ class FakeDataCoord:
         ts: int,
     ) -> list[tuple[int, int]]:
         self.calls.append((collection_id, partition_id, vchannel, rows))
-        return [(self.base + len(self.calls), rows)]
+        channel = (collection_id, partition_id, vchannel)
+        growing = [
+            s
+            for s in self.segments.values()
+            if (s.collection_id, s.partition_id, s.vchannel) == channel and s.state == "Growing"
+        ]
+        if not growing:
+            seg = FakeSegment(self.base + len(self.segments) + 1, *channel)
+            self.segments[seg.segment_id] = seg
+            growing = [seg]
+        growing[0].rows += rows
+        return [(growing[0].segment_id, rows)]
+
+    def _of(self, collection_id: int) -> list[FakeSegment]:
+        return sorted(
+            (s for s in self.segments.values() if s.collection_id == collection_id),
+            key=lambda s: s.segment_id,
+        )
 
     def flush(self, collection_id: int) -> list[int]:
-        return [self.base + i + 1 for i, c in enumerate(self.calls) if c[0] == collection_id]
+        for seg in self._of(collection_id):
+            if seg.state == "Growing":
+                seg.state = "Sealed"
+        return [s.segment_id for s in self._of(collection_id) if s.state != "Flushed"]
 
     def wait_flushed(self, segment_ids: list[int], timeout: float) -> None:
-        self.flushed += segment_ids
+        known = [self.segments[i] for i in segment_ids if i in self.segments]
+        for seg in known:
+            if seg.state == "Sealed":
+                seg.state = "Flushed"
+        if not self.flush_state(segment_ids):
+            raise FlushTimeout({s.segment_id: s.state for s in known}, timeout)
 
     def flush_state(self, segment_ids: list[int]) -> bool:
-        return set(segment_ids) <= set(self.flushed)
+        return all(self.segments[i].state == "Flushed" for i in segment_ids if i in self.segments)
 
     def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
-        return [{"segment_id": i} for i in segment_ids]
+        return [
+            self.segments[i].info()
+            if i in self.segments
+            else {"segment_id": i, "state": "NotExist"}
+            for i in segment_ids
+        ]
 
     def list_segments(self, collection_id: int) -> list[dict[str, Any]]:
-        return self.get_segment_info(self.flush(collection_id))
+        return [s.info() for s in self._of(collection_id)]
 
     def compaction_groups(
         self, collection_id: int, horizon: int, policy: Any = None
@@ -225,13 +349,31 @@ class FakeDataCoord:
 
 
 @dataclass
+class FakeCollection:
+    """What the query node twin holds of a collection: rows with the ts they were written at."""
+
+    info: CollectionInfo
+    rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
 class FakeQueryNode:
-    """QueryNodeService with a settable tsafe; reads record their arguments."""
+    """QueryNodeService with a settable tsafe; reads record their arguments. Collections
+    only `known` answer nothing (queries: a row per key of `matching`); collections given to
+    `load` answer from their rows, exactly (L2, or the `metric` asked)."""
 
     tsafe_ts: int = 0
     reads: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, collection, ts)
     known: set[int] = field(default_factory=set)
     matching: list[Any] = field(default_factory=list)  # the keys every query returns
+    loaded: dict[int, FakeCollection] = field(default_factory=dict)
+
+    def load(self, info: CollectionInfo, rows: list[dict[str, Any]], ts: int) -> None:
+        """Adds `rows` written at `ts`, and applies everything up to `ts`."""
+        self.known.add(info.collection_id)
+        held = self.loaded.setdefault(info.collection_id, FakeCollection(info))
+        held.rows += [(ts, dict(r)) for r in rows]
+        self.tsafe_ts = max(self.tsafe_ts, ts)
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return self.tsafe_ts
@@ -241,9 +383,27 @@ class FakeQueryNode:
             raise ConsistencyTimeout(ts, self.tsafe_ts, timeout)
 
     def _read(self, kind: str, collection_id: int, ts: int) -> None:
-        if collection_id not in self.known:
+        held = self.loaded.get(collection_id)
+        if collection_id not in self.known or (held and held.info.created_ts > ts):
             raise CollectionNotFound(collection_id)
         self.reads.append((kind, collection_id, ts))
+
+    def _visible(
+        self, collection_id: int, ts: int, expr: Any = None, keys: list[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows visible at `ts` (the last write of each key), in key order."""
+        held = self.loaded.get(collection_id)
+        if held is None:
+            return []
+        pk = next(f.name for f in held.info.schema.fields if f.is_primary)
+        latest = {r[pk]: r for written, r in held.rows if written <= ts}
+        rows = [latest[k] for k in sorted(latest) if keys is None or k in keys]
+        if expr is not None and rows:
+            columns = {f: np.array([r[f] for r in rows]) for f in expr.fields}
+            rows = [
+                r for r, keep in zip(rows, expr.evaluate(columns, len(rows)), strict=True) if keep
+            ]
+        return rows
 
     def search(
         self,
@@ -263,7 +423,11 @@ class FakeQueryNode:
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
         self.search_args = {"params": params, "metric": metric}  # the last search's
-        return [[] for _ in queries]
+        held = self.loaded.get(collection_id)
+        if held is None:
+            return [[] for _ in queries]
+        rows = self._visible(collection_id, ts, expr)
+        return [_nearest(held.info, rows, q, limit, offset, output_fields) for q in queries]
 
     def query(
         self,
@@ -277,13 +441,17 @@ class FakeQueryNode:
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("query", collection_id, ts)
-        return [{f: k for f in output_fields} for k in self.matching]
+        if collection_id not in self.loaded:
+            return [{f: k for f in output_fields} for k in self.matching]
+        rows = self._visible(collection_id, ts, expr, keys)[offset:]
+        return [{f: r[f] for f in output_fields} for r in rows[:limit]]
 
     def get(
         self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
     ) -> list[dict[str, Any]]:
         self._read("get", collection_id, ts)
-        return []
+        rows = self._visible(collection_id, ts, keys=keys)
+        return [{f: r[f] for f in output_fields} for r in rows]
 
     def count(
         self,
@@ -294,4 +462,30 @@ class FakeQueryNode:
         keys: list[Any] | None = None,
     ) -> int:
         self._read("count", collection_id, ts)
-        return 0
+        return len(self._visible(collection_id, ts, expr, keys))
+
+
+def _nearest(
+    info: CollectionInfo,
+    rows: list[dict[str, Any]],
+    query: np.ndarray,
+    limit: int,
+    offset: int,
+    fields: list[str],
+) -> list[Hit]:
+    """The `limit` rows nearest `query` (squared L2) after `offset`, as hits."""
+    if not rows:
+        return []
+    pk = next(f.name for f in info.schema.fields if f.is_primary)
+    vec = next(f.name for f in info.schema.fields if f.dtype.name == "FLOAT_VECTOR")
+    vectors = np.array([r[vec] for r in rows], dtype=np.float32)
+    distances = ((vectors - np.asarray(query, dtype=np.float32)) ** 2).sum(axis=1)
+    order = np.argsort(distances, kind="stable")[offset : offset + limit]
+    return [
+        {
+            "id": rows[i][pk],
+            "distance": float(distances[i]),
+            "entity": {f: rows[i][f] for f in fields},
+        }
+        for i in order
+    ]

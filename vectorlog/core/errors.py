@@ -182,3 +182,13 @@ class LeaseUnconfirmed(VectorlogError):
 class RecoveryFailed(VectorlogError):
     """A node cannot rebuild its state: binlogs it needs are unreadable and the log records
     that would replace them were deleted by retention."""
+
+
+class ServiceUnavailable(VectorlogError):
+    """Another process of the cluster (rootcoord, datacoord, a query node) did not answer an
+    RPC in time or could not be reached; nothing is known to have happened. Retry later: the
+    client reconnects by itself."""
+
+    def __init__(self, service: str, address: str, why: str) -> None:
+        super().__init__(f"{service} at {address} is unavailable: {why}")
+        self.service, self.address = service, address

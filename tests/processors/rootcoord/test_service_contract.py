@@ -1,7 +1,9 @@
 """The RootCoordService contract (processors/rootcoord/service.py), run against every
-implementation: the real rootcoord of a cluster on each log backend, and the test twin in
-tests/processors/fakes.py, so a unit test that uses the twin relies only on what the real one
-does. A network client joins the list when cluster mode brings one."""
+implementation (tests/processors/implementations.py): the real rootcoord of a cluster on
+each log backend, the test twin in tests/processors/fakes.py, and the network client
+(RootCoordRpc) through an RpcServer wrapping the real one; so a unit test that uses the twin,
+and a process that uses the client, rely only on what the real one does. The in-process
+extras (tick sources, the write guard) are held to it by the in-process implementations."""
 
 from __future__ import annotations
 
@@ -11,59 +13,97 @@ from typing import Any
 
 import pytest
 
-from tests.clients import cluster_args
 from tests.processors.fakes import FakeRootCoord
-from tests.support import log_params
-from vectorlog import Client
-from vectorlog.core.errors import CollectionNotFound
+from tests.processors.implementations import ALL, IN_PROCESS, open_cluster, served
+from vectorlog.core.errors import (
+    AliasNotFound,
+    CollectionExists,
+    CollectionNotFound,
+    InvalidArgument,
+)
 from vectorlog.core.model import quick_schema
-from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.core.types import IndexSpec
+from vectorlog.processors.rootcoord.service import RootCoordRpc, RootCoordService
+from vectorlog.rpc.rootcoord_client import RootCoordClient
 
 SCHEMA = quick_schema(4, "L2")
+every = pytest.mark.parametrize("rootcoord", ALL, indirect=True)
+in_process = pytest.mark.parametrize("rootcoord", IN_PROCESS, indirect=True)
 
 
-@pytest.fixture(params=["fake", *log_params()])
-def rootcoord(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RootCoordService]:
-    """A RootCoordService: the twin, or the real one of a fresh cluster on a log backend."""
+@pytest.fixture
+def rootcoord(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A RootCoordService (RootCoordRpc for "network"): the twin, the real one of a fresh
+    cluster on a log backend, or the network client of a server wrapping the real one."""
     if request.param == "fake":
         yield FakeRootCoord()
         return
-    args: dict[str, Any] = cluster_args(request.param, request, tmp_path)
-    client = Client(args.pop("uri"), **args)
+    client = open_cluster(request.param, request, tmp_path)
     try:
-        yield client.cluster.rootcoord
+        if request.param != "network":
+            yield client.cluster.rootcoord
+            return
+        with served(rootcoord=client.cluster.rootcoord) as address:
+            remote = RootCoordClient(address)
+            yield remote
+            remote.close()
     finally:
         client.close()
 
 
-def test_timestamps_strictly_increase(rootcoord: RootCoordService):
-    stamps = [rootcoord.now() for _ in range(200)]
+@every
+def test_timestamps_strictly_increase(rootcoord: RootCoordRpc):
+    stamps = [rootcoord.now() for _ in range(600)]
     assert all(a < b for a, b in zip(stamps, stamps[1:], strict=False))
 
 
-def test_id_ranges_never_overlap(rootcoord: RootCoordService):
-    ranges = [(first, first + n) for n in (1, 5, 100, 3) for first in [rootcoord.allocate_ids(n)]]
-    ranges.sort()
+@every
+def test_a_block_of_timestamps_is_consecutive_and_below_every_later_one(rootcoord: RootCoordRpc):
+    before = rootcoord.now()
+    first = rootcoord.allocate_timestamps(1000)
+    assert before < first
+    assert rootcoord.now() > first + 999
+    assert rootcoord.allocate_timestamps(1) > first + 999
+
+
+@every
+def test_id_ranges_never_overlap(rootcoord: RootCoordRpc):
+    counts = (1, 5, 100, 3, 20_000, 1)
+    ranges = sorted((first, first + n) for n in counts for first in [rootcoord.allocate_ids(n)])
     assert all(end <= start for (_, end), (start, _) in zip(ranges, ranges[1:], strict=False))
 
 
-def test_a_created_collection_is_described_listed_and_has(rootcoord: RootCoordService):
+@every
+def test_a_created_collection_is_described_listed_and_has(rootcoord: RootCoordRpc):
     info = rootcoord.create_collection("books", SCHEMA, shards_num=2)
-    assert (info.name, info.shards_num) == ("books", 2)
+    assert (info.name, info.shards_num, len(info.vchannels)) == ("books", 2, 2)
     described = rootcoord.describe_collection("books")
     assert described.collection_id == info.collection_id
+    assert [f.name for f in described.schema.fields] == [f.name for f in SCHEMA.fields]
+    assert [f.dtype for f in described.schema.fields] == [f.dtype for f in SCHEMA.fields]
     assert rootcoord.has_collection("books")
     assert "books" in rootcoord.list_collections()
     assert any(h.collection_id == info.collection_id for h in rootcoord.collection_histories())
 
 
-def test_an_unknown_collection_is_not_found(rootcoord: RootCoordService):
+@every
+def test_a_second_collection_of_the_same_name_is_refused(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("books", SCHEMA)
+    with pytest.raises(CollectionExists, match="books"):
+        rootcoord.create_collection("books", SCHEMA)
+
+
+@every
+def test_an_unknown_collection_is_not_found(rootcoord: RootCoordRpc):
     assert not rootcoord.has_collection("nothing")
     with pytest.raises(CollectionNotFound, match="nothing"):
         rootcoord.describe_collection("nothing")
+    with pytest.raises(CollectionNotFound, match="nothing"):
+        rootcoord.drop_collection("nothing")
 
 
-def test_a_dropped_collection_is_gone_now_but_seen_before_the_drop(rootcoord: RootCoordService):
+@every
+def test_a_dropped_collection_is_gone_now_but_seen_before_the_drop(rootcoord: RootCoordRpc):
     rootcoord.create_collection("books", SCHEMA)
     before_drop = rootcoord.now()
     rootcoord.drop_collection("books")
@@ -74,13 +114,62 @@ def test_a_dropped_collection_is_gone_now_but_seen_before_the_drop(rootcoord: Ro
     assert rootcoord.has_collection("books", as_of=before_drop)
 
 
-def test_a_collection_did_not_exist_before_its_creation(rootcoord: RootCoordService):
+@every
+def test_a_collection_did_not_exist_before_its_creation(rootcoord: RootCoordRpc):
     before = rootcoord.now()
     rootcoord.create_collection("books", SCHEMA)
     assert not rootcoord.has_collection("books", as_of=before)
     assert "books" not in rootcoord.list_collections(as_of=before)
 
 
+@every
+def test_an_alias_names_its_collection_until_dropped(rootcoord: RootCoordRpc):
+    info = rootcoord.create_collection("books", SCHEMA)
+    rootcoord.create_alias("books", "library")
+    assert rootcoord.list_aliases() == {"library": info.collection_id}
+    assert rootcoord.describe_collection("library").collection_id == info.collection_id
+    assert not rootcoord.has_collection("library")
+    rootcoord.drop_alias("library")
+    assert rootcoord.list_aliases() == {}
+    with pytest.raises(AliasNotFound, match="library"):
+        rootcoord.drop_alias("library")
+
+
+@every
+def test_a_created_partition_is_described(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("books", SCHEMA)
+    rootcoord.create_partition("books", "novels")
+    partitions = rootcoord.describe_collection("books").partitions
+    assert set(partitions) == {"_default", "novels"}
+    assert len(set(partitions.values())) == 2
+
+
+@every
+def test_a_created_index_is_described(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("books", SCHEMA)
+    spec = IndexSpec("vector", "HNSW", "L2", {"M": 8, "efConstruction": 64})
+    rootcoord.create_index("books", spec)
+    index = rootcoord.describe_collection("books").indexes["vector"]
+    assert (index["index_type"], index["metric_type"]) == ("HNSW", "L2")
+
+
+@every
+def test_an_invalid_name_is_refused_with_the_name(rootcoord: RootCoordRpc):
+    with pytest.raises(InvalidArgument, match="1bad"):
+        rootcoord.create_collection("1bad", SCHEMA)
+    assert rootcoord.list_collections() == []
+
+
+@every
+def test_strong_timestamps_never_go_back_nor_pass_the_oracle(rootcoord: RootCoordRpc):
+    first = rootcoord.strong_ts()
+    rootcoord.request_tick()
+    second = rootcoord.strong_ts()
+    rootcoord.request_tick(after=second)
+    assert first <= second < rootcoord.now()
+
+
+@in_process
 def test_the_write_guard_refuses_a_dropped_collection(rootcoord: RootCoordService):
     info = rootcoord.create_collection("books", SCHEMA)
     with rootcoord.write_guard(info):
@@ -90,6 +179,7 @@ def test_the_write_guard_refuses_a_dropped_collection(rootcoord: RootCoordServic
         pass
 
 
+@in_process
 def test_stamps_and_strong_reads_follow_the_clock(rootcoord: RootCoordService):
     earlier = rootcoord.now()
     with rootcoord.tick_source("contract").stamp() as ts:

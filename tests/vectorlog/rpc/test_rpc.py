@@ -1,0 +1,165 @@
+"""The RPC layer itself: errors cross the wire as the same class and message, an unreachable
+or silent server is a prompt ServiceUnavailable naming it, the client reconnects by itself,
+and RootCoordClient batches allocations without ever handing out a value twice."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.processors.fakes import FakeQueryNode, FakeRootCoord
+from tests.processors.implementations import served
+from tests.support import wait_until
+from vectorlog.core.errors import (
+    CollectionNotFound,
+    ConsistencyTimeout,
+    InvalidArgument,
+    ServiceUnavailable,
+)
+from vectorlog.core.model import quick_schema
+from vectorlog.rpc.errors import RemoteError
+from vectorlog.rpc.querynode_client import QueryNodeClient
+from vectorlog.rpc.rootcoord_client import RootCoordClient
+from vectorlog.rpc.server import RpcServer
+
+
+@dataclass
+class CountingRootCoord(FakeRootCoord):
+    """The twin, counting the allocation calls that reach it."""
+
+    allocations: list[tuple[str, int]] = field(default_factory=list)
+
+    def allocate_timestamps(self, count: int = 1) -> int:
+        self.allocations.append(("ts", count))
+        return super().allocate_timestamps(count)
+
+    def allocate_ids(self, count: int = 1) -> int:
+        self.allocations.append(("ids", count))
+        return super().allocate_ids(count)
+
+
+@pytest.fixture
+def fake() -> CountingRootCoord:
+    return CountingRootCoord()
+
+
+@pytest.fixture
+def remote(fake: CountingRootCoord) -> Iterator[RootCoordClient]:
+    with served(rootcoord=fake) as address:
+        client = RootCoordClient(address, ts_max_age_s=3600)
+        yield client
+        client.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_servers_error_is_raised_as_the_same_class_and_message(remote: RootCoordClient):
+    with pytest.raises(CollectionNotFound) as local:
+        FakeRootCoord().describe_collection("books")
+    with pytest.raises(CollectionNotFound) as over_the_wire:
+        remote.describe_collection("books")
+    assert str(over_the_wire.value) == str(local.value) == "collection 'books' does not exist"
+    assert over_the_wire.value.name == "books"
+    with pytest.raises(InvalidArgument, match="1bad"):
+        remote.create_collection("1bad", quick_schema(4, "L2"))
+
+
+def test_an_error_keeps_its_attributes():
+    with served(querynode=FakeQueryNode(tsafe_ts=5)) as address:
+        client = QueryNodeClient(address)
+        with pytest.raises(ConsistencyTimeout, match="ts 9") as caught:
+            client.wait_tsafe([0], 9, timeout=0.1)
+        assert (caught.value.guarantee_ts, caught.value.tsafe) == (9, 5)
+        client.close()
+
+
+def test_a_server_bug_is_a_remote_error_naming_it(fake: CountingRootCoord):
+    fake.meta_horizon = lambda: 1 // 0  # type: ignore[method-assign]
+    with served(rootcoord=fake) as address:
+        client = RootCoordClient(address)
+        with pytest.raises(RemoteError, match="ZeroDivisionError"):
+            client.meta_horizon()
+        client.close()
+
+
+def test_an_unreachable_server_is_service_unavailable_naming_it():
+    address = f"127.0.0.1:{free_port()}"
+    client = RootCoordClient(address, deadline_s=2)
+    with pytest.raises(ServiceUnavailable, match=f"rootcoord at {address} is unavailable"):
+        client.now()
+    client.close()
+
+
+def test_a_server_that_does_not_answer_in_time_is_service_unavailable(fake: CountingRootCoord):
+    release = threading.Event()
+    fake.meta_horizon = lambda: int(release.wait(30))  # type: ignore[method-assign]
+    with served(rootcoord=fake) as address:
+        client = RootCoordClient(address, deadline_s=0.3)
+        with pytest.raises(ServiceUnavailable, match="deadline_exceeded"):
+            client.meta_horizon()
+        release.set()
+        client.close()
+
+
+def test_the_client_reconnects_once_the_server_is_back(fake: CountingRootCoord):
+    address = f"127.0.0.1:{free_port()}"
+    first = RpcServer(address, rootcoord=fake)
+    first.start()
+    client = RootCoordClient(address, deadline_s=2, ts_batch=1)
+    before = client.now()
+    first.stop(0)
+    with pytest.raises(ServiceUnavailable):
+        client.now()
+    second = RpcServer(address, rootcoord=fake)
+    second.start()
+    try:
+
+        def answered() -> int:
+            try:
+                return client.now()
+            except ServiceUnavailable:
+                return 0
+
+        assert wait_until(answered, 30, "the client to reach the restarted server") > before
+    finally:
+        client.close()
+        second.stop(0)
+
+
+def test_timestamps_come_in_blocks_strictly_increasing(
+    fake: CountingRootCoord, remote: RootCoordClient
+):
+    stamps = [remote.now() for _ in range(1000)]
+    assert all(a < b for a, b in zip(stamps, stamps[1:], strict=False))
+    assert fake.allocations == [("ts", 256)] * 4  # ceil(1000 / 256) RPCs
+
+
+def test_a_restarted_client_never_reissues_a_timestamp_or_an_id(
+    fake: CountingRootCoord, remote: RootCoordClient
+):
+    last_ts, ids = remote.now(), [remote.allocate_ids() for _ in range(5)]
+    with served(rootcoord=fake) as address:  # another process (or the same restarted)
+        again = RootCoordClient(address)
+        assert again.now() > last_ts
+        assert again.allocate_ids() > max(ids)
+        again.close()
+
+
+def test_ids_come_in_blocks_and_a_large_request_alone(
+    fake: CountingRootCoord, remote: RootCoordClient
+):
+    small = [remote.allocate_ids(3) for _ in range(100)]
+    large = remote.allocate_ids(50_000)
+    assert fake.allocations == [("ids", 10_000), ("ids", 50_000)]
+    spans = sorted([(s, s + 3) for s in small] + [(large, large + 50_000)])
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))
+    with pytest.raises(InvalidArgument, match="positive"):
+        remote.allocate_ids(0)

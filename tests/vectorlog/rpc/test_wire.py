@@ -1,0 +1,97 @@
+"""The v1 payloads (vectorlog/rpc/methods.py, values.py): every value the service Protocols
+carry round-trips with its type, nothing unregistered is decoded, and v1 never changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionHistory, DataType, quick_schema
+from vectorlog.core.types import IndexSpec
+from vectorlog.expr import parse
+from vectorlog.processors.datacoord.service import CompactionPolicy
+from vectorlog.rpc import values, wire
+from vectorlog.rpc.methods import QUERYNODE, ROOTCOORD
+
+SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
+#: the digest of every v1 schema: a change to any of them must be a new version (v2 paths)
+V1_FINGERPRINT = "b943061b2de249e349d9e3f42ab9bd756ce29f54d477c4354c7014041d0ba603"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        -7,
+        1 << 70,
+        2.5,
+        "text",
+        b"\x00\xff",
+        [1, "a", [2.0]],
+        (1, (2, 3)),
+        {"a": {"b": [1]}},
+        {7: "seven", (1, 2): None},
+        frozenset({1, 2}),
+        {3},
+        SCHEMA,
+        CollectionHistory(5, SCHEMA, 10, None, {6: 11}, frozenset({6, 7})),
+        IndexSpec("vector", "HNSW", "L2", {"M": 8}),
+        CompactionPolicy(small_fraction=0.25),
+        DataType.FLOAT_VECTOR,
+    ],
+    ids=repr,
+)
+def test_a_value_round_trips_with_its_type(value: Any):
+    back = wire.decode_value(wire.encode_value(value))
+    assert back == value and type(back) is type(value)
+
+
+def test_numpy_arrays_and_scalars_keep_dtype_and_shape():
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    back = wire.decode_value(wire.encode_value([array, np.int16(-3), np.float64(0.5)]))
+    assert back[0].dtype == np.float32 and back[0].shape == (3, 4)
+    assert (back[0] == array).all()
+    assert (type(back[1]), back[1]) == (np.int16, -3) and type(back[2]) is np.float64
+
+
+def test_a_checked_filter_crosses_as_its_tree():
+    expr = parse('id in [1, 2] and $meta["tag"] like "a%" and {x} > 2', SCHEMA, {"x": 1.5})
+    back = wire.decode_value(wire.encode_value(expr))
+    assert back.tree == expr.tree and back.text == expr.text and back.fields == expr.fields
+
+
+def test_unregistered_types_are_refused_both_ways():
+    with pytest.raises(InvalidArgument, match="object"):
+        wire.encode_value(object())
+    with pytest.raises(InvalidArgument, match="object numpy array"):
+        wire.encode_value(np.array(["a", None], dtype=object))
+    forged = {"v": ("vectorlog.rpc.v1.Object", {"type": "Popen", "fields": {}})}
+    with pytest.raises(InvalidArgument, match="unknown object type 'Popen'"):
+        values.decode(forged)
+
+
+def test_a_request_round_trips_and_a_mistyped_argument_is_refused():
+    search = QUERYNODE.methods["Search"]
+    args = {name: None for name, _ in search.args} | {
+        "collection_id": 5,
+        "queries": np.zeros((2, 4), np.float32),
+        "limit": 3,
+        "ts": 9,
+        "output_fields": ["id"],
+        "offset": 0,
+        "group_size": 1,
+    }
+    data = wire.encode_request(QUERYNODE.name, search, args)
+    back = wire.decode_request(QUERYNODE.name, search, data)
+    assert back["partitions"] is None and back["queries"].shape == (2, 4)
+    alloc = ROOTCOORD.methods["AllocTimestamp"]
+    with pytest.raises(InvalidArgument, match="AllocTimestamp request"):
+        wire.encode_request(ROOTCOORD.name, alloc, {"count": "many"})
+
+
+def test_the_v1_schemas_never_change():
+    assert wire.fingerprint() == V1_FINGERPRINT

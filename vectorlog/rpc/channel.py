@@ -1,0 +1,67 @@
+"""`RpcChannel`: a client's connection to one server, calling methods of one service with a
+deadline; it reconnects by itself (backoff 0.1-1 s) once the server is back."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import grpc
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.rpc import wire
+from vectorlog.rpc.errors import error_of
+from vectorlog.rpc.methods import Service
+from vectorlog.rpc.server import MAX_MESSAGE
+
+#: seconds a call may take when its caller says nothing (one round trip, or a DDL)
+DEFAULT_DEADLINE_S = 10.0
+OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+class RpcChannel:
+    """Calls the methods of `service` at `address` ("host:port")."""
+
+    def __init__(self, service: Service, address: str, deadline_s: float = DEFAULT_DEADLINE_S):
+        """`deadline_s`: how long a call waits for its answer (a call that waits on purpose,
+        such as WaitTSafe, gets its own timeout on top). Raises InvalidArgument for a
+        deadline that is not positive."""
+        if not deadline_s > 0:
+            raise InvalidArgument(f"an RPC deadline must be positive, not {deadline_s!r}")
+        self.service, self.address, self.deadline_s = service, address, deadline_s
+        self._channel = grpc.insecure_channel(address, options=OPTIONS)
+        self._stubs: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _stub(self, method: str) -> Any:
+        with self._lock:
+            stub = self._stubs.get(method)
+            if stub is None:
+                stub = self._channel.unary_unary(self.service.path(method))
+                self._stubs[method] = stub
+            return stub
+
+    def call(self, method: str, **args: Any) -> Any:
+        """Calls `method` with `args` (every argument by name); returns its result.
+        Raises the server's VectorlogError, ServiceUnavailable if the server was not reached
+        or did not answer in time, InvalidArgument if an argument cannot be encoded."""
+        m = self.service.methods[method]
+        request = wire.encode_request(self.service.name, m, args)
+        deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
+        try:
+            response = self._stub(method)(request, timeout=deadline)
+        except grpc.RpcError as err:
+            raise error_of(
+                err, self.service.name.rpartition(".")[2].lower(), self.address
+            ) from None
+        return wire.decode_response(self.service.name, m, response)
+
+    def close(self) -> None:
+        """Closes the connection; later calls fail."""
+        self._channel.close()

@@ -1,0 +1,99 @@
+"""Errors across the wire: a `VectorlogError` raised by the server is raised again by the
+client as the same class with the same message (and its simple attributes); a failure of the
+transport is `ServiceUnavailable` naming the address."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import grpc
+
+from vectorlog.core.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    LeaseUnconfirmed,
+    NotFound,
+    RootCoordFenced,
+    ServiceUnavailable,
+    VectorlogError,
+)
+from vectorlog.rpc import wire
+
+#: trailing metadata: the error's class ("module:QualName") and its attributes (a Value)
+CLASS_KEY, ATTRS_KEY = "vectorlog-error", "vectorlog-error-attrs-bin"
+_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
+    (LeaseUnconfirmed, grpc.StatusCode.UNAVAILABLE),
+    (RootCoordFenced, grpc.StatusCode.FAILED_PRECONDITION),
+    (TimeoutError, grpc.StatusCode.ABORTED),
+)
+#: transport failures: the server was not reached, or did not answer within the deadline
+_TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class RemoteError(VectorlogError):
+    """The server failed with an error that is not a VectorlogError (a bug there): names its
+    class and message."""
+
+
+def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str, tuple[tuple[str, Any], ...]]:
+    """Returns the gRPC status code, details and trailing metadata that carry `exc`."""
+    if not isinstance(exc, VectorlogError):
+        exc = RemoteError(f"the server failed: {type(exc).__name__}: {exc}")
+    code = next((c for kind, c in _CODES if isinstance(exc, kind)), grpc.StatusCode.UNKNOWN)
+    kind = type(exc)
+    metadata: list[tuple[str, Any]] = [(CLASS_KEY, f"{kind.__module__}:{kind.__qualname__}")]
+    attrs = _simple_attributes(exc)
+    if attrs:
+        metadata.append((ATTRS_KEY, wire.encode_value(attrs)))
+    return code, str(exc), tuple(metadata)
+
+
+def _simple(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_simple(k) and _simple(v) for k, v in value.items())
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def _simple_attributes(exc: BaseException) -> dict[str, Any]:
+    return {k: v for k, v in vars(exc).items() if not k.startswith("_") and _simple(v)}
+
+
+def error_of(err: grpc.RpcError, service: str, address: str) -> VectorlogError:
+    """Returns the exception a client raises for a failed call: the server's VectorlogError
+    rebuilt, or ServiceUnavailable for a transport failure."""
+    trailing = dict(err.trailing_metadata() or ())
+    details = err.details() or ""
+    name = trailing.get(CLASS_KEY)
+    if name is None:
+        code = err.code()
+        if code in _TRANSPORT:
+            return ServiceUnavailable(service, address, f"{code.name.lower()}: {details}")
+        return RemoteError(f"{service} at {address} answered {code.name}: {details}")
+    exc = _rebuild(str(name), details)
+    attrs = trailing.get(ATTRS_KEY)
+    if isinstance(attrs, bytes):
+        for key, value in wire.decode_value(attrs).items():
+            setattr(exc, key, value)
+    return exc
+
+
+def _rebuild(name: str, message: str) -> VectorlogError:
+    """Returns an instance of the named VectorlogError class carrying `message` (the class's
+    constructor is not called: its arguments are not on the wire). An unknown class, or one
+    outside vectorlog, is a RemoteError naming it."""
+    module, _, qualname = name.partition(":")
+    kind: Any = None
+    if module == "vectorlog" or module.startswith("vectorlog."):
+        try:
+            kind = getattr(importlib.import_module(module), qualname, None)
+        except ImportError:
+            kind = None
+    if not (isinstance(kind, type) and issubclass(kind, VectorlogError)):
+        return RemoteError(f"{name}: {message}")
+    exc = kind.__new__(kind)
+    Exception.__init__(exc, message)
+    return exc

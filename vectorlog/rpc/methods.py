@@ -1,0 +1,169 @@
+"""The RPCs of each service, version 1: gRPC method name (Milvus's internal name where it
+has one), the Protocol method it calls, and the Avro type of every argument and the result.
+
+A request is the Avro record `<Method>Request` of its arguments, a response the record
+`<Method>Response` with one field, `result`; both are written schemaless with fastavro. The
+gRPC path carries the version (`/vectorlog.rpc.v1.RootCoord/AllocTimestamp`): a change to a
+payload schema is a new version (a new path), never an edit of v1 (wire_test pins the v1
+schemas' fingerprints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+VERSION = "v1"
+VALUE = "vectorlog.rpc.v1.Value"
+LONG, INT, STRING, BOOL, DOUBLE, NULL = "long", "int", "string", "boolean", "double", "null"
+OPT_LONG: list[Any] = ["null", "long"]
+LONGS = {"type": "array", "items": "long"}
+STRINGS = {"type": "array", "items": "string"}
+OPT_LONGS: list[Any] = ["null", LONGS]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One RPC: `name` on the wire, `call` the Protocol method, `args` [(name, Avro type)]
+    (passed by keyword), `result` the Avro type of the return value, `waits` the name of an
+    argument holding a timeout in seconds the call may legitimately wait (its deadline is
+    extended by it)."""
+
+    name: str
+    call: str
+    args: tuple[tuple[str, Any], ...]
+    result: Any
+    waits: str | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    """A gRPC service: its full name and its methods by wire name."""
+
+    name: str
+    methods: dict[str, Method]
+
+    def path(self, method: str) -> str:
+        """Returns the gRPC path of `method`."""
+        return f"/{self.name}/{method}"
+
+
+def _service(short: str, *methods: Method) -> Service:
+    return Service(f"vectorlog.rpc.{VERSION}.{short}", {m.name: m for m in methods})
+
+
+def _ddl(name: str, call: str, *args: str) -> Method:
+    return Method(name, call, tuple((a, STRING) for a in args), NULL)
+
+
+AS_OF = (("as_of", OPT_LONG),)
+ROOTCOORD = _service(
+    "RootCoord",
+    Method(
+        "CreateCollection",
+        "create_collection",
+        (("name", STRING), ("schema", VALUE), ("shards_num", LONG), ("properties", VALUE)),
+        VALUE,
+    ),
+    _ddl("DropCollection", "drop_collection", "name"),
+    _ddl("RenameCollection", "rename_collection", "old_name", "new_name"),
+    _ddl("CreatePartition", "create_partition", "collection", "partition"),
+    _ddl("DropPartition", "drop_partition", "collection", "partition"),
+    _ddl("CreateAlias", "create_alias", "collection", "alias"),
+    _ddl("DropAlias", "drop_alias", "alias"),
+    _ddl("AlterAlias", "alter_alias", "collection", "alias"),
+    Method("CreateIndex", "create_index", (("collection", STRING), ("spec", VALUE)), NULL),
+    _ddl("DropIndex", "drop_index", "collection", "index_name"),
+    Method("DescribeCollection", "describe_collection", (("name", STRING), *AS_OF), VALUE),
+    Method("HasCollection", "has_collection", (("name", STRING), *AS_OF), BOOL),
+    Method("ShowCollections", "list_collections", AS_OF, STRINGS),
+    Method("ListAliases", "list_aliases", AS_OF, {"type": "map", "values": "long"}),
+    Method("GetCollectionHistories", "collection_histories", (), VALUE),
+    Method("GetMetaHorizon", "meta_horizon", (), LONG),
+    Method("AllocTimestamp", "allocate_timestamps", (("count", LONG),), LONG),
+    Method("AllocID", "allocate_ids", (("count", LONG),), LONG),
+    Method("RequestTimeTick", "request_tick", (("after", OPT_LONG),), NULL),
+    Method("GetStrongTimestamp", "strong_ts", (), LONG),
+)
+
+SEGMENTS = (("segment_ids", LONGS),)
+DATACOORD = _service(
+    "DataCoord",
+    Method(
+        "AssignSegmentID",
+        "assign_segments",
+        (
+            ("collection_id", LONG),
+            ("partition_id", LONG),
+            ("vchannel", STRING),
+            ("pchannel", LONG),
+            ("rows", LONG),
+            ("row_bytes", LONG),
+            ("ts", LONG),
+        ),
+        VALUE,
+    ),
+    Method("Flush", "flush", (("collection_id", LONG),), LONGS),
+    Method("WaitFlushed", "wait_flushed", (*SEGMENTS, ("timeout", DOUBLE)), NULL, "timeout"),
+    Method("GetFlushState", "flush_state", SEGMENTS, BOOL),
+    Method("GetSegmentInfo", "get_segment_info", SEGMENTS, VALUE),
+    Method("ListSegments", "list_segments", (("collection_id", LONG),), VALUE),
+    Method(
+        "GetCompactionGroups",
+        "compaction_groups",
+        (("collection_id", LONG), ("horizon", LONG), ("policy", VALUE)),
+        VALUE,
+    ),
+)
+
+PCHANNELS = (("pchannels", LONGS),)
+READ = (("collection_id", LONG),)
+QUERYNODE = _service(
+    "QueryNode",
+    Method("GetTSafe", "tsafe", PCHANNELS, LONG),
+    Method(
+        "WaitTSafe", "wait_tsafe", (*PCHANNELS, ("ts", LONG), ("timeout", DOUBLE)), NULL, "timeout"
+    ),
+    Method(
+        "Search",
+        "search",
+        (
+            *READ,
+            ("queries", VALUE),
+            ("limit", LONG),
+            ("ts", LONG),
+            ("partitions", OPT_LONGS),
+            ("output_fields", STRINGS),
+            ("expr", VALUE),
+            ("offset", LONG),
+            ("group_by", ["null", "string"]),
+            ("params", VALUE),
+            ("metric", ["null", "string"]),
+            ("group_size", LONG),
+        ),
+        VALUE,
+    ),
+    Method(
+        "Query",
+        "query",
+        (
+            *READ,
+            ("ts", LONG),
+            ("output_fields", STRINGS),
+            ("partitions", OPT_LONGS),
+            ("expr", VALUE),
+            ("keys", VALUE),
+            ("limit", OPT_LONG),
+            ("offset", LONG),
+        ),
+        VALUE,
+    ),
+    Method("Get", "get", (*READ, ("keys", VALUE), ("ts", LONG), ("output_fields", STRINGS)), VALUE),
+    Method(
+        "Count",
+        "count",
+        (*READ, ("ts", LONG), ("partitions", OPT_LONGS), ("expr", VALUE), ("keys", VALUE)),
+        LONG,
+    ),
+)
+SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE)}

@@ -1,0 +1,129 @@
+"""`QueryNodeClient`: QueryNodeService over the network (GetTSafe, WaitTSafe, Search, Query,
+Get, Count)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vectorlog.core.types import Hit
+from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
+from vectorlog.rpc.methods import QUERYNODE
+
+if TYPE_CHECKING:
+    from vectorlog.expr import Expr
+
+
+class QueryNodeClient:
+    """QueryNodeService of the query node serving at `address` (an RpcServer)."""
+
+    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+        self._rpc = RpcChannel(QUERYNODE, address, deadline_s)
+
+    @property
+    def address(self) -> str:
+        return self._rpc.address
+
+    def close(self) -> None:
+        self._rpc.close()
+
+    def tsafe(self, pchannels: Sequence[int]) -> int:
+        return int(self._rpc.call("GetTSafe", pchannels=list(pchannels)))
+
+    def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:
+        """Returns once every pchannel's tsafe >= ts. Raises ConsistencyTimeout (the server
+        waited `timeout`), or ServiceUnavailable if no answer came within the deadline."""
+        self._rpc.call("WaitTSafe", pchannels=list(pchannels), ts=ts, timeout=timeout)
+
+    def search(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        partitions: list[int] | None,
+        output_fields: list[str],
+        *,
+        expr: Expr | None = None,
+        offset: int = 0,
+        group_by: str | None = None,
+        params: dict[str, Any] | None = None,
+        metric: str | None = None,
+        group_size: int = 1,
+    ) -> list[list[Hit]]:
+        return list(
+            self._rpc.call(
+                "Search",
+                collection_id=collection_id,
+                queries=np.asarray(queries),
+                limit=limit,
+                ts=ts,
+                partitions=partitions,
+                output_fields=list(output_fields),
+                expr=expr,
+                offset=offset,
+                group_by=group_by,
+                params=params,
+                metric=metric,
+                group_size=group_size,
+            )
+        )
+
+    def query(
+        self,
+        collection_id: int,
+        ts: int,
+        output_fields: list[str],
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        return list(
+            self._rpc.call(
+                "Query",
+                collection_id=collection_id,
+                ts=ts,
+                output_fields=list(output_fields),
+                partitions=partitions,
+                expr=expr,
+                keys=keys,
+                limit=limit,
+                offset=offset,
+            )
+        )
+
+    def get(
+        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+    ) -> list[dict[str, Any]]:
+        return list(
+            self._rpc.call(
+                "Get",
+                collection_id=collection_id,
+                keys=keys,
+                ts=ts,
+                output_fields=list(output_fields),
+            )
+        )
+
+    def count(
+        self,
+        collection_id: int,
+        ts: int,
+        partitions: list[int] | None = None,
+        expr: Expr | None = None,
+        keys: list[Any] | None = None,
+    ) -> int:
+        return int(
+            self._rpc.call(
+                "Count",
+                collection_id=collection_id,
+                ts=ts,
+                partitions=partitions,
+                expr=expr,
+                keys=keys,
+            )
+        )

@@ -1,0 +1,199 @@
+"""`RootCoordClient`: RootCoordRpc over the network, with batched allocation as Milvus's proxy
+allocators do: timestamps and ids are fetched a block per RPC and served from it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, cast
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema
+from vectorlog.core.types import IndexSpec
+from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
+from vectorlog.rpc.methods import ROOTCOORD
+
+#: timestamps fetched per AllocTimestamp RPC by `now()`
+TS_BATCH = 256
+#: a block of timestamps is served for at most this long after it was fetched, so a
+#: timestamp `now()` returns is at most this much older than the oracle's clock
+TS_MAX_AGE_S = 0.05
+#: ids fetched per AllocID RPC (Milvus's proxy fetches 200,000 per request)
+ID_BATCH = 10_000
+MAX_TS_COUNT = (1 << 18) - 1
+
+
+def _count(count: Any, limit: int | None = None) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidArgument(f"count must be a positive integer, not {count!r}")
+    if limit is not None and count > limit:
+        raise InvalidArgument(f"count must be at most {limit}, not {count}")
+    return count
+
+
+class _Block:
+    """A range [next, end) of values fetched at `fetched` (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self.next = self.end = 0
+        self.fetched = 0.0
+
+    def take(self, count: int, max_age: float | None) -> int | None:
+        """Returns the first of `count` values from the block, or None if it cannot serve."""
+        stale = max_age is not None and time.monotonic() - self.fetched > max_age
+        if stale or self.next + count > self.end:
+            return None
+        first, self.next = self.next, self.next + count
+        return first
+
+    def refill(self, first: int, count: int) -> None:
+        self.next, self.end, self.fetched = first, first + count, time.monotonic()
+
+    def above(self, value: int) -> None:
+        """Drops what is left of the block if it would serve `value` or less."""
+        if self.next <= value:
+            self.next = self.end
+
+
+class RootCoordClient:
+    """RootCoordRpc of the rootcoord serving at `address` (an RpcServer)."""
+
+    def __init__(
+        self,
+        address: str,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        *,
+        ts_batch: int = TS_BATCH,
+        ts_max_age_s: float = TS_MAX_AGE_S,
+        id_batch: int = ID_BATCH,
+    ) -> None:
+        """`ts_batch`, `id_batch`: values fetched per RPC (1: no batching);
+        `ts_max_age_s`: how long a block of timestamps is served."""
+        self._rpc = RpcChannel(ROOTCOORD, address, deadline_s)
+        self._ts_batch, self._ts_age = _count(ts_batch, MAX_TS_COUNT), ts_max_age_s
+        self._id_batch = _count(id_batch)
+        self._ts, self._ids = _Block(), _Block()
+        self._lock = threading.Lock()
+
+    @property
+    def address(self) -> str:
+        return self._rpc.address
+
+    def close(self) -> None:
+        """Closes the connection; the unused rest of each block is never handed out."""
+        self._rpc.close()
+
+    # -- DDL -------------------------------------------------------------------------------
+    def create_collection(
+        self,
+        name: str,
+        schema: CollectionSchema,
+        shards_num: int = 1,
+        properties: dict[str, str] | None = None,
+    ) -> CollectionInfo:
+        return cast(
+            CollectionInfo,
+            self._rpc.call(
+                "CreateCollection",
+                name=name,
+                schema=schema,
+                shards_num=shards_num,
+                properties=properties,
+            ),
+        )
+
+    def drop_collection(self, name: str) -> None:
+        self._rpc.call("DropCollection", name=name)
+
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        self._rpc.call("RenameCollection", old_name=old_name, new_name=new_name)
+
+    def create_partition(self, collection: str, partition: str) -> None:
+        self._rpc.call("CreatePartition", collection=collection, partition=partition)
+
+    def drop_partition(self, collection: str, partition: str) -> None:
+        self._rpc.call("DropPartition", collection=collection, partition=partition)
+
+    def create_alias(self, collection: str, alias: str) -> None:
+        self._rpc.call("CreateAlias", collection=collection, alias=alias)
+
+    def drop_alias(self, alias: str) -> None:
+        self._rpc.call("DropAlias", alias=alias)
+
+    def alter_alias(self, collection: str, alias: str) -> None:
+        self._rpc.call("AlterAlias", collection=collection, alias=alias)
+
+    def create_index(self, collection: str, spec: IndexSpec) -> None:
+        self._rpc.call("CreateIndex", collection=collection, spec=spec)
+
+    def drop_index(self, collection: str, index_name: str) -> None:
+        self._rpc.call("DropIndex", collection=collection, index_name=index_name)
+
+    # -- meta reads --------------------------------------------------------------------------
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        return cast(CollectionInfo, self._rpc.call("DescribeCollection", name=name, as_of=as_of))
+
+    def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        return bool(self._rpc.call("HasCollection", name=name, as_of=as_of))
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        return list(self._rpc.call("ShowCollections", as_of=as_of))
+
+    def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
+        return dict(self._rpc.call("ListAliases", as_of=as_of))
+
+    def collection_histories(self) -> list[CollectionHistory]:
+        return list(self._rpc.call("GetCollectionHistories"))
+
+    def meta_horizon(self) -> int:
+        return int(self._rpc.call("GetMetaHorizon"))
+
+    # -- time and ids ------------------------------------------------------------------------
+    def now(self) -> int:
+        """Returns a timestamp of the oracle, strictly above every one this client returned
+        before (by any method), from a block fetched at most `ts_max_age_s` ago."""
+        with self._lock:
+            ts = self._ts.take(1, self._ts_age)
+            if ts is None:
+                first = self._alloc_ts(self._ts_batch)
+                self._ts.refill(first, self._ts_batch)
+                ts = self._ts.take(1, None)
+            assert ts is not None
+            return ts
+
+    def allocate_timestamps(self, count: int = 1) -> int:
+        """Returns the first of `count` consecutive fresh timestamps (one RPC, no batching).
+        Raises InvalidArgument unless 1 <= count < 2**18."""
+        first = self._alloc_ts(_count(count, MAX_TS_COUNT))
+        with self._lock:
+            self._ts.above(first + count - 1)
+        return first
+
+    def _alloc_ts(self, count: int) -> int:
+        return int(self._rpc.call("AllocTimestamp", count=count))
+
+    def allocate_ids(self, count: int = 1) -> int:
+        """Returns the first of `count` fresh ids, from this client's block when it holds
+        them, else from a new block (a request of a block or more is fetched alone)."""
+        _count(count)
+        with self._lock:
+            first = self._ids.take(count, None)
+            if first is not None:
+                return first
+            if count >= self._id_batch:
+                return int(self._rpc.call("AllocID", count=count))
+            self._ids.refill(int(self._rpc.call("AllocID", count=self._id_batch)), self._id_batch)
+            first = self._ids.take(count, None)
+            assert first is not None
+            return first
+
+    def request_tick(self, after: int | None = None) -> None:
+        self._rpc.call("RequestTimeTick", after=after)
+
+    def strong_ts(self) -> int:
+        """Returns the server's strong ts (never from a block: it must pass every write
+        acknowledged anywhere before the call); `now()` answers above it from then on."""
+        ts = int(self._rpc.call("GetStrongTimestamp"))
+        with self._lock:
+            self._ts.above(ts)
+        return ts

@@ -1,0 +1,97 @@
+"""`RpcServer`: one gRPC server serving processors' services (RootCoordRpc, DataCoordService,
+QueryNodeService) to other processes, each call decoded per methods.py and forwarded to the
+implementation it wraps; a raised error travels back as errors.py says."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.processors.querynode.service import QueryNodeService
+from vectorlog.processors.rootcoord.service import RootCoordRpc
+from vectorlog.rpc import wire
+from vectorlog.rpc.errors import status_of
+from vectorlog.rpc.methods import DATACOORD, QUERYNODE, ROOTCOORD, Method, Service
+
+log = logging.getLogger(__name__)
+Handler = Callable[[bytes, grpc.ServicerContext], bytes]
+#: gRPC messages up to 256 MiB (a search of many vectors, a large query result)
+MAX_MESSAGE = 256 << 20
+OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+]
+
+
+def _handler(service: Service, method: Method, target: Any) -> Handler:
+    call = getattr(target, method.call)
+
+    def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        try:
+            args = wire.decode_request(service.name, method, request)
+            return wire.encode_response(service.name, method, call(**args))
+        except Exception as exc:  # every failure goes back to the caller, typed
+            if not isinstance(exc, InvalidArgument):
+                log.debug("%s.%s failed: %r", service.name, method.name, exc)
+            code, details, metadata = status_of(exc)
+            context.set_trailing_metadata(metadata)
+            context.abort(code, details)
+            raise AssertionError("abort returned") from exc  # context.abort always raises
+
+    return handle
+
+
+def _generic(service: Service, target: Any) -> grpc.GenericRpcHandler:
+    handlers = {
+        name: grpc.unary_unary_rpc_method_handler(_handler(service, m, target))
+        for name, m in service.methods.items()
+    }
+    return grpc.method_handlers_generic_handler(service.name, handlers)
+
+
+class RpcServer:
+    """A gRPC server for some of a process's services; `start` binds it and returns the port."""
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:0",
+        *,
+        rootcoord: RootCoordRpc | None = None,
+        datacoord: DataCoordService | None = None,
+        querynode: QueryNodeService | None = None,
+        workers: int = 16,
+    ) -> None:
+        """`address`: host:port to listen on (port 0: any free port)."""
+        self._address = address
+        self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
+        served = [(ROOTCOORD, rootcoord), (DATACOORD, datacoord), (QUERYNODE, querynode)]
+        handlers = [_generic(s, t) for s, t in served if t is not None]
+        if not handlers:
+            raise InvalidArgument("an RpcServer needs at least one service to serve")
+        self._server.add_generic_rpc_handlers(handlers)
+        self.port = 0
+
+    def start(self) -> int:
+        """Binds and starts serving; returns the port. Raises InvalidArgument if the address
+        cannot be bound."""
+        try:
+            self.port = self._server.add_insecure_port(self._address)
+        except RuntimeError as exc:
+            raise InvalidArgument(f"cannot listen on {self._address}: {exc}") from None
+        self._server.start()
+        return self.port
+
+    @property
+    def address(self) -> str:
+        """Returns host:port where it listens (after `start`)."""
+        return f"{self._address.rpartition(':')[0]}:{self.port}"
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stops serving; calls in flight get `grace` seconds to finish."""
+        self._server.stop(grace).wait()

@@ -1,0 +1,136 @@
+"""Encoding an RPC's request and response as schemaless Avro (fastavro) per methods.py."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import numbers
+from typing import Any
+
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.rpc import values
+from vectorlog.rpc.methods import SERVICES, VALUE, Method
+
+
+def _record(name: str, fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": values.NS,
+        "fields": [{"name": n, "type": t} for n, t in fields],
+    }
+
+
+def request_schema(method: Method) -> dict[str, Any]:
+    """Returns the Avro schema (JSON form) of `method`'s request."""
+    return _record(f"{method.name}Request", list(method.args))
+
+
+def response_schema(method: Method) -> dict[str, Any]:
+    """Returns the Avro schema (JSON form) of `method`'s response."""
+    return _record(f"{method.name}Response", [("result", method.result)])
+
+
+@functools.cache
+def _named() -> dict[str, Any]:
+    named: dict[str, Any] = {}
+    parse_schema(values.VALUE_SCHEMA, named_schemas=named)
+    return named
+
+
+@functools.cache
+def _parsed(service: str, method: str, response: bool) -> Any:
+    m = SERVICES[service].methods[method]
+    schema = response_schema(m) if response else request_schema(m)
+    return parse_schema(schema, named_schemas=dict(_named()))
+
+
+def fingerprint() -> str:
+    """Returns a digest of every v1 payload schema (a test pins it: v1 never changes)."""
+    schemas = [values.VALUE_SCHEMA]
+    for service in SERVICES.values():
+        for m in service.methods.values():
+            schemas += [request_schema(m), response_schema(m)]
+    return hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+
+
+def _to_avro(avro_type: Any, value: Any) -> Any:
+    """Returns `value` in the form fastavro writes for `avro_type`."""
+    if avro_type == VALUE:
+        return values.encode(value)
+    if isinstance(avro_type, list):  # ["null", T]
+        return None if value is None else _to_avro(avro_type[1], value)
+    if isinstance(avro_type, dict) and avro_type["type"] == "array":
+        return [_to_avro(avro_type["items"], v) for v in value]
+    if isinstance(avro_type, dict):  # a map
+        return {k: _to_avro(avro_type["values"], v) for k, v in value.items()}
+    if avro_type in ("long", "int") and isinstance(value, numbers.Integral):
+        if isinstance(value, bool):
+            raise InvalidArgument(f"a boolean where an integer is expected: {value!r}")
+        return int(value)  # numpy integers too
+    if avro_type == "double" and isinstance(value, numbers.Real):
+        return float(value)
+    return value  # anything else is checked by the writer
+
+
+def _from_avro(avro_type: Any, datum: Any) -> Any:
+    if avro_type == VALUE:
+        return values.decode(datum)
+    return datum
+
+
+def _write(schema: Any, datum: dict[str, Any], what: str) -> bytes:
+    out = io.BytesIO()
+    try:
+        schemaless_writer(out, schema, datum)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InvalidArgument(f"{what} cannot be encoded: {exc}") from None
+    return out.getvalue()
+
+
+def _read(schema: Any, data: bytes) -> dict[str, Any]:
+    return schemaless_reader(io.BytesIO(data), schema, None, return_record_name=True)  # type: ignore[return-value]
+
+
+def encode_request(service: str, method: Method, args: dict[str, Any]) -> bytes:
+    """Returns the request of `method` with `args` (every argument by name) as bytes.
+    Raises InvalidArgument if an argument does not fit its type."""
+    datum = {name: _to_avro(t, args[name]) for name, t in method.args}
+    return _write(_parsed(service, method.name, False), datum, f"a {method.name} request")
+
+
+def decode_request(service: str, method: Method, data: bytes) -> dict[str, Any]:
+    """Returns the arguments, by name, of a request of `method`."""
+    datum = _read(_parsed(service, method.name, False), data)
+    return {name: _from_avro(t, datum[name]) for name, t in method.args}
+
+
+def encode_response(service: str, method: Method, result: Any) -> bytes:
+    """Returns `method`'s result as bytes. Raises InvalidArgument if it does not fit."""
+    datum = {"result": _to_avro(method.result, result)}
+    return _write(_parsed(service, method.name, True), datum, f"a {method.name} response")
+
+
+def decode_response(service: str, method: Method, data: bytes) -> Any:
+    """Returns the result carried by a response of `method`."""
+    datum = _read(_parsed(service, method.name, True), data)
+    return _from_avro(method.result, datum["result"])
+
+
+def encode_value(value: Any) -> bytes:
+    """Returns one `Value` as bytes (error attributes travel so)."""
+    return _write(_parsed_value(), values.encode(value), "a value")
+
+
+def decode_value(data: bytes) -> Any:
+    """Returns the value of `encode_value`'s bytes."""
+    return values.decode(_read(_parsed_value(), data))
+
+
+@functools.cache
+def _parsed_value() -> Any:
+    return parse_schema(values.VALUE_SCHEMA, named_schemas={})
