@@ -41,6 +41,7 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.log.base import Append, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
@@ -237,8 +238,9 @@ class EmbeddedLog:
             self._check_open()
             offsets: list[int] = []
             wb, nxt, pos = WriteBatch(raw_mode=True), dict[int, int](), dict[int, int]()
-            for r in records:
+            for i, r in enumerate(records):
                 p = r.partition
+                between_partitions(records, i)  # nothing is written before the whole batch
                 off = nxt.get(p, self._next[(topic, p)])
                 at, stored = pos.get(p, self._pos[(topic, p)]), frame(r.key, r.value, r.headers)
                 wb.put(record_key(topic, p, off), stored)

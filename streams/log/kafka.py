@@ -37,6 +37,7 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.log.base import Append, Headers, Record, check_sizes
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 
@@ -213,6 +214,7 @@ class KafkaLog:
         producer = self._producers.current()
         acks = Acks(len(records))
         for i, r in enumerate(records):
+            between_partitions(records, i, lambda: producer.client.flush(CLOSE_FLUSH_S))
             try:
                 self._produce(producer.client, topic, r, acks.callback(i))
             except KafkaException as exc:  # not queued: nor are the records after it
