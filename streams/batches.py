@@ -75,11 +75,13 @@ def batched(records: list[Append]) -> list[Append]:
     for r in records:
         counts[r.partition] += 1
     value = f"{secrets.token_hex(8)}/{','.join(map(str, counts))}".encode()
-    return [Append(r.partition, r.value, r.key, (*r.headers, (BATCH_HEADER, value))) for r in records]
+    return [
+        Append(r.partition, r.value, r.key, (*r.headers, (BATCH_HEADER, value))) for r in records
+    ]
 
 
 def between_partitions(
-    records: Sequence[Append], i: int, flush: Callable[[], None] | None = None
+    records: Sequence[Append], i: int, flush: Callable[[], object] | None = None
 ) -> None:
     """Passes BETWEEN_PARTITIONS before `records[i]` if it starts another partition of a
     batch; armed, it first calls `flush` (what was sent so far is then in the log)."""
@@ -99,7 +101,7 @@ class _Batch:
     counted: dict[int, int] = field(default_factory=dict)  # partition -> parts `count_back` found
 
 
-TsOf = Callable[[Record], "tuple[int, bool] | None"]  # record -> (ts, is a tick), None: no ts
+TsOf = Callable[[Record], tuple[int, bool] | None]  # record -> (ts, is a tick), None: no ts
 
 
 class Batches:
@@ -166,8 +168,16 @@ class Batches:
         return self._counter(tag, partition, ts) if self._counter else tag.parts(partition)
 
 
-def count_back(log: Log, topic: str, partition: int, before: int, tag: BatchTag, ts: int,
-               ts_of: TsOf, start: int = 0) -> int:
+def count_back(
+    log: Log,
+    topic: str,
+    partition: int,
+    before: int,
+    tag: BatchTag,
+    ts: int,
+    ts_of: TsOf,
+    start: int = 0,
+) -> int:
     """Returns how many parts of `tag`'s batch (stamped `ts`) partition `partition` holds below
     offset `before` (the offset of a tick at or past `ts`): read backwards in windows until
     they are all found, or a tick more than SCAN_BACK_MS older than `ts` or offset `start`

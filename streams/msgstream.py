@@ -90,7 +90,8 @@ class _PartitionState:
     last_tick: int  # the highest tick read
     resumed: StreamPosition
     cut_tick: int = 0  # the end of the last pack cut
-    pending: list[tuple[int, Event, str | None]] = field(default_factory=list)  # offset, event, batch
+    #: (offset, event, its batch id or None) read, not yet cut
+    pending: list[tuple[int, Event, str | None]] = field(default_factory=list)
     ticks: list[tuple[int, int]] = field(default_factory=list)  # (tick, offset) read, not yet cut
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.errors import (
     LogClosed,
     LogCorrupt,
@@ -41,7 +42,6 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
-from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.log.base import Append, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
@@ -95,7 +95,7 @@ def _open(path: Path) -> tuple[Rdict, PinnedDir]:
     try:
         path.mkdir(parents=True, exist_ok=True)
         pinned = PinnedDir(path)
-        return Rdict(str(path), Options(raw_mode=True)), pinned
+        return Rdict(pinned.rocks_path, Options(raw_mode=True)), pinned
     except Exception as exc:
         if pinned is not None:
             pinned.close()

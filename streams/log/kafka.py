@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.errors import (
     AppendOutcomeUnknown,
     KafkaLogError,
@@ -37,7 +38,6 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
-from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.log.base import Append, Headers, Record, check_sizes
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 
