@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from vectorlog import exits
 from vectorlog.streams.batches import BATCH_HEADER
 from vectorlog.streams.errors import LogClosed, LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
@@ -268,6 +269,7 @@ def acquire_session(master: str | None) -> SparkSession:
                 if str(sc.master).startswith("local"):
                     sc.pythonExec = sys.executable
             _Shared.session, _Shared.owned, _Shared.users = session, not running, 0
+            exits.run_first()  # before PySpark's kill of the JVM it may just have started
         _Shared.users += 1
         return session
 
