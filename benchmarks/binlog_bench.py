@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vectorlog.processors.datanode.binlog import DataTypeCode, insert_binlog
+from vectorlog.storage.binlog import DataTypeCode, insert_binlog
 
 RESULTS = Path(__file__).parent / "results"
 TS0 = 470630107633418249
@@ -34,7 +34,7 @@ TS0 = 470630107633418249
 def vectors(rows: int, dim: int) -> tuple[np.ndarray, str]:
     """Returns (rows x dim float32 vectors, where they come from)."""
     try:
-        from vectorlog.datasets import glove
+        from vectorlog.demo.datasets import glove
 
         base, _ = glove(min(rows, 400_000))
         source = "GloVe-6B-50d tiled"

@@ -103,7 +103,7 @@ def main() -> None:
         result["local"] = case(args.rows, args.segments, "local", tmp)
         from pyspark.sql import SparkSession  # the JVM stays up between the two runs
 
-        from vectorlog.processors.spark.datanode_job import build_session
+        from vectorlog.engines.spark.datanode_job import build_session
 
         session: SparkSession = build_session()
         try:

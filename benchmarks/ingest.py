@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog import Client
-from vectorlog.datasets import glove
+from vectorlog.demo.datasets import glove
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.scan import read_to_end

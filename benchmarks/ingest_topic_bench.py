@@ -48,7 +48,7 @@ from benchmarks.ingest_topic_fresh import FreshnessProbe
 from benchmarks.ingest_topic_report import GOALS, markdown
 from benchmarks.search_report import machine
 from vectorlog import Client
-from vectorlog.model import quick_schema
+from vectorlog.core.model import quick_schema
 from vectorlog.producer import AvroRows, IngestProducer, IngestRecord, IngestTopic, json_row
 from vectorlog.streams.log.base import Append
 

@@ -42,15 +42,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vectorlog.client import describe
-from vectorlog.errors import CollectionNotFound
-from vectorlog.model import CollectionSchema, DataType, FieldSchema, quick_schema
+from vectorlog.core.errors import CollectionNotFound
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema, quick_schema
 from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
 from vectorlog.processors.rootcoord.snapshotkv import Addition, SnapshotKV, versions_prefix
 from vectorlog.processors.rootcoord.tso import compose, wall_ms
-from vectorlog.processors.state.base import Transaction
-from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.sdk.client import describe
+from vectorlog.state.base import Transaction
+from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

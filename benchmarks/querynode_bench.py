@@ -26,8 +26,8 @@ from typing import Any
 import faiss
 import numpy as np
 
-from vectorlog.datasets import glove
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.demo.datasets import glove
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import read_index
 from vectorlog.schemas.columns import encode_column

@@ -29,7 +29,7 @@ from benchmarks.ingest import BATCH, DIM
 from benchmarks.restart_bench import build
 from vectorlog import Client
 from vectorlog.config import Config
-from vectorlog.rebuild import rebuild
+from vectorlog.jobs.rebuild import rebuild
 from vectorlog.streams.log.base import start_offsets
 
 RESULTS = Path(__file__).parent / "results"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
-from vectorlog.datasets import glove
+from vectorlog.demo.datasets import glove
 
 #: the HNSW build parameters of every engine measured (the product's AUTOINDEX builds HNSW
 #: M=16, efConstruction=200: issue 8's shared facts, processors/indexnode/builder.py)

@@ -11,7 +11,7 @@ from typing import Any
 from benchmarks.search_data import HNSW_PARAMS, METRIC, Data
 from benchmarks.search_timing import timed
 from vectorlog import Client
-from vectorlog.model import DataType
+from vectorlog.core.model import DataType
 
 INDEX_NAME, FINISHED = "vector", "Finished"
 NOT_REPORTED = "not reported"

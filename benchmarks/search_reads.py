@@ -11,7 +11,7 @@ import numpy as np
 from benchmarks.search_data import FILTER, Data, K, recall
 from benchmarks.search_timing import one_call, per_call
 from vectorlog import Client
-from vectorlog.types import Hit
+from vectorlog.core.types import Hit
 
 
 def ids(hits: list[Hit]) -> list[int]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vectorlog.processors.rootcoord.snapshotkv import LOGICAL_BITS, SnapshotKV
-from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.state.rocksdb import RocksDBStateStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshotkv.json"
 BASE_MS = 1_700_000_000_000  # physical ms of the first write

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import CollectionSchema, DataType
+from vectorlog.core.model import CollectionSchema, DataType
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE
 

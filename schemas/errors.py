@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 
 
 class SchemaError(VectorlogError):

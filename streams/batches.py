@@ -26,12 +26,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from vectorlog.faults import crash_point, pending
-from vectorlog.hybridts import LOGICAL_BITS
+from vectorlog.core.faults import crash_point, pending
+from vectorlog.core.hybridts import LOGICAL_BITS
 from vectorlog.streams.log.base import Append, Log, Record
 
 BATCH_HEADER = "vectorlog-batch"
-#: the crash point (vectorlog.faults) each backend passes in an append between the records of
+#: the crash point (vectorlog.core.faults) each backend passes in an append between the records of
 #: two partitions of one batch: Kafka has flushed the records before it (they are in the log,
 #: the rest never will be), the embedded log has written nothing yet (one RocksDB write)
 BETWEEN_PARTITIONS = "log.append.between_partitions"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.errors import DataDirGone, DiskFull, VectorlogError, WriteOutcomeUnknown
+from vectorlog.core.errors import DataDirGone, DiskFull, VectorlogError, WriteOutcomeUnknown
 
 
 class LogError(VectorlogError):

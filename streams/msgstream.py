@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vectorlog.hybridts import LOGICAL_BITS, compose, physical_ms, wall_ms
+from vectorlog.core.hybridts import LOGICAL_BITS, compose, physical_ms, wall_ms
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.batches import Batches, BatchTag, count_back

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from vectorlog.hybridts import physical_ms
+from vectorlog.core.hybridts import physical_ms
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Log, Truncatable
 from vectorlog.streams.periodic import Periodic

@@ -79,7 +79,7 @@ def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java 17 (infra/ensure_java.sh)")
-    from vectorlog.processors.spark.datanode_job import build_session
+    from vectorlog.engines.spark.datanode_job import build_session
 
     session = build_session()
     yield session

@@ -5,12 +5,12 @@ folders streams/, processors/, schemas/ under their installed names vectorlog.st
 vectorlog.processors.*, vectorlog.schemas.* (the symlinks under vectorlog/ are not walked).
 
 Layers, bottom to top; nothing imports a module of a higher layer:
-    L0  vectorlog.errors, vectorlog.model, vectorlog.types, vectorlog.faults,
-        vectorlog.hybridts, vectorlog.expr.* (the filter expression library)
+    L0  vectorlog.core.errors, vectorlog.core.model, vectorlog.core.types, vectorlog.core.faults,
+        vectorlog.core.hybridts, vectorlog.expr.* (the filter expression library)
     L1  vectorlog.schemas.*
     L2  vectorlog.streams.*
     L3  vectorlog.processors.*
-    L4  everything else: vectorlog (the package), vectorlog.client, .config, .standalone, ...
+    L4  everything else: vectorlog (the package), vectorlog.sdk.client, .config, .standalone, ...
 `import vectorlog.x` and `from vectorlog.x import y` import vectorlog.x (or the submodule
 vectorlog.x.y), not the package `vectorlog`; `from vectorlog import Client` imports the
 package, which is L4.
@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SUBPACKAGES = ("streams", "processors", "schemas")
 L0 = frozenset(
     {
-        "vectorlog.errors",
-        "vectorlog.model",
-        "vectorlog.types",
-        "vectorlog.faults",
-        "vectorlog.hybridts",
+        "vectorlog.core.errors",
+        "vectorlog.core.model",
+        "vectorlog.core.types",
+        "vectorlog.core.faults",
+        "vectorlog.core.hybridts",
         "vectorlog.expr",
     }
 )
@@ -239,7 +239,7 @@ def client_violations(imports: Iterable[Import]) -> list[str]:
     return [
         f"{imp}: the client may import only {CLIENT_MAY_IMPORT} from vectorlog.processors"
         for imp in imports
-        if imp.importer == "vectorlog.client"
+        if imp.importer == "vectorlog.sdk.client"
         and _within(imp.target, "vectorlog.processors")
         and imp.target != CLIENT_MAY_IMPORT
     ]
@@ -354,8 +354,8 @@ def test_the_module_map_holds_every_product_module_once_under_its_installed_name
     modules = product_modules()
     expected = {
         "vectorlog",
-        "vectorlog.client",
-        "vectorlog.errors",
+        "vectorlog.sdk.client",
+        "vectorlog.core.errors",
         "vectorlog.streams",
         "vectorlog.streams.log.base",
         "vectorlog.processors",
@@ -367,7 +367,9 @@ def test_the_module_map_holds_every_product_module_once_under_its_installed_name
     assert not [n for n in modules if n.startswith(("streams", "processors", "schemas"))]
     paths = [Path(m.path).resolve() for m in modules.values()]
     assert len(paths) == len(set(paths))
-    assert modules["vectorlog.streams"].is_package and not modules["vectorlog.client"].is_package
+    assert (
+        modules["vectorlog.streams"].is_package and not modules["vectorlog.sdk.client"].is_package
+    )
     count = len(list(_python_files(ROOT / "processors")))
     assert len([n for n in modules if _within(n, "vectorlog.processors")]) == count
 
@@ -400,17 +402,17 @@ def fake(sources: dict[str, str], packages: Iterable[str] = ()) -> dict[str, Mod
 
 
 CLEAN = {
-    "vectorlog": "from vectorlog.errors import E\n",
-    "vectorlog.errors": "class E(Exception): ...\n",
-    "vectorlog.model": "from vectorlog.errors import E\n",
+    "vectorlog": "from vectorlog.core.errors import E\n",
+    "vectorlog.core.errors": "class E(Exception): ...\n",
+    "vectorlog.core.model": "from vectorlog.core.errors import E\n",
     "vectorlog.schemas": "",
-    "vectorlog.schemas.serde": "import json\nfrom vectorlog.model import M\n",
+    "vectorlog.schemas.serde": "import json\nfrom vectorlog.core.model import M\n",
     "vectorlog.streams": "",
     "vectorlog.streams.log": "from .base import Log\n",
     "vectorlog.streams.log.base": "from vectorlog.schemas import serde\n",
     "vectorlog.processors": "",
-    "vectorlog.processors.state": "",
-    "vectorlog.processors.state.kv": "from vectorlog.streams.log.base import Log\n",
+    "vectorlog.state": "",
+    "vectorlog.state.kv": "from vectorlog.streams.log.base import Log\n",
     "vectorlog.processors.rootcoord": "",
     "vectorlog.processors.rootcoord.service": "from ..state import kv\n",
     "vectorlog.processors.rootcoord.tso": "from . import service\n",
@@ -419,11 +421,11 @@ CLEAN = {
     "vectorlog.processors.proxy.proxy": (
         "from typing import TYPE_CHECKING\n"
         "from vectorlog.processors.rootcoord.service import RootCoord\n"
-        "from vectorlog.processors.state.kv import KV\n"
+        "from vectorlog.state.kv import KV\n"
         "from vectorlog.processors.proxy import service\n"
     ),
-    "vectorlog.client": "from vectorlog.processors.proxy.service import Proxy\nimport vectorlog\n",
-    "vectorlog.standalone": "from vectorlog.processors.proxy.proxy import Proxy\n",
+    "vectorlog.sdk.client": "from vectorlog.processors.proxy.service import Proxy\nimport vectorlog\n",
+    "vectorlog.runners.standalone": "from vectorlog.processors.proxy.proxy import Proxy\n",
 }
 PACKAGES = {
     "vectorlog",
@@ -431,7 +433,7 @@ PACKAGES = {
     "vectorlog.streams",
     "vectorlog.streams.log",
     "vectorlog.processors",
-    "vectorlog.processors.state",
+    "vectorlog.state",
     "vectorlog.processors.rootcoord",
     "vectorlog.processors.proxy",
 }
@@ -451,7 +453,7 @@ def test_the_checker_passes_a_clean_fake_tree():
             "import cycle vectorlog.schemas.registry -> vectorlog.schemas.serde -> "
             "vectorlog.schemas.registry",
         ),
-        ("layers", "vectorlog.model", "from vectorlog import Client\n", "L4"),
+        ("layers", "vectorlog.core.model", "from vectorlog import Client\n", "L4"),
         ("layers", "vectorlog.schemas.serde", "import vectorlog.streams.channels\n", "L2"),
         (
             "layers",
@@ -461,8 +463,8 @@ def test_the_checker_passes_a_clean_fake_tree():
             "tso`) imports vectorlog.processors.rootcoord.tso: L2 (streams) must not import "
             "L3 (processors)",
         ),
-        ("forbidden names", "vectorlog.client", "from streams.log import base\n", "`streams`"),
-        ("forbidden names", "vectorlog.standalone", "import infra.broker\n", "`infra`"),
+        ("forbidden names", "vectorlog.sdk.client", "from streams.log import base\n", "`streams`"),
+        ("forbidden names", "vectorlog.runners.standalone", "import infra.broker\n", "`infra`"),
         (
             "processor interfaces",
             "vectorlog.processors.proxy.proxy",
@@ -477,7 +479,7 @@ def test_the_checker_passes_a_clean_fake_tree():
         ),
         (
             "client",
-            "vectorlog.client",
+            "vectorlog.sdk.client",
             "from vectorlog.processors.proxy.proxy import Proxy\n",
             "the client may import only vectorlog.processors.proxy.service",
         ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     CollectionExists,
     CollectionNotFound,
     ConsistencyTimeout,
@@ -19,14 +19,14 @@ from vectorlog.errors import (
     SchemaMismatch,
     VectorlogError,
 )
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
-from vectorlog.types import IndexSpec, ReadAt
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.types import IndexSpec, ReadAt
 
 if TYPE_CHECKING:
-    from vectorlog.client import Client
     from vectorlog.config import Config
+    from vectorlog.sdk.client import Client
 
-_LAZY = {"Client": "vectorlog.client", "Config": "vectorlog.config"}
+_LAZY = {"Client": "vectorlog.sdk.client", "Config": "vectorlog.config"}
 
 __all__ = [
     "Client",

@@ -15,13 +15,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from vectorlog import faults
-from vectorlog.errors import InvalidArgument
+from vectorlog.core import faults
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
 
 ENV_PREFIX = "VECTORLOG_"
-#: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/faults.py)
+#: VECTORLOG_* variables that are not settings: the test-only crash points (vectorlog/core/faults.py)
 #: and `vectorlog serve`'s secret token and TLS files (vectorlog/server/serve.py: not Config's)
 NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN", "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"})
 

@@ -23,20 +23,20 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from vectorlog.errors import FlushTimeout, VectorlogError
-from vectorlog.faults import crash_point
-from vectorlog.hybridts import LOGICAL_BITS
+from vectorlog.core.errors import FlushTimeout, VectorlogError
+from vectorlog.core.faults import crash_point
+from vectorlog.core.hybridts import LOGICAL_BITS
 from vectorlog.processors.datacoord.compaction_policy import (
     CompactionPolicy,
     group_files,
     plan_groups,
 )
-from vectorlog.processors.datacoord.meta import SegmentMeta
 from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentState
+from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.processors.state.base import StateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import StateStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.snapshots import Blobs, read_from

@@ -36,23 +36,23 @@ from typing import Any, cast
 
 import numpy as np
 
-from vectorlog.faults import CrashPointReached, crash_point
-from vectorlog.hybridts import physical_ms
-from vectorlog.model import CollectionSchema
-from vectorlog.processors.datanode.binlog import EventTypeCode
-from vectorlog.processors.datanode.buffer import DdlBuffer, DeltaBuffer, InsertBuffer
-from vectorlog.processors.datanode.column_read import read_delta_binlog
-from vectorlog.processors.datanode.compaction import check_compactable, compacted_body
-from vectorlog.processors.datanode.errors import InvalidObjectPath, StorageError
+from vectorlog.core.faults import CrashPointReached, crash_point
+from vectorlog.core.hybridts import physical_ms
+from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
-from vectorlog.processors.datanode.segments import SegmentView, SegmentViews
-from vectorlog.processors.datanode.storage import ObjectStore
-from vectorlog.processors.datanode.writer import SegmentRef, SegmentWriter
 from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.processors.state.base import StateStore, Transaction
-from vectorlog.processors.state.errors import StateError
 from vectorlog.schemas.columns import decode_column, with_dynamic
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import StateStore, Transaction
+from vectorlog.state.errors import StateError
+from vectorlog.storage.binlog import EventTypeCode
+from vectorlog.storage.buffers import DdlBuffer, DeltaBuffer, InsertBuffer
+from vectorlog.storage.column_read import read_delta_binlog
+from vectorlog.storage.errors import InvalidObjectPath, StorageError
+from vectorlog.storage.merge import check_compactable, compacted_body
+from vectorlog.storage.objectstore import ObjectStore
+from vectorlog.storage.segment_views import SegmentView, SegmentViews
+from vectorlog.storage.writer import SegmentRef, SegmentWriter
 from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
@@ -508,7 +508,7 @@ class DataNode:
             self._wrote = True
 
     def _compacted(self, event: Event, before: StreamPosition) -> None:
-        """Swaps a compaction's segments (processors/datanode/compaction.py): keys of the
+        """Swaps a compaction's segments (vectorlog/storage/merge.py): keys of the
         merged segments point at the new one from here on, their deletes the job did not
         read move to it, and (once) the new segment is recorded Flushed on coord with the
         merged ones Dropped. Raises ValueError (dead-lettered) if they are not all Flushed."""

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import CollectionSchema
-from vectorlog.processors.datanode.binlog_read import read_insert_binlog
-from vectorlog.processors.datanode.column_read import field_values
-from vectorlog.processors.datanode.storage import ObjectStore
+from vectorlog.core.model import CollectionSchema
 from vectorlog.schemas.serde import Event
+from vectorlog.storage.binlog_read import read_insert_binlog
+from vectorlog.storage.column_read import field_values
+from vectorlog.storage.objectstore import ObjectStore
 
 
 def imported_keys(

@@ -20,8 +20,8 @@ import faiss
 import numpy as np
 import xxhash
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.processors.datanode.service import (
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.storage import (
     INDEX_FILES,
     ObjectNotFound,
     ObjectStore,

@@ -34,17 +34,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from vectorlog.errors import VectorlogError
-from vectorlog.faults import CrashPointReached, crash_point
-from vectorlog.model import ROW_ID_FIELD
-from vectorlog.processors.datanode.service import (
-    ObjectNotFound,
-    ObjectStore,
-    StorageError,
-    float_vectors,
-    int64s,
-    read_insert_binlog,
-)
+from vectorlog.core.errors import VectorlogError
+from vectorlog.core.faults import CrashPointReached, crash_point
+from vectorlog.core.model import ROW_ID_FIELD
 from vectorlog.processors.indexnode.builder import (
     MIN_ROWS_TO_INDEX,
     PARAMS,
@@ -61,8 +53,16 @@ from vectorlog.processors.indexnode.files import (
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
 from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.processors.state.base import StateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import StateStore
+from vectorlog.storage import (
+    ObjectNotFound,
+    ObjectStore,
+    StorageError,
+    float_vectors,
+    int64s,
+    read_insert_binlog,
+)
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vectorlog.processors.state.base import StateStore, Transaction
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import StateStore, Transaction
 
 INDEX, DROPPED, SEGMENT, BUILT = b"index/", b"dropped/", b"segment/", b"built/"
 GONE_PARTITION = b"dropped-partition/"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.errors import InvalidArgument, InvalidName
-from vectorlog.types import ReadAt
+from vectorlog.core.errors import InvalidArgument, InvalidName
+from vectorlog.core.types import ReadAt
 
 
 def shown(value: Any) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import SchemaMismatch
-from vectorlog.model import INT_RANGES, DataType, FieldSchema
+from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.model import INT_RANGES, DataType, FieldSchema
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 

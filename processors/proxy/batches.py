@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionInfo, CollectionSchema, DataType
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionInfo, CollectionSchema, DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.channels import shard_of

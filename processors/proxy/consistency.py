@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.hybridts import LOGICAL_BITS
-from vectorlog.types import level_name
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.hybridts import LOGICAL_BITS
+from vectorlog.core.types import level_name
 
 DEFAULT_STALENESS_MS = 5000  # Milvus's common.gracefulTime
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vectorlog.model import META, CollectionSchema
-from vectorlog.types import Hit
+from vectorlog.core.model import META, CollectionSchema
+from vectorlog.core.types import Hit
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from vectorlog.model import META, TIMESTAMP_FIELD, CollectionSchema, DataType, FieldSchema
-from vectorlog.processors.datanode.service import (
-    field_values,
-    int64s,
-    read_delta_binlog,
-    read_insert_binlog,
-)
+from vectorlog.core.model import META, TIMESTAMP_FIELD, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.importfiles import (
     ImportFileError,
     ImportUnit,
@@ -32,6 +26,12 @@ from vectorlog.processors.proxy.importfiles import (
     _expected,
     _finish,
     _numpy_column,
+)
+from vectorlog.storage import (
+    field_values,
+    int64s,
+    read_delta_binlog,
+    read_insert_binlog,
 )
 
 

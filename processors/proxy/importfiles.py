@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vectorlog.errors import InvalidArgument, SchemaMismatch
-from vectorlog.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.arrays import FLOAT32_MAX
 from vectorlog.processors.proxy.validation import _column, _dynamic, rows_to_columns, vectors
 

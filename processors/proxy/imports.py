@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import TIMESTAMP_FIELD, CollectionInfo
-from vectorlog.processors.datanode.service import (
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import TIMESTAMP_FIELD, CollectionInfo
+from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.storage import (
     DataTypeCode,
     ObjectStore,
     SegmentRef,
     SegmentWriter,
 )
-from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.errors import IndexNotFound
-from vectorlog.model import CollectionInfo, DataType
+from vectorlog.core.errors import IndexNotFound
+from vectorlog.core.model import CollectionInfo, DataType
+from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
 from vectorlog.processors.indexnode.service import (
     FAILED,
     FINISHED,
@@ -15,7 +16,6 @@ from vectorlog.processors.indexnode.service import (
     IndexNodeService,
     IndexProgress,
 )
-from vectorlog.types import DEFAULT_METRIC, IndexSpec, shown_params
 
 #: the progress reported without an index node (nothing is built, nothing is pending)
 NO_BUILDS = IndexProgress(0, 0, 0, FINISHED)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     AliasNotFound,
     CollectionConflict,
     CollectionExists,
@@ -31,20 +31,34 @@ from vectorlog.errors import (
     IndexNotFound,
     InvalidArgument,
 )
-from vectorlog.expr import Expr
-from vectorlog.faults import crash_point
-from vectorlog.model import (
+from vectorlog.core.faults import crash_point
+from vectorlog.core.model import (
     DEFAULT_PARTITION,
     CollectionInfo,
     CollectionSchema,
     DataType,
     check_name,
 )
+from vectorlog.core.types import (
+    COLLECTION_LEVEL,
+    CONSISTENCY_PROPERTY,
+    DEFAULT_SEARCH,
+    STRONG,
+    DeleteResult,
+    Hit,
+    IndexSpec,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+    collection_level,
+    level_name,
+)
+from vectorlog.expr import Expr
 from vectorlog.processors.datacoord.service import DataCoordService
-from vectorlog.processors.datanode.service import ObjectStore
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
-from vectorlog.processors.proxy import compactions, dynamic, imports
+from vectorlog.processors.proxy import compaction_requests as compactions
+from vectorlog.processors.proxy import dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import search_shape as shape
@@ -59,23 +73,10 @@ from vectorlog.processors.proxy.batches import (
 from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.storage import ObjectStore
 from vectorlog.streams.batches import batched
 from vectorlog.streams.log.base import Append, Headers, Log, with_headers
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import (
-    COLLECTION_LEVEL,
-    CONSISTENCY_PROPERTY,
-    DEFAULT_SEARCH,
-    STRONG,
-    DeleteResult,
-    Hit,
-    IndexSpec,
-    InsertResult,
-    ReadAt,
-    SearchOptions,
-    collection_level,
-    level_name,
-)
 
 
 class Proxy:
@@ -243,7 +244,7 @@ class Proxy:
         job_id: int,
     ) -> int:
         """Makes a bulk insert's segments (written with a placeholder ts, see
-        processors/spark/bulkload.py) visible at one stamped ts: writes their timestamp
+        vectorlog/engines/spark/bulkload_job.py) visible at one stamped ts: writes their timestamp
         binlogs, then appends one SegmentImported per vchannel in a single append; returns the
         ts once durable. Raises CollectionNotFound / PartitionNotFound (nothing visible),
         InvalidArgument, StorageError, LogError."""

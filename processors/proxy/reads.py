@@ -10,9 +10,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema
 from vectorlog.expr import Expr, parse
-from vectorlog.model import CollectionSchema
 from vectorlog.processors.proxy.arguments import shown
 from vectorlog.processors.querynode.service import GROUPABLE
 

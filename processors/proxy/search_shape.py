@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER
 from vectorlog.processors.querynode.ranged import RADIUS, RANGE_FILTER
 

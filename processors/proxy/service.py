@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from vectorlog.model import CollectionInfo
+from vectorlog.core.model import CollectionInfo
+from vectorlog.core.types import (
+    COLLECTION_LEVEL,
+    DEFAULT_SEARCH,
+    DeleteResult,
+    Hit,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+)
 from vectorlog.processors.proxy.batches import split_rows as split_rows
 from vectorlog.processors.proxy.batches import take as take
-from vectorlog.processors.proxy.compactions import CompactionConflict as CompactionConflict
+from vectorlog.processors.proxy.compaction_requests import CompactionConflict as CompactionConflict
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
@@ -18,15 +27,6 @@ from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
 from vectorlog.processors.rootcoord.service import DdlService
 from vectorlog.streams.log.base import Headers
-from vectorlog.types import (
-    COLLECTION_LEVEL,
-    DEFAULT_SEARCH,
-    DeleteResult,
-    Hit,
-    InsertResult,
-    ReadAt,
-    SearchOptions,
-)
 
 
 class ProxyService(DdlService, Protocol):

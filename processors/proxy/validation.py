@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import SchemaMismatch
-from vectorlog.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.arrays import array_values, float32s
 
 INT64_MIN, INT64_MAX = INT_RANGES[DataType.INT64]

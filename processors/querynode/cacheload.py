@@ -12,7 +12,7 @@ from typing import cast
 import faiss
 import numpy as np
 
-from vectorlog.model import CollectionHistory
+from vectorlog.core.model import CollectionHistory
 from vectorlog.processors.querynode.mmapcache import (
     CachedVectors,
     CacheMismatch,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vectorlog.model import DataType, FieldSchema
+from vectorlog.core.model import DataType, FieldSchema
 from vectorlog.processors.querynode.growarray import GrowArray
 
 #: numpy dtypes of the fixed-width scalar types (by DataType name, so new types fit in);

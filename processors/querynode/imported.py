@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import ROW_ID_FIELD, CollectionSchema
-from vectorlog.processors.datanode.service import int64s, read_insert_binlog
+from vectorlog.core.model import ROW_ID_FIELD, CollectionSchema
 from vectorlog.processors.querynode.recovery import (
     RecoveryPoint,
     SegmentFiles,
@@ -20,6 +19,7 @@ from vectorlog.processors.querynode.recovery import (
 )
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.serde import Event
+from vectorlog.storage import int64s, read_insert_binlog
 from vectorlog.streams.msgstream import StreamPosition
 
 EVERY_TICK = StreamPosition(0, (1 << 63) - 1, 0)  # no row of an import is left out

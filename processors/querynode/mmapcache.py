@@ -33,7 +33,7 @@ import faiss
 import numpy as np
 import xxhash
 
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 
 log = logging.getLogger(__name__)
 TMP = ".tmp"

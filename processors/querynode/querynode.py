@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
-from vectorlog.hybridts import physical_ms
-from vectorlog.model import CollectionHistory, CollectionSchema
+from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
+from vectorlog.core.hybridts import physical_ms
+from vectorlog.core.model import CollectionHistory, CollectionSchema
+from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.cacheload import CacheLoad
 from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
@@ -59,7 +60,6 @@ from vectorlog.streams.msgstream import (
 )
 from vectorlog.streams.snapshots import Blobs
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import Hit
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr

@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
-from vectorlog.processors.datanode.service import (
+from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
+from vectorlog.processors.querynode.sealed import IndexFiles
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.storage import (
     InsertColumn,
     field_values,
     int64s,
     read_delta_binlog,
     read_insert_binlog,
 )
-from vectorlog.processors.querynode.sealed import IndexFiles
-from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import StreamPosition
 from vectorlog.streams.snapshots import Blobs, read_from

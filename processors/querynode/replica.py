@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionSchema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema
+from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
 from vectorlog.processors.querynode.growarray import GrowArray
@@ -40,7 +41,6 @@ from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.topk import grouped, merged, ranked
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
-from vectorlog.types import Hit
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import faiss
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.indexnode.service import verify_build
 
 DEFAULT_EF = 64  # HNSW efSearch when none is given (raised to the number of hits wanted)

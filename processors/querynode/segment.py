@@ -23,7 +23,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.querynode.bitmap import AliveBitmap, packed_selector
 from vectorlog.processors.querynode.exact import exact_search, normalized, row_norms
 from vectorlog.processors.querynode.growarray import GrowArray

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vectorlog.types import Hit
+from vectorlog.core.types import Hit
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 from vectorlog.processors.rootcoord.reserve import Reserver
-from vectorlog.processors.state.base import StateStore
+from vectorlog.state.base import StateStore
 
 ID_UPPER_KEY = b"idalloc/upper_bound"
 FIRST_ID = 1 << 40  # leaves small ids free for system use and readable in logs

@@ -23,8 +23,8 @@ import time
 import uuid
 from collections.abc import Callable
 
-from vectorlog.errors import ClusterInUse, LeaseUnconfirmed, RootCoordFenced
-from vectorlog.hybridts import wall_ms
+from vectorlog.core.errors import ClusterInUse, LeaseUnconfirmed, RootCoordFenced
+from vectorlog.core.hybridts import wall_ms
 from vectorlog.processors.rootcoord.lease_record import (
     Holder,
     LeaseRecord,

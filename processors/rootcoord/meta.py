@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -34,7 +34,7 @@ from vectorlog.errors import (
     PartitionExists,
     PartitionNotFound,
 )
-from vectorlog.model import (
+from vectorlog.core.model import (
     DEFAULT_PARTITION,
     ROW_ID_FIELD,
     TIMESTAMP_FIELD,
@@ -43,8 +43,8 @@ from vectorlog.model import (
     CollectionSchema,
 )
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
-from vectorlog.processors.state.base import Transaction
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import Transaction
 
 COLLECTION_KEY = "collection/"
 COLLECTION_NAME_KEY = "collection-name/"

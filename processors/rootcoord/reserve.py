@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     AliasNotFound,
     ClusterInUse,
     CollectionNotFound,
@@ -30,15 +30,16 @@ from vectorlog.errors import (
     PartitionNotFound,
     RootCoordFenced,
 )
-from vectorlog.faults import CrashPointReached, crash_point
-from vectorlog.hybridts import physical_ms, wall_ms
-from vectorlog.model import (
+from vectorlog.core.faults import CrashPointReached, crash_point
+from vectorlog.core.hybridts import physical_ms, wall_ms
+from vectorlog.core.model import (
     DEFAULT_PARTITION,
     CollectionHistory,
     CollectionInfo,
     CollectionSchema,
     check_name,
 )
+from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MetaTable
@@ -47,17 +48,16 @@ from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIn
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.rootcoord.writeguard import WriteGuard
-from vectorlog.processors.state.base import StateStore
-from vectorlog.processors.state.errors import StateError
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
+from vectorlog.state.base import StateStore
+from vectorlog.state.errors import StateError
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.snapshots import Blobs, read_from
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import IndexSpec
 
 log = logging.getLogger(__name__)
 

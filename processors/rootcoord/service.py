@@ -6,8 +6,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from vectorlog.model import CollectionHistory, CollectionInfo, CollectionSchema
-from vectorlog.types import IndexSpec
+from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema
+from vectorlog.core.types import IndexSpec
 
 
 class TickStamper(Protocol):

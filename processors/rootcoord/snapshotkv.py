@@ -39,8 +39,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from vectorlog.errors import VectorlogError
-from vectorlog.processors.state.base import StateIterator, StateStore, Transaction
+from vectorlog.core.errors import VectorlogError
+from vectorlog.state.base import StateIterator, StateStore, Transaction
 
 # --------------------------------------------------------------------------- key layout
 

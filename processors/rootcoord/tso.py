@@ -13,7 +13,7 @@ import struct
 import threading
 from collections.abc import Callable
 
-from vectorlog.hybridts import (  # noqa: F401  (re-exported: the oracle's vocabulary)
+from vectorlog.core.hybridts import (  # noqa: F401  (re-exported: the oracle's vocabulary)
     LOGICAL_BITS,
     LOGICAL_MASK,
     MAX_LOGICAL,
@@ -23,7 +23,7 @@ from vectorlog.hybridts import (  # noqa: F401  (re-exported: the oracle's vocab
     wall_ms,
 )
 from vectorlog.processors.rootcoord.reserve import Reserver
-from vectorlog.processors.state.base import StateStore
+from vectorlog.state.base import StateStore
 
 TSO_UPPER_KEY = b"tso/upper_bound"
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 
 N_ROWS = 3000
 SCHEMA = CollectionSchema(

@@ -11,9 +11,9 @@ import pytest
 
 from tests.expr.rows import N_ROWS, SCHEMA, STR_PK_SCHEMA, make_columns, make_rows
 from tests.test_layering import imports_of, product_modules
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.expr import Expr, InvalidExpression, parse
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +208,7 @@ def test_the_expr_package_imports_only_errors_model_and_third_party_libraries():
     modules = product_modules()
     mine = {name: m for name, m in modules.items() if name.startswith("vectorlog.expr")}
     assert len(mine) == len(list(Path(mine["vectorlog.expr"].path).parent.glob("*.py")))
-    allowed = {"vectorlog.errors", "vectorlog.model"}
+    allowed = {"vectorlog.core.errors", "vectorlog.core.model"}
     for module in mine.values():
         for imp in imports_of(module, modules):
             if imp.target.startswith("vectorlog") and not imp.target.startswith("vectorlog.expr"):

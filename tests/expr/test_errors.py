@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.expr.rows import SCHEMA
-from vectorlog.errors import InvalidArgument, VectorlogError
+from vectorlog.core.errors import InvalidArgument, VectorlogError
 from vectorlog.expr import InvalidExpression, parse
 
 BAD: list[tuple[str, int, str]] = [

@@ -14,7 +14,7 @@ import numpy as np
 from tests.clients import data_events, ddl_changes
 from tests.vectorlog.test_bad_input import create_books, row
 from vectorlog import Client
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 
 Call = Callable[[Client], Any]
 _fresh = itertools.count()  # a new name per create: an accepted one must not mask the next

@@ -15,7 +15,7 @@ import pytest
 
 from tests.clients import ClientFactory, log_events
 from vectorlog import Client
-from vectorlog.hybridts import compose, wall_ms
+from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.deadletter import parse
 from vectorlog.streams.log.base import Append, Log

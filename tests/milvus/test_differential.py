@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
-from vectorlog.model import DataType as VLType
+from vectorlog.core.model import DataType as VLType
 from vectorlog.server.grpc_server import start_grpc
 
 pymilvus = pytest.importorskip("pymilvus")

@@ -36,7 +36,7 @@ from tests.milvus.milvus_server import (
 )
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.model import DataType
+from vectorlog.core.model import DataType
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import CollectionNotFound, ConsistencyTimeout
-from vectorlog.hybridts import compose, wall_ms
-from vectorlog.model import CollectionHistory, CollectionInfo, CollectionSchema, quick_schema
-from vectorlog.types import Hit, IndexSpec
+from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout
+from vectorlog.core.hybridts import compose, wall_ms
+from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, quick_schema
+from vectorlog.core.types import Hit, IndexSpec
 
 
 def hybrid_clock() -> Iterator[int]:

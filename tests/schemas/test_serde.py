@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from tests.support import unique_topic
-from vectorlog.model import DataType
+from vectorlog.core.model import DataType
 from vectorlog.schemas.columns import decode_column, encode_column
 from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
 from vectorlog.schemas.registry import AVRO_DIR, SchemaRegistry, default_registry

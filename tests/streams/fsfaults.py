@@ -103,7 +103,7 @@ def _log_child(path: Path, mode: str) -> int:
 
 
 def _state_child(path: Path, mode: str) -> int:
-    from vectorlog.processors.state.rocksdb import RocksDBStateStore
+    from vectorlog.state.rocksdb import RocksDBStateStore
 
     store = RocksDBStateStore(path)
     try:

@@ -8,7 +8,7 @@ import time
 
 from tests.streams.test_msgstream_poison import MS, NOW, rows
 from tests.support import on_backends, unique_topic
-from vectorlog.hybridts import compose
+from vectorlog.core.hybridts import compose
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.batches import batched
 from vectorlog.streams.log.base import Append, Log, Record

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.streams.fsfaults import ROWS, fill, in_child, small_tmpfs
-from vectorlog.errors import DataDirGone, DiskFull
+from vectorlog.core.errors import DataDirGone, DiskFull
 from vectorlog.streams.errors import LogDirGone, LogDiskFull, LogInUse, LogNoSpace
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.log.embedded import EmbeddedLog

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 from vectorlog.streams.errors import LogCorrupt, LogInUse
 from vectorlog.streams.log.base import Append, Record
 from vectorlog.streams.log.embedded import EmbeddedLog

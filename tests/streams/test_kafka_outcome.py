@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from vectorlog.errors import WriteOutcomeUnknown
+from vectorlog.core.errors import WriteOutcomeUnknown
 from vectorlog.streams.errors import AppendOutcomeUnknown, KafkaLogError
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 

@@ -11,7 +11,7 @@ import pytest
 
 from infra.broker import Broker, BrokerError, private_tansu
 from tests.support import unique_topic, wait_until
-from vectorlog.errors import WriteOutcomeUnknown
+from vectorlog.core.errors import WriteOutcomeUnknown
 from vectorlog.streams.errors import AppendOutcomeUnknown
 from vectorlog.streams.log import kafka
 from vectorlog.streams.log.base import Append, Record

@@ -10,7 +10,7 @@ import pytest
 
 from tests.streams.flaky import FailingSink
 from tests.support import on_backends, unique_topic
-from vectorlog.hybridts import compose
+from vectorlog.core.hybridts import compose
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log

@@ -13,7 +13,7 @@ import pytest
 from rocksdict import Options, Rdict
 
 from tests.support import on_backends, unique_topic
-from vectorlog.hybridts import compose
+from vectorlog.core.hybridts import compose
 from vectorlog.streams.errors import LogError, OffsetOutOfRange
 from vectorlog.streams.log.base import Append, Log, start_offsets
 from vectorlog.streams.log.embedded import EmbeddedLog

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vectorlog.processors.datanode.storage import PyArrowObjectStore
 from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.log.base import Append, start_offsets
 from vectorlog.streams.log.embedded import EmbeddedLog
 from vectorlog.streams.snapshots import (

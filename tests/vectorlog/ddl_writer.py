@@ -2,7 +2,7 @@
 
 argv: JSON client args, then a mode: "loop" (create collections and partitions until
 killed) or "offset:N" (the same, numbering from N). To die at a chosen instant, the parent
-sets VECTORLOG_CRASH_AT (see vectorlog/faults.py).
+sets VECTORLOG_CRASH_AT (see vectorlog/core/faults.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from vectorlog import Client
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 
 _clients: list[Client] = []
 

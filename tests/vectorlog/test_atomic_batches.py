@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
-from vectorlog.faults import CRASH_EXIT
+from vectorlog.core.faults import CRASH_EXIT
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.msgstream import TORN_REASON
 

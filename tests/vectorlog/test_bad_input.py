@@ -9,7 +9,7 @@ import pytest
 
 from tests.clients import ClientFactory, data_events, ddl_changes
 from vectorlog import Client, DataType
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     CollectionConflict,
     CollectionNotFound,
     InvalidArgument,

@@ -14,7 +14,7 @@ import pytest
 
 from infra.broker import BrokerError, private_tansu
 from vectorlog import Client
-from vectorlog.errors import WriteOutcomeUnknown
+from vectorlog.core.errors import WriteOutcomeUnknown
 from vectorlog.streams.errors import AppendOutcomeUnknown
 from vectorlog.streams.log import kafka
 

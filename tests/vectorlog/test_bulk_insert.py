@@ -23,8 +23,8 @@ from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.cli import main
-from vectorlog.errors import CollectionNotFound, InvalidArgument, NotFound
-from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.core.errors import CollectionNotFound, InvalidArgument, NotFound
+from vectorlog.core.faults import CRASH_EXIT, ENV
 from vectorlog.processors.proxy.importfiles import ImportFileError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits
 from tests.clients import ClientFactory, data_events, log_events
 from tests.support import wait_until
 from vectorlog import Client, DataType
-from vectorlog.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
+from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_upsert_replaces_rows_and_needs_keys_even_with_auto_id(client: Client):
         {"id": key, "vector": [5.0, 5.0]}
     ]
     assert client.get_collection_stats("auto") == {"row_count": 1}
-    from vectorlog.errors import SchemaMismatch
+    from vectorlog.core.errors import SchemaMismatch
 
     with pytest.raises(SchemaMismatch, match=r"missing field\(s\) \['id'\]"):
         client.upsert("auto", [{"vector": [1.0, 1.0]}])
@@ -261,7 +261,7 @@ def test_confluent_wire_format_with_a_schema_registry(
 
 
 def test_a_second_client_on_an_open_directory_is_refused_naming_it(tmp_path: Path):
-    from vectorlog.processors.state.errors import StateStoreInUse
+    from vectorlog.state.errors import StateStoreInUse
 
     with Client(str(tmp_path / "db"), tick_interval_ms=50) as first:
         first.create_collection("c", dimension=2)

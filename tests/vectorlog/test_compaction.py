@@ -18,7 +18,7 @@ import pytest
 from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
-from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.core.faults import CRASH_EXIT, ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"compaction_interval_s": None, "log_retention_ms": None}

@@ -10,7 +10,7 @@ import pytest
 
 from tests.clients import ClientFactory
 from vectorlog import Client
-from vectorlog.errors import CollectionNotFound, InvalidArgument
+from vectorlog.core.errors import CollectionNotFound, InvalidArgument
 from vectorlog.processors.proxy import proxy as proxy_module
 
 

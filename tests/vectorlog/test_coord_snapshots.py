@@ -16,7 +16,7 @@ from tests.vectorlog.test_compaction import answers, build
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.config import Config
-from vectorlog.rebuild import rebuild
+from vectorlog.jobs.rebuild import rebuild
 from vectorlog.streams.log.base import start_offsets
 from vectorlog.streams.snapshots import PREFIX
 

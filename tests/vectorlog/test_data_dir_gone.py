@@ -20,7 +20,7 @@ import pytest
 
 from tests.clients import ClientFactory
 from tests.streams.fsfaults import fill, small_tmpfs
-from vectorlog.errors import DataDirGone, DiskFull, VectorlogError
+from vectorlog.core.errors import DataDirGone, DiskFull, VectorlogError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("data_dir_child.py")

@@ -7,7 +7,7 @@ import pytest
 from tests.clients import ddl_changes
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -301,7 +301,7 @@ def ddl_letters(client: Client) -> list[tuple[int, bytes]]:
 def test_malformed_ddl_records_last_on_the_log_are_dead_lettered_once_and_reopens_work(
     open_client,
 ):
-    from vectorlog.hybridts import physical_ms, wall_ms
+    from vectorlog.core.hybridts import physical_ms, wall_ms
     from vectorlog.processors.rootcoord.idalloc import FIRST_ID
     from vectorlog.streams.log.base import Append
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.clients import ClientFactory, ddl_changes
 from vectorlog import Client
-from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.core.faults import CRASH_EXIT, ENV
 from vectorlog.streams.scan import read_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,8 +137,8 @@ def test_ddl_failing_after_its_append_is_applied_before_the_next_ddl(
 ):
     import pytest
 
-    from vectorlog.errors import DdlOutcomeUnknown
-    from vectorlog.faults import armed
+    from vectorlog.core.errors import DdlOutcomeUnknown
+    from vectorlog.core.faults import armed
 
     client = open_client()
     with (

@@ -11,7 +11,7 @@ import pytest
 from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.model import DataType
+from vectorlog.core.model import DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.deadletter import DeadLetter, is_dead_letter, parse
@@ -214,7 +214,7 @@ def test_each_bad_record_is_dead_lettered_once_however_often_the_cluster_restart
 def dlq_records(client_args: dict[str, Any]) -> int:
     """Counts the records on the dlq of a cluster that is not open (reading writes nothing)."""
     from vectorlog.config import Config
-    from vectorlog.standalone import open_log
+    from vectorlog.runners.standalone import open_log
     from vectorlog.streams.topics import Topics
 
     cfg = Config.load(log=client_args["uri"], cluster=client_args.get("cluster", "vectorlog"))

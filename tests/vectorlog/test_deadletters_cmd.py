@@ -15,7 +15,7 @@ from tests.clients import ClientFactory
 from tests.processors.proxy.ingest.producer import produce, wait_consumed
 from tests.support import unique_topic
 from vectorlog import cli
-from vectorlog.deadletters_cmd import PREVIEW_CHARS, preview
+from vectorlog.cli.deadletters import PREVIEW_CHARS, preview
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR
 from vectorlog.streams.deadletter import encode
 from vectorlog.streams.log.base import Record

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory, data_events
-from tests.processors.datanode import milvus_reader as mr
+from tests.vectorlog.storage import milvus_reader as mr
 from tests.vectorlog.test_flush import storage
 from vectorlog import Client, DataType
-from vectorlog.errors import InvalidArgument, SchemaMismatch
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.expr import InvalidExpression
 
 COLORS = ("red", "green", "blue")

@@ -13,7 +13,7 @@ from sklearn.datasets import load_digits
 
 from tests.clients import ClientFactory
 from vectorlog import Client, DataType
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import InvalidExpression
 
 METRICS = ("L2", "IP", "COSINE")

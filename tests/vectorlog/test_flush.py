@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory, log_events
-from tests.processors.datanode import milvus_reader as mr
 from tests.support import wait_until
+from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client
-from vectorlog.errors import CollectionNotFound
-from vectorlog.faults import CRASH_EXIT, ENV, armed
+from vectorlog.core.errors import CollectionNotFound
+from vectorlog.core.faults import CRASH_EXIT, ENV, armed
 
 ROOT = Path(__file__).resolve().parents[2]
 

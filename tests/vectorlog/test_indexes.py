@@ -16,7 +16,7 @@ import pytest
 from tests.clients import ClientFactory, ddl_changes
 from tests.support import wait_until
 from vectorlog import Client, DataType
-from vectorlog.errors import CollectionNotFound, IndexExists, InvalidArgument
+from vectorlog.core.errors import CollectionNotFound, IndexExists, InvalidArgument
 
 DIM, ROWS, K = 8, 60, 5
 IDLE = {"total_rows": 0, "indexed_rows": 0, "pending_index_rows": 0, "state": "Finished"}

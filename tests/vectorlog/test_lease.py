@@ -16,7 +16,7 @@ from tests.clients import ClientFactory, data_events, ddl_changes
 from tests.support import log_params
 from tests.vectorlog.test_crash import run_until_acks
 from vectorlog import Client
-from vectorlog.errors import ClusterInUse, RootCoordFenced
+from vectorlog.core.errors import ClusterInUse, RootCoordFenced
 from vectorlog.processors.rootcoord.lease_record import LeaseRecord
 from vectorlog.streams.log.base import Append
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.processors.datanode import milvus_reader as mr
+from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client
-from vectorlog.errors import InvalidArgument, SchemaMismatch
-from vectorlog.model import DataType
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.core.model import DataType
 
 ROWS: list[dict[str, Any]] = [
     {"id": 1, "v": [1.0, 0.0], "n": None, "s": None, "f": None, "j": None, "a": None, "d": None},

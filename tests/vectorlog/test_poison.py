@@ -12,8 +12,8 @@ import numpy as np
 from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.hybridts import compose, wall_ms
-from vectorlog.model import DataType
+from vectorlog.core.hybridts import compose, wall_ms
+from vectorlog.core.model import DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetter, read_dead_letters
@@ -223,7 +223,7 @@ def test_datacoord_reads_a_record_again_until_its_dead_letter_is_written(client:
 def test_the_data_node_retries_an_event_while_its_state_store_fails(client: Client):
     """A failing state store is not the event's fault: the data node dead-lettered the
     CollectionCreated it could not record, and never wrote that collection's binlogs."""
-    from vectorlog.processors.state.errors import StateError
+    from vectorlog.state.errors import StateError
 
     node = client.cluster
     store, down, attempts = node.datanode.state, threading.Event(), []

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import quick_schema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import quick_schema
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import DELETE, UPSERT, Change, decode
 from vectorlog.processors.proxy.ingest.rows import fit_row, primary_key

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import UPSERT, decode

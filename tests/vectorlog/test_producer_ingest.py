@@ -16,7 +16,7 @@ from tests.clients import ClientFactory
 from tests.processors.proxy.ingest.producer import wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client
-from vectorlog.model import quick_schema
+from vectorlog.core.model import quick_schema
 from vectorlog.producer import (
     AvroRows,
     IngestProducer,

@@ -13,7 +13,7 @@ import pytest
 from tests.clients import ClientFactory, data_events
 from tests.support import wait_until
 from vectorlog import Client, DataType
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import InvalidExpression
 
 COLORS = ("red", "green", "blue")

@@ -21,9 +21,9 @@ import pytest
 from tests.clients import data_events
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.errors import CollectionNotFound, InvalidArgument, PartitionNotFound
-from vectorlog.model import CollectionInfo
-from vectorlog.types import InsertResult
+from vectorlog.core.errors import CollectionNotFound, InvalidArgument, PartitionNotFound
+from vectorlog.core.model import CollectionInfo
+from vectorlog.core.types import InsertResult
 
 WRITERS = 6
 BATCH = 3

@@ -21,7 +21,7 @@ from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.cli import main
 from vectorlog.config import Config
-from vectorlog.rebuild import RebuildRefused, rebuild
+from vectorlog.jobs.rebuild import RebuildRefused, rebuild
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.log.base import start_offsets

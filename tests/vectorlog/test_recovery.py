@@ -14,7 +14,7 @@ import pytest
 from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
-from vectorlog.errors import CollectionNotFound
+from vectorlog.core.errors import CollectionNotFound
 
 #: no two rows at one distance (no ties to order), and distances compared to 1e-3: a segment
 #: may be searched exactly before the restart and through its index after it (or the reverse)

@@ -13,10 +13,11 @@ import pytest
 from examples.consume_dml import changes, decoder
 from tests.clients import ClientFactory
 from tests.support import wait_until
-from vectorlog import cli, hybridts
+from vectorlog import cli
 from vectorlog.config import Config
-from vectorlog.replay import ReplayError, parse_offsets, parse_ts
-from vectorlog.standalone import open_log
+from vectorlog.core import hybridts
+from vectorlog.jobs.replay import ReplayError, parse_offsets, parse_ts
+from vectorlog.runners.standalone import open_log
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.topics import Topics
 

@@ -16,8 +16,8 @@ from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.config import Config, ConfigError
+from vectorlog.jobs.replay import read_from
 from vectorlog.processors.proxy.ingest import consumer as ingest_consumer
-from vectorlog.replay import read_from
 from vectorlog.streams.log.base import start_offsets
 
 FAST = {"log_retention_ms": 0, "log_retention_check_s": 0.2, "tick_interval_ms": 50}

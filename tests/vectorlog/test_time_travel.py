@@ -10,8 +10,8 @@ import pytest
 from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.errors import CollectionNotFound
-from vectorlog.types import ReadAt
+from vectorlog.core.errors import CollectionNotFound
+from vectorlog.core.types import ReadAt
 
 Q = [[1.0, 0.0]]
 

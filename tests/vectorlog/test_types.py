@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory, data_events, ddl_changes
-from tests.processors.datanode import milvus_reader as mr
+from tests.vectorlog.storage import milvus_reader as mr
 from tests.vectorlog.test_flush import segment_rows, storage
 from vectorlog import Client, DataType
-from vectorlog.errors import InvalidArgument, SchemaMismatch
-from vectorlog.model import CollectionSchema, FieldSchema
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.core.model import CollectionSchema, FieldSchema
 
 N = 60
 TYPED = ("id", "i8", "i16", "i32", "f", "ints", "tags", "fs", "bs")

@@ -7,7 +7,7 @@ import json
 import sys
 
 from vectorlog import Client
-from vectorlog.faults import arm_exit
+from vectorlog.core.faults import arm_exit
 from vectorlog.streams.batches import BETWEEN_PARTITIONS
 
 SHARDS, DIM = 4, 8

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 
 
 def _numpy(column: Any) -> np.ndarray:

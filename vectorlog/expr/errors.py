@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 
 
 class InvalidExpression(InvalidArgument):

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import columns as cols
 from vectorlog.expr import nodes as n
 from vectorlog.expr.jsonview import LIST, MISSING_, NULL, JsonView, rows_of_column, typed_key

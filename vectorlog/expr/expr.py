@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.model import CollectionSchema
 from vectorlog.expr import nodes as n
 from vectorlog.expr.errors import InvalidExpression
 from vectorlog.expr.evaluate import Evaluator
 from vectorlog.expr.parser import parse_syntax
 from vectorlog.expr.typecheck import check
-from vectorlog.model import CollectionSchema
 
 
 def _walk(node: n.Node) -> Iterator[n.Node]:

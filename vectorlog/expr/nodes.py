@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Union
 
-from vectorlog.model import DataType
+from vectorlog.core.model import DataType
 
 Scalar = Union[bool, int, float, str]  # noqa: UP007 (a runtime alias)
 Key = Union[str, int]  # noqa: UP007

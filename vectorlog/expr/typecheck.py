@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.expr import nodes as n
 from vectorlog.expr.constants import NotAConstant, fold, in_int64, to_node
 from vectorlog.expr.describe import META, describe
 from vectorlog.expr.errors import InvalidExpression
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
 
 TYPE_OF = {
     DataType.BOOL: n.Ty.BOOL,

@@ -21,8 +21,8 @@ from typing import Any
 import fastavro
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import INT_RANGES, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import INT_RANGES, CollectionSchema, DataType, FieldSchema
 from vectorlog.producer.records import IngestRecord, IngestTopic, checked_row, float32_vector
 
 MAGIC = b"\x00"
@@ -96,7 +96,7 @@ class AvroRows:
         vectors: str = "bytes",
         nullable: Collection[str] = (),
     ) -> None:
-        """`schema`: the collection's (e.g. `vectorlog.model.quick_schema(dim)`); its primary
+        """`schema`: the collection's (e.g. `vectorlog.core.model.quick_schema(dim)`); its primary
         key keys the records of a mapped topic. `registry`: a Schema Registry URL or a
         `SchemaRegistryClient`. Raises InvalidArgument as `avro_schema`, and
         SchemaRegistryError if the registry refuses the schema (e.g. not BACKWARD compatible

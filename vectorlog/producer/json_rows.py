@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.producer.records import (
     IngestRecord,
     IngestTopic,

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
 from vectorlog.producer.records import IngestRecord
 
 Delivery = Callable[[Any, Any], None]

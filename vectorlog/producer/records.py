@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 
 #: the header naming the collection of a record on the default ingest topic
 COLLECTION_HEADER = "collection"

@@ -12,8 +12,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import (
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import (
     DEFAULT_KINDS,
     META,
     CollectionInfo,

@@ -8,16 +8,16 @@ from typing import Any
 
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from vectorlog.client import Client
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionInfo
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionInfo
+from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
 from vectorlog.processors.proxy.reads import MAX_WINDOW
+from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
-from vectorlog.types import Hit
 
 
 class DataRpcs:

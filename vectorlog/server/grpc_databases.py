@@ -9,8 +9,8 @@ from typing import Any
 
 from pymilvus.grpc_gen import milvus_pb2
 
-from vectorlog.client import Client
-from vectorlog.errors import DatabaseNotFound, InvalidArgument
+from vectorlog.core.errors import DatabaseNotFound, InvalidArgument
+from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, rpc
 from vectorlog.server.grpc_status import UNIMPLEMENTED, error, ok
 

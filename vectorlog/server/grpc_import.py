@@ -9,7 +9,7 @@ from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from vectorlog.client import Client
+from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_rpc import rpc
 from vectorlog.server.grpc_status import ok
 from vectorlog.server.import_paths import submit_import

@@ -20,9 +20,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.search_shape import MAX_NQ
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER
-from vectorlog.types import Hit
 
 V2, BATCH, TOKEN, LAST_BOUND = (
     "search_iter_v2",

@@ -14,9 +14,9 @@ import grpc
 from google.protobuf.message_factory import GetMessageClass
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from vectorlog.errors import DatabaseNotFound, VectorlogError
+from vectorlog.core.errors import DatabaseNotFound, VectorlogError
+from vectorlog.core.types import level_name
 from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
-from vectorlog.types import level_name
 
 log = logging.getLogger(__name__)
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]

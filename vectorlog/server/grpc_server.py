@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import grpc
 from pymilvus.grpc_gen import milvus_pb2_grpc
 
-from vectorlog.client import Client
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.server.tls import TlsFiles

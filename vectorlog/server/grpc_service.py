@@ -11,9 +11,10 @@ from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc
 
-from vectorlog.client import Client, IndexParams
-from vectorlog.errors import IndexNotFound, InvalidArgument
-from vectorlog.hybridts import physical_ms
+from vectorlog.core.errors import IndexNotFound, InvalidArgument
+from vectorlog.core.hybridts import physical_ms
+from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
+from vectorlog.sdk.client import Client, IndexParams
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
@@ -22,7 +23,6 @@ from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
 from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
-from vectorlog.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
 MILVUS_VERSION = "v2.5.0"

@@ -8,7 +8,7 @@ import concurrent.futures
 
 from pymilvus.grpc_gen import common_pb2
 
-from vectorlog import errors
+from vectorlog.core import errors
 
 #: merr codes of Milvus (pkg/util/merr/errors.go)
 INTERNAL, UNIMPLEMENTED = 5, 10

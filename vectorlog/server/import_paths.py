@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vectorlog.bulkinsert import backup_option
-from vectorlog.client import Client
 from vectorlog.config import Config
-from vectorlog.errors import InvalidArgument
-from vectorlog.import_reasons import public
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.jobs.bulkinsert import backup_option
+from vectorlog.jobs.import_reasons import public
 from vectorlog.processors.proxy.service import ImportFileError
+from vectorlog.sdk.client import Client
 
 
 class ImportPathRefused(InvalidArgument):

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from vectorlog.client import Client
+from vectorlog.sdk.client import Client
 from vectorlog.server import rest_collections, rest_entities, rest_jobs
 from vectorlog.server.rest_errors import (
     INCORRECT_PARAMETER_FORMAT,

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vectorlog.client import Client, IndexParams, SchemaBuilder
-from vectorlog.errors import PartitionNotFound
+from vectorlog.core.errors import PartitionNotFound
+from vectorlog.core.types import level_name
+from vectorlog.sdk.client import Client, IndexParams, SchemaBuilder
 from vectorlog.server.rest_convert import (
     TYPE_NAMES,
     Field,
@@ -17,7 +18,6 @@ from vectorlog.server.rest_convert import (
     parse,
 )
 from vectorlog.server.rest_errors import bad_format
-from vectorlog.types import level_name
 
 Handler = Callable[[Client, Any], Any]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.errors import DatabaseNotFound
-from vectorlog.model import DataType
+from vectorlog.core.errors import DatabaseNotFound
+from vectorlog.core.model import DataType
 from vectorlog.server.rest_errors import bad_format, missing
 
 #: Milvus's REST data type names

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.client import Client
+from vectorlog.sdk.client import Client
 from vectorlog.server.rest_collections import NAME, Handler
 from vectorlog.server.rest_convert import Field, jsonable, parse
 from vectorlog.server.rest_errors import bad_format

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.grpc_status import status_of
 
 #: merr codes of Milvus's high-level RESTful API (pkg/util/merr/errors.go)

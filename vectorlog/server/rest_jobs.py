@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.client import Client
+from vectorlog.sdk.client import Client
 from vectorlog.server.import_paths import submit_import
 from vectorlog.server.rest_collections import NAME, Handler
 from vectorlog.server.rest_convert import Field, parse

@@ -17,8 +17,8 @@ from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from vectorlog.client import Client
-from vectorlog.errors import VectorlogError
+from vectorlog.core.errors import VectorlogError
+from vectorlog.sdk.client import Client
 from vectorlog.streams.deadletter import Position, is_dead_letter, parse
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_all

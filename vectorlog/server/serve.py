@@ -17,8 +17,8 @@ from typing import Any
 
 import uvicorn
 
-from vectorlog.client import Client
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app

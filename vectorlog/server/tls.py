@@ -7,7 +7,7 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 
 #: "auto" detects each record's format from its bytes; the others require that format
 FORMATS = ("auto", "json", "avro", "debezium")

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vectorlog.errors import InvalidArgument, NotFound
-from vectorlog.faults import crash_point
+from vectorlog.core.errors import InvalidArgument, NotFound
+from vectorlog.core.faults import crash_point
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
     TopicPartition,
@@ -32,7 +32,7 @@ from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
-from vectorlog.processors.state.base import StateStore, Transaction
+from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
 from vectorlog.streams.log.base import Log, Reader, Record

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import META
+from vectorlog.core.model import META
 from vectorlog.processors.proxy.ingest.errors import BadRecord
 from vectorlog.schemas.columns import decode_column
 from vectorlog.schemas.errors import SchemaError

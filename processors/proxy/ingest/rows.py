@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.model import CollectionSchema, DataType
+from vectorlog.core.model import CollectionSchema, DataType
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.errors import BadRecord
 

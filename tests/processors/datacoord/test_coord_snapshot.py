@@ -13,12 +13,12 @@ from tests.clients import log_events
 from tests.vectorlog.test_compaction import deltas_written
 from vectorlog import Client, DataType
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
-from vectorlog.processors.datacoord.meta import SegmentMeta
-from vectorlog.processors.datanode.segments import SegmentViews
+from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.processors.indexnode.state import IndexState
 from vectorlog.processors.querynode.recovery import RecoveryPoint
-from vectorlog.processors.state.memory import MemoryStateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.state.memory import MemoryStateStore
+from vectorlog.storage.segment_views import SegmentViews
 
 
 @pytest.fixture(scope="module")

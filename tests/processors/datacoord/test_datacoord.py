@@ -9,12 +9,12 @@ import pytest
 
 from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic, wait_until
-from vectorlog.errors import FlushTimeout
-from vectorlog.faults import armed
+from vectorlog.core.errors import FlushTimeout
+from vectorlog.core.faults import armed
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datacoord.settings import DataCoordSettings
-from vectorlog.processors.state.memory import MemoryDisk, MemoryStateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.state.memory import MemoryDisk, MemoryStateStore
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics

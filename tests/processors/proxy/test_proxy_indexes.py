@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from tests.processors.proxy.test_proxy import Parts
-from vectorlog.errors import IndexNotFound, InvalidArgument
+from vectorlog.core.errors import IndexNotFound, InvalidArgument
+from vectorlog.core.types import IndexSpec, SearchOptions
 from vectorlog.processors.indexnode.service import FAILED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.topics import Serdes
-from vectorlog.types import IndexSpec, SearchOptions
 
 pytestmark = pytest.mark.parametrize("log", ["embedded", "kafka"], indirect=True)
 QUERY = [[0.0, 0.0, 0.0, 1.0]]

@@ -11,8 +11,8 @@ import faiss
 import numpy as np
 
 from tests.processors.querynode.test_replica import rows_inserted
-from vectorlog.model import CollectionSchema
-from vectorlog.processors.datanode.errors import ObjectNotFound
+from vectorlog.core.model import CollectionSchema
+from vectorlog.storage.errors import ObjectNotFound
 
 CID, INDEX_ID = 7, 501
 #: index type -> (faiss factory string, build params as the event carries them)

@@ -15,8 +15,8 @@ import pytest
 
 from tests.processors.querynode.test_replica import P1, rows_inserted, schema
 from tests.support import unique_topic
-from vectorlog.errors import CollectionNotFound
-from vectorlog.hybridts import compose
+from vectorlog.core.errors import CollectionNotFound
+from vectorlog.core.hybridts import compose
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.log.base import Log

@@ -11,8 +11,8 @@ import pytest
 
 from tests.streams.flaky import FlakyLog
 from tests.support import on_backends, unique_topic, wait_until
-from vectorlog.hybridts import compose, wall_ms
-from vectorlog.model import DataType, quick_schema
+from vectorlog.core.hybridts import compose, wall_ms
+from vectorlog.core.model import DataType, quick_schema
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event

@@ -20,9 +20,9 @@ from tests.processors.querynode.index_support import (
 from tests.processors.querynode.test_querynode import pack
 from tests.processors.querynode.test_replica import P1, schema
 from tests.support import unique_topic, wait_until
-from vectorlog.datasets import glove
-from vectorlog.errors import InvalidArgument
-from vectorlog.hybridts import compose
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.hybridts import compose
+from vectorlog.demo.datasets import glove
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.log.base import Append, Log

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vectorlog.errors import InvalidArgument
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.schemas.columns import encode_column
 

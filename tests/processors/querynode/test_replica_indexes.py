@@ -20,8 +20,8 @@ from tests.processors.querynode.index_support import (
     segment_indexed,
 )
 from tests.processors.querynode.test_replica import P1, P2, brute_force, schema
-from vectorlog.datasets import glove
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.demo.datasets import glove
 from vectorlog.expr import parse
 from vectorlog.processors.querynode import segment as segment_module
 from vectorlog.processors.querynode.replica import Replica

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.support import on_backends, unique_topic
-from vectorlog.errors import ClusterInUse, LeaseUnconfirmed, RootCoordFenced
+from vectorlog.core.errors import ClusterInUse, LeaseUnconfirmed, RootCoordFenced
 from vectorlog.processors.rootcoord.lease import FIRST_WINDOW, Lease
 from vectorlog.processors.rootcoord.lease_record import Holder, LeaseRecord, LeaseState
 from vectorlog.streams.log.base import Append, Log

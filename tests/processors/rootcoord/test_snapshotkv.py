@@ -19,7 +19,7 @@ from vectorlog.processors.rootcoord.snapshotkv import (
     SnapshotTooOld,
     TimestampNotIncreasing,
 )
-from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.state.rocksdb import RocksDBStateStore
 
 
 class Clock:

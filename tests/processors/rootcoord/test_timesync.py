@@ -20,8 +20,8 @@ import pytest
 from tests.support import unique_topic, wait_until
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
-from vectorlog.processors.state.rocksdb import RocksDBStateStore
 from vectorlog.schemas.serde import EventSerde
+from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
 

@@ -14,8 +14,8 @@ from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
 from vectorlog.processors.rootcoord.timesync import TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle, compose, logical, physical_ms
-from vectorlog.processors.state.memory import MemoryDisk, MemoryStateStore
-from vectorlog.processors.state.rocksdb import RocksDBStateStore
+from vectorlog.state.memory import MemoryDisk, MemoryStateStore
+from vectorlog.state.rocksdb import RocksDBStateStore
 
 
 def open_db(path: Path) -> RocksDBStateStore:

@@ -13,7 +13,7 @@ from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc, schema_pb2
 
 from tests.clients import data_events, ddl_changes
 from tests.vectorlog.server.conftest import Served
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.grpc_server import start_grpc
 
 SERVICE = "/milvus.proto.milvus.MilvusService/"

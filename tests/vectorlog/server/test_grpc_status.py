@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pymilvus.grpc_gen import common_pb2
 
-from vectorlog import errors
+from vectorlog.core import errors
 from vectorlog.server.grpc_status import ok, status_of, unimplemented
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import log_params, wait_until
 from vectorlog import Client
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.serve import check_open
 
 TOKEN = "root:Milvus"

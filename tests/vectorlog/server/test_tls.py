@@ -21,7 +21,7 @@ from tests.support import log_params, wait_until
 from tests.vectorlog.server.cluster import cluster_client
 from tests.vectorlog.server.rest_support import unique
 from vectorlog import Client
-from vectorlog.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.serve import rest_config
 from vectorlog.server.tls import TlsFiles, tls_files

@@ -19,7 +19,7 @@ from tests.clients import ClientFactory, data_events
 from tests.processors.proxy.ingest.crash_ingest import expected
 from tests.processors.proxy.ingest.producer import wait_consumed
 from vectorlog import Client
-from vectorlog.faults import CRASH_EXIT, ENV
+from vectorlog.core.faults import CRASH_EXIT, ENV
 from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
 from vectorlog.streams.log.base import PART_HEADER
 from vectorlog.streams.scan import read_all

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vectorlog.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import DELETE, UPSERT, BadRecord, Change, decode
 from vectorlog.processors.proxy.ingest.rows import fit_row, primary_key

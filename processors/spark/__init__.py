@@ -1,1 +1,0 @@
-"""Spark jobs: the data node engine on Structured Streaming, and the log as a data source."""

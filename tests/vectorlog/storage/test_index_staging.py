@@ -1,0 +1,137 @@
+"""The primary-key index staged at a checkpoint in bulk holds, key for key, what the per-key
+staging held: each key changed before the checkpoint with its entry as of the checkpoint."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from vectorlog.processors.datanode.datanode import (
+    ENTRY,
+    Change,
+    DataNode,
+    Entry,
+    pk_key,
+    pk_keys,
+)
+from vectorlog.schemas.serde import Event
+from vectorlog.state.base import Transaction
+from vectorlog.storage.segment_views import SegmentViews
+from vectorlog.streams.msgstream import StreamPosition
+
+
+class Recording(Transaction):
+    """A transaction that keeps its staged puts (bytes) and deletes (None) by key."""
+
+    def __init__(self) -> None:
+        super().__init__("<recording>")
+        self.ops: dict[bytes, bytes | None] = {}
+
+    def _stage_put(self, key: bytes, value: bytes) -> None:
+        self.ops[key] = value
+
+    def _stage_delete(self, key: bytes) -> None:
+        self.ops[key] = None
+
+    def _stage_meta(self, key: bytes, value: bytes) -> None:
+        raise AssertionError("the index stages no positions")
+
+    def _write(self) -> None:
+        pass
+
+    def _discard(self) -> None:
+        pass
+
+
+def reference(
+    changes: dict[int, list[Change]],
+    newest: dict[str, dict[Any, Entry]],
+    points: dict[int, StreamPosition],
+) -> dict[bytes, bytes | None]:
+    """The staging as it was written per key (the oracle)."""
+    done: set[tuple[str, Any]] = set()
+    as_of: dict[tuple[str, Any], Entry | None] = {}
+    for p, cs in changes.items():
+        point = points.get(p, StreamPosition())
+        later = [c for c in cs if not c.delivered_before(point)]
+        for c in cs:
+            if c.delivered_before(point):
+                done.update((c.vchannel, pk) for pk in c.pks)
+        for c in reversed(later):
+            for i, pk in enumerate(c.pks):
+                as_of[(c.vchannel, pk)] = None if c.prevs is None else c.prevs[i]
+    ops: dict[bytes, bytes | None] = {}
+    for vch, pk in done:
+        entry = as_of[(vch, pk)] if (vch, pk) in as_of else newest.get(vch, {}).get(pk)
+        ops[pk_key(vch, pk)] = None if entry is None else ENTRY.pack(*entry)
+    return ops
+
+
+def bare_node() -> DataNode:
+    """A data node with only what indexing needs (no log, store or object store)."""
+    node = DataNode.__new__(DataNode)
+    node.newest, node._changes, node.views, node.deltas = (
+        {"v0": {}, "v1": {}},
+        {},
+        SegmentViews(),
+        {},
+    )
+    return node
+
+
+def drive(node: DataNode, seed: int, keys: list[Any]) -> None:
+    """Applies random inserts (upserts of known keys among them) and deletes to the index."""
+    rng = random.Random(seed)
+    for offset in range(40):
+        vch, ts = rng.choice(["v0", "v1"]), 1000 + offset
+        event = Event("RowsInserted", ts, {}, 1, vch, source=(offset % 2, offset))
+        pks = list(dict.fromkeys(rng.sample(keys, rng.randrange(1, 12))))
+        if rng.random() < 0.25:
+            newest = node.newest.setdefault(vch, {})
+            gone = [pk for pk in pks if pk in newest]
+            node._record(event, gone, [newest.pop(pk) for pk in gone])
+        else:
+            node._index(event, pks, rng.randrange(3), StreamPosition())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bulk_staging_equals_the_per_key_staging(seed: int) -> None:
+    keys: list[Any] = list(range(-5, 30)) if seed % 3 else [f"k{i}" for i in range(30)]
+    node = bare_node()
+    drive(node, seed, keys)
+    points = {0: StreamPosition(20 + seed, 1000 + seed, 30), 1: StreamPosition(10 + 2 * seed)}
+    changes = {p: list(cs) for p, cs in node._changes.items()}
+    expected = reference(changes, {v: dict(d) for v, d in node.newest.items()}, points)
+    txn = Recording()
+    node._stage_index(txn, points)
+    assert txn.ops == expected
+    kept = {p: [c for c in cs if not c.delivered_before(points[p])] for p, cs in changes.items()}
+    assert node._changes == kept
+
+
+def test_pk_keys_are_the_per_key_state_keys() -> None:
+    ints = [0, -1, 1, 255, 256, 2**63 - 1, -(2**63)]
+    assert pk_keys("vch", ints) == [pk_key("vch", pk) for pk in ints]
+    others: list[Any] = ["a", "", "é€", True, 3]
+    assert pk_keys("v", others) == [pk_key("v", pk) for pk in others]
+    assert pk_keys("v", []) == []
+
+
+def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path):
+    from vectorlog.state.rocksdb import RocksDBStateStore
+
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 7), ENTRY.pack(11, 1000))
+            txn.put(pk_key("v0", "s"), ENTRY.pack(12, 1001))
+            txn.put(pk_key("v01", 8), ENTRY.pack(13, 1002))  # another vchannel, same prefix
+        node = bare_node()
+        node.newest, node.state = {}, store
+        assert node._newest("v0") == {7: (11, 1000), "s": (12, 1001)}
+        assert node._newest("v01") == {8: (13, 1002)}
+        assert node._newest("v2") == {}
+    finally:
+        store.close()

@@ -1,0 +1,5 @@
+"""`python -m vectorlog.demo`."""
+
+from vectorlog.demo.run import main
+
+main()

@@ -1,0 +1,1 @@
+"""Execution engines the jobs and the data node run on."""

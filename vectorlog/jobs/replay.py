@@ -1,0 +1,238 @@
+"""Stream replay: the events of one topic, from a position or a timestamp, filtered by
+collection and event type, read without writing anything to the log (`vectorlog replay`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from vectorlog.core import hybridts
+from vectorlog.core.errors import VectorlogError
+from vectorlog.schemas.columns import column_kind
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.errors import TopicPartitionNotFound
+from vectorlog.streams.log.base import Log, Record, start_offsets
+from vectorlog.streams.scan import IDLE_S, read_all
+from vectorlog.streams.snapshots import Blobs, read_whole
+from vectorlog.streams.topics import Topics
+
+TOPIC_KINDS = ("dml", "ddl", "coord")
+#: --wire: events as on the log, or re-encoded as Avro single-object or Confluent wire format
+WIRES = ("as-is", "single-object", "confluent")
+
+
+class ReplayError(VectorlogError):
+    """A replay option is wrong (a bad position, time or collection); names it."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which events come out: ts >= `from_ts`, of these collection ids and event types
+    (an empty set lets every one through)."""
+
+    from_ts: int = 0
+    collections: frozenset[int] = frozenset()
+    types: frozenset[str] = frozenset()
+
+    def keep(self, event: Event) -> bool:
+        """Returns whether `event` passes every filter."""
+        return (
+            event.ts >= self.from_ts
+            and (not self.collections or event.collection_id in self.collections)
+            and (not self.types or event.type in self.types)
+        )
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One event that came out, with the position of its record."""
+
+    topic: str
+    partition: int
+    offset: int
+    event: Event
+    value: bytes
+
+
+@dataclass
+class Positions:
+    """The next offset to read per partition, advanced past every record read (kept,
+    filtered out or corrupt): what `--save-position` writes and `--resume` reads."""
+
+    topic: str
+    next: dict[int, int] = field(default_factory=dict)
+
+    def save(self, path: str | Path) -> None:
+        doc = {"topic": self.topic, "positions": {str(p): o for p, o in sorted(self.next.items())}}
+        Path(path).write_text(json.dumps(doc) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, topic: str) -> Positions:
+        """Returns the saved positions; raises ReplayError if the file is unreadable or was
+        saved for another topic."""
+        try:
+            doc = json.loads(Path(path).read_text())
+            saved = {int(p): int(o) for p, o in doc["positions"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ReplayError(f"cannot read saved position {path}: {exc}") from exc
+        if doc.get("topic") != topic:
+            raise ReplayError(f"{path} holds positions of {doc.get('topic')!r}, not {topic!r}")
+        return cls(topic, saved)
+
+
+def parse_offsets(text: str) -> dict[int, int]:
+    """Returns {partition: offset} of `P:O,P:O`; raises ReplayError if malformed."""
+    try:
+        pairs = [item.split(":") for item in text.split(",") if item.strip()]
+        out = {int(p): int(o) for p, o in pairs}
+    except ValueError as exc:
+        raise ReplayError(f"bad --from-offset {text!r}: want PARTITION:OFFSET,...") from exc
+    if not out or any(p < 0 or o < 0 for p, o in out.items()):
+        raise ReplayError(f"bad --from-offset {text!r}: want PARTITION:OFFSET,...")
+    return out
+
+
+def parse_ts(text: str) -> int:
+    """Returns the hybrid ts of `text`: a hybrid ts (an integer) or an ISO-8601 time (UTC
+    unless it names its zone). Raises ReplayError if it is neither."""
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ReplayError(f"bad --from-ts {text!r}: want a hybrid ts or ISO-8601 time") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return hybridts.compose(int(when.timestamp() * 1000))
+
+
+def collection_ids(
+    log: Log, topics: Topics, serde: EventSerde, names: list[str], blobs: Blobs | None = None
+) -> set[int]:
+    """Returns the ids of collections given by name or id, names resolved from every
+    CollectionCreated on the ddl topic, its snapshot in `blobs` included (a name reused after
+    a drop gives every id it had).
+
+    Raises ReplayError naming a name that was never created."""
+    created: dict[str, set[int]] = {}
+    for rec in read_whole(log, topics.ddl, blobs):
+        try:
+            event = serde.decode(rec.value)
+        except Exception:  # noqa: BLE001 - a corrupt ddl record names no collection
+            continue
+        if event.type == "CollectionCreated":
+            name = event.body["collection_name"]
+            created.setdefault(name, set()).add(int(event.body["collection_id"]))
+    ids: set[int] = set()
+    for name in names:
+        if name in created:
+            ids |= created[name]
+        elif name.isdigit():
+            ids.add(int(name))
+        else:
+            raise ReplayError(f"no collection {name!r} was ever created on {topics.ddl!r}")
+    return ids
+
+
+Corrupt = Callable[[Record, str], None]
+
+
+def replay(
+    log: Log,
+    topic: str,
+    serde: EventSerde,
+    filters: Filters,
+    positions: Positions,
+    on_corrupt: Corrupt,
+) -> Iterator[Replayed]:
+    """Yields the events of `topic` that pass `filters`, from `positions.next` (partitions
+    it omits from 0) up to the end, advancing `positions` past every record read. A record
+    that does not decode goes to `on_corrupt(record, reason)` and is skipped. Appends nothing.
+
+    Raises ReplayError on a partition the topic lacks, TopicNotFound, or LogError if the end
+    is not reached in time."""
+    for rec in read_from(log, topic, dict(positions.next)):
+        positions.next[rec.partition] = rec.offset + 1
+        try:
+            event = serde.decode(rec.value)
+        except Exception as exc:  # noqa: BLE001 - any undecodable record is reported
+            on_corrupt(rec, f"{type(exc).__name__}: {exc}")
+            continue
+        if filters.keep(event):
+            yield Replayed(rec.topic, rec.partition, rec.offset, event, rec.value)
+
+
+def read_from(
+    log: Log, topic: str, start: dict[int, int], timeout: float = 60.0, idle: float = IDLE_S
+) -> Iterator[Record]:
+    """Yields the records of `topic` from `start` (every partition; missing ones from their
+    first record retention kept) up to its end offsets, then on until idle, as `read_all`
+    does; writes nothing. Raises ReplayError if `start` names a partition the topic lacks,
+    TopicNotFound, OffsetOutOfRange for a position retention deleted, or LogError if the end
+    offsets are not reached in time."""
+    try:
+        yield from read_all(log, topic, timeout, idle, {**start_offsets(log, topic), **start})
+    except TopicPartitionNotFound as exc:
+        n = len(log.end_offsets(topic))
+        raise ReplayError(f"{topic!r} has no partition {exc.partition} (it has {n})") from None
+
+
+def to_json(item: Replayed) -> dict[str, Any]:
+    """Returns the JSON form of a replayed event: its position, envelope and body, with
+    bytes as base64 and columns decoded to lists of values."""
+    e = item.event
+    return {
+        "topic": item.topic,
+        "partition": item.partition,
+        "offset": item.offset,
+        "type": e.type,
+        "ts": e.ts,
+        "collection_id": e.collection_id,
+        "vchannel": e.vchannel,
+        "body": jsonable(e.body),
+    }
+
+
+def dumps(doc: Any) -> bytes:
+    """Returns `doc` (a `to_json` value) as compact JSON, numpy arrays as lists; float32
+    values in their shortest form that reads back to the same float32."""
+    return orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def jsonable(value: Any) -> Any:
+    """Returns `value` made JSON-safe: Avro unions as {"type", ...}, columns as values."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        kind, body = column_kind(value)
+        if kind.endswith("Column"):
+            return column_json(kind, body)
+        return {"type": kind, "value": jsonable(body)}
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    return value
+
+
+def column_json(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Returns a column as {"type", "values"}: vectors as an (n, dim) float32 array (`dumps`
+    writes it as lists of floats), JSON parsed."""
+    if kind == "FloatVectorColumn":
+        dim = int(body["dim"])
+        flat = np.frombuffer(body["data"], dtype="<f4")
+        rows: Any = flat.reshape(-1, dim) if dim > 0 else []
+        return {"type": kind, "dim": dim, "values": rows}
+    if kind == "JsonColumn":
+        return {"type": kind, "values": [json.loads(v) for v in body["values"]]}
+    return {"type": kind, "values": jsonable(list(body["values"]))}

@@ -1,0 +1,399 @@
+"""Embedded mode: every processor of a vectorlog cluster wired into one process.
+
+The log is the embedded RocksDB log under the data directory, or Kafka; processor state
+(rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments; the data node; the index
+node: indexes, Flushed segments, builds reported) lives in RocksDB state stores under the state
+directory. At start rootcoord replays the `ddl` topic from its stored position, datacoord the
+`coord` topic, the index node both, and the query node loads segments from binlogs up to the
+data node's published checkpoint and rebuilds the rest from `dml` after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vectorlog import exits
+from vectorlog.config import Config, ConfigError
+from vectorlog.engines.spark.datanode_job import FedLog, SparkDataNodeJob
+from vectorlog.jobs.bulkinsert import BulkInserter
+from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
+from vectorlog.processors.datacoord.coord_snapshot import CoordFold
+from vectorlog.processors.datacoord.datacoord import DataCoord
+from vectorlog.processors.datanode.datanode import DataNode
+from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+from vectorlog.processors.proxy.proxy import Proxy
+from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
+from vectorlog.processors.rootcoord.gc import MetaGC
+from vectorlog.processors.rootcoord.idalloc import IdAllocator
+from vectorlog.processors.rootcoord.lease import Lease
+from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY, RootCoord
+from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
+from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.state.rocksdb import RocksDBStateStore
+from vectorlog.storage.objectstore import PyArrowObjectStore
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Log, Truncatable, start_offsets
+from vectorlog.streams.retention import RetentionSweeper
+from vectorlog.streams.snapshots import TopicSnapshotter
+from vectorlog.streams.topics import Serdes, Topics
+
+_T = TypeVar("_T")
+
+
+def open_log(cfg: Config) -> Log:
+    """Returns the log backend the config names."""
+    if cfg.is_kafka:
+        from vectorlog.streams.log.kafka import KafkaLog
+
+        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes)
+    from vectorlog.streams.log.embedded import EmbeddedLog
+
+    return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)
+
+
+def _open_state(cfg: Config) -> RocksDBStateStore:
+    """Returns rootcoord's state store, migrating one written before the state store.
+
+    Raises StateStoreInUse, StateStoreCorrupt, StateStoreReadOnly, StateFormatUnsupported
+    (all StateStoreOpenError), each naming the directory."""
+    ddl = Topics(cfg.cluster, cfg.dml_partitions).ddl
+    return RocksDBStateStore(cfg.state_dir() / "rootcoord", {DDL_POSITION_KEY: (ddl, 0)})
+
+
+CLUSTER_KEY = b"cluster/name"
+
+
+def _claim(store: RocksDBStateStore, cfg: Config) -> None:
+    """Records which cluster a state directory belongs to; raises ConfigError at once if it
+    belongs to another (its state would not match that cluster's topics)."""
+    owner = store.get(CLUSTER_KEY)
+    if owner is None:
+        with store.transaction() as txn:
+            txn.put(CLUSTER_KEY, cfg.cluster.encode())
+    elif owner.decode() != cfg.cluster:
+        raise ConfigError(
+            f"state directory {cfg.state_dir()} belongs to cluster {owner.decode()!r}, not "
+            f"{cfg.cluster!r}: open it with cluster={owner.decode()!r}, or use another directory"
+        )
+
+
+class Standalone:
+    """One process running rootcoord, datacoord, the query node, a proxy and the ticker.
+
+    The processors reach each other only through their service interfaces; this is the one
+    place that knows the in-process implementations. Public attributes, for operators, replay
+    tooling and tests: `log`, `topics`, `serdes`, `rootcoord` (RootCoordService), `datacoord`
+    (DataCoordService), `querynode` (QueryNodeService), `proxy` (ProxyService), `datanode` and
+    `objects` (the binlogs' and index files' object store) unless the data node is off,
+    `indexnode` (IndexNode; None with the data node off: there are no binlogs to index, so
+    describe_index reports zero rows, Finished), `ticker`, `gc`, `lease`, `ingest` (the
+    proxy's IngestConsumer of the ingest topics), `bulk` (BulkInserter; None with the data node
+    off).
+
+    Everything it opens is registered on an ExitStack: a failure while starting closes what
+    was opened, and `close()` may be called any number of times.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self._stack = contextlib.ExitStack()
+        self._stack.callback(exits.closed, self)  # runs last: closed once all is stopped
+        try:
+            self._start(cfg)
+        except BaseException:
+            self._stack.close()
+            raise
+        exits.opened(self)  # a program that forgets to close it: closed at exit
+
+    def _start(self, cfg: Config) -> None:
+        self.db = self._opened(_open_state(cfg))
+        _claim(self.db, cfg)
+        self.log = self._opened(open_log(cfg))
+        self.topics = Topics(cfg.cluster, cfg.dml_partitions)
+        self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
+        self._take_lease(cfg)
+        self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
+        self.objects: PyArrowObjectStore | None = None
+        if cfg.datanode in ("local", "spark"):
+            self.objects = PyArrowObjectStore(cfg.storage_uri())
+        self._start_rootcoord(cfg)
+        self.indexnode: IndexNode | None = None
+        self._start_datacoord(cfg)
+        if self.objects is not None:
+            self._open_indexnode(cfg)
+        self.querynode = QueryNode(
+            self.log,
+            self.topics,
+            self.serdes,
+            retention_ms=cfg.meta_retention_ms,
+            clock=self.rootcoord.now,
+            max_clock_skew_ms=cfg.max_clock_skew_ms,
+            index_files=self.objects if self.indexnode is not None else None,
+            snapshots=self.objects,
+            cache_dir=cfg.state_dir() / "querynode" if cfg.querynode_mmap else None,
+        )
+        self._stack.callback(self.querynode.close)
+        self._check_replayable(cfg)
+        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+            rc = self.rootcoord
+            self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
+        self.proxy = Proxy(
+            "proxy-1",
+            self.rootcoord,
+            self.datacoord,
+            self.querynode,
+            self.log,
+            self.topics,
+            self.serdes,
+            cfg.read_timeout_s,
+            indexnode=self.indexnode,
+            objects=self.objects if self.indexnode is not None else None,
+        )
+        self.bulk: BulkInserter | None = None
+        if self.indexnode is not None:
+            max_bytes = cfg.datacoord_settings().max_segment_bytes
+            uri, master = cfg.storage_uri(), cfg.spark_master
+            self.bulk = BulkInserter(
+                self.proxy, self.rootcoord, self.objects, uri, max_bytes, master
+            )
+        self._started(self.querynode)
+        self._started(self.ticker)
+        if cfg.datanode in ("local", "spark"):
+            self._start_datanode(cfg)
+            self._start_indexnode()
+        if cfg.meta_retention_ms is not None:
+            self._started(self.gc)
+        self._start_ingest(cfg)
+        self._start_retention(cfg)
+        self._start_compactor(cfg)
+        self._start_coord_snapshots(cfg)
+
+    def _start_coord_snapshots(self, cfg: Config) -> None:
+        """Starts the coord and ddl topics' snapshots on the embedded log (Kafka keeps them
+        whole): every `log_retention_check_s`, once `snapshot_records` records of a topic lie
+        below every consumer's position, they are folded into a snapshot in the storage root
+        and deleted."""
+        self.snapshotters: list[TopicSnapshotter] = []
+        if self.objects is None or not isinstance(self.log, Truncatable):
+            return
+        coord, ddl = self.topics.coord, self.topics.ddl
+        indexnode = self.indexnode
+        assert indexnode is not None
+        coord_floors = [
+            lambda: self.datacoord.next_offsets()[(coord, 0)],
+            lambda: self.datanode.next_offsets()[(coord, 0)],
+            lambda: self.querynode.next_offsets().get((coord, 0), 0),
+            lambda: indexnode.next_offsets()[(coord, 0)],
+        ]
+        ddl_floors = [
+            lambda: self.rootcoord.next_offsets()[(ddl, 0)],
+            lambda: indexnode.next_offsets()[(ddl, 0)],
+        ]
+        for topic, fold, floors in ((coord, CoordFold, coord_floors), (ddl, DdlFold, ddl_floors)):
+            snapshotter = TopicSnapshotter(
+                self.log,
+                topic,
+                self.serdes.for_topic(topic),
+                self.objects,
+                fold,
+                floors,
+                cfg.snapshot_records,
+                cfg.log_retention_check_s,
+            )
+            self._started(snapshotter)
+            self.snapshotters.append(snapshotter)
+
+    def _start_compactor(self, cfg: Config) -> None:
+        """Starts compaction (`Client.compact`, and the background policy every
+        `compaction_interval_s`); None with the data node off (no binlogs)."""
+        self.compactor: Compactor | None = None
+        if self.indexnode is None:
+            return
+        if cfg.compaction_engine == "spark":
+            merger: Merger = self._opened(SparkMerger(cfg.storage_uri(), cfg.spark_master))
+        else:
+            merger = local_merger(self._store())
+        self.compactor = Compactor(
+            self.proxy,
+            self.rootcoord,
+            self._store(),
+            merger,
+            cfg.log_retention_ms,
+            cfg.compaction_interval_s,
+        )
+        self._started(self.compactor)
+
+    def _check_replayable(self, cfg: Config) -> None:
+        """Raises ConfigError if the query node must replay dml from offset 0 (recovery "log",
+        or no binlogs with the data node off) but retention deleted its first records."""
+        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+            return
+        starts = start_offsets(self.log, self.topics.dml)
+        if any(starts.values()):
+            raise ConfigError(
+                f"querynode_recovery={cfg.querynode_recovery!r}, datanode={cfg.datanode!r} "
+                f"replays dml from offset 0, but retention deleted the records before {starts}: "
+                'open it with querynode_recovery="binlogs" and the data node on'
+            )
+
+    def _start_retention(self, cfg: Config) -> None:
+        """Starts the embedded log's dml retention (Kafka's is its topics' retention.ms and
+        retention.bytes): records every consumer is past and older than `log_retention_ms`,
+        or oldest first past `log_retention_bytes` per partition, are deleted. With the data
+        node off the query node replays dml from 0 at every start: nothing goes."""
+        self.retention: RetentionSweeper | None = None
+        unset = cfg.log_retention_ms is None and cfg.log_retention_bytes is None
+        if unset or cfg.datanode == "off":
+            return
+        if not isinstance(self.log, Truncatable):
+            return
+        serde = self.serdes.for_topic(self.topics.dml)
+        self.retention = RetentionSweeper(
+            self.log,
+            self.topics.dml,
+            serde.stamp,
+            [self.datanode.retention_floor, self.ingest.dml_floor],
+            self.rootcoord.now,
+            cfg.log_retention_ms,
+            cfg.log_retention_check_s,
+            retention_bytes=cfg.log_retention_bytes,
+        )
+        self._started(self.retention)
+
+    def _start_ingest(self, cfg: Config) -> None:
+        """Starts the proxy's consumer of the ingest topics (the last to start, the first
+        to stop: its writes need every other processor)."""
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "ingest"))
+        dead_letter = DeadLetterWriter(self.log, self.topics.dlq, PROCESSOR)
+        routes = cfg.ingest_routes(self.topics.ingest)
+        url = cfg.schema_registry_url
+        schemas = WriterSchemas(url) if url else None
+        self.ingest = IngestConsumer(
+            self.proxy, self.log, store, routes, dead_letter, self.topics.dml, schemas
+        )
+        self._started(self.ingest)
+
+    def _take_lease(self, cfg: Config) -> None:
+        """Claims the cluster's rootcoord lease before anything is written to the cluster.
+        Raises ClusterInUse naming the process that holds it (on Kafka; the embedded log's
+        directory lock already refused a second process)."""
+        ttl = cfg.lease_ttl_s if cfg.is_kafka else None
+        self.lease = Lease(self.log, self.topics.lease, cfg.cluster, ttl)
+        self.lease.acquire()
+        self._opened(self.lease)  # released at close, after every processor stopped
+        self.lease.start()
+
+    def _start_rootcoord(self, cfg: Config) -> None:
+        self.tso = TimestampOracle(self.db, cfg.tso_save_window_ms)
+        barrier = SoftBarrier()
+        dml_serde = self.serdes.for_topic(self.topics.dml)
+        interval = cfg.tick_interval_ms / 1000
+        self.ticker = Ticker(self.log, self.topics.dml, dml_serde, barrier, interval)
+        self.rootcoord = RootCoord(
+            self.log,
+            self.topics,
+            self.serdes,
+            self.db,
+            self.tso,
+            IdAllocator(self.db),
+            barrier,
+            cfg.meta_retention_ms,
+            self.ticker,
+            lease=self.lease,
+            max_skew_ms=cfg.max_clock_skew_ms,
+            snapshots=self.objects,
+        )
+        self._stack.callback(self.rootcoord.close)
+        self.rootcoord.recover()
+        self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
+
+    def _start_datacoord(self, cfg: Config) -> None:
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "datacoord"))
+        settings = cfg.datacoord_settings()
+        self.datacoord = DataCoord(
+            self.log, self.topics, self.serdes, store, self.rootcoord, settings, self.objects
+        )
+        self.datacoord.recover()
+        self._started(self.datacoord)
+
+    def _start_datanode(self, cfg: Config) -> None:
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
+        fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
+        self.datanode = DataNode(
+            self.log,
+            self.topics,
+            self.serdes,
+            store,
+            self._store(),
+            self.rootcoord,
+            buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
+            dml_log=fed,
+            max_clock_skew_ms=cfg.max_clock_skew_ms,
+        )
+        self.datanode.recover()
+        self._stack.callback(self.datanode.close)
+        self._started(self.datanode)
+        if fed is not None:
+            self._start_spark_job(cfg, fed)
+
+    def _open_indexnode(self, cfg: Config) -> None:
+        """Opens the index node's state (it starts after the data node recovered)."""
+        store = self._opened(RocksDBStateStore(cfg.state_dir() / "indexnode"))
+        self.indexnode = IndexNode(
+            self.log,
+            self.topics,
+            self.serdes,
+            store,
+            self._store(),
+            self.rootcoord,
+            build_threads=cfg.index_build_threads,
+        )
+
+    def _start_indexnode(self) -> None:
+        """Recovers the index node from ddl and coord, then starts its consumer and builder."""
+        assert self.indexnode is not None, "opened by _open_indexnode"
+        self.indexnode.recover()
+        self._started(self.indexnode)
+
+    def _start_spark_job(self, cfg: Config, fed: FedLog) -> None:
+        """Starts the Spark engine's streaming query that feeds the data node's dml reader
+        (its session starts on a background thread: opening never waits for the JVM)."""
+        import importlib.util
+        import os
+        import shutil
+
+        from vectorlog.config import ConfigError
+        from vectorlog.streams.log.embedded import EmbeddedLog
+
+        if importlib.util.find_spec("pyspark") is None:
+            raise ConfigError('datanode="spark" needs PySpark: pip install "vectorlog[spark]"')
+        if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+            raise ConfigError('datanode="spark" needs Java 17 (java on PATH, or JAVA_HOME)')
+        assert fed.records is not None, "DataNode.recover() creates the fed reader"
+        log_uri = self.log.path if isinstance(self.log, EmbeddedLog) else cfg.log
+        self.spark_job = SparkDataNodeJob(fed.records, log_uri, cfg.spark_master)
+        self._started(self.spark_job)
+
+    def _store(self) -> PyArrowObjectStore:
+        """Returns the object store (there is one while the data node is on)."""
+        assert self.objects is not None
+        return self.objects
+
+    def _opened(self, thing: _T) -> _T:
+        """Registers `thing.close` to run at close; returns thing."""
+        self._stack.callback(thing.close)  # type: ignore[attr-defined]
+        return thing
+
+    def _started(self, processor: Any) -> None:
+        """Starts a processor's threads and registers their stop to run at close."""
+        processor.start()
+        self._stack.callback(processor.stop)
+
+    def close(self) -> None:
+        """Stops the processors and closes the log and the state store (idempotent)."""
+        self._stack.close()

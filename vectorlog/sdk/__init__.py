@@ -1,0 +1,1 @@
+"""The in-process SDK: `Client`, MilvusClient-style."""

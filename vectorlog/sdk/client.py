@@ -1,0 +1,675 @@
+"""`vectorlog.Client`: MilvusClient-style methods over an embedded or Kafka-backed cluster.
+
+`Client("./my.db")` opens embedded mode (all state under that directory, like Milvus Lite);
+`Client("kafka://host:9092")` runs the same processors on Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from vectorlog.config import Config
+from vectorlog.core.errors import InvalidArgument, PartitionNotFound
+from vectorlog.core.model import (
+    CollectionInfo,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+    check_name,
+    metric_name,
+    partition_tag,
+    quick_schema,
+)
+from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.runners.standalone import Standalone
+
+if TYPE_CHECKING:
+    from vectorlog.jobs.bulkinsert import BulkInserter
+    from vectorlog.jobs.compaction import Compactor
+from vectorlog.core.types import (
+    CONSISTENCY_PROPERTY,
+    LEVEL_CODES,
+    DeleteResult,
+    Hit,
+    IndexSpec,
+    InsertResult,
+    ReadAt,
+    SearchOptions,
+    collection_level,
+    with_level,
+)
+
+
+class SchemaBuilder:
+    """A collection schema under construction (MilvusClient.create_schema())."""
+
+    def __init__(
+        self, auto_id: bool = False, description: str = "", enable_dynamic_field: bool = False
+    ) -> None:
+        self.auto_id, self.description = auto_id, description
+        self.enable_dynamic_field = enable_dynamic_field
+        self.fields: list[FieldSchema] = []
+
+    def add_field(
+        self,
+        field_name: str,
+        datatype: DataType,
+        is_primary: bool = False,
+        auto_id: bool | None = None,
+        dim: int | None = None,
+        max_length: int | None = None,
+        metric_type: str | None = None,
+        description: str = "",
+        element_type: DataType | None = None,
+        max_capacity: int | None = None,
+        nullable: bool = False,
+        default_value: Any = None,
+    ) -> SchemaBuilder:
+        """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
+        elements; scalars: `nullable`, `default_value`); returns self so calls chain."""
+        auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
+        self.fields.append(
+            FieldSchema(
+                field_name,
+                datatype,
+                is_primary,
+                auto,
+                dim,
+                metric_type,
+                max_length,
+                description,
+                element_type=element_type,
+                max_capacity=max_capacity,
+                nullable=nullable,
+                default_value=default_value,
+            )
+        )
+        return self
+
+    def build(self, metric_type: str) -> CollectionSchema:
+        fields = tuple(
+            FieldSchema(
+                f.name,
+                f.dtype,
+                f.is_primary,
+                f.auto_id,
+                f.dim,
+                metric_name(f.metric_type or metric_type),
+                f.max_length,
+                f.description,
+            )
+            if f.dtype is DataType.FLOAT_VECTOR
+            else f
+            for f in self.fields
+        )
+        return CollectionSchema(
+            fields, self.description, enable_dynamic_field=self.enable_dynamic_field
+        )
+
+
+class IndexParams(list[IndexSpec]):
+    """Indexes to create (MilvusClient.prepare_index_params())."""
+
+    def add_index(
+        self,
+        field_name: str,
+        index_type: str = "",
+        index_name: str = "",
+        metric_type: str | None = None,
+        params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> IndexParams:
+        """Adds an index, as pymilvus: `index_type` "" is AUTOINDEX, `metric_type` None is
+        COSINE, the name defaults to the field's; other keyword arguments are build
+        parameters like those of `params` (ints or decimal strings). Returns self."""
+        build = {**(params or {}), **kwargs}
+        self.append(IndexSpec(field_name, index_type, metric_type, build, index_name or None))
+        return self
+
+
+def index_specs(index_params: Any) -> list[IndexSpec]:
+    """Returns the indexes of `index_params`: ours, or pymilvus's IndexParams (IndexParam
+    objects with field_name, index_name and get_index_configs()). Raises InvalidArgument."""
+    if not isinstance(index_params, (list, tuple)):
+        raise InvalidArgument(f"index_params must be IndexParams, not {index_params!r:.60}")
+    specs = []
+    for p in index_params:
+        if isinstance(p, IndexSpec):
+            specs.append(p)
+        elif hasattr(p, "field_name") and hasattr(p, "get_index_configs"):
+            configs = dict(p.get_index_configs())
+            kind, metric = configs.pop("index_type", ""), configs.pop("metric_type", None)
+            build = {**(configs.pop("params", None) or {}), **configs}
+            specs.append(IndexSpec(p.field_name, kind, metric, build, p.index_name or None))
+        else:
+            raise InvalidArgument(f"index_params holds {p!r:.60}, not an index")
+    return specs
+
+
+def check_indexes(schema: CollectionSchema, specs: list[IndexSpec]) -> None:
+    """Checks `specs` against `schema` before anything is created: each valid, at most one
+    per field and per name. Raises InvalidArgument naming the problem."""
+    seen: dict[str, str] = {}
+    for spec in specs:
+        body = spec.resolved(schema)
+        for key in ("field_name", "index_name"):
+            if seen.setdefault(f"{key}={body[key]}", body["index_name"]) != body["index_name"]:
+                raise InvalidArgument(f"index_params has two indexes with {key} {body[key]!r}")
+
+
+class Client:
+    """A connection to a vectorlog cluster; a context manager."""
+
+    def __init__(self, uri: str | None = None, **settings: Any) -> None:
+        """Opens `uri` (a directory, or kafka://host:port); without one, VECTORLOG_LOG or
+        ./vectorlog-data. `settings` override Config fields (see vectorlog/config.py)."""
+        self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
+        self._cluster = Standalone(self.cfg)
+        self._proxy: ProxyService = self._cluster.proxy
+        self._session_ts = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def cluster(self) -> Standalone:
+        """The embedded cluster this client runs: its log, topics and processors' services
+        (for operators, replay tooling and tests; requests go through the Client)."""
+        return self._cluster
+
+    def close(self) -> None:
+        self._cluster.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- collections ------------------------------------------------------------------------
+    @staticmethod
+    def create_schema(
+        auto_id: bool = False, description: str = "", enable_dynamic_field: bool = False
+    ) -> SchemaBuilder:
+        """Returns a schema builder; `enable_dynamic_field` keeps unknown keys in `$meta`."""
+        return SchemaBuilder(auto_id, description, enable_dynamic_field)
+
+    def create_collection(
+        self,
+        collection_name: str,
+        dimension: int | None = None,
+        *,
+        schema: SchemaBuilder | CollectionSchema | None = None,
+        primary_field_name: str = "id",
+        id_type: str = "int",
+        vector_field_name: str = "vector",
+        metric_type: str = "COSINE",
+        auto_id: bool = False,
+        num_shards: int = 1,
+        max_length: int = 65_535,
+        properties: dict[str, str] | None = None,
+        index_params: IndexParams | None = None,
+        enable_dynamic_field: bool = True,
+        consistency_level: str | int | None = None,
+    ) -> None:
+        """Creates a collection, as MilvusClient: quick setup with `dimension=` (primary key
+        `primary_field_name`, vector field `vector_field_name`, an AUTOINDEX index on it with
+        `metric_type`, COSINE by default, the dynamic field unless `enable_dynamic_field`
+        is False), or a full `schema=` with the indexes of
+        `index_params` created right after it (without an index, searches use the metric of
+        the vector field, `metric_type`). Reads that name no consistency level read at
+        `consistency_level` ("Strong", "Bounded", "Session", "Eventually"; None: Strong).
+        Raises InvalidArgument (nothing is created if the schema or an index is bad),
+        CollectionExists."""
+        if schema is None:
+            if dimension is None:
+                raise InvalidArgument("create_collection needs dimension= or schema=")
+            if index_params:
+                raise InvalidArgument(
+                    "index_params needs schema= (quick setup creates an AUTOINDEX index)"
+                )
+            specs = [IndexSpec(vector_field_name, "AUTOINDEX", metric_type)]
+            built = quick_schema(
+                dimension,
+                metric_type,
+                auto_id,
+                primary_field_name,
+                vector_field_name,
+                id_type,
+                max_length,
+                enable_dynamic_field=enable_dynamic_field,  # on by default, as Milvus
+            )
+        else:
+            specs = index_specs(index_params or [])
+            built = schema.build(metric_type) if isinstance(schema, SchemaBuilder) else schema
+        check_indexes(built.validated(), specs)
+        props = with_level(properties, consistency_level)
+        self._proxy.create_collection(collection_name, built, num_shards, props)
+        for spec in specs:
+            self._proxy.create_index(collection_name, spec)
+
+    def drop_collection(self, collection_name: str) -> None:
+        self._proxy.drop_collection(collection_name)
+
+    def rename_collection(self, old_name: str, new_name: str) -> None:
+        self._proxy.rename_collection(old_name, new_name)
+
+    def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
+        return self._proxy.has_collection(collection_name, as_of)
+
+    def list_collections(self, as_of: int | None = None) -> list[str]:
+        """Returns the collection names (as of a hybrid timestamp), sorted."""
+        return self._proxy.list_collections(as_of)
+
+    def describe_collection(self, collection_name: str, as_of: int | None = None) -> dict[str, Any]:
+        """Returns MilvusClient's description of a collection (or alias), as of `as_of`.
+
+        Raises CollectionNotFound.
+        """
+        return describe(self._proxy.describe_collection(collection_name, as_of))
+
+    # -- partitions -------------------------------------------------------------------------
+    def create_partition(self, collection_name: str, partition_name: str) -> None:
+        self._proxy.create_partition(collection_name, partition_name)
+
+    def drop_partition(self, collection_name: str, partition_name: str) -> None:
+        self._proxy.drop_partition(collection_name, partition_name)
+
+    def has_partition(
+        self, collection_name: str, partition_name: str, as_of: int | None = None
+    ) -> bool:
+        """Returns whether the collection has the partition. Raises InvalidName for a
+        partition name Milvus's partition tag check refuses (empty, over 255 characters,
+        or other than letters, digits, `_` and `-`), CollectionNotFound."""
+        check_name("collection", collection_name)
+        partition_tag(partition_name)
+        return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
+
+    # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
+    def load_collection(self, collection_name: str, timeout: float | None = None) -> None:
+        """Accepted as MilvusClient's, with nothing to do. Raises CollectionNotFound."""
+        self._proxy.describe_collection(collection_name)
+
+    def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
+        """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
+        Raises CollectionNotFound."""
+        self._proxy.describe_collection(collection_name)
+
+    def load_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        """Accepted, with nothing to do. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, partition_names)
+
+    def release_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        """Accepted, with nothing done. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, partition_names)
+
+    def get_load_state(
+        self, collection_name: str, partition_name: str = "", timeout: float | None = None
+    ) -> dict[str, str]:
+        """Returns {"state": "Loaded"}. Raises CollectionNotFound, PartitionNotFound."""
+        self._known_partitions(collection_name, [partition_name] if partition_name else [])
+        return {"state": "Loaded"}
+
+    def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        parts = self._proxy.describe_collection(collection_name).partitions
+        for name in partition_names:
+            if name not in parts:
+                raise PartitionNotFound(collection_name, name)
+
+    def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
+        parts = self._proxy.describe_collection(collection_name, as_of).partitions
+        return sorted(parts, key=lambda name: parts[name])
+
+    # -- aliases -----------------------------------------------------------------------------
+    def create_alias(self, collection_name: str, alias: str) -> None:
+        self._proxy.create_alias(collection_name, alias)
+
+    def drop_alias(self, alias: str) -> None:
+        self._proxy.drop_alias(alias)
+
+    def alter_alias(self, collection_name: str, alias: str) -> None:
+        self._proxy.alter_alias(collection_name, alias)
+
+    def describe_alias(self, alias: str) -> dict[str, str]:
+        """Returns {"alias", "collection_name"}. Raises AliasNotFound."""
+        return {"alias": alias, "collection_name": self._proxy.describe_alias(alias)}
+
+    def list_aliases(self, collection_name: str = "", as_of: int | None = None) -> dict[str, Any]:
+        """Returns {"aliases": [...], "collection_name"}: one collection's, or all."""
+        if collection_name:
+            return {
+                "aliases": self._proxy.describe_collection(collection_name, as_of).aliases,
+                "collection_name": collection_name,
+            }
+        return {"aliases": self._proxy.list_aliases(as_of), "collection_name": ""}
+
+    # -- indexes ------------------------------------------------------------------------------
+    @staticmethod
+    def prepare_index_params() -> IndexParams:
+        """Returns an empty IndexParams to `add_index` to (MilvusClient's)."""
+        return IndexParams()
+
+    def create_index(
+        self, collection_name: str, index_params: IndexParams, timeout: float | None = None
+    ) -> None:
+        """Creates each index of `index_params` (ours or pymilvus's); the index node builds
+        it on every Flushed segment. An index identical to an existing one is a no-op.
+        Raises InvalidArgument (checked for every index before any is created), IndexExists
+        (another index on the field or with the name), CollectionNotFound."""
+        specs = index_specs(index_params)
+        if not specs:
+            raise InvalidArgument("index_params is empty: no index can be created")
+        check_indexes(self._proxy.describe_collection(collection_name).schema, specs)
+        for spec in specs:
+            self._proxy.create_index(collection_name, spec)
+
+    def drop_index(self, collection_name: str, index_name: str) -> None:
+        """Drops an index (searches then use the vector field's metric); dropping one that
+        does not exist is a no-op, as in Milvus. Raises CollectionNotFound."""
+        self._proxy.drop_index(collection_name, index_name)
+
+    def list_indexes(self, collection_name: str, field_name: str | None = "") -> list[str]:
+        """Returns the names of the collection's indexes (on `field_name` only, if given)."""
+        indexes = self._proxy.describe_collection(collection_name).indexes
+        return sorted(
+            n for n, ix in indexes.items() if not field_name or ix["field_name"] == field_name
+        )
+
+    def describe_index(
+        self, collection_name: str, index_name: str, as_of: int | None = None
+    ) -> dict[str, Any]:
+        """Returns {index_type, metric_type, params, field_name, index_name, total_rows,
+        indexed_rows, pending_index_rows, state} as Milvus: params as created, rows of the
+        Flushed segments and how many are indexed, state "Finished" once all are (also with
+        none). Raises IndexNotFound, CollectionNotFound."""
+        return self._proxy.describe_index(collection_name, index_name, as_of)
+
+    def get_collection_stats(self, collection_name: str) -> dict[str, int]:
+        """Returns {"row_count": rows visible now}."""
+        at = ReadAt(session_ts=self._session_ts)
+        return {"row_count": self._proxy.count(collection_name, at)}
+
+    def get_partition_stats(self, collection_name: str, partition_name: str) -> dict[str, int]:
+        """Returns {"row_count": rows of the partition visible now}. Raises
+        CollectionNotFound, InvalidArgument naming a partition that does not exist."""
+        rows = self.query(collection_name, "", ["count(*)"], partition_names=[partition_name])
+        return {"row_count": int(rows[0]["count(*)"])}
+
+    # -- flush and segments --------------------------------------------------------------------
+    def flush(
+        self, collection_name: str, timeout: float | None = None, wait: bool = True
+    ) -> list[int]:
+        """Seals every Growing segment of the collection and waits until its segments are
+        Flushed (their binlogs written); returns their ids. With `wait=False` it returns the
+        ids at once (seed 003's asynchronous flush). Raises CollectionNotFound, FlushTimeout."""
+        return self._proxy.flush(collection_name, wait, timeout)
+
+    def bulk_insert(
+        self,
+        collection_name: str,
+        files: list[Any],
+        partition_name: str | None = None,
+        wait: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Imports files in Milvus's bulk insert formats (each entry a .parquet or .json path,
+        or a list of `<field>.npy` paths) as Flushed segments, through a Spark job that writes
+        binlogs directly; only the commit goes on the log. With `wait`, returns the task's
+        state once Completed: every row is visible, at one ts (`timestamp`), to any read
+        after the call. Without, returns at once ({"task_id", "state": "Importing", ...};
+        poll `get_bulk_insert_state`). `progress(units done, units)` is called as files (or
+        Parquet row groups) are written. `options={"backup": True}` (Milvus's) imports Milvus
+        binlog segments instead: each entry [insert_log segment dir, delta_log segment dir].
+        Raises InvalidArgument (ImportFileError naming the file), CollectionNotFound before
+        anything is written; with `wait`, the job's error, after deleting what it wrote: a
+        failed import leaves nothing visible."""
+        job = self._bulk().submit(collection_name, files, partition_name, progress, options, wait)
+        if not wait:
+            return job.as_dict()
+        self._session_ts = max(self._session_ts, job.timestamp)
+        return job.as_dict()
+
+    def get_bulk_insert_state(self, task_id: int) -> dict[str, Any]:
+        """Returns a bulk insert task's state (Pending, Importing, Committing, Completed,
+        Failed), progress in percent, row_count and failed_reason. Raises NotFound for a
+        task this process did not start (task states are not kept across restarts)."""
+        return self._bulk().state(task_id).as_dict()
+
+    def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:
+        """Returns the bulk insert tasks this process started, oldest first."""
+        return [job.as_dict() for job in self._bulk().jobs_of(collection_name)]
+
+    def _bulk(self) -> BulkInserter:
+        if self._cluster.bulk is None:
+            raise InvalidArgument("bulk insert needs the data node (datanode is 'off')")
+        return self._cluster.bulk
+
+    def compact(self, collection_name: str, wait: bool = False) -> int:
+        """Starts a compaction of the collection (Milvus's `compact`): its small Flushed
+        segments of each partition and vchannel are merged, and rows deleted or replaced
+        before the log retention horizon are dropped; reads give the same answers before and
+        after, as of any ts within retention. Returns the job id (`get_compaction_state`);
+        with `wait`, once the job ended. Raises CollectionNotFound, InvalidArgument (data
+        node off)."""
+        return self._compactor().compact(collection_name, wait).job_id
+
+    def get_compaction_state(self, job_id: int) -> str:
+        """Returns a compaction job's state: "Executing", "Completed" or "Failed". Raises
+        NotFound for a job this process did not start."""
+        return self._compactor().state(job_id).state
+
+    def get_compaction_plans(self, job_id: int) -> dict[str, Any]:
+        """Returns a compaction job: its state, plans (groups merged), what each new segment
+        merged (`merged`: new id -> old ids), rows dropped, failures. Raises NotFound."""
+        job = self._compactor().state(job_id)
+        return {
+            "job_id": job.job_id,
+            "collection_name": job.collection_name,
+            "state": job.state,
+            "plans": job.plans,
+            "merged": dict(job.merged),
+            "dropped_rows": job.dropped_rows,
+            "failures": list(job.failures),
+        }
+
+    def _compactor(self) -> Compactor:
+        if self._cluster.compactor is None:
+            raise InvalidArgument("compaction needs the data node (datanode is 'off')")
+        return self._cluster.compactor
+
+    def get_flush_state(self, segment_ids: list[int]) -> bool:
+        """Returns whether every given segment is Flushed."""
+        return self._proxy.get_flush_state(segment_ids)
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        """Returns per segment {segment_id, collection_id, partition_id, insert_channel,
+        num_rows, state, start_position, dml_position, max_row_num, last_expire_time}."""
+        return self._proxy.get_segment_info(segment_ids)
+
+    def list_segments(self, collection_name: str) -> list[dict[str, Any]]:
+        """Returns the info of every segment of a collection."""
+        return self._proxy.list_segments(collection_name)
+
+    # -- data ---------------------------------------------------------------------------------
+    def insert(
+        self, collection_name: str, data: Any, partition_name: str | None = None
+    ) -> InsertResult:
+        """Inserts rows; returns {insert_count, ids, timestamp} after the log made them durable."""
+        res = self._proxy.insert(collection_name, data, partition_name)
+        self._session_ts = max(self._session_ts, res["timestamp"])
+        return res
+
+    def upsert(
+        self, collection_name: str, data: Any, partition_name: str | None = None
+    ) -> dict[str, Any]:
+        """Inserts rows or replaces the rows with the same primary keys (required, even with
+        auto_id), atomically at one ts; returns {upsert_count, ids, timestamp} once durable."""
+        res = self._proxy.insert(collection_name, data, partition_name, upsert=True)
+        self._session_ts = max(self._session_ts, res["timestamp"])
+        return {
+            "upsert_count": res["insert_count"],
+            "ids": res["ids"],
+            "timestamp": res["timestamp"],
+        }
+
+    def delete(
+        self,
+        collection_name: str,
+        ids: Any = None,
+        *,
+        filter: str | None = None,  # noqa: A002 (MilvusClient's name)
+        partition_name: str | None = None,
+        filter_params: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """Deletes the rows with primary keys `ids`, or the rows matching `filter` now
+        (exactly one of the two); returns {delete_count, timestamp} once durable.
+
+        A filter delete reads the matching keys at a Strong ts and appends their key
+        deletes, so replaying the log deletes the same rows; delete_count is their number
+        (for `ids`, the number of keys given). Raises InvalidArgument, InvalidExpression."""
+        res = self._proxy.delete(collection_name, ids, partition_name, filter, filter_params)
+        self._session_ts = max(self._session_ts, res["timestamp"])
+        return res
+
+    def search(
+        self,
+        collection_name: str,
+        data: Any,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        search_params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        partition_names: list[str] | None = None,
+        anns_field: str | None = None,
+        *,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+        filter_params: dict[str, Any] | None = None,
+        offset: int = 0,
+        group_by_field: str | None = None,
+        group_size: int | None = None,
+        strict_group_size: bool = False,
+    ) -> list[list[Hit]]:
+        """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"},
+        nearest first: rows matching `filter` (a Milvus boolean expression, `{name}`
+        placeholders from `filter_params`), after skipping `offset` hits (limit + offset <=
+        16384); with `group_by_field`, the best `group_size` (default 1, at most 10) hits of
+        each of up to `limit` distinct values of that field, a group's hits together
+        (`offset` skips groups). `search_params` = {"metric_type": the index's, "params":
+        {...}}; a `radius` (and `range_filter`) among the params makes it a range search,
+        every hit in range (Milvus's bounds: L2 range_filter <= d < radius, IP and COSINE
+        radius < d <= range_filter), exact whatever the index.
+        `entity` holds `output_fields` (none by default, as Milvus). Raises InvalidArgument,
+        InvalidExpression (with the error's position), ConsistencyTimeout."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        options = SearchOptions(
+            filter,
+            filter_params,
+            search_params,
+            anns_field,
+            offset,
+            group_by_field,
+            group_size,
+            strict_group_size,
+        )
+        return self._proxy.search(
+            collection_name, data, limit, output_fields, partition_names, at, options
+        )
+
+    def query(
+        self,
+        collection_name: str,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
+        output_fields: list[str] | None = None,
+        timeout: float | None = None,
+        ids: Any = None,
+        partition_names: list[str] | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+        filter_params: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the rows matching `filter` (or with primary keys `ids`, not both), in
+        primary-key order, from the `offset`-th, at most `limit` (limit + offset <= 16384).
+        Each row has `output_fields` and its primary key (default: every field, the vector
+        too, as Milvus); output_fields=["count(*)"] returns [{"count(*)": n}]. As Milvus, an
+        empty filter needs a limit (or ids, or count(*)). Raises InvalidArgument,
+        InvalidExpression, ConsistencyTimeout."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        return self._proxy.query(
+            collection_name,
+            filter,
+            output_fields,
+            limit,
+            offset,
+            ids,
+            partition_names,
+            at,
+            filter_params,
+        )
+
+    def get(
+        self,
+        collection_name: str,
+        ids: Any,
+        output_fields: list[str] | None = None,
+        timeout: float | None = None,
+        *,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Returns the entities with these primary keys (all fields unless output_fields)."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        return self._proxy.get(collection_name, ids, output_fields, at)
+
+
+def describe(info: CollectionInfo) -> dict[str, Any]:
+    """Returns the MilvusClient-shaped description of a collection (without the dynamic
+    field `$meta`, as Milvus)."""
+    fields = []
+    for f in info.schema.user_fields:
+        params: dict[str, Any] = {}
+        if f.dim is not None:
+            params["dim"] = f.dim
+        if f.max_length is not None:
+            params["max_length"] = f.max_length
+        if f.metric_type:
+            params["metric_type"] = f.metric_type
+        if f.max_capacity is not None:
+            params["max_capacity"] = f.max_capacity
+        d = {
+            "field_id": f.field_id,
+            "name": f.name,
+            "description": f.description,
+            "type": f.dtype,
+            "params": params,
+        }
+        if f.is_primary:
+            d.update(is_primary=True, auto_id=f.auto_id)
+        if f.element_type is not None:
+            d["element_type"] = f.element_type
+        if f.nullable:
+            d["nullable"] = True
+        if f.default_value is not None:
+            d["default_value"] = f.default_value
+        fields.append(d)
+    return {
+        "collection_name": info.name,
+        "collection_id": info.collection_id,
+        "auto_id": info.schema.primary.auto_id,
+        "num_shards": info.shards_num,
+        "description": info.schema.description,
+        "fields": fields,
+        "aliases": list(info.aliases),
+        "virtual_channel_names": list(info.vchannels),
+        "num_partitions": len(info.partitions),
+        "partitions": sorted(info.partitions, key=lambda n: info.partitions[n]),
+        "indexes": sorted(info.indexes),
+        "properties": {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY},
+        "consistency_level": LEVEL_CODES[collection_level(info.properties)],
+        "created_timestamp": info.created_ts,
+        "enable_dynamic_field": info.schema.enable_dynamic_field,
+    }
