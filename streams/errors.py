@@ -95,7 +95,9 @@ class LogWriteReadOnly(LogWriteFailed):
 
 
 class LogDirGone(LogWriteFailed, DataDirGone):
-    what = "refused, nothing was written (restart the process to open what is now at that path)"
+    what = (
+        "refused, nothing was written (close it and open a new one to use what is now at that path)"
+    )
 
 
 class LogWriteOutcomeUnknown(LogWriteFailed, WriteOutcomeUnknown):

@@ -13,6 +13,13 @@ with their reason and position, and consumption goes on, when they:
     recovery re-broadcasts a DDL with its original ts, and consumers treat it as a no-op.
 A record the sink dead-lettered before (`seen`) is skipped without a second look: the
 decision is final, even once the clock has passed its ts, so every replay agrees.
+
+Batches (`streams.batches`): the records of one append that carry a batch header are released
+together. A partition's pack that would hold a part of a batch not yet whole waits, with the
+packs after it on that partition, until the batch is whole (every part read) or torn (a tick at
+or past its ts read on every partition short of parts): a torn batch's parts are dead-lettered,
+naming their batch and position, and never delivered. So a multi-partition write that a crash
+cut short on Kafka is never partly visible.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from dataclasses import dataclass, field
 from vectorlog.core.hybridts import LOGICAL_BITS, compose, physical_ms, wall_ms
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.batches import Batches, BatchTag, count_back
+from vectorlog.streams.log.base import Log, Record, start_offsets
 
 TIME_TICK = "TimeTick"
 #: DDL copies broadcast into every pchannel; a repeated one (with its original ts) is a no-op
@@ -33,6 +41,8 @@ BROADCAST_DDL = frozenset(
 #: how far ahead of the clock an event's ts may be (VECTORLOG_MAX_CLOCK_SKEW_MS)
 DEFAULT_MAX_SKEW_MS = 60_000
 DeadLetterSink = Callable[[Record, str], None]
+#: the reason a torn batch's part is dead-lettered with
+TORN_REASON = "torn batch: a tick passed its ts on every partition before all its parts came"
 
 
 def wall_clock() -> int:
@@ -77,9 +87,12 @@ class StreamPosition:
 
 @dataclass
 class _PartitionState:
-    last_tick: int
+    last_tick: int  # the highest tick read
     resumed: StreamPosition
-    pending: list[tuple[int, Event]] = field(default_factory=list)  # (offset, event)
+    cut_tick: int = 0  # the end of the last pack cut
+    #: (offset, event, its batch id or None) read, not yet cut
+    pending: list[tuple[int, Event, str | None]] = field(default_factory=list)
+    ticks: list[tuple[int, int]] = field(default_factory=list)  # (tick, offset) read, not yet cut
 
 
 class TtMsgStream:
@@ -95,14 +108,19 @@ class TtMsgStream:
         seen: Callable[[Record], bool] | None = None,
         clock: Callable[[], int] = wall_clock,
         max_skew_ms: int = DEFAULT_MAX_SKEW_MS,
+        history: Log | None = None,
     ) -> None:
         """`seen(record)`: whether `dead_letter` took that record before (it is skipped);
-        `clock()`: now as a hybrid ts (the timestamp oracle's, or the wall clock)."""
+        `clock()`: now as a hybrid ts (the timestamp oracle's, or the wall clock); `history`:
+        the log to read back from for batches resumed past (default `log`)."""
         self._serde, self._dead_letter = serde, dead_letter
         self._seen = seen or (lambda rec: False)
         self._clock, self._skew_ms, self._horizon = clock, max_skew_ms, 0
         self._backlog: list[Record] = []  # read, not yet accepted (a dead letter failed)
-        self._state = {p: _PartitionState(pos.tick, pos) for p, pos in positions.items()}
+        self._state = {p: _PartitionState(pos.tick, pos, pos.tick) for p, pos in positions.items()}
+        self._topic, self._history = topic, history or log
+        self._batches = Batches(self._count_back)
+        self._torn: set[str] = set()  # torn batches whose parts are being dead-lettered
         self._reader = log.reader(topic, {p: pos.offset for p, pos in positions.items()})
 
     def consume(self, timeout: float = 0.1, max_records: int = 2000) -> list[MsgPack]:
@@ -111,44 +129,102 @@ class TtMsgStream:
         If writing a dead letter fails, the packs cut so far are returned and the records
         not yet accepted are kept for the next call: nothing read is ever dropped, and no
         tick after an unresolved record is passed on. Raises what the sink raised if it
-        failed on the first record (the caller retries later).
+        failed on the first record, or on a torn batch's part (the caller retries later).
         """
         records = self._backlog or self._reader.poll(max_records, timeout)
-        self._backlog, packs = [], list[MsgPack]()
+        self._backlog, failed = [], None
         for i, rec in enumerate(records):
             try:
-                pack = self._accept(rec)
-            except Exception:
-                self._backlog = list(records[i:])
-                if not packs and i == 0:
-                    raise
+                self._accept(rec)
+            except Exception as exc:
+                self._backlog, failed = list(records[i:]), (i, exc)
                 break
-            if pack is not None:
-                packs.append(pack)
+        packs = self._release()
+        if failed is not None and failed[0] == 0 and not packs:
+            raise failed[1]
         return packs
 
-    def _accept(self, rec: Record) -> MsgPack | None:
-        if self._seen(rec):
-            return None  # dead-lettered before: final
+    def _accept(self, rec: Record) -> None:
+        tag = BatchTag.of(rec)
+        if self._seen(rec):  # dead-lettered before: final (a part still counts for its batch)
+            if tag is not None:
+                self._batches.add(tag, rec, self._serde.stamp(rec.value))
+            return
         try:
             event = self._serde.decode(rec.value)
         except MalformedEvent as exc:
+            if tag is not None:
+                self._batches.add(tag, rec, None)
             self._dead_letter(rec, exc.reason)
-            return None
+            return
         event.source = (rec.partition, rec.offset)
         st = self._state[rec.partition]
         if event.type != TIME_TICK and _delivered(st.resumed, rec.offset, event.ts):
-            return None
+            return
         problem = self._impossible(st, rec, event)
         if problem is not None:
             self._dead_letter(rec, problem)
-            return None
+            return
         if event.type != TIME_TICK:
-            st.pending.append((rec.offset, event))
+            if tag is not None:
+                self._batches.add(tag, rec, event.ts)
+            st.pending.append((rec.offset, event, tag.id if tag is not None else None))
+        elif event.ts > st.last_tick:  # else a repeated or stale tick (or an end marker)
+            st.last_tick = event.ts
+            st.ticks.append((event.ts, rec.offset))
+
+    def _release(self) -> list[MsgPack]:
+        """Decides the batches it can, drops the torn ones' parts, and cuts every pack whose
+        tick was read and that holds no part of an undecided batch, in order per partition.
+        Raises what the sink raised on a torn part (the rest are dropped on the next call)."""
+        if self._batches.has_open():
+            resumed = {p: st.resumed.tick for p, st in self._state.items()}
+            read = {p: st.last_tick for p, st in self._state.items()}
+            self._torn.update(self._batches.resolve(resumed, read)[1])
+        for batch_id in sorted(self._torn):
+            self._drop(batch_id)
+        packs = []
+        for p, st in self._state.items():
+            while st.ticks and not self._held(st, st.ticks[0][0]):
+                tick, offset = st.ticks.pop(0)
+                packs.append(self._cut(p, st, tick, offset))
+        return packs
+
+    def _held(self, st: _PartitionState, tick: int) -> bool:
+        """Whether the pack up to `tick` would hold a part of an undecided batch."""
+        if not self._batches.has_open():
+            return False
+        return any(
+            b is not None and e.ts <= tick and self._batches.is_open(b) for _, e, b in st.pending
+        )  # (a part read after the tick would break its promise: it was dead-lettered)
+
+    def _drop(self, batch_id: str) -> None:
+        """Dead-letters the read parts of a torn batch and forgets them."""
+        for p, st in self._state.items():
+            for offset, event, b in list(st.pending):
+                if b != batch_id:
+                    continue
+                rec = Record(self._topic, p, offset, self._serde.encode(event))
+                self._dead_letter(rec, f"{TORN_REASON} (batch {batch_id}, ts {event.ts})")
+                st.pending.remove((offset, event, b))
+        self._torn.discard(batch_id)
+
+    def _count_back(self, tag: BatchTag, partition: int, ts: int) -> int:
+        """Returns the parts of a batch that a partition resumed past holds (read back)."""
+        resumed = self._state[partition].resumed
+        if resumed.tick_offset < 0:
+            return tag.parts(partition)
+        start = start_offsets(self._history, self._topic).get(partition, 0)
+        return count_back(
+            self._history, self._topic, partition, resumed.tick_offset, tag, ts, self._ts_of, start
+        )
+
+    def _ts_of(self, rec: Record) -> tuple[int, bool] | None:
+        try:
+            event = self._serde.decode(rec.value)
+        except Exception:
             return None
-        if event.ts <= st.last_tick:
-            return None  # a repeated or stale tick (or an end marker) promises nothing new
-        return self._cut(rec, st, event.ts)
+        return event.ts, event.type == TIME_TICK
 
     def _impossible(self, st: _PartitionState, rec: Record, event: Event) -> str | None:
         """Returns why the event's ts cannot be trusted, or None if it can."""
@@ -173,13 +249,14 @@ class TtMsgStream:
         self._horizon = self._clock() + (self._skew_ms << LOGICAL_BITS)
         return ts > self._horizon
 
-    def _cut(self, rec: Record, st: _PartitionState, tick: int) -> MsgPack:
-        ready = [(o, e) for o, e in st.pending if e.ts <= tick]
-        st.pending = [(o, e) for o, e in st.pending if e.ts > tick]
+    def _cut(self, partition: int, st: _PartitionState, tick: int, offset: int) -> MsgPack:
+        # what was read after the tick (a DDL broadcast again) goes with the next one
+        ready = [(o, e) for o, e, _ in st.pending if e.ts <= tick and o < offset]
+        st.pending = [(o, e, b) for o, e, b in st.pending if e.ts > tick or o > offset]
         ready.sort(key=lambda oe: (oe[1].ts, oe[0]))
-        resume = min([o for o, _ in st.pending], default=rec.offset + 1)
-        pack = MsgPack(rec.partition, st.last_tick, tick, [e for _, e in ready], resume, rec.offset)
-        st.last_tick = tick
+        resume = min([o for o, _, _ in st.pending], default=offset + 1)
+        pack = MsgPack(partition, st.cut_tick, tick, [e for _, e in ready], resume, offset)
+        st.cut_tick = tick
         return pack
 
     def close(self) -> None:

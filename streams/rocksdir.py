@@ -7,8 +7,15 @@ compactions and its obsolete-file purge create, rewrite and delete files by name
 database created at the same path they overwrite and delete that database's files (seen:
 `Corruption: Bad table magic number` on the next open). So once the directory is gone the
 owner refuses every write (`gone()` before each write batch: one stat) and the handle is
-abandoned at close, never flushed nor closed. An abandoned handle keeps its memory and its
-in-process lock until the process exits: reopening that path needs a new process.
+abandoned at close, never flushed nor closed, with its pinned descriptor.
+
+An abandoned handle keeps RocksDB's in-process lock on `<path>/LOCK` (a table keyed by the
+path string) until the process exits; its file lock is on the deleted directory's LOCK file.
+So a new database at that path is opened through `/proc/self/fd/<fd>` of its own pinned
+descriptor (`PinnedDir.rocks_path`): another string for the lock table, naming the new
+directory's inode, so RocksDB's own file lock still guards it against other processes. As the
+lock table no longer guards against a second handle on one directory in this process,
+`PinnedDir` does: a directory (by inode) already pinned here is refused as in use.
 """
 
 from __future__ import annotations
@@ -21,6 +28,17 @@ from typing import Any
 
 _abandoned: set[str] = set()
 _abandoned_lock = threading.Lock()
+#: (st_dev, st_ino) of every directory pinned in this process (abandoned ones for good: their
+#: descriptors stay open, so their inodes are never reused)
+_pinned: set[tuple[int, int]] = set()
+_PROC_FD = "/proc/self/fd"
+
+
+class DirInUse(OSError):
+    """The directory is open (pinned) by another handle of this process already."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}/LOCK: lock hold by current process (it has it open already)")
 
 
 class PinnedDir:
@@ -32,9 +50,26 @@ class PinnedDir:
     def __init__(self, path: str | Path) -> None:
         """Raises OSError if `path` is not an existing directory."""
         self.path = os.path.abspath(path)
-        self._fd: int | None = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        st = os.fstat(self._fd)
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        st = os.fstat(fd)
         self._identity = (st.st_dev, st.st_ino)
+        with _abandoned_lock:
+            if self._identity in _pinned:
+                os.close(fd)
+                raise DirInUse(self.path)
+            _pinned.add(self._identity)
+        self._fd: int | None = fd
+
+    @property
+    def rocks_path(self) -> str:
+        """Returns the path to open RocksDB with: `path`, or, where this process abandoned a
+        handle (which keeps the lock table's entry for `path`), the pinned descriptor's
+        /proc/self/fd path."""
+        with _abandoned_lock:
+            abandoned = self.path in _abandoned
+        if abandoned and self._fd is not None and os.path.isdir(_PROC_FD):
+            return f"{_PROC_FD}/{self._fd}"
+        return self.path
 
     def gone(self) -> str | None:
         """Returns how the directory at `path` stopped being the one opened (deleted or moved
@@ -53,16 +88,19 @@ class PinnedDir:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+            with _abandoned_lock:
+                _pinned.discard(self._identity)
 
 
 def close_or_abandon(pinned: PinnedDir, *handles: Any) -> bool:
     """Closes the rocksdict `handles` (column families first, the database last) if their
-    directory is still `pinned`; else abandons them. Returns False if abandoned. Closes every
-    handle, then raises the first close error (a RocksDB error with its message), if any."""
+    directory is still `pinned`; else abandons them with `pinned` (never closed). Returns
+    False if abandoned. Closes every handle, then raises the first close error (a RocksDB
+    error with its message), if any."""
+    if pinned.gone() is not None:
+        abandon(pinned.path, *handles)
+        return False
     try:
-        if pinned.gone() is not None:
-            abandon(pinned.path, *handles)
-            return False
         failed: Exception | None = None
         for handle in handles:
             try:
@@ -78,7 +116,8 @@ def close_or_abandon(pinned: PinnedDir, *handles: Any) -> bool:
 
 def abandon(path: str, *handles: Any) -> None:
     """Leaks `handles` for good: never flushed, closed or freed (rocksdict flushes even when a
-    handle is garbage-collected, and interpreter shutdown would collect a plain reference)."""
+    handle is garbage-collected, and interpreter shutdown would collect a plain reference).
+    The next open of `path` in this process goes through `PinnedDir.rocks_path`."""
     for handle in handles:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))
     with _abandoned_lock:
@@ -87,7 +126,7 @@ def abandon(path: str, *handles: Any) -> None:
 
 def abandoned_note(path: str | Path) -> str:
     """Returns an explanation to add to an "in use" open error if this process abandoned a
-    handle on `path` (it still holds that lock), else ""."""
+    handle on `path` (it still holds that lock; met only where /proc is missing), else ""."""
     with _abandoned_lock:
         if os.path.abspath(path) not in _abandoned:
             return ""

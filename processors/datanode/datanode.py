@@ -186,6 +186,7 @@ class DataNode:
             self._dead_letter.contains,
             self.rc.now,
             self.max_clock_skew_ms,
+            self.log,  # a resumed batch is read back from the log itself, not the Spark feed
         )
 
     def start(self) -> None:

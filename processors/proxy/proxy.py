@@ -4,8 +4,10 @@ DDL and meta reads are forwarded to rootcoord.
 
 Insert: validate rows against the schema (nothing is written on error), assign auto_id keys
 and row ids, stamp one ts for the whole batch, route rows to vchannels by primary-key hash,
-take segment assignments, and append the RowsInserted events to the dml pchannels; the call
-returns only after the log acknowledged every record. A write holds rootcoord's write guard
+take segment assignments, and append the RowsInserted events to the dml pchannels as one
+batch (`streams.batches`: readers apply it whole or not at all, even when a crash on Kafka
+cut the append short); the call returns only after the log acknowledged every record, so an
+acknowledged write is whole and durable. A write holds rootcoord's write guard
 from its last check of the meta through its stamp and append, so a drop of its collection or
 partition is stamped entirely before or after it. Reads resolve a guarantee ts, wait for the
 query node's tsafe, and read at that ts; a Strong read with nothing stamped since the last
@@ -72,6 +74,7 @@ from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.storage import ObjectStore
+from vectorlog.streams.batches import batched
 from vectorlog.streams.log.base import Append, Headers, Log, with_headers
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -229,7 +232,7 @@ class Proxy:
                 records += self._shard_records(
                     info, partition, shard, idx, cols, first_row_id, per_row, ts
                 )
-            self.log.append(self.topic, with_headers(records, headers))
+            self.log.append(self.topic, batched(with_headers(records, headers)))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
 
@@ -256,7 +259,7 @@ class Proxy:
             )
             records = imports.imported_events(info, partition, stamped, job_id, ts, self.serde)
             crash_point("proxy.import.before_append")
-            self.log.append(self.topic, records)
+            self.log.append(self.topic, batched(records))
         imports.delete_quietly(self.objects, placeholders)
         return ts
 
@@ -365,7 +368,7 @@ class Proxy:
                     info, take(keys, idx), partition, ts, vch, self.serde, limit
                 ):
                     records.append(Append(pch, data, self.serde.vchannel_key(vch)))
-            self.log.append(self.topic, with_headers(records, headers))
+            self.log.append(self.topic, batched(with_headers(records, headers)))
         return {"delete_count": len(keys), "timestamp": ts}
 
     def _keys_to_delete(

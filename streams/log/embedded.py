@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.errors import (
     LogClosed,
     LogCorrupt,
@@ -94,7 +95,7 @@ def _open(path: Path) -> tuple[Rdict, PinnedDir]:
     try:
         path.mkdir(parents=True, exist_ok=True)
         pinned = PinnedDir(path)
-        return Rdict(str(path), Options(raw_mode=True)), pinned
+        return Rdict(pinned.rocks_path, Options(raw_mode=True)), pinned
     except Exception as exc:
         if pinned is not None:
             pinned.close()
@@ -237,8 +238,9 @@ class EmbeddedLog:
             self._check_open()
             offsets: list[int] = []
             wb, nxt, pos = WriteBatch(raw_mode=True), dict[int, int](), dict[int, int]()
-            for r in records:
+            for i, r in enumerate(records):
                 p = r.partition
+                between_partitions(records, i)  # nothing is written before the whole batch
                 off = nxt.get(p, self._next[(topic, p)])
                 at, stored = pos.get(p, self._pos[(topic, p)]), frame(r.key, r.value, r.headers)
                 wb.put(record_key(topic, p, off), stored)

@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.errors import (
     AppendOutcomeUnknown,
     KafkaLogError,
@@ -213,6 +214,7 @@ class KafkaLog:
         producer = self._producers.current()
         acks = Acks(len(records))
         for i, r in enumerate(records):
+            between_partitions(records, i, lambda: producer.client.flush(CLOSE_FLUSH_S))
             try:
                 self._produce(producer.client, topic, r, acks.callback(i))
             except KafkaException as exc:  # not queued: nor are the records after it

@@ -92,6 +92,37 @@ def test_the_old_process_never_damages_a_new_cluster_at_its_data_dir(
     assert in_child(fresh, "read") == written
 
 
+def test_the_same_process_opens_a_new_database_where_its_data_dir_was_deleted(
+    backend: str, client_args: dict[str, Any], open_client: ClientFactory
+) -> None:
+    """Issue 31, item 6: the abandoned handle keeps RocksDB's in-process lock on the old path,
+    yet a new Client at that path opens in this process (twice in a row), keeps what it wrote
+    across a restart, and is still refused while another Client has it open."""
+    old = open_client()
+    old.create_collection("c", dimension=4)
+    old.insert("c", rows(0, 200))
+    shutil.rmtree(data_dir(client_args))
+    old.close()  # abandons its handles: their directory is gone
+    fresh = dict(client_args)
+    if backend == "kafka":  # the old cluster's log (and lease) lives on in the broker
+        fresh["cluster"] = f"c{uuid.uuid4().hex[:10]}"
+    for round_ in range(2):  # the new database's directory is deleted in its turn
+        new = open_client(**fresh)
+        assert new.list_collections() == []
+        new.create_collection("fresh", dimension=4)
+        new.insert("fresh", rows(0, 30))
+        new.close()
+        again = open_client(**fresh)
+        assert len(again.get("fresh", list(range(30)), output_fields=["id"])) == 30
+        with pytest.raises(VectorlogError, match="in use"):  # one handle per directory
+            open_client(**fresh)
+        if round_ == 0:
+            shutil.rmtree(data_dir(client_args))
+            again.close()
+            if backend == "kafka":
+                fresh["cluster"] = f"c{uuid.uuid4().hex[:10]}"
+
+
 def first_failure(attempt: Any, tries: int = 40) -> VectorlogError:
     """Calls `attempt(i)` for i = 0, 1, ... until it raises; returns the error."""
     for i in range(tries):

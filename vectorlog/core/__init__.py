@@ -1,2 +1,2 @@
-"""The bottom layer: errors, the data model, request/response types, hybrid
-timestamps and crash points."""
+"""The bottom layer: errors, the data model, request/response types, hybrid timestamps, crash
+points and the exit hook that closes forgotten clusters."""

@@ -68,6 +68,19 @@ def crash_point(name: str) -> None:
     raise CrashPointReached(name)
 
 
+def arm_exit(name: str, skip: int = 0) -> None:
+    """Arms `name` as the environment variable does (the process ends at once with CRASH_EXIT
+    after `skip` passes), for a child process that must get past its setup first."""
+    with _lock:
+        _env_points[name] = skip
+
+
+def pending(name: str) -> bool:
+    """Returns whether `name` is armed (in-process or by env): code that must prepare what a
+    crash there leaves behind (e.g. flush what was sent so far) asks before `crash_point`."""
+    return name in _env_points or name in _armed
+
+
 @contextlib.contextmanager
 def armed(name: str, skip: int = 0) -> Iterator[list[str]]:
     """Arms `name` to fire after `skip` passes, for the `with` block; yields the points reached.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vectorlog.config import Config, ConfigError
+from vectorlog.core import exits
 from vectorlog.engines.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.jobs.bulkinsert import BulkInserter
 from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
@@ -101,11 +102,13 @@ class Standalone:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self._stack = contextlib.ExitStack()
+        self._stack.callback(exits.closed, self)  # runs last: closed once all is stopped
         try:
             self._start(cfg)
         except BaseException:
             self._stack.close()
             raise
+        exits.opened(self)  # a program that forgets to close it: closed at exit
 
     def _start(self, cfg: Config) -> None:
         self.db = self._opened(_open_state(cfg))

@@ -108,7 +108,9 @@ class StateWriteReadOnly(StateWriteFailed):
 class StateDirGone(StateWriteFailed, DataDirGone):
     """The store's directory was deleted or replaced while open: every write is refused."""
 
-    what = "refused, nothing was written (restart the process to open what is now at that path)"
+    what = (
+        "refused, nothing was written (close it and open a new one to use what is now at that path)"
+    )
 
 
 class InvalidStateKey(StateError, ValueError):

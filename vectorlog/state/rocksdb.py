@@ -81,7 +81,8 @@ def _open_rdict(path: Path, max_total_wal_bytes: int) -> tuple[Rdict, PinnedDir]
         # without this cap the WAL grows with everything ever written (seen: 191 MB of WAL
         # beside 191 MB of tables). Past the cap RocksDB flushes the column families pinning it.
         options.set_max_total_wal_size(max_total_wal_bytes)
-        return Rdict(str(path), options, column_families=_column_families(path)), pinned
+        families = _column_families(path)
+        return Rdict(pinned.rocks_path, options, column_families=families), pinned
     except Exception as exc:
         if pinned is not None:
             pinned.close()

@@ -42,6 +42,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from vectorlog.core import exits
+from vectorlog.streams.batches import BATCH_HEADER
 from vectorlog.streams.errors import LogClosed, LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 
@@ -267,6 +269,7 @@ def acquire_session(master: str | None) -> SparkSession:
                 if str(sc.master).startswith("local"):
                     sc.pythonExec = sys.executable
             _Shared.session, _Shared.owned, _Shared.users = session, not running, 0
+            exits.run_first()  # before PySpark's kill of the JVM it may just have started
         _Shared.users += 1
         return session
 
@@ -401,10 +404,13 @@ class SparkDataNodeJob:
             table = frame.toArrow()
             if table.num_rows:
                 table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
-                names = ("partition", "offset", "key", "value")
+                names = ("partition", "offset", "key", "value", "batch")
                 cols = [table.column(c).to_pylist() for c in names]
                 topic = self.records.topic
-                batch = [Record(topic, p, o, v, k) for p, o, k, v in zip(*cols, strict=True)]
+                batch = [
+                    Record(topic, p, o, v, k, ((BATCH_HEADER, b),) if b is not None else ())
+                    for p, o, k, v, b in zip(*cols, strict=True)
+                ]
                 self.records.offer(batch)
         except Exception as exc:
             if not self._stopping.is_set():  # else: the query's own interruption

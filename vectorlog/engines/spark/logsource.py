@@ -9,7 +9,7 @@ backends:
           .option("log", "/data/log")              # an embedded log directory, or kafka://h:p
           .option("topic", "vectorlog.dml")
           .option("startingOffsets", '{"0": 120, "1": 0}')   # next offset per partition
-          .load())                                 # rows: partition, offset, key, value
+          .load())                         # rows: partition, offset, key, value, batch
 
 Partitions are the topic's partitions; a streaming offset is {"<partition>": next offset} (a
 JSON dict); a micro-batch [start, end) of a partition is one Spark task, and `read` yields
@@ -49,6 +49,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.streams.batches import BATCH_HEADER
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Record
 from vectorlog.streams.log.secondary import EmbeddedFollower
@@ -60,6 +61,7 @@ SCHEMA = StructType(
         StructField("offset", LongType(), False),
         StructField("key", BinaryType(), True),
         StructField("value", BinaryType(), False),
+        StructField("batch", BinaryType(), True),  # the record's BATCH_HEADER (streams.batches)
     ]
 )
 KAFKA_PREFIX = "kafka://"
@@ -332,17 +334,18 @@ def _kafka_partitions(consumer: Any, topic: str) -> int:
 
 def _arrow_batches(records: Iterator[Record]) -> Iterator[pa.RecordBatch]:
     schema = _arrow_schema()
-    cols: tuple[list[int], list[int], list[bytes | None], list[bytes]] = ([], [], [], [])
-    size = 0
+    cols: tuple[list[int], list[int], list[bytes | None], list[bytes], list[bytes | None]]
+    cols, size = ([], [], [], [], []), 0
     for rec in records:
         cols[0].append(rec.partition)
         cols[1].append(rec.offset)
         cols[2].append(rec.key)
         cols[3].append(rec.value)
+        cols[4].append(rec.header(BATCH_HEADER))
         size += len(rec.value)
         if len(cols[0]) >= _ROWS_PER_ARROW_BATCH or size >= 16 << 20:
             yield _batch(cols, schema)
-            cols, size = ([], [], [], []), 0
+            cols, size = ([], [], [], [], []), 0
     if cols[0]:
         yield _batch(cols, schema)
 
