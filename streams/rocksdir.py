@@ -26,6 +26,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from vectorlog.core.errors import VectorlogError
+
 _abandoned: set[str] = set()
 _abandoned_lock = threading.Lock()
 #: (st_dev, st_ino) of every directory pinned in this process (abandoned ones for good: their
@@ -34,8 +36,9 @@ _pinned: set[tuple[int, int]] = set()
 _PROC_FD = "/proc/self/fd"
 
 
-class DirInUse(OSError):
-    """The directory is open (pinned) by another handle of this process already."""
+class DirInUse(VectorlogError, OSError):
+    """The directory is open (pinned) by another handle of this process already. An OSError
+    too, with RocksDB's own message, so the open failure is classified as RocksDB's is."""
 
     def __init__(self, path: str) -> None:
         super().__init__(f"{path}/LOCK: lock hold by current process (it has it open already)")

@@ -13,6 +13,7 @@ from vectorlog.core.errors import DataDirGone, DiskFull
 from vectorlog.streams.errors import LogDirGone, LogDiskFull, LogInUse, LogNoSpace
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.log.embedded import EmbeddedLog
+from vectorlog.streams.scan import read_to_end
 
 
 def opened(path: Path, records: int = 200) -> EmbeddedLog:
@@ -54,8 +55,15 @@ def test_the_old_handle_never_writes_into_a_new_log_at_the_path(tmp_path: Path) 
     assert in_child("log", path, "write") == ROWS  # another process creates a new log there
     old.close()  # a plain close flushes its memtable into files named by path
     assert in_child("log", path, "read") == ROWS
-    with pytest.raises(LogInUse, match="abandoned"):  # this process still holds its lock
-        EmbeddedLog(path)
+    reopened = EmbeddedLog(path)  # this process opens the new log too (issue 31 item 6)
+    try:
+        values = [r.value for r in read_to_end(reopened, "t")]
+        assert sum(v.startswith(b"n") for v in values) == ROWS  # the child's rows
+        assert not [v for v in values if v.startswith(b"old")]  # none of the old handle's
+        with pytest.raises(LogInUse):  # but not twice at once
+            EmbeddedLog(path).close()
+    finally:
+        reopened.close()
 
 
 @pytest.mark.slow

@@ -15,7 +15,6 @@ from vectorlog.core.errors import DataDirGone, DiskFull
 from vectorlog.state.errors import (
     StateDirGone,
     StateDiskFull,
-    StateStoreInUse,
     StateStoreNoSpace,
 )
 from vectorlog.state.rocksdb import RocksDBStateStore
@@ -65,8 +64,11 @@ def test_the_old_handle_never_writes_into_a_new_store_at_the_path(tmp_path: Path
     assert in_child("state", path, "write") == ROWS  # another process creates a new store
     old.close()  # a plain close flushes its memtables into files named by path
     assert in_child("state", path, "read") == ROWS
-    with pytest.raises(StateStoreInUse, match="abandoned"):  # this process keeps its lock
-        RocksDBStateStore(path)
+    reopened = RocksDBStateStore(path)  # this process opens the new store too (issue 31 item 6)
+    try:
+        assert reopened.position("t", 0) == ROWS and len(list(reopened.items())) == ROWS
+    finally:
+        reopened.close()
 
 
 @pytest.mark.slow
