@@ -22,7 +22,9 @@ import numpy as np
 
 from vectorlog.core.errors import AliasNotFound, CollectionNotFound, IndexNotFound, InvalidArgument
 from vectorlog.core.faults import crash_point
+from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import DEFAULT_PARTITION, CollectionInfo, CollectionSchema, DataType
+from vectorlog.core.properties import expire_ts
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
     CONSISTENCY_PROPERTY,
@@ -114,6 +116,15 @@ class Proxy:
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.rc.rename_collection(old_name, new_name)
+
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Sets `properties` (values stored as their str()) or removes `delete_keys`.
+        Raises InvalidArgument (see RootCoord.alter_collection_properties), CollectionNotFound."""
+        props = a.properties(properties) or {}
+        keys = a.string_list("property_keys", delete_keys) or []
+        self.rc.alter_collection_properties(a.name("collection", name), props, keys)
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.rc.create_partition(collection, partition)
@@ -234,8 +245,11 @@ class Proxy:
 
     def compaction_groups(self, name: str, horizon: int) -> list[dict[str, Any]]:
         """Returns the groups of Flushed segments of a collection worth merging (datacoord's
-        policy), each with the files a merge reads. Raises CollectionNotFound."""
-        return self.dc.compaction_groups(self._info(name).collection_id, horizon)
+        policy), each with the files a merge reads; a segment holding rows the collection's
+        TTL expired by `horizon` is rewritten alone. Raises CollectionNotFound."""
+        info = self._info(name)
+        expired = expire_ts(info.properties, horizon)
+        return self.dc.compaction_groups(info.collection_id, horizon, expire_ts=expired)
 
     def commit_compaction(
         self,
@@ -467,6 +481,7 @@ class Proxy:
                 params=params,
                 metric=metric,
                 group_size=size,
+                expire_ts=_expired(info, at, ts),
             )
         return out.hits(hits)
 
@@ -498,11 +513,15 @@ class Proxy:
         if keys is None and expr is None and lim is None and fields is not None:
             raise InvalidArgument("an empty filter needs a limit (or ids, or count(*))")
         ts = self.read_ts(info, at)
+        cid, expired = info.collection_id, _expired(info, at, ts)
         with _named(info):
             if fields is None:
-                return [{r.COUNT: self.qn.count(info.collection_id, ts, parts, expr, keys)}]
+                n = self.qn.count(cid, ts, parts, expr, keys, expire_ts=expired)
+                return [{r.COUNT: n}]
             out = dynamic.output(info.schema, fields)
-            rows = self.qn.query(info.collection_id, ts, out.fields, parts, expr, keys, lim, off)
+            rows = self.qn.query(
+                cid, ts, out.fields, parts, expr, keys, lim, off, expire_ts=expired
+            )
             return out.rows(rows)
 
     def get(
@@ -522,14 +541,16 @@ class Proxy:
         fields = fields if pk in fields else [pk, *fields]  # results name their key
         out = dynamic.output(info.schema, fields)
         with _named(info):
-            return out.rows(self.qn.get(info.collection_id, keys, ts, out.fields))
+            expired = _expired(info, at, ts)
+            rows = self.qn.get(info.collection_id, keys, ts, out.fields, expire_ts=expired)
+            return out.rows(rows)
 
     def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         info = self._info(name, at.as_of)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
-            return self.qn.count(info.collection_id, ts)
+            return self.qn.count(info.collection_id, ts, expire_ts=_expired(info, at, ts))
 
     @staticmethod
     def _keys(info: CollectionInfo, ids: Any) -> list[Any]:
@@ -566,6 +587,14 @@ class Proxy:
         """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument
         for a malformed name or ts, CollectionNotFound."""
         return self.rc.describe_collection(a.name("collection", name), a.as_of(as_of))
+
+
+def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:
+    """Returns the ts at or before which rows expired for a read at `ts` (the collection's
+    TTL; 0: none): counted back from `as_of`, else from now (a quiet cluster reads at its
+    last tick, however old: rows expire all the same)."""
+    now = ts if at.as_of is not None else max(ts, compose(wall_ms()))
+    return expire_ts(info.properties, now)
 
 
 @contextmanager

@@ -39,6 +39,7 @@ from vectorlog.core.model import (
     CollectionSchema,
     check_name,
 )
+from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
@@ -242,7 +243,7 @@ class RootCoord:
                 "vchannels": vch,
                 "pchannels": pch,
                 "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
-                "properties": {k: str(v) for k, v in (properties or {}).items()},
+                "properties": checked({k: str(v) for k, v in (properties or {}).items()}),
             }
             self._execute("CollectionCreated", cid, body)
         return self.meta.get(name)
@@ -266,6 +267,23 @@ class RootCoord:
                 cid,
                 {"collection_id": cid, "old_name": old_name, "new_name": new_name},
             )
+
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Sets `properties` and removes `delete_keys` of a collection (or alias target) in one
+        CollectionPropertiesAltered event. Raises InvalidArgument (a TTL or mmap value Milvus
+        refuses, both or neither of the two given), CollectionNotFound; nothing is appended
+        then."""
+        with self._ddl():
+            cid = self.meta.resolve(name)  # first, as Milvus
+            if not properties and not delete_keys:
+                raise InvalidArgument("no properties or delete keys provided")
+            if properties and delete_keys:
+                raise InvalidArgument("can not provide properties and deletekeys at the same time")
+            props = checked(properties)
+            body = {"collection_id": cid, "properties": props, "delete_keys": delete_keys or []}
+            self._execute("CollectionPropertiesAltered", cid, body)
 
     def create_partition(self, collection: str, partition: str) -> None:
         check_name("partition", partition)

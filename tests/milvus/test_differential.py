@@ -65,6 +65,9 @@ DIFFERENCES: dict[str, str] = {
     "group_size.COSINE": "milvus-lite 3.2.2 leaves out groups of COSINE group-by searches "
     "(query 1: group n=5, whose best hit is the 2nd nearest row of all, numpy-checked); "
     "vectorlog returns the `limit` groups of the best hits, as Milvus defines",
+    "properties.bad_ttl": "Milvus refuses a collection.ttl.seconds that is not an integer "
+    '(proxy validateCollectionTTL, "collection TTL is not a valid positive integer"; vectorlog '
+    "too); milvus-lite 3.2.2 stores any value",
     "range.wrong_side": "Milvus refuses a range_filter on the far side of radius "
     "(proxy checkRangeSearchParams; vectorlog too); milvus-lite 3.2.2 returns no hits",
 }
@@ -782,6 +785,31 @@ def test_aliases_rename_load_flush_and_stats(pair: Pair) -> None:
     got = pair.both("get_load_state", "b", partition_name="p1")
     d.check("partition.load_state", each(load_state, got), eq)
     d.check("drop.missing", pair.both("drop_collection", "nope"), eq)
+    d.assert_none()
+
+
+@results
+def properties(res: Any) -> dict[str, str]:
+    return dict(res["properties"])
+
+
+def test_collection_properties(pair: Pair) -> None:
+    d = Diffs()
+    pair.run("create_collection", "p", dimension=DIM)
+    d.check("properties.none", each(properties, pair.both("describe_collection", "p")), eq)
+    props = {"collection.ttl.seconds": 3600, "mmap.enabled": True, "custom.key": "v"}
+    d.check("properties.alter", pair.both("alter_collection_properties", "p", props), eq)
+    d.check("properties.set", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("alter_collection_properties", "p", {"collection.ttl.seconds": 60})
+    d.check("properties.alter_again", got, eq)
+    d.check("properties.replaced", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("drop_collection_properties", "p", ["custom.key", "absent.key"])
+    d.check("properties.drop", got, eq)
+    d.check("properties.dropped", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("alter_collection_properties", "nope", {"mmap.enabled": False})
+    d.check("properties.missing_collection.refused", got, eq)
+    got = pair.both("alter_collection_properties", "p", {"collection.ttl.seconds": "abc"})
+    d.check("properties.bad_ttl", got, eq)
     d.assert_none()
 
 

@@ -109,6 +109,11 @@ class FakeRootCoord:
     def create_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("create_partition", (collection, partition)))
 
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        self.ddl.append(("alter_collection_properties", (name, properties, delete_keys)))
+
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
 
@@ -219,7 +224,7 @@ class FakeDataCoord:
         return self.get_segment_info(self.flush(collection_id))
 
     def compaction_groups(
-        self, collection_id: int, horizon: int, policy: Any = None
+        self, collection_id: int, horizon: int, policy: Any = None, expire_ts: int = 0
     ) -> list[dict[str, Any]]:
         return []  # its segments hold no binlogs
 
@@ -260,6 +265,7 @@ class FakeQueryNode:
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
         self.search_args = {"params": params, "metric": metric}  # the last search's
@@ -275,12 +281,20 @@ class FakeQueryNode:
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("query", collection_id, ts)
         return [{f: k for f in output_fields} for k in self.matching]
 
     def get(
-        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+        self,
+        collection_id: int,
+        keys: list[Any],
+        ts: int,
+        output_fields: list[str],
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("get", collection_id, ts)
         return []
@@ -292,6 +306,8 @@ class FakeQueryNode:
         partitions: list[int] | None = None,
         expr: Any = None,
         keys: list[Any] | None = None,
+        *,
+        expire_ts: int = 0,
     ) -> int:
         self._read("count", collection_id, ts)
         return 0

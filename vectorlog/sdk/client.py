@@ -247,6 +247,17 @@ class Client:
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self._proxy.rename_collection(old_name, new_name)
 
+    def alter_collection_properties(self, collection_name: str, properties: dict[str, Any]) -> None:
+        """Sets collection properties (as MilvusClient): `collection.ttl.seconds` hides and
+        lets compaction remove rows older than that; `mmap.enabled` is kept. Raises
+        InvalidArgument (a value Milvus refuses, or none given), CollectionNotFound."""
+        self._proxy.alter_collection_properties(collection_name, properties)
+
+    def drop_collection_properties(self, collection_name: str, property_keys: list[str]) -> None:
+        """Removes collection properties (a key the collection lacks is ignored). Raises
+        InvalidArgument (no key given), CollectionNotFound."""
+        self._proxy.alter_collection_properties(collection_name, {}, property_keys)
+
     def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
         return self._proxy.has_collection(collection_name, as_of)
 

@@ -110,6 +110,17 @@ class MilvusServicer(
         return ok()
 
     @rpc
+    def AlterCollection(self, request: Any, context: Any) -> Any:
+        props, keys = conv.kv_dict(request.properties), list(request.delete_keys)
+        if props and keys:
+            raise InvalidArgument("can not provide properties and deletekeys at the same time")
+        if keys:
+            self.client.drop_collection_properties(request.collection_name, keys)
+        else:
+            self.client.alter_collection_properties(request.collection_name, props)
+        return ok()
+
+    @rpc
     def GetCollectionStatistics(self, request: Any, context: Any) -> Any:
         rows = self.client.get_collection_stats(request.collection_name)["row_count"]
         stats = conv.kv_pairs({"row_count": rows})

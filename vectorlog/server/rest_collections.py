@@ -48,6 +48,16 @@ def rename_collection(c: Client, body: Any) -> Any:
     c.rename_collection(args["collectionName"], args["newCollectionName"])
 
 
+def alter_properties(c: Client, body: Any) -> Any:
+    args = parse(body, {**NAME, "properties": Field("dict", required=True)})
+    c.alter_collection_properties(args["collectionName"], args["properties"])
+
+
+def drop_properties(c: Client, body: Any) -> Any:
+    args = parse(body, {**NAME, "propertyKeys": Field("list", required=True)})
+    c.drop_collection_properties(args["collectionName"], args["propertyKeys"])
+
+
 def load_collection(c: Client, body: Any) -> Any:
     """vectorlog serves every collection loaded: load and release only check it exists."""
     c.describe_collection(_name(body))
@@ -361,6 +371,8 @@ ROUTES: dict[str, Handler] = {
     "collections/create": create_collection,
     "collections/drop": drop_collection,
     "collections/rename": rename_collection,
+    "collections/alter_properties": alter_properties,
+    "collections/drop_properties": drop_properties,
     "collections/load": load_collection,
     "collections/release": load_collection,
     "collections/get_load_state": get_load_state,
