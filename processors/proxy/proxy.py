@@ -46,6 +46,7 @@ from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
 from vectorlog.processors.proxy import dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
+from vectorlog.processors.proxy import partition_key as pkey
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import search_shape as shape
 from vectorlog.processors.proxy import validation as v
@@ -97,6 +98,7 @@ class Proxy:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
         """Returns the created collection; its reads that name no level read at its
         `consistency_level` property (default Strong). Raises InvalidArgument (a property
@@ -104,7 +106,8 @@ class Proxy:
         props = a.properties(properties)
         if props and CONSISTENCY_PROPERTY in props:
             props[CONSISTENCY_PROPERTY] = level_name(props[CONSISTENCY_PROPERTY])
-        return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
+        name = a.name("collection", name)
+        return self.rc.create_collection(name, schema, shards_num, props, num_partitions)
 
     def drop_collection(self, name: str) -> None:
         """Drops a collection; a missing one is a no-op, as Milvus 2.4 (drops are idempotent).
@@ -200,7 +203,10 @@ class Proxy:
         carries `headers` (the ingest consumer's source positions).
         """
         info = self._info(name)
-        partition = self._partition(info, partition_name)
+        keyed = info.schema.partition_key is not None
+        if keyed and partition_name:
+            raise InvalidArgument(pkey.NAMED_PARTITIONS)
+        partition = -1 if keyed else self._partition(info, partition_name)
         cols = v.rows_to_columns(info.schema, rows, upsert)
         n = len(rows) if not isinstance(rows, dict) else 1
         pks = self._primary_keys(info, cols, n, upsert)
@@ -208,13 +214,27 @@ class Proxy:
         per_row = row_bytes(info.schema, cols, n)
         with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
-            for shard, idx in split_by_shard(info, pks):
-                records += self._shard_records(
-                    info, partition, shard, idx, cols, first_row_id, per_row, ts
-                )
+            for part, rows_of in self._by_partition(info, partition, cols, n):
+                part_cols = {k: take(c, rows_of) for k, c in cols.items()}
+                for shard, idx in split_by_shard(info, take(pks, rows_of)):
+                    first = first_row_id + int(rows_of[0])
+                    records += self._shard_records(
+                        info, part, shard, idx, part_cols, first, per_row, ts
+                    )
             self.log.append(self.topic, with_headers(records, headers))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
+
+    @staticmethod
+    def _by_partition(
+        info: CollectionInfo, partition: int, cols: dict[str, Any], n: int
+    ) -> list[tuple[int, np.ndarray]]:
+        """Returns (partition id, row indices) of an insert's rows: all in `partition`, or
+        routed by the partition key (partition -1)."""
+        key = info.schema.partition_key
+        if key is None or partition != -1:
+            return [(partition, np.arange(n))]
+        return list(pkey.route(info, cols[key.name]))
 
     def commit_import(
         self,
@@ -334,6 +354,8 @@ class Proxy:
         are deleted like `ids` (key deletes on the log, so a replay deletes the same rows),
         and delete_count is their number. Raises InvalidArgument, InvalidExpression."""
         info = self._info(name)
+        if info.schema.partition_key is not None and partition_name:
+            raise InvalidArgument(pkey.NAMED_PARTITIONS)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         if filter == "" and ids is not None:  # as pymilvus: an empty filter is none
             filter = None
@@ -458,13 +480,13 @@ class Proxy:
         limit = r.limit(limit)
         offset = r.offset(options.offset, limit)
         fields = self._output_fields(info, output_fields, default=[])
-        parts = self._partitions(info, partition_names)
         r.anns_field(info.schema, options.anns_field)
         metric = ix.search_metric(info)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)
+        parts = self._partitions(info, partition_names, expr)
         ts = self.read_ts(info, at)
         out = dynamic.output(info.schema, fields)
         with _named(info):
@@ -505,8 +527,8 @@ class Proxy:
         lim = r.query_limit(limit)
         off = r.offset(offset, lim)
         fields = r.query_fields(info.schema, a.name_list("output_fields", "field", output_fields))
-        parts = self._partitions(info, partition_names)
         expr = r.expression(info.schema, filter, filter_params)
+        parts = self._partitions(info, partition_names, expr)
         keys = None if ids is None else self._keys(info, ids)
         if keys is not None and expr is not None:
             raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
@@ -579,8 +601,15 @@ class Proxy:
         every = [f.name for f in info.schema.fields]
         return r.output_fields(info.schema, names, every if default is None else default)
 
-    def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
+    def _partitions(
+        self, info: CollectionInfo, names: list[str] | None, expr: Expr | None = None
+    ) -> list[int] | None:
+        """Returns the partitions a read reads (None: every one): those named, or with a
+        partition key those of the key values `expr` names. Raises InvalidArgument (an
+        unknown partition, or partitions named on a partition-key collection)."""
         names = a.name_list("partition_names", "partition", names)
+        if info.schema.partition_key is not None:
+            return pkey.read_partitions(info, names, expr)
         return None if not names else [self._partition(info, n) for n in names]
 
     def _info(self, name: str, as_of: int | None = None) -> CollectionInfo:

@@ -43,7 +43,7 @@ from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
-from vectorlog.processors.rootcoord.meta import MetaTable
+from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIncreasing
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
@@ -72,6 +72,9 @@ BROADCAST = frozenset(
     {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
 )
 MAX_SHARDS = 16
+#: partitions of a partition-key collection created without num_partitions (Milvus's
+#: common.DefaultPartitionsWithPartitionKey)
+DEFAULT_KEY_PARTITIONS = 16
 PROBE_TS = (1 << 63) - 1  # the largest ts: an Avro long never encodes longer
 #: failures while replaying a record that say nothing about the record: the store, the log or
 #: this process failed; the replay stops and is retried, the record is never dead-lettered
@@ -220,10 +223,14 @@ class RootCoord:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
-        """Creates a collection. Raises InvalidArgument/CollectionExists; nothing appended."""
+        """Creates a collection; with a partition key field, with `num_partitions`
+        partitions (0: Milvus's default 16) named `_default_0`... and no `_default`. Raises
+        InvalidArgument/CollectionExists; nothing appended."""
         check_name("collection", name)
         schema = replace(schema, name=name).validated()
+        names = initial_partitions(schema, num_partitions)
         if (
             not isinstance(shards_num, int)
             or isinstance(shards_num, bool)
@@ -231,8 +238,7 @@ class RootCoord:
         ):
             raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
         with self._ddl():
-            cid = self.ids.allocate(2)
-            pid = cid + 1
+            cid = self.ids.allocate(1 + len(names))
             pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
             vch = [vchannel_name(self.topics.cluster, p, cid, i) for i, p in enumerate(pch)]
             body = {
@@ -242,7 +248,9 @@ class RootCoord:
                 "shards_num": shards_num,
                 "vchannels": vch,
                 "pchannels": pch,
-                "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
+                "partitions": [
+                    {"partition_id": cid + 1 + i, "partition_name": p} for i, p in enumerate(names)
+                ],
                 "properties": checked({k: str(v) for k, v in (properties or {}).items()}),
             }
             self._execute("CollectionCreated", cid, body)
@@ -289,6 +297,8 @@ class RootCoord:
         check_name("partition", partition)
         with self._ddl():
             cid = self.meta.resolve(collection)
+            if self.meta.get(collection).schema.partition_key is not None:
+                raise InvalidArgument("disable create partition if partition key mode is used")
             self._execute(
                 "PartitionCreated",
                 cid,
@@ -302,6 +312,8 @@ class RootCoord:
     def drop_partition(self, collection: str, partition: str) -> None:
         with self._ddl():
             info = self.meta.get(collection)
+            if info.schema.partition_key is not None:
+                raise InvalidArgument("disable drop partition if partition key mode is used")
             if partition not in info.partitions:
                 raise PartitionNotFound(info.name, partition)
             with self._guard.dropping(info.collection_id):  # as in drop_collection
@@ -556,3 +568,26 @@ class RootCoord:
             if self._tail is not None:
                 self._tail.close()
                 self._tail = None
+
+
+def initial_partitions(schema: CollectionSchema, num_partitions: int) -> list[str]:
+    """Returns the partitions a new collection starts with: `_default`, or with a partition
+    key `num_partitions` (0: 16) of `_default_{i}`. Raises InvalidArgument with Milvus's
+    messages."""
+    if not isinstance(num_partitions, int) or isinstance(num_partitions, bool):
+        raise InvalidArgument(f"num_partitions must be an int, not {num_partitions!r}")
+    if schema.partition_key is None:
+        if num_partitions != 0:
+            raise InvalidArgument(
+                "num_partitions should only be specified with partition key field enabled"
+            )
+        return [DEFAULT_PARTITION]
+    if num_partitions < 0:
+        raise InvalidArgument(
+            "the specified partitions should be greater than 0 if partition key is used"
+        )
+    if num_partitions > MAX_PARTITIONS:
+        raise InvalidArgument(
+            f"partition number ({num_partitions}) exceeds max configuration ({MAX_PARTITIONS})"
+        )
+    return [f"{DEFAULT_PARTITION}_{i}" for i in range(num_partitions or DEFAULT_KEY_PARTITIONS)]

@@ -27,8 +27,10 @@ class DdlService(Protocol):
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
-        """Returns the created collection. Raises InvalidArgument, CollectionExists."""
+        """Returns the created collection (with a partition key field, with
+        `num_partitions` partitions, 0: 16). Raises InvalidArgument, CollectionExists."""
         ...
 
     def drop_collection(self, name: str) -> None: ...

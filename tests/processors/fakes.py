@@ -83,6 +83,7 @@ class FakeRootCoord:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
         self.ddl.append(("create_collection", (name, shards_num)))
         self.collections[name] = collection(name, self.allocate_ids(3), shards=shards_num)
@@ -237,6 +238,8 @@ class FakeQueryNode:
     reads: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, collection, ts)
     known: set[int] = field(default_factory=set)
     matching: list[Any] = field(default_factory=list)  # the keys every query returns
+    #: the partitions the last search, query or count read (None: every one)
+    last_partitions: list[int] | None = None
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return self.tsafe_ts
@@ -268,6 +271,7 @@ class FakeQueryNode:
         expire_ts: int = 0,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
+        self.last_partitions = partitions
         self.search_args = {"params": params, "metric": metric}  # the last search's
         return [[] for _ in queries]
 
@@ -285,6 +289,7 @@ class FakeQueryNode:
         expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("query", collection_id, ts)
+        self.last_partitions = partitions
         return [{f: k for f in output_fields} for k in self.matching]
 
     def get(

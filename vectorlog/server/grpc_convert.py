@@ -102,6 +102,7 @@ def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
         description=f.description,
         element_type=data_type(f.element_type) if dtype is DataType.ARRAY else None,
         max_capacity=_int_param(params, "max_capacity"),
+        is_partition_key=f.is_partition_key,
     )
 
 
@@ -118,6 +119,7 @@ def field_to_proto(f: FieldSchema) -> schema_pb2.FieldSchema:
         type_params=kv_pairs({k: v for k, v in params.items() if v is not None}),
         element_type=TO_PROTO[f.element_type] if f.element_type else 0,
         is_dynamic=f.is_dynamic,
+        is_partition_key=f.is_partition_key,
     )
 
 

@@ -64,6 +64,7 @@ class MilvusServicer(
             schema=schema,
             num_shards=shards,
             properties=properties,
+            num_partitions=request.num_partitions,
             consistency_level=request.consistency_level,  # pymilvus sends Bounded by default
         )
         return ok()

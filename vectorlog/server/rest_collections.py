@@ -112,7 +112,7 @@ def _field(f: dict[str, Any]) -> dict[str, Any]:
         "description": f["description"],
         "primaryKey": bool(f.get("is_primary")),
         "autoId": bool(f.get("auto_id")),
-        "partitionKey": False,
+        "partitionKey": bool(f.get("is_partition_key")),
         "clusteringKey": False,
         "params": [{"key": k, "value": str(v)} for k, v in f["params"].items()],
     }
@@ -141,6 +141,8 @@ CREATE = {
 REST_DEFAULT_LEVEL = "Bounded"
 #: the quick setup's `params` vectorlog honours (others, e.g. partitionsNum, are refused)
 QUICK_PARAMS = frozenset({"max_length", "shardsNum", "enableDynamicField", "consistencyLevel"})
+#: what a full-schema create's `params` may hold besides (partitionsNum: a partition key's)
+SCHEMA_PARAMS = QUICK_PARAMS | {"partitionsNum"}
 _ID_TYPES = {"int64": "int", "varchar": "string"}
 
 
@@ -148,9 +150,10 @@ def create_collection(c: Client, body: Any) -> Any:
     """Quick setup (dimension) or a full schema (schema + indexParams), as Milvus."""
     args = parse(body, CREATE)
     params = args["params"]
-    unknown = sorted(set(params) - QUICK_PARAMS)
+    allowed = QUICK_PARAMS if args["schema"] is None else SCHEMA_PARAMS
+    unknown = sorted(set(params) - allowed)
     if unknown:
-        raise bad_format(f"params {unknown} are not supported (only {sorted(QUICK_PARAMS)})")
+        raise bad_format(f"params {unknown} are not supported (only {sorted(allowed)})")
     shards = int_param(params, "shardsNum", "params") or 1
     level = params.get("consistencyLevel", args["consistencyLevel"]) or REST_DEFAULT_LEVEL
     if args["schema"] is None:
@@ -165,6 +168,7 @@ def create_collection(c: Client, body: Any) -> Any:
         schema=schema,
         index_params=indexes,
         num_shards=shards,
+        num_partitions=int_param(params, "partitionsNum", "params") or 0,
         consistency_level=level,
     )
 
@@ -231,8 +235,6 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
     for i, raw in enumerate(args["fields"]):
         f = parse(raw, FIELD, f"schema.fields[{i}]")
         what = f"field {f['fieldName']!r}"
-        if f["isPartitionKey"]:
-            raise bad_format(f"{what}: vectorlog has no partition keys")
         params = f["elementTypeParams"]
         element = f["elementDataType"]
         schema.add_field(
@@ -245,6 +247,7 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
             description=f["description"],
             element_type=None if element is None else data_type(element, what),
             max_capacity=int_param(params, "max_capacity", what),
+            is_partition_key=f["isPartitionKey"],
         )
     return schema
 
