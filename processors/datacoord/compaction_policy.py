@@ -1,6 +1,7 @@
 """Which Flushed segments a compaction merges (Milvus's mix compaction trigger): small segments
 of one partition and vchannel together, up to one segment's size, and any segment whose
-delete records at or before the horizon cover a large fraction of its rows, alone."""
+delete records at or before the horizon cover a large fraction of its rows, alone, and any
+segment holding rows the collection's TTL expired (Milvus's expired-entity trigger), alone."""
 
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ class CompactionPolicy:
 
 
 def plan_groups(
-    segments: list[Segment], horizon: int, policy: CompactionPolicy
+    segments: list[Segment], horizon: int, policy: CompactionPolicy, expire_ts: int = 0
 ) -> list[list[Segment]]:
     """Returns the groups of `segments` to merge, each of one partition and vchannel, oldest
-    segments first; a segment is in at most one group."""
+    segments first; a segment is in at most one group. Rows inserted at or before
+    `expire_ts` expired (0: none)."""
     by_channel: dict[tuple[int, str], list[Segment]] = {}
     for seg in sorted(segments, key=lambda s: s.segment_id):
         if seg.state is SegmentState.FLUSHED and seg.num_rows > 0:
@@ -40,7 +42,12 @@ def plan_groups(
         merged = _packed(small, policy)
         groups += merged
         taken = {s.segment_id for g in merged for s in g}
-        groups += [[s] for s in segs if s.segment_id not in taken and _deleted(s, horizon, policy)]
+        groups += [
+            [s]
+            for s in segs
+            if s.segment_id not in taken
+            and (_deleted(s, horizon, policy) or _expired(s, expire_ts))
+        ]
     return groups
 
 
@@ -65,6 +72,13 @@ def _deleted(seg: Segment, horizon: int, policy: CompactionPolicy) -> bool:
     logs = seg.binlogs.get("delta_binlogs", {}).values()
     expired = sum(b["entries"] for b in logs if b["timestamp_to"] <= horizon)
     return expired > 0 and expired >= policy.delete_ratio * seg.num_rows
+
+
+def _expired(seg: Segment, expire_ts: int) -> bool:
+    """Whether the segment holds a row inserted at or before `expire_ts` (0: none expire)."""
+    logs = seg.binlogs.get("field_binlogs", {}).values()
+    first = min((b["timestamp_from"] for per in logs for b in per.values()), default=None)
+    return bool(expire_ts) and first is not None and first <= expire_ts
 
 
 def group_files(group: list[Segment]) -> dict[str, Any]:

@@ -235,12 +235,16 @@ class DataCoord:
         return [s.info() for s in segs if s.state is not SegmentState.DROPPED]
 
     def compaction_groups(
-        self, collection_id: int, horizon: int, policy: CompactionPolicy | None = None
+        self,
+        collection_id: int,
+        horizon: int,
+        policy: CompactionPolicy | None = None,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the groups of Flushed segments worth merging, with their files."""
         with self.meta.lock:
             segs = self._of_collection(collection_id)
-            groups = plan_groups(segs, horizon, policy or CompactionPolicy())
+            groups = plan_groups(segs, horizon, policy or CompactionPolicy(), expire_ts)
             return [group_files(g) for g in groups]
 
     def _of_collection(self, collection_id: int) -> list[Segment]:

@@ -46,8 +46,13 @@ class DataCoordService(Protocol):
         ...
 
     def compaction_groups(
-        self, collection_id: int, horizon: int, policy: CompactionPolicy | None = None
+        self,
+        collection_id: int,
+        horizon: int,
+        policy: CompactionPolicy | None = None,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the groups of Flushed segments worth merging (see compaction_policy), each
-        with the files a merge reads."""
+        with the files a merge reads; a segment with rows inserted at or before `expire_ts`
+        (the collection's TTL) is rewritten alone."""
         ...

@@ -40,6 +40,16 @@ def name_list(argument: str, kind: str, value: Any) -> list[str] | None:
     return list(value)
 
 
+def string_list(argument: str, value: Any) -> list[str] | None:
+    """Returns `value` as a list if it is None or a list/tuple of strings. Raises
+    InvalidArgument naming the `argument`."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidArgument(f"{argument} must be a list of strings, not {shown(value)}")
+    return list(value)
+
+
 def as_of(value: Any) -> int | None:
     """Returns `value` if it is None or a valid hybrid timestamp. Raises InvalidArgument."""
     return ReadAt(as_of=value).as_of

@@ -32,6 +32,7 @@ from vectorlog.core.errors import (
     InvalidArgument,
 )
 from vectorlog.core.faults import crash_point
+from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import (
     DEFAULT_PARTITION,
     CollectionInfo,
@@ -39,6 +40,7 @@ from vectorlog.core.model import (
     DataType,
     check_name,
 )
+from vectorlog.core.properties import expire_ts
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
     CONSISTENCY_PROPERTY,
@@ -60,6 +62,7 @@ from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
 from vectorlog.processors.proxy import dynamic, imports
 from vectorlog.processors.proxy import indexes as ix
+from vectorlog.processors.proxy import partition_key as pkey
 from vectorlog.processors.proxy import reads as r
 from vectorlog.processors.proxy import search_shape as shape
 from vectorlog.processors.proxy import validation as v
@@ -112,6 +115,7 @@ class Proxy:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
         """Returns the created collection; its reads that name no level read at its
         `consistency_level` property (default Strong). Creating an existing collection again
@@ -121,8 +125,9 @@ class Proxy:
         props = a.properties(properties)
         if props and CONSISTENCY_PROPERTY in props:
             props[CONSISTENCY_PROPERTY] = level_name(props[CONSISTENCY_PROPERTY])
+        name = a.name("collection", name)
         try:
-            return self.rc.create_collection(a.name("collection", name), schema, shards_num, props)
+            return self.rc.create_collection(name, schema, shards_num, props, num_partitions)
         except CollectionExists as exc:
             if exc.what != "collection":
                 raise
@@ -141,6 +146,15 @@ class Proxy:
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self.rc.rename_collection(old_name, new_name)
+
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Sets `properties` (values stored as their str()) or removes `delete_keys`.
+        Raises InvalidArgument (see RootCoord.alter_collection_properties), CollectionNotFound."""
+        props = a.properties(properties) or {}
+        keys = a.string_list("property_keys", delete_keys) or []
+        self.rc.alter_collection_properties(a.name("collection", name), props, keys)
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.rc.create_partition(collection, partition)
@@ -220,7 +234,10 @@ class Proxy:
         carries `headers` (the ingest consumer's source positions).
         """
         info = self._info(name)
-        partition = self._partition(info, partition_name)
+        keyed = info.schema.partition_key is not None
+        if keyed and partition_name:
+            raise InvalidArgument(pkey.NAMED_PARTITIONS)
+        partition = -1 if keyed else self._partition(info, partition_name)
         cols = v.rows_to_columns(info.schema, rows, upsert)
         n = len(rows) if not isinstance(rows, dict) else 1
         pks = self._primary_keys(info, cols, n, upsert)
@@ -228,13 +245,27 @@ class Proxy:
         per_row = row_bytes(info.schema, cols, n)
         with self.rc.write_guard(info, partition), self.source.stamp() as ts:
             records = []
-            for shard, idx in split_by_shard(info, pks):
-                records += self._shard_records(
-                    info, partition, shard, idx, cols, first_row_id, per_row, ts
-                )
+            for part, rows_of in self._by_partition(info, partition, cols, n):
+                part_cols = {k: take(c, rows_of) for k, c in cols.items()}
+                for shard, idx in split_by_shard(info, take(pks, rows_of)):
+                    first = first_row_id + int(rows_of[0])
+                    records += self._shard_records(
+                        info, part, shard, idx, part_cols, first, per_row, ts
+                    )
             self.log.append(self.topic, batched(with_headers(records, headers)))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
+
+    @staticmethod
+    def _by_partition(
+        info: CollectionInfo, partition: int, cols: dict[str, Any], n: int
+    ) -> list[tuple[int, np.ndarray]]:
+        """Returns (partition id, row indices) of an insert's rows: all in `partition`, or
+        routed by the partition key (partition -1)."""
+        key = info.schema.partition_key
+        if key is None or partition != -1:
+            return [(partition, np.arange(n))]
+        return list(pkey.route(info, cols[key.name]))
 
     def commit_import(
         self,
@@ -265,8 +296,11 @@ class Proxy:
 
     def compaction_groups(self, name: str, horizon: int) -> list[dict[str, Any]]:
         """Returns the groups of Flushed segments of a collection worth merging (datacoord's
-        policy), each with the files a merge reads. Raises CollectionNotFound."""
-        return self.dc.compaction_groups(self._info(name).collection_id, horizon)
+        policy), each with the files a merge reads; a segment holding rows the collection's
+        TTL expired by `horizon` is rewritten alone. Raises CollectionNotFound."""
+        info = self._info(name)
+        expired = expire_ts(info.properties, horizon)
+        return self.dc.compaction_groups(info.collection_id, horizon, expire_ts=expired)
 
     def commit_compaction(
         self,
@@ -351,6 +385,8 @@ class Proxy:
         are deleted like `ids` (key deletes on the log, so a replay deletes the same rows),
         and delete_count is their number. Raises InvalidArgument, InvalidExpression."""
         info = self._info(name)
+        if info.schema.partition_key is not None and partition_name:
+            raise InvalidArgument(pkey.NAMED_PARTITIONS)
         partition = -1 if partition_name is None else self._partition(info, partition_name)
         if filter == "" and ids is not None:  # as pymilvus: an empty filter is none
             filter = None
@@ -475,13 +511,13 @@ class Proxy:
         limit = r.limit(limit)
         offset = r.offset(options.offset, limit)
         fields = self._output_fields(info, output_fields, default=[])
-        parts = self._partitions(info, partition_names)
         r.anns_field(info.schema, options.anns_field)
         metric = ix.search_metric(info)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)
+        parts = self._partitions(info, partition_names, expr)
         ts = self.read_ts(info, at)
         out = dynamic.output(info.schema, fields)
         with _named(info):
@@ -498,6 +534,7 @@ class Proxy:
                 params=params,
                 metric=metric,
                 group_size=size,
+                expire_ts=_expired(info, at, ts),
             )
         return out.hits(hits)
 
@@ -523,19 +560,23 @@ class Proxy:
         lim = r.query_limit(limit)
         off = 0 if lim is None else r.offset(offset, lim)
         fields = r.query_fields(info.schema, a.name_list("output_fields", "field", output_fields))
-        parts = self._partitions(info, partition_names)
         expr = r.expression(info.schema, filter, filter_params)
+        parts = self._partitions(info, partition_names, expr)
         keys = None if ids is None else self._keys(info, ids)
         if keys is not None and expr is not None:
             raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
         if keys is None and expr is None and lim is None and fields is not None:
             raise InvalidArgument("an empty filter needs a limit (or ids, or count(*))")
         ts = self.read_ts(info, at)
+        cid, expired = info.collection_id, _expired(info, at, ts)
         with _named(info):
             if fields is None:
-                return [{r.COUNT: self.qn.count(info.collection_id, ts, parts, expr, keys)}]
+                n = self.qn.count(cid, ts, parts, expr, keys, expire_ts=expired)
+                return [{r.COUNT: n}]
             out = dynamic.output(info.schema, fields)
-            rows = self.qn.query(info.collection_id, ts, out.fields, parts, expr, keys, lim, off)
+            rows = self.qn.query(
+                cid, ts, out.fields, parts, expr, keys, lim, off, expire_ts=expired
+            )
             return out.rows(rows)
 
     def get(
@@ -555,14 +596,16 @@ class Proxy:
         fields = fields if pk in fields else [pk, *fields]  # results name their key
         out = dynamic.output(info.schema, fields)
         with _named(info):
-            return out.rows(self.qn.get(info.collection_id, keys, ts, out.fields))
+            expired = _expired(info, at, ts)
+            rows = self.qn.get(info.collection_id, keys, ts, out.fields, expire_ts=expired)
+            return out.rows(rows)
 
     def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         info = self._info(name, at.as_of)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
-            return self.qn.count(info.collection_id, ts)
+            return self.qn.count(info.collection_id, ts, expire_ts=_expired(info, at, ts))
 
     @staticmethod
     def _keys(info: CollectionInfo, ids: Any) -> list[Any]:
@@ -591,14 +634,29 @@ class Proxy:
         every = [f.name for f in info.schema.fields]
         return r.output_fields(info.schema, names, every if default is None else default)
 
-    def _partitions(self, info: CollectionInfo, names: list[str] | None) -> list[int] | None:
+    def _partitions(
+        self, info: CollectionInfo, names: list[str] | None, expr: Expr | None = None
+    ) -> list[int] | None:
+        """Returns the partitions a read reads (None: every one): those named, or with a
+        partition key those of the key values `expr` names. Raises InvalidArgument (an
+        unknown partition, or partitions named on a partition-key collection)."""
         names = a.name_list("partition_names", "partition", names)
+        if info.schema.partition_key is not None:
+            return pkey.read_partitions(info, names, expr)
         return None if not names else [self._partition(info, n) for n in names]
 
     def _info(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument
         for a malformed name or ts, CollectionNotFound."""
         return self.rc.describe_collection(a.name("collection", name), a.as_of(as_of))
+
+
+def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:
+    """Returns the ts at or before which rows expired for a read at `ts` (the collection's
+    TTL; 0: none): counted back from `as_of`, else from now (a quiet cluster reads at its
+    last tick, however old: rows expire all the same)."""
+    now = ts if at.as_of is not None else max(ts, compose(wall_ms()))
+    return expire_ts(info.properties, now)
 
 
 @contextmanager

@@ -378,6 +378,7 @@ class QueryNode:
             list(b["compacted_from"]),
             b["segment"]["segment_id"],
             compacted_row_ids(b["segment"], self._files),
+            b["horizon"],
         )
         if self.cache is not None:
             self.cache.writer.drop(replica.collection_id, list(b["compacted_from"]))
@@ -428,6 +429,7 @@ class QueryNode:
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
         (see QueryNodeService.search: `params` ef / nprobe for segment indexes, `metric`
@@ -445,6 +447,7 @@ class QueryNode:
             params,
             metric,
             group_size,
+            expire_ts,
         )
 
     def query(
@@ -457,17 +460,25 @@ class QueryNode:
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the matching rows visible at `ts` in primary-key order, paged by
         `offset` and `limit`. Raises CollectionNotFound."""
         replica = self._replica(collection_id, ts)
-        return replica.query(ts, output_fields, partitions, expr, keys, limit, offset)
+        return replica.query(ts, output_fields, partitions, expr, keys, limit, offset, expire_ts)
 
     def get(
-        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+        self,
+        collection_id: int,
+        keys: list[Any],
+        ts: int,
+        output_fields: list[str],
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the rows with these keys visible at `ts`. Raises CollectionNotFound."""
-        return self._replica(collection_id, ts).get(keys, ts, output_fields)
+        return self._replica(collection_id, ts).get(keys, ts, output_fields, expire_ts)
 
     def count(
         self,
@@ -476,10 +487,12 @@ class QueryNode:
         partitions: list[int] | None = None,
         expr: Expr | None = None,
         keys: list[Any] | None = None,
+        *,
+        expire_ts: int = 0,
     ) -> int:
         """Returns the number of rows visible at `ts` matching `expr` (and `keys`).
         Raises CollectionNotFound."""
-        return self._replica(collection_id, ts).count(ts, partitions, expr, keys)
+        return self._replica(collection_id, ts).count(ts, partitions, expr, keys, expire_ts)
 
     def _replica(self, collection_id: int, ts: int) -> Replica:
         """Returns the replica of the collection as it existed at `ts`.

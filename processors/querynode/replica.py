@@ -158,11 +158,14 @@ class Replica:
         self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
         self._pos.extend(np.arange(first, first + n, dtype=np.int64))
 
-    def rehome(self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray) -> int:
+    def rehome(
+        self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray, horizon: int
+    ) -> int:
         """Moves the rows of segments `olds` whose row ids are in `row_ids` into segment
         `new_id` (a compaction merged them into it: its index covers exactly those rows);
-        the others (rows the compaction dropped, invisible from its horizon on) stay in a
-        smaller copy of their segment. Visibility does not change. Returns the rows moved."""
+        the others (rows the compaction dropped: deleted, or expired by the collection's
+        TTL, by its `horizon`) stay in a smaller copy of their segment, invisible from the
+        horizon on, as after a restart from the binlogs. Returns the rows moved."""
         moved = 0
         with self.lock:
             for sid in olds:
@@ -171,13 +174,24 @@ class Replica:
                     continue
                 held = seg.rows.view()
                 going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
+                left = np.flatnonzero(~going & (held >= 0))
+                self._end(held[left], horizon)
                 if going.any():
                     self._move(seg, np.flatnonzero(going), self._segment(partition, new_id))
                     rest = Segment(sid, partition, self.vec.dim or 0, seg.ordinal, self.metric)
-                    self._move(seg, np.flatnonzero(~going & (held >= 0)), rest)
+                    self._move(seg, left, rest)
                     self.segments[partition, sid] = self._segs[seg.ordinal] = rest
                     moved += int(np.count_nonzero(going))
         return moved
+
+    def _end(self, rows: np.ndarray, ts: int) -> None:
+        """Ends at `ts` the visibility of those `rows` still visible then (dropped rows)."""
+        sup, t = self._sup.view(), np.uint64(ts)
+        ended = rows[sup[rows] > t]
+        if len(ended):
+            sup[ended] = t
+            self._kill(ended)
+            self.changed_ts = max(self.changed_ts, ts)
 
     def _move(self, seg: Segment, pos: np.ndarray, to: Segment) -> None:
         """Appends the rows at `pos` of `seg` to segment `to`, pointing them there."""
@@ -315,10 +329,15 @@ class Replica:
         dropped = self.dropped_ts
         return dropped is None or ts < dropped
 
-    def visible(self, ts: int, partitions: list[int] | None = None) -> np.ndarray:
-        """Returns the boolean mask of rows visible at `ts` (in `partitions`, if given)."""
-        t = np.uint64(ts)
-        mask = (self._ins.view() <= t) & (self._sup.view() > t)
+    def visible(
+        self, ts: int, partitions: list[int] | None = None, expire_ts: int = 0
+    ) -> np.ndarray:
+        """Returns the boolean mask of rows visible at `ts` (in `partitions`, if given; rows
+        inserted at or before `expire_ts` expired: the collection's TTL)."""
+        t, ins = np.uint64(ts), self._ins.view()
+        mask = (ins <= t) & (self._sup.view() > t)
+        if expire_ts:
+            mask &= ins > np.uint64(expire_ts)
         if partitions is not None:
             mask &= np.isin(self._part.view(), partitions)
         return mask
@@ -329,17 +348,19 @@ class Replica:
         partitions: list[int] | None = None,
         expr: Expr | None = None,
         keys: list[Any] | None = None,
+        expire_ts: int = 0,
     ) -> np.ndarray:
-        """Returns the mask of rows visible at `ts`, in `partitions`, matching `expr` and
-        with one of `keys` (each None: no restriction). Call with the lock held."""
+        """Returns the mask of rows visible at `ts` and not expired at `expire_ts`, in
+        `partitions`, matching `expr` and with one of `keys` (each None: no restriction).
+        Call with the lock held."""
         if keys is None and expr is not None:
             keys = expr.primary_keys(self.pk_name)  # `pk in [...]`: no scan
         if keys is None:
-            mask = self.visible(ts, partitions)
+            mask = self.visible(ts, partitions, expire_ts)
             if expr is not None and mask.any():
                 mask &= self._evaluate(expr, None)
             return mask
-        rows = self._key_rows(keys, ts)
+        rows = self._key_rows(keys, ts, expire_ts)
         if partitions is not None:
             rows = rows[np.isin(self._part.view()[rows], partitions)]
         if expr is not None and len(rows):
@@ -358,16 +379,16 @@ class Replica:
             return np.asarray(expr.evaluate(cols, len(self)), dtype=bool)
         return np.asarray(expr.evaluate(self.columns.take(expr.fields, rows), len(rows)), bool)
 
-    def _key_rows(self, keys: list[Any], ts: int) -> np.ndarray:
-        """Returns the row of each distinct key visible at `ts` (absent keys skipped), in
-        the order of `keys`."""
+    def _key_rows(self, keys: list[Any], ts: int, expire_ts: int = 0) -> np.ndarray:
+        """Returns the row of each distinct key visible at `ts` and inserted after
+        `expire_ts` (absent and expired keys skipped), in the order of `keys`."""
         ins, sup, prev = self._ins.view(), self._sup.view(), self._prev.view()
         out = []
         for pk in dict.fromkeys(keys):
             row = self._keys.get(pk)
             while row >= 0 and not ins[row] <= ts < sup[row]:
                 row = int(prev[row])
-            if row >= 0:
+            if row >= 0 and ins[row] > expire_ts:
                 out.append(row)
         return np.asarray(out, dtype=np.int64)
 
@@ -378,10 +399,11 @@ class Replica:
         partitions: list[int] | None = None,
         expr: Expr | None = None,
         keys: list[Any] | None = None,
+        expire_ts: int = 0,
     ) -> int:
         """Returns the number of rows visible at `ts` that match (see `selected`)."""
         with self.lock:
-            return int(self.selected(ts, partitions, expr, keys).sum())
+            return int(self.selected(ts, partitions, expr, keys, expire_ts).sum())
 
     def query(
         self,
@@ -392,20 +414,23 @@ class Replica:
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the matching rows (see `selected`) in primary-key order, from the
         `offset`-th, at most `limit` of them, each with `output_fields`."""
         with self.lock:
-            rows = np.flatnonzero(self.selected(ts, partitions, expr, keys))
+            rows = np.flatnonzero(self.selected(ts, partitions, expr, keys, expire_ts))
             order = np.argsort(self.columns.keys(self.pk_name, rows), kind="stable")
             end = None if limit is None else offset + limit
             return self._entities(rows[order][offset:end], output_fields)
 
-    def get(self, pks: list[Any], ts: int, output_fields: list[str]) -> list[dict[str, Any]]:
-        """Returns the entity of each key visible at `ts` in the order of `pks` (absent
-        keys skipped, each key once)."""
+    def get(
+        self, pks: list[Any], ts: int, output_fields: list[str], expire_ts: int = 0
+    ) -> list[dict[str, Any]]:
+        """Returns the entity of each key visible at `ts` (and not expired at `expire_ts`)
+        in the order of `pks` (absent keys skipped, each key once)."""
         with self.lock:
-            return self._entities(self._key_rows(pks, ts), output_fields)
+            return self._entities(self._key_rows(pks, ts, expire_ts), output_fields)
 
     def search(
         self,
@@ -420,6 +445,7 @@ class Replica:
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
         matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
@@ -435,7 +461,7 @@ class Replica:
         knobs = SearchKnobs.parse(params, want)
         bounds = RangeBounds.of(params, metric)
         with self.lock:
-            plan, total = self._plan(ts, partitions, expr, metric)
+            plan, total = self._plan(ts, partitions, expr, metric, expire_ts)
             if bounds is not None:
                 found = self._in_range(q, qn, metric, bounds, plan)
                 if group_by is None:
@@ -453,10 +479,16 @@ class Replica:
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
 
     def _plan(
-        self, ts: int, partitions: list[int] | None, expr: Expr | None, metric: str
+        self,
+        ts: int,
+        partitions: list[int] | None,
+        expr: Expr | None,
+        metric: str,
+        expire_ts: int = 0,
     ) -> tuple[list[tuple[Segment, np.ndarray | None]], int]:
         """Returns the segments to search, each with the mask of its selected positions
-        (None: its alive bitmap, the fast path), and how many rows are selected in all.
+        (None: its alive bitmap, the fast path), and how many rows are selected in all
+        (rows inserted at or before `expire_ts` expired).
         Raises InvalidArgument if a loaded segment index has another metric than `metric`."""
         segs = [s for s in self._segs if partitions is None or s.partition in partitions]
         for seg in segs:
@@ -465,9 +497,9 @@ class Replica:
                     f"search metric {metric!r} does not match the {seg.index.metric!r} index "
                     f"{seg.index.index_id} of segment {seg.segment_id}"
                 )
-        if expr is None and ts >= self.changed_ts:
+        if expr is None and ts >= self.changed_ts and not expire_ts:
             return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
-        mask = self.selected(ts, partitions, expr)
+        mask = self.selected(ts, partitions, expr, None, expire_ts)
         plan = []
         for seg in segs:
             rows = seg.rows.view()

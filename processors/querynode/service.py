@@ -45,6 +45,7 @@ class QueryNodeService(Protocol):
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
         nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
@@ -52,7 +53,9 @@ class QueryNodeService(Protocol):
         groups skipped). `params`: the index's search parameters (ef, nprobe), and a range
         search's `radius` / `range_filter` (every row in range, exact); an exact search
         needs none. `metric`: the metric of
-        the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2)."""
+        the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2).
+        Every read hides rows inserted at or before `expire_ts` (the collection's TTL; 0:
+        none expired)."""
         ...
 
     def query(
@@ -65,13 +68,21 @@ class QueryNodeService(Protocol):
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the rows visible at `ts` matching `expr` (and with one of `keys`), in
         primary-key order, from the `offset`-th, at most `limit`, each with `output_fields`."""
         ...
 
     def get(
-        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+        self,
+        collection_id: int,
+        keys: list[Any],
+        ts: int,
+        output_fields: list[str],
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the rows with these primary keys visible at `ts` (each key once)."""
         ...
@@ -83,6 +94,8 @@ class QueryNodeService(Protocol):
         partitions: list[int] | None = None,
         expr: Expr | None = None,
         keys: list[Any] | None = None,
+        *,
+        expire_ts: int = 0,
     ) -> int:
         """Returns the number of rows visible at `ts` matching `expr` (and `keys`)."""
         ...

@@ -135,6 +135,7 @@ class MetaTable:
             "AliasAltered": self._alias_altered,
             "IndexCreated": self._index_created,
             "IndexDropped": self._index_dropped,
+            "CollectionPropertiesAltered": self._properties_altered,
         }
         self._load_latest()
 
@@ -293,6 +294,7 @@ class MetaTable:
             "partitions": dict(rec["partitions"]),
             "aliases": list(rec["aliases"]),
             "indexes": dict(rec["indexes"]),
+            "properties": dict(rec["properties"]),
         }
 
     def _free_name(self, name: str) -> None:
@@ -407,6 +409,13 @@ class MetaTable:
         if name not in rec["indexes"]:
             raise IndexNotFound(rec["name"], name)
         del rec["indexes"][name]
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _properties_altered(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"])
+        for key in e.body.get("delete_keys") or []:
+            rec["properties"].pop(key, None)
+        rec["properties"].update(e.body.get("properties") or {})
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
 

@@ -39,10 +39,11 @@ from vectorlog.core.model import (
     CollectionSchema,
     check_name,
 )
+from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
-from vectorlog.processors.rootcoord.meta import MetaTable
+from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIncreasing
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
@@ -71,6 +72,9 @@ BROADCAST = frozenset(
     {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
 )
 MAX_SHARDS = 16
+#: partitions of a partition-key collection created without num_partitions (Milvus's
+#: common.DefaultPartitionsWithPartitionKey)
+DEFAULT_KEY_PARTITIONS = 16
 PROBE_TS = (1 << 63) - 1  # the largest ts: an Avro long never encodes longer
 #: failures while replaying a record that say nothing about the record: the store, the log or
 #: this process failed; the replay stops and is retried, the record is never dead-lettered
@@ -226,10 +230,14 @@ class RootCoord:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
-        """Creates a collection. Raises InvalidArgument/CollectionExists; nothing appended."""
+        """Creates a collection; with a partition key field, with `num_partitions`
+        partitions (0: Milvus's default 16) named `_default_0`... and no `_default`. Raises
+        InvalidArgument/CollectionExists; nothing appended."""
         check_name("collection", name)
         schema = replace(schema, name=name).validated()
+        names = initial_partitions(schema, num_partitions)
         if (
             not isinstance(shards_num, int)
             or isinstance(shards_num, bool)
@@ -237,8 +245,7 @@ class RootCoord:
         ):
             raise InvalidArgument(f"shards_num must be 1..{MAX_SHARDS}, not {shards_num!r}")
         with self._ddl():
-            cid = self.ids.allocate(2)
-            pid = cid + 1
+            cid = self.ids.allocate(1 + len(names))
             pch = assign_pchannels(cid, shards_num, self.topics.dml_partitions)
             vch = [vchannel_name(self.topics.cluster, p, cid, i) for i, p in enumerate(pch)]
             body = {
@@ -248,8 +255,10 @@ class RootCoord:
                 "shards_num": shards_num,
                 "vchannels": vch,
                 "pchannels": pch,
-                "partitions": [{"partition_id": pid, "partition_name": DEFAULT_PARTITION}],
-                "properties": {k: str(v) for k, v in (properties or {}).items()},
+                "partitions": [
+                    {"partition_id": cid + 1 + i, "partition_name": p} for i, p in enumerate(names)
+                ],
+                "properties": checked({k: str(v) for k, v in (properties or {}).items()}),
             }
             self._execute("CollectionCreated", cid, body)
         return self.meta.get(name)
@@ -274,10 +283,29 @@ class RootCoord:
                 {"collection_id": cid, "old_name": old_name, "new_name": new_name},
             )
 
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Sets `properties` and removes `delete_keys` of a collection (or alias target) in one
+        CollectionPropertiesAltered event. Raises InvalidArgument (a TTL or mmap value Milvus
+        refuses, both or neither of the two given), CollectionNotFound; nothing is appended
+        then."""
+        with self._ddl():
+            cid = self.meta.resolve(name)  # first, as Milvus
+            if not properties and not delete_keys:
+                raise InvalidArgument("no properties or delete keys provided")
+            if properties and delete_keys:
+                raise InvalidArgument("can not provide properties and deletekeys at the same time")
+            props = checked(properties)
+            body = {"collection_id": cid, "properties": props, "delete_keys": delete_keys or []}
+            self._execute("CollectionPropertiesAltered", cid, body)
+
     def create_partition(self, collection: str, partition: str) -> None:
         check_name("partition", partition)
         with self._ddl():
             cid = self.meta.resolve(collection)
+            if self.meta.get(collection).schema.partition_key is not None:
+                raise InvalidArgument("disable create partition if partition key mode is used")
             self._execute(
                 "PartitionCreated",
                 cid,
@@ -291,6 +319,8 @@ class RootCoord:
     def drop_partition(self, collection: str, partition: str) -> None:
         with self._ddl():
             info = self.meta.get(collection)
+            if info.schema.partition_key is not None:
+                raise InvalidArgument("disable drop partition if partition key mode is used")
             if partition not in info.partitions:
                 raise PartitionNotFound(info.name, partition)
             with self._guard.dropping(info.collection_id):  # as in drop_collection
@@ -545,3 +575,26 @@ class RootCoord:
             if self._tail is not None:
                 self._tail.close()
                 self._tail = None
+
+
+def initial_partitions(schema: CollectionSchema, num_partitions: int) -> list[str]:
+    """Returns the partitions a new collection starts with: `_default`, or with a partition
+    key `num_partitions` (0: 16) of `_default_{i}`. Raises InvalidArgument with Milvus's
+    messages."""
+    if not isinstance(num_partitions, int) or isinstance(num_partitions, bool):
+        raise InvalidArgument(f"num_partitions must be an int, not {num_partitions!r}")
+    if schema.partition_key is None:
+        if num_partitions != 0:
+            raise InvalidArgument(
+                "num_partitions should only be specified with partition key field enabled"
+            )
+        return [DEFAULT_PARTITION]
+    if num_partitions < 0:
+        raise InvalidArgument(
+            "the specified partitions should be greater than 0 if partition key is used"
+        )
+    if num_partitions > MAX_PARTITIONS:
+        raise InvalidArgument(
+            f"partition number ({num_partitions}) exceeds max configuration ({MAX_PARTITIONS})"
+        )
+    return [f"{DEFAULT_PARTITION}_{i}" for i in range(num_partitions or DEFAULT_KEY_PARTITIONS)]

@@ -65,6 +65,15 @@ DIFFERENCES: dict[str, str] = {
     "group_size.COSINE": "milvus-lite 3.2.2 leaves out groups of COSINE group-by searches "
     "(query 1: group n=5, whose best hit is the 2nd nearest row of all, numpy-checked); "
     "vectorlog returns the `limit` groups of the best hits, as Milvus defines",
+    "properties.bad_ttl": "Milvus refuses a collection.ttl.seconds that is not an integer "
+    '(proxy validateCollectionTTL, "collection TTL is not a valid positive integer"; vectorlog '
+    "too); milvus-lite 3.2.2 stores any value",
+    "partition_key.partitions": "Milvus names a partition-key collection's partitions "
+    "_default_0.. (num_partitions of them, no _default; vectorlog too); milvus-lite 3.2.2 keeps "
+    "_default, adds 16 _pk_i and ignores num_partitions",
+    "partition_key.insert_named": "Milvus refuses an insert naming a partition of a "
+    'partition-key collection ("not support manually specifying the partition names"; '
+    "vectorlog too); milvus-lite 3.2.2 accepts it",
     "range.wrong_side": "Milvus refuses a range_filter on the far side of radius "
     "(proxy checkRangeSearchParams; vectorlog too); milvus-lite 3.2.2 returns no hits",
 }
@@ -782,6 +791,71 @@ def test_aliases_rename_load_flush_and_stats(pair: Pair) -> None:
     got = pair.both("get_load_state", "b", partition_name="p1")
     d.check("partition.load_state", each(load_state, got), eq)
     d.check("drop.missing", pair.both("drop_collection", "nope"), eq)
+    d.assert_none()
+
+
+@results
+def properties(res: Any) -> dict[str, str]:
+    return dict(res["properties"])
+
+
+def test_collection_properties(pair: Pair) -> None:
+    d = Diffs()
+    pair.run("create_collection", "p", dimension=DIM)
+    d.check("properties.none", each(properties, pair.both("describe_collection", "p")), eq)
+    props = {"collection.ttl.seconds": 3600, "mmap.enabled": True, "custom.key": "v"}
+    d.check("properties.alter", pair.both("alter_collection_properties", "p", props), eq)
+    d.check("properties.set", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("alter_collection_properties", "p", {"collection.ttl.seconds": 60})
+    d.check("properties.alter_again", got, eq)
+    d.check("properties.replaced", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("drop_collection_properties", "p", ["custom.key", "absent.key"])
+    d.check("properties.drop", got, eq)
+    d.check("properties.dropped", each(properties, pair.both("describe_collection", "p")), eq)
+    got = pair.both("alter_collection_properties", "nope", {"mmap.enabled": False})
+    d.check("properties.missing_collection.refused", got, eq)
+    got = pair.both("alter_collection_properties", "p", {"collection.ttl.seconds": "abc"})
+    d.check("properties.bad_ttl", got, eq)
+    d.assert_none()
+
+
+def create_keyed(pair: Pair, dtype: str) -> None:
+    """A collection whose `tenant` (INT64 or VARCHAR) is the partition key, 4 partitions."""
+    for client, t in ((pair.lite, pymilvus.DataType), (pair.ours, pair.types)):
+        s = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        s.add_field("id", t.INT64, is_primary=True)
+        s.add_field("vector", t.FLOAT_VECTOR, dim=DIM)
+        s.add_field("n", t.INT64)
+        extra = {"max_length": 16} if dtype == "VARCHAR" else {}
+        s.add_field("tenant", getattr(t, dtype), is_partition_key=True, **extra)
+        index = client.prepare_index_params()
+        index.add_index("vector", index_type="FLAT", metric_type="L2")
+        client.create_collection("keyed", schema=s, index_params=index, num_partitions=4)
+
+
+@pytest.mark.parametrize("dtype", ["INT64", "VARCHAR"])
+def test_partition_key(pair: Pair, dtype: str) -> None:
+    d = Diffs()
+    data, queries = dataset()
+    tenant = (lambda i: i % 7) if dtype == "INT64" else (lambda i: f"t{i % 7}")
+    create_keyed(pair, dtype)
+    keyed = [
+        {"id": r["id"], "vector": r["vector"], "n": r["n"], "tenant": tenant(r["id"])} for r in data
+    ]
+    pair.run("insert", "keyed", keyed)
+    d.check("partition_key.partitions", pair.both("list_partitions", "keyed"), eq)
+    one, two = repr(tenant(3)).replace("'", '"'), repr(tenant(5)).replace("'", '"')
+    for text in (f"tenant == {one}", f"tenant in [{one}, {two}] and n > 3", "n < 2"):
+        got = pair.both("query", "keyed", filter=text, output_fields=["id", "tenant"])
+        d.check(f"partition_key.query[{text}]", each(rows, got), close_rows)
+        got = pair.both("search", "keyed", queries, limit=10, filter=text, output_fields=["tenant"])
+        d.check(f"partition_key.search[{text}]", each(hits, got), same_hits)
+    d.check("partition_key.count", pair.both("query", "keyed", output_fields=["count(*)"]), eq)
+    d.check(
+        "partition_key.create_partition.refused", pair.both("create_partition", "keyed", "p"), eq
+    )
+    got = pair.both("insert", "keyed", keyed[:1], partition_name="_default_0")
+    d.check("partition_key.insert_named", each(results(lambda r: "inserted"), got), eq)
     d.assert_none()
 
 

@@ -107,6 +107,7 @@ class FakeRootCoord:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
         check_name("collection", name)
         if name in self.collections or name in self.aliases:
@@ -154,6 +155,11 @@ class FakeRootCoord:
         self.describe_collection(collection).partitions[check_name("partition", partition)] = (
             self.allocate_ids()
         )
+
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        self.ddl.append(("alter_collection_properties", (name, properties, delete_keys)))
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
@@ -343,7 +349,7 @@ class FakeDataCoord:
         return [s.info() for s in self._of(collection_id)]
 
     def compaction_groups(
-        self, collection_id: int, horizon: int, policy: Any = None
+        self, collection_id: int, horizon: int, policy: Any = None, expire_ts: int = 0
     ) -> list[dict[str, Any]]:
         return []  # its segments hold no binlogs
 
@@ -366,6 +372,8 @@ class FakeQueryNode:
     reads: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, collection, ts)
     known: set[int] = field(default_factory=set)
     matching: list[Any] = field(default_factory=list)  # the keys every query returns
+    #: the partitions the last search, query or count read (None: every one)
+    last_partitions: list[int] | None = None
     loaded: dict[int, FakeCollection] = field(default_factory=dict)
 
     def load(self, info: CollectionInfo, rows: list[dict[str, Any]], ts: int) -> None:
@@ -420,8 +428,10 @@ class FakeQueryNode:
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
+        self.last_partitions = partitions
         self.search_args = {"params": params, "metric": metric}  # the last search's
         held = self.loaded.get(collection_id)
         if held is None:
@@ -439,15 +449,24 @@ class FakeQueryNode:
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("query", collection_id, ts)
+        self.last_partitions = partitions
         if collection_id not in self.loaded:
             return [{f: k for f in output_fields} for k in self.matching]
         rows = self._visible(collection_id, ts, expr, keys)[offset:]
         return [{f: r[f] for f in output_fields} for r in rows[:limit]]
 
     def get(
-        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+        self,
+        collection_id: int,
+        keys: list[Any],
+        ts: int,
+        output_fields: list[str],
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("get", collection_id, ts)
         rows = self._visible(collection_id, ts, keys=keys)
@@ -460,8 +479,11 @@ class FakeQueryNode:
         partitions: list[int] | None = None,
         expr: Any = None,
         keys: list[Any] | None = None,
+        *,
+        expire_ts: int = 0,
     ) -> int:
         self._read("count", collection_id, ts)
+        self.last_partitions = partitions
         return len(self._visible(collection_id, ts, expr, keys))
 
 

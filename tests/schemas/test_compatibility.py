@@ -61,11 +61,13 @@ def test_data_written_with_v1_is_read_by_the_current_schema(event: Event):
 
 
 def without_v4_defaults(decoded: Event) -> Event:
-    """Returns `decoded` after checking and removing the v4 schema fields' defaults."""
+    """Returns `decoded` after checking and removing the v4 (and v8) schema fields'
+    defaults."""
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
         assert schema.pop("enable_dynamic_field") is False
         assert all(f.pop("is_dynamic") is False for f in schema["fields"])
+        assert all(f.pop("is_partition_key") is False for f in schema["fields"])
     return decoded
 
 
@@ -146,6 +148,7 @@ V3 = SchemaRegistry(AVRO_DIR / "v3")
 V4 = SchemaRegistry(AVRO_DIR / "v4")
 V5 = SchemaRegistry(AVRO_DIR / "v5")
 V6 = SchemaRegistry(AVRO_DIR / "v6")
+V7 = SchemaRegistry(AVRO_DIR / "v7")
 
 
 def v3_events() -> list[Event]:
@@ -277,7 +280,7 @@ def test_v6_appends_the_bulk_insert_branch_to_v5():
 
 
 def test_v7_appends_the_compaction_branch_to_v6():
-    old, new = _branches(V6), _branches(default_registry())
+    old, new = _branches(V6), _branches(V7)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["SegmentsCompacted"]
     binlog = {"log_id": 3, "path": "insert_log/5/6/9/100/3", "entries": 10}
@@ -309,3 +312,19 @@ def test_data_written_with_v6_is_read_by_the_current_schema(event: Event):
     decoded = read_by_current(V6, event)
     assert decoded.body.pop("compacted_from") == []  # the v7 field's default
     assert decoded == event
+
+
+def test_v8_appends_the_properties_branch_and_the_partition_key_flag_to_v7():
+    old, new = _branches(V7), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["CollectionPropertiesAltered"]
+    body = {"collection_id": 5, "properties": {"collection.ttl.seconds": "60"}}
+    event = Event("CollectionPropertiesAltered", 90, body | {"delete_keys": ["k"]}, 5)
+    assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def test_v7_collections_read_by_v8_have_no_partition_key():
+    created = v1_events()[0]
+    decoded = read_by_current(V7, Event("CollectionCreated", 95, created.body, 5))
+    assert [f["is_partition_key"] for f in decoded.body["schema"]["fields"]] == [False]
+    assert without_v4_defaults(decoded) == Event("CollectionCreated", 95, created.body, 5)

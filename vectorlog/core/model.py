@@ -2,7 +2,8 @@
 
 Collections have exactly one primary key (INT64 or VARCHAR, optionally auto_id), exactly one
 FLOAT_VECTOR field (dim, metric L2/IP/COSINE), and scalar BOOL, INT8/16/32/64, FLOAT, DOUBLE,
-VARCHAR, JSON and ARRAY (element_type, max_capacity) fields. With enable_dynamic_field, the
+VARCHAR, JSON and ARRAY (element_type, max_capacity) fields; at most one INT64 or VARCHAR field
+other than the primary key may be the partition key. With enable_dynamic_field, the
 dynamic JSON field `$meta` (is_dynamic, last) keeps the keys of a row outside the schema.
 User fields get ids from 100; row id (0) and timestamp (1) are system fields.
 """
@@ -125,6 +126,7 @@ class FieldSchema:
     nullable: bool = False
     #: the value a row that gives none (or None) takes; None: no default
     default_value: Any = None
+    is_partition_key: bool = False
 
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
@@ -141,12 +143,14 @@ class FieldSchema:
             raise InvalidArgument(f"field {self.name!r}: unknown data type {self.dtype!r}")
         if self.is_primary and self.dtype not in (DataType.INT64, DataType.VARCHAR):
             raise InvalidArgument(f"primary key {self.name!r} must be INT64 or VARCHAR")
-        for flag in ("is_primary", "auto_id"):
+        for flag in ("is_primary", "auto_id", "is_partition_key"):
             value = getattr(self, flag)
             if not isinstance(value, bool):
                 raise InvalidArgument(f"field {self.name!r}: {flag} must be a bool, not {value!r}")
         if self.auto_id and not self.is_primary:
             raise InvalidArgument(f"auto_id is only valid on the primary key, not {self.name!r}")
+        if self.is_partition_key:
+            self._validate_partition_key()
         if self.dtype is DataType.FLOAT_VECTOR:
             self._validate_vector()
         if self.dtype is DataType.VARCHAR and not (
@@ -178,6 +182,13 @@ class FieldSchema:
             raise InvalidArgument(
                 f"ARRAY field {self.name!r}: VARCHAR elements need max_length 1..{MAX_VARCHAR}"
             )
+
+    def _validate_partition_key(self) -> None:
+        """Raises InvalidArgument with Milvus's message if this field cannot be the key."""
+        if self.is_primary:
+            raise InvalidArgument("the partition key field must not be primary field")
+        if self.dtype not in (DataType.INT64, DataType.VARCHAR):
+            raise InvalidArgument("the data type of partition key should be Int64 or VarChar")
 
     def _validate_dynamic(self) -> None:
         if self.name != META or self.dtype is not DataType.JSON or self.is_primary:
@@ -221,6 +232,7 @@ class FieldSchema:
             "params": params,
             "description": self.description,
             "is_dynamic": self.is_dynamic,
+            "is_partition_key": self.is_partition_key,
         }
 
     @classmethod
@@ -241,6 +253,7 @@ class FieldSchema:
             bool(d.get("is_dynamic", False)),
             p.get("nullable") == "true",
             json.loads(p["default_value"]) if "default_value" in p else None,
+            bool(d.get("is_partition_key", False)),
         )
 
 
@@ -293,6 +306,11 @@ class CollectionSchema:
         self._require_one(
             "FLOAT_VECTOR field", [f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR]
         )
+        keys = [f.name for f in self.fields if f.is_partition_key]
+        if len(keys) > 1:
+            raise InvalidArgument(
+                f"there are more than one partition key, field name = {keys[0]}, {keys[1]}"
+            )
         fields = tuple(replace(f, field_id=FIRST_USER_FIELD + i) for i, f in enumerate(self.fields))
         return replace(self, fields=fields)
 
@@ -308,6 +326,11 @@ class CollectionSchema:
     @property
     def vector(self) -> FieldSchema:
         return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+
+    @property
+    def partition_key(self) -> FieldSchema | None:
+        """Returns the partition key field, or None if the collection has none."""
+        return next((f for f in self.fields if f.is_partition_key), None)
 
     @property
     def dynamic(self) -> FieldSchema | None:

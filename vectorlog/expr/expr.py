@@ -50,6 +50,18 @@ def _key_literals(node: n.Node, pk: str) -> list[Any] | None:
     return keys
 
 
+def _restricted(node: n.Node, field: str) -> list[Any] | None:
+    """The values `field` must hold for `node` to be true: as `_key_literals`, and for an
+    `and` the fewest values of the parts that restrict it; None if it is unrestricted."""
+    if isinstance(node, n.Logic) and node.op == "and":
+        found = [v for v in (_restricted(i, field) for i in node.items) if v is not None]
+        return min(found, key=len) if found else None
+    if isinstance(node, n.Logic) and node.op == "or":
+        parts = [_restricted(i, field) for i in node.items]
+        return None if any(p is None for p in parts) else [k for p in parts for k in p or ()]
+    return _key_literals(node, field)
+
+
 class Expr:
     """A checked filter expression, reusable and safe to evaluate from several threads."""
 
@@ -72,6 +84,13 @@ class Expr:
         `pk in [...]`, or an `or` of those; None otherwise."""
         keys = _key_literals(self.tree, pk_name)
         return None if keys is None else list(dict.fromkeys(keys))
+
+    def key_values(self, field: str) -> list[Any] | None:
+        """Returns the values (deduplicated, in order) `field` must hold for a row to match:
+        `field == v`, `field in [...]`, `or`s of those and `and`s holding one; None if the
+        expression does not restrict it so (a partition key read then reads every partition)."""
+        values = _restricted(self.tree, field)
+        return None if values is None else list(dict.fromkeys(values))
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"

@@ -170,6 +170,11 @@ class BulkInserter:
         options: dict[str, Any] | None = None,
     ) -> tuple[ImportJob, CollectionInfo, list[ImportUnit]]:
         info = self.proxy.describe_collection(collection_name)
+        if info.schema.partition_key is not None:
+            raise InvalidArgument(
+                f"bulk insert into {collection_name!r}: collections with a partition key are "
+                "not supported by vectorlog's bulk insert yet (insert their rows instead)"
+            )
         if partition_name is not None and partition_name not in info.partitions:
             raise InvalidArgument(
                 f"partition {partition_name!r} does not exist in {collection_name!r}"

@@ -22,6 +22,7 @@ from vectorlog.core.errors import NotFound
 from vectorlog.core.faults import crash_point
 from vectorlog.core.hybridts import LOGICAL_BITS, physical_ms
 from vectorlog.core.model import CollectionInfo
+from vectorlog.core.properties import expire_ts
 from vectorlog.engines.spark import acquire_session, release_session, run_merges
 from vectorlog.processors.proxy.service import CompactionConflict, ProxyService, delete_quietly
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -161,6 +162,7 @@ class Compactor:
             segment_id=self.rc.allocate_ids(),
             first_log_id=self.rc.allocate_ids(log_ids_needed(schema)),
             now=self.rc.now(),
+            expire_ts=expire_ts(info.properties, horizon),
         )
 
     def _commit(

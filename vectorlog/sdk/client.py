@@ -65,9 +65,11 @@ class SchemaBuilder:
         max_capacity: int | None = None,
         nullable: bool = False,
         default_value: Any = None,
+        is_partition_key: bool = False,
     ) -> SchemaBuilder:
         """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
-        elements; scalars: `nullable`, `default_value`); returns self so calls chain."""
+        elements; scalars: `nullable`, `default_value`; `is_partition_key`: rows are routed to
+        partitions by its hash); returns self so calls chain."""
         auto = (self.auto_id if auto_id is None else auto_id) if is_primary else False
         self.fields.append(
             FieldSchema(
@@ -83,6 +85,7 @@ class SchemaBuilder:
                 max_capacity=max_capacity,
                 nullable=nullable,
                 default_value=default_value,
+                is_partition_key=is_partition_key,
             )
         )
         return self
@@ -210,6 +213,7 @@ class Client:
         index_params: IndexParams | None = None,
         enable_dynamic_field: bool = True,
         consistency_level: str | int | None = None,
+        num_partitions: int = 0,
     ) -> None:
         """Creates a collection, as MilvusClient: quick setup with `dimension=` (primary key
         `primary_field_name`, vector field `vector_field_name`, an AUTOINDEX index on it with
@@ -218,7 +222,9 @@ class Client:
         `index_params` created right after it (without an index, searches use the metric of
         the vector field, `metric_type`). Reads that name no consistency level read at
         `consistency_level` ("Strong", "Bounded", "Session", "Eventually"; None: Strong).
-        Raises InvalidArgument (nothing is created if the schema or an index is bad),
+        With a partition key field in `schema`, the collection has `num_partitions`
+        partitions (0: 16, as Milvus) and rows go to one by the hash of their key. Raises
+        InvalidArgument (nothing is created if the schema or an index is bad),
         CollectionExists."""
         if schema is None:
             if dimension is None:
@@ -243,7 +249,7 @@ class Client:
             built = schema.build(metric_type) if isinstance(schema, SchemaBuilder) else schema
         check_indexes(built.validated(), specs)
         props = with_level(properties, consistency_level)
-        self._proxy.create_collection(collection_name, built, num_shards, props)
+        self._proxy.create_collection(collection_name, built, num_shards, props, num_partitions)
         for spec in specs:
             self._proxy.create_index(collection_name, spec)
 
@@ -252,6 +258,17 @@ class Client:
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self._proxy.rename_collection(old_name, new_name)
+
+    def alter_collection_properties(self, collection_name: str, properties: dict[str, Any]) -> None:
+        """Sets collection properties (as MilvusClient): `collection.ttl.seconds` hides and
+        lets compaction remove rows older than that; `mmap.enabled` is kept. Raises
+        InvalidArgument (a value Milvus refuses, or none given), CollectionNotFound."""
+        self._proxy.alter_collection_properties(collection_name, properties)
+
+    def drop_collection_properties(self, collection_name: str, property_keys: list[str]) -> None:
+        """Removes collection properties (a key the collection lacks is ignored). Raises
+        InvalidArgument (no key given), CollectionNotFound."""
+        self._proxy.alter_collection_properties(collection_name, {}, property_keys)
 
     def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
         return self._proxy.has_collection(collection_name, as_of)
@@ -649,6 +666,8 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
         }
         if f.is_primary:
             d.update(is_primary=True, auto_id=f.auto_id)
+        if f.is_partition_key:
+            d["is_partition_key"] = True
         if f.element_type is not None:
             d["element_type"] = f.element_type
         if f.nullable:

@@ -125,6 +125,7 @@ def _field(f: schema_pb2.FieldSchema, params: dict, dtype: DataType, vector: boo
         element_type=data_type(f.element_type) if dtype is DataType.ARRAY else None,
         max_capacity=_int_param(params, "max_capacity"),
         nullable=f.nullable,
+        is_partition_key=f.is_partition_key,
     )
 
 
@@ -143,6 +144,7 @@ def field_to_proto(f: FieldSchema) -> schema_pb2.FieldSchema:
         is_dynamic=f.is_dynamic,
         nullable=f.nullable,
         default_value=_default_proto(f),
+        is_partition_key=f.is_partition_key,
     )
 
 

@@ -64,6 +64,7 @@ class MilvusServicer(
             schema=schema,
             num_shards=shards,
             properties=properties,
+            num_partitions=request.num_partitions,
             consistency_level=request.consistency_level,  # pymilvus sends Bounded by default
         )
         return ok()
@@ -107,6 +108,17 @@ class MilvusServicer(
     @rpc
     def RenameCollection(self, request: Any, context: Any) -> Any:
         self.client.rename_collection(request.oldName, request.newName)
+        return ok()
+
+    @rpc
+    def AlterCollection(self, request: Any, context: Any) -> Any:
+        props, keys = conv.kv_dict(request.properties), list(request.delete_keys)
+        if props and keys:
+            raise InvalidArgument("can not provide properties and deletekeys at the same time")
+        if keys:
+            self.client.drop_collection_properties(request.collection_name, keys)
+        else:
+            self.client.alter_collection_properties(request.collection_name, props)
         return ok()
 
     @rpc

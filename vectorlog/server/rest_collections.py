@@ -48,6 +48,16 @@ def rename_collection(c: Client, body: Any) -> Any:
     c.rename_collection(args["collectionName"], args["newCollectionName"])
 
 
+def alter_properties(c: Client, body: Any) -> Any:
+    args = parse(body, {**NAME, "properties": Field("dict", required=True)})
+    c.alter_collection_properties(args["collectionName"], args["properties"])
+
+
+def drop_properties(c: Client, body: Any) -> Any:
+    args = parse(body, {**NAME, "propertyKeys": Field("list", required=True)})
+    c.drop_collection_properties(args["collectionName"], args["propertyKeys"])
+
+
 def load_collection(c: Client, body: Any) -> Any:
     """vectorlog serves every collection loaded: load and release only check it exists."""
     c.describe_collection(_name(body))
@@ -102,7 +112,7 @@ def _field(f: dict[str, Any]) -> dict[str, Any]:
         "description": f["description"],
         "primaryKey": bool(f.get("is_primary")),
         "autoId": bool(f.get("auto_id")),
-        "partitionKey": False,
+        "partitionKey": bool(f.get("is_partition_key")),
         "clusteringKey": False,
         "params": [{"key": k, "value": str(v)} for k, v in f["params"].items()],
     }
@@ -134,6 +144,8 @@ CREATE = {
 REST_DEFAULT_LEVEL = "Bounded"
 #: the quick setup's `params` vectorlog honours (others, e.g. partitionsNum, are refused)
 QUICK_PARAMS = frozenset({"max_length", "shardsNum", "enableDynamicField", "consistencyLevel"})
+#: what a full-schema create's `params` may hold besides (partitionsNum: a partition key's)
+SCHEMA_PARAMS = QUICK_PARAMS | {"partitionsNum"}
 _ID_TYPES = {"int64": "int", "varchar": "string"}
 
 
@@ -141,9 +153,10 @@ def create_collection(c: Client, body: Any) -> Any:
     """Quick setup (dimension) or a full schema (schema + indexParams), as Milvus."""
     args = parse(body, CREATE)
     params = args["params"]
-    unknown = sorted(set(params) - QUICK_PARAMS)
+    allowed = QUICK_PARAMS if args["schema"] is None else SCHEMA_PARAMS
+    unknown = sorted(set(params) - allowed)
     if unknown:
-        raise bad_format(f"params {unknown} are not supported (only {sorted(QUICK_PARAMS)})")
+        raise bad_format(f"params {unknown} are not supported (only {sorted(allowed)})")
     shards = int_param(params, "shardsNum", "params") or 1
     level = params.get("consistencyLevel", args["consistencyLevel"]) or REST_DEFAULT_LEVEL
     if args["schema"] is None:
@@ -158,6 +171,7 @@ def create_collection(c: Client, body: Any) -> Any:
         schema=schema,
         index_params=indexes,
         num_shards=shards,
+        num_partitions=int_param(params, "partitionsNum", "params") or 0,
         consistency_level=level,
     )
 
@@ -226,8 +240,6 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
     for i, raw in enumerate(args["fields"]):
         f = parse(raw, FIELD, f"schema.fields[{i}]")
         what = f"field {f['fieldName']!r}"
-        if f["isPartitionKey"]:
-            raise bad_format(f"{what}: vectorlog has no partition keys")
         params = f["elementTypeParams"]
         element = f["elementDataType"]
         schema.add_field(
@@ -242,6 +254,7 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
             max_capacity=int_param(params, "max_capacity", what),
             nullable=f["nullable"],
             default_value=f["defaultValue"],
+            is_partition_key=f["isPartitionKey"],
         )
     return schema
 
@@ -368,6 +381,8 @@ ROUTES: dict[str, Handler] = {
     "collections/create": create_collection,
     "collections/drop": drop_collection,
     "collections/rename": rename_collection,
+    "collections/alter_properties": alter_properties,
+    "collections/drop_properties": drop_properties,
     "collections/load": load_collection,
     "collections/release": load_collection,
     "collections/get_load_state": get_load_state,

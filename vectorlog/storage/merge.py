@@ -53,6 +53,7 @@ class CompactionPlan:
     segment_id: int  # the new segment's
     first_log_id: int
     now: int  # hybrid ts written into file headers
+    expire_ts: int = 0  # rows inserted at or before it expired (the collection's TTL)
 
 
 def log_ids_needed(schema: CollectionSchema) -> int:
@@ -79,7 +80,7 @@ def merge(plan: CompactionPlan, store: ObjectStore) -> dict[str, Any]:
     failure deletes what it wrote. Raises CorruptBinlog, ObjectNotFound, StorageError."""
     schema = CollectionSchema.from_avro(plan.schema)
     merged = read_rows(plan.sources, schema, store)
-    keep, deletes = _survivors(merged, schema, plan.horizon)
+    keep, deletes = _survivors(merged, schema, plan.horizon, plan.expire_ts)
     out: dict[str, Any] = {
         "segment_id": plan.segment_id,
         "num_rows": int(len(keep)),
@@ -133,17 +134,21 @@ def read_rows(
 
 
 def _survivors(
-    merged: SegmentsRows, schema: CollectionSchema, horizon: int
+    merged: SegmentsRows, schema: CollectionSchema, horizon: int, expire_ts: int = 0
 ) -> tuple[np.ndarray, DeltaBuffer]:
     """Returns the rows kept (indexes) and the delete records kept: a row is dropped if its
-    key's newest delete at or before `horizon` is after the row's insert."""
+    key's newest delete at or before `horizon` is after the row's insert, or if it was
+    inserted at or before `expire_ts` (expired by the collection's TTL; 0: none)."""
     last: dict[Any, int] = {}
     for pk, d in zip(merged.delete_pks, merged.delete_ts.tolist(), strict=True):
         if d <= horizon and d > last.get(pk, -1):
             last[pk] = d
     pks = _list(merged.columns[schema.primary.field_id])
     ends = np.fromiter((last.get(pk, -1) for pk in pks), np.int64, count=len(pks))
-    keep = np.flatnonzero(merged.ts >= ends)
+    alive = merged.ts >= ends
+    if expire_ts:
+        alive &= merged.ts > expire_ts
+    keep = np.flatnonzero(alive)
     held = {pks[i] for i in keep.tolist()}
     deletes = DeltaBuffer(StreamPosition())
     for pk, d in zip(merged.delete_pks, merged.delete_ts.tolist(), strict=True):

@@ -269,3 +269,48 @@ def test_search_arguments_beyond_the_vectors_are_checked_before_reading(parts: P
         group_by_field="id",
     )
     assert parts.proxy.search("books", [[0.0, 0.0, 0.0, 1.0]], options=ok) == [[]]
+
+
+def keyed_collection() -> Any:
+    """A collection with a partition key `tenant` and 4 partitions (ids 301..304)."""
+    from dataclasses import replace
+
+    from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+
+    base = collection("keyed", collection_id=300, shards=2)
+    tenant = FieldSchema("tenant", DataType.INT64, is_partition_key=True)
+    schema = CollectionSchema((*base.schema.fields, tenant)).validated()
+    parts = {f"_default_{i}": 301 + i for i in range(4)}
+    return replace(base, schema=schema, partitions=parts)
+
+
+def test_a_partition_key_routes_inserts_and_its_filters_read_only_their_partitions(
+    parts: Parts,
+):
+    from vectorlog.processors.proxy.partition_key import murmur3_int64
+
+    parts.rc.collections["keyed"] = keyed_collection()
+    parts.qn.known.add(300)
+    parts.qn.tsafe_ts = 10**18
+    data = [{"id": i, "vector": [1.0, 0.0, 0.0, 0.0], "tenant": i % 5} for i in range(40)]
+    parts.proxy.insert("keyed", data)
+    part_of = {
+        t: 301 + int(h % 4) for t, h in zip(range(5), murmur3_int64(np.arange(5)), strict=True)
+    }
+    for e in parts.events():
+        if e.type == "RowsInserted":
+            cols = {c["field_name"]: c["column"] for c in e.body["columns"]}
+            tenants = decode_column(cols["tenant"], e.body["num_rows"]).tolist()
+            assert {part_of[t] for t in tenants} == {e.body["partition_id"]}
+    expected = {
+        "tenant == 3": [part_of[3]],
+        "tenant in [1, 4] and id > 2": sorted({part_of[1], part_of[4]}),
+        "id > 2 and (tenant == 0 or tenant == 2)": sorted({part_of[0], part_of[2]}),
+        "tenant > 3": None,
+        "id > 2 or tenant == 1": None,
+    }
+    for text, want in expected.items():
+        parts.proxy.query("keyed", text)
+        assert parts.qn.last_partitions == want, text
+        parts.proxy.search("keyed", [[1.0, 0.0, 0.0, 0.0]], options=SearchOptions(filter=text))
+        assert parts.qn.last_partitions == want, text
