@@ -90,6 +90,11 @@ class ProcessorLoop:
         self._thread: threading.Thread | None = None
 
     @property
+    def started(self) -> bool:
+        """Whether `start` was called."""
+        return self._thread is not None
+
+    @property
     def running(self) -> bool:
         """Whether the thread was started and has not ended."""
         return self._thread is not None and self._thread.is_alive()
@@ -128,7 +133,7 @@ class ProcessorLoop:
                 except DeadLetterAbandoned:
                     return  # stopping mid-pack: its position stays behind it
                 except Exception as exc:  # the log, the store or the object store failed
-                    log.warning("%s: round failed, retrying: %s", p.name, exc)
+                    log.warning("%s step failed, retrying: %s", p.name, exc)
                     p.report(exc)
                     self._reset()
                     opened = False
