@@ -10,14 +10,15 @@ Layers, bottom to top; nothing imports a module of a higher layer:
     L2  vectorlog.streams.*
     L3  the libraries shared by processors: vectorlog.storage.* (binlogs, object stores),
         vectorlog.state.* (state stores)
-    L4  vectorlog.processors.*: each imports another only through its service.py Protocol
-    L5  vectorlog.engines.* (the Spark engine) and vectorlog.rpc.* (the RPC servers that wrap
+    L4  vectorlog.runtime.*: the processor loop and the topology (what processors run on)
+    L5  vectorlog.processors.*: each imports another only through its service.py Protocol
+    L6  vectorlog.engines.* (the Spark engine) and vectorlog.rpc.* (the RPC servers that wrap
         processors' services, and the network clients that implement them): processors only
         through their service.py
-    L6  everything else: vectorlog (the package), jobs, sdk, cli, server, runners, config, ...
+    L7  everything else: vectorlog (the package), jobs, sdk, cli, server, runners, config, ...
 `import vectorlog.x` and `from vectorlog.x import y` import vectorlog.x (or the submodule
 vectorlog.x.y), not the package `vectorlog`; `from vectorlog import Client` imports the
-package, which is L4.
+package, which is L7.
 
 Which imports count: cycles are about what runs at import time, so they consider imports at
 module level (class bodies included) but not those inside functions or `if TYPE_CHECKING:`.
@@ -44,13 +45,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vectorlog.schemas",),
     ("vectorlog.streams",),
     ("vectorlog.storage", "vectorlog.state"),
+    ("vectorlog.runtime",),
     ("vectorlog.processors",),
     ("vectorlog.engines", "vectorlog.rpc"),
 )
 TOP = len(LAYERS)
 LAYER_NAMES = {0: "L0 (core/expr)", 1: "L1 (schemas)", 2: "L2 (streams)"}
-LAYER_NAMES |= {3: "L3 (libraries: storage/state)", 4: "L4 (processors)"}
-LAYER_NAMES |= {5: "L5 (engines, rpc)"}
+LAYER_NAMES |= {3: "L3 (libraries: storage/state)", 4: "L4 (runtime)", 5: "L5 (processors)"}
+LAYER_NAMES |= {6: "L6 (engines, rpc)"}
 LAYER_NAMES |= {TOP: f"L{TOP} (jobs, sdk, cli, server, runners)"}
 #: Top-level names product code must never import: the repo folders under their own name
 #: (they only exist as vectorlog.*) and the dev-only trees.
@@ -419,11 +421,17 @@ CLEAN = {
     "vectorlog.processors": "",
     "vectorlog.state": "",
     "vectorlog.state.kv": "from vectorlog.streams.log.base import Log\n",
+    "vectorlog.runtime": "",
+    "vectorlog.runtime.loop": (
+        "from vectorlog.state.kv import KV\nfrom vectorlog.streams.log.base import Log\n"
+    ),
     "vectorlog.processors.rootcoord": "",
     "vectorlog.storage": "",
     "vectorlog.storage.binlog": "from vectorlog.state.kv import KV\n",
     "vectorlog.processors.rootcoord.service": "from vectorlog.state import kv\n",
-    "vectorlog.processors.rootcoord.tso": "from . import service\n",
+    "vectorlog.processors.rootcoord.tso": (
+        "from . import service\nfrom vectorlog.runtime.loop import ProcessorLoop\n"
+    ),
     "vectorlog.processors.proxy": "",
     "vectorlog.processors.proxy.service": "",
     "vectorlog.processors.proxy.proxy": (
@@ -450,6 +458,7 @@ PACKAGES = {
     "vectorlog.processors",
     "vectorlog.state",
     "vectorlog.storage",
+    "vectorlog.runtime",
     "vectorlog.engines",
     "vectorlog.engines.spark",
     "vectorlog.rpc",
@@ -472,30 +481,42 @@ def test_the_checker_passes_a_clean_fake_tree():
             "import cycle vectorlog.schemas.registry -> vectorlog.schemas.serde -> "
             "vectorlog.schemas.registry",
         ),
-        ("layers", "vectorlog.core.model", "from vectorlog import Client\n", "L6"),
+        ("layers", "vectorlog.core.model", "from vectorlog import Client\n", "L7"),
         (
             "layers",
             "vectorlog.storage.binlog",
             "from vectorlog.processors.proxy.service import P\n",
-            "L3 (libraries: storage/state) must not import L4 (processors)",
+            "L3 (libraries: storage/state) must not import L5 (processors)",
+        ),
+        (
+            "layers",
+            "vectorlog.runtime.loop",
+            "from vectorlog.processors.proxy.service import P\n",
+            "L4 (runtime) must not import L5 (processors)",
+        ),
+        (
+            "layers",
+            "vectorlog.storage.binlog",
+            "from vectorlog.runtime.loop import ProcessorLoop\n",
+            "L3 (libraries: storage/state) must not import L4 (runtime)",
         ),
         (
             "layers",
             "vectorlog.processors.proxy.proxy",
             "from vectorlog.engines.spark import S\n",
-            "L4 (processors) must not import L5 (engines, rpc)",
+            "L5 (processors) must not import L6 (engines, rpc)",
         ),
         (
             "layers",
             "vectorlog.processors.proxy.proxy",
             "from vectorlog.rpc.server import RpcServer\n",
-            "L4 (processors) must not import L5 (engines, rpc)",
+            "L5 (processors) must not import L6 (engines, rpc)",
         ),
         (
             "layers",
             "vectorlog.rpc.server",
             "from vectorlog.runners.standalone import Standalone\n",
-            "L5 (engines, rpc) must not import L6",
+            "L6 (engines, rpc) must not import L7",
         ),
         ("layers", "vectorlog.schemas.serde", "import vectorlog.streams.channels\n", "L2"),
         (
@@ -504,7 +525,7 @@ def test_the_checker_passes_a_clean_fake_tree():
             "def lazy():\n    from vectorlog.processors.rootcoord import tso\n",
             "vectorlog.streams.log.base (line 3: `from vectorlog.processors.rootcoord import "
             "tso`) imports vectorlog.processors.rootcoord.tso: L2 (streams) must not import "
-            "L4 (processors)",
+            "L5 (processors)",
         ),
         ("forbidden names", "vectorlog.sdk.client", "from streams.log import base\n", "`streams`"),
         ("forbidden names", "vectorlog.runners.standalone", "import infra.broker\n", "`infra`"),

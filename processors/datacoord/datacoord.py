@@ -35,10 +35,14 @@ from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentS
 from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.runtime.events import decode_or_dead_letter, skip_past
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.snapshots import Blobs, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -47,8 +51,10 @@ log = logging.getLogger(__name__)
 DONE = (SegmentState.FLUSHED, SegmentState.DROPPED)
 
 
-class DataCoord:
+class DataCoord(ProcessorBase):
     """Implements DataCoordService on the coord topic."""
+
+    name = "datacoord"
 
     def __init__(
         self,
@@ -71,8 +77,11 @@ class DataCoord:
         self._applied = threading.Condition(threading.Lock())
         self._pending_allocations: list[dict[str, int]] = []
         self._current: dict[tuple[int, int, str], Segment] = {}  # channel -> its Growing one
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._next = 0  # the next coord offset to consume: a record is done once decided on
+        self._source = RecordSource(log, lambda: {self.topic: {0: self._next}})
+        self._loop = ProcessorLoop(self, join_timeout_s=10)
+        interval = self.settings.background_interval_s
+        self._background = Periodic("datacoord-policies", self._background_round, interval)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
@@ -83,16 +92,15 @@ class DataCoord:
         self._decide(self.meta.segments.values())
 
     def start(self) -> None:
-        """Starts the consumer and the background loop (allocations, lifetime policy)."""
-        for target, name in ((self._consume_loop, "consumer"), (self._background, "policies")):
-            t = threading.Thread(target=target, name=f"datacoord-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        """Starts the consumer (the shared loop) and the background round (allocations,
+        lifetime policy)."""
+        self._next = self.meta.position()
+        self._loop.start()
+        self._background.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=10)
+        self._loop.stop()
+        self._background.stop()
         try:
             self._flush_allocations()
         except VectorlogError as exc:  # a closing process: the rows are on dml regardless
@@ -274,34 +282,28 @@ class DataCoord:
         """Returns {(topic, partition): next offset}: the stored next `coord` offset."""
         return {(self.topic, 0): self.meta.position()}
 
-    def _consume_loop(self) -> None:
-        """Consumes coord; a record whose consumption failed (a dead letter or the store
-        could not be written) is read again, and the rest of its batch with it."""
-        nxt = self.meta.position()
-        reader, rewind = self.log.reader(self.topic, {0: nxt}), False
-        try:
-            while not self._stop.is_set():
-                try:
-                    if rewind:
-                        reader.seek(self.topic, 0, nxt)
-                        rewind = False
-                    for rec in reader.poll(timeout=0.1):
-                        self._consume(rec)
-                        nxt = rec.offset + 1
-                except Exception as exc:  # the log or the store failed: retry from `nxt`
-                    log.warning("datacoord consume failed: %s", exc)
-                    rewind = True
-                    self._stop.wait(0.5)
-        finally:
-            reader.close()
+    # -- the consumer (a Processor on the shared loop) ------------------------------------
+    def step(self) -> bool:
+        """Consumes the coord records there are; each commits its position with the state."""
+        records = self._source.poll(self.topic, 1000, timeout=0.1)
+        for rec in records:
+            self._consume(rec)
+            self._next = rec.offset + 1
+        return bool(records)
+
+    def open(self) -> None:
+        """Reads coord from the stored position (after a failure: the record whose
+        consumption or decision failed is read again, and the rest of its batch with it;
+        appliers are idempotent)."""
+        self._source.open()
+
+    def reset(self) -> None:
+        self._source.reset()
 
     def _consume(self, rec: Record) -> None:
-        try:
-            event = self.serde.decode(rec.value)
-        except VectorlogError as exc:
-            self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
-            with self.meta.store.transaction() as txn:
-                txn.set_position(self.topic, 0, rec.offset + 1)
+        event = decode_or_dead_letter(rec, self.serde, self._dead_letter)
+        if event is None:
+            skip_past(self.meta.store, rec)
             return
         changed = self.meta.apply(event, rec.offset)
         self._decide(changed)
@@ -330,13 +332,9 @@ class DataCoord:
             self._applied.notify_all()
 
     # -- background: allocation batches and the lifetime policy -----------------------------
-    def _background(self) -> None:
-        while not self._stop.wait(self.settings.background_interval_s):
-            try:
-                self._flush_allocations()
-                self._seal_expired_lifetimes()
-            except Exception as exc:  # keep going; the next round retries
-                log.warning("datacoord background round failed: %s", exc)
+    def _background_round(self) -> None:
+        self._flush_allocations()
+        self._seal_expired_lifetimes()
 
     def _flush_allocations(self) -> None:
         with self._alloc_lock:

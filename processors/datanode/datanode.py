@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import struct
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -41,6 +40,9 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.runtime.events import EventApplier
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import tick_aligned
 from vectorlog.schemas.columns import decode_column, with_dynamic
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
@@ -53,10 +55,10 @@ from vectorlog.storage.merge import check_compactable, compacted_body
 from vectorlog.storage.objectstore import ObjectStore
 from vectorlog.storage.segment_views import SegmentView, SegmentViews
 from vectorlog.storage.writer import SegmentRef, SegmentWriter
-from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
+from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TtMsgStream
+from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition
 from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -71,6 +73,8 @@ DELTA_SYNC_S = 1.0
 #: with no binlog written since, a moved checkpoint is published on coord at most this often
 #: (the query node's replay after a restart is at most this much log time of ticks)
 CHECKPOINT_PUBLISH_S = 60.0
+#: how often the loop commits a moved checkpoint (and publishes it when due)
+CHECKPOINT_EVERY_S = 0.5
 LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
@@ -110,7 +114,7 @@ def _pk_of(raw: bytes) -> Any:
     return int.from_bytes(body, "big", signed=True) if kind == b"i" else body.decode()
 
 
-class DataNode:
+class DataNode(ProcessorBase):
     """Writes the binlogs of every segment of the dml topic (the local engine)."""
 
     def __init__(
@@ -158,9 +162,18 @@ class DataNode:
         self._published: dict[int, StreamPosition] = {}
         self._published_at = 0.0  # time.monotonic() of the last publication
         self._wrote = False  # a binlog write since the last publication
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.failure: Exception | None = None
+        self.name = name
+        self._loop = ProcessorLoop(self, tick_s=CHECKPOINT_EVERY_S, join_timeout_s=30)
+        self._stop = self._loop.stopping
+        self._applier = EventApplier(
+            topics.dml,
+            self.dml_serde,
+            self._dead_letter,
+            self._stop,
+            transient=NOT_THE_EVENTS_FAULT,
+            events_fault=(InvalidObjectPath,),
+            on_failure=self._failed,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
@@ -177,30 +190,27 @@ class DataNode:
         }
         self.positions = dict(start)
         self._committed = dict(start)
-        self._stream = TtMsgStream(
+        self._stream = tick_aligned(
             self.dml_log,
             self.topics.dml,
             start,
             self.dml_serde,
             self._dead_letter,
-            self._dead_letter.contains,
             self.rc.now,
             self.max_clock_skew_ms,
             self.log,  # a resumed batch is read back from the log itself, not the Spark feed
         )
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="datanode", daemon=True)
-        self._thread.start()
+        """Starts consuming on the shared loop (after `recover`)."""
+        self._loop.start()
 
     def stop(self) -> None:
         """Stops consuming, then publishes the final checkpoint (best effort: a failure is
         logged; the last one published stays valid, it only means a longer replay)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            if not self._thread.is_alive():
-                self._publish_final()
+        started = self._loop.started
+        if self._loop.stop() and started:
+            self._publish_final()
 
     def _publish_final(self) -> None:
         try:
@@ -263,33 +273,24 @@ class DataNode:
         return len(parts) > 3 and parts[3].isdigit() and int(parts[3]) in self.views.by_id
 
     # -- the loop ------------------------------------------------------------------------
-    def _run(self) -> None:
-        last_checkpoint = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.step()
-                if time.monotonic() - last_checkpoint > 0.5:
-                    self.checkpoint()
-                    self.publish()
-                    last_checkpoint = time.monotonic()
-                self.failure = None
-            except DeadLetterAbandoned:
-                return  # stopping mid-pack: its position stays behind it
-            except Exception as exc:  # the log, the store or the object store failed: retry
-                log.warning("data node step failed: %s", exc)
-                self.failure = exc
-                time.sleep(0.5)
-
-    def step(self, timeout: float = 0.05) -> None:
-        """One round: new coord events, new dml packs, tick reports, ready flushes."""
+    def step(self, timeout: float = 0.05) -> bool:
+        """One round: new coord events, new dml packs, tick reports, ready flushes. Returns
+        whether a dml pack came."""
         for rec in self._coord_reader.poll(1000, 0):
             self._coord_record(rec)
-        for pack in self._stream.consume(timeout=timeout):
+        packs = self._stream.consume(timeout=timeout)
+        for pack in packs:
             self.apply(pack)
         self._write_full_buffers()
         self._report_ticks()
         self._flush_ready()
         self._sync_deltas()
+        return bool(packs)
+
+    def tick(self) -> None:
+        """Commits the checkpoint if it moved, and publishes it when due."""
+        self.checkpoint()
+        self.publish()
 
     def _coord_record(self, rec: Record) -> None:
         self._coord_next = rec.offset + 1
@@ -317,30 +318,9 @@ class DataNode:
         Raises DeadLetterAbandoned if the node stops first (the position stays behind)."""
         before = self.positions.get(pack.partition, StreamPosition())
         for event in pack.events:
-            self._apply_retrying(event, pack.partition, before)
+            self._applier.apply(event, lambda e: self._apply_event(e, pack.partition, before))
         self.positions[pack.partition] = pack.position
         self.ticks[pack.partition] = pack.end_ts
-
-    def _apply_retrying(self, event: Event, pchannel: int, before: StreamPosition) -> None:
-        """Applies one event; dead-letters it if it is at fault, and retries (backing off)
-        while the store, the log or the object store fails, until the node stops.
-
-        Raises DeadLetterAbandoned if the node stops first (the position stays behind)."""
-        delay = 0.05
-        while True:
-            try:
-                return self._apply_event(event, pchannel, before)
-            except NOT_THE_EVENTS_FAULT as exc:
-                if isinstance(exc, InvalidObjectPath):
-                    return self._reject(event, f"{type(exc).__name__}: {exc}")
-                log.warning("data node could not apply an event, retrying: %s", exc)
-                self.failure = exc
-            except Exception as exc:  # an event it cannot apply: dead-letter it, go on
-                return self._reject(event, f"{type(exc).__name__}: {exc}")
-            if self._stop.wait(delay):
-                partition, offset = event.source or (-1, -1)
-                raise DeadLetterAbandoned(Record(self.topics.dml, partition, offset, b""))
-            delay = min(delay * 2, 2.0)
 
     def _apply_event(self, event: Event, pchannel: int, before: StreamPosition) -> None:
         if event.vchannel:
@@ -359,12 +339,6 @@ class DataNode:
             self._imported(event, before)
         elif event.type == "SegmentsCompacted":
             self._compacted(event, before)
-
-    def _reject(self, event: Event, reason: str) -> None:
-        """Dead-letters an event it cannot apply, retrying until that is written."""
-        partition, offset = event.source or (-1, -1)
-        rec = Record(self.topics.dml, partition, offset, self.dml_serde.encode(event))
-        self._dead_letter.write_retrying(rec, reason, self._stop, self._failed)
 
     def _failed(self, exc: Exception) -> None:
         self.failure = exc

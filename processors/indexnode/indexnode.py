@@ -34,7 +34,6 @@ from typing import Any
 import faiss
 import numpy as np
 
-from vectorlog.core.errors import VectorlogError
 from vectorlog.core.faults import CrashPointReached, crash_point
 from vectorlog.core.model import ROW_ID_FIELD
 from vectorlog.processors.indexnode.builder import (
@@ -53,6 +52,9 @@ from vectorlog.processors.indexnode.files import (
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
 from vectorlog.processors.rootcoord.service import RootCoordService
+from vectorlog.runtime.events import decode_or_dead_letter
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore
 from vectorlog.storage import (
@@ -65,7 +67,7 @@ from vectorlog.storage import (
 )
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.scan import END_MARKER_SOURCE
 from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
@@ -89,7 +91,7 @@ class Job:
         return (self.segment.segment_id, int(self.index["index_id"]))
 
 
-class IndexNode:
+class IndexNode(ProcessorBase):
     """Implements IndexNodeService: builds and reports segment indexes, tells their progress."""
 
     def __init__(
@@ -118,9 +120,15 @@ class IndexNode:
         self._inflight: set[tuple[int, int]] = set()
         self._failed: dict[tuple[int, int], str] = {}
         self._changed = threading.Condition()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self.failure: Exception | None = None
+        self.name = name
+        self._source = RecordSource(
+            log, lambda: {t: {0: self.state.position(t)} for t in self.serdes}
+        )
+        self._loop = ProcessorLoop(self, tick_s=RESCHEDULE_S, join_timeout_s=60)
+        self._stop = self._loop.stopping
+        self._builder = threading.Thread(
+            target=self._work_loop, name=f"{name}-builder", daemon=True
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
@@ -135,18 +143,16 @@ class IndexNode:
         self._schedule()
 
     def start(self) -> None:
-        """Starts the consumer and the build worker."""
-        for target, name in ((self._consume_loop, "consumer"), (self._work_loop, "builder")):
-            t = threading.Thread(target=target, name=f"indexnode-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        """Starts the consumer (the shared loop) and the build worker."""
+        self._loop.start()
+        self._builder.start()
 
     def stop(self) -> None:
         """Stops both threads (a build under way finishes first; it is not reported if the
         process ends before its SegmentIndexed is appended)."""
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=60)
+        self._loop.stop()
+        if self._builder.is_alive():
+            self._builder.join(timeout=60)
 
     def close(self) -> None:
         self.stop()
@@ -206,45 +212,34 @@ class IndexNode:
         return {(t, 0): self.state.position(t) for t in (self.topics.ddl, self.topics.coord)}
 
     # -- consuming -----------------------------------------------------------------------------
-    def _consume_loop(self) -> None:
-        readers: dict[str, Reader] = {}
-        last_schedule = time.monotonic()
-        try:
-            while not self._stop.is_set():
-                try:
-                    if not readers:
-                        readers = {
-                            t: self.log.reader(t, {0: self.state.position(t)}) for t in self.serdes
-                        }
-                    got = self._poll(readers)
-                    if got or time.monotonic() - last_schedule > RESCHEDULE_S:
-                        self._schedule()
-                        last_schedule = time.monotonic()
-                    self.failure = None
-                except Exception as exc:  # the log, the store or the object store failed: retry
-                    log.warning("index node consume failed: %s", exc)
-                    self.failure = exc
-                    _close(readers)
-                    readers = {}
-                    self._stop.wait(0.5)
-        finally:
-            _close(readers)
+    def open(self) -> None:
+        """Opens readers of ddl and coord at the stored positions."""
+        self._source.open()
 
-    def _poll(self, readers: dict[str, Reader]) -> bool:
+    def step(self) -> bool:
+        """Consumes the ddl and coord records there are (each committed with its position),
+        then schedules the builds they call for."""
         got = False
-        for topic, reader in readers.items():
-            for rec in reader.poll(1000, 0.05):
+        for topic in self._source.topics():
+            for rec in self._source.poll(topic, 1000, 0.05):
                 self._consume(topic, rec)
                 got = True
+        if got:
+            self._schedule()
         return got
 
+    def tick(self) -> None:
+        """Schedules builds again (a transient failure's build is retried)."""
+        self._schedule()
+
+    def reset(self) -> None:
+        self._source.reset()
+
     def _consume(self, topic: str, rec: Record) -> None:
-        """Applies one record; its effects happen before its position is committed."""
-        try:
-            event: Event | None = self.serdes[topic].decode(rec.value)
-        except VectorlogError as exc:  # its owner (rootcoord, datacoord) dead-letters it
-            log.debug("index node skips %s@%d: %s", topic, rec.offset, exc)
-            event = None
+        """Applies one record; its effects happen before its position is committed. An
+        undecodable record is skipped (its owner, rootcoord or datacoord, dead-letters it)
+        and its position committed."""
+        event = decode_or_dead_letter(rec, self.serdes[topic], None)
         self.state.apply(topic, rec.offset, event, self._effects)
         if event is not None and event.type == "SegmentIndexed":
             self._inflight.discard((event.body["segment_id"], event.body["index_id"]))
@@ -417,11 +412,3 @@ def segment_indexed(
         "row_id_file": paths[1],
         "build_ms": build_ms,
     }
-
-
-def _close(readers: dict[str, Reader]) -> None:
-    for reader in readers.values():
-        try:
-            reader.close()
-        except Exception as exc:  # closing a broken reader: nothing more to do
-            log.debug("index node reader close failed: %s", exc)

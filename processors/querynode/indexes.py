@@ -18,6 +18,8 @@ from typing import Any
 
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log, start_offsets
 from vectorlog.streams.snapshots import Blobs, snapshot_records
@@ -43,8 +45,10 @@ class Pending:
         self.failures = 0
 
 
-class IndexLoader:
+class IndexLoader(ProcessorBase):
     """Consumes the coord topic on its own thread and loads segment indexes into replicas."""
+
+    name = "querynode-indexes"
 
     def __init__(
         self,
@@ -64,35 +68,38 @@ class IndexLoader:
         #: the same -> [rows, retries left], for on_flushed
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="querynode-indexes", daemon=True)
         self.offset = 0  # the next coord offset to read
+        self._snapshot_read = False
+        self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
+        self._loop = ProcessorLoop(self, join_timeout_s=10)
 
     def start(self) -> None:
-        self._thread.start()
+        """Starts following coord on the shared loop."""
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        start = start_offsets(self._log, self._topic).get(0, 0)
-        if start:  # records below it were deleted: their snapshot stands in for them
-            self.step(snapshot_records(self._snapshots, self._topic, start))
-        reader = self._log.reader(self._topic, {0: start})
-        try:
-            while not self._stop.is_set():
-                try:
-                    self.step(reader.poll(BATCH, timeout=0.1))
-                except Exception as exc:  # the log failed: go on from the last offset read
-                    log.warning("query node index loading failed: %s", exc)
-                    self._stop.wait(0.5)
-                    reader.seek(self._topic, 0, self.offset)
-        finally:
-            reader.close()
+    # -- a Processor on the shared loop (no durable state: it starts from coord's start) ----
+    def open(self) -> None:
+        """Reads coord from the last offset read; at the first open, from the topic's start,
+        after the snapshot of the records retention deleted below it."""
+        if not self._snapshot_read:
+            start = start_offsets(self._log, self._topic).get(0, 0)
+            if start:  # records below it were deleted: their snapshot stands in for them
+                self.apply_records(snapshot_records(self._snapshots, self._topic, start))
+            self.offset, self._snapshot_read = max(self.offset, start), True
+        self._source.open()
 
-    def step(self, records: list[Any]) -> None:
+    def step(self) -> bool:
+        records = self._source.poll(self._topic, BATCH, timeout=0.1)
+        self.apply_records(records)
+        return bool(records)
+
+    def reset(self) -> None:
+        self._source.reset()
+
+    def apply_records(self, records: list[Any]) -> None:
         """Applies coord `records`, then retries the pending loads if the dml side applied
         something since (or records came)."""
         for rec in records:
@@ -138,13 +145,13 @@ class IndexLoader:
         """Tries every pending load once: done ones (or hopeless ones) are forgotten. The
         segments flushed go first: a loaded index may free the vectors they keep."""
         for key, left in list(self.flushed.items()):
-            if self._stop.is_set():
+            if self._loop.stopping.is_set():
                 return
             left[1] -= 1
             if self._flushed(key, left[0]) or not left[1]:
                 del self.flushed[key]  # done, or its rows never came (merged, dropped)
         for key, p in list(self.pending.items()):
-            if self._stop.is_set():
+            if self._loop.stopping.is_set():
                 return
             if self._attempt(p):
                 del self.pending[key]

@@ -46,11 +46,14 @@ from vectorlog.processors.querynode.recovery import (
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.restore import restore
 from vectorlog.processors.querynode.sealed import IndexFiles
+from vectorlog.runtime.events import EventApplier
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import tick_aligned
 from vectorlog.schemas.columns import column_kind, decode_column
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
-from vectorlog.streams.deadletter import DeadLetterAbandoned, DeadLetterWriter
-from vectorlog.streams.log.base import Log, Record, start_offsets
+from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.log.base import Log, start_offsets
 from vectorlog.streams.msgstream import (
     DEFAULT_MAX_SKEW_MS,
     MsgPack,
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class QueryNode:
+class QueryNode(ProcessorBase):
     """Serves reads for every collection in the dml topic."""
 
     def __init__(
@@ -105,9 +108,12 @@ class QueryNode:
         self._kept: dict[int, int] = {}  # dropped collection id -> drop ts, replica kept
         self._freed: set[int] = set()  # dropped collections whose replica was freed
         self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.failure: Exception | None = None
+        self.name = name
+        self._loop = ProcessorLoop(self, join_timeout_s=10)
+        self._stop = self._loop.stopping
+        self._applier = EventApplier(
+            topics.dml, self._serde, self._dead_letter, self._stop, on_failure=self._report
+        )
         self._handlers: dict[str, Callable[[Event], None]] = {
             "CollectionCreated": self._created,
             "CollectionDropped": self._dropped,
@@ -193,17 +199,17 @@ class QueryNode:
         return loaded
 
     def start(self) -> None:
-        self._stream = TtMsgStream(
+        """Opens dml at the start positions and starts consuming on the shared loop."""
+        self._stream = tick_aligned(
             self._log,
             self._topic,
             dict(self._start),
             self._serde,
             self._dead_letter,
-            self._dead_letter.contains,
             self._clock,
             self._max_skew_ms,
         )
-        self._thread.start()
+        self._loop.start()
         if self.indexes is not None and self.cache is not None:
             self.cache.writer.then(self._start_indexes)  # see CacheWriter.then
         elif self.indexes is not None:
@@ -218,8 +224,7 @@ class QueryNode:
         self._stop.set()
         if self.indexes is not None:
             self.indexes.stop()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+        self._loop.stop()
 
     def _replica_of(self, collection_id: int) -> Replica | None:
         """Returns the replica of a collection, None if not created yet. Raises KeyError
@@ -237,21 +242,22 @@ class QueryNode:
         if self.cache is not None:
             self.cache.writer.close()
 
-    def _run(self) -> None:
+    # -- the consumer (a Processor on the shared loop) ----------------------------------------
+    def step(self) -> bool:
+        """Applies the dml packs completed since the last round (its tsafe stays behind a
+        pack it stopped in). Returns whether any came."""
         assert self._stream is not None, "opened by start()"
-        while not self._stop.is_set():
-            try:
-                for pack in self._stream.consume(timeout=0.05):
-                    self.apply(pack)
-            except DeadLetterAbandoned:
-                return  # stopping mid-pack: its tsafe stays behind it
-            except Exception as exc:  # the log failed: report it to readers, retry
-                log.warning("query node consume failed: %s", exc)
-                self._report(exc)
-                self._stop.wait(0.5)
+        packs = self._stream.consume(timeout=0.05)
+        for pack in packs:
+            self.apply(pack)
+        return bool(packs)
 
-    def _report(self, exc: Exception) -> None:
-        """Tells waiting readers the log failed (cleared by the next applied pack)."""
+    def report(self, failure: Exception | None) -> None:
+        """Tells waiting readers the log failed; None clears a failure (readers are told)."""
+        if failure is not None or self.failure is not None:
+            self._report(failure)
+
+    def _report(self, exc: Exception | None) -> None:
         with self._cond:
             self.failure = exc
             self._cond.notify_all()
@@ -264,11 +270,8 @@ class QueryNode:
         Raises DeadLetterAbandoned if the node stops first (tsafe stays behind the pack)."""
         for event in pack.events:
             handler = self._handlers.get(event.type)
-            try:
-                if handler:
-                    handler(event)
-            except Exception as exc:  # any event it cannot apply: dead-letter it, go on
-                self._reject(event, f"{type(exc).__name__}: {exc}")
+            if handler is not None:  # any event it cannot apply: dead-lettered, go on
+                self._applier.apply(event, handler)
         with self._cond:
             self._tsafe[pack.partition] = pack.end_ts
             self._next[pack.partition] = pack.resume_offset
@@ -287,12 +290,6 @@ class QueryNode:
         if self.indexes is not None:
             out[(self._coord, 0)] = self.indexes.offset
         return out
-
-    def _reject(self, event: Event, reason: str) -> None:
-        """Dead-letters an event it cannot apply, retrying until that is written."""
-        partition, offset = event.source or (-1, -1)
-        rec = Record(self._topic, partition, offset, self._serde.encode(event))
-        self._dead_letter.write_retrying(rec, reason, self._stop, self._report)
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]

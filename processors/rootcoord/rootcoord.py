@@ -49,6 +49,7 @@ from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIn
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.processors.rootcoord.writeguard import WriteGuard
+from vectorlog.runtime.events import reason_of, skip_past
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore
@@ -523,9 +524,8 @@ class RootCoord:
         except Exception as exc:
             if isinstance(exc, NOT_THE_EVENTS_FAULT) and not isinstance(exc, THE_EVENTS_FAULT):
                 raise  # the store or the log failed, not the record: retry, never dead-letter
-            self._dead_letter(rec, f"{type(exc).__name__}: {exc}")
-            with self.store.transaction() as txn:
-                txn.set_position(self.topics.ddl, 0, rec.offset + 1)
+            self._dead_letter(rec, reason_of(exc))
+            skip_past(self.store, rec)
             return 0
 
     def _check_plausible(self, event: Event) -> None:

@@ -202,7 +202,7 @@ def test_a_failed_binlog_write_is_retried_and_the_flush_completes(
     with armed("storage.put.before_publish", skip=2) as reached:  # the third file fails
         (seg,) = client.flush("c", timeout=30)
     assert reached.count("storage.put.before_publish") == 3  # it did fail
-    assert any("data node step failed" in r.getMessage() for r in caplog.records)  # reported
+    assert any("datanode step failed" in r.getMessage() for r in caplog.records)  # reported
     assert client.get_segment_info([seg])[0]["state"] == "Flushed"
     (info,) = client.list_segments("c")
     assert sorted(segment_rows(client, info)[100].tolist()) == list(range(30))

@@ -1,5 +1,10 @@
 """Embedded mode: every processor of a vectorlog cluster wired into one process.
 
+The runner of `vectorlog.runtime.topology.CLUSTER` as threads: it builds, recovers and
+starts each processor in the topology's start order (one builder per processor name, each
+keeping its state under `state_dir / name`), then the background rounds that are not
+processors (the meta GC, log retention, compaction, topic snapshots).
+
 The log is the embedded RocksDB log under the data directory, or Kafka; processor state
 (rootcoord: timestamp oracle, ids, meta snapshot; datacoord: segments; the data node; the index
 node: indexes, Flushed segments, builds reported) lives in RocksDB state stores under the state
@@ -34,6 +39,7 @@ from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import DDL_POSITION_KEY, RootCoord
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
+from vectorlog.runtime.topology import CLUSTER
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
@@ -116,16 +122,35 @@ class Standalone:
         self.log = self._opened(open_log(cfg))
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
+        self.topology = CLUSTER
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self.objects: PyArrowObjectStore | None = None
         if cfg.datanode in ("local", "spark"):
             self.objects = PyArrowObjectStore(cfg.storage_uri())
-        self._start_rootcoord(cfg)
         self.indexnode: IndexNode | None = None
-        self._start_datacoord(cfg)
-        if self.objects is not None:
-            self._open_indexnode(cfg)
+        self.bulk: BulkInserter | None = None
+        builders = {
+            "rootcoord": self._start_rootcoord,
+            "datacoord": self._start_datacoord,
+            "querynode": self._start_querynode,
+            "datanode": self._start_datanode,
+            "indexnode": self._start_indexnode,
+            "proxy": self._start_proxy,
+            "ingest": self._start_ingest,
+        }
+        for spec in self.topology.start_order():
+            builders[spec.name](cfg)
+        if cfg.meta_retention_ms is not None:
+            self._started(self.gc)
+        self._start_retention(cfg)
+        self._start_compactor(cfg)
+        self._start_coord_snapshots(cfg)
+
+    def _start_querynode(self, cfg: Config) -> None:
+        """Recovers the query node (segments from binlogs up to the data node's published
+        checkpoint, with the data node on) and starts it."""
+        objects = self.objects
         self.querynode = QueryNode(
             self.log,
             self.topics,
@@ -133,15 +158,19 @@ class Standalone:
             retention_ms=cfg.meta_retention_ms,
             clock=self.rootcoord.now,
             max_clock_skew_ms=cfg.max_clock_skew_ms,
-            index_files=self.objects if self.indexnode is not None else None,
+            index_files=objects,
             snapshots=self.objects,
             cache_dir=cfg.state_dir() / "querynode" if cfg.querynode_mmap else None,
         )
         self._stack.callback(self.querynode.close)
         self._check_replayable(cfg)
-        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+        if objects is not None and cfg.querynode_recovery == "binlogs":
             rc = self.rootcoord
-            self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
+            self.querynode.recover(rc.collection_histories(), objects, rc.meta_horizon())
+        self._started(self.querynode)
+
+    def _start_proxy(self, cfg: Config) -> None:
+        """Opens the proxy (and the bulk inserter, with the data node on)."""
         self.proxy = Proxy(
             "proxy-1",
             self.rootcoord,
@@ -154,24 +183,12 @@ class Standalone:
             indexnode=self.indexnode,
             objects=self.objects if self.indexnode is not None else None,
         )
-        self.bulk: BulkInserter | None = None
         if self.indexnode is not None:
             max_bytes = cfg.datacoord_settings().max_segment_bytes
             uri, master = cfg.storage_uri(), cfg.spark_master
             self.bulk = BulkInserter(
-                self.proxy, self.rootcoord, self.objects, uri, max_bytes, master
+                self.proxy, self.rootcoord, self._store(), uri, max_bytes, master
             )
-        self._started(self.querynode)
-        self._started(self.ticker)
-        if cfg.datanode in ("local", "spark"):
-            self._start_datanode(cfg)
-            self._start_indexnode()
-        if cfg.meta_retention_ms is not None:
-            self._started(self.gc)
-        self._start_ingest(cfg)
-        self._start_retention(cfg)
-        self._start_compactor(cfg)
-        self._start_coord_snapshots(cfg)
 
     def _start_coord_snapshots(self, cfg: Config) -> None:
         """Starts the coord and ddl topics' snapshots on the embedded log (Kafka keeps them
@@ -231,7 +248,7 @@ class Standalone:
     def _check_replayable(self, cfg: Config) -> None:
         """Raises ConfigError if the query node must replay dml from offset 0 (recovery "log",
         or no binlogs with the data node off) but retention deleted its first records."""
-        if self.indexnode is not None and cfg.querynode_recovery == "binlogs":
+        if self.objects is not None and cfg.querynode_recovery == "binlogs":
             return
         starts = start_offsets(self.log, self.topics.dml)
         if any(starts.values()):
@@ -311,6 +328,7 @@ class Standalone:
         self._stack.callback(self.rootcoord.close)
         self.rootcoord.recover()
         self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
+        self._started(self.ticker)
 
     def _start_datacoord(self, cfg: Config) -> None:
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datacoord"))
@@ -322,6 +340,9 @@ class Standalone:
         self._started(self.datacoord)
 
     def _start_datanode(self, cfg: Config) -> None:
+        """Recovers and starts the data node (with `datanode` "local" or "spark")."""
+        if cfg.datanode not in ("local", "spark"):
+            return
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
         fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
         self.datanode = DataNode(
@@ -341,8 +362,11 @@ class Standalone:
         if fed is not None:
             self._start_spark_job(cfg, fed)
 
-    def _open_indexnode(self, cfg: Config) -> None:
-        """Opens the index node's state (it starts after the data node recovered)."""
+    def _start_indexnode(self, cfg: Config) -> None:
+        """Recovers the index node from ddl and coord, then starts its consumer and builder
+        (there is one while the data node is on: it indexes binlogs)."""
+        if self.objects is None:
+            return
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "indexnode"))
         self.indexnode = IndexNode(
             self.log,
@@ -353,10 +377,6 @@ class Standalone:
             self.rootcoord,
             build_threads=cfg.index_build_threads,
         )
-
-    def _start_indexnode(self) -> None:
-        """Recovers the index node from ddl and coord, then starts its consumer and builder."""
-        assert self.indexnode is not None, "opened by _open_indexnode"
         self.indexnode.recover()
         self._started(self.indexnode)
 

@@ -13,7 +13,6 @@ rest of the batch proceeds.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,10 +31,12 @@ from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import RecordSource
 from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
-from vectorlog.streams.log.base import Log, Reader, Record
+from vectorlog.streams.log.base import Log, Record
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,10 @@ class _Unit:
         return (self.changes[0].kind, self.changes[0].collection)
 
 
-class IngestConsumer:
+class IngestConsumer(ProcessorBase):
     """Consumes the ingest `routes` on one thread, from the positions in `store`."""
+
+    name = PROCESSOR
 
     def __init__(
         self,
@@ -75,18 +78,17 @@ class IngestConsumer:
         self._dead_letter, self._dml, self._schemas = dead_letter, dml, schemas
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
         self._marked_at = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._idle = False
+        self._source = RecordSource(log, self._open_positions)
+        self._loop = ProcessorLoop(self, join_timeout_s=None)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=PROCESSOR, daemon=True)
-        self._thread.start()
+        """Starts consuming on the shared loop's thread."""
+        self._loop.start()
 
     def stop(self) -> None:
         """Stops consuming after the batch in hand (its positions committed). Idempotent."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._loop.stop()
 
     def positions(self) -> dict[tuple[str, int], int]:
         """Returns the committed {(topic, partition): next offset} of the ingest topics."""
@@ -105,49 +107,43 @@ class IngestConsumer:
             with self.store.transaction() as txn:
                 self._mark(txn)
 
-    # -- the consumer thread ----------------------------------------------------------------
-    def _run(self) -> None:
-        readers: dict[str, Reader] = {}
-        idle = False
-        try:
-            while not self._stop.is_set():
-                try:
-                    if not readers:
-                        readers = self._open_readers()
-                    # while records come, polls do not wait; once a round found none, each
-                    # route waits its share of IDLE_WAIT_S, so idle topics never slow busy ones
-                    wait = IDLE_WAIT_S / len(self.routes) if idle else 0.0
-                    idle = True
-                    for route in self.routes:
-                        records = self._gather(readers[route.topic], route, wait)
-                        if records:
-                            idle = False
-                            self._process(route, records)
-                    if idle:  # nothing applied and uncommitted: the mark may move up
-                        self._refresh_mark()
-                except Exception as exc:  # the log or the store failed: retry from positions
-                    log.warning("ingest consume failed (retrying): %s", exc)
-                    _close_all(readers)
-                    readers = {}
-                    self._stop.wait(0.5)
-        finally:
-            _close_all(readers)
+    # -- the consumer (a Processor on the shared loop) ----------------------------------------
+    def open(self) -> None:
+        """Opens a reader per ingest topic at the stored positions (see `_open_positions`)."""
+        self._source.open()
 
-    def _open_readers(self) -> dict[str, Reader]:
-        """Finds what the last attempts applied past the stored positions, then returns a
-        reader per ingest topic from those positions, creating a missing topic with one
+    def reset(self) -> None:
+        self._source.reset()
+
+    def step(self) -> bool:
+        """Applies a batch of each route that has records. While records come, polls do not
+        wait; once a round found none, each route waits its share of IDLE_WAIT_S, so idle
+        topics never slow busy ones. Returns whether any route had records."""
+        wait = IDLE_WAIT_S / len(self.routes) if self._idle else 0.0
+        self._idle = True
+        for route in self.routes:
+            records = self._gather(route, wait)
+            if records:
+                self._idle = False
+                self._process(route, records)
+        if self._idle:  # nothing applied and uncommitted: the mark may move up
+            self._refresh_mark()
+        return not self._idle
+
+    def _open_positions(self) -> dict[str, dict[int, int]]:
+        """Finds what the last attempts applied past the stored positions, then returns the
+        stored position of each ingest topic's partitions, creating a missing topic with one
         partition. Raises LogError."""
         self._recover()
-        readers: dict[str, Reader] = {}
+        positions: dict[str, dict[int, int]] = {}
         for route in self.routes:
             try:
                 n = self.log.partitions(route.topic)
             except TopicNotFound:
                 self.log.create_topic(route.topic, 1)
                 n = self.log.partitions(route.topic)
-            at = {p: self.store.position(route.topic, p) or 0 for p in range(n)}
-            readers[route.topic] = self.log.reader(route.topic, at)
-        return readers
+            positions[route.topic] = {p: self.store.position(route.topic, p) or 0 for p in range(n)}
+        return positions
 
     def _recover(self) -> None:
         """Reads the dml tail from the stored mark for writes not yet committed here; with no
@@ -168,14 +164,15 @@ class IngestConsumer:
                 txn.set_position(self._dml, p, off)
             self._marked_at = time.monotonic()
 
-    def _gather(self, reader: Reader, route: IngestRoute, wait: float) -> list[Record]:
+    def _gather(self, route: IngestRoute, wait: float) -> list[Record]:
         """Returns up to `route.batch_size` records, waiting up to `wait` seconds for the first
         and then up to `route.linger_ms` for the batch to fill."""
-        records = reader.poll(route.batch_size, timeout=wait)
+        topic, size = route.topic, route.batch_size
+        records = self._source.poll(topic, size, timeout=wait)
         deadline = time.monotonic() + route.linger_ms / 1000
-        while records and len(records) < route.batch_size and time.monotonic() < deadline:
+        while records and len(records) < size and time.monotonic() < deadline:
             wait = max(0.0, deadline - time.monotonic())
-            records += reader.poll(route.batch_size - len(records), timeout=min(wait, 0.05))
+            records += self._source.poll(topic, size - len(records), timeout=min(wait, 0.05))
         return records
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
@@ -273,11 +270,3 @@ def _unique(keys: list[Any]) -> list[Any]:
     if all(isinstance(k, (int, str)) and not isinstance(k, bool) for k in keys):
         return list(dict.fromkeys(keys))
     return keys  # the proxy names the bad key
-
-
-def _close_all(readers: dict[str, Reader]) -> None:
-    for reader in readers.values():
-        try:
-            reader.close()
-        except Exception as exc:  # closing is best effort after a failure
-            log.debug("closing an ingest reader: %s", exc)
