@@ -23,6 +23,7 @@ from vectorlog.sdk.client import Client
 from vectorlog.server import rest_collections, rest_entities, rest_jobs
 from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
 from vectorlog.server.logs import log_failure
+from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
 from vectorlog.server.rest_errors import (
     INCORRECT_PARAMETER_FORMAT,
     NEED_AUTHENTICATE,
@@ -57,28 +58,31 @@ class RestApi:
         group = f"jobs/{params['job']}" if "job" in params else params["group"]  # jobs/import
         endpoint = f"{group}/{params['action']}"
         started = time.perf_counter()
-        status, code, content = await self._answer(request, endpoint)
+        status, code, content, vectors = await self._answer(request, endpoint)
         known = endpoint if endpoint in ROUTES else "unknown"
-        self.metrics.observe(known, code, time.perf_counter() - started)
+        self.metrics.observe(known, code, time.perf_counter() - started, vectors)
         setattr(request.state, MILVUS_CODE, code)  # for the access log
         return Response(content, status, media_type="application/json")
 
-    async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes]:
-        """Returns (HTTP status, Milvus code, the envelope as JSON)."""
+    async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes, int]:
+        """Returns (HTTP status, Milvus code, the envelope as JSON, vectors inserted or
+        searched)."""
         if not self._authorized(request):
-            return 401, NEED_AUTHENTICATE, _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
+            refused = _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
+            return 401, NEED_AUTHENTICATE, refused, 0
         handler = ROUTES.get(endpoint)
         if handler is None:
             unknown = envelope(NOT_FOUND, f"no endpoint /v2/vectordb/{endpoint}")
-            return 404, NOT_FOUND, _dumps(unknown)
+            return 404, NOT_FOUND, _dumps(unknown), 0
         try:
             body = await _json_body(request, self.max_body_bytes)
             data = await run_in_threadpool(handler, self.client, body)
-            return 200, 0, _dumps(envelope(0, data=data))
+            vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
+            return 200, 0, _dumps(envelope(0, data=data)), vectors
         except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
             log_failure(log, f"REST {endpoint}", exc)
             failed = error_envelope(exc)
-            return 200, failed["code"], _dumps(failed)
+            return 200, failed["code"], _dumps(failed), 0
 
     def _authorized(self, request: Request) -> bool:
         if self.token is None:
