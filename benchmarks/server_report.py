@@ -3,6 +3,7 @@ and the Markdown table (benchmarks/results/server.md)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: issue 9's goal: served / in-process, for search QPS and insert rows/s, on both protocols
@@ -25,7 +26,8 @@ def ratios(figures: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """Returns the results as a Markdown page: setup, the table, the profile's top lines."""
+    """Returns the results as a Markdown page: setup, the table, where the time went (the
+    profile's top functions as a table; the raw profiles stay in server.json)."""
     setup, r = result["setup"], result["ratios"]
     lines = [
         "# Server benchmark (issue 9)",
@@ -54,8 +56,36 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     profile = result.get("grpc_profile")
     if profile:
-        lines += ["", "## gRPC server profile (cProfile, by own time)", "", "```"]
-        lines += profile["by_tottime"][:30] + ["```"]
-        lines += ["", "## pymilvus client side, same calls (cProfile, by own time)", "", "```"]
-        lines += profile["client"]["by_tottime"][:30] + ["```"]
+        lines += ["", "## Where the gRPC server's time goes (cProfile, top functions by own time)"]
+        lines += ["", *profile_table(profile["by_tottime"])]
+        lines += ["", "## pymilvus client side, same calls", ""]
+        lines += profile_table(profile["client"]["by_tottime"])
     return "\n".join(lines) + "\n"
+
+
+#: a pstats line: ncalls tottime percall cumtime percall filename:lineno(function)
+_PSTATS = re.compile(r"^\s*(\S+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+(.+)$")
+TOP_FUNCTIONS = 8
+
+
+def profile_table(pstats_lines: list[str], top: int = TOP_FUNCTIONS) -> list[str]:
+    """Returns a Markdown table of the `top` functions of a pstats listing, their paths
+    without the machine's folders (site-packages/x -> x, the stdlib -> its module)."""
+    rows = ["| function | calls | own s | with callees s |", "|---|---:|---:|---:|"]
+    for line in pstats_lines:
+        m = _PSTATS.match(line)
+        if m and m.group(1) != "ncalls" and len(rows) < top + 2:
+            calls, own, cumulative, where = m.groups()
+            rows.append(f"| `{short_path(where)}` | {calls} | {own} | {cumulative} |")
+    return rows
+
+
+def short_path(where: str) -> str:
+    """Returns a pstats location without machine folders: the part after site-packages/ or
+    python3.X/, or after the repository's vectorlog/ package folder."""
+    for marker in ("site-packages/", "/lib/python3.11/"):
+        if marker in where:
+            return where.split(marker, 1)[1]
+    if "/vectorlog/" in where:
+        return "vectorlog/" + where.split("/vectorlog/", 1)[1]
+    return where.replace("|", "\\|")

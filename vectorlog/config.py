@@ -235,7 +235,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "segment_max_growing_per_channel": (lambda v: 1 <= v <= 1024, "1..1024"),
     "index_build_threads": (lambda v: 1 <= v <= 1024, "1..1024"),
     "import_root": (lambda v: bool(v.strip()) and "://" not in v, "a local directory path"),
-    "log": (lambda v: v and v != "kafka://", "a directory path or kafka://host:port"),
+    "log": (lambda v: _log_ok(v), "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
     "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),
     "tick_interval_ms": (lambda v: 5 <= v <= 60_000, "5..60000 ms"),
@@ -252,6 +252,18 @@ _RULES: dict[str, tuple[Any, str]] = {
     "log_retention_check_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
 }
+
+
+def _log_ok(uri: str) -> bool:
+    """Returns True if `uri` is a directory path or kafka://host:port; raises ConfigError
+    naming an unknown scheme (a typo such as kafak:// would otherwise be a new directory)."""
+    scheme, sep, _ = uri.partition("://")
+    if sep and scheme != "kafka":
+        raise ConfigError(
+            f"setting log={uri!r}: unknown scheme {scheme + sep!r}: use a directory path or "
+            "kafka://host:port"
+        )
+    return bool(uri) and uri != "kafka://"
 
 
 def _routes_ok(text: str) -> bool:

@@ -29,7 +29,7 @@ from rocksdict import AccessType, Options, Rdict
 
 from vectorlog.streams.errors import LogError, TopicNotFound
 from vectorlog.streams.log.base import Record
-from vectorlog.streams.log.embedded import TOPIC_META, record_key, record_prefix
+from vectorlog.streams.log.embedded import TOPIC_META, record_key, record_prefix, start_key
 from vectorlog.streams.log.frame import unframe
 
 #: a follower's own RocksDB files (its info log) go to <tmp>/vectorlog-followers/<pid>-<id>
@@ -101,6 +101,12 @@ class EmbeddedFollower:
         if raw is None:
             raise TopicNotFound(topic)
         return int(struct.unpack(">I", bytes(raw))[0])
+
+    def start(self, topic: str, partition: int) -> int:
+        """Returns the first offset a partition still holds as of the last catch-up (0 until
+        retention deleted records)."""
+        raw = self._db.get(start_key(topic, partition))
+        return 0 if raw is None else int(struct.unpack(">Q", bytes(raw))[0])
 
     def end(self, topic: str, partition: int) -> int:
         """Returns 1 + the last offset of a partition visible as of the last catch-up."""

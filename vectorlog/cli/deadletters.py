@@ -1,7 +1,7 @@
 """The `vectorlog dead-letters` command: each dead letter once, as a JSON line with its reason,
 the failing processor, the source record's topic/partition/offset and its raw bytes (base64,
 and a UTF-8 preview when they are printable text); filters by processor and source topic.
-Reads the dead-letter topic without writing to it."""
+Reads the dead-letter topic without writing to it, beside a running server too."""
 
 from __future__ import annotations
 
@@ -26,14 +26,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Prints the matching dead letters, one JSON object a line; returns the exit code (1
-    with a message if the cluster has no dead-letter topic). Raises LogError."""
-    from vectorlog.runners.standalone import open_log
+    with a message if the cluster has no dead-letter topic). Reads an embedded data dir as
+    a follower, so a running server may hold it. Raises LogError (NoDataDir for a directory
+    holding no cluster)."""
+    from vectorlog.cli.readonly import open_log_readonly
     from vectorlog.streams.deadletter import read_dead_letters
     from vectorlog.streams.errors import TopicNotFound
     from vectorlog.streams.topics import Topics
 
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
-    log = open_log(cfg)
+    log = open_log_readonly(cfg)
     topic = Topics(cfg.cluster, cfg.dml_partitions).dlq
     try:
         letters = read_dead_letters(log, topic)

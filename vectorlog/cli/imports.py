@@ -45,10 +45,13 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         print(f"vectorlog import: {exc}", file=sys.stderr)
         return 1
     try:
-        with tqdm(unit=" files", disable=args.quiet, file=sys.stderr) as bar:
+        # the bar starts at the file count; the job sets the unit count (a Parquet file's
+        # row groups are units) once it planned them
+        with tqdm(total=len(args.files), unit=" files", disable=args.quiet, file=sys.stderr) as bar:
 
             def progress(done: int, total: int) -> None:
-                bar.total = total
+                if total != bar.total:  # files split into parts (Parquet row groups)
+                    bar.total, bar.unit = total, " parts"
                 bar.update(done - bar.n)
 
             state = client.bulk_insert(

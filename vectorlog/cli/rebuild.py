@@ -29,7 +29,12 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     try:
         cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
         with tqdm(unit=" records", disable=args.quiet, file=sys.stderr) as bar:
-            report = rebuild(cfg, args.to, args.as_of, lambda _, n: bar.update(n - bar.n))
+
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            report = rebuild(cfg, args.to, args.as_of, progress)
     except VectorlogError as exc:
         print(f"vectorlog rebuild: {exc}", file=sys.stderr)
         return 1

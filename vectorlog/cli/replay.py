@@ -1,5 +1,6 @@
 """The `vectorlog replay` command: its options, and a run from them to a file, stdout, or
-another topic (of this log or another one), with a progress bar on stderr."""
+another topic (of this log or another one), with a progress bar on stderr. Reading needs no
+lock: it runs beside a server that holds the data dir."""
 
 from __future__ import annotations
 
@@ -64,8 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
-    """Replays as the options say; returns 0, or 2 on a bad option (printed to stderr)."""
+    """Replays as the options say; returns 0, or 2 on a bad option (printed to stderr).
+    Reads an embedded data dir as a follower (a running server may hold it) unless it
+    appends to that same log (--to-topic without --to-log). Raises LogError."""
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
+    from vectorlog.cli.readonly import open_log_readonly
     from vectorlog.runners.standalone import open_log
     from vectorlog.storage import PyArrowObjectStore
     from vectorlog.streams.errors import TopicNotFound
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     topics = Topics(cfg.cluster, cfg.dml_partitions)
     topic = getattr(topics, args.topic)
     serde = Serdes(cfg.schema_registry_url).for_topic(topic)
-    log = open_log(cfg)
+    log = open_log(cfg) if args.to_topic and not args.to_log else open_log_readonly(cfg)
     try:
         positions = _start(args, topic)
         blobs = PyArrowObjectStore(cfg.storage_uri())

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from vectorlog.server.logs import FORMATS, LEVELS
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Adds serve's options to its subparser."""
@@ -24,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tls-key", help="PEM private key of --tls-cert (or VECTORLOG_TLS_KEY)")
     p.add_argument(
+        "--log-level", default="info", choices=LEVELS, help="default info (access log: info)"
+    )
+    p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
+    p.add_argument(
         "--import-root",
         help="the only folder bulk insert reads from; import paths are relative to it "
         "(or VECTORLOG_IMPORT_ROOT; default: the storage root)",
@@ -33,8 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Serves until SIGTERM/SIGINT; returns the exit code (2 for a refused configuration)."""
     from vectorlog.core.errors import InvalidArgument
+    from vectorlog.server.logs import configure
     from vectorlog.server.serve import ServeOptions, serve
 
+    configure(args.log_level, args.log_format)
     options = ServeOptions(
         args.dir or args.log or args.uri,
         tuple({**cluster, **_import_root(args)}.items()),

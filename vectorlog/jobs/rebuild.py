@@ -46,7 +46,7 @@ from vectorlog.streams.topics import Serdes, Topics
 #: coord events a rebuilt cluster needs (its datacoord's segments); the rest it makes itself
 COORD_KEPT = frozenset({"SegmentOpened", "SegmentsAllocated", "SegmentsSealed"})
 CHUNK = 500  # records per append
-Progress = Callable[[str, int], None]  # (topic, records copied so far)
+Progress = Callable[[int, int], None]  # (dml records copied so far, dml records to copy)
 
 
 class RebuildRefused(InvalidArgument):
@@ -259,19 +259,44 @@ def _copy_dml(
     src: Log, dst: Log, topics: Topics, read: _SourceRead, progress: Progress | None
 ) -> int:
     """Copies, per partition in order, its prefix (for a truncated one) then the records the
-    scan kept, less the prefix's skipped ones; returns how many."""
-    return _copy(dst, topics.dml, _counted(_dml_records(src, topics, read), topics.dml, progress))
+    scan kept, less the prefix's skipped ones; returns how many. Reports (copied, total) to
+    `progress` at the start, every CHUNK records and at the end."""
+    prefix, replaced = _synthesized(read)
+    records = _dml_records(src, topics, read, prefix, replaced)
+    if progress is None:
+        return _copy(dst, topics.dml, records)
+    total = _dml_total(read, prefix, replaced)
+    progress(0, total)
+    n = _copy(dst, topics.dml, _counted(records, total, progress))
+    progress(n, total)
+    return n
 
 
-def _dml_records(src: Log, topics: Topics, read: _SourceRead) -> Iterator[Append]:
+def _kept_offsets(read: _SourceRead, p: int, replaced: Replaced) -> set[int]:
+    """Returns the offsets of partition `p` whose records (or their replacements) are copied."""
+    kept = read.scan.kept.get(p, set()) - read.prefix.skipped.get(p, set())
+    return kept | {offset for q, offset in replaced if q == p}
+
+
+def _dml_total(read: _SourceRead, prefix: PrefixByPartition, replaced: Replaced) -> int:
+    """Returns how many records `_dml_records` yields."""
+    total = sum(len(entries) for entries in prefix.values())
+    for p, end in read.ends.items():
+        start = read.starts.get(p, 0)
+        kept = (o for o in _kept_offsets(read, p, replaced) if start <= o < end)
+        total += sum(len(replaced[(p, o)]) if (p, o) in replaced else 1 for o in kept)
+    return total
+
+
+def _dml_records(
+    src: Log, topics: Topics, read: _SourceRead, prefix: PrefixByPartition, replaced: Replaced
+) -> Iterator[Append]:
     """Per partition: the prefix (DDL copies, rows and deletes in ts order), then the kept
     records in offset order, a bulk insert's replaced by its rows, a compaction left out.
     Synthesized values are read from the spool as they are copied."""
-    prefix, replaced = _synthesized(read)
     for p, end in sorted(read.ends.items()):
         yield from (_append(read, e) for _, _, e in sorted(prefix.get(p, []), key=_order))
-        kept = read.scan.kept.get(p, set()) - read.prefix.skipped.get(p, set())
-        kept |= {offset for q, offset in replaced if q == p}
+        kept = _kept_offsets(read, p, replaced)
         for r in _kept_records(src, topics.dml, p, read.starts.get(p, 0), end, kept):
             if (p, r.offset) in replaced:
                 yield from (_append(read, e) for e in replaced[(p, r.offset)])
@@ -280,6 +305,10 @@ def _dml_records(src: Log, topics: Topics, read: _SourceRead) -> Iterator[Append
 
 
 Synthesized = PrefixEvent | Append  # a DDL copy is an Append already
+#: the prefix per partition, with its (ts, kind) order
+PrefixByPartition = dict[int, list[tuple[int, int, Synthesized]]]
+#: the events replacing kept records (a bulk insert's rows), by (partition, offset)
+Replaced = dict[tuple[int, int], list[PrefixEvent]]
 
 
 def _order(item: tuple[int, int, Synthesized]) -> tuple[int, int]:
@@ -292,14 +321,12 @@ def _append(read: _SourceRead, e: Synthesized) -> Append:
     return Append(e.pchannel, read.spool.value(e), EventSerde().vchannel_key(e.vchannel))
 
 
-def _synthesized(
-    read: _SourceRead,
-) -> tuple[dict[int, list[tuple[int, int, Synthesized]]], dict[tuple[int, int], list[PrefixEvent]]]:
+def _synthesized(read: _SourceRead) -> tuple[PrefixByPartition, Replaced]:
     """Returns the prefix per partition, with its (ts, kind) order, and the events replacing
     kept records, by (partition, offset)."""
     key = EventSerde().vchannel_key
-    prefix: dict[int, list[tuple[int, int, Synthesized]]] = {}
-    replaced: dict[tuple[int, int], list[PrefixEvent]] = {}
+    prefix: PrefixByPartition = {}
+    replaced: Replaced = {}
     for p, copies in read.prefix.ddl.items():
         prefix[p] = [(ts, DDL_FIRST, Append(p, value, key(vc))) for ts, vc, value in copies]
     for e in read.events:
@@ -329,10 +356,10 @@ def _kept_records(
         reader.close()
 
 
-def _counted(records: Iterator[Append], topic: str, progress: Progress | None) -> Iterator[Append]:
+def _counted(records: Iterator[Append], total: int, progress: Progress) -> Iterator[Append]:
     for i, rec in enumerate(records, 1):
-        if progress is not None and i % CHUNK == 0:
-            progress(topic, i)
+        if i % CHUNK == 0:
+            progress(i, total)
         yield rec
 
 

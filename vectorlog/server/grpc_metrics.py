@@ -11,6 +11,7 @@ import grpc
 from prometheus_client import Counter, Histogram
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from vectorlog.server.milvus_metrics import ProxyMetrics, grpc_vectors
 from vectorlog.server.rest_metrics import Metrics
 
 #: the RPCs of Milvus's MilvusService: any other method name is counted as "unknown"
@@ -21,9 +22,11 @@ UNKNOWN = "unknown"
 class GrpcMetrics(grpc.ServerInterceptor):
     """Records `vectorlog_grpc_requests_total{method, code}` (code: the Milvus status code of
     the response when it has a status, else the gRPC status code's name) and
-    `vectorlog_grpc_request_seconds{method}` into `metrics.registry`; one per registry."""
+    `vectorlog_grpc_request_seconds{method}` into `metrics.registry`, and Milvus's proxy
+    metrics of each MilvusService call (milvus_metrics.py); one per registry."""
 
     def __init__(self, metrics: Metrics) -> None:
+        self.milvus: ProxyMetrics = metrics.milvus
         self.requests = Counter(
             "vectorlog_grpc_requests",
             "gRPC requests by method and code (Milvus status code, else gRPC code name)",
@@ -68,8 +71,12 @@ class GrpcMetrics(grpc.ServerInterceptor):
                 code = grpc_code(context, grpc.StatusCode.UNKNOWN)
                 raise
             finally:
+                seconds = time.perf_counter() - started
                 self.requests.labels(method, code).inc()
-                self.seconds.labels(method).observe(time.perf_counter() - started)
+                self.seconds.labels(method).observe(seconds)
+                if method != UNKNOWN:
+                    vectors = grpc_vectors(method, request) if code == "0" else 0
+                    self.milvus.observe(method, code == "0", seconds, vectors)
 
         return timed
 

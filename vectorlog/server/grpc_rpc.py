@@ -14,9 +14,10 @@ import grpc
 from google.protobuf.message_factory import GetMessageClass
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from vectorlog.core.errors import DatabaseNotFound, VectorlogError
+from vectorlog.core.errors import DatabaseNotFound
 from vectorlog.core.types import level_name
 from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
+from vectorlog.server.logs import log_failure
 
 log = logging.getLogger(__name__)
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]
@@ -60,7 +61,7 @@ def failed(rpc: str, status: common_pb2.Status, context: Any = None) -> Any:
 def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wraps an RPC handler: the call's database must be the default one (dbname metadata,
     the request's db_name); any exception becomes the Milvus error status of its response
-    (unexpected ones are logged); nothing escapes to gRPC."""
+    (logged with their cause: server/logs.py); nothing escapes to gRPC."""
 
     @functools.wraps(method)
     def handler(self: Any, request: Any, context: Any) -> Any:
@@ -69,8 +70,7 @@ def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
                 check_database(request, context)
             return method(self, request, context)
         except Exception as exc:
-            if not isinstance(exc, VectorlogError):
-                log.exception("gRPC %s failed", method.__name__)
+            log_failure(log, f"gRPC {method.__name__}", exc)
             return failed(method.__name__, status_of(exc), context)
 
     return handler

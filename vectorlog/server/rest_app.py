@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import time
 from typing import Any
 
@@ -13,12 +14,16 @@ import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from vectorlog.sdk.client import Client
 from vectorlog.server import rest_collections, rest_entities, rest_jobs
+from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
+from vectorlog.server.logs import log_failure
+from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
 from vectorlog.server.rest_errors import (
     INCORRECT_PARAMETER_FORMAT,
     NEED_AUTHENTICATE,
@@ -29,6 +34,7 @@ from vectorlog.server.rest_errors import (
 )
 from vectorlog.server.rest_metrics import Metrics
 
+log = logging.getLogger(__name__)
 _UNAUTHENTICATED = "user hasn't authenticated"
 #: the largest request body (Milvus's default proxy limit, 64 MiB)
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -52,26 +58,31 @@ class RestApi:
         group = f"jobs/{params['job']}" if "job" in params else params["group"]  # jobs/import
         endpoint = f"{group}/{params['action']}"
         started = time.perf_counter()
-        status, code, content = await self._answer(request, endpoint)
+        status, code, content, vectors = await self._answer(request, endpoint)
         known = endpoint if endpoint in ROUTES else "unknown"
-        self.metrics.observe(known, code, time.perf_counter() - started)
+        self.metrics.observe(known, code, time.perf_counter() - started, vectors)
+        setattr(request.state, MILVUS_CODE, code)  # for the access log
         return Response(content, status, media_type="application/json")
 
-    async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes]:
-        """Returns (HTTP status, Milvus code, the envelope as JSON)."""
+    async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes, int]:
+        """Returns (HTTP status, Milvus code, the envelope as JSON, vectors inserted or
+        searched)."""
         if not self._authorized(request):
-            return 401, NEED_AUTHENTICATE, _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
+            refused = _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
+            return 401, NEED_AUTHENTICATE, refused, 0
         handler = ROUTES.get(endpoint)
         if handler is None:
             unknown = envelope(NOT_FOUND, f"no endpoint /v2/vectordb/{endpoint}")
-            return 404, NOT_FOUND, _dumps(unknown)
+            return 404, NOT_FOUND, _dumps(unknown), 0
         try:
             body = await _json_body(request, self.max_body_bytes)
             data = await run_in_threadpool(handler, self.client, body)
-            return 200, 0, _dumps(envelope(0, data=data))
+            vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
+            return 200, 0, _dumps(envelope(0, data=data)), vectors
         except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
+            log_failure(log, f"REST {endpoint}", exc)
             failed = error_envelope(exc)
-            return 200, failed["code"], _dumps(failed)
+            return 200, failed["code"], _dumps(failed), 0
 
     def _authorized(self, request: Request) -> bool:
         if self.token is None:
@@ -130,10 +141,12 @@ def rest_app(
     """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
     the client); with `token`, every /v2 call and /metrics need `Authorization: Bearer
     <token>` (/healthz does not: it tells nothing but that the server answers); a
-    request body over `max_body_bytes` is refused (1801) while it is read."""
+    request body over `max_body_bytes` is refused (1801) while it is read. Every request is
+    logged on `vectorlog.access` (server/access_log.py)."""
     api = RestApi(client, token, max_body_bytes)
     app = Starlette(
         exception_handlers={404: _http_error, 405: _http_error},
+        middleware=[Middleware(HttpAccessLog)],
         routes=[
             Route("/v2/vectordb/{group}/{action}", api.vectordb, methods=["POST"]),
             Route("/v2/vectordb/jobs/{job}/{action}", api.vectordb, methods=["POST"]),

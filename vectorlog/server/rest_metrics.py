@@ -12,13 +12,21 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from vectorlog.core.errors import VectorlogError
 from vectorlog.sdk.client import Client
+from vectorlog.server.milvus_metrics import REST_FUNCTIONS, ProxyMetrics, datacoord_families
 from vectorlog.streams.deadletter import Position, is_dead_letter, parse
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_all
@@ -56,6 +64,7 @@ class _Cluster(Collector):
         yield self._segments()
         dead = self.dead_letters.count()
         yield GaugeMetricFamily("vectorlog_dead_letters", "dead letters on the dlq", dead)
+        yield from datacoord_families(self.client)
 
     def _segments(self) -> GaugeMetricFamily:
         states: Counter[str] = Counter()
@@ -127,7 +136,9 @@ def consumer_lag(cluster: Any, ends: dict[tuple[str, int], int]) -> GaugeMetricF
 
 class Metrics:
     """The app's registry: `vectorlog_rest_requests_total{endpoint, code}`,
-    `vectorlog_rest_request_seconds{endpoint}` and the cluster's gauges (_Cluster)."""
+    `vectorlog_rest_request_seconds{endpoint}`, the cluster's gauges (_Cluster), Milvus's
+    names of the proxy's and datacoord's quantities (milvus_metrics.py) and
+    prometheus_client's process_*, python_info and python_gc_* metrics."""
 
     def __init__(self, client: Client) -> None:
         self.registry = CollectorRegistry()
@@ -144,11 +155,19 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_Cluster(client))
+        self.milvus = ProxyMetrics(self.registry)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.registry.register(GC_COLLECTOR)
 
-    def observe(self, endpoint: str, code: int, seconds: float) -> None:
-        """Counts one request of `endpoint` answered with Milvus code `code`."""
+    def observe(self, endpoint: str, code: int, seconds: float, vectors: int = 0) -> None:
+        """Counts one request of `endpoint` answered with Milvus code `code`, carrying
+        `vectors` insert or search vectors (under Milvus's names when it is a MilvusService
+        function)."""
         self.requests.labels(endpoint, str(code)).inc()
         self.seconds.labels(endpoint).observe(seconds)
+        if endpoint in REST_FUNCTIONS:
+            self.milvus.observe(REST_FUNCTIONS[endpoint], code == 0, seconds, vectors)
 
     def render(self) -> bytes:
         """Returns the Prometheus text exposition of every metric."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import logging
 import os
 import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -19,6 +19,7 @@ import uvicorn
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.sdk.client import Client
+from vectorlog.server.access_log import GrpcAccessLog
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
@@ -29,6 +30,7 @@ TOKEN_ENV = "VECTORLOG_TOKEN"
 #: the variables naming the PEM certificate and key when --tls-cert / --tls-key are not given
 TLS_CERT_ENV, TLS_KEY_ENV = "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"
 GRPC_PORT = 19530  # Milvus's port
+log = logging.getLogger("vectorlog.serve")
 
 
 @dataclass(frozen=True)
@@ -91,25 +93,33 @@ def serve(options: ServeOptions) -> int:
         options.tls_key or os.environ.get(TLS_KEY_ENV) or None,
     )
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
+    log.info("opening the cluster at %s", options.uri or os.environ.get("VECTORLOG_LOG", "."))
     client = Client(options.uri, **dict(options.settings))
     grpc_server: GrpcServer | None = None
     try:
         config = rest_config(client, options.host, rest_port, token, tls)
-        metered = [metering(config.app)]  # into the REST app's registry: one /metrics
+        # metrics into the REST app's registry (one /metrics), then the access log
+        interceptors = [metering(config.app), GrpcAccessLog()]
         address = f"{options.host}:{options.port}"
-        grpc_server = start_grpc(client, address, token=token, tls=tls, interceptors=metered)
+        grpc_server = start_grpc(client, address, token=token, tls=tls, interceptors=interceptors)
         scheme = "https" if tls else "http"
-        print(
-            f"vectorlog serve: gRPC{' (TLS)' if tls else ''} on {options.host}:{options.port}, "
-            f"REST v2 on {scheme}://{options.host}:{rest_port}",
-            file=sys.stderr,
-            flush=True,
+        log.info(
+            "gRPC%s on %s:%d, REST v2 on %s://%s:%d%s",
+            " (TLS)" if tls else "",
+            options.host,
+            options.port,
+            scheme,
+            options.host,
+            rest_port,
+            "" if token else " (no token: this machine only)",
         )
         _Rest(config).run()
+        log.info("stopping: finishing calls in flight")
     finally:
         if grpc_server is not None:
             grpc_server.stop(grace=2.0)
         client.close()
+    log.info("stopped; the cluster is closed")
     return 0
 
 
@@ -121,7 +131,9 @@ def rest_config(
         rest_app(client, token),
         host=host,
         port=port,
-        log_level="warning",
+        log_level=logging.getLogger().getEffectiveLevel(),
+        log_config=None,  # the process's logging (server/logs.py), not uvicorn's own
+        access_log=False,  # vectorlog.access logs each request (server/access_log.py)
         lifespan="off",
         timeout_graceful_shutdown=5,
         ssl_certfile=str(tls.cert) if tls else None,
