@@ -40,11 +40,17 @@ def vectorlog(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProces
     )
 
 
+#: a lifecycle line of the server's log ("2026-11-27 01:55:07,488 INFO vectorlog.serve: ..."),
+#: which `serve` writes before it fails to open; the error itself is the one other line
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO) vectorlog\.")
+
+
 def assert_one_line_error(done: subprocess.CompletedProcess[str], command: str) -> str:
-    """Asserts a non-zero exit with one line on stderr naming `command`; returns the line."""
+    """Asserts a non-zero exit with one line on stderr naming `command` (besides the server's
+    own INFO log lines); returns the line."""
     assert done.returncode != 0, done.stdout
     assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = [line for line in done.stderr.strip().splitlines() if not LOG_LINE.match(line)]
     assert len(lines) == 1 and lines[0].startswith(f"vectorlog {command}: "), done.stderr
     return lines[0]
 
