@@ -42,6 +42,7 @@ from vectorlog.core.model import (
     CollectionInfo,
     CollectionSchema,
 )
+from vectorlog.core.scalar_index import index_target
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import Transaction
@@ -388,7 +389,7 @@ class MetaTable:
         rec, b = self._live(e.body["collection_id"]), e.body
         if b["index_name"] in rec["indexes"]:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}")
-        if any(ix["field_name"] == b["field_name"] for ix in rec["indexes"].values()):
+        if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):
             raise IndexExists(rec["name"], f"on field {b['field_name']!r}")
         rec["indexes"][b["index_name"]] = {
             k: b[k]

@@ -25,6 +25,14 @@ class FieldNameInvalid(InvalidArgument):
         self.name = name
 
 
+class ParameterMissing(InvalidArgument):
+    """A request lacks a parameter it needs (Milvus's ErrParameterMissing, code 1101)."""
+
+
+class InvalidJsonPath(InvalidArgument):
+    """A JSON index's json_path is no key path of its field (Milvus answers it with 65535)."""
+
+
 class SchemaMismatch(InvalidArgument):
     """Rows do not fit the collection's schema (names the field and the row)."""
 

@@ -27,6 +27,7 @@ from vectorlog.runners.standalone import Standalone
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
     from vectorlog.jobs.compaction import Compactor
+from vectorlog.core.scalar_index import index_target
 from vectorlog.core.types import (
     CONSISTENCY_PROPERTY,
     LEVEL_CODES,
@@ -156,8 +157,9 @@ def check_indexes(schema: CollectionSchema, specs: list[IndexSpec]) -> None:
     seen: dict[str, str] = {}
     for spec in specs:
         body = spec.resolved(schema)
-        for key in ("field_name", "index_name"):
-            if seen.setdefault(f"{key}={body[key]}", body["index_name"]) != body["index_name"]:
+        targets = {"field_name": index_target(body), "index_name": body["index_name"]}
+        for key, target in targets.items():
+            if seen.setdefault(f"{key}={target}", body["index_name"]) != body["index_name"]:
                 raise InvalidArgument(f"index_params has two indexes with {key} {body[key]!r}")
 
 

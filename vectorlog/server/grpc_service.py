@@ -261,7 +261,7 @@ def index_spec(request: Any) -> IndexSpec:
 
 def index_description(d: dict[str, Any]) -> Any:
     """Returns the IndexDescription of Client.describe_index's dict."""
-    params = {"index_type": d["index_type"], "metric_type": d["metric_type"]}
+    params = {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
     params["params"] = json.dumps(d.get("params") or {})
     done = d.get("state") == "Finished"
     return milvus_pb2.IndexDescription(
