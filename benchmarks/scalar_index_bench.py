@@ -14,8 +14,8 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ from vectorlog.processors.indexnode.files import build_paths, write_build
 from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.querynode.scalarindex import ScalarIndexes, read_scalar_index
 from vectorlog.storage import read_insert_binlog
-from vectorlog.storage.objectstore import MemoryObjectStore
 from vectorlog.storage.binlog import insert_binlog
+from vectorlog.storage.objectstore import MemoryObjectStore
 from vectorlog.storage.payload import DataTypeCode
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -125,11 +125,10 @@ def run(rows: int, repeat: int) -> list[dict[str, Any]]:
         def take(at: np.ndarray, fields: dict[str, Any] = fields) -> dict[str, Any]:
             return {k: _take(v, at) for k, v in fields.items()}
 
+        full, some = indexes.row_index(rows, take), partial.row_index(rows, take)
         scan_ms, scanned = timed(lambda e=expr, f=fields: e.evaluate(f, rows), repeat)
-        full = indexes.row_index(rows, take)
-        index_ms, answered = timed(lambda e=expr, f=fields: e.evaluate(f, rows, full), repeat)
-        some = partial.row_index(rows, take)
-        part_ms, mixed = timed(lambda e=expr, f=fields: e.evaluate(f, rows, some), repeat)
+        index_ms, answered = timed(lambda e=expr, f=fields, x=full: e.evaluate(f, rows, x), repeat)
+        part_ms, mixed = timed(lambda e=expr, f=fields, x=some: e.evaluate(f, rows, x), repeat)
         assert (scanned == answered).all() and (scanned == mixed).all(), text
         matched = int(scanned.sum())
         out.append(
