@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from vectorlog.core.errors import (
+    AliasCollectionConflict,
+    AliasExists,
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -355,7 +357,11 @@ class MetaTable:
 
     def _alias_created(self, e: Event) -> Writes:
         rec, alias = self._live(e.body["collection_id"]), e.body["alias"]
-        self._free_name(alias)
+        if alias in self._names:
+            raise AliasCollectionConflict(alias)
+        if alias in self._aliases:
+            named = self._live(self._aliases[alias])["name"]
+            raise AliasExists(alias, named)
         rec["aliases"] = sorted([*rec["aliases"], alias])
         return {
             collection_key(rec["collection_id"]): _dump(rec),
