@@ -258,6 +258,14 @@ class Client:
     def drop_collection(self, collection_name: str) -> None:
         self._proxy.drop_collection(collection_name)
 
+    def truncate_collection(self, collection_name: str) -> DeleteResult:
+        """Removes every row of the collection, as Milvus's truncate_collection (its schema,
+        partitions, indexes and aliases stay): one durable delete of every primary key
+        visible now, in every partition, so a replay of the log truncates the same rows.
+        Returns its {delete_count, timestamp}. Raises InvalidName, CollectionNotFound."""
+        pk = self._proxy.describe_collection(collection_name).schema.primary.name
+        return self.delete(collection_name, filter=f"{pk} not in []")
+
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self._proxy.rename_collection(old_name, new_name)
 

@@ -106,6 +106,11 @@ class MilvusServicer(
         return ok()
 
     @rpc
+    def TruncateCollection(self, request: Any, context: Any) -> Any:
+        self.client.truncate_collection(request.collection_name)
+        return milvus_pb2.TruncateCollectionResponse(status=ok())
+
+    @rpc
     def RenameCollection(self, request: Any, context: Any) -> Any:
         self.client.rename_collection(request.oldName, request.newName)
         return ok()
