@@ -1,5 +1,6 @@
-"""The index node (seed 004): builds a faiss index per (Flushed segment, vector index) from the
-segment's binlogs, stores it under index_files/ and reports it as a SegmentIndexed event.
+"""The index node (seed 004): builds a faiss index per (Flushed segment, vector index), and a
+sorted scalar index (scalar.py) per (Flushed segment, scalar index), from the segment's
+binlogs, stores it under index_files/ and reports it as a SegmentIndexed event.
 
 It consumes the ddl topic (IndexCreated, IndexDropped, CollectionDropped, PartitionDropped:
 that partition's segments are forgotten and their files deleted) and the coord topic
