@@ -1,7 +1,8 @@
 """Index files in the object store: one build's serialized faiss index and row ids under
 `index_files/{collection}/{partition}/{segment}/{build_id}/` (DESIGN.md s.5).
 
-`index.faiss` is `faiss.serialize_index(index)`; `row_ids.npy` is an int64 `.npy` array:
+`index.faiss` is `faiss.serialize_index(index)` (a scalar index: `index.arrow`, an Arrow IPC
+file, see scalar.py); `row_ids.npy` is an int64 `.npy` array:
 position i of the index is the segment's binlog row i, whose row id is row_ids[i];
 `checksums.json` holds the xxh3-64 digest of each of the two (`verify_build` checks them as a
 reader gets the files: a build written before checksums existed has none and is not checked).
@@ -29,14 +30,16 @@ from vectorlog.storage import (
 )
 
 INDEX_FILE, ROW_ID_FILE, CHECKSUM_FILE = "index.faiss", "row_ids.npy", "checksums.json"
+SCALAR_FILE = "index.arrow"
 
 
 def build_paths(
-    collection_id: int, partition_id: int, segment_id: int, build_id: int
+    collection_id: int, partition_id: int, segment_id: int, build_id: int, scalar: bool = False
 ) -> tuple[str, str]:
-    """Returns (index file, row id file) of one build, relative to the storage root."""
+    """Returns (index file, row id file) of one build (`scalar`: a scalar index's),
+    relative to the storage root."""
     folder = index_files_prefix(collection_id, partition_id, segment_id, build_id)
-    return f"{folder}/{INDEX_FILE}", f"{folder}/{ROW_ID_FILE}"
+    return f"{folder}/{SCALAR_FILE if scalar else INDEX_FILE}", f"{folder}/{ROW_ID_FILE}"
 
 
 def build_files(index_file: str, row_id_file: str) -> tuple[str, str, str]:
@@ -55,14 +58,23 @@ def write_index_files(
     store: ObjectStore, paths: tuple[str, str], index: faiss.Index, row_ids: np.ndarray
 ) -> None:
     """Writes the index and its row ids (each atomically). Raises StorageError."""
+    write_build(store, paths, faiss.serialize_index(index), row_ids)
+
+
+def write_build(store: ObjectStore, paths: tuple[str, str], data: Any, row_ids: np.ndarray) -> None:
+    """Writes a build's index bytes (any buffer), its row ids and their checksums (each
+    atomically, the index last). Raises StorageError."""
     out = io.BytesIO()
     np.save(out, np.ascontiguousarray(row_ids, dtype="<i8"), allow_pickle=False)
     ids = out.getvalue()
-    data = faiss.serialize_index(index)
-    sums = {INDEX_FILE: _digest(data), ROW_ID_FILE: _digest(ids)}
+    sums = {_name(paths[0]): _digest(data), ROW_ID_FILE: _digest(ids)}
     store.put(paths[1], ids)
     store.put(_checksum_path(paths[0]), json.dumps(sums).encode())
-    store.put(paths[0], data.data)  # its buffer: no second copy
+    store.put(paths[0], memoryview(data).cast("B"))  # its buffer: no second copy
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _digest(data: Any) -> str:
@@ -84,7 +96,7 @@ def verify_build(store: Any, index_file: str, data: Any, row_ids: Any) -> None:
         return  # written before index files had checksums
     except ValueError:
         raise InvalidArgument(f"the checksums of index build {index_file!r} are garbled") from None
-    for name, got in ((INDEX_FILE, data), (ROW_ID_FILE, row_ids)):
+    for name, got in ((_name(index_file), data), (ROW_ID_FILE, row_ids)):
         if not isinstance(sums, dict) or sums.get(name) != _digest(got):
             raise InvalidArgument(f"{name} of index build {index_file!r}: checksum mismatch")
 

@@ -1,5 +1,6 @@
-"""The index node (seed 004): builds a faiss index per (Flushed segment, vector index) from the
-segment's binlogs, stores it under index_files/ and reports it as a SegmentIndexed event.
+"""The index node (seed 004): builds a faiss index per (Flushed segment, vector index), and a
+sorted scalar index (scalar.py) per (Flushed segment, scalar index), from the segment's
+binlogs, stores it under index_files/ and reports it as a SegmentIndexed event.
 
 It consumes the ddl topic (IndexCreated, IndexDropped, CollectionDropped, PartitionDropped:
 that partition's segments are forgotten and their files deleted) and the coord topic
@@ -36,6 +37,7 @@ import numpy as np
 
 from vectorlog.core.faults import CrashPointReached, crash_point
 from vectorlog.core.model import ROW_ID_FIELD
+from vectorlog.core.scalar_index import SCALAR_INDEXES
 from vectorlog.processors.indexnode.builder import (
     MIN_ROWS_TO_INDEX,
     PARAMS,
@@ -47,8 +49,10 @@ from vectorlog.processors.indexnode.files import (
     build_paths,
     collection_folder,
     delete_build,
+    write_build,
     write_index_files,
 )
+from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -75,6 +79,8 @@ from vectorlog.streams.topics import Serdes, Topics
 log = logging.getLogger(__name__)
 #: failures that say nothing about the build: it is retried, never marked Failed
 TRANSIENT = (LogError, OSError, MemoryError)
+#: SegmentIndexed params' `built_as` of a scalar index (every type is one sorted structure)
+SCALAR_BUILT_AS = "SORTED"
 #: how often the consumer re-schedules builds when no record arrives (retries transient ones)
 RESCHEDULE_S = 1.0
 
@@ -163,7 +169,7 @@ class IndexNode(ProcessorBase):
         rows of the collection's Flushed segments, indexed_rows = rows of those with a
         SegmentIndexed for the index, pending = the rest; Failed (reasons "segment: reason;")
         if a build failed, else Finished once nothing is pending. An unknown index (or one
-        that is not a vector index: nothing to build) reads as Finished, all rows indexed."""
+        of a type nothing builds) reads as Finished, all rows indexed."""
         with self.state.lock:
             segs = [
                 s
@@ -172,7 +178,7 @@ class IndexNode(ProcessorBase):
             ]
             total = sum(s.num_rows for s in segs)
             index = self.state.indexes.get((collection_id, index_id))
-            if index is None or not is_vector_index(index):
+            if index is None or not buildable(index):
                 return IndexProgress(total if index else 0, total if index else 0, 0, FINISHED)
             done = [s for s in segs if self.state.built.get((s.segment_id, index_id))]
             failed = [(s.segment_id, self._failed.get((s.segment_id, index_id))) for s in segs]
@@ -275,12 +281,12 @@ class IndexNode(ProcessorBase):
                     self.objects.delete(path)
 
     def _schedule(self) -> None:
-        """Queues every (Flushed segment, vector index of its collection) pair with no
-        SegmentIndexed, none under way and no failure."""
+        """Queues every (Flushed segment, vector or scalar index of its collection) pair with
+        no SegmentIndexed, none under way and no failure."""
         st = self.state
         with st.lock:
             for (cid, iid), index in st.indexes.items():
-                if not is_vector_index(index):
+                if not buildable(index):
                     continue
                 for seg in st.segments.values():
                     key = (seg.segment_id, iid)
@@ -323,26 +329,59 @@ class IndexNode(ProcessorBase):
 
     def _build(self, job: Job) -> None:
         seg, index = job.segment, job.index
+        if not is_vector_index(index):
+            return self._build_scalar(job)
         spec = parse_spec(index["index_type"], index["metric_type"], index.get("params", {}))
         vectors = (self._read(p, float_vectors) for p in self._paths(seg, int(index["field_id"])))
         built = build_from_parts(vectors, seg.num_rows, spec, self.min_rows)
-        row_ids = np.concatenate([self._read(p, int64s) for p in self._paths(seg, ROW_ID_FIELD)])
-        if built.index.ntotal != len(row_ids):
-            raise ValueError(
-                f"the binlogs hold {built.index.ntotal} vectors but {len(row_ids)} row ids"
-            )
+        row_ids = self._row_ids(seg, built.index.ntotal)
         build_id = self.rc.allocate_ids()
         paths = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id)
         write_index_files(self.objects, paths, built.index, row_ids)
+        n = int(built.index.ntotal)
+        self._report(job, build_id, paths, built.built_as, built.params, n, built.build_ms)
+
+    def _build_scalar(self, job: Job) -> None:
+        """Builds a scalar index of the job's segment (scalar.py) and reports it."""
+        seg, index = job.segment, job.index
+        started = time.monotonic()
+        paths = self._paths(seg, int(index["field_id"]))
+        logs = (read_insert_binlog(self.objects.get(p), p) for p in paths)
+        data, rows = build_scalar(logs, index)
+        row_ids = self._row_ids(seg, rows)
+        build_id = self.rc.allocate_ids()
+        files = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id, True)
+        write_build(self.objects, files, data, row_ids)
+        params = {**index.get("params", {}), "field_name": index["field_name"]}
+        ms = int((time.monotonic() - started) * 1000)
+        self._report(job, build_id, files, SCALAR_BUILT_AS, params, rows, ms)
+
+    def _row_ids(self, seg: SegmentRecord, rows: int) -> np.ndarray:
+        """Returns the segment's row ids. Raises ValueError unless it has `rows` of them."""
+        row_ids = np.concatenate([self._read(p, int64s) for p in self._paths(seg, ROW_ID_FIELD)])
+        if rows != len(row_ids):
+            raise ValueError(f"the binlogs hold {rows} values but {len(row_ids)} row ids")
+        return row_ids
+
+    def _report(
+        self,
+        job: Job,
+        build_id: int,
+        paths: tuple[str, str],
+        built_as: str,
+        params: dict[str, str],
+        n: int,
+        build_ms: int = 0,
+    ) -> None:
+        """Appends the SegmentIndexed of a build whose files are written (deletes them if
+        the index or segment was dropped meanwhile)."""
+        seg = job.segment
         crash_point("indexnode.build.after_files")
         if not self.state.live(seg.collection_id, job.key[1], seg.segment_id):
             delete_build(self.objects, paths[0])  # dropped while it was built
             self._inflight.discard(job.key)
             return
-        n = int(built.index.ntotal)
-        body = segment_indexed(
-            job, build_id, built.built_as, built.params, n, paths, built.build_ms
-        )
+        body = segment_indexed(job, build_id, built_as, params, n, paths, build_ms)
         event = Event("SegmentIndexed", self.rc.now(), body, seg.collection_id, seg.vchannel)
         serde = self.serdes[self.topics.coord]
         self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
@@ -377,9 +416,17 @@ class IndexNode(ProcessorBase):
 
 
 def is_vector_index(index: dict[str, Any]) -> bool:
-    """Returns whether an IndexCreated body is a vector index (the index node builds those;
-    a scalar index, AUTOINDEX on a scalar field too, has no metric and needs no build)."""
+    """Returns whether an IndexCreated body is a vector index (a scalar index, AUTOINDEX on
+    a scalar field too, has no metric)."""
     return bool(index.get("metric_type")) and index["index_type"] in PARAMS
+
+
+def buildable(index: dict[str, Any]) -> bool:
+    """Returns whether the index node builds an IndexCreated body: a vector index, or a
+    scalar index of a type Milvus defines."""
+    return is_vector_index(index) or (
+        not index.get("metric_type") and index["index_type"] in SCALAR_INDEXES
+    )
 
 
 def segment_indexed(
@@ -405,7 +452,7 @@ def segment_indexed(
         "index_name": index["index_name"],
         "build_id": build_id,
         "index_type": index["index_type"],
-        "metric_type": index["metric_type"],
+        "metric_type": index.get("metric_type") or "",
         "params": {**params, "built_as": built_as},
         "num_rows": num_rows,
         "index_file": paths[0],

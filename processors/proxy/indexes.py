@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.core.errors import IndexNotFound
-from vectorlog.core.model import CollectionInfo, DataType
+from vectorlog.core.model import CollectionInfo
 from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
 from vectorlog.processors.indexnode.service import (
     FAILED,
@@ -68,14 +68,14 @@ def describe(
     flushed: int = 0,
 ) -> dict[str, Any]:
     """Returns describe_index's answer, with Milvus's keys: index_type, metric_type (vector
-    indexes), params (as created, integers as ints), field_name, index_name, total_rows,
-    indexed_rows, pending_index_rows, state (and index_state_fail_reason once Failed);
+    indexes only; a scalar index has none), params (as created, integers as ints),
+    field_name, index_name, total_rows, indexed_rows, pending_index_rows, state (and
+    index_state_fail_reason once Failed);
     `flushed`: rows datacoord reports Flushed, pending until the index node indexed them.
     Raises IndexNotFound."""
     ix = info.indexes.get(index_name) if isinstance(index_name, str) else None
     if ix is None:
         raise IndexNotFound(info.name, str(index_name))
-    vector = info.schema.field(ix["field_name"]).dtype is DataType.FLOAT_VECTOR
     if indexnode is None:
         p = NO_BUILDS
     else:
@@ -87,11 +87,11 @@ def describe(
         "params": shown_params(ix["params"]),
         "field_name": ix["field_name"],
         "index_name": ix["index_name"],
-        "total_rows": p.total_rows if vector else 0,
-        "indexed_rows": p.indexed_rows if vector else 0,
-        "pending_index_rows": p.pending_index_rows if vector else 0,
-        "state": p.state if vector else FINISHED,
+        "total_rows": p.total_rows,
+        "indexed_rows": p.indexed_rows,
+        "pending_index_rows": p.pending_index_rows,
+        "state": p.state,
     }
-    if vector and p.state == FAILED:
+    if p.state == FAILED:
         out["index_state_fail_reason"] = p.fail_reason
     return out

@@ -138,9 +138,10 @@ class Proxy:
 
     def drop_collection(self, name: str) -> None:
         """Drops a collection; a missing one is a no-op, as Milvus 2.4 (drops are idempotent).
-        Raises InvalidArgument (an alias, or a collection with aliases)."""
+        Raises InvalidName first (as Milvus's proxy), InvalidArgument (an alias, or a
+        collection with aliases)."""
         try:
-            self.rc.drop_collection(name)
+            self.rc.drop_collection(check_name("collection", name))
         except CollectionNotFound:
             return
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vectorlog.processors.querynode.replica import Replica
+from vectorlog.processors.querynode.scalarindex import ScalarFile, read_scalar_index
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
@@ -42,6 +43,7 @@ class Pending:
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
         self.index: SegmentIndex | None = None
+        self.scalar: ScalarFile | None = None
         self.failures = 0
 
 
@@ -64,7 +66,8 @@ class IndexLoader(ProcessorBase):
         self._snapshots = snapshots
         self._replica_of = replica_of
         self._on_flushed = on_flushed
-        self.pending: dict[tuple[int, int, int], Pending] = {}  # (collection, partition, seg)
+        #: (collection, partition, segment, index id) -> its pending load
+        self.pending: dict[tuple[int, int, int, int], Pending] = {}
         #: the same -> [rows, retries left], for on_flushed
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
@@ -122,8 +125,9 @@ class IndexLoader(ProcessorBase):
         body = event.body
         if event.type == "SegmentIndexed":
             key = (body["collection_id"], body["partition_id"], body["segment_id"])
-            if key not in self.pending or self.pending[key].body["index_id"] != body["index_id"]:
-                self.pending[key] = Pending(body)
+            key4 = (*key, body["index_id"])
+            if key4 not in self.pending:
+                self.pending[key4] = Pending(body)
         elif event.type == "SegmentIndexesDropped":
             self._dropped(body["collection_id"], body["index_id"])
         elif event.type == "BinlogPathsSaved" and _cached(body, self._on_flushed):
@@ -150,11 +154,11 @@ class IndexLoader(ProcessorBase):
             left[1] -= 1
             if self._flushed(key, left[0]) or not left[1]:
                 del self.flushed[key]  # done, or its rows never came (merged, dropped)
-        for key, p in list(self.pending.items()):
+        for index_key, p in list(self.pending.items()):
             if self._loop.stopping.is_set():
                 return
             if self._attempt(p):
-                del self.pending[key]
+                del self.pending[index_key]
 
     def _flushed(self, key: tuple[int, int, int], rows: int) -> bool:
         try:
@@ -185,6 +189,10 @@ class IndexLoader(ProcessorBase):
         b = p.body
         if replica.dropped_ts is not None or b["partition_id"] in replica.dropped_partitions:
             return True  # nothing to serve: its files may be deleted already
+        if not b["metric_type"]:  # a scalar index: filters use it
+            if p.scalar is None:
+                p.scalar = read_scalar_index(b, self._files)
+            return replica.load_scalar_index(b["partition_id"], b["segment_id"], p.scalar)
         if replica.serving(b["partition_id"], b["segment_id"]) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:

@@ -37,6 +37,7 @@ from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.mmapcache import CachedVectors
 from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
 from vectorlog.processors.querynode.ranged import ranked as in_order
+from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.topk import grouped, merged, ranked
@@ -70,6 +71,7 @@ class Replica:
         self.lock = threading.RLock()
         #: cache entries of segments not created yet, adopted when they are (see `restore`)
         self.cached: dict[tuple[int, int], CachedVectors] = {}
+        self.scalar = ScalarIndexes()  # loaded scalar indexes, which filters use
 
     def __len__(self) -> int:
         """Returns the number of rows held (every version of every key)."""
@@ -376,7 +378,8 @@ class Replica:
             raise InvalidArgument(f"filter: field(s) {sorted(missing)} cannot be filtered on")
         if rows is None:
             cols = {f: self.columns.view(f) for f in expr.fields}
-            return np.asarray(expr.evaluate(cols, len(self)), dtype=bool)
+            index = self.scalar.row_index(len(self), lambda at: self.columns.take(expr.fields, at))
+            return np.asarray(expr.evaluate(cols, len(self), index), dtype=bool)
         return np.asarray(expr.evaluate(self.columns.take(expr.fields, rows), len(rows)), bool)
 
     def _key_rows(self, keys: list[Any], ts: int, expire_ts: int = 0) -> np.ndarray:
@@ -641,6 +644,26 @@ class Replica:
             self._pos.view()[rows[at]] = np.flatnonzero(at)
             return True
 
+    def load_scalar_index(self, partition: int, segment_id: int, file: ScalarFile) -> bool:
+        """Serves a segment's scalar index to filters (mapped to the replica's rows by row
+        id). Returns False while the replica lacks rows of it (try again later), True once
+        loaded or never loadable (the segment is gone, or holds other rows)."""
+        with self.lock:
+            seg = self.segments.get((partition, segment_id))
+            gone = self.dropped_ts is not None or partition in self.dropped_partitions
+            if gone or self.scalar.has(file.index_id, segment_id):
+                return True
+            if seg is None or len(seg) < len(file.row_ids):
+                return False
+            at = _positions_of(seg.row_ids.view(), file.row_ids)
+            if (at < 0).any():
+                return False
+            rows = seg.rows.view()[at]
+            if (rows < 0).any():
+                return True  # rows moved out by a compaction: the merged segment's index serves
+            self.scalar.add(file, segment_id, rows)
+            return True
+
     def serving(self, partition: int, segment_id: int) -> int | None:
         """Returns the id of the index a segment is served from, None if exact."""
         seg = self.segments.get((partition, segment_id))
@@ -650,6 +673,7 @@ class Replica:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their
         segments go back to exact search."""
         with self.lock:
+            self.scalar.drop(index_id)
             for seg in self._segs:
                 if seg.index is not None and index_id in (-1, seg.index.index_id):
                     seg.unload()

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from vectorlog.core.errors import (
+    AliasCollectionConflict,
+    AliasExists,
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
@@ -42,6 +44,7 @@ from vectorlog.core.model import (
     CollectionInfo,
     CollectionSchema,
 )
+from vectorlog.core.scalar_index import index_target
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import Transaction
@@ -354,7 +357,11 @@ class MetaTable:
 
     def _alias_created(self, e: Event) -> Writes:
         rec, alias = self._live(e.body["collection_id"]), e.body["alias"]
-        self._free_name(alias)
+        if alias in self._names:
+            raise AliasCollectionConflict(alias)
+        if alias in self._aliases:
+            named = self._live(self._aliases[alias])["name"]
+            raise AliasExists(alias, named)
         rec["aliases"] = sorted([*rec["aliases"], alias])
         return {
             collection_key(rec["collection_id"]): _dump(rec),
@@ -388,7 +395,7 @@ class MetaTable:
         rec, b = self._live(e.body["collection_id"]), e.body
         if b["index_name"] in rec["indexes"]:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}")
-        if any(ix["field_name"] == b["field_name"] for ix in rec["indexes"].values()):
+        if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):
             raise IndexExists(rec["name"], f"on field {b['field_name']!r}")
         rec["indexes"][b["index_name"]] = {
             k: b[k]

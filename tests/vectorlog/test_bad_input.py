@@ -66,11 +66,11 @@ def test_bad_rows_are_refused_and_nothing_is_appended(books: Client, rows, messa
 
 
 def test_unknown_collection_and_partition(books: Client):
-    with pytest.raises(CollectionNotFound, match="'nope'"):
+    with pytest.raises(CollectionNotFound, match="collection=nope\\]"):
         books.insert("nope", [row()])
     with pytest.raises(InvalidArgument, match="partition 'p9' does not exist in 'books'"):
         books.insert("books", [row()], partition_name="p9")
-    with pytest.raises(CollectionNotFound, match="'nope'"):
+    with pytest.raises(CollectionNotFound, match="collection=nope\\]"):
         books.delete("nope", ids=[1])
     assert data_events(books) == []
 
@@ -92,7 +92,7 @@ def test_auto_id_key_must_not_be_supplied(client: Client):
 
 @pytest.mark.parametrize("name", ["1abc", "a-b", "", "a" * 256, "名前", None])
 def test_bad_collection_names_are_refused(client: Client, name):
-    with pytest.raises(InvalidName, match="invalid collection name"):
+    with pytest.raises(InvalidName, match="Invalid collection name"):
         client.create_collection(name, dimension=4)
     assert ddl_changes(client) == []
 
@@ -106,7 +106,7 @@ def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
         client.create_collection("c", schema=s)
     bad_field = client.create_schema().add_field("id", DataType.INT64, is_primary=True)
     bad_field.add_field("bad-name", DataType.FLOAT_VECTOR, dim=4)
-    with pytest.raises(InvalidName, match="invalid field name 'bad-name'"):
+    with pytest.raises(InvalidName, match="Invalid field name: bad-name"):
         client.create_collection("c", schema=bad_field)
     with pytest.raises(InvalidArgument, match="dim must be 1..32768"):
         client.create_collection("c", dimension=0)

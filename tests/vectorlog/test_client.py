@@ -161,7 +161,7 @@ def test_drop_and_recreate_is_a_new_collection(client: Client):
     client.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])
     client.drop_collection("c")
     assert not client.has_collection("c")
-    with pytest.raises(CollectionNotFound, match="'c'"):
+    with pytest.raises(CollectionNotFound, match="collection=c\\]"):
         client.search("c", [[1.0, 0.0]])
     client.create_collection("c", dimension=2)
     assert client.describe_collection("c")["collection_id"] != old

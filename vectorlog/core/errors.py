@@ -12,9 +12,23 @@ class InvalidArgument(VectorlogError, ValueError):
 
 
 class InvalidName(InvalidArgument):
+    """A name Milvus's validateName refuses, in its words ("Invalid collection name: 12-s.
+    the first character of a collection name must be an underscore or letter.")."""
+
     def __init__(self, kind: str, name: object) -> None:
-        super().__init__(f"invalid {kind} name {name!r}: must match [A-Za-z_][A-Za-z0-9_]{{0,254}}")
+        super().__init__(f"Invalid {kind} name: {name}. {_name_fault(kind, name)}")
         self.name = name
+
+
+def _name_fault(kind: str, name: object) -> str:
+    """Returns what Milvus says is wrong with a name (its first fault)."""
+    if not isinstance(name, str) or not name.strip():
+        return f"{kind} name should not be empty"
+    if len(name) > 255:
+        return f"the length of a {kind} name must be less than 255 characters"
+    if not (name[0] == "_" or name[0].isascii() and name[0].isalpha()):
+        return f"the first character of a {kind} name must be an underscore or letter"
+    return f"{kind} name can only contain numbers, letters and underscores"
 
 
 class FieldNameInvalid(InvalidArgument):
@@ -23,6 +37,14 @@ class FieldNameInvalid(InvalidArgument):
     def __init__(self, name: str, reason: str) -> None:
         super().__init__(f"Invalid field name: {name}. {reason}: field name invalid[field={name}]")
         self.name = name
+
+
+class ParameterMissing(InvalidArgument):
+    """A request lacks a parameter it needs (Milvus's ErrParameterMissing, code 1101)."""
+
+
+class InvalidJsonPath(InvalidArgument):
+    """A JSON index's json_path is no key path of its field (Milvus answers it with 65535)."""
 
 
 class SchemaMismatch(InvalidArgument):
@@ -45,8 +67,10 @@ class AlreadyExists(VectorlogError):
 
 
 class CollectionNotFound(NotFound):
-    def __init__(self, name: object) -> None:
-        super().__init__(f"collection {name!r} does not exist")
+    """As Milvus's proxy words it (code 100)."""
+
+    def __init__(self, name: object, database: str = "default") -> None:
+        super().__init__(f"can't find collection[database={database}][collection={name}]")
         self.name = name
 
 
@@ -86,9 +110,28 @@ class PartitionExists(AlreadyExists):
 
 
 class AliasNotFound(NotFound):
+    """Milvus's ErrAliasNotFound (code 1600)."""
+
     def __init__(self, alias: str) -> None:
-        super().__init__(f"alias {alias!r} does not exist")
+        super().__init__(f"alias not found[database=default][alias={alias}]")
         self.alias = alias
+
+
+class AliasExists(AlreadyExists):
+    """Milvus's ErrAliasAlreadyExist (code 1602): the alias names another collection."""
+
+    def __init__(self, alias: str, collection: str) -> None:
+        super().__init__(
+            f"alias already exist[database=default][alias={alias}]: "
+            f"it names collection {collection!r}"
+        )
+
+
+class AliasCollectionConflict(AlreadyExists):
+    """Milvus's ErrAliasCollectionNameConfilct (code 1601): an alias named as a collection."""
+
+    def __init__(self, alias: str) -> None:
+        super().__init__(f"alias and collection name conflict[database=default][alias={alias}]")
 
 
 class IndexNotFound(NotFound):

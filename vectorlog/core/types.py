@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import METRICS, CollectionInfo, CollectionSchema, DataType, check_name
+from vectorlog.core.model import (
+    METRICS,
+    CollectionInfo,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+    check_name,
+)
+from vectorlog.core.scalar_index import SCALAR_INDEXES as SCALAR_INDEXES
+from vectorlog.core.scalar_index import scalar_params
 
 LEVELS = ("strong", "bounded", "session", "eventually")
 #: the collection property holding the level of its reads that name none (Milvus keeps it
@@ -135,7 +144,6 @@ VECTOR_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
     "HNSW": {"M": (16, 2, 2_048), "efConstruction": (200, 1, (1 << 31) - 1)},
     "AUTOINDEX": {},
 }
-SCALAR_INDEXES = ("INVERTED", "STL_SORT", "AUTOINDEX")
 #: the metric of a vector index created without one (Milvus: FloatVectorDefaultMetricType)
 DEFAULT_METRIC = "COSINE"
 #: metrics whose larger scores are nearer (L2 and the binary metrics: smaller is nearer)
@@ -172,7 +180,7 @@ class IndexSpec:
         if f.dtype is DataType.FLOAT_VECTOR:
             metric, params = self._vector_checks(kind, f.dim or 0)
         else:
-            metric, params = self._scalar_checks(kind, f.dtype)
+            metric, params = self._scalar_checks(kind, f)
         return {
             "index_name": name,
             "field_id": f.field_id,
@@ -218,15 +226,16 @@ class IndexSpec:
             raise InvalidArgument(f"index params must be a dict with str keys, not {self.params!r}")
         return {k: v for k, v in self.params.items() if k not in IGNORED_PARAMS}
 
-    def _scalar_checks(self, kind: str, dtype: DataType) -> tuple[str, dict[str, str]]:
-        if kind not in SCALAR_INDEXES or dtype is DataType.JSON:
+    def _scalar_checks(self, kind: str, f: FieldSchema) -> tuple[str, dict[str, str]]:
+        """Returns ("", the params as stored) of a scalar index (Milvus ignores a metric
+        given with one). Raises InvalidArgument as scalar_params does."""
+        if kind not in SCALAR_INDEXES:
             raise InvalidArgument(
-                f"index_type {self.index_type!r} cannot index "
-                f"{dtype.value} field {self.field_name!r}"
+                f"index_type {self.index_type!r} cannot index {f.dtype.value} field {f.name!r}"
             )
-        if self._params() or self.metric_type:
-            raise InvalidArgument(f"scalar index on {self.field_name!r} takes no metric or params")
-        return "", {}
+        params = self._params()
+        params.pop("metric_type", None)
+        return "", scalar_params(kind, f, params)
 
 
 def index_param(kind: str, key: str, value: Any, lowest: int, highest: int) -> int:

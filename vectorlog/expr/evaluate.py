@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import columns as cols
 from vectorlog.expr import nodes as n
+from vectorlog.expr.indexed import RowIndex
 from vectorlog.expr.jsonview import LIST, MISSING_, NULL, JsonView, rows_of_column, typed_key
 from vectorlog.expr.kernels import (
     ARITH,
@@ -43,13 +44,16 @@ from vectorlog.expr.kernels import (
     numeric_isin,
 )
 
+#: the predicates a scalar index may answer
+INDEXABLE = (n.Compare, n.In, n.Like, n.Contains)
+
 
 class Evaluator:
     """One evaluation of one tree over `columns` of `n` rows; caches per-column conversions
     and JSON key paths so a field or path used twice is read once."""
 
-    def __init__(self, columns: Mapping[str, Any], n: int) -> None:
-        self.columns, self.n = columns, n
+    def __init__(self, columns: Mapping[str, Any], n: int, index: RowIndex | None = None) -> None:
+        self.columns, self.n, self.index = columns, n, index
         self._cache: dict[tuple[Any, ...], Any] = {}
 
     def column(self, name: str) -> Any:
@@ -79,8 +83,22 @@ class Evaluator:
 
     # -- masks ------------------------------------------------------------------------------
     def mask(self, node: n.Node) -> np.ndarray:
-        """The rows where the predicate `node` holds."""
+        """The rows where the predicate `node` holds (an index answers it where it can)."""
+        if self.index is not None and isinstance(node, INDEXABLE):
+            found = self.index.lookup(node)
+            if found is not None:
+                return self._indexed(node, *found)
         return self.mask_of(self._MASK[type(node)](self, node))
+
+    def _indexed(self, node: n.Node, matches: np.ndarray, rest: np.ndarray) -> np.ndarray:
+        """The mask of `matches` plus the rows of `rest` (no index covers them) where `node`
+        holds, evaluated by scanning them only."""
+        out = np.zeros(self.n, dtype=bool)
+        out[matches] = True
+        if len(rest) and self.index is not None:
+            scanned = Evaluator(self.index.take(rest), len(rest)).mask(node)
+            out[rest[scanned]] = True
+        return out
 
     def logic(self, node: n.Node) -> Any:
         assert isinstance(node, n.Logic)

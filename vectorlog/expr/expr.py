@@ -13,6 +13,7 @@ from vectorlog.core.model import CollectionSchema
 from vectorlog.expr import nodes as n
 from vectorlog.expr.errors import InvalidExpression
 from vectorlog.expr.evaluate import Evaluator
+from vectorlog.expr.indexed import RowIndex
 from vectorlog.expr.parser import parse_syntax
 from vectorlog.expr.typecheck import check
 
@@ -73,11 +74,14 @@ class Expr:
             + [x.field for x in nodes if isinstance(x, n.Path)]
         )
 
-    def evaluate(self, columns: Mapping[str, Any], n: int) -> np.ndarray:
+    def evaluate(
+        self, columns: Mapping[str, Any], n: int, index: RowIndex | None = None
+    ) -> np.ndarray:
         """Returns the bool mask (length `n`) of the rows the expression keeps. `columns` maps
-        each name in `fields` to its column (see vectorlog.expr.columns). Raises
+        each name in `fields` to its column (see vectorlog.expr.columns); `index`: scalar
+        indexes that answer the predicates they can (same answers, no scan). Raises
         InvalidArgument if a column is missing or has another length."""
-        return Evaluator(columns, n).mask(self.tree)
+        return Evaluator(columns, n, index).mask(self.tree)
 
     def primary_keys(self, pk_name: str) -> list[Any] | None:
         """Returns the keys (deduplicated, in order) if the whole expression is `pk == v`,

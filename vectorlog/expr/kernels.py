@@ -82,14 +82,20 @@ def is_int(data: Any) -> bool:
 def numeric_isin(data: np.ndarray, values: list[Any]) -> np.ndarray:
     """`data in values` with the constants converted to the column's type first (as Milvus:
     a FLOAT column matches 0.1 as float32; an integer column never matches 2.5)."""
-    if data.dtype.kind == "f":
-        return np.isin(data, np.asarray(values, dtype=data.dtype))
+    return np.isin(data, isin_constants(data.dtype, values))
+
+
+def isin_constants(dtype: np.dtype, values: list[Any]) -> np.ndarray:
+    """The constants of an `in` as a column of `dtype` compares them: converted to a float
+    type, or the integer ones (exactly) for an integer column."""
+    if dtype.kind == "f":
+        return np.asarray(values, dtype=dtype)
     ints = [
         int(v)
         for v in values
         if isinstance(v, int) or (v.is_integer() and INT64_MIN <= v <= INT64_MAX)
     ]
-    return np.isin(data, np.asarray(ints, dtype=np.int64))
+    return np.asarray(ints, dtype=np.int64)
 
 
 def int_divmod(op: str, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray | None]:

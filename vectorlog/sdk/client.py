@@ -27,6 +27,7 @@ from vectorlog.runners.standalone import Standalone
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
     from vectorlog.jobs.compaction import Compactor
+from vectorlog.core.scalar_index import index_target
 from vectorlog.core.types import (
     CONSISTENCY_PROPERTY,
     LEVEL_CODES,
@@ -156,8 +157,9 @@ def check_indexes(schema: CollectionSchema, specs: list[IndexSpec]) -> None:
     seen: dict[str, str] = {}
     for spec in specs:
         body = spec.resolved(schema)
-        for key in ("field_name", "index_name"):
-            if seen.setdefault(f"{key}={body[key]}", body["index_name"]) != body["index_name"]:
+        targets = {"field_name": index_target(body), "index_name": body["index_name"]}
+        for key, target in targets.items():
+            if seen.setdefault(f"{key}={target}", body["index_name"]) != body["index_name"]:
                 raise InvalidArgument(f"index_params has two indexes with {key} {body[key]!r}")
 
 
@@ -255,6 +257,14 @@ class Client:
 
     def drop_collection(self, collection_name: str) -> None:
         self._proxy.drop_collection(collection_name)
+
+    def truncate_collection(self, collection_name: str) -> DeleteResult:
+        """Removes every row of the collection, as Milvus's truncate_collection (its schema,
+        partitions, indexes and aliases stay): one durable delete of every primary key
+        visible now, in every partition, so a replay of the log truncates the same rows.
+        Returns its {delete_count, timestamp}. Raises InvalidName, CollectionNotFound."""
+        pk = self._proxy.describe_collection(collection_name).schema.primary.name
+        return self.delete(collection_name, filter=f"{pk} not in []")
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
         self._proxy.rename_collection(old_name, new_name)

@@ -106,6 +106,11 @@ class MilvusServicer(
         return ok()
 
     @rpc
+    def TruncateCollection(self, request: Any, context: Any) -> Any:
+        self.client.truncate_collection(request.collection_name)
+        return milvus_pb2.TruncateCollectionResponse(status=ok())
+
+    @rpc
     def RenameCollection(self, request: Any, context: Any) -> Any:
         self.client.rename_collection(request.oldName, request.newName)
         return ok()
@@ -261,7 +266,7 @@ def index_spec(request: Any) -> IndexSpec:
 
 def index_description(d: dict[str, Any]) -> Any:
     """Returns the IndexDescription of Client.describe_index's dict."""
-    params = {"index_type": d["index_type"], "metric_type": d["metric_type"]}
+    params = {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
     params["params"] = json.dumps(d.get("params") or {})
     done = d.get("state") == "Finished"
     return milvus_pb2.IndexDescription(

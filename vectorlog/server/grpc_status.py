@@ -17,6 +17,8 @@ DATABASE_NOT_FOUND = 800
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
 UNEXPECTED = 65535  # merr's code of an error that is not a merr one (fmt.Errorf)
 FIELD_NAME_INVALID = 1701
+PARAMETER_MISSING = 1101
+ALIAS_NAME_CONFLICT = 1601
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
@@ -25,9 +27,13 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.DatabaseNotFound, DATABASE_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.AliasExists, ALIAS_EXISTS, common_pb2.UnexpectedError),
+    (errors.AliasCollectionConflict, ALIAS_NAME_CONFLICT, common_pb2.UnexpectedError),
     (errors.IndexExists, INDEX_DUPLICATE, common_pb2.UnexpectedError),
     (errors.CollectionConflict, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.FieldNameInvalid, FIELD_NAME_INVALID, common_pb2.IllegalArgument),
+    (errors.ParameterMissing, PARAMETER_MISSING, common_pb2.IllegalArgument),
+    (errors.InvalidJsonPath, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.CollectionExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.AlreadyExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.InvalidArgument, PARAMETER_INVALID, common_pb2.IllegalArgument),

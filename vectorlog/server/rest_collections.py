@@ -85,7 +85,11 @@ def describe_collection(c: Client, body: Any) -> Any:
     for index in d["indexes"]:
         ix = c.describe_index(d["collection_name"], index)
         indexes.append(
-            {"fieldName": ix["field_name"], "indexName": index, "metricType": ix["metric_type"]}
+            {
+                "fieldName": ix["field_name"],
+                "indexName": index,
+                "metricType": ix.get("metric_type", ""),
+            }
         )
     return {
         "collectionName": d["collection_name"],
@@ -324,13 +328,13 @@ def describe_index(c: Client, body: Any) -> Any:
             "indexName": ix["index_name"],
             "fieldName": ix["field_name"],
             "indexType": ix["index_type"],
-            "metricType": ix["metric_type"],
+            "metricType": ix.get("metric_type", ""),
             "params": jsonable(ix["params"]),
             "indexState": ix["state"],
             "totalRows": ix["total_rows"],
             "indexedRows": ix["indexed_rows"],
             "pendingRows": ix["pending_index_rows"],
-            "failReason": "",
+            "failReason": ix.get("index_state_fail_reason", ""),
         }
     ]
 

@@ -70,7 +70,7 @@ class Cluster:
             "collection_id": CID,
             "index_id": index_id,
             "index_name": f"ix{index_id}",
-            "field_id": VEC if metric else 100,
+            "field_id": VEC if metric else 0,  # a scalar index: of the row id column
             "field_name": "vector" if metric else "pk",
             "index_type": index_type,
             "metric_type": metric,
@@ -276,13 +276,20 @@ def test_a_missing_binlog_fails_the_build_naming_the_file(cluster: Cluster):
     assert "501: ObjectNotFound" in p.fail_reason and "does not exist" in p.fail_reason
 
 
-def test_a_scalar_index_needs_no_build(cluster: Cluster):
+def test_a_scalar_index_is_built_like_a_vector_index(cluster: Cluster):
     cluster.create_index(index_id=14, index_type="AUTOINDEX", metric="")  # on a scalar field
     cluster.create_index()
     cluster.segment(501, 120)
     cluster.wait(rows=120)
+    wait_until(lambda: cluster.node.progress(CID, 14).state == FINISHED, 30, "scalar built")
     assert cluster.node.progress(CID, 14) == IndexProgress(120, 120, 0, FINISHED)
-    assert [b["index_id"] for b in cluster.events("SegmentIndexed")] == [IID]
+    built = {b["index_id"]: b for b in cluster.events("SegmentIndexed")}
+    assert sorted(built) == sorted([IID, 14])
+    scalar = built[14]
+    assert (scalar["metric_type"], scalar["params"]["built_as"], scalar["num_rows"]) == (
+        "", "SORTED", 120,
+    )  # fmt: skip
+    assert scalar["index_file"].endswith("/index.arrow")
 
 
 def test_a_build_under_way_does_not_hold_back_consuming(

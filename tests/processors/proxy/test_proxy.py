@@ -115,7 +115,7 @@ def test_reads_wait_for_tsafe_ask_for_a_tick_and_name_the_collection(parts: Part
     assert parts.rc.tick_requests == 1  # a Strong read asked for a tick rather than waiting
     parts.qn.known.clear()
     parts.qn.tsafe_ts = 10**18
-    with pytest.raises(CollectionNotFound, match="'books'"):  # by name, not by id
+    with pytest.raises(CollectionNotFound, match="collection=books\\]"):  # by name, not by id
         parts.proxy.get("books", [1])
 
 

@@ -93,9 +93,9 @@ def test_describe_index_reports_the_index_node_progress(parts: Parts):
     assert node.asked == [(100, 7)]
     node.answer = IndexProgress(0, 3000, 3000, FAILED, "bad segment")
     assert proxy.describe_index("books", "v")["index_state_fail_reason"] == "bad segment"
-    scalar = proxy.describe_index("books", "id")
+    scalar = proxy.describe_index("books", "id")  # built like a vector index, no metric
     assert scalar["index_type"] == "STL_SORT" and "metric_type" not in scalar
-    assert (scalar["total_rows"], scalar["state"]) == (0, "Finished")
+    assert (scalar["total_rows"], scalar["state"]) == (3000, "Failed")
     idle = parts.proxy.describe_index("books", "v")  # no index node: nothing to build
     assert (idle["total_rows"], idle["pending_index_rows"], idle["state"]) == (0, 0, "Finished")
     with pytest.raises(IndexNotFound, match="'nope'"):

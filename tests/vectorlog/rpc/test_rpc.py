@@ -66,7 +66,11 @@ def test_a_servers_error_is_raised_as_the_same_class_and_message(remote: RootCoo
         FakeRootCoord().describe_collection("books")
     with pytest.raises(CollectionNotFound) as over_the_wire:
         remote.describe_collection("books")
-    assert str(over_the_wire.value) == str(local.value) == "collection 'books' does not exist"
+    assert (
+        str(over_the_wire.value)
+        == str(local.value)
+        == "can't find collection[database=default][collection=books]"
+    )
     assert over_the_wire.value.name == "books"
     with pytest.raises(InvalidArgument, match="1bad"):
         remote.create_collection("1bad", quick_schema(4, "L2"))

@@ -104,7 +104,7 @@ def test_partition_stats_count_the_partitions_rows(served: Served) -> None:
 def test_has_collection_on_an_invalid_name_is_refused(served: Served, name: str) -> None:
     with pytest.raises(MilvusException) as info:
         served.milvus.has_collection(name)
-    assert info.value.code == 1100 and "invalid collection name" in info.value.message
+    assert info.value.code == 1100 and "Invalid collection name" in info.value.message
 
 
 def test_has_partition_checks_names_as_milvus(served: Served) -> None:

@@ -1,0 +1,79 @@
+"""Scalar indexes over Milvus's gRPC protocol: an unmodified pymilvus creates INVERTED, TRIE and
+JSON path indexes, describes them (no metric, their params), lists, drops them, filters with
+them as without, and gets Milvus's codes for the ones Milvus refuses."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from pymilvus import DataType, MilvusClient, MilvusException
+
+from tests.support import wait_until
+from tests.vectorlog.server.conftest import Served
+
+
+def test_scalar_and_json_path_indexes_over_pymilvus(served: Served) -> None:
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("s", DataType.VARCHAR, max_length=16)
+    s.add_field("j", DataType.JSON)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("v", index_type="FLAT", metric_type="L2")
+    index.add_index("s", index_type="TRIE", index_name="s_idx")
+    index.add_index(
+        "j",
+        index_type="INVERTED",
+        index_name="j_a",
+        params={"json_path": 'j["a"]', "json_cast_type": "double"},
+    )
+    m.create_collection(name, schema=s, index_params=index, consistency_level="Strong")
+    rows: list[dict[str, Any]] = [
+        {"id": i, "v": [i, 1.0], "s": f"k{i % 13}", "j": {"a": i % 7}} for i in range(300)
+    ]
+    m.insert(name, rows)
+    m.flush(name)
+    assert sorted(m.list_indexes(name)) == ["j_a", "s_idx", "v"]
+    described = m.describe_index(name, "j_a")
+    assert described["index_type"] == "INVERTED" and "metric_type" not in described
+    assert described["params"] == {"json_path": 'j["a"]', "json_cast_type": "double"}
+    wait_until(lambda: m.describe_index(name, "s_idx")["indexed_rows"] == 300, 60, "built")
+    got = m.query(name, 'j["a"] == 3 and s like "k1%"', output_fields=["id"])
+    expected = [r["id"] for r in rows if r["j"]["a"] == 3 and r["s"].startswith("k1")]
+    assert sorted(r["id"] for r in got) == expected
+    m.drop_index(name, "j_a")
+    assert "j_a" not in m.list_indexes(name)
+
+
+@pytest.mark.parametrize(
+    ("field", "kind", "params", "code", "message"),
+    [
+        ("s", "STL_SORT", {}, None, ""),
+        ("id", "BITMAP", {}, 1100, "create bitmap index on primary key not supported"),
+        ("j", "INVERTED", {}, 1101, "json index must specify cast type"),
+        ("j", "INVERTED", {"json_cast_type": "JSON_X"}, 1100, "json_cast_type JSON_X"),
+        ("j", "INVERTED", {"json_cast_type": "BOOL", "json_path": "j[x"}, 65535, "cannot parse"),
+    ],
+)
+def test_scalar_index_refusals_carry_milvus_codes(
+    served: Served, field: str, kind: str, params: dict[str, str], code: int | None, message: str
+) -> None:
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("s", DataType.VARCHAR, max_length=16)
+    s.add_field("j", DataType.JSON)
+    m.create_collection(name, schema=s)
+    index = MilvusClient.prepare_index_params()
+    index.add_index(field, index_type=kind, index_name="ix", params=params)
+    if code is None:
+        m.create_index(name, index)
+        assert m.describe_index(name, "ix")["index_type"] == kind
+        return
+    with pytest.raises(MilvusException) as err:
+        m.create_index(name, index)
+    assert err.value.code == code and message in err.value.message

@@ -1,0 +1,128 @@
+"""Scalar index types as Milvus defines them (pkg/util/indexparamcheck): which field types each
+accepts, and the parameters of a JSON path index (`json_path`, `json_cast_type`).
+
+    INVERTED   BOOL, the integers, FLOAT, DOUBLE, VARCHAR, ARRAY; JSON with a cast type
+    BITMAP     BOOL, the integers, VARCHAR, ARRAY of those; not on the primary key
+    STL_SORT   the integers, FLOAT, DOUBLE, VARCHAR
+    TRIE       VARCHAR
+    AUTOINDEX  any scalar field (built as INVERTED); JSON with a cast type
+
+A JSON index names a key path of its field (`json_path`, Milvus's filter syntax: `j["a"][0]`;
+default the whole field) and what its values are cast to (`json_cast_type`: BOOL, DOUBLE,
+VARCHAR, or ARRAY_BOOL / ARRAY_DOUBLE / ARRAY_VARCHAR for lists of those).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMissing
+from vectorlog.core.model import DataType, FieldSchema
+
+INTEGERS = frozenset({DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64})
+NUMERIC = INTEGERS | {DataType.FLOAT, DataType.DOUBLE}
+#: index type -> the field types it accepts (JSON: only with a cast type)
+ACCEPTS: dict[str, frozenset[DataType]] = {
+    "INVERTED": NUMERIC | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY, DataType.JSON},
+    "BITMAP": INTEGERS | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY},
+    "STL_SORT": NUMERIC | {DataType.VARCHAR},
+    "TRIE": frozenset({DataType.VARCHAR}),
+    "AUTOINDEX": NUMERIC | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY, DataType.JSON},
+}
+SCALAR_INDEXES = tuple(ACCEPTS)
+JSON_PATH, JSON_CAST = "json_path", "json_cast_type"
+CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR")
+#: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
+GO_NAMES = {
+    DataType.BOOL: "Bool",
+    DataType.INT8: "Int8",
+    DataType.INT16: "Int16",
+    DataType.INT32: "Int32",
+    DataType.INT64: "Int64",
+    DataType.FLOAT: "Float",
+    DataType.DOUBLE: "Double",
+    DataType.VARCHAR: "VarChar",
+    DataType.JSON: "JSON",
+    DataType.ARRAY: "Array",
+    DataType.FLOAT_VECTOR: "FloatVector",
+}
+_INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
+_KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")
+
+
+def scalar_params(kind: str, f: FieldSchema, params: dict[str, Any]) -> dict[str, str]:
+    """Returns the stored params of a scalar index of type `kind` on field `f` (JSON: its
+    json_path and json_cast_type; no others). Raises InvalidArgument with Milvus's message
+    if the type cannot index the field, ParameterMissing without a JSON cast type,
+    InvalidJsonPath if the path is not one of the field."""
+    if kind not in ACCEPTS:
+        raise InvalidArgument(f"invalid index type: {kind}")
+    if f.dtype not in ACCEPTS[kind] or (kind == "BITMAP" and not _bitmap_ok(f)):
+        raise InvalidArgument(_refusal(kind, f) + _INVALID)
+    extra = set(params) - {JSON_PATH, JSON_CAST}
+    if f.dtype is not DataType.JSON:
+        extra |= set(params) & {JSON_PATH, JSON_CAST}
+    if extra:
+        raise InvalidArgument(f"{kind} index on {f.name!r} takes no parameter {sorted(extra)}")
+    if f.dtype is not DataType.JSON:
+        return {}
+    cast = params.get(JSON_CAST)
+    if cast is None:
+        raise ParameterMissing(f"json index must specify cast type: missing parameter[{JSON_CAST}]")
+    if not isinstance(cast, str) or cast.upper() not in CAST_TYPES:
+        raise InvalidArgument(f"json_cast_type {cast} is not supported{_INVALID}")
+    path = params.get(JSON_PATH, f.name)
+    json_keys(str(path), f.name)
+    return {JSON_PATH: str(path), JSON_CAST: cast}  # as given: describe_index shows them so
+
+
+def _bitmap_ok(f: FieldSchema) -> bool:
+    if f.is_primary:
+        return False
+    element = f.element_type
+    return f.dtype is not DataType.ARRAY or element in INTEGERS | {DataType.BOOL, DataType.VARCHAR}
+
+
+def _refusal(kind: str, f: FieldSchema) -> str:
+    """Returns Milvus's message for an index type that cannot index field `f`."""
+    if kind == "BITMAP" and f.is_primary:
+        return "create bitmap index on primary key not supported"
+    if kind == "BITMAP" and f.dtype is DataType.ARRAY:
+        return "bitmap index are only supported on bool, int, string for array field"
+    if kind == "BITMAP":
+        return "bitmap index are only supported on bool, int, string and array field"
+    if kind == "STL_SORT":
+        return (
+            "STL_SORT are only supported on numeric, varchar or timestamptz field, "
+            f"got {GO_NAMES[f.dtype]}"
+        )
+    if kind == "TRIE":
+        return "TRIE are only supported on varchar field"
+    return f"{kind} are not supported on {GO_NAMES[f.dtype]} field"
+
+
+def json_keys(path: str, field_name: str) -> tuple[str | int, ...]:
+    """Returns the keys of a JSON index's `path` (`field["a"][0]`) into field `field_name`.
+    Raises InvalidJsonPath (Milvus answers such a path with code 65535)."""
+    if not path.startswith(field_name):
+        raise InvalidJsonPath(
+            f"cannot parse identifier: {path}: json path must start with "
+            f"the field name {field_name!r}"
+        )
+    rest, keys = path[len(field_name) :].strip(), []
+    while rest:
+        m = _KEY.match(rest)
+        if m is None:
+            raise InvalidJsonPath(f"cannot parse identifier: {path}")
+        quoted = m.group(1) if m.group(1) is not None else m.group(2)
+        keys.append(json.loads(f'"{quoted}"') if quoted is not None else int(m.group(3)))
+        rest = rest[m.end() :].strip()
+    return tuple(keys)
+
+
+def index_target(index: dict[str, Any]) -> tuple[str, str | None]:
+    """Returns what an index (an IndexCreated body) indexes: its field and, for a JSON
+    index, its json_path (a JSON field may have one index per path; others one in all)."""
+    return index["field_name"], (index.get("params") or {}).get(JSON_PATH)
