@@ -38,6 +38,7 @@ from vectorlog.core.model import (
     CollectionInfo,
     CollectionSchema,
     DataType,
+    FieldSchema,
     check_name,
 )
 from vectorlog.core.properties import expire_ts
@@ -506,13 +507,13 @@ class Proxy:
         search's radius / range_filter, anns_field). Raises
         InvalidArgument, InvalidExpression before reading anything."""
         info = self._info(name, at.as_of)
-        queries = self._queries(info, data)
+        field = r.anns_field(info.schema, options.anns_field)
+        queries = self._queries(field, data)
         shape.nq(len(queries))
         limit = r.limit(limit)
         offset = r.offset(options.offset, limit)
         fields = self._output_fields(info, output_fields, default=[])
-        r.anns_field(info.schema, options.anns_field)
-        metric = ix.search_metric(info)
+        metric = ix.search_metric(info, field)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
@@ -535,6 +536,7 @@ class Proxy:
                 metric=metric,
                 group_size=size,
                 expire_ts=_expired(info, at, ts),
+                anns_field=field.name,
             )
         return out.hits(hits)
 
@@ -613,11 +615,13 @@ class Proxy:
         keys = v.primary_keys(info.schema.primary, ids)
         return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
 
-    def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
+    def _queries(self, field: FieldSchema, data: Any) -> np.ndarray:
+        """Returns the query vectors `data` of vector `field` as a float32 matrix. Raises
+        InvalidArgument naming what is wrong with them."""
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:
-            return v.vectors(info.schema.vector, list(data))
+            return v.vectors(field, list(data))
         except TypeError:
             raise InvalidArgument(
                 f"search data must be a list of vectors, not {data!r:.60}"

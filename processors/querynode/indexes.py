@@ -64,7 +64,8 @@ class IndexLoader(ProcessorBase):
         self._snapshots = snapshots
         self._replica_of = replica_of
         self._on_flushed = on_flushed
-        self.pending: dict[tuple[int, int, int], Pending] = {}  # (collection, partition, seg)
+        #: by (collection, partition, segment, vector field)
+        self.pending: dict[tuple[int, int, int, int], Pending] = {}
         #: the same -> [rows, retries left], for on_flushed
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
@@ -121,9 +122,9 @@ class IndexLoader(ProcessorBase):
             return
         body = event.body
         if event.type == "SegmentIndexed":
-            key = (body["collection_id"], body["partition_id"], body["segment_id"])
-            if key not in self.pending or self.pending[key].body["index_id"] != body["index_id"]:
-                self.pending[key] = Pending(body)
+            at = _index_key(body)
+            if at not in self.pending or self.pending[at].body["index_id"] != body["index_id"]:
+                self.pending[at] = Pending(body)
         elif event.type == "SegmentIndexesDropped":
             self._dropped(body["collection_id"], body["index_id"])
         elif event.type == "BinlogPathsSaved" and _cached(body, self._on_flushed):
@@ -150,11 +151,11 @@ class IndexLoader(ProcessorBase):
             left[1] -= 1
             if self._flushed(key, left[0]) or not left[1]:
                 del self.flushed[key]  # done, or its rows never came (merged, dropped)
-        for key, p in list(self.pending.items()):
+        for at, p in list(self.pending.items()):
             if self._loop.stopping.is_set():
                 return
             if self._attempt(p):
-                del self.pending[key]
+                del self.pending[at]
 
     def _flushed(self, key: tuple[int, int, int], rows: int) -> bool:
         try:
@@ -185,11 +186,18 @@ class IndexLoader(ProcessorBase):
         b = p.body
         if replica.dropped_ts is not None or b["partition_id"] in replica.dropped_partitions:
             return True  # nothing to serve: its files may be deleted already
-        if replica.serving(b["partition_id"], b["segment_id"]) == b["index_id"]:
+        at = (b["partition_id"], b["segment_id"], b["field_id"])
+        if replica.serving(*at) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:
             p.index = read_index(p.body, self._files)
-        return replica.load_index(p.body["partition_id"], p.body["segment_id"], p.index)
+        return replica.load_index(at[0], at[1], p.index, at[2])
+
+
+def _index_key(body: dict[str, Any]) -> tuple[int, int, int, int]:
+    """Returns the (collection, partition, segment, vector field) a SegmentIndexed is for."""
+    b = body
+    return (b["collection_id"], b["partition_id"], b["segment_id"], b["field_id"])
 
 
 def _cached(body: dict[str, Any], on_flushed: OnFlushed | None) -> bool:

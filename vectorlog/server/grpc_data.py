@@ -12,7 +12,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionInfo
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
-from vectorlog.processors.proxy.reads import MAX_WINDOW
+from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
@@ -148,7 +148,8 @@ class DataRpcs:
         bound and the snapshot ts pymilvus sends back (grpc_iterator.py)."""
         info = self._info(request.collection_name)
         index_params = _index_search_params(params)
-        metric = str(index_params.get("metric_type") or search_metric(info)).upper()
+        field = anns_field(info.schema, params.get("anns_field"))
+        metric = str(index_params.get("metric_type") or search_metric(info, field)).upper()
         token = str(params.get(iterators.TOKEN) or "") or iterators.new_token()
         ts = request.guarantee_timestamp or self.client.cluster.proxy.rc.strong_ts()
         batch = iterators.batch_size(params, topk)
