@@ -207,3 +207,22 @@ def test_multi_vector_bad_input_is_refused_with_milvus_messages(open_client: Cli
     with pytest.raises(InvalidArgument, match="image"):
         client.insert("mv", [bad])
     assert client.query("mv", "", output_fields=["count(*)"]) == [{"count(*)": 10}]
+
+
+def test_a_compaction_moves_every_vector_field_and_answers_as_before(open_client: ClientFactory):
+    client = open_client(compaction_interval_s=None, log_retention_ms=None)
+    create(client)
+    for first in range(0, ROWS, ROWS // 4):  # four small sealed segments
+        client.insert("mv", rows(first, first + ROWS // 4))
+        client.flush("mv")
+    client.delete("mv", ids=[0, 1])
+    before = [
+        client.search("mv", [data()[f][ROWS].tolist()], limit=K, anns_field=f) for f in FIELDS
+    ]
+    job = client.compact("mv", wait=True)
+    assert client.get_compaction_state(job) == "Completed"
+    assert len(client.list_segments("mv")) < 4
+    wait_indexed(client)
+    assert_each_field_searched(client, first=2)
+    after = [client.search("mv", [data()[f][ROWS].tolist()], limit=K, anns_field=f) for f in FIELDS]
+    assert [[h["id"] for h in q[0]] for q in after] == [[h["id"] for h in q[0]] for q in before]
