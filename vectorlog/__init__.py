@@ -19,6 +19,7 @@ from vectorlog.core.errors import (
     SchemaMismatch,
     VectorlogError,
 )
+from vectorlog.core.hybrid import AnnSearchRequest, RRFRanker, WeightedRanker
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.core.types import IndexSpec, ReadAt
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 _LAZY = {"Client": "vectorlog.sdk.client", "Config": "vectorlog.config"}
 
 __all__ = [
+    "AnnSearchRequest",
     "Client",
     "CollectionExists",
     "CollectionNotFound",
@@ -38,6 +40,8 @@ __all__ = [
     "DataType",
     "FieldSchema",
     "IndexSpec",
+    "RRFRanker",
+    "WeightedRanker",
     "InvalidArgument",
     "ReadAt",
     "SchemaMismatch",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.core.errors import IndexNotFound
-from vectorlog.core.model import CollectionInfo
+from vectorlog.core.model import CollectionInfo, FieldSchema
 from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
 from vectorlog.processors.indexnode.service import (
     FAILED,
@@ -22,11 +22,11 @@ NO_BUILDS = IndexProgress(0, 0, 0, FINISHED)
 COMPARED = ("field_name", "index_type", "metric_type", "params")
 
 
-def search_metric(info: CollectionInfo) -> str:
-    """Returns the metric a search of `info` uses: its vector index's; without one, the
-    vector field's metric_type, else COSINE (Milvus's default, also Milvus Lite's for an
-    unindexed collection)."""
-    vector = info.schema.vector
+def search_metric(info: CollectionInfo, field: FieldSchema | None = None) -> str:
+    """Returns the metric a search of vector field `field` (None: the first) of `info`
+    uses: its index's; without one, the field's metric_type, else COSINE (Milvus's default,
+    also Milvus Lite's for an unindexed collection)."""
+    vector = info.schema.vector if field is None else field
     for ix in info.indexes.values():
         if ix["field_name"] == vector.name and ix["metric_type"]:
             return str(ix["metric_type"]).upper()

@@ -32,12 +32,14 @@ from vectorlog.core.errors import (
     InvalidArgument,
 )
 from vectorlog.core.faults import crash_point
+from vectorlog.core.hybrid import ranker_spec
 from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import (
     DEFAULT_PARTITION,
     CollectionInfo,
     CollectionSchema,
     DataType,
+    FieldSchema,
     check_name,
 )
 from vectorlog.core.properties import expire_ts
@@ -60,7 +62,7 @@ from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
-from vectorlog.processors.proxy import dynamic, imports
+from vectorlog.processors.proxy import dynamic, hybrid, imports
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import partition_key as pkey
 from vectorlog.processors.proxy import reads as r
@@ -74,6 +76,7 @@ from vectorlog.processors.proxy.batches import (
     take,
 )
 from vectorlog.processors.proxy.consistency import guarantee
+from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.storage import ObjectStore
@@ -507,37 +510,89 @@ class Proxy:
         search's radius / range_filter, anns_field). Raises
         InvalidArgument, InvalidExpression before reading anything."""
         info = self._info(name, at.as_of)
-        queries = self._queries(info, data)
+        plan = self._plan(info, data, limit, output_fields, partition_names, options)
+        ts = self.read_ts(info, at)
+        return plan.out.hits(self._run(info, plan, ts, at))
+
+    def hybrid_search(
+        self,
+        name: str,
+        requests: list[Any],
+        ranker: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
+        offset: int = 0,
+    ) -> list[list[Hit]]:
+        """Returns, per query, up to `limit` hits (after `offset`) of the ANN searches of
+        `requests` (AnnSearchRequests) fused by `ranker` (RRFRanker, WeightedRanker), each
+        with its fused score as its distance (rerank.py), all read at one ts. Raises
+        InvalidArgument (Milvus's messages) before any search runs."""
+        info = self._info(name, at.as_of)
+        reqs = hybrid.requests(requests)
+        lim = r.limit(limit)
+        off = r.offset(offset, lim)
+        rank = Ranker.parse(ranker_spec(ranker), len(reqs))
+        plans = [
+            self._plan(info, q.data, q.limit, output_fields, partition_names, hybrid.options(q))
+            for q in reqs
+        ]
+        nq = hybrid.same_nq([len(p.queries) for p in plans])
+        ts = self.read_ts(info, at)
+        routes = [self._run(info, p, ts, at) for p in plans]
+        metrics = [p.metric for p in plans]
+        fused = [rank.fuse([hits[i] for hits in routes], metrics, lim, off) for i in range(nq)]
+        return plans[0].out.hits(fused)
+
+    def _plan(
+        self,
+        info: CollectionInfo,
+        data: Any,
+        limit: int,
+        output_fields: list[str] | None,
+        partition_names: list[str] | None,
+        options: SearchOptions,
+    ) -> hybrid.SearchPlan:
+        """Returns a search's checked arguments. Raises InvalidArgument, InvalidExpression."""
+        field = r.anns_field(info.schema, options.anns_field)
+        queries = self._queries(field, data)
         shape.nq(len(queries))
-        limit = r.limit(limit)
-        offset = r.offset(options.offset, limit)
+        lim = r.limit(limit)
+        offset = r.offset(options.offset, lim)
         fields = self._output_fields(info, output_fields, default=[])
-        r.anns_field(info.schema, options.anns_field)
-        metric = ix.search_metric(info)
+        metric = ix.search_metric(info, field)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)
         parts = self._partitions(info, partition_names, expr)
-        ts = self.read_ts(info, at)
         out = dynamic.output(info.schema, fields)
+        return hybrid.SearchPlan(
+            field, queries, lim, offset, out, metric, params, group_by, size, expr, parts
+        )
+
+    def _run(
+        self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt
+    ) -> list[list[Hit]]:
+        """Returns the query node's hits of a planned search at `ts`."""
         with _named(info):
-            hits = self.qn.search(
+            return self.qn.search(
                 info.collection_id,
-                queries,
-                limit,
+                p.queries,
+                p.limit,
                 ts,
-                parts,
-                out.fields,
-                expr=expr,
-                offset=offset,
-                group_by=group_by,
-                params=params,
-                metric=metric,
-                group_size=size,
+                p.partitions,
+                p.out.fields,
+                expr=p.expr,
+                offset=p.offset,
+                group_by=p.group_by,
+                params=p.params,
+                metric=p.metric,
+                group_size=p.group_size,
                 expire_ts=_expired(info, at, ts),
+                anns_field=p.field.name,
             )
-        return out.hits(hits)
 
     def query(
         self,
@@ -614,11 +669,13 @@ class Proxy:
         keys = v.primary_keys(info.schema.primary, ids)
         return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
 
-    def _queries(self, info: CollectionInfo, data: Any) -> np.ndarray:
+    def _queries(self, field: FieldSchema, data: Any) -> np.ndarray:
+        """Returns the query vectors `data` of vector `field` as a float32 matrix. Raises
+        InvalidArgument naming what is wrong with them."""
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:
-            return v.vectors(info.schema.vector, list(data))
+            return v.vectors(field, list(data))
         except TypeError:
             raise InvalidArgument(
                 f"search data must be a list of vectors, not {data!r:.60}"

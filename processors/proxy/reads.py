@@ -11,7 +11,7 @@ import numbers
 from typing import Any
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema
+from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.expr import Expr, parse
 from vectorlog.processors.proxy.arguments import shown
 from vectorlog.processors.querynode.service import GROUPABLE
@@ -113,15 +113,27 @@ def _positive(argument: str, value: Any) -> int:
     return int(value)
 
 
-def anns_field(schema: CollectionSchema, value: Any) -> None:
-    """Checks that `anns_field` (if given) names the collection's vector field."""
+def anns_field(schema: CollectionSchema, value: Any) -> FieldSchema:
+    """Returns the vector field a search reads: the one `anns_field` names, or (None or
+    "") the collection's only one (Milvus refuses to guess among several)."""
+    vectors = schema.vectors
     if value is None or value == "":
-        return
-    if value != schema.vector.name:
+        if len(vectors) > 1:
+            raise InvalidArgument(
+                "multiple anns_fields exist, please specify a anns_field in search_params"
+            )
+        return vectors[0]
+    if not isinstance(value, str):
+        raise InvalidArgument(f"anns_field must be a field name, not {shown(value)}")
+    found = next((f for f in schema.fields if f.name == value), None)
+    if found is None:
+        raise InvalidArgument(f"failed to get field schema by name: fieldName({value}) not found")
+    if found not in vectors:
         raise InvalidArgument(
-            f"anns_field {shown(value)} is not a vector field "
-            f"(the collection's is {schema.vector.name!r})"
+            f"anns_field {value!r} is not a vector field "
+            f"(the collection's: {[f.name for f in vectors]})"
         )
+    return found
 
 
 def group_by_field(schema: CollectionSchema, value: Any) -> str | None:

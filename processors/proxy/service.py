@@ -135,6 +135,22 @@ class ProxyService(DdlService, Protocol):
         `options` say). Raises InvalidArgument, InvalidExpression, ConsistencyTimeout."""
         ...
 
+    def hybrid_search(
+        self,
+        name: str,
+        requests: list[Any],
+        ranker: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
+        offset: int = 0,
+    ) -> list[list[Hit]]:
+        """Returns, per query, up to `limit` hits of the ANN searches of `requests` fused by
+        `ranker` (RRF or weighted), read at one ts. Raises InvalidArgument (nothing runs),
+        InvalidExpression, ConsistencyTimeout."""
+        ...
+
     def query(
         self,
         name: str,

@@ -12,7 +12,7 @@ from typing import cast
 import faiss
 import numpy as np
 
-from vectorlog.core.model import CollectionHistory
+from vectorlog.core.model import CollectionHistory, DataType
 from vectorlog.processors.querynode.mmapcache import (
     CachedVectors,
     CacheMismatch,
@@ -23,10 +23,13 @@ from vectorlog.processors.querynode.recovery import RecoveryPoint, SegmentFiles
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.processors.querynode.segment import Segment
+from vectorlog.processors.querynode.vectorcolumn import VectorColumn
 
 log = logging.getLogger(__name__)
 
-Cached = dict[tuple[int, int], CachedVectors]  # by (partition, segment id)
+#: by (partition, segment id, vector field id); a segment is in it with every vector field's
+#: entry or not at all
+Cached = dict[tuple[int, int, int], CachedVectors]
 Restore = Callable[
     [CollectionHistory, list[SegmentFiles], RecoveryPoint, IndexFiles, Cached],
     tuple[Replica, int],
@@ -63,24 +66,29 @@ class CacheLoad:
                 h.collection_id,
                 exc,
             )
-            self.files.drop(h.collection_id, [sid for _, sid in cached])
+            self.files.drop(h.collection_id, sorted({sid for _, sid, _ in cached}))
             return restore(h, segs, point, files, {})
 
     def _entries(
         self, h: CollectionHistory, segs: list[SegmentFiles], point: RecoveryPoint
     ) -> Cached:
-        vec = h.schema.vector
+        vectors = [f for f in h.schema.fields if f.dtype is DataType.FLOAT_VECTOR]
         out: Cached = {}
         for f in segs:
             rows = point.flushed.get(f.segment_id)
             if not rows:
                 continue
-            metric = vec.metric_type or "L2"
-            entry = self.files.open(
-                h.collection_id, f.segment_id, vec.field_id, vec.dim or 0, metric, rows
-            )
-            if entry is not None:
-                out[f.partition_id, f.segment_id] = entry
+            entries = {}
+            for vec in vectors:
+                metric = vec.metric_type or "L2"
+                entry = self.files.open(
+                    h.collection_id, f.segment_id, vec.field_id, vec.dim or 0, metric, rows
+                )
+                if entry is None:
+                    break
+                entries[f.partition_id, f.segment_id, vec.field_id] = entry
+            else:
+                out |= entries
         return out
 
     def loaded(self, point: RecoveryPoint, replicas: dict[int, Replica]) -> None:
@@ -90,39 +98,41 @@ class CacheLoad:
         keep: dict[int, set[int]] = {}
         writes = []
         for cid, replica in replicas.items():
-            for (pid, sid), seg in list(replica.segments.items()):
-                rows = point.flushed.get(sid)
-                if rows is None:
-                    continue
-                keep.setdefault(cid, set()).add(sid)
-                if not seg.mapped and len(seg) == rows:
-                    writes.append((replica, pid, sid, seg, rows))
+            for col in replica.vectors.values():
+                for (pid, sid), seg in list(col.segments.items()):
+                    rows = point.flushed.get(sid)
+                    if rows is None:
+                        continue
+                    keep.setdefault(cid, set()).add(sid)
+                    if not seg.mapped and len(seg) == rows:
+                        writes.append((replica, col, pid, sid, seg, rows))
         self.files.retain(keep)
-        for replica, pid, sid, seg, rows in writes:
-            take = partial(_take, replica, pid, sid, seg, rows)
-            field = replica.vec.field_id
-            self.writer.write(replica.collection_id, sid, field, take, replica.lock)
+        for replica, col, pid, sid, seg, rows in writes:
+            take = partial(_take, col, pid, sid, seg, rows)
+            self.writer.write(replica.collection_id, sid, col.field_id, take, replica.lock)
 
     def flushed(self, replica: Replica, pid: int, sid: int, rows: int) -> bool:
         """Writes the entry of a segment the live node holds once it is Flushed with `rows`
         rows (so the first restart after it maps it too); returns False while the node has
         not applied all of them yet (call again), True once written or not to be."""
-        seg = replica.segments.get((pid, sid))
-        if seg is None or len(seg) < rows:
+        segs = [(col, col.segments.get((pid, sid))) for col in replica.vectors.values()]
+        if any(seg is None or len(seg) < rows for _, seg in segs):
             gone = replica.dropped_ts is not None or pid in replica.dropped_partitions
-            return seg is None and gone
-        take = partial(_take, replica, pid, sid, seg, rows)
-        self.writer.write_now(replica.collection_id, sid, replica.vec.field_id, take, replica.lock)
+            return all(seg is None for _, seg in segs) and gone
+        for col, seg in segs:
+            assert seg is not None
+            take = partial(_take, col, pid, sid, seg, rows)
+            self.writer.write_now(replica.collection_id, sid, col.field_id, take, replica.lock)
         return True
 
 
 def _take(
-    replica: Replica, pid: int, sid: int, seg: Segment, rows: int
+    col: VectorColumn, pid: int, sid: int, seg: Segment, rows: int
 ) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None:
     """Returns copies of a segment's (flat storage, row ids, norms) to write, None if it
     changed since (moved by a compaction, served from an index, other rows). Call with the
     replica's lock: a copy (a memcpy) is all it holds the lock for, not the file writes."""
-    if replica.segments.get((pid, sid)) is not seg or seg.index is not None:
+    if col.segments.get((pid, sid)) is not seg or seg.index is not None:
         return None
     if seg.flat is None or seg.mapped or len(seg) != rows or seg.flat.ntotal != rows:
         return None

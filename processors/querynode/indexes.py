@@ -66,8 +66,9 @@ class IndexLoader(ProcessorBase):
         self._snapshots = snapshots
         self._replica_of = replica_of
         self._on_flushed = on_flushed
-        #: (collection, partition, segment, index id) -> its pending load
-        self.pending: dict[tuple[int, int, int, int], Pending] = {}
+        #: by (collection, partition, segment, field, index id): a field may have several
+        #: indexes (a JSON field, one per path), a segment one per field
+        self.pending: dict[tuple[int, int, int, int, int], Pending] = {}
         #: the same -> [rows, retries left], for on_flushed
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
@@ -124,10 +125,9 @@ class IndexLoader(ProcessorBase):
             return
         body = event.body
         if event.type == "SegmentIndexed":
-            key = (body["collection_id"], body["partition_id"], body["segment_id"])
-            key4 = (*key, body["index_id"])
-            if key4 not in self.pending:
-                self.pending[key4] = Pending(body)
+            at = (*_index_key(body), body["index_id"])
+            if at not in self.pending:
+                self.pending[at] = Pending(body)
         elif event.type == "SegmentIndexesDropped":
             self._dropped(body["collection_id"], body["index_id"])
         elif event.type == "BinlogPathsSaved" and _cached(body, self._on_flushed):
@@ -154,11 +154,11 @@ class IndexLoader(ProcessorBase):
             left[1] -= 1
             if self._flushed(key, left[0]) or not left[1]:
                 del self.flushed[key]  # done, or its rows never came (merged, dropped)
-        for index_key, p in list(self.pending.items()):
+        for at, p in list(self.pending.items()):
             if self._loop.stopping.is_set():
                 return
             if self._attempt(p):
-                del self.pending[index_key]
+                del self.pending[at]
 
     def _flushed(self, key: tuple[int, int, int], rows: int) -> bool:
         try:
@@ -193,11 +193,18 @@ class IndexLoader(ProcessorBase):
             if p.scalar is None:
                 p.scalar = read_scalar_index(b, self._files)
             return replica.load_scalar_index(b["partition_id"], b["segment_id"], p.scalar)
-        if replica.serving(b["partition_id"], b["segment_id"]) == b["index_id"]:
+        at = (b["partition_id"], b["segment_id"], b["field_id"])
+        if replica.serving(*at) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:
             p.index = read_index(p.body, self._files)
-        return replica.load_index(p.body["partition_id"], p.body["segment_id"], p.index)
+        return replica.load_index(at[0], at[1], p.index, at[2])
+
+
+def _index_key(body: dict[str, Any]) -> tuple[int, int, int, int]:
+    """Returns the (collection, partition, segment, vector field) a SegmentIndexed is for."""
+    b = body
+    return (b["collection_id"], b["partition_id"], b["segment_id"], b["field_id"])
 
 
 def _cached(body: dict[str, Any], on_flushed: OnFlushed | None) -> bool:

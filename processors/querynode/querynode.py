@@ -427,11 +427,12 @@ class QueryNode(ProcessorBase):
         metric: str | None = None,
         group_size: int = 1,
         expire_ts: int = 0,
+        anns_field: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
         (see QueryNodeService.search: `params` ef / nprobe for segment indexes, `metric`
-        the index's). Raises CollectionNotFound, or InvalidArgument if a loaded segment
-        index has another metric than `metric`."""
+        the index's, `anns_field` the vector field). Raises CollectionNotFound, or
+        InvalidArgument if a loaded segment index has another metric than `metric`."""
         return self._replica(collection_id, ts).search(
             queries,
             limit,
@@ -445,6 +446,7 @@ class QueryNode(ProcessorBase):
             metric,
             group_size,
             expire_ts,
+            anns_field,
         )
 
     def query(
@@ -507,20 +509,22 @@ def _restored(
     segs: list[SegmentFiles],
     point: RecoveryPoint,
     files: IndexFiles,
-    cached: dict[tuple[int, int], CachedVectors],
+    cached: dict[tuple[int, int, int], CachedVectors],
 ) -> tuple[Replica, int]:
     """Returns the replica of `h` restored from `segs`' binlogs and the rows loaded; the
-    vectors of the `cached` segments, by (partition, id), come from their cache entries.
+    vectors of the `cached` segments, by (partition, id, vector field id), come from their
+    cache entries (a segment has every vector field's or none).
     Raises CacheMismatch if an entry does not hold its segment's rows, or what reading
     binlogs raises."""
 
     def make() -> Replica:
         replica = _replica_of(h)
-        replica.cached = dict(cached)
+        for col in replica.vectors.values():
+            col.cached = {(p, s): e for (p, s, f), e in cached.items() if f == col.field_id}
         replica.reserve(sum(point.flushed.get(f.segment_id, 0) for f in segs))
         return replica
 
-    chunks = read_segments(segs, h.schema, point, files, cached=frozenset(s for _, s in cached))
+    chunks = read_segments(segs, h.schema, point, files, cached=frozenset(s for _, s, _ in cached))
     try:
         replica, n = restore(make, chunks)
     finally:

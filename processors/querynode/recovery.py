@@ -139,7 +139,8 @@ class SegmentRows:
     row_ids: np.ndarray
     ts: np.ndarray  # uint64
     columns: dict[str, Any]  # field name -> values as the dml log carries them
-    vectors: np.ndarray | None  # None: not read, the segment's cache entry has them
+    #: vector field name -> its vectors; None: not read, the segment's cache entries have them
+    vectors: dict[str, np.ndarray] | None
     delete_pks: list[Any]
     delete_ts: np.ndarray  # uint64
 
@@ -162,14 +163,14 @@ def read_segments(
     of the `cached` segment ids are not read (their rows' `vectors` are None). Raises
     CorruptBinlog, ValueError for a write without every field, or what the store raises."""
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="querynode-recovery")
-    vector = schema.vector.field_id
+    vector = {f.field_id for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR}
     try:
         inserts = {
             path: pool.submit(_column, files, path)
             for seg in segs
             for write in seg.writes
             for fid, path in write.items()
-            if fid != vector or seg.segment_id not in cached
+            if fid not in vector or seg.segment_id not in cached
         }
         deltas = {path: pool.submit(_delta, files, path) for seg in segs for path in seg.deltas}
         for seg in segs:
@@ -219,14 +220,15 @@ def _write(
         if write[f.field_id] in columns  # not a cached vector field's
     }
     row_ids = int64s(columns[write[ROW_ID_FIELD]], write[ROW_ID_FIELD])
-    vectors = values.pop(schema.vector.name, None)
+    names = [f.name for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR]
+    vectors = {n: np.ascontiguousarray(values.pop(n), np.float32) for n in names if n in values}
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
         select(row_ids, keep),
         select(ts, keep).astype(np.uint64),
         values,
-        None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32),
+        vectors or None,
         [],
         np.zeros(0, np.uint64),
     )
@@ -244,14 +246,16 @@ def _deletes(
         tss.append(ts[at])
     vector = DataType.FLOAT_VECTOR
     empty: dict[str, Any] = {f.name: [] for f in schema.fields if f.dtype is not vector}
-    dim = schema.vector.dim or 0
+    vectors = {
+        f.name: np.zeros((0, f.dim or 0), np.float32) for f in schema.fields if f.dtype is vector
+    }
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
         np.zeros(0, np.int64),
         np.zeros(0, np.uint64),
         empty,
-        np.zeros((0, dim), np.float32),
+        vectors,
         pks,
         np.concatenate(tss).astype(np.uint64) if tss else np.zeros(0, np.uint64),
     )

@@ -7,11 +7,12 @@ older row from its ts on. Scalar fields are columns (`ScalarColumns`), filtered 
 vectorized expressions.
 
 Vectors live in segments (`Segment`: exact storage while growing, a loaded faiss index once
-sealed and indexed). Each segment keeps an alive bitmap, cleared in place when a row is
-superseded. A search at or after the newest applied event that changed visibility, with no
-filter and no key restriction (the fast path), passes each segment its bitmap (or nothing
-while every row is alive): no per-row work. Any other search computes the visible rows at T
-as a mask and passes each segment its part (the slow path). Per-segment top-k lists merge
+sealed and indexed), one set per vector field (`VectorColumn`; a search names its field,
+`anns_field`, or reads the only one). Each segment keeps an alive bitmap, cleared in place when
+a row is superseded. A search at or after the newest applied event that changed visibility,
+with no filter and no key restriction (the fast path), passes each segment its bitmap (or
+nothing while every row is alive): no per-row work. Any other search computes the visible rows
+at T as a mask and passes each segment its part (the slow path). Per-segment top-k lists merge
 into one.
 
 Drops are versions too: a partition dropped at D hides its rows from D on, and a collection
@@ -28,25 +29,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema
+from vectorlog.core.model import CollectionSchema, DataType
 from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.columns import ScalarColumns
-from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, unit_queries, worst
+from vectorlog.processors.querynode.exact import unit_queries
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
-from vectorlog.processors.querynode.mmapcache import CachedVectors
-from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
-from vectorlog.processors.querynode.ranged import ranked as in_order
+from vectorlog.processors.querynode.ranged import RangeBounds
 from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
-from vectorlog.processors.querynode.topk import grouped, merged, ranked
+from vectorlog.processors.querynode.topk import grouped, ranked
+from vectorlog.processors.querynode.vectorcolumn import Plan, VectorColumn, positions_of
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
+#: vectors of rows by vector field name (None: every field's are in the cache entries)
+Vectors = dict[str, np.ndarray] | None
 
 
 class Replica:
@@ -56,22 +58,26 @@ class Replica:
         self.collection_id, self.schema = collection_id, schema
         self.pk_name, self.vec = schema.primary.name, schema.vector
         self.metric = self.vec.metric_type or "L2"
+        self.vectors = {
+            f.name: VectorColumn(f) for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR
+        }
+        self._vcols = list(self.vectors.values())
+        self._first = self._vcols[0]  # the only one, in all but multi-vector collections
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
         self._part = GrowArray(np.int64)
         self.columns = ScalarColumns(schema.fields)
         self._keys = KeyIndex()  # pk -> its newest row
         self._prev = GrowArray(np.int64)  # row -> the same pk's previous row, or -1
-        self.segments: dict[tuple[int, int], Segment] = {}  # by (partition, id)
-        self._segs: list[Segment] = []  # by ordinal
-        self._seg = GrowArray(np.int32)  # row -> its segment's ordinal
-        self._pos = GrowArray(np.int64)  # row -> its position in the segment
         self.changed_ts = 0  # the newest applied ts that changed which rows are visible
         self.dropped_partitions: dict[int, int] = {}  # partition id -> drop ts
         self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
-        #: cache entries of segments not created yet, adopted when they are (see `restore`)
-        self.cached: dict[tuple[int, int], CachedVectors] = {}
         self.scalar = ScalarIndexes()  # loaded scalar indexes, which filters use
+
+    @property
+    def segments(self) -> dict[tuple[int, int], Segment]:
+        """Returns the segments of the (first) vector field, by (partition, id)."""
+        return self._first.segments
 
     def __len__(self) -> int:
         """Returns the number of rows held (every version of every key)."""
@@ -79,8 +85,10 @@ class Replica:
 
     def reserve(self, rows: int) -> None:
         """Makes room for `rows` rows in all (a restart knows how many it loads)."""
-        for array in (self._ins, self._sup, self._part, self._prev, self._seg, self._pos):
+        for array in (self._ins, self._sup, self._part, self._prev):
             array.reserve(rows)
+        for col in self._vcols:
+            col.reserve(rows)
         self.columns.reserve(rows)
 
     # -- applying events ------------------------------------------------------------
@@ -94,14 +102,14 @@ class Replica:
         until = self._dropped_at(partition)
         if until is not None and ts >= until:
             return
-        vectors = np.ascontiguousarray(cols.pop(self.vec.name), dtype=np.float32)
+        vectors = {c.name: np.ascontiguousarray(cols.pop(c.name), np.float32) for c in self._vcols}
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
         seg_id, first_id = body.get("segment_id", 0), body.get("first_row_id", 0)
         with self.lock:
             self._append(ts, partition, pks, stored)
-            self._to_segment(seg_id, partition, first_id, vectors, until is None)
+            self._to_segment(seg_id, partition, first_id, n, vectors, until is None)
             if until is not None and n:  # stamped before the drop, visible until it
                 self._sup.view()[len(self) - n :] = np.uint64(until)
             self.changed_ts = max(self.changed_ts, ts, until or 0)
@@ -114,20 +122,20 @@ class Replica:
         row_ids: np.ndarray,
         pks: Keys,
         columns: dict[str, Any],
-        vectors: np.ndarray | None,
+        vectors: Vectors,
         later: DeferredAppends | None = None,
     ) -> None:
         """Appends rows read from a segment's binlogs (see recovery.py), as an insert at `ts`
         would; `ts` per row only for keys this replica never held, none twice (unchecked:
         restore.py checks it, and their keys are looked up only once a lookup needs them).
         With `later`, their vectors reach the segment when `later.run` runs (before any
-        read). `vectors` None: they are in the segment's cache entry (`cached`). Raises
-        CacheMismatch if they are not."""
+        read). `vectors` (by field name) None: they are in the segment's cache entries (each
+        column's `cached`). Raises CacheMismatch if they are not."""
         n = len(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in columns.items()}
         with self.lock:
             self._append(ts, partition, pks, stored)
-            self._to_segment(seg_id, partition, row_ids, vectors, True, later)
+            self._to_segment(seg_id, partition, row_ids, n, vectors, True, later)
             top = int(ts) if isinstance(ts, int) else int(ts.max(initial=0))
             self.changed_ts = max(self.changed_ts, top)
 
@@ -140,25 +148,21 @@ class Replica:
         seg_id: int,
         partition: int,
         ids: int | np.ndarray,
-        vectors: np.ndarray | None,
+        n: int,
+        vectors: Vectors,
         alive: bool,
         later: DeferredAppends | None = None,
     ) -> None:
-        """Adds the newest len(vectors) rows (row ids `ids`, or consecutive from `ids`) to
-        their segment (or queues that in `later`); vectors None: len(ids) rows whose vectors
-        are in the segment's cache entry."""
-        n = len(vectors) if vectors is not None else len(np.asarray(ids))
-        seg = self._segment(partition, seg_id)
+        """Adds the newest `n` rows (row ids `ids`, or consecutive from `ids`) to their
+        segment of each vector field (or queues that in `later`); vectors None: their
+        vectors are in the segments' cache entries."""
         rows = np.arange(len(self) - n, len(self), dtype=np.int64)
         if isinstance(ids, int):
             ids = np.arange(ids, ids + n, dtype=np.int64)
         flags = np.full(n, alive, dtype=bool)
-        if later is None:
-            first = seg.append(rows, ids, vectors, flags)
-        else:
-            first = later.append(seg, rows, ids, vectors, flags)
-        self._seg.extend(np.full(n, seg.ordinal, dtype=np.int32))
-        self._pos.extend(np.arange(first, first + n, dtype=np.int64))
+        for col in self._vcols:
+            v = None if vectors is None else vectors[col.name]
+            col.add(rows, partition, seg_id, ids, v, flags, later)
 
     def rehome(
         self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray, horizon: int
@@ -167,24 +171,18 @@ class Replica:
         `new_id` (a compaction merged them into it: its index covers exactly those rows);
         the others (rows the compaction dropped: deleted, or expired by the collection's
         TTL, by its `horizon`) stay in a smaller copy of their segment, invisible from the
-        horizon on, as after a restart from the binlogs. Returns the rows moved."""
-        moved = 0
+        horizon on, as after a restart from the binlogs. Returns the rows moved (each
+        vector field's segments hold the same rows)."""
         with self.lock:
+            first = self._first
             for sid in olds:
-                seg = self.segments.get((partition, sid))
-                if seg is None or not len(seg):
-                    continue
-                held = seg.rows.view()
-                going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
-                left = np.flatnonzero(~going & (held >= 0))
-                self._end(held[left], horizon)
-                if going.any():
-                    self._move(seg, np.flatnonzero(going), self._segment(partition, new_id))
-                    rest = Segment(sid, partition, self.vec.dim or 0, seg.ordinal, self.metric)
-                    self._move(seg, left, rest)
-                    self.segments[partition, sid] = self._segs[seg.ordinal] = rest
-                    moved += int(np.count_nonzero(going))
-        return moved
+                seg = first.segments.get((partition, sid))
+                if seg is not None and len(seg):
+                    held = seg.rows.view()
+                    going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
+                    self._end(held[~going & (held >= 0)], horizon)
+            moved = [col.rehome(partition, olds, new_id, row_ids) for col in self._vcols]
+        return moved[0]
 
     def _end(self, rows: np.ndarray, ts: int) -> None:
         """Ends at `ts` the visibility of those `rows` still visible then (dropped rows)."""
@@ -195,36 +193,11 @@ class Replica:
             self._kill(ended)
             self.changed_ts = max(self.changed_ts, ts)
 
-    def _move(self, seg: Segment, pos: np.ndarray, to: Segment) -> None:
-        """Appends the rows at `pos` of `seg` to segment `to`, pointing them there."""
-        if not len(pos):
-            return
-        rows = seg.rows.view()[pos]
-        first = to.append(rows, seg.row_ids.view()[pos], seg.originals(pos), seg.alive.alive(pos))
-        self._seg.view()[rows] = to.ordinal
-        self._pos.view()[rows] = np.arange(first, first + len(pos), dtype=np.int64)
-
-    def _segment(self, partition: int, seg_id: int) -> Segment:
-        """Returns a segment, created empty if new."""
-        seg = self.segments.get((partition, seg_id))
-        if seg is None:
-            seg = Segment(seg_id, partition, self.vec.dim or 0, len(self._segs), self.metric)
-            cached = self.cached.pop((partition, seg_id), None)
-            if cached is not None:
-                seg.adopt(cached)
-            self.segments[partition, seg_id] = seg
-            self._segs.append(seg)
-        return seg
-
     def cached_loaded(self) -> list[Segment]:
         """Ends loading from cache entries (entries of segments that got no row are
         dropped); returns the segments served from one. Raises CacheMismatch if one did
         not get exactly its entry's rows."""
-        self.cached.clear()
-        out = [s for s in self._segs if s.mapped]
-        for seg in out:
-            seg.cached_loaded()
-        return out
+        return [seg for col in self._vcols for seg in col.cached_loaded()]
 
     def _dropped_at(self, partition: int) -> int | None:
         """Returns the earliest drop ts of the collection or of `partition`, or None."""
@@ -249,10 +222,11 @@ class Replica:
             for c in columns
             if c["field_name"] in names
         }
-        if cols[self.vec.name].shape[1] != self.vec.dim:
-            raise InvalidArgument(
-                f"vector dim {cols[self.vec.name].shape[1]} != schema dim {self.vec.dim}"
-            )
+        for col in self._vcols:
+            if cols[col.name].shape[1] != col.dim:
+                raise InvalidArgument(
+                    f"vector dim {cols[col.name].shape[1]} != schema dim {col.dim} of {col.name!r}"
+                )
         return cols
 
     def _append(
@@ -291,9 +265,8 @@ class Replica:
         """Clears the alive bits of `rows` in their segments (in place: no rebuild)."""
         if not len(rows):
             return
-        segs, pos = self._seg.view()[rows], self._pos.view()[rows]
-        for ordinal in np.unique(segs).tolist():
-            self._segs[ordinal].alive.clear(pos[segs == ordinal])
+        for col in self._vcols:
+            col.kill(rows)
 
     def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
         """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1); a
@@ -449,24 +422,27 @@ class Replica:
         metric: str | None = None,
         group_size: int = 1,
         expire_ts: int = 0,
+        anns_field: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
         matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
         `group_size` hits of each of up to k distinct values of that field (groups skipped
         by `offset`), a group's hits together. `metric`: the index's (None: the vector
         field's, else L2); `params`: ef / nprobe, and `radius` / `range_filter` for a range
-        search (exact: see ranged.py). Raises InvalidArgument if a loaded segment index has
-        another metric, or for a bad param."""
-        metric = (metric or self.metric).upper()
+        search (exact: see ranged.py); `anns_field`: the vector field searched (None: the
+        first). Raises InvalidArgument if a loaded segment index has another metric, for a
+        bad param, or for an `anns_field` that is no vector field."""
+        col = self._first if anns_field is None else self._column(anns_field)
+        metric = (metric or col.metric).upper()
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
         knobs = SearchKnobs.parse(params, want)
         bounds = RangeBounds.of(params, metric)
         with self.lock:
-            plan, total = self._plan(ts, partitions, expr, metric, expire_ts)
+            plan, total = self._plan(col, ts, partitions, expr, metric, expire_ts)
             if bounds is not None:
-                found = self._in_range(q, qn, metric, bounds, plan)
+                found = col.in_range(q, qn, metric, bounds, plan)
                 if group_by is None:
                     found = [(r[offset:want], d[offset:want]) for r, d in found]
                 else:
@@ -474,32 +450,34 @@ class Replica:
                         self._grouped(r, d, group_by, offset, k, group_size)[:2] for r, d in found
                     ]
             elif group_by is None:
-                dist, labels = self._knn(q, qn, metric, want, knobs, plan)
+                dist, labels = col.knn(q, qn, metric, want, knobs, plan)
                 found = [ranked(lr, dr, offset) for dr, lr in zip(dist, labels, strict=True)]
             else:
                 grouping = (group_by, offset, k, group_size)
-                found = self._groups(q, qn, metric, knobs, plan, total, grouping)
+                found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
+
+    def _column(self, name: str) -> VectorColumn:
+        """Returns the vector field called `name`. Raises InvalidArgument naming it."""
+        col = self.vectors.get(name)
+        if col is None:
+            raise InvalidArgument(f"field {name!r} is not a vector field of this collection")
+        return col
 
     def _plan(
         self,
+        col: VectorColumn,
         ts: int,
         partitions: list[int] | None,
         expr: Expr | None,
         metric: str,
         expire_ts: int = 0,
-    ) -> tuple[list[tuple[Segment, np.ndarray | None]], int]:
-        """Returns the segments to search, each with the mask of its selected positions
-        (None: its alive bitmap, the fast path), and how many rows are selected in all
-        (rows inserted at or before `expire_ts` expired).
+    ) -> tuple[Plan, int]:
+        """Returns the segments of vector field `col` to search, each with the mask of its
+        selected positions (None: its alive bitmap, the fast path), and how many rows are
+        selected in all (rows inserted at or before `expire_ts` expired).
         Raises InvalidArgument if a loaded segment index has another metric than `metric`."""
-        segs = [s for s in self._segs if partitions is None or s.partition in partitions]
-        for seg in segs:
-            if seg.index is not None and seg.index.metric != metric:
-                raise InvalidArgument(
-                    f"search metric {metric!r} does not match the {seg.index.metric!r} index "
-                    f"{seg.index.index_id} of segment {seg.segment_id}"
-                )
+        segs = col.planned(partitions, metric)
         if expr is None and ts >= self.changed_ts and not expire_ts:
             return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
         mask = self.selected(ts, partitions, expr, None, expire_ts)
@@ -511,11 +489,12 @@ class Replica:
 
     def _groups(
         self,
+        col: VectorColumn,
         q: np.ndarray,
         qn: np.ndarray,
         metric: str,
         knobs: SearchKnobs,
-        plan: list[tuple[Segment, np.ndarray | None]],
+        plan: Plan,
         total: int,
         grouping: tuple[str, int, int, int],
     ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -525,7 +504,7 @@ class Replica:
         field, skip, want, size = grouping
         k = min(total, max(4 * (skip + want) * size, 64))
         while True:
-            dist, labels = self._knn(q, qn, metric, max(k, 1), knobs, plan)
+            dist, labels = col.knn(q, qn, metric, max(k, 1), knobs, plan)
             picked = []
             for dr, lr in zip(dist, labels, strict=True):
                 rows, d = ranked(lr, dr, 0)
@@ -538,52 +517,6 @@ class Replica:
         self, rows: np.ndarray, d: np.ndarray, field: str, skip: int, want: int, size: int
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         return grouped(rows, d, self.columns.keys(field, rows), skip, want, size)
-
-    def _in_range(
-        self,
-        q: np.ndarray,
-        qn: np.ndarray,
-        metric: str,
-        bounds: RangeBounds,
-        plan: list[tuple[Segment, np.ndarray | None]],
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Returns per query the (replica rows, distances) of every planned row in range,
-        nearest first."""
-        parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(len(q))]
-        for seg, mask in plan:
-            if not len(seg):
-                continue
-            for i, (pos, d) in enumerate(segment_range(seg, q, qn, metric, bounds, mask)):
-                rows = seg.rows.view()[pos]
-                held = rows >= 0
-                parts[i].append((rows[held], d[held]))
-        return [in_order(p, bounds) for p in parts]
-
-    def _knn(
-        self,
-        q: np.ndarray,
-        qn: np.ndarray,
-        metric: str,
-        want: int,
-        knobs: SearchKnobs,
-        plan: list[tuple[Segment, np.ndarray | None]],
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Returns (distances, replica rows) of the top `want` per query over the plan's
-        segments, merged; empty slots are -1."""
-        knobs = knobs.at_least(want)
-        parts = []
-        for seg, mask in plan:
-            found = seg.search(q, qn, metric, want, knobs, mask)
-            if found is None:
-                continue
-            dist, pos = found
-            if not pos.size or pos[:, -1].min() >= 0:  # every slot filled (empties are last)
-                parts.append((dist, seg.rows.view()[pos]))
-                continue
-            empty = pos < 0
-            rows = seg.rows.view()[np.where(empty, 0, pos)]
-            parts.append((np.where(empty, worst(metric), dist), np.where(empty, -1, rows)))
-        return merged(parts, len(q), want, metric in LARGER_IS_NEARER)
 
     def _hits(self, rows: np.ndarray, dist: np.ndarray, fields: list[str]) -> list[Hit]:
         ids = self.columns.values(self.pk_name, rows)
@@ -601,48 +534,25 @@ class Replica:
         return [dict(zip(fields, values, strict=True)) for values in zip(*cols, strict=True)]
 
     def _values(self, name: str, rows: np.ndarray) -> list[Any]:
-        if name != self.vec.name:
-            return self.columns.values(name, rows)
-        if not len(rows):
-            return []
-        segs, pos = self._seg.view()[rows], self._pos.view()[rows]
-        out = np.empty((len(rows), self.vec.dim or 0), dtype=np.float32)
-        for ordinal in np.unique(segs).tolist():
-            at = segs == ordinal
-            out[at] = self._segs[ordinal].originals(pos[at])
-        return out.tolist()
+        col = self.vectors.get(name)
+        return self.columns.values(name, rows) if col is None else col.values(rows)
 
     # -- segment indexes ----------------------------------------------------------------
-    def load_index(self, partition: int, segment_id: int, index: SegmentIndex) -> bool:
-        """Serves a segment from its loaded `index` (mapped to the replica's rows by row
-        id). Returns False if the replica has not applied every row of the index yet (try
-        again later), True once done: loaded, already loaded (same index id), or nothing to
-        load (the partition or collection was dropped, or the segment holds rows the index
-        lacks: it stays on exact search). Raises InvalidArgument if its dim is not the
-        vector field's."""
-        if index.index.d != self.vec.dim:
-            raise InvalidArgument(
-                f"index {index.index_id} of segment {segment_id} has dim {index.index.d}, "
-                f"the vector field {self.vec.name!r} {self.vec.dim}"
-            )
+    def load_index(
+        self, partition: int, segment_id: int, index: SegmentIndex, field_id: int | None = None
+    ) -> bool:
+        """Serves a segment of vector field `field_id` (None: the first) from its loaded
+        `index` (mapped to the replica's rows by row id). Returns False if the replica has
+        not applied every row of the index yet (try again later), True once done: loaded,
+        already loaded (same index id), or nothing to load (the partition or collection was
+        dropped, or the segment holds rows the index lacks: it stays on exact search).
+        Raises InvalidArgument if its dim is not the vector field's, or if `field_id` is
+        no vector field's."""
+        col = self._by_id(field_id)
+        col.check_dim(segment_id, index)
         with self.lock:
-            seg = self.segments.get((partition, segment_id))
-            if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
-                return True
             gone = self.dropped_ts is not None or partition in self.dropped_partitions
-            if not gone and (seg is None or len(seg) < len(index.row_ids)):
-                return False  # rows still missing: no need to look them up
-            held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
-            current = _positions_of(held, index.row_ids)
-            found = int(np.count_nonzero(current >= 0))
-            if found < len(index.row_ids) and not gone:
-                return False
-            if seg is None or found < len(seg):
-                return True
-            rows = seg.load(index, current)
-            at = rows >= 0
-            self._pos.view()[rows[at]] = np.flatnonzero(at)
-            return True
+            return col.load_index(partition, segment_id, index, gone)
 
     def load_scalar_index(self, partition: int, segment_id: int, file: ScalarFile) -> bool:
         """Serves a segment's scalar index to filters (mapped to the replica's rows by row
@@ -655,7 +565,7 @@ class Replica:
                 return True
             if seg is None or len(seg) < len(file.row_ids):
                 return False
-            at = _positions_of(seg.row_ids.view(), file.row_ids)
+            at = positions_of(seg.row_ids.view(), file.row_ids)
             if (at < 0).any():
                 return False
             rows = seg.rows.view()[at]
@@ -664,25 +574,25 @@ class Replica:
             self.scalar.add(file, segment_id, rows)
             return True
 
-    def serving(self, partition: int, segment_id: int) -> int | None:
-        """Returns the id of the index a segment is served from, None if exact."""
-        seg = self.segments.get((partition, segment_id))
-        return None if seg is None or seg.index is None else seg.index.index_id
+    def serving(self, partition: int, segment_id: int, field_id: int | None = None) -> int | None:
+        """Returns the id of the index a segment of vector field `field_id` (None: the
+        first) is served from, None if exact."""
+        return self._by_id(field_id).serving(partition, segment_id)
 
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their
         segments go back to exact search."""
         with self.lock:
             self.scalar.drop(index_id)
-            for seg in self._segs:
-                if seg.index is not None and index_id in (-1, seg.index.index_id):
-                    seg.unload()
+            for col in self._vcols:
+                col.unload_indexes(index_id)
 
-
-def _positions_of(held: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
-    """Returns, for each of `row_ids`, its position in `held` (-1 if absent)."""
-    if not len(held):
-        return np.full(len(row_ids), -1, dtype=np.int64)
-    order = np.argsort(held, kind="stable")
-    at = np.minimum(np.searchsorted(held[order], row_ids), len(held) - 1)
-    return np.where(held[order][at] == row_ids, order[at], -1)
+    def _by_id(self, field_id: int | None) -> VectorColumn:
+        """Returns the vector field with id `field_id` (None: the first). Raises
+        InvalidArgument if there is none."""
+        if field_id is None:
+            return self._first
+        for col in self._vcols:
+            if col.field_id == field_id:
+                return col
+        raise InvalidArgument(f"field {field_id} is not a vector field of this collection")

@@ -84,7 +84,7 @@ def _in_order(replica: Replica, segments: list[SegmentRows]) -> tuple[Replica, i
         else:
             at = slice(first, end)
             columns = {name: values[at] for name, values in s.columns.items()}
-            vectors = None if s.vectors is None else s.vectors[at]
+            vectors = None if s.vectors is None else {n: v[at] for n, v in s.vectors.items()}
             replica.load_rows(
                 ts, s.partition_id, s.segment_id, s.row_ids[at], keys[i][at], columns, vectors
             )
@@ -117,7 +117,7 @@ def _subset(s: SegmentRows, keep: np.ndarray) -> SegmentRows:
         s.row_ids[keep],
         s.ts[keep],
         columns,
-        None if s.vectors is None else s.vectors[keep],
+        None if s.vectors is None else {n: v[keep] for n, v in s.vectors.items()},
         s.delete_pks,
         s.delete_ts,
     )

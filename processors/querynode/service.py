@@ -46,6 +46,7 @@ class QueryNodeService(Protocol):
         metric: str | None = None,
         group_size: int = 1,
         expire_ts: int = 0,
+        anns_field: str | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
         nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
@@ -55,7 +56,7 @@ class QueryNodeService(Protocol):
         needs none. `metric`: the metric of
         the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2).
         Every read hides rows inserted at or before `expire_ts` (the collection's TTL; 0:
-        none expired)."""
+        none expired). `anns_field`: the vector field searched (None: the first)."""
         ...
 
     def query(

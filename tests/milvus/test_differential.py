@@ -74,6 +74,9 @@ DIFFERENCES: dict[str, str] = {
     "partition_key.insert_named": "Milvus refuses an insert naming a partition of a "
     'partition-key collection ("not support manually specifying the partition names"; '
     "vectorlog too); milvus-lite 3.2.2 accepts it",
+    "multi.search_ambiguous.refused": "Milvus refuses a search naming no anns_field of a "
+    'collection with several vector fields ("multiple anns_fields exist, please specify a '
+    'anns_field in search_params"; vectorlog too); milvus-lite 3.2.2 searches the first one',
     "range.wrong_side": "Milvus refuses a range_filter on the far side of radius "
     "(proxy checkRangeSearchParams; vectorlog too); milvus-lite 3.2.2 returns no hits",
 }
@@ -1077,4 +1080,68 @@ def test_nullable_fields_and_default_values(pair: Pair) -> None:
     got = pair.both("upsert", "nullable", [{"id": 1, "vector": [0.0] * DIM, "n": None}])
     got = pair.both("query", "nullable", filter="id == 1", output_fields=fields)
     d.check("nullable.upserted", each(rows, got), close_rows)
+    d.assert_none()
+
+
+def create_multi(pair: Pair) -> None:
+    """Two vector fields: `vector` (DIM, FLAT L2) and `image` (6-d, FLAT IP), and `n`."""
+    for client, t in ((pair.lite, pymilvus.DataType), (pair.ours, pair.types)):
+        s = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        s.add_field("id", t.INT64, is_primary=True)
+        s.add_field("vector", t.FLOAT_VECTOR, dim=DIM)
+        s.add_field("image", t.FLOAT_VECTOR, dim=6)
+        s.add_field("n", t.INT64)
+        index = client.prepare_index_params()
+        index.add_index("vector", index_type="FLAT", metric_type="L2")
+        index.add_index("image", index_type="FLAT", metric_type="IP")
+        client.create_collection("multi", schema=s, index_params=index)
+
+
+def multi_rows() -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The dataset's rows with a second vector (another seeded projection of the digits),
+    and the queries of that field."""
+    data, _ = dataset()
+    digits = datasets.load_digits()
+    image = (digits.data @ np.random.default_rng(11).standard_normal((64, 6)) / 64.0).astype(
+        np.float32
+    )
+    rows = [
+        {"id": r["id"], "vector": r["vector"], "image": image[r["id"]].tolist(), "n": r["n"]}
+        for r in data
+    ]
+    return rows, image[ROWS : ROWS + QUERIES]
+
+
+def test_multi_vector_search_and_hybrid_search(pair: Pair) -> None:
+    d = Diffs()
+    data, queries = dataset()
+    rows, images = multi_rows()
+    create_multi(pair)
+    pair.run("insert", "multi", rows[: ROWS // 2])
+    pair.run("flush", "multi")  # half sealed, half growing
+    pair.run("insert", "multi", rows[ROWS // 2 :])
+    for field, q in (("vector", queries), ("image", images)):
+        got = pair.both("search", "multi", q, limit=8, anns_field=field, output_fields=["n"])
+        d.check(f"multi.search[{field}]", each(hits, got), same_hits)
+    got = pair.both("search", "multi", queries, limit=8)
+    d.check("multi.search_ambiguous.refused", got, eq)
+    for qi in range(QUERIES):
+        reqs = [
+            pymilvus.AnnSearchRequest([queries[qi].tolist()], "vector", {}, 10),
+            pymilvus.AnnSearchRequest([images[qi].tolist()], "image", {}, 10, expr="n > 2"),
+        ]
+        for label, ranker, same in (
+            ("rrf", pymilvus.RRFRanker(), same_hits),
+            ("rrf_k", pymilvus.RRFRanker(5), same_hits),
+            ("weighted", pymilvus.WeightedRanker(0.3, 0.7), same_order),
+            ("weighted_raw", pymilvus.WeightedRanker(0.5, 0.5, norm_score=False), same_order),
+        ):
+            got = pair.both("hybrid_search", "multi", reqs, ranker, limit=6, output_fields=["n"])
+            d.check(f"hybrid.{label}[{qi}]", each(hits, got), same, f"hybrid.{label}")
+    reqs = [pymilvus.AnnSearchRequest([queries[0].tolist()], "vector", {}, 10)]
+    missing = [*reqs, pymilvus.AnnSearchRequest([images[0].tolist()], "nope", {}, 10)]
+    got = pair.both("hybrid_search", "multi", missing, pymilvus.RRFRanker(), limit=5)
+    d.check("hybrid.missing_field.refused", got, eq)
+    got = pair.both("hybrid_search", "multi", reqs, pymilvus.WeightedRanker(0.5, 0.5), limit=5)
+    d.check("hybrid.weights_mismatch.refused", got, eq)
     d.assert_none()

@@ -429,6 +429,7 @@ class FakeQueryNode:
         metric: str | None = None,
         group_size: int = 1,
         expire_ts: int = 0,
+        anns_field: str | None = None,
     ) -> list[list[Hit]]:
         self._read("search", collection_id, ts)
         self.last_partitions = partitions

@@ -190,7 +190,7 @@ def test_a_bad_row_raises_invalid_argument_naming_the_field(
 
 
 def test_bad_options_raise_invalid_argument():
-    with pytest.raises(InvalidArgument, match="exactly one FLOAT_VECTOR"):
+    with pytest.raises(InvalidArgument, match="schema does not contain vector field"):
         avro_schema(CollectionSchema((F("pk", DataType.INT64, is_primary=True),)))
     with pytest.raises(InvalidArgument, match="vectors must be one of"):
         avro_schema(SCHEMA, vectors="double")

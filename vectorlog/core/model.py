@@ -1,12 +1,12 @@
 """The data model shared by every processor: data types, field and collection schemas, names.
 
-Collections have exactly one primary key (INT64 or VARCHAR, optionally auto_id), exactly one
-FLOAT_VECTOR field (dim, metric L2/IP/COSINE), and scalar BOOL, INT8/16/32/64, FLOAT, DOUBLE,
-VARCHAR, JSON and ARRAY (element_type, max_capacity) fields; at most one INT64 or VARCHAR field
-other than the primary key may be the partition key. With enable_dynamic_field, the
-dynamic JSON field `$meta` (is_dynamic, last) keeps the keys of a row outside the schema.
-User fields get ids from 100; row id (0) and timestamp (1) are system fields.
-"""
+Collections have exactly one primary key (INT64 or VARCHAR, optionally auto_id), one to four
+FLOAT_VECTOR fields (dim, metric L2/IP/COSINE; Milvus 2.4's limit), and scalar BOOL,
+INT8/16/32/64, FLOAT, DOUBLE, VARCHAR, JSON and ARRAY (element_type, max_capacity) fields; at
+most one INT64 or VARCHAR field other than the primary key may be the partition key. With
+enable_dynamic_field, the dynamic JSON field `$meta` (is_dynamic, last) keeps the keys of a row
+outside the schema. User fields get ids from 100; row id (0) and timestamp (1) are system
+fields."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
 MAX_DIM = 32_768
 MAX_VARCHAR = 65_535
+MAX_VECTOR_FIELDS = 4  # Milvus: proxy.maxVectorFieldNum
 METRICS = ("L2", "IP", "COSINE")
 DEFAULT_PARTITION = "_default"
 #: Milvus's system field names, refused for user fields
@@ -303,9 +304,13 @@ class CollectionSchema:
         if dup:
             raise InvalidArgument(f"duplicate field {dup!r}")
         self._require_one("primary key", [f for f in self.fields if f.is_primary])
-        self._require_one(
-            "FLOAT_VECTOR field", [f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR]
-        )
+        vectors = sum(f.dtype is DataType.FLOAT_VECTOR for f in self.fields)
+        if vectors > MAX_VECTOR_FIELDS:
+            raise InvalidArgument(
+                f"maximum vector field's number should be limited to {MAX_VECTOR_FIELDS}"
+            )
+        if not vectors:
+            raise InvalidArgument("schema does not contain vector field")
         keys = [f.name for f in self.fields if f.is_partition_key]
         if len(keys) > 1:
             raise InvalidArgument(
@@ -325,7 +330,14 @@ class CollectionSchema:
 
     @property
     def vector(self) -> FieldSchema:
+        """Returns the first FLOAT_VECTOR field (the only one, but in multi-vector
+        collections)."""
         return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+
+    @property
+    def vectors(self) -> tuple[FieldSchema, ...]:
+        """Returns the FLOAT_VECTOR fields, in schema order."""
+        return tuple(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
 
     @property
     def partition_key(self) -> FieldSchema | None:

@@ -604,6 +604,33 @@ class Client:
             collection_name, data, limit, output_fields, partition_names, at, options
         )
 
+    def hybrid_search(
+        self,
+        collection_name: str,
+        reqs: list[Any],
+        ranker: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        timeout: float | None = None,
+        partition_names: list[str] | None = None,
+        *,
+        offset: int = 0,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+    ) -> list[list[Hit]]:
+        """Returns, per query, up to `limit` hits {"id", "distance", "entity"} of the ANN
+        searches of `reqs` (`AnnSearchRequest(data, anns_field, param, limit, expr)`, each
+        on its own vector field, filter and limit) fused by `ranker`: `RRFRanker(k)` (sum of
+        1 / (k + rank)) or `WeightedRanker(w1, ..., norm_score=True)` (weighted sum of the
+        scores normalised per metric), best first, `offset` skipped; `distance` is the fused
+        score. pymilvus's request and ranker classes are accepted too. Every search reads at
+        one ts. Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
+        ConsistencyTimeout."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        return self._proxy.hybrid_search(
+            collection_name, reqs, ranker, limit, output_fields, partition_names, at, offset
+        )
+
     def query(
         self,
         collection_name: str,

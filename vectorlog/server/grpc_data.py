@@ -12,7 +12,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionInfo
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
-from vectorlog.processors.proxy.reads import MAX_WINDOW
+from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
@@ -108,7 +108,7 @@ class DataRpcs:
         topk = int(params.get("topk", 10))
         if iterators.wants_v2(params):
             return self._iterator_page(request, params, topk, context)
-        hits = self._search(request, params, topk, _index_search_params(params), context)
+        hits = self._search(request, params, topk, index_search_params(params), context)
         info = self._info(request.collection_name)
         return milvus_pb2.SearchResults(
             status=ok(), results=search_result(hits, topk, info), collection_name=info.name
@@ -147,8 +147,9 @@ class DataRpcs:
         """Answers a search iterator v2 call: the next page, with the token, the last
         bound and the snapshot ts pymilvus sends back (grpc_iterator.py)."""
         info = self._info(request.collection_name)
-        index_params = _index_search_params(params)
-        metric = str(index_params.get("metric_type") or search_metric(info)).upper()
+        index_params = index_search_params(params)
+        field = anns_field(info.schema, params.get("anns_field"))
+        metric = str(index_params.get("metric_type") or search_metric(info, field)).upper()
         token = str(params.get(iterators.TOKEN) or "") or iterators.new_token()
         ts = request.guarantee_timestamp or self.client.cluster.proxy.rc.strong_ts()
         batch = iterators.batch_size(params, topk)
@@ -165,7 +166,9 @@ class DataRpcs:
         )
 
 
-def _index_search_params(params: dict[str, Any]) -> dict[str, Any]:
+def index_search_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Returns a SearchRequest's {"params", "metric_type"} (search_params of a search).
+    Raises InvalidArgument if its params are not a JSON object."""
     inner = params.get("params") or {}
     if not isinstance(inner, dict):
         raise InvalidArgument(f"search params must be a JSON object, not {inner!r:.60}")

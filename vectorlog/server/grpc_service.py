@@ -19,6 +19,7 @@ from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_databases import DatabaseRpcs
+from vectorlog.server.grpc_hybrid import HybridRpcs
 from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
 from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, SERVICE, failed, rpc
@@ -30,7 +31,12 @@ _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
 class MilvusServicer(
-    DataRpcs, ImportRpcs, CompactionRpcs, DatabaseRpcs, milvus_pb2_grpc.MilvusServiceServicer
+    DataRpcs,
+    HybridRpcs,
+    ImportRpcs,
+    CompactionRpcs,
+    DatabaseRpcs,
+    milvus_pb2_grpc.MilvusServiceServicer,
 ):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 

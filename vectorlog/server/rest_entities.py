@@ -1,10 +1,11 @@
-"""REST v2 handlers of entities (insert, upsert, delete, get, query, search): typed request
-fields to Client calls; rows and hits returned as JSON-safe objects."""
+"""REST v2 handlers of entities (insert, upsert, delete, get, query, search, hybrid_search):
+typed request fields to Client calls; rows and hits returned as JSON-safe objects."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from vectorlog.core.hybrid import AnnSearchRequest
 from vectorlog.sdk.client import Client
 from vectorlog.server.rest_collections import NAME, Handler
 from vectorlog.server.rest_convert import Field, jsonable, parse
@@ -98,17 +99,23 @@ SEARCH = {
 }
 
 
-def search(c: Client, body: Any) -> Any:
-    """Returns the hits of every query vector in one list, each the hit's output fields,
-    its primary key under the primary field's name and its `distance` (as Milvus)."""
-    args = parse(body, SEARCH)
-    name = args["collectionName"]
-    sp = dict(args["searchParams"])
+def _search_params(given: dict[str, Any]) -> dict[str, Any]:
+    """Returns REST searchParams ({metricType, params, ...}) as a search's search_params."""
+    sp = dict(given)
     params = {"params": sp.pop("params", {}) or {}}
     metric = sp.pop("metricType", None) or sp.pop("metric_type", None)
     if metric is not None:
         params["metric_type"] = metric
     params["params"] = {**sp, **params["params"]}
+    return params
+
+
+def search(c: Client, body: Any) -> Any:
+    """Returns the hits of every query vector in one list, each the hit's output fields,
+    its primary key under the primary field's name and its `distance` (as Milvus)."""
+    args = parse(body, SEARCH)
+    name = args["collectionName"]
+    params = _search_params(args["searchParams"])
     hits = c.search(
         name,
         args["data"],
@@ -124,10 +131,56 @@ def search(c: Client, body: Any) -> Any:
         group_size=args["groupSize"],
         strict_group_size=args["strictGroupSize"],
     )
+    return _hits(c, name, hits)
+
+
+def _hits(c: Client, name: str, hits: list[list[Any]]) -> Any:
     pk = next(f["name"] for f in c.describe_collection(name)["fields"] if f.get("is_primary"))
     return [
         jsonable({**h["entity"], pk: h["id"], "distance": h["distance"]}) for q in hits for h in q
     ]
+
+
+#: one ANN search of a hybrid search (Milvus REST v2's SubSearchReq)
+SUB_SEARCH = {
+    "data": Field("list", required=True),
+    "annsField": Field("str"),
+    "filter": Field("str", default=""),
+    "limit": Field("int", default=100),
+    "metricType": Field("str"),
+    "params": Field("dict", default={}),
+}
+HYBRID = {
+    **READ,
+    "search": Field("list", required=True),
+    "rerank": Field("dict", default={}),
+    "limit": Field("int", default=100),
+    "offset": Field("int", default=0),
+}
+
+
+def hybrid_search(c: Client, body: Any) -> Any:
+    """Returns the fused hits of the `search` requests (ranked by `rerank` {strategy,
+    params}), as `search` returns hits; `distance` is the fused score."""
+    args = parse(body, HYBRID)
+    reqs = []
+    for i, sub in enumerate(args["search"]):
+        s = parse(sub, SUB_SEARCH, f"search[{i}]")
+        params = _search_params({"metricType": s["metricType"], "params": s["params"]})
+        reqs.append(
+            AnnSearchRequest(s["data"], s["annsField"] or "", params, s["limit"], s["filter"])
+        )
+    hits = c.hybrid_search(
+        args["collectionName"],
+        reqs,
+        args["rerank"],
+        args["limit"],
+        args["outputFields"],
+        partition_names=args["partitionNames"],
+        offset=args["offset"],
+        consistency_level=args["consistencyLevel"],
+    )
+    return _hits(c, args["collectionName"], hits)
 
 
 ROUTES: dict[str, Handler] = {
@@ -137,4 +190,5 @@ ROUTES: dict[str, Handler] = {
     "entities/get": get,
     "entities/query": query,
     "entities/search": search,
+    "entities/hybrid_search": hybrid_search,
 }

@@ -57,7 +57,11 @@ class DataNodeModel:
                     np.arange(seg * 1000, seg * 1000 + len(rows), dtype=np.int64),
                     np.array([ts for _, ts, _ in rows], dtype=np.uint64),
                     _columns(body, pks),
-                    np.array([[float(pk)] * 4 for pk in pks], dtype=np.float32).reshape(-1, 4),
+                    {
+                        S.vector.name: np.array(
+                            [[float(pk)] * 4 for pk in pks], dtype=np.float32
+                        ).reshape(-1, 4)
+                    },
                     [pk for pk, _ in deltas],
                     np.array([ts for _, ts in deltas], dtype=np.uint64),
                 )
