@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from tests.faults.mixed_writer import COLLECTION, DIM, KEYS, ensure_collection
 from vectorlog import Client
 
 
-def next_op(rng: random.Random, ver: int, kinds: dict[str, float]) -> dict[str, Any]:
+def next_op(rng: random.Random, ver: int, kinds: Mapping[str, float]) -> dict[str, Any]:
     """Returns a random operation of `kinds` ({kind: weight})."""
     kind = rng.choices(list(kinds), weights=list(kinds.values()))[0]
     if kind in ("upsert", "bulk"):

@@ -5,6 +5,7 @@ once an operation of a chosen kind began, after a random delay, or after a deadl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +31,8 @@ class JobModel(Model):
 
 def kill_group(proc: subprocess.Popen[str]) -> None:
     """SIGKILLs the child's process group (it runs in its own session)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_round(
@@ -84,7 +84,7 @@ def run_round(
 def campaign(
     writer: Path,
     args: dict[str, Any],
-    kinds: dict[str, float],
+    kinds: Mapping[str, float],
     target: str,
     rounds: int,
     max_delay_s: float,

@@ -15,9 +15,9 @@ import pytest
 from tests.clients import ClientFactory
 from tests.faults.job_writer import parquet
 from tests.faults.mixed_writer import COLLECTION, DIM, ensure_collection
+from tests.faults.rounds import JobModel
 from tests.faults.test_job_kills import CLEAN
 from tests.faults.test_sigkill_mixed import check
-from tests.faults.rounds import JobModel
 from vectorlog.core.errors import VectorlogError
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("spark")]

@@ -2,8 +2,8 @@
 broker (Tansu on `memory://`) comes back empty, so the right outcome is a refusal, not a
 cluster serving a different history: every write after the restart fails (none is
 acknowledged) and the running Client names the cause, a reopened one raises LogHistoryLost
-naming the lost topic, and a new cluster on the restarted broker opens and serves. Kafka only; the broker is
-a Tansu of the test's own."""
+naming the lost topic, and a new cluster on the restarted broker opens and serves. Kafka
+only; the broker is a Tansu of the test's own."""
 
 from __future__ import annotations
 

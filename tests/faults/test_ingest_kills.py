@@ -56,7 +56,7 @@ def test_ingest_consumers_killed_mid_batch_apply_every_record_once(
         done = run_round(args, rng.uniform(4.0, 12.0), env)
         for k in range(len(done) + 1):  # the one after the last printed: maybe in part
             for _, value in batch(k):
-                row = json.loads(value)
+                row = json.loads(value or b"")
                 vec = tuple(row["vector"])
                 certain = k < len(done)
                 states[row["id"]] = {vec} if certain else states.get(row["id"], {()}) | {vec}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.faults.mixed_writer import COLLECTION, DIM, KEYS, ensure_collection
+from tests.faults.mixed_writer import COLLECTION, DIM, ensure_collection
 from tests.faults.rounds import JobModel, campaign
 from tests.faults.test_sigkill_mixed import check
 from vectorlog import Client

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.faults.mixed_writer import COLLECTION
-from tests.faults.rounds import ROOT, JobModel, kill_group
+from tests.faults.rounds import ROOT, kill_group
 from tests.faults.test_job_kills import CLEAN, JOBS, history, history_model
 from tests.faults.test_sigkill_mixed import check
 from tests.vectorlog.test_rebuild import source_config

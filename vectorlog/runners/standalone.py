@@ -37,8 +37,8 @@ from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
-from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.history import check_history
+from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
 from vectorlog.streams.snapshots import TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
