@@ -164,14 +164,27 @@ class Broker:
         """Lets a paused broker run again (SIGCONT)."""
         self._signal_tansu(signal.SIGCONT)
 
+    def kill(self) -> None:
+        """Kills the broker process at once (SIGKILL), as a crash would; `restart()` brings a
+        new one up on the same address. Tansu keeps its log in memory: the new one is empty."""
+        self._signal_tansu(signal.SIGKILL)
+        assert self._proc is not None
+        self._proc.wait()
+
+    def restart(self) -> None:
+        """Starts a new Tansu on the address of the one `kill()` ended. Raises BrokerError."""
+        if self._proc is None or self._proc.poll() is None:
+            raise BrokerError("restart() follows kill() of a Tansu broker started here")
+        self._start_tansu(int(self.bootstrap.rsplit(":", 1)[1]))
+
     def _signal_tansu(self, sig: int) -> None:
         if self._proc is None:
             raise BrokerError(f"only a Tansu broker started here can be signalled ({self.kind})")
         _signal_group(self._proc, sig)
 
-    def _start_tansu(self) -> None:
+    def _start_tansu(self, port: int | None = None) -> None:
         binary = tansu_binary()
-        port = free_port()
+        port = port or free_port()
         url = f"tcp://127.0.0.1:{port}"
         fd, name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log")
         self.log_path = Path(name)

@@ -104,6 +104,20 @@ class LogWriteOutcomeUnknown(LogWriteFailed, WriteOutcomeUnknown):
     what = "failed (I/O error) and may still be on disk: it shows once the log is reopened"
 
 
+class LogHistoryLost(LogError):
+    """The log no longer holds records it acknowledged (a broker restarted with in-memory
+    storage, its topics deleted): going on would serve a different history, so every later
+    use of the log raises this."""
+
+    def __init__(self, topic: str, partition: int, detail: str) -> None:
+        super().__init__(
+            f"the log lost records it had acknowledged: {topic}[{partition}] {detail}; "
+            "vectorlog will not go on with a different history (was the broker restarted "
+            "without its data?): restore the broker's data, or rebuild into a new cluster"
+        )
+        self.topic, self.partition = topic, partition
+
+
 class LogClosed(LogError):
     def __init__(self, what: str = "log") -> None:
         super().__init__(f"{what} is closed")

@@ -377,9 +377,11 @@ def _load_npy(path: str) -> np.ndarray:
 def _numpy_column(f: FieldSchema, arr: np.ndarray) -> Any:
     """Returns one field's column from its .npy array. Raises SchemaMismatch naming it."""
     if f.dtype is DataType.FLOAT_VECTOR:
-        if arr.ndim != 2 or arr.shape[1] != f.dim or arr.dtype.kind not in "iuf":
+        # float32 or float64 only, as Milvus's NumPy parser ("illegal data type int32 of
+        # numpy file for float vector field"): integers are refused, not converted
+        if arr.ndim != 2 or arr.shape[1] != f.dim or arr.dtype not in (np.float32, np.float64):
             raise SchemaMismatch(
-                f"vector field {f.name!r} must be an (n, {f.dim}) float array, "
+                f"vector field {f.name!r} must be an (n, {f.dim}) float32 or float64 array, "
                 f"got shape {arr.shape} of {arr.dtype}"
             )
         return vectors(f, cast(list[Any], arr))  # an ndarray works as the list

@@ -32,7 +32,7 @@ from vectorlog.processors.rootcoord.lease_record import (
     process_gone,
     process_start,
 )
-from vectorlog.streams.errors import LogError
+from vectorlog.streams.errors import LogError, LogHistoryLost
 from vectorlog.streams.log.base import Append, Log, Reader
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,8 @@ class Lease:
     def renew(self, only_if_unconfirmed: bool = False) -> bool:
         """Renews the lease once (with `only_if_unconfirmed`, only if it is past
         LOCAL_VALIDITY); returns whether it is still held (False once fenced). A renewal that
-        cannot reach the log is logged and changes nothing."""
+        cannot reach the log is logged and changes nothing; one that finds the log lost its
+        records raises LogHistoryLost."""
         with self._io:
             if self.epoch is None or self._lost is not None:
                 return False
@@ -144,6 +145,8 @@ class Lease:
             try:
                 offset = self._append(self._record("renew", epoch=self.epoch))
                 self._read_through(offset)
+            except LogHistoryLost:
+                raise  # for good: a check() names the cause, not a lapsed lease
             except LogError as exc:
                 log.warning("lease renewal of cluster %r failed: %s", self.cluster, exc)
                 return True

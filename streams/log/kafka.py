@@ -10,7 +10,10 @@ The idempotent producer never duplicates or reorders records within a partition 
 An append that raises is not acknowledged: AppendOutcomeUnknown says some of its records may
 still be in the log (e.g. it timed out while the broker was paused), any other error that
 none is. A producer that breaks is replaced by a fresh one (`kafkaproduce`), so the log
-recovers by itself once the broker is back.
+recovers by itself once the broker is back. A broker that comes back WITHOUT the records it
+acknowledged (Tansu restarted on `memory://`) is caught at the first append given an offset
+not above one an earlier completed append got: from then on every use of the log raises
+LogHistoryLost rather than go on with a different history.
 
 Readers use `assign()` with positions supplied by the caller, never consumer-group offsets
 (nothing is committed). The broker's high watermark is never used as the end of the log:
@@ -35,6 +38,7 @@ from vectorlog.streams.errors import (
     KafkaLogError,
     LogClosed,
     LogError,
+    LogHistoryLost,
     TopicNotFound,
     TopicPartitionNotFound,
 )
@@ -52,6 +56,7 @@ DELIVERY_TIMEOUT_MS = 30_000
 CLOSE_FLUSH_S = 10.0
 #: librdkafka's own log lines go to Python logging (not straight to stderr)
 LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
+logger = logging.getLogger(__name__)
 
 
 def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, Any]:
@@ -99,6 +104,9 @@ class KafkaLog:
         self._admin: AdminClient | None = AdminClient(admin_conf)
         self._producers = Producers(self._producer_config(), client_id)
         self._partitions: dict[str, int] = {}
+        self._acked: dict[tuple[str, int], int] = {}  # highest offset a completed append got
+        self._acked_lock = threading.Lock()
+        self._lost: LogHistoryLost | None = None
         self._closed = threading.Event()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
@@ -211,6 +219,7 @@ class KafkaLog:
         check_sizes(records, self.max_message_bytes)
         self._check_partitions(topic, sorted({r.partition for r in records}))
         self._check_open()
+        floor = self._acked_floor(topic, records)
         producer = self._producers.current()
         acks = Acks(len(records))
         for i, r in enumerate(records):
@@ -227,7 +236,30 @@ class KafkaLog:
         failure = acks.failure(f"append to {topic}")
         if failure is not None:
             raise failure
+        self._check_history(topic, records, acks.offsets, floor)
         return acks.offsets
+
+    def _acked_floor(self, topic: str, records: Sequence[Append]) -> dict[int, int]:
+        """Returns {partition: the highest offset an append completed so far got}."""
+        with self._acked_lock:
+            return {r.partition: self._acked.get((topic, r.partition), -1) for r in records}
+
+    def _check_history(
+        self, topic: str, records: Sequence[Append], offsets: list[int], floor: dict[int, int]
+    ) -> None:
+        """Records the offsets of a completed append. Raises LogHistoryLost (and keeps raising
+        it) if one is not above what an append completed before this one began got: a
+        partition only grows, so the broker lost what it had acknowledged."""
+        with self._acked_lock:
+            for r, off in zip(records, offsets, strict=True):
+                key = (topic, r.partition)
+                if off <= floor[r.partition] and self._lost is None:
+                    was = f"got offset {off} after an earlier append got {floor[r.partition]}"
+                    self._lost = LogHistoryLost(topic, r.partition, was)
+                    logger.error("%s", self._lost)
+                self._acked[key] = max(self._acked.get(key, -1), off)
+        if self._lost is not None:
+            raise self._lost
 
     def _produce(self, client: Any, topic: str, r: Append, on_delivery: Any) -> None:
         """Queues one record. Raises KafkaException if librdkafka refuses it."""
@@ -287,6 +319,8 @@ class KafkaLog:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise LogClosed(f"kafka log at {self.bootstrap}")
+        if self._lost is not None:
+            raise self._lost
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:

@@ -409,3 +409,16 @@ def test_backup_mode_imports_segments_milvus_wrote_with_their_deletes(open_clien
         client.bulk_insert("m", files, options={"nope": 1})
     with pytest.raises(ImportFileError, match="no timestamp"):
         client.bulk_insert("m", [[str(MILVUS / "insert_log" / coll)]], options={"backup": True})
+
+
+def test_integer_vectors_in_a_numpy_file_are_refused_as_milvus_does(
+    open_client: ClientFactory, tmp_path: Path
+):
+    """Milvus's NumPy import takes float32 or float64 vectors only; int32 ones were converted
+    (found by the bad-file fault campaign)."""
+    client = five_flushed_rows(open_client)
+    files = numpy_group(tmp_path / "n", range(100, 110))
+    np.save(tmp_path / "n" / "vector.npy", np.ones((10, 4), dtype=np.int32))
+    with pytest.raises(ImportFileError, match="vector.npy.*float32 or float64.*int32"):
+        client.bulk_insert("c", [files])
+    assert count(client) == 5

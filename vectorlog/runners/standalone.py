@@ -43,6 +43,7 @@ from vectorlog.runtime.topology import CLUSTER
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.history import check_history
 from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
 from vectorlog.streams.snapshots import TopicSnapshotter
@@ -120,6 +121,7 @@ class Standalone:
         self.db = self._opened(_open_state(cfg))
         _claim(self.db, cfg)
         self.log = self._opened(open_log(cfg))
+        check_history(self.log, self.db.positions())  # before ensure() recreates lost topics
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
         self.topology = CLUSTER

@@ -7,6 +7,8 @@ handed to a binlog or stats writer do not fit the declared Milvus data type; not
 
 from __future__ import annotations
 
+from typing import Any
+
 from vectorlog.core.errors import InvalidArgument, VectorlogError
 
 
@@ -19,6 +21,15 @@ class StorageError(VectorlogError):
         where = f" in {store}" if store else ""
         super().__init__(f"object {path!r}{where} {self.what}: {cause}")
         self.path, self.cause, self.store = path, cause, store
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as itself: a Spark task (bulk insert, compaction) returns it to the driver,
+        which re-raises it (the default pickle would call __init__ with the message alone)."""
+        return (_rebuilt, (type(self), self.path, self.cause, self.store))
+
+
+def _rebuilt(cls: type[StorageError], path: str, cause: str, store: str) -> StorageError:
+    return cls(path, cause, store=store)
 
 
 class ObjectNotFound(StorageError):

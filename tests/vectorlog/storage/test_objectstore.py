@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pickle
 import shutil
 import stat
 import subprocess
@@ -33,6 +34,7 @@ from vectorlog.storage.errors import (
     ObjectNotFound,
     StorageError,
     StorageFull,
+    StoragePermissionDenied,
 )
 from vectorlog.storage.objectstore import (
     PUT_CRASH_POINT,
@@ -264,3 +266,14 @@ def run_json(*args: str) -> dict[str, Any]:
     assert child.returncode == 0, child.stderr
     result: dict[str, Any] = json.loads(child.stdout)
     return result
+
+
+@pytest.mark.parametrize("cls", [StorageFull, StoragePermissionDenied, ObjectNotFound])
+def test_a_storage_error_crosses_a_spark_task_boundary_as_itself(cls: type[StorageError]):
+    """A bulk insert's Spark task returns its error to the driver pickled; a full disk there
+    raised TypeError (unpickling called __init__ with the message alone), found by the
+    disk-full fault campaign."""
+    err = cls("insert_log/1/2", "[Errno 28] No space left on device", store="/data")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == str(err)
+    assert (back.path, back.cause, back.store) == (err.path, err.cause, err.store)
