@@ -31,7 +31,9 @@ def unique_topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.01) -> T:
+def wait_until(
+    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.01
+) -> T:
     """Polls `predicate` until it returns something truthy and returns that value.
 
     Fails the test after `timeout` seconds, naming `what` is awaited and the last value the

@@ -8,7 +8,6 @@ backends: about 170 calls per run of the suite, each compared.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from vectorlog.core.model import DataType as VLType
 from vectorlog.server.grpc_server import start_grpc
 
@@ -232,11 +232,12 @@ def completed(client: Any, job: Any, timeout: float = 60.0) -> Any:
     """A compaction job's state once it left "Executing" (or what refused the job)."""
     if isinstance(job, Refused):
         return job
-    deadline = time.monotonic() + timeout
-    while (state := attempt(client.get_compaction_state, job)) == "Executing":
-        assert time.monotonic() < deadline, f"compaction {job} still executing"
-        time.sleep(0.05)
-    return state
+
+    def left() -> Any:
+        state = attempt(client.get_compaction_state, job)
+        return (state,) if state != "Executing" else None
+
+    return wait_until(left, timeout, f"compaction {job} to leave Executing", interval=0.05)[0]
 
 
 def eq(a: Any, b: Any) -> bool:

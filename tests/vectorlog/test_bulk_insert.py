@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.cli import main
@@ -142,13 +142,12 @@ def checkpointed(client: Client, ts: int, timeout: float = 60) -> None:
     pchannel the collection uses: everything up to it is in binlogs."""
     pchannels = client.cluster.proxy.describe_collection("c").pchannels
     datanode = client.cluster.datanode
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def past() -> bool:
         points = datanode.checkpoints(ddl=False)
-        if all(p in points and points[p].tick >= ts for p in pchannels):
-            return
-        assert time.monotonic() < deadline, points
-        time.sleep(0.1)
+        return all(p in points and points[p].tick >= ts for p in pchannels)
+
+    wait_until(past, timeout, f"the data node's checkpoints past {ts}", interval=0.1)
 
 
 def test_imported_rows_survive_restarts_from_binlogs_and_from_the_log(
@@ -196,10 +195,8 @@ def test_an_auto_id_collection_gets_fresh_keys_and_an_index_covers_the_imported_
     assert state["row_count"] == 200
     keys = [r["id"] for r in client.query("c", "", output_fields=["id"], limit=1000)]
     assert len(set(keys)) == 200
-    deadline = time.monotonic() + 120
-    while client.describe_index("c", "vector")["indexed_rows"] < 200:
-        assert time.monotonic() < deadline, client.describe_index("c", "vector")
-        time.sleep(0.2)
+    indexed = lambda: client.describe_index("c", "vector")["indexed_rows"] >= 200  # noqa: E731
+    wait_until(indexed, 120, "200 rows indexed", interval=0.2)
 
 
 def test_without_waiting_the_task_reports_its_progress_until_completed(
@@ -209,11 +206,13 @@ def test_without_waiting_the_task_reports_its_progress_until_completed(
     create(client)
     state = client.bulk_insert("c", [json_file(tmp_path / "a.json", range(50))], wait=False)
     assert state["state"] in ("Pending", "Importing")
-    deadline = time.monotonic() + 120
-    while client.get_bulk_insert_state(state["task_id"])["state"] != "Completed":
-        assert client.get_bulk_insert_state(state["task_id"])["state"] != "Failed"
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+
+    def completed() -> bool:
+        now = client.get_bulk_insert_state(state["task_id"])["state"]
+        assert now != "Failed"
+        return bool(now == "Completed")
+
+    wait_until(completed, 120, "the bulk insert completed", interval=0.1)
     assert client.get_bulk_insert_state(state["task_id"])["progress"] == 100
     assert [t["task_id"] for t in client.list_bulk_insert_tasks("c")] == [state["task_id"]]
     assert count(client) == 50

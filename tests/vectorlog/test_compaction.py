@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.core.faults import CRASH_EXIT, ENV
@@ -57,15 +58,12 @@ def deltas_written(client: Client, timeout: float = 20.0) -> None:
     """Returns once the data node wrote the deletes aimed at flushed segments (about a second
     after them) into delta logs, which a merge reads (the others it carries over), and
     datacoord, which plans merges, applied the coord records naming them."""
-    cluster, deadline = client.cluster, time.monotonic() + timeout
-    while cluster.datanode.deltas:
-        assert time.monotonic() < deadline, "deletes not in delta logs in time"
-        time.sleep(0.1)
+    cluster = client.cluster
+    wait_until(lambda: not cluster.datanode.deltas, timeout, "the deletes in delta logs")
     coord = cluster.topics.coord
     end = cluster.log.end_offsets(coord)[0]
-    while cluster.datacoord.next_offsets()[(coord, 0)] < end:
-        assert time.monotonic() < deadline, "datacoord did not apply the delta logs in time"
-        time.sleep(0.05)
+    applied = lambda: cluster.datacoord.next_offsets()[(coord, 0)] >= end  # noqa: E731
+    wait_until(applied, timeout, "datacoord applying the delta logs")
 
 
 def segment_files(client: Client, segment_ids: list[int]) -> list[str]:
@@ -124,10 +122,8 @@ def test_merged_segments_answer_every_read_as_before_also_after_a_restart(
     caught_up(reopened)
     assert answers(reopened) == now
     assert {ts: answers(reopened, ts) for ts in stamps} == {ts: before[ts] for ts in stamps}
-    deadline = time.monotonic() + 20  # the merged segments' files are deleted
-    while segment_files(reopened, olds):
-        assert time.monotonic() < deadline, segment_files(reopened, olds)
-        time.sleep(0.1)
+    gone = lambda: not segment_files(reopened, olds)  # noqa: E731
+    wait_until(gone, 20, "the merged segments' files deleted")
 
 
 def test_rows_deleted_before_the_horizon_are_dropped_and_reads_do_not_change(

@@ -6,12 +6,12 @@ test there.)"""
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import wait_until
 from tests.vectorlog.test_compaction import answers, build
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
@@ -38,11 +38,12 @@ def starts(client: Client) -> tuple[int, int]:
 
 def indexed(client: Client) -> dict[str, Any]:
     """Returns the index's description once every row is indexed."""
-    deadline = time.monotonic() + 30
-    while (index := client.describe_index("c", "vector"))["state"] != "Finished":
-        assert time.monotonic() < deadline, index
-        time.sleep(0.1)
-    return index
+
+    def finished() -> dict[str, Any] | None:
+        index = client.describe_index("c", "vector")
+        return index if index["state"] == "Finished" else None
+
+    return wait_until(finished, 30, "the index finished", interval=0.1)
 
 
 def shapes(client: Client) -> list[tuple[int, str, int, str]]:
@@ -61,10 +62,7 @@ def test_restarts_and_fresh_nodes_rebuild_from_snapshot_and_tail(tmp_path: Path)
             client.create_partition("c", f"p{i}")
             if i % 2:
                 client.drop_partition("c", f"p{i}")
-        deadline = time.monotonic() + 20
-        while 0 in starts(client):
-            assert time.monotonic() < deadline, f"no snapshot of coord or ddl: {starts(client)}"
-            time.sleep(0.1)
+        wait_until(lambda: 0 not in starts(client), 20, "snapshots of coord and ddl", 0.1)
         caught_up(client)
         before = {ts: answers(client, ts) for ts in [*stamps, None]}
         segments = shapes(client)

@@ -7,13 +7,13 @@ detected and rebuilt from binlogs; entries of compacted-away segments are delete
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_time_travel import caught_up
@@ -38,10 +38,8 @@ def entries(client: Client) -> dict[str, int]:
 
 def written(client: Client, at_least: int, timeout: float = 30) -> None:
     """Waits until the cache holds `at_least` entries (written in the background)."""
-    deadline = time.monotonic() + timeout
-    while len(entries(client)) < at_least:
-        assert time.monotonic() < deadline, entries(client)
-        time.sleep(0.1)
+    held = lambda: len(entries(client)) >= at_least  # noqa: E731
+    wait_until(held, timeout, f"{at_least} segment cache entries", interval=0.1)
 
 
 def test_a_restart_maps_flushed_segments_and_answers_every_read_as_before(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.config import Config, ConfigError
@@ -42,10 +43,8 @@ def dml_starts(client: Client) -> dict[int, int]:
 def truncated(client: Client, timeout: float = 60) -> dict[int, int]:
     """Waits until retention deleted records of every pchannel the collection uses."""
     used = client.cluster.proxy.describe_collection("c").pchannels
-    deadline = time.monotonic() + timeout
-    while not all(dml_starts(client)[p] > 0 for p in used):
-        assert time.monotonic() < deadline, dml_starts(client)
-        time.sleep(0.1)
+    cut = lambda: all(dml_starts(client)[p] > 0 for p in used)  # noqa: E731
+    wait_until(cut, timeout, "retention deleting records of every pchannel", interval=0.1)
     return dml_starts(client)
 
 

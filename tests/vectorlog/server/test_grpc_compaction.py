@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
+from tests.support import wait_until
 from tests.vectorlog.server.conftest import Served
 
 
@@ -24,10 +24,8 @@ def test_pymilvus_compacts_small_segments_and_reads_do_not_change(served: Served
     before = served.milvus.query(name, "id >= 0", output_fields=["id"], **strong)
     assert len(served.client.list_segments(name)) == 3
     job = served.milvus.compact(name)
-    deadline = time.monotonic() + 60
-    while served.milvus.get_compaction_state(job) != "Completed":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    completed = lambda: served.milvus.get_compaction_state(job) == "Completed"  # noqa: E731
+    wait_until(completed, 60, f"compaction {job} completed", interval=0.05)
     assert len(served.client.list_segments(name)) == 1
     after = served.milvus.query(name, "id >= 0", output_fields=["id"], **strong)
     assert sorted(r["id"] for r in after) == sorted(r["id"] for r in before) == list(range(2, 60))

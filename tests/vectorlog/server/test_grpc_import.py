@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from pymilvus import connections, utility
 from pymilvus.client.types import BulkInsertState
 
+from tests.support import wait_until
 from tests.vectorlog.server.conftest import Served
 from vectorlog.server.import_paths import import_root
 
@@ -40,13 +40,13 @@ def files(served: Served) -> Path:
 
 
 def wait_done(task: int, alias: str) -> BulkInsertState:
-    deadline = time.monotonic() + 120
-    while True:
+    ended = (BulkInsertState.ImportCompleted, BulkInsertState.ImportFailedAndCleaned)
+
+    def done() -> BulkInsertState | None:
         state = utility.get_bulk_insert_state(task, using=alias)
-        if state.state in (BulkInsertState.ImportCompleted, BulkInsertState.ImportFailedAndCleaned):
-            return state
-        assert time.monotonic() < deadline, state
-        time.sleep(0.1)
+        return state if state.state in ended else None
+
+    return wait_until(done, 120, f"bulk insert task {task} to end", interval=0.1)
 
 
 def test_pymilvus_bulk_inserts_json_and_numpy_files(served: Served, alias: str, files: Path):

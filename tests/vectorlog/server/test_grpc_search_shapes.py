@@ -7,7 +7,6 @@ field, group_size out of range, nq above 16,384)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from pymilvus import DataType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
+from tests.support import wait_until
 from tests.vectorlog.server.conftest import Served
 
 DIM, SEALED, GROWING = 8, 1200, 800
@@ -51,10 +51,8 @@ def create(m: MilvusClient, metric: str, kind: str, build: dict[str, Any]) -> st
     rows = [{"id": i, "v": x[i].tolist(), "g": int(g[i]), "doc": {"i": i}} for i in range(len(x))]
     m.insert(name, rows[:SEALED])
     m.flush(name)
-    deadline = time.monotonic() + 60
-    while m.describe_index(name, "v")["indexed_rows"] < SEALED:
-        assert time.monotonic() < deadline, "the sealed segment was not indexed"
-        time.sleep(0.1)
+    indexed = lambda: m.describe_index(name, "v")["indexed_rows"] >= SEALED  # noqa: E731
+    wait_until(indexed, 60, "the sealed segment indexed", interval=0.1)
     m.insert(name, rows[SEALED:])
     return name
 

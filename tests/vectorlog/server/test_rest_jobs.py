@@ -4,12 +4,12 @@ list), on each backend."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import wait_until
 from tests.vectorlog.server.rest_support import Rest, rest_fixture, unique
 from vectorlog.server.import_paths import import_root
 
@@ -28,13 +28,11 @@ def files(rest: Rest) -> Path:
 
 
 def progress_until_done(rest: Rest, job: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while True:
+    def ended() -> dict[str, Any] | None:
         got: dict[str, Any] = rest.ok("jobs/import/get_progress", jobId=job)
-        if got["state"] in ("Completed", "Failed"):
-            return got
-        assert time.monotonic() < deadline, got
-        time.sleep(0.1)
+        return got if got["state"] in ("Completed", "Failed") else None
+
+    return wait_until(ended, 120, f"import job {job} to end", interval=0.1)
 
 
 def test_an_import_job_loads_files_and_reports_its_progress(rest: Rest, files: Path):
