@@ -31,7 +31,7 @@ def tick(source: str, ms: int) -> Append:
 
 
 def stream(
-    log: Log, topic: str, letters: list, pos: StreamPosition | None = None, warm: bool = False
+    log: Log, topic: str, letters: list[str], pos: StreamPosition | None = None, warm: bool = False
 ) -> TtMsgStream:
     policy = TickPolicy(WINDOW.liveness_ms, warm_up=warm)
     return TtMsgStream(
@@ -65,7 +65,7 @@ def test_a_partition_advances_to_the_slowest_sources_tick(log: Log):
     # proxy b promised only 10 when proxy a ticked 50: b's row at 30 is still to come
     records = [tick("a", 10), tick("b", 10), tick("a", 50), tick("b", 20), row(30)]
     records += [tick("b", 60)]
-    topic, letters = setup(log, records), []
+    topic, letters = setup(log, records), list[str]()
     s = stream(log, topic, letters)
     packs = drain(s, 3)
     assert [p.end_ts for p in packs] == [at(10), at(20), at(50)]
@@ -76,7 +76,7 @@ def test_a_partition_advances_to_the_slowest_sources_tick(log: Log):
 
 def test_a_silent_source_leaves_the_minimum_after_the_liveness_window(log: Log):
     records = [tick("a", 10), tick("b", 10), tick("a", 500), tick("a", 1_011)]
-    topic, letters = setup(log, records), []
+    topic, letters = setup(log, records), list[str]()
     s = stream(log, topic, letters)
     assert [p.end_ts for p in drain(s, 2)] == [at(10), at(1_011)]
     s.close()
@@ -84,7 +84,7 @@ def test_a_silent_source_leaves_the_minimum_after_the_liveness_window(log: Log):
 
 def test_a_new_source_joins_the_minimum_at_its_first_tick(log: Log):
     records = [tick("a", 10), tick("b", 5), tick("a", 40), row(20), tick("b", 50)]
-    topic, letters = setup(log, records), []
+    topic, letters = setup(log, records), list[str]()
     s = stream(log, topic, letters)
     packs = drain(s, 2)
     assert [p.end_ts for p in packs] == [at(10), at(40)]
@@ -97,7 +97,7 @@ def test_a_source_behind_never_takes_the_tick_back(log: Log):
     # b falls out of the window, a moves on; b's late tick rejoins but promises nothing new
     records = [tick("a", 10), tick("b", 10), tick("a", 1_500), tick("b", 900), tick("a", 1_600)]
     records += [tick("b", 1_700)]
-    topic, letters = setup(log, records), []
+    topic, letters = setup(log, records), list[str]()
     s = stream(log, topic, letters)
     assert [p.end_ts for p in drain(s, 3)] == [at(10), at(1_500), at(1_600)]
     s.close()
@@ -108,9 +108,9 @@ def test_a_resumed_stream_warms_up_before_it_trusts_the_minimum(log: Log):
     # does not know b exists until b ticks again; its row at 150 must not be cut off by a's
     records = [tick("a", 100), tick("b", 100), tick("a", 200), row(150), tick("b", 300)]
     records += [tick("a", 1_200), tick("b", 1_250)]
-    topic, letters = setup(log, records), []
+    topic, letters = setup(log, records), list[str]()
     resume = StreamPosition(offset=2, tick=at(100), tick_offset=1)
-    cold = stream(log, topic, [], resume)  # without warm-up: a's 200 passes b's row
+    cold = stream(log, topic, list[str](), resume)  # without warm-up: a's 200 passes b's row
     assert drain(cold, 1)[0].end_ts == at(200)
     cold.close()
     warm = stream(log, topic, letters, resume, warm=True)
