@@ -31,6 +31,7 @@ from vectorlog.demo.datasets import glove
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import read_index
 from vectorlog.schemas.columns import encode_column
+from vectorlog.storage.errors import ObjectNotFound
 
 RESULTS = Path(__file__).parent / "results"
 K, PARTITION, SEGMENT, TS = 10, 1, 1, 1 << 40
@@ -38,12 +39,15 @@ ROUNDS, SAMPLE = 40, 200
 
 
 class Files:
-    """A dict-backed object store."""
+    """A dict-backed object store (a missing path raises ObjectNotFound, as a real store's
+    does: an index build without a checksums file is then read unchecked)."""
 
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
 
     def get(self, path: str) -> bytes:
+        if path not in self.objects:
+            raise ObjectNotFound(path, "no such object")
         return self.objects[path]
 
 
