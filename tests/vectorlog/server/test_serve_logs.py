@@ -83,7 +83,10 @@ def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
     rest = r"http POST /v2/vectordb/collections/describe 200 code=100 \d+\.\dms client=127\.0\.0\.1"
     assert any(re.fullmatch(rest, a) for a in access), access
     assert any(re.fullmatch(r"http GET /metrics 200 \d+\.\dms client=\S+", a) for a in access)
-    assert "gRPC DescribeCollection refused: CollectionNotFound: collection 'absent'" in text
+    assert (
+        "gRPC DescribeCollection refused: CollectionNotFound: "
+        "can't find collection[database=default][collection=absent]" in text
+    )
     assert "REST collections/describe refused: CollectionNotFound" in text
     assert "gRPC on 127.0.0.1" in text and "stopped; the cluster is closed" in text
     assert TOKEN not in text and "S3cret" not in text
