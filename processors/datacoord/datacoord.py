@@ -306,8 +306,18 @@ class DataCoord(ProcessorBase):
             skip_past(self.meta.store, rec)
             return
         changed = self.meta.apply(event, rec.offset)
-        self._decide(changed)
+        self._decide(self._to_decide(event, changed))
         self._notify()
+
+    def _to_decide(self, event: Event, changed: list[Segment]) -> list[Segment]:
+        """Returns the segments a consumed event may have made ready: those it changed and,
+        for a data node's tick, every Sealed segment of its vchannel. A tick passing a seal
+        ts may change nothing stored of that segment (an earlier tick reported its rows and
+        released its allocations), and the data node reports each seal once."""
+        if event.type != "DataNodeTicked":
+            return changed
+        sealed = self.meta.sealed_on(event.body["vchannel"])
+        return list({s.segment_id: s for s in [*changed, *sealed]}.values())
 
     def _decide(self, segments: Iterable[Segment]) -> None:
         """Appends the transitions the state calls for: Sealed -> Flushing once the data node

@@ -54,6 +54,15 @@ class SegmentMeta:
         for key, raw in self.store.items(TICK_PREFIX):
             self.ticks[key[len(TICK_PREFIX) :].decode()] = int(raw)
 
+    def sealed_on(self, vchannel: str) -> list[Segment]:
+        """Returns the Sealed segments of a vchannel (waiting for its tick to pass their seal)."""
+        with self.lock:
+            return [
+                s
+                for s in self.segments.values()
+                if s.vchannel == vchannel and s.state is SegmentState.SEALED
+            ]
+
     def position(self) -> int:
         """Returns the offset of the next coord record to consume."""
         return self.store.position(self.topic, 0) or 0

@@ -143,6 +143,26 @@ def test_a_whole_cluster_restart_between_seal_and_flush_loses_and_repeats_nothin
     assert sorted(pks) == list(range(200))
 
 
+def test_a_segment_opened_by_an_insert_that_filled_another_is_flushed_after_a_restart(
+    open_client: ClientFactory,
+):
+    """The data node reports the new segment's rows with the tick that passes the full one's
+    seal; its own flush, later, changes nothing of its record, and must end all the same."""
+    first = open_client(segment_max_size_mb=1)  # 128-dim rows: sealed for size at ~1,480
+    first.create_collection("c", dimension=128, metric_type="L2")
+    first.insert("c", [{"id": i, "vector": [float(i)] + [0.0] * 127} for i in range(2500)])
+    full, opened = sorted(first.list_segments("c"), key=lambda i: i["segment_id"])
+    wait_until(lambda: first.get_flush_state([full["segment_id"]]), 30, "the full one Flushed")
+    first.close()
+    second = open_client()
+    ids = second.flush("c", timeout=30)
+    assert ids == [opened["segment_id"]] and second.get_flush_state(ids)
+    infos = second.list_segments("c")
+    assert {i["state"] for i in infos} == {"Flushed"}
+    pks = [pk for i in infos for pk in segment_rows(second, i)[100].tolist()]
+    assert sorted(pks) == list(range(2500))
+
+
 #: the Spark variant starts a JVM in the child and again in the parent (35-50 s a backend):
 #: `make test-all` runs it; the writer and its crash point are the same as the local one's
 @pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.slow)])

@@ -132,6 +132,36 @@ def test_flush_seals_and_a_segment_is_flushed_only_after_the_data_node_passed_it
     ]
 
 
+def test_a_segment_whose_rows_an_earlier_tick_reported_starts_flushing_once_a_tick_passes_its_seal(
+    cluster: Cluster,
+):
+    """The data node reports a vchannel's rows with the tick that passes another segment's
+    seal; the tick passing this one's seal then changes nothing of its record, yet it must
+    start flushing (else a flush of a quiet collection never ends)."""
+    ((first, _),) = assign(cluster, 5)
+    cluster.dc.flush(1)
+    ((second, _),) = assign(cluster, 3)  # rows of a Growing segment, consumed with the next tick
+    wait_until(lambda: allocated(cluster, second), 10, "the allocation batch logged")
+    rows = [{"segment_id": first, "num_rows": 5}, {"segment_id": second, "num_rows": 3}]
+    tick = cluster.rc.now()  # past the first seal and the second segment's insert
+    cluster.report("DataNodeTicked", {"vchannel": "v0", "tick": tick, "segments": rows})
+    wait_until(lambda: cluster.state(first) == "Flushing", 10, "the first segment Flushing")
+    assert cluster.dc.get_segment_info([second])[0]["num_rows"] == 3
+    assert cluster.dc.flush(1) == [first, second]
+    seal_ts = cluster.events("SegmentsSealed")[-1].ts
+    rows = [{"segment_id": second, "num_rows": 3}]  # what it reported before
+    cluster.report("DataNodeTicked", {"vchannel": "v0", "tick": seal_ts, "segments": rows})
+    wait_until(lambda: cluster.state(second) == "Flushing", 10, "the second segment Flushing")
+    cluster.report("BinlogPathsSaved", binlogs_saved(second, 3))
+    cluster.dc.wait_flushed([second], timeout=10)
+
+
+def allocated(c: Cluster, segment_id: int) -> bool:
+    """Whether an allocation of the segment is on the coord topic."""
+    batches = c.events("SegmentsAllocated")
+    return any(a["segment_id"] == segment_id for e in batches for a in e.body["allocations"])
+
+
 def test_flush_of_a_collection_without_growing_segments_returns_nothing(cluster: Cluster):
     assert cluster.dc.flush(42) == []
     assert cluster.dc.get_segment_info([999]) == [{"segment_id": 999, "state": "NotExist"}]
