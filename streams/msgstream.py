@@ -20,6 +20,15 @@ packs after it on that partition, until the batch is whole (every part read) or 
 or past its ts read on every partition short of parts): a torn batch's parts are dead-lettered,
 naming their batch and position, and never delivered. So a multi-partition write that a crash
 cut short on Kafka is never partly visible.
+
+Sources (seed 001 s.10.5, the soft barrier): every writer of a partition appends its own ticks,
+named by `TimeTick.source` (a proxy, rootcoord for DDL broadcasts, datacoord). A partition's
+tick is the minimum over its live sources' latest ticks, and never goes back. A source is live
+while its latest tick is within `TickPolicy.liveness_ms` of the newest tick read on the
+partition (log time, so every replay decides alike); one that falls behind leaves the minimum,
+and a new source joins at its first tick. A stream resumed with `warm_up` (several writers: the
+cluster runner) waits until the ticks read span a liveness window before it cuts, so every live
+source was heard (a writer that holds the only lease, `Standalone`, needs no warm-up).
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ BROADCAST_DDL = frozenset(
 #: how far ahead of the clock an event's ts may be (VECTORLOG_MAX_CLOCK_SKEW_MS)
 DEFAULT_MAX_SKEW_MS = 60_000
 DeadLetterSink = Callable[[Record, str], None]
+#: a source whose latest tick is this far behind the newest on its partition leaves the minimum
+DEFAULT_LIVENESS_MS = 5_000
 #: the reason a torn batch's part is dead-lettered with
 TORN_REASON = "torn batch: a tick passed its ts on every partition before all its parts came"
 
@@ -85,11 +96,23 @@ class StreamPosition:
     tick_offset: int = -1
 
 
+@dataclass(frozen=True)
+class TickPolicy:
+    """How a stream folds its sources' ticks: `liveness_ms`, how far behind the newest tick a
+    source's latest may be and stay in the minimum; `warm_up`, whether a resumed partition
+    waits for a liveness window of ticks before it cuts (several writers)."""
+
+    liveness_ms: int = DEFAULT_LIVENESS_MS
+    warm_up: bool = False
+
+
 @dataclass
 class _PartitionState:
-    last_tick: int  # the highest tick read
+    last_tick: int  # the partition's tick: the minimum over live sources, never going back
     resumed: StreamPosition
     cut_tick: int = 0  # the end of the last pack cut
+    sources: dict[str, int] = field(default_factory=dict)  # live source -> its latest tick
+    warm_from: int | None = None  # the first tick read after resuming, while warming up
     #: (offset, event, its batch id or None) read, not yet cut
     pending: list[tuple[int, Event, str | None]] = field(default_factory=list)
     ticks: list[tuple[int, int]] = field(default_factory=list)  # (tick, offset) read, not yet cut
@@ -109,15 +132,18 @@ class TtMsgStream:
         clock: Callable[[], int] = wall_clock,
         max_skew_ms: int = DEFAULT_MAX_SKEW_MS,
         history: Log | None = None,
+        ticks: TickPolicy | None = None,
     ) -> None:
         """`seen(record)`: whether `dead_letter` took that record before (it is skipped);
         `clock()`: now as a hybrid ts (the timestamp oracle's, or the wall clock); `history`:
-        the log to read back from for batches resumed past (default `log`)."""
+        the log to read back from for batches resumed past (default `log`); `ticks`: how
+        sources' ticks are folded (default TickPolicy())."""
+        self._ticks = ticks or TickPolicy()
         self._serde, self._dead_letter = serde, dead_letter
         self._seen = seen or (lambda rec: False)
         self._clock, self._skew_ms, self._horizon = clock, max_skew_ms, 0
         self._backlog: list[Record] = []  # read, not yet accepted (a dead letter failed)
-        self._state = {p: _PartitionState(pos.tick, pos, pos.tick) for p, pos in positions.items()}
+        self._state = {p: self._resumed(pos) for p, pos in positions.items()}
         self._topic, self._history = topic, history or log
         self._batches = Batches(self._count_back)
         self._torn: set[str] = set()  # torn batches whose parts are being dead-lettered
@@ -169,9 +195,33 @@ class TtMsgStream:
             if tag is not None:
                 self._batches.add(tag, rec, event.ts)
             st.pending.append((rec.offset, event, tag.id if tag is not None else None))
-        elif event.ts > st.last_tick:  # else a repeated or stale tick (or an end marker)
-            st.last_tick = event.ts
-            st.ticks.append((event.ts, rec.offset))
+        elif event.ts > 0:  # else an end marker
+            self._tick(st, str(event.body.get("source", "")), event.ts, rec.offset)
+
+    def _resumed(self, pos: StreamPosition) -> _PartitionState:
+        st = _PartitionState(pos.tick, pos, pos.tick)
+        if self._ticks.warm_up:
+            st.warm_from = -1  # set at the first tick read
+        return st
+
+    def _tick(self, st: _PartitionState, source: str, ts: int, offset: int) -> None:
+        """Folds one source's tick into the partition's: the minimum over live sources (a
+        source whose latest tick is a liveness window behind the newest is dropped)."""
+        if ts > st.sources.get(source, 0):
+            st.sources[source] = ts
+        newest = max(st.sources.values())
+        floor = newest - (self._ticks.liveness_ms << LOGICAL_BITS)
+        st.sources = {s: t for s, t in st.sources.items() if t >= floor}
+        if st.warm_from is not None:
+            if st.warm_from < 0:
+                st.warm_from = ts
+            if newest - st.warm_from < self._ticks.liveness_ms << LOGICAL_BITS:
+                return  # a live source may not have been heard yet
+            st.warm_from = None
+        tick = min(st.sources.values())
+        if tick > st.last_tick:  # else a repeated or stale tick, or a source behind
+            st.last_tick = tick
+            st.ticks.append((tick, offset))
 
     def _release(self) -> list[MsgPack]:
         """Decides the batches it can, drops the torn ones' parts, and cuts every pack whose

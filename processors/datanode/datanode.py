@@ -58,7 +58,7 @@ from vectorlog.storage.writer import SegmentRef, SegmentWriter
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition
+from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TickPolicy
 from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -129,10 +129,13 @@ class DataNode(ProcessorBase):
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         dml_log: Log | None = None,
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
+        ticks: TickPolicy | None = None,
     ) -> None:
         """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
         a Log whose reader is fed by another engine (the Spark job of vectorlog/engines/spark/). An
-        event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered."""
+        event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered.
+        `ticks`: how the dml writers' ticks are folded (several writers: TickPolicy(warm_up))."""
+        self._ticks = ticks
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
         self.dml_log = dml_log if dml_log is not None else log
         self.rc = rootcoord
@@ -199,6 +202,7 @@ class DataNode(ProcessorBase):
             self.rc.now,
             self.max_clock_skew_ms,
             self.log,  # a resumed batch is read back from the log itself, not the Spark feed
+            ticks=self._ticks,
         )
 
     def start(self) -> None:

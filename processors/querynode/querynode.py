@@ -58,6 +58,7 @@ from vectorlog.streams.msgstream import (
     DEFAULT_MAX_SKEW_MS,
     MsgPack,
     StreamPosition,
+    TickPolicy,
     TtMsgStream,
     wall_clock,
 )
@@ -85,13 +86,16 @@ class QueryNode(ProcessorBase):
         index_files: IndexFiles | None = None,
         snapshots: Blobs | None = None,
         cache_dir: Path | None = None,
+        ticks: TickPolicy | None = None,
     ) -> None:
         """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
         `max_clock_skew_ms` ahead of it is dead-lettered, never trusted. `index_files`:
         where segment index files are read (`get(path) -> bytes`); None: no index is
         loaded, every search is exact. `snapshots`: where the coord topic's snapshots are.
         `cache_dir`: where `recover` keeps Flushed segments' vectors to map them at the next
-        start (mmapcache.py); None: none are kept."""
+        start (mmapcache.py); None: none are kept. `ticks`: how the dml writers' ticks are
+        folded (several writers: TickPolicy(warm_up))."""
+        self._ticks = ticks
         self._snapshots = snapshots
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._coord, self._coord_serde = topics.coord, serdes.for_topic(topics.coord)
@@ -208,6 +212,7 @@ class QueryNode(ProcessorBase):
             self._dead_letter,
             self._clock,
             self._max_skew_ms,
+            ticks=self._ticks,
         )
         self._loop.start()
         if self.indexes is not None and self.cache is not None:

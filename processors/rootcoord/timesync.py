@@ -7,9 +7,14 @@ below it: the smallest in-flight ts minus one, or a fresh timestamp when nothing
 The soft barrier takes the minimum over sources, and the `Ticker` appends that tick to every
 pchannel every `interval` seconds (or sooner when asked, so Strong reads need not wait).
 
-Ticks are skipped while nothing was stamped, and a Strong read appends nothing when nothing
-was stamped since the last tick: it is served at that tick (`Ticker.quiet_tick`). Requests
-for a tick made while one is being appended are served together by the next one.
+Each process that writes dml has its own barrier and `Ticker`, whose ticks carry the process's
+source id: consumers take the minimum over the live sources (streams.msgstream). A lone writer
+(`Standalone`, holding the cluster's only lease) skips ticks while nothing was stamped, and a
+Strong read appends nothing when nothing was stamped since the last tick: it is served at that
+tick (`Ticker.quiet_tick`). One of several writers (a process of the cluster mode) ticks every
+interval even when idle: its ticks are its heartbeat, and consumers drop a silent source from
+the minimum. Requests for a tick made while one is being appended are served together by the
+next one.
 """
 
 from __future__ import annotations
@@ -18,18 +23,24 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
-from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append, Log
 
 log = logging.getLogger(__name__)
 
 
+class Clock(Protocol):
+    """A source of fresh timestamps: the oracle, or a network client of it."""
+
+    def now(self) -> int: ...
+
+
 class TickSource:
     """Stamps requests and reports the tick it can promise (a proxy's time tick)."""
 
-    def __init__(self, name: str, tso: TimestampOracle) -> None:
+    def __init__(self, name: str, tso: Clock) -> None:
         self.name, self._tso = name, tso
         self._lock = threading.Lock()
         self._inflight: dict[int, int] = {}  # ts -> count
@@ -105,7 +116,13 @@ class Ticker:
         barrier: SoftBarrier,
         interval: float = 0.2,
         on_error: Callable[[Exception], None] | None = None,
+        *,
+        source: str = "rootcoord",
+        heartbeat: bool = False,
     ) -> None:
+        """`source`: the id the ticks carry (one per writing process); `heartbeat`: tick every
+        interval even when nothing was stamped (one of several writers)."""
+        self.source, self._heartbeat = source, heartbeat
         self._log, self._topic, self._serde, self._barrier = log, topic, serde, barrier
         self._interval, self._on_error = interval, on_error
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -147,7 +164,7 @@ class Ticker:
         t = self._barrier.tick()
         if t is None or t <= self._last:
             return None
-        tick = Event("TimeTick", t, {"source": "rootcoord"})
+        tick = Event("TimeTick", t, {"source": self.source})
         body, key = self._serde.encode(tick), self._serde.key(tick)
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
@@ -164,7 +181,7 @@ class Ticker:
             requested = self._requested.is_set()
             self._requested.clear()
             activity = self._barrier.activity()
-            if not requested and activity == self._last_activity:
+            if not (requested or self._heartbeat) and activity == self._last_activity:
                 continue  # idle: nothing new to promise, keep the log from growing
             try:
                 self.tick_once()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log, Reader, Record
-from vectorlog.streams.msgstream import StreamPosition, TtMsgStream
+from vectorlog.streams.msgstream import StreamPosition, TickPolicy, TtMsgStream
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,12 @@ def tick_aligned(
     clock: Callable[[], int],
     max_skew_ms: int,
     history: Log | None = None,
+    ticks: TickPolicy | None = None,
 ) -> TtMsgStream:
     """Returns a tick-aligned stream of `topic` from `positions` that dead-letters undecodable
     and impossible records through `dead_letter` and skips those it dead-lettered before;
-    `history`: the log a batch resumed past is read back from (default `log_`)."""
+    `history`: the log a batch resumed past is read back from (default `log_`); `ticks`: how
+    the writers' ticks are folded (several writers: warm up after resuming)."""
     return TtMsgStream(
         log_,
         topic,
@@ -86,4 +88,5 @@ def tick_aligned(
         clock,
         max_skew_ms,
         history,
+        ticks,
     )

@@ -325,3 +325,20 @@ def test_a_strong_ts_covers_every_stamp_that_ended_before_it(
     for t in others:
         t.join()
     assert failures == []
+
+
+def test_one_of_several_writers_heartbeats_with_its_source_id_while_idle(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = SoftBarrier()
+    barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=0.01, source="proxy-7", heartbeat=True)
+    with running(ticker):
+        wait_until(
+            lambda: all(len(t) >= 3 for t in ticks(log, dml).values()),
+            5.0,
+            "three idle ticks on every pchannel",
+        )
+    sources = {SERDE.decode(r.value).body["source"] for r in read_to_end(log, dml)}
+    assert sources - {END_MARKER_SOURCE} == {"proxy-7"}
+    assert all(t == sorted(set(t)) for t in ticks(log, dml).values())  # each advances

@@ -1,0 +1,121 @@
+"""Ticks of several writers on one partition (seed 001 s.10.5, the soft barrier on the log):
+the partition's tick is the minimum over the live sources, a silent source leaves it after a
+liveness window, a new one joins, and a resumed stream warms up before it trusts the minimum."""
+
+from __future__ import annotations
+
+import time
+
+from tests.support import unique_topic
+from vectorlog.core.hybridts import compose
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.msgstream import MsgPack, StreamPosition, TickPolicy, TtMsgStream
+
+SERDE = EventSerde()
+T0 = 1_700_000_000_000  # ms
+WINDOW = TickPolicy(liveness_ms=1_000)
+
+
+def at(ms: int) -> int:
+    return compose(T0 + ms)
+
+
+def row(ms: int) -> Append:
+    body = {"collection_id": 7, "collection_name": f"c{ms}"}
+    return Append(0, SERDE.encode(Event("CollectionDropped", at(ms), body, 7, "v0")))
+
+
+def tick(source: str, ms: int) -> Append:
+    return Append(0, SERDE.encode(Event("TimeTick", at(ms), {"source": source})))
+
+
+def stream(
+    log: Log, topic: str, letters: list[str], pos: StreamPosition | None = None, warm: bool = False
+) -> TtMsgStream:
+    policy = TickPolicy(WINDOW.liveness_ms, warm_up=warm)
+    return TtMsgStream(
+        log,
+        topic,
+        {0: pos or StreamPosition()},
+        SERDE,
+        lambda rec, why: letters.append(why),
+        clock=lambda: at(10_000),
+        ticks=policy,
+    )
+
+
+def drain(s: TtMsgStream, want: int, timeout: float = 10.0) -> list[MsgPack]:
+    packs: list[MsgPack] = []
+    deadline = time.monotonic() + timeout
+    while len(packs) < want and time.monotonic() < deadline:
+        packs += s.consume(timeout=0.2)
+    s.consume(timeout=0.3)  # anything more would show up in the test's assertions
+    return packs
+
+
+def setup(log: Log, records: list[Append]) -> str:
+    topic = unique_topic()
+    log.create_topic(topic, 1)
+    log.append(topic, records)
+    return topic
+
+
+def test_a_partition_advances_to_the_slowest_sources_tick(log: Log):
+    # proxy b promised only 10 when proxy a ticked 50: b's row at 30 is still to come
+    records = [tick("a", 10), tick("b", 10), tick("a", 50), tick("b", 20), row(30)]
+    records += [tick("b", 60)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    packs = drain(s, 3)
+    assert [p.end_ts for p in packs] == [at(10), at(20), at(50)]
+    assert [e.ts for e in packs[2].events] == [at(30)]
+    assert letters == []
+    s.close()
+
+
+def test_a_silent_source_leaves_the_minimum_after_the_liveness_window(log: Log):
+    records = [tick("a", 10), tick("b", 10), tick("a", 500), tick("a", 1_011)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    assert [p.end_ts for p in drain(s, 2)] == [at(10), at(1_011)]
+    s.close()
+
+
+def test_a_new_source_joins_the_minimum_at_its_first_tick(log: Log):
+    records = [tick("a", 10), tick("b", 5), tick("a", 40), row(20), tick("b", 50)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    packs = drain(s, 2)
+    assert [p.end_ts for p in packs] == [at(10), at(40)]
+    assert [e.ts for e in packs[1].events] == [at(20)]
+    assert letters == []
+    s.close()
+
+
+def test_a_source_behind_never_takes_the_tick_back(log: Log):
+    # b falls out of the window, a moves on; b's late tick rejoins but promises nothing new
+    records = [tick("a", 10), tick("b", 10), tick("a", 1_500), tick("b", 900), tick("a", 1_600)]
+    records += [tick("b", 1_700)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    assert [p.end_ts for p in drain(s, 3)] == [at(10), at(1_500), at(1_600)]
+    s.close()
+
+
+def test_a_resumed_stream_warms_up_before_it_trusts_the_minimum(log: Log):
+    # resumed after tick 100: b's last tick (100) is before the resume point, so the stream
+    # does not know b exists until b ticks again; its row at 150 must not be cut off by a's
+    records = [tick("a", 100), tick("b", 100), tick("a", 200), row(150), tick("b", 300)]
+    records += [tick("a", 1_200), tick("b", 1_250)]
+    topic, letters = setup(log, records), list[str]()
+    resume = StreamPosition(offset=2, tick=at(100), tick_offset=1)
+    cold = stream(log, topic, list[str](), resume)  # without warm-up: a's 200 passes b's row
+    assert drain(cold, 1)[0].end_ts == at(200)
+    cold.close()
+    warm = stream(log, topic, letters, resume, warm=True)
+    packs = drain(warm, 2)  # nothing is cut before a window of ticks was read
+    assert [p.end_ts for p in packs] == [at(300), at(1_200)]
+    assert [e.ts for e in packs[0].events] == [at(150)]
+    assert letters == []
+    warm.close()
