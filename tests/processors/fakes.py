@@ -397,15 +397,22 @@ class FakeQueryNode:
         self.reads.append((kind, collection_id, ts))
 
     def _visible(
-        self, collection_id: int, ts: int, expr: Any = None, keys: list[Any] | None = None
+        self,
+        collection_id: int,
+        ts: int,
+        expr: Any = None,
+        keys: list[Any] | None = None,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
-        """The rows visible at `ts` (the last write of each key), in key order."""
+        """The rows visible at `ts` (the last write of each key, if written after
+        `expire_ts`), in key order."""
         held = self.loaded.get(collection_id)
         if held is None:
             return []
         pk = next(f.name for f in held.info.schema.fields if f.is_primary)
-        latest = {r[pk]: r for written, r in held.rows if written <= ts}
-        rows = [latest[k] for k in sorted(latest) if keys is None or k in keys]
+        latest = {r[pk]: (written, r) for written, r in held.rows if written <= ts}
+        latest = {k: (w, r) for k, (w, r) in latest.items() if w > expire_ts}
+        rows = [latest[k][1] for k in sorted(latest) if keys is None or k in keys]
         if expr is not None and rows:
             columns = {f: np.array([r[f] for r in rows]) for f in expr.fields}
             rows = [
@@ -436,7 +443,7 @@ class FakeQueryNode:
         held = self.loaded.get(collection_id)
         if held is None:
             return [[] for _ in queries]
-        rows = self._visible(collection_id, ts, expr)
+        rows = self._visible(collection_id, ts, expr, expire_ts=expire_ts)
         return [_nearest(held.info, rows, q, limit, offset, output_fields) for q in queries]
 
     def query(
@@ -456,7 +463,7 @@ class FakeQueryNode:
         self.last_partitions = partitions
         if collection_id not in self.loaded:
             return [{f: k for f in output_fields} for k in self.matching]
-        rows = self._visible(collection_id, ts, expr, keys)[offset:]
+        rows = self._visible(collection_id, ts, expr, keys, expire_ts)[offset:]
         return [{f: r[f] for f in output_fields} for r in rows[:limit]]
 
     def get(
@@ -469,7 +476,7 @@ class FakeQueryNode:
         expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("get", collection_id, ts)
-        rows = self._visible(collection_id, ts, keys=keys)
+        rows = self._visible(collection_id, ts, keys=keys, expire_ts=expire_ts)
         return [{f: r[f] for f in output_fields} for r in rows]
 
     def count(
@@ -484,7 +491,7 @@ class FakeQueryNode:
     ) -> int:
         self._read("count", collection_id, ts)
         self.last_partitions = partitions
-        return len(self._visible(collection_id, ts, expr, keys))
+        return len(self._visible(collection_id, ts, expr, keys, expire_ts))
 
 
 def _nearest(
