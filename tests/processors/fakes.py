@@ -113,11 +113,14 @@ class FakeRootCoord:
         if name in self.collections or name in self.aliases:
             raise CollectionExists(name)
         self.ddl.append(("create_collection", (name, shards_num)))
-        cid = self.allocate_ids(2)
+        keyed = schema.partition_key is not None
+        names = [f"_default_{i}" for i in range(num_partitions or 16)] if keyed else ["_default"]
+        cid = self.allocate_ids(1 + len(names))
         self.collections[name] = replace(
             collection(name, cid, shards=shards_num),
             schema=replace(schema, name=name).validated(),
-            partitions={"_default": cid + 1},
+            partitions={n: cid + 1 + i for i, n in enumerate(names)},
+            properties=dict(properties or {}),
         )
         self._created[name] = self.now()
         return self.collections[name]
@@ -160,6 +163,9 @@ class FakeRootCoord:
         self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
     ) -> None:
         self.ddl.append(("alter_collection_properties", (name, properties, delete_keys)))
+        info = self.describe_collection(name)
+        kept = {k: v for k, v in info.properties.items() if k not in (delete_keys or [])}
+        self.collections[info.name] = replace(info, properties={**kept, **properties})
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))

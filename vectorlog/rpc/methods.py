@@ -7,10 +7,12 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v1; DataCoord v2 and QueryNode v2, which added `expire_ts` (the
-collection's TTL horizon) to GetCompactionGroups and to Search, Query, Get and Count. Their v1
-is retired, not served: a v1 read would have shown expired rows, and nothing outside this
-repository spoke it; a v1 caller gets gRPC's UNIMPLEMENTED.
+Versions served, each service's v2: RootCoord v2 added `num_partitions` (partition keys) to
+CreateCollection and AlterCollection (collection properties: TTL, consistency level);
+DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
+GetCompactionGroups and to Search, Query, Get and Count. The v1s are retired, not served: a v1
+read would have shown expired rows, a v1 create would have ignored the partition count, and
+nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -63,12 +65,24 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
-    "v1",
+    "v2",
     Method(
         "CreateCollection",
         "create_collection",
-        (("name", STRING), ("schema", VALUE), ("shards_num", LONG), ("properties", VALUE)),
+        (
+            ("name", STRING),
+            ("schema", VALUE),
+            ("shards_num", LONG),
+            ("properties", VALUE),
+            ("num_partitions", LONG),
+        ),
         VALUE,
+    ),
+    Method(
+        "AlterCollection",
+        "alter_collection_properties",
+        (("name", STRING), ("properties", VALUE), ("delete_keys", VALUE)),
+        NULL,
     ),
     _ddl("DropCollection", "drop_collection", "name"),
     _ddl("RenameCollection", "rename_collection", "old_name", "new_name"),

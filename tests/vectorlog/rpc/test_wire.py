@@ -19,10 +19,10 @@ from vectorlog.rpc.methods import QUERYNODE, ROOTCOORD
 
 SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
 #: the digest of each served service's schemas: a change to one must be a new version of that
-#: service (new paths). RootCoord v1's is the digest it had when v1 was all there was;
-#: DataCoord v2 and QueryNode v2 added expire_ts (their v1 is retired, see methods.py).
+#: service (new paths). RootCoord v2 added num_partitions and AlterCollection, DataCoord v2
+#: and QueryNode v2 expire_ts (every v1 is retired, see methods.py).
 FINGERPRINTS = {
-    "vectorlog.rpc.v1.RootCoord": "f86d337b531ce225c777b97604d951de7dba5fd16bbb71cdc3773087834f1030",  # noqa: E501
+    "vectorlog.rpc.v2.RootCoord": "9438dce3091b19a85919b96925103a678c07c8844ca9331d9bcb8213942c72aa",  # noqa: E501
     "vectorlog.rpc.v2.DataCoord": "a6ff2a98b0a085200bd5d76cd3eff95157948bbfa05d6c1f2df0c3851816e2d6",  # noqa: E501
     "vectorlog.rpc.v2.QueryNode": "1994d28f70f096daf4b36439937a2122ee89d28c70b37fa9076e3ca5a59fb422",  # noqa: E501
 }
