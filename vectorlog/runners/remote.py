@@ -1,0 +1,123 @@
+"""A RootCoordService for a process that is not rootcoord's (cluster mode): RootCoordRpc goes
+to rootcoord over the network, and the in-process constructs are this process's own.
+
+Time: the process's writes are stamped by its own soft barrier and ticked onto every dml
+pchannel by its own `Ticker`, with its source id, every interval (its heartbeat); consumers
+take the minimum over the live sources (streams.msgstream). A source whose ticks stay more
+than the liveness window behind the newest leaves that minimum, so a write held in flight that
+long may land below a tick the consumers already passed, and be dead-lettered: such a write
+fails with WriteOutcomeUnknown instead of being acknowledged (`BoundedTickSource`).
+
+Drops: no lock crosses processes; a write checks that its collection (and partition) still
+exists when it is stamped, and a write stamped after a drop is discarded by the consumers,
+which settle the order from the log. A Strong read reads at a timestamp fresh from the oracle
+(one RPC, never from a block), so it passes every write acknowledged anywhere before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
+from vectorlog.core.model import CollectionInfo
+from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
+from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
+
+
+class WriteTooSlow(WriteOutcomeUnknown):
+    """A write was in flight so long that consumers may have dropped its writer's ticks from
+    their minimum and passed its ts: it may be applied or dead-lettered."""
+
+    def __init__(self, ts: int, seconds: float, limit: float) -> None:
+        super().__init__(
+            f"the write stamped {ts} took {seconds:.1f} s from stamp to acknowledgement, more "
+            f"than {limit:.1f} s (half the tick liveness window): consumers may have passed "
+            "its ts, so it may or may not be applied; read before retrying it"
+        )
+        self.ts = ts
+
+
+class BoundedTickSource(TickSource):
+    """A TickSource whose stamp fails with WriteTooSlow, after the block, when the block took
+    more than `limit_s` seconds (measured on this machine's monotonic clock, plus how old a
+    timestamp of the client's block may already be)."""
+
+    def __init__(self, name: str, tso: Clock, limit_s: float, ts_age_s: float) -> None:
+        super().__init__(name, tso)
+        self.limit_s, self._ts_age_s = limit_s, ts_age_s
+
+    @contextlib.contextmanager
+    def stamp(self) -> Iterator[int]:
+        """Yields a fresh ts held in flight until exit. Raises WriteTooSlow on a clean exit
+        that came too late (the block's effects happened: the outcome is unknown)."""
+        began = time.monotonic()
+        with super().stamp() as ts:
+            yield ts
+        took = time.monotonic() - began + self._ts_age_s
+        if took > self.limit_s:
+            raise WriteTooSlow(ts, took, self.limit_s)
+
+
+class RemoteRootCoord:
+    """RootCoordService: `client`'s RootCoordRpc plus this process's barrier and ticker."""
+
+    def __init__(
+        self,
+        client: RootCoordClient,
+        log: Log,
+        dml: str,
+        serde: EventSerde,
+        source: str,
+        interval: float,
+        liveness_ms: int = DEFAULT_LIVENESS_MS,
+    ) -> None:
+        """`source`: the id this process's ticks carry; `interval`: seconds between them;
+        `liveness_ms`: the consumers' liveness window (a write may take half of it)."""
+        self.client = client
+        self.barrier = SoftBarrier()
+        self.ticker = Ticker(log, dml, serde, self.barrier, interval, source=source, heartbeat=True)
+        self.write_limit_s = liveness_ms / 2000
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)  # the rest of RootCoordRpc
+
+    def tick_source(self, name: str) -> BoundedTickSource:
+        """Returns a new stamper registered with this process's barrier."""
+        source = BoundedTickSource(name, self.client, self.write_limit_s, TS_MAX_AGE_S)
+        self.barrier.register(source)
+        return source
+
+    def request_tick(self, after: int | None = None) -> None:
+        """Asks this process's ticker for a tick now (the others tick every interval)."""
+        self.ticker.request(after)
+
+    def strong_ts(self) -> int:
+        """Returns a fresh timestamp of the oracle (one RPC)."""
+        return self.client.allocate_timestamps(1)
+
+    @contextlib.contextmanager
+    def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
+        """Raises CollectionNotFound / PartitionNotFound if the collection with `info`'s id
+        (or the partition) is gone now; holds nothing (consumers discard what a drop passed)."""
+        now = self.client.describe_collection(info.name)
+        if now.collection_id != info.collection_id:
+            raise CollectionNotFound(info.name)
+        if partition_id != -1 and partition_id not in now.partitions.values():
+            names = [n for n, p in info.partitions.items() if p == partition_id]
+            raise PartitionNotFound(info.name, names[0] if names else str(partition_id))
+        yield
+
+    def start(self) -> None:
+        self.ticker.start()
+
+    def stop(self) -> None:
+        self.ticker.stop()
+
+    def close(self) -> None:
+        self.client.close()
