@@ -244,7 +244,8 @@ class ProcessRunner:
 
     def _proxy(self) -> None:
         name = self.name
-        rc = cast(RootCoordService, self._remote(name))
+        remote = self._remote(name)
+        rc = cast(RootCoordService, remote)
         dc = DataCoordClient(self._need("datacoord"))
         qn = QueryNodeClient(self._need("querynode"))
         self._stack.callback(dc.close)
@@ -252,6 +253,7 @@ class ProcessRunner:
         self.proxy: Any = Proxy(
             name, rc, dc, qn, self.log, self.topics, self.serdes, self.cfg.read_timeout_s
         )
+        remote.ticker.tick_once()  # heard before its first write (runners.remote)
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:

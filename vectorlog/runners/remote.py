@@ -5,8 +5,9 @@ Time: the process's writes are stamped by its own soft barrier and ticked onto e
 pchannel by its own `Ticker`, with its source id, every interval (its heartbeat); consumers
 take the minimum over the live sources (streams.msgstream). A source whose ticks stay more
 than the liveness window behind the newest leaves that minimum, so a write held in flight that
-long may land below a tick the consumers already passed, and be dead-lettered: such a write
-fails with WriteOutcomeUnknown instead of being acknowledged (`BoundedTickSource`).
+long, or written while the process's ticks stalled that long, may land below a tick the
+consumers already passed and be dead-lettered: such a write fails with WriteOutcomeUnknown
+instead of being acknowledged (`BoundedTickSource`).
 
 Drops: no lock crosses processes; a write checks that its collection (and partition) still
 exists when it is stamped, and a write stamped after a drop is discarded by the consumers,
@@ -17,8 +18,9 @@ which settle the order from the log. A Strong read reads at a timestamp fresh fr
 from __future__ import annotations
 
 import contextlib
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
@@ -31,37 +33,53 @@ from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
 
 
 class WriteTooSlow(WriteOutcomeUnknown):
-    """A write was in flight so long that consumers may have dropped its writer's ticks from
-    their minimum and passed its ts: it may be applied or dead-lettered."""
+    """A write was acknowledged too long after its writer's last tick: consumers may have
+    dropped the writer from their minimum and passed its ts, so it may be applied or
+    dead-lettered."""
 
     def __init__(self, ts: int, seconds: float, limit: float) -> None:
         super().__init__(
-            f"the write stamped {ts} took {seconds:.1f} s from stamp to acknowledgement, more "
-            f"than {limit:.1f} s (half the tick liveness window): consumers may have passed "
-            "its ts, so it may or may not be applied; read before retrying it"
+            f"the write stamped {ts} was acknowledged {seconds:.1f} s after this process's "
+            f"last time tick before it, more than {limit:.1f} s (half the tick liveness "
+            "window): consumers may have passed its ts, so it may or may not be applied; "
+            "read before retrying it"
         )
         self.ts = ts
 
 
 class BoundedTickSource(TickSource):
-    """A TickSource whose stamp fails with WriteTooSlow, after the block, when the block took
-    more than `limit_s` seconds (measured on this machine's monotonic clock, plus how old a
-    timestamp of the client's block may already be)."""
+    """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the block
+    ended within `limit_s` seconds of when this process's last tick appended before the
+    stamp was computed (`heard()`, monotonic; None: no tick appended yet), plus how old a
+    timestamp of the client's block may already be.
 
-    def __init__(self, name: str, tso: Clock, limit_s: float, ts_age_s: float) -> None:
+    A write is safe when its writer is live for the consumers where the write lands: the
+    writer's latest tick on the log is then less than the liveness window behind the newest.
+    Its latest tick is at least the one `heard()` names (or, while the write is in flight,
+    the write's ts - 1, younger still), and the newest is at most as young as the landing:
+    so the bound covers a slow write and a writer whose ticks stalled before it alike."""
+
+    def __init__(
+        self,
+        name: str,
+        tso: Clock,
+        limit_s: float,
+        ts_age_s: float,
+        heard: Callable[[], float | None],
+    ) -> None:
         super().__init__(name, tso)
-        self.limit_s, self._ts_age_s = limit_s, ts_age_s
+        self.limit_s, self._ts_age_s, self._heard = limit_s, ts_age_s, heard
 
     @contextlib.contextmanager
     def stamp(self) -> Iterator[int]:
         """Yields a fresh ts held in flight until exit. Raises WriteTooSlow on a clean exit
         that came too late (the block's effects happened: the outcome is unknown)."""
-        began = time.monotonic()
+        heard = self._heard()
         with super().stamp() as ts:
             yield ts
-        took = time.monotonic() - began + self._ts_age_s
-        if took > self.limit_s:
-            raise WriteTooSlow(ts, took, self.limit_s)
+        since = math.inf if heard is None else time.monotonic() - heard + self._ts_age_s
+        if since > self.limit_s:
+            raise WriteTooSlow(ts, since, self.limit_s)
 
 
 class RemoteRootCoord:
@@ -89,7 +107,9 @@ class RemoteRootCoord:
 
     def tick_source(self, name: str) -> BoundedTickSource:
         """Returns a new stamper registered with this process's barrier."""
-        source = BoundedTickSource(name, self.client, self.write_limit_s, TS_MAX_AGE_S)
+        source = BoundedTickSource(
+            name, self.client, self.write_limit_s, TS_MAX_AGE_S, lambda: self.ticker.heard_at
+        )
         self.barrier.register(source)
         return source
 

@@ -62,16 +62,31 @@ class _Clock:
         return self.ts
 
 
-def test_a_write_in_flight_past_the_bound_has_an_unknown_outcome():
-    source = BoundedTickSource("proxy-a", _Clock(), limit_s=0.2, ts_age_s=0.05)
+def _source(heard: list[float | None]) -> BoundedTickSource:
+    """A stamper bounded at 0.2 s whose process's last tick was computed at heard[0]."""
+    return BoundedTickSource("proxy-a", _Clock(), 0.2, 0.05, lambda: heard[0])
+
+
+def test_a_quick_write_soon_after_a_tick_is_acknowledged():
+    source = _source([time.monotonic()])
     with source.stamp() as ts:
-        pass  # quick: acknowledged
-    assert ts == 1001
-    appended = []
-    too_slow = pytest.raises(WriteTooSlow, match="took .* more than 0.2 s")
+        pass
+    assert ts == 1001 and not source.busy()
+
+
+def test_a_write_in_flight_past_the_bound_has_an_unknown_outcome():
+    source, appended = _source([time.monotonic()]), []
+    too_slow = pytest.raises(WriteTooSlow, match="more than 0.2 s")
     with too_slow as caught, source.stamp() as ts:
         time.sleep(0.3)
         appended.append(ts)
     assert isinstance(caught.value, WriteOutcomeUnknown)
     assert appended == [caught.value.ts]  # the block ran: its effects may be on the log
     assert not source.busy()  # and it holds the tick back no longer
+
+
+@pytest.mark.parametrize("heard", [None, -0.3], ids=["never ticked", "ticks stalled"])
+def test_a_write_of_a_process_whose_ticks_were_not_heard_lately_fails(heard: float | None):
+    source = _source([None if heard is None else time.monotonic() + heard])
+    with pytest.raises(WriteTooSlow), source.stamp():
+        pass
