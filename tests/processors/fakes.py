@@ -113,11 +113,14 @@ class FakeRootCoord:
         if name in self.collections or name in self.aliases:
             raise CollectionExists(name)
         self.ddl.append(("create_collection", (name, shards_num)))
-        cid = self.allocate_ids(2)
+        keyed = schema.partition_key is not None
+        names = [f"_default_{i}" for i in range(num_partitions or 16)] if keyed else ["_default"]
+        cid = self.allocate_ids(1 + len(names))
         self.collections[name] = replace(
             collection(name, cid, shards=shards_num),
             schema=replace(schema, name=name).validated(),
-            partitions={"_default": cid + 1},
+            partitions={n: cid + 1 + i for i, n in enumerate(names)},
+            properties=dict(properties or {}),
         )
         self._created[name] = self.now()
         return self.collections[name]
@@ -160,6 +163,9 @@ class FakeRootCoord:
         self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
     ) -> None:
         self.ddl.append(("alter_collection_properties", (name, properties, delete_keys)))
+        info = self.describe_collection(name)
+        kept = {k: v for k, v in info.properties.items() if k not in (delete_keys or [])}
+        self.collections[info.name] = replace(info, properties={**kept, **properties})
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
@@ -397,15 +403,22 @@ class FakeQueryNode:
         self.reads.append((kind, collection_id, ts))
 
     def _visible(
-        self, collection_id: int, ts: int, expr: Any = None, keys: list[Any] | None = None
+        self,
+        collection_id: int,
+        ts: int,
+        expr: Any = None,
+        keys: list[Any] | None = None,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
-        """The rows visible at `ts` (the last write of each key), in key order."""
+        """The rows visible at `ts` (the last write of each key, if written after
+        `expire_ts`), in key order."""
         held = self.loaded.get(collection_id)
         if held is None:
             return []
         pk = next(f.name for f in held.info.schema.fields if f.is_primary)
-        latest = {r[pk]: r for written, r in held.rows if written <= ts}
-        rows = [latest[k] for k in sorted(latest) if keys is None or k in keys]
+        latest = {r[pk]: (written, r) for written, r in held.rows if written <= ts}
+        latest = {k: (w, r) for k, (w, r) in latest.items() if w > expire_ts}
+        rows = [latest[k][1] for k in sorted(latest) if keys is None or k in keys]
         if expr is not None and rows:
             columns = {f: np.array([r[f] for r in rows]) for f in expr.fields}
             rows = [
@@ -437,7 +450,7 @@ class FakeQueryNode:
         held = self.loaded.get(collection_id)
         if held is None:
             return [[] for _ in queries]
-        rows = self._visible(collection_id, ts, expr)
+        rows = self._visible(collection_id, ts, expr, expire_ts=expire_ts)
         return [_nearest(held.info, rows, q, limit, offset, output_fields) for q in queries]
 
     def query(
@@ -457,7 +470,7 @@ class FakeQueryNode:
         self.last_partitions = partitions
         if collection_id not in self.loaded:
             return [{f: k for f in output_fields} for k in self.matching]
-        rows = self._visible(collection_id, ts, expr, keys)[offset:]
+        rows = self._visible(collection_id, ts, expr, keys, expire_ts)[offset:]
         return [{f: r[f] for f in output_fields} for r in rows[:limit]]
 
     def get(
@@ -470,7 +483,7 @@ class FakeQueryNode:
         expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         self._read("get", collection_id, ts)
-        rows = self._visible(collection_id, ts, keys=keys)
+        rows = self._visible(collection_id, ts, keys=keys, expire_ts=expire_ts)
         return [{f: r[f] for f in output_fields} for r in rows]
 
     def count(
@@ -485,7 +498,7 @@ class FakeQueryNode:
     ) -> int:
         self._read("count", collection_id, ts)
         self.last_partitions = partitions
-        return len(self._visible(collection_id, ts, expr, keys))
+        return len(self._visible(collection_id, ts, expr, keys, expire_ts))
 
 
 def _nearest(

@@ -22,7 +22,10 @@ MODULES = {
     "ingest": "vectorlog.cli.ingest",
     "import": "vectorlog.cli.imports",
     "rebuild": "vectorlog.cli.rebuild",
+    "run": "vectorlog.cli.run",
 }
+#: the commands of the cluster mode: they take --log/--storage, not --uri
+CLUSTER_MODE = frozenset({"run"})
 #: the exit code of a command stopped by Ctrl-C (as a shell reports SIGINT)
 INTERRUPTED = 130
 
@@ -70,10 +73,11 @@ def parser() -> argparse.ArgumentParser:
             epilog=epilog(name),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        p.add_argument(
-            "--uri",
-            help="data dir or kafka://host:port (default: VECTORLOG_LOG or ./vectorlog-data)",
-        )
+        if name not in CLUSTER_MODE:
+            p.add_argument(
+                "--uri",
+                help="data dir or kafka://host:port (default: VECTORLOG_LOG or ./vectorlog-data)",
+            )
         p.add_argument("--debug", action="store_true", help="on an error, show its traceback")
         if name == "demo":
             p.set_defaults(fn=_demo)

@@ -16,6 +16,9 @@ from vectorlog.rpc.server import MAX_MESSAGE
 
 #: seconds a call may take when its caller says nothing (one round trip, or a DDL)
 DEFAULT_DEADLINE_S = 10.0
+#: no call waits longer than this (a caller without a gRPC deadline of its own passes
+#: grpcio's "no deadline", about 300 years, which grpcio's timer cannot hold)
+MAX_DEADLINE_S = 7 * 24 * 3600.0
 OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE),
     ("grpc.max_receive_message_length", MAX_MESSAGE),
@@ -54,6 +57,7 @@ class RpcChannel:
         m = self.service.methods[method]
         request = wire.encode_request(self.service.name, m, args)
         deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
+        deadline = min(deadline, MAX_DEADLINE_S)
         try:
             response = self._stub(method)(request, timeout=deadline)
         except grpc.RpcError as err:

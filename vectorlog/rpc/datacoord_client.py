@@ -63,10 +63,18 @@ class DataCoordClient:
         return list(self._rpc.call("ListSegments", collection_id=collection_id))
 
     def compaction_groups(
-        self, collection_id: int, horizon: int, policy: CompactionPolicy | None = None
+        self,
+        collection_id: int,
+        horizon: int,
+        policy: CompactionPolicy | None = None,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         return list(
             self._rpc.call(
-                "GetCompactionGroups", collection_id=collection_id, horizon=horizon, policy=policy
+                "GetCompactionGroups",
+                collection_id=collection_id,
+                horizon=horizon,
+                policy=policy,
+                expire_ts=expire_ts,
             )
         )

@@ -1,11 +1,18 @@
-"""The RPCs of each service, version 1: gRPC method name (Milvus's internal name where it
-has one), the Protocol method it calls, and the Avro type of every argument and the result.
+"""The RPCs of each service: gRPC method name (Milvus's internal name where it has one), the
+Protocol method it calls, and the Avro type of every argument and the result.
 
 A request is the Avro record `<Method>Request` of its arguments, a response the record
 `<Method>Response` with one field, `result`; both are written schemaless with fastavro. The
-gRPC path carries the version (`/vectorlog.rpc.v1.RootCoord/AllocTimestamp`): a change to a
-payload schema is a new version (a new path), never an edit of v1 (wire_test pins the v1
-schemas' fingerprints).
+gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimestamp`): a
+change to a payload schema is a new version of its service (a new path), never an edit of a
+served one (test_wire pins each served service's fingerprint).
+
+Versions served, each service's v2: RootCoord v2 added `num_partitions` (partition keys) to
+CreateCollection and AlterCollection (collection properties: TTL, consistency level);
+DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
+GetCompactionGroups and to Search, Query, Get and Count. The v1s are retired, not served: a v1
+read would have shown expired rows, a v1 create would have ignored the partition count, and
+nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -13,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-VERSION = "v1"
 VALUE = "vectorlog.rpc.v1.Value"
 LONG, INT, STRING, BOOL, DOUBLE, NULL = "long", "int", "string", "boolean", "double", "null"
 OPT_LONG: list[Any] = ["null", "long"]
@@ -48,8 +54,8 @@ class Service:
         return f"/{self.name}/{method}"
 
 
-def _service(short: str, *methods: Method) -> Service:
-    return Service(f"vectorlog.rpc.{VERSION}.{short}", {m.name: m for m in methods})
+def _service(short: str, version: str, *methods: Method) -> Service:
+    return Service(f"vectorlog.rpc.{version}.{short}", {m.name: m for m in methods})
 
 
 def _ddl(name: str, call: str, *args: str) -> Method:
@@ -59,11 +65,24 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
+    "v2",
     Method(
         "CreateCollection",
         "create_collection",
-        (("name", STRING), ("schema", VALUE), ("shards_num", LONG), ("properties", VALUE)),
+        (
+            ("name", STRING),
+            ("schema", VALUE),
+            ("shards_num", LONG),
+            ("properties", VALUE),
+            ("num_partitions", LONG),
+        ),
         VALUE,
+    ),
+    Method(
+        "AlterCollection",
+        "alter_collection_properties",
+        (("name", STRING), ("properties", VALUE), ("delete_keys", VALUE)),
+        NULL,
     ),
     _ddl("DropCollection", "drop_collection", "name"),
     _ddl("RenameCollection", "rename_collection", "old_name", "new_name"),
@@ -87,8 +106,10 @@ ROOTCOORD = _service(
 )
 
 SEGMENTS = (("segment_ids", LONGS),)
+EXPIRE = (("expire_ts", LONG),)
 DATACOORD = _service(
     "DataCoord",
+    "v2",
     Method(
         "AssignSegmentID",
         "assign_segments",
@@ -111,7 +132,7 @@ DATACOORD = _service(
     Method(
         "GetCompactionGroups",
         "compaction_groups",
-        (("collection_id", LONG), ("horizon", LONG), ("policy", VALUE)),
+        (("collection_id", LONG), ("horizon", LONG), ("policy", VALUE), *EXPIRE),
         VALUE,
     ),
 )
@@ -120,6 +141,7 @@ PCHANNELS = (("pchannels", LONGS),)
 READ = (("collection_id", LONG),)
 QUERYNODE = _service(
     "QueryNode",
+    "v2",
     Method("GetTSafe", "tsafe", PCHANNELS, LONG),
     Method(
         "WaitTSafe", "wait_tsafe", (*PCHANNELS, ("ts", LONG), ("timeout", DOUBLE)), NULL, "timeout"
@@ -140,6 +162,7 @@ QUERYNODE = _service(
             ("params", VALUE),
             ("metric", ["null", "string"]),
             ("group_size", LONG),
+            *EXPIRE,
         ),
         VALUE,
     ),
@@ -155,14 +178,27 @@ QUERYNODE = _service(
             ("keys", VALUE),
             ("limit", OPT_LONG),
             ("offset", LONG),
+            *EXPIRE,
         ),
         VALUE,
     ),
-    Method("Get", "get", (*READ, ("keys", VALUE), ("ts", LONG), ("output_fields", STRINGS)), VALUE),
+    Method(
+        "Get",
+        "get",
+        (*READ, ("keys", VALUE), ("ts", LONG), ("output_fields", STRINGS), *EXPIRE),
+        VALUE,
+    ),
     Method(
         "Count",
         "count",
-        (*READ, ("ts", LONG), ("partitions", OPT_LONGS), ("expr", VALUE), ("keys", VALUE)),
+        (
+            *READ,
+            ("ts", LONG),
+            ("partitions", OPT_LONGS),
+            ("expr", VALUE),
+            ("keys", VALUE),
+            *EXPIRE,
+        ),
         LONG,
     ),
 )

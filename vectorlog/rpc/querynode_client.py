@@ -1,5 +1,5 @@
-"""`QueryNodeClient`: QueryNodeService over the network (GetTSafe, WaitTSafe, Search, Query,
-Get, Count)."""
+"""`QueryNodeClient`: QueryNodeService over the network (QueryNode v2: GetTSafe, WaitTSafe,
+Search, Query, Get, Count)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ class QueryNodeClient:
         params: dict[str, Any] | None = None,
         metric: str | None = None,
         group_size: int = 1,
+        expire_ts: int = 0,
     ) -> list[list[Hit]]:
         return list(
             self._rpc.call(
@@ -68,6 +69,7 @@ class QueryNodeClient:
                 params=params,
                 metric=metric,
                 group_size=group_size,
+                expire_ts=expire_ts,
             )
         )
 
@@ -81,6 +83,8 @@ class QueryNodeClient:
         keys: list[Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         return list(
             self._rpc.call(
@@ -93,11 +97,18 @@ class QueryNodeClient:
                 keys=keys,
                 limit=limit,
                 offset=offset,
+                expire_ts=expire_ts,
             )
         )
 
     def get(
-        self, collection_id: int, keys: list[Any], ts: int, output_fields: list[str]
+        self,
+        collection_id: int,
+        keys: list[Any],
+        ts: int,
+        output_fields: list[str],
+        *,
+        expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         return list(
             self._rpc.call(
@@ -106,6 +117,7 @@ class QueryNodeClient:
                 keys=keys,
                 ts=ts,
                 output_fields=list(output_fields),
+                expire_ts=expire_ts,
             )
         )
 
@@ -116,6 +128,8 @@ class QueryNodeClient:
         partitions: list[int] | None = None,
         expr: Expr | None = None,
         keys: list[Any] | None = None,
+        *,
+        expire_ts: int = 0,
     ) -> int:
         return int(
             self._rpc.call(
@@ -125,5 +139,6 @@ class QueryNodeClient:
                 partitions=partitions,
                 expr=expr,
                 keys=keys,
+                expire_ts=expire_ts,
             )
         )

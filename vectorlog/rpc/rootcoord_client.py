@@ -90,6 +90,7 @@ class RootCoordClient:
         schema: CollectionSchema,
         shards_num: int = 1,
         properties: dict[str, str] | None = None,
+        num_partitions: int = 0,
     ) -> CollectionInfo:
         return cast(
             CollectionInfo,
@@ -99,8 +100,14 @@ class RootCoordClient:
                 schema=schema,
                 shards_num=shards_num,
                 properties=properties,
+                num_partitions=num_partitions,
             ),
         )
+
+    def alter_collection_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        self._rpc.call("AlterCollection", name=name, properties=properties, delete_keys=delete_keys)
 
     def drop_collection(self, name: str) -> None:
         self._rpc.call("DropCollection", name=name)

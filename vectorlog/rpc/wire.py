@@ -49,12 +49,16 @@ def _parsed(service: str, method: str, response: bool) -> Any:
     return parse_schema(schema, named_schemas=dict(_named()))
 
 
-def fingerprint() -> str:
-    """Returns a digest of every v1 payload schema (a test pins it: v1 never changes)."""
+def fingerprints() -> dict[str, str]:
+    """Returns, per served service (by its versioned name), a digest of its payload schemas
+    and the Value schema (a test pins them: a served version never changes)."""
+    return {name: _digest(service.methods.values()) for name, service in SERVICES.items()}
+
+
+def _digest(methods: Any) -> str:
     schemas = [values.VALUE_SCHEMA]
-    for service in SERVICES.values():
-        for m in service.methods.values():
-            schemas += [request_schema(m), response_schema(m)]
+    for m in methods:
+        schemas += [request_schema(m), response_schema(m)]
     return hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
 
 

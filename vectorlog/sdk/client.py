@@ -174,6 +174,16 @@ class Client:
         self._proxy: ProxyService = self._cluster.proxy
         self._session_ts = 0
 
+    @classmethod
+    def attached(cls, cluster: Any, cfg: Config) -> Client:
+        """Returns a Client over a cluster another runner built (a proxy process of the
+        cluster mode: it has Standalone's `proxy`, `log`, `topics`, `tso`, `bulk` and
+        `compactor`); closing the client closes it."""
+        client = cls.__new__(cls)
+        client.cfg, client._cluster = cfg, cluster
+        client._proxy, client._session_ts = cluster.proxy, 0
+        return client
+
     # -- lifecycle --------------------------------------------------------------------------
     @property
     def cluster(self) -> Standalone:

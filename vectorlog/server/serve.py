@@ -92,9 +92,17 @@ def serve(options: ServeOptions) -> int:
         options.tls_cert or os.environ.get(TLS_CERT_ENV) or None,
         options.tls_key or os.environ.get(TLS_KEY_ENV) or None,
     )
-    rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     log.info("opening the cluster at %s", options.uri or os.environ.get("VECTORLOG_LOG", "."))
-    client = Client(options.uri, **dict(options.settings))
+    return serve_client(Client(options.uri, **dict(options.settings)), options, token, tls)
+
+
+def serve_client(
+    client: Client, options: ServeOptions, token: str | None, tls: TlsFiles | None
+) -> int:
+    """Serves `client` (any Client: `vectorlog serve`'s, or a proxy process's attached one)
+    on both ports until SIGTERM/SIGINT, then closes it; returns 0. Raises InvalidArgument
+    for an address that cannot be bound."""
+    rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     grpc_server: GrpcServer | None = None
     try:
         config = rest_config(client, options.host, rest_port, token, tls)

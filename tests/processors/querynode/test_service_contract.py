@@ -141,3 +141,19 @@ def test_count_applies_the_filter_and_keys(setup: Setup):
     assert setup.service.count(setup.cid, setup.ts, expr=expr) == 4
     assert setup.service.count(setup.cid, setup.ts, keys=[1, 2, 50]) == 2
     assert setup.service.count(setup.cid, setup.ts, expr=expr, keys=[1, 7]) == 1
+
+
+def test_every_read_hides_the_rows_inserted_at_or_before_expire_ts(setup: Setup):
+    cid, ts, queries = setup.cid, setup.ts, np.array([[1.0, 0.0, 0.0, 1.0]], np.float32)
+    assert setup.service.count(cid, ts, expire_ts=setup.before) == 10
+    assert setup.service.count(cid, ts, expire_ts=ts) == 0
+    assert setup.service.query(cid, ts, ["id"], expire_ts=ts) == []
+    assert setup.service.query(cid, ts, ["id"], limit=2, expire_ts=setup.before) == [
+        {"id": 0},
+        {"id": 1},
+    ]
+    assert setup.service.get(cid, [1, 2], ts, ["id"], expire_ts=ts) == []
+    assert setup.service.get(cid, [2], ts, ["id"], expire_ts=setup.before) == [{"id": 2}]
+    assert setup.service.search(cid, queries, 3, ts, None, [], expire_ts=ts) == [[]]
+    (hits,) = setup.service.search(cid, queries, 3, ts, None, [], expire_ts=setup.before)
+    assert hits[0]["id"] == 1

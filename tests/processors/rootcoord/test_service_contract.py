@@ -8,6 +8,7 @@ extras (tick sources, the write guard) are held to it by the in-process implemen
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from vectorlog.core.errors import (
     CollectionNotFound,
     InvalidArgument,
 )
-from vectorlog.core.model import quick_schema
+from vectorlog.core.model import DataType, FieldSchema, quick_schema
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.service import RootCoordRpc, RootCoordService
 from vectorlog.rpc.rootcoord_client import RootCoordClient
@@ -185,3 +186,22 @@ def test_stamps_and_strong_reads_follow_the_clock(rootcoord: RootCoordService):
     with rootcoord.tick_source("contract").stamp() as ts:
         assert ts > earlier
     assert rootcoord.strong_ts() >= ts
+
+
+@every
+def test_a_partition_key_collection_has_the_partitions_asked(rootcoord: RootCoordRpc):
+    tenant = FieldSchema("tenant", DataType.INT64, is_partition_key=True)
+    schema = replace(SCHEMA, fields=(*SCHEMA.fields, tenant))
+    rootcoord.create_collection("keyed", schema, num_partitions=4)
+    described = rootcoord.describe_collection("keyed")
+    assert sorted(described.partitions) == [f"_default_{i}" for i in range(4)]
+
+
+@every
+def test_altered_properties_are_described(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("books", SCHEMA, properties={"collection.ttl.seconds": "60"})
+    assert rootcoord.describe_collection("books").properties["collection.ttl.seconds"] == "60"
+    rootcoord.alter_collection_properties("books", {"collection.ttl.seconds": "120"})
+    assert rootcoord.describe_collection("books").properties["collection.ttl.seconds"] == "120"
+    rootcoord.alter_collection_properties("books", {}, ["collection.ttl.seconds"])
+    assert "collection.ttl.seconds" not in rootcoord.describe_collection("books").properties

@@ -167,3 +167,14 @@ def test_ids_come_in_blocks_and_a_large_request_alone(
     assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))
     with pytest.raises(InvalidArgument, match="positive"):
         remote.allocate_ids(0)
+
+
+def test_a_wait_without_a_deadline_of_its_own_is_not_cut_short():
+    """A proxy serving a pymilvus call without a deadline passes grpcio's "no deadline"
+    (about 300 years) as the read's timeout; the wait must still be made."""
+    with served(querynode=FakeQueryNode()) as address:
+        client = QueryNodeClient(address)
+        try:
+            client.wait_tsafe([0], 0, timeout=1e10)
+        finally:
+            client.close()

@@ -1,0 +1,126 @@
+"""A cluster of real OS processes for the cluster-mode tests: one `vectorlog run ROLE` per
+role on the session's test broker, with `proxies` proxies, each on ports of its own; a role
+can be SIGKILLed and started again on the same ports and state directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from tests.support import wait_until
+
+#: the roles started before the proxies, in order (each needs those before it)
+BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
+#: serves an RPC the others call
+SERVING = ("rootcoord", "datacoord", "querynode")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Member:
+    """One process of the cluster: its role, name, ports and the running process."""
+
+    role: str
+    name: str
+    rpc_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+    port: int = field(default_factory=free_port)  # a proxy's gRPC
+    rest_port: int = field(default_factory=free_port)  # a proxy's REST v2
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def rpc(self) -> str:
+        return f"127.0.0.1:{self.rpc_port}"
+
+    @property
+    def uri(self) -> str:
+        """pymilvus's uri of a proxy."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def healthy(self) -> bool:
+        try:
+            url = f"http://127.0.0.1:{self.metrics_port}/healthz"
+            return httpx.get(url, timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+class ProcessCluster:
+    """`vectorlog run` children for every role; `close()` stops them all (SIGTERM, then
+    SIGKILL). Every child's stderr goes to `dir/<name>.log`."""
+
+    def __init__(self, bootstrap: str, dir: Path, proxies: int = 2) -> None:  # noqa: A002
+        self.bootstrap, self.dir = bootstrap, dir
+        self.cluster = f"c{uuid.uuid4().hex[:10]}"
+        self.storage = dir / "storage"
+        self.members = {r: Member(r, r) for r in BACKEND}
+        for i in range(1, proxies + 1):
+            self.members[f"proxy{i}"] = Member("proxy", f"proxy{i}")
+
+    def start_all(self, timeout: float = 120) -> None:
+        """Starts every member in order, each once the previous one is healthy."""
+        for name in self.members:
+            self.start(name, timeout)
+
+    def argv(self, m: Member) -> list[str]:
+        args = [sys.executable, "-m", "vectorlog.cli", "run", m.role]
+        args += ["--log", f"kafka://{self.bootstrap}", "--cluster", self.cluster]
+        args += ["--storage", str(self.storage), "--state-dir", str(self.dir / m.name)]
+        args += ["--name", m.name, "--metrics-port", str(m.metrics_port)]
+        if m.role in SERVING:
+            args += ["--rpc-port", str(m.rpc_port)]
+        if m.role == "proxy":
+            args += ["--port", str(m.port), "--rest-port", str(m.rest_port)]
+        for peer in SERVING:
+            if peer != m.role:
+                args += [f"--{peer}", self.members[peer].rpc]
+        return args
+
+    def start(self, name: str, timeout: float = 120) -> Member:
+        """Starts one member and waits for its /healthz; returns it. Fails the test with its
+        log if it exits first."""
+        m = self.members[name]
+        env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100"}
+        with (self.dir / f"{name}.log").open("ab") as err:
+            m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)
+        proc = m.proc
+        wait_until(lambda: proc.poll() is not None or m.healthy(), timeout, f"{name} healthy")
+        assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
+        return m
+
+    def kill(self, name: str) -> None:
+        """SIGKILLs one member and reaps it."""
+        proc = self.members[name].proc
+        assert proc is not None
+        proc.kill()
+        proc.wait()
+
+    def log(self, name: str) -> str:
+        path = self.dir / f"{name}.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def close(self) -> None:
+        """Stops every member: SIGTERM in reverse order, SIGKILL what is left after 30 s."""
+        running = [m.proc for m in reversed(self.members.values()) if m.proc is not None]
+        for proc in running:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in running:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,79 @@
+"""The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
+per role and two proxies): a row written through one proxy is read Strong through the other,
+both ways; flush and search answer; the query node SIGKILLed and started again serves every
+acknowledged row, those written while it was down too; each process says its lifecycle and
+serves /healthz and /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pymilvus import MilvusClient
+
+from tests.vectorlog.cluster.processes import ProcessCluster
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[ProcessCluster]:
+    made = ProcessCluster(kafka_bootstrap, tmp_path, proxies=2)
+    try:
+        made.start_all()
+        yield made
+    finally:
+        made.close()
+
+
+def _rows(first: int, n: int) -> list[dict[str, object]]:
+    return [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0]} for i in range(first, first + n)]
+
+
+def _ids(client: MilvusClient) -> set[int]:
+    rows = client.query("books", filter="id >= 0", output_fields=["id"], limit=1000)
+    return {int(r["id"]) for r in rows}
+
+
+def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessCluster):
+    one = MilvusClient(cluster.members["proxy1"].uri)
+    two = MilvusClient(cluster.members["proxy2"].uri)
+    one.create_collection("books", dimension=4, metric_type="L2", consistency_level="Strong")
+    assert one.insert("books", _rows(0, 10))["insert_count"] == 10
+    assert _ids(two) == set(range(10))  # written through 1, read Strong through 2
+    assert two.insert("books", _rows(10, 10))["insert_count"] == 10
+    assert _ids(one) == set(range(20))  # and the reverse
+
+    one.flush("books")
+    (hits,) = two.search("books", [[13.0, 0.0, 0.0, 1.0]], limit=3)
+    assert [h["id"] for h in hits] == [13, 12, 14] or [h["id"] for h in hits] == [13, 14, 12]
+
+    cluster.kill("querynode")
+    assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node
+    cluster.start("querynode")
+    assert _ids(two) == set(range(25))
+    assert two.query("books", filter="", output_fields=["count(*)"])[0]["count(*)"] == 25
+    (hits,) = one.search("books", [[22.0, 0.0, 0.0, 1.0]], limit=1)
+    assert hits[0]["id"] == 22
+
+
+def test_each_process_logs_its_lifecycle_and_serves_health_and_metrics(
+    cluster: ProcessCluster,
+):
+    for name, member in cluster.members.items():
+        metrics = httpx.get(f"http://127.0.0.1:{member.metrics_port}/metrics", timeout=5)
+        assert f'vectorlog_process_up{{role="{member.role}"}} 1.0' in metrics.text, name
+        assert f"{member.role} {name}: started" in cluster.log(name)
+    assert "rootcoord: became leader" in cluster.log("rootcoord")
+    assert "querynode: recovered" in cluster.log("querynode")
+    assert (
+        'processor="querynode"'
+        in httpx.get(
+            f"http://127.0.0.1:{cluster.members['querynode'].metrics_port}/metrics", timeout=5
+        ).text
+    )
+    cluster.close()
+    for name in cluster.members:
+        assert f"{name}: stopped" in cluster.log(name), cluster.log(name)

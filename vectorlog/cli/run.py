@@ -1,0 +1,100 @@
+"""`vectorlog run ROLE`: one process of the cluster mode (vectorlog.runners.process), logging
+one line per lifecycle change, serving /healthz and /metrics on --metrics-port, until SIGTERM
+or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from vectorlog.server.logs import FORMATS, LEVELS
+
+ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy")
+#: the exit code of a process that refused to start (its one line says why)
+REFUSED = 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Adds run's options to its subparser."""
+    p.add_argument("role", choices=ROLES)
+    p.add_argument("--log", required=True, help="kafka://host:port")
+    p.add_argument("--storage", required=True, help="the storage root every process sees")
+    p.add_argument("--state-dir", required=True, help="this process's own state directory")
+    p.add_argument("--name", help="this process's id, its ticks' source (default ROLE-PID)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--rpc-port", type=int, default=0, help="rootcoord/datacoord/querynode RPC")
+    p.add_argument("--metrics-port", type=int, default=0, help="/healthz and /metrics")
+    p.add_argument("--port", type=int, default=19530, help="proxy: gRPC port (default 19530)")
+    p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
+    for peer in ("rootcoord", "datacoord", "querynode"):
+        p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
+    p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
+    p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
+
+
+def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
+    """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
+    from vectorlog.config import Config
+    from vectorlog.core.errors import VectorlogError
+    from vectorlog.runners.health import HealthServer
+    from vectorlog.server.logs import configure
+    from vectorlog.server.serve import check_open
+
+    configure(args.log_level, args.log_format)
+    say = logging.getLogger("vectorlog.run")
+    name = args.name or f"{args.role}-{os.getpid()}"
+    health = HealthServer(args.role, args.host, args.metrics_port)
+    where = f"{args.host}:{health.port}"
+    say.info("%s %s: starting; /healthz and /metrics on %s", args.role, name, where)
+    try:
+        if args.role == "proxy":
+            check_open(args.host, None)  # no --token for a proxy process yet: local only
+        settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
+        cfg = Config.load(log=args.log, **settings)
+        runner = _runner(args, cfg, name)
+    except (VectorlogError, OSError) as exc:
+        health.close()
+        print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return REFUSED
+    health.runner, health.state = runner, "ok"
+    say.info("%s %s: started", args.role, name)
+    try:
+        if args.role == "proxy":
+            _serve_proxy(args, runner, cfg)
+        else:
+            _wait_for_signal()
+    finally:
+        health.state = "stopping"
+        say.info("%s %s: stopping", args.role, name)
+        runner.close()
+        health.close()
+        say.info("%s %s: stopped", args.role, name)
+    return 0
+
+
+def _runner(args: argparse.Namespace, cfg: Any, name: str) -> Any:
+    from vectorlog.runners.process import Peers, ProcessRunner
+
+    peers = Peers(args.rootcoord, args.datacoord, args.querynode)
+    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name)
+
+
+def _wait_for_signal() -> None:
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+
+
+def _serve_proxy(args: argparse.Namespace, runner: Any, cfg: Any) -> None:
+    from vectorlog.sdk.client import Client
+    from vectorlog.server.serve import ServeOptions, serve_client
+
+    options = ServeOptions(host=args.host, port=args.port, rest_port=args.rest_port)
+    serve_client(Client.attached(runner, cfg), options, None, None)  # closes the runner too

@@ -1,0 +1,84 @@
+"""`/healthz` and Prometheus `/metrics` of one process of the cluster mode, on its own port.
+
+`/healthz` answers 200 "ok" once the process's processors are started and 503 "starting" or
+"stopping" otherwise; `/metrics` has `vectorlog_process_up{role}` and, per processor the
+process runs, `vectorlog_consumer_next_offset{processor, topic, partition}`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+PROCESSORS = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
+
+
+class _Gauges(Collector):
+    def __init__(self, role: str, runner: Callable[[], Any]) -> None:
+        self.role, self.runner = role, runner
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        runner = self.runner()
+        up = GaugeMetricFamily("vectorlog_process_up", "1 once started", labels=["role"])
+        up.add_metric([self.role], 1 if runner is not None else 0)
+        yield up
+        family = GaugeMetricFamily(
+            "vectorlog_consumer_next_offset",
+            "the next offset a processor of this process reads",
+            labels=["processor", "topic", "partition"],
+        )
+        for name in PROCESSORS:
+            next_offsets = getattr(getattr(runner, name, None), "next_offsets", None)
+            if next_offsets is None:
+                continue
+            try:
+                offsets = next_offsets()
+            except Exception:  # a scrape never fails: the store closed meanwhile
+                continue
+            for (topic, partition), nxt in sorted(offsets.items()):
+                family.add_metric([name, topic, str(partition)], nxt)
+        yield family
+
+
+class HealthServer:
+    """Serves /healthz and /metrics on `port` (0: any free one) in a daemon thread."""
+
+    def __init__(self, role: str, host: str, port: int) -> None:
+        self.state, self.runner = "starting", None
+        registry = CollectorRegistry()
+        registry.register(_Gauges(role, lambda: self.runner))
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path == "/healthz":
+                    ok = outer.state == "ok"
+                    self._send(200 if ok else 503, outer.state.encode(), "text/plain")
+                elif self.path == "/metrics":
+                    self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
+                else:
+                    self._send(404, b"not found", "text/plain")
+
+            def _send(self, code: int, body: bytes, kind: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer((host, port), Handler)
+        self.port = self._http.server_address[1]
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()

@@ -1,0 +1,143 @@
+"""A RootCoordService for a process that is not rootcoord's (cluster mode): RootCoordRpc goes
+to rootcoord over the network, and the in-process constructs are this process's own.
+
+Time: the process's writes are stamped by its own soft barrier and ticked onto every dml
+pchannel by its own `Ticker`, with its source id, every interval (its heartbeat); consumers
+take the minimum over the live sources (streams.msgstream). A source whose ticks stay more
+than the liveness window behind the newest leaves that minimum, so a write held in flight that
+long, or written while the process's ticks stalled that long, may land below a tick the
+consumers already passed and be dead-lettered: such a write fails with WriteOutcomeUnknown
+instead of being acknowledged (`BoundedTickSource`).
+
+Drops: no lock crosses processes; a write checks that its collection (and partition) still
+exists when it is stamped, and a write stamped after a drop is discarded by the consumers,
+which settle the order from the log. A Strong read reads at a timestamp fresh from the oracle
+(one RPC, never from a block), so it passes every write acknowledged anywhere before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
+from vectorlog.core.model import CollectionInfo
+from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
+from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
+
+
+class WriteTooSlow(WriteOutcomeUnknown):
+    """A write was acknowledged too long after its writer's last tick: consumers may have
+    dropped the writer from their minimum and passed its ts, so it may be applied or
+    dead-lettered."""
+
+    def __init__(self, ts: int, seconds: float, limit: float) -> None:
+        super().__init__(
+            f"the write stamped {ts} was acknowledged {seconds:.1f} s after this process's "
+            f"last time tick before it, more than {limit:.1f} s (half the tick liveness "
+            "window): consumers may have passed its ts, so it may or may not be applied; "
+            "read before retrying it"
+        )
+        self.ts = ts
+
+
+class BoundedTickSource(TickSource):
+    """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the block
+    ended within `limit_s` seconds of when this process's last tick appended before the
+    stamp was computed (`heard()`, monotonic; None: no tick appended yet), plus how old a
+    timestamp of the client's block may already be.
+
+    A write is safe when its writer is live for the consumers where the write lands: the
+    writer's latest tick on the log is then less than the liveness window behind the newest.
+    Its latest tick is at least the one `heard()` names (or, while the write is in flight,
+    the write's ts - 1, younger still), and the newest is at most as young as the landing:
+    so the bound covers a slow write and a writer whose ticks stalled before it alike."""
+
+    def __init__(
+        self,
+        name: str,
+        tso: Clock,
+        limit_s: float,
+        ts_age_s: float,
+        heard: Callable[[], float | None],
+    ) -> None:
+        super().__init__(name, tso)
+        self.limit_s, self._ts_age_s, self._heard = limit_s, ts_age_s, heard
+
+    @contextlib.contextmanager
+    def stamp(self) -> Iterator[int]:
+        """Yields a fresh ts held in flight until exit. Raises WriteTooSlow on a clean exit
+        that came too late (the block's effects happened: the outcome is unknown)."""
+        heard = self._heard()
+        with super().stamp() as ts:
+            yield ts
+        since = math.inf if heard is None else time.monotonic() - heard + self._ts_age_s
+        if since > self.limit_s:
+            raise WriteTooSlow(ts, since, self.limit_s)
+
+
+class RemoteRootCoord:
+    """RootCoordService: `client`'s RootCoordRpc plus this process's barrier and ticker."""
+
+    def __init__(
+        self,
+        client: RootCoordClient,
+        log: Log,
+        dml: str,
+        serde: EventSerde,
+        source: str,
+        interval: float,
+        liveness_ms: int = DEFAULT_LIVENESS_MS,
+    ) -> None:
+        """`source`: the id this process's ticks carry; `interval`: seconds between them;
+        `liveness_ms`: the consumers' liveness window (a write may take half of it)."""
+        self.client = client
+        self.barrier = SoftBarrier()
+        self.ticker = Ticker(log, dml, serde, self.barrier, interval, source=source, heartbeat=True)
+        self.write_limit_s = liveness_ms / 2000
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)  # the rest of RootCoordRpc
+
+    def tick_source(self, name: str) -> BoundedTickSource:
+        """Returns a new stamper registered with this process's barrier."""
+        source = BoundedTickSource(
+            name, self.client, self.write_limit_s, TS_MAX_AGE_S, lambda: self.ticker.heard_at
+        )
+        self.barrier.register(source)
+        return source
+
+    def request_tick(self, after: int | None = None) -> None:
+        """Asks this process's ticker for a tick now (the others tick every interval)."""
+        self.ticker.request(after)
+
+    def strong_ts(self) -> int:
+        """Returns a fresh timestamp of the oracle (one RPC)."""
+        return self.client.allocate_timestamps(1)
+
+    @contextlib.contextmanager
+    def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
+        """Raises CollectionNotFound / PartitionNotFound if the collection with `info`'s id
+        (or the partition) is gone now; holds nothing (consumers discard what a drop passed)."""
+        now = self.client.describe_collection(info.name)
+        if now.collection_id != info.collection_id:
+            raise CollectionNotFound(info.name)
+        if partition_id != -1 and partition_id not in now.partitions.values():
+            names = [n for n, p in info.partitions.items() if p == partition_id]
+            raise PartitionNotFound(info.name, names[0] if names else str(partition_id))
+        yield
+
+    def start(self) -> None:
+        self.ticker.start()
+
+    def stop(self) -> None:
+        self.ticker.stop()
+
+    def close(self) -> None:
+        self.client.close()
