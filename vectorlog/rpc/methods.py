@@ -10,7 +10,8 @@ served one (test_wire pins each served service's fingerprint).
 Versions served, each service's v2: RootCoord v2 added `num_partitions` (partition keys) to
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
-GetCompactionGroups and to Search, Query, Get and Count. The v1s are retired, not served: a v1
+GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
+field of a collection with several). The v1s are retired, not served: a v1
 read would have shown expired rows, a v1 create would have ignored the partition count, and
 nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
 """
@@ -163,6 +164,7 @@ QUERYNODE = _service(
             ("metric", ["null", "string"]),
             ("group_size", LONG),
             *EXPIRE,
+            ("anns_field", ["null", "string"]),
         ),
         VALUE,
     ),

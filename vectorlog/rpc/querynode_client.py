@@ -53,6 +53,7 @@ class QueryNodeClient:
         metric: str | None = None,
         group_size: int = 1,
         expire_ts: int = 0,
+        anns_field: str | None = None,
     ) -> list[list[Hit]]:
         return list(
             self._rpc.call(
@@ -70,6 +71,7 @@ class QueryNodeClient:
                 metric=metric,
                 group_size=group_size,
                 expire_ts=expire_ts,
+                anns_field=anns_field,
             )
         )
 
