@@ -50,6 +50,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.bulkload_bench
 	$(BIN)/python -m benchmarks.rebuild_bench
 	$(BIN)/python -m benchmarks.compaction_bench
+	$(BIN)/python -m benchmarks.scalar_index_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .
