@@ -146,17 +146,3 @@ def test_no_compaction_is_planned_for_growing_segments(setup: Setup):
     assert setup.service.compaction_groups(cid, horizon=0) == []
     policy = CompactionPolicy(small_fraction=1.0, min_segments=1)
     assert setup.service.compaction_groups(cid, horizon=0, policy=policy) == []
-
-
-def test_a_flushed_segment_holding_expired_rows_is_planned_alone(setup: Setup):
-    if isinstance(setup.service, FakeDataCoord):
-        pytest.skip("the twin's segments hold no binlogs, so it plans no compaction")
-    setup.write(setup.books, 4)
-    cid = setup.books.collection_id
-    flushing = setup.service.flush(cid)
-    setup.service.wait_flushed(flushing, timeout=60)
-    assert setup.service.compaction_groups(cid, horizon=0) == []
-    groups = setup.service.compaction_groups(cid, horizon=0, expire_ts=compose(wall_ms()))
-    planned = sorted(s["segment_id"] for g in groups for s in g["segments"])
-    assert planned == sorted(flushing) and all(len(g["segments"]) == 1 for g in groups)
-    assert setup.service.compaction_groups(cid, horizon=0, expire_ts=1) == []
