@@ -10,22 +10,11 @@ import numpy as np
 
 from vectorlog.core.errors import DatabaseNotFound
 from vectorlog.core.model import DataType
+from vectorlog.core.scalar_index import GO_NAMES
 from vectorlog.server.rest_errors import bad_format, missing
 
-#: Milvus's REST data type names
-TYPE_NAMES = {
-    DataType.BOOL: "Bool",
-    DataType.INT8: "Int8",
-    DataType.INT16: "Int16",
-    DataType.INT32: "Int32",
-    DataType.INT64: "Int64",
-    DataType.FLOAT: "Float",
-    DataType.DOUBLE: "Double",
-    DataType.VARCHAR: "VarChar",
-    DataType.JSON: "JSON",
-    DataType.ARRAY: "Array",
-    DataType.FLOAT_VECTOR: "FloatVector",
-}
+#: Milvus's REST data type names: Go's names of the data types, as its messages print them
+TYPE_NAMES = GO_NAMES
 _BY_NAME = {name.lower(): dtype for dtype, name in TYPE_NAMES.items()}
 
 #: JSON kinds a field may have: "str", "int", "bool", "number", "list", "dict", "ids", "any"
