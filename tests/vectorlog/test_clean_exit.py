@@ -56,6 +56,7 @@ def test_short_programs_exit_cleanly(client_args: dict[str, Any], tmp_path: Path
 
 
 @pytest.mark.slow  # a JVM start and a Spark flush per program: over 30 s each here
+@pytest.mark.timeout(900)
 def test_a_program_with_the_spark_data_node_exits_cleanly(
     client_args: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -63,6 +64,7 @@ def test_a_program_with_the_spark_data_node_exits_cleanly(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 200 programs, 20 with a JVM: well past the suite's 300 s default
 def test_two_hundred_programs_exit_cleanly(client_args: dict[str, Any], tmp_path: Path) -> None:
     """100 per backend: 90 with the local data node, 10 with the Spark one."""
     programs(client_args, tmp_path / "local", 90)
