@@ -8,9 +8,12 @@ at the position its caller stored. Consumer-group offsets are never used as the 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from vectorlog.streams.errors import TopicPartitionNotFound
 
 #: Kafka record headers: (name, value) pairs, in order; names need not be unique
 Headers = tuple[tuple[str, bytes], ...]
@@ -160,3 +163,34 @@ def start_offsets(log: Log, topic: str) -> dict[int, int]:
     if isinstance(log, Truncatable):
         return log.start_offsets(topic)
     return dict.fromkeys(range(log.partitions(topic)), 0)
+
+
+class PartitionCursor(ABC):
+    """The positions a reader of one topic holds, per partition, and the round-robin read
+    that advances them: a reader supplies `_read(partition, offset, max_records)`."""
+
+    def __init__(self, topic: str, positions: dict[int, int]) -> None:
+        self._topic, self._pos = topic, dict(positions)
+
+    @abstractmethod
+    def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
+        """Returns up to `max_records` records of `partition` from `offset` (its backend's)."""
+
+    def _collect(self, max_records: int) -> list[Record]:
+        """Returns up to `max_records` next records over the partitions, advancing them."""
+        out: list[Record] = []
+        for p, off in self._pos.items():
+            if len(out) >= max_records:
+                break
+            got = self._read(p, off, max_records - len(out))
+            if got:
+                self._pos[p] = got[-1].offset + 1
+                out.extend(got)
+        return out
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Moves `partition`'s position to `offset`. Raises TopicPartitionNotFound for a
+        topic or partition this reader does not read."""
+        if topic != self._topic or partition not in self._pos:
+            raise TopicPartitionNotFound(topic, partition)
+        self._pos[partition] = offset

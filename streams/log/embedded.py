@@ -42,7 +42,7 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
-from vectorlog.streams.log.base import Append, Record, check_sizes
+from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
@@ -365,12 +365,12 @@ class EmbeddedLog:
                 LOG.warning("embedded log %s: close failed: %s", self.path, exc)
 
 
-class EmbeddedReader:
+class EmbeddedReader(PartitionCursor):
     """Reads partitions of one topic of an `EmbeddedLog`, waking on appends."""
 
     def __init__(self, log: EmbeddedLog, topic: str, positions: dict[int, int]) -> None:
-        self._log, self._topic = log, topic
-        self._pos = dict(positions)
+        super().__init__(topic, positions)
+        self._log = log
         self._closed = False
 
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
@@ -380,21 +380,8 @@ class EmbeddedReader:
             out = self._collect(max_records)
         return out
 
-    def _collect(self, max_records: int) -> list[Record]:
-        out: list[Record] = []
-        for p, off in self._pos.items():
-            if len(out) >= max_records:
-                break
-            got = self._log._read(self._topic, p, off, max_records - len(out))
-            if got:
-                self._pos[p] = got[-1].offset + 1
-                out.extend(got)
-        return out
-
-    def seek(self, topic: str, partition: int, offset: int) -> None:
-        if topic != self._topic or partition not in self._pos:
-            raise TopicPartitionNotFound(topic, partition)
-        self._pos[partition] = offset
+    def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
+        return self._log._read(self._topic, partition, offset, max_records)
 
     def close(self) -> None:
         self._closed = True

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vectorlog.streams.errors import LogError, OffsetOutOfRange, TopicPartitionNotFound
-from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.log.base import Append, PartitionCursor, Record
 from vectorlog.streams.log.embedded import DEFAULT_MAX_MESSAGE_BYTES
 from vectorlog.streams.log.secondary import EmbeddedFollower
 
@@ -74,12 +74,12 @@ class FollowerLog:
         self._follower.close()
 
 
-class FollowerReader:
+class FollowerReader(PartitionCursor):
     """Reads partitions of one topic through a follower, catching up while it finds none."""
 
     def __init__(self, follower: EmbeddedFollower, topic: str, positions: dict[int, int]):
-        self._follower, self._topic = follower, topic
-        self._pos = dict(positions)
+        super().__init__(topic, positions)
+        self._follower = follower
 
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
         """Returns up to `max_records` next records, waiting up to `timeout` for new ones.
@@ -92,24 +92,11 @@ class FollowerReader:
             time.sleep(min(_RECHECK_S, max(0.0, deadline - time.monotonic())))
             self._follower.catch_up()
 
-    def _collect(self, max_records: int) -> list[Record]:
-        out: list[Record] = []
-        for p, off in self._pos.items():
-            if len(out) >= max_records:
-                break
-            start = self._follower.start(self._topic, p)
-            if off < start:
-                raise OffsetOutOfRange(self._topic, p, off, start)
-            got = list(self._follower.scan(self._topic, p, off, off + max_records - len(out)))
-            if got:
-                self._pos[p] = got[-1].offset + 1
-                out.extend(got)
-        return out
-
-    def seek(self, topic: str, partition: int, offset: int) -> None:
-        if topic != self._topic or partition not in self._pos:
-            raise TopicPartitionNotFound(topic, partition)
-        self._pos[partition] = offset
+    def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
+        start = self._follower.start(self._topic, partition)
+        if offset < start:
+            raise OffsetOutOfRange(self._topic, partition, offset, start)
+        return list(self._follower.scan(self._topic, partition, offset, offset + max_records))
 
     def close(self) -> None:
         """Nothing to release: the follower belongs to its FollowerLog."""
