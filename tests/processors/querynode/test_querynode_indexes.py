@@ -119,8 +119,10 @@ def test_a_pending_load_completes_once_its_rows_are_applied(
     replica = node.replicas[CID]
     assert replica.serving(P1, SEG) is None and loader.pending
     rows(node, x, 600, 1000, SEG, T0 + 2)
-    wait_until(lambda: replica.serving(P1, SEG) == INDEX_ID, 30, "the index loaded")
-    assert not loader.pending
+    # The loader serves the index, then forgets the pending load: wait for both.
+    wait_until(
+        lambda: replica.serving(P1, SEG) == INDEX_ID and not loader.pending, 30, "the index loaded"
+    )
     assert [g[0] for g in top_ids(node, x[[10, 900]])] == [10, 900]
 
 
