@@ -31,6 +31,7 @@ from vectorlog.core.model import (
     quick_schema,
 )
 from vectorlog.core.types import Hit, IndexSpec
+from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 
 
 class HybridClock:
@@ -525,3 +526,27 @@ def _nearest(
         }
         for i in order
     ]
+
+
+@dataclass
+class FakeIndexNode:
+    """IndexNodeService over settable facts: the Flushed segments' rows per collection
+    (`flushed`), the indexes that exist (`indexes`), the (segment, index) builds done and
+    failed, computed into progress as the real node computes it."""
+
+    flushed: dict[int, dict[int, int]] = field(default_factory=dict)  # cid: {segment: rows}
+    indexes: set[tuple[int, int]] = field(default_factory=set)  # (cid, index_id)
+    built: set[tuple[int, int]] = field(default_factory=set)  # (segment, index_id)
+    failed: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def progress(self, collection_id: int, index_id: int) -> IndexProgress:
+        segments = self.flushed.get(collection_id, {})
+        total = sum(segments.values())
+        if (collection_id, index_id) not in self.indexes:
+            return IndexProgress(0, 0, 0, FINISHED)
+        indexed = sum(n for s, n in segments.items() if (s, index_id) in self.built)
+        reasons = "".join(
+            f"{s}: {self.failed[(s, index_id)]};" for s in segments if (s, index_id) in self.failed
+        )
+        state = FAILED if reasons else FINISHED if indexed == total else IN_PROGRESS
+        return IndexProgress(indexed, total, total - indexed, state, reasons)

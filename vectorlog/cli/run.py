@@ -27,11 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", required=True, help="this process's own state directory")
     p.add_argument("--name", help="this process's id, its ticks' source (default ROLE-PID)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--rpc-port", type=int, default=0, help="rootcoord/datacoord/querynode RPC")
+    p.add_argument("--rpc-port", type=int, default=0, help="the role's RPC (not datanode, proxy)")
     p.add_argument("--metrics-port", type=int, default=0, help="/healthz and /metrics")
     p.add_argument("--port", type=int, default=19530, help="proxy: gRPC port (default 19530)")
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
-    for peer in ("rootcoord", "datacoord", "querynode"):
+    for peer in ("rootcoord", "datacoord", "querynode", "indexnode"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
 def _runner(args: argparse.Namespace, cfg: Any, name: str) -> Any:
     from vectorlog.runners.process import Peers, ProcessRunner
 
-    peers = Peers(args.rootcoord, args.datacoord, args.querynode)
+    peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode)
     return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name)
 
 

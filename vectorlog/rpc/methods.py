@@ -11,7 +11,8 @@ Versions served, each service's v2: RootCoord v2 added `num_partitions` (partiti
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
-field of a collection with several). The v1s are retired, not served: a v1
+field of a collection with several). IndexNode v1 serves the build progress describe_index
+reports. The other v1s are retired, not served: a v1
 read would have shown expired rows, a v1 create would have ignored the partition count, and
 nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
 """
@@ -204,4 +205,9 @@ QUERYNODE = _service(
         LONG,
     ),
 )
-SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE)}
+INDEXNODE = _service(
+    "IndexNode",
+    "v1",
+    Method("GetIndexProgress", "progress", (("collection_id", LONG), ("index_id", LONG)), VALUE),
+)
+SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE)}

@@ -1,5 +1,6 @@
 """The classes and enums an RPC payload may carry as a `Value` (values.py), by name: the
-model's dataclasses, a checked filter expression and its tree, the compaction policy."""
+model's dataclasses, a checked filter expression and its tree, the compaction policy, an
+index's build progress."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from vectorlog.core.model import (
 from vectorlog.core.types import IndexSpec
 from vectorlog.expr import Expr, nodes
 from vectorlog.processors.datacoord.service import CompactionPolicy
+from vectorlog.processors.indexnode.service import IndexProgress
 
 
 def _expr_nodes() -> list[type]:
@@ -34,6 +36,7 @@ _CLASSES: list[type] = [
     FieldSchema,
     IndexSpec,
     CompactionPolicy,
+    IndexProgress,
     Expr,
     *_expr_nodes(),
 ]

@@ -1,6 +1,6 @@
 """`RpcServer`: one gRPC server serving processors' services (RootCoordRpc, DataCoordService,
-QueryNodeService) to other processes, each call decoded per methods.py and forwarded to the
-implementation it wraps; a raised error travels back as errors.py says."""
+QueryNodeService, IndexNodeService) to other processes, each call decoded per methods.py and
+forwarded to the implementation it wraps; a raised error travels back as errors.py says."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import grpc
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordRpc
 from vectorlog.rpc import wire
 from vectorlog.rpc.errors import status_of
-from vectorlog.rpc.methods import DATACOORD, QUERYNODE, ROOTCOORD, Method, Service
+from vectorlog.rpc.methods import DATACOORD, INDEXNODE, QUERYNODE, ROOTCOORD, Method, Service
 
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes, grpc.ServicerContext], bytes]
@@ -65,12 +66,18 @@ class RpcServer:
         rootcoord: RootCoordRpc | None = None,
         datacoord: DataCoordService | None = None,
         querynode: QueryNodeService | None = None,
+        indexnode: IndexNodeService | None = None,
         workers: int = 16,
     ) -> None:
         """`address`: host:port to listen on (port 0: any free port)."""
         self._address = address
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
-        served = [(ROOTCOORD, rootcoord), (DATACOORD, datacoord), (QUERYNODE, querynode)]
+        served = [
+            (ROOTCOORD, rootcoord),
+            (DATACOORD, datacoord),
+            (QUERYNODE, querynode),
+            (INDEXNODE, indexnode),
+        ]
         handlers = [_generic(s, t) for s, t in served if t is not None]
         if not handlers:
             raise InvalidArgument("an RpcServer needs at least one service to serve")

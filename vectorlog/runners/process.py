@@ -3,15 +3,15 @@
 every process sees and this process's own state directory.
 
 Processes meet through the log and the RPCs of vectorlog.rpc, at addresses given on the
-command line (`--rootcoord`, `--datacoord`, `--querynode`): the supervisor (`vectorlog
+command line (`--rootcoord`, `--datacoord`, `--querynode`, `--indexnode`: the build
+progress describe_index reports): the supervisor (`vectorlog
 cluster up`) knows them, and an operator's unit files or manifests name them as they name the
 broker, so nothing has to be discovered and nothing stale can be found. Rootcoord takes the
 cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
 datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
 Not run here yet: the proxy's ingest consumer, bulk insert and compaction (they need
-rootcoord's and datacoord's internals, not their RPCs), the index node's build progress at
-the proxy (describe_index reports every index Finished), the meta GC, log retention and
+rootcoord's and datacoord's internals, not their RPCs), the meta GC, log retention and
 topic snapshots (Kafka keeps its topics whole until their retention).
 """
 
@@ -35,6 +35,7 @@ from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.datacoord_client import DataCoordClient
+from vectorlog.rpc.indexnode_client import IndexNodeClient
 from vectorlog.rpc.querynode_client import QueryNodeClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
@@ -51,7 +52,7 @@ _T = TypeVar("_T")
 #: consumers of dml written by several processes warm up after resuming (streams.msgstream)
 SEVERAL_WRITERS = TickPolicy(warm_up=True)
 #: the roles whose services other processes call over RPC (at the --ROLE address)
-RPC_ROLES = ("rootcoord", "datacoord", "querynode")
+RPC_ROLES = ("rootcoord", "datacoord", "querynode", "indexnode")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Peers:
     rootcoord: str | None = None
     datacoord: str | None = None
     querynode: str | None = None
+    indexnode: str | None = None
 
 
 class ProcessRunner:
@@ -68,8 +70,8 @@ class ProcessRunner:
 
     Public attributes, as `Standalone`'s where the role has them (the servers read `proxy`,
     `log`, `topics`, `tso`; /metrics reads each processor's `next_offsets`): `role`, `cfg`,
-    `log`, `topics`, `serdes`, `rpc` (the RpcServer of rootcoord, datacoord or the query
-    node), `proxy`, `rootcoord`, `datacoord`, `querynode`, `datanode`, `indexnode`."""
+    `log`, `topics`, `serdes`, `rpc` (the RpcServer of rootcoord, datacoord, the query node
+    or the index node), `proxy`, `rootcoord`, `datacoord`, `querynode`, `datanode`, `indexnode`."""
 
     def __init__(
         self, role: str, cfg: Config, peers: Peers, rpc_address: str | None, name: str
@@ -114,9 +116,7 @@ class ProcessRunner:
             if spec.name in builder:
                 builder[spec.name]()
         names = {s.name for s in self.specs}
-        served = {
-            k: getattr(self, k) for k in ("rootcoord", "datacoord", "querynode") if k in names
-        }
+        served = {k: getattr(self, k) for k in RPC_ROLES if k in names}
         if served:
             self.rpc = RpcServer(rpc_address or "127.0.0.1:0", **served)
             self.rpc.start()
@@ -248,10 +248,12 @@ class ProcessRunner:
         rc = cast(RootCoordService, remote)
         dc = DataCoordClient(self._need("datacoord"))
         qn = QueryNodeClient(self._need("querynode"))
-        self._stack.callback(dc.close)
-        self._stack.callback(qn.close)
+        ix = IndexNodeClient(self._need("indexnode"))
+        for client in (dc, qn, ix):
+            self._stack.callback(client.close)
+        timeout = self.cfg.read_timeout_s
         self.proxy: Any = Proxy(
-            name, rc, dc, qn, self.log, self.topics, self.serdes, self.cfg.read_timeout_s
+            name, rc, dc, qn, self.log, self.topics, self.serdes, timeout, indexnode=ix
         )
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
 

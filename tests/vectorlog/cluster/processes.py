@@ -20,7 +20,7 @@ from tests.support import wait_until
 #: the roles started before the proxies, in order (each needs those before it)
 BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
 #: serves an RPC the others call
-SERVING = ("rootcoord", "datacoord", "querynode")
+SERVING = ("rootcoord", "datacoord", "querynode", "indexnode")
 
 
 def free_port() -> int:

@@ -1,8 +1,8 @@
 """The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
 per role and two proxies): a row written through one proxy is read Strong through the other,
-both ways; flush and search answer; the query node SIGKILLed and started again serves every
-acknowledged row, those written while it was down too; each process says its lifecycle and
-serves /healthz and /metrics."""
+both ways; flush and search answer, describe_index reports the index node's builds; the query
+node SIGKILLed and started again serves every acknowledged row, those written while it was
+down too; each process says its lifecycle and serves /healthz and /metrics."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import httpx
 import pytest
 from pymilvus import MilvusClient
 
+from tests.support import wait_until
 from tests.vectorlog.cluster.processes import ProcessCluster
 
 pytestmark = pytest.mark.kafka
@@ -49,6 +50,13 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     one.flush("books")
     (hits,) = two.search("books", [[13.0, 0.0, 0.0, 1.0]], limit=3)
     assert [h["id"] for h in hits] == [13, 12, 14] or [h["id"] for h in hits] == [13, 14, 12]
+    # describe_index through a proxy process reports the index node process's builds
+    wait_until(
+        lambda: two.describe_index("books", "vector").get("indexed_rows") == 20,
+        60,
+        "the flushed rows indexed, as the proxy reports",
+    )
+    assert two.describe_index("books", "vector")["state"] == "Finished"
 
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node
