@@ -4,7 +4,7 @@ deadline; it reconnects by itself (backoff 0.1-1 s) once the server is back."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import grpc
 
@@ -69,3 +69,21 @@ class RpcChannel:
     def close(self) -> None:
         """Closes the connection; later calls fail."""
         self._channel.close()
+
+
+class ServiceClient:
+    """The base of a service's network client: a channel to the RpcServer at `address`
+    serving `SERVICE`, its `address`, and `close`."""
+
+    SERVICE: ClassVar[Service]
+
+    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+        self._rpc = RpcChannel(self.SERVICE, address, deadline_s)
+
+    @property
+    def address(self) -> str:
+        return self._rpc.address
+
+    def close(self) -> None:
+        """Closes the connection; later calls fail."""
+        self._rpc.close()

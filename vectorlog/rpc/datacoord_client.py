@@ -6,22 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.processors.datacoord.service import CompactionPolicy
-from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
+from vectorlog.rpc.channel import ServiceClient
 from vectorlog.rpc.methods import DATACOORD
 
 
-class DataCoordClient:
+class DataCoordClient(ServiceClient):
     """DataCoordService of the datacoord serving at `address` (an RpcServer)."""
 
-    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
-        self._rpc = RpcChannel(DATACOORD, address, deadline_s)
-
-    @property
-    def address(self) -> str:
-        return self._rpc.address
-
-    def close(self) -> None:
-        self._rpc.close()
+    SERVICE = DATACOORD
 
     def assign_segments(
         self,

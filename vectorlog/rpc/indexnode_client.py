@@ -4,22 +4,14 @@ proxy process whose describe_index reports the builds of the index node process.
 from __future__ import annotations
 
 from vectorlog.processors.indexnode.service import IndexProgress
-from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
+from vectorlog.rpc.channel import ServiceClient
 from vectorlog.rpc.methods import INDEXNODE
 
 
-class IndexNodeClient:
+class IndexNodeClient(ServiceClient):
     """IndexNodeService of the index node serving at `address` (an RpcServer)."""
 
-    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
-        self._rpc = RpcChannel(INDEXNODE, address, deadline_s)
-
-    @property
-    def address(self) -> str:
-        return self._rpc.address
-
-    def close(self) -> None:
-        self._rpc.close()
+    SERVICE = INDEXNODE
 
     def progress(self, collection_id: int, index_id: int) -> IndexProgress:
         """Returns the build progress of the index. Raises ServiceUnavailable if no answer

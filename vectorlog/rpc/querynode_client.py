@@ -9,25 +9,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vectorlog.core.types import Hit
-from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
+from vectorlog.rpc.channel import ServiceClient
 from vectorlog.rpc.methods import QUERYNODE
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
 
 
-class QueryNodeClient:
+class QueryNodeClient(ServiceClient):
     """QueryNodeService of the query node serving at `address` (an RpcServer)."""
 
-    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
-        self._rpc = RpcChannel(QUERYNODE, address, deadline_s)
-
-    @property
-    def address(self) -> str:
-        return self._rpc.address
-
-    def close(self) -> None:
-        self._rpc.close()
+    SERVICE = QUERYNODE
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return int(self._rpc.call("GetTSafe", pchannels=list(pchannels)))
