@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -131,8 +130,8 @@ class Ticker:
         self._last_activity = -1
         self._covered = (0, -1)  # the last tick appended, the activity read before computing it
         self._requested = threading.Event()
-        #: when (monotonic s) the last tick appended was computed; None: none appended yet
-        self.heard_at: float | None = None
+        #: the value of the last tick appended; None: none appended yet
+        self.heard: int | None = None
         self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
 
     def start(self) -> None:
@@ -163,7 +162,6 @@ class Ticker:
 
     def tick_once(self) -> int | None:
         """Appends one tick to every partition if it advanced; returns it."""
-        computed = time.monotonic()
         activity = self._barrier.activity()  # before the tick: see quiet_tick
         t = self._barrier.tick()
         if t is None or t <= self._last:
@@ -174,7 +172,7 @@ class Ticker:
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
         self._last = t
         self._covered = (t, activity)
-        self.heard_at = computed
+        self.heard = t
         return t
 
     def _run(self) -> None:

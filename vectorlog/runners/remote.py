@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
+from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionInfo
 from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
 from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
@@ -39,25 +40,27 @@ class WriteTooSlow(WriteOutcomeUnknown):
 
     def __init__(self, ts: int, seconds: float, limit: float) -> None:
         super().__init__(
-            f"the write stamped {ts} was acknowledged {seconds:.1f} s after this process's "
-            f"last time tick before it, more than {limit:.1f} s (half the tick liveness "
-            "window): consumers may have passed its ts, so it may or may not be applied; "
-            "read before retrying it"
+            f"the write stamped {ts} was acknowledged up to {seconds:.1f} s of log time after "
+            f"this process's last time tick before it, more than {limit:.1f} s (half the "
+            "tick liveness window): consumers may have passed its ts, so it may or may not "
+            "be applied; read before retrying it"
         )
         self.ts = ts
 
 
 class BoundedTickSource(TickSource):
     """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the block
-    ended within `limit_s` seconds of when this process's last tick appended before the
-    stamp was computed (`heard()`, monotonic; None: no tick appended yet), plus how old a
-    timestamp of the client's block may already be.
+    ended within `limit_s` seconds of log time after the value of this process's last tick
+    appended before the stamp (`heard()`, a ts; None: no tick appended yet).
 
     A write is safe when its writer is live for the consumers where the write lands: the
     writer's latest tick on the log is then less than the liveness window behind the newest.
-    Its latest tick is at least the one `heard()` names (or, while the write is in flight,
-    the write's ts - 1, younger still), and the newest is at most as young as the landing:
-    so the bound covers a slow write and a writer whose ticks stalled before it alike."""
+    Its latest tick is at least the one `heard()` names, and the newest is at most the
+    oracle's time at the landing: the write's ts, plus how old a timestamp of the client's
+    block may already be (`ts_age_s`), plus the time the block took. The tick's value counts,
+    not when it was appended: a tick held back by an older write in flight is appended late
+    with an old value, and the consumers judge the value. So the bound covers a slow write, a
+    writer whose ticks stalled, and one whose ticks were held back, alike."""
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class BoundedTickSource(TickSource):
         tso: Clock,
         limit_s: float,
         ts_age_s: float,
-        heard: Callable[[], float | None],
+        heard: Callable[[], int | None],
     ) -> None:
         super().__init__(name, tso)
         self.limit_s, self._ts_age_s, self._heard = limit_s, ts_age_s, heard
@@ -74,10 +77,13 @@ class BoundedTickSource(TickSource):
     def stamp(self) -> Iterator[int]:
         """Yields a fresh ts held in flight until exit. Raises WriteTooSlow on a clean exit
         that came too late (the block's effects happened: the outcome is unknown)."""
-        heard = self._heard()
+        heard, begun = self._heard(), time.monotonic()
         with super().stamp() as ts:
             yield ts
-        since = math.inf if heard is None else time.monotonic() - heard + self._ts_age_s
+        since = math.inf
+        if heard is not None:
+            behind = (physical_ms(ts) - physical_ms(heard)) / 1000
+            since = behind + self._ts_age_s + time.monotonic() - begun
         if since > self.limit_s:
             raise WriteTooSlow(ts, since, self.limit_s)
 
@@ -108,7 +114,7 @@ class RemoteRootCoord:
     def tick_source(self, name: str) -> BoundedTickSource:
         """Returns a new stamper registered with this process's barrier."""
         source = BoundedTickSource(
-            name, self.client, self.write_limit_s, TS_MAX_AGE_S, lambda: self.ticker.heard_at
+            name, self.client, self.write_limit_s, TS_MAX_AGE_S, lambda: self.ticker.heard
         )
         self.barrier.register(source)
         return source
