@@ -22,9 +22,18 @@ from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points
-#: (vectorlog/core/faults.py) and `vectorlog serve`'s secret token and TLS files
+#: (vectorlog/core/faults.py), `vectorlog serve`'s secret token and TLS files and the
+#: cluster token of `vectorlog run`
 #: (vectorlog/server/serve.py: not Config's)
-NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN", "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"})
+NOT_SETTINGS = frozenset(
+    {
+        faults.ENV,
+        "VECTORLOG_TOKEN",
+        "VECTORLOG_TLS_CERT",
+        "VECTORLOG_TLS_KEY",
+        "VECTORLOG_CLUSTER_TOKEN",
+    }
+)
 
 
 class ConfigError(InvalidArgument):

@@ -1,6 +1,12 @@
 """`vectorlog run ROLE`: one process of the cluster mode (vectorlog.runners.process), logging
 one line per lifecycle change, serving /healthz and /metrics on --metrics-port, until SIGTERM
-or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does."""
+or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does, with its
+--token and TLS.
+
+The processes' own RPCs and /metrics ask for the cluster's token, VECTORLOG_CLUSTER_TOKEN
+(from the environment, never the command line, which `ps` shows to every user): a process
+that binds an address other than loopback without it is refused, as `serve` refuses one
+without --token."""
 
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from vectorlog.server.logs import FORMATS, LEVELS
 ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy")
 #: the exit code of a process that refused to start (its one line says why)
 REFUSED = 2
+#: the variable holding the cluster's token (the processes' RPCs and /metrics)
+CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,32 +41,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
     for peer in ("rootcoord", "datacoord", "querynode", "indexnode"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
+    p.add_argument("--token", help="proxy: the clients' token, as serve's (or VECTORLOG_TOKEN)")
+    p.add_argument("--tls-cert", help="proxy: PEM certificate chain (or VECTORLOG_TLS_CERT)")
+    p.add_argument("--tls-key", help="proxy: PEM private key (or VECTORLOG_TLS_KEY)")
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
-    from vectorlog.config import Config
     from vectorlog.core.errors import VectorlogError
-    from vectorlog.runners.health import HealthServer
     from vectorlog.server.logs import configure
-    from vectorlog.server.serve import check_open
 
     configure(args.log_level, args.log_format)
     say = logging.getLogger("vectorlog.run")
     name = args.name or f"{args.role}-{os.getpid()}"
-    health = HealthServer(args.role, args.host, args.metrics_port)
-    where = f"{args.host}:{health.port}"
-    say.info("%s %s: starting; /healthz and /metrics on %s", args.role, name, where)
     try:
-        if args.role == "proxy":
-            check_open(args.host, None)  # no --token for a proxy process yet: local only
-        settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
-        cfg = Config.load(log=args.log, **settings)
-        runner = _runner(args, cfg, name)
+        health, runner, cfg = _start(args, cluster, name)
     except (VectorlogError, OSError) as exc:
-        health.close()
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED
     health.runner, health.state = runner, "ok"
@@ -77,10 +77,65 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     return 0
 
 
-def _runner(args: argparse.Namespace, cfg: Any, name: str) -> Any:
+def _start(args: argparse.Namespace, cluster: dict[str, Any], name: str) -> tuple[Any, Any, Any]:
+    """Returns the health server, the started runner and the configuration. Raises
+    VectorlogError or OSError for what refused the start (nothing is left open)."""
+    from vectorlog.config import Config
+    from vectorlog.runners.health import HealthServer
+
+    secret = os.environ.get(CLUSTER_TOKEN_ENV) or None
+    _check_open(args, secret)
+    health = HealthServer(args.role, args.host, args.metrics_port, secret)
+    where = f"{args.host}:{health.port}"
+    logging.getLogger("vectorlog.run").info(
+        "%s %s: starting; /healthz and /metrics on %s", args.role, name, where
+    )
+    try:
+        settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
+        cfg = Config.load(log=args.log, **settings)
+        return health, _runner(args, cfg, name, secret), cfg
+    except BaseException:
+        health.close()
+        raise
+
+
+def _check_open(args: argparse.Namespace, secret: str | None) -> None:
+    """Raises InvalidArgument, before anything is opened, for an address other than loopback
+    without the cluster's token (or, for a proxy, without the clients' token), and for a
+    missing or mismatched TLS file."""
+    from vectorlog.core.errors import InvalidArgument
+    from vectorlog.server.serve import check_open, is_loopback
+
+    if not secret and not is_loopback(args.host):
+        raise InvalidArgument(
+            f"serving {args.host!r} without the cluster's token is refused: set "
+            f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
+        )
+    if args.role == "proxy":
+        check_open(args.host, _proxy_token(args))
+        _proxy_tls(args)
+
+
+def _proxy_token(args: argparse.Namespace) -> str | None:
+    from vectorlog.server.serve import TOKEN_ENV
+
+    return str(args.token or os.environ.get(TOKEN_ENV) or "") or None
+
+
+def _proxy_tls(args: argparse.Namespace) -> Any:
+    from vectorlog.server.serve import TLS_CERT_ENV, TLS_KEY_ENV
+    from vectorlog.server.tls import tls_files
+
+    return tls_files(
+        args.tls_cert or os.environ.get(TLS_CERT_ENV) or None,
+        args.tls_key or os.environ.get(TLS_KEY_ENV) or None,
+    )
+
+
+def _runner(args: argparse.Namespace, cfg: Any, name: str, secret: str | None) -> Any:
     from vectorlog.runners.process import Peers, ProcessRunner
 
-    peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode)
+    peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
     return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name)
 
 
@@ -97,4 +152,5 @@ def _serve_proxy(args: argparse.Namespace, runner: Any, cfg: Any) -> None:
     from vectorlog.server.serve import ServeOptions, serve_client
 
     options = ServeOptions(host=args.host, port=args.port, rest_port=args.rest_port)
-    serve_client(Client.attached(runner, cfg), options, None, None)  # closes the runner too
+    client = Client.attached(runner, cfg)
+    serve_client(client, options, _proxy_token(args), _proxy_tls(args))  # closes the runner

@@ -10,7 +10,7 @@ import grpc
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.rpc import wire
-from vectorlog.rpc.errors import error_of
+from vectorlog.rpc.errors import TOKEN_KEY, error_of
 from vectorlog.rpc.methods import Service
 from vectorlog.rpc.server import MAX_MESSAGE
 
@@ -31,16 +31,24 @@ OPTIONS = [
 class RpcChannel:
     """Calls the methods of `service` at `address` ("host:port")."""
 
-    def __init__(self, service: Service, address: str, deadline_s: float = DEFAULT_DEADLINE_S):
+    def __init__(
+        self,
+        service: Service,
+        address: str,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        token: str | None = None,
+    ) -> None:
         """`deadline_s`: how long a call waits for its answer (a call that waits on purpose,
-        such as WaitTSafe, gets its own timeout on top). Raises InvalidArgument for a
-        deadline that is not positive."""
+        such as WaitTSafe, gets its own timeout on top); `token`: the cluster's token, sent
+        with every call (None: none). Raises InvalidArgument for a deadline that is not
+        positive."""
         if not deadline_s > 0:
             raise InvalidArgument(f"an RPC deadline must be positive, not {deadline_s!r}")
         self.service, self.address, self.deadline_s = service, address, deadline_s
         self._channel = grpc.insecure_channel(address, options=OPTIONS)
         self._stubs: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._metadata = ((TOKEN_KEY, token),) if token else None
 
     def _stub(self, method: str) -> Any:
         with self._lock:
@@ -59,7 +67,7 @@ class RpcChannel:
         deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
         deadline = min(deadline, MAX_DEADLINE_S)
         try:
-            response = self._stub(method)(request, timeout=deadline)
+            response = self._stub(method)(request, timeout=deadline, metadata=self._metadata)
         except grpc.RpcError as err:
             raise error_of(
                 err, self.service.name.rpartition(".")[2].lower(), self.address
@@ -77,8 +85,11 @@ class ServiceClient:
 
     SERVICE: ClassVar[Service]
 
-    def __init__(self, address: str, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
-        self._rpc = RpcChannel(self.SERVICE, address, deadline_s)
+    def __init__(
+        self, address: str, deadline_s: float = DEFAULT_DEADLINE_S, token: str | None = None
+    ) -> None:
+        """`token`: the cluster's token, sent with every call (None: none)."""
+        self._rpc = RpcChannel(self.SERVICE, address, deadline_s, token)
 
     @property
     def address(self) -> str:

@@ -20,6 +20,16 @@ from vectorlog.core.errors import (
 )
 from vectorlog.rpc import wire
 
+
+class ClusterTokenRefused(VectorlogError):
+    """A call to a cluster process's RPC without the cluster's token (or with another)."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__(
+            f"{service}: the call did not carry the cluster's token (VECTORLOG_CLUSTER_TOKEN)"
+        )
+
+
 #: trailing metadata: the error's class ("module:QualName") and its attributes (a Value)
 CLASS_KEY, ATTRS_KEY = "vectorlog-error", "vectorlog-error-attrs-bin"
 _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
@@ -29,7 +39,10 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (LeaseUnconfirmed, grpc.StatusCode.UNAVAILABLE),
     (RootCoordFenced, grpc.StatusCode.FAILED_PRECONDITION),
     (TimeoutError, grpc.StatusCode.ABORTED),
+    (ClusterTokenRefused, grpc.StatusCode.UNAUTHENTICATED),
 )
+#: the request metadata carrying the cluster's token
+TOKEN_KEY = "vectorlog-cluster-token"
 #: transport failures: the server was not reached, or did not answer within the deadline
 _TRANSPORT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 

@@ -66,10 +66,12 @@ class RootCoordClient:
         ts_batch: int = TS_BATCH,
         ts_max_age_s: float = TS_MAX_AGE_S,
         id_batch: int = ID_BATCH,
+        token: str | None = None,
     ) -> None:
         """`ts_batch`, `id_batch`: values fetched per RPC (1: no batching);
-        `ts_max_age_s`: how long a block of timestamps is served."""
-        self._rpc = RpcChannel(ROOTCOORD, address, deadline_s)
+        `ts_max_age_s`: how long a block of timestamps is served; `token`: the cluster's
+        token, sent with every call (None: none)."""
+        self._rpc = RpcChannel(ROOTCOORD, address, deadline_s, token=token)
         self._ts_batch, self._ts_age = _count(ts_batch, MAX_TS_COUNT), ts_max_age_s
         self._id_batch = _count(id_batch)
         self._ts, self._ids = _Block(), _Block()

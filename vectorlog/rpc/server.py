@@ -4,6 +4,7 @@ forwarded to the implementation it wraps; a raised error travels back as errors.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordRpc
 from vectorlog.rpc import wire
-from vectorlog.rpc.errors import status_of
+from vectorlog.rpc.errors import TOKEN_KEY, ClusterTokenRefused, status_of
 from vectorlog.rpc.methods import DATACOORD, INDEXNODE, QUERYNODE, ROOTCOORD, Method, Service
 
 log = logging.getLogger(__name__)
@@ -30,11 +31,22 @@ OPTIONS = [
 ]
 
 
-def _handler(service: Service, method: Method, target: Any) -> Handler:
+def _authorized(context: grpc.ServicerContext, token: str | None) -> bool:
+    """Returns whether the call carries `token` (compared in constant time), or no token is
+    asked for."""
+    if token is None:
+        return True
+    given = dict(context.invocation_metadata()).get(TOKEN_KEY, "")
+    return isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _handler(service: Service, method: Method, target: Any, token: str | None) -> Handler:
     call = getattr(target, method.call)
 
     def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
         try:
+            if not _authorized(context, token):
+                raise ClusterTokenRefused(service.name)
             args = wire.decode_request(service.name, method, request)
             return wire.encode_response(service.name, method, call(**args))
         except Exception as exc:  # every failure goes back to the caller, typed
@@ -48,9 +60,9 @@ def _handler(service: Service, method: Method, target: Any) -> Handler:
     return handle
 
 
-def _generic(service: Service, target: Any) -> grpc.GenericRpcHandler:
+def _generic(service: Service, target: Any, token: str | None) -> grpc.GenericRpcHandler:
     handlers = {
-        name: grpc.unary_unary_rpc_method_handler(_handler(service, m, target))
+        name: grpc.unary_unary_rpc_method_handler(_handler(service, m, target, token))
         for name, m in service.methods.items()
     }
     return grpc.method_handlers_generic_handler(service.name, handlers)
@@ -68,8 +80,10 @@ class RpcServer:
         querynode: QueryNodeService | None = None,
         indexnode: IndexNodeService | None = None,
         workers: int = 16,
+        token: str | None = None,
     ) -> None:
-        """`address`: host:port to listen on (port 0: any free port)."""
+        """`address`: host:port to listen on (port 0: any free port); `token`: the cluster's
+        token every call must carry (None: none asked, for loopback only)."""
         self._address = address
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
         served = [
@@ -78,7 +92,7 @@ class RpcServer:
             (QUERYNODE, querynode),
             (INDEXNODE, indexnode),
         ]
-        handlers = [_generic(s, t) for s, t in served if t is not None]
+        handlers = [_generic(s, t, token) for s, t in served if t is not None]
         if not handlers:
             raise InvalidArgument("an RpcServer needs at least one service to serve")
         self._server.add_generic_rpc_handlers(handlers)

@@ -1,11 +1,14 @@
 """`/healthz` and Prometheus `/metrics` of one process of the cluster mode, on its own port.
 
 `/healthz` answers 200 "ok" once the process's processors are started and 503 "starting" or
-"stopping" otherwise; `/metrics` has `vectorlog_process_up{role}` and, per processor the
-process runs, `vectorlog_consumer_next_offset{processor, topic, partition}`."""
+"stopping" otherwise, to anyone (a liveness probe); `/metrics`, with the cluster's token, only
+to a scrape that sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
+`vectorlog_process_up{role}` and, per processor the process runs,
+`vectorlog_consumer_next_offset{processor, topic, partition}`."""
 
 from __future__ import annotations
 
+import hmac
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,8 +51,10 @@ class _Gauges(Collector):
 class HealthServer:
     """Serves /healthz and /metrics on `port` (0: any free one) in a daemon thread."""
 
-    def __init__(self, role: str, host: str, port: int) -> None:
+    def __init__(self, role: str, host: str, port: int, token: str | None = None) -> None:
+        """`token`: the cluster's token /metrics asks for (None: none)."""
         self.state, self.runner = "starting", None
+        wanted = f"Bearer {token}".encode() if token else None
         registry = CollectorRegistry()
         registry.register(_Gauges(role, lambda: self.runner))
         outer = self
@@ -59,10 +64,16 @@ class HealthServer:
                 if self.path == "/healthz":
                     ok = outer.state == "ok"
                     self._send(200 if ok else 503, outer.state.encode(), "text/plain")
+                elif self.path == "/metrics" and not self._authorized():
+                    self._send(401, b"the cluster's token is required", "text/plain")
                 elif self.path == "/metrics":
                     self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
                 else:
                     self._send(404, b"not found", "text/plain")
+
+            def _authorized(self) -> bool:
+                given = (self.headers.get("Authorization") or "").strip().encode()
+                return wanted is None or hmac.compare_digest(given, wanted)
 
             def _send(self, code: int, body: bytes, kind: str) -> None:
                 self.send_response(code)

@@ -63,6 +63,8 @@ class Peers:
     datacoord: str | None = None
     querynode: str | None = None
     indexnode: str | None = None
+    #: the cluster's token: every RPC served asks for it and every call carries it
+    token: str | None = None
 
 
 class ProcessRunner:
@@ -118,7 +120,8 @@ class ProcessRunner:
         names = {s.name for s in self.specs}
         served = {k: getattr(self, k) for k in RPC_ROLES if k in names}
         if served:
-            self.rpc = RpcServer(rpc_address or "127.0.0.1:0", **served)
+            address = rpc_address or "127.0.0.1:0"
+            self.rpc = RpcServer(address, token=self.peers.token, **served)
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
             log.info("%s: serving its RPCs on %s", self.role, self.rpc.address)
@@ -163,9 +166,8 @@ class ProcessRunner:
         address = self._need("rootcoord")
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
-        remote = RemoteRootCoord(
-            RootCoordClient(address), self.log, self.topics.dml, serde, source, interval
-        )
+        client = RootCoordClient(address, token=self.peers.token)
+        remote = RemoteRootCoord(client, self.log, self.topics.dml, serde, source, interval)
         self._opened(remote)
         self._started(remote)
         self.tso = _Allocate(remote.client)
@@ -183,7 +185,7 @@ class ProcessRunner:
         self._started(self.datacoord)
 
     def _querynode(self) -> None:
-        rc = RootCoordClient(self._need("rootcoord"))
+        rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.querynode: Any = QueryNode(
             self.log,
@@ -205,7 +207,7 @@ class ProcessRunner:
         return {p: pos.offset for p, pos in self.querynode.start_positions().items()}
 
     def _datanode(self) -> None:
-        rc = RootCoordClient(self._need("rootcoord"))
+        rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datanode"))
         self.datanode: Any = DataNode(
@@ -226,7 +228,7 @@ class ProcessRunner:
         self._started(self.datanode)
 
     def _indexnode(self) -> None:
-        rc = RootCoordClient(self._need("rootcoord"))
+        rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
         self.indexnode: Any = IndexNode(
@@ -246,9 +248,9 @@ class ProcessRunner:
         name = self.name
         remote = self._remote(name)
         rc = cast(RootCoordService, remote)
-        dc = DataCoordClient(self._need("datacoord"))
-        qn = QueryNodeClient(self._need("querynode"))
-        ix = IndexNodeClient(self._need("indexnode"))
+        dc = DataCoordClient(self._need("datacoord"), token=self.peers.token)
+        qn = QueryNodeClient(self._need("querynode"), token=self.peers.token)
+        ix = IndexNodeClient(self._need("indexnode"), token=self.peers.token)
         for client in (dc, qn, ix):
             self._stack.callback(client.close)
         timeout = self.cfg.read_timeout_s

@@ -47,6 +47,9 @@ def configure(level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # faiss says at INFO which CPU build it tried and failed to load, a traceback-like noise
+    # at every start: only its warnings unless debugging
+    logging.getLogger("faiss").setLevel("DEBUG" if level == "debug" else "WARNING")
 
 
 def causes(exc: BaseException) -> str:

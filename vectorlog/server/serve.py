@@ -49,17 +49,19 @@ class ServeOptions:
     tls_key: str | None = None
 
 
+def is_loopback(host: str) -> bool:
+    """Returns whether `host` names this machine only (localhost or a loopback address)."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def check_open(host: str, token: str | None) -> None:
     """Raises InvalidArgument if `host` is not a loopback address and there is no token:
     without a token vectorlog serves only this machine (with TLS too: TLS hides the traffic,
     it does not say who may call)."""
-    if token:
-        return
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not token and not is_loopback(host):
         raise InvalidArgument(
             f"serving {host!r} without a token is refused: pass --token or set {TOKEN_ENV}"
         )

@@ -1,6 +1,7 @@
 """A cluster of real OS processes for the cluster-mode tests: one `vectorlog run ROLE` per
 role on the session's test broker, with `proxies` proxies, each on ports of its own; a role
-can be SIGKILLed and started again on the same ports and state directory."""
+can be SIGKILLed and started again on the same ports and state directory. Every process runs
+with a cluster token (VECTORLOG_CLUSTER_TOKEN) and every proxy asks its clients for TOKEN."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from tests.support import wait_until
 
 #: the roles started before the proxies, in order (each needs those before it)
 BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
+#: the clients' token of every proxy, and the cluster's token of every process
+TOKEN, CLUSTER_TOKEN = "proxy-token", "cluster-secret"
 #: serves an RPC the others call
 SERVING = ("rootcoord", "datacoord", "querynode", "indexnode")
 
@@ -49,6 +52,14 @@ class Member:
     def uri(self) -> str:
         """pymilvus's uri of a proxy."""
         return f"http://127.0.0.1:{self.port}"
+
+    def metrics(self) -> str:
+        """Returns the text of its /metrics (scraped with the cluster's token)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        headers = {"Authorization": f"Bearer {CLUSTER_TOKEN}"}
+        answer = httpx.get(url, headers=headers, timeout=5)
+        answer.raise_for_status()
+        return answer.text
 
     def healthy(self) -> bool:
         try:
@@ -83,7 +94,7 @@ class ProcessCluster:
         if m.role in SERVING:
             args += ["--rpc-port", str(m.rpc_port)]
         if m.role == "proxy":
-            args += ["--port", str(m.port), "--rest-port", str(m.rest_port)]
+            args += ["--port", str(m.port), "--rest-port", str(m.rest_port), "--token", TOKEN]
         for peer in SERVING:
             if peer != m.role:
                 args += [f"--{peer}", self.members[peer].rpc]
@@ -93,7 +104,11 @@ class ProcessCluster:
         """Starts one member and waits for its /healthz; returns it. Fails the test with its
         log if it exits first."""
         m = self.members[name]
-        env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100"}
+        env = {
+            **os.environ,
+            "VECTORLOG_TICK_INTERVAL_MS": "100",
+            "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN,
+        }
         with (self.dir / f"{name}.log").open("ab") as err:
             m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)
         proc = m.proc

@@ -2,7 +2,8 @@
 per role and two proxies): a row written through one proxy is read Strong through the other,
 both ways; flush and search answer, describe_index reports the index node's builds; the query
 node SIGKILLed and started again serves every acknowledged row, those written while it was
-down too; each process says its lifecycle and serves /healthz and /metrics."""
+down too; each process says its lifecycle and serves /healthz and /metrics; the clients'
+token guards the proxies and the cluster's token every process's RPCs and /metrics."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pymilvus import MilvusClient
+from pymilvus import MilvusClient, MilvusException
 
 from tests.support import wait_until
-from tests.vectorlog.cluster.processes import ProcessCluster
+from tests.vectorlog.cluster.processes import TOKEN, ProcessCluster
+from vectorlog.rpc.errors import ClusterTokenRefused
+from vectorlog.rpc.rootcoord_client import RootCoordClient
 
 pytestmark = pytest.mark.kafka
 
@@ -39,8 +42,8 @@ def _ids(client: MilvusClient) -> set[int]:
 
 
 def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessCluster):
-    one = MilvusClient(cluster.members["proxy1"].uri)
-    two = MilvusClient(cluster.members["proxy2"].uri)
+    one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+    two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
     one.create_collection("books", dimension=4, metric_type="L2", consistency_level="Strong")
     assert one.insert("books", _rows(0, 10))["insert_count"] == 10
     assert _ids(two) == set(range(10))  # written through 1, read Strong through 2
@@ -71,17 +74,20 @@ def test_each_process_logs_its_lifecycle_and_serves_health_and_metrics(
     cluster: ProcessCluster,
 ):
     for name, member in cluster.members.items():
-        metrics = httpx.get(f"http://127.0.0.1:{member.metrics_port}/metrics", timeout=5)
-        assert f'vectorlog_process_up{{role="{member.role}"}} 1.0' in metrics.text, name
+        metrics = member.metrics()
+        assert f'vectorlog_process_up{{role="{member.role}"}} 1.0' in metrics, name
         assert f"{member.role} {name}: started" in cluster.log(name)
+        unscraped = httpx.get(f"http://127.0.0.1:{member.metrics_port}/metrics", timeout=5)
+        assert unscraped.status_code == 401, name
     assert "rootcoord: became leader" in cluster.log("rootcoord")
     assert "querynode: recovered" in cluster.log("querynode")
-    assert (
-        'processor="querynode"'
-        in httpx.get(
-            f"http://127.0.0.1:{cluster.members['querynode'].metrics_port}/metrics", timeout=5
-        ).text
-    )
+    assert 'processor="querynode"' in cluster.members["querynode"].metrics()
+    with pytest.raises(MilvusException):  # a proxy answers only its clients' token
+        MilvusClient(cluster.members["proxy1"].uri).list_collections()
+    stranger = RootCoordClient(cluster.members["rootcoord"].rpc)  # without the cluster's
+    with pytest.raises(ClusterTokenRefused):
+        stranger.list_collections()
+    stranger.close()
     cluster.close()
     for name in cluster.members:
         assert f"{name}: stopped" in cluster.log(name), cluster.log(name)

@@ -1,9 +1,11 @@
 """`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
-not Kafka and a role started without the address of a peer it needs (a write that may have
+not Kafka, a role started without the address of a peer it needs, and an address other than
+loopback without the cluster's token (or, for a proxy, the clients' token) (a write that may have
 come too late: tests/vectorlog/runners/test_remote.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +13,13 @@ from pathlib import Path
 import pytest
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "vectorlog.cli", "run", *argv],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
 
 
@@ -46,3 +49,34 @@ def test_a_role_without_the_address_of_a_peer_it_needs_is_refused(
     assert done.returncode == 2, done.stderr
     assert "vectorlog run querynode needs --rootcoord HOST:PORT" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("role", ["rootcoord", "querynode", "proxy"])
+def test_an_open_address_without_the_clusters_token_is_refused(role: str, tmp_path: Path):
+    done = _run(
+        role,
+        *("--log", "kafka://127.0.0.1:1", "--host", "0.0.0.0", "--token", "client-token"),
+        *("--storage", str(tmp_path / "s"), "--state-dir", str(tmp_path / "state")),
+        env={k: v for k, v in os.environ.items() if k != "VECTORLOG_CLUSTER_TOKEN"},
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        f"vectorlog run {role}: serving '0.0.0.0' without the cluster's token is refused: "
+        "set VECTORLOG_CLUSTER_TOKEN in the environment of every process of the cluster"
+    )
+    assert not (tmp_path / "state").exists() and not (tmp_path / "s").exists()
+
+
+def test_an_open_proxy_without_the_clients_token_is_refused(tmp_path: Path):
+    done = _run(
+        "proxy",
+        *("--log", "kafka://127.0.0.1:1", "--host", "0.0.0.0"),
+        *("--storage", str(tmp_path / "s"), "--state-dir", str(tmp_path / "state")),
+        env={**os.environ, "VECTORLOG_CLUSTER_TOKEN": "cluster-secret", "VECTORLOG_TOKEN": ""},
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "vectorlog run proxy: serving '0.0.0.0' without a token is refused: pass --token or "
+        "set VECTORLOG_TOKEN"
+    ]
