@@ -101,7 +101,8 @@ def health(client: Client, metrics: Metrics, version: str) -> dict[str, Any]:
 def search(client: Client, body: Any) -> dict[str, Any]:
     """Runs the console's search: body {collection, filter, limit, vector (a JSON array, or
     its text; empty for a query), anns_field}. Returns {"kind": "search"|"query", "rows":
-    [...]}: hits {id, distance, entity} or rows, with the collection's scalar fields.
+    [...]}: hits {id, distance, entity} or rows, with the collection's scalar fields and
+    dynamic keys.
     Raises InvalidArgument naming the bad part, or what Client.search / query raise."""
     if not isinstance(body, dict) or not isinstance(body.get("collection"), str):
         raise InvalidArgument("the search needs a collection name")
@@ -109,8 +110,10 @@ def search(client: Client, body: Any) -> dict[str, Any]:
     if not isinstance(expr, str):
         raise InvalidArgument("filter must be a string")
     limit = _limit(body.get("limit", 10))
-    described = client.describe_collection(name)["fields"]
-    scalars = [f["name"] for f in described if _type(f) not in VECTOR_TYPES]
+    described = client.describe_collection(name)
+    scalars = [f["name"] for f in described["fields"] if _type(f) not in VECTOR_TYPES]
+    if described["enable_dynamic_field"]:
+        scalars.append("$meta")  # the dynamic keys, flattened into each row (as Milvus)
     vector = _vector(body.get("vector"))
     if vector is None:
         rows = client.query(name, expr, output_fields=scalars, limit=limit)
