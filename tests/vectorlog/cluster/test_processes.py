@@ -1,6 +1,6 @@
 """The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
 per role and two proxies): a row written through one proxy is read Strong through the other,
-both ways; flush and search answer; the query node SIGKILLed and started again serves every
+both ways; flush and search answer; a proxy's web console lists what the cluster holds; the query node SIGKILLed and started again serves every
 acknowledged row, those written while it was down too; each process says its lifecycle and
 serves /healthz and /metrics."""
 
@@ -49,6 +49,12 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     one.flush("books")
     (hits,) = two.search("books", [[13.0, 0.0, 0.0, 1.0]], limit=3)
     assert [h["id"] for h in hits] == [13, 12, 14] or [h["id"] for h in hits] == [13, 14, 12]
+    console = f"http://127.0.0.1:{cluster.members['proxy2'].rest_port}/console/api"
+    listed = httpx.get(f"{console}/collections", timeout=30).json()  # a proxy's web console
+    assert [(c["name"], c["rows"]) for c in listed] == [("books", 20)]
+    segments = httpx.get(f"{console}/segments?collection=books", timeout=30).json()
+    assert sum(s["num_rows"] for s in segments) == 20
+    assert httpx.get(f"{console}/health", timeout=30).json()["backend"] == "kafka"
 
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node
