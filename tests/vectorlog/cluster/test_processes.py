@@ -1,8 +1,8 @@
 """The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
 per role and two proxies): a row written through one proxy is read Strong through the other,
-both ways; flush and search answer; a proxy's web console lists what the cluster holds; the query node SIGKILLed and started again serves every
-acknowledged row, those written while it was down too; each process says its lifecycle and
-serves /healthz and /metrics."""
+both ways; flush and search answer; a proxy's web console lists what the cluster holds; the
+query node SIGKILLed and started again serves every acknowledged row, those written while it
+was down too; each process says its lifecycle and serves /healthz and /metrics."""
 
 from __future__ import annotations
 

@@ -7,15 +7,15 @@ text and never runs. One browser and one server for the module (embedded log).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import httpx
 import pytest
-from selenium.common.exceptions import NoSuchElementException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.processors.proxy.ingest.producer import produce, wait_consumed
@@ -26,6 +26,7 @@ from vectorlog.core.model import DataType
 
 TOKEN = "console-s3cret"
 WAIT_S = 60
+T = TypeVar("T")
 XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
 
@@ -44,15 +45,24 @@ class Console:
         self.browser.refresh()
 
     def rows(self, table_id: str) -> list[list[str]]:
-        """Waits for the table `table_id`; returns its body's cell texts."""
-        table = self.wait(lambda b: b.find_element(By.ID, table_id))
-        return [
-            [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
-            for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")
-        ]
+        """Waits for the table `table_id`; returns its body's cell texts (read again if the
+        page re-rendered it meanwhile)."""
 
-    def wait(self, found: object) -> WebElement:
-        return WebDriverWait(self.browser, WAIT_S).until(found)  # type: ignore[arg-type]
+        def cells(browser: WebDriver) -> list[list[str]]:
+            table = browser.find_element(By.ID, table_id)
+            return [
+                [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+            ] or [[]]
+
+        found = self.wait(cells)
+        return [] if found == [[]] else found
+
+    def wait(self, found: Callable[[WebDriver], T]) -> T:
+        """Returns what `found` returns once it is truthy; an element missing or replaced
+        by a re-render meanwhile is looked for again."""
+        ignored = (NoSuchElementException, StaleElementReferenceException)
+        return WebDriverWait(self.browser, WAIT_S, ignored_exceptions=ignored).until(found)
 
     def dead_letters(self) -> int:
         """Returns the dead-letter count the console's JSON gives now."""
