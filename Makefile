@@ -35,7 +35,7 @@ test: install ## run the test suite on both log backends (the broker is started 
 test-all: install ## the suite plus the slow soak/crash tests
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m ''
 
-bench: install ## benchmarks; results land in benchmarks/results/*.json
+bench: install ## benchmarks; results land in benchmarks/results/*.json, with .md pages and .png plots
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.snapshotkv_bench
 	$(BIN)/python -m benchmarks.meta_bench
@@ -51,6 +51,8 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.rebuild_bench
 	$(BIN)/python -m benchmarks.compaction_bench
 	$(BIN)/python -m benchmarks.scalar_index_bench
+	$(BIN)/python -m benchmarks.querynode_bench
+	$(BIN)/python -m benchmarks.report
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

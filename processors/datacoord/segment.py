@@ -103,7 +103,8 @@ class Segment:
         return cls(**d)
 
     def info(self) -> dict[str, Any]:
-        """Returns MilvusClient-shaped segment info (state as a name)."""
+        """Returns MilvusClient-shaped segment info (state as a name), plus `binlog_bytes`:
+        the bytes of its insert, delta and stats binlogs (the console shows them)."""
         return {
             "segment_id": self.segment_id,
             "collection_id": self.collection_id,
@@ -115,4 +116,21 @@ class Segment:
             "dml_position": self.dml_position,
             "max_row_num": self.max_rows,
             "last_expire_time": self.last_expire_ts,
+            "binlog_bytes": binlog_bytes(self.binlogs),
         }
+
+
+def binlog_bytes(binlogs: dict[str, Any]) -> dict[str, int]:
+    """Returns {"insert", "delta", "stats"}: the bytes of a segment's binlog files of each
+    kind (0 before its first BinlogPathsSaved)."""
+
+    def per_field(kind: str) -> int:
+        fields = binlogs.get(kind, {}).values()
+        return sum(log["size"] for logs in fields for log in logs.values())
+
+    delta = sum(log["size"] for log in binlogs.get("delta_binlogs", {}).values())
+    return {
+        "insert": per_field("field_binlogs"),
+        "delta": delta,
+        "stats": per_field("stats_binlogs"),
+    }

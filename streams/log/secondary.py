@@ -36,7 +36,7 @@ from vectorlog.streams.log.frame import unframe
 SCRATCH = Path(tempfile.gettempdir()) / "vectorlog-followers"
 
 
-def _scratch_dir() -> str:
+def scratch_dir() -> str:
     """Returns a new scratch directory; removes those of processes that are gone (Spark kills
     its Python workers without running their exit handlers)."""
     SCRATCH.mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,7 @@ class EmbeddedFollower:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
-        self._scratch = _scratch_dir()
+        self._scratch = scratch_dir()
         atexit.register(shutil.rmtree, self._scratch, True)
         self._db = self._open()
 

@@ -1,7 +1,7 @@
 """The `vectorlog` command as a user runs it (a real subprocess, embedded data dir): every
 known error is one line on stderr and a non-zero exit, never a traceback; the read-only
-commands (`dead-letters`, `replay`) run while `vectorlog serve` holds the data dir and see
-what it writes; `collections` and a second `serve` say the dir is held; an unknown URI
+commands (`dead-letters`, `replay`, `collections`) run while `vectorlog serve` holds the data
+dir and see what it writes; a second `serve` says the dir is held; an unknown URI
 scheme is refused without creating anything; `--version`; help with an example; the rebuild
 progress bar has its total."""
 
@@ -121,10 +121,27 @@ def test_replay_reads_what_the_running_server_writes(held: tuple[Path, str]):
     assert names == ["before", "while_served"]
 
 
+def test_collections_are_listed_while_a_server_holds_the_data_dir(held: tuple[Path, str]):
+    data, url = held
+    rows = [{"id": i, "vector": [float(i), 1.0]} for i in range(5)]
+    body = {"collectionName": "before", "data": rows}
+    inserted = httpx.post(f"{url}/v2/vectordb/entities/insert", json=body, timeout=60)
+    assert inserted.json()["code"] == 0
+    flush = {"collectionName": "before"}
+    flushed = httpx.post(f"{url}/v2/vectordb/collections/flush", json=flush, timeout=60)
+    assert flushed.json()["code"] == 0
+
+    done = vectorlog("collections", "--uri", str(data))
+    assert done.returncode == 0, done.stderr
+    lines = {line.split("\t")[0]: line.split("\t")[1:] for line in done.stdout.splitlines()}
+    _, shards, rows_seen = lines["before"]
+    assert (shards, rows_seen) == ("shards=1", "rows=5")
+    assert "read its state read-only" in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize(
     ("command", "extra"),
     [
-        ("collections", []),
         ("serve", ["--port", "0"]),
         ("ingest", ["-", "--collection", "before"]),
         ("replay", ["--to-topic", "vectorlog.ingest"]),  # appends to the held log

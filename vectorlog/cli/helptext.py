@@ -23,8 +23,9 @@ COMMANDS: dict[str, Help] = {
     ),
     "collections": Help(
         "list collections and row counts",
-        "Lists each collection with its id, shard count and row count. It opens the cluster, "
-        "so a data dir a running server holds is refused (ask the server instead).",
+        "Lists each collection with its id, shard count and row count (the rows visible now). "
+        "While a running server holds the data dir it reads the server's state read-only: "
+        "rows are then those in segments, deletes not subtracted (as Milvus counts them).",
         "vectorlog collections --uri ./vectorlog-data",
     ),
     "dead-letters": Help(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vectorlog.cli.helptext import COMMANDS, epilog
+from vectorlog.core.version import version
 
 #: the module of each subcommand: its `run(args, cluster)` and, if it has options,
 #: `add_arguments(parser)`
@@ -47,17 +48,6 @@ def _runner(name: str) -> Callable[[argparse.Namespace], int]:
 
 def _cluster(args: argparse.Namespace) -> dict[str, Any]:
     return {"cluster": args.cluster} if args.cluster else {}
-
-
-def version() -> str:
-    """Returns the installed vectorlog's version ("unknown" when not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("vectorlog")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def parser() -> argparse.ArgumentParser:

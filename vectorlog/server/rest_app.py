@@ -1,6 +1,6 @@
 """The Milvus REST v2 ASGI app (Starlette): POST /v2/vectordb/{group}/{action} with Milvus's
-envelope, optional bearer-token auth (of /metrics too), GET /healthz (also /health) and
-/metrics."""
+envelope, optional bearer-token auth (of /metrics too), GET /healthz (also /health),
+/metrics and the web console at /console (server/console_app.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from starlette.routing import Route
 from vectorlog.sdk.client import Client
 from vectorlog.server import rest_collections, rest_entities, rest_jobs
 from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
+from vectorlog.server.console_app import console_routes
 from vectorlog.server.logs import log_failure
 from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
 from vectorlog.server.rest_errors import (
@@ -67,7 +68,7 @@ class RestApi:
     async def _answer(self, request: Request, endpoint: str) -> tuple[int, int, bytes, int]:
         """Returns (HTTP status, Milvus code, the envelope as JSON, vectors inserted or
         searched)."""
-        if not self._authorized(request):
+        if not self.authorized(request):
             refused = _dumps(envelope(NEED_AUTHENTICATE, _UNAUTHENTICATED))
             return 401, NEED_AUTHENTICATE, refused, 0
         handler = ROUTES.get(endpoint)
@@ -84,7 +85,8 @@ class RestApi:
             failed = error_envelope(exc)
             return 200, failed["code"], _dumps(failed), 0
 
-    def _authorized(self, request: Request) -> bool:
+    def authorized(self, request: Request) -> bool:
+        """Returns whether `request` carries the token (always, with no token set)."""
         if self.token is None:
             return True
         given = request.headers.get("authorization", "")
@@ -99,7 +101,7 @@ class RestApi:
     async def prometheus(self, request: Request) -> Response:
         """Serves the Prometheus text; with a token, only to a scrape that carries it (the
         same `Authorization: Bearer` header as the API: Prometheus's `authorization`)."""
-        if not self._authorized(request):
+        if not self.authorized(request):
             return PlainTextResponse(_UNAUTHENTICATED, 401)
         text = await run_in_threadpool(self.metrics.render)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
@@ -153,6 +155,7 @@ def rest_app(
             Route("/healthz", api.health, methods=["GET"]),
             Route("/health", api.health, methods=["GET"]),
             Route("/metrics", api.prometheus, methods=["GET"]),
+            *console_routes(api),
         ],
     )
     app.state.api = api

@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from vectorlog.core.errors import VectorlogError
 from vectorlog.sdk.client import Client
 from vectorlog.server.milvus_metrics import REST_FUNCTIONS, ProxyMetrics, datacoord_families
-from vectorlog.streams.deadletter import Position, is_dead_letter, parse
+from vectorlog.streams.deadletter import DeadLetter, Position, is_dead_letter, parse
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.scan import read_all
 
@@ -35,6 +35,8 @@ from vectorlog.streams.scan import read_all
 DEAD_LETTERS_EVERY_S = 5.0
 #: the cluster's processors that consume the log (the proxy consumes nothing: it appends)
 PROCESSORS = ("rootcoord", "datacoord", "datanode", "indexnode", "querynode")
+#: a dead letter's preview shows at most this many of its first bytes
+PREVIEW_BYTES = 200
 
 
 class _Cluster(Collector):
@@ -52,11 +54,7 @@ class _Cluster(Collector):
             "end offset per topic partition",
             labels=["topic", "partition"],
         )
-        topics = cluster.topics
-        ends: dict[tuple[str, int], int] = {}
-        for topic in (topics.ddl, topics.dml, topics.coord, topics.dlq):
-            with contextlib.suppress(VectorlogError):  # a scrape never fails
-                ends.update(((topic, p), e) for p, e in cluster.log.end_offsets(topic).items())
+        ends = log_ends(cluster)
         for (topic, partition), end in sorted(ends.items()):
             family.add_metric([topic, str(partition)], end)
         yield family
@@ -78,16 +76,17 @@ class _Cluster(Collector):
 
 
 class DeadLetterCount:
-    """The number of dead letters on the dlq topic (as `read_dead_letters` counts them: each
+    """The dead letters on the dlq topic (as `read_dead_letters` counts them: each
     processor's letter of a source record once), read incrementally: a refresh reads only
     the records appended since the last one, and runs at most every `every_s` seconds (a
-    scrape in between gets the count as of the last refresh)."""
+    call in between gets them as of the last refresh). Keeps each letter's summary (no
+    bytes but a short preview) for the console's dead-letter page."""
 
     def __init__(self, log: Log, topic: str, every_s: float = DEAD_LETTERS_EVERY_S) -> None:
         self.log, self.topic, self.every_s = log, topic, every_s
         self._next: dict[int, int] = {}
         self._seen: set[tuple[str, Position]] = set()
-        self._count = 0
+        self._letters: list[dict[str, Any]] = []
         self._refreshed = -math.inf
         self._lock = threading.Lock()
 
@@ -95,11 +94,23 @@ class DeadLetterCount:
         """Returns the count, refreshed first if the last refresh is `every_s` old (a topic
         not there yet, or not readable now, leaves the count as it was). Raises nothing."""
         with self._lock:
-            if time.monotonic() - self._refreshed >= self.every_s:
-                with contextlib.suppress(VectorlogError):
-                    self._refresh()
-                self._refreshed = time.monotonic()
-            return self._count
+            self._maybe_refresh()
+            return len(self._letters)
+
+    def page(self, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """Returns (the count, the summaries of letters `offset` to `offset + limit`, newest
+        first): {reason, processor, topic, partition, offset, bytes, preview}. Raises
+        nothing."""
+        with self._lock:
+            self._maybe_refresh()
+            newest_first = self._letters[::-1]
+            return len(newest_first), newest_first[offset : offset + limit]
+
+    def _maybe_refresh(self) -> None:
+        if time.monotonic() - self._refreshed >= self.every_s:
+            with contextlib.suppress(VectorlogError):
+                self._refresh()
+            self._refreshed = time.monotonic()
 
     def _refresh(self) -> None:
         for rec in read_all(self.log, self.topic, timeout=2.0, start=dict(self._next)):
@@ -110,18 +121,53 @@ class DeadLetterCount:
             who = (letter.processor, letter.source)
             if letter.offset < 0 or who not in self._seen:
                 self._seen.add(who)
-                self._count += 1
+                self._letters.append(summary(letter))
 
 
-def consumer_lag(cluster: Any, ends: dict[tuple[str, int], int]) -> GaugeMetricFamily:
-    """Returns `vectorlog_consumer_lag{processor, topic, partition}`: the log end offset minus
-    the processor's next position (its `next_offsets()`), never below 0 (a Kafka high
-    watermark may lag the real end: DESIGN.md s.8)."""
-    family = GaugeMetricFamily(
-        "vectorlog_consumer_lag",
-        "log end offset minus the processor's next position",
-        labels=["processor", "topic", "partition"],
-    )
+def summary(letter: DeadLetter) -> dict[str, Any]:
+    """Returns what the console shows of a dead letter: its reason, processor, source
+    position, size and a text preview of its first bytes (None for binary bytes)."""
+    return {
+        "reason": letter.reason,
+        "processor": letter.processor,
+        "topic": letter.topic,
+        "partition": letter.partition,
+        "offset": letter.offset,
+        "bytes": letter.size,
+        "preview": text_preview(letter.value[:PREVIEW_BYTES]),
+    }
+
+
+def text_preview(raw: bytes) -> str | None:
+    """Returns `raw` decoded as UTF-8 (a multi-byte character cut at the end dropped) if it
+    is printable text (tabs and line breaks allowed), else None."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        if exc.start < len(raw) - 3:
+            return None
+        text = raw[: exc.start].decode()
+    if not text or not all(c.isprintable() or c in "\t\n\r" for c in text):
+        return None
+    return text
+
+
+def log_ends(cluster: Any) -> dict[tuple[str, int], int]:
+    """Returns each (topic, partition)'s log end offset of the cluster's ddl, dml, coord and
+    dlq topics (a topic that cannot be read now is left out). Raises nothing."""
+    topics = cluster.topics
+    ends: dict[tuple[str, int], int] = {}
+    for topic in (topics.ddl, topics.dml, topics.coord, topics.dlq):
+        with contextlib.suppress(VectorlogError):  # a scrape never fails
+            ends.update(((topic, p), e) for p, e in cluster.log.end_offsets(topic).items())
+    return ends
+
+
+def consumer_positions(cluster: Any, ends: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """Returns, per running processor and (topic, partition) it consumes, {processor, topic,
+    partition, position (its next offset), end, lag}: lag = end - position, never below 0
+    (a Kafka high watermark may lag the real end: DESIGN.md s.8). Raises nothing."""
+    rows: list[dict[str, Any]] = []
     for name in PROCESSORS:
         next_offsets = getattr(getattr(cluster, name, None), "next_offsets", None)
         if next_offsets is None:
@@ -129,8 +175,30 @@ def consumer_lag(cluster: Any, ends: dict[tuple[str, int], int]) -> GaugeMetricF
         with contextlib.suppress(VectorlogError):  # its store closed meanwhile
             for (topic, partition), nxt in sorted(next_offsets().items()):
                 if (topic, partition) in ends:
-                    lag = max(0, ends[topic, partition] - nxt)
-                    family.add_metric([name, topic, str(partition)], lag)
+                    end = ends[topic, partition]
+                    rows.append(
+                        {
+                            "processor": name,
+                            "topic": topic,
+                            "partition": partition,
+                            "position": nxt,
+                            "end": end,
+                            "lag": max(0, end - nxt),
+                        }
+                    )
+    return rows
+
+
+def consumer_lag(cluster: Any, ends: dict[tuple[str, int], int]) -> GaugeMetricFamily:
+    """Returns `vectorlog_consumer_lag{processor, topic, partition}` (consumer_positions'
+    lag)."""
+    family = GaugeMetricFamily(
+        "vectorlog_consumer_lag",
+        "log end offset minus the processor's next position",
+        labels=["processor", "topic", "partition"],
+    )
+    for row in consumer_positions(cluster, ends):
+        family.add_metric([row["processor"], row["topic"], str(row["partition"])], row["lag"])
     return family
 
 
@@ -154,7 +222,8 @@ class Metrics:
             ["endpoint"],
             registry=self.registry,
         )
-        self.registry.register(_Cluster(client))
+        self.cluster = _Cluster(client)
+        self.registry.register(self.cluster)
         self.milvus = ProxyMetrics(self.registry)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

@@ -1,9 +1,10 @@
 """The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
 per role and two proxies): a row written through one proxy is read Strong through the other,
-both ways; flush and search answer, describe_index reports the index node's builds; the query
-node SIGKILLed and started again serves every acknowledged row, those written while it was
-down too; each process says its lifecycle and serves /healthz and /metrics; the clients'
-token guards the proxies and the cluster's token every process's RPCs and /metrics."""
+both ways; flush and search answer, describe_index reports the index node's builds, a proxy's
+web console lists what the cluster holds; the query node SIGKILLed and started again serves
+every acknowledged row, those written while it was down too; each process says its lifecycle
+and serves /healthz and /metrics; the clients' token guards the proxies and the cluster's
+token every process's RPCs and /metrics."""
 
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
         "the flushed rows indexed, as the proxy reports",
     )
     assert two.describe_index("books", "vector")["state"] == "Finished"
+    console = f"http://127.0.0.1:{cluster.members['proxy2'].rest_port}/console/api"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    listed = httpx.get(f"{console}/collections", headers=auth, timeout=30).json()
+    assert [(c["name"], c["rows"]) for c in listed] == [("books", 20)]
+    segments = httpx.get(f"{console}/segments?collection=books", headers=auth, timeout=30).json()
+    assert sum(s["num_rows"] for s in segments) == 20
+    assert httpx.get(f"{console}/health", headers=auth, timeout=30).json()["backend"] == "kafka"
 
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node

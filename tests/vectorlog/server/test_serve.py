@@ -76,6 +76,11 @@ def test_serve_starts_answers_and_stops_on_sigterm(
             f"{url}/v2/vectordb/collections/list", json={}, headers=AUTH, timeout=30
         )
         assert listed.json()["data"] == ["served"]
+        console = httpx.get(f"{url}/console", timeout=30)  # the web console, same token
+        assert console.status_code == 200 and "console.js" in console.text
+        data = f"{url}/console/api/collections"
+        assert httpx.get(data, timeout=30).status_code == 401
+        assert [c["name"] for c in httpx.get(data, headers=AUTH, timeout=30).json()] == ["served"]
         with socket.create_connection(("127.0.0.1", grpc_port), timeout=5):
             pass  # the gRPC server listens too
         proc.send_signal(signal.SIGTERM)
