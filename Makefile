@@ -30,10 +30,10 @@ run-kafka: install ## run the same demo on the Kafka backend, against the broker
 TEST_WORKERS ?= 3
 
 test: install ## run the test suite on both log backends (the broker is started by the fixture)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-all: install ## the suite plus the slow soak/crash tests
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m ''
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m ''
 
 bench: install ## benchmarks; results land in benchmarks/results/*.json, with .md pages and .png plots
 	$(BIN)/python -m benchmarks.ingest

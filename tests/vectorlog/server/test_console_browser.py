@@ -24,6 +24,8 @@ from tests.vectorlog.server.cluster import SETTINGS
 from vectorlog import Client
 from vectorlog.core.model import DataType
 
+#: one browser and one served cluster for the module: its tests stay on one xdist worker
+pytestmark = pytest.mark.xdist_group("console-browser")
 TOKEN = "console-s3cret"
 WAIT_S = 60
 T = TypeVar("T")
