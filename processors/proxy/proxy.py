@@ -31,6 +31,7 @@ from vectorlog.core.errors import (
     IndexNotFound,
     InvalidArgument,
 )
+from vectorlog.core.databases import check_database_name, check_qualified, qualified
 from vectorlog.core.faults import crash_point
 from vectorlog.core.hybrid import ranker_spec
 from vectorlog.core.hybridts import compose, wall_ms
@@ -144,7 +145,7 @@ class Proxy:
         Raises InvalidName first (as Milvus's proxy), InvalidArgument (an alias, or a
         collection with aliases)."""
         try:
-            self.rc.drop_collection(check_name("collection", name))
+            self.rc.drop_collection(check_qualified("collection", name))
         except CollectionNotFound:
             return
 
@@ -200,12 +201,12 @@ class Proxy:
         """Returns the collection as of `as_of`. Raises InvalidName for a name no collection
         can have (Milvus checks the name first: pymilvus's has_collection describes),
         CollectionNotFound."""
-        return self._info(check_name("collection", name), as_of)
+        return self._info(check_qualified("collection", name), as_of)
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
         """Returns whether a collection (or alias) `name` exists. Raises InvalidName for a
         name no collection can have (Milvus checks the name first)."""
-        return self.rc.has_collection(check_name("collection", name), a.as_of(as_of))
+        return self.rc.has_collection(check_qualified("collection", name), a.as_of(as_of))
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
         return self.rc.list_collections(a.as_of(as_of))
@@ -221,6 +222,26 @@ class Proxy:
 
     def list_aliases(self, as_of: int | None = None) -> list[str]:
         return sorted(self.rc.list_aliases(as_of))
+
+    # -- databases -------------------------------------------------------------------------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        self.rc.create_database(check_database_name(name), a.properties(properties))
+
+    def drop_database(self, name: str) -> None:
+        self.rc.drop_database(check_database_name(name))
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        props = a.properties(properties) or {}
+        keys = a.string_list("property_keys", delete_keys) or []
+        self.rc.alter_database_properties(check_database_name(name), props, keys)
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        return self.rc.describe_database(check_database_name(name), a.as_of(as_of))
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        return self.rc.list_databases(a.as_of(as_of))
 
     # -- writes ----------------------------------------------------------------------------
     def insert(
@@ -723,7 +744,7 @@ def _named(info: CollectionInfo) -> Iterator[None]:
     try:
         yield
     except CollectionNotFound:
-        raise CollectionNotFound(info.name) from None
+        raise CollectionNotFound(qualified(info.db, info.name)) from None
 
 
 def _same_collection(

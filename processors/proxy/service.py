@@ -25,11 +25,11 @@ from vectorlog.processors.proxy.importfiles import read_unit as read_unit
 from vectorlog.processors.proxy.imports import all_paths as all_paths
 from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
-from vectorlog.processors.rootcoord.service import DdlService
+from vectorlog.processors.rootcoord.service import DatabaseService, DdlService
 from vectorlog.streams.log.base import Headers
 
 
-class ProxyService(DdlService, Protocol):
+class ProxyService(DdlService, DatabaseService, Protocol):
     """The entry of every request: DDL (forwarded to rootcoord), DML and reads."""
 
     # -- meta reads ----------------------------------------------------------------------------
