@@ -7,11 +7,13 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served, each service's v2: RootCoord v2 added `num_partitions` (partition keys) to
+Versions served: RootCoord v3 added the database DDL and reads (CreateDatabase, DropDatabase,
+AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified with their
+database, vectorlog.core.databases); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
-field of a collection with several). The v1s are retired, not served: a v1
+field of a collection with several). The v1s (and RootCoord v2, whose callers could not address a database) are retired, not served: a v1
 read would have shown expired rows, a v1 create would have ignored the partition count, and
 nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
 """
@@ -66,7 +68,7 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
-    "v2",
+    "v3",
     Method(
         "CreateCollection",
         "create_collection",
@@ -104,6 +106,16 @@ ROOTCOORD = _service(
     Method("AllocID", "allocate_ids", (("count", LONG),), LONG),
     Method("RequestTimeTick", "request_tick", (("after", OPT_LONG),), NULL),
     Method("GetStrongTimestamp", "strong_ts", (), LONG),
+    Method("CreateDatabase", "create_database", (("name", STRING), ("properties", VALUE)), NULL),
+    _ddl("DropDatabase", "drop_database", "name"),
+    Method(
+        "AlterDatabase",
+        "alter_database_properties",
+        (("name", STRING), ("properties", VALUE), ("delete_keys", VALUE)),
+        NULL,
+    ),
+    Method("DescribeDatabase", "describe_database", (("name", STRING), *AS_OF), VALUE),
+    Method("ListDatabases", "list_databases", AS_OF, VALUE),
 )
 
 SEGMENTS = (("segment_ids", LONGS),)

@@ -137,6 +137,23 @@ class RootCoordClient:
         self._rpc.call("DropIndex", collection=collection, index_name=index_name)
 
     # -- meta reads --------------------------------------------------------------------------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        self._rpc.call("CreateDatabase", name=name, properties=properties)
+
+    def drop_database(self, name: str) -> None:
+        self._rpc.call("DropDatabase", name=name)
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        self._rpc.call("AlterDatabase", name=name, properties=properties, delete_keys=delete_keys)
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        return cast(dict[str, Any], self._rpc.call("DescribeDatabase", name=name, as_of=as_of))
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], self._rpc.call("ListDatabases", as_of=as_of))
+
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         return cast(CollectionInfo, self._rpc.call("DescribeCollection", name=name, as_of=as_of))
 

@@ -22,7 +22,7 @@ from vectorlog.server.grpc_databases import DatabaseRpcs
 from vectorlog.server.grpc_hybrid import HybridRpcs
 from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
-from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, SERVICE, failed, rpc
+from vectorlog.server.grpc_rpc import CALL_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
@@ -41,8 +41,13 @@ class MilvusServicer(
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
     def __init__(self, client: Client) -> None:
-        self.client = client
+        self.base = client
         self.cursors = SearchCursors()
+
+    @property
+    def client(self) -> Client:  # type: ignore[override]
+        """The Client of the call being served: the base one, in the call's database."""
+        return self.base.in_database(CALL_DATABASE.get())
 
     # -- connection -----------------------------------------------------------------------------
     @rpc
@@ -92,7 +97,7 @@ class MilvusServicer(
             properties=conv.kv_pairs(
                 {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY}
             ),
-            db_name=DEFAULT_DATABASE,
+            db_name=info.db,
             num_partitions=len(info.partitions),
         )
 
@@ -221,7 +226,7 @@ class MilvusServicer(
     def DescribeAlias(self, request: Any, context: Any) -> Any:
         target = self.client.describe_alias(request.alias)["collection_name"]
         return milvus_pb2.DescribeAliasResponse(
-            status=ok(), db_name=DEFAULT_DATABASE, alias=request.alias, collection=target
+            status=ok(), db_name=self.client.db, alias=request.alias, collection=target
         )
 
     @rpc
@@ -229,7 +234,7 @@ class MilvusServicer(
         res = self.client.list_aliases(request.collection_name)
         return milvus_pb2.ListAliasesResponse(
             status=ok(),
-            db_name=DEFAULT_DATABASE,
+            db_name=self.client.db,
             collection_name=res["collection_name"],
             aliases=res["aliases"],
         )

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from vectorlog.sdk.client import Client
-from vectorlog.server import rest_collections, rest_entities, rest_jobs
+from vectorlog.server import rest_collections, rest_databases, rest_entities, rest_jobs
 from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
 from vectorlog.server.logs import log_failure
 from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
@@ -38,7 +38,12 @@ log = logging.getLogger(__name__)
 _UNAUTHENTICATED = "user hasn't authenticated"
 #: the largest request body (Milvus's default proxy limit, 64 MiB)
 MAX_BODY_BYTES = 64 * 1024 * 1024
-ROUTES = {**rest_collections.ROUTES, **rest_entities.ROUTES, **rest_jobs.ROUTES}
+ROUTES = {
+    **rest_collections.ROUTES,
+    **rest_entities.ROUTES,
+    **rest_jobs.ROUTES,
+    **rest_databases.ROUTES,
+}
 
 
 class RestApi:
@@ -76,7 +81,8 @@ class RestApi:
             return 404, NOT_FOUND, _dumps(unknown), 0
         try:
             body = await _json_body(request, self.max_body_bytes)
-            data = await run_in_threadpool(handler, self.client, body)
+            client = self.client.in_database(_database(body, endpoint))
+            data = await run_in_threadpool(handler, client, body)
             vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
             return 200, 0, _dumps(envelope(0, data=data)), vectors
         except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
@@ -119,6 +125,15 @@ async def _json_body(request: Request, limit: int) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise bad_format(f"the body is not JSON: {exc}") from None
+
+
+def _database(body: Any, endpoint: str) -> str:
+    """Returns the database a call addresses: its body's `dbName` ("default" if none; for
+    the database endpoints, whose `dbName` is their argument, "default")."""
+    if endpoint.startswith("databases/") or not isinstance(body, dict):
+        return "default"
+    name = body.get("dbName")
+    return name if isinstance(name, str) and name else "default"
 
 
 def _dumps(body: dict[str, Any]) -> bytes:

@@ -20,6 +20,9 @@ from vectorlog.core.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
+    DatabaseExists,
+    DatabaseNotFound,
+    DatabaseRefused,
     InvalidArgument,
 )
 from vectorlog.core.model import DataType, FieldSchema, quick_schema
@@ -205,3 +208,31 @@ def test_altered_properties_are_described(rootcoord: RootCoordRpc):
     assert rootcoord.describe_collection("books").properties["collection.ttl.seconds"] == "120"
     rootcoord.alter_collection_properties("books", {}, ["collection.ttl.seconds"])
     assert "collection.ttl.seconds" not in rootcoord.describe_collection("books").properties
+
+
+@every
+def test_a_database_namespaces_its_collections_and_is_dropped_only_empty(rootcoord: RootCoordRpc):
+    rootcoord.create_database("tenant", {"team": "a"})
+    with pytest.raises(DatabaseExists, match="database already exist: tenant"):
+        rootcoord.create_database("tenant")
+    mine = rootcoord.create_collection("tenant.docs", SCHEMA)
+    theirs = rootcoord.create_collection("docs", SCHEMA)
+    assert mine.collection_id != theirs.collection_id
+    assert (mine.name, mine.db, theirs.db) == ("docs", "tenant", "default")
+    assert rootcoord.describe_collection("tenant.docs").collection_id == mine.collection_id
+    assert {"docs", "tenant.docs"} <= set(rootcoord.list_collections())
+    with pytest.raises(DatabaseRefused, match="database:tenant not empty"):
+        rootcoord.drop_database("tenant")
+    with pytest.raises(DatabaseNotFound, match=r"database not found\[database=elsewhere\]"):
+        rootcoord.describe_collection("elsewhere.docs")
+    with pytest.raises(DatabaseNotFound):
+        rootcoord.create_collection("elsewhere.docs", SCHEMA)
+    rootcoord.alter_database_properties("tenant", {"k": "v"}, [])
+    rootcoord.alter_database_properties("tenant", {}, ["team"])
+    assert rootcoord.describe_database("tenant")["properties"] == {"k": "v"}
+    rootcoord.drop_collection("tenant.docs")
+    rootcoord.drop_database("tenant")
+    rootcoord.drop_database("tenant")  # a missing database: a no-op, as Milvus
+    assert [d["name"] for d in rootcoord.list_databases()] == ["default"]
+    with pytest.raises(DatabaseRefused, match="can not drop default database"):
+        rootcoord.drop_database("default")
