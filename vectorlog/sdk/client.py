@@ -254,6 +254,20 @@ class Client:
         rec = self._proxy.describe_database(db_name or DEFAULT_DATABASE, as_of)
         return {"name": rec["name"], **rec["properties"]}
 
+    def database_info(self, db_name: str = "", as_of: int | None = None) -> dict[str, Any]:
+        """Returns {db_id, name, properties, created_ts} of a database (this client's if
+        ""). Raises DatabaseNotFound."""
+        return self._proxy.describe_database(db_name or self.db, as_of)
+
+    def database_infos(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        """Returns {db_id, name, properties, created_ts} of every database, by id."""
+        return self._proxy.list_databases(as_of)
+
+    def collection_info(self, collection_name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns rootcoord's record of a collection (or alias) of this client's database,
+        as of `as_of` (for the servers). Raises DatabaseNotFound, CollectionNotFound."""
+        return self._proxy.describe_collection(self._q(collection_name), as_of)
+
     def alter_database_properties(self, db_name: str, properties: dict[str, Any]) -> None:
         """Sets database properties (values kept as their str()). Raises DatabaseNotFound,
         InvalidArgument (none given)."""

@@ -24,7 +24,7 @@ class DatabaseRpcs:
 
     @rpc
     def ListDatabases(self, request: Any, context: Any) -> Any:
-        dbs = self.client.cluster.proxy.list_databases()
+        dbs = self.client.database_infos()
         return milvus_pb2.ListDatabasesResponse(
             status=ok(),
             db_names=[d["name"] for d in dbs],
@@ -34,7 +34,7 @@ class DatabaseRpcs:
 
     @rpc
     def DescribeDatabase(self, request: Any, context: Any) -> Any:
-        d = self.client.cluster.proxy.describe_database(request.db_name or DEFAULT_DATABASE)
+        d = self.client.database_info(request.db_name or DEFAULT_DATABASE)
         return milvus_pb2.DescribeDatabaseResponse(
             status=ok(),
             db_name=d["name"],

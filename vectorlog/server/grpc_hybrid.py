@@ -44,7 +44,7 @@ class HybridRpcs:
             offset=offset,
             consistency_level=read_level(request),
         )
-        info = self.client.cluster.proxy.describe_collection(request.collection_name)
+        info = self.client.collection_info(request.collection_name)
         results = search_result(_rounded(hits, decimals), limit, info)
         return milvus_pb2.SearchResults(status=ok(), results=results, collection_name=info.name)
 

@@ -35,7 +35,7 @@ def list_databases(c: Client, body: Any) -> Any:
 
 def describe_database(c: Client, body: Any) -> Any:
     """Returns {dbName, dbID, createdTimestamp, properties: [{key, value}]}."""
-    d = c.cluster.proxy.describe_database(_db(body)["dbName"])
+    d = c.database_info(_db(body)["dbName"])
     return {
         "dbName": d["name"],
         "dbID": d["db_id"],
