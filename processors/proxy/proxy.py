@@ -77,6 +77,7 @@ from vectorlog.processors.proxy.batches import (
     take,
 )
 from vectorlog.processors.proxy.consistency import guarantee
+from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -106,6 +107,7 @@ class Proxy:
         every index reports zero rows and Finished). `objects`: the storage root bulk inserts
         write to (None: no data node, no bulk insert)."""
         self.rc, self.dc, self.qn, self.log = rootcoord, datacoord, querynode, log
+        self.credentials = Credentials(rootcoord)
         self.indexnode, self.objects = indexnode, objects
         self.topic = topics.dml
         self.serde = serdes.for_topic(self.topic)

@@ -25,12 +25,16 @@ from vectorlog.processors.proxy.importfiles import read_unit as read_unit
 from vectorlog.processors.proxy.imports import all_paths as all_paths
 from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
+from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.rootcoord.service import DatabaseService, DdlService
 from vectorlog.streams.log.base import Headers
 
 
 class ProxyService(DdlService, DatabaseService, Protocol):
     """The entry of every request: DDL (forwarded to rootcoord), DML and reads."""
+
+    #: users, roles and grants: passwords checked and hashed here, the rest rootcoord's
+    credentials: Credentials
 
     # -- meta reads ----------------------------------------------------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:

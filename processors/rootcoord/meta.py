@@ -59,6 +59,7 @@ from vectorlog.core.model import (
     CollectionSchema,
 )
 from vectorlog.core.scalar_index import index_target
+from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import Transaction
@@ -157,6 +158,7 @@ class MetaTable:
         self._names: dict[str, int] = {}
         self._aliases: dict[str, int] = {}
         self._databases: dict[str, Record] = {DEFAULT_DATABASE: default_database()}
+        self.rbac = RbacMeta()
         #: collection id -> (the stored schema object, its parse): reads skip the parse
         self._schemas: dict[int, tuple[Any, CollectionSchema]] = {}
         self._appliers: dict[str, Callable[[Event], Writes]] = {
@@ -174,6 +176,7 @@ class MetaTable:
             "DatabaseCreated": self._database_created,
             "DatabaseDropped": self._database_dropped,
             "DatabasePropertiesAltered": self._database_altered,
+            **self.rbac.appliers,
         }
         self._load_latest()
 
@@ -336,7 +339,9 @@ class MetaTable:
         return applier(event)
 
     def _remember(self, key: str, raw: bytes) -> None:
-        if key.startswith(COLLECTION_KEY):
+        if self.rbac.owns(key):
+            self.rbac.remember(key, raw)
+        elif key.startswith(COLLECTION_KEY):
             rec = json.loads(raw)
             self._records[rec["collection_id"]] = rec
         elif key.startswith(COLLECTION_NAME_KEY):
@@ -347,7 +352,9 @@ class MetaTable:
             self._databases[key[len(DATABASE_KEY) :]] = json.loads(raw)
 
     def _forget(self, key: str) -> None:
-        if key.startswith(COLLECTION_KEY):
+        if self.rbac.owns(key):
+            self.rbac.forget(key)
+        elif key.startswith(COLLECTION_KEY):
             self._records.pop(int(key[len(COLLECTION_KEY) :]), None)
             self._schemas.pop(int(key[len(COLLECTION_KEY) :]), None)
         elif key.startswith(COLLECTION_NAME_KEY):

@@ -52,6 +52,7 @@ from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
+from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIncreasing
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
@@ -108,7 +109,7 @@ DEFAULT_MAX_SKEW_MS = 60_000
 CATCH_UP_TIMEOUT_S = 30.0
 
 
-class RootCoord:
+class RootCoord(RbacDdl):
     """Owns the TSO, the ID allocator and the meta table; executes DDL through the log."""
 
     def __init__(

@@ -15,13 +15,13 @@ import numpy as np
 
 from vectorlog.core.databases import check_database_name, qualified, split
 from vectorlog.core.errors import (
-    DatabaseExists,
-    DatabaseNotFound,
-    DatabaseRefused,
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
     ConsistencyTimeout,
+    DatabaseExists,
+    DatabaseNotFound,
+    DatabaseRefused,
     FlushTimeout,
     IndexNotFound,
     PartitionNotFound,
@@ -35,6 +35,9 @@ from vectorlog.core.model import (
     quick_schema,
 )
 from vectorlog.core.types import Hit, IndexSpec
+from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
+from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
+from vectorlog.schemas.serde import Event
 
 
 class HybridClock:
@@ -89,9 +92,17 @@ class FakeStamper:
         yield ts
 
 
+class FakeMeta:
+    """The twin's meta: the real RBAC state (rootcoord's RbacMeta), without history."""
+
+    def __init__(self) -> None:
+        self.rbac = RbacMeta()
+
+
 @dataclass
-class FakeRootCoord:
-    """RootCoordService over a dict of collections, a counting clock and id allocator."""
+class FakeRootCoord(RbacDdl):
+    """RootCoordService over a dict of collections, a counting clock and id allocator; its
+    users, roles and grants are rootcoord's own RBAC code over an in-memory RbacMeta."""
 
     collections: dict[str, CollectionInfo] = field(default_factory=dict)
     next_id: int = 1000
@@ -110,6 +121,21 @@ class FakeRootCoord:
             "default": {"db_id": 1, "name": "default", "properties": {}, "created_ts": 0}
         }
     )
+
+    meta: FakeMeta = field(default_factory=FakeMeta)
+
+    def _ddl(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
+        """Applies one RBAC event to the in-memory state, as rootcoord's meta would."""
+        ts = self.now()
+        saves, removals = self.meta.rbac.appliers[event_type](Event(event_type, ts, body))
+        for key in removals:
+            self.meta.rbac.forget(key)
+        for key, raw in saves.items():
+            self.meta.rbac.remember(key, raw)
+        return ts
 
     # -- databases: collections are keyed by qualified name (vectorlog.core.databases) --------
     def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:

@@ -335,16 +335,41 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
 V8 = SchemaRegistry(AVRO_DIR / "v8")
 
 
+GRANT = {
+    "role_name": "r",
+    "object_type": "Collection",
+    "object_name": "*",
+    "db_name": "default",
+    "privilege": "Search",
+}
+
+
 def test_v9_appends_the_database_branches_and_the_collections_database_to_v8():
     old, new = _branches(V8), _branches(default_registry())
     assert new[: len(old)] == old
-    assert new[len(old) :] == ["DatabaseCreated", "DatabaseDropped", "DatabasePropertiesAltered"]
+    assert new[len(old) :] == [
+        "DatabaseCreated",
+        "DatabaseDropped",
+        "DatabasePropertiesAltered",
+        "UserCreated",
+        "UserPasswordUpdated",
+        "UserDropped",
+        "RoleCreated",
+        "RoleDropped",
+        "UserRoleGranted",
+        "UserRoleRevoked",
+        "PrivilegeGranted",
+        "PrivilegeRevoked",
+    ]
     created = {"db_id": 7, "db_name": "tenant", "properties": {"k": "v"}}
     altered = {"db_id": 7, "db_name": "tenant", "properties": {}, "delete_keys": ["k"]}
     for event in (
         Event("DatabaseCreated", 100, created),
         Event("DatabasePropertiesAltered", 101, altered),
         Event("DatabaseDropped", 102, {"db_id": 7, "db_name": "tenant"}),
+        Event("UserCreated", 104, {"user_name": "u", "password_hash": "h"}),
+        Event("RoleDropped", 105, {"role_name": "r", "force_drop": True}),
+        Event("PrivilegeGranted", 106, {**GRANT, "grantor": "root"}),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
     collection = Event("CollectionCreated", 103, v1_events()[0].body | {"db_name": "tenant"}, 5)

@@ -121,6 +121,16 @@ class DatabaseRefused(InvalidArgument):
     `default`, or a database that still holds collections."""
 
 
+class RbacRefused(InvalidArgument):
+    """A user, role or privilege DDL Milvus's rootcoord refuses with a plain error (code
+    65535): a user or role that exists or does not, a default role or root dropped."""
+
+
+class PermissionDenied(VectorlogError):
+    """The caller lacks the privilege a call needs (Milvus's privilege interceptor: gRPC
+    PERMISSION_DENIED, "PrivilegeX: permission deny to U in the `db` database")."""
+
+
 class DatabaseLimitExceeded(LimitExceeded):
     """More databases than Milvus's rootCoord.maxDatabaseNum (merr 801)."""
 

@@ -7,15 +7,17 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v3 added the database DDL and reads (CreateDatabase, DropDatabase,
-AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified with their
-database, vectorlog.core.databases); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to
+Versions served: RootCoord v3 added the database DDL and reads (CreateDatabase,
+DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified
+with their database, vectorlog.core.databases) and the users, roles and grants (RBAC);
+DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
-field of a collection with several). The v1s (and RootCoord v2, whose callers could not address a database) are retired, not served: a v1
-read would have shown expired rows, a v1 create would have ignored the partition count, and
-nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
+field of a collection with several). The v1s, and RootCoord v2 (its callers could not
+address a database), are retired, not served: a v1 read would have shown expired rows, a v1
+create would have ignored the partition count, and nothing outside this repository spoke
+v1; a caller of a retired version gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -116,6 +118,21 @@ ROOTCOORD = _service(
     ),
     Method("DescribeDatabase", "describe_database", (("name", STRING), *AS_OF), VALUE),
     Method("ListDatabases", "list_databases", AS_OF, VALUE),
+    _ddl("CreateCredential", "create_user", "name", "password_hash"),
+    _ddl("UpdateCredential", "update_password", "name", "password_hash"),
+    _ddl("DeleteCredential", "drop_user", "name"),
+    _ddl("CreateRole", "create_role", "name"),
+    Method("DropRole", "drop_role", (("name", STRING), ("force_drop", BOOL)), NULL),
+    _ddl("AddUserToRole", "grant_role", "user", "role"),
+    _ddl("RemoveUserFromRole", "revoke_role", "user", "role"),
+    Method("GrantPrivilege", "grant_privilege", (("grant", VALUE),), NULL),
+    Method("RevokePrivilege", "revoke_privilege", (("grant", VALUE),), NULL),
+    Method("ListCredUsers", "list_users", (), STRINGS),
+    Method("SelectUser", "describe_user", (("name", STRING),), VALUE),
+    Method("ListRoles", "list_roles", (), STRINGS),
+    Method("SelectGrant", "describe_role", (("name", STRING),), VALUE),
+    Method("GetCredential", "password_hash", (("name", STRING),), ["null", "string"]),
+    Method("GetAccess", "access_of", (("name", STRING),), VALUE),
 )
 
 SEGMENTS = (("segment_ids", LONGS),)

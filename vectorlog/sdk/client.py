@@ -24,6 +24,7 @@ from vectorlog.core.model import (
 )
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.runners.standalone import Standalone
+from vectorlog.sdk.admin import AdminCalls
 
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
@@ -172,7 +173,7 @@ class _Session:
         self.ts = 0
 
 
-class Client:
+class Client(AdminCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
     def __init__(self, uri: str | None = None, db_name: str = "", **settings: Any) -> None:
@@ -225,58 +226,6 @@ class Client:
         """Returns the qualified name of a collection (or alias) of this client's database.
         Raises InvalidName (not a name a collection can have)."""
         return in_database(self.db, "collection", collection_name)
-
-    # -- databases ----------------------------------------------------------------------------
-    def use_database(self, db_name: str) -> None:
-        """Makes collection calls address database `db_name` (MilvusClient's
-        use_database / using_database). Raises DatabaseNotFound, InvalidDatabaseName."""
-        self._proxy.describe_database(db_name or DEFAULT_DATABASE)
-        self.db = db_name or DEFAULT_DATABASE
-
-    using_database = use_database
-
-    def create_database(self, db_name: str, properties: dict[str, Any] | None = None) -> None:
-        """Creates a database (a DDL event on the log). Raises InvalidDatabaseName,
-        DatabaseExists, DatabaseLimitExceeded (64 besides default, as Milvus)."""
-        self._proxy.create_database(db_name, properties)
-
-    def drop_database(self, db_name: str) -> None:
-        """Drops an empty database; a missing one is a no-op, as Milvus. Raises
-        DatabaseRefused (`default`, or a database that holds collections)."""
-        self._proxy.drop_database(db_name)
-
-    def list_databases(self, as_of: int | None = None) -> list[str]:
-        """Returns the databases' names, `default` first, then by creation."""
-        return [d["name"] for d in self._proxy.list_databases(as_of)]
-
-    def describe_database(self, db_name: str, as_of: int | None = None) -> dict[str, Any]:
-        """Returns {"name", **properties}, as MilvusClient. Raises DatabaseNotFound."""
-        rec = self._proxy.describe_database(db_name or DEFAULT_DATABASE, as_of)
-        return {"name": rec["name"], **rec["properties"]}
-
-    def database_info(self, db_name: str = "", as_of: int | None = None) -> dict[str, Any]:
-        """Returns {db_id, name, properties, created_ts} of a database (this client's if
-        ""). Raises DatabaseNotFound."""
-        return self._proxy.describe_database(db_name or self.db, as_of)
-
-    def database_infos(self, as_of: int | None = None) -> list[dict[str, Any]]:
-        """Returns {db_id, name, properties, created_ts} of every database, by id."""
-        return self._proxy.list_databases(as_of)
-
-    def collection_info(self, collection_name: str, as_of: int | None = None) -> CollectionInfo:
-        """Returns rootcoord's record of a collection (or alias) of this client's database,
-        as of `as_of` (for the servers). Raises DatabaseNotFound, CollectionNotFound."""
-        return self._proxy.describe_collection(self._q(collection_name), as_of)
-
-    def alter_database_properties(self, db_name: str, properties: dict[str, Any]) -> None:
-        """Sets database properties (values kept as their str()). Raises DatabaseNotFound,
-        InvalidArgument (none given)."""
-        self._proxy.alter_database_properties(db_name, properties)
-
-    def drop_database_properties(self, db_name: str, property_keys: list[str]) -> None:
-        """Removes database properties (a key it lacks is ignored). Raises DatabaseNotFound,
-        InvalidArgument (none given)."""
-        self._proxy.alter_database_properties(db_name, {}, property_keys)
 
     # -- lifecycle --------------------------------------------------------------------------
     @property

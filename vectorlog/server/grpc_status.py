@@ -17,6 +17,7 @@ DATABASE_NOT_FOUND, DATABASE_LIMIT, DATABASE_NAME_INVALID = 800, 801, 802
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
 UNEXPECTED = 65535  # merr's code of an error that is not a merr one (fmt.Errorf)
 FIELD_NAME_INVALID = 1701
+PERMISSION_DENIED = 65535  # Milvus answers it as gRPC PERMISSION_DENIED, not in a status
 PARAMETER_MISSING = 1101
 ALIAS_NAME_CONFLICT = 1601
 
@@ -29,6 +30,8 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.InvalidDatabaseName, DATABASE_NAME_INVALID, common_pb2.UnexpectedError),
     (errors.DatabaseExists, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.DatabaseRefused, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.RbacRefused, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.PermissionDenied, PERMISSION_DENIED, common_pb2.PermissionDenied),
     (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.AliasExists, ALIAS_EXISTS, common_pb2.UnexpectedError),
