@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.databases import check_database_name, check_qualified, qualified
 from vectorlog.core.errors import (
     AliasNotFound,
     CollectionConflict,
@@ -31,7 +32,6 @@ from vectorlog.core.errors import (
     IndexNotFound,
     InvalidArgument,
 )
-from vectorlog.core.databases import check_database_name, check_qualified, qualified
 from vectorlog.core.faults import crash_point
 from vectorlog.core.hybrid import ranker_spec
 from vectorlog.core.hybridts import compose, wall_ms
@@ -41,7 +41,6 @@ from vectorlog.core.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
-    check_name,
 )
 from vectorlog.core.properties import expire_ts
 from vectorlog.core.types import (

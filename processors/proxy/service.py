@@ -18,6 +18,7 @@ from vectorlog.core.types import (
 from vectorlog.processors.proxy.batches import split_rows as split_rows
 from vectorlog.processors.proxy.batches import take as take
 from vectorlog.processors.proxy.compaction_requests import CompactionConflict as CompactionConflict
+from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
@@ -25,7 +26,6 @@ from vectorlog.processors.proxy.importfiles import read_unit as read_unit
 from vectorlog.processors.proxy.imports import all_paths as all_paths
 from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
-from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.rootcoord.service import DatabaseService, DdlService
 from vectorlog.streams.log.base import Headers
 

@@ -98,7 +98,12 @@ def database_key(name: str) -> str:
 
 def default_database() -> Record:
     """Returns the record of `default` before anything altered it."""
-    return {"db_id": DEFAULT_DATABASE_ID, "name": DEFAULT_DATABASE, "properties": {}, "created_ts": 0}
+    return {
+        "db_id": DEFAULT_DATABASE_ID,
+        "name": DEFAULT_DATABASE,
+        "properties": {},
+        "created_ts": 0,
+    }
 
 
 def qualified_name(rec: Record, name: str | None = None) -> str:
@@ -287,7 +292,9 @@ class MetaTable:
         else:
             keys, values = self.kv.load_prefix(DATABASE_KEY, ts)
             recs = {DEFAULT_DATABASE: default_database()}
-            recs |= {k[len(DATABASE_KEY) :]: json.loads(v) for k, v in zip(keys, values, strict=True)}
+            recs |= {
+                k[len(DATABASE_KEY) :]: json.loads(v) for k, v in zip(keys, values, strict=True)
+            }
         return sorted(recs.values(), key=lambda r: r["db_id"])
 
     def histories(self) -> list[CollectionHistory]:
@@ -469,7 +476,9 @@ class MetaTable:
         if self._aliases.get(alias) != prev_id:
             raise AliasNotFound(alias)
         if qualified_name(rec, plain) != alias:
-            raise InvalidArgument(f"alias {plain!r} and collection {rec['name']!r} are in different databases")
+            raise InvalidArgument(
+                f"alias {plain!r} and collection {rec['name']!r} are in different databases"
+            )
         if prev["collection_id"] == rec["collection_id"]:
             raise InvalidArgument(f"alias {plain!r} already names collection {rec['name']!r}")
         prev["aliases"] = [a for a in prev["aliases"] if a != plain]
@@ -513,7 +522,6 @@ class MetaTable:
             rec["properties"].pop(key, None)
         rec["properties"].update(e.body.get("properties") or {})
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
-
 
     def _database_created(self, e: Event) -> Writes:
         name = e.body["db_name"]

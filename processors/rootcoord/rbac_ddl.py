@@ -169,4 +169,3 @@ def _body(g: Grant) -> dict[str, Any]:
         "privilege": g.privilege,
         "grantor": g.grantor,
     }
-

@@ -57,7 +57,9 @@ class RbacMeta:
 
     def __init__(self) -> None:
         self.users: dict[str, dict[str, Any]] = {ROOT_USER: root_record()}
-        self.roles: dict[str, dict[str, Any]] = {r: {"name": r, "created_ts": 0} for r in DEFAULT_ROLES}
+        self.roles: dict[str, dict[str, Any]] = {
+            r: {"name": r, "created_ts": 0} for r in DEFAULT_ROLES
+        }
         self.members: set[tuple[str, str]] = set()
         self.grants: set[Grant] = set()
         self.appliers: dict[str, Callable[[Event], Writes]] = {
