@@ -73,6 +73,15 @@ class AdminCalls:
         """Returns {"user_name", "roles"}. Raises RbacRefused (no such user)."""
         return self._proxy.credentials.describe_user(user_name)
 
+    def verify_password(self, user_name: str, password: str) -> bool:
+        """Returns whether `password` is the user's (False for an unknown user)."""
+        return self._proxy.credentials.verify(user_name, password)
+
+    def access_of(self, user_name: str) -> dict[str, Any]:
+        """Returns {"roles", "grants"} of a user (grants as dicts of core.rbac.Grant's
+        fields, the public role's included). Raises RbacRefused."""
+        return self._proxy.credentials.access_of(user_name)
+
     def create_role(self, role_name: str) -> None:
         self._proxy.credentials.create_role(role_name)
 

@@ -16,6 +16,7 @@ from google.protobuf.message_factory import GetMessageClass
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from vectorlog.core.databases import DEFAULT_DATABASE
+from vectorlog.core.errors import PermissionDenied
 from vectorlog.core.types import level_name
 from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
 from vectorlog.server.logs import log_failure
@@ -61,13 +62,25 @@ def failed(rpc: str, status: common_pb2.Status, context: Any = None) -> Any:
 
 
 def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps an RPC handler: it runs with CALL_DATABASE set to the call's database
-    (`call_database`); any exception becomes the Milvus error status of its response
+    """Wraps an RPC handler: with the servicer's `authorizer` (authorization on), the
+    caller's privilege is checked first (refused: gRPC PERMISSION_DENIED, nothing done);
+    the handler runs with CALL_DATABASE set to the call's database (`call_database`); any
+    exception becomes the Milvus error status of its response
     (logged with their cause: server/logs.py); nothing escapes to gRPC."""
 
     @functools.wraps(method)
     def handler(self: Any, request: Any, context: Any) -> Any:
-        token = CALL_DATABASE.set(call_database(request, context, method.__name__))
+        db = call_database(request, context, method.__name__)
+        authorizer = getattr(self, "authorizer", None)
+        if authorizer is not None:
+            try:
+                authorizer.check(method.__name__, request, context, db)
+            except PermissionDenied as exc:  # as Milvus's interceptor: no response at all
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+            except Exception as exc:  # the check itself failed: refuse, never let it through
+                log_failure(log, f"gRPC {method.__name__} authorization", exc)
+                return failed(method.__name__, status_of(exc), context)
+        token = CALL_DATABASE.set(db)
         try:
             return method(self, request, context)
         except Exception as exc:

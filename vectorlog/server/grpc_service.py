@@ -16,6 +16,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 from vectorlog.sdk.client import Client, IndexParams
 from vectorlog.server import grpc_convert as conv
+from vectorlog.server.grpc_access import Authorizer
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_databases import DatabaseRpcs
@@ -24,6 +25,7 @@ from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
 from vectorlog.server.grpc_rpc import CALL_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
+from vectorlog.server.grpc_users import UserRpcs
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
 MILVUS_VERSION = "v2.5.0"
@@ -31,6 +33,7 @@ _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
 class MilvusServicer(
+    UserRpcs,
     DataRpcs,
     HybridRpcs,
     ImportRpcs,
@@ -40,9 +43,11 @@ class MilvusServicer(
 ):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, authorization: bool = False) -> None:
+        """`authorization`: every RPC's privilege is checked (grpc_access.Authorizer)."""
         self.base = client
         self.cursors = SearchCursors()
+        self.authorizer = Authorizer(client) if authorization else None
 
     @property
     def client(self) -> Client:  # type: ignore[override]

@@ -20,8 +20,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from vectorlog.sdk.client import Client
-from vectorlog.server import rest_collections, rest_databases, rest_entities, rest_jobs
+from vectorlog.server import (
+    rest_collections,
+    rest_databases,
+    rest_entities,
+    rest_jobs,
+    rest_users,
+)
 from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
+from vectorlog.server.grpc_access import Authorizer
 from vectorlog.server.logs import log_failure
 from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
 from vectorlog.server.rest_errors import (
@@ -43,17 +50,24 @@ ROUTES = {
     **rest_entities.ROUTES,
     **rest_jobs.ROUTES,
     **rest_databases.ROUTES,
+    **rest_users.ROUTES,
 }
 
 
 class RestApi:
     """The endpoints over one Client; `token` (None: no auth) is the expected bearer
-    token, "user:password" or an API key."""
+    token, "user:password" or an API key; with `authorization` the bearer is a user's
+    "user:password" and each call needs its privilege (grpc_access)."""
 
     def __init__(
-        self, client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+        self,
+        client: Client,
+        token: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        authorization: bool = False,
     ) -> None:
         self.client, self.token, self.max_body_bytes = client, token, max_body_bytes
+        self.authorizer = Authorizer(client) if authorization else None
         self.metrics = Metrics(client)
 
     async def vectordb(self, request: Request) -> Response:
@@ -81,7 +95,10 @@ class RestApi:
             return 404, NOT_FOUND, _dumps(unknown), 0
         try:
             body = await _json_body(request, self.max_body_bytes)
-            client = self.client.in_database(_database(body, endpoint))
+            db = _database(body, endpoint)
+            if self.authorizer is not None:
+                await run_in_threadpool(self._permit, request, endpoint, body, db)
+            client = self.client.in_database(db)
             data = await run_in_threadpool(handler, client, body)
             vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
             return 200, 0, _dumps(envelope(0, data=data)), vectors
@@ -91,13 +108,24 @@ class RestApi:
             return 200, failed["code"], _dumps(failed), 0
 
     def _authorized(self, request: Request) -> bool:
-        if self.token is None:
+        if self.token is None and self.authorizer is None:
             return True
         given = request.headers.get("authorization", "")
         scheme, _, credential = given.partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+        if self.token is not None:
+            return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+        user, colon, password = credential.strip().partition(":")
+        return bool(colon) and self.client.verify_password(user, password)
+
+    def _permit(self, request: Request, endpoint: str, body: Any, db: str) -> None:
+        """Raises PermissionDenied unless the authenticated user may call `endpoint`."""
+        assert self.authorizer is not None
+        found = rest_users.endpoint_need(endpoint, body)
+        if found is not None:
+            user = request.headers["authorization"].partition(" ")[2].strip().partition(":")[0]
+            self.authorizer.permit(user, found[0], found[1], db)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -151,14 +179,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def rest_app(
-    client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    client: Client,
+    token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    authorization: bool = False,
 ) -> Starlette:
     """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
     the client); with `token`, every /v2 call and /metrics need `Authorization: Bearer
-    <token>` (/healthz does not: it tells nothing but that the server answers); a
+    <token>` (/healthz does not: it tells nothing but that the server answers); with
+    `authorization`, `Bearer user:password` of a user who holds each call's privilege; a
     request body over `max_body_bytes` is refused (1801) while it is read. Every request is
     logged on `vectorlog.access` (server/access_log.py)."""
-    api = RestApi(client, token, max_body_bytes)
+    api = RestApi(client, token, max_body_bytes, authorization)
     app = Starlette(
         exception_handlers={404: _http_error, 405: _http_error},
         middleware=[Middleware(HttpAccessLog)],
