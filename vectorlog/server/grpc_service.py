@@ -301,7 +301,19 @@ def _unimplemented_handler(name: str) -> Callable[..., Any]:
         return failed(name, unimplemented(name), context)
 
     handler.__name__ = name
+    handler.unimplemented = True  # type: ignore[attr-defined]
     return handler
+
+
+def served_rpcs() -> frozenset[str]:
+    """Returns the MilvusService RPCs vectorlog serves (the others answer merr 10)."""
+    generated = milvus_pb2_grpc.MilvusServiceServicer
+    return frozenset(
+        m.name
+        for m in SERVICE.methods
+        if getattr(MilvusServicer, m.name) is not getattr(generated, m.name)
+        and not getattr(getattr(MilvusServicer, m.name), "unimplemented", False)
+    )
 
 
 def _mro_served(cls: type) -> int:

@@ -154,7 +154,7 @@ def test_a_request_db_name_addresses_its_database(served: Served, tenant: Tenant
         assert (described.status.code, described.db_name) == (0, db_name)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:.*ORM-style PyMilvus API")
 def test_the_orm_db_module(served: Served) -> None:
     alias = unique("orm")
     host, port = served.address.split(":")
