@@ -77,6 +77,7 @@ from vectorlog.processors.proxy.batches import (
 )
 from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.proxy.credentials import Credentials
+from vectorlog.processors.proxy.hybrid_groups import Grouping, grouped
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -546,25 +547,36 @@ class Proxy:
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         offset: int = 0,
+        grouping: Grouping | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits (after `offset`) of the ANN searches of
         `requests` (AnnSearchRequests) fused by `ranker` (RRFRanker, WeightedRanker), each
-        with its fused score as its distance (rerank.py), all read at one ts. Raises
-        InvalidArgument (Milvus's messages) before any search runs."""
+        with its fused score as its distance (rerank.py), all read at one ts; with
+        `grouping`, the hits of `limit` groups (after `offset` groups) of the field's
+        values (hybrid_groups.py). Raises InvalidArgument (Milvus's messages) before any
+        search runs."""
         info = self._info(name, at.as_of)
         reqs = hybrid.requests(requests)
         lim = r.limit(limit)
         off = r.offset(offset, lim)
         rank = Ranker.parse(ranker_spec(ranker), len(reqs))
+        wanted = hybrid.with_group_field(output_fields, grouping)
         plans = [
-            self._plan(info, q.data, q.limit, output_fields, partition_names, hybrid.options(q))
+            self._plan(info, q.data, q.limit, wanted, partition_names, hybrid.options(q, grouping))
             for q in reqs
         ]
         nq = hybrid.same_nq([len(p.queries) for p in plans])
         ts = self.read_ts(info, at)
         routes = [self._run(info, p, ts, at) for p in plans]
         metrics = [p.metric for p in plans]
-        fused = [rank.fuse([hits[i] for hits in routes], metrics, lim, off) for i in range(nq)]
+        per_query = [[hits[i] for hits in routes] for i in range(nq)]
+        if grouping is None:
+            fused = [rank.fuse(hits, metrics, lim, off) for hits in per_query]
+        else:
+            every = [rank.fuse(hits, metrics, sum(map(len, hits))) for hits in per_query]
+            larger = rank.larger_is_better(metrics)
+            fused = [grouped(hits, grouping, lim, off, larger) for hits in every]
+            hybrid.drop_unasked(fused, output_fields, grouping)
         return plans[0].out.hits(fused)
 
     def _plan(

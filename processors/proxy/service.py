@@ -19,6 +19,7 @@ from vectorlog.processors.proxy.batches import split_rows as split_rows
 from vectorlog.processors.proxy.batches import take as take
 from vectorlog.processors.proxy.compaction_requests import CompactionConflict as CompactionConflict
 from vectorlog.processors.proxy.credentials import Credentials
+from vectorlog.processors.proxy.hybrid_groups import Grouping as Grouping
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
@@ -149,10 +150,11 @@ class ProxyService(DdlService, DatabaseService, Protocol):
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         offset: int = 0,
+        grouping: Grouping | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits of the ANN searches of `requests` fused by
-        `ranker` (RRF or weighted), read at one ts. Raises InvalidArgument (nothing runs),
-        InvalidExpression, ConsistencyTimeout."""
+        `ranker` (RRF or weighted), read at one ts (with `grouping`, of `limit` groups).
+        Raises InvalidArgument (nothing runs), InvalidExpression, ConsistencyTimeout."""
         ...
 
     def query(

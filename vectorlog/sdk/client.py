@@ -22,7 +22,7 @@ from vectorlog.core.model import (
     partition_tag,
     quick_schema,
 )
-from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.processors.proxy.service import Grouping, ProxyService
 from vectorlog.runners.standalone import Standalone
 from vectorlog.sdk.admin import AdminCalls
 
@@ -688,6 +688,10 @@ class Client(AdminCalls):
         offset: int = 0,
         consistency_level: str | None = None,
         as_of: int | None = None,
+        group_by_field: str | None = None,
+        group_size: int | None = None,
+        strict_group_size: bool = False,
+        rank_group_scorer: str = "max",
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits {"id", "distance", "entity"} of the ANN
         searches of `reqs` (`AnnSearchRequest(data, anns_field, param, limit, expr)`, each
@@ -695,9 +699,16 @@ class Client(AdminCalls):
         1 / (k + rank)) or `WeightedRanker(w1, ..., norm_score=True)` (weighted sum of the
         scores normalised per metric), best first, `offset` skipped; `distance` is the fused
         score. pymilvus's request and ranker classes are accepted too. Every search reads at
-        one ts. Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
-        ConsistencyTimeout."""
+        one ts. With `group_by_field`, each request is a grouping search and the fused hits
+        are grouped by the field: up to `limit` groups (`offset` skips groups) of up to
+        `group_size` hits, ranked by their best hit's score (`rank_group_scorer` "max"; or
+        "sum", "avg"), as Milvus 2.5. Raises InvalidArgument (Milvus's messages; no search
+        runs), InvalidExpression, ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        grouping = None
+        if group_by_field is not None:
+            size = 1 if group_size is None else group_size
+            grouping = Grouping(group_by_field, size, strict_group_size, rank_group_scorer)
         return self._proxy.hybrid_search(
             self._q(collection_name),
             reqs,
@@ -707,6 +718,7 @@ class Client(AdminCalls):
             partition_names,
             at,
             offset,
+            grouping,
         )
 
     def query(
