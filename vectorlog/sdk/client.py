@@ -176,12 +176,13 @@ class _Session:
 class Client(AdminCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
-    def __init__(self, uri: str | None = None, db_name: str = "", **settings: Any) -> None:
+    def __init__(self, uri: str | None = None, **settings: Any) -> None:
         """Opens `uri` (a directory, or kafka://host:port); without one, VECTORLOG_LOG or
-        ./vectorlog-data. Collection calls address database `db_name` ("": default; see
-        `use_database`). `settings` override Config fields (see vectorlog/config.py).
-        Raises DatabaseNotFound (after closing the cluster) for a database that does not
-        exist, as MilvusClient."""
+        ./vectorlog-data. Collection calls address the database `db_name=` names (among
+        `settings`; "" or none: default; see `use_database`); the other `settings` override
+        Config fields (see vectorlog/config.py). Raises DatabaseNotFound (after closing the
+        cluster) for a database that does not exist, as MilvusClient."""
+        db_name = str(settings.pop("db_name", "") or "")
         self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
         self._cluster = Standalone(self.cfg)
         self._proxy: ProxyService = self._cluster.proxy

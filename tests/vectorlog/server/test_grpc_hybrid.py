@@ -7,6 +7,7 @@ get Milvus's messages with code 1100."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,7 +108,12 @@ def test_pymilvus_grouped_hybrid_search_answers_as_the_client(served: Served) ->
     name = create(m)
     m.insert(name, rows())
     two = ["text", "image"]
-    kw = {"limit": 3, "group_by_field": "n", "group_size": 2, "output_fields": ["n"]}
+    kw: dict[str, Any] = {
+        "limit": 3,
+        "group_by_field": "n",
+        "group_size": 2,
+        "output_fields": ["n"],
+    }
     for qi in range(3):
         (got,) = m.hybrid_search(name, requests(AnnSearchRequest, two, qi), RRFRanker(), **kw)
         (same,) = served.client.hybrid_search(name, requests(OurRequest, two, qi), OurRRF(), **kw)
