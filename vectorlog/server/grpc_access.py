@@ -134,8 +134,11 @@ class Authorizer:
         if ADMIN_ROLE in access["roles"]:
             return
         grants = [Grant(**g) for g in access["grants"]]
-        for name in names:
-            if not any(g.permits(need.object_type, name, db, need.privilege) for g in grants):
-                raise PermissionDenied(
-                    f"Privilege{need.privilege}: permission deny to {user} in the `{db}` database"
-                )
+        allowed = bool(names) and all(  # no object named: denied, as Milvus
+            any(g.permits(need.object_type, name, db, need.privilege) for g in grants)
+            for name in names
+        )
+        if not allowed:
+            raise PermissionDenied(
+                f"Privilege{need.privilege}: permission deny to {user} in the `{db}` database"
+            )
