@@ -13,8 +13,9 @@ import numpy as np
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.hybrid import AnnSearchRequest
 from vectorlog.core.model import FieldSchema
-from vectorlog.core.types import SearchOptions
+from vectorlog.core.types import Hit, SearchOptions
 from vectorlog.processors.proxy.dynamic import Output
+from vectorlog.processors.proxy.hybrid_groups import Grouping
 from vectorlog.processors.proxy.rerank import MAX_REQUESTS
 
 if TYPE_CHECKING:
@@ -54,9 +55,37 @@ def requests(reqs: Any) -> list[AnnSearchRequest]:
     return [AnnSearchRequest.of(q) for q in reqs]
 
 
-def options(req: AnnSearchRequest) -> SearchOptions:
-    """Returns the search options of one request: its filter, params and vector field."""
-    return SearchOptions(req.expr, req.expr_params, req.param, req.anns_field or None)
+def options(req: AnnSearchRequest, grouping: Grouping | None = None) -> SearchOptions:
+    """Returns the search options of one request: its filter, params and vector field; with
+    the hybrid search's `grouping`, a grouping search (as Milvus's proxy gives every
+    sub-request the rank params' group_by_field, group_size and strict_group_size)."""
+    if grouping is None:
+        return SearchOptions(req.expr, req.expr_params, req.param, req.anns_field or None)
+    return SearchOptions(
+        req.expr,
+        req.expr_params,
+        req.param,
+        req.anns_field or None,
+        group_by_field=grouping.field,
+        group_size=grouping.size,
+        strict_group_size=grouping.strict,
+    )
+
+
+def with_group_field(fields: list[str] | None, grouping: Grouping | None) -> list[str] | None:
+    """Returns the output fields each request asks for: `fields` and the group field."""
+    if grouping is None or grouping.field in (fields or []):
+        return fields
+    return [*(fields or []), grouping.field]
+
+
+def drop_unasked(results: list[list[Hit]], fields: list[str] | None, g: Grouping) -> None:
+    """Removes the group field from each hit's entity, in place, unless it was asked for."""
+    if g.field in (fields or []):
+        return
+    for hits in results:
+        for hit in hits:
+            hit["entity"].pop(g.field, None)
 
 
 def same_nq(counts: list[int]) -> int:

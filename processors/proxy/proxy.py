@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.databases import check_database_name, check_qualified, qualified
 from vectorlog.core.errors import (
     AliasNotFound,
     CollectionConflict,
@@ -40,7 +41,6 @@ from vectorlog.core.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
-    check_name,
 )
 from vectorlog.core.properties import expire_ts
 from vectorlog.core.types import (
@@ -76,6 +76,8 @@ from vectorlog.processors.proxy.batches import (
     take,
 )
 from vectorlog.processors.proxy.consistency import guarantee
+from vectorlog.processors.proxy.credentials import Credentials
+from vectorlog.processors.proxy.hybrid_groups import Grouping, grouped
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -105,6 +107,7 @@ class Proxy:
         every index reports zero rows and Finished). `objects`: the storage root bulk inserts
         write to (None: no data node, no bulk insert)."""
         self.rc, self.dc, self.qn, self.log = rootcoord, datacoord, querynode, log
+        self.credentials = Credentials(rootcoord)
         self.indexnode, self.objects = indexnode, objects
         self.topic = topics.dml
         self.serde = serdes.for_topic(self.topic)
@@ -144,7 +147,7 @@ class Proxy:
         Raises InvalidName first (as Milvus's proxy), InvalidArgument (an alias, or a
         collection with aliases)."""
         try:
-            self.rc.drop_collection(check_name("collection", name))
+            self.rc.drop_collection(check_qualified("collection", name))
         except CollectionNotFound:
             return
 
@@ -200,12 +203,12 @@ class Proxy:
         """Returns the collection as of `as_of`. Raises InvalidName for a name no collection
         can have (Milvus checks the name first: pymilvus's has_collection describes),
         CollectionNotFound."""
-        return self._info(check_name("collection", name), as_of)
+        return self._info(check_qualified("collection", name), as_of)
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
         """Returns whether a collection (or alias) `name` exists. Raises InvalidName for a
         name no collection can have (Milvus checks the name first)."""
-        return self.rc.has_collection(check_name("collection", name), a.as_of(as_of))
+        return self.rc.has_collection(check_qualified("collection", name), a.as_of(as_of))
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
         return self.rc.list_collections(a.as_of(as_of))
@@ -221,6 +224,26 @@ class Proxy:
 
     def list_aliases(self, as_of: int | None = None) -> list[str]:
         return sorted(self.rc.list_aliases(as_of))
+
+    # -- databases -------------------------------------------------------------------------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        self.rc.create_database(check_database_name(name), a.properties(properties))
+
+    def drop_database(self, name: str) -> None:
+        self.rc.drop_database(check_database_name(name))
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        props = a.properties(properties) or {}
+        keys = a.string_list("property_keys", delete_keys) or []
+        self.rc.alter_database_properties(check_database_name(name), props, keys)
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        return self.rc.describe_database(check_database_name(name), a.as_of(as_of))
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        return self.rc.list_databases(a.as_of(as_of))
 
     # -- writes ----------------------------------------------------------------------------
     def insert(
@@ -524,25 +547,36 @@ class Proxy:
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         offset: int = 0,
+        grouping: Grouping | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits (after `offset`) of the ANN searches of
         `requests` (AnnSearchRequests) fused by `ranker` (RRFRanker, WeightedRanker), each
-        with its fused score as its distance (rerank.py), all read at one ts. Raises
-        InvalidArgument (Milvus's messages) before any search runs."""
+        with its fused score as its distance (rerank.py), all read at one ts; with
+        `grouping`, the hits of `limit` groups (after `offset` groups) of the field's
+        values (hybrid_groups.py). Raises InvalidArgument (Milvus's messages) before any
+        search runs."""
         info = self._info(name, at.as_of)
         reqs = hybrid.requests(requests)
         lim = r.limit(limit)
         off = r.offset(offset, lim)
         rank = Ranker.parse(ranker_spec(ranker), len(reqs))
+        wanted = hybrid.with_group_field(output_fields, grouping)
         plans = [
-            self._plan(info, q.data, q.limit, output_fields, partition_names, hybrid.options(q))
+            self._plan(info, q.data, q.limit, wanted, partition_names, hybrid.options(q, grouping))
             for q in reqs
         ]
         nq = hybrid.same_nq([len(p.queries) for p in plans])
         ts = self.read_ts(info, at)
         routes = [self._run(info, p, ts, at) for p in plans]
         metrics = [p.metric for p in plans]
-        fused = [rank.fuse([hits[i] for hits in routes], metrics, lim, off) for i in range(nq)]
+        per_query = [[hits[i] for hits in routes] for i in range(nq)]
+        if grouping is None:
+            fused = [rank.fuse(hits, metrics, lim, off) for hits in per_query]
+        else:
+            every = [rank.fuse(hits, metrics, sum(map(len, hits))) for hits in per_query]
+            larger = rank.larger_is_better(metrics)
+            fused = [grouped(hits, grouping, lim, off, larger) for hits in every]
+            hybrid.drop_unasked(fused, output_fields, grouping)
         return plans[0].out.hits(fused)
 
     def _plan(
@@ -723,7 +757,7 @@ def _named(info: CollectionInfo) -> Iterator[None]:
     try:
         yield
     except CollectionNotFound:
-        raise CollectionNotFound(info.name) from None
+        raise CollectionNotFound(qualified(info.db, info.name)) from None
 
 
 def _same_collection(

@@ -104,18 +104,23 @@ class Ranker:
                 add = self._score(i, rank, hit["distance"], metrics[i], turn)
                 scores[pk] = scores[pk] + add if pk in scores else add
                 entity.setdefault(pk, hit["entity"])
-        ascending = (
-            self.strategy == WEIGHTED
-            and not self.norm
-            and not turn
-            and metrics[0] not in LARGER_IS_NEARER
-        )
-        sign = 1 if ascending else -1
+        sign = -1 if self.larger_is_better(metrics) else 1
         order = sorted(scores, key=lambda pk: (sign * float(scores[pk]), pk))
         return [
             {"id": pk, "distance": float(scores[pk]), "entity": entity[pk]}
             for pk in order[offset : offset + limit]
         ]
+
+    def larger_is_better(self, metrics: list[str]) -> bool:
+        """Returns whether a larger fused score is better (all but an unnormalised weighted
+        fusion of smaller-is-nearer distances)."""
+        ascending = (
+            self.strategy == WEIGHTED
+            and not self.norm
+            and not self._turns(metrics)
+            and metrics[0] not in LARGER_IS_NEARER
+        )
+        return not ascending
 
     def _turns(self, metrics: list[str]) -> bool:
         """Returns whether unnormalised L2 distances are turned into larger-is-nearer scores

@@ -18,6 +18,8 @@ from vectorlog.core.types import (
 from vectorlog.processors.proxy.batches import split_rows as split_rows
 from vectorlog.processors.proxy.batches import take as take
 from vectorlog.processors.proxy.compaction_requests import CompactionConflict as CompactionConflict
+from vectorlog.processors.proxy.credentials import Credentials
+from vectorlog.processors.proxy.hybrid_groups import Grouping as Grouping
 from vectorlog.processors.proxy.importfiles import ImportFileError as ImportFileError
 from vectorlog.processors.proxy.importfiles import ImportUnit as ImportUnit
 from vectorlog.processors.proxy.importfiles import plan_units as plan_units
@@ -25,12 +27,15 @@ from vectorlog.processors.proxy.importfiles import read_unit as read_unit
 from vectorlog.processors.proxy.imports import all_paths as all_paths
 from vectorlog.processors.proxy.imports import delete_quietly as delete_quietly
 from vectorlog.processors.proxy.validation import check_unique as check_unique
-from vectorlog.processors.rootcoord.service import DdlService
+from vectorlog.processors.rootcoord.service import DatabaseService, DdlService
 from vectorlog.streams.log.base import Headers
 
 
-class ProxyService(DdlService, Protocol):
+class ProxyService(DdlService, DatabaseService, Protocol):
     """The entry of every request: DDL (forwarded to rootcoord), DML and reads."""
+
+    #: users, roles and grants: passwords checked and hashed here, the rest rootcoord's
+    credentials: Credentials
 
     # -- meta reads ----------------------------------------------------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
@@ -145,10 +150,11 @@ class ProxyService(DdlService, Protocol):
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         offset: int = 0,
+        grouping: Grouping | None = None,
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits of the ANN searches of `requests` fused by
-        `ranker` (RRF or weighted), read at one ts. Raises InvalidArgument (nothing runs),
-        InvalidExpression, ConsistencyTimeout."""
+        `ranker` (RRF or weighted), read at one ts (with `grouping`, of `limit` groups).
+        Raises InvalidArgument (nothing runs), InvalidExpression, ConsistencyTimeout."""
         ...
 
     def query(

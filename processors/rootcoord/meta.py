@@ -10,9 +10,12 @@ applies it.
 
 Key layout (under the SnapshotKV namespace):
     COLLECTION_KEY + id      -> JSON collection record (schema, channels, partitions, aliases,
-                                indexes, properties, created ts)
-    COLLECTION_NAME_KEY + n  -> collection id of the live collection called n
-    ALIAS_KEY + a            -> collection id alias a names
+                                indexes, properties, created ts, database)
+    COLLECTION_NAME_KEY + n  -> collection id of the live collection whose qualified name
+                                (core/databases.py: `db.name`, or `name` in default) is n
+    ALIAS_KEY + a            -> collection id qualified alias a names
+    DATABASE_KEY + d         -> JSON database record (id, name, properties, created ts);
+                                `default` exists without one until its properties are altered
 """
 
 from __future__ import annotations
@@ -23,12 +26,23 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from vectorlog.core.databases import (
+    DEFAULT_DATABASE,
+    DEFAULT_DATABASE_ID,
+    MAX_DATABASES,
+    database_of,
+    qualified,
+)
 from vectorlog.core.errors import (
     AliasCollectionConflict,
     AliasExists,
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
+    DatabaseExists,
+    DatabaseLimitExceeded,
+    DatabaseNotFound,
+    DatabaseRefused,
     IndexExists,
     IndexNotFound,
     InvalidArgument,
@@ -45,6 +59,7 @@ from vectorlog.core.model import (
     CollectionSchema,
 )
 from vectorlog.core.scalar_index import index_target
+from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
 from vectorlog.processors.rootcoord.snapshotkv import KeyNotFound, SnapshotKV
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import Transaction
@@ -52,6 +67,7 @@ from vectorlog.state.base import Transaction
 COLLECTION_KEY = "collection/"
 COLLECTION_NAME_KEY = "collection-name/"
 ALIAS_KEY = "alias/"
+DATABASE_KEY = "database/"
 MAX_PARTITIONS = 1024
 
 #: row id and timestamp, present in every collection (seed 004: binlog fields 0 and 1)
@@ -76,6 +92,25 @@ def alias_key(alias: str) -> str:
     return f"{ALIAS_KEY}{alias}"
 
 
+def database_key(name: str) -> str:
+    return f"{DATABASE_KEY}{name}"
+
+
+def default_database() -> Record:
+    """Returns the record of `default` before anything altered it."""
+    return {
+        "db_id": DEFAULT_DATABASE_ID,
+        "name": DEFAULT_DATABASE,
+        "properties": {},
+        "created_ts": 0,
+    }
+
+
+def qualified_name(rec: Record, name: str | None = None) -> str:
+    """Returns the qualified name of collection record `rec` (or of `name` in its database)."""
+    return qualified(rec.get("db", DEFAULT_DATABASE), rec["name"] if name is None else name)
+
+
 def _dump(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
@@ -95,6 +130,7 @@ def record_of(body: dict[str, Any], ts: int) -> Record:
         "aliases": [],
         "indexes": {},
         "system_fields": SYSTEM_FIELDS,
+        "db": body.get("db_name") or DEFAULT_DATABASE,
     }
 
 
@@ -113,6 +149,7 @@ def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionIn
         dict(rec["properties"]),
         list(rec["aliases"]),
         copy.deepcopy(rec["indexes"]),
+        rec.get("db", DEFAULT_DATABASE),
     )
 
 
@@ -125,6 +162,8 @@ class MetaTable:
         self._records: dict[int, Record] = {}
         self._names: dict[str, int] = {}
         self._aliases: dict[str, int] = {}
+        self._databases: dict[str, Record] = {DEFAULT_DATABASE: default_database()}
+        self.rbac = RbacMeta()
         #: collection id -> (the stored schema object, its parse): reads skip the parse
         self._schemas: dict[int, tuple[Any, CollectionSchema]] = {}
         self._appliers: dict[str, Callable[[Event], Writes]] = {
@@ -139,6 +178,10 @@ class MetaTable:
             "IndexCreated": self._index_created,
             "IndexDropped": self._index_dropped,
             "CollectionPropertiesAltered": self._properties_altered,
+            "DatabaseCreated": self._database_created,
+            "DatabaseDropped": self._database_dropped,
+            "DatabasePropertiesAltered": self._database_altered,
+            **self.rbac.appliers,
         }
         self._load_latest()
 
@@ -150,8 +193,9 @@ class MetaTable:
     def resolve(self, name: str, ts: int | None = None) -> int:
         """Returns the id of the collection `name` or alias `name` names (as of `ts`).
 
-        Raises CollectionNotFound.
+        Raises DatabaseNotFound (its database does not exist), CollectionNotFound.
         """
+        self.database(database_of(name), ts)
         if ts is None:
             with self._lock:
                 cid = self._names.get(name, self._aliases.get(name))
@@ -194,7 +238,9 @@ class MetaTable:
             return self._records.get(collection_id)
 
     def has(self, name: str, ts: int | None = None) -> bool:
-        """Returns whether a collection is called `name` (aliases do not count)."""
+        """Returns whether a collection is called `name` (aliases do not count). Raises
+        DatabaseNotFound (its database does not exist)."""
+        self.database(database_of(name), ts)
         if ts is None:
             with self._lock:
                 return name in self._names
@@ -219,6 +265,37 @@ class MetaTable:
                 return dict(self._aliases)
         keys, values = self.kv.load_prefix(ALIAS_KEY, ts)
         return {k[len(ALIAS_KEY) :]: int(v) for k, v in zip(keys, values, strict=True)}
+
+    def database(self, name: str, ts: int | None = None) -> Record:
+        """Returns the record of database `name` (as of `ts`). Raises DatabaseNotFound."""
+        if ts is None:
+            with self._lock:
+                rec = self._databases.get(name)
+        else:
+            rec = self._stored_database(name, ts)
+        if rec is None:
+            raise DatabaseNotFound(name)
+        return rec
+
+    def _stored_database(self, name: str, ts: int) -> Record | None:
+        try:
+            stored: Record = json.loads(self.kv.load(database_key(name), ts))
+            return stored
+        except KeyNotFound:
+            return default_database() if name == DEFAULT_DATABASE else None
+
+    def databases(self, ts: int | None = None) -> list[Record]:
+        """Returns the records of the databases (as of `ts`), `default` included, by id."""
+        if ts is None:
+            with self._lock:
+                recs = dict(self._databases)
+        else:
+            keys, values = self.kv.load_prefix(DATABASE_KEY, ts)
+            recs = {DEFAULT_DATABASE: default_database()}
+            recs |= {
+                k[len(DATABASE_KEY) :]: json.loads(v) for k, v in zip(keys, values, strict=True)
+            }
+        return sorted(recs.values(), key=lambda r: r["db_id"])
 
     def histories(self) -> list[CollectionHistory]:
         """Returns the history of every collection with a version still stored, by id: its
@@ -269,22 +346,34 @@ class MetaTable:
         return applier(event)
 
     def _remember(self, key: str, raw: bytes) -> None:
-        if key.startswith(COLLECTION_KEY):
+        if self.rbac.owns(key):
+            self.rbac.remember(key, raw)
+        elif key.startswith(COLLECTION_KEY):
             rec = json.loads(raw)
             self._records[rec["collection_id"]] = rec
         elif key.startswith(COLLECTION_NAME_KEY):
             self._names[key[len(COLLECTION_NAME_KEY) :]] = int(raw)
         elif key.startswith(ALIAS_KEY):
             self._aliases[key[len(ALIAS_KEY) :]] = int(raw)
+        elif key.startswith(DATABASE_KEY):
+            self._databases[key[len(DATABASE_KEY) :]] = json.loads(raw)
 
     def _forget(self, key: str) -> None:
-        if key.startswith(COLLECTION_KEY):
+        if self.rbac.owns(key):
+            self.rbac.forget(key)
+        elif key.startswith(COLLECTION_KEY):
             self._records.pop(int(key[len(COLLECTION_KEY) :]), None)
             self._schemas.pop(int(key[len(COLLECTION_KEY) :]), None)
         elif key.startswith(COLLECTION_NAME_KEY):
             self._names.pop(key[len(COLLECTION_NAME_KEY) :], None)
         elif key.startswith(ALIAS_KEY):
             self._aliases.pop(key[len(ALIAS_KEY) :], None)
+        elif key.startswith(DATABASE_KEY):
+            name = key[len(DATABASE_KEY) :]
+            if name == DEFAULT_DATABASE:
+                self._databases[name] = default_database()
+            else:
+                self._databases.pop(name, None)
 
     # -- appliers: event -> writes, or a VectorlogError -----------------------------------------
     def _live(self, collection_id: int, name: object = None) -> Record:
@@ -308,10 +397,12 @@ class MetaTable:
 
     def _created(self, e: Event) -> Writes:
         rec = record_of(e.body, e.ts)
-        self._free_name(rec["name"])
+        if rec["db"] not in self._databases:
+            raise DatabaseNotFound(rec["db"])
+        self._free_name(qualified_name(rec))
         return {
             collection_key(rec["collection_id"]): _dump(rec),
-            name_key(rec["name"]): str(rec["collection_id"]).encode(),
+            name_key(qualified_name(rec)): str(rec["collection_id"]).encode(),
         }, []
 
     def _dropped(self, e: Event) -> Writes:
@@ -320,16 +411,16 @@ class MetaTable:
             raise InvalidArgument(
                 f"collection {rec['name']!r} has aliases {rec['aliases']}; drop them first"
             )
-        return {}, [collection_key(rec["collection_id"]), name_key(rec["name"])]
+        return {}, [collection_key(rec["collection_id"]), name_key(qualified_name(rec))]
 
     def _renamed(self, e: Event) -> Writes:
         rec = self._live(e.body["collection_id"], e.body["old_name"])
         new = e.body["new_name"]
-        self._free_name(new)
-        old, rec["name"] = rec["name"], new
+        self._free_name(qualified_name(rec, new))
+        old, rec["name"] = qualified_name(rec), new
         return {
             collection_key(rec["collection_id"]): _dump(rec),
-            name_key(new): str(rec["collection_id"]).encode(),
+            name_key(qualified_name(rec)): str(rec["collection_id"]).encode(),
         }, [name_key(old)]
 
     def _partition_created(self, e: Event) -> Writes:
@@ -356,35 +447,42 @@ class MetaTable:
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _alias_created(self, e: Event) -> Writes:
-        rec, alias = self._live(e.body["collection_id"]), e.body["alias"]
+        rec = self._live(e.body["collection_id"])
+        alias = qualified_name(rec, e.body["alias"])
         if alias in self._names:
             raise AliasCollectionConflict(alias)
         if alias in self._aliases:
             named = self._live(self._aliases[alias])["name"]
-            raise AliasExists(alias, named)
-        rec["aliases"] = sorted([*rec["aliases"], alias])
+            raise AliasExists(e.body["alias"], named)
+        rec["aliases"] = sorted([*rec["aliases"], e.body["alias"]])
         return {
             collection_key(rec["collection_id"]): _dump(rec),
             alias_key(alias): str(rec["collection_id"]).encode(),
         }, []
 
     def _alias_dropped(self, e: Event) -> Writes:
-        alias = e.body["alias"]
+        rec = self._records.get(e.body["collection_id"])
+        alias = e.body["alias"] if rec is None else qualified_name(rec, e.body["alias"])
         if self._aliases.get(alias) != e.body["collection_id"]:
             raise AliasNotFound(alias)
         rec = self._live(e.body["collection_id"])
-        rec["aliases"] = [a for a in rec["aliases"] if a != alias]
+        rec["aliases"] = [a for a in rec["aliases"] if a != e.body["alias"]]
         return {collection_key(rec["collection_id"]): _dump(rec)}, [alias_key(alias)]
 
     def _alias_altered(self, e: Event) -> Writes:
-        alias, prev_id = e.body["alias"], e.body["previous_collection_id"]
+        prev_id, plain = e.body["previous_collection_id"], e.body["alias"]
+        prev, rec = self._live(prev_id), self._live(e.body["collection_id"])
+        alias = qualified_name(prev, plain)
         if self._aliases.get(alias) != prev_id:
             raise AliasNotFound(alias)
-        prev, rec = self._live(prev_id), self._live(e.body["collection_id"])
+        if qualified_name(rec, plain) != alias:
+            raise InvalidArgument(
+                f"alias {plain!r} and collection {rec['name']!r} are in different databases"
+            )
         if prev["collection_id"] == rec["collection_id"]:
-            raise InvalidArgument(f"alias {alias!r} already names collection {rec['name']!r}")
-        prev["aliases"] = [a for a in prev["aliases"] if a != alias]
-        rec["aliases"] = sorted([*rec["aliases"], alias])
+            raise InvalidArgument(f"alias {plain!r} already names collection {rec['name']!r}")
+        prev["aliases"] = [a for a in prev["aliases"] if a != plain]
+        rec["aliases"] = sorted([*rec["aliases"], plain])
         return {
             collection_key(prev_id): _dump(prev),
             collection_key(rec["collection_id"]): _dump(rec),
@@ -424,6 +522,43 @@ class MetaTable:
             rec["properties"].pop(key, None)
         rec["properties"].update(e.body.get("properties") or {})
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _database_created(self, e: Event) -> Writes:
+        name = e.body["db_name"]
+        if name in self._databases:
+            raise DatabaseExists(name)
+        if len(self._databases) > MAX_DATABASES:  # default not counted, as Milvus
+            raise DatabaseLimitExceeded(MAX_DATABASES)
+        rec = {
+            "db_id": e.body["db_id"],
+            "name": name,
+            "properties": dict(e.body.get("properties") or {}),
+            "created_ts": e.ts,
+        }
+        return {database_key(name): _dump(rec)}, []
+
+    def _database_dropped(self, e: Event) -> Writes:
+        name = e.body["db_name"]
+        if name == DEFAULT_DATABASE:
+            raise DatabaseRefused("can not drop default database")
+        rec = self._databases.get(name)
+        if rec is None or rec["db_id"] != e.body["db_id"]:
+            raise DatabaseNotFound(name)
+        if any(r.get("db", DEFAULT_DATABASE) == name for r in self._records.values()):
+            raise DatabaseRefused(
+                f"database:{name} not empty, must drop all collections before drop database"
+            )
+        return {}, [database_key(name)]
+
+    def _database_altered(self, e: Event) -> Writes:
+        name = e.body["db_name"]
+        rec = copy.deepcopy(self._databases.get(name))
+        if rec is None:
+            raise DatabaseNotFound(name)
+        for key in e.body.get("delete_keys") or []:
+            rec["properties"].pop(key, None)
+        rec["properties"].update(e.body.get("properties") or {})
+        return {database_key(name): _dump(rec)}, []
 
 
 def _history(

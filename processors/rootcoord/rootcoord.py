@@ -18,10 +18,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from vectorlog.core.databases import (
+    DEFAULT_DATABASE,
+    check_database_name,
+    same_database,
+    split,
+)
 from vectorlog.core.errors import (
     AliasNotFound,
     ClusterInUse,
     CollectionNotFound,
+    DatabaseNotFound,
+    DatabaseRefused,
     DdlOutcomeUnknown,
     IndexNotFound,
     InvalidArgument,
@@ -44,6 +52,7 @@ from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
+from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
 from vectorlog.processors.rootcoord.snapshotkv import SnapshotKV, TimestampNotIncreasing
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
@@ -100,7 +109,7 @@ DEFAULT_MAX_SKEW_MS = 60_000
 CATCH_UP_TIMEOUT_S = 30.0
 
 
-class RootCoord:
+class RootCoord(RbacDdl):
     """Owns the TSO, the ID allocator and the meta table; executes DDL through the log."""
 
     def __init__(
@@ -233,11 +242,14 @@ class RootCoord:
         properties: dict[str, str] | None = None,
         num_partitions: int = 0,
     ) -> CollectionInfo:
-        """Creates a collection; with a partition key field, with `num_partitions`
-        partitions (0: Milvus's default 16) named `_default_0`... and no `_default`. Raises
-        InvalidArgument/CollectionExists; nothing appended."""
-        check_name("collection", name)
-        schema = replace(schema, name=name).validated()
+        """Creates a collection (`name` qualified: core/databases.py); with a partition key
+        field, with `num_partitions` partitions (0: Milvus's default 16) named
+        `_default_0`... and no `_default`. Raises InvalidArgument/CollectionExists,
+        DatabaseNotFound; nothing appended."""
+        db, plain = split(name)
+        check_name("collection", plain)
+        self.meta.database(db)
+        schema = replace(schema, name=plain).validated()
         names = initial_partitions(schema, num_partitions)
         if (
             not isinstance(shards_num, int)
@@ -251,7 +263,8 @@ class RootCoord:
             vch = [vchannel_name(self.topics.cluster, p, cid, i) for i, p in enumerate(pch)]
             body = {
                 "collection_id": cid,
-                "collection_name": name,
+                "collection_name": plain,
+                "db_name": db,
                 "schema": schema.to_avro(),
                 "shards_num": shards_num,
                 "vchannels": vch,
@@ -269,19 +282,19 @@ class RootCoord:
         with self._ddl():
             cid = self._collection_id(name)
             with self._guard.dropping(cid):  # no write of it is stamped across the drop
-                self._execute(
-                    "CollectionDropped", cid, {"collection_id": cid, "collection_name": name}
-                )
+                body = {"collection_id": cid, "collection_name": split(name)[1]}
+                self._execute("CollectionDropped", cid, body)
 
     def rename_collection(self, old_name: str, new_name: str) -> None:
-        """Renames a collection; its id, data and aliases stay."""
-        check_name("collection", new_name)
+        """Renames a collection within its database; its id, data and aliases stay. Raises
+        InvalidArgument (a new name in another database), CollectionNotFound."""
+        check_name("collection", split(new_name)[1])
         with self._ddl():
             cid = self._collection_id(old_name)
+            same_database(old_name, new_name)
+            old, new = split(old_name)[1], split(new_name)[1]
             self._execute(
-                "CollectionRenamed",
-                cid,
-                {"collection_id": cid, "old_name": old_name, "new_name": new_name},
+                "CollectionRenamed", cid, {"collection_id": cid, "old_name": old, "new_name": new}
             )
 
     def alter_collection_properties(
@@ -336,29 +349,84 @@ class RootCoord:
                 )
 
     def create_alias(self, collection: str, alias: str) -> None:
-        check_name("alias", alias)
+        """Creates `alias` (qualified, in the collection's database). Raises InvalidArgument,
+        AliasExists, CollectionNotFound."""
+        check_name("alias", split(alias)[1])
         with self._ddl():
             cid = self._collection_id(collection)
-            self._execute("AliasCreated", cid, {"collection_id": cid, "alias": alias})
+            same_database(collection, alias)
+            body = {"collection_id": cid, "alias": split(alias)[1]}
+            self._execute("AliasCreated", cid, body)
 
     def drop_alias(self, alias: str) -> None:
         with self._ddl():
             cid = self.meta.aliases().get(alias)
             if cid is None:
-                raise AliasNotFound(alias)
-            self._execute("AliasDropped", cid, {"collection_id": cid, "alias": alias})
+                raise AliasNotFound(split(alias)[1])
+            self._execute("AliasDropped", cid, {"collection_id": cid, "alias": split(alias)[1]})
 
     def alter_alias(self, collection: str, alias: str) -> None:
         with self._ddl():
             prev = self.meta.aliases().get(alias)
             if prev is None:
-                raise AliasNotFound(alias)
+                raise AliasNotFound(split(alias)[1])
             cid = self._collection_id(collection)
+            same_database(collection, alias)
             self._execute(
                 "AliasAltered",
                 cid,
-                {"collection_id": cid, "alias": alias, "previous_collection_id": prev},
+                {"collection_id": cid, "alias": split(alias)[1], "previous_collection_id": prev},
             )
+
+    # -- databases --------------------------------------------------------------------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        """Creates database `name`. Raises InvalidDatabaseName, DatabaseExists,
+        DatabaseLimitExceeded; nothing appended."""
+        check_database_name(name)
+        with self._ddl():
+            body = {
+                "db_id": self.ids.allocate(),
+                "db_name": name,
+                "properties": {str(k): str(v) for k, v in (properties or {}).items()},
+            }
+            self._execute("DatabaseCreated", 0, body)
+
+    def drop_database(self, name: str) -> None:
+        """Drops an empty database; a missing one is a no-op, as Milvus. Raises
+        DatabaseRefused (`default`, or one holding collections)."""
+        with self._ddl():
+            if name == DEFAULT_DATABASE:
+                raise DatabaseRefused("can not drop default database")
+            try:
+                rec = self.meta.database(name)
+            except DatabaseNotFound:
+                return
+            self._execute("DatabaseDropped", 0, {"db_id": rec["db_id"], "db_name": name})
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Sets `properties` and removes `delete_keys` of database `name`. Raises
+        DatabaseNotFound, InvalidArgument (neither given)."""
+        with self._ddl():
+            rec = self.meta.database(name)
+            if not properties and not delete_keys:
+                raise InvalidArgument("no properties or delete keys provided")
+            body = {
+                "db_id": rec["db_id"],
+                "db_name": name,
+                "properties": {str(k): str(v) for k, v in properties.items()},
+                "delete_keys": list(delete_keys or []),
+            }
+            self._execute("DatabasePropertiesAltered", 0, body)
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        """Returns {db_id, name, properties, created_ts}. Raises DatabaseNotFound."""
+        return dict(self.meta.database(name, as_of))
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        """Returns the databases' records ({db_id, name, properties, created_ts}) by id."""
+        return self.meta.databases(as_of)
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         """Records an index description. Raises InvalidArgument, IndexExists."""
@@ -384,7 +452,8 @@ class RootCoord:
             )
 
     def _collection_id(self, name: str) -> int:
-        """Returns the id of the collection called `name` (aliases refused)."""
+        """Returns the id of the collection called `name` (aliases refused). Raises
+        DatabaseNotFound, CollectionNotFound, InvalidArgument."""
         if not self.meta.has(name):
             if name in self.meta.aliases():
                 raise InvalidArgument(f"{name!r} is an alias; name the collection itself")

@@ -4,7 +4,7 @@ timestamps, ids and time ticks (seed 001 s.3, s.4, s.6.3). Others depend on this
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema
 from vectorlog.core.types import IndexSpec
@@ -51,7 +51,77 @@ class DdlService(Protocol):
     def drop_index(self, collection: str, index_name: str) -> None: ...
 
 
-class RootCoordRpc(DdlService, Protocol):
+class DatabaseService(Protocol):
+    """The database DDL and reads (Milvus 2.2+); a collection name elsewhere is qualified
+    with its database (vectorlog.core.databases)."""
+
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        """Raises InvalidDatabaseName, DatabaseExists, DatabaseLimitExceeded."""
+        ...
+
+    def drop_database(self, name: str) -> None:
+        """Drops an empty database (a missing one: no-op). Raises DatabaseRefused."""
+        ...
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        """Raises DatabaseNotFound, InvalidArgument."""
+        ...
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        """Returns {db_id, name, properties, created_ts}. Raises DatabaseNotFound."""
+        ...
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        """Returns every database's description, `default` first (by id)."""
+        ...
+
+
+class RbacService(Protocol):
+    """Users, roles and privilege grants (Milvus's RBAC) and the reads that authenticate and
+    authorize a call. Passwords cross only as salted hashes (vectorlog.core.passwords)."""
+
+    def create_user(self, name: str, password_hash: str) -> None:
+        """Raises InvalidArgument (a name Milvus refuses), RbacRefused (it exists)."""
+        ...
+
+    def update_password(self, name: str, password_hash: str) -> None: ...
+    def drop_user(self, name: str) -> None:
+        """A missing user: no-op. Raises RbacRefused (root)."""
+        ...
+
+    def create_role(self, name: str) -> None: ...
+    def drop_role(self, name: str, force_drop: bool = False) -> None: ...
+    def grant_role(self, user: str, role: str) -> None: ...
+    def revoke_role(self, user: str, role: str) -> None: ...
+    def grant_privilege(self, grant: dict[str, Any]) -> None:
+        """`grant`: {role_name, object_type, object_name, db_name, privilege, grantor}.
+        Raises InvalidArgument (a privilege Milvus does not have), RbacRefused."""
+        ...
+
+    def revoke_privilege(self, grant: dict[str, Any]) -> None: ...
+    def list_users(self) -> list[str]: ...
+    def describe_user(self, name: str) -> dict[str, Any]:
+        """Returns {"user_name", "roles"}. Raises RbacRefused."""
+        ...
+
+    def list_roles(self) -> list[str]: ...
+    def describe_role(self, name: str) -> list[dict[str, Any]]:
+        """Returns the role's grants. Raises RbacRefused."""
+        ...
+
+    def password_hash(self, name: str) -> str | None:
+        """Returns the user's password hash, None for root's default password. Raises
+        RbacRefused (no such user)."""
+        ...
+
+    def access_of(self, name: str) -> dict[str, Any]:
+        """Returns {"roles", "grants"} of a user. Raises RbacRefused."""
+        ...
+
+
+class RootCoordRpc(DdlService, DatabaseService, RbacService, Protocol):
     """What crosses processes (vectorlog.rpc): DDL requests, meta reads as of a ts, the
     timestamp oracle and the id allocator."""
 
@@ -64,11 +134,12 @@ class RootCoordRpc(DdlService, Protocol):
         ...
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
-        """Returns the live collections' names as of `as_of`, sorted."""
+        """Returns the live collections' qualified names (every database's) as of `as_of`,
+        sorted."""
         ...
 
     def list_aliases(self, as_of: int | None = None) -> dict[str, int]:
-        """Returns {alias: collection id} as of `as_of`."""
+        """Returns {qualified alias: collection id} as of `as_of`."""
         ...
 
     def collection_histories(self) -> list[CollectionHistory]:

@@ -56,6 +56,10 @@ DIFFERENCES: dict[str, str] = {
     "index.metric_mismatch": "Milvus 2.4 refuses a search whose metric_type is not the "
     'index\'s ("metric type not match"; vectorlog too); milvus-lite 3.2.2 searches with the '
     "metric asked for",
+    "database.drop_missing": "Milvus's rootcoord drops a database that does not exist as a "
+    "no-op (vectorlog too); milvus-lite 3.2.2 refuses it",
+    "database.invalid_name.refused": "Milvus's proxy refuses a database name with a `-` "
+    "(validateDatabaseName, merr 802; vectorlog too); milvus-lite 3.2.2 creates it",
     "index.default_metric": "Milvus 2.4 gives an index created without metric_type COSINE "
     "(FloatVectorDefaultMetricType; vectorlog too); milvus-lite 3.2.2 refuses it",
     "index.bad_params": "Milvus 2.4 refuses index parameters out of its ranges (nlist 0, "
@@ -1145,4 +1149,46 @@ def test_multi_vector_search_and_hybrid_search(pair: Pair) -> None:
     d.check("hybrid.missing_field.refused", got, eq)
     got = pair.both("hybrid_search", "multi", reqs, pymilvus.WeightedRanker(0.5, 0.5), limit=5)
     d.check("hybrid.weights_mismatch.refused", got, eq)
+    d.assert_none()
+
+
+def database_described(res: Any) -> Any:
+    return res if isinstance(res, Refused) else dict(sorted(res.items()))
+
+
+def test_databases(pair: Pair) -> None:
+    d = Diffs()
+    data, _ = dataset()
+    plain = [{"id": r["id"], "vector": r["vector"], "n": r["n"]} for r in data[:20]]
+    pair.run("create_database", "t1", properties={"team": "a"})
+    d.check("database.create_taken.refused", pair.both("create_database", "t1"), eq)
+    d.check("database.invalid_name.refused", pair.both("create_database", "bad-name"), eq)
+    listed = results(lambda r: sorted(set(r) - {"bad-name"}))  # see invalid_name above
+    d.check("database.list", each(listed, pair.both("list_databases")), eq)
+    got = pair.both("describe_database", "t1")
+    d.check("database.describe", each(database_described, got), eq)
+    d.check("database.describe_missing.refused", pair.both("describe_database", "nope"), eq)
+    pair.run("alter_database_properties", "t1", {"limit": 5})
+    pair.run("drop_database_properties", "t1", ["team"])
+    got = pair.both("describe_database", "t1")
+    d.check("database.altered", each(database_described, got), eq)
+    pair.run("use_database", "t1")
+    pair.create_plain("c", index_of("FLAT", "L2"))
+    pair.run("insert", "c", plain)
+    d.check("database.list_collections", pair.both("list_collections"), eq)
+    d.check("database.count", pair.both("query", "c", output_fields=["count(*)"]), eq)
+    d.check("database.drop_not_empty.refused", pair.both("drop_database", "t1"), eq)
+    pair.run("use_database", "default")
+    d.check("database.default_collections", pair.both("list_collections"), eq)
+    d.check("database.default_has", pair.both("has_collection", "c"), eq)
+    pair.create_plain("c", index_of("FLAT", "L2"))
+    d.check("database.same_name_count", pair.both("query", "c", output_fields=["count(*)"]), eq)
+    d.check("database.drop_default.refused", pair.both("drop_database", "default"), eq)
+    d.check("database.drop_missing", pair.both("drop_database", "nope"), eq)
+    pair.run("use_database", "t1")
+    pair.run("drop_collection", "c")
+    pair.run("use_database", "default")
+    pair.run("drop_database", "t1")
+    got = pair.both("list_databases")
+    d.check("database.dropped", each(listed, got), eq)
     d.assert_none()

@@ -13,11 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.databases import check_database_name, qualified, split
 from vectorlog.core.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
     ConsistencyTimeout,
+    DatabaseExists,
+    DatabaseNotFound,
+    DatabaseRefused,
     FlushTimeout,
     IndexNotFound,
     PartitionNotFound,
@@ -32,6 +36,9 @@ from vectorlog.core.model import (
 )
 from vectorlog.core.types import Hit, IndexSpec
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
+from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
+from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
+from vectorlog.schemas.serde import Event
 
 
 class HybridClock:
@@ -86,9 +93,17 @@ class FakeStamper:
         yield ts
 
 
+class FakeMeta:
+    """The twin's meta: the real RBAC state (rootcoord's RbacMeta), without history."""
+
+    def __init__(self) -> None:
+        self.rbac = RbacMeta()
+
+
 @dataclass
-class FakeRootCoord:
-    """RootCoordService over a dict of collections, a counting clock and id allocator."""
+class FakeRootCoord(RbacDdl):
+    """RootCoordService over a dict of collections, a counting clock and id allocator; its
+    users, roles and grants are rootcoord's own RBAC code over an in-memory RbacMeta."""
 
     collections: dict[str, CollectionInfo] = field(default_factory=dict)
     next_id: int = 1000
@@ -101,6 +116,65 @@ class FakeRootCoord:
     _created: dict[str, int] = field(default_factory=dict)
     #: (name, created ts, dropped ts, info) of every dropped collection
     _dropped: list[tuple[str, int, int, CollectionInfo]] = field(default_factory=list)
+    #: database name -> its description (`default` always there)
+    databases: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "default": {"db_id": 1, "name": "default", "properties": {}, "created_ts": 0}
+        }
+    )
+
+    meta: FakeMeta = field(default_factory=FakeMeta)
+
+    def _ddl(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def _execute(self, event_type: str, collection_id: int, body: dict[str, Any]) -> int:
+        """Applies one RBAC event to the in-memory state, as rootcoord's meta would."""
+        ts = self.now()
+        saves, removals = self.meta.rbac.appliers[event_type](Event(event_type, ts, body))
+        for key in removals:
+            self.meta.rbac.forget(key)
+        for key, raw in saves.items():
+            self.meta.rbac.remember(key, raw)
+        return ts
+
+    # -- databases: collections are keyed by qualified name (vectorlog.core.databases) --------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        check_database_name(name)
+        if name in self.databases:
+            raise DatabaseExists(name)
+        props = {k: str(v) for k, v in (properties or {}).items()}
+        self.databases[name] = {
+            "db_id": self.allocate_ids(),
+            "name": name,
+            "properties": props,
+            "created_ts": self.now(),
+        }
+
+    def drop_database(self, name: str) -> None:
+        if name == "default":
+            raise DatabaseRefused("can not drop default database")
+        if any(c.db == name for c in self.collections.values()):
+            raise DatabaseRefused(
+                f"database:{name} not empty, must drop all collections before drop database"
+            )
+        self.databases.pop(name, None)
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        props = self.describe_database(name)["properties"]
+        for key in delete_keys or []:
+            props.pop(key, None)
+        props.update({k: str(v) for k, v in properties.items()})
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        if name not in self.databases:
+            raise DatabaseNotFound(name)
+        return self.databases[name]
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        return sorted(self.databases.values(), key=lambda d: d["db_id"])
 
     def create_collection(
         self,
@@ -110,7 +184,9 @@ class FakeRootCoord:
         properties: dict[str, str] | None = None,
         num_partitions: int = 0,
     ) -> CollectionInfo:
-        check_name("collection", name)
+        db, plain = split(name)
+        check_name("collection", plain)
+        self.describe_database(db)
         if name in self.collections or name in self.aliases:
             raise CollectionExists(name)
         self.ddl.append(("create_collection", (name, shards_num)))
@@ -118,8 +194,9 @@ class FakeRootCoord:
         names = [f"_default_{i}" for i in range(num_partitions or 16)] if keyed else ["_default"]
         cid = self.allocate_ids(1 + len(names))
         self.collections[name] = replace(
-            collection(name, cid, shards=shards_num),
-            schema=replace(schema, name=name).validated(),
+            collection(plain, cid, shards=shards_num),
+            db=db,
+            schema=replace(schema, name=plain).validated(),
             partitions={n: cid + 1 + i for i, n in enumerate(names)},
             properties=dict(properties or {}),
         )
@@ -134,6 +211,7 @@ class FakeRootCoord:
 
     def _live(self, name: str) -> CollectionInfo:
         """The live collection called `name` (not an alias). Raises CollectionNotFound."""
+        self.describe_database(split(name)[0])
         if name not in self.collections:
             raise CollectionNotFound(name)
         return self.collections[name]
@@ -166,7 +244,9 @@ class FakeRootCoord:
         self.ddl.append(("alter_collection_properties", (name, properties, delete_keys)))
         info = self.describe_collection(name)
         kept = {k: v for k, v in info.properties.items() if k not in (delete_keys or [])}
-        self.collections[info.name] = replace(info, properties={**kept, **properties})
+        self.collections[qualified(info.db, info.name)] = replace(
+            info, properties={**kept, **properties}
+        )
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
@@ -205,6 +285,7 @@ class FakeRootCoord:
             raise IndexNotFound(info.name, index_name)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        self.describe_database(split(name)[0])
         if as_of is None and name in self.aliases:
             name = self.aliases[name]
         found = self._as_of(as_of).get(name)
@@ -213,6 +294,7 @@ class FakeRootCoord:
         return found
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
+        self.describe_database(split(name)[0])
         return name in self._as_of(as_of)
 
     def list_collections(self, as_of: int | None = None) -> list[str]:

@@ -61,8 +61,10 @@ def test_data_written_with_v1_is_read_by_the_current_schema(event: Event):
 
 
 def without_v4_defaults(decoded: Event) -> Event:
-    """Returns `decoded` after checking and removing the v4 (and v8) schema fields'
+    """Returns `decoded` after checking and removing the v4 (and v8, v9) schema fields'
     defaults."""
+    if decoded.type == "CollectionCreated":
+        assert decoded.body.pop("db_name") == "default"  # v9: collections of old are default's
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
         assert schema.pop("enable_dynamic_field") is False
@@ -315,7 +317,7 @@ def test_data_written_with_v6_is_read_by_the_current_schema(event: Event):
 
 
 def test_v8_appends_the_properties_branch_and_the_partition_key_flag_to_v7():
-    old, new = _branches(V7), _branches(default_registry())
+    old, new = _branches(V7), _branches(V8)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["CollectionPropertiesAltered"]
     body = {"collection_id": 5, "properties": {"collection.ttl.seconds": "60"}}
@@ -328,3 +330,54 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
     decoded = read_by_current(V7, Event("CollectionCreated", 95, created.body, 5))
     assert [f["is_partition_key"] for f in decoded.body["schema"]["fields"]] == [False]
     assert without_v4_defaults(decoded) == Event("CollectionCreated", 95, created.body, 5)
+
+
+V8 = SchemaRegistry(AVRO_DIR / "v8")
+
+
+GRANT = {
+    "role_name": "r",
+    "object_type": "Collection",
+    "object_name": "*",
+    "db_name": "default",
+    "privilege": "Search",
+}
+
+
+def test_v9_appends_the_database_branches_and_the_collections_database_to_v8():
+    old, new = _branches(V8), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == [
+        "DatabaseCreated",
+        "DatabaseDropped",
+        "DatabasePropertiesAltered",
+        "UserCreated",
+        "UserPasswordUpdated",
+        "UserDropped",
+        "RoleCreated",
+        "RoleDropped",
+        "UserRoleGranted",
+        "UserRoleRevoked",
+        "PrivilegeGranted",
+        "PrivilegeRevoked",
+    ]
+    created = {"db_id": 7, "db_name": "tenant", "properties": {"k": "v"}}
+    altered = {"db_id": 7, "db_name": "tenant", "properties": {}, "delete_keys": ["k"]}
+    for event in (
+        Event("DatabaseCreated", 100, created),
+        Event("DatabasePropertiesAltered", 101, altered),
+        Event("DatabaseDropped", 102, {"db_id": 7, "db_name": "tenant"}),
+        Event("UserCreated", 104, {"user_name": "u", "password_hash": "h"}),
+        Event("RoleDropped", 105, {"role_name": "r", "force_drop": True}),
+        Event("PrivilegeGranted", 106, {**GRANT, "grantor": "root"}),
+    ):
+        assert EventSerde().decode(EventSerde().encode(event)) == event
+    collection = Event("CollectionCreated", 103, v1_events()[0].body | {"db_name": "tenant"}, 5)
+    decoded = EventSerde().decode(EventSerde().encode(collection))
+    assert decoded.body["db_name"] == "tenant"
+
+
+def test_v8_collections_read_by_v9_live_in_the_default_database():
+    created = v1_events()[0]
+    decoded = read_by_current(V8, Event("CollectionCreated", 96, created.body, 5))
+    assert decoded.body["db_name"] == "default"

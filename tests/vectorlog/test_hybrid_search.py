@@ -136,3 +136,69 @@ def test_bad_hybrid_searches_are_refused_with_milvus_messages(open_client: Clien
     two = [AnnSearchRequest([data()["image"][ROWS].tolist()] * 2, "image", {}, K), *text]
     with pytest.raises(InvalidArgument, match="same number of query vectors"):
         client.hybrid_search("mv", two, RRFRanker())
+
+
+def merged_groups(
+    client: Client, fields: list[str], qi: int, size: int, limit: int, offset: int = 0
+) -> list[tuple[int, float, int]]:
+    """(id, RRF score, group) of a grouped hybrid search, by Milvus's merge (reScorer's
+    rankSearchResultDataByGroup) of each field's own grouping search, computed here."""
+    scores: dict[int, float] = {}
+    group: dict[int, int] = {}
+    for f in fields:
+        (hits,) = client.search(
+            "mv",
+            [data()[f][ROWS + qi].tolist()],
+            limit=K,
+            anns_field=f,
+            output_fields=["n"],
+            group_by_field="n",
+            group_size=size,
+            search_params={"params": {"ef": 64}},
+        )
+        for rank, h in enumerate(hits):
+            scores[h["id"]] = scores.get(h["id"], 0.0) + 1 / (60 + rank + 1)
+            group[h["id"]] = h["entity"]["n"]
+    buckets: dict[int, list[int]] = {}
+    for pk in sorted(scores, key=lambda pk: (-round(scores[pk], 6), pk)):
+        members = buckets.setdefault(group[pk], [])
+        if len(members) < size:
+            members.append(pk)
+    ranked = sorted(
+        buckets.values(), key=lambda m: (-round(max(scores[p] for p in m), 6), -len(m), m[0])
+    )
+    return [(pk, scores[pk], group[pk]) for m in ranked[offset : offset + limit] for pk in m]
+
+
+def test_hybrid_search_groups_its_fused_hits_as_milvus_merges_them(open_client: ClientFactory):
+    client = open_client()
+    create(client)
+    client.insert("mv", rows())
+    two = ["text", "image"]
+    for size, limit, offset in ((2, 3, 0), (3, 2, 1), (1, 4, 0)):
+        for qi in range(3):
+            (got,) = client.hybrid_search(
+                "mv",
+                reqs(two, qi),
+                RRFRanker(),
+                limit=limit,
+                offset=offset,
+                output_fields=["n"],
+                group_by_field="n",
+                group_size=size,
+            )
+            want = merged_groups(client, two, qi, size, limit, offset)
+            assert [(h["id"], h["entity"]["n"]) for h in got] == [(pk, g) for pk, _, g in want]
+            assert all(
+                math.isclose(h["distance"], s, rel_tol=1e-5)
+                for h, (_, s, _) in zip(got, want, strict=True)
+            )
+    (plain,) = client.hybrid_search("mv", reqs(two), RRFRanker(), limit=2, group_by_field="n")
+    assert all(h["entity"] == {} for h in plain)  # the group field only when asked for
+    with pytest.raises(InvalidArgument):
+        client.hybrid_search("mv", reqs(two), RRFRanker(), group_by_field="text")
+    with pytest.raises(InvalidArgument, match="group scorer"):
+        client.hybrid_search(
+            "mv", reqs(two), RRFRanker(), group_by_field="n", rank_group_scorer="median"
+        )
+    client.close()

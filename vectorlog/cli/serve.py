@@ -22,6 +22,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--token", help="required `Bearer` token, user:password or API key (or VECTORLOG_TOKEN)"
     )
     p.add_argument(
+        "--authorization",
+        action="store_true",
+        help="users, roles and privileges, as Milvus's common.security.authorizationEnabled: "
+        "every call logs in as user:password (root's first password is Milvus's, 'Milvus') "
+        "and needs its privilege",
+    )
+    p.add_argument(
         "--tls-cert", help="PEM certificate chain: TLS on both ports (or VECTORLOG_TLS_CERT)"
     )
     p.add_argument("--tls-key", help="PEM private key of --tls-cert (or VECTORLOG_TLS_KEY)")
@@ -52,6 +59,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         args.token,
         args.tls_cert,
         args.tls_key,
+        args.authorization,
     )
     try:
         return serve(options)

@@ -70,8 +70,10 @@ class CollectionNotFound(NotFound):
     """As Milvus's proxy words it (code 100)."""
 
     def __init__(self, name: object, database: str = "default") -> None:
+        if isinstance(name, str) and "." in name and database == "default":
+            database, name = name.split(".", 1)  # a qualified name (core/databases.py)
         super().__init__(f"can't find collection[database={database}][collection={name}]")
-        self.name = name
+        self.name, self.database = name, database
 
 
 class CollectionExists(AlreadyExists):
@@ -91,11 +93,49 @@ class CollectionConflict(InvalidArgument):
 
 
 class DatabaseNotFound(NotFound):
-    """A database other than "default" (vectorlog has only that one), as Milvus words it."""
+    """A database that does not exist, as Milvus words it (merr 800)."""
 
     def __init__(self, name: object) -> None:
         super().__init__(f"database not found[database={name}]")
         self.name = name
+
+
+class DatabaseExists(AlreadyExists):
+    """Creating a database that exists (Milvus's rootcoord: "database already exist")."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"database already exist: {name}")
+        self.name = name
+
+
+class InvalidDatabaseName(InvalidArgument):
+    """A database name Milvus's validateDatabaseName refuses (merr 802)."""
+
+    def __init__(self, name: object, reason: str) -> None:
+        super().__init__(f"{reason}: invalid database name[database={name}]")
+        self.name = name
+
+
+class DatabaseRefused(InvalidArgument):
+    """A database DDL Milvus's rootcoord refuses with a plain error (code 65535): dropping
+    `default`, or a database that still holds collections."""
+
+
+class RbacRefused(InvalidArgument):
+    """A user, role or privilege DDL Milvus's rootcoord refuses with a plain error (code
+    65535): a user or role that exists or does not, a default role or root dropped."""
+
+
+class PermissionDenied(VectorlogError):
+    """The caller lacks the privilege a call needs (Milvus's privilege interceptor: gRPC
+    PERMISSION_DENIED, "PrivilegeX: permission deny to U in the `db` database")."""
+
+
+class DatabaseLimitExceeded(LimitExceeded):
+    """More databases than Milvus's rootCoord.maxDatabaseNum (merr 801)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"exceeded the limit number of database[limit={limit}]")
 
 
 class PartitionNotFound(NotFound):

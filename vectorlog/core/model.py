@@ -447,6 +447,8 @@ class CollectionInfo:
     properties: dict[str, str] = field(default_factory=dict)
     aliases: list[str] = field(default_factory=list)
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the database it lives in (vectorlog.core.databases)
+    db: str = "default"
 
 
 #: per ValueField member (the kind of a default value on the wire), the field types it may

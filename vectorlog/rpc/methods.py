@@ -7,14 +7,18 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served, each service's v2: RootCoord v2 added `num_partitions` (partition keys) to
+Versions served: RootCoord v3 added the database DDL and reads (CreateDatabase,
+DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified
+with their database, vectorlog.core.databases) and the users, roles and grants (RBAC);
+DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
 field of a collection with several). IndexNode v1 serves the build progress describe_index
-reports. The other v1s are retired, not served: a v1
-read would have shown expired rows, a v1 create would have ignored the partition count, and
-nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
+reports. The other v1s, and RootCoord v2 (its callers could not address a database), are
+retired, not served: a v1 read would have shown expired rows, a v1 create would have ignored
+the partition count, and nothing outside this repository spoke v1; a caller of a retired
+version gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
-    "v2",
+    "v3",
     Method(
         "CreateCollection",
         "create_collection",
@@ -105,6 +109,31 @@ ROOTCOORD = _service(
     Method("AllocID", "allocate_ids", (("count", LONG),), LONG),
     Method("RequestTimeTick", "request_tick", (("after", OPT_LONG),), NULL),
     Method("GetStrongTimestamp", "strong_ts", (), LONG),
+    Method("CreateDatabase", "create_database", (("name", STRING), ("properties", VALUE)), NULL),
+    _ddl("DropDatabase", "drop_database", "name"),
+    Method(
+        "AlterDatabase",
+        "alter_database_properties",
+        (("name", STRING), ("properties", VALUE), ("delete_keys", VALUE)),
+        NULL,
+    ),
+    Method("DescribeDatabase", "describe_database", (("name", STRING), *AS_OF), VALUE),
+    Method("ListDatabases", "list_databases", AS_OF, VALUE),
+    _ddl("CreateCredential", "create_user", "name", "password_hash"),
+    _ddl("UpdateCredential", "update_password", "name", "password_hash"),
+    _ddl("DeleteCredential", "drop_user", "name"),
+    _ddl("CreateRole", "create_role", "name"),
+    Method("DropRole", "drop_role", (("name", STRING), ("force_drop", BOOL)), NULL),
+    _ddl("AddUserToRole", "grant_role", "user", "role"),
+    _ddl("RemoveUserFromRole", "revoke_role", "user", "role"),
+    Method("GrantPrivilege", "grant_privilege", (("grant", VALUE),), NULL),
+    Method("RevokePrivilege", "revoke_privilege", (("grant", VALUE),), NULL),
+    Method("ListCredUsers", "list_users", (), STRINGS),
+    Method("SelectUser", "describe_user", (("name", STRING),), VALUE),
+    Method("ListRoles", "list_roles", (), STRINGS),
+    Method("SelectGrant", "describe_role", (("name", STRING),), VALUE),
+    Method("GetCredential", "password_hash", (("name", STRING),), ["null", "string"]),
+    Method("GetAccess", "access_of", (("name", STRING),), VALUE),
 )
 
 SEGMENTS = (("segment_ids", LONGS),)

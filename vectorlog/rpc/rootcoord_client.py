@@ -139,6 +139,68 @@ class RootCoordClient:
         self._rpc.call("DropIndex", collection=collection, index_name=index_name)
 
     # -- meta reads --------------------------------------------------------------------------
+    def create_database(self, name: str, properties: dict[str, str] | None = None) -> None:
+        self._rpc.call("CreateDatabase", name=name, properties=properties)
+
+    def drop_database(self, name: str) -> None:
+        self._rpc.call("DropDatabase", name=name)
+
+    def alter_database_properties(
+        self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
+    ) -> None:
+        self._rpc.call("AlterDatabase", name=name, properties=properties, delete_keys=delete_keys)
+
+    def describe_database(self, name: str, as_of: int | None = None) -> dict[str, Any]:
+        return cast(dict[str, Any], self._rpc.call("DescribeDatabase", name=name, as_of=as_of))
+
+    def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], self._rpc.call("ListDatabases", as_of=as_of))
+
+    def create_user(self, name: str, password_hash: str) -> None:
+        self._rpc.call("CreateCredential", name=name, password_hash=password_hash)
+
+    def update_password(self, name: str, password_hash: str) -> None:
+        self._rpc.call("UpdateCredential", name=name, password_hash=password_hash)
+
+    def drop_user(self, name: str) -> None:
+        self._rpc.call("DeleteCredential", name=name)
+
+    def create_role(self, name: str) -> None:
+        self._rpc.call("CreateRole", name=name)
+
+    def drop_role(self, name: str, force_drop: bool = False) -> None:
+        self._rpc.call("DropRole", name=name, force_drop=force_drop)
+
+    def grant_role(self, user: str, role: str) -> None:
+        self._rpc.call("AddUserToRole", user=user, role=role)
+
+    def revoke_role(self, user: str, role: str) -> None:
+        self._rpc.call("RemoveUserFromRole", user=user, role=role)
+
+    def grant_privilege(self, grant: dict[str, Any]) -> None:
+        self._rpc.call("GrantPrivilege", grant=grant)
+
+    def revoke_privilege(self, grant: dict[str, Any]) -> None:
+        self._rpc.call("RevokePrivilege", grant=grant)
+
+    def list_users(self) -> list[str]:
+        return cast(list[str], self._rpc.call("ListCredUsers"))
+
+    def describe_user(self, name: str) -> dict[str, Any]:
+        return cast(dict[str, Any], self._rpc.call("SelectUser", name=name))
+
+    def list_roles(self) -> list[str]:
+        return cast(list[str], self._rpc.call("ListRoles"))
+
+    def describe_role(self, name: str) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], self._rpc.call("SelectGrant", name=name))
+
+    def password_hash(self, name: str) -> str | None:
+        return cast(str | None, self._rpc.call("GetCredential", name=name))
+
+    def access_of(self, name: str) -> dict[str, Any]:
+        return cast(dict[str, Any], self._rpc.call("GetAccess", name=name))
+
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         return cast(CollectionInfo, self._rpc.call("DescribeCollection", name=name, as_of=as_of))
 

@@ -6,23 +6,25 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vectorlog.config import Config
+from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
 from vectorlog.core.errors import InvalidArgument, PartitionNotFound
 from vectorlog.core.model import (
     CollectionInfo,
     CollectionSchema,
     DataType,
     FieldSchema,
-    check_name,
     metric_name,
     partition_tag,
     quick_schema,
 )
-from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.processors.proxy.service import Grouping, ProxyService
 from vectorlog.runners.standalone import Standalone
+from vectorlog.sdk.admin import AdminCalls
 
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
@@ -163,16 +165,35 @@ def check_indexes(schema: CollectionSchema, specs: list[IndexSpec]) -> None:
                 raise InvalidArgument(f"index_params has two indexes with {key} {body[key]!r}")
 
 
-class Client:
+class _Session:
+    """The ts of a client's last write (Session reads wait for it), shared by the clients
+    `Client.in_database` returns."""
+
+    def __init__(self) -> None:
+        self.ts = 0
+
+
+class Client(AdminCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
     def __init__(self, uri: str | None = None, **settings: Any) -> None:
         """Opens `uri` (a directory, or kafka://host:port); without one, VECTORLOG_LOG or
-        ./vectorlog-data. `settings` override Config fields (see vectorlog/config.py)."""
+        ./vectorlog-data. Collection calls address the database `db_name=` names (among
+        `settings`; "" or none: default; see `use_database`); the other `settings` override
+        Config fields (see vectorlog/config.py). Raises DatabaseNotFound (after closing the
+        cluster) for a database that does not exist, as MilvusClient."""
+        db_name = str(settings.pop("db_name", "") or "")
         self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
         self._cluster = Standalone(self.cfg)
         self._proxy: ProxyService = self._cluster.proxy
-        self._session_ts = 0
+        self._session = _Session()
+        self.db = DEFAULT_DATABASE
+        if db_name:
+            try:
+                self.use_database(db_name)
+            except BaseException:
+                self.close()
+                raise
 
     @classmethod
     def attached(cls, cluster: Any, cfg: Config) -> Client:
@@ -181,8 +202,31 @@ class Client:
         `compactor`); closing the client closes it."""
         client = cls.__new__(cls)
         client.cfg, client._cluster = cfg, cluster
-        client._proxy, client._session_ts = cluster.proxy, 0
+        client._proxy, client._session = cluster.proxy, _Session()
+        client.db = DEFAULT_DATABASE
         return client
+
+    def in_database(self, db_name: str) -> Client:
+        """Returns a Client over the same cluster (and session) whose collection calls
+        address database `db_name` (""/"default": default); closing either closes both.
+        Names are not checked here: a call in a database that does not exist raises
+        DatabaseNotFound."""
+        client = copy.copy(self)
+        client.db = db_name or DEFAULT_DATABASE
+        return client
+
+    @property
+    def _session_ts(self) -> int:
+        return self._session.ts
+
+    @_session_ts.setter
+    def _session_ts(self, ts: int) -> None:
+        self._session.ts = ts
+
+    def _q(self, collection_name: Any) -> str:
+        """Returns the qualified name of a collection (or alias) of this client's database.
+        Raises InvalidName (not a name a collection can have)."""
+        return in_database(self.db, "collection", collection_name)
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -261,55 +305,66 @@ class Client:
             built = schema.build(metric_type) if isinstance(schema, SchemaBuilder) else schema
         check_indexes(built.validated(), specs)
         props = with_level(properties, consistency_level)
-        self._proxy.create_collection(collection_name, built, num_shards, props, num_partitions)
+        self._proxy.create_collection(
+            self._q(collection_name), built, num_shards, props, num_partitions
+        )
         for spec in specs:
-            self._proxy.create_index(collection_name, spec)
+            self._proxy.create_index(self._q(collection_name), spec)
 
     def drop_collection(self, collection_name: str) -> None:
-        self._proxy.drop_collection(collection_name)
+        self._proxy.drop_collection(self._q(collection_name))
 
     def truncate_collection(self, collection_name: str) -> DeleteResult:
         """Removes every row of the collection, as Milvus's truncate_collection (its schema,
         partitions, indexes and aliases stay): one durable delete of every primary key
         visible now, in every partition, so a replay of the log truncates the same rows.
         Returns its {delete_count, timestamp}. Raises InvalidName, CollectionNotFound."""
-        pk = self._proxy.describe_collection(collection_name).schema.primary.name
+        pk = self._proxy.describe_collection(self._q(collection_name)).schema.primary.name
         return self.delete(collection_name, filter=f"{pk} not in []")
 
-    def rename_collection(self, old_name: str, new_name: str) -> None:
-        self._proxy.rename_collection(old_name, new_name)
+    def rename_collection(self, old_name: str, new_name: str, target_db: str = "") -> None:
+        """Renames a collection within its database. Raises InvalidArgument (a `target_db`
+        other than its database: not supported), CollectionNotFound."""
+        new = in_database(target_db or self.db, "collection", new_name)
+        self._proxy.rename_collection(self._q(old_name), new)
 
     def alter_collection_properties(self, collection_name: str, properties: dict[str, Any]) -> None:
         """Sets collection properties (as MilvusClient): `collection.ttl.seconds` hides and
         lets compaction remove rows older than that; `mmap.enabled` is kept. Raises
         InvalidArgument (a value Milvus refuses, or none given), CollectionNotFound."""
-        self._proxy.alter_collection_properties(collection_name, properties)
+        self._proxy.alter_collection_properties(self._q(collection_name), properties)
 
     def drop_collection_properties(self, collection_name: str, property_keys: list[str]) -> None:
         """Removes collection properties (a key the collection lacks is ignored). Raises
         InvalidArgument (no key given), CollectionNotFound."""
-        self._proxy.alter_collection_properties(collection_name, {}, property_keys)
+        self._proxy.alter_collection_properties(self._q(collection_name), {}, property_keys)
 
     def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
-        return self._proxy.has_collection(collection_name, as_of)
+        return self._proxy.has_collection(self._q(collection_name), as_of)
 
     def list_collections(self, as_of: int | None = None) -> list[str]:
-        """Returns the collection names (as of a hybrid timestamp), sorted."""
-        return self._proxy.list_collections(as_of)
+        """Returns the names of this database's collections (as of a hybrid timestamp),
+        sorted. Raises DatabaseNotFound (it was dropped)."""
+        self._proxy.describe_database(self.db, as_of)
+        return self._mine(self._proxy.list_collections(as_of))
+
+    def _mine(self, names: list[str]) -> list[str]:
+        """Returns the plain names of the qualified `names` in this client's database."""
+        return [plain for db, plain in map(split, names) if db == self.db]
 
     def describe_collection(self, collection_name: str, as_of: int | None = None) -> dict[str, Any]:
         """Returns MilvusClient's description of a collection (or alias), as of `as_of`.
 
         Raises CollectionNotFound.
         """
-        return describe(self._proxy.describe_collection(collection_name, as_of))
+        return describe(self._proxy.describe_collection(self._q(collection_name), as_of))
 
     # -- partitions -------------------------------------------------------------------------
     def create_partition(self, collection_name: str, partition_name: str) -> None:
-        self._proxy.create_partition(collection_name, partition_name)
+        self._proxy.create_partition(self._q(collection_name), partition_name)
 
     def drop_partition(self, collection_name: str, partition_name: str) -> None:
-        self._proxy.drop_partition(collection_name, partition_name)
+        self._proxy.drop_partition(self._q(collection_name), partition_name)
 
     def has_partition(
         self, collection_name: str, partition_name: str, as_of: int | None = None
@@ -317,67 +372,67 @@ class Client:
         """Returns whether the collection has the partition. Raises InvalidName for a
         partition name Milvus's partition tag check refuses (empty, over 255 characters,
         or other than letters, digits, `_` and `-`), CollectionNotFound."""
-        check_name("collection", collection_name)
+        name = self._q(collection_name)
         partition_tag(partition_name)
-        return partition_name in self._proxy.describe_collection(collection_name, as_of).partitions
+        return partition_name in self._proxy.describe_collection(name, as_of).partitions
 
     # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
     def load_collection(self, collection_name: str, timeout: float | None = None) -> None:
         """Accepted as MilvusClient's, with nothing to do. Raises CollectionNotFound."""
-        self._proxy.describe_collection(collection_name)
+        self._proxy.describe_collection(self._q(collection_name))
 
     def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
         """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
         Raises CollectionNotFound."""
-        self._proxy.describe_collection(collection_name)
+        self._proxy.describe_collection(self._q(collection_name))
 
     def load_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         """Accepted, with nothing to do. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(collection_name, partition_names)
+        self._known_partitions(self._q(collection_name), partition_names)
 
     def release_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         """Accepted, with nothing done. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(collection_name, partition_names)
+        self._known_partitions(self._q(collection_name), partition_names)
 
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
     ) -> dict[str, str]:
         """Returns {"state": "Loaded"}. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(collection_name, [partition_name] if partition_name else [])
+        self._known_partitions(self._q(collection_name), [partition_name] if partition_name else [])
         return {"state": "Loaded"}
 
     def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
-        parts = self._proxy.describe_collection(collection_name).partitions
+        parts = self._proxy.describe_collection(self._q(collection_name)).partitions
         for name in partition_names:
             if name not in parts:
                 raise PartitionNotFound(collection_name, name)
 
     def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
-        parts = self._proxy.describe_collection(collection_name, as_of).partitions
+        parts = self._proxy.describe_collection(self._q(collection_name), as_of).partitions
         return sorted(parts, key=lambda name: parts[name])
 
     # -- aliases -----------------------------------------------------------------------------
     def create_alias(self, collection_name: str, alias: str) -> None:
-        self._proxy.create_alias(collection_name, alias)
+        self._proxy.create_alias(self._q(collection_name), self._q(alias))
 
     def drop_alias(self, alias: str) -> None:
-        self._proxy.drop_alias(alias)
+        self._proxy.drop_alias(self._q(alias))
 
     def alter_alias(self, collection_name: str, alias: str) -> None:
-        self._proxy.alter_alias(collection_name, alias)
+        self._proxy.alter_alias(self._q(collection_name), self._q(alias))
 
     def describe_alias(self, alias: str) -> dict[str, str]:
         """Returns {"alias", "collection_name"}. Raises AliasNotFound."""
-        return {"alias": alias, "collection_name": self._proxy.describe_alias(alias)}
+        return {"alias": alias, "collection_name": self._proxy.describe_alias(self._q(alias))}
 
     def list_aliases(self, collection_name: str = "", as_of: int | None = None) -> dict[str, Any]:
         """Returns {"aliases": [...], "collection_name"}: one collection's, or all."""
         if collection_name:
             return {
-                "aliases": self._proxy.describe_collection(collection_name, as_of).aliases,
+                "aliases": self._proxy.describe_collection(self._q(collection_name), as_of).aliases,
                 "collection_name": collection_name,
             }
-        return {"aliases": self._proxy.list_aliases(as_of), "collection_name": ""}
+        return {"aliases": self._mine(self._proxy.list_aliases(as_of)), "collection_name": ""}
 
     # -- indexes ------------------------------------------------------------------------------
     @staticmethod
@@ -395,18 +450,18 @@ class Client:
         specs = index_specs(index_params)
         if not specs:
             raise InvalidArgument("index_params is empty: no index can be created")
-        check_indexes(self._proxy.describe_collection(collection_name).schema, specs)
+        check_indexes(self._proxy.describe_collection(self._q(collection_name)).schema, specs)
         for spec in specs:
-            self._proxy.create_index(collection_name, spec)
+            self._proxy.create_index(self._q(collection_name), spec)
 
     def drop_index(self, collection_name: str, index_name: str) -> None:
         """Drops an index (searches then use the vector field's metric); dropping one that
         does not exist is a no-op, as in Milvus. Raises CollectionNotFound."""
-        self._proxy.drop_index(collection_name, index_name)
+        self._proxy.drop_index(self._q(collection_name), index_name)
 
     def list_indexes(self, collection_name: str, field_name: str | None = "") -> list[str]:
         """Returns the names of the collection's indexes (on `field_name` only, if given)."""
-        indexes = self._proxy.describe_collection(collection_name).indexes
+        indexes = self._proxy.describe_collection(self._q(collection_name)).indexes
         return sorted(
             n for n, ix in indexes.items() if not field_name or ix["field_name"] == field_name
         )
@@ -418,12 +473,12 @@ class Client:
         indexed_rows, pending_index_rows, state} as Milvus: params as created, rows of the
         Flushed segments and how many are indexed, state "Finished" once all are (also with
         none). Raises IndexNotFound, CollectionNotFound."""
-        return self._proxy.describe_index(collection_name, index_name, as_of)
+        return self._proxy.describe_index(self._q(collection_name), index_name, as_of)
 
     def get_collection_stats(self, collection_name: str) -> dict[str, int]:
         """Returns {"row_count": rows visible now}."""
         at = ReadAt(session_ts=self._session_ts)
-        return {"row_count": self._proxy.count(collection_name, at)}
+        return {"row_count": self._proxy.count(self._q(collection_name), at)}
 
     def get_partition_stats(self, collection_name: str, partition_name: str) -> dict[str, int]:
         """Returns {"row_count": rows of the partition visible now}. Raises
@@ -438,7 +493,7 @@ class Client:
         """Seals every Growing segment of the collection and waits until its segments are
         Flushed (their binlogs written); returns their ids. With `wait=False` it returns the
         ids at once (seed 003's asynchronous flush). Raises CollectionNotFound, FlushTimeout."""
-        return self._proxy.flush(collection_name, wait, timeout)
+        return self._proxy.flush(self._q(collection_name), wait, timeout)
 
     def bulk_insert(
         self,
@@ -460,7 +515,9 @@ class Client:
         Raises InvalidArgument (ImportFileError naming the file), CollectionNotFound before
         anything is written; with `wait`, the job's error, after deleting what it wrote: a
         failed import leaves nothing visible."""
-        job = self._bulk().submit(collection_name, files, partition_name, progress, options, wait)
+        job = self._bulk().submit(
+            self._q(collection_name), files, partition_name, progress, options, wait
+        )
         if not wait:
             return job.as_dict()
         self._session_ts = max(self._session_ts, job.timestamp)
@@ -474,7 +531,10 @@ class Client:
 
     def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:
         """Returns the bulk insert tasks this process started, oldest first."""
-        return [job.as_dict() for job in self._bulk().jobs_of(collection_name)]
+        return [
+            job.as_dict()
+            for job in self._bulk().jobs_of(collection_name and self._q(collection_name))
+        ]
 
     def _bulk(self) -> BulkInserter:
         if self._cluster.bulk is None:
@@ -488,7 +548,7 @@ class Client:
         after, as of any ts within retention. Returns the job id (`get_compaction_state`);
         with `wait`, once the job ended. Raises CollectionNotFound, InvalidArgument (data
         node off)."""
-        return self._compactor().compact(collection_name, wait).job_id
+        return self._compactor().compact(self._q(collection_name), wait).job_id
 
     def get_compaction_state(self, job_id: int) -> str:
         """Returns a compaction job's state: "Executing", "Completed" or "Failed". Raises
@@ -525,14 +585,14 @@ class Client:
 
     def list_segments(self, collection_name: str) -> list[dict[str, Any]]:
         """Returns the info of every segment of a collection."""
-        return self._proxy.list_segments(collection_name)
+        return self._proxy.list_segments(self._q(collection_name))
 
     # -- data ---------------------------------------------------------------------------------
     def insert(
         self, collection_name: str, data: Any, partition_name: str | None = None
     ) -> InsertResult:
         """Inserts rows; returns {insert_count, ids, timestamp} after the log made them durable."""
-        res = self._proxy.insert(collection_name, data, partition_name)
+        res = self._proxy.insert(self._q(collection_name), data, partition_name)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
@@ -541,7 +601,7 @@ class Client:
     ) -> dict[str, Any]:
         """Inserts rows or replaces the rows with the same primary keys (required, even with
         auto_id), atomically at one ts; returns {upsert_count, ids, timestamp} once durable."""
-        res = self._proxy.insert(collection_name, data, partition_name, upsert=True)
+        res = self._proxy.insert(self._q(collection_name), data, partition_name, upsert=True)
         self._session_ts = max(self._session_ts, res["timestamp"])
         return {
             "upsert_count": res["insert_count"],
@@ -564,7 +624,9 @@ class Client:
         A filter delete reads the matching keys at a Strong ts and appends their key
         deletes, so replaying the log deletes the same rows; delete_count is their number
         (for `ids`, the number of keys given). Raises InvalidArgument, InvalidExpression."""
-        res = self._proxy.delete(collection_name, ids, partition_name, filter, filter_params)
+        res = self._proxy.delete(
+            self._q(collection_name), ids, partition_name, filter, filter_params
+        )
         self._session_ts = max(self._session_ts, res["timestamp"])
         return res
 
@@ -611,7 +673,7 @@ class Client:
             strict_group_size,
         )
         return self._proxy.search(
-            collection_name, data, limit, output_fields, partition_names, at, options
+            self._q(collection_name), data, limit, output_fields, partition_names, at, options
         )
 
     def hybrid_search(
@@ -627,6 +689,10 @@ class Client:
         offset: int = 0,
         consistency_level: str | None = None,
         as_of: int | None = None,
+        group_by_field: str | None = None,
+        group_size: int | None = None,
+        strict_group_size: bool = False,
+        rank_group_scorer: str = "max",
     ) -> list[list[Hit]]:
         """Returns, per query, up to `limit` hits {"id", "distance", "entity"} of the ANN
         searches of `reqs` (`AnnSearchRequest(data, anns_field, param, limit, expr)`, each
@@ -634,11 +700,26 @@ class Client:
         1 / (k + rank)) or `WeightedRanker(w1, ..., norm_score=True)` (weighted sum of the
         scores normalised per metric), best first, `offset` skipped; `distance` is the fused
         score. pymilvus's request and ranker classes are accepted too. Every search reads at
-        one ts. Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
-        ConsistencyTimeout."""
+        one ts. With `group_by_field`, each request is a grouping search and the fused hits
+        are grouped by the field: up to `limit` groups (`offset` skips groups) of up to
+        `group_size` hits, ranked by their best hit's score (`rank_group_scorer` "max"; or
+        "sum", "avg"), as Milvus 2.5. Raises InvalidArgument (Milvus's messages; no search
+        runs), InvalidExpression, ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        grouping = None
+        if group_by_field is not None:
+            size = 1 if group_size is None else group_size
+            grouping = Grouping(group_by_field, size, strict_group_size, rank_group_scorer)
         return self._proxy.hybrid_search(
-            collection_name, reqs, ranker, limit, output_fields, partition_names, at, offset
+            self._q(collection_name),
+            reqs,
+            ranker,
+            limit,
+            output_fields,
+            partition_names,
+            at,
+            offset,
+            grouping,
         )
 
     def query(
@@ -664,7 +745,7 @@ class Client:
         InvalidExpression, ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         return self._proxy.query(
-            collection_name,
+            self._q(collection_name),
             filter,
             output_fields,
             limit,
@@ -687,7 +768,7 @@ class Client:
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
-        return self._proxy.get(collection_name, ids, output_fields, at)
+        return self._proxy.get(self._q(collection_name), ids, output_fields, at)
 
 
 def describe(info: CollectionInfo) -> dict[str, Any]:

@@ -54,8 +54,8 @@ class Console:
         """Answers GET /console/api/{what}: JSON, 401 without the token, 400 with
         {"error": message} for a bad argument or a failed read, 404 for an unknown page or
         collection."""
-        if not self.api.authorized(request):
-            return _json({"error": "the console needs the server's token"}, 401)
+        if not self.api.administers(request):
+            return _json({"error": "the console needs the server's token (or an admin)"}, 401)
         what, query = request.path_params["what"], request.query_params
         reader = self._readers().get(what)
         if reader is None:
@@ -64,8 +64,8 @@ class Console:
 
     async def search(self, request: Request) -> Response:
         """Answers POST /console/api/search (console_data.search's body) as `data` does."""
-        if not self.api.authorized(request):
-            return _json({"error": "the console needs the server's token"}, 401)
+        if not self.api.administers(request):
+            return _json({"error": "the console needs the server's token (or an admin)"}, 401)
         try:
             body = orjson.loads(await request.body())
         except orjson.JSONDecodeError:

@@ -47,7 +47,7 @@ class TokenAuth(grpc.ServerInterceptor):
         if handler is None:
             return None
         refusal = self.refusal(handler_call_details.invocation_metadata or ())
-        return handler if refusal is None else _refusing(handler, refusal)
+        return handler if refusal is None else refusing(handler, refusal)
 
     def refusal(self, metadata: Any) -> str | None:
         """Returns why the call's `metadata` ((key, value) pairs) is refused, None if its
@@ -64,7 +64,7 @@ class TokenAuth(grpc.ServerInterceptor):
         return WRONG if b":" in raw else WRONG_KEY
 
 
-def _refusing(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+def refusing(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
     """Returns a handler of `handler`'s kind that aborts with UNAUTHENTICATED `message`
     without decoding the request."""
 

@@ -27,12 +27,12 @@ class DataRpcs:
     cursors: iterators.SearchCursors
 
     def _info(self, name: str) -> CollectionInfo:
-        return self.client.cluster.proxy.describe_collection(name)
+        return self.client.collection_info(name)
 
     # -- flush ----------------------------------------------------------------------------------
     @rpc
     def Flush(self, request: Any, context: Any) -> Any:
-        res = milvus_pb2.FlushResponse(status=ok(), db_name="default")
+        res = milvus_pb2.FlushResponse(status=ok(), db_name=self.client.db)
         for name in request.collection_names:
             ids = self.client.flush(name)
             res.coll_segIDs[name].data.extend(ids)

@@ -19,7 +19,6 @@ from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
 
 #: rank_params keys of a grouped hybrid search (vectorlog does not group its hits)
-GROUPING = ("group_by_field", "group_size", "strict_group_size", "rank_group_scorer")
 
 
 class HybridRpcs:
@@ -43,8 +42,9 @@ class HybridRpcs:
             partition_names=partition_names(request.partition_names),
             offset=offset,
             consistency_level=read_level(request),
+            **grouping(rank),
         )
-        info = self.client.cluster.proxy.describe_collection(request.collection_name)
+        info = self.client.collection_info(request.collection_name)
         results = search_result(_rounded(hits, decimals), limit, info)
         return milvus_pb2.SearchResults(status=ok(), results=results, collection_name=info.name)
 
@@ -65,12 +65,23 @@ def ann_request(sub: Any) -> AnnSearchRequest:
 
 def _refuse_unsupported(request: Any, rank: dict[str, Any]) -> None:
     """Raises InvalidArgument for what vectorlog's hybrid search does not do: function
-    rerankers and grouping."""
+    rerankers."""
     if request.HasField("function_score") and len(request.function_score.functions):
         raise InvalidArgument("vectorlog's hybrid search takes RRFRanker or WeightedRanker only")
-    grouped = [k for k in GROUPING if rank.get(k) not in (None, "", False)]
-    if grouped:
-        raise InvalidArgument(f"vectorlog's hybrid search does not group hits ({grouped[0]})")
+
+
+def grouping(rank: dict[str, Any]) -> dict[str, Any]:
+    """Returns the Client's grouping arguments of a HybridSearchRequest's rank_params
+    (pymilvus sends group_by_field, group_size, strict_group_size and rank_group_scorer
+    there); {} without group_by_field."""
+    field = rank.get("group_by_field")
+    if field in (None, ""):
+        return {}
+    out: dict[str, Any] = {"group_by_field": field}
+    for key in ("group_size", "strict_group_size", "rank_group_scorer"):
+        if rank.get(key) is not None:
+            out[key] = rank[key]
+    return out
 
 
 def _round_decimal(value: Any) -> int:

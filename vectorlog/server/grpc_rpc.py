@@ -1,27 +1,30 @@
-"""The plumbing of vectorlog's gRPC handlers: the `rpc` decorator refusing a database other
-than the default one and turning any error into the Milvus status of the RPC's response,
-and the request fields every handler reads alike (consistency level, deadline, partition
-names)."""
+"""The plumbing of vectorlog's gRPC handlers: the `rpc` decorator setting the call's
+database (`call_database`) and turning any error into the Milvus status of the RPC's
+response, and the request fields every handler reads alike (consistency level, deadline,
+partition names)."""
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
 from google.protobuf.message_factory import GetMessageClass
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from vectorlog.core.errors import DatabaseNotFound
+from vectorlog.core.databases import DEFAULT_DATABASE
+from vectorlog.core.errors import PermissionDenied
 from vectorlog.core.types import level_name
 from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
 from vectorlog.server.logs import log_failure
 
 log = logging.getLogger(__name__)
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]
-DEFAULT_DATABASE = "default"
+#: the database of the call a handler serves (set by `rpc` around the handler)
+CALL_DATABASE: ContextVar[str] = ContextVar("vectorlog_call_database", default=DEFAULT_DATABASE)
 
 
 def response_class(rpc: str) -> Any:
@@ -59,19 +62,32 @@ def failed(rpc: str, status: common_pb2.Status, context: Any = None) -> Any:
 
 
 def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps an RPC handler: the call's database must be the default one (dbname metadata,
-    the request's db_name); any exception becomes the Milvus error status of its response
+    """Wraps an RPC handler: with the servicer's `authorizer` (authorization on), the
+    caller's privilege is checked first (refused: gRPC PERMISSION_DENIED, nothing done);
+    the handler runs with CALL_DATABASE set to the call's database (`call_database`); any
+    exception becomes the Milvus error status of its response
     (logged with their cause: server/logs.py); nothing escapes to gRPC."""
 
     @functools.wraps(method)
     def handler(self: Any, request: Any, context: Any) -> Any:
+        db = call_database(request, context, method.__name__)
+        authorizer = getattr(self, "authorizer", None)
+        if authorizer is not None:
+            try:
+                authorizer.check(method.__name__, request, context, db)
+            except PermissionDenied as exc:  # as Milvus's interceptor: no response at all
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+            except Exception as exc:  # the check itself failed: refuse, never let it through
+                log_failure(log, f"gRPC {method.__name__} authorization", exc)
+                return failed(method.__name__, status_of(exc), context)
+        token = CALL_DATABASE.set(db)
         try:
-            if method.__name__ not in DATABASE_RPCS:
-                check_database(request, context)
             return method(self, request, context)
         except Exception as exc:
             log_failure(log, f"gRPC {method.__name__}", exc)
             return failed(method.__name__, status_of(exc), context)
+        finally:
+            CALL_DATABASE.reset(token)
 
     return handler
 
@@ -82,15 +98,16 @@ DATABASE_RPCS = frozenset(
 )
 
 
-def check_database(request: Any, context: Any) -> None:
-    """Raises DatabaseNotFound (merr 800, Milvus's message) if the call names a database
-    other than "default": pymilvus's `dbname` metadata or the request's db_name field."""
-    names = [v for k, v in (context.invocation_metadata() if context else ()) if k == "dbname"]
-    if "db_name" in request.DESCRIPTOR.fields_by_name:
-        names.append(request.db_name)
-    for name in names:
-        if name not in ("", DEFAULT_DATABASE):
-            raise DatabaseNotFound(name)
+def call_database(request: Any, context: Any, rpc: str = "") -> str:
+    """Returns the database a call addresses, as Milvus's proxy finds it: the request's
+    db_name, else pymilvus's `dbname` metadata, else "default" (for the database RPCs,
+    whose db_name is their argument, only the metadata)."""
+    fields = request.DESCRIPTOR.fields_by_name
+    if rpc not in DATABASE_RPCS and "db_name" in fields and request.db_name:
+        return str(request.db_name)
+    metadata = context.invocation_metadata() if context is not None else ()
+    names = [v for k, v in metadata if k == "dbname" and v]
+    return str(names[0]) if names else DEFAULT_DATABASE
 
 
 def read_level(request: Any) -> str | None:

@@ -11,6 +11,7 @@ from pymilvus.grpc_gen import milvus_pb2_grpc
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.sdk.client import Client
+from vectorlog.server.grpc_access import UserAuth
 from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.server.tls import TlsFiles
@@ -44,22 +45,34 @@ def start_grpc(
     token: str | None = None,
     tls: TlsFiles | None = None,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    authorization: bool = False,
 ) -> GrpcServer:
     """Starts serving Milvus's MilvusService for `client` on `address` ("host:port", port 0
     picks a free one) with `max_workers` threads; a request or response over
     `max_message_bytes` fails with gRPC's RESOURCE_EXHAUSTED. With `token` every RPC needs it
-    (grpc_auth.TokenAuth); with `tls` the port speaks TLS only. `interceptors` run first, in
-    order, before the token check (they see refused calls too). Returns the running server.
-    Raises InvalidArgument if the address cannot be bound or a TLS file cannot be read."""
+    (grpc_auth.TokenAuth); with `authorization` (instead of a token) every RPC needs a
+    user's `user:password` and the privilege it calls for (grpc_access, Milvus's
+    common.security.authorizationEnabled); with `tls` the port speaks TLS only.
+    `interceptors` run first, in order, before the token check (they see refused calls
+    too). Returns the running server. Raises InvalidArgument if the address cannot be bound
+    or a TLS file cannot be read, or for both a token and authorization."""
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
     ]
-    chain = [*interceptors, TokenAuth(token)] if token else list(interceptors)
+    if token and authorization:
+        raise InvalidArgument("a token and authorization exclude each other: users log in")
+    chain = list(interceptors)
+    if token:
+        chain.append(TokenAuth(token))
+    elif authorization:
+        chain.append(UserAuth(client))
     pool = futures.ThreadPoolExecutor(max_workers=max_workers)
     server = grpc.server(pool, options=options, interceptors=chain)
-    milvus_pb2_grpc.add_MilvusServiceServicer_to_server(MilvusServicer(client), server)
+    milvus_pb2_grpc.add_MilvusServiceServicer_to_server(
+        MilvusServicer(client, authorization), server
+    )
     try:
         port = _bind(server, address, tls)
     except RuntimeError as exc:

@@ -16,14 +16,16 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 from vectorlog.sdk.client import Client, IndexParams
 from vectorlog.server import grpc_convert as conv
+from vectorlog.server.grpc_access import Authorizer
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_databases import DatabaseRpcs
 from vectorlog.server.grpc_hybrid import HybridRpcs
 from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
-from vectorlog.server.grpc_rpc import DEFAULT_DATABASE, SERVICE, failed, rpc
+from vectorlog.server.grpc_rpc import CALL_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
+from vectorlog.server.grpc_users import UserRpcs
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
 MILVUS_VERSION = "v2.5.0"
@@ -31,6 +33,7 @@ _LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
 class MilvusServicer(
+    UserRpcs,
     DataRpcs,
     HybridRpcs,
     ImportRpcs,
@@ -40,9 +43,16 @@ class MilvusServicer(
 ):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
 
-    def __init__(self, client: Client) -> None:
-        self.client = client
+    def __init__(self, client: Client, authorization: bool = False) -> None:
+        """`authorization`: every RPC's privilege is checked (grpc_access.Authorizer)."""
+        self.base = client
         self.cursors = SearchCursors()
+        self.authorizer = Authorizer(client) if authorization else None
+
+    @property
+    def client(self) -> Client:  # type: ignore[override]
+        """The Client of the call being served: the base one, in the call's database."""
+        return self.base.in_database(CALL_DATABASE.get())
 
     # -- connection -----------------------------------------------------------------------------
     @rpc
@@ -92,7 +102,7 @@ class MilvusServicer(
             properties=conv.kv_pairs(
                 {k: v for k, v in info.properties.items() if k != CONSISTENCY_PROPERTY}
             ),
-            db_name=DEFAULT_DATABASE,
+            db_name=info.db,
             num_partitions=len(info.partitions),
         )
 
@@ -221,7 +231,7 @@ class MilvusServicer(
     def DescribeAlias(self, request: Any, context: Any) -> Any:
         target = self.client.describe_alias(request.alias)["collection_name"]
         return milvus_pb2.DescribeAliasResponse(
-            status=ok(), db_name=DEFAULT_DATABASE, alias=request.alias, collection=target
+            status=ok(), db_name=self.client.db, alias=request.alias, collection=target
         )
 
     @rpc
@@ -229,7 +239,7 @@ class MilvusServicer(
         res = self.client.list_aliases(request.collection_name)
         return milvus_pb2.ListAliasesResponse(
             status=ok(),
-            db_name=DEFAULT_DATABASE,
+            db_name=self.client.db,
             collection_name=res["collection_name"],
             aliases=res["aliases"],
         )
@@ -291,7 +301,19 @@ def _unimplemented_handler(name: str) -> Callable[..., Any]:
         return failed(name, unimplemented(name), context)
 
     handler.__name__ = name
+    handler.unimplemented = True  # type: ignore[attr-defined]
     return handler
+
+
+def served_rpcs() -> frozenset[str]:
+    """Returns the MilvusService RPCs vectorlog serves (the others answer merr 10)."""
+    generated = milvus_pb2_grpc.MilvusServiceServicer
+    return frozenset(
+        m.name
+        for m in SERVICE.methods
+        if getattr(MilvusServicer, m.name) is not getattr(generated, m.name)
+        and not getattr(getattr(MilvusServicer, m.name), "unimplemented", False)
+    )
 
 
 def _mro_served(cls: type) -> int:

@@ -13,10 +13,11 @@ from vectorlog.core import errors
 #: merr codes of Milvus (pkg/util/merr/errors.go)
 INTERNAL, UNIMPLEMENTED = 5, 10
 COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND, INDEX_DUPLICATE = 100, 200, 700, 702
-DATABASE_NOT_FOUND = 800
+DATABASE_NOT_FOUND, DATABASE_LIMIT, DATABASE_NAME_INVALID = 800, 801, 802
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
 UNEXPECTED = 65535  # merr's code of an error that is not a merr one (fmt.Errorf)
 FIELD_NAME_INVALID = 1701
+PERMISSION_DENIED = 65535  # Milvus answers it as gRPC PERMISSION_DENIED, not in a status
 PARAMETER_MISSING = 1101
 ALIAS_NAME_CONFLICT = 1601
 
@@ -25,6 +26,12 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.CollectionNotFound, COLLECTION_NOT_FOUND, common_pb2.CollectionNotExists),
     (errors.PartitionNotFound, PARTITION_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.DatabaseNotFound, DATABASE_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.DatabaseLimitExceeded, DATABASE_LIMIT, common_pb2.UnexpectedError),
+    (errors.InvalidDatabaseName, DATABASE_NAME_INVALID, common_pb2.UnexpectedError),
+    (errors.DatabaseExists, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.DatabaseRefused, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.RbacRefused, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.PermissionDenied, PERMISSION_DENIED, common_pb2.PermissionDenied),
     (errors.IndexNotFound, INDEX_NOT_FOUND, common_pb2.IndexNotExist),
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.AliasExists, ALIAS_EXISTS, common_pb2.UnexpectedError),

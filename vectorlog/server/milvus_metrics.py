@@ -162,18 +162,19 @@ def rest_vectors(function: str, body: Any) -> int:
 def datacoord_families(client: Any) -> Iterator[GaugeMetricFamily]:
     """Yields milvus_datacoord_collection_num, milvus_datacoord_segment_num{segment_state,
     segment_level} and milvus_datacoord_stored_rows_num{db_name, collection_id,
-    collection_name, segment_state} as of now (a collection dropped meanwhile is skipped)."""
+    collection_name, segment_state} as of now, over every database (a collection or
+    database dropped meanwhile is skipped)."""
     states: Counter[str] = Counter()
-    rows: Counter[tuple[str, str, str]] = Counter()
-    names = []
-    with contextlib.suppress(VectorlogError):
-        names = client.list_collections()
-    for name in names:
-        with contextlib.suppress(VectorlogError):
-            for s in client.list_segments(name):
-                states[s["state"]] += 1
-                rows[(str(s["collection_id"]), name, s["state"])] += s["num_rows"]
-    yield GaugeMetricFamily("milvus_datacoord_collection_num", "number of collections", len(names))
+    rows: Counter[tuple[str, str, str, str]] = Counter()
+    collections = 0
+    for db, names in _collections(client):
+        collections += len(names)
+        for name in names:
+            with contextlib.suppress(VectorlogError):
+                for s in client.in_database(db).list_segments(name):
+                    states[s["state"]] += 1
+                    rows[(db, str(s["collection_id"]), name, s["state"])] += s["num_rows"]
+    yield GaugeMetricFamily("milvus_datacoord_collection_num", "number of collections", collections)
     segments = GaugeMetricFamily(
         "milvus_datacoord_segment_num",
         "number of segments",
@@ -187,6 +188,16 @@ def datacoord_families(client: Any) -> Iterator[GaugeMetricFamily]:
         "number of stored rows of healthy segment",
         labels=["db_name", "collection_id", "collection_name", "segment_state"],
     )
-    for (cid, name, state), count in sorted(rows.items()):
-        stored.add_metric(["default", cid, name, state], count)
+    for (db, cid, name, state), count in sorted(rows.items()):
+        stored.add_metric([db, cid, name, state], count)
     yield stored
+
+
+def _collections(client: Any) -> list[tuple[str, list[str]]]:
+    """Returns (database, its collections' names) of every database."""
+    out = []
+    with contextlib.suppress(VectorlogError):
+        for db in client.list_databases():
+            with contextlib.suppress(VectorlogError):
+                out.append((db, client.in_database(db).list_collections()))
+    return out

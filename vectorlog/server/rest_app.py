@@ -19,10 +19,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from vectorlog.core.rbac import ADMIN_ROLE, ROOT_USER
 from vectorlog.sdk.client import Client
-from vectorlog.server import rest_collections, rest_entities, rest_jobs
+from vectorlog.server import (
+    rest_collections,
+    rest_databases,
+    rest_entities,
+    rest_jobs,
+    rest_users,
+)
 from vectorlog.server.access_log import MILVUS_CODE, HttpAccessLog
 from vectorlog.server.console_app import console_routes
+from vectorlog.server.grpc_access import Authorizer
 from vectorlog.server.logs import log_failure
 from vectorlog.server.milvus_metrics import REST_FUNCTIONS, rest_vectors
 from vectorlog.server.rest_errors import (
@@ -39,17 +47,29 @@ log = logging.getLogger(__name__)
 _UNAUTHENTICATED = "user hasn't authenticated"
 #: the largest request body (Milvus's default proxy limit, 64 MiB)
 MAX_BODY_BYTES = 64 * 1024 * 1024
-ROUTES = {**rest_collections.ROUTES, **rest_entities.ROUTES, **rest_jobs.ROUTES}
+ROUTES = {
+    **rest_collections.ROUTES,
+    **rest_entities.ROUTES,
+    **rest_jobs.ROUTES,
+    **rest_databases.ROUTES,
+    **rest_users.ROUTES,
+}
 
 
 class RestApi:
     """The endpoints over one Client; `token` (None: no auth) is the expected bearer
-    token, "user:password" or an API key."""
+    token, "user:password" or an API key; with `authorization` the bearer is a user's
+    "user:password" and each call needs its privilege (grpc_access)."""
 
     def __init__(
-        self, client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+        self,
+        client: Client,
+        token: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        authorization: bool = False,
     ) -> None:
         self.client, self.token, self.max_body_bytes = client, token, max_body_bytes
+        self.authorizer = Authorizer(client) if authorization else None
         self.metrics = Metrics(client)
 
     async def vectordb(self, request: Request) -> Response:
@@ -77,7 +97,11 @@ class RestApi:
             return 404, NOT_FOUND, _dumps(unknown), 0
         try:
             body = await _json_body(request, self.max_body_bytes)
-            data = await run_in_threadpool(handler, self.client, body)
+            db = _database(body, endpoint)
+            if self.authorizer is not None:
+                await run_in_threadpool(self._permit, request, endpoint, body, db)
+            client = self.client.in_database(db)
+            data = await run_in_threadpool(handler, client, body)
             vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
             return 200, 0, _dumps(envelope(0, data=data)), vectors
         except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
@@ -86,22 +110,47 @@ class RestApi:
             return 200, failed["code"], _dumps(failed), 0
 
     def authorized(self, request: Request) -> bool:
-        """Returns whether `request` carries the token (always, with no token set)."""
-        if self.token is None:
+        """Returns whether `request` carries the token, or with --authorization a user's
+        valid user:password (always, with neither)."""
+        if self.token is None and self.authorizer is None:
             return True
         given = request.headers.get("authorization", "")
         scheme, _, credential = given.partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+        if self.token is not None:
+            return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+        user, colon, password = credential.strip().partition(":")
+        return bool(colon) and self.client.verify_password(user, password)
+
+    def administers(self, request: Request) -> bool:
+        """Returns whether `request` may see all the server holds (the web console and
+        /metrics: every database, the dead letters): whoever is authorized, or with
+        --authorization only root and the members of the admin role."""
+        if not self.authorized(request):
+            return False
+        if self.authorizer is None:
+            return True
+        credential = request.headers.get("authorization", "").partition(" ")[2]
+        user = credential.strip().partition(":")[0]
+        return user == ROOT_USER or ADMIN_ROLE in self.client.access_of(user)["roles"]
+
+    def _permit(self, request: Request, endpoint: str, body: Any, db: str) -> None:
+        """Raises PermissionDenied unless the authenticated user may call `endpoint`."""
+        assert self.authorizer is not None
+        found = rest_users.endpoint_need(endpoint, body)
+        if found is not None:
+            user = request.headers["authorization"].partition(" ")[2].strip().partition(":")[0]
+            self.authorizer.permit(user, found[0], found[1], db)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def prometheus(self, request: Request) -> Response:
         """Serves the Prometheus text; with a token, only to a scrape that carries it (the
-        same `Authorization: Bearer` header as the API: Prometheus's `authorization`)."""
-        if not self.authorized(request):
+        same `Authorization: Bearer` header as the API: Prometheus's `authorization`); with
+        --authorization, to root and the admin role's members only."""
+        if not self.administers(request):
             return PlainTextResponse(_UNAUTHENTICATED, 401)
         text = await run_in_threadpool(self.metrics.render)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
@@ -123,6 +172,15 @@ async def _json_body(request: Request, limit: int) -> Any:
         raise bad_format(f"the body is not JSON: {exc}") from None
 
 
+def _database(body: Any, endpoint: str) -> str:
+    """Returns the database a call addresses: its body's `dbName` ("default" if none; for
+    the database endpoints, whose `dbName` is their argument, "default")."""
+    if endpoint.startswith("databases/") or not isinstance(body, dict):
+        return "default"
+    name = body.get("dbName")
+    return name if isinstance(name, str) and name else "default"
+
+
 def _dumps(body: dict[str, Any]) -> bytes:
     """Returns `body` as strict JSON. Raises ValueError for NaN or infinity, TypeError for a
     value JSON cannot hold (both become an envelope of code 5)."""
@@ -138,14 +196,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def rest_app(
-    client: Client, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    client: Client,
+    token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    authorization: bool = False,
 ) -> Starlette:
     """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
     the client); with `token`, every /v2 call and /metrics need `Authorization: Bearer
-    <token>` (/healthz does not: it tells nothing but that the server answers); a
+    <token>` (/healthz does not: it tells nothing but that the server answers); with
+    `authorization`, `Bearer user:password` of a user who holds each call's privilege; a
     request body over `max_body_bytes` is refused (1801) while it is read. Every request is
     logged on `vectorlog.access` (server/access_log.py)."""
-    api = RestApi(client, token, max_body_bytes)
+    api = RestApi(client, token, max_body_bytes, authorization)
     app = Starlette(
         exception_handlers={404: _http_error, 405: _http_error},
         middleware=[Middleware(HttpAccessLog)],

@@ -361,7 +361,7 @@ def list_aliases(c: Client, body: Any) -> Any:
 def describe_alias(c: Client, body: Any) -> Any:
     alias = parse(body, ALIAS)["aliasName"]
     d = c.describe_alias(alias)
-    return {"aliasName": alias, "collectionName": d["collection_name"], "dbName": "default"}
+    return {"aliasName": alias, "collectionName": d["collection_name"], "dbName": c.db}
 
 
 def create_alias(c: Client, body: Any) -> Any:

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import DatabaseNotFound
 from vectorlog.core.model import DataType
 from vectorlog.core.scalar_index import GO_NAMES
 from vectorlog.server.rest_errors import bad_format, missing
@@ -38,18 +37,26 @@ class Field:
     default: Any = None
 
 
-def parse(body: Any, spec: dict[str, Field], what: str = "the body") -> dict[str, Any]:
+def parse(
+    body: Any,
+    spec: dict[str, Field],
+    what: str = "the body",
+    database_argument: dict[str, Field] | None = None,
+) -> dict[str, Any]:
     """Returns the fields of `spec` read from `body`, named `what` in errors (defaults
-    filled in; `dbName` is accepted everywhere, only the default database). Raises
-    RequestError: 1801 for a body that is not an object, an unknown field or a wrong type,
-    1802 for a missing field; DatabaseNotFound (800) for another database."""
+    filled in). `dbName`, the database a call addresses (rest_app), is accepted everywhere;
+    `database_argument` is the spec of a database endpoint, where `dbName` is an argument.
+    Raises RequestError: 1801 for a body that is not an object, an unknown field or a
+    wrong type, 1802 for a missing field."""
+    if database_argument is not None:
+        spec = database_argument
     if not isinstance(body, dict):
         raise bad_format(f"{what} must be a JSON object, not {type(body).__name__}")
     unknown = sorted(set(body) - set(spec) - {"dbName"})
     if unknown:
         raise bad_format(f"{what} has unknown fields {unknown}")
-    if body.get("dbName") not in (None, "", "default"):
-        raise DatabaseNotFound(body["dbName"])  # merr 800, as Milvus
+    if "dbName" not in spec and body.get("dbName") is not None:
+        _typed("dbName", body["dbName"], "str")
     out = {}
     for name, field in spec.items():
         if body.get(name) is None:

@@ -47,6 +47,8 @@ class ServeOptions:
     token: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    #: users, roles and privileges enforced (Milvus's common.security.authorizationEnabled)
+    authorization: bool = False
 
 
 def is_loopback(host: str) -> bool:
@@ -57,11 +59,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_open(host: str, token: str | None) -> None:
-    """Raises InvalidArgument if `host` is not a loopback address and there is no token:
-    without a token vectorlog serves only this machine (with TLS too: TLS hides the traffic,
-    it does not say who may call)."""
-    if not token and not is_loopback(host):
+def check_open(host: str, token: str | None, authorization: bool = False) -> None:
+    """Raises InvalidArgument if `host` is not a loopback address and there is neither a
+    token nor authorization: without them vectorlog serves only this machine (with TLS too:
+    TLS hides the traffic, it does not say who may call)."""
+    if token and authorization:
+        raise InvalidArgument("--token and --authorization exclude each other: users log in")
+    if not (token or authorization) and not is_loopback(host):
         raise InvalidArgument(
             f"serving {host!r} without a token is refused: pass --token or set {TOKEN_ENV}"
         )
@@ -89,7 +93,7 @@ def serve(options: ServeOptions) -> int:
     the exit code (0). Raises InvalidArgument before opening the cluster for an open host
     without a token or a missing, unreadable or mismatched TLS file; later for a bad address."""
     token = options.token or os.environ.get(TOKEN_ENV) or None
-    check_open(options.host, token)
+    check_open(options.host, token, options.authorization)
     tls = tls_files(
         options.tls_cert or os.environ.get(TLS_CERT_ENV) or None,
         options.tls_key or os.environ.get(TLS_KEY_ENV) or None,
@@ -107,11 +111,18 @@ def serve_client(
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     grpc_server: GrpcServer | None = None
     try:
-        config = rest_config(client, options.host, rest_port, token, tls)
+        config = rest_config(client, options.host, rest_port, token, tls, options.authorization)
         # metrics into the REST app's registry (one /metrics), then the access log
         interceptors = [metering(config.app), GrpcAccessLog()]
         address = f"{options.host}:{options.port}"
-        grpc_server = start_grpc(client, address, token=token, tls=tls, interceptors=interceptors)
+        grpc_server = start_grpc(
+            client,
+            address,
+            token=token,
+            tls=tls,
+            interceptors=interceptors,
+            authorization=options.authorization,
+        )
         scheme = "https" if tls else "http"
         log.info(
             "gRPC%s on %s:%d, REST v2 on %s://%s:%d%s",
@@ -121,7 +132,7 @@ def serve_client(
             scheme,
             options.host,
             rest_port,
-            "" if token else " (no token: this machine only)",
+            _access(token, options.authorization),
         )
         _Rest(config).run()
         log.info("stopping: finishing calls in flight")
@@ -133,12 +144,24 @@ def serve_client(
     return 0
 
 
+def _access(token: str | None, authorization: bool) -> str:
+    """Returns the log's note on who may call."""
+    if authorization:
+        return " (authorization: users log in, privileges enforced)"
+    return "" if token else " (no token: this machine only)"
+
+
 def rest_config(
-    client: Client, host: str, port: int, token: str | None, tls: TlsFiles | None
+    client: Client,
+    host: str,
+    port: int,
+    token: str | None,
+    tls: TlsFiles | None,
+    authorization: bool = False,
 ) -> uvicorn.Config:
     """Returns uvicorn's configuration of the REST app (HTTPS with `tls`)."""
     return uvicorn.Config(
-        rest_app(client, token),
+        rest_app(client, token, authorization=authorization),
         host=host,
         port=port,
         log_level=logging.getLogger().getEffectiveLevel(),

@@ -20,7 +20,11 @@ from vectorlog.core.errors import (
     AliasNotFound,
     CollectionExists,
     CollectionNotFound,
+    DatabaseExists,
+    DatabaseNotFound,
+    DatabaseRefused,
     InvalidArgument,
+    RbacRefused,
 )
 from vectorlog.core.model import DataType, FieldSchema, quick_schema
 from vectorlog.core.types import IndexSpec
@@ -205,3 +209,61 @@ def test_altered_properties_are_described(rootcoord: RootCoordRpc):
     assert rootcoord.describe_collection("books").properties["collection.ttl.seconds"] == "120"
     rootcoord.alter_collection_properties("books", {}, ["collection.ttl.seconds"])
     assert "collection.ttl.seconds" not in rootcoord.describe_collection("books").properties
+
+
+@every
+def test_a_database_namespaces_its_collections_and_is_dropped_only_empty(rootcoord: RootCoordRpc):
+    rootcoord.create_database("tenant", {"team": "a"})
+    with pytest.raises(DatabaseExists, match="database already exist: tenant"):
+        rootcoord.create_database("tenant")
+    mine = rootcoord.create_collection("tenant.docs", SCHEMA)
+    theirs = rootcoord.create_collection("docs", SCHEMA)
+    assert mine.collection_id != theirs.collection_id
+    assert (mine.name, mine.db, theirs.db) == ("docs", "tenant", "default")
+    assert rootcoord.describe_collection("tenant.docs").collection_id == mine.collection_id
+    assert {"docs", "tenant.docs"} <= set(rootcoord.list_collections())
+    with pytest.raises(DatabaseRefused, match="database:tenant not empty"):
+        rootcoord.drop_database("tenant")
+    with pytest.raises(DatabaseNotFound, match=r"database not found\[database=elsewhere\]"):
+        rootcoord.describe_collection("elsewhere.docs")
+    with pytest.raises(DatabaseNotFound):
+        rootcoord.create_collection("elsewhere.docs", SCHEMA)
+    rootcoord.alter_database_properties("tenant", {"k": "v"}, [])
+    rootcoord.alter_database_properties("tenant", {}, ["team"])
+    assert rootcoord.describe_database("tenant")["properties"] == {"k": "v"}
+    rootcoord.drop_collection("tenant.docs")
+    rootcoord.drop_database("tenant")
+    rootcoord.drop_database("tenant")  # a missing database: a no-op, as Milvus
+    assert [d["name"] for d in rootcoord.list_databases()] == ["default"]
+    with pytest.raises(DatabaseRefused, match="can not drop default database"):
+        rootcoord.drop_database("default")
+
+
+@every
+def test_users_roles_and_grants_are_kept_and_refused_as_milvus(rootcoord: RootCoordRpc):
+    rootcoord.create_user("alice", "pbkdf2_sha256$1$00$00")
+    with pytest.raises(RbacRefused, match="user already exists: alice"):
+        rootcoord.create_user("alice", "pbkdf2_sha256$1$00$00")
+    assert rootcoord.password_hash("alice") == "pbkdf2_sha256$1$00$00"
+    assert rootcoord.password_hash("root") is None  # Milvus's default password
+    rootcoord.create_role("reader")
+    grant = {"role_name": "reader", "object_type": "Collection", "object_name": "docs"}
+    rootcoord.grant_privilege(grant | {"db_name": "default", "privilege": "Search"})
+    with pytest.raises(InvalidArgument, match=r"not found the privilege name\[Fly\]"):
+        rootcoord.grant_privilege(grant | {"db_name": "default", "privilege": "Fly"})
+    rootcoord.grant_role("alice", "reader")
+    assert rootcoord.describe_user("alice") == {"user_name": "alice", "roles": ["reader"]}
+    access = rootcoord.access_of("alice")
+    assert access["roles"] == ["reader"]
+    assert {(g["role"], g["privilege"]) for g in access["grants"]} >= {("reader", "Search")}
+    with pytest.raises(RbacRefused, match="has privileges"):
+        rootcoord.drop_role("reader")
+    with pytest.raises(RbacRefused, match="default role"):
+        rootcoord.drop_role("admin")
+    with pytest.raises(RbacRefused, match="root user cannot be deleted"):
+        rootcoord.drop_user("root")
+    rootcoord.drop_role("reader", force_drop=True)
+    assert rootcoord.describe_user("alice")["roles"] == []
+    assert rootcoord.list_roles() == ["admin", "public"]
+    rootcoord.drop_user("alice")
+    assert rootcoord.list_users() == ["root"]

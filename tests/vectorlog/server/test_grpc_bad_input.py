@@ -118,7 +118,10 @@ def test_a_garbled_search_vector_is_refused(stub, name: str) -> None:
 
 
 def test_rpcs_vectorlog_does_not_serve_answer_unimplemented(stub) -> None:
-    assert stub.CreateDatabase(milvus_pb2.CreateDatabaseRequest(db_name="x")).code == 10
+    assert (
+        stub.CreateResourceGroup(milvus_pb2.CreateResourceGroupRequest(resource_group="x")).code
+        == 10
+    )
     res = stub.ListPrivilegeGroups(milvus_pb2.ListPrivilegeGroupsRequest())
     assert res.status.code == 10 and "ListPrivilegeGroups" in res.status.reason
 

@@ -7,6 +7,7 @@ get Milvus's messages with code 1100."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -100,3 +101,24 @@ def test_bad_hybrid_searches_get_milvus_messages(served: Served) -> None:
         assert caught.value.code == 1100
     with pytest.raises(MilvusException, match="multiple anns_fields exist"):
         m.search(name, q, limit=K)
+
+
+def test_pymilvus_grouped_hybrid_search_answers_as_the_client(served: Served) -> None:
+    m = served.milvus
+    name = create(m)
+    m.insert(name, rows())
+    two = ["text", "image"]
+    kw: dict[str, Any] = {
+        "limit": 3,
+        "group_by_field": "n",
+        "group_size": 2,
+        "output_fields": ["n"],
+    }
+    for qi in range(3):
+        (got,) = m.hybrid_search(name, requests(AnnSearchRequest, two, qi), RRFRanker(), **kw)
+        (same,) = served.client.hybrid_search(name, requests(OurRequest, two, qi), OurRRF(), **kw)
+        assert [(h["id"], h["entity"]["n"]) for h in got] == [
+            (h["id"], h["entity"]["n"]) for h in same
+        ]
+        groups = [h["entity"]["n"] for h in got]
+        assert len(set(groups)) <= 3 and all(groups.count(g) <= 2 for g in groups)
