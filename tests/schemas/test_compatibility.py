@@ -149,6 +149,7 @@ V4 = SchemaRegistry(AVRO_DIR / "v4")
 V5 = SchemaRegistry(AVRO_DIR / "v5")
 V6 = SchemaRegistry(AVRO_DIR / "v6")
 V7 = SchemaRegistry(AVRO_DIR / "v7")
+V8 = SchemaRegistry(AVRO_DIR / "v8")
 
 
 def v3_events() -> list[Event]:
@@ -315,7 +316,7 @@ def test_data_written_with_v6_is_read_by_the_current_schema(event: Event):
 
 
 def test_v8_appends_the_properties_branch_and_the_partition_key_flag_to_v7():
-    old, new = _branches(V7), _branches(default_registry())
+    old, new = _branches(V7), _branches(V8)
     assert new[: len(old)] == old
     assert new[len(old) :] == ["CollectionPropertiesAltered"]
     body = {"collection_id": 5, "properties": {"collection.ttl.seconds": "60"}}
@@ -328,3 +329,15 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
     decoded = read_by_current(V7, Event("CollectionCreated", 95, created.body, 5))
     assert [f["is_partition_key"] for f in decoded.body["schema"]["fields"]] == [False]
     assert without_v4_defaults(decoded) == Event("CollectionCreated", 95, created.body, 5)
+
+
+def test_v9_appends_the_query_coordination_events_to_v8():
+    old, new = _branches(V8), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["QueryNodeReported", "QueryChannelsAssigned"]
+    owner = {"pchannel": 1, "node": "qn1", "epoch": 7, "address": "127.0.0.1:5"}
+    failure = {"pchannel": 2, "node": "qn1", "reason": "segment 9: bad binlog"}
+    beat = {"node": "qn1", "epoch": 7, "address": "a", "serving": [1], "failed": [failure]}
+    plan = {"version": 3, "targets": [owner], "owners": [owner], "dead": [], "failed": []}
+    for event in (Event("QueryNodeReported", 99, beat), Event("QueryChannelsAssigned", 99, plan)):
+        assert EventSerde().decode(EventSerde().encode(event)) == event
