@@ -11,9 +11,11 @@ Versions served, each service's v2: RootCoord v2 added `num_partitions` (partiti
 CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
-field of a collection with several). The v1s are retired, not served: a v1
-read would have shown expired rows, a v1 create would have ignored the partition count, and
-nothing outside this repository spoke v1; a v1 caller gets gRPC's UNIMPLEMENTED.
+field of a collection with several). QueryShard v1 serves the reads of a query node that
+holds some of the dml pchannels (the scale-out of runners.shards). The v1s of the others
+are retired, not served: a v1 read would have shown expired rows, a v1 create would have
+ignored the partition count, and nothing outside this repository spoke v1;
+a v1 caller gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -204,4 +206,18 @@ QUERYNODE = _service(
         LONG,
     ),
 )
-SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE)}
+#: a query node of the scale-out (runners.shards): one read of `op` (search, query, get,
+#: count, tsafe, wait_tsafe) with its keyword `args`, answered per pchannel with the node's
+#: name and epoch, after waiting for tsafe >= ts on each (up to `timeout` seconds)
+QUERYSHARD = _service(
+    "QueryShard",
+    "v1",
+    Method(
+        "ShardRead",
+        "read",
+        (("op", STRING), *PCHANNELS, ("ts", LONG), ("timeout", DOUBLE), ("args", VALUE)),
+        VALUE,
+        "timeout",
+    ),
+)
+SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, QUERYSHARD)}

@@ -17,7 +17,7 @@ from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordRpc
 from vectorlog.rpc import wire
 from vectorlog.rpc.errors import status_of
-from vectorlog.rpc.methods import DATACOORD, QUERYNODE, ROOTCOORD, Method, Service
+from vectorlog.rpc.methods import DATACOORD, QUERYNODE, QUERYSHARD, ROOTCOORD, Method, Service
 
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes, grpc.ServicerContext], bytes]
@@ -65,12 +65,14 @@ class RpcServer:
         rootcoord: RootCoordRpc | None = None,
         datacoord: DataCoordService | None = None,
         querynode: QueryNodeService | None = None,
+        shards: Any = None,
         workers: int = 16,
     ) -> None:
         """`address`: host:port to listen on (port 0: any free port)."""
         self._address = address
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
         served = [(ROOTCOORD, rootcoord), (DATACOORD, datacoord), (QUERYNODE, querynode)]
+        served.append((QUERYSHARD, shards))  # `read(op, pchannels, ts, timeout, args)`
         handlers = [_generic(s, t) for s, t in served if t is not None]
         if not handlers:
             raise InvalidArgument("an RpcServer needs at least one service to serve")

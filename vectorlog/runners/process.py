@@ -27,6 +27,8 @@ from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.proxy.proxy import Proxy
+from vectorlog.processors.querycoord.querycoord import QueryCoord
+from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
@@ -35,10 +37,11 @@ from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.datacoord_client import DataCoordClient
-from vectorlog.rpc.querynode_client import QueryNodeClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
+from vectorlog.runners.fanout import FanOutQueryNodes
 from vectorlog.runners.remote import RemoteRootCoord
+from vectorlog.runners.shards import ShardNode
 from vectorlog.runners.standalone import _claim, _open_state, open_log
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.state.rocksdb import RocksDBStateStore
@@ -50,8 +53,11 @@ log = logging.getLogger("vectorlog.run")
 _T = TypeVar("_T")
 #: consumers of dml written by several processes warm up after resuming (streams.msgstream)
 SEVERAL_WRITERS = TickPolicy(warm_up=True)
-#: the roles whose services other processes call over RPC (at the --ROLE address)
-RPC_ROLES = ("rootcoord", "datacoord", "querynode")
+#: the roles whose services other processes call over RPC at the --ROLE address (query
+#: nodes are found on coord: each reports its address, the proxies follow the assignment)
+RPC_ROLES = ("rootcoord", "datacoord")
+#: how long a proxy waits at start to read the query assignment on coord (seconds)
+FOLLOW_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,7 @@ class ProcessRunner:
         builder = {
             "rootcoord": self._rootcoord,
             "datacoord": self._datacoord,
+            "querycoord": self._querycoord,
             "querynode": self._querynode,
             "datanode": self._datanode,
             "indexnode": self._indexnode,
@@ -114,14 +121,20 @@ class ProcessRunner:
             if spec.name in builder:
                 builder[spec.name]()
         names = {s.name for s in self.specs}
-        served = {
-            k: getattr(self, k) for k in ("rootcoord", "datacoord", "querynode") if k in names
+        served: dict[str, Any] = {
+            k: getattr(self, k) for k in ("rootcoord", "datacoord") if k in names
         }
+        if "querynode" in names:
+            served["shards"] = self.querynode
         if served:
             self.rpc = RpcServer(rpc_address or "127.0.0.1:0", **served)
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
             log.info("%s: serving its RPCs on %s", self.role, self.rpc.address)
+        if "querynode" in names:  # reports where it listens, so only once it does
+            assert self.rpc is not None
+            self.querynode.address = self.rpc.address
+            self._started(self.querynode)
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
@@ -182,27 +195,45 @@ class ProcessRunner:
         log.info("datacoord: recovered coord to offset %d", self.datacoord.meta.position())
         self._started(self.datacoord)
 
+    def _querycoord(self) -> None:
+        rc = RootCoordClient(self._need("rootcoord"))
+        self._stack.callback(rc.close)
+        self.querycoord: Any = QueryCoord(self.log, self.topics, self.serdes, rc.now)
+        self._started(self.querycoord)
+        log.info("querycoord: assigning dml pchannels to the query nodes")
+
     def _querynode(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"))
         self._stack.callback(rc.close)
-        self.querynode: Any = QueryNode(
-            self.log,
-            self.topics,
-            self.serdes,
-            retention_ms=self.cfg.meta_retention_ms,
-            clock=rc.now,
-            max_clock_skew_ms=self.cfg.max_clock_skew_ms,
-            index_files=self.objects,
-            snapshots=self.objects,
-            ticks=SEVERAL_WRITERS,
+
+        def one(pchannel: int) -> QueryNode:
+            """Returns the recovered QueryNode of one pchannel (not started)."""
+            qn = QueryNode(
+                self.log,
+                self.topics,
+                self.serdes,
+                name=f"querynode-{pchannel}",
+                retention_ms=self.cfg.meta_retention_ms,
+                clock=rc.now,
+                max_clock_skew_ms=self.cfg.max_clock_skew_ms,
+                index_files=self.objects,
+                snapshots=self.objects,
+                ticks=SEVERAL_WRITERS,
+                pchannels=frozenset({pchannel}),
+            )
+            try:
+                rows = qn.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
+            except BaseException:
+                qn.close()
+                raise
+            at = {p: pos.offset for p, pos in qn.start_positions().items()}
+            log.info("querynode: recovered %d rows from binlogs; dml from %s", rows, at)
+            return qn
+
+        self.querynode: Any = ShardNode(
+            self.name, self.log, self.topics, self.serdes, one, lambda: rc.allocate_timestamps(1)
         )
         self._stack.callback(self.querynode.close)
-        rows = self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
-        log.info("querynode: recovered %d rows from binlogs; dml from %s", rows, self._dml_at())
-        self._started(self.querynode)
-
-    def _dml_at(self) -> dict[int, int]:
-        return {p: pos.offset for p, pos in self.querynode.start_positions().items()}
 
     def _datanode(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"))
@@ -247,9 +278,15 @@ class ProcessRunner:
         remote = self._remote(name)
         rc = cast(RootCoordService, remote)
         dc = DataCoordClient(self._need("datacoord"))
-        qn = QueryNodeClient(self._need("querynode"))
         self._stack.callback(dc.close)
+        follower = CoordFollower(
+            self.log, self.topics.coord, self.serdes.for_topic(self.topics.coord), "proxy-routing"
+        )
+        self._started(follower)
+        follower.caught_up.wait(FOLLOW_TIMEOUT_S)
+        qn = FanOutQueryNodes(follower, self.topics.dml_partitions, self.cfg.read_timeout_s)
         self._stack.callback(qn.close)
+        self.routing = follower
         self.proxy: Any = Proxy(
             name, rc, dc, qn, self.log, self.topics, self.serdes, self.cfg.read_timeout_s
         )
