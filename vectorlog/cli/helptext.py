@@ -69,8 +69,10 @@ COMMANDS: dict[str, Help] = {
         "run one role of the cluster mode as this process (on Kafka)",
         "Runs one role (rootcoord, datacoord, querynode, datanode, indexnode or proxy) as "
         "this process, on Kafka, with a storage root every process sees and this process's "
-        "own state directory; other roles' RPCs are given by --rootcoord, --datacoord and "
-        "--querynode. A proxy serves pymilvus and REST v2 as `vectorlog serve` does. Each "
+        "own state directory; other roles' RPCs are given by --rootcoord and --datacoord "
+        "(any number of query nodes report themselves on the log, and the query coordinator "
+        "in the datacoord process assigns them the dml channels). A proxy serves pymilvus "
+        "and REST v2 as `vectorlog serve` does. Each "
         "process logs its lifecycle and serves /healthz and /metrics on --metrics-port.",
         "vectorlog run querynode --log kafka://localhost:9092 --storage /shared/vl "
         "--state-dir ./qn --rpc-port 19600 --rootcoord 10.0.0.1:19601",

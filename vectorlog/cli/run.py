@@ -31,8 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-port", type=int, default=0, help="/healthz and /metrics")
     p.add_argument("--port", type=int, default=19530, help="proxy: gRPC port (default 19530)")
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
-    for peer in ("rootcoord", "datacoord", "querynode"):
+    for peer in ("rootcoord", "datacoord"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
+    p.add_argument("--querynode", metavar="HOST:PORT", help="ignored: proxies find query nodes")
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 

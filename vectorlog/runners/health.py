@@ -2,7 +2,8 @@
 
 `/healthz` answers 200 "ok" once the process's processors are started and 503 "starting" or
 "stopping" otherwise; `/metrics` has `vectorlog_process_up{role}` and, per processor the
-process runs, `vectorlog_consumer_next_offset{processor, topic, partition}`."""
+process runs, `vectorlog_consumer_next_offset{processor, topic, partition}`; in a process
+that follows the query assignment (datacoord, proxy) the gauges of query_metrics.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from vectorlog.runners.query_metrics import assignment_gauges
 
 PROCESSORS = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
 
@@ -43,6 +46,9 @@ class _Gauges(Collector):
             for (topic, partition), nxt in sorted(offsets.items()):
                 family.add_metric([name, topic, str(partition)], nxt)
         yield family
+        routing = getattr(runner, "routing", None)  # the query assignment, if it follows it
+        if routing is not None:
+            yield from assignment_gauges(routing.assignment, runner.topics.dml_partitions)
 
 
 class HealthServer:

@@ -93,6 +93,7 @@ class ProcessRunner:
                     self._need(peer)
         self._stack = contextlib.ExitStack()
         self.bulk = self.compactor = None
+        self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
         self.objects = PyArrowObjectStore(cfg.storage_uri())
@@ -200,6 +201,7 @@ class ProcessRunner:
         self._stack.callback(rc.close)
         self.querycoord: Any = QueryCoord(self.log, self.topics, self.serdes, rc.now)
         self._started(self.querycoord)
+        self.routing = self.querycoord.follower
         log.info("querycoord: assigning dml pchannels to the query nodes")
 
     def _querynode(self) -> None:
@@ -291,6 +293,17 @@ class ProcessRunner:
             name, rc, dc, qn, self.log, self.topics, self.serdes, self.cfg.read_timeout_s
         )
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
+
+    def load_state(self, pchannels: list[int]) -> str:
+        """Returns Milvus's load state of a collection on `pchannels` in the query
+        assignment: "NotLoad" if no query node could load one, "Loading" while one has no
+        owner, else "Loaded"."""
+        a = self.routing.assignment if self.routing is not None else None
+        if a is None:
+            return "Loaded"
+        if any(p in a.failed for p in pchannels):
+            return "NotLoad"
+        return "Loading" if any(p not in a.owners for p in pchannels) else "Loaded"
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:

@@ -342,9 +342,15 @@ class Client:
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
     ) -> dict[str, str]:
-        """Returns {"state": "Loaded"}. Raises CollectionNotFound, PartitionNotFound."""
+        """Returns {"state": "Loaded"}; in cluster mode with the query nodes' assignment,
+        "Loading" while a pchannel of the collection has no query node serving it and
+        "NotLoad" if no query node could load one. Raises CollectionNotFound,
+        PartitionNotFound."""
         self._known_partitions(collection_name, [partition_name] if partition_name else [])
-        return {"state": "Loaded"}
+        state = getattr(self._cluster, "load_state", None)
+        if state is None:
+            return {"state": "Loaded"}
+        return {"state": state(self._proxy.describe_collection(collection_name).pchannels)}
 
     def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         parts = self._proxy.describe_collection(collection_name).partitions

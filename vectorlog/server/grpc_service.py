@@ -27,7 +27,6 @@ from vectorlog.server.grpc_status import ok, unimplemented
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
 MILVUS_VERSION = "v2.5.0"
-_LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
 class MilvusServicer(
@@ -168,7 +167,9 @@ class MilvusServicer(
     @rpc
     def GetLoadState(self, request: Any, context: Any) -> Any:
         self._info(request.collection_name)
-        return milvus_pb2.GetLoadStateResponse(status=ok(), state=_LOADED)
+        state = self.client.get_load_state(request.collection_name)["state"]
+        named = common_pb2.LoadState.Value(f"LoadState{state}")
+        return milvus_pb2.GetLoadStateResponse(status=ok(), state=named)
 
     @rpc
     def GetLoadingProgress(self, request: Any, context: Any) -> Any:
