@@ -10,9 +10,10 @@ from vectorlog.processors.querycoord.assignment import Assignment, Owner, Report
 P = 4
 
 
-def node(name: str, epoch: int = 1, serving: set[int] | None = None, **failed: str) -> Report:
-    fails = {int(k[1:]): v for k, v in failed.items()}  # p2="..." -> pchannel 2
-    return Report(name, epoch, f"{name}:1", frozenset(serving or ()), fails)
+def node(
+    name: str, epoch: int = 1, serving: set[int] | None = None, failed: dict[int, str] | None = None
+) -> Report:
+    return Report(name, epoch, f"{name}:1", frozenset(serving or ()), dict(failed or {}))
 
 
 def loads(a: Assignment) -> dict[str, list[int]]:
@@ -67,10 +68,10 @@ def test_a_node_back_with_a_new_epoch_is_a_new_registration():
 def test_a_pchannel_failed_on_one_node_goes_to_another_and_one_failed_everywhere_is_reported():
     a = advance(Assignment(), P, [node("a"), node("b")], [])
     p = loads(a)["a"][0]
-    moved = advance(a, P, [node("a", **{f"p{p}": "segment 7: bad"}), node("b")], [])
+    moved = advance(a, P, [node("a", failed={p: "segment 7: bad"}), node("b")], [])
     assert moved.targets[p].node == "b" and p not in moved.failed
-    both = {f"p{p}": "segment 7: bad"}
-    nowhere = advance(moved, P, [node("a", **both), node("b", **both)], [])
+    both = {p: "segment 7: bad"}
+    nowhere = advance(moved, P, [node("a", failed=both), node("b", failed=both)], [])
     assert "segment 7: bad" in nowhere.failed[p]
 
 

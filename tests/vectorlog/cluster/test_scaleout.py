@@ -49,7 +49,8 @@ class Readers:
 
     def __init__(self, client: MilvusClient, vectors: np.ndarray) -> None:
         self.client, self.vectors = client, vectors
-        self.done, self.problems = threading.Event(), []  # type: list[str]
+        self.done = threading.Event()
+        self.problems: list[str] = []
         self.reads = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -96,10 +97,12 @@ def test_two_query_nodes_share_the_reads_and_a_dead_one_loses_no_answer(cluster)
     try:
         wait_until(lambda: readers.reads >= 3 or bool(readers.problems), 120, "reads")
         # declared dead while stopped: it must register again, its old epoch fenced
-        cluster.members["querynode2"].proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        stopped = cluster.members["querynode2"].proc
+        assert stopped is not None
+        stopped.send_signal(signal.SIGSTOP)
         wait_until(lambda: served(cluster) == {"querynode1": 4}, 120, "all on querynode1")
         at = readers.reads
-        cluster.members["querynode2"].proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+        stopped.send_signal(signal.SIGCONT)
         wait_until(lambda: served(cluster) == {"querynode1": 2, "querynode2": 2}, 120, "back")
         assert "was declared dead; registered again" in cluster.log("querynode2")
 
