@@ -77,6 +77,16 @@ COMMANDS: dict[str, Help] = {
         "vectorlog run querynode --log kafka://localhost:9092 --storage /shared/vl "
         "--state-dir ./qn --rpc-port 19600 --rootcoord 10.0.0.1:19601",
     ),
+    "cluster": Help(
+        "run every process of the cluster mode on this machine (`cluster up`)",
+        "Starts one `vectorlog run` child per process (rootcoord, datacoord with the query "
+        "coordinator, --querynodes query nodes, the data node, the index node, --proxies "
+        "proxies on consecutive ports from --port), prints where each listens, restarts a "
+        "child that dies (after a backoff, saying so), and stops them all on Ctrl-C or "
+        "SIGTERM. Each child's state is DIR/<name> and its log DIR/<name>.log.",
+        "vectorlog cluster up --log kafka://localhost:9092 --storage /shared/vl --dir ./vl "
+        "--proxies 2 --querynodes 2",
+    ),
 }
 
 
