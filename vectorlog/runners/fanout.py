@@ -100,14 +100,21 @@ class FanOutQueryNodes:
             self.follower.wait_change(a.version, min(left, RETRY_S))
 
     def fan(
-        self, op: str, ts: int, args: dict[str, Any], timeout: float | None = None
+        self,
+        op: str,
+        ts: int,
+        args: dict[str, Any],
+        timeout: float | None = None,
+        pchannels: Sequence[int] | None = None,
     ) -> list[tuple[bool, Any]]:
-        """Returns (found, result) of `op` on every pchannel, each from its current owner at
-        `ts`. Raises SegmentsNotLoadable, NoQueryNode, ConsistencyTimeout, what a read raised."""
+        """Returns (found, result) of `op` on each of `pchannels` (None: every one), each
+        from its current owner at `ts`. Raises SegmentsNotLoadable, NoQueryNode,
+        ConsistencyTimeout, what a read raised."""
         budget = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         results: dict[int, tuple[bool, Any]] = {}
-        left = list(range(self.pchannels))
+        asked = list(range(self.pchannels)) if pchannels is None else sorted(set(pchannels))
+        left = list(asked)
         while left:
             version, groups = self._owners(left, deadline)
             calls = [
@@ -124,7 +131,7 @@ class FanOutQueryNodes:
                 if time.monotonic() >= deadline:
                     raise NoQueryNode(left, budget)
                 self.follower.wait_change(version, min(deadline - time.monotonic(), RETRY_S))
-        return [results[p] for p in range(self.pchannels)]
+        return [results[p] for p in asked]
 
     def _ask(
         self, owner: Owner, op: str, ps: list[int], ts: int, deadline: float, args: dict[str, Any]
@@ -160,12 +167,12 @@ class FanOutQueryNodes:
     # -- QueryNodeService ---------------------------------------------------------------------
     def tsafe(self, pchannels: Sequence[int]) -> int:
         """Returns the least tsafe of `pchannels` over their owners."""
-        return min(int(r) for ok, r in self.fan("tsafe", 0, {}) if ok)
+        return min(int(r) for ok, r in self.fan("tsafe", 0, {}, None, pchannels) if ok)
 
     def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:
         """Returns once every pchannel's owner applied it up to `ts`. Raises
         ConsistencyTimeout, NoQueryNode, SegmentsNotLoadable."""
-        self.fan("wait_tsafe", ts, {}, timeout)
+        self.fan("wait_tsafe", ts, {}, timeout, pchannels)
 
     def search(
         self,
