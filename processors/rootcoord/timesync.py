@@ -133,6 +133,9 @@ class Ticker:
         self._requested = threading.Event()
         #: when (monotonic s) the last tick appended was computed; None: none appended yet
         self.heard_at: float | None = None
+        #: the ts of that tick (it may be older than when it was computed: a stamp in
+        #: flight since before the previous tick holds it back)
+        self.heard_tick = 0
         self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
 
     def start(self) -> None:
@@ -174,7 +177,7 @@ class Ticker:
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
         self._last = t
         self._covered = (t, activity)
-        self.heard_at = computed
+        self.heard_at, self.heard_tick = computed, t
         return t
 
     def _run(self) -> None:

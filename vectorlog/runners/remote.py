@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
+from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionInfo
 from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
 from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
@@ -48,16 +49,18 @@ class WriteTooSlow(WriteOutcomeUnknown):
 
 
 class BoundedTickSource(TickSource):
-    """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the block
-    ended within `limit_s` seconds of when this process's last tick appended before the
-    stamp was computed (`heard()`, monotonic; None: no tick appended yet), plus how old a
-    timestamp of the client's block may already be.
+    """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the write
+    is bounded to land while its writer is still live for the consumers, by `limit_s`.
 
     A write is safe when its writer is live for the consumers where the write lands: the
     writer's latest tick on the log is then less than the liveness window behind the newest.
-    Its latest tick is at least the one `heard()` names (or, while the write is in flight,
-    the write's ts - 1, younger still), and the newest is at most as young as the landing:
-    so the bound covers a slow write and a writer whose ticks stalled before it alike."""
+    Its latest tick is at least the last one this process appended before the stamp
+    (`heard()`: when it was computed, monotonic, and its ts; None: no tick appended yet),
+    and the newest is at most the oracle's clock when the write lands. So the write is
+    bounded by how far its ts is ahead of that tick's ts (the tick may be older than when it
+    was computed: a stamp in flight since before it holds it back) plus how long the block
+    took plus how old a timestamp of the client's block may already be; and, as before the
+    tick's ts was known, by the time since the tick was computed: the larger of the two."""
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class BoundedTickSource(TickSource):
         tso: Clock,
         limit_s: float,
         ts_age_s: float,
-        heard: Callable[[], float | None],
+        heard: Callable[[], tuple[float, int] | None],
     ) -> None:
         super().__init__(name, tso)
         self.limit_s, self._ts_age_s, self._heard = limit_s, ts_age_s, heard
@@ -76,8 +79,14 @@ class BoundedTickSource(TickSource):
         that came too late (the block's effects happened: the outcome is unknown)."""
         heard = self._heard()
         with super().stamp() as ts:
+            stamped = time.monotonic()
             yield ts
-        since = math.inf if heard is None else time.monotonic() - heard + self._ts_age_s
+        since = math.inf
+        if heard is not None:
+            at, tick = heard
+            ahead = max(0, physical_ms(ts) - physical_ms(tick)) / 1000
+            block = time.monotonic() - stamped
+            since = max(time.monotonic() - at, ahead + block) + self._ts_age_s
         if since > self.limit_s:
             raise WriteTooSlow(ts, since, self.limit_s)
 
@@ -107,11 +116,13 @@ class RemoteRootCoord:
 
     def tick_source(self, name: str) -> BoundedTickSource:
         """Returns a new stamper registered with this process's barrier."""
-        source = BoundedTickSource(
-            name, self.client, self.write_limit_s, TS_MAX_AGE_S, lambda: self.ticker.heard_at
-        )
+        source = BoundedTickSource(name, self.client, self.write_limit_s, TS_MAX_AGE_S, self._heard)
         self.barrier.register(source)
         return source
+
+    def _heard(self) -> tuple[float, int] | None:
+        at = self.ticker.heard_at
+        return None if at is None else (at, self.ticker.heard_tick)
 
     def request_tick(self, after: int | None = None) -> None:
         """Asks this process's ticker for a tick now (the others tick every interval)."""

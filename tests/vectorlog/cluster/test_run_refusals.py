@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from vectorlog.core.errors import WriteOutcomeUnknown
+from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.runners.remote import BoundedTickSource, WriteTooSlow
 
 
@@ -54,24 +55,30 @@ def test_a_role_without_the_address_of_a_peer_it_needs_is_refused(
 
 
 class _Clock:
+    """The oracle: the wall clock as hybrid timestamps, each fresh."""
+
     def __init__(self) -> None:
-        self.ts = 1000
+        self.ts = 0
 
     def now(self) -> int:
-        self.ts += 1
+        self.ts = max(self.ts + 1, compose(wall_ms()))
         return self.ts
 
 
-def _source(heard: list[float | None]) -> BoundedTickSource:
-    """A stamper bounded at 0.2 s whose process's last tick was computed at heard[0]."""
-    return BoundedTickSource("proxy-a", _Clock(), 0.2, 0.05, lambda: heard[0])
+def _source(heard: list[float | None], tick_age_s: float = 0.0) -> BoundedTickSource:
+    """A stamper bounded at 0.2 s whose process's last tick was computed at heard[0], with
+    a ts `tick_age_s` older than the wall clock now."""
+    tick = compose(wall_ms() - int(tick_age_s * 1000))
+    return BoundedTickSource(
+        "proxy-a", _Clock(), 0.2, 0.05, lambda: None if heard[0] is None else (heard[0], tick)
+    )
 
 
 def test_a_quick_write_soon_after_a_tick_is_acknowledged():
     source = _source([time.monotonic()])
     with source.stamp() as ts:
         pass
-    assert ts == 1001 and not source.busy()
+    assert ts > 0 and not source.busy()
 
 
 def test_a_write_in_flight_past_the_bound_has_an_unknown_outcome():
@@ -88,5 +95,13 @@ def test_a_write_in_flight_past_the_bound_has_an_unknown_outcome():
 @pytest.mark.parametrize("heard", [None, -0.3], ids=["never ticked", "ticks stalled"])
 def test_a_write_of_a_process_whose_ticks_were_not_heard_lately_fails(heard: float | None):
     source = _source([None if heard is None else time.monotonic() + heard])
+    with pytest.raises(WriteTooSlow), source.stamp():
+        pass
+
+
+def test_a_write_whose_last_tick_was_appended_just_now_but_stamped_long_ago_fails():
+    # the ticker stalled while a stamp was in flight: its next tick, appended just now,
+    # carries the in-flight stamp's old ts, so consumers may drop this writer soon
+    source = _source([time.monotonic()], tick_age_s=0.5)
     with pytest.raises(WriteTooSlow), source.stamp():
         pass
