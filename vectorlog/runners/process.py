@@ -3,9 +3,12 @@
 every process sees and this process's own state directory.
 
 Processes meet through the log and the RPCs of vectorlog.rpc, at addresses given on the
-command line (`--rootcoord`, `--datacoord`, `--querynode`): the supervisor (`vectorlog
-cluster up`) knows them, and an operator's unit files or manifests name them as they name the
-broker, so nothing has to be discovered and nothing stale can be found. Rootcoord takes the
+command line (`--rootcoord`, `--datacoord`): the supervisor (`vectorlog cluster up`) knows
+them, and an operator's unit files or manifests name them as they name the broker. Query
+nodes, any number of them, are the exception: each reports its address and epoch on the
+coord topic, the query coordinator (in the datacoord process) assigns them the dml
+pchannels, and each proxy follows that assignment and fans its reads out to the owners
+(runners.shards, runners.fanout, processors.querycoord). Rootcoord takes the
 cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
 datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
