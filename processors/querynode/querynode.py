@@ -105,6 +105,7 @@ class QueryNode(ProcessorBase):
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         served = range(topics.dml_partitions) if pchannels is None else sorted(pchannels)
         self.pchannels = frozenset(served)
+        self._only = pchannels  # None: every segment is loaded, whatever its pchannel
         self._start = {p: StreamPosition() for p in served}
         self._stream: TtMsgStream | None = None  # opened by start()
         self._meta_horizon = 0  # unknown collections' events before this are skipped
@@ -194,7 +195,7 @@ class QueryNode(ProcessorBase):
                 for f in point.segments.values()
                 if f.collection_id == h.collection_id
                 and f.partition_id in h.partitions
-                and f.pchannel in self.pchannels
+                and (self._only is None or f.pchannel in self._only)
             ]
             if self.cache is None:
                 replica, n = _restored(h, segs, point, files, {})
