@@ -14,6 +14,11 @@ HEARTBEAT_S with its epoch, a timestamp it took when it registered. A node not h
 `dead_after_s` (this process's clock, from when it read the heartbeat) is declared dead: its
 epoch goes to the assignment's `dead` list, its pchannels go to live nodes, and a node that
 comes back with that epoch is ignored until it registers again with a newer one.
+
+Replicas: a `QueryReplicasConfigured` (load_collection with replica_number R, appended by a
+proxy) asks for R copies; every pchannel gets as many copies as the largest replica_number
+asked (the unit is the pchannel, which all collections share), each on another node, as
+far as there are live nodes.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class QueryCoord:
         self._pchannels, self._now, self._clock = topics.dml_partitions, now, clock
         self.dead_after_s = dead_after_s
         self.reports: dict[str, Report] = {}
+        self.replicas: dict[int, int] = {}  # collection id -> its replica_number
         self.follower = CoordFollower(
             log_, self._topic, self._serde, self.name, self._folded, DECIDE_S, self.decide
         )
@@ -77,6 +83,8 @@ class QueryCoord:
     def _folded(self, event: Event) -> None:
         if event.type == "QueryNodeReported":
             self.reported(event.body)
+        elif event.type == "QueryReplicasConfigured":
+            self.replicas[event.body["collection_id"]] = event.body["replica_number"]
 
     def reported(self, b: dict[str, object]) -> None:
         """Folds one heartbeat: a dead epoch, or one older than the node's known one, is
@@ -102,7 +110,8 @@ class QueryCoord:
         for r in dead:
             log.info("querycoord: query node %s (epoch %d) declared dead", r.node, r.epoch)
             del self.reports[r.node]
-        nxt = advance(current, self._pchannels, list(self.reports.values()), dead)
+        copies = max(self.replicas.values(), default=1)
+        nxt = advance(current, self._pchannels, list(self.reports.values()), dead, copies)
         if nxt is not current:
             self._append(nxt)
         return nxt

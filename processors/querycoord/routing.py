@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 #: coord records read per round
 BATCH = 1000
 #: the coord events about query coordination
-TYPES = frozenset({"QueryNodeReported", "QueryChannelsAssigned"})
+TYPES = frozenset({"QueryNodeReported", "QueryChannelsAssigned", "QueryReplicasConfigured"})
 
 
 class CoordFollower(ProcessorBase):

@@ -334,10 +334,20 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
 def test_v9_appends_the_query_coordination_events_to_v8():
     old, new = _branches(V8), _branches(default_registry())
     assert new[: len(old)] == old
-    assert new[len(old) :] == ["QueryNodeReported", "QueryChannelsAssigned"]
-    owner = {"pchannel": 1, "node": "qn1", "epoch": 7, "address": "127.0.0.1:5"}
+    assert new[len(old) :] == [
+        "QueryNodeReported",
+        "QueryChannelsAssigned",
+        "QueryReplicasConfigured",
+    ]
+    owner = {"pchannel": 1, "replica": 1, "node": "qn1", "epoch": 7, "address": "127.0.0.1:5"}
     failure = {"pchannel": 2, "node": "qn1", "reason": "segment 9: bad binlog"}
     beat = {"node": "qn1", "epoch": 7, "address": "a", "serving": [1], "failed": [failure]}
-    plan = {"version": 3, "targets": [owner], "owners": [owner], "dead": [], "failed": []}
-    for event in (Event("QueryNodeReported", 99, beat), Event("QueryChannelsAssigned", 99, plan)):
+    plan = {"version": 3, "replicas": 2, "targets": [owner], "owners": [owner], "dead": []}
+    plan["failed"] = []
+    loaded = {"collection_id": 5, "replica_number": 2}
+    for event in (
+        Event("QueryNodeReported", 99, beat),
+        Event("QueryChannelsAssigned", 99, plan),
+        Event("QueryReplicasConfigured", 99, loaded),
+    ):
         assert EventSerde().decode(EventSerde().encode(event)) == event

@@ -5,7 +5,8 @@ pchannels; the answers are merged here (processors.proxy.merge).
 
 A read is complete or it waits, never partial:
 - a pchannel with no owner (its node died, the new one is still loading) is waited for,
-  until the read's timeout (NoQueryNode naming the pchannels);
+  until the read's timeout (NoQueryNode naming the pchannels); with replicas, a read goes
+  to one copy of each pchannel (in turn), and at once to another copy if that one fails;
 - an answer is taken only from the node and epoch the assignment names for that pchannel:
   an answer of a node declared dead (an older epoch), or a node that says it does not serve
   a pchannel any more, or one that cannot be reached, is dropped, and those pchannels are
@@ -20,6 +21,7 @@ primary key is the first output field of a query or get (as the proxy asks).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -61,6 +63,7 @@ class FanOutQueryNodes:
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="fanout")
+        self._turns = itertools.count()
         self.dropped = 0  # answers dropped: a dead epoch, or a node not serving any more
 
     def close(self) -> None:
@@ -79,25 +82,34 @@ class FanOutQueryNodes:
             return c
 
     def _owners(
-        self, pchannels: Sequence[int], deadline: float
-    ) -> tuple[int, dict[Owner, list[int]]]:
-        """Returns (the assignment's version, each owner's pchannels among `pchannels`),
-        waiting for owners of all. Raises SegmentsNotLoadable, NoQueryNode."""
+        self, pchannels: Sequence[int], deadline: float, avoid: set[tuple[str, int]]
+    ) -> dict[Owner, list[int]]:
+        """Returns each chosen owner's pchannels among `pchannels`: one copy of each (in
+        turn over the copies, none whose node and epoch is in `avoid`), waiting for the
+        assignment to change while a pchannel has none (`avoid` is cleared when it does).
+        Raises SegmentsNotLoadable, NoQueryNode."""
+        turn = next(self._turns)
         while True:
             a = self.follower.assignment
-            missing = [p for p in pchannels if p not in a.owners]
+            picks: dict[int, Owner] = {}
+            for p in pchannels:
+                copies = [o for o in a.copies(p) if o.key not in avoid]
+                if copies:
+                    picks[p] = copies[(turn + p) % len(copies)]
+            missing = [p for p in pchannels if p not in picks]
             if not missing:
                 groups: dict[Owner, list[int]] = {}
-                for p in pchannels:
-                    groups.setdefault(a.owners[p], []).append(p)
-                return a.version, groups
-            failed = {p: a.failed[p] for p in missing if p in a.failed}
+                for p, owner in picks.items():
+                    groups.setdefault(owner, []).append(p)
+                return groups
+            failed = {p: a.failed[p] for p in missing if p in a.failed and not a.copies(p)}
             if failed:
                 raise SegmentsNotLoadable(failed)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise NoQueryNode(missing, self.timeout)
-            self.follower.wait_change(a.version, min(left, RETRY_S))
+            if self.follower.wait_change(a.version, min(left, RETRY_S)).version != a.version:
+                avoid.clear()  # new owners, or the same ones again: ask them anew
 
     def fan(
         self,
@@ -108,15 +120,16 @@ class FanOutQueryNodes:
         pchannels: Sequence[int] | None = None,
     ) -> list[tuple[bool, Any]]:
         """Returns (found, result) of `op` on each of `pchannels` (None: every one), each
-        from its current owner at `ts`. Raises SegmentsNotLoadable, NoQueryNode,
-        ConsistencyTimeout, what a read raised."""
+        from an owner of one of its copies at `ts`; a pchannel whose owner failed to answer
+        is asked of another copy at once, or of its new owner once the assignment moves.
+        Raises SegmentsNotLoadable, NoQueryNode, ConsistencyTimeout, what a read raised."""
         budget = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         results: dict[int, tuple[bool, Any]] = {}
         asked = list(range(self.pchannels)) if pchannels is None else sorted(set(pchannels))
-        left = list(asked)
+        left, avoid = list(asked), set()  # type: list[int], set[tuple[str, int]]
         while left:
-            version, groups = self._owners(left, deadline)
+            groups = self._owners(left, deadline, avoid)
             calls = [
                 (owner, self._pool.submit(self._ask, owner, op, ps, ts, deadline, args))
                 for owner, ps in groups.items()
@@ -126,11 +139,9 @@ class FanOutQueryNodes:
                 if answer is not None and self._current(owner, answer):
                     for p, found, result in answer["results"]:
                         results[p] = (found, result)
+                else:
+                    avoid.add(owner.key)
             left = [p for p in left if p not in results]
-            if left:
-                if time.monotonic() >= deadline:
-                    raise NoQueryNode(left, budget)
-                self.follower.wait_change(version, min(deadline - time.monotonic(), RETRY_S))
         return [results[p] for p in asked]
 
     def _ask(

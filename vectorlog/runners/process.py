@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError
+from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
@@ -47,8 +49,10 @@ from vectorlog.runners.remote import RemoteRootCoord
 from vectorlog.runners.shards import ShardNode
 from vectorlog.runners.standalone import _claim, _open_state, open_log
 from vectorlog.runtime.topology import CLUSTER
+from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
+from vectorlog.streams.log.base import Append
 from vectorlog.streams.msgstream import TickPolicy
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -297,6 +301,28 @@ class ProcessRunner:
         )
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
 
+    def configure_replicas(
+        self, collection_id: int, pchannels: list[int], replica_number: int, timeout: float
+    ) -> None:
+        """Asks the query coordinator for `replica_number` copies of the collection's
+        pchannels (a QueryReplicasConfigured on coord) and returns once each has that many
+        copies served. Raises NotEnoughQueryNodes after `timeout` seconds."""
+        assert self.routing is not None, "a proxy follows the query assignment"
+        body = {"collection_id": collection_id, "replica_number": replica_number}
+        event = Event("QueryReplicasConfigured", self.tso.allocate(1), body)
+        serde = self.serdes.for_topic(self.topics.coord)
+        self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+        deadline = time.monotonic() + timeout
+        while True:
+            a = self.routing.assignment
+            served = min(len({o.key for o in a.copies(p)}) for p in pchannels)
+            if a.replicas >= replica_number and served >= replica_number:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotEnoughQueryNodes(replica_number, served, timeout)
+            self.routing.wait_change(a.version, min(left, 0.5))
+
     def load_state(self, pchannels: list[int]) -> str:
         """Returns Milvus's load state of a collection on `pchannels` in the query
         assignment: "NotLoad" if no query node could load one, "Loading" while one has no
@@ -306,7 +332,7 @@ class ProcessRunner:
             return "Loaded"
         if any(p in a.failed for p in pchannels):
             return "NotLoad"
-        return "Loading" if any(p not in a.owners for p in pchannels) else "Loaded"
+        return "Loading" if any(not a.copies(p) for p in pchannels) else "Loaded"
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:
@@ -326,6 +352,16 @@ class ProcessRunner:
     def close(self) -> None:
         """Stops the processors and closes what was opened (idempotent)."""
         self._stack.close()
+
+
+class NotEnoughQueryNodes(VectorlogError):
+    """load_collection asked for more replicas than live query nodes serve."""
+
+    def __init__(self, wanted: int, served: int, timeout: float) -> None:
+        super().__init__(
+            f"load_collection: replica_number {wanted} needs {wanted} query nodes serving "
+            f"every channel; {served} did within {timeout:.0f} s (start more query nodes)"
+        )
 
 
 class _Allocate:

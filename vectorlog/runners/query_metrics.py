@@ -17,7 +17,7 @@ def assignment_gauges(a: Assignment, pchannels: int) -> Iterator[GaugeMetricFami
     """Yields the gauges of assignment `a` over `pchannels` dml pchannels."""
     served = GaugeMetricFamily(
         "vectorlog_query_pchannels_served",
-        "dml pchannels whose reads a query node serves",
+        "copies of dml pchannels whose reads a query node serves",
         labels=["node"],
     )
     for node, n in sorted(Counter(o.node for o in a.owners.values()).items()):
@@ -26,7 +26,7 @@ def assignment_gauges(a: Assignment, pchannels: int) -> Iterator[GaugeMetricFami
     unowned = GaugeMetricFamily(
         "vectorlog_query_pchannels_unowned", "dml pchannels no query node serves now"
     )
-    unowned.add_metric([], pchannels - len(a.owners))
+    unowned.add_metric([], sum(1 for p in range(pchannels) if not a.copies(p)))
     yield unowned
     failed = GaugeMetricFamily(
         "vectorlog_query_pchannels_unloadable",

@@ -128,8 +128,8 @@ class ShardNode:
         if (self.name, self.epoch) in a.dead:
             self._reregister()
             return
-        mine = {p for p, o in a.targets.items() if o.key == self.me.key}
-        owned = {p for p, o in a.owners.items() if o.key == self.me.key}
+        mine = {p for (p, _), o in a.targets.items() if o.key == self.me.key}
+        owned = {p for (p, _), o in a.owners.items() if o.key == self.me.key}
         with self._lock:
             for p in sorted(mine - set(self.instances) - set(self.loading)):
                 if p in self.failed:

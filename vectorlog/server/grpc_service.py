@@ -147,6 +147,8 @@ class MilvusServicer(
     @rpc
     def LoadCollection(self, request: Any, context: Any) -> Any:
         self._info(request.collection_name)
+        replicas = request.replica_number or 1  # pymilvus leaves it 0 unless asked
+        self.client.load_collection(request.collection_name, replica_number=replicas)
         return ok()
 
     @rpc

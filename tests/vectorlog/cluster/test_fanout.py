@@ -62,9 +62,9 @@ class Node:
         return 0
 
 
-def owners(*names: str, epoch: int = 1) -> dict[int, Owner]:
-    """pchannel p -> names[p % len(names)]."""
-    return {p: Owner(names[p % len(names)], epoch, names[p % len(names)]) for p in range(P)}
+def owners(*names: str, epoch: int = 1) -> dict[tuple[int, int], Owner]:
+    """(pchannel p, replica 0) -> names[p % len(names)]."""
+    return {(p, 0): Owner(names[p % len(names)], epoch, names[p % len(names)]) for p in range(P)}
 
 
 def fanout(a: Assignment, nodes: dict[str, Node], timeout: float = 30) -> FanOutQueryNodes:
@@ -81,7 +81,7 @@ def test_a_read_merges_the_shares_of_every_owner():
 
 def test_a_pchannel_without_owner_makes_the_read_wait_then_answer_completely():
     nodes = {"a": Node("a", 1), "b": Node("b", 1)}
-    half = {p: o for p, o in owners("a", "b").items() if o.node == "a"}
+    half = {slot: o for slot, o in owners("a", "b").items() if o.node == "a"}
     f = fanout(Assignment(1, owners=half), nodes)
     out: list[int] = []
     reader = threading.Thread(target=lambda: out.append(f.count(5, ts=10)))
@@ -96,7 +96,8 @@ def test_a_pchannel_without_owner_makes_the_read_wait_then_answer_completely():
 def test_an_answer_of_a_dead_epoch_is_dropped_and_asked_again_of_the_new_owner():
     stale = Node("b", 1)  # came back after being declared dead; b registered again as 2
     nodes = {"a": Node("a", 1), "b": stale}
-    a = Assignment(1, owners={**owners("a", "b"), 1: Owner("b", 2, "b"), 3: Owner("b", 2, "b")})
+    again = {(1, 0): Owner("b", 2, "b"), (3, 0): Owner("b", 2, "b")}
+    a = Assignment(1, owners={**owners("a", "b"), **again})
     f = fanout(replace(a, dead=frozenset({("b", 1)})), nodes)
     out: list[int] = []
     reader = threading.Thread(target=lambda: out.append(f.count(5, ts=10)))
@@ -120,7 +121,7 @@ def test_an_owner_that_stopped_serving_or_cannot_be_reached_is_waited_for_until_
 
 def test_a_pchannel_no_node_could_load_fails_the_read_naming_its_segment():
     nodes = {"a": Node("a", 1)}
-    half = {p: o for p, o in owners("a", "b").items() if o.node == "a"}
+    half = {slot: o for slot, o in owners("a", "b").items() if o.node == "a"}
     failed = {1: "a: RecoveryFailed: segment 4711: bad binlog", 3: "a: the same"}
     f = fanout(Assignment(1, owners=half, failed=failed), nodes)
     with pytest.raises(SegmentsNotLoadable, match="pchannel 1: a: RecoveryFailed: segment 4711"):
@@ -135,3 +136,13 @@ def test_a_collection_on_no_pchannel_is_not_found():
     f = fanout(Assignment(1, owners=owners("a")), {"a": Absent("a", 1)})
     with pytest.raises(CollectionNotFound):
         f.count(5, ts=10)
+
+
+def test_with_two_copies_a_failing_node_is_replaced_by_the_other_copy_at_once():
+    nodes = {"a": Node("a", 1), "b": Node("b", 1)}
+    nodes["b"].fail = ServiceUnavailable("QueryShard", "b", "killed")
+    copies = {(p, r): Owner(n, 1, n) for p in range(P) for r, n in enumerate("ab")}
+    f = fanout(Assignment(1, owners=copies, replicas=2), nodes, timeout=0.5)
+    for _ in range(4):  # whichever copy comes first in turn, no read waits or fails
+        assert f.count(5, ts=10) == 100
+    assert not f.follower.waiting.is_set()  # type: ignore[attr-defined]

@@ -47,8 +47,14 @@ class Readers:
     """Reads through a proxy in a loop until stopped: count(*), a query by keys and a
     filtered search, each checked complete; any error or partial answer is kept."""
 
-    def __init__(self, client: MilvusClient, vectors: np.ndarray) -> None:
-        self.client, self.vectors = client, vectors
+    def __init__(
+        self,
+        client: MilvusClient,
+        vectors: np.ndarray,
+        rows: int = ROWS,
+        probes: list[int] = PROBES,
+    ) -> None:
+        self.client, self.vectors, self.rows, self.probes = client, vectors, rows, probes
         self.done = threading.Event()
         self.problems: list[str] = []
         self.reads = 0
@@ -65,16 +71,17 @@ class Readers:
 
     def _once(self) -> None:
         c = self.client
-        n = c.query("docs", filter=f"id < {ROWS}", output_fields=["count(*)"])[0]["count(*)"]
-        if n != ROWS:
+        probes, first = self.probes, self.probes[0]
+        n = c.query("docs", filter=f"id < {self.rows}", output_fields=["count(*)"])[0]["count(*)"]
+        if n != self.rows:
             self.problems.append(f"count {n}")
-        rows = c.query("docs", ids=PROBES, output_fields=["id"])
-        if sorted(r["id"] for r in rows) != sorted(PROBES):
+        rows = c.query("docs", ids=probes, output_fields=["id"])
+        if sorted(r["id"] for r in rows) != sorted(probes):
             self.problems.append(f"get {sorted(r['id'] for r in rows)}")
         (hits,) = c.search(
-            "docs", [self.vectors[PROBES[0]].tolist()], limit=len(PROBES), filter=f"id in {PROBES}"
+            "docs", [self.vectors[first].tolist()], limit=len(probes), filter=f"id in {probes}"
         )
-        if sorted(h["id"] for h in hits) != sorted(PROBES) or hits[0]["id"] != PROBES[0]:
+        if sorted(h["id"] for h in hits) != sorted(probes) or hits[0]["id"] != first:
             self.problems.append(f"search {[h['id'] for h in hits]}")
 
     def stop(self) -> None:
@@ -117,3 +124,29 @@ def test_two_query_nodes_share_the_reads_and_a_dead_one_loses_no_answer(cluster)
     assert readers.problems == []  # every read complete; none failed
     assert one.query("docs", filter="", output_fields=["count(*)"])[0]["count(*)"] == ROWS + 1
     assert two.get_load_state("docs")["state"].name == "Loaded"
+
+
+def test_with_two_replicas_a_killed_query_node_costs_no_read_an_error(cluster):
+    rows, probes = 20_000, [3, 4_444, 9_999, 15_001, 19_998]
+    one = MilvusClient(cluster.members["proxy1"].uri)
+    one.create_collection(
+        "docs", dimension=DIM, metric_type="L2", num_shards=4, consistency_level="Strong"
+    )
+    vectors = np.random.default_rng(5).random((rows, DIM), dtype=np.float32)
+    for lo in range(0, rows, BATCH):
+        batch = [{"id": i, "vector": vectors[i].tolist()} for i in range(lo, lo + BATCH)]
+        assert one.insert("docs", batch)["insert_count"] == BATCH
+    one.flush("docs")
+    one.load_collection("docs", replica_number=2)  # returns once both copies are served
+    assert served(cluster) == {"querynode1": 4, "querynode2": 4}
+
+    readers = Readers(MilvusClient(cluster.members["proxy2"].uri), vectors, rows, probes)
+    try:
+        wait_until(lambda: readers.reads >= 3 or bool(readers.problems), 120, "reads")
+        at = readers.reads
+        cluster.kill("querynode2")  # SIGKILL: reads go to the other copy at once
+        wait_until(lambda: served(cluster) == {"querynode1": 4}, 120, "declared dead")
+        wait_until(lambda: readers.reads >= at + 5 or bool(readers.problems), 120, "reads after")
+    finally:
+        readers.stop()
+    assert readers.problems == []  # not one read failed or answered partially
