@@ -683,7 +683,7 @@ class Proxy:
         fields = self._output_fields(info, output_fields, default=None)
         ts = self.read_ts(info, at)
         pk = info.schema.primary.name
-        fields = fields if pk in fields else [pk, *fields]  # results name their key
+        fields = [pk, *(f for f in fields if f != pk)]  # results name their key, first
         out = dynamic.output(info.schema, fields)
         with _named(info):
             expired = _expired(info, at, ts)

@@ -73,6 +73,9 @@ class IndexLoader(ProcessorBase):
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
         self.offset = 0  # the next coord offset to read
+        #: the dml pchannels whose segments' indexes it loads (None: every one)
+        self.pchannels: frozenset[int] | None = None
+        self._foreign: set[int] = set()  # segments of other pchannels
         self._snapshot_read = False
         self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
         self._loop = ProcessorLoop(self, join_timeout_s=10)
@@ -124,6 +127,11 @@ class IndexLoader(ProcessorBase):
             log.info("query node skips an undecodable coord record: %s", exc)
             return
         body = event.body
+        if event.type == "SegmentOpened" and self.pchannels is not None:
+            if body["pchannel"] not in self.pchannels:
+                self._foreign.add(body["segment_id"])
+        elif event.type == "SegmentIndexed" and body["segment_id"] in self._foreign:
+            return  # another query node serves its pchannel
         if event.type == "SegmentIndexed":
             at = (*_index_key(body), body["index_id"])
             if at not in self.pending:

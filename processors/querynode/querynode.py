@@ -87,6 +87,7 @@ class QueryNode(ProcessorBase):
         snapshots: Blobs | None = None,
         cache_dir: Path | None = None,
         ticks: TickPolicy | None = None,
+        pchannels: frozenset[int] | None = None,
     ) -> None:
         """`clock()`: now as a hybrid ts (the timestamp oracle's); an event more than
         `max_clock_skew_ms` ahead of it is dead-lettered, never trusted. `index_files`:
@@ -94,14 +95,18 @@ class QueryNode(ProcessorBase):
         loaded, every search is exact. `snapshots`: where the coord topic's snapshots are.
         `cache_dir`: where `recover` keeps Flushed segments' vectors to map them at the next
         start (mmapcache.py); None: none are kept. `ticks`: how the dml writers' ticks are
-        folded (several writers: TickPolicy(warm_up))."""
+        folded (several writers: TickPolicy(warm_up)). `pchannels`: the dml pchannels it
+        serves, their Flushed segments loaded by `recover` (None: every one)."""
         self._ticks = ticks
         self._snapshots = snapshots
         self._serde, self._topic = serdes.for_topic(topics.dml), topics.dml
         self._coord, self._coord_serde = topics.coord, serdes.for_topic(topics.coord)
         self._log, self._clock, self._max_skew_ms = log, clock, max_clock_skew_ms
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
-        self._start = {p: StreamPosition() for p in range(topics.dml_partitions)}
+        served = range(topics.dml_partitions) if pchannels is None else sorted(pchannels)
+        self.pchannels = frozenset(served)
+        self._only = pchannels  # None: every segment is loaded, whatever its pchannel
+        self._start = {p: StreamPosition() for p in served}
         self._stream: TtMsgStream | None = None  # opened by start()
         self._meta_horizon = 0  # unknown collections' events before this are skipped
         self.loaded_rows = 0  # rows loaded from binlogs by recover()
@@ -136,6 +141,7 @@ class QueryNode(ProcessorBase):
             self.indexes = IndexLoader(
                 log, topics.coord, coord, index_files, self._replica_of, snapshots, flushed
             )
+            self.indexes.pchannels = None if pchannels is None else self.pchannels
 
     def recover(
         self,
@@ -187,7 +193,9 @@ class QueryNode(ProcessorBase):
             segs = [
                 f
                 for f in point.segments.values()
-                if f.collection_id == h.collection_id and f.partition_id in h.partitions
+                if f.collection_id == h.collection_id
+                and f.partition_id in h.partitions
+                and (self._only is None or f.pchannel in self._only)
             ]
             if self.cache is None:
                 replica, n = _restored(h, segs, point, files, {})

@@ -151,6 +151,7 @@ V4 = SchemaRegistry(AVRO_DIR / "v4")
 V5 = SchemaRegistry(AVRO_DIR / "v5")
 V6 = SchemaRegistry(AVRO_DIR / "v6")
 V7 = SchemaRegistry(AVRO_DIR / "v7")
+V8 = SchemaRegistry(AVRO_DIR / "v8")
 
 
 def v3_events() -> list[Event]:
@@ -332,9 +333,6 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
     assert without_v4_defaults(decoded) == Event("CollectionCreated", 95, created.body, 5)
 
 
-V8 = SchemaRegistry(AVRO_DIR / "v8")
-
-
 GRANT = {
     "role_name": "r",
     "object_type": "Collection",
@@ -344,7 +342,7 @@ GRANT = {
 }
 
 
-def test_v9_appends_the_database_branches_and_the_collections_database_to_v8():
+def test_v9_appends_the_database_and_query_coordination_branches_to_v8():
     old, new = _branches(V8), _branches(default_registry())
     assert new[: len(old)] == old
     assert new[len(old) :] == [
@@ -360,6 +358,9 @@ def test_v9_appends_the_database_branches_and_the_collections_database_to_v8():
         "UserRoleRevoked",
         "PrivilegeGranted",
         "PrivilegeRevoked",
+        "QueryNodeReported",
+        "QueryChannelsAssigned",
+        "QueryReplicasConfigured",
     ]
     created = {"db_id": 7, "db_name": "tenant", "properties": {"k": "v"}}
     altered = {"db_id": 7, "db_name": "tenant", "properties": {}, "delete_keys": ["k"]}
@@ -381,3 +382,18 @@ def test_v8_collections_read_by_v9_live_in_the_default_database():
     created = v1_events()[0]
     decoded = read_by_current(V8, Event("CollectionCreated", 96, created.body, 5))
     assert decoded.body["db_name"] == "default"
+
+
+def test_v9_query_coordination_events_round_trip():
+    owner = {"pchannel": 1, "replica": 1, "node": "qn1", "epoch": 7, "address": "127.0.0.1:5"}
+    failure = {"pchannel": 2, "node": "qn1", "reason": "segment 9: bad binlog"}
+    beat = {"node": "qn1", "epoch": 7, "address": "a", "serving": [1], "failed": [failure]}
+    plan = {"version": 3, "replicas": 2, "targets": [owner], "owners": [owner], "dead": []}
+    plan["failed"] = []
+    loaded = {"collection_id": 5, "replica_number": 2}
+    for event in (
+        Event("QueryNodeReported", 99, beat),
+        Event("QueryChannelsAssigned", 99, plan),
+        Event("QueryReplicasConfigured", 99, loaded),
+    ):
+        assert EventSerde().decode(EventSerde().encode(event)) == event

@@ -70,11 +70,23 @@ COMMANDS: dict[str, Help] = {
         "run one role of the cluster mode as this process (on Kafka)",
         "Runs one role (rootcoord, datacoord, querynode, datanode, indexnode or proxy) as "
         "this process, on Kafka, with a storage root every process sees and this process's "
-        "own state directory; other roles' RPCs are given by --rootcoord, --datacoord and "
-        "--querynode. A proxy serves pymilvus and REST v2 as `vectorlog serve` does. Each "
+        "own state directory; other roles' RPCs are given by --rootcoord and --datacoord "
+        "(any number of query nodes report themselves on the log, and the query coordinator "
+        "in the datacoord process assigns them the dml channels). A proxy serves pymilvus "
+        "and REST v2 as `vectorlog serve` does. Each "
         "process logs its lifecycle and serves /healthz and /metrics on --metrics-port.",
         "vectorlog run querynode --log kafka://localhost:9092 --storage /shared/vl "
         "--state-dir ./qn --rpc-port 19600 --rootcoord 10.0.0.1:19601",
+    ),
+    "cluster": Help(
+        "run every process of the cluster mode on this machine (`cluster up`)",
+        "Starts one `vectorlog run` child per process (rootcoord, datacoord with the query "
+        "coordinator, --querynodes query nodes, the data node, the index node, --proxies "
+        "proxies on consecutive ports from --port), prints where each listens, restarts a "
+        "child that dies (after a backoff, saying so), and stops them all on Ctrl-C or "
+        "SIGTERM. Each child's state is DIR/<name> and its log DIR/<name>.log.",
+        "vectorlog cluster up --log kafka://localhost:9092 --storage /shared/vl --dir ./vl "
+        "--proxies 2 --querynodes 2",
     ),
 }
 

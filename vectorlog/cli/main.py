@@ -24,9 +24,10 @@ MODULES = {
     "import": "vectorlog.cli.imports",
     "rebuild": "vectorlog.cli.rebuild",
     "run": "vectorlog.cli.run",
+    "cluster": "vectorlog.cli.cluster",
 }
 #: the commands of the cluster mode: they take --log/--storage, not --uri
-CLUSTER_MODE = frozenset({"run"})
+CLUSTER_MODE = frozenset({"run", "cluster"})
 #: the exit code of a command stopped by Ctrl-C (as a shell reports SIGINT)
 INTERRUPTED = 130
 

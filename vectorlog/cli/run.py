@@ -39,8 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-port", type=int, default=0, help="/healthz and /metrics")
     p.add_argument("--port", type=int, default=19530, help="proxy: gRPC port (default 19530)")
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
-    for peer in ("rootcoord", "datacoord", "querynode", "indexnode"):
+    for peer in ("rootcoord", "datacoord", "indexnode"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
+    p.add_argument("--querynode", metavar="HOST:PORT", help="ignored: proxies find query nodes")
     p.add_argument("--token", help="proxy: the clients' token, as serve's (or VECTORLOG_TOKEN)")
     p.add_argument("--tls-cert", help="proxy: PEM certificate chain (or VECTORLOG_TLS_CERT)")
     p.add_argument("--tls-key", help="proxy: PEM private key (or VECTORLOG_TLS_KEY)")

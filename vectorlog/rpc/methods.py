@@ -15,10 +15,11 @@ CreateCollection and AlterCollection (collection properties: TTL, consistency le
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
 field of a collection with several). IndexNode v1 serves the build progress describe_index
-reports. The other v1s, and RootCoord v2 (its callers could not address a database), are
-retired, not served: a v1 read would have shown expired rows, a v1 create would have ignored
-the partition count, and nothing outside this repository spoke v1; a caller of a retired
-version gets gRPC's UNIMPLEMENTED.
+reports; QueryShard v1 the reads of a query node that holds some of the dml pchannels (the
+scale-out of runners.shards). The other v1s, and RootCoord v2 (its callers could not address
+a database), are retired, not served: a v1 read would have shown expired rows, a v1 create
+would have ignored the partition count, and nothing outside this repository spoke v1; a
+caller of a retired version gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -239,4 +240,18 @@ INDEXNODE = _service(
     "v1",
     Method("GetIndexProgress", "progress", (("collection_id", LONG), ("index_id", LONG)), VALUE),
 )
-SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE)}
+#: a query node of the scale-out (runners.shards): one read of `op` (search, query, get,
+#: count, tsafe, wait_tsafe) with its keyword `args`, answered per pchannel with the node's
+#: name and epoch, after waiting for tsafe >= ts on each (up to `timeout` seconds)
+QUERYSHARD = _service(
+    "QueryShard",
+    "v1",
+    Method(
+        "ShardRead",
+        "read",
+        (("op", STRING), *PCHANNELS, ("ts", LONG), ("timeout", DOUBLE), ("args", VALUE)),
+        VALUE,
+        "timeout",
+    ),
+)
+SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD)}

@@ -19,7 +19,15 @@ from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordRpc
 from vectorlog.rpc import wire
 from vectorlog.rpc.errors import TOKEN_KEY, ClusterTokenRefused, status_of
-from vectorlog.rpc.methods import DATACOORD, INDEXNODE, QUERYNODE, ROOTCOORD, Method, Service
+from vectorlog.rpc.methods import (
+    DATACOORD,
+    INDEXNODE,
+    QUERYNODE,
+    QUERYSHARD,
+    ROOTCOORD,
+    Method,
+    Service,
+)
 
 log = logging.getLogger(__name__)
 Handler = Callable[[bytes, grpc.ServicerContext], bytes]
@@ -79,6 +87,7 @@ class RpcServer:
         datacoord: DataCoordService | None = None,
         querynode: QueryNodeService | None = None,
         indexnode: IndexNodeService | None = None,
+        shards: Any = None,
         workers: int = 16,
         token: str | None = None,
     ) -> None:
@@ -91,6 +100,7 @@ class RpcServer:
             (DATACOORD, datacoord),
             (QUERYNODE, querynode),
             (INDEXNODE, indexnode),
+            (QUERYSHARD, shards),  # `read(op, pchannels, ts, timeout, args)`
         ]
         handlers = [_generic(s, t, token) for s, t in served if t is not None]
         if not handlers:

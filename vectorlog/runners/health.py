@@ -4,7 +4,8 @@
 "stopping" otherwise, to anyone (a liveness probe); `/metrics`, with the cluster's token, only
 to a scrape that sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
 `vectorlog_process_up{role}` and, per processor the process runs,
-`vectorlog_consumer_next_offset{processor, topic, partition}`."""
+`vectorlog_consumer_next_offset{processor, topic, partition}`; in a process that follows the
+query assignment (datacoord, proxy) the gauges of query_metrics.py."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from vectorlog.runners.query_metrics import assignment_gauges
 
 PROCESSORS = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
 
@@ -46,6 +49,9 @@ class _Gauges(Collector):
             for (topic, partition), nxt in sorted(offsets.items()):
                 family.add_metric([name, topic, str(partition)], nxt)
         yield family
+        routing = getattr(runner, "routing", None)  # the query assignment, if it follows it
+        if routing is not None:
+            yield from assignment_gauges(routing.assignment, runner.topics.dml_partitions)
 
 
 class HealthServer:

@@ -3,10 +3,13 @@
 every process sees and this process's own state directory.
 
 Processes meet through the log and the RPCs of vectorlog.rpc, at addresses given on the
-command line (`--rootcoord`, `--datacoord`, `--querynode`, `--indexnode`: the build
-progress describe_index reports): the supervisor (`vectorlog
-cluster up`) knows them, and an operator's unit files or manifests name them as they name the
-broker, so nothing has to be discovered and nothing stale can be found. Rootcoord takes the
+command line (`--rootcoord`, `--datacoord`, `--indexnode`: the build progress
+describe_index reports): the supervisor (`vectorlog cluster up`) knows them, and an
+operator's unit files or manifests name them as they name the broker. Query nodes, any number
+of them, are the exception: each reports its address and epoch on the coord topic, the query
+coordinator (in the datacoord process) assigns them the dml pchannels, and each proxy follows
+that assignment and fans its reads out to the owners (runners.shards, runners.fanout,
+processors.querycoord). Every RPC asks for the cluster's token (`Peers.token`). Rootcoord takes the
 cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
 datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
@@ -18,15 +21,20 @@ topic snapshots (Kafka keeps its topics whole until their retention).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError
+from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.proxy.proxy import Proxy
+from vectorlog.processors.querycoord.querycoord import QueryCoord
+from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
@@ -36,14 +44,18 @@ from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.datacoord_client import DataCoordClient
 from vectorlog.rpc.indexnode_client import IndexNodeClient
-from vectorlog.rpc.querynode_client import QueryNodeClient
+from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
+from vectorlog.runners.fanout import FanOutQueryNodes
 from vectorlog.runners.remote import RemoteRootCoord
+from vectorlog.runners.shards import ShardNode
 from vectorlog.runners.standalone import _claim, _open_state, open_log
 from vectorlog.runtime.topology import CLUSTER
+from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
+from vectorlog.streams.log.base import Append
 from vectorlog.streams.msgstream import TickPolicy
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -51,8 +63,11 @@ log = logging.getLogger("vectorlog.run")
 _T = TypeVar("_T")
 #: consumers of dml written by several processes warm up after resuming (streams.msgstream)
 SEVERAL_WRITERS = TickPolicy(warm_up=True)
-#: the roles whose services other processes call over RPC (at the --ROLE address)
-RPC_ROLES = ("rootcoord", "datacoord", "querynode", "indexnode")
+#: the roles whose services other processes call over RPC at the --ROLE address (query
+#: nodes are found on coord: each reports its address, the proxies follow the assignment)
+RPC_ROLES = ("rootcoord", "datacoord", "indexnode")
+#: how long a proxy waits at start to read the query assignment on coord (seconds)
+FOLLOW_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,7 @@ class ProcessRunner:
                     self._need(peer)
         self._stack = contextlib.ExitStack()
         self.bulk = self.compactor = None
+        self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
         self.objects = PyArrowObjectStore(cfg.storage_uri())
@@ -109,6 +125,7 @@ class ProcessRunner:
         builder = {
             "rootcoord": self._rootcoord,
             "datacoord": self._datacoord,
+            "querycoord": self._querycoord,
             "querynode": self._querynode,
             "datanode": self._datanode,
             "indexnode": self._indexnode,
@@ -118,13 +135,19 @@ class ProcessRunner:
             if spec.name in builder:
                 builder[spec.name]()
         names = {s.name for s in self.specs}
-        served = {k: getattr(self, k) for k in RPC_ROLES if k in names}
+        served: dict[str, Any] = {k: getattr(self, k) for k in RPC_ROLES if k in names}
+        if "querynode" in names:
+            served["shards"] = self.querynode
         if served:
             address = rpc_address or "127.0.0.1:0"
             self.rpc = RpcServer(address, token=self.peers.token, **served)
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
             log.info("%s: serving its RPCs on %s", self.role, self.rpc.address)
+        if "querynode" in names:  # reports where it listens, so only once it does
+            assert self.rpc is not None
+            self.querynode.address = self.rpc.address
+            self._started(self.querynode)
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
@@ -184,27 +207,46 @@ class ProcessRunner:
         log.info("datacoord: recovered coord to offset %d", self.datacoord.meta.position())
         self._started(self.datacoord)
 
+    def _querycoord(self) -> None:
+        rc = RootCoordClient(self._need("rootcoord"))
+        self._stack.callback(rc.close)
+        self.querycoord: Any = QueryCoord(self.log, self.topics, self.serdes, rc.now)
+        self._started(self.querycoord)
+        self.routing = self.querycoord.follower
+        log.info("querycoord: assigning dml pchannels to the query nodes")
+
     def _querynode(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
-        self.querynode: Any = QueryNode(
-            self.log,
-            self.topics,
-            self.serdes,
-            retention_ms=self.cfg.meta_retention_ms,
-            clock=rc.now,
-            max_clock_skew_ms=self.cfg.max_clock_skew_ms,
-            index_files=self.objects,
-            snapshots=self.objects,
-            ticks=SEVERAL_WRITERS,
+
+        def one(pchannel: int) -> QueryNode:
+            """Returns the recovered QueryNode of one pchannel (not started)."""
+            qn = QueryNode(
+                self.log,
+                self.topics,
+                self.serdes,
+                name=f"querynode-{pchannel}",
+                retention_ms=self.cfg.meta_retention_ms,
+                clock=rc.now,
+                max_clock_skew_ms=self.cfg.max_clock_skew_ms,
+                index_files=self.objects,
+                snapshots=self.objects,
+                ticks=SEVERAL_WRITERS,
+                pchannels=frozenset({pchannel}),
+            )
+            try:
+                rows = qn.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
+            except BaseException:
+                qn.close()
+                raise
+            at = {p: pos.offset for p, pos in qn.start_positions().items()}
+            log.info("querynode: recovered %d rows from binlogs; dml from %s", rows, at)
+            return qn
+
+        self.querynode: Any = ShardNode(
+            self.name, self.log, self.topics, self.serdes, one, lambda: rc.allocate_timestamps(1)
         )
         self._stack.callback(self.querynode.close)
-        rows = self.querynode.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
-        log.info("querynode: recovered %d rows from binlogs; dml from %s", rows, self._dml_at())
-        self._started(self.querynode)
-
-    def _dml_at(self) -> dict[int, int]:
-        return {p: pos.offset for p, pos in self.querynode.start_positions().items()}
 
     def _datanode(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
@@ -249,15 +291,56 @@ class ProcessRunner:
         remote = self._remote(name)
         rc = cast(RootCoordService, remote)
         dc = DataCoordClient(self._need("datacoord"), token=self.peers.token)
-        qn = QueryNodeClient(self._need("querynode"), token=self.peers.token)
         ix = IndexNodeClient(self._need("indexnode"), token=self.peers.token)
-        for client in (dc, qn, ix):
-            self._stack.callback(client.close)
+        self._stack.callback(dc.close)
+        self._stack.callback(ix.close)
+        follower = CoordFollower(
+            self.log, self.topics.coord, self.serdes.for_topic(self.topics.coord), "proxy-routing"
+        )
+        self._started(follower)
+        follower.caught_up.wait(FOLLOW_TIMEOUT_S)
         timeout = self.cfg.read_timeout_s
+        connect = functools.partial(QueryShardClient, token=self.peers.token)
+        qn = FanOutQueryNodes(follower, self.topics.dml_partitions, timeout, connect)
+        self._stack.callback(qn.close)
+        self.routing = follower
         self.proxy: Any = Proxy(
             name, rc, dc, qn, self.log, self.topics, self.serdes, timeout, indexnode=ix
         )
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
+
+    def configure_replicas(
+        self, collection_id: int, pchannels: list[int], replica_number: int, timeout: float
+    ) -> None:
+        """Asks the query coordinator for `replica_number` copies of the collection's
+        pchannels (a QueryReplicasConfigured on coord) and returns once each has that many
+        copies served. Raises NotEnoughQueryNodes after `timeout` seconds."""
+        assert self.routing is not None, "a proxy follows the query assignment"
+        body = {"collection_id": collection_id, "replica_number": replica_number}
+        event = Event("QueryReplicasConfigured", self.tso.allocate(1), body)
+        serde = self.serdes.for_topic(self.topics.coord)
+        self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+        deadline = time.monotonic() + timeout
+        while True:
+            a = self.routing.assignment
+            served = min(len({o.key for o in a.copies(p)}) for p in pchannels)
+            if a.replicas >= replica_number and served >= replica_number:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotEnoughQueryNodes(replica_number, served, timeout)
+            self.routing.wait_change(a.version, min(left, 0.5))
+
+    def load_state(self, pchannels: list[int]) -> str:
+        """Returns Milvus's load state of a collection on `pchannels` in the query
+        assignment: "NotLoad" if no query node could load one, "Loading" while one has no
+        owner, else "Loaded"."""
+        a = self.routing.assignment if self.routing is not None else None
+        if a is None:
+            return "Loaded"
+        if any(p in a.failed for p in pchannels):
+            return "NotLoad"
+        return "Loading" if any(not a.copies(p) for p in pchannels) else "Loaded"
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:
@@ -277,6 +360,16 @@ class ProcessRunner:
     def close(self) -> None:
         """Stops the processors and closes what was opened (idempotent)."""
         self._stack.close()
+
+
+class NotEnoughQueryNodes(VectorlogError):
+    """load_collection asked for more replicas than live query nodes serve."""
+
+    def __init__(self, wanted: int, served: int, timeout: float) -> None:
+        super().__init__(
+            f"load_collection: replica_number {wanted} needs {wanted} query nodes serving "
+            f"every channel; {served} did within {timeout:.0f} s (start more query nodes)"
+        )
 
 
 class _Allocate:

@@ -142,7 +142,8 @@ class Standalone:
             "ingest": self._start_ingest,
         }
         for spec in self.topology.start_order():
-            builders[spec.name](cfg)
+            if not spec.cluster_only:  # querycoord: one query node serves every pchannel
+                builders[spec.name](cfg)
         if cfg.meta_retention_ms is not None:
             self._started(self.gc)
         self._start_retention(cfg)

@@ -40,6 +40,7 @@ class ProcessorSpec:
     needs: tuple[str, ...] = ()  # processors whose services it calls
     singleton: bool = False  # at most one may run in a cluster
     stateful: bool = True  # keeps a state store under state_dir / name
+    cluster_only: bool = False  # run by the process runner only, not by Standalone
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,26 @@ CLUSTER = Topology(
             needs=("rootcoord",),
             singleton=True,
         ),
+        # assigns the dml pchannels to the query nodes (processors/querycoord/querycoord.py
+        # says why it runs in the datacoord process); Standalone's one query node needs none
+        ProcessorSpec(
+            "querycoord",
+            "datacoord",
+            consumes=("coord",),
+            produces=("coord",),
+            needs=("rootcoord",),
+            singleton=True,
+            stateful=False,  # its state is the coord topic
+            cluster_only=True,
+        ),
+        # any number in cluster mode, each serving the pchannels assigned to it
         ProcessorSpec(
             "querynode",
             "querynode",
             consumes=("dml", "coord"),
-            produces=("dlq",),
+            produces=("coord", "dlq"),
             serves=("Search", "Query", "GetStatistics"),
-            needs=("rootcoord",),
+            needs=("rootcoord", "querycoord"),
             stateful=False,  # rebuilt at start (a cache of Flushed segments may be kept)
         ),
         # one data node consumes every pchannel today: two would write every binlog twice

@@ -377,9 +377,22 @@ class Client(AdminCalls):
         return partition_name in self._proxy.describe_collection(name, as_of).partitions
 
     # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
-    def load_collection(self, collection_name: str, timeout: float | None = None) -> None:
-        """Accepted as MilvusClient's, with nothing to do. Raises CollectionNotFound."""
-        self._proxy.describe_collection(self._q(collection_name))
+    def load_collection(
+        self, collection_name: str, timeout: float | None = None, replica_number: int = 1
+    ) -> None:
+        """As MilvusClient's: every collection is served loaded. In cluster mode with query
+        nodes, `replica_number` copies of each of its channels are served, each on another
+        query node (returns once they are; raises NotEnoughQueryNodes after `timeout`,
+        default 60 s); embedded, one query node serves everything and it is accepted.
+        Raises CollectionNotFound, InvalidArgument (a replica_number below 1)."""
+        info = self._proxy.describe_collection(self._q(collection_name))
+        if not isinstance(replica_number, int) or replica_number < 1:
+            raise InvalidArgument(
+                f"replica_number must be a positive integer, not {replica_number!r}"
+            )
+        configure = getattr(self._cluster, "configure_replicas", None)
+        if configure is not None:
+            configure(info.collection_id, info.pchannels, replica_number, timeout or 60.0)
 
     def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
         """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
@@ -397,9 +410,15 @@ class Client(AdminCalls):
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
     ) -> dict[str, str]:
-        """Returns {"state": "Loaded"}. Raises CollectionNotFound, PartitionNotFound."""
+        """Returns {"state": "Loaded"}; in cluster mode with the query nodes' assignment,
+        "Loading" while a pchannel of the collection has no query node serving it and
+        "NotLoad" if no query node could load one. Raises CollectionNotFound,
+        PartitionNotFound."""
         self._known_partitions(self._q(collection_name), [partition_name] if partition_name else [])
-        return {"state": "Loaded"}
+        state = getattr(self._cluster, "load_state", None)
+        if state is None:
+            return {"state": "Loaded"}
+        return {"state": state(self._proxy.describe_collection(self._q(collection_name)).pchannels)}
 
     def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         parts = self._proxy.describe_collection(self._q(collection_name)).partitions

@@ -29,7 +29,6 @@ from vectorlog.server.grpc_users import UserRpcs
 
 #: the Milvus version GetVersion reports: the protocol vectorlog speaks (pymilvus checks it)
 MILVUS_VERSION = "v2.5.0"
-_LOADED = common_pb2.LoadState.LoadStateLoaded
 
 
 class MilvusServicer(
@@ -158,6 +157,8 @@ class MilvusServicer(
     @rpc
     def LoadCollection(self, request: Any, context: Any) -> Any:
         self._info(request.collection_name)
+        replicas = request.replica_number or 1  # pymilvus leaves it 0 unless asked
+        self.client.load_collection(request.collection_name, replica_number=replicas)
         return ok()
 
     @rpc
@@ -178,7 +179,9 @@ class MilvusServicer(
     @rpc
     def GetLoadState(self, request: Any, context: Any) -> Any:
         self._info(request.collection_name)
-        return milvus_pb2.GetLoadStateResponse(status=ok(), state=_LOADED)
+        state = self.client.get_load_state(request.collection_name)["state"]
+        named = common_pb2.LoadState.Value(f"LoadState{state}")
+        return milvus_pb2.GetLoadStateResponse(status=ok(), state=named)
 
     @rpc
     def GetLoadingProgress(self, request: Any, context: Any) -> Any:

@@ -22,8 +22,10 @@ from tests.support import wait_until
 BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
 #: the clients' token of every proxy, and the cluster's token of every process
 TOKEN, CLUSTER_TOKEN = "proxy-token", "cluster-secret"
-#: serves an RPC the others call
+#: serves an RPC (the query nodes': the proxies find them on coord)
 SERVING = ("rootcoord", "datacoord", "querynode", "indexnode")
+#: whose RPC address the others are given
+PEERS = ("rootcoord", "datacoord", "indexnode")
 
 
 def free_port() -> int:
@@ -71,13 +73,26 @@ class Member:
 
 class ProcessCluster:
     """`vectorlog run` children for every role; `close()` stops them all (SIGTERM, then
-    SIGKILL). Every child's stderr goes to `dir/<name>.log`."""
+    SIGKILL). Every child's stderr goes to `dir/<name>.log`. With `querynodes` > 1 the query
+    nodes are querynode1, querynode2, ...; with one, querynode."""
 
-    def __init__(self, bootstrap: str, dir: Path, proxies: int = 2) -> None:  # noqa: A002
+    def __init__(
+        self,
+        bootstrap: str,
+        dir: Path,  # noqa: A002
+        proxies: int = 2,
+        querynodes: int = 1,
+    ) -> None:
         self.bootstrap, self.dir = bootstrap, dir
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
-        self.members = {r: Member(r, r) for r in BACKEND}
+        self.members: dict[str, Member] = {}
+        for r in BACKEND:
+            if r != "querynode" or querynodes == 1:
+                self.members[r] = Member(r, r)
+                continue
+            for i in range(1, querynodes + 1):
+                self.members[f"querynode{i}"] = Member(r, f"querynode{i}")
         for i in range(1, proxies + 1):
             self.members[f"proxy{i}"] = Member("proxy", f"proxy{i}")
 
@@ -95,7 +110,7 @@ class ProcessCluster:
             args += ["--rpc-port", str(m.rpc_port)]
         if m.role == "proxy":
             args += ["--port", str(m.port), "--rest-port", str(m.rest_port), "--token", TOKEN]
-        for peer in SERVING:
+        for peer in PEERS:
             if peer != m.role:
                 args += [f"--{peer}", self.members[peer].rpc]
         return args
@@ -116,12 +131,17 @@ class ProcessCluster:
         assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
         return m
 
-    def kill(self, name: str) -> None:
-        """SIGKILLs one member and reaps it."""
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` (SIGKILL) to one member and reaps it."""
         proc = self.members[name].proc
         assert proc is not None
-        proc.kill()
+        proc.send_signal(sig)
         proc.wait()
+
+    def metrics(self, name: str) -> str:
+        """Returns a member's /metrics text."""
+        url = f"http://127.0.0.1:{self.members[name].metrics_port}/metrics"
+        return httpx.get(url, timeout=5).text
 
     def log(self, name: str) -> str:
         path = self.dir / f"{name}.log"

@@ -26,6 +26,7 @@ FINGERPRINTS = {
     "vectorlog.rpc.v2.DataCoord": "a6ff2a98b0a085200bd5d76cd3eff95157948bbfa05d6c1f2df0c3851816e2d6",  # noqa: E501
     "vectorlog.rpc.v2.QueryNode": "4bd33138475c2b9bbdc4c581be2da17d116a08e77d0e1bf52aad5031baeb998d",  # noqa: E501
     "vectorlog.rpc.v1.IndexNode": "825f11c26e1d64511f1f139301353dd6f2b6b92b444efc47d4154a97b18243e0",  # noqa: E501
+    "vectorlog.rpc.v1.QueryShard": "f4a8e7ee9c978d75e307e49fcb5eb99ffbe8aae90cd9268fd249923cc95a0d6b",  # noqa: E501
 }
 
 

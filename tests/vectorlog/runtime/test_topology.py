@@ -84,7 +84,9 @@ def test_standalone_runs_every_processor_of_the_topology_on_its_loop_thread(tmp_
     cluster = Standalone(Config(log=str(tmp_path), tick_interval_ms=50))
     try:
         assert cluster.topology is CLUSTER
-        assert all(getattr(cluster, spec.name) is not None for spec in CLUSTER.processors)
+        local = [spec for spec in CLUSTER.processors if not spec.cluster_only]
+        assert [spec.name for spec in CLUSTER.processors if spec.cluster_only] == ["querycoord"]
+        assert all(getattr(cluster, spec.name) is not None for spec in local)
         assert running_threads() & loops == (before & loops) + loops  # one thread each
     finally:
         cluster.close()

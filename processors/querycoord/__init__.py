@@ -1,0 +1,1 @@
+"""The query coordinator: which query node serves which dml pchannel (querycoord.py)."""

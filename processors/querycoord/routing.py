@@ -1,0 +1,98 @@
+"""The query coordination as other processes see it: a follower of the coord topic that
+folds the query coordinator's latest `QueryChannelsAssigned` (and hands every coord event of
+interest to a callback), for the query nodes (what to load, whether they were declared dead)
+and the proxies (where to send each pchannel's reads)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from vectorlog.processors.querycoord.assignment import Assignment
+from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.sources import RecordSource
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.log.base import Log, start_offsets
+
+log = logging.getLogger(__name__)
+#: coord records read per round
+BATCH = 1000
+#: the coord events about query coordination
+TYPES = frozenset({"QueryNodeReported", "QueryChannelsAssigned", "QueryReplicasConfigured"})
+
+
+class CoordFollower(ProcessorBase):
+    """Reads coord from its start on its own thread; `assignment` is the newest one read,
+    `caught_up` is set once a round read to the end; `on_event(event)` gets every
+    QueryNodeReported and QueryChannelsAssigned in log order (on the follower's thread)."""
+
+    def __init__(
+        self,
+        log_: Log,
+        topic: str,
+        serde: EventSerde,
+        name: str,
+        on_event: Callable[[Event], None] | None = None,
+        tick_s: float | None = None,
+        on_tick: Callable[[], object] | None = None,
+    ) -> None:
+        """`on_tick()` runs on the follower's thread every `tick_s` seconds."""
+        self._log, self._topic, self._serde = log_, topic, serde
+        self.name, self._on_event, self._on_tick = name, on_event, on_tick
+        self.assignment = Assignment()
+        self.offset = -1  # the next coord offset to read; -1: the topic's start
+        self.caught_up = threading.Event()
+        self.changed = threading.Condition()  # notified after each new assignment
+        self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
+        self.loop = ProcessorLoop(self, tick_s=tick_s, join_timeout_s=10)
+
+    def start(self) -> None:
+        self.loop.start()
+
+    def stop(self) -> None:
+        self.loop.stop()
+
+    def open(self) -> None:
+        if self.offset < 0:
+            self.offset = start_offsets(self._log, self._topic).get(0, 0)
+        self._source.open()
+
+    def reset(self) -> None:
+        self._source.reset()
+
+    def tick(self) -> None:
+        if self._on_tick is not None:
+            self._on_tick()
+
+    def step(self) -> bool:
+        records = self._source.poll(self._topic, BATCH, timeout=0.1)
+        for rec in records:
+            self._apply(rec.value)
+            self.offset = rec.offset + 1
+        if len(records) < BATCH:
+            self.caught_up.set()
+        return bool(records)
+
+    def _apply(self, value: bytes) -> None:
+        try:
+            event = self._serde.decode(value)
+        except Exception as exc:  # datacoord dead-letters coord; this reader only skips
+            log.debug("%s skips an undecodable coord record: %s", self.name, exc)
+            return
+        if event.type not in TYPES:
+            return
+        if event.type == "QueryChannelsAssigned":
+            nxt = Assignment.from_body(event.body)
+            if nxt.version >= self.assignment.version:
+                with self.changed:
+                    self.assignment = nxt
+                    self.changed.notify_all()
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def wait_change(self, version: int, timeout: float) -> Assignment:
+        """Returns the assignment once its version passes `version`, or after `timeout`."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.assignment.version > version, timeout)
+            return self.assignment

@@ -1,0 +1,116 @@
+"""`vectorlog cluster up` on the test broker: it starts every process (two query nodes), says
+where each listens, serves pymilvus through its proxy, restarts a SIGKILLed child saying so,
+and stops every child on SIGTERM; a shape it cannot run is refused before anything starts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+from pymilvus import MilvusClient
+
+from tests.vectorlog.cluster.processes import free_port
+
+
+def test_several_data_nodes_are_refused_before_anything_starts(tmp_path: Path):
+    argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--log", "kafka://x:1"]
+    argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d"), "--datanodes", "2"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "--datanodes 2: only one runs for now" in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
+class Lines:
+    """The supervisor's stdout, line by line, read on a thread."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.q: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert proc.stdout is not None
+        out = proc.stdout
+        threading.Thread(target=self._read, args=(out,), daemon=True).start()
+
+    def _read(self, out: Iterable[str]) -> None:
+        for line in out:
+            self.q.put(line)
+
+    def until(self, pattern: str, timeout: float = 240) -> re.Match[str]:
+        while True:
+            line = self.q.get(timeout=timeout)
+            self.seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+
+def stop(sup: subprocess.Popen[str], pids: dict[str, int], cluster: str) -> None:
+    """Stops the supervisor if the test failed midway, and any child of this cluster it left
+    (a pid is checked to still run this cluster's command: pids are reused)."""
+    if sup.poll() is None:
+        sup.send_signal(signal.SIGTERM)
+        try:
+            sup.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            sup.kill()
+            sup.wait()
+    for pid in pids.values():
+        with contextlib.suppress(OSError):
+            if cluster in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_cluster_up_serves_restarts_a_dead_child_and_stops_all(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    port = free_port()
+    argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up"]
+    argv += ["--log", f"kafka://{kafka_bootstrap}", "--storage", str(tmp_path / "storage")]
+    argv += ["--dir", str(tmp_path / "nodes"), "--querynodes", "2", "--port", str(port)]
+    name = f"up{os.getpid()}x{port}"
+    argv += ["--cluster", name]
+    env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100"}
+    sup = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    lines = Lines(sup)
+    pids: dict[str, int] = {}
+    try:
+        for _ in range(7):  # every child says where it listens
+            m = lines.until(r"(\w+) \((\w+), pid (\d+)\)")
+            pids[m.group(1)] = int(m.group(3))
+        lines.until("ready")
+        assert set(pids) == {
+            "rootcoord", "datacoord", "querynode1", "querynode2", "datanode", "indexnode", "proxy1"
+        }  # fmt: skip
+        client = MilvusClient(f"http://127.0.0.1:{port}")
+        client.create_collection(
+            "c", dimension=2, metric_type="L2", num_shards=2, consistency_level="Strong"
+        )
+        client.insert("c", [{"id": i, "vector": [float(i), 0.0]} for i in range(50)])
+        assert client.query("c", filter="", output_fields=["count(*)"])[0]["count(*)"] == 50
+
+        os.kill(pids["querynode2"], signal.SIGKILL)
+        lines.until(r"querynode2 died \(exit -9\); restarting")
+        lines.until(r"querynode2 restarted")
+        assert client.query("c", filter="", output_fields=["count(*)"])[0]["count(*)"] == 50
+
+        sup.send_signal(signal.SIGTERM)
+        stopped = {lines.until(r"(\w+) stopped \(exit").group(1) for _ in pids}
+        assert sup.wait(timeout=120) == 0
+        assert stopped == set(pids)
+    finally:
+        stop(sup, pids, name)
+    for pid in pids.values():  # every child reaped
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -1,0 +1,50 @@
+"""`vectorlog cluster up`: every process of a cluster-mode cluster on this machine, as
+children of one foreground supervisor (vectorlog.runners.supervisor) until Ctrl-C or
+SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Adds cluster's options to its subparser."""
+    p.add_argument("action", choices=["up"])
+    p.add_argument("--log", required=True, help="kafka://host:port")
+    p.add_argument("--storage", required=True, help="the storage root every process sees")
+    p.add_argument("--dir", required=True, help="state directories and logs of the children")
+    p.add_argument("--proxies", type=int, default=1, help="proxies (default 1)")
+    p.add_argument("--querynodes", type=int, default=1, help="query nodes (default 1)")
+    p.add_argument("--datanodes", type=int, default=1, help="data nodes (only 1 for now)")
+    p.add_argument("--indexnodes", type=int, default=1, help="index nodes (only 1 for now)")
+    p.add_argument("--port", type=int, default=19530, help="first proxy's gRPC port; REST +1")
+
+
+def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
+    """Runs the cluster until SIGINT/SIGTERM; returns 0, or 1 if a child could not start.
+    Raises InvalidArgument (a bad shape or --log) before any child starts."""
+    from vectorlog.runners.supervisor import Shape, Supervisor
+
+    shape = Shape(args.proxies, args.querynodes, args.datanodes, args.indexnodes)
+    sup = Supervisor(
+        args.log,
+        args.storage,
+        Path(args.dir),
+        shape,
+        args.port,
+        cluster.get("cluster"),
+        say=lambda line: print(f"vectorlog cluster: {line}", flush=True),
+    )
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: sup.stopping.set())
+    try:
+        if not sup.start_all():
+            return 1
+        sup.say("ready; Ctrl-C or SIGTERM stops every process")
+        sup.watch()
+        return 0
+    finally:
+        sup.stop_all()

@@ -1,0 +1,213 @@
+"""A query node of the scale-out (`vectorlog run querynode` in cluster mode): it serves the
+dml pchannels the query coordinator targets at it, one `QueryNode` per pchannel (its Flushed
+segments loaded from binlogs up to the data node's checkpoint, then its dml), and reports
+itself on the coord topic every heartbeat with its epoch and the pchannels it serves.
+
+A pchannel is reported served only once its QueryNode has recovered and caught up to a
+timestamp taken after it started; it is released only once another node owns its reads. A
+pchannel that fails to load is reported with the reason (the coordinator tries another
+node, and reports it when none can). Reads (`read`, RPC QueryShard.ShardRead) answer per
+pchannel with this node's name and epoch; a pchannel not served, or any read once this
+epoch was declared dead, raises NotServing (the node then registers again with a new epoch
+and loads from scratch: it never serves an ownership it lost).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from vectorlog.core.errors import CollectionNotFound, InvalidArgument
+from vectorlog.processors.querycoord.assignment import Owner
+from vectorlog.processors.querycoord.errors import NotServing
+from vectorlog.processors.querycoord.querycoord import HEARTBEAT_S
+from vectorlog.processors.querycoord.routing import CoordFollower
+from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.topics import Serdes, Topics
+
+log = logging.getLogger("vectorlog.run")
+#: how long a pchannel may take to load and catch up before it is reported failed (seconds)
+LOAD_TIMEOUT_S = 600.0
+#: the reads a ShardRead may run on a pchannel's QueryNode
+OPS = frozenset({"search", "query", "get", "count", "tsafe", "wait_tsafe"})
+
+
+class ShardNode:
+    """The pchannels this query node serves, loads and reports (see the module docstring).
+
+    `make(pchannel)` returns a recovered, unstarted QueryNode of one pchannel; `allocate()`
+    a fresh timestamp of the oracle (epochs, catch-up targets); `address` where this node's
+    RPC listens (reported, so proxies can call it)."""
+
+    def __init__(
+        self,
+        name: str,
+        log_: Log,
+        topics: Topics,
+        serdes: Serdes,
+        make: Callable[[int], QueryNode],
+        allocate: Callable[[], int],
+    ) -> None:
+        self.name, self._log, self._topic = name, log_, topics.coord
+        self._serde = serdes.for_topic(topics.coord)
+        self._make, self._allocate = make, allocate
+        self.address = ""
+        self.epoch = allocate()
+        self.instances: dict[int, QueryNode] = {}
+        self.loading: dict[int, threading.Thread] = {}
+        self.failed: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self.follower = CoordFollower(
+            log_, self._topic, self._serde, "querynode-assignments", None, HEARTBEAT_S, self.beat
+        )
+
+    def start(self) -> None:
+        log.info("querynode %s: registered with epoch %d", self.name, self.epoch)
+        self.follower.start()
+
+    def stop(self) -> None:
+        self._closing.set()
+        self.follower.stop()
+
+    def close(self) -> None:
+        """Stops following and reporting, and closes every pchannel's QueryNode."""
+        self.stop()
+        for t in list(self.loading.values()):
+            t.join(timeout=30)
+        with self._lock:
+            nodes, self.instances = list(self.instances.values()), {}
+        for qn in nodes:
+            qn.close()
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """Returns {(topic, partition): next offset}: each served pchannel's dml offset, and
+        the least coord offset its index loaders read next (for /metrics)."""
+        with self._lock:
+            nodes = list(self.instances.values())
+        out: dict[tuple[str, int], int] = {}
+        for qn in nodes:
+            for (topic, part), nxt in qn.next_offsets().items():
+                if topic == self._topic:
+                    out[(topic, part)] = min(out.get((topic, part), nxt), nxt)
+                elif part in qn.pchannels:
+                    out[(topic, part)] = nxt
+        return out
+
+    # -- heartbeat and assignment ---------------------------------------------------------
+    def beat(self) -> None:
+        """Follows the assignment (loads, releases, re-registers), then reports."""
+        if self.follower.caught_up.is_set():
+            self.reconcile()
+        with self._lock:
+            serving, failed = sorted(self.instances), dict(self.failed)
+        body = {
+            "node": self.name,
+            "epoch": self.epoch,
+            "address": self.address,
+            "serving": serving,
+            "failed": [{"pchannel": p, "node": self.name, "reason": r} for p, r in failed.items()],
+        }
+        event = Event("QueryNodeReported", self._allocate(), body)
+        self._log.append(
+            self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
+        )
+
+    @property
+    def me(self) -> Owner:
+        return Owner(self.name, self.epoch, self.address)
+
+    def reconcile(self) -> None:
+        """Starts loading the pchannels targeted here, releases those neither targeted nor
+        owned here; if this epoch was declared dead, drops everything and registers again."""
+        a = self.follower.assignment
+        if (self.name, self.epoch) in a.dead:
+            self._reregister()
+            return
+        mine = {p for (p, _), o in a.targets.items() if o.key == self.me.key}
+        owned = {p for (p, _), o in a.owners.items() if o.key == self.me.key}
+        with self._lock:
+            for p in sorted(mine - set(self.instances) - set(self.loading)):
+                if p in self.failed:
+                    continue  # reported; the coordinator moves it elsewhere
+                t = threading.Thread(target=self._load, args=(p,), name=f"load-{p}", daemon=True)
+                self.loading[p] = t
+                t.start()
+            released = [self.instances.pop(p) for p in set(self.instances) - mine - owned]
+        for qn in released:
+            log.info("querynode %s: released pchannel %s", self.name, sorted(qn.pchannels))
+            qn.close()
+
+    def _reregister(self) -> None:
+        with self._lock:
+            nodes, self.instances, self.failed = list(self.instances.values()), {}, {}
+        for qn in nodes:
+            qn.close()
+        old, self.epoch = self.epoch, self._allocate()
+        log.warning(
+            "querynode %s: epoch %d was declared dead; registered again with epoch %d",
+            self.name,
+            old,
+            self.epoch,
+        )
+
+    def _load(self, p: int) -> None:
+        epoch, qn = self.epoch, None
+        try:
+            qn = self._make(p)
+            qn.start()
+            qn.wait_tsafe([p], self._allocate(), LOAD_TIMEOUT_S)  # caught up to now
+            with self._lock:
+                if epoch == self.epoch and not self._closing.is_set():
+                    self.instances[p], qn = qn, None
+                    log.info("querynode %s: serving pchannel %d", self.name, p)
+        except Exception as exc:
+            log.error("querynode %s: cannot load pchannel %d: %s", self.name, p, exc)
+            with self._lock:
+                self.failed[p] = f"{type(exc).__name__}: {exc}"
+        finally:
+            if qn is not None:
+                qn.close()
+            with self._lock:
+                self.loading.pop(p, None)
+
+    # -- reads (QueryShard.ShardRead) -------------------------------------------------------
+    def read(
+        self, op: str, pchannels: list[int], ts: int, timeout: float, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Returns {"node", "epoch", "results": [[pchannel, found, result], ...]}: `op` (a
+        QueryNodeService read) with `args` on each pchannel's QueryNode, after waiting for
+        its tsafe >= ts; `found` is False where the collection is not on that pchannel (its
+        QueryNode raised CollectionNotFound: the proxy raises it if no pchannel has it).
+        Raises NotServing (a pchannel not served here, or this epoch dead),
+        ConsistencyTimeout, InvalidArgument (an unknown op), what the read raises."""
+        if op not in OPS:
+            raise InvalidArgument(f"unknown shard read {op!r}")
+        epoch = self.epoch
+        with self._lock:
+            nodes = {p: self.instances.get(p) for p in pchannels}
+        missing = sorted(p for p, qn in nodes.items() if qn is None)
+        if missing or (self.name, epoch) in self.follower.assignment.dead:
+            raise NotServing(self.name, epoch, missing or sorted(pchannels))
+        results = [[p, *_read(qn, op, p, ts, timeout, args)] for p, qn in nodes.items()]
+        return {"node": self.name, "epoch": epoch, "results": results}
+
+
+def _read(
+    qn: QueryNode | None, op: str, p: int, ts: int, timeout: float, args: dict[str, Any]
+) -> tuple[bool, Any]:
+    """Returns (found, the result) of one pchannel's read (see ShardNode.read)."""
+    assert qn is not None
+    if op == "tsafe":
+        return True, qn.tsafe([p])
+    qn.wait_tsafe([p], ts, timeout)
+    if op == "wait_tsafe":
+        return True, None
+    try:
+        return True, getattr(qn, op)(**args)
+    except CollectionNotFound:
+        return False, None

@@ -1,0 +1,211 @@
+"""`vectorlog cluster up`: a foreground supervisor of one cluster-mode cluster on this machine,
+one `vectorlog run ROLE` child per process (rootcoord, datacoord with the query coordinator,
+M query nodes, the data node, the index node, N proxies on consecutive ports), each with its
+state directory `DIR/<name>` and its log `DIR/<name>.log`.
+
+Children start in order, each once the previous one answers /healthz. A child that dies is
+started again after a backoff (1 s, doubling to 30 s, reset once it stayed up a minute), and
+each death and restart is printed with its exit code and the tail of its log: nothing is
+restarted silently. SIGINT or SIGTERM stops them all: SIGTERM in reverse order, SIGKILL what
+is still running 30 s later.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from vectorlog.core.errors import InvalidArgument
+
+#: backoff before restarting a child that died (seconds): first, most
+BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
+#: a child up this long has its backoff reset (seconds)
+STABLE_S = 60.0
+#: how long a child may take to answer /healthz at start (seconds)
+START_TIMEOUT_S = 180.0
+#: how long stopping waits for SIGTERM before SIGKILL (seconds)
+STOP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """Returns a TCP port free now on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Child:
+    """One `vectorlog run` process: its role, name, ports and the running process."""
+
+    role: str
+    name: str
+    rpc_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+    port: int = 0  # a proxy's gRPC port (REST: port + 1)
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    backoff: float = BACKOFF_S
+
+    def healthy(self) -> bool:
+        try:
+            url = f"http://127.0.0.1:{self.metrics_port}/healthz"
+            return httpx.get(url, timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many processes of each scalable role; validated at construction."""
+
+    proxies: int = 1
+    querynodes: int = 1
+    datanodes: int = 1
+    indexnodes: int = 1
+
+    def __post_init__(self) -> None:
+        for what, n in (("proxies", self.proxies), ("querynodes", self.querynodes)):
+            if n < 1:
+                raise InvalidArgument(f"--{what} must be at least 1, not {n}")
+        for what, n in (("datanodes", self.datanodes), ("indexnodes", self.indexnodes)):
+            if n != 1:
+                raise InvalidArgument(
+                    f"--{what} {n}: only one runs for now (each one writes every channel's "
+                    "binlogs or builds every index, so two would write everything twice)"
+                )
+
+
+class Supervisor:
+    """Starts, watches and stops the children of one cluster (see the module docstring).
+    `say(line)` prints a line for the operator."""
+
+    def __init__(
+        self,
+        log: str,
+        storage: str,
+        dir: Path,  # noqa: A002
+        shape: Shape,
+        port: int = 19530,
+        cluster: str | None = None,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        if not log.startswith("kafka://"):
+            raise InvalidArgument(
+                f"vectorlog cluster up needs --log kafka://HOST:PORT, not {log!r}"
+            )
+        self.log, self.storage, self.dir, self.cluster = log, storage, dir, cluster
+        self.say = say
+        self.stopping = threading.Event()
+        self.children = [Child("rootcoord", "rootcoord"), Child("datacoord", "datacoord")]
+        self.children += [
+            Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
+        ]
+        self.children += [Child("datanode", "datanode"), Child("indexnode", "indexnode")]
+        for i in range(shape.proxies):
+            self.children.append(Child("proxy", f"proxy{i + 1}", port=port + 2 * i))
+
+    def argv(self, c: Child) -> list[str]:
+        """Returns the command line of one child."""
+        args = [sys.executable, "-m", "vectorlog.cli", "run", c.role, "--log", self.log]
+        args += ["--storage", self.storage, "--state-dir", str(self.dir / c.name)]
+        args += ["--name", c.name, "--metrics-port", str(c.metrics_port)]
+        if self.cluster:
+            args += ["--cluster", self.cluster]
+        if c.role in ("rootcoord", "datacoord", "querynode"):
+            args += ["--rpc-port", str(c.rpc_port)]
+        if c.role == "proxy":
+            args += ["--port", str(c.port), "--rest-port", str(c.port + 1)]
+        for peer in self.children[:2]:  # rootcoord, datacoord
+            if peer.role != c.role:
+                args += [f"--{peer.role}", f"127.0.0.1:{peer.rpc_port}"]
+        return args
+
+    def spawn(self, c: Child) -> None:
+        """Starts one child (its output appended to DIR/<name>.log)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with (self.dir / f"{c.name}.log").open("ab") as out:
+            c.proc = subprocess.Popen(self.argv(c), stdout=out, stderr=out, env=dict(os.environ))
+        c.started_at = time.monotonic()
+
+    def start_all(self) -> bool:
+        """Starts every child in order, each once the previous is healthy; returns False if
+        one exited first, or stopping was asked (the caller stops the rest)."""
+        for c in self.children:
+            self.spawn(c)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not c.healthy():
+                if self.stopping.is_set() or c.proc is None or c.proc.poll() is not None:
+                    code = None if c.proc is None else c.proc.returncode
+                    self.say(f"{c.name} exited {code} while starting: {self.tail(c)}")
+                    return False
+                if time.monotonic() > deadline:
+                    self.say(f"{c.name} not healthy after {START_TIMEOUT_S:.0f} s: {self.tail(c)}")
+                    return False
+                time.sleep(0.2)
+            self.say(self.where(c))
+        return True
+
+    def where(self, c: Child) -> str:
+        """Returns the line saying where a child listens."""
+        line = f"{c.name} ({c.role}, pid {c.proc.pid if c.proc else '-'}): "
+        line += f"/metrics http://127.0.0.1:{c.metrics_port}"
+        if c.role == "proxy":
+            line += f"; pymilvus http://127.0.0.1:{c.port}; REST http://127.0.0.1:{c.port + 1}"
+        elif c.role in ("rootcoord", "datacoord", "querynode"):
+            line += f"; RPC 127.0.0.1:{c.rpc_port}"
+        return line
+
+    def tail(self, c: Child, lines: int = 3) -> str:
+        path = self.dir / f"{c.name}.log"
+        text = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return " | ".join(text[-lines:])
+
+    def watch(self) -> None:
+        """Until stopping: restarts each child that died, after its backoff, saying so."""
+        due: dict[str, float] = {}
+        while not self.stopping.wait(0.5):
+            now = time.monotonic()
+            for c in self.children:
+                if c.proc is None or c.proc.poll() is None:
+                    if c.proc is not None and now - c.started_at > STABLE_S:
+                        c.backoff = BACKOFF_S
+                    continue
+                if c.name not in due:
+                    self.say(
+                        f"{c.name} died (exit {c.proc.returncode}); restarting in "
+                        f"{c.backoff:.0f} s. Its log: {self.tail(c)}"
+                    )
+                    due[c.name] = now + c.backoff
+                elif now >= due[c.name]:
+                    del due[c.name]
+                    self.spawn(c)
+                    c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
+                    self.say(f"{c.name} restarted (pid {c.proc.pid})")
+
+    def stop_all(self) -> None:
+        """SIGTERM to every running child in reverse order, SIGKILL after STOP_TIMEOUT_S."""
+        self.stopping.set()
+        running = [c for c in reversed(self.children) if c.proc and c.proc.poll() is None]
+        for c in running:
+            assert c.proc is not None
+            c.proc.send_signal(signal.SIGTERM)
+        for c in running:
+            assert c.proc is not None
+            try:
+                c.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.say(f"{c.name} did not stop in {STOP_TIMEOUT_S:.0f} s: SIGKILL")
+                c.proc.kill()
+                c.proc.wait()
+            self.say(f"{c.name} stopped (exit {c.proc.returncode})")
