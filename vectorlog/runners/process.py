@@ -208,7 +208,7 @@ class ProcessRunner:
         self._started(self.datacoord)
 
     def _querycoord(self) -> None:
-        rc = RootCoordClient(self._need("rootcoord"))
+        rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.querycoord: Any = QueryCoord(self.log, self.topics, self.serdes, rc.now)
         self._started(self.querycoord)

@@ -13,6 +13,7 @@ is still running 30 s later.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -42,6 +43,12 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+#: the variable holding the cluster's token (cli.run reads it in every child)
+CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
+#: the roles whose RPC address every other child is given
+PEERS = ("rootcoord", "datacoord", "indexnode")
 
 
 @dataclass
@@ -106,6 +113,10 @@ class Supervisor:
             )
         self.log, self.storage, self.dir, self.cluster = log, storage, dir, cluster
         self.say = say
+        # the children's RPCs answer only each other: the operator's cluster token, or one
+        # made for this cluster (no other local user can call them)
+        token = os.environ.get(CLUSTER_TOKEN_ENV) or secrets.token_urlsafe(32)
+        self.env = {**os.environ, CLUSTER_TOKEN_ENV: token}
         self.stopping = threading.Event()
         self.children = [Child("rootcoord", "rootcoord"), Child("datacoord", "datacoord")]
         self.children += [
@@ -122,12 +133,12 @@ class Supervisor:
         args += ["--name", c.name, "--metrics-port", str(c.metrics_port)]
         if self.cluster:
             args += ["--cluster", self.cluster]
-        if c.role in ("rootcoord", "datacoord", "querynode"):
+        if c.role in ("rootcoord", "datacoord", "querynode", "indexnode"):
             args += ["--rpc-port", str(c.rpc_port)]
         if c.role == "proxy":
             args += ["--port", str(c.port), "--rest-port", str(c.port + 1)]
-        for peer in self.children[:2]:  # rootcoord, datacoord
-            if peer.role != c.role:
+        for peer in self.children:
+            if peer.role in PEERS and peer.role != c.role:
                 args += [f"--{peer.role}", f"127.0.0.1:{peer.rpc_port}"]
         return args
 
@@ -135,7 +146,7 @@ class Supervisor:
         """Starts one child (its output appended to DIR/<name>.log)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         with (self.dir / f"{c.name}.log").open("ab") as out:
-            c.proc = subprocess.Popen(self.argv(c), stdout=out, stderr=out, env=dict(os.environ))
+            c.proc = subprocess.Popen(self.argv(c), stdout=out, stderr=out, env=self.env)
         c.started_at = time.monotonic()
 
     def start_all(self) -> bool:
