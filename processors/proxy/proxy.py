@@ -669,9 +669,12 @@ class Proxy:
         keys = v.primary_keys(info.schema.primary, ids)
         return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
 
-    def _queries(self, field: FieldSchema, data: Any) -> np.ndarray:
-        """Returns the query vectors `data` of vector `field` as a float32 matrix. Raises
-        InvalidArgument naming what is wrong with them."""
+    def _queries(self, field: FieldSchema, data: Any) -> Any:
+        """Returns the query vectors `data` of vector `field` as a float32 matrix (a sparse
+        field's: rows in Milvus's format, core/sparse.py). Raises InvalidArgument naming
+        what is wrong with them."""
+        if field.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            return v.sparse_queries(field, data)
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:

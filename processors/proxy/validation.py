@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core import sparse
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.arrays import array_values, float32s
 
@@ -173,6 +174,8 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
 def _typed(f: FieldSchema, values: list[Any]) -> Any:
     if f.dtype is DataType.FLOAT_VECTOR:
         return vectors(f, values)
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return sparse_rows(f, values)
     if f.dtype in INT_RANGES:
         return _ints(f, values)
     if f.dtype is DataType.FLOAT:
@@ -300,6 +303,30 @@ def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
             f"row {row}: vector field {f.name!r} is too large (its squared norm overflows float32)"
         )
     return arr
+
+
+def sparse_rows(f: FieldSchema, values: Any) -> list[bytes]:
+    """Returns a sparse field's rows in Milvus's format (vectorlog/core/sparse.py). Raises
+    SchemaMismatch naming the field and the bad row."""
+    try:
+        return sparse.rows_of(values)
+    except SchemaMismatch as exc:
+        raise SchemaMismatch(f"sparse vector field {f.name!r}: {exc}") from None
+
+
+def sparse_queries(f: FieldSchema, data: Any) -> list[bytes]:
+    """Returns a search's query rows for sparse field `f` (one row, a dict, is one query).
+    Raises InvalidArgument naming what is wrong with them."""
+    if isinstance(data, dict) or (hasattr(data, "shape") and not hasattr(data, "__len__")):
+        data = [data]
+    try:
+        return sparse.rows_of(data)
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(
+            f"search data must be a list of sparse vectors, not {data!r:.60}"
+        ) from None
 
 
 def _bad_vector(f: FieldSchema, values: list[Any]) -> str:

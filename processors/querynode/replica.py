@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema, DataType
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
@@ -39,9 +39,11 @@ from vectorlog.processors.querynode.ranged import RangeBounds
 from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
+from vectorlog.processors.querynode.sparsecolumn import SparseColumn
 from vectorlog.processors.querynode.topk import grouped, ranked
 from vectorlog.processors.querynode.vectorcolumn import Plan, VectorColumn, positions_of
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
+from vectorlog.storage import sparse_index
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
@@ -58,9 +60,7 @@ class Replica:
         self.collection_id, self.schema = collection_id, schema
         self.pk_name, self.vec = schema.primary.name, schema.vector
         self.metric = self.vec.metric_type or "L2"
-        self.vectors = {
-            f.name: VectorColumn(f) for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR
-        }
+        self.vectors: dict[str, Any] = {f.name: _column_of(f) for f in schema.vectors}
         self._vcols = list(self.vectors.values())
         self._first = self._vcols[0]  # the only one, in all but multi-vector collections
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
@@ -102,7 +102,7 @@ class Replica:
         until = self._dropped_at(partition)
         if until is not None and ts >= until:
             return
-        vectors = {c.name: np.ascontiguousarray(cols.pop(c.name), np.float32) for c in self._vcols}
+        vectors = {c.name: _vector_values(c, cols.pop(c.name)) for c in self._vcols}
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
@@ -161,7 +161,7 @@ class Replica:
             ids = np.arange(ids, ids + n, dtype=np.int64)
         flags = np.full(n, alive, dtype=bool)
         for col in self._vcols:
-            v = None if vectors is None else vectors[col.name]
+            v = None if vectors is None else vectors.get(col.name)  # None: in its cache
             col.add(rows, partition, seg_id, ids, v, flags, later)
 
     def rehome(
@@ -223,7 +223,7 @@ class Replica:
             if c["field_name"] in names
         }
         for col in self._vcols:
-            if cols[col.name].shape[1] != col.dim:
+            if isinstance(col, VectorColumn) and cols[col.name].shape[1] != col.dim:
                 raise InvalidArgument(
                     f"vector dim {cols[col.name].shape[1]} != schema dim {col.dim} of {col.name!r}"
                 )
@@ -434,6 +434,19 @@ class Replica:
         bad param, or for an `anns_field` that is no vector field."""
         col = self._first if anns_field is None else self._column(anns_field)
         metric = (metric or col.metric).upper()
+        if isinstance(col, SparseColumn):
+            if group_by is not None or RangeBounds.of(params, metric) is not None:
+                raise InvalidArgument(
+                    f"sparse vector field {col.name!r}: range search and group_by are not "
+                    "supported in vectorlog"
+                )
+            found = self._sparse_search(
+                col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
+            )
+            with self.lock:
+                return [
+                    self._hits(*ranked(lr, dr, offset), output_fields or []) for dr, lr in found
+                ]
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
@@ -456,6 +469,27 @@ class Replica:
                 grouping = (group_by, offset, k, group_size)
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
+
+    def _sparse_search(
+        self,
+        col: SparseColumn,
+        queries: Any,
+        want: int,
+        ts: int,
+        partitions: list[int] | None,
+        expr: Expr | None,
+        metric: str,
+        expire_ts: int = 0,
+        params: dict[str, Any] | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Returns per query the (scores, replica rows) of the top `want` of sparse field
+        `col` (params: drop_ratio_search)."""
+        drop = sparse_index.ratio(params or {}, "drop_ratio_search")
+        q = sparse_index.queries_matrix(queries, drop)
+        with self.lock:
+            plan, _ = self._plan(col, ts, partitions, expr, metric, expire_ts)
+            dist, labels = col.knn(q, metric, want, plan)
+        return list(zip(dist, labels, strict=True))
 
     def _column(self, name: str) -> VectorColumn:
         """Returns the vector field called `name`. Raises InvalidArgument naming it."""
@@ -596,3 +630,16 @@ class Replica:
             if col.field_id == field_id:
                 return col
         raise InvalidArgument(f"field {field_id} is not a vector field of this collection")
+
+
+def _column_of(f: FieldSchema) -> Any:
+    """Returns the column of vector field `f`: sparse or dense."""
+    return SparseColumn(f) if f.dtype is DataType.SPARSE_FLOAT_VECTOR else VectorColumn(f)
+
+
+def _vector_values(col: Any, values: Any) -> Any:
+    """Returns a decoded vector column as its column stores it: float32 rows (dense) or
+    Milvus's sparse rows (a list of bytes)."""
+    if isinstance(col, SparseColumn):
+        return list(values)
+    return np.ascontiguousarray(values, np.float32)

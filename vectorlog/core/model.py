@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
+from vectorlog.core.sparse import SPARSE_METRICS
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
@@ -56,6 +57,11 @@ class DataType(enum.Enum):
     JSON = "JSON"
     ARRAY = "ARRAY"
     FLOAT_VECTOR = "FLOAT_VECTOR"
+    SPARSE_FLOAT_VECTOR = "SPARSE_FLOAT_VECTOR"
+
+
+#: the vector types a collection's vector fields may have
+VECTOR_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.SPARSE_FLOAT_VECTOR})
 
 
 #: the dynamic field of a collection with enable_dynamic_field (Milvus's name)
@@ -154,6 +160,8 @@ class FieldSchema:
             self._validate_partition_key()
         if self.dtype is DataType.FLOAT_VECTOR:
             self._validate_vector()
+        elif self.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            self._validate_sparse()
         if self.dtype is DataType.VARCHAR and not (
             isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
         ):
@@ -209,6 +217,24 @@ class FieldSchema:
             raise InvalidArgument(
                 f"vector field {self.name!r}: metric_type {self.metric_type!r} not in {METRICS}"
             )
+
+    def _validate_sparse(self) -> None:
+        """Raises InvalidArgument as Milvus does for a sparse field given a dim, or a metric
+        a sparse field is not searched with."""
+        if self.dim is not None:
+            raise InvalidArgument(
+                f"dim should not be specified for sparse vector field {self.name}"
+            )
+        if self.metric_type not in (None, *SPARSE_METRICS):
+            raise InvalidArgument(
+                f"sparse vector field {self.name!r}: metric_type {self.metric_type!r} not in "
+                f"{SPARSE_METRICS}"
+            )
+
+    @property
+    def is_vector(self) -> bool:
+        """Returns whether this is a vector field (dense or sparse)."""
+        return self.dtype in VECTOR_TYPES
 
     def to_avro(self) -> dict[str, Any]:
         params = {
@@ -304,7 +330,7 @@ class CollectionSchema:
         if dup:
             raise InvalidArgument(f"duplicate field {dup!r}")
         self._require_one("primary key", [f for f in self.fields if f.is_primary])
-        vectors = sum(f.dtype is DataType.FLOAT_VECTOR for f in self.fields)
+        vectors = sum(f.is_vector for f in self.fields)
         if vectors > MAX_VECTOR_FIELDS:
             raise InvalidArgument(
                 f"maximum vector field's number should be limited to {MAX_VECTOR_FIELDS}"
@@ -330,14 +356,15 @@ class CollectionSchema:
 
     @property
     def vector(self) -> FieldSchema:
-        """Returns the first FLOAT_VECTOR field (the only one, but in multi-vector
+        """Returns the first vector field (the only one, but in multi-vector
         collections)."""
-        return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+        return next(f for f in self.fields if f.is_vector)
 
     @property
     def vectors(self) -> tuple[FieldSchema, ...]:
-        """Returns the FLOAT_VECTOR fields, in schema order."""
-        return tuple(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+        """Returns the vector fields (FLOAT_VECTOR and SPARSE_FLOAT_VECTOR), in schema
+        order."""
+        return tuple(f for f in self.fields if f.is_vector)
 
     @property
     def partition_key(self) -> FieldSchema | None:
@@ -479,7 +506,7 @@ def check_default(f: FieldSchema, kind: str) -> None:
     """Raises InvalidArgument with Milvus's message if field `f` cannot take its default
     value sent as ValueField member `kind` (another type, out of range, too long)."""
     value = f.default_value
-    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, DataType.FLOAT_VECTOR):
+    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
         raise InvalidArgument(f"{f.dtype.value} field {f.name!r} cannot take a default value")
     types, expected = DEFAULT_KINDS[kind]
     if f.dtype not in types:
@@ -510,7 +537,7 @@ def check_nullable(f: FieldSchema) -> None:
         raise InvalidArgument(f"field {f.name!r}: nullable must be a bool, not {f.nullable!r}")
     if f.nullable and f.is_primary:
         raise InvalidArgument(f"primary field {f.name!r} not support null")
-    if f.nullable and f.dtype is DataType.FLOAT_VECTOR:
+    if f.nullable and f.is_vector:
         raise InvalidArgument(f"vector field {f.name!r} cannot be nullable in vectorlog")
     if f.default_value is not None:
         check_default(f, default_kind(f.default_value, f.dtype))

@@ -17,7 +17,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import DataType
+from vectorlog.core.sparse import check_row
 from vectorlog.storage.array_read import InvalidScalarField, scalar_field_values
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.binlog_read import (
@@ -69,6 +71,8 @@ def field_values(
         return _narrow(numbers(values, np.dtype(NUMPY[dtype])), values, path)
     if dtype is DataType.FLOAT_VECTOR:
         return float_vectors(column, path)
+    if dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return _sparse_rows(values, path)
     if dtype is DataType.JSON and _all_empty(values):
         return [EMPTY_DOC] * len(values)  # the dynamic field of rows without dynamic keys
     texts = values.to_pylist()
@@ -77,6 +81,15 @@ def field_values(
     if dtype is DataType.JSON:
         return _texts(texts, path)
     return [_array_text(row, element, path) for row in texts]
+
+
+def _sparse_rows(values: pa.Array, path: str) -> list[bytes]:
+    """Returns a SparseFloatVector column's rows, each checked as Milvus checks them."""
+    rows = values.to_pylist()
+    try:
+        return [check_row(r) for r in rows]
+    except SchemaMismatch as exc:
+        raise CorruptBinlog(path, str(exc)) from None
 
 
 def _with_nulls(

@@ -41,6 +41,7 @@ MILVUS_TYPE = {
     DataType.JSON: DataTypeCode.JSON,  # the dynamic field $meta too
     DataType.ARRAY: DataTypeCode.ARRAY,
     DataType.FLOAT_VECTOR: DataTypeCode.FLOAT_VECTOR,
+    DataType.SPARSE_FLOAT_VECTOR: DataTypeCode.SPARSE_FLOAT_VECTOR,
 }
 
 
