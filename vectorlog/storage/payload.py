@@ -6,7 +6,8 @@ int8/16/32/64, float32/64, string for VarChar/String, binary for JSON and for Ar
 proto.Marshal'ed schemapb.ScalarField per row: see arrays.py),
 fixed_size_binary(4*dim) of little-endian float32 for FloatVector, fixed_size_binary(dim/8) for
 BinaryVector, binary for SparseFloatVector: one row in Milvus's (uint32 index, float32 value)
-pairs format each, as Milvus 2.4+'s AddSparseFloatVectorToPayload writes them), ZSTD, dictionary encoding, one row group, format 2.6, data page v1.
+pairs format each, as Milvus 2.4+'s AddSparseFloatVectorToPayload writes them), ZSTD,
+dictionary encoding, one row group, format 2.6, data page v1.
 
 pyarrow writes the same except one footer detail: Arrow C++ leaves INT32/INT64 columns without
 the Int(32|64, signed) logical type (and INT_32/INT_64 converted type) that Arrow Go writes.
