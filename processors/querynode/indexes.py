@@ -16,9 +16,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from vectorlog.core.sparse import SPARSE_INDEXES
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.scalarindex import ScalarFile, read_scalar_index
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
+from vectorlog.processors.querynode.sparsecolumn import read_sparse_index
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
@@ -197,7 +199,8 @@ class IndexLoader(ProcessorBase):
         if replica.serving(*at) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:
-            p.index = read_index(p.body, self._files)
+            sparse = b["index_type"] in SPARSE_INDEXES
+            p.index = (read_sparse_index if sparse else read_index)(p.body, self._files)
         return replica.load_index(at[0], at[1], p.index, at[2])
 
 

@@ -11,6 +11,7 @@ refused here with a clear error.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ import scipy.sparse as sp
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import FieldSchema
 from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC, SPARSE_METRICS, as_dict, to_csr
+from vectorlog.processors.indexnode.service import verify_build
 from vectorlog.processors.querynode.bitmap import AliveBitmap
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.topk import merged
@@ -39,6 +41,24 @@ class SparseSegmentIndex:
     matrix: sp.csc_array
     row_ids: np.ndarray
     exact: bool = True
+
+
+def read_sparse_index(body: dict[str, Any], files: Any) -> SparseSegmentIndex:
+    """Returns the sparse index of a SegmentIndexed `body` read from `files` (checked
+    against its checksums). Raises what the store raises, or InvalidArgument if the files
+    do not match each other or their checksums."""
+    data, ids = files.get(body["index_file"]), files.get(body["row_id_file"])
+    verify_build(files, body["index_file"], data, ids)
+    matrix = inverted.deserialize(data)
+    row_ids = np.asarray(np.load(io.BytesIO(ids), allow_pickle=False), dtype=np.int64)
+    if len(row_ids) != matrix.shape[0]:
+        raise InvalidArgument(
+            f"segment {body['segment_id']} sparse index {body['index_file']!r} holds "
+            f"{matrix.shape[0]} rows but its row id file {len(row_ids)} ids"
+        )
+    return SparseSegmentIndex(
+        body["index_id"], body["metric_type"].upper(), body["index_type"], matrix, row_ids
+    )
 
 
 class SparseSegment:

@@ -47,6 +47,7 @@ GO_NAMES = {
     DataType.JSON: "JSON",
     DataType.ARRAY: "Array",
     DataType.FLOAT_VECTOR: "FloatVector",
+    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
 }
 _INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
 _KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")

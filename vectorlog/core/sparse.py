@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 
 #: one (index, value) pair of a row, as Milvus lays it out
 PAIR = np.dtype([("index", "<u4"), ("value", "<f4")])
@@ -30,6 +30,8 @@ SPARSE_DEFAULT_METRIC = "IP"
 #: the index types of a sparse field (Milvus 2.4+): both answer IP exactly but for the
 #: drop ratios (`drop_ratio_build`, and `drop_ratio_search` at search)
 SPARSE_INDEXES = ("SPARSE_INVERTED_INDEX", "SPARSE_WAND")
+#: knowhere's traversal algorithms of a sparse index (accepted, all answer the same)
+INVERTED_ALGOS = ("TAAT_NAIVE", "DAAT_WAND", "DAAT_MAXSCORE")
 
 
 def pairs(row: bytes) -> np.ndarray:
@@ -145,3 +147,44 @@ def to_csr(rows: Sequence[bytes], dim: int | None = None) -> sp.csr_array:
     idx = p["index"].astype(np.int64)
     width = max(dim or 0, int(idx.max()) + 1 if len(idx) else 1)
     return sp.csr_array((p["value"].astype(np.float32), idx, indptr), shape=(len(rows), width))
+
+
+def sparse_index_checks(
+    f: Any, kind: str, metric: str | None, params: dict[str, Any]
+) -> tuple[str, str, dict[str, str]]:
+    """Returns (index type, metric, params as strings) of an index on sparse field `f`:
+    AUTOINDEX builds SPARSE_INVERTED_INDEX; the metric is IP (or BM25; default IP);
+    params `drop_ratio_build` (a number in [0, 1)) and `inverted_index_algo`. Raises
+    InvalidArgument naming what is wrong."""
+    kind = "SPARSE_INVERTED_INDEX" if kind == "AUTOINDEX" else kind
+    if kind not in SPARSE_INDEXES:
+        raise InvalidArgument(
+            f"index_type {kind} cannot index sparse vector field {f.name!r}: use one of "
+            f"{list(SPARSE_INDEXES)}"
+        )
+    given = (metric or f.metric_type or SPARSE_DEFAULT_METRIC).upper()
+    if given not in SPARSE_METRICS:
+        raise InvalidArgument(
+            f"metric type {given} not found or not supported, supported: {list(SPARSE_METRICS)}"
+        )
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        if key == "drop_ratio_build":
+            out[key] = str(_ratio(key, value))
+        elif key == "inverted_index_algo" and value in INVERTED_ALGOS:
+            out[key] = str(value)
+        elif key not in ("metric_type", "bm25_k1", "bm25_b", "bm25_avgdl"):
+            raise InvalidArgument(f"{kind} has no parameter {key!r} = {value!r}")
+    return kind, given, out
+
+
+def _ratio(key: str, value: Any) -> float:
+    """Returns a drop ratio given as a number or a decimal string. Raises InvalidArgument
+    unless it is in [0, 1)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if isinstance(value, bool) or not 0 <= number < 1:
+        raise InvalidArgument(f"{key} must be a number in [0, 1), not {value!r}")
+    return number

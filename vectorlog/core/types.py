@@ -20,6 +20,7 @@ from vectorlog.core.model import (
 )
 from vectorlog.core.scalar_index import SCALAR_INDEXES as SCALAR_INDEXES
 from vectorlog.core.scalar_index import scalar_params
+from vectorlog.core.sparse import sparse_index_checks
 
 LEVELS = ("strong", "bounded", "session", "eventually")
 #: the collection property holding the level of its reads that name none (Milvus keeps it
@@ -179,6 +180,8 @@ class IndexSpec:
         kind = self.index_type.upper() or "AUTOINDEX"
         if f.dtype is DataType.FLOAT_VECTOR:
             metric, params = self._vector_checks(kind, f.dim or 0)
+        elif f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            kind, metric, params = sparse_index_checks(f, kind, self.metric_type, self._params())
         else:
             metric, params = self._scalar_checks(kind, f)
         return {

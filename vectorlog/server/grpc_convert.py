@@ -12,6 +12,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
+from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
     DEFAULT_KINDS,
@@ -36,6 +37,7 @@ TO_PROTO = {
     DataType.JSON: schema_pb2.JSON,
     DataType.ARRAY: schema_pb2.Array,
     DataType.FLOAT_VECTOR: schema_pb2.FloatVector,
+    DataType.SPARSE_FLOAT_VECTOR: schema_pb2.SparseFloatVector,
 }
 FROM_PROTO = {v: k for k, v in TO_PROTO.items()} | {schema_pb2.String: DataType.VARCHAR}
 #: the ScalarField member holding each scalar type's values
@@ -198,6 +200,8 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
         if dim <= 0 or len(flat) % dim:
             raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
         return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+    if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format, checked at insert
+        return list(fd.vectors.sparse_float_vector.contents)
     values = _scalars(fd.scalars, dtype)
     return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
 
@@ -266,6 +270,11 @@ def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
     if field.dtype is DataType.FLOAT_VECTOR:
         fd.vectors.dim = field.dim or 0
         fd.vectors.float_vector.data.extend(np.asarray(values, np.float32).ravel().tolist())
+    elif field.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        rows = [sparse.row_of(v) for v in values]
+        fd.vectors.dim = sparse.dim_of(rows)
+        fd.vectors.sparse_float_vector.dim = fd.vectors.dim
+        fd.vectors.sparse_float_vector.contents.extend(rows)
     elif field.dtype is DataType.ARRAY:
         element = field.element_type or DataType.INT64
         fd.scalars.array_data.element_type = TO_PROTO[element]
@@ -301,9 +310,10 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
 
 
 # -- search ---------------------------------------------------------------------------------------
-def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
+def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes]:
     """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
-    FloatVector values, each little-endian float32). Raises InvalidArgument."""
+    FloatVector values, each little-endian float32), or its sparse rows (a
+    SparseFloatVector placeholder's, Milvus's row format). Raises InvalidArgument."""
     c = common_pb2
     try:
         group = c.PlaceholderGroup.FromString(raw)
@@ -312,6 +322,8 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
     if len(group.placeholders) != 1:
         raise InvalidArgument(f"a search needs one placeholder, not {len(group.placeholders)}")
     ph = group.placeholders[0]
+    if ph.type == c.PlaceholderType.SparseFloatVector:
+        return list(ph.values)
     if ph.type != c.PlaceholderType.FloatVector:
         kind = c.PlaceholderType.Name(ph.type) if ph.type in c.PlaceholderType.values() else ph.type
         raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")

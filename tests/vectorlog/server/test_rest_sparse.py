@@ -1,0 +1,38 @@
+"""REST v2 with a SparseFloatVector field (issue 27): declared in a full create without a dim,
+rows as JSON objects {"index": value}, searched with a sparse query, returned as objects."""
+
+from __future__ import annotations
+
+from tests.vectorlog.server.rest_support import Rest, rest_fixture, unique
+
+rest = rest_fixture()
+
+SCHEMA = {
+    "fields": [
+        {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+        {"fieldName": "sv", "dataType": "SparseFloatVector"},
+    ]
+}
+
+
+def test_sparse_rows_over_rest(rest: Rest) -> None:
+    name = unique("sparse")
+    index = [{"fieldName": "sv", "indexType": "SPARSE_WAND", "metricType": "IP"}]
+    params = {"consistencyLevel": "Strong"}
+    rest.ok("collections/create", collectionName=name, schema=SCHEMA, indexParams=index,
+            params=params)  # fmt: skip
+    fields = rest.ok("collections/describe", collectionName=name)["fields"]
+    assert fields[1]["type"] == "SparseFloatVector" and fields[1]["params"] == []
+    rows = [{"id": 1, "sv": {"1": 0.5, "7": 1.0}}, {"id": 2, "sv": {"3": 2.0}}]
+    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 2
+    hits = rest.ok("entities/search", collectionName=name, data=[{"7": 2.0}], annsField="sv",
+                   limit=5, outputFields=["sv"])  # fmt: skip
+    assert hits == [{"id": 1, "sv": {"1": 0.5, "7": 1.0}, "distance": 2.0}]
+
+
+def test_a_negative_sparse_index_is_refused_over_rest(rest: Rest) -> None:
+    name = unique("sparse_bad")
+    rest.ok("collections/create", collectionName=name, schema=SCHEMA)
+    out = rest.call("entities/insert", collectionName=name, data=[{"id": 1, "sv": {"-3": 1.0}}])
+    assert out["code"] != 0
+    assert "sparse vector index must be positive and less than 2^32-1: -3" in out["message"]
