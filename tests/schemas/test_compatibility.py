@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import fastavro
@@ -328,3 +329,53 @@ def test_v7_collections_read_by_v8_have_no_partition_key():
     decoded = read_by_current(V7, Event("CollectionCreated", 95, created.body, 5))
     assert [f["is_partition_key"] for f in decoded.body["schema"]["fields"]] == [False]
     assert without_v4_defaults(decoded) == Event("CollectionCreated", 95, created.body, 5)
+
+
+V8 = SchemaRegistry(AVRO_DIR / "v8")
+
+
+def _named(reg: SchemaRegistry, name: str) -> dict:
+    """Returns the definition of named type `name` in a version's full (inlined) schema."""
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("name") == name and "type" in node and node["type"] in ("record", "enum"):
+                found.append(node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(reg.current.full))
+    return found[0]
+
+
+def test_v9_appends_the_sparse_column_branch_and_data_type_to_v8():
+    old, new = _named(V8, "FieldColumn"), _named(default_registry(), "FieldColumn")
+    old_union = [b if isinstance(b, str) else b["name"] for b in old["fields"][2]["type"]]
+    new_union = [b if isinstance(b, str) else b["name"] for b in new["fields"][2]["type"]]
+    assert new_union[: len(old_union)] == old_union
+    assert new_union[len(old_union) :] == ["SparseFloatVectorColumn"]
+    old_types = _named(V8, "DataType")["symbols"]
+    assert _named(default_registry(), "DataType")["symbols"] == [*old_types, "SPARSE_FLOAT_VECTOR"]
+
+
+def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():
+    column = {"field_id": 100, "field_name": "id"}
+    column["column"] = ("io.vectorlog.events.Int64Column", {"values": [1, 2], "valid": None})
+    body = {"collection_id": 5, "partition_id": 6, "segment_id": 7, "num_rows": 2}
+    body |= {"first_row_id": 10, "columns": [column]}
+    event = Event("RowsInserted", 90, body, 5, "x-dml_0_5v0")
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, V8.current.parsed, event.to_avro())
+    decoded = fastavro.schemaless_reader(
+        io.BytesIO(out.getvalue()), V8.current.parsed, default_registry().current.parsed
+    )
+    assert decoded["payload"]["columns"][0]["column"]["values"] == [1, 2]
+    rows = [b"\x01\x00\x00\x00\x00\x00\x80\x3f", b""]
+    sparse = {"field_id": 101, "field_name": "sv"}
+    sparse["column"] = ("io.vectorlog.events.SparseFloatVectorColumn", {"rows": rows})
+    event = Event("RowsInserted", 91, {**body, "columns": [column, sparse]}, 5, "x-dml_0_5v0")
+    assert EventSerde().decode(EventSerde().encode(event)) == event
