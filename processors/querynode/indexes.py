@@ -20,7 +20,7 @@ from vectorlog.core.sparse import SPARSE_INDEXES
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.scalarindex import ScalarFile, read_scalar_index
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
-from vectorlog.processors.querynode.sparsecolumn import read_sparse_index
+from vectorlog.processors.querynode.sparsecolumn import SparseSegmentIndex, read_sparse_index
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
@@ -44,7 +44,7 @@ class Pending:
 
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
-        self.index: SegmentIndex | None = None
+        self.index: SegmentIndex | SparseSegmentIndex | None = None
         self.scalar: ScalarFile | None = None
         self.failures = 0
 

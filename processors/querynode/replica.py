@@ -24,7 +24,7 @@ below a drop may arrive after it: it is applied as of its ts, never discarded.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from vectorlog.processors.querynode.ranged import RangeBounds
 from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
-from vectorlog.processors.querynode.sparsecolumn import SparseColumn
+from vectorlog.processors.querynode.sparsecolumn import SparseColumn, SparseSegmentIndex
 from vectorlog.processors.querynode.topk import grouped, ranked
 from vectorlog.processors.querynode.vectorcolumn import Plan, VectorColumn, positions_of
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
@@ -487,8 +487,8 @@ class Replica:
         drop = sparse_index.ratio(params or {}, "drop_ratio_search")
         q = sparse_index.queries_matrix(queries, drop)
         with self.lock:
-            plan, _ = self._plan(col, ts, partitions, expr, metric, expire_ts)
-            dist, labels = col.knn(q, metric, want, plan)
+            plan, _ = self._plan(cast(VectorColumn, col), ts, partitions, expr, metric, expire_ts)
+            dist, labels = col.knn(q, metric, want, cast(Any, plan))  # SparseSegments' plan
         return list(zip(dist, labels, strict=True))
 
     def _column(self, name: str) -> VectorColumn:
@@ -573,7 +573,11 @@ class Replica:
 
     # -- segment indexes ----------------------------------------------------------------
     def load_index(
-        self, partition: int, segment_id: int, index: SegmentIndex, field_id: int | None = None
+        self,
+        partition: int,
+        segment_id: int,
+        index: SegmentIndex | SparseSegmentIndex,
+        field_id: int | None = None,
     ) -> bool:
         """Serves a segment of vector field `field_id` (None: the first) from its loaded
         `index` (mapped to the replica's rows by row id). Returns False if the replica has
@@ -582,7 +586,7 @@ class Replica:
         dropped, or the segment holds rows the index lacks: it stays on exact search).
         Raises InvalidArgument if its dim is not the vector field's, or if `field_id` is
         no vector field's."""
-        col = self._by_id(field_id)
+        col: Any = self._by_id(field_id)  # a VectorColumn or a SparseColumn
         col.check_dim(segment_id, index)
         with self.lock:
             gone = self.dropped_ts is not None or partition in self.dropped_partitions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any, cast
 
 import fastavro
 import pytest
@@ -365,15 +366,15 @@ def test_v9_appends_the_sparse_column_branch_and_data_type_to_v8():
 def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():
     column = {"field_id": 100, "field_name": "id"}
     column["column"] = ("io.vectorlog.events.Int64Column", {"values": [1, 2], "valid": None})
-    body = {"collection_id": 5, "partition_id": 6, "segment_id": 7, "num_rows": 2}
-    body |= {"first_row_id": 10, "columns": [column]}
+    body: dict[str, Any] = {"collection_id": 5, "partition_id": 6, "segment_id": 7}
+    body |= {"num_rows": 2, "first_row_id": 10, "columns": [column]}
     event = Event("RowsInserted", 90, body, 5, "x-dml_0_5v0")
     out = io.BytesIO()
     fastavro.schemaless_writer(out, V8.current.parsed, event.to_avro())
     decoded = fastavro.schemaless_reader(
         io.BytesIO(out.getvalue()), V8.current.parsed, default_registry().current.parsed
     )
-    assert decoded["payload"]["columns"][0]["column"]["values"] == [1, 2]
+    assert cast(Any, decoded)["payload"]["columns"][0]["column"]["values"] == [1, 2]
     rows = [b"\x01\x00\x00\x00\x00\x00\x80\x3f", b""]
     sparse = {"field_id": 101, "field_name": "sv"}
     sparse["column"] = ("io.vectorlog.events.SparseFloatVectorColumn", {"rows": rows})
