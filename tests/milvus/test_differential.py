@@ -79,6 +79,9 @@ DIFFERENCES: dict[str, str] = {
     'anns_field in search_params"; vectorlog too); milvus-lite 3.2.2 searches the first one',
     "range.wrong_side": "Milvus refuses a range_filter on the far side of radius "
     "(proxy checkRangeSearchParams; vectorlog too); milvus-lite 3.2.2 returns no hits",
+    "sparse.insert_duplicate": "Milvus refuses a sparse row with a repeated index "
+    '(ValidateSparseFloatRows, "unsorted or same indices in sparse float vector"; vectorlog '
+    "too); milvus-lite 3.2.2 stores it",
 }
 
 DIM, ROWS, QUERIES = 8, 300, 5
