@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.milvus import test_differential
 from tests.milvus.test_differential import (
     Diffs,
     Pair,
@@ -16,12 +17,12 @@ from tests.milvus.test_differential import (
     each,
     eq,
     hits,
-    pair,  # noqa: F401 (the fixture)
     rows,
     same_hits,
 )
 
 pymilvus = pytest.importorskip("pymilvus")
+pair = test_differential.pair  # the fixture: Milvus Lite and vectorlog side by side
 
 ROWS, DIMS, NNZ, QUERIES = 200, 300, 10, 4
 
