@@ -173,3 +173,21 @@ def test_sparse_schemas_and_indexes_are_checked(client: Client):
         client.create_index("sp", ix)
     with pytest.raises(InvalidArgument, match="metric type not match"):
         client.search("sp", [{1: 1.0}], search_params={"metric_type": "L2"})
+
+
+def test_a_compaction_merges_sparse_segments_and_answers_as_before(open_client: ClientFactory):
+    client = open_client(compaction_interval_s=None, log_retention_ms=None)
+    m = matrix()
+    create(client, index="SPARSE_INVERTED_INDEX")
+    for first in range(0, ROWS, ROWS // 3):  # three small sealed segments
+        client.insert("sp", [{"id": i, "sv": as_dict(m, i)} for i in range(first, first + 100)])
+        client.flush("sp")
+    gone = exact(m, 1)[0][:2]
+    client.delete("sp", ids=gone)
+    job = client.compact("sp", wait=True)
+    assert client.get_compaction_state(job) == "Completed"
+    assert len(client.list_segments("sp")) < 3
+    alive = np.ones(ROWS, bool)
+    alive[gone] = False
+    wait_until(lambda: served(client), 60, "the merged segment's index served")
+    assert_exact(client, m, alive)
