@@ -23,5 +23,5 @@ def build_sparse(
     rows: list[bytes] = []
     for column, path in logs:
         rows.extend(field_values(column, DataType.SPARSE_FLOAT_VECTOR, path=path))
-    matrix = sparse_index.build(rows, drop)
-    return sparse_index.serialize(matrix), len(rows), {"drop_ratio_build": str(drop)}
+    postings = sparse_index.build(rows, drop)
+    return sparse_index.serialize(postings), len(rows), {"drop_ratio_build": str(drop)}

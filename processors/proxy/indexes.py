@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.core.errors import IndexNotFound
+from vectorlog.core.functions import output_of
 from vectorlog.core.model import CollectionInfo, DataType, FieldSchema
 from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC
 from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
@@ -34,6 +35,8 @@ def search_metric(info: CollectionInfo, field: FieldSchema | None = None) -> str
     default = (
         SPARSE_DEFAULT_METRIC if vector.dtype is DataType.SPARSE_FLOAT_VECTOR else DEFAULT_METRIC
     )
+    if output_of(info.schema, vector.name) is not None:
+        default = "BM25"  # a BM25 function's output is searched by text, with BM25
     return (vector.metric_type or default).upper()
 
 

@@ -76,6 +76,7 @@ from vectorlog.processors.proxy.batches import (
     take,
 )
 from vectorlog.processors.proxy.consistency import guarantee
+from vectorlog.processors.proxy.functions import bm25_params, text_queries
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -556,13 +557,15 @@ class Proxy:
     ) -> hybrid.SearchPlan:
         """Returns a search's checked arguments. Raises InvalidArgument, InvalidExpression."""
         field = r.anns_field(info.schema, options.anns_field)
-        queries = self._queries(field, data)
+        queries = text_queries(info.schema, field, data) or self._queries(field, data)
         shape.nq(len(queries))
         lim = r.limit(limit)
         offset = r.offset(options.offset, lim)
         fields = self._output_fields(info, output_fields, default=[])
         metric = ix.search_metric(info, field)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
+        if metric == "BM25":  # the index's k1 and b score growing rows too
+            params = bm25_params(info.indexes, field) | params
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)

@@ -22,6 +22,7 @@ from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.arrays import array_values, float32s
+from vectorlog.processors.proxy.functions import derived, function_outputs
 
 INT64_MIN, INT64_MAX = INT_RANGES[DataType.INT64]
 Columns = dict[str, Any]
@@ -40,7 +41,12 @@ def rows_to_columns(
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
-    fields = [f for f in schema.user_fields if upsert or not (f.is_primary and f.auto_id)]
+    outputs = function_outputs(schema, rows)
+    fields = [
+        f
+        for f in schema.user_fields
+        if (upsert or not (f.is_primary and f.auto_id)) and f.name not in outputs
+    ]
     rows = _with_optional(fields, rows)
     raw = _extract(rows, [f.name for f in fields])
     if raw is None:  # the slow path names the first bad row
@@ -50,11 +56,11 @@ def rows_to_columns(
             _check_keys(schema, rows, {f.name for f in fields}, upsert)
             raw = {f.name: [r[f.name] for r in rows] for f in fields}
     elif schema.dynamic is not None:  # no key outside the schema: $meta left out (all {})
-        return {f.name: _column(f, raw[f.name]) for f in fields}
+        return derived({f.name: _column(f, raw[f.name]) for f in fields}, schema)
     columns = {f.name: _column(f, raw[f.name]) for f in fields}
     if schema.dynamic is not None:
         columns[META] = _dynamic(schema.dynamic, raw[META])
-    return columns
+    return derived(columns, schema)
 
 
 def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -484,11 +484,18 @@ class Replica:
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Returns per query the (scores, replica rows) of the top `want` of sparse field
         `col` (params: drop_ratio_search)."""
-        drop = sparse_index.ratio(params or {}, "drop_ratio_search")
-        q = sparse_index.queries_matrix(queries, drop)
+        p = params or {}
+        q = sparse_index.queries_matrix(queries, sparse_index.ratio(p, "drop_ratio_search"))
+        vcol = cast(VectorColumn, col)  # a sparse column plans as a dense one does
         with self.lock:
-            plan, _ = self._plan(cast(VectorColumn, col), ts, partitions, expr, metric, expire_ts)
-            dist, labels = col.knn(q, metric, want, cast(Any, plan))  # SparseSegments' plan
+            plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+            stats = None
+            if metric == "BM25":  # over the collection's visible rows, not the filter's
+                every, _ = self._plan(vcol, ts, None, None, metric, expire_ts)
+                k1, b = float(p.get("bm25_k1", 1.2)), float(p.get("bm25_b", 0.75))
+                terms = sparse_index.query_weights(q)[0]
+                stats = col.bm25_stats(cast(Any, every), terms, k1, b)
+            dist, labels = col.knn(q, metric, want, cast(Any, plan), stats)
         return list(zip(dist, labels, strict=True))
 
     def _column(self, name: str) -> VectorColumn:

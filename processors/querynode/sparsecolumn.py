@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import FieldSchema
-from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC, SPARSE_METRICS, as_dict, to_csr
+from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC, SPARSE_METRICS, as_dict
 from vectorlog.processors.indexnode.service import verify_build
 from vectorlog.processors.querynode.bitmap import AliveBitmap
 from vectorlog.processors.querynode.growarray import GrowArray
@@ -33,12 +33,12 @@ Result = tuple[np.ndarray, np.ndarray]
 
 @dataclass
 class SparseSegmentIndex:
-    """A loaded sparse index: CSC row i is the row with id `row_ids[i]`."""
+    """A loaded sparse index: its postings' row i is the row with id `row_ids[i]`."""
 
     index_id: int
     metric: str
     index_type: str
-    matrix: sp.csc_array
+    postings: inverted.Postings
     row_ids: np.ndarray
     exact: bool = True
 
@@ -49,15 +49,15 @@ def read_sparse_index(body: dict[str, Any], files: Any) -> SparseSegmentIndex:
     do not match each other or their checksums."""
     data, ids = files.get(body["index_file"]), files.get(body["row_id_file"])
     verify_build(files, body["index_file"], data, ids)
-    matrix = inverted.deserialize(data)
+    post = inverted.deserialize(data)
     row_ids = np.asarray(np.load(io.BytesIO(ids), allow_pickle=False), dtype=np.int64)
-    if len(row_ids) != matrix.shape[0]:
+    if len(row_ids) != post.rows:
         raise InvalidArgument(
             f"segment {body['segment_id']} sparse index {body['index_file']!r} holds "
-            f"{matrix.shape[0]} rows but its row id file {len(row_ids)} ids"
+            f"{post.rows} rows but its row id file {len(row_ids)} ids"
         )
     return SparseSegmentIndex(
-        body["index_id"], body["metric_type"].upper(), body["index_type"], matrix, row_ids
+        body["index_id"], body["metric_type"].upper(), body["index_type"], post, row_ids
     )
 
 
@@ -72,7 +72,7 @@ class SparseSegment:
         self.alive = AliveBitmap()
         self.index: SparseSegmentIndex | None = None
         self.mapped = False  # never served from the dense segment cache
-        self._csr: sp.csr_array | None = None
+        self._postings: inverted.Postings | None = None  # of `data`, while growing
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -85,6 +85,7 @@ class SparseSegment:
         self.unload()
         first = len(self)
         self.data.extend(vectors)
+        self._postings = None
         self.row_ids.extend(row_ids)
         self.alive.append(alive)
         self.rows.extend(rows)
@@ -106,7 +107,7 @@ class SparseSegment:
         self.rows, self.row_ids = _grown(rows), _grown(np.asarray(index.row_ids, np.int64))
         self.alive = AliveBitmap(len(rows))
         self.alive.append(alive)
-        self.index, self._csr = index, None
+        self.index, self._postings = index, None
         return rows
 
     def unload(self) -> None:
@@ -114,10 +115,16 @@ class SparseSegment:
         self.index = None
 
     def search(
-        self, q: sp.csr_array, metric: str, want: int, mask: np.ndarray | None
+        self,
+        q: sp.csr_array,
+        metric: str,
+        want: int,
+        mask: np.ndarray | None,
+        stats: inverted.BM25Stats | None = None,
     ) -> Result | None:
         """Returns the top `want` positions per query among the alive rows (`mask` None) or
-        those set in `mask`, empty slots -1; None if no row is selected."""
+        those set in `mask`, empty slots -1; None if no row is selected. Metric IP: inner
+        products; BM25: BM25 scores by the collection's `stats`."""
         n = len(self)
         ok = self.alive.mask() if mask is None else mask
         if not n or not ok.any():
@@ -127,14 +134,21 @@ class SparseSegment:
                 f"search metric {metric!r} does not match the {self.index.metric!r} index "
                 f"of segment {self.segment_id}"
             )
-        matrix = self.index.matrix if self.index is not None else self._matrix()
-        score, touched = inverted.scores(matrix, q)
+        post = self.postings()
+        if stats is None:
+            score, touched = inverted.scores(post, q)
+        else:
+            score, touched = inverted.bm25_scores(post, q, stats)
         return inverted.top_k(score, touched & ok[None, :], want)
 
-    def _matrix(self) -> sp.csr_array:
-        if self._csr is None or self._csr.shape[0] != len(self.data):
-            self._csr = to_csr(self.data)
-        return self._csr
+    def postings(self) -> inverted.Postings:
+        """Returns the inverted index of the rows by position: the loaded index's, else
+        one built from the rows (kept until a row is appended)."""
+        if self.index is not None:
+            return self.index.postings
+        if self._postings is None or self._postings.rows != len(self.data):
+            self._postings = inverted.build(self.data)
+        return self._postings
 
 
 class SparseColumn:
@@ -233,13 +247,18 @@ class SparseColumn:
         return [s for s in self.segs if partitions is None or s.partition in partitions]
 
     def knn(
-        self, q: sp.csr_array, metric: str, want: int, plan: list[tuple[SparseSegment, Any]]
+        self,
+        q: sp.csr_array,
+        metric: str,
+        want: int,
+        plan: list[tuple[SparseSegment, Any]],
+        stats: inverted.BM25Stats | None = None,
     ) -> Result:
         """Returns (scores, replica rows) of the top `want` per query over the plan's
-        segments, merged; empty slots -1."""
+        segments, merged; empty slots -1 (BM25: scored with `stats`)."""
         parts = []
         for seg, mask in plan:
-            found = seg.search(q, metric, want, mask)
+            found = seg.search(q, metric, want, mask, stats)
             if found is None:
                 continue
             dist, pos = found
@@ -247,6 +266,31 @@ class SparseColumn:
             rows = seg.rows.view()[np.where(empty, 0, pos)]
             parts.append((dist, np.where(empty, -1, rows)))
         return merged(parts, q.shape[0], want, True)
+
+    def bm25_stats(
+        self, plan: list[tuple[SparseSegment, Any]], terms: np.ndarray, k1: float, b: float
+    ) -> inverted.BM25Stats:
+        """Returns the BM25 statistics of the rows `plan` selects (every visible row: the
+        collection's documents): their number, average length and each of `terms`' document
+        frequency. Derived from the rows themselves, they follow inserts, deletes,
+        compactions and restarts."""
+        docs, total = 0, 0.0
+        df = np.zeros(len(terms), dtype=np.int64)
+        for seg, mask in plan:
+            ok = seg.alive.mask() if mask is None else mask
+            if not len(seg) or not ok.any():
+                continue
+            post = seg.postings()
+            docs += int(np.count_nonzero(ok))
+            total += float(post.lengths[ok].sum())
+            sub = post.columns(terms)
+            for j in range(len(terms)):
+                a, z = sub.indptr[j], sub.indptr[j + 1]
+                df[j] += int(np.count_nonzero(ok[sub.indices[a:z]]))
+        avgdl = total / docs if docs else 1.0
+        return inverted.BM25Stats(
+            docs, avgdl, dict(zip(terms.tolist(), df.tolist(), strict=True)), k1, b
+        )
 
     def check_dim(self, segment_id: int, index: Any) -> None:
         """Raises InvalidArgument if `index` is not a sparse index."""

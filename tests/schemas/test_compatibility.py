@@ -63,10 +63,11 @@ def test_data_written_with_v1_is_read_by_the_current_schema(event: Event):
 
 
 def without_v4_defaults(decoded: Event) -> Event:
-    """Returns `decoded` after checking and removing the v4 (and v8) schema fields'
+    """Returns `decoded` after checking and removing the v4 (and v8, v9) schema fields'
     defaults."""
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
+        assert schema.pop("functions") == []
         assert schema.pop("enable_dynamic_field") is False
         assert all(f.pop("is_dynamic") is False for f in schema["fields"])
         assert all(f.pop("is_partition_key") is False for f in schema["fields"])

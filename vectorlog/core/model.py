@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vectorlog.core.analyzer import analyzer_of
 from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
+from vectorlog.core.functions import FunctionSchema, check_functions
 from vectorlog.core.sparse import SPARSE_METRICS
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
@@ -134,6 +136,11 @@ class FieldSchema:
     #: the value a row that gives none (or None) takes; None: no default
     default_value: Any = None
     is_partition_key: bool = False
+    #: VARCHAR: text analyzed into tokens (full-text search: a BM25 function's input), by
+    #: `analyzer_params` (None: Milvus's standard analyzer); `enable_match`: text_match
+    enable_analyzer: bool = False
+    analyzer_params: dict[str, Any] | None = None
+    enable_match: bool = False
 
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
@@ -173,6 +180,18 @@ class FieldSchema:
                 f"field {self.name!r}: element_type and max_capacity are for ARRAY fields only"
             )
         check_nullable(self)
+        if self.enable_analyzer or self.enable_match or self.analyzer_params is not None:
+            self._validate_analyzer()
+
+    def _validate_analyzer(self) -> None:
+        """Raises InvalidArgument unless this VARCHAR field's analyzer settings are valid."""
+        if self.dtype is not DataType.VARCHAR:
+            raise InvalidArgument(f"field {self.name!r}: only VARCHAR fields can enable_analyzer")
+        if self.enable_match and not self.enable_analyzer:
+            raise InvalidArgument(
+                f"field {self.name} is set to enable match but not enable analyzer"
+            )
+        analyzer_of(self.analyzer_params)  # raises for params Milvus refuses
 
     def _validate_array(self) -> None:
         if self.element_type not in ELEMENT_TYPES:
@@ -247,6 +266,9 @@ class FieldSchema:
                 ("max_capacity", self.max_capacity),
                 ("nullable", "true" if self.nullable else None),
                 ("default_value", default_text(self.default_value)),
+                ("enable_analyzer", "true" if self.enable_analyzer else None),
+                ("enable_match", "true" if self.enable_match else None),
+                ("analyzer_params", _json_or_none(self.analyzer_params)),
             )
             if v is not None
         }
@@ -281,7 +303,14 @@ class FieldSchema:
             p.get("nullable") == "true",
             json.loads(p["default_value"]) if "default_value" in p else None,
             bool(d.get("is_partition_key", False)),
+            p.get("enable_analyzer") == "true",
+            json.loads(p["analyzer_params"]) if "analyzer_params" in p else None,
+            p.get("enable_match") == "true",
         )
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
 
 
 def check_description(whose: str, description: Any) -> None:
@@ -306,6 +335,8 @@ class CollectionSchema:
     description: str = ""
     name: str = ""
     enable_dynamic_field: bool = False
+    #: functions deriving fields (BM25: text to a sparse vector), see functions.py
+    functions: tuple[FunctionSchema, ...] = ()
 
     def validated(self) -> CollectionSchema:
         """Returns a copy with field ids assigned (and `$meta` appended if the dynamic field
@@ -342,6 +373,7 @@ class CollectionSchema:
             raise InvalidArgument(
                 f"there are more than one partition key, field name = {keys[0]}, {keys[1]}"
             )
+        check_functions(self)
         fields = tuple(replace(f, field_id=FIRST_USER_FIELD + i) for i, f in enumerate(self.fields))
         return replace(self, fields=fields)
 
@@ -394,6 +426,7 @@ class CollectionSchema:
             "description": self.description,
             "fields": [f.to_avro() for f in self.fields],
             "enable_dynamic_field": self.enable_dynamic_field,
+            "functions": [fn.to_avro() for fn in self.functions],
         }
 
     @classmethod
@@ -403,6 +436,7 @@ class CollectionSchema:
             d.get("description", ""),
             d.get("name", ""),
             bool(d.get("enable_dynamic_field", False)),
+            tuple(FunctionSchema.from_avro(fn) for fn in d.get("functions") or ()),
         )
 
 

@@ -173,9 +173,28 @@ def sparse_index_checks(
             out[key] = str(_ratio(key, value))
         elif key == "inverted_index_algo" and value in INVERTED_ALGOS:
             out[key] = str(value)
-        elif key not in ("metric_type", "bm25_k1", "bm25_b", "bm25_avgdl"):
+        elif key in BM25_RANGES:
+            out[key] = str(_bm25_param(key, value))
+        elif key != "metric_type":
             raise InvalidArgument(f"{kind} has no parameter {key!r} = {value!r}")
     return kind, given, out
+
+
+#: BM25 index parameters: name -> (lowest, highest) (Milvus's ranges)
+BM25_RANGES = {"bm25_k1": (1.2, 3.0), "bm25_b": (0.0, 1.0)}
+
+
+def _bm25_param(key: str, value: Any) -> float:
+    """Returns bm25_k1 or bm25_b given as a number or a decimal string. Raises
+    InvalidArgument unless it is in Milvus's range."""
+    lo, hi = BM25_RANGES[key]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = lo - 1
+    if isinstance(value, bool) or not lo <= number <= hi:
+        raise InvalidArgument(f"{key} must be a number in [{lo}, {hi}], not {value!r}")
+    return number
 
 
 def _ratio(key: str, value: Any) -> float:
