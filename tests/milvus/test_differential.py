@@ -82,6 +82,11 @@ DIFFERENCES: dict[str, str] = {
     "sparse.insert_duplicate": "Milvus refuses a sparse row with a repeated index "
     '(ValidateSparseFloatRows, "unsorted or same indices in sparse float vector"; vectorlog '
     "too); milvus-lite 3.2.2 stores it",
+    "bm25.positive": "Milvus returns BM25 scores as positive distances, larger nearer "
+    "(vectorlog too); milvus-lite 3.2.2 returns them negated (same ids and order)",
+    "bm25.segment_statistics": "Milvus scores BM25 with the collection's statistics (one "
+    "text, one score; vectorlog too); milvus-lite 3.2.2 with each segment's: a text "
+    "inserted again into a new segment scores lower than its first copy",
 }
 
 DIM, ROWS, QUERIES = 8, 300, 5

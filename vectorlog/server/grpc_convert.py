@@ -24,6 +24,12 @@ from vectorlog.core.model import (
     check_default,
     default_kind,
 )
+from vectorlog.server.grpc_functions import (
+    analyzer_settings,
+    function_from_proto,
+    function_to_proto,
+    with_analyzer,
+)
 
 TO_PROTO = {
     DataType.BOOL: schema_pb2.Bool,
@@ -85,7 +91,10 @@ def schema_from_bytes(raw: bytes) -> CollectionSchema:
         raise InvalidArgument(f"the collection schema is not a valid protobuf: {exc}") from None
     fields = tuple(field_from_proto(f) for f in proto.fields if not f.is_dynamic)
     return CollectionSchema(
-        fields, proto.description, enable_dynamic_field=proto.enable_dynamic_field
+        fields,
+        proto.description,
+        enable_dynamic_field=proto.enable_dynamic_field,
+        functions=tuple(function_from_proto(fn) for fn in proto.functions),
     )
 
 
@@ -128,6 +137,7 @@ def _field(f: schema_pb2.FieldSchema, params: dict, dtype: DataType, vector: boo
         max_capacity=_int_param(params, "max_capacity"),
         nullable=f.nullable,
         is_partition_key=f.is_partition_key,
+        **analyzer_settings(params),
     )
 
 
@@ -166,8 +176,9 @@ def schema_to_proto(info: CollectionInfo) -> schema_pb2.CollectionSchema:
         name=info.name,
         description=info.schema.description,
         autoID=info.schema.primary.auto_id,
-        fields=[field_to_proto(f) for f in info.schema.user_fields],
+        fields=[with_analyzer(info.schema, f, field_to_proto(f)) for f in info.schema.user_fields],
         enable_dynamic_field=info.schema.enable_dynamic_field,
+        functions=[function_to_proto(info.schema, fn) for fn in info.schema.functions],
     )
 
 
@@ -310,7 +321,7 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
 
 
 # -- search ---------------------------------------------------------------------------------------
-def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes]:
+def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | list[str]:
     """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
     FloatVector values, each little-endian float32), or its sparse rows (a
     SparseFloatVector placeholder's, Milvus's row format). Raises InvalidArgument."""
@@ -324,6 +335,11 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes]:
     ph = group.placeholders[0]
     if ph.type == c.PlaceholderType.SparseFloatVector:
         return list(ph.values)
+    if ph.type == c.PlaceholderType.VarChar:  # raw text: a BM25 function output's search
+        try:
+            return [v.decode() for v in ph.values]
+        except UnicodeDecodeError:
+            raise InvalidArgument("a text query is not valid UTF-8") from None
     if ph.type != c.PlaceholderType.FloatVector:
         kind = c.PlaceholderType.Name(ph.type) if ph.type in c.PlaceholderType.values() else ph.type
         raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
