@@ -34,7 +34,7 @@ def sparse_rows() -> tuple[list[dict[str, Any]], list[dict[int, float]]]:
 
     def one() -> dict[int, float]:
         dims = rng.choice(DIMS, NNZ, replace=False).tolist()
-        values = np.float32(rng.random(NNZ) + 0.05).tolist()
+        values = (rng.random(NNZ) + 0.05).astype(np.float32).tolist()
         return dict(zip(dims, values, strict=True))
 
     data = [{"id": i, "n": i % 5, "sv": one()} for i in range(ROWS)]

@@ -70,8 +70,8 @@ class Postings:
         starts = np.where(known, m.indptr[np.minimum(at, len(self.vocab))], 0)
         ends = np.where(known, m.indptr[np.minimum(at + 1, len(self.vocab))], 0)
         sizes = ends - starts
-        take = np.concatenate([np.arange(a, z) for a, z in zip(starts, ends, strict=True)] or [[]])
-        take = take.astype(np.int64)
+        spans = [np.arange(a, z, dtype=np.int64) for a, z in zip(starts, ends, strict=True)]
+        take = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
         indptr = np.concatenate([[0], np.cumsum(sizes)])
         return sp.csc_array((m.data[take], m.indices[take], indptr), shape=(self.rows, len(terms)))
 
