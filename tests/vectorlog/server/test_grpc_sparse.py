@@ -50,3 +50,33 @@ def test_a_sparse_row_with_a_repeated_index_is_refused_and_nothing_written(serve
     with pytest.raises(MilvusException, match="unsorted or same indices in sparse float vector"):
         served.milvus.insert("sparse_bad", [{"id": 9, "sv": [(2, 1.0), (2, 3.0)]}])
     assert served.milvus.query("sparse_bad", "id >= 0", output_fields=["id"]) == []
+
+
+def test_full_text_search_over_grpc(served: Served):
+    from pymilvus import Function, FunctionType
+
+    m = served.milvus
+    schema = m.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=100, enable_analyzer=True,
+                     analyzer_params={"type": "english"})  # fmt: skip
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(
+        Function(
+            name="bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["text"],
+            output_field_names=["sparse"],
+        )  # fmt: skip
+    )
+    index = m.prepare_index_params()
+    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    m.create_collection("fts_grpc", schema=schema, index_params=index, consistency_level="Strong")
+    rows = [{"id": 1, "text": "running foxes"}, {"id": 2, "text": "a sleeping dog"}]
+    assert m.insert("fts_grpc", rows)["insert_count"] == 2
+    hits = m.search("fts_grpc", ["the fox runs"], anns_field="sparse", limit=5)[0]
+    assert [h["id"] for h in hits] == [1] and hits[0]["distance"] > 0
+    d = m.describe_collection("fts_grpc")
+    assert [f["name"] for f in d["functions"]] == ["bm25"]
+    text = next(f for f in d["fields"] if f["name"] == "text")
+    assert text["params"]["enable_analyzer"] in (True, "true")

@@ -36,3 +36,27 @@ def test_a_negative_sparse_index_is_refused_over_rest(rest: Rest) -> None:
     out = rest.call("entities/insert", collectionName=name, data=[{"id": 1, "sv": {"-3": 1.0}}])
     assert out["code"] != 0
     assert "sparse vector index must be positive and less than 2^32-1: -3" in out["message"]
+
+
+def test_full_text_search_over_rest(rest: Rest) -> None:
+    name = unique("fts")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "text", "dataType": "VarChar",
+             "elementTypeParams": {"max_length": 100, "enable_analyzer": True}},
+            {"fieldName": "sparse", "dataType": "SparseFloatVector"},
+        ],
+        "functions": [{"name": "bm25", "type": "BM25", "inputFieldNames": ["text"],
+                       "outputFieldNames": ["sparse"]}],
+    }  # fmt: skip
+    index = [{"fieldName": "sparse", "indexType": "SPARSE_INVERTED_INDEX", "metricType": "BM25"}]
+    rest.ok("collections/create", collectionName=name, schema=schema, indexParams=index,
+            params={"consistencyLevel": "Strong"})  # fmt: skip
+    rows = [{"id": 1, "text": "a quick fox"}, {"id": 2, "text": "a lazy dog"}]
+    rows.append({"id": 3, "text": "quick quick dogs"})
+    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 3
+    hits = rest.ok("entities/search", collectionName=name, data=["quick fox"], annsField="sparse",
+                   limit=5, outputFields=["text"])  # fmt: skip
+    assert [h["id"] for h in hits] == [1, 3]
+    assert hits[0]["distance"] > hits[1]["distance"] > 0
