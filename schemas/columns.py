@@ -31,6 +31,8 @@ COLUMN_TYPE = {
     DataType.ARRAY: "JsonColumn",
     DataType.FLOAT_VECTOR: "FloatVectorColumn",
     DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVectorColumn",
+    DataType.FLOAT16_VECTOR: "PackedVectorColumn",
+    DataType.BFLOAT16_VECTOR: "PackedVectorColumn",
 }
 
 
@@ -57,6 +59,9 @@ def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple
         return name, {"dim": dim, "data": data}
     if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format (core/sparse.py)
         return name, {"rows": list(values)}
+    if kind == "PackedVectorColumn":  # (n, bytes per row) uint8: core/halfvec.py
+        data = np.ascontiguousarray(values, dtype=np.uint8).tobytes()
+        return name, {"dim": dim, "data": data}
     valid = None
     if isinstance(values, list) and any(v is None for v in values):
         valid = [v is not None for v in values]
@@ -88,6 +93,11 @@ def decode_column(column: Any, num_rows: int) -> Any:
         if dim <= 0 or flat.size != num_rows * dim:
             raise MalformedEvent(f"vector column has {flat.size} floats, not {num_rows} x {dim}")
         return flat.reshape(num_rows, dim)
+    if kind == "PackedVectorColumn":
+        raw = np.frombuffer(body["data"], dtype=np.uint8)
+        if body["dim"] <= 0 or (num_rows and raw.size % num_rows):
+            raise MalformedEvent(f"packed vector column of {raw.size} bytes, {num_rows} rows")
+        return raw.reshape(num_rows, -1) if num_rows else raw.reshape(0, 0)
     if kind == "SparseFloatVectorColumn":
         rows = body["rows"]
         if len(rows) != num_rows:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionInfo, CollectionSchema, DataType
+from vectorlog.core.model import HALF_TYPES, CollectionInfo, CollectionSchema, DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.channels import shard_of
@@ -34,6 +34,8 @@ def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
     for f in schema.fields:
         if f.dtype is DataType.FLOAT_VECTOR:
             size += 4 * (f.dim or 0)
+        elif f.dtype in HALF_TYPES:
+            size += 2 * (f.dim or 0)
         elif f.dtype in VARIABLE:  # $meta may be left out
             size += 8 + sum(len(str(v)) for v in cols.get(f.name, ())) // max(1, n)
         else:

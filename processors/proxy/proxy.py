@@ -36,6 +36,7 @@ from vectorlog.core.hybrid import ranker_spec
 from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import (
     DEFAULT_PARTITION,
+    HALF_TYPES,
     CollectionInfo,
     CollectionSchema,
     DataType,
@@ -678,6 +679,8 @@ class Proxy:
         what is wrong with them."""
         if field.dtype is DataType.SPARSE_FLOAT_VECTOR:
             return v.sparse_queries(field, data)
+        if field.dtype in HALF_TYPES:  # float16 / bfloat16 queries, searched as float32
+            return v.half_queries(field, data)
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:

@@ -20,7 +20,15 @@ import numpy as np
 
 from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
-from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.halfvec import half_rows, to_float32
+from vectorlog.core.model import (
+    HALF_TYPES,
+    INT_RANGES,
+    META,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+)
 from vectorlog.processors.proxy.arrays import array_values, float32s
 from vectorlog.processors.proxy.functions import derived, function_outputs
 
@@ -182,6 +190,8 @@ def _typed(f: FieldSchema, values: list[Any]) -> Any:
         return vectors(f, values)
     if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
         return sparse_rows(f, values)
+    if f.dtype in HALF_TYPES:
+        return half_rows(f.name, f.dtype.value, f.dim or 0, values)
     if f.dtype in INT_RANGES:
         return _ints(f, values)
     if f.dtype is DataType.FLOAT:
@@ -333,6 +343,20 @@ def sparse_queries(f: FieldSchema, data: Any) -> list[bytes]:
         raise InvalidArgument(
             f"search data must be a list of sparse vectors, not {data!r:.60}"
         ) from None
+
+
+def half_queries(f: FieldSchema, data: Any) -> np.ndarray:
+    """Returns a search's FLOAT16/BFLOAT16 queries (bytes, half arrays or numbers) as
+    float32 rows. Raises InvalidArgument naming what is wrong with them."""
+    if isinstance(data, (bytes, np.ndarray)) and (isinstance(data, bytes) or data.ndim == 1):
+        data = [data]
+    try:
+        rows = half_rows(f.name, f.dtype.value, f.dim or 0, list(data))
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
+    return to_float32(rows, f.dtype.value)
 
 
 def _bad_vector(f: FieldSchema, values: list[Any]) -> str:

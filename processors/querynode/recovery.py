@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.halfvec import to_float32
 from vectorlog.core.model import (
+    HALF_TYPES,
     ROW_ID_FIELD,
     TIMESTAMP_FIELD,
     CollectionSchema,
@@ -246,7 +248,10 @@ def _as_stored(f: FieldSchema, values: Any) -> Any:
     a sparse field's rows (a list of bytes)."""
     if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
         return list(values)
-    return np.ascontiguousarray(values, np.float32)
+    raw = np.asarray(values)
+    if f.dtype in HALF_TYPES and raw.dtype == np.uint8 and raw.size:
+        return to_float32(raw, f.dtype.value)
+    return np.ascontiguousarray(raw, np.float32)
 
 
 def _deletes(

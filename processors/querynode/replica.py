@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.halfvec import from_float32, to_float32
+from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
 from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
@@ -223,7 +224,8 @@ class Replica:
             if c["field_name"] in names
         }
         for col in self._vcols:
-            if isinstance(col, VectorColumn) and cols[col.name].shape[1] != col.dim:
+            width = col.dim * (2 if col.field.dtype in HALF_TYPES else 1)
+            if isinstance(col, VectorColumn) and cols[col.name].shape[1] != width:
                 raise InvalidArgument(
                     f"vector dim {cols[col.name].shape[1]} != schema dim {col.dim} of {col.name!r}"
                 )
@@ -576,7 +578,12 @@ class Replica:
 
     def _values(self, name: str, rows: np.ndarray) -> list[Any]:
         col = self.vectors.get(name)
-        return self.columns.values(name, rows) if col is None else col.values(rows)
+        if col is None:
+            return self.columns.values(name, rows)
+        if col.field.dtype in HALF_TYPES:  # each row's bytes, as Milvus returns them
+            floats = np.asarray(col.values(rows), dtype=np.float32).reshape(len(rows), -1)
+            return [r.tobytes() for r in from_float32(floats, col.field.dtype.value)]
+        return col.values(rows)
 
     # -- segment indexes ----------------------------------------------------------------
     def load_index(
@@ -648,9 +655,18 @@ def _column_of(f: FieldSchema) -> Any:
     return SparseColumn(f) if f.dtype is DataType.SPARSE_FLOAT_VECTOR else VectorColumn(f)
 
 
+def as_float32(f: FieldSchema, values: Any) -> np.ndarray:
+    """Returns a dense field's values as float32 rows (a half field's packed rows read as
+    float32, their float32 rows kept)."""
+    raw = np.asarray(values)
+    if f.dtype in HALF_TYPES and raw.dtype == np.uint8:
+        return to_float32(raw, f.dtype.value)
+    return np.ascontiguousarray(raw, np.float32)
+
+
 def _vector_values(col: Any, values: Any) -> Any:
     """Returns a decoded vector column as its column stores it: float32 rows (dense) or
     Milvus's sparse rows (a list of bytes)."""
     if isinstance(col, SparseColumn):
         return list(values)
-    return np.ascontiguousarray(values, np.float32)
+    return as_float32(col.field, values)

@@ -354,14 +354,15 @@ def _named(reg: SchemaRegistry, name: str) -> dict:
     return found[0]
 
 
-def test_v9_appends_the_sparse_column_branch_and_data_type_to_v8():
+def test_v9_appends_the_sparse_and_packed_column_branches_and_data_types_to_v8():
     old, new = _named(V8, "FieldColumn"), _named(default_registry(), "FieldColumn")
     old_union = [b if isinstance(b, str) else b["name"] for b in old["fields"][2]["type"]]
     new_union = [b if isinstance(b, str) else b["name"] for b in new["fields"][2]["type"]]
     assert new_union[: len(old_union)] == old_union
-    assert new_union[len(old_union) :] == ["SparseFloatVectorColumn"]
+    assert new_union[len(old_union) :] == ["SparseFloatVectorColumn", "PackedVectorColumn"]
     old_types = _named(V8, "DataType")["symbols"]
-    assert _named(default_registry(), "DataType")["symbols"] == [*old_types, "SPARSE_FLOAT_VECTOR"]
+    added = ["SPARSE_FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR"]
+    assert _named(default_registry(), "DataType")["symbols"] == [*old_types, *added]
 
 
 def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():

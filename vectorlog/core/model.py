@@ -60,10 +60,15 @@ class DataType(enum.Enum):
     ARRAY = "ARRAY"
     FLOAT_VECTOR = "FLOAT_VECTOR"
     SPARSE_FLOAT_VECTOR = "SPARSE_FLOAT_VECTOR"
+    FLOAT16_VECTOR = "FLOAT16_VECTOR"
+    BFLOAT16_VECTOR = "BFLOAT16_VECTOR"
 
 
+#: dense vector types, searched as float32 (the half types: vectorlog/core/halfvec.py)
+DENSE_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
+HALF_TYPES = frozenset({DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
 #: the vector types a collection's vector fields may have
-VECTOR_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.SPARSE_FLOAT_VECTOR})
+VECTOR_TYPES = DENSE_TYPES | {DataType.SPARSE_FLOAT_VECTOR}
 
 
 #: the dynamic field of a collection with enable_dynamic_field (Milvus's name)
@@ -165,7 +170,7 @@ class FieldSchema:
             raise InvalidArgument(f"auto_id is only valid on the primary key, not {self.name!r}")
         if self.is_partition_key:
             self._validate_partition_key()
-        if self.dtype is DataType.FLOAT_VECTOR:
+        if self.dtype in DENSE_TYPES:
             self._validate_vector()
         elif self.dtype is DataType.SPARSE_FLOAT_VECTOR:
             self._validate_sparse()

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
+    DENSE_TYPES,
     METRICS,
     CollectionInfo,
     CollectionSchema,
@@ -178,7 +179,7 @@ class IndexSpec:
         if not isinstance(self.index_type, str):
             raise InvalidArgument(f"index_type must be a string, not {self.index_type!r}")
         kind = self.index_type.upper() or "AUTOINDEX"
-        if f.dtype is DataType.FLOAT_VECTOR:
+        if f.dtype in DENSE_TYPES:
             metric, params = self._vector_checks(kind, f.dim or 0)
         elif f.dtype is DataType.SPARSE_FLOAT_VECTOR:
             kind, metric, params = sparse_index_checks(f, kind, self.metric_type, self._params())

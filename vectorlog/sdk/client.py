@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from vectorlog.config import Config
 from vectorlog.core.errors import InvalidArgument, PartitionNotFound
 from vectorlog.core.model import (
+    DENSE_TYPES,
     CollectionInfo,
     CollectionSchema,
     DataType,
@@ -118,7 +119,7 @@ class SchemaBuilder:
                 f.max_length,
                 f.description,
             )
-            if f.dtype is DataType.FLOAT_VECTOR
+            if f.dtype in DENSE_TYPES
             else f
             for f in self.fields
         )

@@ -16,6 +16,8 @@ from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
     DEFAULT_KINDS,
+    DENSE_TYPES,
+    HALF_TYPES,
     META,
     CollectionInfo,
     CollectionSchema,
@@ -44,6 +46,8 @@ TO_PROTO = {
     DataType.ARRAY: schema_pb2.Array,
     DataType.FLOAT_VECTOR: schema_pb2.FloatVector,
     DataType.SPARSE_FLOAT_VECTOR: schema_pb2.SparseFloatVector,
+    DataType.FLOAT16_VECTOR: schema_pb2.Float16Vector,
+    DataType.BFLOAT16_VECTOR: schema_pb2.BFloat16Vector,
 }
 FROM_PROTO = {v: k for k, v in TO_PROTO.items()} | {schema_pb2.String: DataType.VARCHAR}
 #: the ScalarField member holding each scalar type's values
@@ -112,7 +116,7 @@ def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
     its type as Milvus does, by the ValueField member it came in). Raises InvalidArgument."""
     params = kv_dict(f.type_params)
     dtype = data_type(f.data_type)
-    vector = dtype is DataType.FLOAT_VECTOR
+    vector = dtype in DENSE_TYPES
     field = _field(f, params, dtype, vector)
     kind = f.default_value.WhichOneof("data") if f.HasField("default_value") else None
     if kind is not None:
@@ -213,8 +217,32 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
         return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
     if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format, checked at insert
         return list(fd.vectors.sparse_float_vector.contents)
+    if dtype in HALF_TYPES:
+        return half_values(fd)
     values = _scalars(fd.scalars, dtype)
     return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
+
+
+#: the FieldData.vectors member of each half-float type
+HALF_SLOTS = {
+    DataType.FLOAT16_VECTOR: "float16_vector",
+    DataType.BFLOAT16_VECTOR: "bfloat16_vector",
+}
+
+
+def half_values(fd: schema_pb2.FieldData) -> list[Any]:
+    """Returns the rows of a FLOAT16/BFLOAT16 column: each row's bytes, or its float32
+    values when pymilvus sent them as a float_vector (numbers given for the field)."""
+    dim = fd.vectors.dim
+    if fd.vectors.HasField("float_vector"):
+        flat = fd.vectors.float_vector.data
+        if dim <= 0 or len(flat) % dim:
+            raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
+        return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+    raw = getattr(fd.vectors, HALF_SLOTS[data_type(fd.type)])
+    if dim <= 0 or len(raw) % (2 * dim):
+        raise InvalidArgument(f"vector column {fd.field_name!r}: {len(raw)} bytes, dim {dim}")
+    return [raw[i : i + 2 * dim] for i in range(0, len(raw), 2 * dim)]
 
 
 def with_nulls(name: str, values: list[Any], valid: Sequence[bool]) -> list[Any]:
@@ -281,6 +309,9 @@ def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
     if field.dtype is DataType.FLOAT_VECTOR:
         fd.vectors.dim = field.dim or 0
         fd.vectors.float_vector.data.extend(np.asarray(values, np.float32).ravel().tolist())
+    elif field.dtype in HALF_TYPES:
+        fd.vectors.dim = field.dim or 0
+        setattr(fd.vectors, HALF_SLOTS[field.dtype], b"".join(values))
     elif field.dtype is DataType.SPARSE_FLOAT_VECTOR:
         rows = [sparse.row_of(v) for v in values]
         fd.vectors.dim = sparse.dim_of(rows)
@@ -333,8 +364,12 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | li
     if len(group.placeholders) != 1:
         raise InvalidArgument(f"a search needs one placeholder, not {len(group.placeholders)}")
     ph = group.placeholders[0]
-    if ph.type == c.PlaceholderType.SparseFloatVector:
-        return list(ph.values)
+    if ph.type in (
+        c.PlaceholderType.SparseFloatVector,
+        c.PlaceholderType.Float16Vector,
+        c.PlaceholderType.BFloat16Vector,
+    ):
+        return list(ph.values)  # rows as bytes: the field's type reads them
     if ph.type == c.PlaceholderType.VarChar:  # raw text: a BM25 function output's search
         try:
             return [v.decode() for v in ph.values]

@@ -72,7 +72,17 @@ _STRINGS = frozenset({DataTypeCode.STRING, DataTypeCode.VARCHAR})
 _ARROW_TYPES: dict[DataTypeCode, pa.DataType] = {
     k: pa.from_numpy_dtype(dt) for k, (dt, _) in _NUMERIC.items()
 } | {DataTypeCode.STRING: pa.string(), DataTypeCode.VARCHAR: pa.string()}
-_VECTORS = frozenset({DataTypeCode.FLOAT_VECTOR, DataTypeCode.BINARY_VECTOR})
+_VECTORS = frozenset(
+    {
+        DataTypeCode.FLOAT_VECTOR,
+        DataTypeCode.BINARY_VECTOR,
+        DataTypeCode.FLOAT16_VECTOR,
+        DataTypeCode.BFLOAT16_VECTOR,
+    }
+)
+#: bytes per dimension of each vector type (BinaryVector: 1/8)
+_WIDTH = {DataTypeCode.FLOAT_VECTOR: 4.0, DataTypeCode.BINARY_VECTOR: 0.125}
+_WIDTH |= {DataTypeCode.FLOAT16_VECTOR: 2.0, DataTypeCode.BFLOAT16_VECTOR: 2.0}
 #: Per-row overhead Milvus counts in original_size for strings and JSON (a Go string header).
 _VARLEN_ROW_OVERHEAD = 16
 #: What Milvus adds to a vector column's original_size (its dim).
@@ -199,14 +209,14 @@ def _numbers(kind: DataTypeCode, values: Any) -> np.ndarray:
 
 def _vectors(kind: DataTypeCode, values: Any, dim: int | None) -> pa.Array:
     """Returns vectors as fixed_size_binary rows: LE float32 (FloatVector), packed bits (Binary)."""
-    floats = kind == DataTypeCode.FLOAT_VECTOR
+    floats = kind == DataTypeCode.FLOAT_VECTOR  # else rows of bytes: (n, row bytes) uint8
     try:
         rows = np.ascontiguousarray(values, dtype="<f4" if floats else "u1")
     except (ValueError, TypeError) as exc:
         raise InvalidPayload(f"values are not a {kind.name} column: {exc}") from exc
-    width = None if dim is None else (dim if floats else dim // 8)
+    width = None if dim is None else (dim if floats else int(dim * _WIDTH[kind]))
     fits = rows.ndim == 2 and rows.shape[1] >= 1 and width in (None, rows.shape[1])
-    if not fits or (dim is not None and not floats and dim % 8):
+    if not fits or (dim is not None and kind == DataTypeCode.BINARY_VECTOR and dim % 8):
         raise InvalidPayload(f"a {kind.name} column of dim {dim} cannot be {rows.shape}")
     return pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(rows.itemsize * rows.shape[1]), len(rows), [None, pa.py_buffer(rows)]

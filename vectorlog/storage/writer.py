@@ -42,6 +42,8 @@ MILVUS_TYPE = {
     DataType.ARRAY: DataTypeCode.ARRAY,
     DataType.FLOAT_VECTOR: DataTypeCode.FLOAT_VECTOR,
     DataType.SPARSE_FLOAT_VECTOR: DataTypeCode.SPARSE_FLOAT_VECTOR,
+    DataType.FLOAT16_VECTOR: DataTypeCode.FLOAT16_VECTOR,
+    DataType.BFLOAT16_VECTOR: DataTypeCode.BFLOAT16_VECTOR,
 }
 
 
