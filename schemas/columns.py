@@ -33,6 +33,7 @@ COLUMN_TYPE = {
     DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVectorColumn",
     DataType.FLOAT16_VECTOR: "PackedVectorColumn",
     DataType.BFLOAT16_VECTOR: "PackedVectorColumn",
+    DataType.BINARY_VECTOR: "PackedVectorColumn",
 }
 
 

@@ -36,6 +36,8 @@ def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
             size += 4 * (f.dim or 0)
         elif f.dtype in HALF_TYPES:
             size += 2 * (f.dim or 0)
+        elif f.dtype is DataType.BINARY_VECTOR:
+            size += (f.dim or 0) // 8
         elif f.dtype in VARIABLE:  # $meta may be left out
             size += 8 + sum(len(str(v)) for v in cols.get(f.name, ())) // max(1, n)
         else:

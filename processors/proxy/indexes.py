@@ -35,6 +35,8 @@ def search_metric(info: CollectionInfo, field: FieldSchema | None = None) -> str
     default = (
         SPARSE_DEFAULT_METRIC if vector.dtype is DataType.SPARSE_FLOAT_VECTOR else DEFAULT_METRIC
     )
+    if vector.dtype is DataType.BINARY_VECTOR:
+        default = "HAMMING"  # Milvus's BinaryVectorDefaultMetricType
     if output_of(info.schema, vector.name) is not None:
         default = "BM25"  # a BM25 function's output is searched by text, with BM25
     return (vector.metric_type or default).upper()

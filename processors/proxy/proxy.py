@@ -681,6 +681,8 @@ class Proxy:
             return v.sparse_queries(field, data)
         if field.dtype in HALF_TYPES:  # float16 / bfloat16 queries, searched as float32
             return v.half_queries(field, data)
+        if field.dtype is DataType.BINARY_VECTOR:
+            return v.binary_queries(field, data)
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core import sparse
+from vectorlog.core.binvec import binary_rows
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.halfvec import half_rows, to_float32
 from vectorlog.core.model import (
@@ -192,6 +193,8 @@ def _typed(f: FieldSchema, values: list[Any]) -> Any:
         return sparse_rows(f, values)
     if f.dtype in HALF_TYPES:
         return half_rows(f.name, f.dtype.value, f.dim or 0, values)
+    if f.dtype is DataType.BINARY_VECTOR:
+        return binary_rows(f.name, f.dim or 0, values)
     if f.dtype in INT_RANGES:
         return _ints(f, values)
     if f.dtype is DataType.FLOAT:
@@ -357,6 +360,19 @@ def half_queries(f: FieldSchema, data: Any) -> np.ndarray:
     except TypeError:
         raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
     return to_float32(rows, f.dtype.value)
+
+
+def binary_queries(f: FieldSchema, data: Any) -> np.ndarray:
+    """Returns a search's BINARY_VECTOR queries as (nq, dim / 8) uint8. Raises
+    InvalidArgument naming what is wrong with them."""
+    if isinstance(data, (bytes, np.ndarray)) and (isinstance(data, bytes) or data.ndim == 1):
+        data = [data]
+    try:
+        return binary_rows(f.name, f.dim or 0, list(data))
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
 
 
 def _bad_vector(f: FieldSchema, values: list[Any]) -> str:

@@ -249,6 +249,8 @@ def _as_stored(f: FieldSchema, values: Any) -> Any:
     if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
         return list(values)
     raw = np.asarray(values)
+    if f.dtype is DataType.BINARY_VECTOR:  # each row's bytes
+        return [r.tobytes() for r in raw.astype(np.uint8)]
     if f.dtype in HALF_TYPES and raw.dtype == np.uint8 and raw.size:
         return to_float32(raw, f.dtype.value)
     return np.ascontiguousarray(raw, np.float32)

@@ -32,6 +32,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.halfvec import from_float32, to_float32
 from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
 from vectorlog.core.types import Hit
+from vectorlog.processors.querynode.binarycolumn import BinaryColumn, BinarySegmentIndex
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
 from vectorlog.processors.querynode.growarray import GrowArray
@@ -225,7 +226,11 @@ class Replica:
         }
         for col in self._vcols:
             width = col.dim * (2 if col.field.dtype in HALF_TYPES else 1)
-            if isinstance(col, VectorColumn) and cols[col.name].shape[1] != width:
+            if isinstance(col, BinaryColumn):
+                width, found = col.dim // 8, np.asarray(cols[col.name]).shape[-1]
+                if len(cols[col.name]) and found != width:
+                    raise InvalidArgument(f"binary vector of {found} bytes, not {width}")
+            elif isinstance(col, VectorColumn) and cols[col.name].shape[1] != width:
                 raise InvalidArgument(
                     f"vector dim {cols[col.name].shape[1]} != schema dim {col.dim} of {col.name!r}"
                 )
@@ -439,8 +444,8 @@ class Replica:
         if isinstance(col, SparseColumn):
             if group_by is not None or RangeBounds.of(params, metric) is not None:
                 raise InvalidArgument(
-                    f"sparse vector field {col.name!r}: range search and group_by are not "
-                    "supported in vectorlog"
+                    f"{col.field.dtype.value} field {col.name!r}: range search and group_by "
+                    "are not supported in vectorlog"
                 )
             found = self._sparse_search(
                 col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
@@ -487,8 +492,15 @@ class Replica:
         """Returns per query the (scores, replica rows) of the top `want` of sparse field
         `col` (params: drop_ratio_search)."""
         p = params or {}
-        q = sparse_index.queries_matrix(queries, sparse_index.ratio(p, "drop_ratio_search"))
         vcol = cast(VectorColumn, col)  # a sparse column plans as a dense one does
+        if isinstance(col, BinaryColumn):
+            nprobe = SearchKnobs.parse(p, want).nprobe
+            packed = np.ascontiguousarray(queries, dtype=np.uint8)
+            with self.lock:
+                plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+                found = col.knn_binary(packed, metric, want, cast(Any, plan), nprobe)
+            return list(zip(found[0], found[1], strict=True))
+        q = sparse_index.queries_matrix(queries, sparse_index.ratio(p, "drop_ratio_search"))
         with self.lock:
             plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
             stats = None
@@ -590,7 +602,7 @@ class Replica:
         self,
         partition: int,
         segment_id: int,
-        index: SegmentIndex | SparseSegmentIndex,
+        index: SegmentIndex | SparseSegmentIndex | BinarySegmentIndex,
         field_id: int | None = None,
     ) -> bool:
         """Serves a segment of vector field `field_id` (None: the first) from its loaded
@@ -652,6 +664,8 @@ class Replica:
 
 def _column_of(f: FieldSchema) -> Any:
     """Returns the column of vector field `f`: sparse or dense."""
+    if f.dtype is DataType.BINARY_VECTOR:
+        return BinaryColumn(f)
     return SparseColumn(f) if f.dtype is DataType.SPARSE_FLOAT_VECTOR else VectorColumn(f)
 
 
@@ -667,6 +681,8 @@ def as_float32(f: FieldSchema, values: Any) -> np.ndarray:
 def _vector_values(col: Any, values: Any) -> Any:
     """Returns a decoded vector column as its column stores it: float32 rows (dense) or
     Milvus's sparse rows (a list of bytes)."""
+    if isinstance(col, BinaryColumn):  # each row's bytes
+        return [np.asarray(r, dtype=np.uint8).tobytes() for r in values]
     if isinstance(col, SparseColumn):
         return list(values)
     return as_float32(col.field, values)

@@ -154,6 +154,8 @@ class SparseSegment:
 class SparseColumn:
     """The segments of one sparse vector field of a replica (see VectorColumn)."""
 
+    segment_type: type[SparseSegment] = SparseSegment
+
     def __init__(self, field: FieldSchema) -> None:
         self.field, self.name, self.dim = field, field.name, 0
         self.field_id = field.field_id
@@ -172,7 +174,7 @@ class SparseColumn:
         """Returns a segment, created empty if new."""
         seg = self.segments.get((partition, seg_id))
         if seg is None:
-            seg = SparseSegment(seg_id, partition, len(self.segs))
+            seg = self.segment_type(seg_id, partition, len(self.segs))
             self.segments[partition, seg_id] = seg
             self.segs.append(seg)
         return seg
@@ -209,7 +211,7 @@ class SparseColumn:
             held = seg.rows.view()
             going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
             if going.any():
-                rest = SparseSegment(sid, partition, seg.ordinal)
+                rest = self.segment_type(sid, partition, seg.ordinal)
                 self._move(seg, np.flatnonzero(going), self.segment(partition, new_id))
                 self._move(seg, np.flatnonzero(~going & (held >= 0)), rest)
                 self.segments[partition, sid] = self.segs[seg.ordinal] = rest

@@ -361,7 +361,7 @@ def test_v9_appends_the_sparse_and_packed_column_branches_and_data_types_to_v8()
     assert new_union[: len(old_union)] == old_union
     assert new_union[len(old_union) :] == ["SparseFloatVectorColumn", "PackedVectorColumn"]
     old_types = _named(V8, "DataType")["symbols"]
-    added = ["SPARSE_FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR"]
+    added = ["SPARSE_FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR", "BINARY_VECTOR"]
     assert _named(default_registry(), "DataType")["symbols"] == [*old_types, *added]
 
 

@@ -62,13 +62,16 @@ class DataType(enum.Enum):
     SPARSE_FLOAT_VECTOR = "SPARSE_FLOAT_VECTOR"
     FLOAT16_VECTOR = "FLOAT16_VECTOR"
     BFLOAT16_VECTOR = "BFLOAT16_VECTOR"
+    BINARY_VECTOR = "BINARY_VECTOR"
 
 
 #: dense vector types, searched as float32 (the half types: vectorlog/core/halfvec.py)
 DENSE_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
 HALF_TYPES = frozenset({DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
 #: the vector types a collection's vector fields may have
-VECTOR_TYPES = DENSE_TYPES | {DataType.SPARSE_FLOAT_VECTOR}
+VECTOR_TYPES = DENSE_TYPES | {DataType.SPARSE_FLOAT_VECTOR, DataType.BINARY_VECTOR}
+#: a binary field's metrics, the first its default (Milvus's BinaryVectorDefaultMetricType)
+BINARY_METRICS = ("HAMMING", "JACCARD")
 
 
 #: the dynamic field of a collection with enable_dynamic_field (Milvus's name)
@@ -174,6 +177,8 @@ class FieldSchema:
             self._validate_vector()
         elif self.dtype is DataType.SPARSE_FLOAT_VECTOR:
             self._validate_sparse()
+        elif self.dtype is DataType.BINARY_VECTOR:
+            self._validate_binary()
         if self.dtype is DataType.VARCHAR and not (
             isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
         ):
@@ -240,6 +245,23 @@ class FieldSchema:
         if self.metric_type not in METRICS:
             raise InvalidArgument(
                 f"vector field {self.name!r}: metric_type {self.metric_type!r} not in {METRICS}"
+            )
+
+    def _validate_binary(self) -> None:
+        """Raises InvalidArgument as Milvus does for a binary dim that is not a multiple of
+        8 (or out of range), or a metric a binary field is not searched with."""
+        dim = self.dim
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+            raise InvalidArgument(f"vector field {self.name!r}: dim must be 1..{MAX_DIM}")
+        if dim % 8:
+            raise InvalidArgument(
+                f"dimension of binary vector field {self.name} should be multiple of 8, "
+                f"but got {dim}"
+            )
+        if self.metric_type not in (None, *BINARY_METRICS):
+            raise InvalidArgument(
+                f"binary vector field {self.name!r}: metric_type {self.metric_type!r} not in "
+                f"{BINARY_METRICS}"
             )
 
     def _validate_sparse(self) -> None:

@@ -48,6 +48,7 @@ TO_PROTO = {
     DataType.SPARSE_FLOAT_VECTOR: schema_pb2.SparseFloatVector,
     DataType.FLOAT16_VECTOR: schema_pb2.Float16Vector,
     DataType.BFLOAT16_VECTOR: schema_pb2.BFloat16Vector,
+    DataType.BINARY_VECTOR: schema_pb2.BinaryVector,
 }
 FROM_PROTO = {v: k for k, v in TO_PROTO.items()} | {schema_pb2.String: DataType.VARCHAR}
 #: the ScalarField member holding each scalar type's values
@@ -219,6 +220,13 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
         return list(fd.vectors.sparse_float_vector.contents)
     if dtype in HALF_TYPES:
         return half_values(fd)
+    if dtype is DataType.BINARY_VECTOR:
+        raw, width = fd.vectors.binary_vector, fd.vectors.dim // 8
+        if width <= 0 or len(raw) % width:
+            raise InvalidArgument(
+                f"binary column {fd.field_name!r}: {len(raw)} bytes, dim {fd.vectors.dim}"
+            )
+        return [raw[i : i + width] for i in range(0, len(raw), width)]
     values = _scalars(fd.scalars, dtype)
     return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
 
@@ -312,6 +320,9 @@ def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
     elif field.dtype in HALF_TYPES:
         fd.vectors.dim = field.dim or 0
         setattr(fd.vectors, HALF_SLOTS[field.dtype], b"".join(values))
+    elif field.dtype is DataType.BINARY_VECTOR:
+        fd.vectors.dim = field.dim or 0
+        fd.vectors.binary_vector = b"".join(values)
     elif field.dtype is DataType.SPARSE_FLOAT_VECTOR:
         rows = [sparse.row_of(v) for v in values]
         fd.vectors.dim = sparse.dim_of(rows)
@@ -368,6 +379,7 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | li
         c.PlaceholderType.SparseFloatVector,
         c.PlaceholderType.Float16Vector,
         c.PlaceholderType.BFloat16Vector,
+        c.PlaceholderType.BinaryVector,
     ):
         return list(ph.values)  # rows as bytes: the field's type reads them
     if ph.type == c.PlaceholderType.VarChar:  # raw text: a BM25 function output's search

@@ -74,7 +74,7 @@ def field_values(
         return float_vectors(column, path)
     if dtype is DataType.SPARSE_FLOAT_VECTOR:
         return _sparse_rows(values, path)
-    if dtype in HALF_TYPES:
+    if dtype in HALF_TYPES or dtype is DataType.BINARY_VECTOR:
         return packed_rows(column, path)
     if dtype is DataType.JSON and _all_empty(values):
         return [EMPTY_DOC] * len(values)  # the dynamic field of rows without dynamic keys
@@ -122,7 +122,7 @@ def _arrow_fits(kind: pa.DataType, dtype: DataType) -> bool:
     if dtype in NUMPY:
         checks = {"b": pa.types.is_boolean, "i": pa.types.is_integer, "f": pa.types.is_floating}
         return bool(checks[np.dtype(NUMPY[dtype]).kind](kind))
-    if dtype in DENSE_TYPES:
+    if dtype in DENSE_TYPES or dtype is DataType.BINARY_VECTOR:
         return bool(pa.types.is_fixed_size_binary(kind))
     return bool(pa.types.is_string(kind) or pa.types.is_binary(kind))
 
