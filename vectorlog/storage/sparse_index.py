@@ -202,8 +202,9 @@ def top_k(score: np.ndarray, ok: np.ndarray, want: int) -> tuple[np.ndarray, np.
         cand = np.flatnonzero(ok[i])
         if not len(cand):
             continue
-        if len(cand) > want:
-            cand = cand[np.argpartition(-score[i, cand], want - 1)[:want]]
-        order = cand[np.lexsort((cand, -score[i, cand]))]
+        if len(cand) > want:  # every candidate tied with the want-th too: lower ids win
+            kth = np.partition(-score[i, cand], want - 1)[want - 1]
+            cand = cand[-score[i, cand] <= kth]
+        order = cand[np.lexsort((cand, -score[i, cand]))][:want]
         dist[i, : len(order)], pos[i, : len(order)] = score[i, order], order
     return dist, pos
