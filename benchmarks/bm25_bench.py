@@ -68,7 +68,7 @@ def _docstrings(path: Path) -> list[str]:
 def queries(docs: list[str], n: int) -> list[str]:
     """Returns `n` 2-3 word spans of seeded random paragraphs."""
     rng = random.Random(27)
-    out = []
+    out: list[str] = []
     while len(out) < n:
         words = TOKEN.findall(rng.choice(docs).lower())
         size = rng.choice((2, 3))
@@ -196,13 +196,13 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         }
         for name, r in (("vectorlog", vl), ("milvus-lite", lite))
     }
-    meta = {
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    meta: dict[str, Any] = {
         "docs": len(docs),
         "queries": len(qs),
         "k1": K1,
         "b": B,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
+        "machine": machine,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bm25.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
@@ -212,7 +212,7 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         f"One query per call, top {K}, {len(qs)} queries (2-3 word spans of the corpus); recall "
         f"against an exact BM25 computed by the benchmark (k1 {K1}, b {B}). Both engines: a "
         "VARCHAR with the standard analyzer, a BM25 function, SPARSE_INVERTED_INDEX, after a "
-        "flush. Machine: " + meta["machine"] + ". Command: `python -m benchmarks.bm25_bench`.",
+        "flush. Machine: " + machine + ". Command: `python -m benchmarks.bm25_bench`.",
         "",
         "| engine | insert s | flush + index s | QPS | recall@10 |",
         "|---|---:|---:|---:|---:|",

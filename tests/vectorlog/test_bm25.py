@@ -145,3 +145,22 @@ def test_bad_full_text_input_is_refused(client: Client):
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     with pytest.raises(InvalidArgument, match="unknown analyzer type 'klingon'"):
         client.create_collection("nope", schema=schema)
+
+
+def test_text_match_keeps_rows_holding_a_token_of_the_text(client: Client):
+    schema = client.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=200, enable_analyzer=True,
+                     enable_match=True, analyzer_params={"type": "english"})  # fmt: skip
+    schema.add_field("plain", DataType.VARCHAR, max_length=200)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    client.create_collection("tm", schema=schema)
+    client.insert("tm", [
+        {"id": i, "text": t, "plain": t, "v": [1.0, float(i)]} for i, t in enumerate(DOCS)
+    ])  # fmt: skip
+    got = client.query("tm", 'text_match(text, "RUNS hound")', output_fields=["id"])
+    assert sorted(r["id"] for r in got) == [4, 5]  # "running" and "runs" stem alike
+    hits = client.search("tm", [[1.0, 0.0]], filter='TEXT_MATCH(text, "dog")', limit=10)[0]
+    assert sorted(h["id"] for h in hits) == [0, 2, 5, 6]  # dog / dogs
+    with pytest.raises(InvalidArgument, match='field "plain" does not enable match'):
+        client.query("tm", 'text_match(plain, "dog")')

@@ -13,6 +13,7 @@ a row dividing by zero has no value. A FLOAT column compares with constants in f
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vectorlog.core.analyzer import analyzer_of
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import columns as cols
 from vectorlog.expr import nodes as n
@@ -239,6 +241,19 @@ class Evaluator:
 
         return view.per_row(view.rows_of(LIST), test)
 
+    def text_match(self, node: n.Node) -> Any:
+        """The rows whose text, by the field's analyzer, holds one of the node's tokens."""
+        assert isinstance(node, n.TextMatch) and isinstance(node.target, n.Field)
+        column = self.column(node.target.name)
+        texts = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+        analyzer = analyzer_of(json.loads(node.analyzer))
+        wanted = node.tokens
+        return np.fromiter(
+            (t is not None and not wanted.isdisjoint(analyzer.tokens(t)) for t in texts),
+            dtype=bool,
+            count=len(texts),
+        )
+
     _MASK: dict[type, Callable[[Evaluator, n.Node], Any]] = {
         n.Logic: logic,
         n.Not: not_,
@@ -248,6 +263,7 @@ class Evaluator:
         n.IsNull: is_null,
         n.Exists: exists,
         n.Contains: contains,
+        n.TextMatch: text_match,
     }
 
     # -- values -----------------------------------------------------------------------------

@@ -174,4 +174,14 @@ class Contains(Node):
     values: Node  # a Literal or ListLit ("one"), a ListLit ("all", "any")
 
 
-PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains)
+@dataclass(frozen=True)
+class TextMatch(Node):
+    """text_match(field, "text"): the rows of a VARCHAR field with enable_match whose tokens
+    (by the field's analyzer, `analyzer`: its params as JSON text) hold one of `tokens`."""
+
+    target: Node  # the Field
+    tokens: frozenset[str]
+    analyzer: str
+
+
+PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains, TextMatch)
