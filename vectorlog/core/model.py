@@ -203,6 +203,10 @@ class FieldSchema:
             )
         analyzer_of(self.analyzer_params)  # raises for params Milvus refuses
 
+    def tokenizer(self) -> Any:
+        """Returns this VARCHAR field's analyzer as a function: text -> its tokens."""
+        return analyzer_of(self.analyzer_params).tokens
+
     def _validate_array(self) -> None:
         if self.element_type not in ELEMENT_TYPES:
             raise InvalidArgument(

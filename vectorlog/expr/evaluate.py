@@ -13,7 +13,6 @@ a row dividing by zero has no value. A FLOAT column compares with constants in f
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vectorlog.core.analyzer import analyzer_of
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import columns as cols
 from vectorlog.expr import nodes as n
@@ -246,10 +244,9 @@ class Evaluator:
         assert isinstance(node, n.TextMatch) and isinstance(node.target, n.Field)
         column = self.column(node.target.name)
         texts = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
-        analyzer = analyzer_of(json.loads(node.analyzer))
-        wanted = node.tokens
+        wanted, tokenize = node.tokens, node.tokenize
         return np.fromiter(
-            (t is not None and not wanted.isdisjoint(analyzer.tokens(t)) for t in texts),
+            (t is not None and not wanted.isdisjoint(tokenize(t)) for t in texts),
             dtype=bool,
             count=len(texts),
         )

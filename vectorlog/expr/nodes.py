@@ -8,6 +8,7 @@ fills in `ty` on value nodes. The evaluator only sees checked trees.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
 
@@ -177,11 +178,11 @@ class Contains(Node):
 @dataclass(frozen=True)
 class TextMatch(Node):
     """text_match(field, "text"): the rows of a VARCHAR field with enable_match whose tokens
-    (by the field's analyzer, `analyzer`: its params as JSON text) hold one of `tokens`."""
+    (by the field's analyzer, `tokenize`) hold one of `tokens`."""
 
     target: Node  # the Field
     tokens: frozenset[str]
-    analyzer: str
+    tokenize: Callable[[str], list[str]]
 
 
 PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains, TextMatch)

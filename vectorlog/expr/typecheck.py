@@ -4,12 +4,10 @@ against the types the schema gives. Anything that cannot hold raises InvalidExpr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from vectorlog.core.analyzer import analyzer_of
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.expr import nodes as n
 from vectorlog.expr.constants import NotAConstant, fold, in_int64, to_node
@@ -210,9 +208,8 @@ class Checker:
             raise self.fail(target, f'field "{field.name}" does not enable match')
         if not isinstance(text, n.Literal) or not isinstance(text.value, str):
             raise self.fail(text, f"text_match needs a string, not {describe(text)}")
-        params = json.dumps(field.analyzer_params or {"type": "standard"}, sort_keys=True)
-        tokens = frozenset(analyzer_of(field.analyzer_params).tokens(text.value))
-        return n.TextMatch(node.pos, target, tokens, params)
+        tokenize = field.tokenizer()
+        return n.TextMatch(node.pos, target, frozenset(tokenize(text.value)), tokenize)
 
     def _contained(self, node: n.Call, mode: str, container: n.Node) -> n.Node:
         values = self.value(node.args[1])
