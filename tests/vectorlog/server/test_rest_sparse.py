@@ -60,3 +60,24 @@ def test_full_text_search_over_rest(rest: Rest) -> None:
                    limit=5, outputFields=["text"])  # fmt: skip
     assert [h["id"] for h in hits] == [1, 3]
     assert hits[0]["distance"] > hits[1]["distance"] > 0
+
+
+def test_binary_and_float16_vectors_over_rest_come_back_as_base64(rest: Rest) -> None:
+    name = unique("packed")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "h", "dataType": "Float16Vector", "elementTypeParams": {"dim": 2}},
+            {"fieldName": "b", "dataType": "BinaryVector", "elementTypeParams": {"dim": 8}},
+        ]
+    }
+    index = [
+        {"fieldName": "h", "indexType": "FLAT", "metricType": "L2"},
+        {"fieldName": "b", "indexType": "BIN_FLAT", "metricType": "HAMMING"},
+    ]
+    rest.ok("collections/create", collectionName=name, schema=schema, indexParams=index,
+            params={"consistencyLevel": "Strong"})  # fmt: skip
+    rows = [{"id": 1, "h": [1.0, 2.0], "b": [1, 0, 0, 0, 0, 0, 0, 1]}]
+    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 1
+    got = rest.ok("entities/query", collectionName=name, filter="id > 0", outputFields=["h", "b"])
+    assert got == [{"id": 1, "h": "ADwAQA==", "b": "gQ=="}]  # float16 1, 2; bits 10000001
