@@ -4,7 +4,6 @@ refused before anything is done), Milvus's data type names, JSON-safe rows."""
 from __future__ import annotations
 
 import base64
-
 from dataclasses import dataclass
 from typing import Any
 
