@@ -244,7 +244,7 @@ class Evaluator:
         assert isinstance(node, n.TextMatch) and isinstance(node.target, n.Field)
         column = self.column(node.target.name)
         texts = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
-        wanted, tokenize = node.tokens, node.tokenize
+        wanted, tokenize = node.tokens, node.schema.tokenizer()
         return np.fromiter(
             (t is not None and not wanted.isdisjoint(tokenize(t)) for t in texts),
             dtype=bool,

@@ -8,9 +8,8 @@ fills in `ty` on value nodes. The evaluator only sees checked trees.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from vectorlog.core.model import DataType
 
@@ -178,11 +177,11 @@ class Contains(Node):
 @dataclass(frozen=True)
 class TextMatch(Node):
     """text_match(field, "text"): the rows of a VARCHAR field with enable_match whose tokens
-    (by the field's analyzer, `tokenize`) hold one of `tokens`."""
+    (by the analyzer of `schema`, the field's FieldSchema) hold one of `tokens`."""
 
     target: Node  # the Field
     tokens: frozenset[str]
-    tokenize: Callable[[str], list[str]]
+    schema: Any  # the FieldSchema: plain data, so a checked filter crosses RPC
 
 
 PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains, TextMatch)

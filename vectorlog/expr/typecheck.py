@@ -208,8 +208,8 @@ class Checker:
             raise self.fail(target, f'field "{field.name}" does not enable match')
         if not isinstance(text, n.Literal) or not isinstance(text.value, str):
             raise self.fail(text, f"text_match needs a string, not {describe(text)}")
-        tokenize = field.tokenizer()
-        return n.TextMatch(node.pos, target, frozenset(tokenize(text.value)), tokenize)
+        tokens = frozenset(field.tokenizer()(text.value))
+        return n.TextMatch(node.pos, target, tokens, field)
 
     def _contained(self, node: n.Call, mode: str, container: n.Node) -> n.Node:
         values = self.value(node.args[1])

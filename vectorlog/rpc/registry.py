@@ -7,6 +7,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from vectorlog.core.functions import FunctionSchema
 from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
@@ -32,6 +33,7 @@ _CLASSES: list[type] = [
     CollectionInfo,
     CollectionSchema,
     FieldSchema,
+    FunctionSchema,
     IndexSpec,
     CompactionPolicy,
     Expr,
