@@ -54,6 +54,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.querynode_bench
 	$(BIN)/python -m benchmarks.report
 	$(BIN)/python -m benchmarks.scaleout_bench
+	$(BIN)/python -m benchmarks.bm25_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -1,7 +1,8 @@
 """Columnar batches as carried by RowsInserted/RowsDeleted: encoding and decoding of columns.
 
 INT8/16/32 travel in Int64Column, FLOAT in DoubleColumn (values already rounded to float32),
-ARRAY as one JSON array text per row in JsonColumn (as JSON values are). The dynamic field
+ARRAY as one JSON array text per row in JsonColumn (as JSON values are), SPARSE_FLOAT_VECTOR
+as one row in Milvus's byte format per row (vectorlog/core/sparse.py). The dynamic field
 `$meta` travels as a JsonColumn too, but only when a row of the batch has a dynamic key: a
 RowsInserted without it means `{}` for every row (`with_dynamic` puts it back on reading).
 """
@@ -29,6 +30,10 @@ COLUMN_TYPE = {
     DataType.JSON: "JsonColumn",
     DataType.ARRAY: "JsonColumn",
     DataType.FLOAT_VECTOR: "FloatVectorColumn",
+    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVectorColumn",
+    DataType.FLOAT16_VECTOR: "PackedVectorColumn",
+    DataType.BFLOAT16_VECTOR: "PackedVectorColumn",
+    DataType.BINARY_VECTOR: "PackedVectorColumn",
 }
 
 
@@ -52,6 +57,11 @@ def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple
     name = f"{NAMESPACE}.{kind}"
     if dtype is DataType.FLOAT_VECTOR:
         data = np.ascontiguousarray(values, dtype="<f4").tobytes()
+        return name, {"dim": dim, "data": data}
+    if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format (core/sparse.py)
+        return name, {"rows": list(values)}
+    if kind == "PackedVectorColumn":  # (n, bytes per row) uint8: core/halfvec.py
+        data = np.ascontiguousarray(values, dtype=np.uint8).tobytes()
         return name, {"dim": dim, "data": data}
     valid = None
     if isinstance(values, list) and any(v is None for v in values):
@@ -84,6 +94,16 @@ def decode_column(column: Any, num_rows: int) -> Any:
         if dim <= 0 or flat.size != num_rows * dim:
             raise MalformedEvent(f"vector column has {flat.size} floats, not {num_rows} x {dim}")
         return flat.reshape(num_rows, dim)
+    if kind == "PackedVectorColumn":
+        raw = np.frombuffer(body["data"], dtype=np.uint8)
+        if body["dim"] <= 0 or (num_rows and raw.size % num_rows):
+            raise MalformedEvent(f"packed vector column of {raw.size} bytes, {num_rows} rows")
+        return raw.reshape(num_rows, -1) if num_rows else raw.reshape(0, 0)
+    if kind == "SparseFloatVectorColumn":
+        rows = body["rows"]
+        if len(rows) != num_rows:
+            raise MalformedEvent(f"sparse vector column has {len(rows)} rows, not {num_rows}")
+        return list(rows)
     values = body["values"]
     if len(values) != num_rows:
         raise MalformedEvent(f"{kind} has {len(values)} values, not {num_rows}")

@@ -38,6 +38,8 @@ import numpy as np
 from vectorlog.core.faults import CrashPointReached, crash_point
 from vectorlog.core.model import ROW_ID_FIELD
 from vectorlog.core.scalar_index import SCALAR_INDEXES
+from vectorlog.core.sparse import SPARSE_INDEXES
+from vectorlog.core.types import BINARY_INDEXES
 from vectorlog.processors.indexnode.builder import (
     MIN_ROWS_TO_INDEX,
     PARAMS,
@@ -54,6 +56,7 @@ from vectorlog.processors.indexnode.files import (
 )
 from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
+from vectorlog.processors.indexnode.sparse import build_binary, build_sparse
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import decode_or_dead_letter
@@ -331,6 +334,10 @@ class IndexNode(ProcessorBase):
         seg, index = job.segment, job.index
         if not is_vector_index(index):
             return self._build_scalar(job)
+        if index["index_type"] in SPARSE_INDEXES:
+            return self._build_sparse(job)
+        if index["index_type"] in BINARY_INDEXES:
+            return self._build_binary(job)
         spec = parse_spec(index["index_type"], index["metric_type"], index.get("params", {}))
         vectors = (self._read(p, float_vectors) for p in self._paths(seg, int(index["field_id"])))
         built = build_from_parts(vectors, seg.num_rows, spec, self.min_rows)
@@ -355,6 +362,35 @@ class IndexNode(ProcessorBase):
         params = {**index.get("params", {}), "field_name": index["field_name"]}
         ms = int((time.monotonic() - started) * 1000)
         self._report(job, build_id, files, SCALAR_BUILT_AS, params, rows, ms)
+
+    def _build_sparse(self, job: Job) -> None:
+        """Builds a sparse inverted index of the job's segment (sparse.py) and reports it."""
+        seg, index = job.segment, job.index
+        started = time.monotonic()
+        paths = self._paths(seg, int(index["field_id"]))
+        logs = ((read_insert_binlog(self.objects.get(p), p), p) for p in paths)
+        data, rows, params = build_sparse(logs, index.get("params", {}))
+        row_ids = self._row_ids(seg, rows)
+        build_id = self.rc.allocate_ids()
+        files = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id)
+        write_build(self.objects, files, data, row_ids)
+        ms = int((time.monotonic() - started) * 1000)
+        self._report(job, build_id, files, index["index_type"], params, rows, ms)
+
+    def _build_binary(self, job: Job) -> None:
+        """Builds a faiss binary index of the job's segment (sparse.py) and reports it."""
+        seg, index = job.segment, job.index
+        started = time.monotonic()
+        paths = self._paths(seg, int(index["field_id"]))
+        logs = ((read_insert_binlog(self.objects.get(p), p), p) for p in paths)
+        params = index.get("params", {})
+        data, rows, built, eff = build_binary(logs, index["index_type"], params, self.min_rows)
+        row_ids = self._row_ids(seg, rows)
+        build_id = self.rc.allocate_ids()
+        files = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id)
+        write_build(self.objects, files, data, row_ids)
+        ms = int((time.monotonic() - started) * 1000)
+        self._report(job, build_id, files, built, eff, rows, ms)
 
     def _row_ids(self, seg: SegmentRecord, rows: int) -> np.ndarray:
         """Returns the segment's row ids. Raises ValueError unless it has `rows` of them."""
@@ -418,7 +454,8 @@ class IndexNode(ProcessorBase):
 def is_vector_index(index: dict[str, Any]) -> bool:
     """Returns whether an IndexCreated body is a vector index (a scalar index, AUTOINDEX on
     a scalar field too, has no metric)."""
-    return bool(index.get("metric_type")) and index["index_type"] in PARAMS
+    kinds = (*PARAMS, *SPARSE_INDEXES, *BINARY_INDEXES)
+    return bool(index.get("metric_type")) and index["index_type"] in kinds
 
 
 def buildable(index: dict[str, Any]) -> bool:

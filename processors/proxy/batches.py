@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionInfo, CollectionSchema, DataType
+from vectorlog.core.model import HALF_TYPES, CollectionInfo, CollectionSchema, DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.channels import shard_of
 
+#: types whose rows vary in size (a sparse row's str, its bytes' repr, overestimates it)
+VARIABLE = (DataType.VARCHAR, DataType.JSON, DataType.SPARSE_FLOAT_VECTOR)
 ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
 
 
@@ -32,7 +34,11 @@ def row_bytes(schema: CollectionSchema, cols: dict[str, Any], n: int) -> int:
     for f in schema.fields:
         if f.dtype is DataType.FLOAT_VECTOR:
             size += 4 * (f.dim or 0)
-        elif f.dtype in (DataType.VARCHAR, DataType.JSON):  # $meta may be left out
+        elif f.dtype in HALF_TYPES:
+            size += 2 * (f.dim or 0)
+        elif f.dtype is DataType.BINARY_VECTOR:
+            size += (f.dim or 0) // 8
+        elif f.dtype in VARIABLE:  # $meta may be left out
             size += 8 + sum(len(str(v)) for v in cols.get(f.name, ())) // max(1, n)
         else:
             size += 10

@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.hybrid import AnnSearchRequest
 from vectorlog.core.model import FieldSchema
@@ -29,7 +27,7 @@ class SearchPlan:
     and `partitions` (None: all)."""
 
     field: FieldSchema
-    queries: np.ndarray
+    queries: Any  # float32 rows; a sparse field's: rows in Milvus's format (core/sparse.py)
     limit: int
     offset: int
     out: Output

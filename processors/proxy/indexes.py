@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.core.errors import IndexNotFound
-from vectorlog.core.model import CollectionInfo, FieldSchema
+from vectorlog.core.functions import output_of
+from vectorlog.core.model import CollectionInfo, DataType, FieldSchema
+from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC
 from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
 from vectorlog.processors.indexnode.service import (
     FAILED,
@@ -30,7 +32,14 @@ def search_metric(info: CollectionInfo, field: FieldSchema | None = None) -> str
     for ix in info.indexes.values():
         if ix["field_name"] == vector.name and ix["metric_type"]:
             return str(ix["metric_type"]).upper()
-    return (vector.metric_type or DEFAULT_METRIC).upper()
+    default = (
+        SPARSE_DEFAULT_METRIC if vector.dtype is DataType.SPARSE_FLOAT_VECTOR else DEFAULT_METRIC
+    )
+    if vector.dtype is DataType.BINARY_VECTOR:
+        default = "HAMMING"  # Milvus's BinaryVectorDefaultMetricType
+    if output_of(info.schema, vector.name) is not None:
+        default = "BM25"  # a BM25 function's output is searched by text, with BM25
+    return (vector.metric_type or default).upper()
 
 
 def exists_already(info: CollectionInfo, spec: IndexSpec) -> bool:

@@ -37,6 +37,7 @@ from vectorlog.core.hybrid import ranker_spec
 from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import (
     DEFAULT_PARTITION,
+    HALF_TYPES,
     CollectionInfo,
     CollectionSchema,
     DataType,
@@ -77,6 +78,7 @@ from vectorlog.processors.proxy.batches import (
 )
 from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.proxy.credentials import Credentials
+from vectorlog.processors.proxy.functions import bm25_params, text_queries
 from vectorlog.processors.proxy.hybrid_groups import Grouping, grouped
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
@@ -590,13 +592,15 @@ class Proxy:
     ) -> hybrid.SearchPlan:
         """Returns a search's checked arguments. Raises InvalidArgument, InvalidExpression."""
         field = r.anns_field(info.schema, options.anns_field)
-        queries = self._queries(field, data)
+        queries = text_queries(info.schema, field, data) or self._queries(field, data)
         shape.nq(len(queries))
         lim = r.limit(limit)
         offset = r.offset(options.offset, lim)
         fields = self._output_fields(info, output_fields, default=[])
         metric = ix.search_metric(info, field)
         params = shape.range_params(r.search_params(options.search_params, metric), metric)
+        if metric == "BM25":  # the index's k1 and b score growing rows too
+            params = bm25_params(info.indexes, field) | params
         group_by = r.group_by_field(info.schema, options.group_by_field)
         size = shape.group_size(options.group_size)
         expr = r.expression(info.schema, options.filter, options.filter_params)
@@ -703,9 +707,16 @@ class Proxy:
         keys = v.primary_keys(info.schema.primary, ids)
         return list(dict.fromkeys(keys.tolist() if isinstance(keys, np.ndarray) else keys))
 
-    def _queries(self, field: FieldSchema, data: Any) -> np.ndarray:
-        """Returns the query vectors `data` of vector `field` as a float32 matrix. Raises
-        InvalidArgument naming what is wrong with them."""
+    def _queries(self, field: FieldSchema, data: Any) -> Any:
+        """Returns the query vectors `data` of vector `field` as a float32 matrix (a sparse
+        field's: rows in Milvus's format, core/sparse.py). Raises InvalidArgument naming
+        what is wrong with them."""
+        if field.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            return v.sparse_queries(field, data)
+        if field.dtype in HALF_TYPES:  # float16 / bfloat16 queries, searched as float32
+            return v.half_queries(field, data)
+        if field.dtype is DataType.BINARY_VECTOR:
+            return v.binary_queries(field, data)
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:

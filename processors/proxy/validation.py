@@ -18,9 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import SchemaMismatch
-from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
+from vectorlog.core import sparse
+from vectorlog.core.binvec import binary_rows
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.core.halfvec import half_rows, to_float32
+from vectorlog.core.model import (
+    HALF_TYPES,
+    INT_RANGES,
+    META,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+)
 from vectorlog.processors.proxy.arrays import array_values, float32s
+from vectorlog.processors.proxy.functions import derived, function_outputs
 
 INT64_MIN, INT64_MAX = INT_RANGES[DataType.INT64]
 Columns = dict[str, Any]
@@ -39,7 +50,12 @@ def rows_to_columns(
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
         raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
-    fields = [f for f in schema.user_fields if upsert or not (f.is_primary and f.auto_id)]
+    outputs = function_outputs(schema, rows)
+    fields = [
+        f
+        for f in schema.user_fields
+        if (upsert or not (f.is_primary and f.auto_id)) and f.name not in outputs
+    ]
     rows = _with_optional(fields, rows)
     raw = _extract(rows, [f.name for f in fields])
     if raw is None:  # the slow path names the first bad row
@@ -49,11 +65,11 @@ def rows_to_columns(
             _check_keys(schema, rows, {f.name for f in fields}, upsert)
             raw = {f.name: [r[f.name] for r in rows] for f in fields}
     elif schema.dynamic is not None:  # no key outside the schema: $meta left out (all {})
-        return {f.name: _column(f, raw[f.name]) for f in fields}
+        return derived({f.name: _column(f, raw[f.name]) for f in fields}, schema)
     columns = {f.name: _column(f, raw[f.name]) for f in fields}
     if schema.dynamic is not None:
         columns[META] = _dynamic(schema.dynamic, raw[META])
-    return columns
+    return derived(columns, schema)
 
 
 def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -173,6 +189,12 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
 def _typed(f: FieldSchema, values: list[Any]) -> Any:
     if f.dtype is DataType.FLOAT_VECTOR:
         return vectors(f, values)
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return sparse_rows(f, values)
+    if f.dtype in HALF_TYPES:
+        return half_rows(f.name, f.dtype.value, f.dim or 0, values)
+    if f.dtype is DataType.BINARY_VECTOR:
+        return binary_rows(f.name, f.dim or 0, values)
     if f.dtype in INT_RANGES:
         return _ints(f, values)
     if f.dtype is DataType.FLOAT:
@@ -300,6 +322,57 @@ def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
             f"row {row}: vector field {f.name!r} is too large (its squared norm overflows float32)"
         )
     return arr
+
+
+def sparse_rows(f: FieldSchema, values: Any) -> list[bytes]:
+    """Returns a sparse field's rows in Milvus's format (vectorlog/core/sparse.py). Raises
+    SchemaMismatch naming the field and the bad row."""
+    try:
+        return sparse.rows_of(values)
+    except SchemaMismatch as exc:
+        raise SchemaMismatch(f"sparse vector field {f.name!r}: {exc}") from None
+
+
+def sparse_queries(f: FieldSchema, data: Any) -> list[bytes]:
+    """Returns a search's query rows for sparse field `f` (one row, a dict, is one query).
+    Raises InvalidArgument naming what is wrong with them."""
+    if isinstance(data, dict) or (hasattr(data, "shape") and not hasattr(data, "__len__")):
+        data = [data]
+    try:
+        return sparse.rows_of(data)
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(
+            f"search data must be a list of sparse vectors, not {data!r:.60}"
+        ) from None
+
+
+def half_queries(f: FieldSchema, data: Any) -> np.ndarray:
+    """Returns a search's FLOAT16/BFLOAT16 queries (bytes, half arrays or numbers) as
+    float32 rows. Raises InvalidArgument naming what is wrong with them."""
+    if isinstance(data, (bytes, np.ndarray)) and (isinstance(data, bytes) or data.ndim == 1):
+        data = [data]
+    try:
+        rows = half_rows(f.name, f.dtype.value, f.dim or 0, list(data))
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
+    return to_float32(rows, f.dtype.value)
+
+
+def binary_queries(f: FieldSchema, data: Any) -> np.ndarray:
+    """Returns a search's BINARY_VECTOR queries as (nq, dim / 8) uint8. Raises
+    InvalidArgument naming what is wrong with them."""
+    if isinstance(data, (bytes, np.ndarray)) and (isinstance(data, bytes) or data.ndim == 1):
+        data = [data]
+    try:
+        return binary_rows(f.name, f.dim or 0, list(data))
+    except SchemaMismatch as exc:
+        raise InvalidArgument(f"search data: {exc}") from None
+    except TypeError:
+        raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
 
 
 def _bad_vector(f: FieldSchema, values: list[Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vectorlog.core.model import DataType, FieldSchema
+from vectorlog.core.model import FieldSchema
 from vectorlog.processors.querynode.growarray import GrowArray
 
 #: numpy dtypes of the fixed-width scalar types (by DataType name, so new types fit in);
@@ -95,7 +95,7 @@ class ScalarColumns:
     """Append-only columns of every non-vector field of a collection."""
 
     def __init__(self, fields: Sequence[FieldSchema]) -> None:
-        self.types = {f.name: f.dtype.value for f in fields if f.dtype is not DataType.FLOAT_VECTOR}
+        self.types = {f.name: f.dtype.value for f in fields if not f.is_vector}
         #: nullable fields: numbers held as objects (numpy scalars of the type, None if null)
         self.nullable = frozenset(f.name for f in fields if f.nullable)
         self._cols: dict[str, GrowArray | StringColumn] = {

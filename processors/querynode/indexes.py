@@ -16,9 +16,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from vectorlog.core.sparse import SPARSE_INDEXES
+from vectorlog.core.types import BINARY_INDEXES
+from vectorlog.processors.querynode.binarycolumn import BinarySegmentIndex, read_binary_index
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.scalarindex import ScalarFile, read_scalar_index
 from vectorlog.processors.querynode.sealed import IndexFiles, SegmentIndex, read_index
+from vectorlog.processors.querynode.sparsecolumn import SparseSegmentIndex, read_sparse_index
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
@@ -42,7 +46,7 @@ class Pending:
 
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
-        self.index: SegmentIndex | None = None
+        self.index: SegmentIndex | SparseSegmentIndex | BinarySegmentIndex | None = None
         self.scalar: ScalarFile | None = None
         self.failures = 0
 
@@ -205,8 +209,17 @@ class IndexLoader(ProcessorBase):
         if replica.serving(*at) == b["index_id"]:
             return True  # a repeated SegmentIndexed: already loaded
         if p.index is None:
-            p.index = read_index(p.body, self._files)
+            p.index = _reader(b["index_type"])(p.body, self._files)
         return replica.load_index(at[0], at[1], p.index, at[2])
+
+
+def _reader(index_type: str) -> Any:
+    """Returns the reader of an index type's files: sparse, binary or faiss."""
+    if index_type in SPARSE_INDEXES:
+        return read_sparse_index
+    if index_type in BINARY_INDEXES:
+        return read_binary_index
+    return read_index
 
 
 def _index_key(body: dict[str, Any]) -> tuple[int, int, int, int]:

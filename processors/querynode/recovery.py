@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema, DataType
+from vectorlog.core.halfvec import to_float32
+from vectorlog.core.model import (
+    HALF_TYPES,
+    ROW_ID_FIELD,
+    TIMESTAMP_FIELD,
+    CollectionSchema,
+    DataType,
+    FieldSchema,
+)
 from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import (
@@ -220,8 +228,9 @@ def _write(
         if write[f.field_id] in columns  # not a cached vector field's
     }
     row_ids = int64s(columns[write[ROW_ID_FIELD]], write[ROW_ID_FIELD])
-    names = [f.name for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR]
-    vectors = {n: np.ascontiguousarray(values.pop(n), np.float32) for n in names if n in values}
+    vectors = {
+        f.name: _as_stored(f, values.pop(f.name)) for f in schema.vectors if f.name in values
+    }
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,
@@ -234,6 +243,19 @@ def _write(
     )
 
 
+def _as_stored(f: FieldSchema, values: Any) -> Any:
+    """Returns a vector field's values as its replica column takes them: float32 rows, or
+    a sparse field's rows (a list of bytes)."""
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return list(values)
+    raw = np.asarray(values)
+    if f.dtype is DataType.BINARY_VECTOR:  # each row's bytes
+        return [r.tobytes() for r in raw.astype(np.uint8)]
+    if f.dtype in HALF_TYPES and raw.dtype == np.uint8 and raw.size:
+        return to_float32(raw, f.dtype.value)
+    return np.ascontiguousarray(raw, np.float32)
+
+
 def _deletes(
     seg: SegmentFiles, schema: CollectionSchema, tick: int, logs: list[tuple[list[Any], np.ndarray]]
 ) -> SegmentRows:
@@ -244,11 +266,8 @@ def _deletes(
         at = np.flatnonzero(ts <= np.uint64(tick))
         pks.extend(keys[i] for i in at.tolist())
         tss.append(ts[at])
-    vector = DataType.FLOAT_VECTOR
-    empty: dict[str, Any] = {f.name: [] for f in schema.fields if f.dtype is not vector}
-    vectors = {
-        f.name: np.zeros((0, f.dim or 0), np.float32) for f in schema.fields if f.dtype is vector
-    }
+    empty: dict[str, Any] = {f.name: [] for f in schema.fields if not f.is_vector}
+    vectors = {f.name: _as_stored(f, np.zeros((0, f.dim or 0))) for f in schema.vectors}
     return SegmentRows(
         seg.segment_id,
         seg.partition_id,

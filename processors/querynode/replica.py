@@ -24,13 +24,15 @@ below a drop may arrive after it: it is applied as of its ts, never discarded.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema, DataType
+from vectorlog.core.halfvec import from_float32, to_float32
+from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
 from vectorlog.core.types import Hit
+from vectorlog.processors.querynode.binarycolumn import BinaryColumn, BinarySegmentIndex
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
 from vectorlog.processors.querynode.growarray import GrowArray
@@ -39,9 +41,11 @@ from vectorlog.processors.querynode.ranged import RangeBounds
 from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
 from vectorlog.processors.querynode.segment import DeferredAppends, Segment
+from vectorlog.processors.querynode.sparsecolumn import SparseColumn, SparseSegmentIndex
 from vectorlog.processors.querynode.topk import grouped, ranked
 from vectorlog.processors.querynode.vectorcolumn import Plan, VectorColumn, positions_of
 from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
+from vectorlog.storage import sparse_index
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
@@ -58,9 +62,7 @@ class Replica:
         self.collection_id, self.schema = collection_id, schema
         self.pk_name, self.vec = schema.primary.name, schema.vector
         self.metric = self.vec.metric_type or "L2"
-        self.vectors = {
-            f.name: VectorColumn(f) for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR
-        }
+        self.vectors: dict[str, Any] = {f.name: _column_of(f) for f in schema.vectors}
         self._vcols = list(self.vectors.values())
         self._first = self._vcols[0]  # the only one, in all but multi-vector collections
         self._ins, self._sup = GrowArray(np.uint64), GrowArray(np.uint64)
@@ -102,7 +104,7 @@ class Replica:
         until = self._dropped_at(partition)
         if until is not None and ts >= until:
             return
-        vectors = {c.name: np.ascontiguousarray(cols.pop(c.name), np.float32) for c in self._vcols}
+        vectors = {c.name: _vector_values(c, cols.pop(c.name)) for c in self._vcols}
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
@@ -161,7 +163,7 @@ class Replica:
             ids = np.arange(ids, ids + n, dtype=np.int64)
         flags = np.full(n, alive, dtype=bool)
         for col in self._vcols:
-            v = None if vectors is None else vectors[col.name]
+            v = None if vectors is None else vectors.get(col.name)  # None: in its cache
             col.add(rows, partition, seg_id, ids, v, flags, later)
 
     def rehome(
@@ -223,7 +225,12 @@ class Replica:
             if c["field_name"] in names
         }
         for col in self._vcols:
-            if cols[col.name].shape[1] != col.dim:
+            width = col.dim * (2 if col.field.dtype in HALF_TYPES else 1)
+            if isinstance(col, BinaryColumn):
+                width, found = col.dim // 8, np.asarray(cols[col.name]).shape[-1]
+                if len(cols[col.name]) and found != width:
+                    raise InvalidArgument(f"binary vector of {found} bytes, not {width}")
+            elif isinstance(col, VectorColumn) and cols[col.name].shape[1] != width:
                 raise InvalidArgument(
                     f"vector dim {cols[col.name].shape[1]} != schema dim {col.dim} of {col.name!r}"
                 )
@@ -434,6 +441,19 @@ class Replica:
         bad param, or for an `anns_field` that is no vector field."""
         col = self._first if anns_field is None else self._column(anns_field)
         metric = (metric or col.metric).upper()
+        if isinstance(col, SparseColumn):
+            if group_by is not None or RangeBounds.of(params, metric) is not None:
+                raise InvalidArgument(
+                    f"{col.field.dtype.value} field {col.name!r}: range search and group_by "
+                    "are not supported in vectorlog"
+                )
+            found = self._sparse_search(
+                col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
+            )
+            with self.lock:
+                return [
+                    self._hits(*ranked(lr, dr, offset), output_fields or []) for dr, lr in found
+                ]
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
@@ -456,6 +476,41 @@ class Replica:
                 grouping = (group_by, offset, k, group_size)
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
+
+    def _sparse_search(
+        self,
+        col: SparseColumn,
+        queries: Any,
+        want: int,
+        ts: int,
+        partitions: list[int] | None,
+        expr: Expr | None,
+        metric: str,
+        expire_ts: int = 0,
+        params: dict[str, Any] | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Returns per query the (scores, replica rows) of the top `want` of sparse field
+        `col` (params: drop_ratio_search)."""
+        p = params or {}
+        vcol = cast(VectorColumn, col)  # a sparse column plans as a dense one does
+        if isinstance(col, BinaryColumn):
+            nprobe = SearchKnobs.parse(p, want).nprobe
+            packed = np.ascontiguousarray(queries, dtype=np.uint8)
+            with self.lock:
+                plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+                found = col.knn_binary(packed, metric, want, cast(Any, plan), nprobe)
+            return list(zip(found[0], found[1], strict=True))
+        q = sparse_index.queries_matrix(queries, sparse_index.ratio(p, "drop_ratio_search"))
+        with self.lock:
+            plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+            stats = None
+            if metric == "BM25":  # over the collection's visible rows, not the filter's
+                every, _ = self._plan(vcol, ts, None, None, metric, expire_ts)
+                k1, b = float(p.get("bm25_k1", 1.2)), float(p.get("bm25_b", 0.75))
+                terms = sparse_index.query_weights(q)[0]
+                stats = col.bm25_stats(cast(Any, every), terms, k1, b)
+            dist, labels = col.knn(q, metric, want, cast(Any, plan), stats)
+        return list(zip(dist, labels, strict=True))
 
     def _column(self, name: str) -> VectorColumn:
         """Returns the vector field called `name`. Raises InvalidArgument naming it."""
@@ -535,11 +590,20 @@ class Replica:
 
     def _values(self, name: str, rows: np.ndarray) -> list[Any]:
         col = self.vectors.get(name)
-        return self.columns.values(name, rows) if col is None else col.values(rows)
+        if col is None:
+            return self.columns.values(name, rows)
+        if col.field.dtype in HALF_TYPES:  # each row's bytes, as Milvus returns them
+            floats = np.asarray(col.values(rows), dtype=np.float32).reshape(len(rows), -1)
+            return [r.tobytes() for r in from_float32(floats, col.field.dtype.value)]
+        return col.values(rows)
 
     # -- segment indexes ----------------------------------------------------------------
     def load_index(
-        self, partition: int, segment_id: int, index: SegmentIndex, field_id: int | None = None
+        self,
+        partition: int,
+        segment_id: int,
+        index: SegmentIndex | SparseSegmentIndex | BinarySegmentIndex,
+        field_id: int | None = None,
     ) -> bool:
         """Serves a segment of vector field `field_id` (None: the first) from its loaded
         `index` (mapped to the replica's rows by row id). Returns False if the replica has
@@ -548,7 +612,7 @@ class Replica:
         dropped, or the segment holds rows the index lacks: it stays on exact search).
         Raises InvalidArgument if its dim is not the vector field's, or if `field_id` is
         no vector field's."""
-        col = self._by_id(field_id)
+        col: Any = self._by_id(field_id)  # a VectorColumn or a SparseColumn
         col.check_dim(segment_id, index)
         with self.lock:
             gone = self.dropped_ts is not None or partition in self.dropped_partitions
@@ -596,3 +660,29 @@ class Replica:
             if col.field_id == field_id:
                 return col
         raise InvalidArgument(f"field {field_id} is not a vector field of this collection")
+
+
+def _column_of(f: FieldSchema) -> Any:
+    """Returns the column of vector field `f`: sparse or dense."""
+    if f.dtype is DataType.BINARY_VECTOR:
+        return BinaryColumn(f)
+    return SparseColumn(f) if f.dtype is DataType.SPARSE_FLOAT_VECTOR else VectorColumn(f)
+
+
+def as_float32(f: FieldSchema, values: Any) -> np.ndarray:
+    """Returns a dense field's values as float32 rows (a half field's packed rows read as
+    float32, their float32 rows kept)."""
+    raw = np.asarray(values)
+    if f.dtype in HALF_TYPES and raw.dtype == np.uint8:
+        return to_float32(raw, f.dtype.value)
+    return np.ascontiguousarray(raw, np.float32)
+
+
+def _vector_values(col: Any, values: Any) -> Any:
+    """Returns a decoded vector column as its column stores it: float32 rows (dense) or
+    Milvus's sparse rows (a list of bytes)."""
+    if isinstance(col, BinaryColumn):  # each row's bytes
+        return [np.asarray(r, dtype=np.uint8).tobytes() for r in values]
+    if isinstance(col, SparseColumn):
+        return list(values)
+    return as_float32(col.field, values)

@@ -83,6 +83,14 @@ DIFFERENCES: dict[str, str] = {
     'anns_field in search_params"; vectorlog too); milvus-lite 3.2.2 searches the first one',
     "range.wrong_side": "Milvus refuses a range_filter on the far side of radius "
     "(proxy checkRangeSearchParams; vectorlog too); milvus-lite 3.2.2 returns no hits",
+    "sparse.insert_duplicate": "Milvus refuses a sparse row with a repeated index "
+    '(ValidateSparseFloatRows, "unsorted or same indices in sparse float vector"; vectorlog '
+    "too); milvus-lite 3.2.2 stores it",
+    "bm25.positive": "Milvus returns BM25 scores as positive distances, larger nearer "
+    "(vectorlog too); milvus-lite 3.2.2 returns them negated (same ids and order)",
+    "bm25.segment_statistics": "Milvus scores BM25 with the collection's statistics (one "
+    "text, one score; vectorlog too); milvus-lite 3.2.2 with each segment's: a text "
+    "inserted again into a new segment scores lower than its first copy",
 }
 
 DIM, ROWS, QUERIES = 8, 300, 5

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+from typing import Any, cast
 
 import fastavro
 import pytest
@@ -67,6 +69,7 @@ def without_v4_defaults(decoded: Event) -> Event:
         assert decoded.body.pop("db_name") == "default"  # v9: collections of old are default's
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
+        assert schema.pop("functions") == []
         assert schema.pop("enable_dynamic_field") is False
         assert all(f.pop("is_dynamic") is False for f in schema["fields"])
         assert all(f.pop("is_partition_key") is False for f in schema["fields"])
@@ -397,3 +400,51 @@ def test_v9_query_coordination_events_round_trip():
         Event("QueryReplicasConfigured", 99, loaded),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def _named(reg: SchemaRegistry, name: str) -> dict:
+    """Returns the definition of named type `name` in a version's full (inlined) schema."""
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("name") == name and "type" in node and node["type"] in ("record", "enum"):
+                found.append(node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(reg.current.full))
+    return found[0]
+
+
+def test_v9_appends_the_sparse_and_packed_column_branches_and_data_types_to_v8():
+    old, new = _named(V8, "FieldColumn"), _named(default_registry(), "FieldColumn")
+    old_union = [b if isinstance(b, str) else b["name"] for b in old["fields"][2]["type"]]
+    new_union = [b if isinstance(b, str) else b["name"] for b in new["fields"][2]["type"]]
+    assert new_union[: len(old_union)] == old_union
+    assert new_union[len(old_union) :] == ["SparseFloatVectorColumn", "PackedVectorColumn"]
+    old_types = _named(V8, "DataType")["symbols"]
+    added = ["SPARSE_FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR", "BINARY_VECTOR"]
+    assert _named(default_registry(), "DataType")["symbols"] == [*old_types, *added]
+
+
+def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():
+    column = {"field_id": 100, "field_name": "id"}
+    column["column"] = ("io.vectorlog.events.Int64Column", {"values": [1, 2], "valid": None})
+    body: dict[str, Any] = {"collection_id": 5, "partition_id": 6, "segment_id": 7}
+    body |= {"num_rows": 2, "first_row_id": 10, "columns": [column]}
+    event = Event("RowsInserted", 90, body, 5, "x-dml_0_5v0")
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, V8.current.parsed, event.to_avro())
+    decoded = fastavro.schemaless_reader(
+        io.BytesIO(out.getvalue()), V8.current.parsed, default_registry().current.parsed
+    )
+    assert cast(Any, decoded)["payload"]["columns"][0]["column"]["values"] == [1, 2]
+    rows = [b"\x01\x00\x00\x00\x00\x00\x80\x3f", b""]
+    sparse = {"field_id": 101, "field_name": "sv"}
+    sparse["column"] = ("io.vectorlog.events.SparseFloatVectorColumn", {"rows": rows})
+    event = Event("RowsInserted", 91, {**body, "columns": [column, sparse]}, 5, "x-dml_0_5v0")
+    assert EventSerde().decode(EventSerde().encode(event)) == event

@@ -16,7 +16,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vectorlog.core.analyzer import analyzer_of
 from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
+from vectorlog.core.functions import FunctionSchema, check_functions
+from vectorlog.core.sparse import SPARSE_METRICS
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 ROW_ID_FIELD, TIMESTAMP_FIELD, FIRST_USER_FIELD = 0, 1, 100
@@ -56,6 +59,19 @@ class DataType(enum.Enum):
     JSON = "JSON"
     ARRAY = "ARRAY"
     FLOAT_VECTOR = "FLOAT_VECTOR"
+    SPARSE_FLOAT_VECTOR = "SPARSE_FLOAT_VECTOR"
+    FLOAT16_VECTOR = "FLOAT16_VECTOR"
+    BFLOAT16_VECTOR = "BFLOAT16_VECTOR"
+    BINARY_VECTOR = "BINARY_VECTOR"
+
+
+#: dense vector types, searched as float32 (the half types: vectorlog/core/halfvec.py)
+DENSE_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
+HALF_TYPES = frozenset({DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR})
+#: the vector types a collection's vector fields may have
+VECTOR_TYPES = DENSE_TYPES | {DataType.SPARSE_FLOAT_VECTOR, DataType.BINARY_VECTOR}
+#: a binary field's metrics, the first its default (Milvus's BinaryVectorDefaultMetricType)
+BINARY_METRICS = ("HAMMING", "JACCARD")
 
 
 #: the dynamic field of a collection with enable_dynamic_field (Milvus's name)
@@ -128,6 +144,11 @@ class FieldSchema:
     #: the value a row that gives none (or None) takes; None: no default
     default_value: Any = None
     is_partition_key: bool = False
+    #: VARCHAR: text analyzed into tokens (full-text search: a BM25 function's input), by
+    #: `analyzer_params` (None: Milvus's standard analyzer); `enable_match`: text_match
+    enable_analyzer: bool = False
+    analyzer_params: dict[str, Any] | None = None
+    enable_match: bool = False
 
     def validate(self) -> None:
         """Raises InvalidArgument naming this field if its settings are inconsistent."""
@@ -152,8 +173,12 @@ class FieldSchema:
             raise InvalidArgument(f"auto_id is only valid on the primary key, not {self.name!r}")
         if self.is_partition_key:
             self._validate_partition_key()
-        if self.dtype is DataType.FLOAT_VECTOR:
+        if self.dtype in DENSE_TYPES:
             self._validate_vector()
+        elif self.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            self._validate_sparse()
+        elif self.dtype is DataType.BINARY_VECTOR:
+            self._validate_binary()
         if self.dtype is DataType.VARCHAR and not (
             isinstance(self.max_length, int) and 0 < self.max_length <= MAX_VARCHAR
         ):
@@ -165,6 +190,22 @@ class FieldSchema:
                 f"field {self.name!r}: element_type and max_capacity are for ARRAY fields only"
             )
         check_nullable(self)
+        if self.enable_analyzer or self.enable_match or self.analyzer_params is not None:
+            self._validate_analyzer()
+
+    def _validate_analyzer(self) -> None:
+        """Raises InvalidArgument unless this VARCHAR field's analyzer settings are valid."""
+        if self.dtype is not DataType.VARCHAR:
+            raise InvalidArgument(f"field {self.name!r}: only VARCHAR fields can enable_analyzer")
+        if self.enable_match and not self.enable_analyzer:
+            raise InvalidArgument(
+                f"field {self.name} is set to enable match but not enable analyzer"
+            )
+        analyzer_of(self.analyzer_params)  # raises for params Milvus refuses
+
+    def tokenizer(self) -> Any:
+        """Returns this VARCHAR field's analyzer as a function: text -> its tokens."""
+        return analyzer_of(self.analyzer_params).tokens
 
     def _validate_array(self) -> None:
         if self.element_type not in ELEMENT_TYPES:
@@ -210,6 +251,41 @@ class FieldSchema:
                 f"vector field {self.name!r}: metric_type {self.metric_type!r} not in {METRICS}"
             )
 
+    def _validate_binary(self) -> None:
+        """Raises InvalidArgument as Milvus does for a binary dim that is not a multiple of
+        8 (or out of range), or a metric a binary field is not searched with."""
+        dim = self.dim
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+            raise InvalidArgument(f"vector field {self.name!r}: dim must be 1..{MAX_DIM}")
+        if dim % 8:
+            raise InvalidArgument(
+                f"dimension of binary vector field {self.name} should be multiple of 8, "
+                f"but got {dim}"
+            )
+        if self.metric_type not in (None, *BINARY_METRICS):
+            raise InvalidArgument(
+                f"binary vector field {self.name!r}: metric_type {self.metric_type!r} not in "
+                f"{BINARY_METRICS}"
+            )
+
+    def _validate_sparse(self) -> None:
+        """Raises InvalidArgument as Milvus does for a sparse field given a dim, or a metric
+        a sparse field is not searched with."""
+        if self.dim is not None:
+            raise InvalidArgument(
+                f"dim should not be specified for sparse vector field {self.name}"
+            )
+        if self.metric_type not in (None, *SPARSE_METRICS):
+            raise InvalidArgument(
+                f"sparse vector field {self.name!r}: metric_type {self.metric_type!r} not in "
+                f"{SPARSE_METRICS}"
+            )
+
+    @property
+    def is_vector(self) -> bool:
+        """Returns whether this is a vector field (dense or sparse)."""
+        return self.dtype in VECTOR_TYPES
+
     def to_avro(self) -> dict[str, Any]:
         params = {
             k: str(v)
@@ -221,6 +297,9 @@ class FieldSchema:
                 ("max_capacity", self.max_capacity),
                 ("nullable", "true" if self.nullable else None),
                 ("default_value", default_text(self.default_value)),
+                ("enable_analyzer", "true" if self.enable_analyzer else None),
+                ("enable_match", "true" if self.enable_match else None),
+                ("analyzer_params", _json_or_none(self.analyzer_params)),
             )
             if v is not None
         }
@@ -255,7 +334,14 @@ class FieldSchema:
             p.get("nullable") == "true",
             json.loads(p["default_value"]) if "default_value" in p else None,
             bool(d.get("is_partition_key", False)),
+            p.get("enable_analyzer") == "true",
+            json.loads(p["analyzer_params"]) if "analyzer_params" in p else None,
+            p.get("enable_match") == "true",
         )
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
 
 
 def check_description(whose: str, description: Any) -> None:
@@ -280,6 +366,8 @@ class CollectionSchema:
     description: str = ""
     name: str = ""
     enable_dynamic_field: bool = False
+    #: functions deriving fields (BM25: text to a sparse vector), see functions.py
+    functions: tuple[FunctionSchema, ...] = ()
 
     def validated(self) -> CollectionSchema:
         """Returns a copy with field ids assigned (and `$meta` appended if the dynamic field
@@ -304,7 +392,7 @@ class CollectionSchema:
         if dup:
             raise InvalidArgument(f"duplicate field {dup!r}")
         self._require_one("primary key", [f for f in self.fields if f.is_primary])
-        vectors = sum(f.dtype is DataType.FLOAT_VECTOR for f in self.fields)
+        vectors = sum(f.is_vector for f in self.fields)
         if vectors > MAX_VECTOR_FIELDS:
             raise InvalidArgument(
                 f"maximum vector field's number should be limited to {MAX_VECTOR_FIELDS}"
@@ -316,6 +404,7 @@ class CollectionSchema:
             raise InvalidArgument(
                 f"there are more than one partition key, field name = {keys[0]}, {keys[1]}"
             )
+        check_functions(self)
         fields = tuple(replace(f, field_id=FIRST_USER_FIELD + i) for i, f in enumerate(self.fields))
         return replace(self, fields=fields)
 
@@ -330,14 +419,15 @@ class CollectionSchema:
 
     @property
     def vector(self) -> FieldSchema:
-        """Returns the first FLOAT_VECTOR field (the only one, but in multi-vector
+        """Returns the first vector field (the only one, but in multi-vector
         collections)."""
-        return next(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+        return next(f for f in self.fields if f.is_vector)
 
     @property
     def vectors(self) -> tuple[FieldSchema, ...]:
-        """Returns the FLOAT_VECTOR fields, in schema order."""
-        return tuple(f for f in self.fields if f.dtype is DataType.FLOAT_VECTOR)
+        """Returns the vector fields (FLOAT_VECTOR and SPARSE_FLOAT_VECTOR), in schema
+        order."""
+        return tuple(f for f in self.fields if f.is_vector)
 
     @property
     def partition_key(self) -> FieldSchema | None:
@@ -367,6 +457,7 @@ class CollectionSchema:
             "description": self.description,
             "fields": [f.to_avro() for f in self.fields],
             "enable_dynamic_field": self.enable_dynamic_field,
+            "functions": [fn.to_avro() for fn in self.functions],
         }
 
     @classmethod
@@ -376,6 +467,7 @@ class CollectionSchema:
             d.get("description", ""),
             d.get("name", ""),
             bool(d.get("enable_dynamic_field", False)),
+            tuple(FunctionSchema.from_avro(fn) for fn in d.get("functions") or ()),
         )
 
 
@@ -481,7 +573,7 @@ def check_default(f: FieldSchema, kind: str) -> None:
     """Raises InvalidArgument with Milvus's message if field `f` cannot take its default
     value sent as ValueField member `kind` (another type, out of range, too long)."""
     value = f.default_value
-    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, DataType.FLOAT_VECTOR):
+    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
         raise InvalidArgument(f"{f.dtype.value} field {f.name!r} cannot take a default value")
     types, expected = DEFAULT_KINDS[kind]
     if f.dtype not in types:
@@ -512,7 +604,7 @@ def check_nullable(f: FieldSchema) -> None:
         raise InvalidArgument(f"field {f.name!r}: nullable must be a bool, not {f.nullable!r}")
     if f.nullable and f.is_primary:
         raise InvalidArgument(f"primary field {f.name!r} not support null")
-    if f.nullable and f.dtype is DataType.FLOAT_VECTOR:
+    if f.nullable and f.is_vector:
         raise InvalidArgument(f"vector field {f.name!r} cannot be nullable in vectorlog")
     if f.default_value is not None:
         check_default(f, default_kind(f.default_value, f.dtype))

@@ -47,6 +47,10 @@ GO_NAMES = {
     DataType.JSON: "JSON",
     DataType.ARRAY: "Array",
     DataType.FLOAT_VECTOR: "FloatVector",
+    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
+    DataType.FLOAT16_VECTOR: "Float16Vector",
+    DataType.BFLOAT16_VECTOR: "BFloat16Vector",
+    DataType.BINARY_VECTOR: "BinaryVector",
 }
 _INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
 _KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")

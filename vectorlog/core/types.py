@@ -11,6 +11,8 @@ from typing import Any, TypedDict
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
+    BINARY_METRICS,
+    DENSE_TYPES,
     METRICS,
     CollectionInfo,
     CollectionSchema,
@@ -20,6 +22,7 @@ from vectorlog.core.model import (
 )
 from vectorlog.core.scalar_index import SCALAR_INDEXES as SCALAR_INDEXES
 from vectorlog.core.scalar_index import scalar_params
+from vectorlog.core.sparse import sparse_index_checks
 
 LEVELS = ("strong", "bounded", "session", "eventually")
 #: the collection property holding the level of its reads that name none (Milvus keeps it
@@ -144,6 +147,11 @@ VECTOR_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
     "HNSW": {"M": (16, 2, 2_048), "efConstruction": (200, 1, (1 << 31) - 1)},
     "AUTOINDEX": {},
 }
+#: the index types of a BINARY_VECTOR field and their parameters (AUTOINDEX builds BIN_FLAT)
+BINARY_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
+    "BIN_FLAT": {},
+    "BIN_IVF_FLAT": {"nlist": (128, 1, 65_536)},
+}
 #: the metric of a vector index created without one (Milvus: FloatVectorDefaultMetricType)
 DEFAULT_METRIC = "COSINE"
 #: metrics whose larger scores are nearer (L2 and the binary metrics: smaller is nearer)
@@ -177,8 +185,12 @@ class IndexSpec:
         if not isinstance(self.index_type, str):
             raise InvalidArgument(f"index_type must be a string, not {self.index_type!r}")
         kind = self.index_type.upper() or "AUTOINDEX"
-        if f.dtype is DataType.FLOAT_VECTOR:
+        if f.dtype in DENSE_TYPES:
             metric, params = self._vector_checks(kind, f.dim or 0)
+        elif f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+            kind, metric, params = sparse_index_checks(f, kind, self.metric_type, self._params())
+        elif f.dtype is DataType.BINARY_VECTOR:
+            kind, metric, params = self._binary_checks(kind)
         else:
             metric, params = self._scalar_checks(kind, f)
         return {
@@ -219,6 +231,28 @@ class IndexSpec:
                 f"IVF_PQ parameter 'm' ({m}) must divide the dim {dim} of {self.field_name!r}"
             )
         return metric.upper(), {k: str(v) for k, v in params.items()}
+
+    def _binary_checks(self, kind: str) -> tuple[str, str, dict[str, str]]:
+        """Returns (type, metric, params as strings) of an index on a binary field: BIN_FLAT
+        (AUTOINDEX) or BIN_IVF_FLAT (nlist), metric HAMMING (default) or JACCARD."""
+        kind = "BIN_FLAT" if kind == "AUTOINDEX" else kind
+        if kind not in BINARY_INDEXES:
+            raise InvalidArgument(
+                f"index_type {kind} cannot index binary vector field {self.field_name!r}: use "
+                f"one of {list(BINARY_INDEXES)}"
+            )
+        metric = (self.metric_type or BINARY_METRICS[0]).upper()
+        if metric not in BINARY_METRICS:
+            raise InvalidArgument(
+                f"metric type {metric} not found or not supported, supported: "
+                f"{list(BINARY_METRICS)}"
+            )
+        allowed, params = BINARY_INDEXES[kind], {}
+        for key, value in self._params().items():
+            if key not in allowed:
+                raise InvalidArgument(f"{kind} has no parameter {key!r} (has {sorted(allowed)})")
+            params[key] = str(index_param(kind, key, value, *allowed[key][1:]))
+        return kind, metric, params
 
     def _params(self) -> dict[str, Any]:
         """Returns the build parameters given, without IGNORED_PARAMS."""

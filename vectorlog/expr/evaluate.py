@@ -239,6 +239,18 @@ class Evaluator:
 
         return view.per_row(view.rows_of(LIST), test)
 
+    def text_match(self, node: n.Node) -> Any:
+        """The rows whose text, by the field's analyzer, holds one of the node's tokens."""
+        assert isinstance(node, n.TextMatch) and isinstance(node.target, n.Field)
+        column = self.column(node.target.name)
+        texts = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+        wanted, tokenize = node.tokens, node.schema.tokenizer()
+        return np.fromiter(
+            (t is not None and not wanted.isdisjoint(tokenize(t)) for t in texts),
+            dtype=bool,
+            count=len(texts),
+        )
+
     _MASK: dict[type, Callable[[Evaluator, n.Node], Any]] = {
         n.Logic: logic,
         n.Not: not_,
@@ -248,6 +260,7 @@ class Evaluator:
         n.IsNull: is_null,
         n.Exists: exists,
         n.Contains: contains,
+        n.TextMatch: text_match,
     }
 
     # -- values -----------------------------------------------------------------------------

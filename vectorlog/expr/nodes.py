@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from vectorlog.core.model import DataType
 
@@ -174,4 +174,14 @@ class Contains(Node):
     values: Node  # a Literal or ListLit ("one"), a ListLit ("all", "any")
 
 
-PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains)
+@dataclass(frozen=True)
+class TextMatch(Node):
+    """text_match(field, "text"): the rows of a VARCHAR field with enable_match whose tokens
+    (by the analyzer of `schema`, the field's FieldSchema) hold one of `tokens`."""
+
+    target: Node  # the Field
+    tokens: frozenset[str]
+    schema: Any  # the FieldSchema: plain data, so a checked filter crosses RPC
+
+
+PREDICATES = (Compare, Not, Logic, In, Like, IsNull, Exists, Contains, TextMatch)

@@ -175,6 +175,8 @@ class Checker:
     # -- functions --------------------------------------------------------------------------
     def call(self, node: n.Call) -> n.Node:
         """json_contains*, array_contains*, array_length. Raises InvalidExpression."""
+        if node.func.lower() == "text_match":
+            return self._text_match(node)
         mode = FUNCTIONS.get(node.func.lower())
         if mode is None:
             known = ", ".join(sorted(FUNCTIONS))
@@ -192,6 +194,22 @@ class Checker:
         if mode == "length":
             return n.Length(node.pos, container)
         return n.Contains(node.pos, mode, container, self._contained(node, mode, container))
+
+    def _text_match(self, node: n.Call) -> n.Node:
+        """text_match(field, "text") of a VARCHAR field with enable_match: the text's tokens
+        by the field's analyzer. Raises InvalidExpression (Milvus's messages)."""
+        if len(node.args) != 2:
+            raise self.fail(node, f"text_match takes 2 arguments, got {len(node.args)}")
+        target, text = self.value(node.args[0]), self.value(node.args[1])
+        if not isinstance(target, n.Field) or target.dtype is not DataType.VARCHAR:
+            raise self.fail(target, f"text_match needs a VARCHAR field, not {describe(target)}")
+        field = self.fields[target.name]
+        if not field.enable_match:
+            raise self.fail(target, f'field "{field.name}" does not enable match')
+        if not isinstance(text, n.Literal) or not isinstance(text.value, str):
+            raise self.fail(text, f"text_match needs a string, not {describe(text)}")
+        tokens = frozenset(field.tokenizer()(text.value))
+        return n.TextMatch(node.pos, target, tokens, field)
 
     def _contained(self, node: n.Call, mode: str, container: n.Node) -> n.Node:
         values = self.value(node.args[1])

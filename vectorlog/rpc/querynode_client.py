@@ -32,7 +32,7 @@ class QueryNodeClient(ServiceClient):
     def search(
         self,
         collection_id: int,
-        queries: np.ndarray,
+        queries: Any,  # float32 rows; a sparse field's: a list of rows (bytes)
         limit: int,
         ts: int,
         partitions: list[int] | None,
@@ -51,7 +51,7 @@ class QueryNodeClient(ServiceClient):
             self._rpc.call(
                 "Search",
                 collection_id=collection_id,
-                queries=np.asarray(queries),
+                queries=queries if isinstance(queries, list) else np.asarray(queries),
                 limit=limit,
                 ts=ts,
                 partitions=partitions,

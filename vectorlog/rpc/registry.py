@@ -8,6 +8,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from vectorlog.core.functions import FunctionSchema
 from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
@@ -34,6 +35,7 @@ _CLASSES: list[type] = [
     CollectionInfo,
     CollectionSchema,
     FieldSchema,
+    FunctionSchema,
     IndexSpec,
     CompactionPolicy,
     IndexProgress,

@@ -14,6 +14,7 @@ from vectorlog.config import Config
 from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
 from vectorlog.core.errors import InvalidArgument, PartitionNotFound
 from vectorlog.core.model import (
+    DENSE_TYPES,
     CollectionInfo,
     CollectionSchema,
     DataType,
@@ -29,6 +30,7 @@ from vectorlog.sdk.admin import AdminCalls
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
     from vectorlog.jobs.compaction import Compactor
+from vectorlog.core.functions import FunctionSchema, output_of
 from vectorlog.core.scalar_index import index_target
 from vectorlog.core.types import (
     CONSISTENCY_PROPERTY,
@@ -53,6 +55,7 @@ class SchemaBuilder:
         self.auto_id, self.description = auto_id, description
         self.enable_dynamic_field = enable_dynamic_field
         self.fields: list[FieldSchema] = []
+        self.functions: list[FunctionSchema] = []
 
     def add_field(
         self,
@@ -69,6 +72,9 @@ class SchemaBuilder:
         nullable: bool = False,
         default_value: Any = None,
         is_partition_key: bool = False,
+        enable_analyzer: bool = False,
+        analyzer_params: dict[str, Any] | None = None,
+        enable_match: bool = False,
     ) -> SchemaBuilder:
         """Adds a field (ARRAY: `element_type`, `max_capacity`, and `max_length` for VARCHAR
         elements; scalars: `nullable`, `default_value`; `is_partition_key`: rows are routed to
@@ -89,8 +95,18 @@ class SchemaBuilder:
                 nullable=nullable,
                 default_value=default_value,
                 is_partition_key=is_partition_key,
+                enable_analyzer=enable_analyzer,
+                analyzer_params=analyzer_params,
+                enable_match=enable_match,
             )
         )
+        return self
+
+    def add_function(self, function: Any) -> SchemaBuilder:
+        """Adds a function (a pymilvus `Function`, e.g. BM25 from a VARCHAR field with
+        enable_analyzer to a SPARSE_FLOAT_VECTOR field); returns self. Raises
+        InvalidArgument for a type vectorlog does not run."""
+        self.functions.append(FunctionSchema.of(function))
         return self
 
     def build(self, metric_type: str) -> CollectionSchema:
@@ -105,12 +121,15 @@ class SchemaBuilder:
                 f.max_length,
                 f.description,
             )
-            if f.dtype is DataType.FLOAT_VECTOR
+            if f.dtype in DENSE_TYPES
             else f
             for f in self.fields
         )
         return CollectionSchema(
-            fields, self.description, enable_dynamic_field=self.enable_dynamic_field
+            fields,
+            self.description,
+            enable_dynamic_field=self.enable_dynamic_field,
+            functions=tuple(self.functions),
         )
 
 
@@ -804,6 +823,7 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             params["metric_type"] = f.metric_type
         if f.max_capacity is not None:
             params["max_capacity"] = f.max_capacity
+        params |= analyzer_description(f)
         d = {
             "field_id": f.field_id,
             "name": f.name,
@@ -821,6 +841,8 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
             d["nullable"] = True
         if f.default_value is not None:
             d["default_value"] = f.default_value
+        if output_of(info.schema, f.name) is not None:
+            d["is_function_output"] = True
         fields.append(d)
     return {
         "collection_name": info.name,
@@ -838,4 +860,29 @@ def describe(info: CollectionInfo) -> dict[str, Any]:
         "consistency_level": LEVEL_CODES[collection_level(info.properties)],
         "created_timestamp": info.created_ts,
         "enable_dynamic_field": info.schema.enable_dynamic_field,
+        "functions": [function_description(fn) for fn in info.schema.functions],
+    }
+
+
+def analyzer_description(f: FieldSchema) -> dict[str, Any]:
+    """Returns the analyzer params of a field as Milvus describes them."""
+    out: dict[str, Any] = {}
+    if f.enable_analyzer:
+        out["enable_analyzer"] = True
+    if f.analyzer_params is not None:
+        out["analyzer_params"] = f.analyzer_params
+    if f.enable_match:
+        out["enable_match"] = True
+    return out
+
+
+def function_description(fn: FunctionSchema) -> dict[str, Any]:
+    """Returns a function as MilvusClient's describe_collection lists it."""
+    return {
+        "name": fn.name,
+        "description": fn.description,
+        "type": fn.type,
+        "input_field_names": list(fn.input_field_names),
+        "output_field_names": list(fn.output_field_names),
+        "params": dict(fn.params),
     }

@@ -12,9 +12,12 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
+from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
     DEFAULT_KINDS,
+    DENSE_TYPES,
+    HALF_TYPES,
     META,
     CollectionInfo,
     CollectionSchema,
@@ -22,6 +25,12 @@ from vectorlog.core.model import (
     FieldSchema,
     check_default,
     default_kind,
+)
+from vectorlog.server.grpc_functions import (
+    analyzer_settings,
+    function_from_proto,
+    function_to_proto,
+    with_analyzer,
 )
 
 TO_PROTO = {
@@ -36,6 +45,10 @@ TO_PROTO = {
     DataType.JSON: schema_pb2.JSON,
     DataType.ARRAY: schema_pb2.Array,
     DataType.FLOAT_VECTOR: schema_pb2.FloatVector,
+    DataType.SPARSE_FLOAT_VECTOR: schema_pb2.SparseFloatVector,
+    DataType.FLOAT16_VECTOR: schema_pb2.Float16Vector,
+    DataType.BFLOAT16_VECTOR: schema_pb2.BFloat16Vector,
+    DataType.BINARY_VECTOR: schema_pb2.BinaryVector,
 }
 FROM_PROTO = {v: k for k, v in TO_PROTO.items()} | {schema_pb2.String: DataType.VARCHAR}
 #: the ScalarField member holding each scalar type's values
@@ -83,7 +96,10 @@ def schema_from_bytes(raw: bytes) -> CollectionSchema:
         raise InvalidArgument(f"the collection schema is not a valid protobuf: {exc}") from None
     fields = tuple(field_from_proto(f) for f in proto.fields if not f.is_dynamic)
     return CollectionSchema(
-        fields, proto.description, enable_dynamic_field=proto.enable_dynamic_field
+        fields,
+        proto.description,
+        enable_dynamic_field=proto.enable_dynamic_field,
+        functions=tuple(function_from_proto(fn) for fn in proto.functions),
     )
 
 
@@ -101,7 +117,7 @@ def field_from_proto(f: schema_pb2.FieldSchema) -> FieldSchema:
     its type as Milvus does, by the ValueField member it came in). Raises InvalidArgument."""
     params = kv_dict(f.type_params)
     dtype = data_type(f.data_type)
-    vector = dtype is DataType.FLOAT_VECTOR
+    vector = dtype in DENSE_TYPES
     field = _field(f, params, dtype, vector)
     kind = f.default_value.WhichOneof("data") if f.HasField("default_value") else None
     if kind is not None:
@@ -126,6 +142,7 @@ def _field(f: schema_pb2.FieldSchema, params: dict, dtype: DataType, vector: boo
         max_capacity=_int_param(params, "max_capacity"),
         nullable=f.nullable,
         is_partition_key=f.is_partition_key,
+        **analyzer_settings(params),
     )
 
 
@@ -164,8 +181,9 @@ def schema_to_proto(info: CollectionInfo) -> schema_pb2.CollectionSchema:
         name=info.name,
         description=info.schema.description,
         autoID=info.schema.primary.auto_id,
-        fields=[field_to_proto(f) for f in info.schema.user_fields],
+        fields=[with_analyzer(info.schema, f, field_to_proto(f)) for f in info.schema.user_fields],
         enable_dynamic_field=info.schema.enable_dynamic_field,
+        functions=[function_to_proto(info.schema, fn) for fn in info.schema.functions],
     )
 
 
@@ -198,8 +216,41 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
         if dim <= 0 or len(flat) % dim:
             raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
         return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+    if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format, checked at insert
+        return list(fd.vectors.sparse_float_vector.contents)
+    if dtype in HALF_TYPES:
+        return half_values(fd)
+    if dtype is DataType.BINARY_VECTOR:
+        raw, width = fd.vectors.binary_vector, fd.vectors.dim // 8
+        if width <= 0 or len(raw) % width:
+            raise InvalidArgument(
+                f"binary column {fd.field_name!r}: {len(raw)} bytes, dim {fd.vectors.dim}"
+            )
+        return [raw[i : i + width] for i in range(0, len(raw), width)]
     values = _scalars(fd.scalars, dtype)
     return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
+
+
+#: the FieldData.vectors member of each half-float type
+HALF_SLOTS = {
+    DataType.FLOAT16_VECTOR: "float16_vector",
+    DataType.BFLOAT16_VECTOR: "bfloat16_vector",
+}
+
+
+def half_values(fd: schema_pb2.FieldData) -> list[Any]:
+    """Returns the rows of a FLOAT16/BFLOAT16 column: each row's bytes, or its float32
+    values when pymilvus sent them as a float_vector (numbers given for the field)."""
+    dim = fd.vectors.dim
+    if fd.vectors.HasField("float_vector"):
+        flat = fd.vectors.float_vector.data
+        if dim <= 0 or len(flat) % dim:
+            raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
+        return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+    raw = getattr(fd.vectors, HALF_SLOTS[data_type(fd.type)])
+    if dim <= 0 or len(raw) % (2 * dim):
+        raise InvalidArgument(f"vector column {fd.field_name!r}: {len(raw)} bytes, dim {dim}")
+    return [raw[i : i + 2 * dim] for i in range(0, len(raw), 2 * dim)]
 
 
 def with_nulls(name: str, values: list[Any], valid: Sequence[bool]) -> list[Any]:
@@ -266,6 +317,17 @@ def column(field: FieldSchema, values: Sequence[Any]) -> schema_pb2.FieldData:
     if field.dtype is DataType.FLOAT_VECTOR:
         fd.vectors.dim = field.dim or 0
         fd.vectors.float_vector.data.extend(np.asarray(values, np.float32).ravel().tolist())
+    elif field.dtype in HALF_TYPES:
+        fd.vectors.dim = field.dim or 0
+        setattr(fd.vectors, HALF_SLOTS[field.dtype], b"".join(values))
+    elif field.dtype is DataType.BINARY_VECTOR:
+        fd.vectors.dim = field.dim or 0
+        fd.vectors.binary_vector = b"".join(values)
+    elif field.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        rows = [sparse.row_of(v) for v in values]
+        fd.vectors.dim = sparse.dim_of(rows)
+        fd.vectors.sparse_float_vector.dim = fd.vectors.dim
+        fd.vectors.sparse_float_vector.contents.extend(rows)
     elif field.dtype is DataType.ARRAY:
         element = field.element_type or DataType.INT64
         fd.scalars.array_data.element_type = TO_PROTO[element]
@@ -301,9 +363,10 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
 
 
 # -- search ---------------------------------------------------------------------------------------
-def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
+def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | list[str]:
     """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
-    FloatVector values, each little-endian float32). Raises InvalidArgument."""
+    FloatVector values, each little-endian float32), or its sparse rows (a
+    SparseFloatVector placeholder's, Milvus's row format). Raises InvalidArgument."""
     c = common_pb2
     try:
         group = c.PlaceholderGroup.FromString(raw)
@@ -312,6 +375,18 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
     if len(group.placeholders) != 1:
         raise InvalidArgument(f"a search needs one placeholder, not {len(group.placeholders)}")
     ph = group.placeholders[0]
+    if ph.type in (
+        c.PlaceholderType.SparseFloatVector,
+        c.PlaceholderType.Float16Vector,
+        c.PlaceholderType.BFloat16Vector,
+        c.PlaceholderType.BinaryVector,
+    ):
+        return list(ph.values)  # rows as bytes: the field's type reads them
+    if ph.type == c.PlaceholderType.VarChar:  # raw text: a BM25 function output's search
+        try:
+            return [v.decode() for v in ph.values]
+        except UnicodeDecodeError:
+            raise InvalidArgument("a text query is not valid UTF-8") from None
     if ph.type != c.PlaceholderType.FloatVector:
         kind = c.PlaceholderType.Name(ph.type) if ph.type in c.PlaceholderType.values() else ph.type
         raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")

@@ -18,6 +18,7 @@ from vectorlog.server.rest_convert import (
     parse,
 )
 from vectorlog.server.rest_errors import bad_format
+from vectorlog.server.rest_functions import rest_analyzer, rest_function
 
 Handler = Callable[[Client, Any], Any]
 
@@ -220,6 +221,7 @@ SCHEMA = {
     "enableDynamicField": Field("bool", default=False),
     "fields": Field("list", required=True),
     "description": Field("str", default=""),
+    "functions": Field("list", default=[]),
 }
 FIELD = {
     "fieldName": Field("str", required=True),
@@ -259,7 +261,10 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
             nullable=f["nullable"],
             default_value=f["defaultValue"],
             is_partition_key=f["isPartitionKey"],
+            **rest_analyzer(params, what),
         )
+    for i, raw in enumerate(args["functions"]):
+        schema.add_function(rest_function(raw, f"schema.functions[{i}]"))
     return schema
 
 

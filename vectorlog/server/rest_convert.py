@@ -3,6 +3,7 @@ refused before anything is done), Milvus's data type names, JSON-safe rows."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +103,8 @@ def int_param(params: dict[str, Any], key: str, what: str) -> int | None:
 
 
 def jsonable(value: Any) -> Any:
-    """Returns `value` with numpy arrays and scalars turned into JSON types (recursively)."""
+    """Returns `value` with numpy arrays and scalars turned into JSON types (recursively);
+    bytes (binary and half-float vectors) as base64 text, as Go's JSON writes Milvus's."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -113,4 +115,6 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, DataType):
         return TYPE_NAMES[value]
+    if isinstance(value, bytes):  # a binary / float16 / bfloat16 vector: Go's []byte in JSON
+        return base64.b64encode(value).decode()
     return value

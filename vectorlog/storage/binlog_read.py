@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vectorlog.core.errors import VectorlogError
+from vectorlog.core.halfvec import to_float32
 from vectorlog.storage.binlog import MAGIC, EventTypeCode
 from vectorlog.storage.payload import DataTypeCode
 
@@ -90,9 +91,20 @@ def _header(data: memoryview, at: int, path: str) -> tuple[int, int, int, int]:
     return ts, code, length, nxt
 
 
+#: half-float vector codes -> their type's name in core/halfvec.py
+HALF_CODES = {
+    DataTypeCode.FLOAT16_VECTOR: "FLOAT16_VECTOR",
+    DataTypeCode.BFLOAT16_VECTOR: "BFLOAT16_VECTOR",
+}
+
+
 def float_vectors(column: InsertColumn, path: str = "") -> np.ndarray:
-    """Returns a FloatVector column as an (n, dim) float32 array. Raises CorruptBinlog."""
+    """Returns a FloatVector column as an (n, dim) float32 array (a Float16Vector or
+    BFloat16Vector column's values as float32, which holds each exactly). Raises
+    CorruptBinlog."""
     values = column.values
+    if column.data_type in HALF_CODES and pa.types.is_fixed_size_binary(values.type):
+        return to_float32(packed_rows(column, path), HALF_CODES[column.data_type])
     if column.data_type != DataTypeCode.FLOAT_VECTOR or not pa.types.is_fixed_size_binary(
         values.type
     ):
@@ -103,6 +115,17 @@ def float_vectors(column: InsertColumn, path: str = "") -> np.ndarray:
     raw = np.frombuffer(values.buffers()[1], np.uint8)
     raw = raw[values.offset * width : (values.offset + len(values)) * width]
     return raw.view("<f4").reshape(len(values), width // 4)
+
+
+def packed_rows(column: InsertColumn, path: str = "") -> np.ndarray:
+    """Returns a fixed-size binary vector column's rows as (n, row bytes) uint8. Raises
+    CorruptBinlog for nulls or another Arrow type."""
+    values = column.values
+    if not pa.types.is_fixed_size_binary(values.type) or values.null_count:
+        raise CorruptBinlog(path, f"payload {column.data_type.name} holds no packed vectors")
+    width = values.type.byte_width
+    raw = np.frombuffer(values.buffers()[1], np.uint8)
+    return raw[values.offset * width : (values.offset + len(values)) * width].reshape(-1, width)
 
 
 def int64s(column: InsertColumn, path: str = "") -> np.ndarray:

@@ -17,7 +17,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vectorlog.core.model import DataType
+from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.model import DENSE_TYPES, HALF_TYPES, DataType
+from vectorlog.core.sparse import check_row
 from vectorlog.storage.array_read import InvalidScalarField, scalar_field_values
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.binlog_read import (
@@ -25,6 +27,7 @@ from vectorlog.storage.binlog_read import (
     InsertColumn,
     float_vectors,
     numbers,
+    packed_rows,
     read_binlog,
 )
 from vectorlog.storage.payload import DataTypeCode
@@ -69,6 +72,10 @@ def field_values(
         return _narrow(numbers(values, np.dtype(NUMPY[dtype])), values, path)
     if dtype is DataType.FLOAT_VECTOR:
         return float_vectors(column, path)
+    if dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return _sparse_rows(values, path)
+    if dtype in HALF_TYPES or dtype is DataType.BINARY_VECTOR:
+        return packed_rows(column, path)
     if dtype is DataType.JSON and _all_empty(values):
         return [EMPTY_DOC] * len(values)  # the dynamic field of rows without dynamic keys
     texts = values.to_pylist()
@@ -77,6 +84,15 @@ def field_values(
     if dtype is DataType.JSON:
         return _texts(texts, path)
     return [_array_text(row, element, path) for row in texts]
+
+
+def _sparse_rows(values: pa.Array, path: str) -> list[bytes]:
+    """Returns a SparseFloatVector column's rows, each checked as Milvus checks them."""
+    rows = values.to_pylist()
+    try:
+        return [check_row(r) for r in rows]
+    except SchemaMismatch as exc:
+        raise CorruptBinlog(path, str(exc)) from None
 
 
 def _with_nulls(
@@ -106,7 +122,7 @@ def _arrow_fits(kind: pa.DataType, dtype: DataType) -> bool:
     if dtype in NUMPY:
         checks = {"b": pa.types.is_boolean, "i": pa.types.is_integer, "f": pa.types.is_floating}
         return bool(checks[np.dtype(NUMPY[dtype]).kind](kind))
-    if dtype is DataType.FLOAT_VECTOR:
+    if dtype in DENSE_TYPES or dtype is DataType.BINARY_VECTOR:
         return bool(pa.types.is_fixed_size_binary(kind))
     return bool(pa.types.is_string(kind) or pa.types.is_binary(kind))
 

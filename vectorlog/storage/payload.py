@@ -5,7 +5,9 @@ required column `val` of the Arrow type its milvusDataTypeToArrowType gives (boo
 int8/16/32/64, float32/64, string for VarChar/String, binary for JSON and for Array (one
 proto.Marshal'ed schemapb.ScalarField per row: see arrays.py),
 fixed_size_binary(4*dim) of little-endian float32 for FloatVector, fixed_size_binary(dim/8) for
-BinaryVector), ZSTD, dictionary encoding, one row group, format 2.6, data page v1.
+BinaryVector, binary for SparseFloatVector: one row in Milvus's (uint32 index, float32 value)
+pairs format each, as Milvus 2.4+'s AddSparseFloatVectorToPayload writes them), ZSTD,
+dictionary encoding, one row group, format 2.6, data page v1.
 
 pyarrow writes the same except one footer detail: Arrow C++ leaves INT32/INT64 columns without
 the Int(32|64, signed) logical type (and INT_32/INT_64 converted type) that Arrow Go writes.
@@ -22,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from vectorlog.core.sparse import dim_of
 from vectorlog.storage.errors import InvalidPayload
 
 
@@ -41,6 +44,9 @@ class DataTypeCode(IntEnum):
     JSON = 23
     BINARY_VECTOR = 100
     FLOAT_VECTOR = 101
+    FLOAT16_VECTOR = 102
+    BFLOAT16_VECTOR = 103
+    SPARSE_FLOAT_VECTOR = 104
 
 
 #: Parquet options matching Milvus's payload writer: format 2.6, data page v1, no stored schema.
@@ -66,7 +72,17 @@ _STRINGS = frozenset({DataTypeCode.STRING, DataTypeCode.VARCHAR})
 _ARROW_TYPES: dict[DataTypeCode, pa.DataType] = {
     k: pa.from_numpy_dtype(dt) for k, (dt, _) in _NUMERIC.items()
 } | {DataTypeCode.STRING: pa.string(), DataTypeCode.VARCHAR: pa.string()}
-_VECTORS = frozenset({DataTypeCode.FLOAT_VECTOR, DataTypeCode.BINARY_VECTOR})
+_VECTORS = frozenset(
+    {
+        DataTypeCode.FLOAT_VECTOR,
+        DataTypeCode.BINARY_VECTOR,
+        DataTypeCode.FLOAT16_VECTOR,
+        DataTypeCode.BFLOAT16_VECTOR,
+    }
+)
+#: bytes per dimension of each vector type (BinaryVector: 1/8)
+_WIDTH = {DataTypeCode.FLOAT_VECTOR: 4.0, DataTypeCode.BINARY_VECTOR: 0.125}
+_WIDTH |= {DataTypeCode.FLOAT16_VECTOR: 2.0, DataTypeCode.BFLOAT16_VECTOR: 2.0}
 #: Per-row overhead Milvus counts in original_size for strings and JSON (a Go string header).
 _VARLEN_ROW_OVERHEAD = 16
 #: What Milvus adds to a vector column's original_size (its dim).
@@ -104,6 +120,8 @@ def payload_array(kind: DataTypeCode, values: Any, dim: int | None = None) -> pa
         array = _arrow([_row_bytes(v) for v in values], pa.binary(), kind)
     elif kind in _VECTORS:
         array = _vectors(kind, values, dim)
+    elif kind == DataTypeCode.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format (core/sparse.py)
+        array = _arrow([bytes(v) for v in values], pa.binary(), kind)
     else:
         raise InvalidPayload(f"Milvus data type {kind.name} has no binlog writer here")
     if len(array) == 0:
@@ -131,8 +149,25 @@ def payload_size(kind: DataTypeCode, array: pa.Array) -> int:
         return len(array) * _NUMERIC[kind][1]
     if kind in _VECTORS:
         return len(array) * int(array.type.byte_width) + _VECTOR_OVERHEAD
+    if kind == DataTypeCode.SPARSE_FLOAT_VECTOR:
+        return sparse_proto_size(array)
     total = pc.sum(pc.binary_length(array)).as_py() or 0
     return int(total) + _VARLEN_ROW_OVERHEAD * len(array)
+
+
+def sparse_proto_size(array: pa.Array) -> int:
+    """Returns the size of the rows `array` as one serialized schemapb.SparseFloatArray
+    (Milvus's SparseFloatVectorFieldData.GetMemorySize: proto.Size of contents and dim, the
+    dim one past the largest index)."""
+    lengths = pc.binary_length(array).to_numpy(zero_copy_only=False).astype(np.int64)
+    size = int(sum(1 + _varint_len(n) + n for n in lengths.tolist()))
+    dim = dim_of(row.as_py() for row in array)
+    return size + (1 + _varint_len(dim) if dim else 0)
+
+
+def _varint_len(n: int) -> int:
+    """Returns the bytes of `n` as a protobuf varint."""
+    return max(1, (int(n).bit_length() + 6) // 7)
 
 
 def parquet_payload(array: pa.Array, nullable: bool = False) -> bytes:
@@ -174,14 +209,14 @@ def _numbers(kind: DataTypeCode, values: Any) -> np.ndarray:
 
 def _vectors(kind: DataTypeCode, values: Any, dim: int | None) -> pa.Array:
     """Returns vectors as fixed_size_binary rows: LE float32 (FloatVector), packed bits (Binary)."""
-    floats = kind == DataTypeCode.FLOAT_VECTOR
+    floats = kind == DataTypeCode.FLOAT_VECTOR  # else rows of bytes: (n, row bytes) uint8
     try:
         rows = np.ascontiguousarray(values, dtype="<f4" if floats else "u1")
     except (ValueError, TypeError) as exc:
         raise InvalidPayload(f"values are not a {kind.name} column: {exc}") from exc
-    width = None if dim is None else (dim if floats else dim // 8)
+    width = None if dim is None else (dim if floats else int(dim * _WIDTH[kind]))
     fits = rows.ndim == 2 and rows.shape[1] >= 1 and width in (None, rows.shape[1])
-    if not fits or (dim is not None and not floats and dim % 8):
+    if not fits or (dim is not None and kind == DataTypeCode.BINARY_VECTOR and dim % 8):
         raise InvalidPayload(f"a {kind.name} column of dim {dim} cannot be {rows.shape}")
     return pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(rows.itemsize * rows.shape[1]), len(rows), [None, pa.py_buffer(rows)]

@@ -41,6 +41,10 @@ MILVUS_TYPE = {
     DataType.JSON: DataTypeCode.JSON,  # the dynamic field $meta too
     DataType.ARRAY: DataTypeCode.ARRAY,
     DataType.FLOAT_VECTOR: DataTypeCode.FLOAT_VECTOR,
+    DataType.SPARSE_FLOAT_VECTOR: DataTypeCode.SPARSE_FLOAT_VECTOR,
+    DataType.FLOAT16_VECTOR: DataTypeCode.FLOAT16_VECTOR,
+    DataType.BFLOAT16_VECTOR: DataTypeCode.BFLOAT16_VECTOR,
+    DataType.BINARY_VECTOR: DataTypeCode.BINARY_VECTOR,
 }
 
 

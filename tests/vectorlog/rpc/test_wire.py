@@ -105,3 +105,49 @@ def test_a_request_round_trips_and_a_mistyped_argument_is_refused():
 
 def test_the_served_schemas_never_change():
     assert wire.fingerprints() == FINGERPRINTS
+
+
+def test_sparse_queries_and_sparse_entities_cross_exactly():
+    search = QUERYNODE.methods["Search"]
+    rows = [b"\x01\x00\x00\x00\x00\x00\x80\x3f", b"\x02\x00\x00\x00\x00\x00\x00\x00", b""]
+    args = {name: None for name, _ in search.args} | {
+        "collection_id": 5,
+        "queries": rows,  # a trailing zero byte must survive (a numpy bytes array drops it)
+        "limit": 3,
+        "ts": 9,
+        "output_fields": ["sv"],
+        "offset": 0,
+        "group_size": 1,
+        "expire_ts": 0,
+    }
+    back = wire.decode_request(
+        QUERYNODE.name, search, wire.encode_request(QUERYNODE.name, search, args)
+    )
+    assert back["queries"] == rows
+    hit = {"id": 1, "distance": 0.5, "entity": {"sv": {3: 0.5, 70000: 2.0}, "b": b"\x00\x01"}}
+    assert wire.decode_value(wire.encode_value([[hit]])) == [[hit]]
+
+
+def test_a_bm25_schema_and_a_text_match_filter_cross_rpc():
+    from vectorlog.core.functions import FunctionSchema
+    from vectorlog.core.model import CollectionSchema, FieldSchema
+
+    fields = (
+        FieldSchema("id", DataType.INT64, is_primary=True),
+        FieldSchema(
+            "text",
+            DataType.VARCHAR,
+            max_length=64,
+            enable_analyzer=True,
+            enable_match=True,
+            analyzer_params={"type": "english"},
+        ),  # fmt: skip
+        FieldSchema("sparse", DataType.SPARSE_FLOAT_VECTOR),
+    )
+    bm25 = FunctionSchema("bm25", "BM25", ("text",), ("sparse",))
+    schema = CollectionSchema(fields, functions=(bm25,)).validated()
+    assert wire.decode_value(wire.encode_value(schema)) == schema
+    expr = parse('text_match(text, "runs")', schema)
+    back = wire.decode_value(wire.encode_value(expr))
+    texts = {"text": ["running dogs", "a cat"]}
+    assert back.evaluate(texts, 2).tolist() == expr.evaluate(texts, 2).tolist() == [True, False]

@@ -156,7 +156,8 @@ def parquet_facts(payload: bytes) -> dict[str, Any]:
 def decode_values(payload_data_type: int, payload: bytes) -> Any:
     """Returns the payload's values: numpy arrays for numbers, lists of str (VarChar/String)
     or bytes (JSON; Array: one protobuf schemapb.ScalarField per row), a (rows, dim) float32
-    array for FloatVector."""
+    array for FloatVector, each row's bytes for Binary/Float16/BFloat16 vectors, {index:
+    value} per row for SparseFloatVector."""
     column = payload_table(payload).column("val")
     if payload_data_type in (20, 21):
         return column.to_pylist()
@@ -166,9 +167,19 @@ def decode_values(payload_data_type: int, payload: bytes) -> Any:
         rows = column.to_pylist()
         dim = len(rows[0]) // 4
         return np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), dim)
+    if payload_data_type in (100, 102, 103):  # Binary, Float16, BFloat16: each row's bytes
+        return [bytes(v) for v in column.to_pylist()]
+    if payload_data_type == 104:  # SparseFloatVector: (uint32 index, float32 value) pairs
+        return [_sparse_row(bytes(v)) for v in column.to_pylist()]
     if payload_data_type == 1:
         return np.array(column.to_pylist(), dtype=bool)
     return column.to_numpy()
+
+
+def _sparse_row(row: bytes) -> dict[int, float]:
+    """Returns one SparseFloatVector row (little-endian uint32 index, float32 value pairs)."""
+    pairs = np.frombuffer(row, dtype=np.dtype([("i", "<u4"), ("v", "<f4")]))
+    return dict(zip(pairs["i"].tolist(), pairs["v"].tolist(), strict=True))
 
 
 def delete_records(payload: bytes) -> list[dict[str, Any]]:
