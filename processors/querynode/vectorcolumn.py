@@ -16,17 +16,18 @@ import numpy as np
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import FieldSchema
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, worst
+from vectorlog.processors.querynode.filtercache import Selection
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.mmapcache import CachedVectors
 from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
 from vectorlog.processors.querynode.ranged import ranked as in_order
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
-from vectorlog.processors.querynode.segment import DeferredAppends, Segment
+from vectorlog.processors.querynode.segment import DeferredAppends, Segment, Selected
 from vectorlog.processors.querynode.topk import merged
 
 #: a plan: the segments to search, each with the mask of its selected positions (None: its
-#: alive bitmap, the fast path)
-Plan = list[tuple[Segment, np.ndarray | None]]
+#: alive bitmap, the fast path; a Selection: a cached filter's, see filtercache.py)
+Plan = list[tuple[Segment, Selected]]
 
 
 class VectorColumn:
@@ -178,6 +179,8 @@ class VectorColumn:
         for seg, mask in plan:
             if not len(seg):
                 continue
+            if isinstance(mask, Selection):
+                mask = mask.mask()
             for i, (pos, d) in enumerate(segment_range(seg, q, qn, metric, bounds, mask)):
                 rows = seg.rows.view()[pos]
                 held = rows >= 0
