@@ -279,16 +279,22 @@ def _json_problem(value: Any) -> str | None:
     return None
 
 
-def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
+def vectors(f: FieldSchema, values: list[Any] | np.ndarray) -> np.ndarray:
     """Returns an (n, dim) float32 array. Raises SchemaMismatch naming the bad row."""
     try:
         raw = np.asarray(values)
-        with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below
-            arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
+        if raw.dtype == np.float32:
+            arr: np.ndarray | None = raw
+        else:
+            with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below
+                arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
     except (ValueError, TypeError):
         arr = None
     if arr is None or arr.ndim != 2 or arr.shape[1] != f.dim:
         raise SchemaMismatch(_bad_vector(f, values))
+    flat = arr.reshape(-1)
+    if math.isfinite(float(flat.dot(flat))):  # no NaN, inf or overflowing norm in any row
+        return arr
     if not np.isfinite(arr).all():
         row = int(np.where(~np.isfinite(arr).all(axis=1))[0][0])
         raise SchemaMismatch(f"row {row}: vector field {f.name!r} has a NaN or infinite value")
@@ -302,7 +308,7 @@ def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
     return arr
 
 
-def _bad_vector(f: FieldSchema, values: list[Any]) -> str:
+def _bad_vector(f: FieldSchema, values: list[Any] | np.ndarray) -> str:
     for i, v in enumerate(values):
         if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
             return f"row {i}: vector field {f.name!r} must be a list of {f.dim} floats, got {v!r}"

@@ -51,7 +51,14 @@ def one_query(
     kernel(faiss.swig_ptr(d), faiss.swig_ptr(x), faiss.swig_ptr(v), dim, n)
     if mask is not None:
         d[~mask] = worst(metric)
-    return top_k(d[None], want, metric)
+    if n <= want:
+        return top_k(d[None], want, metric)
+    key = -d if metric in LARGER_IS_NEARER else d
+    part = np.argpartition(key, want - 1)[:want]
+    order = part[np.argsort(key[part], kind="stable")]
+    dist = d[order]
+    cols = np.where(np.isfinite(dist), order, -1)
+    return dist[None], cols[None].astype(np.int64)
 
 
 def worst(metric: str) -> float:

@@ -162,7 +162,7 @@ class VectorColumn:
             if found is None:
                 continue
             dist, pos = found
-            if not pos.size or pos[:, -1].min() >= 0:  # every slot filled (empties are last)
+            if not pos.size or _filled(pos[:, -1]):  # every slot filled (empties are last)
                 parts.append((dist, seg.rows.view()[pos]))
                 continue
             empty = pos < 0
@@ -226,6 +226,11 @@ class VectorColumn:
         for seg in self.segs:
             if seg.index is not None and index_id in (-1, seg.index.index_id):
                 seg.unload()
+
+
+def _filled(last: np.ndarray) -> bool:
+    """Returns whether no query's last slot is empty (one query: no numpy reduction)."""
+    return bool(last[0] >= 0) if len(last) == 1 else bool(last.min() >= 0)
 
 
 def positions_of(held: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
