@@ -23,6 +23,7 @@ from vectorlog.core.model import (
     check_default,
     default_kind,
 )
+from vectorlog.processors.proxy.columnar import ColumnBatch
 
 TO_PROTO = {
     DataType.BOOL: schema_pb2.Bool,
@@ -48,6 +49,15 @@ _SCALAR_SLOT = {
     DataType.FLOAT: "float_data",
     DataType.DOUBLE: "double_data",
     DataType.VARCHAR: "string_data",
+}
+#: the numpy type a columnar insert reads a non-null numeric column as
+_NUMPY: dict[DataType, Any] = {
+    DataType.INT8: np.int64,
+    DataType.INT16: np.int64,
+    DataType.INT32: np.int64,
+    DataType.INT64: np.int64,
+    DataType.FLOAT: np.float32,
+    DataType.DOUBLE: np.float64,
 }
 _CASTS: dict[str, Any] = {"int_data": int, "long_data": int, "float_data": float}
 _CASTS |= {"double_data": float, "bool_data": bool, "string_data": str}
@@ -194,12 +204,50 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
     Raises InvalidArgument for an unsupported type or a malformed vector column."""
     dtype = data_type(fd.type)
     if dtype is DataType.FLOAT_VECTOR:
-        dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
-        if dim <= 0 or len(flat) % dim:
-            raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
-        return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+        return float_vectors(fd).tolist()
     values = _scalars(fd.scalars, dtype)
     return with_nulls(fd.field_name, values, fd.valid_data) if fd.valid_data else values
+
+
+def float_vectors(fd: schema_pb2.FieldData) -> np.ndarray:
+    """Returns a FLOAT_VECTOR column as an (n, dim) float32 array (one copy, no Python float
+    per value). Raises InvalidArgument (Milvus's message) unless its floats fill whole rows."""
+    dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
+    if dim <= 0 or len(flat) % dim:
+        raise InvalidArgument(f"the length({len(flat)}) of float data should divide the dim({dim})")
+    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+
+
+def column_array(fd: schema_pb2.FieldData) -> Any:
+    """Returns one FieldData column for a columnar insert: vectors (n, dim) and non-null
+    64/32/16/8-bit integers, floats and doubles as numpy arrays, other columns as lists (None
+    where valid_data says null). Raises InvalidArgument as `column_values`."""
+    dtype = data_type(fd.type)
+    if dtype is DataType.FLOAT_VECTOR:
+        return float_vectors(fd)
+    numeric = _NUMPY.get(dtype)
+    if numeric is not None and not fd.valid_data:
+        return np.asarray(getattr(fd.scalars, _SCALAR_SLOT[dtype]).data, dtype=numeric)
+    return column_values(fd)
+
+
+def column_batch(columns: Sequence[schema_pb2.FieldData], num_rows: int) -> ColumnBatch | None:
+    """Returns an insert's columns as a ColumnBatch (never a row dict per row); None if one
+    is the dynamic field's (its keys become fields: `rows_from_columns`). Raises
+    InvalidArgument (Milvus's messages) for a column of another length than `num_rows` or
+    vector floats that do not fill whole rows."""
+    out: dict[str, Any] = {}
+    for fd in columns:
+        if fd.is_dynamic:
+            return None
+        values = column_array(fd)
+        if len(values) != num_rows:
+            raise InvalidArgument(
+                f"the num_rows ({len(values)}) of field ({fd.field_name}) is not equal to "
+                f"passed num_rows ({num_rows})"
+            )
+        out[fd.field_name] = values
+    return ColumnBatch(out, num_rows)
 
 
 def with_nulls(name: str, values: list[Any], valid: Sequence[bool]) -> list[Any]:
@@ -224,7 +272,8 @@ def rows_from_columns(columns: Sequence[schema_pb2.FieldData], num_rows: int) ->
         values = column_values(fd)
         if len(values) != num_rows:
             raise InvalidArgument(
-                f"column {fd.field_name!r} has {len(values)} values for {num_rows} rows"
+                f"the num_rows ({len(values)}) of field ({fd.field_name}) is not equal to "
+                f"passed num_rows ({num_rows})"
             )
         for row, value in zip(rows, values, strict=True):
             if fd.is_dynamic:
