@@ -350,9 +350,11 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
 
 
 # -- search ---------------------------------------------------------------------------------------
-def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
+def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray]:
     """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
-    FloatVector values, each little-endian float32). Raises InvalidArgument."""
+    FloatVector values, each little-endian float32): one (nq, dim) float32 array when they
+    are all as long (no Python float per value), else one array each (the proxy names the
+    one of another dim). Raises InvalidArgument."""
     c = common_pb2
     try:
         group = c.PlaceholderGroup.FromString(raw)
@@ -366,7 +368,10 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]]:
         raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
     if any(len(v) % 4 or not v for v in ph.values):
         raise InvalidArgument("a float vector placeholder must hold float32 bytes")
-    return [np.frombuffer(v, dtype="<f4").tolist() for v in ph.values]
+    if len({len(v) for v in ph.values}) == 1:
+        flat = np.frombuffer(b"".join(ph.values), dtype="<f4")
+        return flat.reshape(len(ph.values), -1).astype(np.float32)
+    return [np.frombuffer(v, dtype="<f4").astype(np.float32) for v in ph.values]
 
 
 def search_params(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, Any]:
