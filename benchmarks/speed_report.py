@@ -33,6 +33,7 @@ MEASURES: list[tuple[str, str, tuple[str, ...]]] = [
     ("  its recall@10", "search", ("vectorlog", "reads", "filtered_bounded", "recall")),
     ("  / bare faiss (filtered)", "search", ("ratios", "filtered_ratio")),
     ("bare faiss one per call (QPS)", "search", ("faiss", "single_qps")),
+    ("in process, 20k growing rows, one per call (QPS)", "server", ("in_process", "search_qps")),
     ("gRPC search, one per call (QPS)", "server", ("grpc", "search_qps")),
     ("gRPC insert (rows/s)", "server", ("grpc", "insert_rows_per_s")),
     ("REST search, one per call (QPS)", "server", ("rest", "search_qps")),
