@@ -720,7 +720,7 @@ class Proxy:
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:
-            return v.vectors(field, list(data))
+            return v.vectors(field, data if isinstance(data, np.ndarray) else list(data))
         except TypeError:
             raise InvalidArgument(
                 f"search data must be a list of vectors, not {data!r:.60}"

@@ -31,6 +31,7 @@ from vectorlog.core.model import (
     FieldSchema,
 )
 from vectorlog.processors.proxy.arrays import array_values, float32s
+from vectorlog.processors.proxy.columnar import ColumnBatch
 from vectorlog.processors.proxy.functions import derived, function_outputs
 
 INT64_MIN, INT64_MAX = INT_RANGES[DataType.INT64]
@@ -46,6 +47,8 @@ def rows_to_columns(
 
     An upsert names its rows, so it needs the primary key even when it is auto_id.
     """
+    if isinstance(rows, ColumnBatch):
+        return _batch_columns(schema, rows, upsert)
     if isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:
@@ -70,6 +73,47 @@ def rows_to_columns(
     if schema.dynamic is not None:
         columns[META] = _dynamic(schema.dynamic, raw[META])
     return derived(columns, schema)
+
+
+def _batch_columns(schema: CollectionSchema, batch: ColumnBatch, upsert: bool) -> Columns:
+    """Returns the validated columns of a columnar insert (the dynamic field left out: its
+    rows are all {}). Raises SchemaMismatch for an unknown or missing field, an auto_id key
+    supplied, a column of another length (Milvus's message) or a bad value."""
+    outputs = {n for fn in schema.functions for n in fn.output_field_names}
+    given, n = batch.columns, batch.num_rows
+    supplied = sorted(outputs & given.keys())
+    if supplied:
+        raise SchemaMismatch(
+            f"field {supplied[0]!r} is the output of a BM25 function: its value is derived "
+            "from the input text, not given"
+        )
+    fields = [
+        f
+        for f in schema.user_fields
+        if (upsert or not (f.is_primary and f.auto_id)) and f.name not in outputs
+    ]
+    pk = schema.primary
+    if pk.auto_id and not upsert and pk.name in given:
+        raise SchemaMismatch(f"primary key {pk.name!r} is auto_id; do not supply it")
+    unknown = sorted(given.keys() - {f.name for f in fields})
+    if unknown:
+        raise SchemaMismatch(f"unknown field(s) {unknown}")
+    if n <= 0:
+        raise SchemaMismatch("insert needs a non-empty list of rows (dicts)")
+    out: Columns = {}
+    for f in fields:
+        values = given.get(f.name)
+        if values is None:
+            if not (f.nullable or f.default_value is not None):
+                raise SchemaMismatch(f"missing field(s) {[f.name]}")
+            values = [None] * n
+        if len(values) != n:
+            raise SchemaMismatch(
+                f"the num_rows ({len(values)}) of field ({f.name}) is not equal to passed "
+                f"num_rows ({n})"
+            )
+        out[f.name] = _column(f, values)
+    return derived(out, schema)
 
 
 def _dynamic(f: FieldSchema, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -171,6 +215,8 @@ def _with_optional(fields: list[FieldSchema], rows: Sequence[Any]) -> Sequence[A
 def _column(f: FieldSchema, values: list[Any]) -> Any:
     """Returns a field's validated column: a defaulted field's None rows take the default;
     a nullable field's column with a None is a list holding None in those rows."""
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return _typed(f, values)  # a numeric column: no None in it
     if f.default_value is not None:
         values = [f.default_value if v is None else v for v in values]
     if not f.nullable or all(v is not None for v in values):
@@ -187,6 +233,9 @@ def _column(f: FieldSchema, values: list[Any]) -> Any:
 
 
 def _typed(f: FieldSchema, values: list[Any]) -> Any:
+    floats = _finite_floats(f, values)
+    if floats is not None:
+        return floats
     if f.dtype is DataType.FLOAT_VECTOR:
         return vectors(f, values)
     if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
@@ -222,6 +271,17 @@ def _typed(f: FieldSchema, values: list[Any]) -> Any:
     return _json(f, values)
 
 
+def _finite_floats(f: FieldSchema, values: Any) -> np.ndarray | None:
+    """Returns a FLOAT / DOUBLE column given as a float array, converted, if every value is
+    finite at the field's width; None otherwise (the checks name the bad row)."""
+    width = {DataType.FLOAT: np.float32, DataType.DOUBLE: np.float64}.get(f.dtype)
+    if width is None or not isinstance(values, np.ndarray) or values.dtype.kind != "f":
+        return None
+    with np.errstate(over="ignore"):
+        out = values.astype(width)
+    return out if out.ndim == 1 and bool(np.isfinite(out).all()) else None
+
+
 def _checked(f: FieldSchema, values: list[Any], ok: Any, what: str, dtype: Any) -> np.ndarray:
     for i, v in enumerate(values):
         if not ok(v):
@@ -235,7 +295,9 @@ def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
     lo, hi = INT_RANGES[f.dtype]
     arr = np.asarray(values)
     fast = (
-        arr.dtype.kind == "i" and arr.ndim == 1 and {bool, np.bool_}.isdisjoint(map(type, values))
+        arr.dtype.kind == "i"
+        and arr.ndim == 1
+        and (isinstance(values, np.ndarray) or {bool, np.bool_}.isdisjoint(map(type, values)))
     )
     if fast and (not arr.size or lo <= arr.min() <= arr.max() <= hi):  # numpy sees True as 1
         return arr.astype(np.int64)
@@ -301,16 +363,22 @@ def _json_problem(value: Any) -> str | None:
     return None
 
 
-def vectors(f: FieldSchema, values: list[Any]) -> np.ndarray:
+def vectors(f: FieldSchema, values: list[Any] | np.ndarray) -> np.ndarray:
     """Returns an (n, dim) float32 array. Raises SchemaMismatch naming the bad row."""
     try:
         raw = np.asarray(values)
-        with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below
-            arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
+        if raw.dtype == np.float32:
+            arr: np.ndarray | None = raw
+        else:
+            with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below
+                arr = raw.astype(np.float32, copy=False) if raw.dtype.kind in "iuf" else None
     except (ValueError, TypeError):
         arr = None
     if arr is None or arr.ndim != 2 or arr.shape[1] != f.dim:
         raise SchemaMismatch(_bad_vector(f, values))
+    flat = arr.reshape(-1)
+    if math.isfinite(float(flat.dot(flat))):  # no NaN, inf or overflowing norm in any row
+        return arr
     if not np.isfinite(arr).all():
         row = int(np.where(~np.isfinite(arr).all(axis=1))[0][0])
         raise SchemaMismatch(f"row {row}: vector field {f.name!r} has a NaN or infinite value")
@@ -375,7 +443,7 @@ def binary_queries(f: FieldSchema, data: Any) -> np.ndarray:
         raise InvalidArgument(f"search data must be a list of vectors, not {data!r:.60}") from None
 
 
-def _bad_vector(f: FieldSchema, values: list[Any]) -> str:
+def _bad_vector(f: FieldSchema, values: list[Any] | np.ndarray) -> str:
     for i, v in enumerate(values):
         if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
             return f"row {i}: vector field {f.name!r} must be a list of {f.dim} floats, got {v!r}"

@@ -37,6 +37,30 @@ def unit_queries(q: np.ndarray) -> np.ndarray:
     return qn
 
 
+def one_query(
+    x: np.ndarray, v: np.ndarray, l2: bool, want: int, metric: str, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Returns (distances, row positions), 1 x `want`, of the exact top `want` rows of `v`
+    (set in `mask`, if given) for the one query `x` (1 x dim, as `v` is stored): squared
+    L2 or inner product, scored by `metric`'s order. Uses faiss's single-threaded SIMD
+    kernels: faiss's flat search of one query, multi-threaded, costs 20x more on a busy
+    machine, numpy's BLAS too."""
+    n, dim = v.shape
+    d = np.empty(n, dtype=np.float32)
+    kernel = faiss.fvec_L2sqr_ny if l2 else faiss.fvec_inner_products_ny  # type: ignore[attr-defined]
+    kernel(faiss.swig_ptr(d), faiss.swig_ptr(x), faiss.swig_ptr(v), dim, n)
+    if mask is not None:
+        d[~mask] = worst(metric)
+    if n <= want:
+        return top_k(d[None], want, metric)
+    key = -d if metric in LARGER_IS_NEARER else d
+    part = np.argpartition(key, want - 1)[:want]
+    order = part[np.argsort(key[part], kind="stable")]
+    dist = d[order]
+    cols = np.where(np.isfinite(dist), order, -1)
+    return dist[None], cols[None].astype(np.int64)
+
+
 def worst(metric: str) -> float:
     """Returns the distance of an empty slot: sorts after every real hit."""
     return -np.inf if metric in LARGER_IS_NEARER else np.inf

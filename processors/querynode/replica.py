@@ -35,6 +35,7 @@ from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.binarycolumn import BinaryColumn, BinarySegmentIndex
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
+from vectorlog.processors.querynode.filtercache import FilterCache, Selection
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.ranged import RangeBounds
@@ -75,6 +76,7 @@ class Replica:
         self.dropped_ts: int | None = None  # the collection's drop ts
         self.lock = threading.RLock()
         self.scalar = ScalarIndexes()  # loaded scalar indexes, which filters use
+        self.filters = FilterCache()  # filter selections per (expression, segment version)
 
     @property
     def segments(self) -> dict[tuple[int, int], Segment]:
@@ -353,14 +355,18 @@ class Replica:
 
     def _evaluate(self, expr: Expr, rows: np.ndarray | None) -> np.ndarray:
         """Returns `expr` evaluated on every row (None) or on `rows`: a boolean mask."""
-        missing = [f for f in expr.fields if f not in self.columns.types]
-        if missing:
-            raise InvalidArgument(f"filter: field(s) {sorted(missing)} cannot be filtered on")
+        self._check_fields(expr)
         if rows is None:
             cols = {f: self.columns.view(f) for f in expr.fields}
             index = self.scalar.row_index(len(self), lambda at: self.columns.take(expr.fields, at))
             return np.asarray(expr.evaluate(cols, len(self), index), dtype=bool)
         return np.asarray(expr.evaluate(self.columns.take(expr.fields, rows), len(rows)), bool)
+
+    def _check_fields(self, expr: Expr) -> None:
+        """Raises InvalidArgument naming the fields of `expr` that have no scalar column."""
+        missing = [f for f in expr.fields if f not in self.columns.types]
+        if missing:
+            raise InvalidArgument(f"filter: field(s) {sorted(missing)} cannot be filtered on")
 
     def _key_rows(self, keys: list[Any], ts: int, expire_ts: int = 0) -> np.ndarray:
         """Returns the row of each distinct key visible at `ts` and inserted after
@@ -533,14 +539,29 @@ class Replica:
         selected in all (rows inserted at or before `expire_ts` expired).
         Raises InvalidArgument if a loaded segment index has another metric than `metric`."""
         segs = col.planned(partitions, metric)
-        if expr is None and ts >= self.changed_ts and not expire_ts:
-            return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
+        if ts >= self.changed_ts and not expire_ts:
+            if expr is None:
+                return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
+            if expr.primary_keys(self.pk_name) is None:
+                return self._filtered_plan(segs, expr)
         mask = self.selected(ts, partitions, expr, None, expire_ts)
         plan = []
         for seg in segs:
             rows = seg.rows.view()
             plan.append((seg, (rows >= 0) & mask[np.maximum(rows, 0)]))
         return plan, int(sum(int(np.count_nonzero(m)) for _, m in plan))
+
+    def _filtered_plan(self, segs: list[Segment], expr: Expr) -> tuple[Plan, int]:
+        """Returns the plan of a filter over the alive rows: each segment with its cached
+        selection (filtercache.py), and how many rows are selected in all."""
+        self._check_fields(expr)
+        key = repr(expr.tree)
+
+        def evaluate(rows: np.ndarray) -> np.ndarray:
+            return self._evaluate(expr, rows)
+
+        plan: Plan = [(seg, self.filters.selection(key, seg, evaluate)) for seg in segs]
+        return plan, sum(sel.count for _, sel in plan if isinstance(sel, Selection))
 
     def _groups(
         self,

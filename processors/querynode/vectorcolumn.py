@@ -16,17 +16,18 @@ import numpy as np
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import FieldSchema
 from vectorlog.processors.querynode.exact import LARGER_IS_NEARER, worst
+from vectorlog.processors.querynode.filtercache import Selection
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.mmapcache import CachedVectors
 from vectorlog.processors.querynode.ranged import RangeBounds, segment_range
 from vectorlog.processors.querynode.ranged import ranked as in_order
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex
-from vectorlog.processors.querynode.segment import DeferredAppends, Segment
+from vectorlog.processors.querynode.segment import DeferredAppends, Segment, Selected
 from vectorlog.processors.querynode.topk import merged
 
 #: a plan: the segments to search, each with the mask of its selected positions (None: its
-#: alive bitmap, the fast path)
-Plan = list[tuple[Segment, np.ndarray | None]]
+#: alive bitmap, the fast path; a Selection: a cached filter's, see filtercache.py)
+Plan = list[tuple[Segment, Selected]]
 
 
 class VectorColumn:
@@ -161,7 +162,7 @@ class VectorColumn:
             if found is None:
                 continue
             dist, pos = found
-            if not pos.size or pos[:, -1].min() >= 0:  # every slot filled (empties are last)
+            if not pos.size or _filled(pos[:, -1]):  # every slot filled (empties are last)
                 parts.append((dist, seg.rows.view()[pos]))
                 continue
             empty = pos < 0
@@ -178,6 +179,8 @@ class VectorColumn:
         for seg, mask in plan:
             if not len(seg):
                 continue
+            if isinstance(mask, Selection):
+                mask = mask.mask()
             for i, (pos, d) in enumerate(segment_range(seg, q, qn, metric, bounds, mask)):
                 rows = seg.rows.view()[pos]
                 held = rows >= 0
@@ -223,6 +226,11 @@ class VectorColumn:
         for seg in self.segs:
             if seg.index is not None and index_id in (-1, seg.index.index_id):
                 seg.unload()
+
+
+def _filled(last: np.ndarray) -> bool:
+    """Returns whether no query's last slot is empty (one query: no numpy reduction)."""
+    return bool(last[0] >= 0) if len(last) == 1 else bool(last.min() >= 0)
 
 
 def positions_of(held: np.ndarray, row_ids: np.ndarray) -> np.ndarray:

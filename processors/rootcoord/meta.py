@@ -166,6 +166,7 @@ class MetaTable:
         self.rbac = RbacMeta()
         #: collection id -> (the stored schema object, its parse): reads skip the parse
         self._schemas: dict[int, tuple[Any, CollectionSchema]] = {}
+        self._infos: dict[int, tuple[Record, CollectionInfo]] = {}  # by latest record version
         self._appliers: dict[str, Callable[[Event], Writes]] = {
             "CollectionCreated": self._created,
             "CollectionDropped": self._dropped,
@@ -219,9 +220,18 @@ class MetaTable:
         return rec
 
     def get(self, name: str, ts: int | None = None) -> CollectionInfo:
-        """Returns the collection `name` (or alias) names, as of `ts`. Raises CollectionNotFound."""
+        """Returns the collection `name` (or alias) names, as of `ts` (the latest: one shared
+        CollectionInfo per record version, which callers must not change). Raises
+        CollectionNotFound."""
         rec = self.record(name, ts)
-        return info_of(rec, self._schema(rec) if ts is None else None)
+        if ts is not None:
+            return info_of(rec)
+        cached = self._infos.get(rec["collection_id"])
+        if cached is not None and cached[0] is rec:
+            return cached[1]  # records are replaced, never changed: one info per version
+        info = info_of(rec, self._schema(rec))
+        self._infos[rec["collection_id"]] = (rec, info)
+        return info
 
     def _schema(self, rec: Record) -> CollectionSchema:
         """Returns the parsed schema of a latest record, parsing it once per record version."""
@@ -364,6 +374,7 @@ class MetaTable:
         elif key.startswith(COLLECTION_KEY):
             self._records.pop(int(key[len(COLLECTION_KEY) :]), None)
             self._schemas.pop(int(key[len(COLLECTION_KEY) :]), None)
+            self._infos.pop(int(key[len(COLLECTION_KEY) :]), None)
         elif key.startswith(COLLECTION_NAME_KEY):
             self._names.pop(key[len(COLLECTION_NAME_KEY) :], None)
         elif key.startswith(ALIAS_KEY):

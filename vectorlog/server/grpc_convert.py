@@ -26,6 +26,7 @@ from vectorlog.core.model import (
     check_default,
     default_kind,
 )
+from vectorlog.processors.proxy.columnar import ColumnBatch
 from vectorlog.server.grpc_functions import (
     analyzer_settings,
     function_from_proto,
@@ -61,6 +62,15 @@ _SCALAR_SLOT = {
     DataType.FLOAT: "float_data",
     DataType.DOUBLE: "double_data",
     DataType.VARCHAR: "string_data",
+}
+#: the numpy type a columnar insert reads a non-null numeric column as
+_NUMPY: dict[DataType, Any] = {
+    DataType.INT8: np.int64,
+    DataType.INT16: np.int64,
+    DataType.INT32: np.int64,
+    DataType.INT64: np.int64,
+    DataType.FLOAT: np.float32,
+    DataType.DOUBLE: np.float64,
 }
 _CASTS: dict[str, Any] = {"int_data": int, "long_data": int, "float_data": float}
 _CASTS |= {"double_data": float, "bool_data": bool, "string_data": str}
@@ -212,10 +222,7 @@ def column_values(fd: schema_pb2.FieldData) -> list[Any]:
     Raises InvalidArgument for an unsupported type or a malformed vector column."""
     dtype = data_type(fd.type)
     if dtype is DataType.FLOAT_VECTOR:
-        dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
-        if dim <= 0 or len(flat) % dim:
-            raise InvalidArgument(f"vector column {fd.field_name!r}: {len(flat)} floats, dim {dim}")
-        return np.asarray(flat, dtype=np.float32).reshape(-1, dim).tolist()
+        return float_vectors(fd).tolist()
     if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format, checked at insert
         return list(fd.vectors.sparse_float_vector.contents)
     if dtype in HALF_TYPES:
@@ -253,6 +260,47 @@ def half_values(fd: schema_pb2.FieldData) -> list[Any]:
     return [raw[i : i + 2 * dim] for i in range(0, len(raw), 2 * dim)]
 
 
+def float_vectors(fd: schema_pb2.FieldData) -> np.ndarray:
+    """Returns a FLOAT_VECTOR column as an (n, dim) float32 array (one copy, no Python float
+    per value). Raises InvalidArgument (Milvus's message) unless its floats fill whole rows."""
+    dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
+    if dim <= 0 or len(flat) % dim:
+        raise InvalidArgument(f"the length({len(flat)}) of float data should divide the dim({dim})")
+    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+
+
+def column_array(fd: schema_pb2.FieldData) -> Any:
+    """Returns one FieldData column for a columnar insert: vectors (n, dim) and non-null
+    64/32/16/8-bit integers, floats and doubles as numpy arrays, other columns as lists (None
+    where valid_data says null). Raises InvalidArgument as `column_values`."""
+    dtype = data_type(fd.type)
+    if dtype is DataType.FLOAT_VECTOR:
+        return float_vectors(fd)
+    numeric = _NUMPY.get(dtype)
+    if numeric is not None and not fd.valid_data:
+        return np.asarray(getattr(fd.scalars, _SCALAR_SLOT[dtype]).data, dtype=numeric)
+    return column_values(fd)
+
+
+def column_batch(columns: Sequence[schema_pb2.FieldData], num_rows: int) -> ColumnBatch | None:
+    """Returns an insert's columns as a ColumnBatch (never a row dict per row); None if one
+    is the dynamic field's (its keys become fields: `rows_from_columns`). Raises
+    InvalidArgument (Milvus's messages) for a column of another length than `num_rows` or
+    vector floats that do not fill whole rows."""
+    out: dict[str, Any] = {}
+    for fd in columns:
+        if fd.is_dynamic:
+            return None
+        values = column_array(fd)
+        if len(values) != num_rows:
+            raise InvalidArgument(
+                f"the num_rows ({len(values)}) of field ({fd.field_name}) is not equal to "
+                f"passed num_rows ({num_rows})"
+            )
+        out[fd.field_name] = values
+    return ColumnBatch(out, num_rows)
+
+
 def with_nulls(name: str, values: list[Any], valid: Sequence[bool]) -> list[Any]:
     """Returns a nullable column's values with None where `valid` says null: pymilvus 3
     sends only the valid rows' values (Milvus's proxy fills the others), older clients a
@@ -275,7 +323,8 @@ def rows_from_columns(columns: Sequence[schema_pb2.FieldData], num_rows: int) ->
         values = column_values(fd)
         if len(values) != num_rows:
             raise InvalidArgument(
-                f"column {fd.field_name!r} has {len(values)} values for {num_rows} rows"
+                f"the num_rows ({len(values)}) of field ({fd.field_name}) is not equal to "
+                f"passed num_rows ({num_rows})"
             )
         for row, value in zip(rows, values, strict=True):
             if fd.is_dynamic:
@@ -363,10 +412,12 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
 
 
 # -- search ---------------------------------------------------------------------------------------
-def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | list[str]:
+def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray] | list[bytes] | list[str]:
     """Returns the float vectors of a search's PlaceholderGroup (one placeholder of
-    FloatVector values, each little-endian float32), or its sparse rows (a
-    SparseFloatVector placeholder's, Milvus's row format). Raises InvalidArgument."""
+    FloatVector values, each little-endian float32): one (nq, dim) float32 array when they
+    are all as long (no Python float per value), else one array each (the proxy names the
+    one of another dim); or its sparse rows (a SparseFloatVector placeholder's, Milvus's row
+    format), or its texts (a VarChar placeholder's: BM25). Raises InvalidArgument."""
     c = common_pb2
     try:
         group = c.PlaceholderGroup.FromString(raw)
@@ -392,7 +443,10 @@ def vectors_from_placeholder(raw: bytes) -> list[list[float]] | list[bytes] | li
         raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
     if any(len(v) % 4 or not v for v in ph.values):
         raise InvalidArgument("a float vector placeholder must hold float32 bytes")
-    return [np.frombuffer(v, dtype="<f4").tolist() for v in ph.values]
+    if len({len(v) for v in ph.values}) == 1:
+        flat = np.frombuffer(b"".join(ph.values), dtype="<f4")
+        return flat.reshape(len(ph.values), -1).astype(np.float32)
+    return [np.frombuffer(v, dtype="<f4").astype(np.float32) for v in ph.values]
 
 
 def search_params(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, Any]:

@@ -47,14 +47,14 @@ class DataRpcs:
     # -- data -----------------------------------------------------------------------------------
     @rpc
     def Insert(self, request: Any, context: Any) -> Any:
-        rows = conv.rows_from_columns(request.fields_data, request.num_rows)
+        rows = _rows(request)
         part = request.partition_name or None
         res = self.client.insert(request.collection_name, rows, part)
         return _mutation(res["ids"], res["timestamp"], insert_cnt=res["insert_count"])
 
     @rpc
     def Upsert(self, request: Any, context: Any) -> Any:
-        rows = conv.rows_from_columns(request.fields_data, request.num_rows)
+        rows = _rows(request)
         part = request.partition_name or None
         res = self.client.upsert(request.collection_name, rows, part)
         return _mutation(res["ids"], res["timestamp"], upsert_cnt=res["upsert_count"])
@@ -176,6 +176,13 @@ def index_search_params(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("metric_type"):
         out["metric_type"] = params["metric_type"]
     return out
+
+
+def _rows(request: Any) -> Any:
+    """Returns an Insert/Upsert request's rows: its columns as arrays (conv.column_batch),
+    or row dicts when it carries the dynamic field."""
+    batch = conv.column_batch(request.fields_data, request.num_rows)
+    return conv.rows_from_columns(request.fields_data, request.num_rows) if batch is None else batch
 
 
 def _mutation(ids: list[Any], ts: int, **counts: int) -> Any:

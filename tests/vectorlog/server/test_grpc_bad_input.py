@@ -55,22 +55,39 @@ def test_a_malformed_schema_is_refused_and_creates_nothing(served: Served, stub)
 
 
 @pytest.mark.parametrize(
-    "columns, num_rows",
+    "columns, num_rows, says",
     [
-        ([id_column([1, 2]), vector_column([1.0, 2.0, 3.0, 4.0])], 3),  # num_rows disagrees
-        ([id_column([1, 2]), vector_column([1.0, 2.0, 3.0, 4.0], dim=4)], 2),  # wrong dim
-        ([id_column([1, 2]), vector_column([1.0, 2.0, 3.0], dim=2)], 2),  # ragged vectors
-        ([id_column([1, 2])], 2),  # no vector column
+        (  # num_rows disagrees (Milvus's message)
+            [id_column([1, 2]), vector_column([1.0, 2.0, 3.0, 4.0])],
+            3,
+            "the num_rows (2) of field (id) is not equal to passed num_rows (3)",
+        ),
+        (  # columns of different lengths
+            [id_column([1, 2, 3]), vector_column([1.0, 2.0, 3.0, 4.0])],
+            3,
+            "the num_rows (2) of field (vector) is not equal to passed num_rows (3)",
+        ),
+        (  # another dim: its rows are counted by it
+            [id_column([1, 2]), vector_column([1.0, 2.0, 3.0, 4.0], dim=4)],
+            2,
+            "the num_rows (1) of field (vector) is not equal to passed num_rows (2)",
+        ),
+        (  # vector floats that do not fill whole rows (Milvus's message)
+            [id_column([1, 2]), vector_column([1.0, 2.0, 3.0], dim=2)],
+            2,
+            "the length(3) of float data should divide the dim(2)",
+        ),
+        ([id_column([1, 2])], 2, "missing field"),  # no vector column
     ],
-    ids=["num_rows", "dim", "ragged", "missing-field"],
+    ids=["num_rows", "lengths", "dim", "ragged", "missing-field"],
 )
 def test_a_malformed_insert_is_refused_and_writes_nothing(
-    served: Served, stub, name: str, columns: list, num_rows: int
+    served: Served, stub, name: str, columns: list, num_rows: int, says: str
 ) -> None:
     before = len(data_events(served.client))
     req = milvus_pb2.InsertRequest(collection_name=name, fields_data=columns, num_rows=num_rows)
     res = stub.Insert(req)
-    assert res.status.code == 1100, res.status
+    assert res.status.code == 1100 and says in res.status.reason, res.status
     assert len(data_events(served.client)) == before
     assert served.client.query(name, output_fields=["count(*)"])[0]["count(*)"] == 0
 
