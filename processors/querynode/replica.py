@@ -542,8 +542,8 @@ class Replica:
         if ts >= self.changed_ts and not expire_ts:
             if expr is None:
                 return [(s, None) for s in segs], sum(len(s) - s.alive.dead for s in segs)
-            if expr.primary_keys(self.pk_name) is None:
-                return self._filtered_plan(segs, expr)
+            if expr.primary_keys(self.pk_name) is None and not isinstance(col, SparseColumn):
+                return self._filtered_plan(segs, expr)  # dense: the cached selections
         mask = self.selected(ts, partitions, expr, None, expire_ts)
         plan = []
         for seg in segs:
