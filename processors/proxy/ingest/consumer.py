@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from vectorlog.core.errors import InvalidArgument, NotFound
 from vectorlog.core.faults import crash_point
+from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
     TopicPartition,
@@ -27,7 +30,9 @@ from vectorlog.processors.proxy.ingest.applied import (
     source_header,
 )
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, read_batch
 from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
@@ -177,9 +182,7 @@ class IngestConsumer(ProcessorBase):
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies a batch, dead-letters its bad records, then commits its positions."""
-        units = [u for u in (self._decode(route, rec) for rec in records) if u is not None]
-        for run in _runs(units):
-            self._apply_run(run, route)
+        self._apply_batch(route, [rec for rec in records if self._live(rec)])
         crash_point("ingest.before_positions")
         committed = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
         with self.store.transaction() as txn:
@@ -190,11 +193,69 @@ class IngestConsumer(ProcessorBase):
             if tp in self._applied:
                 self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
 
-    def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
-        if self._dead_letter.contains(rec):  # a decision to dead-letter is final
+    def _live(self, rec: Record) -> bool:
+        """Returns False for a record dead-lettered before (a decision to dead-letter is
+        final) or written before a crash (its position not committed)."""
+        if self._dead_letter.contains(rec):
+            return False
+        return rec.offset not in self._applied.get((rec.topic, rec.partition), ())
+
+    def _apply_batch(self, route: IngestRoute, records: list[Record]) -> None:
+        """Applies records read as columns where the batch allows (see `columnar`), the
+        rest record by record, in their order."""
+        read = self._columnar(route, records)
+        if read is None:
+            self._apply_records(route, records)
+            return
+        batch, schema = read
+        for upserts, rows in _segments(batch.upserts):
+            if upserts:
+                self._apply_columns(route, batch, schema, rows, records)
+            else:
+                self._apply_records(route, [records[i] for i in rows.tolist()])
+
+    def _columnar(
+        self, route: IngestRoute, records: list[Record]
+    ) -> tuple[Batch, CollectionSchema] | None:
+        name = collection_of(records, route) if records else None
+        if name is None:
             return None
-        if rec.offset in self._applied.get((rec.topic, rec.partition), ()):
-            return None  # written before a crash, its position not committed
+        try:
+            schema = self.proxy.describe_collection(name).schema
+        except BAD_INPUT:
+            return None  # each record is dead-lettered naming the collection
+        batch = read_batch(records, route, schema, name, self._schemas)
+        return None if batch is None else (batch, schema)
+
+    def _apply_columns(
+        self,
+        route: IngestRoute,
+        batch: Batch,
+        schema: CollectionSchema,
+        rows: np.ndarray,
+        records: list[Record],
+    ) -> None:
+        """Writes the rows that fit as one upsert and dead-letters each row that does not,
+        with its reason; if the proxy refuses the write, applies its records one by one."""
+        fitted = fit_columns(schema, batch.table, rows)
+        for i, why in sorted(fitted.bad.items()):
+            self._dead_letter(records[i], f"SchemaMismatch: {why}")
+        if fitted.write is None:
+            return
+        sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
+        try:
+            tag = (source_header(sources),)
+            self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tag)
+        except BAD_INPUT:
+            self._apply_records(route, sources)
+
+    def _apply_records(self, route: IngestRoute, records: list[Record]) -> None:
+        """Decodes and applies records one by one (runs of one target as one write)."""
+        units = [u for u in (self._decode(route, rec) for rec in records) if u is not None]
+        for run in _runs(units):
+            self._apply_run(run, route)
+
+    def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
         try:
             return _Unit(rec, decode(rec, route, self._schemas))
         except BAD_INPUT as exc:
@@ -240,6 +301,14 @@ def _count(applied: dict[TopicPartition, set[int]]) -> str:
 
 def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _segments(upserts: np.ndarray) -> list[tuple[bool, np.ndarray]]:
+    """Returns the batch's row indices split into runs of upserts and of the rest."""
+    if upserts.all():
+        return [(True, np.arange(len(upserts)))]
+    cuts = np.flatnonzero(np.diff(upserts.astype(np.int8))) + 1
+    return [(bool(upserts[run[0]]), run) for run in np.split(np.arange(len(upserts)), cuts)]
 
 
 def _runs(units: list[_Unit]) -> list[list[_Unit]]:
