@@ -34,11 +34,11 @@ from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, rea
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
+from vectorlog.processors.proxy.ingest.positions import PositionStore, assigned
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
-from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
 from vectorlog.streams.log.base import Log, Record
@@ -65,7 +65,9 @@ class _Unit:
 
 
 class IngestConsumer(ProcessorBase):
-    """Consumes the ingest `routes` on one thread, from the positions in `store`."""
+    """Consumes the ingest `routes` on one thread, from the positions in `store`; `worker`
+    (index, count): consumes only that worker's share of each topic's partitions
+    (`positions.assigned`), the others' positions left alone."""
 
     name = PROCESSOR
 
@@ -73,14 +75,17 @@ class IngestConsumer(ProcessorBase):
         self,
         proxy: ProxyService,
         log: Log,
-        store: StateStore,
+        store: PositionStore,
         routes: Sequence[IngestRoute],
         dead_letter: DeadLetterWriter,
         dml: str,
         schemas: WriterSchemas | None = None,
+        worker: tuple[int, int] = (0, 1),
     ) -> None:
         self.proxy, self.log, self.store, self.routes = proxy, log, store, list(routes)
         self._dead_letter, self._dml, self._schemas = dead_letter, dml, schemas
+        self._worker = worker
+        self._owned: list[TopicPartition] = []
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
         self._marked_at = 0.0
         self._idle = False
@@ -98,19 +103,18 @@ class IngestConsumer(ProcessorBase):
     def positions(self) -> dict[tuple[str, int], int]:
         """Returns the committed {(topic, partition): next offset} of the ingest topics."""
         topics = {r.topic for r in self.routes}
-        return {tp: off for tp, off in self.store.positions().items() if tp[0] in topics}
+        return {tp: off for tp, off in self.store.committed().items() if tp[0] in topics}
 
     def dml_floor(self) -> dict[int, int]:
         """Returns the stored mark per dml partition: after a crash the consumer reads the dml
         from there, so log retention keeps those records."""
-        return {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+        return self.store.marks(self._owned)
 
     def _refresh_mark(self) -> None:
         """Moves the mark to the dml's end (at most every MARK_EVERY_S), while idle, so an
         idle consumer never holds log retention back."""
         if time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            with self.store.transaction() as txn:
-                self._mark(txn)
+            self._commit({}, force_mark=True)
 
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
@@ -137,37 +141,52 @@ class IngestConsumer(ProcessorBase):
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
         """Finds what the last attempts applied past the stored positions, then returns the
-        stored position of each ingest topic's partitions, creating a missing topic with one
-        partition. Raises LogError."""
+        stored position of this worker's partitions of each ingest topic, creating a missing
+        topic with one partition. Raises LogError."""
+        self.store.refresh()
+        self._owned = self._assignment()
         self._recover()
-        positions: dict[str, dict[int, int]] = {}
+        committed = self.store.committed()
+        positions: dict[str, dict[int, int]] = {r.topic: {} for r in self.routes}
+        for topic, p in self._owned:
+            positions[topic][p] = committed.get((topic, p), 0)
+        return positions
+
+    def _assignment(self) -> list[TopicPartition]:
+        owned = []
         for route in self.routes:
             try:
                 n = self.log.partitions(route.topic)
             except TopicNotFound:
                 self.log.create_topic(route.topic, 1)
                 n = self.log.partitions(route.topic)
-            positions[route.topic] = {p: self.store.position(route.topic, p) or 0 for p in range(n)}
-        return positions
+            owned += [(route.topic, p) for p in assigned(n, *self._worker)]
+        return owned
 
     def _recover(self) -> None:
-        """Reads the dml tail from the stored mark for writes not yet committed here; with no
-        mark yet, stores one (nothing was written past the dml's end now)."""
-        marks = {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+        """Reads the dml tail from the stored mark for writes not yet committed for this
+        worker's partitions; with no mark yet, stores one (nothing was written past the
+        dml's end now)."""
+        marks = self.store.marks(self._owned)
         if marks:
-            self._applied = applied_since(self.log, self._dml, marks, self.positions())
+            committed = self.store.committed()
+            found = applied_since(self.log, self._dml, marks, committed)
+            self._applied = {tp: o for tp, o in found.items() if tp in set(self._owned)}
             if self._applied:
                 log.info("ingest: %s already on dml, not applied again", _count(self._applied))
             return
-        with self.store.transaction() as txn:
-            self._mark(txn, force=True)
+        self._commit({}, force_mark=True)
 
-    def _mark(self, txn: Transaction, force: bool = False) -> None:
-        """Stages the dml end offsets as the mark, at most every MARK_EVERY_S seconds."""
-        if force or time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            for p, off in self.log.end_offsets(self._dml).items():
-                txn.set_position(self._dml, p, off)
+    def _commit(self, positions: dict[TopicPartition, int], force_mark: bool = False) -> None:
+        """Commits `positions` (with a mark: those of every owned partition), with the dml
+        end offsets as the mark if forced or due (every MARK_EVERY_S seconds)."""
+        marks = None
+        if force_mark or time.monotonic() - self._marked_at >= MARK_EVERY_S:
+            marks = self.log.end_offsets(self._dml)
             self._marked_at = time.monotonic()
+            committed = self.store.committed()
+            positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
+        self.store.commit(positions, marks)
 
     def _gather(self, route: IngestRoute, wait: float) -> list[Record]:
         """Returns up to `route.batch_size` records, waiting up to `wait` seconds for the first
@@ -185,10 +204,7 @@ class IngestConsumer(ProcessorBase):
         self._apply_batch(route, [rec for rec in records if self._live(rec)])
         crash_point("ingest.before_positions")
         committed = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
-        with self.store.transaction() as txn:
-            self._mark(txn)
-            for (topic, partition), offset in committed.items():
-                txn.set_position(topic, partition, offset)
+        self._commit(committed)
         for tp, offset in committed.items():  # a batch may end inside an earlier attempt
             if tp in self._applied:
                 self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
