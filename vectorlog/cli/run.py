@@ -14,7 +14,7 @@ from typing import Any
 
 from vectorlog.server.logs import FORMATS, LEVELS
 
-ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy")
+ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy", "ingest")
 #: the exit code of a process that refused to start (its one line says why)
 REFUSED = 2
 
@@ -33,6 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
     for peer in ("rootcoord", "datacoord", "querynode"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
+    p.add_argument(
+        "--worker",
+        default="0/1",
+        metavar="I/N",
+        help="ingest: this worker's index of N; it consumes its range of each ingest topic's"
+        " partitions (default 0/1: all)",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
@@ -81,7 +88,18 @@ def _runner(args: argparse.Namespace, cfg: Any, name: str) -> Any:
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode)
-    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name)
+    worker = _worker(args.worker)
+    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name, worker)
+
+
+def _worker(text: str) -> tuple[int, int]:
+    """Returns (index, count) of `--worker I/N`. Raises InvalidArgument."""
+    from vectorlog.core.errors import InvalidArgument
+
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise InvalidArgument(f"--worker {text!r}: must be I/N with 0 <= I < N")
+    return int(index), int(count)
 
 
 def _wait_for_signal() -> None:

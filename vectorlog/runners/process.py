@@ -9,7 +9,9 @@ broker, so nothing has to be discovered and nothing stale can be found. Rootcoor
 cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
 datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
-Not run here yet: the proxy's ingest consumer, bulk insert and compaction (they need
+The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
+worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
+the other workers on `<ingest>.positions`. Not run here yet: bulk insert and compaction (they need
 rootcoord's and datacoord's internals, not their RPCs), the index node's build progress at
 the proxy (describe_index reports every index Finished), the meta GC, log retention and
 topic snapshots (Kafka keeps its topics whole until their retention).
@@ -26,6 +28,9 @@ from vectorlog.config import Config, ConfigError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+from vectorlog.processors.proxy.ingest.positions import LogPositions
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
@@ -43,6 +48,7 @@ from vectorlog.runners.standalone import _claim, _open_state, open_log
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
+from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.msgstream import TickPolicy
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -72,12 +78,20 @@ class ProcessRunner:
     node), `proxy`, `rootcoord`, `datacoord`, `querynode`, `datanode`, `indexnode`."""
 
     def __init__(
-        self, role: str, cfg: Config, peers: Peers, rpc_address: str | None, name: str
+        self,
+        role: str,
+        cfg: Config,
+        peers: Peers,
+        rpc_address: str | None,
+        name: str,
+        worker: tuple[int, int] = (0, 1),
     ) -> None:
-        """`name`: this process's id (its ticks' source). Raises UnknownRole, ConfigError
+        """`name`: this process's id (its ticks' source); `worker`: an ingest worker's
+        (index, count). Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), ClusterInUse (a
         second rootcoord), or what recovering a processor raised."""
         self.role, self.cfg, self.peers, self.name = role, cfg, peers, name
+        self.worker = worker
         self.specs = CLUSTER.processors_of(role)
         if not cfg.is_kafka:
             raise ConfigError(f"vectorlog run needs --log kafka://HOST:PORT, not {cfg.log!r}")
@@ -109,6 +123,7 @@ class ProcessRunner:
             "datanode": self._datanode,
             "indexnode": self._indexnode,
             "proxy": self._proxy,
+            "ingest": self._ingest,
         }
         for spec in self.specs:
             if spec.name in builder:
@@ -254,6 +269,25 @@ class ProcessRunner:
             name, rc, dc, qn, self.log, self.topics, self.serdes, self.cfg.read_timeout_s
         )
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
+
+    def _ingest(self) -> None:
+        """An ingest worker: a proxy of its own (named after this process) writing what the
+        consumer of its partitions reads."""
+        self._proxy()
+        topics, cfg = self.topics, self.cfg
+        url = cfg.schema_registry_url
+        self.ingest = IngestConsumer(
+            self.proxy,
+            self.log,
+            LogPositions(self.log, f"{topics.ingest}.positions"),
+            cfg.ingest_routes(topics.ingest),
+            DeadLetterWriter(self.log, topics.dlq, PROCESSOR),
+            topics.dml,
+            WriterSchemas(url) if url else None,
+            self.worker,
+        )
+        self._started(self.ingest)
+        log.info("ingest: worker %d of %d started", *self.worker)
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:

@@ -39,6 +39,7 @@ class Member:
     metrics_port: int = field(default_factory=free_port)
     port: int = field(default_factory=free_port)  # a proxy's gRPC
     rest_port: int = field(default_factory=free_port)  # a proxy's REST v2
+    worker: str = "0/1"  # an ingest worker's I/N
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,8 +63,15 @@ class ProcessCluster:
     """`vectorlog run` children for every role; `close()` stops them all (SIGTERM, then
     SIGKILL). Every child's stderr goes to `dir/<name>.log`."""
 
-    def __init__(self, bootstrap: str, dir: Path, proxies: int = 2) -> None:  # noqa: A002
-        self.bootstrap, self.dir = bootstrap, dir
+    def __init__(
+        self,
+        bootstrap: str,
+        dir: Path,
+        proxies: int = 2,
+        env: dict[str, str] | None = None,  # noqa: A002
+    ) -> None:
+        """`env`: VECTORLOG_* settings every member gets (e.g. VECTORLOG_INGEST_TOPICS)."""
+        self.bootstrap, self.dir, self.env = bootstrap, dir, env or {}
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
         self.members = {r: Member(r, r) for r in BACKEND}
@@ -84,6 +92,8 @@ class ProcessCluster:
             args += ["--rpc-port", str(m.rpc_port)]
         if m.role == "proxy":
             args += ["--port", str(m.port), "--rest-port", str(m.rest_port)]
+        if m.role == "ingest":
+            args += ["--worker", m.worker]
         for peer in SERVING:
             if peer != m.role:
                 args += [f"--{peer}", self.members[peer].rpc]
@@ -93,7 +103,7 @@ class ProcessCluster:
         """Starts one member and waits for its /healthz; returns it. Fails the test with its
         log if it exits first."""
         m = self.members[name]
-        env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100"}
+        env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100", **self.env}
         with (self.dir / f"{name}.log").open("ab") as err:
             m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)
         proc = m.proc

@@ -1,5 +1,6 @@
 """`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
-not Kafka and a role started without the address of a peer it needs; and a proxy's write
+not Kafka, a role started without the address of a peer it needs and an ingest worker
+outside its count; and a proxy's write
 held in flight past half the tick liveness window fails as WriteOutcomeUnknown instead of
 being acknowledged (consumers may have passed its ts)."""
 
@@ -50,6 +51,18 @@ def test_a_role_without_the_address_of_a_peer_it_needs_is_refused(
     )
     assert done.returncode == 2, done.stderr
     assert "vectorlog run querynode needs --rootcoord HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("worker", ["2/2", "x/2", "1"])
+def test_an_ingest_worker_outside_its_count_is_refused(tmp_path: Path, worker: str):
+    done = _run(
+        "ingest",
+        *("--log", "kafka://127.0.0.1:1", "--storage", str(tmp_path / "s")),
+        *("--state-dir", str(tmp_path / "state"), "--worker", worker),
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"--worker {worker!r}: must be I/N with 0 <= I < N" in done.stderr
     assert "Traceback" not in done.stderr
 
 
