@@ -175,3 +175,28 @@ def test_an_unknown_collection_is_refused_and_nothing_is_sent(
         err.strip() == "vectorlog ingest: can't find collection[database=default][collection=nope]"
     )
     assert ingest_topic_size(open_client) == 0
+
+
+@pytest.mark.parametrize("backend", log_params("kafka"))
+def test_wait_returns_once_the_running_cluster_applied_the_rows(
+    client: Client, client_args: dict[str, Any], tmp_path: Path
+):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    lines = [json.dumps({"id": i, "vector": [float(i), 0.5]}) for i in range(50)]
+    assert ingest_lines(client_args, tmp_path, lines, "--wait", "--wait-timeout", "60") == 0
+    found = client.query("c", filter="id >= 0", output_fields=["id"], consistency_level="Strong")
+    assert sorted(r["id"] for r in found) == list(range(50))
+
+
+@pytest.mark.parametrize("backend", log_params("embedded"))
+def test_wait_on_an_embedded_data_dir_is_refused_in_one_line(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    make_collection(open_client)
+    assert ingest_lines(client_args, tmp_path, GOOD, "--wait") == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("vectorlog ingest: --wait needs a running cluster")
+    assert ingest_topic_size(open_client) == 0

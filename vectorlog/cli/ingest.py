@@ -2,7 +2,8 @@
 collection in a `collection` header. Before anything is produced every line is checked as
 the ingest consumer and the proxy would check it (the collection exists, the line parses,
 its rows fit the schema); bad lines are reported with their line numbers and nothing is sent,
-unless `--skip-bad` sends the others. The running cluster's proxy applies them as upserts."""
+unless `--skip-bad` sends the others. The running cluster's proxy applies them as upserts;
+`--wait` returns once it did (ingest_wait)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from vectorlog.cli.ingest_wait import dml_ends, wait_applied
 from vectorlog.config import Config
 from vectorlog.streams.errors import LogOpenError
 from vectorlog.streams.log.base import Append, Log, Record
@@ -35,6 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--skip-bad", action="store_true", help="send the good lines, skipping (counting) bad ones"
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="return once the running cluster applied the rows (visible to a Strong read;"
+        " a kafka:// log: a running cluster holds an embedded data dir)",
+    )
+    p.add_argument("--wait-timeout", type=float, default=300.0, help="seconds (default 300)")
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
@@ -46,6 +55,13 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
 
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
     started = time.monotonic()
+    if args.wait and not cfg.is_kafka:
+        print(
+            "vectorlog ingest: --wait needs a running cluster, and a running cluster holds an"
+            " embedded data dir: use a kafka:// log (or insert through `vectorlog serve`)",
+            file=sys.stderr,
+        )
+        return 1
     try:
         lines = _source(args.file)
         _check_data_dir(cfg)
@@ -73,12 +89,17 @@ def _ingest(
     if bad and not args.quiet:
         _report(args.file, bad, good, "skipped")
     topics.ensure(log)
+    since = dml_ends(log, topics)
     sent = _send(log, topics.ingest, args, lines(), set(bad), good)
+    waited = ""
+    if args.wait:
+        dead = wait_applied(log, topics, sent, since, args.wait_timeout)
+        waited = f", applied ({dead} dead-lettered by the cluster)"
     if not args.quiet:
         seconds = time.monotonic() - t0
         print(
-            f"vectorlog ingest: sent {sent} lines to {args.collection!r}, {len(bad)} bad lines"
-            f" skipped, {seconds:.1f} s",
+            f"vectorlog ingest: sent {len(sent)} lines to {args.collection!r}, {len(bad)} bad"
+            f" lines skipped{waited}, {seconds:.1f} s",
             file=sys.stderr,
         )
     return 0
@@ -138,16 +159,15 @@ def _report(file: str, bad: dict[int, str], good: int, outcome: str) -> None:
 
 def _send(
     log: Log, topic: str, args: argparse.Namespace, lines: Iterator[Line], skip: set[int], n: int
-) -> int:
-    """Appends the lines not in `skip`; returns how many."""
+) -> list[int]:
+    """Appends the lines not in `skip`; returns their offsets."""
     from tqdm import tqdm
 
     headers = (("collection", args.collection.encode()),)
-    sent = 0
+    sent: list[int] = []
     with tqdm(total=n, unit=" lines", disable=args.quiet, file=sys.stderr) as bar:
         for chunk in _chunked(line for line in lines if line[0] not in skip):
-            log.append(topic, [Append(0, value, None, headers) for _, value in chunk])
-            sent += len(chunk)
+            sent += log.append(topic, [Append(0, value, None, headers) for _, value in chunk])
             bar.update(len(chunk))
     return sent
 
