@@ -15,7 +15,11 @@ topics use the Confluent wire format in every figure of the run, the anchor's to
 Formats: JSON rows, Kafka Connect envelopes (`connect_row`), Debezium create events
 (`debezium_change`, op c) and Confluent Avro with `bytes` vectors; since issue 29 the consumer
 reads a batch as Arrow columns (processors/proxy/ingest/columnar.py). The JSON parsers table
-times decoding 1000 of the JSON records into Arrow columns two ways (best of 15, one thread).
+times decoding 1000 records {id, vector} of the same GloVe vectors into Arrow columns (best of
+15). Issue 29's run shared the 2 CPUs with other work (load in the header line): every
+figure is a lower bound, and the parser table is not stable at that load (a run at load 7-18
+with 17-digit floats had orjson 2-3x faster than pyarrow's reader). Ingest worker processes
+(`vectorlog run ingest`) are not measured here.
 
 Throughput: the records are serialized first with vectorlog.producer (the serialize rate is
 reported apart: a producer pays it in its own process), then produced (embedded: appended in

@@ -4,11 +4,14 @@ Arrow column per field (`pa.array` per column, native), fitted to the schema as 
 the proxy's row validation.
 
 JSON (rows, Kafka Connect envelopes, Debezium events) is parsed by orjson, then each field's
-values become one Arrow array: measured on 1000 rows of 128-d vectors, orjson plus `pa.array`
-took about 12 ms where pyarrow's own JSON reader took 25-37 ms (its float parser is the cost;
-benchmarks/ingest_topic.md, "JSON parsers"). Confluent-framed Avro is read by fastavro, its
-`bytes` vectors joined and read with `numpy.frombuffer`; Debezium's `after` rows are taken
-by column, its other events marked to go record by record.
+values become one Arrow array. Why not pyarrow's JSON reader: on 1000 rows of 128-d float32
+vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where pyarrow's reader
+took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (short floats, as
+`json_row` writes them) the two were within 2x of each other either way under a load of 55
+(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. orjson
+also handles a record of another shape without failing the batch. Confluent-framed Avro is
+read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
+`after` rows are taken by column, its other events marked to go record by record.
 
 A batch this module cannot read as a whole (mixed collections or schema ids, a field type
 with no column form here, a value of another type) returns None: the consumer decodes it
