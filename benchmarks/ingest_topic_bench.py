@@ -12,6 +12,15 @@ benchmark's producer and the cluster (the consumer fetches a writer schema once 
 real registry would not change the rate); the cluster has `schema_registry_url` set, so its own
 topics use the Confluent wire format in every figure of the run, the anchor's too.
 
+Formats: JSON rows, Kafka Connect envelopes (`connect_row`), Debezium create events
+(`debezium_change`, op c) and Confluent Avro with `bytes` vectors; since issue 29 the consumer
+reads a batch as Arrow columns (processors/proxy/ingest/columnar.py). The JSON parsers table
+times decoding 1000 records {id, vector} of the same GloVe vectors into Arrow columns (best of
+15). Issue 29's run shared the 2 CPUs with other work (load in the header line): every
+figure is a lower bound, and the parser table is not stable at that load (a run at load 7-18
+with 17-digit floats had orjson 2-3x faster than pyarrow's reader). Ingest worker processes
+(`vectorlog run ingest`) are not measured here.
+
 Throughput: the records are serialized first with vectorlog.producer (the serialize rate is
 reported apart: a producer pays it in its own process), then produced (embedded: appended in
 chunks of 1000 as one producer would; Kafka: `IngestProducer`), and the clock stops when a
@@ -45,11 +54,20 @@ import numpy as np
 
 from benchmarks.ingest import vectors
 from benchmarks.ingest_topic_fresh import FreshnessProbe
-from benchmarks.ingest_topic_report import GOALS, markdown
+from benchmarks.ingest_topic_parsers import json_parsers
+from benchmarks.ingest_topic_report import FORMATS, GOALS, markdown, plot
 from benchmarks.search_report import machine
 from vectorlog import Client
 from vectorlog.core.model import quick_schema
-from vectorlog.producer import AvroRows, IngestProducer, IngestRecord, IngestTopic, json_row
+from vectorlog.producer import (
+    AvroRows,
+    IngestProducer,
+    IngestRecord,
+    IngestTopic,
+    connect_row,
+    debezium_change,
+    json_row,
+)
 from vectorlog.streams.log.base import Append
 
 RESULTS = Path(__file__).parent / "results"
@@ -170,10 +188,17 @@ def default_topic(
     client: Client, x: np.ndarray, fresh_s: float, registry: str | None
 ) -> dict[str, Any]:
     """Returns the insert, JSON, Avro and freshness figures on one cluster."""
-    for name in ("rows_json", "rows_avro", "fresh"):
+    for name in ("rows_json", "rows_connect", "rows_debezium", "rows_avro", "fresh"):
         client.create_collection(name, dimension=DIM, metric_type="L2")
     out: dict[str, Any] = {"insert_rows_per_s": insert_rate(client, x)}
     out["json"] = measure(client, "rows_json", serializer(client, "rows_json"), x)
+    out["connect"] = measure(
+        client, "rows_connect", serializer(client, "rows_connect", connect_row), x
+    )
+    debezium = serializer(
+        client, "rows_debezium", lambda t, row: debezium_change(t, "c", None, row)
+    )
+    out["debezium"] = measure(client, "rows_debezium", debezium, x)
     if registry:
         target = IngestTopic.default("rows_avro", client.cfg.cluster)
         out["avro"] = measure(client, "rows_avro", AvroRows(target, schema(), registry).row, x)
@@ -189,9 +214,13 @@ def freshness(client: Client, x: np.ndarray, fresh_s: float) -> dict[str, Any]:
     return FreshnessProbe(client, "fresh", topic, FRESH_EVERY_S).run(fresh_s, x[:64])
 
 
-def serializer(client: Client, name: str) -> Serializer:
+def serializer(
+    client: Client, name: str, encode: Callable[[IngestTopic, Any], IngestRecord] = json_row
+) -> Serializer:
+    """Returns a serializer of rows of `name` on the default ingest topic (JSON rows, or
+    what `encode` writes)."""
     target = IngestTopic.default(name, client.cfg.cluster)
-    return lambda row: json_row(target, row)
+    return lambda row: encode(target, row)
 
 
 def _broker(stack: ExitStack) -> str:
@@ -231,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     for backend in backends:
         with shared_mock_registry(args.registry):
             res = run(backend, args.rows, args.fresh_s, args.registry)
-        for fmt in ("json", "avro", "json_two_idle_topics"):
+        for fmt in FORMATS:
             if "rows_per_s" in res[fmt]:
                 res[fmt]["ratio_to_insert"] = res[fmt]["rows_per_s"] / res["insert_rows_per_s"]
         results.append(res)
@@ -239,9 +268,11 @@ def main(argv: list[str] | None = None) -> None:
     setup = {"rows": args.rows, "dim": DIM, "batch": BATCH, "fresh_s": args.fresh_s,
              "fresh_every_ms": FRESH_EVERY_S * 1000}  # fmt: skip
     result = {"setup": setup, "goals": GOALS, "results": results, "machine": machine()}
+    result["json_parsers"] = json_parsers(vectors(1000))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ingest_topic.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "ingest_topic.md").write_text(markdown(result, __doc__ or ""))
+    plot(result, args.out / "ingest_topic.png")
 
 
 if __name__ == "__main__":

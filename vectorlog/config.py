@@ -59,9 +59,8 @@ class Config:
     #: a Schema Registry URL switches the wire format to Confluent's (mock:// in tests)
     schema_registry_url: str | None = None
     #: give vectorlog's own records Kafka keys (dml: the vchannel; DDL: the collection id),
-    #: for sinks that need them. Off by default: with keys, 2 of 11 runs of the SIGKILL
-    #: campaign on the Tansu test broker lost acknowledged rows (0 of 21 without); the cause
-    #: is not found yet (docs/kafka-connect.md)
+    #: for sinks that need them. Off by default; the keyed SIGKILL failures once seen were
+    #: the campaign's own (no writer ever created the collection), see docs/kafka-connect.md
     record_keys: bool = False
     #: how long a read waits for the query node to reach its guarantee ts
     read_timeout_s: float = 30.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,15 +41,33 @@ Columns = dict[str, Any]
 MAX_JSON_DEPTH = 64  # nesting of a JSON field value
 
 
+@dataclass(frozen=True)
+class Validated:
+    """Rows already checked against `schema` as columns, in `rows_to_columns`'s output form
+    (the ingest consumer's columnar decoding: processors/proxy/ingest/columnar.py)."""
+
+    schema: CollectionSchema
+    columns: Columns
+    num_rows: int
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+
 def rows_to_columns(
-    schema: CollectionSchema, rows: Sequence[dict[str, Any]], upsert: bool = False
+    schema: CollectionSchema, rows: Sequence[dict[str, Any]] | Validated, upsert: bool = False
 ) -> Columns:
-    """Returns {field name: values} for every user-supplied field. Raises SchemaMismatch.
+    """Returns {field name: values} for every user-supplied field (of `Validated` rows: their
+    columns, if checked against this very schema). Raises SchemaMismatch.
 
     An upsert names its rows, so it needs the primary key even when it is auto_id.
     """
     if isinstance(rows, ColumnBatch):
         return _batch_columns(schema, rows, upsert)
+    if isinstance(rows, Validated):
+        if rows.schema != schema:
+            raise SchemaMismatch("the collection's schema changed since the rows were checked")
+        return dict(rows.columns)
     if isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, Sequence) or not rows:

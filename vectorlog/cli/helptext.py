@@ -50,8 +50,10 @@ COMMANDS: dict[str, Help] = {
     ),
     "ingest": Help(
         "append JSON lines or Parquet rows to the ingest topic",
-        "Appends each row of a JSON lines or Parquet file to the ingest topic; the running "
-        "cluster's proxy upserts them into the collection.",
+        "Checks every row of a JSON lines or Parquet file against the collection's schema, "
+        "then appends them to the ingest topic; the running cluster's proxy upserts them into "
+        "the collection. Bad lines are reported with their numbers and nothing is sent, unless "
+        "--skip-bad sends the others.",
         "vectorlog ingest rows.jsonl --uri kafka://localhost:9092 --collection books",
     ),
     "import": Help(

@@ -20,7 +20,7 @@ from typing import Any
 
 from vectorlog.server.logs import FORMATS, LEVELS
 
-ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy")
+ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy", "ingest")
 #: the exit code of a process that refused to start (its one line says why)
 REFUSED = 2
 #: the variable holding the cluster's token (the processes' RPCs and /metrics)
@@ -45,6 +45,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="proxy: the clients' token, as serve's (or VECTORLOG_TOKEN)")
     p.add_argument("--tls-cert", help="proxy: PEM certificate chain (or VECTORLOG_TLS_CERT)")
     p.add_argument("--tls-key", help="proxy: PEM private key (or VECTORLOG_TLS_KEY)")
+    p.add_argument(
+        "--worker",
+        default="0/1",
+        metavar="I/N",
+        help="ingest: this worker's index of N; it consumes its range of each ingest topic's"
+        " partitions (default 0/1: all)",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
@@ -137,7 +144,18 @@ def _runner(args: argparse.Namespace, cfg: Any, name: str, secret: str | None) -
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
-    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name)
+    worker = _worker(args.worker)
+    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name, worker)
+
+
+def _worker(text: str) -> tuple[int, int]:
+    """Returns (index, count) of `--worker I/N`. Raises InvalidArgument."""
+    from vectorlog.core.errors import InvalidArgument
+
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise InvalidArgument(f"--worker {text!r}: must be I/N with 0 <= I < N")
+    return int(index), int(count)
 
 
 def _wait_for_signal() -> None:

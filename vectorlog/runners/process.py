@@ -13,8 +13,10 @@ processors.querycoord). Every RPC asks for the cluster's token (`Peers.token`). 
 cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
 datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
-Not run here yet: the proxy's ingest consumer, bulk insert and compaction (they need
-rootcoord's and datacoord's internals, not their RPCs), the meta GC, log retention and
+The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
+worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
+the other workers on `<ingest>.positions`. Not run here yet: bulk insert and compaction
+(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC, log retention and
 topic snapshots (Kafka keeps its topics whole until their retention).
 """
 
@@ -32,6 +34,9 @@ from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
+from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+from vectorlog.processors.proxy.ingest.positions import LogPositions
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querycoord.querycoord import QueryCoord
 from vectorlog.processors.querycoord.routing import CoordFollower
@@ -55,6 +60,7 @@ from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
+from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.msgstream import TickPolicy
 from vectorlog.streams.topics import Serdes, Topics
@@ -91,12 +97,20 @@ class ProcessRunner:
     or the index node), `proxy`, `rootcoord`, `datacoord`, `querynode`, `datanode`, `indexnode`."""
 
     def __init__(
-        self, role: str, cfg: Config, peers: Peers, rpc_address: str | None, name: str
+        self,
+        role: str,
+        cfg: Config,
+        peers: Peers,
+        rpc_address: str | None,
+        name: str,
+        worker: tuple[int, int] = (0, 1),
     ) -> None:
-        """`name`: this process's id (its ticks' source). Raises UnknownRole, ConfigError
+        """`name`: this process's id (its ticks' source); `worker`: an ingest worker's
+        (index, count). Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), ClusterInUse (a
         second rootcoord), or what recovering a processor raised."""
         self.role, self.cfg, self.peers, self.name = role, cfg, peers, name
+        self.worker = worker
         self.specs = CLUSTER.processors_of(role)
         if not cfg.is_kafka:
             raise ConfigError(f"vectorlog run needs --log kafka://HOST:PORT, not {cfg.log!r}")
@@ -130,6 +144,7 @@ class ProcessRunner:
             "datanode": self._datanode,
             "indexnode": self._indexnode,
             "proxy": self._proxy,
+            "ingest": self._ingest,
         }
         for spec in self.specs:
             if spec.name in builder:
@@ -341,6 +356,25 @@ class ProcessRunner:
         if any(p in a.failed for p in pchannels):
             return "NotLoad"
         return "Loading" if any(not a.copies(p) for p in pchannels) else "Loaded"
+
+    def _ingest(self) -> None:
+        """An ingest worker: a proxy of its own (named after this process) writing what the
+        consumer of its partitions reads."""
+        self._proxy()
+        topics, cfg = self.topics, self.cfg
+        url = cfg.schema_registry_url
+        self.ingest = IngestConsumer(
+            self.proxy,
+            self.log,
+            LogPositions(self.log, f"{topics.ingest}.positions"),
+            cfg.ingest_routes(topics.ingest),
+            DeadLetterWriter(self.log, topics.dlq, PROCESSOR),
+            topics.dml,
+            WriterSchemas(url) if url else None,
+            self.worker,
+        )
+        self._started(self.ingest)
+        log.info("ingest: worker %d of %d started", *self.worker)
 
     # -- helpers -----------------------------------------------------------------------------
     def _need(self, peer: str) -> str:

@@ -30,6 +30,7 @@ from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+from vectorlog.processors.proxy.ingest.positions import LocalPositions
 from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
@@ -293,8 +294,9 @@ class Standalone:
         routes = cfg.ingest_routes(self.topics.ingest)
         url = cfg.schema_registry_url
         schemas = WriterSchemas(url) if url else None
+        positions = LocalPositions(store, self.topics.dml)
         self.ingest = IngestConsumer(
-            self.proxy, self.log, store, routes, dead_letter, self.topics.dml, schemas
+            self.proxy, self.log, positions, routes, dead_letter, self.topics.dml, schemas
         )
         self._started(self.ingest)
 

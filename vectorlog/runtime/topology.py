@@ -186,14 +186,15 @@ CLUSTER = Topology(
             needs=("rootcoord", "datacoord", "querynode", "indexnode"),
             stateful=False,
         ),
-        # its positions are its own: two would apply every ingest record twice
+        # ingest workers divide each ingest topic's partitions (range-assigned by --worker
+        # I/N) and share their positions on a topic (processors/proxy/ingest/positions.py);
+        # each writes through a proxy of its own
         ProcessorSpec(
             "ingest",
-            "proxy",
+            "ingest",
             consumes=("ingest", "dml"),
             produces=("dml", "dlq"),
             needs=("proxy",),
-            singleton=True,
         ),
     )
 )

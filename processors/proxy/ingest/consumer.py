@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from vectorlog.core.errors import InvalidArgument, NotFound
 from vectorlog.core.faults import crash_point
+from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
     TopicPartition,
@@ -27,13 +30,15 @@ from vectorlog.processors.proxy.ingest.applied import (
     source_header,
 )
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, read_batch
 from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
+from vectorlog.processors.proxy.ingest.positions import PositionStore, assigned
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
-from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
 from vectorlog.streams.log.base import Log, Record
@@ -60,7 +65,9 @@ class _Unit:
 
 
 class IngestConsumer(ProcessorBase):
-    """Consumes the ingest `routes` on one thread, from the positions in `store`."""
+    """Consumes the ingest `routes` on one thread, from the positions in `store`; `worker`
+    (index, count): consumes only that worker's share of each topic's partitions
+    (`positions.assigned`), the others' positions left alone."""
 
     name = PROCESSOR
 
@@ -68,14 +75,17 @@ class IngestConsumer(ProcessorBase):
         self,
         proxy: ProxyService,
         log: Log,
-        store: StateStore,
+        store: PositionStore,
         routes: Sequence[IngestRoute],
         dead_letter: DeadLetterWriter,
         dml: str,
         schemas: WriterSchemas | None = None,
+        worker: tuple[int, int] = (0, 1),
     ) -> None:
         self.proxy, self.log, self.store, self.routes = proxy, log, store, list(routes)
         self._dead_letter, self._dml, self._schemas = dead_letter, dml, schemas
+        self._worker = worker
+        self._owned: list[TopicPartition] = []
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
         self._marked_at = 0.0
         self._idle = False
@@ -93,19 +103,18 @@ class IngestConsumer(ProcessorBase):
     def positions(self) -> dict[tuple[str, int], int]:
         """Returns the committed {(topic, partition): next offset} of the ingest topics."""
         topics = {r.topic for r in self.routes}
-        return {tp: off for tp, off in self.store.positions().items() if tp[0] in topics}
+        return {tp: off for tp, off in self.store.committed().items() if tp[0] in topics}
 
     def dml_floor(self) -> dict[int, int]:
         """Returns the stored mark per dml partition: after a crash the consumer reads the dml
         from there, so log retention keeps those records."""
-        return {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+        return self.store.marks(self._owned)
 
     def _refresh_mark(self) -> None:
         """Moves the mark to the dml's end (at most every MARK_EVERY_S), while idle, so an
         idle consumer never holds log retention back."""
         if time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            with self.store.transaction() as txn:
-                self._mark(txn)
+            self._commit({}, force_mark=True)
 
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
@@ -132,37 +141,52 @@ class IngestConsumer(ProcessorBase):
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
         """Finds what the last attempts applied past the stored positions, then returns the
-        stored position of each ingest topic's partitions, creating a missing topic with one
-        partition. Raises LogError."""
+        stored position of this worker's partitions of each ingest topic, creating a missing
+        topic with one partition. Raises LogError."""
+        self.store.refresh()
+        self._owned = self._assignment()
         self._recover()
-        positions: dict[str, dict[int, int]] = {}
+        committed = self.store.committed()
+        positions: dict[str, dict[int, int]] = {r.topic: {} for r in self.routes}
+        for topic, p in self._owned:
+            positions[topic][p] = committed.get((topic, p), 0)
+        return positions
+
+    def _assignment(self) -> list[TopicPartition]:
+        owned = []
         for route in self.routes:
             try:
                 n = self.log.partitions(route.topic)
             except TopicNotFound:
                 self.log.create_topic(route.topic, 1)
                 n = self.log.partitions(route.topic)
-            positions[route.topic] = {p: self.store.position(route.topic, p) or 0 for p in range(n)}
-        return positions
+            owned += [(route.topic, p) for p in assigned(n, *self._worker)]
+        return owned
 
     def _recover(self) -> None:
-        """Reads the dml tail from the stored mark for writes not yet committed here; with no
-        mark yet, stores one (nothing was written past the dml's end now)."""
-        marks = {p: off for (t, p), off in self.store.positions().items() if t == self._dml}
+        """Reads the dml tail from the stored mark for writes not yet committed for this
+        worker's partitions; with no mark yet, stores one (nothing was written past the
+        dml's end now)."""
+        marks = self.store.marks(self._owned)
         if marks:
-            self._applied = applied_since(self.log, self._dml, marks, self.positions())
+            committed = self.store.committed()
+            found = applied_since(self.log, self._dml, marks, committed)
+            self._applied = {tp: o for tp, o in found.items() if tp in set(self._owned)}
             if self._applied:
                 log.info("ingest: %s already on dml, not applied again", _count(self._applied))
             return
-        with self.store.transaction() as txn:
-            self._mark(txn, force=True)
+        self._commit({}, force_mark=True)
 
-    def _mark(self, txn: Transaction, force: bool = False) -> None:
-        """Stages the dml end offsets as the mark, at most every MARK_EVERY_S seconds."""
-        if force or time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            for p, off in self.log.end_offsets(self._dml).items():
-                txn.set_position(self._dml, p, off)
+    def _commit(self, positions: dict[TopicPartition, int], force_mark: bool = False) -> None:
+        """Commits `positions` (with a mark: those of every owned partition), with the dml
+        end offsets as the mark if forced or due (every MARK_EVERY_S seconds)."""
+        marks = None
+        if force_mark or time.monotonic() - self._marked_at >= MARK_EVERY_S:
+            marks = self.log.end_offsets(self._dml)
             self._marked_at = time.monotonic()
+            committed = self.store.committed()
+            positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
+        self.store.commit(positions, marks)
 
     def _gather(self, route: IngestRoute, wait: float) -> list[Record]:
         """Returns up to `route.batch_size` records, waiting up to `wait` seconds for the first
@@ -177,24 +201,77 @@ class IngestConsumer(ProcessorBase):
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies a batch, dead-letters its bad records, then commits its positions."""
-        units = [u for u in (self._decode(route, rec) for rec in records) if u is not None]
-        for run in _runs(units):
-            self._apply_run(run, route)
+        self._apply_batch(route, [rec for rec in records if self._live(rec)])
         crash_point("ingest.before_positions")
         committed = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
-        with self.store.transaction() as txn:
-            self._mark(txn)
-            for (topic, partition), offset in committed.items():
-                txn.set_position(topic, partition, offset)
+        self._commit(committed)
         for tp, offset in committed.items():  # a batch may end inside an earlier attempt
             if tp in self._applied:
                 self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
 
-    def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
-        if self._dead_letter.contains(rec):  # a decision to dead-letter is final
+    def _live(self, rec: Record) -> bool:
+        """Returns False for a record dead-lettered before (a decision to dead-letter is
+        final) or written before a crash (its position not committed)."""
+        if self._dead_letter.contains(rec):
+            return False
+        return rec.offset not in self._applied.get((rec.topic, rec.partition), ())
+
+    def _apply_batch(self, route: IngestRoute, records: list[Record]) -> None:
+        """Applies records read as columns where the batch allows (see `columnar`), the
+        rest record by record, in their order."""
+        read = self._columnar(route, records)
+        if read is None:
+            self._apply_records(route, records)
+            return
+        batch, schema = read
+        for upserts, rows in _segments(batch.upserts):
+            if upserts:
+                self._apply_columns(route, batch, schema, rows, records)
+            else:
+                self._apply_records(route, [records[i] for i in rows.tolist()])
+
+    def _columnar(
+        self, route: IngestRoute, records: list[Record]
+    ) -> tuple[Batch, CollectionSchema] | None:
+        name = collection_of(records, route) if records else None
+        if name is None:
             return None
-        if rec.offset in self._applied.get((rec.topic, rec.partition), ()):
-            return None  # written before a crash, its position not committed
+        try:
+            schema = self.proxy.describe_collection(name).schema
+        except BAD_INPUT:
+            return None  # each record is dead-lettered naming the collection
+        batch = read_batch(records, route, schema, name, self._schemas)
+        return None if batch is None else (batch, schema)
+
+    def _apply_columns(
+        self,
+        route: IngestRoute,
+        batch: Batch,
+        schema: CollectionSchema,
+        rows: np.ndarray,
+        records: list[Record],
+    ) -> None:
+        """Writes the rows that fit as one upsert and dead-letters each row that does not,
+        with its reason; if the proxy refuses the write, applies its records one by one."""
+        fitted = fit_columns(schema, batch.table, rows)
+        for i, why in sorted(fitted.bad.items()):
+            self._dead_letter(records[i], f"SchemaMismatch: {why}")
+        if fitted.write is None:
+            return
+        sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
+        try:
+            tag = (source_header(sources),)
+            self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tag)
+        except BAD_INPUT:
+            self._apply_records(route, sources)
+
+    def _apply_records(self, route: IngestRoute, records: list[Record]) -> None:
+        """Decodes and applies records one by one (runs of one target as one write)."""
+        units = [u for u in (self._decode(route, rec) for rec in records) if u is not None]
+        for run in _runs(units):
+            self._apply_run(run, route)
+
+    def _decode(self, route: IngestRoute, rec: Record) -> _Unit | None:
         try:
             return _Unit(rec, decode(rec, route, self._schemas))
         except BAD_INPUT as exc:
@@ -240,6 +317,14 @@ def _count(applied: dict[TopicPartition, set[int]]) -> str:
 
 def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _segments(upserts: np.ndarray) -> list[tuple[bool, np.ndarray]]:
+    """Returns the batch's row indices split into runs of upserts and of the rest."""
+    if upserts.all():
+        return [(True, np.arange(len(upserts)))]
+    cuts = np.flatnonzero(np.diff(upserts.astype(np.int8))) + 1
+    return [(bool(upserts[run[0]]), run) for run in np.split(np.arange(len(upserts)), cuts)]
 
 
 def _runs(units: list[_Unit]) -> list[list[_Unit]]:

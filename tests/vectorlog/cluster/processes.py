@@ -44,6 +44,7 @@ class Member:
     metrics_port: int = field(default_factory=free_port)
     port: int = field(default_factory=free_port)  # a proxy's gRPC
     rest_port: int = field(default_factory=free_port)  # a proxy's REST v2
+    worker: str = "0/1"  # an ingest worker's I/N
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -82,8 +83,10 @@ class ProcessCluster:
         dir: Path,  # noqa: A002
         proxies: int = 2,
         querynodes: int = 1,
+        env: dict[str, str] | None = None,
     ) -> None:
-        self.bootstrap, self.dir = bootstrap, dir
+        """`env`: VECTORLOG_* settings every member gets (e.g. VECTORLOG_INGEST_TOPICS)."""
+        self.bootstrap, self.dir, self.env = bootstrap, dir, env or {}
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
         self.members: dict[str, Member] = {}
@@ -110,6 +113,8 @@ class ProcessCluster:
             args += ["--rpc-port", str(m.rpc_port)]
         if m.role == "proxy":
             args += ["--port", str(m.port), "--rest-port", str(m.rest_port), "--token", TOKEN]
+        if m.role == "ingest":
+            args += ["--worker", m.worker]
         for peer in PEERS:
             if peer != m.role:
                 args += [f"--{peer}", self.members[peer].rpc]
@@ -123,6 +128,7 @@ class ProcessCluster:
             **os.environ,
             "VECTORLOG_TICK_INTERVAL_MS": "100",
             "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN,
+            **self.env,
         }
         with (self.dir / f"{name}.log").open("ab") as err:
             m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)

@@ -1,7 +1,8 @@
 """`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
-not Kafka, a role started without the address of a peer it needs, and an address other than
-loopback without the cluster's token (or, for a proxy, the clients' token) (a write that may have
-come too late: tests/vectorlog/runners/test_remote.py)."""
+not Kafka, a role started without the address of a peer it needs, an ingest worker outside
+its count, and an address other than loopback without the cluster's token (or, for a proxy,
+the clients' token (a write that may have come too late: tests/vectorlog/runners/
+test_remote.py)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,18 @@ def test_an_open_address_without_the_clusters_token_is_refused(role: str, tmp_pa
         "set VECTORLOG_CLUSTER_TOKEN in the environment of every process of the cluster"
     )
     assert not (tmp_path / "state").exists() and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("worker", ["2/2", "x/2", "1"])
+def test_an_ingest_worker_outside_its_count_is_refused(tmp_path: Path, worker: str):
+    done = _run(
+        "ingest",
+        *("--log", "kafka://127.0.0.1:1", "--storage", str(tmp_path / "s")),
+        *("--state-dir", str(tmp_path / "state"), "--worker", worker),
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"--worker {worker!r}: must be I/N with 0 <= I < N" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_an_open_proxy_without_the_clients_token_is_refused(tmp_path: Path):

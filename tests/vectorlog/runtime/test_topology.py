@@ -17,12 +17,13 @@ from vectorlog.runtime.topology import (
     UnknownRole,
 )
 
-ROLES = ["rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy"]
+ROLES = ["rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy", "ingest"]
 
 
 def test_the_cluster_has_the_roles_of_cluster_mode():
     assert CLUSTER.roles() == ROLES
-    assert [p.name for p in CLUSTER.processors_of("proxy")] == ["proxy", "ingest"]
+    assert [p.name for p in CLUSTER.processors_of("proxy")] == ["proxy"]
+    assert [p.name for p in CLUSTER.processors_of("ingest")] == ["ingest"]
     assert [p.name for p in CLUSTER.processors_of("datanode")] == ["datanode"]
 
 

@@ -9,11 +9,10 @@ import json
 from typing import Any
 
 import numpy as np
-from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
+from confluent_kafka.serialization import MessageField
 
 from tests.clients import ClientFactory
+from tests.processors.proxy.ingest.avro_support import serializer
 from tests.processors.proxy.ingest.producer import Raw, produce, wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client
@@ -43,14 +42,6 @@ DEBEZIUM = json.dumps(
 )
 KEY = json.dumps({"type": "record", "name": "Key", "namespace": "cdc.docs", "fields": [
     {"name": "id", "type": "long"}]})  # fmt: skip
-
-
-def serializer(url: str, schema: str) -> Any:
-    """Returns a function (topic, datum, field) -> Confluent-framed bytes, as a producer's."""
-    avro = AvroSerializer(SchemaRegistryClient({"url": url}), schema)
-    return lambda topic, datum, field=MessageField.VALUE: avro(
-        datum, SerializationContext(topic, field)
-    )
 
 
 def vec(*xs: float) -> bytes:

@@ -1,0 +1,243 @@
+"""Columnar decoding of a batch of ingest records: the rows of one collection become one
+Arrow column per field (`pa.array` per column, native), fitted to the schema as columns
+(`fit.fit_columns`) and written as one `Validated` upsert, instead of a dict per row through
+the proxy's row validation.
+
+JSON (rows, Kafka Connect envelopes, Debezium events) is parsed by orjson, then each field's
+values become one Arrow array. Why not pyarrow's JSON reader: on 1000 rows of 128-d float32
+vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where pyarrow's reader
+took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (short floats, as
+`json_row` writes them) the two were within 2x of each other either way under a load of 55
+(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. orjson
+also handles a record of another shape without failing the batch. Confluent-framed Avro is
+read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
+`after` rows are taken by column, its other events marked to go record by record.
+
+A batch this module cannot read as a whole (mixed collections or schema ids, a field type
+with no column form here, a value of another type) returns None: the consumer decodes it
+record by record as before, so what is wrong is found and dead-lettered record by record.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from vectorlog.core.model import CollectionSchema, DataType
+from vectorlog.processors.proxy.ingest.avro import MAGIC, WriterSchemas
+from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.formats import COLLECTION_HEADER
+from vectorlog.streams.log.base import Record
+
+#: the Arrow type each field type is read as (JSON and ARRAY fields have none here)
+_ARROW = {
+    DataType.BOOL: pa.bool_(),
+    DataType.INT8: pa.int64(),
+    DataType.INT16: pa.int64(),
+    DataType.INT32: pa.int64(),
+    DataType.INT64: pa.int64(),
+    DataType.FLOAT: pa.float64(),
+    DataType.DOUBLE: pa.float64(),
+    DataType.VARCHAR: pa.string(),
+    DataType.FLOAT_VECTOR: pa.list_(pa.float32()),
+}
+_UPSERT_OPS = ("c", "r", "u")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The rows of `records` (one per record) as columns of `collection`'s fields;
+    `upserts[i]` False: record i is not an upsert row (a Debezium delete, another op) and
+    goes record by record."""
+
+    collection: str
+    table: pa.Table
+    upserts: np.ndarray
+
+
+def collection_of(records: Sequence[Record], route: IngestRoute) -> str | None:
+    """Returns the one collection every record names (the route's, or on the default topic
+    the same `collection` header, else record key, on each), or None."""
+    if route.collection is not None:
+        return route.collection
+    names = {_named(rec) for rec in records}
+    name = names.pop() if len(names) == 1 else None
+    try:
+        return name.decode() if name else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _named(rec: Record) -> bytes | None:
+    header = rec.header(COLLECTION_HEADER)
+    return header if header is not None else rec.key
+
+
+def arrow_schema(schema: CollectionSchema) -> pa.Schema | None:
+    """Returns the Arrow schema the collection's user fields are read as, or None if a field
+    has no column form here (JSON, ARRAY, nullable or defaulted fields go row by row)."""
+    out = []
+    for f in schema.user_fields:
+        if f.dtype not in _ARROW or f.nullable or f.default_value is not None:
+            return None
+        out.append(pa.field(f.name, _ARROW[f.dtype]))
+    return pa.schema(out)
+
+
+def read_batch(
+    records: Sequence[Record],
+    route: IngestRoute,
+    schema: CollectionSchema,
+    collection: str,
+    schemas: WriterSchemas | None,
+) -> Batch | None:
+    """Returns the records as columns, or None if they cannot be read as one batch."""
+    fields = arrow_schema(schema)
+    values = [rec.value for rec in records]
+    if fields is None or not values or not all(values):
+        return None
+    if all(v[:1] == MAGIC for v in values):
+        if route.format == "json" or schemas is None:
+            return None
+        return _avro_batch(values, fields, schemas, collection, route)
+    if route.format == "avro" or not all(v[:1] == b"{" for v in values):
+        return None
+    return _json_batch(values, fields, collection, route)
+
+
+# -- JSON --------------------------------------------------------------------------------------
+def _json_batch(
+    values: list[bytes], fields: pa.Schema, collection: str, route: IngestRoute
+) -> Batch | None:
+    """Reads JSON rows, Connect envelopes or Debezium events, all of the first record's
+    shape (a record of another shape makes the batch go record by record)."""
+    try:
+        docs = [orjson.loads(v) for v in values]
+    except ValueError:
+        return None
+    shape = _json_shape(docs[0], route)
+    if shape is None:
+        return None
+    envelope, debezium = shape
+    if envelope:
+        docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
+    return _rows_batch(docs, fields, collection, debezium)
+
+
+def _json_shape(doc: Any, route: IngestRoute) -> tuple[bool, bool] | None:
+    """Returns (in a Connect envelope, a Debezium event) of a decoded record, or None."""
+    envelope = isinstance(doc, dict) and set(doc) == {"schema", "payload"}
+    doc = doc["payload"] if envelope else doc
+    if not isinstance(doc, dict):
+        return None
+    return envelope, route.format == "debezium" or (route.format == "auto" and _is_debezium(doc))
+
+
+def _rows_batch(
+    docs: list[Any], fields: pa.Schema, collection: str, debezium: bool
+) -> Batch | None:
+    """Returns the batch of decoded rows (Debezium: the `after` rows of upserts; the other
+    events are marked for the record-by-record path), or None if a row is not an object of
+    the collection's fields or a column has a value of another type."""
+    upserts = np.ones(len(docs), dtype=bool)
+    if debezium:
+        upserts = np.array([_after(d) is not None for d in docs], dtype=bool)
+        docs = [_after(d) or {} for d in docs]
+    names = set(fields.names)
+    if not all(type(d) is dict and d.keys() <= names for d in docs):
+        return None
+    columns = [_column(f, [d.get(f.name) for d in docs]) for f in fields]
+    if any(c is None for c in columns):
+        return None
+    return Batch(collection, pa.table(columns, schema=fields), upserts)
+
+
+#: the Python types a column's values may have (None: the row lacks the field)
+_TYPES = {
+    pa.int64(): (int,),
+    pa.float64(): (int, float),
+    pa.bool_(): (bool,),
+    pa.string(): (str,),
+}
+
+
+def _column(field: pa.Field, values: list[Any]) -> pa.Array | None:
+    """Returns one column (null where a row lacks the field), or None if a value has
+    another type (a bool for a number, a float for an integer, a base64 vector)."""
+    if field.type == _ARROW[DataType.FLOAT_VECTOR]:
+        return _vector_column(values)
+    allowed = {*_TYPES[field.type], type(None)}
+    if not {type(v) for v in values} <= allowed:
+        return None
+    try:
+        return pa.array(values, type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+
+
+def _vector_column(values: list[Any]) -> pa.Array | None:
+    """Returns a list<float32> column of JSON arrays or Avro `bytes` (little-endian
+    float32, read with numpy.frombuffer), or None for values of another kind."""
+    kinds = {type(v) for v in values} - {type(None)}
+    if kinds == {bytes} and all(len(v) % 4 == 0 for v in values if v is not None):
+        sizes = [0 if v is None else len(v) // 4 for v in values]
+        flat = np.frombuffer(b"".join(v for v in values if v is not None), dtype="<f4")
+        offsets = pa.array(np.cumsum([0, *sizes], dtype=np.int32))
+        mask = pa.array([v is None for v in values])
+        return pa.ListArray.from_arrays(offsets, pa.array(flat, type=pa.float32()), mask=mask)
+    if not kinds <= {list}:
+        return None
+    try:
+        return pa.array(values, type=pa.list_(pa.float32()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+# -- Avro --------------------------------------------------------------------------------------
+def _avro_batch(
+    values: list[bytes],
+    fields: pa.Schema,
+    schemas: WriterSchemas,
+    collection: str,
+    route: IngestRoute,
+) -> Batch | None:
+    """Reads Confluent-framed Avro of one schema id: rows, or Debezium events (their `after`
+    rows); `bytes` vectors become one float32 buffer per column."""
+    ids = {v[1:5] for v in values}
+    if len(ids) != 1:
+        return None
+    (schema_id,) = struct.unpack(">I", next(iter(ids)))
+    try:
+        writer = schemas.get(schema_id)
+        data: list[Any] = [_datum(v, writer) for v in values]
+    except Exception:  # noqa: BLE001 - the record-by-record path names what is wrong
+        return None
+    debezium = route.format == "debezium" or (route.format == "auto" and _is_debezium(data[0]))
+    return _rows_batch(data, fields, collection, debezium)
+
+
+def _datum(value: bytes, writer: Any) -> Any:
+    import fastavro
+
+    return fastavro.schemaless_reader(io.BytesIO(value[5:]), writer, None)
+
+
+def _is_debezium(doc: Any) -> bool:
+    return isinstance(doc, dict) and "op" in doc and ("after" in doc or "before" in doc)
+
+
+def _after(doc: Any) -> dict[str, Any] | None:
+    if (
+        isinstance(doc, dict)
+        and doc.get("op") in _UPSERT_OPS
+        and isinstance(doc.get("after"), dict)
+    ):
+        return doc["after"]
+    return None

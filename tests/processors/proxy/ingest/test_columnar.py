@@ -1,0 +1,139 @@
+"""A batch of ingest records read as columns, on both backends: in each format (JSON rows,
+Connect envelopes, Debezium events, Confluent Avro with `bytes` vectors) a row that does not
+fit the schema is dead-lettered alone, with its reason and position, and the rest of its
+batch is applied; a key given twice in a batch keeps its last row; a Debezium delete between
+upserts applies in its place."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.clients import ClientFactory
+from tests.processors.proxy.ingest.avro_support import serializer
+from tests.processors.proxy.ingest.producer import Raw, produce, wait_consumed
+from tests.support import unique_topic
+from vectorlog import Client, DataType
+from vectorlog.streams.deadletter import read_dead_letters
+
+
+def j(doc: Any) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def create(client: Client) -> None:
+    """Creates `c`: id, vector (dim 2), n INT8, title VARCHAR(5), score FLOAT."""
+    s = client.create_schema()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("n", DataType.INT8)
+    s.add_field("title", DataType.VARCHAR, max_length=5)
+    s.add_field("score", DataType.FLOAT)
+    client.create_collection("c", schema=s)
+
+
+def row(i: int, **over: Any) -> dict[str, Any]:
+    return {"id": i, "vector": [float(i), 0.5], "n": i, "title": f"t{i}", "score": i / 2, **over}
+
+
+def visible(client: Client) -> dict[int, tuple[list[float], int, str]]:
+    found = client.query("c", filter="id >= 0", output_fields=["vector", "n", "title"])
+    return {r["id"]: ([float(x) for x in r["vector"]], r["n"], r["title"]) for r in found}
+
+
+def letters_of(client: Client) -> list[tuple[int, str]]:
+    letters = read_dead_letters(client.cluster.log, client.cluster.topics.dlq)
+    return sorted((d.offset, d.reason) for d in letters)
+
+
+BAD = [
+    (row(10, vector=[1.0, 2.0, 3.0]), "has dim 3, expected 2"),
+    ({k: v for k, v in row(11).items() if k != "vector"}, "missing field(s) ['vector']"),
+    (row(12, n=300), "value 300 is outside INT8"),
+    (row(13, title="toolong"), "7 bytes of UTF-8, max_length 5"),
+    (row(14, score=1e39), "must be a finite FLOAT"),
+]
+
+
+@pytest.mark.parametrize("envelope", [False, True], ids=["rows", "connect"])
+def test_a_json_row_that_does_not_fit_is_dead_lettered_alone(client: Client, envelope: bool):
+    create(client)
+    wrap = (lambda d: {"schema": {"type": "struct"}, "payload": d}) if envelope else dict
+    good = [row(i) for i in range(4)]
+    docs = [good[0], *(d for d, _ in BAD), *good[1:], row(2, title="again")]
+    ingest = client.cluster.topics.ingest
+    offsets = produce(client, ingest, [(b"c", j(wrap(d))) for d in docs])
+    wait_consumed(client, ingest, offsets)
+    expected = {i: ([float(i), 0.5], i, f"t{i}") for i in range(4)}
+    expected[2] = ([2.0, 0.5], 2, "again")  # a key twice in a batch: its last row
+    assert visible(client) == expected
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[1 : 1 + len(BAD)]
+    for (_, reason), (_, why) in zip(letters, BAD, strict=True):
+        assert why in reason
+
+
+def debezium(op: str, before: Any, after: Any) -> bytes:
+    return j({"before": before, "after": after, "op": op, "source": {"table": "docs"}})
+
+
+def test_a_debezium_batch_applies_in_order_and_a_bad_after_row_is_dead_lettered(
+    open_client: ClientFactory,
+):
+    cdc = unique_topic("cdc")
+    client = open_client(ingest_topics=f"{cdc}=c:debezium")
+    create(client)
+    client.cluster.log.create_topic(cdc, 1)
+    events: list[Raw] = [
+        (None, debezium("c", None, row(1))),
+        (None, debezium("c", None, row(2))),
+        (None, debezium("d", row(1), None)),
+        (None, debezium("u", row(2), row(2, title="new"))),
+        (None, debezium("c", None, row(3, n=-129))),
+        (None, debezium("c", None, row(1, title="back"))),
+    ]
+    offsets = produce(client, cdc, events)
+    wait_consumed(client, cdc, offsets)
+    assert visible(client) == {1: ([1.0, 0.5], 1, "back"), 2: ([2.0, 0.5], 2, "new")}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == [offsets[4]]
+    assert "value -129 is outside INT8" in letters[0][1]
+
+
+AVRO_ROW = json.dumps(
+    {
+        "type": "record",
+        "name": "Row",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "vector", "type": "bytes"},
+            {"name": "n", "type": "int"},
+            {"name": "title", "type": "string"},
+            {"name": "score", "type": "float"},
+        ],
+    }
+)
+
+
+def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
+    open_client: ClientFactory, schema_registry_url: str
+):
+    client = open_client(schema_registry_url=schema_registry_url)
+    create(client)
+    ingest = client.cluster.topics.ingest
+    serialize = serializer(schema_registry_url, AVRO_ROW)
+
+    def avro(i: int, *vector: float) -> Raw:
+        datum = {**row(i), "vector": np.array(vector, dtype="<f4").tobytes()}
+        return (b"c", serialize(ingest, datum))
+
+    records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), avro(4, 4.0, 0.5)]
+    offsets = produce(client, ingest, records)
+    wait_consumed(client, ingest, offsets)
+    assert visible(client) == {1: ([1.0, 0.5], 1, "t1"), 4: ([4.0, 0.5], 4, "t4")}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[1:3]
+    assert "NaN or infinite" in letters[0][1] and "has dim 3, expected 2" in letters[1][1]

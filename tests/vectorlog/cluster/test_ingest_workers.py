@@ -1,0 +1,98 @@
+"""Ingest workers as processes of the cluster mode (`vectorlog run ingest --worker I/N`) on the
+test broker: one worker consumes every partition of a 4-partition ingest topic; it is
+SIGKILLed while rows flow and two workers take its partitions over (a rebalance: each its
+range); every produced row is visible once and every source record was applied by exactly
+one whole write on dml (the positions, shared on a topic with the dml marks they were taken
+with, survive the move)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from pymilvus import MilvusClient
+
+from tests.support import wait_until
+from tests.vectorlog.cluster.processes import Member, ProcessCluster
+from vectorlog.config import Config
+from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
+from vectorlog.runners.standalone import open_log
+from vectorlog.streams.log.base import PART_HEADER, Log
+from vectorlog.streams.scan import read_all
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+PARTITIONS = 4
+ROUND = 200  # rows per round, spread over the partitions
+
+
+@pytest.fixture
+def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[ProcessCluster]:
+    made = ProcessCluster(kafka_bootstrap, tmp_path, proxies=1)
+    topic = f"{made.cluster}.rows"
+    made.env["VECTORLOG_INGEST_TOPICS"] = f"{topic}=c:json"
+    try:
+        made.start_all()
+        yield made
+    finally:
+        made.close()
+
+
+def produce(bootstrap: str, topic: str, first: int, n: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(first, first + n):
+        value = json.dumps({"id": i, "vector": [float(i), 1.0]}).encode()
+        producer.produce(topic, value=value, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def ids(client: MilvusClient) -> list[int]:
+    """Returns the ids of `c`, sorted, duplicates kept (Strong read)."""
+    rows = client.query("c", filter="id >= 0", output_fields=["id"], limit=16_384)
+    return sorted(int(r["id"]) for r in rows)
+
+
+def whole_writes_per_source(log: Log, dml: str, topic: str) -> Counter[tuple[int, int]]:
+    """Returns, per (partition, offset) of `topic`, how many whole dml writes applied it."""
+    parts: dict[str, set[bytes]] = {}
+    sources: dict[str, list[tuple[int, int, int]]] = {}
+    for rec in read_all(log, dml):
+        raw, part = rec.header(SOURCE_HEADER), rec.header(PART_HEADER)
+        if raw is not None and part is not None:
+            attempt, by_tp = parse_sources(raw)
+            sources[attempt] = [
+                (p, lo, hi) for (t, p), rs in by_tp.items() if t == topic for lo, hi in rs
+            ]
+            parts.setdefault(attempt, set()).add(part)
+    whole = [a for a, seen in parts.items() if len(seen) == int(next(iter(seen)).split(b"/")[1])]
+    return Counter((p, o) for a in whole for p, lo, hi in sources[a] for o in range(lo, hi + 1))
+
+
+def start_worker(cluster: ProcessCluster, name: str, worker: str) -> None:
+    cluster.members[name] = Member("ingest", name, worker=worker)
+    cluster.start(name)
+
+
+def test_two_workers_take_over_a_killed_workers_partitions_exactly_once(cluster: ProcessCluster):
+    topic = f"{cluster.cluster}.rows"
+    log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
+    try:
+        log.create_topic(topic, PARTITIONS)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri)
+        client.create_collection("c", dimension=2, metric_type="L2")
+        start_worker(cluster, "ingest-a", "0/1")
+        produce(cluster.bootstrap, topic, 0, ROUND)
+        wait_until(lambda: ids(client) == list(range(ROUND)), 120, "round 1 visible")
+        produce(cluster.bootstrap, topic, ROUND, ROUND)
+        cluster.kill("ingest-a")  # while round 2 flows
+        start_worker(cluster, "ingest-b", "0/2")
+        start_worker(cluster, "ingest-c", "1/2")
+        produce(cluster.bootstrap, topic, 2 * ROUND, ROUND)
+        wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
+        applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)
+        assert sum(applied.values()) == 3 * ROUND and set(applied.values()) == {1}
+    finally:
+        log.close()
