@@ -145,9 +145,8 @@ class ProcessCluster:
         proc.wait()
 
     def metrics(self, name: str) -> str:
-        """Returns a member's /metrics text."""
-        url = f"http://127.0.0.1:{self.members[name].metrics_port}/metrics"
-        return httpx.get(url, timeout=5).text
+        """Returns a member's /metrics text (scraped with the cluster's token)."""
+        return self.members[name].metrics()
 
     def log(self, name: str) -> str:
         path = self.dir / f"{name}.log"

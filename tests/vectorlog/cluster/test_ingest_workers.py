@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from pymilvus import MilvusClient
 
 from tests.support import wait_until
-from tests.vectorlog.cluster.processes import Member, ProcessCluster
+from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
 from vectorlog.config import Config
 from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
 from vectorlog.runners.standalone import open_log
@@ -81,7 +81,7 @@ def test_two_workers_take_over_a_killed_workers_partitions_exactly_once(cluster:
     log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
     try:
         log.create_topic(topic, PARTITIONS)
-        client = MilvusClient(uri=cluster.members["proxy1"].uri)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri, token=TOKEN)
         client.create_collection("c", dimension=2, metric_type="L2")
         start_worker(cluster, "ingest-a", "0/1")
         produce(cluster.bootstrap, topic, 0, ROUND)

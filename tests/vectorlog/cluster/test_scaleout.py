@@ -18,7 +18,7 @@ import pytest
 from pymilvus import MilvusClient
 
 from tests.support import wait_until
-from tests.vectorlog.cluster.processes import ProcessCluster
+from tests.vectorlog.cluster.processes import TOKEN, ProcessCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -90,8 +90,8 @@ class Readers:
 
 
 def test_two_query_nodes_share_the_reads_and_a_dead_one_loses_no_answer(cluster):
-    one = MilvusClient(cluster.members["proxy1"].uri)
-    two = MilvusClient(cluster.members["proxy2"].uri)
+    one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+    two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
     one.create_collection("docs", dimension=DIM, metric_type="L2", num_shards=4)
     vectors = np.random.default_rng(3).random((ROWS, DIM), dtype=np.float32)
     for lo in range(0, ROWS, BATCH):
@@ -128,7 +128,7 @@ def test_two_query_nodes_share_the_reads_and_a_dead_one_loses_no_answer(cluster)
 
 def test_with_two_replicas_a_killed_query_node_costs_no_read_an_error(cluster):
     rows, probes = 20_000, [3, 4_444, 9_999, 15_001, 19_998]
-    one = MilvusClient(cluster.members["proxy1"].uri)
+    one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
     one.create_collection(
         "docs", dimension=DIM, metric_type="L2", num_shards=4, consistency_level="Strong"
     )
@@ -140,7 +140,9 @@ def test_with_two_replicas_a_killed_query_node_costs_no_read_an_error(cluster):
     one.load_collection("docs", replica_number=2)  # returns once both copies are served
     assert served(cluster) == {"querynode1": 4, "querynode2": 4}
 
-    readers = Readers(MilvusClient(cluster.members["proxy2"].uri), vectors, rows, probes)
+    readers = Readers(
+        MilvusClient(cluster.members["proxy2"].uri, token=TOKEN), vectors, rows, probes
+    )
     try:
         wait_until(lambda: readers.reads >= 3 or bool(readers.problems), 120, "reads")
         at = readers.reads
