@@ -104,6 +104,11 @@ class Config:
     #: the Spark master of the "spark" engine (e.g. spark://host:7077); None runs Spark in
     #: local mode, local[2]
     spark_master: str | None = None
+    #: where the "spark" engine decodes dml and writes binlogs: "executors" (Spark tasks read
+    #: the records back from the log and write the insert and stats binlogs; the driver sees
+    #: only primary keys and positions) or "driver" (every record is collected to the data
+    #: node's process, which writes as the local engine does)
+    spark_writes: str = "executors"
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
@@ -226,6 +231,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "querynode_recovery": (lambda v: v in ("binlogs", "log"), '"binlogs" or "log"'),
     "compaction_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds, or None"),
     "compaction_engine": (lambda v: v in ("local", "spark"), '"local" or "spark"'),
+    "spark_writes": (lambda v: v in ("executors", "driver"), '"executors" or "driver"'),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),

@@ -39,15 +39,23 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from vectorlog.core import exits
+from vectorlog.engines.spark.executor_write import (
+    STRIPPED_SCHEMA,
+    SparkRowsWriter,
+    StripPlan,
+    strip_batches,
+)
 from vectorlog.streams.batches import BATCH_HEADER
 from vectorlog.streams.errors import LogClosed, LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -300,10 +308,23 @@ class SparkDataNodeJob:
         master: str | None = None,
         max_records_per_batch: int = 2000,
         name: str = "datanode",
+        checkpoint_dir: str | None = None,
+        writer: SparkRowsWriter | None = None,
+        plan: Callable[[], StripPlan] | None = None,
+        storage_uri: str | None = None,
     ) -> None:
+        """`checkpoint_dir`: Spark's checkpoint location (default: a temporary folder).
+        `writer`: the executors write the binlogs (executor_write.py), stripping records of
+        the collections `plan()` names. `storage_uri`: checked readable by the executors of a
+        cluster master before reading."""
         self.records, self.log_uri, self.master = records, log_uri, master
         self.max_records = max_records_per_batch
         self.name = name
+        self.checkpoint_dir, self.writer, self.plan = checkpoint_dir, writer, plan
+        self.storage_uri = storage_uri
+        self.session: SparkSession | None = None
+        self.session_ready = threading.Event()
+        self._fresh_checkpoint = True  # cleared before this process's first query
         self.running = threading.Event()  # a query is running
         self.failure: BaseException | None = None
         self.batches = 0
@@ -330,7 +351,12 @@ class SparkDataNodeJob:
             return
         try:
             from vectorlog.engines.spark.logsource import register
+            from vectorlog.engines.spark.prerequisites import check_executors
 
+            if self.storage_uri is not None:
+                check_executors(session, self.storage_uri)
+            self.session = session
+            self.session_ready.set()
             register(session)
             while not self._stopping.is_set():
                 self._run_query(session)
@@ -347,7 +373,7 @@ class SparkDataNodeJob:
         """Runs one query from the offsets after the last record handed over until it ends."""
         from vectorlog.engines.spark.logsource import NAME, offsets_json
 
-        checkpoint = tempfile.mkdtemp(prefix="vectorlog-spark-checkpoint-")
+        checkpoint = self._checkpoint_location()
         try:
             start = self.records.resume_positions()
             frame = (
@@ -386,7 +412,21 @@ class SparkDataNodeJob:
         finally:
             self.running.clear()
             self._query = None
-            shutil.rmtree(checkpoint, ignore_errors=True)
+            if self.checkpoint_dir is None:
+                shutil.rmtree(checkpoint, ignore_errors=True)
+
+    def _checkpoint_location(self) -> str:
+        """Returns Spark's checkpoint location: `checkpoint_dir`, emptied before the
+        process's first query (the data node's checkpoint says where reading starts: its
+        buffers were in memory), then kept across the query's restarts (Spark resumes at its
+        committed offsets, never past the records handed over); else a temporary folder."""
+        if self.checkpoint_dir is None:
+            return tempfile.mkdtemp(prefix="vectorlog-spark-checkpoint-")
+        if self._fresh_checkpoint:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            self._fresh_checkpoint = False
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        return self.checkpoint_dir
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
         """foreachBatch: hands the batch's records to the data node, in (partition, offset)
@@ -401,7 +441,7 @@ class SparkDataNodeJob:
         if self._stopping.is_set() or self._batch_error is not None:
             return
         try:
-            table = frame.toArrow()
+            table = self._collect(frame)
             if table.num_rows:
                 table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
                 names = ("partition", "offset", "key", "value", "batch")
@@ -418,6 +458,24 @@ class SparkDataNodeJob:
             return
         self.batches += 1
         self.failure = None
+
+    def _collect(self, frame: DataFrame) -> pa.Table:
+        """Returns the batch's records on the driver; with a writer, stripped on the
+        executors first (the stripped ones noted for the data node)."""
+        if self.writer is None or self.plan is None:
+            return frame.toArrow()
+        strip = partial(strip_batches, self.plan(), self.records.topic, self.writer.url)
+        table = frame.mapInArrow(strip, STRIPPED_SCHEMA).toArrow()
+        flags = table.column("stripped").to_pylist()
+        if any(flags):
+            parts, offsets = table.column("partition").to_pylist(), table.column("offset")
+            by_p: dict[int, list[int]] = {}
+            for p, o, f in zip(parts, offsets.to_pylist(), flags, strict=True):
+                if f:
+                    by_p.setdefault(p, []).append(o)
+            for p, found in by_p.items():
+                self.writer.note_stripped(p, found)
+        return table
 
     def close(self, timeout: float = 60.0) -> None:
         """Stops the query and waits for the thread (the session is released by it)."""
