@@ -109,6 +109,9 @@ class Config:
     #: only primary keys and positions) or "driver" (every record is collected to the data
     #: node's process, which writes as the local engine does)
     spark_writes: str = "executors"
+    #: rows per Spark task of a segment write by the executors (a segment's rows are split
+    #: into parts of about this many, written in parallel)
+    spark_rows_per_task: int = 50_000
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
@@ -232,6 +235,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "compaction_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds, or None"),
     "compaction_engine": (lambda v: v in ("local", "spark"), '"local" or "spark"'),
     "spark_writes": (lambda v: v in ("executors", "driver"), '"executors" or "driver"'),
+    "spark_rows_per_task": (lambda v: 1 <= v <= 1 << 30, "1..1073741824 rows"),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),

@@ -397,6 +397,7 @@ class Standalone:
             self.rootcoord.now,
             job,
             cfg.schema_registry_url,
+            cfg.spark_rows_per_task,
         )
 
     def _job_session(self) -> Any:

@@ -6,6 +6,9 @@ changes. How records flow:
 
     log (embedded RocksDB / Kafka)
       -> Spark: readStream.format("vectorlog-log") (logsource.py), one task per partition
+      -> with `spark_writes="executors"` (the default), in the same tasks: each RowsInserted
+         reduced to its primary keys (executor_write.py); the node buffers its position,
+         and Spark tasks write the segment's insert and stats binlogs when the node writes it
       -> foreachBatch, in this process: the batch's rows collected as Arrow, sorted by
          (partition, offset), handed to `FedRecords.offer`, which returns once the data node
          has applied them (backpressure: Spark plans the next batch only then)
@@ -16,9 +19,11 @@ changes. How records flow:
 Where reading starts: the DataNode's checkpoint in its StateStore, never Spark's. Its buffers
 live in memory, so only its own checkpoint says what a restart must replay. `recover()` asks
 its `dml_log` for a reader at the checkpoint (`FedLog.reader` -> `FedRecords`), and the query
-starts from exactly those offsets (`startingOffsets`) with a fresh temporary
-checkpointLocation each time. If the query fails, a new one starts from the offsets after the
-last record handed over. `offer` checks each partition continues exactly where the previous
+starts from exactly those offsets (`startingOffsets`). Spark's own checkpoint lives under
+the data dir (<state dir>/datanode-spark-checkpoint): emptied when the process starts (the
+node's checkpoint, not Spark's, says what a restart must replay: its buffers were in memory),
+kept across the query's restarts within the process. If the query fails, a new one starts from
+the offsets after the last record handed over. `offer` checks each partition continues exactly where the previous
 batch ended (log offsets are dense): a record is never skipped or handed over twice.
 
 Opening a Client never waits for the JVM: the session starts on a background thread; until it

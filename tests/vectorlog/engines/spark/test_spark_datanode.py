@@ -258,21 +258,27 @@ def test_both_engines_write_the_same_rows_into_the_same_segments(
     spark: Any, client_args: dict[str, Any], tmp_path: Path
 ):
     found = {}
-    for engine in ("local", "spark"):
-        args = {**client_args}
+    for engine, writes in (("local", "driver"), ("spark", "executors"), ("spark", "driver")):
+        name, args = f"{engine}-{writes}", {**client_args}
         if "cluster" in args:  # Kafka: a cluster of its own on the shared broker
-            args["cluster"] = f"{args['cluster']}{engine}"
-            args["data_dir"] = str(tmp_path / engine / "state")
+            args["cluster"] = f"{args['cluster']}{engine}{writes}"
+            args["data_dir"] = str(tmp_path / name / "state")
         else:
-            args["uri"] = str(tmp_path / engine / "db")
-        with Client(args.pop("uri"), datanode=engine, **args) as client:
+            args["uri"] = str(tmp_path / name / "db")
+        with Client(args.pop("uri"), datanode=engine, spark_writes=writes, **args) as client:
             run_script(client)
-            found[engine] = segments(client)
+            found[name] = segments(client)
             if engine == "spark":
                 job = client.cluster.spark_job
                 assert job.batches > 0 and job.failure is None
                 assert client.cluster.datanode.dml_log.records is job.records  # type: ignore[attr-defined]
-    local, via_spark = found["local"], found["spark"]
+                # with "executors", Spark tasks wrote every segment's rows
+                assert (job.writer is not None and job.writer.parts_written >= 6) == (
+                    writes == "executors"
+                )
+    local = found["local-driver"]
+    assert found["spark-driver"] == local
+    via_spark = found["spark-executors"]
     assert len(local) == 6  # 2 partitions x 2 vchannels, then 2 more in the default partition
     assert {s["state"] for s in local.values()} == {"Flushed"}
     assert sum(len(s["deleted"]) for s in local.values()) == DELETE_RECORDS
