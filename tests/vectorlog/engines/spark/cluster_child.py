@@ -11,8 +11,8 @@ import json
 import sys
 from typing import Any
 
-from tests.vectorlog.engines.spark.test_spark_datanode import run_script, segments
 from tests.support import wait_until
+from tests.vectorlog.engines.spark.test_spark_datanode import run_script, segments
 from vectorlog import Client
 
 #: a loaded 2-core machine took 45 s to start a driver's JVM and executors

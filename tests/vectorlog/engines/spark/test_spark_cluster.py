@@ -10,7 +10,6 @@ local[2] (test_spark_datanode.py)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
