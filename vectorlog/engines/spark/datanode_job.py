@@ -24,7 +24,8 @@ the data dir (<state dir>/datanode-spark-checkpoint): emptied when the process s
 node's checkpoint, not Spark's, says what a restart must replay: its buffers were in memory),
 kept across the query's restarts within the process. If the query fails, a new one starts from
 the offsets after the last record handed over. `offer` checks each partition continues
-exactly where the previous batch ended (log offsets are dense): a record is never skipped or handed over twice.
+exactly where the previous batch ended (log offsets are dense): a record is never skipped
+or handed over twice.
 
 Opening a Client never waits for the JVM: the session starts on a background thread; until it
 is up the data node sees no dml (it still follows coord). The session is shared by every job
