@@ -51,6 +51,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json
 	$(BIN)/python -m benchmarks.rebuild_bench
 	$(BIN)/python -m benchmarks.compaction_bench
 	$(BIN)/python -m benchmarks.scalar_index_bench
+	$(BIN)/python -m benchmarks.spark_datanode_bench
 
 lint: install ## ruff and mypy
 	$(BIN)/ruff check .

@@ -106,7 +106,7 @@ class SparkCluster:
     def _worker_args(self, i: int) -> list[str]:
         assert self.workdir is not None
         work = self.workdir / f"worker{i}"
-        work.mkdir()
+        work.mkdir(exist_ok=True)
         return [
             self.master_url,
             *("--host", "127.0.0.1", "--webui-port", str(free_port())),
@@ -146,9 +146,21 @@ class SparkCluster:
                 )
             time.sleep(0.3)
 
-    def worker_pids(self) -> list[int]:
-        """The process ids of the worker daemons, in start order."""
-        return [p.pid for p in self.procs[1:]]
+    def kill_worker(self, i: int) -> None:
+        """SIGKILLs worker `i` with its executors and their Python workers (its process
+        group), as a machine that dies would; returns once they are gone."""
+        proc = self.procs[1 + i]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def start_worker(self, i: int) -> None:
+        """Starts worker `i` again (after `kill_worker`); returns once every worker is ALIVE."""
+        before = len(self.status()["workers"])  # type: ignore[index]
+        cls = "org.apache.spark.deploy.worker.Worker"
+        self._launch(f"worker{i}-again", cls, *self._worker_args(i))
+        self.procs[1 + i] = self.procs.pop()
+        self._wait(lambda s: s and len(s["workers"]) > before, "the restarted worker")
 
     def stop(self) -> None:
         """Kills every daemon's process group (SIGTERM, then SIGKILL after a grace)."""

@@ -24,7 +24,9 @@ ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points
 #: (vectorlog/core/faults.py) and `vectorlog serve`'s secret token and TLS files
 #: (vectorlog/server/serve.py: not Config's)
-NOT_SETTINGS = frozenset({faults.ENV, "VECTORLOG_TOKEN", "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"})
+NOT_SETTINGS = frozenset(
+    {faults.ENV, faults.PAUSE_ENV, "VECTORLOG_TOKEN", "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"}
+)
 
 
 class ConfigError(InvalidArgument):

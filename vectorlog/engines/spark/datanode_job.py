@@ -256,6 +256,9 @@ def build_session(master: str | None = None) -> SparkSession:
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.streaming.stopTimeout", "30s")
     )
+    for name, value in os.environ.items():  # settings and test hooks reach the executors
+        if name.startswith("VECTORLOG_"):
+            builder = builder.config(f"spark.executorEnv.{name}", value)
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"

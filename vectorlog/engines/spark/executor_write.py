@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from vectorlog.core.faults import pause_point
 from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef
 from vectorlog.schemas.columns import decode_column, with_dynamic
@@ -159,8 +160,17 @@ def write_part(task: PartTask) -> dict[str, Any]:
     store = PyArrowObjectStore(task.storage_uri)
     writer = SegmentWriter(store, lambda n: _take(ids, n), lambda: task.write_ts)
     body = writer.write(task.ref, task.schema, rows, None, False)
+    if _first_attempt():
+        pause_point("spark.write_part.after_files")  # a test kills the worker here
     body["worker"] = os.getcwd()  # a standalone executor runs in its worker's work folder
     return body
+
+
+def _first_attempt() -> bool:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx is not None and ctx.attemptNumber() == 0 and ctx.partitionId() == 0
 
 
 def _take(ids: Iterator[int], n: int) -> int:

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from tests.clients import cluster_args
+from tests.support import wait_until
+from tests.vectorlog.engines.spark import cluster_child
 from tests.vectorlog.engines.spark.cluster_child import plain_segments
 from tests.vectorlog.engines.spark.test_spark_datanode import run_script
 from vectorlog import Client
@@ -28,6 +30,20 @@ CHILD_TIMEOUT_S = 600
 
 def run_child(cluster: Any, scenario: str, args: dict[str, Any], **settings: Any) -> dict[str, Any]:
     """Runs a scenario in a driver process on the cluster; returns what it printed."""
+    return finish_child(start_child(cluster, scenario, args, **settings))
+
+
+def finish_child(child: subprocess.Popen[str]) -> dict[str, Any]:
+    """Waits for a driver process; returns what it printed. Fails the test if it failed."""
+    out, err = child.communicate(timeout=CHILD_TIMEOUT_S)
+    assert child.returncode == 0, err[-4000:]
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def start_child(
+    cluster: Any, scenario: str, args: dict[str, Any], **settings: Any
+) -> subprocess.Popen[str]:
+    """Starts a scenario in a driver process on the cluster, configured by VECTORLOG_*."""
     env = cluster.env()
     env.update(
         VECTORLOG_SPARK_MASTER=cluster.master_url,
@@ -39,16 +55,14 @@ def run_child(cluster: Any, scenario: str, args: dict[str, Any], **settings: Any
     )
     env.update({f"VECTORLOG_{k.upper()}": str(v) for k, v in settings.items()})
     cmd = [sys.executable, "-m", "tests.vectorlog.engines.spark.cluster_child", scenario]
-    done = subprocess.run(
+    return subprocess.Popen(
         [*cmd, args["uri"]],
         env=env,
         cwd=cluster.pythonpath,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=CHILD_TIMEOUT_S,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def worker_of(cluster: Any, folder: str) -> int:
@@ -78,3 +92,40 @@ def test_executors_on_two_workers_write_the_same_binlogs_as_the_local_engine(
     assert sorted(got["segments"]) == sorted(local)
     for key, seg in local.items():
         assert got["segments"][key] == seg, key
+
+
+def test_a_worker_killed_mid_write_leaves_every_row_exactly_once(
+    spark_cluster: Any, request: pytest.FixtureRequest, tmp_path: Path
+):
+    """The first attempt of a segment write's first part holds after writing its files; the
+    test SIGKILLs that worker's process group (worker, executor, Python workers); Spark runs
+    the part again on the other worker, which writes the same paths."""
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    args = cluster_args("kafka", request, tmp_path / "cluster")
+    point = "spark.write_part.after_files"
+    child = start_child(
+        spark_cluster, "kill", args, spark_rows_per_task=1000, pause_at=f"{point}={pause}"
+    )
+    victim = None
+    try:
+        wait_until(
+            lambda: list(pause.glob(f"{point}.*")) or child.poll() is not None,
+            CHILD_TIMEOUT_S,
+            "a held part",
+        )
+        held = list(pause.glob(f"{point}.*"))
+        assert held, finish_child(child)  # the driver ended: says why
+        victim = worker_of(spark_cluster, held[0].read_text())
+        spark_cluster.kill_worker(victim)
+        (pause / "go").touch()
+        got = finish_child(child)
+    finally:
+        (pause / "go").touch()
+        child.kill()
+        if victim is not None:
+            spark_cluster.start_worker(victim)
+    rows = list(range(cluster_child.KILL_ROWS))
+    assert got["segments"] == [["Flushed", len(rows)]] and got["parts"] >= 3
+    assert got["ids"] == rows  # what a user reads: every row once
+    assert got["stored"] == rows  # the files: no row twice, no file of the killed attempt extra

@@ -120,6 +120,24 @@ def test_the_spark_engine_without_java_is_refused_clearly(
         assert client.list_collections() == []
 
 
+def test_a_cluster_master_with_the_embedded_log_is_refused_naming_the_fix(tmp_path: Path):
+    with pytest.raises(
+        ConfigError, match="embedded log's RocksDB is readable on this machine"
+    ) as e:
+        Client(str(tmp_path / "db"), datanode="spark", spark_master="spark://127.0.0.1:7077")
+    assert "VECTORLOG_LOG=kafka://" in str(e.value) and "\n" not in str(e.value)
+    with Client(str(tmp_path / "db")) as client:  # nothing was left open
+        assert client.list_collections() == []
+
+
+def test_how_the_spark_engine_writes_is_a_setting():
+    assert Config().spark_writes == "executors"
+    cfg = Config.load({"VECTORLOG_SPARK_WRITES": "driver", "VECTORLOG_SPARK_ROWS_PER_TASK": "10"})
+    assert (cfg.spark_writes, cfg.spark_rows_per_task) == ("driver", 10)
+    with pytest.raises(ConfigError, match='"executors" or "driver"'):
+        Config(spark_writes="workers")
+
+
 # -- the data source ---------------------------------------------------------------------------
 def log_uri(log: Log) -> str:
     from vectorlog.streams.log.kafka import KafkaLog
