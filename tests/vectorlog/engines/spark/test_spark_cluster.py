@@ -24,7 +24,9 @@ from tests.vectorlog.engines.spark.cluster_child import plain_segments
 from tests.vectorlog.engines.spark.test_spark_datanode import run_script
 from vectorlog import Client
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+#: the suite's 300 s default stopped the executor-kill test under load (a driver's JVM start
+#: took 45 s, its run 250 s)
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(1500)]
 CHILD_TIMEOUT_S = 600
 
 
