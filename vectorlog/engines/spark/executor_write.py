@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROWS_PER_TASK = 50_000
+#: a segment write's Spark job is cancelled (and retried by the data node) after this long
+JOB_TIMEOUT_S = 900.0
 #: {collection id: (primary key field id, ids of the fields a record must carry)}
 StripPlan = dict[int, tuple[int, frozenset[int]]]
 
@@ -216,6 +218,7 @@ class SparkRowsWriter:
         self.log_uri, self.topic, self.storage_uri = log_uri, topic, storage_uri
         self.allocate_ids, self.now, self.session = allocate_ids, now, session
         self.url, self.rows_per_task = schema_registry_url, rows_per_task
+        self.job_timeout_s = JOB_TIMEOUT_S
         self._stripped: dict[int, set[int]] = {}
         self._lock = threading.Lock()
         self.parts_written = 0
@@ -245,12 +248,19 @@ class SparkRowsWriter:
         order. Raises what a task raised (after its retries), having deleted every part."""
         tasks = self._tasks(ref, schema, rows)
         sc = self.session().sparkContext
+        group = f"vectorlog-write-{ref.segment_id}-{tasks[0].first_id}"
+        # a cluster that lost its master or every worker never fails the job: it waits for
+        # resources; cancelled, the write fails and the data node's loop retries it
+        watchdog = threading.Timer(self.job_timeout_s, sc.cancelJobGroup, (group,))
         try:
-            sc.setJobDescription(f"vectorlog: write segment {ref.segment_id}")
+            sc.setJobGroup(group, f"vectorlog: write segment {ref.segment_id}")
+            watchdog.start()
             bodies = sc.parallelize(tasks, len(tasks)).map(write_part).collect()
         except BaseException:
             self._delete(tasks)
             raise
+        finally:
+            watchdog.cancel()
         for body in bodies:
             self.workers.add(body.pop("worker"))
         self.parts_written += len(bodies)
