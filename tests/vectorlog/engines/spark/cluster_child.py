@@ -59,9 +59,9 @@ def kill(uri: str) -> dict[str, Any]:
         job = client.cluster.spark_job
         wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
         client.create_collection("k", dimension=4, num_shards=1)
-        client.insert(
-            "k", [{"id": i, "vector": [float(i), 0.0, 1.0, 2.0]} for i in range(KILL_ROWS)]
-        )
+        for start in range(0, KILL_ROWS, 500):  # 6 records: parts of 1000 rows are 2 each
+            rows = range(start, start + 500)
+            client.insert("k", [{"id": i, "vector": [float(i), 0.0, 1.0, 2.0]} for i in rows])
         client.flush("k", timeout=JVM_UP_S)
         segs = client.list_segments("k")
         got = client.query("k", filter="id >= 0", output_fields=["id"], limit=KILL_ROWS + 10)
