@@ -88,9 +88,12 @@ def run_engine(
     cmd = [sys.executable, "-m", "benchmarks.spark_datanode_bench", "--child", engine]
     cmd += ["--rows", str(rows), "--batch", str(batch), "--uri", f"kafka://{bootstrap}"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)
-    if done.returncode:
+    lines = done.stdout.strip().splitlines()
+    if not lines:
         raise RuntimeError(done.stderr[-3000:])
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    # a driver process once aborted at exit ("terminate called without an active exception")
+    # after printing its result: the result stands, the exit code is kept with it
+    return {**json.loads(lines[-1]), "exit_code": done.returncode}
 
 
 def main() -> None:

@@ -20,12 +20,12 @@ Where reading starts: the DataNode's checkpoint in its StateStore, never Spark's
 live in memory, so only its own checkpoint says what a restart must replay. `recover()` asks
 its `dml_log` for a reader at the checkpoint (`FedLog.reader` -> `FedRecords`), and the query
 starts from exactly those offsets (`startingOffsets`). Spark's own checkpoint lives under
-the data dir (<state dir>/datanode-spark-checkpoint): emptied when the process starts (the
-node's checkpoint, not Spark's, says what a restart must replay: its buffers were in memory),
-kept across the query's restarts within the process. If the query fails, a new one starts from
-the offsets after the last record handed over. `offer` checks each partition continues
-exactly where the previous batch ended (log offsets are dense): a record is never skipped
-or handed over twice.
+the data dir (<state dir>/datanode-spark-checkpoint), emptied before each query: the node's
+checkpoint, not Spark's, says what a restart must replay (its buffers were in memory), and a
+failed hand-over is kept from Spark (see `_batch`), which then commits offsets the node never
+got. If the query fails, a new one starts from the offsets after the last record handed over.
+`offer` checks each partition continues exactly where the previous batch ended (log offsets
+are dense): a record is never skipped or handed over twice.
 
 Opening a Client never waits for the JVM: the session starts on a background thread; until it
 is up the data node sees no dml (it still follows coord). The session is shared by every job
@@ -333,7 +333,6 @@ class SparkDataNodeJob:
         self.storage_uri = storage_uri
         self.session: SparkSession | None = None
         self.session_ready = threading.Event()
-        self._fresh_checkpoint = True  # cleared before this process's first query
         self.running = threading.Event()  # a query is running
         self.failure: BaseException | None = None
         self.batches = 0
@@ -425,15 +424,13 @@ class SparkDataNodeJob:
                 shutil.rmtree(checkpoint, ignore_errors=True)
 
     def _checkpoint_location(self) -> str:
-        """Returns Spark's checkpoint location: `checkpoint_dir`, emptied before the
-        process's first query (the data node's checkpoint says where reading starts: its
-        buffers were in memory), then kept across the query's restarts (Spark resumes at its
-        committed offsets, never past the records handed over); else a temporary folder."""
+        """Returns Spark's checkpoint location: `checkpoint_dir`, emptied before each query
+        (the data node's checkpoint says where reading starts: its buffers were in memory;
+        and a failed hand-over is not raised into Spark, so Spark commits batches the node
+        never got); else a temporary folder."""
         if self.checkpoint_dir is None:
             return tempfile.mkdtemp(prefix="vectorlog-spark-checkpoint-")
-        if self._fresh_checkpoint:
-            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-            self._fresh_checkpoint = False
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         os.makedirs(self.checkpoint_dir, exist_ok=True)
         return self.checkpoint_dir
 
