@@ -19,6 +19,8 @@ import pytest
 from tests.support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 from vectorlog.streams.log.base import Log
 
+ROOT = Path(__file__).resolve().parent.parent  # the checkout the executors import
+
 #: clusters opened by tests compact only when a test asks (Client.compact, or its own
 #: compaction_interval_s): a background merge would make other tests' segment lists and
 #: timings depend on when it ran (tests/vectorlog/test_compaction.py tests the policy)
@@ -84,3 +86,21 @@ def spark() -> Iterator[Any]:
     session = build_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[Any]:
+    """A real Spark standalone cluster for the session (infra/spark_cluster.py): a master and
+    two 1-core workers from the pyspark wheel's launcher on loopback, whose executors import
+    this checkout's vectorlog; every daemon's process group is killed at the end. A driver
+    must run in a process of its own (one SparkContext per process, and tests share one)."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java 17 (infra/ensure_java.sh)")
+    from infra.spark_cluster import SparkCluster
+
+    cluster = SparkCluster(workers=2, cores=1, memory="1g", pythonpath=str(ROOT)).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -28,6 +28,7 @@ ENV_PREFIX = "VECTORLOG_"
 NOT_SETTINGS = frozenset(
     {
         faults.ENV,
+        faults.PAUSE_ENV,
         "VECTORLOG_TOKEN",
         "VECTORLOG_TLS_CERT",
         "VECTORLOG_TLS_KEY",
@@ -112,6 +113,14 @@ class Config:
     #: the Spark master of the "spark" engine (e.g. spark://host:7077); None runs Spark in
     #: local mode, local[2]
     spark_master: str | None = None
+    #: where the "spark" engine decodes dml and writes binlogs: "executors" (Spark tasks read
+    #: the records back from the log and write the insert and stats binlogs; the driver sees
+    #: only primary keys and positions) or "driver" (every record is collected to the data
+    #: node's process, which writes as the local engine does)
+    spark_writes: str = "executors"
+    #: rows per Spark task of a segment write by the executors (a segment's rows are split
+    #: into parts of about this many, written in parallel)
+    spark_rows_per_task: int = 50_000
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
@@ -234,6 +243,8 @@ _RULES: dict[str, tuple[Any, str]] = {
     "querynode_recovery": (lambda v: v in ("binlogs", "log"), '"binlogs" or "log"'),
     "compaction_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds, or None"),
     "compaction_engine": (lambda v: v in ("local", "spark"), '"local" or "spark"'),
+    "spark_writes": (lambda v: v in ("executors", "driver"), '"executors" or "driver"'),
+    "spark_rows_per_task": (lambda v: 1 <= v <= 1 << 30, "1..1073741824 rows"),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),

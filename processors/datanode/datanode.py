@@ -39,6 +39,7 @@ from vectorlog.core.faults import CrashPointReached, crash_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
+from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import EventApplier
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
@@ -130,11 +131,14 @@ class DataNode(ProcessorBase):
         dml_log: Log | None = None,
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
         ticks: TickPolicy | None = None,
+        rows_writer: RowsWriter | None = None,
     ) -> None:
         """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
         a Log whose reader is fed by another engine (the Spark job of vectorlog/engines/spark/). An
         event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered.
-        `ticks`: how the dml writers' ticks are folded (several writers: TickPolicy(warm_up))."""
+        `ticks`: how the dml writers' ticks are folded (several writers: TickPolicy(warm_up)).
+        `rows_writer`: rows are buffered as log positions and written by it (service.py)."""
+        self.rows_writer = rows_writer
         self._ticks = ticks
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
         self.dml_log = dml_log if dml_log is not None else log
@@ -147,7 +151,7 @@ class DataNode(ProcessorBase):
         self.views = SegmentViews()
         self.schemas: dict[int, CollectionSchema] = {}
         self.dropped: set[int] = set()
-        self.buffers: dict[int, InsertBuffer] = {}
+        self.buffers: dict[int, InsertBuffer | RefBuffer] = {}
         self.deltas: dict[int, DeltaBuffer] = {}
         self.ddl: dict[int, DdlBuffer] = {}  # collection -> DDL not yet in its DDL binlogs
         self.refs: dict[int, SegmentRef] = {}
@@ -392,6 +396,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             return
         sid, n = b["segment_id"], b["num_rows"]
+        if self.rows_writer is not None:
+            self._inserted_ref(event, schema, before)
+            return
         columns = with_dynamic(schema, b["columns"], n)  # a left-out $meta: {} per row
         by_id = {c["field_id"]: decode_column(c["column"], n) for c in columns}
         missing = [f.name for f in schema.fields if f.field_id not in by_id]
@@ -404,11 +411,33 @@ class DataNode(ProcessorBase):
         if self._written(sid, event.ts):
             return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
-        if buf is None:
+        if not isinstance(buf, InsertBuffer):
             buf = self.buffers[sid] = InsertBuffer(before)
         buf.append(
             b["first_row_id"], event.ts, {f.field_id: by_id[f.field_id] for f in schema.fields}, n
         )
+
+    def _inserted_ref(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
+        """`_inserted` with a RowsWriter: buffers where the rows lie, decoding only the keys."""
+        assert self.rows_writer is not None
+        b, pk_id = event.body, schema.primary.field_id
+        sid, n, (p, offset) = b["segment_id"], b["num_rows"], event.source or (-1, -1)
+        present = {c["field_id"] for c in with_dynamic(schema, b["columns"], n)}
+        missing = [f.name for f in schema.fields if f.field_id not in present]
+        if missing and not self.rows_writer.stripped(p, offset):
+            raise ValueError(f"RowsInserted lacks fields {missing}")
+        column = next(c["column"] for c in b["columns"] if c["field_id"] == pk_id)
+        pks = decode_column(column, n)
+        ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
+        self.refs.setdefault(sid, ref)
+        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
+        if self._written(sid, event.ts):
+            return  # replayed rows of a segment already in binlogs
+        buf = self.buffers.get(sid)
+        if not isinstance(buf, RefBuffer):
+            buf = self.buffers[sid] = RefBuffer(before)
+        rows = RowsRef(p, offset, event.ts, b["first_row_id"], n)
+        buf.append(rows, row_bytes(schema))
 
     def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
         """Records each key's newest row; a key that had an older row is an upsert: that row's
@@ -631,6 +660,8 @@ class DataNode(ProcessorBase):
         stats = [json.loads(self.objects.get(p)) for p in seg.stats_paths] if flushed else []
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
+        elif isinstance(rows, RefBuffer):
+            body = self._write_remote(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
         body["num_rows"] += seg.rows_written
@@ -652,6 +683,36 @@ class DataNode(ProcessorBase):
             self.ddl.pop(ref.collection_id, None)
         self._wrote = True
         self.checkpoint()
+
+    def _write_remote(
+        self,
+        ref: SegmentRef,
+        schema: CollectionSchema,
+        rows: RefBuffer,
+        deltas: DeltaBuffer | None,
+        flushed: bool,
+        earlier: list[dict[str, Any]],
+        rows_before: int,
+    ) -> dict[str, Any]:
+        """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
+        stats logs, then here the delta log and (flushed) the compound stats log of every
+        write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
+        assert self.rows_writer is not None
+        parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
+        try:
+            stats = [json.loads(self.objects.get(log["path"])) for log in _stats_logs(parts)]
+            body = self.writer.write(ref, schema, None, deltas, False)
+            if flushed and (stats or earlier):
+                pk = schema.primary.field_id
+                span = _span(parts) or (self.rc.now(), self.rc.now())
+                every, n = [*earlier, *stats], rows_before + rows.num_rows
+                compound = self.writer.write_compound(ref, pk, every, n, span)
+                parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
+        except Exception:
+            _discard(self.objects, parts)
+            raise
+        body["flushed"] = flushed
+        return _merged(body, parts)
 
     def _pchannel(self, ref: SegmentRef) -> int:
         return self.pchannel_of.get(ref.vchannel, 0)
@@ -780,6 +841,41 @@ def _stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None])
     values = map(packed.__getitem__, kept.values())
     for key, value in zip(pk_keys(vch, list(kept)), values, strict=True):
         txn.put(key, value)
+
+
+def _stats_logs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [log for part in parts for f in part["stats_binlogs"] for log in f["binlogs"]]
+
+
+def _span(parts: list[dict[str, Any]]) -> tuple[int, int] | None:
+    logs = _stats_logs(parts)
+    if not logs:
+        return None
+    return min(x["timestamp_from"] for x in logs), max(x["timestamp_to"] for x in logs)
+
+
+def _discard(objects: ObjectStore, parts: list[dict[str, Any]]) -> None:
+    """Deletes the files of written parts (best effort: recovery deletes what is left)."""
+    for part in parts:
+        for kind in ("field_binlogs", "stats_binlogs"):
+            for f in part.get(kind, []):
+                for x in f["binlogs"]:
+                    try:
+                        objects.delete(x["path"])
+                    except Exception as exc:
+                        log.warning("could not delete %s after a failed write: %s", x["path"], exc)
+
+
+def _merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Folds the parts' insert and stats logs into `body`, one entry per field, in order."""
+    for kind in ("field_binlogs", "stats_binlogs"):
+        by_field: dict[int, list[dict[str, Any]]] = {}
+        for part in parts:
+            for f in part.get(kind, []):
+                by_field.setdefault(f["field_id"], []).extend(f["binlogs"])
+        body[kind] = [{"field_id": fid, "binlogs": logs} for fid, logs in by_field.items()]
+    body["num_rows"] = sum(part.get("num_rows", 0) for part in parts)
+    return body
 
 
 Entry = tuple[int, int]  # (segment id, ts) of a key's newest row

@@ -95,3 +95,25 @@ def armed(name: str, skip: int = 0) -> Iterator[list[str]]:
     finally:
         with _lock:
             _armed.pop(name, None)
+
+
+PAUSE_ENV = "VECTORLOG_PAUSE_AT"
+PAUSE_GO = "go"
+PAUSE_MAX_S = 300.0
+
+
+def pause_point(name: str) -> None:
+    """Marks an instant a test may hold a process at (to kill it there with a real signal).
+    Armed by `VECTORLOG_PAUSE_AT=name=DIR`: the process writes `DIR/name.PID` holding its
+    working directory, then waits until `DIR/go` exists (at most PAUSE_MAX_S). Unarmed: one
+    environment lookup."""
+    import time
+    from pathlib import Path
+
+    point, _, folder = os.environ.get(PAUSE_ENV, "").partition("=")
+    if point != name or not folder:
+        return
+    Path(folder, f"{name}.{os.getpid()}").write_text(os.getcwd())
+    deadline = time.monotonic() + PAUSE_MAX_S
+    while not Path(folder, PAUSE_GO).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

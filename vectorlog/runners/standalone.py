@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from vectorlog.config import Config, ConfigError
 from vectorlog.core import exits
 from vectorlog.engines.spark.datanode_job import FedLog, SparkDataNodeJob
+from vectorlog.engines.spark.executor_write import SparkRowsWriter, strip_plan
 from vectorlog.jobs.bulkinsert import BulkInserter
 from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
@@ -44,6 +45,7 @@ from vectorlog.runtime.topology import CLUSTER
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
+from vectorlog.streams.errors import LogError
 from vectorlog.streams.history import check_history
 from vectorlog.streams.log.base import Log, Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
@@ -74,6 +76,8 @@ def _open_state(cfg: Config) -> RocksDBStateStore:
 
 
 CLUSTER_KEY = b"cluster/name"
+#: how long a segment write of the Spark engine waits for its session to come up
+SPARK_SESSION_WAIT_S = 120.0
 
 
 def _claim(store: RocksDBStateStore, cfg: Config) -> None:
@@ -350,6 +354,7 @@ class Standalone:
             return
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
         fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
+        writer = self._spark_writer(cfg) if fed is not None else None
         self.datanode = DataNode(
             self.log,
             self.topics,
@@ -360,12 +365,50 @@ class Standalone:
             buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
             dml_log=fed,
             max_clock_skew_ms=cfg.max_clock_skew_ms,
+            rows_writer=writer,
         )
         self.datanode.recover()
         self._stack.callback(self.datanode.close)
         self._started(self.datanode)
         if fed is not None:
-            self._start_spark_job(cfg, fed)
+            self._start_spark_job(cfg, fed, writer)
+
+    def _spark_log_uri(self, cfg: Config) -> str:
+        from vectorlog.streams.log.embedded import EmbeddedLog
+
+        return self.log.path if isinstance(self.log, EmbeddedLog) else cfg.log
+
+    def _spark_writer(self, cfg: Config) -> SparkRowsWriter | None:
+        """Returns the executors' binlog writer of the Spark engine (`spark_writes`), or None.
+        Raises ConfigError for a cluster master with the embedded log."""
+        from vectorlog.config import ConfigError
+        from vectorlog.engines.spark.prerequisites import SparkPrerequisiteMissing, check_log
+        from vectorlog.streams.log.embedded import EmbeddedLog
+
+        try:
+            check_log(cfg.spark_master, isinstance(self.log, EmbeddedLog))
+        except SparkPrerequisiteMissing as exc:
+            raise ConfigError(str(exc)) from None
+        if cfg.spark_writes != "executors":
+            return None
+        job = self._job_session
+        return SparkRowsWriter(
+            self._spark_log_uri(cfg),
+            self.topics.dml,
+            cfg.storage_uri(),
+            self.rootcoord.allocate_ids,
+            self.rootcoord.now,
+            job,
+            cfg.schema_registry_url,
+            cfg.spark_rows_per_task,
+        )
+
+    def _job_session(self) -> Any:
+        """The Spark data node job's session, once it is up (a write waits for it)."""
+        job = self.spark_job
+        if not job.session_ready.wait(SPARK_SESSION_WAIT_S) or job.session is None:
+            raise LogError(f"the Spark session is not up: {job.failure or 'still starting'}")
+        return job.session
 
     def _start_indexnode(self, cfg: Config) -> None:
         """Recovers the index node from ddl and coord, then starts its consumer and builder
@@ -385,7 +428,7 @@ class Standalone:
         self.indexnode.recover()
         self._started(self.indexnode)
 
-    def _start_spark_job(self, cfg: Config, fed: FedLog) -> None:
+    def _start_spark_job(self, cfg: Config, fed: FedLog, writer: SparkRowsWriter | None) -> None:
         """Starts the Spark engine's streaming query that feeds the data node's dml reader
         (its session starts on a background thread: opening never waits for the JVM)."""
         import importlib.util
@@ -393,15 +436,24 @@ class Standalone:
         import shutil
 
         from vectorlog.config import ConfigError
-        from vectorlog.streams.log.embedded import EmbeddedLog
 
         if importlib.util.find_spec("pyspark") is None:
             raise ConfigError('datanode="spark" needs PySpark: pip install "vectorlog[spark]"')
         if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
             raise ConfigError('datanode="spark" needs Java 17 (java on PATH, or JAVA_HOME)')
         assert fed.records is not None, "DataNode.recover() creates the fed reader"
-        log_uri = self.log.path if isinstance(self.log, EmbeddedLog) else cfg.log
-        self.spark_job = SparkDataNodeJob(fed.records, log_uri, cfg.spark_master)
+        datanode = self.datanode
+        if writer is not None:
+            writer.applied = lambda: {p: pos.offset for p, pos in datanode.positions.items()}
+        self.spark_job = SparkDataNodeJob(
+            fed.records,
+            self._spark_log_uri(cfg),
+            cfg.spark_master,
+            checkpoint_dir=str(cfg.state_dir() / "datanode-spark-checkpoint"),
+            writer=writer,
+            plan=lambda: strip_plan(datanode.schemas),
+            storage_uri=cfg.storage_uri(),
+        )
         self._started(self.spark_job)
 
     def _store(self) -> PyArrowObjectStore:

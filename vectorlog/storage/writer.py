@@ -227,6 +227,19 @@ class SegmentWriter:
             logs.append(self._write_compound(ref, pk.field_id, every, rows_before, span))
         return [{"field_id": pk.field_id, "binlogs": logs}]
 
+    def write_compound(
+        self,
+        ref: SegmentRef,
+        field_id: int,
+        stats: list[dict[str, Any]],
+        rows: int,
+        span: tuple[int, int],
+    ) -> dict[str, Any]:
+        """Writes a flushed segment's compound stats log of every write's `stats` (`rows` in
+        all, stamped within `span`); returns its Binlog record. Raises StorageError."""
+        self._written = []
+        return self._write_compound(ref, field_id, stats, rows, span)
+
     def _write_compound(
         self,
         ref: SegmentRef,

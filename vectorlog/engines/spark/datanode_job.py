@@ -6,6 +6,9 @@ changes. How records flow:
 
     log (embedded RocksDB / Kafka)
       -> Spark: readStream.format("vectorlog-log") (logsource.py), one task per partition
+      -> with `spark_writes="executors"` (the default), in the same tasks: each RowsInserted
+         reduced to its primary keys (executor_write.py); the node buffers its position,
+         and Spark tasks write the segment's insert and stats binlogs when the node writes it
       -> foreachBatch, in this process: the batch's rows collected as Arrow, sorted by
          (partition, offset), handed to `FedRecords.offer`, which returns once the data node
          has applied them (backpressure: Spark plans the next batch only then)
@@ -16,10 +19,13 @@ changes. How records flow:
 Where reading starts: the DataNode's checkpoint in its StateStore, never Spark's. Its buffers
 live in memory, so only its own checkpoint says what a restart must replay. `recover()` asks
 its `dml_log` for a reader at the checkpoint (`FedLog.reader` -> `FedRecords`), and the query
-starts from exactly those offsets (`startingOffsets`) with a fresh temporary
-checkpointLocation each time. If the query fails, a new one starts from the offsets after the
-last record handed over. `offer` checks each partition continues exactly where the previous
-batch ended (log offsets are dense): a record is never skipped or handed over twice.
+starts from exactly those offsets (`startingOffsets`). Spark's own checkpoint lives under
+the data dir (<state dir>/datanode-spark-checkpoint), emptied before each query: the node's
+checkpoint, not Spark's, says what a restart must replay (its buffers were in memory), and a
+failed hand-over is kept from Spark (see `_batch`), which then commits offsets the node never
+got. If the query fails, a new one starts from the offsets after the last record handed over.
+`offer` checks each partition continues exactly where the previous batch ended (log offsets
+are dense): a record is never skipped or handed over twice.
 
 Opening a Client never waits for the JVM: the session starts on a background thread; until it
 is up the data node sees no dml (it still follows coord). The session is shared by every job
@@ -39,15 +45,23 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from vectorlog.core import exits
+from vectorlog.engines.spark.executor_write import (
+    STRIPPED_SCHEMA,
+    SparkRowsWriter,
+    StripPlan,
+    strip_batches,
+)
 from vectorlog.streams.batches import BATCH_HEADER
 from vectorlog.streams.errors import LogClosed, LogError
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -242,6 +256,9 @@ def build_session(master: str | None = None) -> SparkSession:
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.streaming.stopTimeout", "30s")
     )
+    for name, value in os.environ.items():  # settings and test hooks reach the executors
+        if name.startswith("VECTORLOG_"):
+            builder = builder.config(f"spark.executorEnv.{name}", value)
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
@@ -300,10 +317,22 @@ class SparkDataNodeJob:
         master: str | None = None,
         max_records_per_batch: int = 2000,
         name: str = "datanode",
+        checkpoint_dir: str | None = None,
+        writer: SparkRowsWriter | None = None,
+        plan: Callable[[], StripPlan] | None = None,
+        storage_uri: str | None = None,
     ) -> None:
+        """`checkpoint_dir`: Spark's checkpoint location (default: a temporary folder).
+        `writer`: the executors write the binlogs (executor_write.py), stripping records of
+        the collections `plan()` names. `storage_uri`: checked readable by the executors of a
+        cluster master before reading."""
         self.records, self.log_uri, self.master = records, log_uri, master
         self.max_records = max_records_per_batch
         self.name = name
+        self.checkpoint_dir, self.writer, self.plan = checkpoint_dir, writer, plan
+        self.storage_uri = storage_uri
+        self.session: SparkSession | None = None
+        self.session_ready = threading.Event()
         self.running = threading.Event()  # a query is running
         self.failure: BaseException | None = None
         self.batches = 0
@@ -330,7 +359,12 @@ class SparkDataNodeJob:
             return
         try:
             from vectorlog.engines.spark.logsource import register
+            from vectorlog.engines.spark.prerequisites import check_executors
 
+            if self.storage_uri is not None:
+                check_executors(session, self.storage_uri)
+            self.session = session
+            self.session_ready.set()
             register(session)
             while not self._stopping.is_set():
                 self._run_query(session)
@@ -347,7 +381,7 @@ class SparkDataNodeJob:
         """Runs one query from the offsets after the last record handed over until it ends."""
         from vectorlog.engines.spark.logsource import NAME, offsets_json
 
-        checkpoint = tempfile.mkdtemp(prefix="vectorlog-spark-checkpoint-")
+        checkpoint = self._checkpoint_location()
         try:
             start = self.records.resume_positions()
             frame = (
@@ -386,7 +420,19 @@ class SparkDataNodeJob:
         finally:
             self.running.clear()
             self._query = None
-            shutil.rmtree(checkpoint, ignore_errors=True)
+            if self.checkpoint_dir is None:
+                shutil.rmtree(checkpoint, ignore_errors=True)
+
+    def _checkpoint_location(self) -> str:
+        """Returns Spark's checkpoint location: `checkpoint_dir`, emptied before each query
+        (the data node's checkpoint says where reading starts: its buffers were in memory;
+        and a failed hand-over is not raised into Spark, so Spark commits batches the node
+        never got); else a temporary folder."""
+        if self.checkpoint_dir is None:
+            return tempfile.mkdtemp(prefix="vectorlog-spark-checkpoint-")
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        return self.checkpoint_dir
 
     def _batch(self, frame: DataFrame, batch_id: int) -> None:
         """foreachBatch: hands the batch's records to the data node, in (partition, offset)
@@ -401,7 +447,7 @@ class SparkDataNodeJob:
         if self._stopping.is_set() or self._batch_error is not None:
             return
         try:
-            table = frame.toArrow()
+            table = self._collect(frame)
             if table.num_rows:
                 table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
                 names = ("partition", "offset", "key", "value", "batch")
@@ -418,6 +464,24 @@ class SparkDataNodeJob:
             return
         self.batches += 1
         self.failure = None
+
+    def _collect(self, frame: DataFrame) -> pa.Table:
+        """Returns the batch's records on the driver; with a writer, stripped on the
+        executors first (the stripped ones noted for the data node)."""
+        if self.writer is None or self.plan is None:
+            return frame.toArrow()
+        strip = partial(strip_batches, self.plan(), self.records.topic, self.writer.url)
+        table = frame.mapInArrow(strip, STRIPPED_SCHEMA).toArrow()
+        flags = table.column("stripped").to_pylist()
+        if any(flags):
+            parts, offsets = table.column("partition").to_pylist(), table.column("offset")
+            by_p: dict[int, list[int]] = {}
+            for p, o, f in zip(parts, offsets.to_pylist(), flags, strict=True):
+                if f:
+                    by_p.setdefault(p, []).append(o)
+            for p, found in by_p.items():
+                self.writer.note_stripped(p, found)
+        return table
 
     def close(self, timeout: float = 60.0) -> None:
         """Stops the query and waits for the thread (the session is released by it)."""

@@ -120,6 +120,24 @@ def test_the_spark_engine_without_java_is_refused_clearly(
         assert client.list_collections() == []
 
 
+def test_a_cluster_master_with_the_embedded_log_is_refused_naming_the_fix(tmp_path: Path):
+    with pytest.raises(
+        ConfigError, match="embedded log's RocksDB is readable on this machine"
+    ) as e:
+        Client(str(tmp_path / "db"), datanode="spark", spark_master="spark://127.0.0.1:7077")
+    assert "VECTORLOG_LOG=kafka://" in str(e.value) and "\n" not in str(e.value)
+    with Client(str(tmp_path / "db")) as client:  # nothing was left open
+        assert client.list_collections() == []
+
+
+def test_how_the_spark_engine_writes_is_a_setting():
+    assert Config().spark_writes == "executors"
+    cfg = Config.load({"VECTORLOG_SPARK_WRITES": "driver", "VECTORLOG_SPARK_ROWS_PER_TASK": "10"})
+    assert (cfg.spark_writes, cfg.spark_rows_per_task) == ("driver", 10)
+    with pytest.raises(ConfigError, match='"executors" or "driver"'):
+        Config(spark_writes="workers")
+
+
 # -- the data source ---------------------------------------------------------------------------
 def log_uri(log: Log) -> str:
     from vectorlog.streams.log.kafka import KafkaLog
@@ -258,21 +276,27 @@ def test_both_engines_write_the_same_rows_into_the_same_segments(
     spark: Any, client_args: dict[str, Any], tmp_path: Path
 ):
     found = {}
-    for engine in ("local", "spark"):
-        args = {**client_args}
+    for engine, writes in (("local", "driver"), ("spark", "executors"), ("spark", "driver")):
+        name, args = f"{engine}-{writes}", {**client_args}
         if "cluster" in args:  # Kafka: a cluster of its own on the shared broker
-            args["cluster"] = f"{args['cluster']}{engine}"
-            args["data_dir"] = str(tmp_path / engine / "state")
+            args["cluster"] = f"{args['cluster']}{engine}{writes}"
+            args["data_dir"] = str(tmp_path / name / "state")
         else:
-            args["uri"] = str(tmp_path / engine / "db")
-        with Client(args.pop("uri"), datanode=engine, **args) as client:
+            args["uri"] = str(tmp_path / name / "db")
+        with Client(args.pop("uri"), datanode=engine, spark_writes=writes, **args) as client:
             run_script(client)
-            found[engine] = segments(client)
+            found[name] = segments(client)
             if engine == "spark":
                 job = client.cluster.spark_job
                 assert job.batches > 0 and job.failure is None
                 assert client.cluster.datanode.dml_log.records is job.records  # type: ignore[attr-defined]
-    local, via_spark = found["local"], found["spark"]
+                # with "executors", Spark tasks wrote every segment's rows
+                assert (job.writer is not None and job.writer.parts_written >= 6) == (
+                    writes == "executors"
+                )
+    local = found["local-driver"]
+    assert found["spark-driver"] == local
+    via_spark = found["spark-executors"]
     assert len(local) == 6  # 2 partitions x 2 vchannels, then 2 more in the default partition
     assert {s["state"] for s in local.values()} == {"Flushed"}
     assert sum(len(s["deleted"]) for s in local.values()) == DELETE_RECORDS

@@ -1,0 +1,100 @@
+"""A driver process of the Spark cluster tests (test_spark_cluster.py): one SparkContext per
+process, so each Client on a `spark://` master runs here. Reads its settings from the
+environment (VECTORLOG_*), runs a scenario, and prints what the test checks as one JSON line.
+
+    python -m tests.vectorlog.engines.spark.cluster_child SCENARIO URI
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.support import wait_until
+from tests.vectorlog.engines.spark.test_spark_datanode import _files, run_script, segments
+from tests.vectorlog.storage import milvus_reader as mr
+from vectorlog import Client
+
+#: a loaded 2-core machine took 45 s to start a driver's JVM and executors
+JVM_UP_S = 300
+
+
+def plain_segments(client: Client) -> dict[str, Any]:
+    """`segments(client)` as JSON values (keys as strings)."""
+    found = segments(client)
+    return {
+        ",".join(map(str, key)): {**seg, "rows": {str(pk): v for pk, v in seg["rows"].items()}}
+        for key, seg in found.items()
+    }
+
+
+def script(uri: str) -> dict[str, Any]:
+    """The data node engine's scenario (run_script), then its segments and who wrote them."""
+    with Client(uri) as client:
+        job = client.cluster.spark_job
+        wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
+        run_script(client)
+        writer = job.writer
+        assert writer is not None
+        return {
+            "segments": plain_segments(client),
+            "master": str(job.session.sparkContext.master) if job.session else None,
+            "parts": writer.parts_written,
+            "workers": sorted(writer.workers),
+            "failure": repr(job.failure) if job.failure else None,
+        }
+
+
+KILL_ROWS = 3000
+
+
+def kill(uri: str) -> dict[str, Any]:
+    """One segment of KILL_ROWS rows flushed (written in parts by the executors, one of
+    which the test kills mid-write); then what a user sees of it."""
+    with Client(uri) as client:
+        job = client.cluster.spark_job
+        wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
+        client.create_collection("k", dimension=4, num_shards=1)
+        for start in range(0, KILL_ROWS, 500):  # 6 records: parts of 1000 rows are 2 each
+            rows = range(start, start + 500)
+            client.insert("k", [{"id": i, "vector": [float(i), 0.0, 1.0, 2.0]} for i in rows])
+        client.flush("k", timeout=JVM_UP_S)
+        segs = client.list_segments("k")
+        got = client.query("k", filter="id >= 0", output_fields=["id"], limit=KILL_ROWS + 10)
+        stored = stored_pks(client, segs)
+        return {
+            "segments": [(s["state"], s["num_rows"]) for s in segs],
+            "ids": sorted(r["id"] for r in got),
+            "stored": sorted(stored),
+            "parts": job.writer.parts_written if job.writer else 0,
+        }
+
+
+def stored_pks(client: Client, segs: list[dict[str, Any]]) -> list[int]:
+    """Every primary key in the segments' insert log files (every file in their folders, so a
+    file a killed attempt left is counted too), read with the tests' Milvus reader."""
+    out: list[int] = []
+    for info in segs:
+        seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
+        for path in _files(Path(client.cfg.storage_uri()) / "insert_log" / seg / "100"):
+            binlog = mr.read_binlog(path.read_bytes())
+            for event in binlog.events:
+                dtype = binlog.descriptor["payload_data_type"]
+                out.extend(np.asarray(mr.decode_values(dtype, event.payload)).tolist())
+    return out
+
+
+SCENARIOS = {"script": script, "kill": kill}
+
+
+def main() -> None:
+    scenario, uri = sys.argv[1], sys.argv[2]
+    print(json.dumps(SCENARIOS[scenario](uri)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
