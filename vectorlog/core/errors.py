@@ -67,11 +67,13 @@ class AlreadyExists(VectorlogError):
 
 
 class CollectionNotFound(NotFound):
-    """As Milvus's proxy words it (code 100)."""
+    """A missing collection (code 100) in merr's words; `described`: as Milvus's proxy words
+    it for DescribeCollection ("can't find collection[...]")."""
 
-    def __init__(self, name: object, database: str = "default") -> None:
-        super().__init__(f"can't find collection[database={database}][collection={name}]")
-        self.name = name
+    def __init__(self, name: object, database: str = "default", described: bool = False) -> None:
+        words = "can't find collection" if described else "collection not found"
+        super().__init__(f"{words}[database={database}][collection={name}]")
+        self.name, self.database = name, database
 
 
 class CollectionExists(AlreadyExists):
@@ -99,8 +101,11 @@ class DatabaseNotFound(NotFound):
 
 
 class PartitionNotFound(NotFound):
+    """A partition the collection does not have (merr 200, Milvus's message)."""
+
     def __init__(self, collection: str, partition: str) -> None:
-        super().__init__(f"partition {partition!r} does not exist in collection {collection!r}")
+        super().__init__(f"partition not found[partition={partition}]")
+        self.collection = collection
         self.collection, self.partition = collection, partition
 
 

@@ -4,7 +4,8 @@ message substring). The rows Milvus Lite answers alike are run on it too (`LITE`
 
 From Milvus's pkg/util/merr (codes) and the proxy's validation: a malformed collection name is
 refused (1100, "Invalid collection name") before its existence is checked; a missing collection
-is "can't find collection[database=default][collection=x]" (100); aliases have their own codes
+is "collection not found[database=default][collection=x]" (100; DescribeCollection words it
+"can't find collection[...]"); aliases have their own codes
 (1600 not found, 1601 named as a collection, 1602 naming another collection); a JSON index
 without a cast type is 1101 and one whose json_path does not parse is 65535.
 """
@@ -46,7 +47,7 @@ TABLE: list[tuple[str, Call, int, str]] = [
         "query a missing collection",
         lambda m, n: m.query(n + "_gone", "id > 0"),
         100,
-        "can't find collection[database=default][collection=",
+        "collection not found[database=default][collection=",
     ),
     (
         "describe an invalid name",
