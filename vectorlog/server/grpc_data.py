@@ -13,6 +13,7 @@ from vectorlog.core.model import CollectionInfo
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
 from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
+from vectorlog.server.grpc_unserved import refuse_unserved
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
@@ -104,6 +105,7 @@ class DataRpcs:
 
     @rpc
     def Search(self, request: Any, context: Any) -> Any:
+        refuse_unserved(request)
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))
         if iterators.wants_v2(params):
