@@ -13,12 +13,12 @@ from vectorlog.core.model import CollectionInfo
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
 from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
-from vectorlog.server.grpc_unserved import refuse_unserved
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
+from vectorlog.server.grpc_unserved import refuse_unserved
 
 
 class DataRpcs:
