@@ -625,9 +625,7 @@ class Proxy:
         if keys is not None and expr is not None:
             raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
         if keys is None and expr is None and lim is None and fields is not None:
-            raise InvalidArgument(  # Milvus's words (proxy/task_query.go)
-                "empty expression should be used with limit (or ids, or count(*))"
-            )
+            raise InvalidArgument("empty expression should be used with limit")  # Milvus's words
         ts = self.read_ts(info, at)
         cid, expired = info.collection_id, _expired(info, at, ts)
         with _named(info):

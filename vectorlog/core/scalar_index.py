@@ -134,6 +134,20 @@ def shown_field(index: dict[str, Any]) -> str:
     return str(keys[0]) if keys else str(index["field_name"])
 
 
+def default_index_name(field_name: str, params: dict[str, str]) -> str:
+    """Returns the name of an index created without one: its field's name (as
+    describe_index shows it), followed for a JSON path index by the path's JSON pointer
+    (`j["a"][0]`: j/a/0), so each path of a field has its own (Milvus's datacoord)."""
+    path = params.get(JSON_PATH)
+    if path is None:
+        return field_name
+    keys = json_keys(path, field_name)
+    shown = shown_field({"field_name": field_name, "params": params})
+    if shown != field_name:  # a dynamic key: the key is the shown field
+        keys = keys[1:]
+    return shown + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+
+
 def _subscripts(path: str, rest: str) -> tuple[str | int, ...]:
     """Returns the keys of the `["a"][0]` subscripts `rest` of `path`."""
     rest, keys = rest.strip(), []

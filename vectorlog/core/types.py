@@ -19,7 +19,7 @@ from vectorlog.core.model import (
     FieldSchema,
     check_name,
 )
-from vectorlog.core.scalar_index import JSON_PATH, scalar_params
+from vectorlog.core.scalar_index import JSON_PATH, default_index_name, scalar_params
 from vectorlog.core.scalar_index import SCALAR_INDEXES as SCALAR_INDEXES
 
 LEVELS = ("strong", "bounded", "session", "eventually")
@@ -174,7 +174,8 @@ class IndexSpec:
         if not isinstance(self.field_name, str):
             raise InvalidArgument(f"index field_name must be a string, not {self.field_name!r}")
         f = self._indexed_field(schema)
-        name = check_name("index", self.index_name or self.field_name)
+        if self.index_name:
+            check_name("index", self.index_name)
         if not isinstance(self.index_type, str):
             raise InvalidArgument(f"index_type must be a string, not {self.index_type!r}")
         kind = self.index_type.upper() or "AUTOINDEX"
@@ -182,6 +183,7 @@ class IndexSpec:
             metric, params = self._vector_checks(kind, f.dim or 0)
         else:
             metric, params = self._scalar_checks(kind, f)
+        name = self.index_name or default_index_name(f.name, params)
         return {
             "index_name": name,
             "field_id": f.field_id,

@@ -138,3 +138,26 @@ def test_an_index_on_an_unknown_field_of_a_fixed_schema_is_refused(served: Serve
     assert err.value.code == 1100
     assert "cannot create index on non-exist field: k" in err.value.message
     assert m.list_indexes(fixed) == []
+
+
+def test_unnamed_json_path_indexes_of_one_field_each_get_a_name(served: Served) -> None:
+    """Milvus names an unnamed JSON path index after its field and path (datacoord's default
+    name), so several paths of one field can each have one; the same one again is a no-op."""
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("j", DataType.JSON)
+    m.create_collection(name, schema=s)
+    index = MilvusClient.prepare_index_params()
+    for path in ("j['a']['b']", "j['a']", "j"):
+        index.add_index(
+            "j", index_type="INVERTED", params={"json_cast_type": "DOUBLE", "json_path": path}
+        )
+    index.add_index(
+        "k", index_type="INVERTED", params={"json_cast_type": "DOUBLE", "json_path": "k['x']"}
+    )
+    m.create_index(name, index)
+    m.create_index(name, index)
+    assert sorted(m.list_indexes(name)) == ["j", "j/a", "j/a/b", "k/x"]
+    assert m.describe_index(name, "j/a/b")["params"]["json_path"] == "j['a']['b']"
