@@ -78,7 +78,7 @@ def test_a_drop_between_a_writes_check_and_its_stamp_refuses_the_write(
     else:
         drop, refused = (
             functools.partial(client.drop_partition, "c", "p"),
-            "partition 'p' does not exist",
+            re.escape("partition not found[partition=p]"),
         )
     proxy = client.cluster.proxy
     monkeypatch.setattr(proxy, "rc", ChecksThenRuns(proxy.rc, drop))
