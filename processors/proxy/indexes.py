@@ -9,6 +9,7 @@ from typing import Any
 from vectorlog.core.errors import IndexNotFound
 from vectorlog.core.functions import output_of
 from vectorlog.core.model import CollectionInfo, DataType, FieldSchema
+from vectorlog.core.scalar_index import shown_field
 from vectorlog.core.sparse import SPARSE_DEFAULT_METRIC
 from vectorlog.core.types import DEFAULT_METRIC, IndexSpec, shown_params
 from vectorlog.processors.indexnode.service import (
@@ -94,7 +95,7 @@ def describe(
         out["metric_type"] = ix["metric_type"]
     out |= {
         "params": shown_params(ix["params"]),
-        "field_name": ix["field_name"],
+        "field_name": shown_field(ix),
         "index_name": ix["index_name"],
         "total_rows": p.total_rows,
         "indexed_rows": p.indexed_rows,

@@ -31,6 +31,7 @@ from vectorlog.core.errors import (
     CollectionNotFound,
     IndexNotFound,
     InvalidArgument,
+    PartitionNotFound,
 )
 from vectorlog.core.faults import crash_point
 from vectorlog.core.hybrid import ranker_spec
@@ -42,6 +43,7 @@ from vectorlog.core.model import (
     CollectionSchema,
     DataType,
     FieldSchema,
+    partition_tag,
 )
 from vectorlog.core.properties import expire_ts
 from vectorlog.core.types import (
@@ -467,7 +469,8 @@ class Proxy:
     def _partition(self, info: CollectionInfo, name: str | None) -> int:
         name = a.optional_name("partition", name) or DEFAULT_PARTITION
         if name not in info.partitions:
-            raise InvalidArgument(f"partition {name!r} does not exist in {info.name!r}")
+            partition_tag(name)  # Milvus checks the name's form before its existence
+            raise PartitionNotFound(info.name, name)
         return info.partitions[name]
 
     # -- flush and segments ---------------------------------------------------------------
@@ -652,7 +655,7 @@ class Proxy:
         16384), InvalidExpression."""
         info = self._info(name, at.as_of)
         lim = r.query_limit(limit)
-        off = 0 if lim is None else r.offset(offset, lim)
+        off = 0 if lim is None else r.query_offset(offset, lim)
         fields = r.query_fields(info.schema, a.name_list("output_fields", "field", output_fields))
         expr = r.expression(info.schema, filter, filter_params)
         parts = self._partitions(info, partition_names, expr)
@@ -660,7 +663,7 @@ class Proxy:
         if keys is not None and expr is not None:
             raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
         if keys is None and expr is None and lim is None and fields is not None:
-            raise InvalidArgument("an empty filter needs a limit (or ids, or count(*))")
+            raise InvalidArgument("empty expression should be used with limit")  # Milvus's words
         ts = self.read_ts(info, at)
         cid, expired = info.collection_id, _expired(info, at, ts)
         with _named(info):
@@ -746,7 +749,15 @@ class Proxy:
         names = a.name_list("partition_names", "partition", names)
         if info.schema.partition_key is not None:
             return pkey.read_partitions(info, names, expr)
-        return None if not names else [self._partition(info, n) for n in names]
+        return None if not names else [self._read_partition(info, n) for n in names]
+
+    def _read_partition(self, info: CollectionInfo, name: str) -> int:
+        """Returns the id of partition `name` of a read. Raises InvalidArgument in the
+        words of Milvus's search and query (1100, not a write's 200)."""
+        try:
+            return self._partition(info, name)
+        except PartitionNotFound:
+            raise InvalidArgument(f"partition name {name} not found") from None
 
     def _info(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument

@@ -28,29 +28,57 @@ def _int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def _in_range(n: int) -> str:
+    return f"it should be in range [1, {MAX_WINDOW}], but got {n}"
+
+
 def limit(value: Any) -> int:
-    """Returns a search's `limit`: an int 1..16384."""
-    if not _int(value) or not 0 < value <= MAX_WINDOW:
-        raise InvalidArgument(f"limit must be 1..{MAX_WINDOW}, not {shown(value)}")
+    """Returns a search's `limit` (Milvus's topk): an int 1..16384. Raises InvalidArgument
+    in Milvus's words (proxy/search_util.go)."""
+    if not _int(value):
+        raise InvalidArgument(f"topk [{shown(value)}] is invalid")
+    if not 0 < value <= MAX_WINDOW:
+        raise InvalidArgument(f"topk [{value}] is invalid, {_in_range(value)}")
     return int(value)
 
 
 def query_limit(value: Any) -> int | None:
-    """Returns a query's `limit`: None (no limit; pymilvus's -1 too) or an int 1..16384."""
+    """Returns a query's `limit`: None (no limit; pymilvus's -1 too) or an int (its range
+    is checked with the offset: query_offset)."""
     if value is None or (_int(value) and value == -1):
         return None
-    return limit(value)
+    if not _int(value):
+        raise InvalidArgument(f"limit [{shown(value)}] is invalid")
+    return int(value)
 
 
-def offset(value: Any, lim: int | None) -> int:
-    """Returns `offset`: an int 0..16384, with `lim + offset` <= 16384 when there is a
-    limit (Milvus's window)."""
-    if not _int(value) or not 0 <= value <= MAX_WINDOW:
-        raise InvalidArgument(f"offset must be 0..{MAX_WINDOW}, not {shown(value)}")
-    if lim is not None and lim + value > MAX_WINDOW:
-        raise InvalidArgument(
-            f"limit + offset must be at most {MAX_WINDOW}, got {lim} + {value} = {lim + value}"
-        )
+def offset(value: Any, lim: int) -> int:
+    """Returns a search's `offset`: an int 0..16384 with `lim + offset` <= 16384. Raises
+    InvalidArgument in Milvus's words (proxy/search_util.go)."""
+    if not _int(value) or value < 0:
+        raise InvalidArgument(f"offset [{shown(value)}] is invalid")
+    if value > MAX_WINDOW:
+        raise InvalidArgument(f"offset [{value}] is invalid, {_in_range(value)}")
+    if lim + value > MAX_WINDOW:
+        raise InvalidArgument(f"offset+topk [{lim + value}] is invalid, {_in_range(lim + value)}")
+    return int(value)
+
+
+def query_offset(value: Any, lim: int) -> int:
+    """Returns a query's `offset` given its limit: Milvus's max query result window
+    (limit > 0, offset >= 0, limit + offset <= 16384). Raises InvalidArgument in Milvus's
+    words (proxy/util.go validateMaxQueryResultWindow)."""
+    if not _int(value):
+        raise InvalidArgument(f"offset [{shown(value)}] is invalid")
+    fault = ""
+    if value < 0:
+        fault = f"offset [{value}] is invalid, should be gte than 0"
+    elif lim <= 0:
+        fault = f"limit [{lim}] is invalid, should be greater than 0"
+    elif lim + value > MAX_WINDOW:
+        fault = f"(offset+limit) should be in range [1, {MAX_WINDOW}], but got {lim + value}"
+    if fault:
+        raise InvalidArgument(f"invalid max query result window, {fault}")
     return int(value)
 
 

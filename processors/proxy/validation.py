@@ -343,8 +343,9 @@ def _strings(f: FieldSchema, values: list[Any]) -> list[str]:
                 f"row {i}: field {f.name!r} is not valid Unicode text (a lone surrogate?): {v!r}"
             ) from None
         if size > limit:
-            raise SchemaMismatch(
-                f"row {i}: field {f.name!r} is {size} bytes of UTF-8, max_length {limit}"
+            raise SchemaMismatch(  # Milvus's words (proxy/validate_util.go), bytes of UTF-8
+                f"field {f.name!r}: length of varchar field {f.name} exceeds max length, "
+                f"row number: {i}, length: {size}, max length: {limit}"
             )
     return values
 

@@ -15,6 +15,7 @@ from vectorlog.core.errors import (
     InvalidArgument,
     InvalidName,
     LimitExceeded,
+    PartitionNotFound,
     SchemaMismatch,
     VectorlogError,
 )
@@ -51,7 +52,10 @@ BAD_ROWS = [
     ([row(year=True)], r"row 0: field 'year' must be an INT64, got True"),
     ([row(year=2**64)], r"field 'year' value 18446744073709551616 is outside INT64"),
     ([row(title=5)], r"row 0: field 'title' must be a string, got 5"),
-    ([row(title="too long")], r"row 0: field 'title' is 8 bytes of UTF-8, max_length 5"),
+    (
+        [row(title="too long")],
+        "length of varchar field title exceeds max length, row number: 0, length: 8, max length: 5",
+    ),
     ([row(), row()], r"row 1: primary key 'id' value 1 repeats"),
     ([], r"non-empty list of rows"),
     (["not a dict"], r"row 0 is a str, not a dict"),
@@ -68,7 +72,7 @@ def test_bad_rows_are_refused_and_nothing_is_appended(books: Client, rows, messa
 def test_unknown_collection_and_partition(books: Client):
     with pytest.raises(CollectionNotFound, match="collection=nope\\]"):
         books.insert("nope", [row()])
-    with pytest.raises(InvalidArgument, match="partition 'p9' does not exist in 'books'"):
+    with pytest.raises(PartitionNotFound, match=r"partition not found\[partition=p9\]"):
         books.insert("books", [row()], partition_name="p9")
     with pytest.raises(CollectionNotFound, match="collection=nope\\]"):
         books.delete("nope", ids=[1])
@@ -102,7 +106,7 @@ def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
     s.add_field("id", DataType.INT64, is_primary=True)
     s.add_field("v", DataType.FLOAT_VECTOR, dim=4)
     s.add_field("v", DataType.INT64)
-    with pytest.raises(InvalidArgument, match="duplicate field 'v'"):
+    with pytest.raises(InvalidArgument, match="duplicated field name v found"):
         client.create_collection("c", schema=s)
     bad_field = client.create_schema().add_field("id", DataType.INT64, is_primary=True)
     bad_field.add_field("bad-name", DataType.FLOAT_VECTOR, dim=4)
@@ -145,7 +149,10 @@ def test_bad_search_requests(books: Client):
         InvalidArgument, match="search data: row 0: vector field 'vector' has dim 2"
     ):
         books.search("books", [[1.0, 2.0]])
-    with pytest.raises(InvalidArgument, match="limit must be 1..16384"):
+    with pytest.raises(
+        InvalidArgument,
+        match=r"topk \[0\] is invalid, it should be in range \[1, 16384\], but got 0",
+    ):
         books.search("books", [[1.0, 2.0, 3.0]], limit=0)
     with pytest.raises(InvalidArgument, match="field 'nope' does not exist"):
         books.search("books", [[1.0, 2.0, 3.0]], output_fields=["nope"])
@@ -160,7 +167,7 @@ def test_vectors_whose_distances_would_overflow_are_refused(books: Client):
 
 
 def test_varchar_length_counts_utf8_bytes_and_refuses_lone_surrogates(books: Client):
-    with pytest.raises(SchemaMismatch, match="is 8 bytes of UTF-8, max_length 5"):
+    with pytest.raises(SchemaMismatch, match="exceeds max length, row number: 0, length: 8"):
         books.insert("books", [row(title="😀😀")])
     with pytest.raises(SchemaMismatch, match="not valid Unicode text"):
         books.insert("books", [row(title="\ud800")])

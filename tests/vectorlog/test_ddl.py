@@ -59,7 +59,7 @@ def test_partitions_hold_rows_and_dropping_one_hides_them(client: Client):
     refused(
         client,
         PartitionNotFound,
-        "'p1' does not exist in collection 'c'",
+        r"partition not found\[partition=p1\]",
         client.drop_partition,
         "c",
         "p1",

@@ -74,11 +74,11 @@ def test_a_drop_between_a_writes_check_and_its_stamp_refuses_the_write(
     drop: Callable[[], None]
     if dropped == "collection":
         drop = functools.partial(client.drop_collection, "c")
-        refused = re.escape("can't find collection[database=default][collection=c]")
+        refused = re.escape("collection not found[database=default][collection=c]")
     else:
         drop, refused = (
             functools.partial(client.drop_partition, "c", "p"),
-            "partition 'p' does not exist",
+            re.escape("partition not found[partition=p]"),
         )
     proxy = client.cluster.proxy
     monkeypatch.setattr(proxy, "rc", ChecksThenRuns(proxy.rc, drop))

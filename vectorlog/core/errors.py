@@ -67,12 +67,14 @@ class AlreadyExists(VectorlogError):
 
 
 class CollectionNotFound(NotFound):
-    """As Milvus's proxy words it (code 100)."""
+    """A missing collection (code 100) in merr's words; `described`: as Milvus's proxy words
+    it for DescribeCollection ("can't find collection[...]")."""
 
-    def __init__(self, name: object, database: str = "default") -> None:
+    def __init__(self, name: object, database: str = "default", described: bool = False) -> None:
         if isinstance(name, str) and "." in name and database == "default":
             database, name = name.split(".", 1)  # a qualified name (core/databases.py)
-        super().__init__(f"can't find collection[database={database}][collection={name}]")
+        words = "can't find collection" if described else "collection not found"
+        super().__init__(f"{words}[database={database}][collection={name}]")
         self.name, self.database = name, database
 
 
@@ -139,8 +141,11 @@ class DatabaseLimitExceeded(LimitExceeded):
 
 
 class PartitionNotFound(NotFound):
+    """A partition the collection does not have (merr 200, Milvus's message)."""
+
     def __init__(self, collection: str, partition: str) -> None:
-        super().__init__(f"partition {partition!r} does not exist in collection {collection!r}")
+        super().__init__(f"partition not found[partition={partition}]")
+        self.collection = collection
         self.collection, self.partition = collection, partition
 
 

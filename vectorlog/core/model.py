@@ -390,7 +390,7 @@ class CollectionSchema:
             f.validate()
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup:
-            raise InvalidArgument(f"duplicate field {dup!r}")
+            raise InvalidArgument(f"duplicated field name {dup} found")
         self._require_one("primary key", [f for f in self.fields if f.is_primary])
         vectors = sum(f.is_vector for f in self.fields)
         if vectors > MAX_VECTOR_FIELDS:

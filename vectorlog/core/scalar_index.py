@@ -2,8 +2,9 @@
 accepts, and the parameters of a JSON path index (`json_path`, `json_cast_type`).
 
     INVERTED   BOOL, the integers, FLOAT, DOUBLE, VARCHAR, ARRAY; JSON with a cast type
-    BITMAP     BOOL, the integers, VARCHAR, ARRAY of those; not on the primary key
-    STL_SORT   the integers, FLOAT, DOUBLE, VARCHAR
+    BITMAP     BOOL, the integers, VARCHAR, ARRAY of those; not on the primary key; JSON
+               cast to BOOL or VARCHAR
+    STL_SORT   the integers, FLOAT, DOUBLE, VARCHAR; JSON cast to DOUBLE or VARCHAR
     TRIE       VARCHAR
     AUTOINDEX  any scalar field (built as INVERTED); JSON with a cast type
 
@@ -19,21 +20,23 @@ import re
 from typing import Any
 
 from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMissing
-from vectorlog.core.model import DataType, FieldSchema
+from vectorlog.core.model import META, DataType, FieldSchema
 
 INTEGERS = frozenset({DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64})
 NUMERIC = INTEGERS | {DataType.FLOAT, DataType.DOUBLE}
 #: index type -> the field types it accepts (JSON: only with a cast type)
 ACCEPTS: dict[str, frozenset[DataType]] = {
     "INVERTED": NUMERIC | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY, DataType.JSON},
-    "BITMAP": INTEGERS | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY},
-    "STL_SORT": NUMERIC | {DataType.VARCHAR},
+    "BITMAP": INTEGERS | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY, DataType.JSON},
+    "STL_SORT": NUMERIC | {DataType.VARCHAR, DataType.JSON},
     "TRIE": frozenset({DataType.VARCHAR}),
     "AUTOINDEX": NUMERIC | {DataType.BOOL, DataType.VARCHAR, DataType.ARRAY, DataType.JSON},
 }
 SCALAR_INDEXES = tuple(ACCEPTS)
 JSON_PATH, JSON_CAST = "json_path", "json_cast_type"
 CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR")
+#: the cast types of the index types that take fewer on a JSON path (Milvus's checkers)
+KIND_CASTS = {"BITMAP": ("BOOL", "VARCHAR"), "STL_SORT": ("DOUBLE", "VARCHAR")}
 #: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
 GO_NAMES = {
     DataType.BOOL: "Bool",
@@ -53,6 +56,7 @@ GO_NAMES = {
     DataType.BINARY_VECTOR: "BinaryVector",
 }
 _INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")
 
 
@@ -77,6 +81,8 @@ def scalar_params(kind: str, f: FieldSchema, params: dict[str, Any]) -> dict[str
         raise ParameterMissing(f"json index must specify cast type: missing parameter[{JSON_CAST}]")
     if not isinstance(cast, str) or cast.upper() not in CAST_TYPES:
         raise InvalidArgument(f"json_cast_type {cast} is not supported{_INVALID}")
+    if cast.upper() not in KIND_CASTS.get(kind, CAST_TYPES):
+        raise InvalidArgument(f"json_cast_type {cast} is not supported for {kind} index")
     path = params.get(JSON_PATH, f.name)
     json_keys(str(path), f.name)
     return {JSON_PATH: str(path), JSON_CAST: cast}  # as given: describe_index shows them so
@@ -108,14 +114,47 @@ def _refusal(kind: str, f: FieldSchema) -> str:
 
 
 def json_keys(path: str, field_name: str) -> tuple[str | int, ...]:
-    """Returns the keys of a JSON index's `path` (`field["a"][0]`) into field `field_name`.
-    Raises InvalidJsonPath (Milvus answers such a path with code 65535)."""
+    """Returns the keys of a JSON index's `path` (`field["a"][0]`) into field `field_name`;
+    into the dynamic field `$meta`, a path may start with a dynamic key instead (`k["a"]`:
+    keys k, a). Raises InvalidJsonPath (Milvus answers such a path with code 65535)."""
+    if field_name == META and not path.startswith(META):
+        key = _IDENTIFIER.match(path)
+        if key is None:
+            raise InvalidJsonPath(f"cannot parse identifier: {path}")
+        return (key.group(0), *_subscripts(path, path[key.end() :]))
     if not path.startswith(field_name):
         raise InvalidJsonPath(
             f"cannot parse identifier: {path}: json path must start with "
             f"the field name {field_name!r}"
         )
-    rest, keys = path[len(field_name) :].strip(), []
+    return _subscripts(path, path[len(field_name) :])
+
+
+def shown_field(index: dict[str, Any]) -> str:
+    """Returns the field describe_index names for an index (an IndexCreated body): an index
+    of a dynamic key shows the key, as Milvus shows it (the first segment of its path)."""
+    path = (index.get("params") or {}).get(JSON_PATH)
+    keys = json_keys(str(path), META) if index["field_name"] == META and path else ()
+    return str(keys[0]) if keys else str(index["field_name"])
+
+
+def default_index_name(field_name: str, params: dict[str, str]) -> str:
+    """Returns the name of an index created without one: its field's name (as
+    describe_index shows it), followed for a JSON path index by the path's JSON pointer
+    (`j["a"][0]`: j/a/0), so each path of a field has its own (Milvus's datacoord)."""
+    path = params.get(JSON_PATH)
+    if path is None:
+        return field_name
+    keys = json_keys(path, field_name)
+    shown = shown_field({"field_name": field_name, "params": params})
+    if shown != field_name:  # a dynamic key: the key is the shown field
+        keys = keys[1:]
+    return shown + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+
+
+def _subscripts(path: str, rest: str) -> tuple[str | int, ...]:
+    """Returns the keys of the `["a"][0]` subscripts `rest` of `path`."""
+    rest, keys = rest.strip(), []
     while rest:
         m = _KEY.match(rest)
         if m is None:

@@ -13,6 +13,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import (
     BINARY_METRICS,
     DENSE_TYPES,
+    META,
     METRICS,
     CollectionInfo,
     CollectionSchema,
@@ -20,8 +21,8 @@ from vectorlog.core.model import (
     FieldSchema,
     check_name,
 )
+from vectorlog.core.scalar_index import JSON_PATH, default_index_name, scalar_params
 from vectorlog.core.scalar_index import SCALAR_INDEXES as SCALAR_INDEXES
-from vectorlog.core.scalar_index import scalar_params
 from vectorlog.core.sparse import sparse_index_checks
 
 LEVELS = ("strong", "bounded", "session", "eventually")
@@ -180,8 +181,9 @@ class IndexSpec:
         type, metric or parameter."""
         if not isinstance(self.field_name, str):
             raise InvalidArgument(f"index field_name must be a string, not {self.field_name!r}")
-        f = schema.field(self.field_name)
-        name = check_name("index", self.index_name or self.field_name)
+        f = self._indexed_field(schema)
+        if self.index_name:
+            check_name("index", self.index_name)
         if not isinstance(self.index_type, str):
             raise InvalidArgument(f"index_type must be a string, not {self.index_type!r}")
         kind = self.index_type.upper() or "AUTOINDEX"
@@ -193,6 +195,7 @@ class IndexSpec:
             kind, metric, params = self._binary_checks(kind)
         else:
             metric, params = self._scalar_checks(kind, f)
+        name = self.index_name or default_index_name(f.name, params)
         return {
             "index_name": name,
             "field_id": f.field_id,
@@ -207,6 +210,16 @@ class IndexSpec:
         return {"collection_id": info.collection_id, "index_id": index_id} | self.resolved(
             info.schema
         )
+
+    def _indexed_field(self, schema: CollectionSchema) -> FieldSchema:
+        """Returns the field the index names; with the dynamic field, a name outside the
+        schema is a key of `$meta` (Milvus's GetFieldFromNameDefaultJSON). Raises
+        InvalidArgument with Milvus's message for a field that does not exist."""
+        if any(f.name == self.field_name for f in schema.fields):
+            return schema.field(self.field_name)
+        if not schema.enable_dynamic_field:
+            raise InvalidArgument(f"cannot create index on non-exist field: {self.field_name}")
+        return schema.field(META)
 
     def _vector_checks(self, kind: str, dim: int) -> tuple[str, dict[str, str]]:
         """Returns (the metric, the params as strings) of a vector index."""
@@ -269,6 +282,8 @@ class IndexSpec:
             )
         params = self._params()
         params.pop("metric_type", None)
+        if f.is_dynamic and f.name != self.field_name:  # a dynamic key: its path by default
+            params.setdefault(JSON_PATH, self.field_name)
         return "", scalar_params(kind, f, params)
 
 

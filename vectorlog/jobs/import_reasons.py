@@ -41,12 +41,12 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("not JSON", "a value is not JSON"),
     ("JSON object", "a value is not a JSON object"),
     ("Unicode", "a value is not valid Unicode text"),
-    ("bytes of UTF-8", "a string is longer than the field's max_length"),
+    ("exceeds max length", "a string is longer than the field's max_length"),
     ("max_capacity", "an array holds more elements than the field's max_capacity"),
     ("must be", "a value has the wrong type for its field"),
     ("backup:", "not a Milvus binlog segment directory"),
 )
-_ROW = re.compile(r"\brow (\d+)\b")
+_ROW = re.compile(r"\brow (?:number: )?(\d+)\b")
 _GROUP = re.compile(r"\brow group (\d+)\b")
 _QUOTED = re.compile(r"'([^'\\]{1,255})'")
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
     from vectorlog.jobs.compaction import Compactor
 from vectorlog.core.functions import FunctionSchema, output_of
-from vectorlog.core.scalar_index import index_target
+from vectorlog.core.scalar_index import index_target, shown_field
 from vectorlog.core.types import (
     CONSISTENCY_PROPERTY,
     LEVEL_CODES,
@@ -501,7 +501,9 @@ class Client(AdminCalls):
         """Returns the names of the collection's indexes (on `field_name` only, if given)."""
         indexes = self._proxy.describe_collection(self._q(collection_name)).indexes
         return sorted(
-            n for n, ix in indexes.items() if not field_name or ix["field_name"] == field_name
+            n
+            for n, ix in indexes.items()
+            if not field_name or field_name in (ix["field_name"], shown_field(ix))
         )
 
     def describe_index(

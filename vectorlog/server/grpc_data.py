@@ -18,6 +18,7 @@ from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
+from vectorlog.server.grpc_unserved import refuse_unserved
 
 
 class DataRpcs:
@@ -104,6 +105,7 @@ class DataRpcs:
 
     @rpc
     def Search(self, request: Any, context: Any) -> Any:
+        refuse_unserved(request)
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))
         if iterators.wants_v2(params):

@@ -11,7 +11,7 @@ from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc
 
-from vectorlog.core.errors import IndexNotFound, InvalidArgument
+from vectorlog.core.errors import CollectionNotFound, IndexNotFound, InvalidArgument
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 from vectorlog.sdk.client import Client, IndexParams
@@ -86,7 +86,10 @@ class MilvusServicer(
 
     @rpc
     def DescribeCollection(self, request: Any, context: Any) -> Any:
-        info = self._info(request.collection_name)
+        try:
+            info = self._info(request.collection_name)
+        except CollectionNotFound as exc:  # Milvus's DescribeCollection words it so
+            raise CollectionNotFound(exc.name, exc.database, described=True) from None
         return milvus_pb2.DescribeCollectionResponse(
             status=ok(),
             schema=conv.schema_to_proto(info),

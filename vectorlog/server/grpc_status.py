@@ -66,8 +66,16 @@ def status_of(exc: BaseException) -> common_pb2.Status:
     unexpected is 5, service internal), the reason naming the type and message."""
     for kind, code, legacy in _TABLE:
         if isinstance(exc, kind):
-            return error(code, str(exc) or type(exc).__name__, legacy)
+            return error(code, milvus_reason(code, str(exc) or type(exc).__name__), legacy)
     return error(INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def milvus_reason(code: int, reason: str) -> str:
+    """Returns `reason` as Milvus words it: merr wraps every message of code 1100 as
+    "<detail>: invalid parameter" (merr.WrapErrParameterInvalidMsg), once."""
+    if code == PARAMETER_INVALID and "invalid parameter" not in reason:
+        return f"{reason}: invalid parameter"
+    return reason
 
 
 def unimplemented(rpc: str) -> common_pb2.Status:

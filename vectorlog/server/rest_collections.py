@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vectorlog.core.errors import PartitionNotFound
+from vectorlog.core.errors import CollectionNotFound, PartitionNotFound
 from vectorlog.core.types import level_name
 from vectorlog.sdk.client import Client, IndexParams, SchemaBuilder
 from vectorlog.server.rest_convert import (
@@ -80,7 +80,10 @@ def flush(c: Client, body: Any) -> Any:
 
 def describe_collection(c: Client, body: Any) -> Any:
     """Returns Milvus's REST description: fields with {key, value} params, indexes."""
-    d = c.describe_collection(_name(body))
+    try:
+        d = c.describe_collection(_name(body))
+    except CollectionNotFound as exc:  # Milvus's DescribeCollection words it so
+        raise CollectionNotFound(exc.name, exc.database, described=True) from None
     fields = [_field(f) for f in d["fields"]]
     indexes = []
     for index in d["indexes"]:

@@ -14,6 +14,7 @@ from vectorlog.core.errors import (
     CollectionNotFound,
     ConsistencyTimeout,
     InvalidArgument,
+    PartitionNotFound,
     SchemaMismatch,
 )
 from vectorlog.core.hybridts import LOGICAL_BITS
@@ -87,7 +88,7 @@ def test_row_ids_come_from_rootcoord_and_auto_ids_too(parts: Parts):
 def test_invalid_rows_are_refused_before_anything_is_written(parts: Parts):
     with pytest.raises(SchemaMismatch, match="vector"):
         parts.proxy.insert("books", [{"id": 1, "vector": [1.0, 2.0]}])
-    with pytest.raises(InvalidArgument, match="partition 'nope'"):
+    with pytest.raises(PartitionNotFound, match=r"partition not found\[partition=nope\]"):
         parts.proxy.insert("books", rows(1), partition_name="nope")
     with pytest.raises(CollectionNotFound, match="missing"):
         parts.proxy.insert("missing", rows(1))
@@ -136,7 +137,7 @@ def test_search_arguments_are_checked_before_reading(parts: Parts):
     parts.qn.tsafe_ts = 10**18
     bad_limits: list[Any] = [0, -1, 16_385, True, 2.5]  # what an untyped caller may send
     for bad in bad_limits:
-        with pytest.raises(InvalidArgument, match="limit"):
+        with pytest.raises(InvalidArgument, match=r"topk \["):
             parts.proxy.search("books", [[0.0, 0.0, 0.0, 1.0]], limit=bad)
     with pytest.raises(InvalidArgument, match="search data"):
         parts.proxy.search("books", [[0.0, 1.0]])
@@ -215,9 +216,12 @@ def test_query_arguments_are_checked_as_milvus_does_before_reading(parts: Parts)
     parts.qn.tsafe_ts = 10**18
     cases: list[tuple[dict[str, Any], str]] = [
         ({"filter": "id > 1", "ids": [1]}, "not both"),
-        ({"filter": ""}, "empty filter needs a limit"),
-        ({"filter": "", "offset": 3}, "empty filter needs a limit"),
-        ({"filter": "id > 1", "limit": 16_000, "offset": 385}, r"limit \+ offset"),
+        ({"filter": ""}, "empty expression should be used with limit"),
+        ({"filter": "", "offset": 3}, "empty expression should be used with limit"),
+        (
+            {"filter": "id > 1", "limit": 16_000, "offset": 385},
+            r"invalid max query result window, \(offset\+limit\)",
+        ),
         ({"filter": "id > 1", "limit": 0}, "limit"),
         ({"filter": "id > 1", "limit": 2.5}, "limit"),
         ({"filter": "id > 1", "limit": 5, "offset": -1}, "offset"),
@@ -251,7 +255,7 @@ def test_search_arguments_beyond_the_vectors_are_checked_before_reading(parts: P
         ({"anns_field": "id"}, "anns_field 'id'"),
         ({"group_by_field": "vector"}, "group_by_field 'vector'"),
         ({"group_by_field": "nope"}, "nope"),
-        ({"offset": 16_375}, r"limit \+ offset"),
+        ({"offset": 16_375}, r"offset\+topk \[16385\] is invalid"),
         ({"offset": -1}, "offset"),
         ({"filter": "id >"}, "filter expression"),
         ({"filter": "nope == 1"}, "nope"),

@@ -69,7 +69,7 @@ def test_a_servers_error_is_raised_as_the_same_class_and_message(remote: RootCoo
     assert (
         str(over_the_wire.value)
         == str(local.value)
-        == "can't find collection[database=default][collection=books]"
+        == "collection not found[database=default][collection=books]"
     )
     assert over_the_wire.value.name == "books"
     with pytest.raises(InvalidArgument, match="1bad"):

@@ -4,9 +4,12 @@ message substring). The rows Milvus Lite answers alike are run on it too (`LITE`
 
 From Milvus's pkg/util/merr (codes) and the proxy's validation: a malformed collection name is
 refused (1100, "Invalid collection name") before its existence is checked; a missing collection
-is "can't find collection[database=default][collection=x]" (100); aliases have their own codes
+is "collection not found[database=default][collection=x]" (100; DescribeCollection words it
+"can't find collection[...]"); aliases have their own codes
 (1600 not found, 1601 named as a collection, 1602 naming another collection); a JSON index
-without a cast type is 1101 and one whose json_path does not parse is 65535.
+without a cast type is 1101 and one whose json_path does not parse is 65535. A write's unknown
+partition is 200, a read's 1100; merr words every 1100 "<detail>: invalid parameter". Milvus
+Lite 3.2.2 answers the missing collection and partition rows with the same codes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pymilvus import DataType, MilvusClient, MilvusException
 from tests.vectorlog.server.conftest import Served
 
 Call = Callable[[MilvusClient, str], Any]
+ROW = {"id": 1, "v": [0.0, 1.0], "j": {}}
 
 
 def _json_index(path: str | None, cast: str | None) -> Call:
@@ -46,7 +50,7 @@ TABLE: list[tuple[str, Call, int, str]] = [
         "query a missing collection",
         lambda m, n: m.query(n + "_gone", "id > 0"),
         100,
-        "can't find collection[database=default][collection=",
+        "collection not found[database=default][collection=",
     ),
     (
         "describe an invalid name",
@@ -85,26 +89,93 @@ TABLE: list[tuple[str, Call, int, str]] = [
         "alias already exist",
     ),
     ("alter a missing alias", lambda m, n: m.alter_alias(n, n + "_nope"), 1600, "alias not found"),
+    (
+        "search a missing collection",
+        lambda m, n: m.search(n + "_gone", [[0.0, 1.0]]),
+        100,
+        "collection not found[database=default][collection=",
+    ),
+    (
+        "insert into a missing partition",
+        lambda m, n: m.insert(n, [ROW], partition_name="nope"),
+        200,
+        "partition not found[partition=nope]",
+    ),
+    (
+        "insert into an invalid partition name",
+        lambda m, n: m.insert(n, [ROW], partition_name="12 s"),
+        1100,
+        "Invalid partition name: 12 s. the first character of a partition name must be an "
+        "underscore or letter: invalid parameter",
+    ),
+    (
+        "search an unknown partition",
+        lambda m, n: m.search(n, [[0.0, 1.0]], partition_names=["nope"]),
+        1100,
+        "partition name nope not found: invalid parameter",
+    ),
+    (
+        "search beyond topk",
+        lambda m, n: m.search(n, [[0.0, 1.0]], limit=16385),
+        1100,
+        "topk [16385] is invalid, it should be in range [1, 16384], but got 16385",
+    ),
+    (
+        "search beyond offset+topk",
+        lambda m, n: m.search(n, [[0.0, 1.0]], limit=10, offset=16380),
+        1100,
+        "offset+topk [16390] is invalid, it should be in range [1, 16384], but got 16390",
+    ),
+    (
+        "query beyond the result window",
+        lambda m, n: m.query(n, "id > 0", limit=16380, offset=5),
+        1100,
+        "invalid max query result window, (offset+limit) should be in range [1, 16384], "
+        "but got 16385",
+    ),
+    (
+        "query without filter or limit",
+        lambda m, n: m.query(n, ""),
+        1100,
+        "empty expression should be used with limit",
+    ),
+    (
+        "a schema without vector",
+        lambda m, n: m.create_collection(n + "_nv", schema=_schema(vector=False)),
+        1100,
+        "schema does not contain vector field: invalid parameter",
+    ),
     ("json index without cast", _json_index('j["a"]', None), 1101, "must specify cast type"),
     ("json index bad cast", _json_index('j["a"]', "INT128"), 1100, "json_cast_type INT128"),
     ("json index bad path", _json_index('j["a"', "DOUBLE"), 65535, "cannot parse identifier"),
 ]
 #: rows Milvus Lite 3.2.2 answers with the same code (it answers an invalid name with 100, has
 #: no JSON path indexes and other alias rules: the other rows differ there)
-LITE = {"describe a missing collection", "query a missing collection"}
+LITE = {
+    "describe a missing collection",
+    "query a missing collection",
+    "search a missing collection",
+    "insert into a missing partition",
+}
 LITE_ROWS = [r for r in TABLE if r[0] in LITE]
+
+
+def _schema(vector: bool = True) -> Any:
+    """Returns the schema (id, v, j) of the table's collections (`vector`: with v)."""
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    if vector:
+        s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("j", DataType.JSON)
+    return s
 
 
 def _prepare(m: MilvusClient, name: str) -> None:
     """Creates `name` (id, v, j) and `name_other`, with alias `name_a` on `name`."""
     for coll in (name, name + "_other"):
-        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        s.add_field("id", DataType.INT64, is_primary=True)
-        s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
-        s.add_field("j", DataType.JSON)
         index = MilvusClient.prepare_index_params()
         index.add_index("v", index_type="FLAT", metric_type="L2")
-        m.create_collection(coll, schema=s, index_params=index)
+        m.create_collection(coll, schema=_schema(), index_params=index)
     m.create_alias(name, name + "_a")
 
 

@@ -56,6 +56,22 @@ def test_scalar_and_json_path_indexes_over_pymilvus(served: Served) -> None:
         ("j", "INVERTED", {}, 1101, "json index must specify cast type"),
         ("j", "INVERTED", {"json_cast_type": "JSON_X"}, 1100, "json_cast_type JSON_X"),
         ("j", "INVERTED", {"json_cast_type": "BOOL", "json_path": "j[x"}, 65535, "cannot parse"),
+        ("j", "STL_SORT", {"json_cast_type": "VARCHAR", "json_path": 'j["a"]'}, None, ""),
+        ("j", "BITMAP", {"json_cast_type": "BOOL", "json_path": 'j["a"]'}, None, ""),
+        (
+            "j",
+            "BITMAP",
+            {"json_cast_type": "DOUBLE", "json_path": 'j["a"]'},
+            1100,
+            "json_cast_type DOUBLE is not supported for BITMAP index",
+        ),
+        (
+            "j",
+            "STL_SORT",
+            {"json_cast_type": "BOOL", "json_path": 'j["a"]'},
+            1100,
+            "json_cast_type BOOL is not supported for STL_SORT index",
+        ),
     ],
 )
 def test_scalar_index_refusals_carry_milvus_codes(
@@ -77,3 +93,71 @@ def test_scalar_index_refusals_carry_milvus_codes(
     with pytest.raises(MilvusException) as err:
         m.create_index(name, index)
     assert err.value.code == code and message in err.value.message
+
+
+def test_an_index_on_a_dynamic_key_is_built_and_answers_filters(served: Served) -> None:
+    """A field name outside a dynamic schema is a key of `$meta` (Milvus indexes it there,
+    json_path defaulting to the key); describe_index names the key, as Milvus does."""
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    m.create_collection(name, schema=s, consistency_level="Strong")
+    rows: list[dict[str, Any]] = [
+        {"id": i, "v": [i, 1.0], "k": {"a": {"b": i % 5}} if i % 4 else i} for i in range(200)
+    ]
+    m.insert(name, rows)
+    m.flush(name)
+    index = MilvusClient.prepare_index_params()
+    params = {"json_cast_type": "double", "json_path": "k['a']['b']"}
+    index.add_index("k", index_type="STL_SORT", index_name="k_ab", params=params)
+    index.add_index("k", index_type="INVERTED", index_name="k", params={"json_cast_type": "double"})
+    m.create_index(name, index)
+    m.create_index(name, index)  # the same indexes again: a no-op, as in Milvus
+    described = m.describe_index(name, "k_ab")
+    assert (described["field_name"], described["params"]) == ("k", params)
+    assert m.describe_index(name, "k")["params"]["json_path"] == "k"
+    wait_until(lambda: m.describe_index(name, "k_ab")["indexed_rows"] == 200, 60, "built")
+    got = m.query(name, "k['a']['b'] == 3", output_fields=["id"])
+    assert sorted(r["id"] for r in got) == [i for i in range(200) if i % 4 and i % 5 == 3]
+    got = m.query(name, "k < 9", output_fields=["id"])
+    assert sorted(r["id"] for r in got) == [0, 4, 8]
+
+
+def test_an_index_on_an_unknown_field_of_a_fixed_schema_is_refused(served: Served) -> None:
+    m = served.milvus
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    fixed = f"f_{uuid.uuid4().hex[:10]}"
+    m.create_collection(fixed, schema=s)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("k", index_type="INVERTED", params={"json_cast_type": "double"})
+    with pytest.raises(MilvusException) as err:
+        m.create_index(fixed, index)
+    assert err.value.code == 1100
+    assert "cannot create index on non-exist field: k" in err.value.message
+    assert m.list_indexes(fixed) == []
+
+
+def test_unnamed_json_path_indexes_of_one_field_each_get_a_name(served: Served) -> None:
+    """Milvus names an unnamed JSON path index after its field and path (datacoord's default
+    name), so several paths of one field can each have one; the same one again is a no-op."""
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("j", DataType.JSON)
+    m.create_collection(name, schema=s)
+    index = MilvusClient.prepare_index_params()
+    for path in ("j['a']['b']", "j['a']", "j"):
+        index.add_index(
+            "j", index_type="INVERTED", params={"json_cast_type": "DOUBLE", "json_path": path}
+        )
+    index.add_index(
+        "k", index_type="INVERTED", params={"json_cast_type": "DOUBLE", "json_path": "k['x']"}
+    )
+    m.create_index(name, index)
+    m.create_index(name, index)
+    assert sorted(m.list_indexes(name)) == ["j", "j/a", "j/a/b", "k/x"]
+    assert m.describe_index(name, "j/a/b")["params"]["json_path"] == "j['a']['b']"

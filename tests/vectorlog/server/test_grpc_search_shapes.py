@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymilvus import DataType, MilvusClient
+from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from tests.support import wait_until
@@ -84,6 +84,21 @@ def between(d: np.ndarray, order: np.ndarray, rank: int) -> float:
 
 def queries() -> np.ndarray:
     return vectors()[[3, 1500, 777]] + np.float32(0.05)
+
+
+def test_a_function_ranker_is_refused_not_ignored(
+    served: Served, collections: dict[str, str]
+) -> None:
+    ranker = Function(
+        name="decay",
+        input_field_names=["g"],
+        function_type=FunctionType.RERANK,
+        params={"reranker": "decay", "function": "gauss", "origin": 0, "scale": 10},
+    )
+    with pytest.raises(MilvusException) as err:
+        served.milvus.search(collections["L2"], [queries()[0].tolist()], limit=3, ranker=ranker)
+    assert err.value.code == 1100
+    assert "vectorlog does not serve a function ranker" in err.value.message
 
 
 @pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
