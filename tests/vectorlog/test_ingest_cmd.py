@@ -172,7 +172,7 @@ def test_an_unknown_collection_is_refused_and_nothing_is_sent(
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert (
-        err.strip() == "vectorlog ingest: can't find collection[database=default][collection=nope]"
+        err.strip() == "vectorlog ingest: collection not found[database=default][collection=nope]"
     )
     assert ingest_topic_size(open_client) == 0
 

@@ -93,7 +93,7 @@ def test_a_search_and_a_query(console: tuple[Client, TestClient]) -> None:
         ({"collection": "c", "vector": [1.0, 2.0], "limit": 0}, 400, "top-k"),
         ({"collection": "c", "filter": "id >", "limit": 1}, 400, "invalid filter"),
         ({"vector": [1.0, 2.0]}, 400, "collection name"),
-        ({"collection": "nope", "filter": "id > 0", "limit": 1}, 404, "can't find collection"),
+        ({"collection": "nope", "filter": "id > 0", "limit": 1}, 404, "collection not found"),
     ],
 )
 def test_bad_searches_are_refused_naming_the_fault(
