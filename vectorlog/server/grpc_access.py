@@ -20,7 +20,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2
 
 from vectorlog.core.errors import PermissionDenied
-from vectorlog.core.rbac import ADMIN_ROLE, ANY, ROOT_USER, Grant
+from vectorlog.core.rbac import ADMIN_ROLE, ALL, ANY, PUBLIC_GRANTS, ROOT_USER, Grant
 from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_auth import AUTHORIZATION, BAD_FORMAT, MISSING, WRONG, refusing
 from vectorlog.server.grpc_rpc import SERVICE
@@ -122,6 +122,24 @@ class Authorizer:
         need = needed(rpc)
         if need is not None:
             self.permit(caller(context) or "anonymous", need, object_names(request, need), db)
+
+    def visible(self, user: str, names: list[str], db: str) -> list[str]:
+        """Returns the collections of `names` (of database `db`) that `user` may see, as
+        Milvus's ShowCollections filters them: every one for root, the admin role's members
+        and a global grant of every privilege; else those a grant of the user's roles names
+        (by name or `*`), whatever its privilege. The public role's built-in grants (every
+        user's) make nothing visible."""
+        if user == ROOT_USER:
+            return names
+        access = self.client.access_of(user)
+        if ADMIN_ROLE in access["roles"]:
+            return names
+        grants = [Grant(**g) for g in access["grants"]]
+        mine = [g for g in grants if g.db_name in (db, ANY) and g not in PUBLIC_GRANTS]
+        if any(g.object_type == "Global" and g.privilege in (ALL, ANY) for g in mine):
+            return names
+        named = {g.object_name for g in mine if g.object_type == "Collection"}
+        return names if ANY in named else [n for n in names if n in named]
 
     def permit(self, user: str, need: Needed, names: list[str], db: str) -> None:
         """Raises PermissionDenied unless `user` has `need` on every object of `names` in

@@ -16,7 +16,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
 from vectorlog.sdk.client import Client, IndexParams
 from vectorlog.server import grpc_convert as conv
-from vectorlog.server.grpc_access import Authorizer
+from vectorlog.server.grpc_access import Authorizer, caller
 from vectorlog.server.grpc_compaction import CompactionRpcs
 from vectorlog.server.grpc_data import DataRpcs
 from vectorlog.server.grpc_databases import DatabaseRpcs
@@ -116,6 +116,8 @@ class MilvusServicer(
     @rpc
     def ShowCollections(self, request: Any, context: Any) -> Any:
         names = self.client.list_collections()
+        if self.authorizer is not None:  # only those the caller may see, as Milvus
+            names = self.authorizer.visible(caller(context) or "", names, CALL_DATABASE.get())
         return milvus_pb2.ShowCollectionsResponse(status=ok(), collection_names=names)
 
     @rpc

@@ -102,6 +102,8 @@ class RestApi:
                 await run_in_threadpool(self._permit, request, endpoint, body, db)
             client = self.client.in_database(db)
             data = await run_in_threadpool(handler, client, body)
+            if endpoint == "collections/list" and self.authorizer is not None:
+                data = self.authorizer.visible(_user(request), data, db)  # as Milvus
             vectors = rest_vectors(REST_FUNCTIONS.get(endpoint, ""), body)
             return 200, 0, _dumps(envelope(0, data=data)), vectors
         except Exception as exc:  # noqa: BLE001 (every failure becomes an envelope)
@@ -131,8 +133,7 @@ class RestApi:
             return False
         if self.authorizer is None:
             return True
-        credential = request.headers.get("authorization", "").partition(" ")[2]
-        user = credential.strip().partition(":")[0]
+        user = _user(request)
         return user == ROOT_USER or ADMIN_ROLE in self.client.access_of(user)["roles"]
 
     def _permit(self, request: Request, endpoint: str, body: Any, db: str) -> None:
@@ -140,8 +141,7 @@ class RestApi:
         assert self.authorizer is not None
         found = rest_users.endpoint_need(endpoint, body)
         if found is not None:
-            user = request.headers["authorization"].partition(" ")[2].strip().partition(":")[0]
-            self.authorizer.permit(user, found[0], found[1], db)
+            self.authorizer.permit(_user(request), found[0], found[1], db)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -154,6 +154,12 @@ class RestApi:
             return PlainTextResponse(_UNAUTHENTICATED, 401)
         text = await run_in_threadpool(self.metrics.render)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+
+def _user(request: Request) -> str:
+    """Returns the user name of an authorized request's `Bearer user:password`."""
+    credential = request.headers.get("authorization", "").partition(" ")[2]
+    return credential.strip().partition(":")[0]
 
 
 async def _json_body(request: Request, limit: int) -> Any:

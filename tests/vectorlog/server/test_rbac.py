@@ -109,7 +109,7 @@ def test_a_user_without_the_privilege_is_refused_and_nothing_is_written(
     assert "PrivilegeCreateCollection" in denied(
         lambda: client.create_collection(unique("x"), dimension=2)
     )
-    assert client.list_collections()  # no privilege needed, as Milvus
+    assert client.list_collections() == []  # allowed, but it may see none of them
     role = unique("writer")
     secured.root.create_role(role)
     secured.root.grant_privilege(role, "Collection", "Insert", docs)
@@ -245,3 +245,25 @@ def test_the_console_and_metrics_answer_root_and_admins_only(
             assert status(path, ROOT) == 200, path
         secured.root.grant_role(name, "admin")
         assert status("/console/api/collections", f"{name}:secret123") == 200
+
+
+def test_a_user_lists_only_the_collections_it_has_a_privilege_on(
+    secured: Secured, user: tuple[str, MilvusClient]
+):
+    """As Milvus's ShowCollections: names are filtered by the caller's grants (gRPC and
+    REST); root sees every one."""
+    name, client = user
+    mine, other = unique("mine"), unique("other")
+    for collection in (mine, other):
+        secured.root.create_collection(collection, dimension=2)
+    assert {mine, other} <= set(secured.root.list_collections())
+    assert client.list_collections() == []
+    role = unique("lister")
+    secured.root.create_role(role)
+    secured.root.grant_privilege(role, "Collection", "Query", mine)
+    secured.root.grant_role(name, role)
+    assert client.list_collections() == [mine]
+    with TestClient(rest_app(secured.client, authorization=True)) as http:
+        headers = {"Authorization": f"Bearer {name}:secret123"}
+        listed = http.post("/v2/vectordb/collections/list", json={}, headers=headers).json()
+    assert listed["data"] == [mine]
