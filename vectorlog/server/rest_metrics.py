@@ -8,7 +8,7 @@ import contextlib
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +33,8 @@ from vectorlog.streams.scan import read_all
 
 #: the dead-letter count is read again at most this often (a scrape does not read the dlq)
 DEAD_LETTERS_EVERY_S = 5.0
+#: the newest dead letters whose summaries are kept for the console (the count covers all)
+KEEP_LETTERS = 10_000
 #: the cluster's processors that consume the log (the proxy consumes nothing: it appends)
 PROCESSORS = ("rootcoord", "datacoord", "datanode", "indexnode", "querynode")
 #: a dead letter's preview shows at most this many of its first bytes
@@ -79,14 +81,23 @@ class DeadLetterCount:
     """The dead letters on the dlq topic (as `read_dead_letters` counts them: each
     processor's letter of a source record once), read incrementally: a refresh reads only
     the records appended since the last one, and runs at most every `every_s` seconds (a
-    call in between gets them as of the last refresh). Keeps each letter's summary (no
-    bytes but a short preview) for the console's dead-letter page."""
+    call in between gets them as of the last refresh). Keeps the summaries (no bytes but a
+    short preview) of the newest `keep` letters for the console's dead-letter page: a flood
+    of bad records cannot grow the server's memory by their previews (`vectorlog
+    dead-letters` reads them all)."""
 
-    def __init__(self, log: Log, topic: str, every_s: float = DEAD_LETTERS_EVERY_S) -> None:
+    def __init__(
+        self,
+        log: Log,
+        topic: str,
+        every_s: float = DEAD_LETTERS_EVERY_S,
+        keep: int = KEEP_LETTERS,
+    ) -> None:
         self.log, self.topic, self.every_s = log, topic, every_s
         self._next: dict[int, int] = {}
         self._seen: set[tuple[str, Position]] = set()
-        self._letters: list[dict[str, Any]] = []
+        self._letters: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._count = 0
         self._refreshed = -math.inf
         self._lock = threading.Lock()
 
@@ -95,16 +106,16 @@ class DeadLetterCount:
         not there yet, or not readable now, leaves the count as it was). Raises nothing."""
         with self._lock:
             self._maybe_refresh()
-            return len(self._letters)
+            return self._count
 
     def page(self, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
         """Returns (the count, the summaries of letters `offset` to `offset + limit`, newest
-        first): {reason, processor, topic, partition, offset, bytes, preview}. Raises
-        nothing."""
+        first, among the newest `keep`): {reason, processor, topic, partition, offset, bytes,
+        preview}. Raises nothing."""
         with self._lock:
             self._maybe_refresh()
-            newest_first = self._letters[::-1]
-            return len(newest_first), newest_first[offset : offset + limit]
+            newest_first = list(reversed(self._letters))
+            return self._count, newest_first[offset : offset + limit]
 
     def _maybe_refresh(self) -> None:
         if time.monotonic() - self._refreshed >= self.every_s:
@@ -122,6 +133,7 @@ class DeadLetterCount:
             if letter.offset < 0 or who not in self._seen:
                 self._seen.add(who)
                 self._letters.append(summary(letter))
+                self._count += 1
 
 
 def summary(letter: DeadLetter) -> dict[str, Any]:

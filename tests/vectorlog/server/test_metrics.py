@@ -30,6 +30,7 @@ from vectorlog import Client
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
+from vectorlog.server.rest_metrics import DeadLetterCount
 from vectorlog.streams.log.base import Append
 
 DIM = 4
@@ -253,3 +254,22 @@ def test_metrics_need_the_token_and_count_dead_letters(
 
 def counted(count: Callable[[], float], want: float) -> bool:
     return count() == want
+
+
+def test_the_console_keeps_the_newest_dead_letters_and_counts_them_all(
+    guarded: tuple[Client, TestClient],
+) -> None:
+    """A flood of bad records cannot grow the server's memory by their previews: the
+    summaries kept are the newest `keep`, the count covers every letter."""
+    client, _ = guarded
+    client.create_collection("flood", dimension=2)
+    partition = client.cluster.proxy.describe_collection("flood").pchannels[0]
+    letters = DeadLetterCount(client.cluster.log, client.cluster.topics.dlq, every_s=0, keep=3)
+    before = letters.count()
+    for i in range(4):  # the query node and the data node each write a letter of a record
+        junk = Append(partition, b"\x00junk-" + str(i).encode())
+        client.cluster.log.append(client.cluster.topics.dml, [junk])
+    wait_until(lambda: letters.count() == before + 8, 60, f"{before + 8} dead letters")
+    total, newest = letters.page(0, 100)
+    assert total == before + 8 and len(newest) == 3
+    assert letters.page(3, 100) == (total, [])
