@@ -113,11 +113,18 @@ class SchemaRegistry:
     """The envelope schemas this build can read, keyed by fingerprint; `current` is written."""
 
     def __init__(self, avro_dir: Path = AVRO_DIR) -> None:
+        """Raises SchemaError if two versions that differ share a fingerprint."""
         self.current = _load_version(avro_dir, "current")
         self.versions = {self.current.fingerprint: self.current}
         for old in sorted(p for p in avro_dir.iterdir() if p.is_dir() and p.name.startswith("v")):
             v = _load_version(old, old.name)
-            self.versions.setdefault(v.fingerprint, v)
+            known = self.versions.setdefault(v.fingerprint, v)
+            if _deep(known) != _deep(v):
+                raise SchemaError(
+                    f"schema versions {known.version} and {v.version} differ inside their "
+                    f"named types but share fingerprint {v.fingerprint.hex()}: a record of one "
+                    "would be decoded with the other; change a top-level name with the change"
+                )
 
     def by_fingerprint(self, fp: bytes) -> SchemaVersion:
         """Returns the version with fingerprint `fp`. Raises UnknownFingerprint."""
@@ -125,6 +132,12 @@ class SchemaRegistry:
             return self.versions[fp]
         except KeyError:
             raise UnknownFingerprint(fp) from None
+
+
+def _deep(v: SchemaVersion) -> str:
+    """Returns the canonical form of a version with every named type spelled out (the
+    fingerprint's form names the types nested in the envelope's branches only)."""
+    return str(to_parsing_canonical_form(fastavro.parse_schema(json.loads(v.full))))
 
 
 @cache
