@@ -25,7 +25,11 @@ from vectorlog.processors.indexnode.service import verify_build
 from vectorlog.processors.querynode.bitmap import AliveBitmap
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.topk import merged
-from vectorlog.processors.querynode.vectorcolumn import positions_of
+from vectorlog.processors.querynode.vectorcolumn import (
+    load_segment_index,
+    serving_index,
+    unload_segment_indexes,
+)
 from vectorlog.storage import sparse_index as inverted
 
 Result = tuple[np.ndarray, np.ndarray]
@@ -306,31 +310,13 @@ class SparseColumn:
         self, partition: int, segment_id: int, index: SparseSegmentIndex, gone: bool
     ) -> bool:
         """Serves a segment from `index` (see VectorColumn.load_index)."""
-        seg = self.segments.get((partition, segment_id))
-        if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
-            return True
-        if not gone and (seg is None or len(seg) < len(index.row_ids)):
-            return False
-        held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
-        current = positions_of(held, index.row_ids)
-        found = int(np.count_nonzero(current >= 0))
-        if found < len(index.row_ids) and not gone:
-            return False
-        if seg is None or found < len(seg):
-            return True
-        rows = seg.load(index, current)
-        at = rows >= 0
-        self.pos.view()[rows[at]] = np.flatnonzero(at)
-        return True
+        return load_segment_index(self, partition, segment_id, index, gone)
 
     def serving(self, partition: int, segment_id: int) -> int | None:
-        seg = self.segments.get((partition, segment_id))
-        return None if seg is None or seg.index is None else seg.index.index_id
+        return serving_index(self, partition, segment_id)
 
     def unload_indexes(self, index_id: int) -> None:
-        for seg in self.segs:
-            if seg.index is not None and index_id in (-1, seg.index.index_id):
-                seg.unload()
+        unload_segment_indexes(self, index_id)
 
 
 def _grown(values: np.ndarray) -> GrowArray:

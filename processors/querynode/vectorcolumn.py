@@ -11,6 +11,8 @@ position) and keeps the alive bits of its own positions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
@@ -199,33 +201,50 @@ class VectorColumn:
     def load_index(self, partition: int, segment_id: int, index: SegmentIndex, gone: bool) -> bool:
         """Serves a segment from `index` (see Replica.load_index; `gone`: its partition or
         collection was dropped). Call with the replica's lock held."""
-        seg = self.segments.get((partition, segment_id))
-        if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
-            return True
-        if not gone and (seg is None or len(seg) < len(index.row_ids)):
-            return False  # rows still missing: no need to look them up
-        held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
-        current = positions_of(held, index.row_ids)
-        found = int(np.count_nonzero(current >= 0))
-        if found < len(index.row_ids) and not gone:
-            return False
-        if seg is None or found < len(seg):
-            return True
-        rows = seg.load(index, current)
-        at = rows >= 0
-        self.pos.view()[rows[at]] = np.flatnonzero(at)
-        return True
+        return load_segment_index(self, partition, segment_id, index, gone)
 
     def serving(self, partition: int, segment_id: int) -> int | None:
         """Returns the id of the index a segment is served from, None if exact."""
-        seg = self.segments.get((partition, segment_id))
-        return None if seg is None or seg.index is None else seg.index.index_id
+        return serving_index(self, partition, segment_id)
 
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service."""
-        for seg in self.segs:
-            if seg.index is not None and index_id in (-1, seg.index.index_id):
-                seg.unload()
+        unload_segment_indexes(self, index_id)
+
+
+def load_segment_index(col: Any, partition: int, segment_id: int, index: Any, gone: bool) -> bool:
+    """Serves a segment of column `col` (dense or sparse: its `segments`, `pos`) from
+    `index` once every row of the index is held (or the segment is `gone`); returns whether
+    the load is done with (loaded, already served, or nothing left to serve)."""
+    seg = col.segments.get((partition, segment_id))
+    if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
+        return True
+    if not gone and (seg is None or len(seg) < len(index.row_ids)):
+        return False  # rows still missing: no need to look them up
+    held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
+    current = positions_of(held, index.row_ids)
+    found = int(np.count_nonzero(current >= 0))
+    if found < len(index.row_ids) and not gone:
+        return False
+    if seg is None or found < len(seg):
+        return True
+    rows = seg.load(index, current)
+    at = rows >= 0
+    col.pos.view()[rows[at]] = np.flatnonzero(at)
+    return True
+
+
+def serving_index(col: Any, partition: int, segment_id: int) -> int | None:
+    """Returns the id of the index a segment of `col` is served from, None if exact."""
+    seg = col.segments.get((partition, segment_id))
+    return None if seg is None or seg.index is None else int(seg.index.index_id)
+
+
+def unload_segment_indexes(col: Any, index_id: int) -> None:
+    """Takes the segment indexes of `index_id` (-1: every one) of `col` out of service."""
+    for seg in col.segs:
+        if seg.index is not None and index_id in (-1, seg.index.index_id):
+            seg.unload()
 
 
 def _filled(last: np.ndarray) -> bool:

@@ -242,11 +242,6 @@ class Client(AdminCalls):
     def _session_ts(self, ts: int) -> None:
         self._session.ts = ts
 
-    def _q(self, collection_name: Any) -> str:
-        """Returns the qualified name of a collection (or alias) of this client's database.
-        Raises InvalidName (not a name a collection can have)."""
-        return in_database(self.db, "collection", collection_name)
-
     # -- lifecycle --------------------------------------------------------------------------
     @property
     def cluster(self) -> Standalone:

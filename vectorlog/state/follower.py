@@ -14,7 +14,7 @@ from rocksdict import AccessType, Options, Rdict
 from vectorlog.state.base import StateIterator, StateStore, Transaction
 from vectorlog.state.errors import StateStoreOpenError, StateWriteReadOnly
 from vectorlog.state.metadata import FORMAT_VERSION, FORMAT_VERSION_KEY, META_CF, decode_version
-from vectorlog.state.rocksdb import classify_open_error
+from vectorlog.state.rocksdb import classify_open_error, prefix_items
 from vectorlog.streams.log.secondary import scratch_dir
 
 
@@ -86,10 +86,4 @@ class FollowerStateStore(StateStore):
 
     def _meta_items(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
         self._check_open()
-        it = self._meta.iter()
-        it.seek(prefix)
-        found = []
-        while it.valid() and it.key().startswith(prefix):
-            found.append((it.key(), it.value()))
-            it.next()
-        return found
+        return prefix_items(self._meta, prefix)

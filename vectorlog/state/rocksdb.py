@@ -89,6 +89,18 @@ def _open_rdict(path: Path, max_total_wal_bytes: int) -> tuple[Rdict, PinnedDir]
         raise classify_open_error(str(path), exc) from exc
 
 
+def prefix_items(family: Rdict, prefix: bytes) -> list[tuple[bytes, bytes]]:
+    """Returns the (key, value) pairs of a column family whose key starts with `prefix`, in
+    key order."""
+    it = family.iter()
+    it.seek(prefix)
+    found = []
+    while it.valid() and it.key().startswith(prefix):
+        found.append((it.key(), it.value()))
+        it.next()
+    return found
+
+
 class RocksDBStateStore(StateStore):
     """A state store in the RocksDB directory `path` (created if missing).
 
@@ -199,13 +211,7 @@ class RocksDBStateStore(StateStore):
 
     def _meta_items(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
         self._check_open()
-        it = self._meta.iter()
-        it.seek(prefix)
-        found = []
-        while it.valid() and it.key().startswith(prefix):
-            found.append((it.key(), it.value()))
-            it.next()
-        return found
+        return prefix_items(self._meta, prefix)
 
     def __repr__(self) -> str:
         return f"RocksDBStateStore({self.path!r}, closed={self._closed})"
