@@ -8,7 +8,8 @@ Key layout (all big-endian so RocksDB iterates in offset order):
     SIZE + topic + SEP + partition(4) + offset(8)       -> the record's byte position
                                                            (streams/log/sizeindex.py)
 An append of any number of records across partitions is one WriteBatch written with
-sync=True: it is on disk before `append` returns, and it lands whole or not at all. Once
+sync=True: it is on disk before `append` returns, and it lands whole or not at all;
+concurrent appends share one such write (group commit, `group_stats`). Once
 the directory is deleted or replaced under a running process every write is refused
 (`LogDirGone`) and the handle is abandoned at close, never flushed into a new database at
 that path (see `streams.rocksdir`).
@@ -44,6 +45,7 @@ from vectorlog.streams.errors import (
 )
 from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
+from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
@@ -121,6 +123,9 @@ class EmbeddedLog:
         self._wopts.sync = fsync
         self._lock = threading.Lock()
         self._appended = threading.Condition(self._lock)
+        self._group: GroupCommit[tuple[str, Sequence[Append]], list[int]] = GroupCommit(
+            self._commit
+        )
         self._topics: dict[str, int] = {}
         self._next: dict[tuple[str, int], int] = {}
         self._start: dict[tuple[str, int], int] = {}
@@ -229,30 +234,57 @@ class EmbeddedLog:
             raise TopicNotFound(topic) from None
 
     def append(self, topic: str, records: Sequence[Append]) -> list[int]:
+        """See `Log.append`. Concurrent appends are group-committed: one synced write carries
+        every append queued while the previous write ran (`streams.log.groupcommit`)."""
         check_sizes(records, self.max_message_bytes)
         n = self.partitions(topic)
         for r in records:
             if not 0 <= r.partition < n:
                 raise TopicPartitionNotFound(topic, r.partition)
+        return self._group.submit((topic, records))
+
+    def _commit(self, appends: Sequence[tuple[str, Sequence[Append]]]) -> list[list[int]]:
+        """Writes every append of a group in one batch; returns each one's offsets. Raises
+        LogClosed or LogWriteFailed (then none of them was written)."""
         with self._lock:
             self._check_open()
-            offsets: list[int] = []
-            wb, nxt, pos = WriteBatch(raw_mode=True), dict[int, int](), dict[int, int]()
-            for i, r in enumerate(records):
-                p = r.partition
-                between_partitions(records, i)  # nothing is written before the whole batch
-                off = nxt.get(p, self._next[(topic, p)])
-                at, stored = pos.get(p, self._pos[(topic, p)]), frame(r.key, r.value, r.headers)
-                wb.put(record_key(topic, p, off), stored)
-                wb.put(size_key(topic, p, off), packed(at))
-                nxt[p], pos[p] = off + 1, at + len(stored)
-                offsets.append(off)
-            if offsets:
-                self._write(wb, topic)
-                for p, off in nxt.items():
-                    self._next[(topic, p)], self._pos[(topic, p)] = off, pos[p]
+            wb = WriteBatch(raw_mode=True)
+            nxt: dict[tuple[str, int], int] = {}
+            pos: dict[tuple[str, int], int] = {}
+            out = [self._stage(wb, topic, records, nxt, pos) for topic, records in appends]
+            if nxt:
+                self._write(wb, appends[0][0])
+                self._next.update(nxt)
+                self._pos.update(pos)
                 self._appended.notify_all()
+            return out
+
+    def _stage(
+        self,
+        wb: WriteBatch,
+        topic: str,
+        records: Sequence[Append],
+        nxt: dict[tuple[str, int], int],
+        pos: dict[tuple[str, int], int],
+    ) -> list[int]:
+        """Puts one append's records into `wb` after what `nxt`/`pos` staged so far; returns
+        their offsets."""
+        offsets: list[int] = []
+        for i, r in enumerate(records):
+            tp = (topic, r.partition)
+            between_partitions(records, i)  # nothing is written before the whole batch
+            off, at = nxt.get(tp, self._next[tp]), pos.get(tp, self._pos[tp])
+            stored = frame(r.key, r.value, r.headers)
+            wb.put(record_key(topic, r.partition, off), stored)
+            wb.put(size_key(topic, r.partition, off), packed(at))
+            nxt[tp], pos[tp] = off + 1, at + len(stored)
+            offsets.append(off)
         return offsets
+
+    @property
+    def group_stats(self) -> GroupStats:
+        """Returns how many appends were written in how many synced writes."""
+        return self._group.stats
 
     def end_offset(self, topic: str, partition: int) -> int:
         """Returns the offset the next append to this partition gets."""
