@@ -58,6 +58,7 @@ from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.indexnode.sparse import build_binary, build_sparse
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
+from vectorlog.processors.indexnode.threads import BuildThreads, lower_builder_priority
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import decode_or_dead_letter
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
@@ -111,14 +112,15 @@ class IndexNode(ProcessorBase):
         store: StateStore,
         objects: ObjectStore,
         rootcoord: RootCoordService,
-        build_threads: int = 1,
+        build_threads: int = 0,
         min_rows: int = MIN_ROWS_TO_INDEX,
         name: str = "indexnode",
     ) -> None:
-        """`build_threads`: faiss (OpenMP) threads of one build; `min_rows`: below it a
+        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the machine
+        has idle when it starts (threads.BuildThreads); `min_rows`: below it a
         segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX)."""
         self.log, self.topics, self.objects, self.rc = log, topics, objects, rootcoord
-        self.build_threads, self.min_rows = build_threads, min_rows
+        self.build_threads, self.min_rows = BuildThreads(build_threads), min_rows
         self.serdes = {
             topics.ddl: serdes.for_topic(topics.ddl),
             topics.coord: serdes.for_topic(topics.coord),
@@ -302,7 +304,8 @@ class IndexNode(ProcessorBase):
 
     # -- building ------------------------------------------------------------------------------
     def _work_loop(self) -> None:
-        faiss.omp_set_num_threads(self.build_threads)  # this thread's OpenMP regions only
+        lower_builder_priority()  # ingest and searches come first (threads.py)
+        faiss.omp_set_num_threads(1)  # this thread's OpenMP regions only; see _build
         while not self._stop.is_set():
             try:
                 job = self._jobs.get(timeout=0.2)
@@ -339,6 +342,8 @@ class IndexNode(ProcessorBase):
         if index["index_type"] in BINARY_INDEXES:
             return self._build_binary(job)
         spec = parse_spec(index["index_type"], index["metric_type"], index.get("params", {}))
+        if seg.num_rows >= self.min_rows:  # a real index: as many cores as are idle
+            faiss.omp_set_num_threads(self.build_threads.for_build())
         vectors = (self._read(p, float_vectors) for p in self._paths(seg, int(index["field_id"])))
         built = build_from_parts(vectors, seg.num_rows, spec, self.min_rows)
         row_ids = self._row_ids(seg, built.index.ntotal)
