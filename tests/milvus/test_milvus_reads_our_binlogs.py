@@ -1,7 +1,7 @@
 """The real Milvus 2.3.5 reads vectorlog's binlogs (issue 6, `make test-all`).
 
 vectorlog flushes a segment (inserts, deletes before and after the flush, an upsert); the same
-schema is created in Milvus 2.3.5 (standalone, local storage; tests/milvus/milvus_server.py) and
+schema is created in Milvus 2.3.5 (standalone, local storage; infra/milvus_server.py) and
 the segment's files are fed to bulk insert in backup mode (`options: backup=true`, the path
 milvus-backup restores through). Milvus's binlog importer (internal/util/importutil:
 binlog_parser.go walks each given path prefix and takes the segment id from `.../{segment}/
@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.milvus.milvus_server import (
+from infra.milvus_server import (
     MilvusScriptError,
     MilvusServer,
     MilvusUnavailable,

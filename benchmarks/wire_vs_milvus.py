@@ -1,0 +1,249 @@
+"""Side by side through the same client: one pymilvus 2.3.8 program against the real Milvus
+2.3.5 standalone and against `vectorlog serve`, in interleaved rounds (issue 28).
+
+The program (WORKLOAD, run by the Milvus venv's python: infra/milvus_server.py) creates a
+collection {id INT64 primary, tag INT64, vector FLOAT_VECTOR(50)} of GloVe-6B-50d rows, and
+times: inserts of 1,000-row column batches; flush; an HNSW build (M 16, efConstruction 100,
+COSINE) to "Finished"; load; one query per call (ef 128) with its recall@10 against exact
+COSINE neighbours computed here; 1,000 queries in one call; one query per call filtered by
+`tag == 3` (10 % of the rows); single-row inserts (p50/p99 of a call). Every server runs on
+this machine, one at a time, each from an empty data directory.
+
+    python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 500] [--rounds 2]
+        [--out benchmarks/results]
+
+Writes wire_vs_milvus.json, .md and .png. Building Milvus's venv takes a few minutes once
+(cached under ~/.cache/vectorlog-test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.server_serve import Ports, child, free_port, serve_command
+from infra.milvus_server import MilvusServer, ensure_venv
+from vectorlog.demo.datasets import glove
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAME = "wire_vs_milvus"
+K = 10
+
+WORKLOAD = r"""
+import json, sys, time
+import numpy as np
+from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
+                      utility)
+
+host, port = sys.argv[1].split(":")
+cfg = json.loads(sys.stdin.read())
+connections.connect(host=host, port=port)
+x = np.load(cfg["vectors"]); q = np.load(cfg["queries"]); k = cfg["k"]
+n, dim = x.shape
+fields = [FieldSchema("id", DataType.INT64, is_primary=True),
+          FieldSchema("tag", DataType.INT64),
+          FieldSchema("vector", DataType.FLOAT_VECTOR, dim=dim)]
+if utility.has_collection("wire"):
+    utility.drop_collection("wire")
+c = Collection("wire", CollectionSchema(fields), consistency_level="Bounded")
+out = {}
+ids = np.arange(n, dtype=np.int64)
+t = time.perf_counter()
+for lo in range(0, n, 1000):
+    hi = min(n, lo + 1000)
+    c.insert([ids[lo:hi].tolist(), (ids[lo:hi] % 10).tolist(), x[lo:hi]])
+out["insert_rows_per_s"] = n / (time.perf_counter() - t)
+t = time.perf_counter(); c.flush(); out["flush_s"] = time.perf_counter() - t
+t = time.perf_counter()
+c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
+                          "params": {"M": 16, "efConstruction": 100}})
+utility.wait_for_index_building_complete("wire")
+out["index_build_s"] = time.perf_counter() - t
+t = time.perf_counter(); c.load(); out["load_s"] = time.perf_counter() - t
+param = {"metric_type": "COSINE", "params": {"ef": 128}}
+c.search(q[:10].tolist(), "vector", param, limit=k)  # warm up
+def one_per_call(expr):
+    got, t = [], time.perf_counter()
+    for v in q:
+        r = c.search([v.tolist()], "vector", param, limit=k, expr=expr)
+        got.append([h.id for h in r[0]])
+    return len(q) / (time.perf_counter() - t), got
+out["one_per_call_qps"], got = one_per_call(None)
+out["hits"] = got
+out["filtered_qps"], fgot = one_per_call("tag == 3")
+out["filtered_hits"] = fgot
+t = time.perf_counter()
+c.search(q.tolist(), "vector", param, limit=k)
+out["batch_qps"] = len(q) / (time.perf_counter() - t)
+lat = []
+for i in range(cfg["single_rows"]):
+    t = time.perf_counter()
+    c.insert([[n + i], [0], x[i : i + 1]])
+    lat.append(time.perf_counter() - t)
+lat.sort()
+out["single_insert_p50_ms"] = lat[len(lat) // 2] * 1e3
+out["single_insert_p99_ms"] = lat[int(0.99 * (len(lat) - 1))] * 1e3
+print(json.dumps(out))
+"""
+
+
+def exact_neighbours(x: np.ndarray, q: np.ndarray, mask: np.ndarray | None) -> list[list[int]]:
+    """Returns the ids of each query's K nearest rows by cosine (rows where `mask`)."""
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    scores = qn @ xn.T
+    if mask is not None:
+        scores[:, ~mask] = -np.inf
+    return np.argsort(-scores, axis=1)[:, :K].tolist()
+
+
+def recall(got: list[list[int]], truth: list[list[int]]) -> float:
+    """Returns the mean share of each query's true top K found."""
+    return float(np.mean([len(set(g) & set(t)) / K for g, t in zip(got, truth, strict=True)]))
+
+
+def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """Runs the workload once against a fresh `server` ("milvus" or "vectorlog")."""
+    with tempfile.TemporaryDirectory(dir=tmp) as d:
+        if server == "milvus":
+            with MilvusServer(Path(d), python) as m:
+                started = time.perf_counter()
+                return m.run(WORKLOAD, data, timeout=7200) | {
+                    "wall_s": time.perf_counter() - started
+                }
+        ports = Ports(free_port(), free_port())
+        with child(serve_command(d, ports), f"http://127.0.0.1:{ports.rest}/healthz"):
+            started = time.perf_counter()
+            proxy = _Remote(python, ports.grpc)
+            return proxy.run(WORKLOAD, data) | {"wall_s": time.perf_counter() - started}
+
+
+class _Remote:
+    """Runs the workload with the Milvus venv's python against `vectorlog serve`."""
+
+    def __init__(self, python: Path, port: int) -> None:
+        self.python, self.port = python, port
+
+    def run(self, script: str, payload: Any) -> Any:
+        import subprocess
+
+        res = subprocess.run(
+            [str(self.python), "-c", script, f"127.0.0.1:{self.port}"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=7200,
+            check=False,
+        )
+        if res.returncode != 0:
+            raise RuntimeError(f"the workload failed against vectorlog: {res.stderr[-3000:]}")
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+METRICS = (
+    ("insert, 1,000-row column batches (rows/s)", "insert_rows_per_s", True),
+    ("flush (s)", "flush_s", False),
+    ("HNSW build to Finished (s)", "index_build_s", False),
+    ("load (s)", "load_s", False),
+    ("one query per call, ef 128 (QPS)", "one_per_call_qps", True),
+    ("  its recall@10", "recall", True),
+    ("1,000 queries in one call (QPS)", "batch_qps", True),
+    ("one query per call, tag == 3 (QPS)", "filtered_qps", True),
+    ("  its recall@10", "filtered_recall", True),
+    ("single-row insert p50 (ms)", "single_insert_p50_ms", False),
+    ("single-row insert p99 (ms)", "single_insert_p99_ms", False),
+)
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    """Writes the JSON, the markdown table (each round's figures) and the plot."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{NAME}.json").write_text(json.dumps(results, indent=2) + "\n")
+    rounds = results["rounds"]
+    lines = [
+        "# Through the same client: pymilvus 2.3.8 against Milvus 2.3.5 and vectorlog",
+        "",
+        f"{results['rows']:,} GloVe-6B-50d rows, {results['queries']} held-out queries, COSINE,",
+        "HNSW M 16 efConstruction 100, search ef 128, k 10; the servers ran one at a time, in",
+        f"interleaved rounds. Machine: {results['machine']}.",
+        "Command: `python -m benchmarks.wire_vs_milvus`.",
+        "",
+        "| measure | Milvus 2.3.5 | vectorlog | vectorlog / Milvus |",
+        "|---|---|---|---|",
+    ]
+    for label, key, higher_better in METRICS:
+        m = [r["milvus"][key] for r in rounds]
+        v = [r["vectorlog"][key] for r in rounds]
+        ratio = np.mean(v) / np.mean(m) if np.mean(m) else float("nan")
+        note = "" if higher_better else " (lower is better)"
+        lines.append(f"| {label} | {_fmt(m)} | {_fmt(v)} | {ratio:.2f}{note} |")
+    lines += ["", *results.get("notes", []), "", f"![side by side]({NAME}.png)"]
+    (out / f"{NAME}.md").write_text("\n".join(lines) + "\n")
+    _plot(rounds, out)
+
+
+def _fmt(values: list[float]) -> str:
+    return " / ".join(f"{v:,.3g}" if v < 100 else f"{v:,.0f}" for v in values)
+
+
+def _plot(rounds: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [(label, key) for label, key, better in METRICS if better and "recall" not in key]
+    ratios = [
+        np.mean([r["vectorlog"][k] for r in rounds]) / np.mean([r["milvus"][k] for r in rounds])
+        for _, k in keys
+    ]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.barh([label.split(" (")[0] for label, _ in keys], ratios)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("vectorlog / Milvus 2.3.5 (higher is better)")
+    fig.tight_layout()
+    fig.savefig(out / f"{NAME}.png", dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--single-rows", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    python = ensure_venv()
+    x, _ = glove(args.rows + args.queries)
+    base, queries = x[: args.rows], x[args.rows :]
+    tags = np.arange(args.rows) % 10 == 3
+    truth, ftruth = exact_neighbours(base, queries, None), exact_neighbours(base, queries, tags)
+    results: dict[str, Any] = {"rows": args.rows, "queries": args.queries, "rounds": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(Path(tmp) / "x.npy", base)
+        np.save(Path(tmp) / "q.npy", queries)
+        data = {"vectors": f"{tmp}/x.npy", "queries": f"{tmp}/q.npy", "k": K}
+        data["single_rows"] = args.single_rows
+        for i in range(args.rounds):
+            got = {s: one_round(s, python, data, Path(tmp)) for s in ("milvus", "vectorlog")}
+            for r in got.values():
+                r["recall"] = recall(r.pop("hits"), truth)
+                r["filtered_recall"] = recall(r.pop("filtered_hits"), ftruth)
+            print(f"round {i + 1}: {json.dumps(got)}", flush=True)
+            results["rounds"].append(got)
+    load = os.getloadavg()
+    results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f}"
+    write(results, args.out)
+
+
+if __name__ == "__main__":
+    main()
