@@ -96,3 +96,15 @@ class Credentials:
 
     def revoke_privilege(self, grant: dict[str, Any]) -> None:
         self.rc.revoke_privilege(grant)
+
+    def create_privilege_group(self, name: str) -> None:
+        self.rc.create_privilege_group(name)
+
+    def drop_privilege_group(self, name: str) -> None:
+        self.rc.drop_privilege_group(name)
+
+    def operate_privilege_group(self, name: str, privileges: list[str], add: bool) -> None:
+        self.rc.operate_privilege_group(name, privileges, add)
+
+    def list_privilege_groups(self) -> dict[str, list[str]]:
+        return self.rc.list_privilege_groups()

@@ -10,6 +10,15 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.privilege_groups import (
+    BUILTIN_GROUPS,
+    DEFINED,
+    check_alteration,
+    check_group_name,
+    check_same_level,
+    check_v2_scope,
+    object_type_of,
+)
 from vectorlog.core.rbac import ANY, Grant, check_grant, check_role_name, check_user_name
 from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
 
@@ -86,19 +95,54 @@ class RbacDdl:
         """Grants a privilege ({role_name, object_type, object_name, db_name, privilege,
         grantor}); granting it again is a no-op. Raises InvalidArgument (Milvus's "not
         found the privilege name"), RbacRefused (no such role)."""
-        g = _checked(grant)
         with self._ddl():
+            g = _checked(grant, self.meta.rbac.custom_groups())
             self.meta.rbac.role(g.role)
             if _held(self.meta, g) is None:
                 self._execute("PrivilegeGranted", 0, _body(g))
 
     def revoke_privilege(self: _Executes, grant: dict[str, Any]) -> None:
-        g = _checked(grant)
         with self._ddl():
+            g = _checked(grant, self.meta.rbac.custom_groups())
             self.meta.rbac.role(g.role)
             held = _held(self.meta, g)
             if held is not None:  # revoking a privilege the role lacks: a no-op, as Milvus
                 self._execute("PrivilegeRevoked", 0, _body(held))
+
+    # -- privilege groups ----------------------------------------------------------------
+    def create_privilege_group(self: _Executes, name: str) -> None:
+        """Creates an empty custom privilege group. Raises InvalidArgument (a bad name, one
+        in use by a group, privilege or built-in group)."""
+        check_group_name(name)
+        with self._ddl():
+            self._execute("PrivilegeGroupCreated", 0, {"group_name": name})
+
+    def drop_privilege_group(self: _Executes, name: str) -> None:
+        """Drops a custom privilege group; a missing or built-in one is a no-op. Raises
+        InvalidArgument (a role holds a grant of it)."""
+        check_group_name(name)
+        with self._ddl():
+            if name in self.meta.rbac.groups:
+                self._execute("PrivilegeGroupDropped", 0, {"group_name": name})
+
+    def operate_privilege_group(
+        self: _Executes, name: str, privileges: list[str], add: bool
+    ) -> None:
+        """Adds `privileges` to (or, not `add`, removes them from) custom group `name`.
+        Raises InvalidArgument (no such group, no or unknown privileges, mixed levels)."""
+        check_group_name(name)
+        with self._ddl():
+            custom = self.meta.rbac.custom_groups()
+            check_alteration(name, privileges, custom)
+            if add:
+                check_same_level([*privileges, *custom[name]])
+            body = {"group_name": name, "added": [], "removed": []}
+            body["added" if add else "removed"] = sorted(set(privileges))
+            self._execute("PrivilegeGroupAltered", 0, body)
+
+    def list_privilege_groups(self: _Executes) -> dict[str, list[str]]:
+        """Returns the custom groups' privileges by name, then the built-in groups'."""
+        return self.meta.rbac.custom_groups() | {k: list(v) for k, v in BUILTIN_GROUPS.items()}
 
     # -- reads ---------------------------------------------------------------------------
     def list_users(self: _Executes) -> list[str]:
@@ -130,7 +174,7 @@ class RbacDdl:
         rbac.user(name)
         roles = rbac.roles_of(name)
         grants = [asdict(g) for r in [*roles, "public"] for g in rbac.grants_of(r)]
-        return {"roles": roles, "grants": grants}
+        return {"roles": roles, "grants": grants, "groups": rbac.custom_groups()}
 
 
 def _held(meta: _Meta, g: Grant) -> Grant | None:
@@ -142,9 +186,18 @@ def _held(meta: _Meta, g: Grant) -> Grant | None:
     return None
 
 
-def _checked(grant: dict[str, Any]) -> Grant:
-    """Returns the Grant of a request. Raises InvalidArgument (a field missing, an unknown
-    object type or privilege)."""
+def _checked(grant: dict[str, Any], custom: dict[str, list[str]]) -> Grant:
+    """Returns the Grant of a request (`grant["v2"]`: grant_privilege_v2's, whose object
+    type follows from its privilege or group). Raises InvalidArgument (a field missing, an
+    unknown object type or privilege, a group where v1 takes none, a scope the group's
+    level does not take)."""
+    if grant.get("v2"):
+        return _checked_v2(grant, custom)
+    privilege = str(grant.get("privilege"))
+    if privilege in custom:
+        raise InvalidArgument(f"can not operate the custom privilege group [{privilege}]")
+    if privilege in BUILTIN_GROUPS:
+        raise InvalidArgument(f"can not operate the built-in privilege group [{privilege}]")
     try:
         g = Grant(
             str(grant["role_name"]),
@@ -169,3 +222,22 @@ def _body(g: Grant) -> dict[str, Any]:
         "privilege": g.privilege,
         "grantor": g.grantor,
     }
+
+
+def _checked_v2(grant: dict[str, Any], custom: dict[str, list[str]]) -> Grant:
+    """Returns the Grant of a grant/revoke_privilege_v2 request (Milvus's
+    isValidPrivilegeV2 and validatePrivilegeGroupParams). Raises InvalidArgument."""
+    privilege = str(grant.get("privilege") or "")
+    if privilege != ANY and privilege not in custom and privilege not in DEFINED:
+        raise InvalidArgument(f"not found the privilege name[{privilege}]")
+    db_name = str(grant.get("db_name") or "default")
+    collection = str(grant.get("object_name") or ANY)
+    check_v2_scope(privilege, db_name, collection, custom)
+    return Grant(
+        str(grant["role_name"]),
+        object_type_of(privilege),
+        collection,
+        db_name,
+        privilege,
+        str(grant.get("grantor") or "root"),
+    )

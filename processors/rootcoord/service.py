@@ -117,7 +117,24 @@ class RbacService(Protocol):
         ...
 
     def access_of(self, name: str) -> dict[str, Any]:
-        """Returns {"roles", "grants"} of a user. Raises RbacRefused."""
+        """Returns {"roles", "grants", "groups"} of a user (groups: the custom privilege
+        groups' privileges by name). Raises RbacRefused."""
+        ...
+
+    def create_privilege_group(self, name: str) -> None:
+        """Raises InvalidArgument (a bad name, or one a group or privilege has)."""
+        ...
+
+    def drop_privilege_group(self, name: str) -> None:
+        """A missing group: no-op. Raises InvalidArgument (a role holds a grant of it)."""
+        ...
+
+    def operate_privilege_group(self, name: str, privileges: list[str], add: bool) -> None:
+        """Adds (`add`) or removes privileges of a custom group. Raises InvalidArgument."""
+        ...
+
+    def list_privilege_groups(self) -> dict[str, list[str]]:
+        """Returns every group's privileges by name: custom groups, then built-in ones."""
         ...
 
 

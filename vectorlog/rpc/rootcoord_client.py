@@ -201,6 +201,18 @@ class RootCoordClient:
     def access_of(self, name: str) -> dict[str, Any]:
         return cast(dict[str, Any], self._rpc.call("GetAccess", name=name))
 
+    def create_privilege_group(self, name: str) -> None:
+        self._rpc.call("CreatePrivilegeGroup", name=name)
+
+    def drop_privilege_group(self, name: str) -> None:
+        self._rpc.call("DropPrivilegeGroup", name=name)
+
+    def operate_privilege_group(self, name: str, privileges: list[str], add: bool) -> None:
+        self._rpc.call("OperatePrivilegeGroup", name=name, privileges=privileges, add=add)
+
+    def list_privilege_groups(self) -> dict[str, list[str]]:
+        return cast(dict[str, list[str]], self._rpc.call("ListPrivilegeGroups"))
+
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         return cast(CollectionInfo, self._rpc.call("DescribeCollection", name=name, as_of=as_of))
 

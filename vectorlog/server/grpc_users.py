@@ -1,7 +1,9 @@
 """The user, role and privilege RPCs of vectorlog's gRPC service (Milvus's RBAC):
 CreateCredential, UpdateCredential, DeleteCredential, ListCredUsers, CreateRole, DropRole,
-OperateUserRole, SelectRole, SelectUser, OperatePrivilege and SelectGrant over the Client's
-calls. Passwords arrive base64-encoded, as pymilvus sends them."""
+OperateUserRole, SelectRole, SelectUser, OperatePrivilege, OperatePrivilegeV2, SelectGrant
+and the privilege-group RPCs (CreatePrivilegeGroup, DropPrivilegeGroup, ListPrivilegeGroups,
+OperatePrivilegeGroup) over the Client's calls. Passwords arrive base64-encoded, as
+pymilvus sends them."""
 
 from __future__ import annotations
 
@@ -112,6 +114,48 @@ class UserRpcs:
         else:
             self.client.revoke_privilege(*args)
         return ok()
+
+    @rpc
+    def OperatePrivilegeV2(self, request: Any, context: Any) -> Any:
+        """grant/revoke_privilege_v2: a privilege or group on a database (default: `default`)
+        and collection."""
+        args = (request.role.name, request.grantor.privilege.name, request.collection_name)
+        db = request.db_name or "default"
+        if request.type == milvus_pb2.OperatePrivilegeType.Grant:
+            self.client.grant_privilege_v2(*args, db, grantor=caller(context) or "root")
+        else:
+            self.client.revoke_privilege_v2(*args, db)
+        return ok()
+
+    @rpc
+    def CreatePrivilegeGroup(self, request: Any, context: Any) -> Any:
+        self.client.create_privilege_group(request.group_name)
+        return ok()
+
+    @rpc
+    def DropPrivilegeGroup(self, request: Any, context: Any) -> Any:
+        self.client.drop_privilege_group(request.group_name)
+        return ok()
+
+    @rpc
+    def OperatePrivilegeGroup(self, request: Any, context: Any) -> Any:
+        names = [p.name for p in request.privileges]
+        if request.type == milvus_pb2.OperatePrivilegeGroupType.AddPrivilegesToGroup:
+            self.client.add_privileges_to_group(request.group_name, names)
+        else:
+            self.client.remove_privileges_from_group(request.group_name, names)
+        return ok()
+
+    @rpc
+    def ListPrivilegeGroups(self, request: Any, context: Any) -> Any:
+        groups = [
+            milvus_pb2.PrivilegeGroupInfo(
+                group_name=g["privilege_group"],
+                privileges=[milvus_pb2.PrivilegeEntity(name=p) for p in g["privileges"]],
+            )
+            for g in self.client.list_privilege_groups()
+        ]
+        return milvus_pb2.ListPrivilegeGroupsResponse(status=ok(), privilege_groups=groups)
 
     @rpc
     def SelectGrant(self, request: Any, context: Any) -> Any:
