@@ -42,12 +42,18 @@ class RbacDdl:
     """The RBAC requests and reads of RootCoord (a mixin over its DDL machinery)."""
 
     # -- users ---------------------------------------------------------------------------
-    def create_user(self: _Executes, name: str, password_hash: str) -> None:
+    def create_user(self: _Executes, name: str, password_hash: str, description: str = "") -> None:
         """Creates a user with a password hash. Raises InvalidArgument, RbacRefused."""
         check_user_name(name)
         with self._ddl():
-            body = {"user_name": name, "password_hash": password_hash}
+            body = {"user_name": name, "password_hash": password_hash, "description": description}
             self._execute("UserCreated", 0, body)
+
+    def alter_user(self: _Executes, name: str, description: str) -> None:
+        """Replaces a user's description (update_user). Raises RbacRefused (no such user)."""
+        with self._ddl():
+            self.meta.rbac.user(name)
+            self._execute("UserAltered", 0, {"user_name": name, "description": description})
 
     def update_password(self: _Executes, name: str, password_hash: str) -> None:
         """Replaces a user's password hash. Raises RbacRefused (no such user)."""
@@ -65,10 +71,20 @@ class RbacDdl:
             self._execute("UserDropped", 0, {"user_name": name})
 
     # -- roles ---------------------------------------------------------------------------
-    def create_role(self: _Executes, name: str) -> None:
+    def create_role(self: _Executes, name: str, description: str = "") -> None:
         check_role_name(name)
         with self._ddl():
-            self._execute("RoleCreated", 0, {"role_name": name})
+            self._execute("RoleCreated", 0, {"role_name": name, "description": description})
+
+    def alter_role(self: _Executes, name: str, description: str) -> None:
+        """Replaces a role's description. Raises RbacRefused (no such role)."""
+        with self._ddl():
+            self.meta.rbac.role(name)
+            self._execute("RoleAltered", 0, {"role_name": name, "description": description})
+
+    def role_description(self: _Executes, name: str) -> str:
+        """Returns a role's description. Raises RbacRefused (no such role)."""
+        return str(self.meta.rbac.role(name).get("description") or "")
 
     def drop_role(self: _Executes, name: str, force_drop: bool = False) -> None:
         """Drops a role, its memberships and (with `force_drop`) its grants. Raises
@@ -149,9 +165,13 @@ class RbacDdl:
         return sorted(self.meta.rbac.users)
 
     def describe_user(self: _Executes, name: str) -> dict[str, Any]:
-        """Returns {"user_name", "roles"}. Raises RbacRefused (no such user)."""
-        self.meta.rbac.user(name)
-        return {"user_name": name, "roles": self.meta.rbac.roles_of(name)}
+        """Returns {"user_name", "roles", "description"}. Raises RbacRefused (no such user)."""
+        description = self.meta.rbac.user(name).get("description") or ""
+        return {
+            "user_name": name,
+            "roles": self.meta.rbac.roles_of(name),
+            "description": description,
+        }
 
     def list_roles(self: _Executes) -> list[str]:
         return sorted(self.meta.rbac.roles)

@@ -3,9 +3,11 @@ RBAC), as derived state of the `ddl` topic's user and role events. MetaTable rou
 events and keys here.
 
 Key layout (under the SnapshotKV namespace):
-    USER_KEY + u                 -> JSON {name, password_hash, created_ts}; `root` exists
-                                    without one (Milvus's default password) until updated
-    ROLE_KEY + r                 -> JSON {name, created_ts}; admin and public always exist
+    USER_KEY + u                 -> JSON {name, password_hash, description, created_ts};
+                                    `root` exists without one (Milvus's default password)
+                                    until updated
+    ROLE_KEY + r                 -> JSON {name, description, created_ts}; admin and public
+                                    always exist
     MEMBER_KEY + u/r             -> user u has role r
     GRANT_KEY + r/type/db/object/privilege -> JSON grant (vectorlog.core.rbac.Grant)
     GROUP_KEY + g                -> JSON {name, privileges (sorted), created_ts}: a custom
@@ -71,6 +73,8 @@ class RbacMeta:
             "UserCreated": self._user_created,
             "UserPasswordUpdated": self._password_updated,
             "UserDropped": self._user_dropped,
+            "UserAltered": self._user_altered,
+            "RoleAltered": self._role_altered,
             "RoleCreated": self._role_created,
             "RoleDropped": self._role_dropped,
             "UserRoleGranted": self._member_added,
@@ -154,7 +158,16 @@ class RbacMeta:
         if name in self.users:
             raise RbacRefused(f"user already exists: {name}")
         rec = {"name": name, "password_hash": e.body["password_hash"], "created_ts": e.ts}
+        rec["description"] = e.body.get("description") or ""
         return {f"{USER_KEY}{name}": _dump(rec)}, []
+
+    def _user_altered(self, e: Event) -> Writes:
+        rec = {**self.user(e.body["user_name"]), "description": e.body["description"]}
+        return {f"{USER_KEY}{rec['name']}": _dump(rec)}, []
+
+    def _role_altered(self, e: Event) -> Writes:
+        rec = {**self.role(e.body["role_name"]), "description": e.body["description"]}
+        return {f"{ROLE_KEY}{rec['name']}": _dump(rec)}, []
 
     def _password_updated(self, e: Event) -> Writes:
         rec = dict(self.user(e.body["user_name"]))
@@ -173,7 +186,8 @@ class RbacMeta:
         name = e.body["role_name"]
         if name in self.roles:
             raise RbacRefused(f"role [{name}] already exists")
-        return {f"{ROLE_KEY}{name}": _dump({"name": name, "created_ts": e.ts})}, []
+        rec = {"name": name, "created_ts": e.ts, "description": e.body.get("description") or ""}
+        return {f"{ROLE_KEY}{name}": _dump(rec)}, []
 
     def _role_dropped(self, e: Event) -> Writes:
         name = e.body["role_name"]

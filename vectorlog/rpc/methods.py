@@ -8,7 +8,9 @@ change to a payload schema is a new version of its service (a new path), never a
 served one (test_wire pins each served service's fingerprint).
 
 Versions served: RootCoord v4 added the privilege groups (CreatePrivilegeGroup,
-DropPrivilegeGroup, OperatePrivilegeGroup, ListPrivilegeGroups); v3 added the database DDL and
+DropPrivilegeGroup, OperatePrivilegeGroup, ListPrivilegeGroups) and user and role
+descriptions (CreateCredential's and CreateRole's description, AlterCredential, AlterRole,
+DescribeRole); v3 added the database DDL and
 reads (CreateDatabase, DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection
 names are qualified with their database, vectorlog.core.databases) and the users, roles and
 grants (RBAC); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys)
@@ -122,10 +124,13 @@ ROOTCOORD = _service(
     ),
     Method("DescribeDatabase", "describe_database", (("name", STRING), *AS_OF), VALUE),
     Method("ListDatabases", "list_databases", AS_OF, VALUE),
-    _ddl("CreateCredential", "create_user", "name", "password_hash"),
+    _ddl("CreateCredential", "create_user", "name", "password_hash", "description"),
+    _ddl("AlterCredential", "alter_user", "name", "description"),
     _ddl("UpdateCredential", "update_password", "name", "password_hash"),
     _ddl("DeleteCredential", "drop_user", "name"),
-    _ddl("CreateRole", "create_role", "name"),
+    _ddl("CreateRole", "create_role", "name", "description"),
+    _ddl("AlterRole", "alter_role", "name", "description"),
+    Method("DescribeRole", "role_description", (("name", STRING),), STRING),
     Method("DropRole", "drop_role", (("name", STRING), ("force_drop", BOOL)), NULL),
     _ddl("AddUserToRole", "grant_role", "user", "role"),
     _ddl("RemoveUserFromRole", "revoke_role", "user", "role"),

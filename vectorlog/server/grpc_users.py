@@ -1,9 +1,9 @@
 """The user, role and privilege RPCs of vectorlog's gRPC service (Milvus's RBAC):
-CreateCredential, UpdateCredential, DeleteCredential, ListCredUsers, CreateRole, DropRole,
-OperateUserRole, SelectRole, SelectUser, OperatePrivilege, OperatePrivilegeV2, SelectGrant
-and the privilege-group RPCs (CreatePrivilegeGroup, DropPrivilegeGroup, ListPrivilegeGroups,
-OperatePrivilegeGroup) over the Client's calls. Passwords arrive base64-encoded, as
-pymilvus sends them."""
+CreateCredential, UpdateCredential (passwords, or update_user's description), AlterRole,
+DeleteCredential, ListCredUsers, CreateRole, DropRole, OperateUserRole, SelectRole,
+SelectUser, OperatePrivilege, OperatePrivilegeV2, SelectGrant and the privilege-group RPCs
+(CreatePrivilegeGroup, DropPrivilegeGroup, ListPrivilegeGroups, OperatePrivilegeGroup) over
+the Client's calls. Passwords arrive base64-encoded, as pymilvus sends them."""
 
 from __future__ import annotations
 
@@ -35,11 +35,16 @@ class UserRpcs:
 
     @rpc
     def CreateCredential(self, request: Any, context: Any) -> Any:
-        self.client.create_user(request.username, _password(request.password))
+        password = _password(request.password)
+        self.client.create_user(request.username, password, description=request.description)
         return ok()
 
     @rpc
     def UpdateCredential(self, request: Any, context: Any) -> Any:
+        """update_password, or update_user (no passwords, a description: pymilvus's)."""
+        if not request.oldPassword and not request.newPassword and request.description:
+            self.client.update_user(request.username, request.description)
+            return ok()
         old, new = _password(request.oldPassword), _password(request.newPassword)
         self.client.update_password(request.username, old, new)
         return ok()
@@ -55,7 +60,12 @@ class UserRpcs:
 
     @rpc
     def CreateRole(self, request: Any, context: Any) -> Any:
-        self.client.create_role(request.entity.name)
+        self.client.create_role(request.entity.name, request.entity.description)
+        return ok()
+
+    @rpc
+    def AlterRole(self, request: Any, context: Any) -> Any:
+        self.client.alter_role(request.role_name, request.description)
         return ok()
 
     @rpc
@@ -74,11 +84,10 @@ class UserRpcs:
     @rpc
     def SelectRole(self, request: Any, context: Any) -> Any:
         names = [request.role.name] if request.role.name else self.client.list_roles()
-        if request.role.name:
-            self.client.describe_role(request.role.name)  # refuses an unknown role
+        described = {n: self.client.describe_role(n)["description"] for n in names}
         results = [
             milvus_pb2.RoleResult(
-                role=milvus_pb2.RoleEntity(name=name),
+                role=milvus_pb2.RoleEntity(name=name, description=described[name]),
                 users=[milvus_pb2.UserEntity(name=u) for u in self._members(name)]
                 if request.include_user_info
                 else [],
@@ -96,11 +105,13 @@ class UserRpcs:
         names = [request.user.name] if request.user.name else self.client.list_users()
         results = []
         for name in names:
-            roles = self.client.describe_user(name)["roles"] if request.include_role_info else []
+            described = self.client.describe_user(name)
+            roles = described["roles"] if request.include_role_info else []
             results.append(
                 milvus_pb2.UserResult(
                     user=milvus_pb2.UserEntity(name=name),
                     roles=[milvus_pb2.RoleEntity(name=r) for r in roles],
+                    description=described["description"],
                 )
             )
         return milvus_pb2.SelectUserResponse(status=ok(), results=results)

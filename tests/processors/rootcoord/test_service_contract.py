@@ -252,7 +252,11 @@ def test_users_roles_and_grants_are_kept_and_refused_as_milvus(rootcoord: RootCo
     with pytest.raises(InvalidArgument, match=r"not found the privilege name\[Fly\]"):
         rootcoord.grant_privilege(grant | {"db_name": "default", "privilege": "Fly"})
     rootcoord.grant_role("alice", "reader")
-    assert rootcoord.describe_user("alice") == {"user_name": "alice", "roles": ["reader"]}
+    assert rootcoord.describe_user("alice") == {
+        "user_name": "alice",
+        "roles": ["reader"],
+        "description": "",
+    }
     access = rootcoord.access_of("alice")
     assert access["roles"] == ["reader"]
     assert {(g["role"], g["privilege"]) for g in access["grants"]} >= {("reader", "Search")}
@@ -310,3 +314,19 @@ def test_privilege_groups_are_kept_granted_and_refused_as_milvus(rootcoord: Root
     rootcoord.drop_privilege_group("readers")
     rootcoord.drop_privilege_group("readers")  # a missing group: a no-op
     assert "readers" not in rootcoord.list_privilege_groups()
+
+
+@every
+def test_user_and_role_descriptions_are_kept(rootcoord: RootCoordRpc):
+    rootcoord.create_user("bob", "pbkdf2_sha256$1$00$00", "on call")
+    assert rootcoord.describe_user("bob")["description"] == "on call"
+    rootcoord.alter_user("bob", "retired")
+    assert rootcoord.describe_user("bob")["description"] == "retired"
+    rootcoord.create_role("ops", "operators")
+    assert rootcoord.role_description("ops") == "operators"
+    rootcoord.alter_role("ops", "")
+    assert rootcoord.role_description("ops") == ""
+    with pytest.raises(RbacRefused, match="not found the role"):
+        rootcoord.alter_role("ghost", "x")
+    with pytest.raises(RbacRefused, match="not found the user"):
+        rootcoord.alter_user("ghost", "x")

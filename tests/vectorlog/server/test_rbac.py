@@ -284,6 +284,13 @@ def test_a_granted_privilege_group_permits_what_it_holds_at_each_call(
     secured.root.create_role(role)
     secured.root.grant_privilege_v2(role, group, docs, db_name="default")
     secured.root.grant_role(name, role)
+    [held] = secured.root.describe_role(role)["privileges"]
+    assert (held["object_type"], held["object_name"], held["db_name"], held["privilege"]) == (
+        "Global",
+        docs,
+        "default",
+        group,
+    )
     assert client.query(docs, "id >= 0", output_fields=["id"]) == []
     assert "PrivilegeQuery" in denied(lambda: client.query(other, "id >= 0"))
     row = {"id": 1, "vector": [1.0, 0.0]}
@@ -393,3 +400,25 @@ def test_rest_privilege_groups_and_v2_grants(secured: Secured):
         assert call(ROOT, "privilege_groups/drop", privilegeGroupName=group)["code"] == 0
         bad = call(ROOT, "roles/grant_privilege_v2", **{**grant, "privilege": "Fly"})
         assert bad["code"] != 0 and "not found the privilege name[Fly]" in bad["message"]
+
+
+def test_user_and_role_descriptions_are_set_described_and_altered(secured: Secured):
+    """pymilvus's create_user/create_role `description`, update_user and alter_role; a user
+    without CreateOwnership may not alter a role."""
+    name, role = unique("desc"), unique("drole")
+    secured.root.create_user(name, "secret123", description="on call")
+    assert secured.root.describe_user(name)["description"] == "on call"
+    secured.root.update_user(name, "retired")
+    described = secured.login(name, "secret123").describe_user(name)
+    assert (described["user_name"], described["description"]) == (name, "retired")
+    secured.root.create_role(role, description="readers")
+    assert secured.root.describe_role(role)["description"] == "readers"
+    secured.root.alter_role(role, "writers")
+    assert secured.root.describe_role(role)["description"] == "writers"
+    plain = secured.login(name, "secret123")
+    assert "PrivilegeCreateOwnership" in denied(lambda: plain.alter_role(role, "mine"))
+    assert secured.root.describe_role(role)["description"] == "writers"
+    with pytest.raises(MilvusException) as err:
+        secured.root.alter_role(unique("ghost"), "x")
+    assert "not found the role" in err.value.message
+    plain.close()
