@@ -5,14 +5,19 @@ the log; Milvus's rules refuse bad input before anything is written."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.clients import ClientFactory, ddl_changes
 from tests.vectorlog.test_ddl_crash import state_dir
+from tests.vectorlog.test_rebuild import source_config
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument, VectorlogError
 from vectorlog.core.privilege_groups import BUILTIN_GROUPS
+from vectorlog.jobs.rebuild import rebuild
 
 
 def groups(client: Any) -> dict[str, list[str]]:
@@ -90,3 +95,24 @@ def test_bad_group_calls_are_refused_before_anything_is_written(
         call(client)
     assert isinstance(err.value, VectorlogError)
     assert len(ddl_changes(client)) == before
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_rebuild_as_of_a_past_time_has_the_groups_of_that_time(
+    open_client: ClientFactory, client_args: dict[str, Any], tmp_path: Path
+):
+    source = open_client()
+    source.create_privilege_group("g")
+    source.add_privileges_to_group("g", ["Search"])
+    source.create_collection("c", dimension=2)
+    at = int(source.insert("c", [{"id": 1, "vector": [1.0, 0.0]}])["timestamp"])
+    source.add_privileges_to_group("g", ["Query"])
+    source.create_privilege_group("later")
+    source.insert("c", [{"id": 2, "vector": [0.0, 1.0]}])
+    source.close()
+    report = rebuild(source_config(client_args), str(tmp_path / "rebuilt"), at)
+    rebuilt = Client(str(tmp_path / "rebuilt"), cluster=report.cluster)
+    caught_up(rebuilt)
+    found = groups(rebuilt)
+    assert found["g"] == ["Search"] and "later" not in found
+    rebuilt.close()
