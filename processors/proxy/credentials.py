@@ -27,10 +27,13 @@ class Credentials:
         self._lock = threading.Lock()
         self._verified: dict[str, tuple[str | None, bytes]] = {}
 
-    def create_user(self, name: str, password: str) -> None:
+    def create_user(self, name: str, password: str, description: str = "") -> None:
         """Raises InvalidArgument (name or password Milvus refuses), RbacRefused."""
         check_user_name(name)
-        self.rc.create_user(name, hash_password(check_password(password)))
+        self.rc.create_user(name, hash_password(check_password(password)), description)
+
+    def alter_user(self, name: str, description: str) -> None:
+        self.rc.alter_user(name, description)
 
     def update_password(self, name: str, old_password: str, new_password: str) -> None:
         """Replaces `name`'s password if `old_password` is its current one. Raises
@@ -73,8 +76,14 @@ class Credentials:
     def describe_user(self, name: str) -> dict[str, Any]:
         return self.rc.describe_user(name)
 
-    def create_role(self, name: str) -> None:
-        self.rc.create_role(name)
+    def create_role(self, name: str, description: str = "") -> None:
+        self.rc.create_role(name, description)
+
+    def alter_role(self, name: str, description: str) -> None:
+        self.rc.alter_role(name, description)
+
+    def role_description(self, name: str) -> str:
+        return self.rc.role_description(name)
 
     def drop_role(self, name: str, force_drop: bool = False) -> None:
         self.rc.drop_role(name, force_drop)
@@ -96,3 +105,15 @@ class Credentials:
 
     def revoke_privilege(self, grant: dict[str, Any]) -> None:
         self.rc.revoke_privilege(grant)
+
+    def create_privilege_group(self, name: str) -> None:
+        self.rc.create_privilege_group(name)
+
+    def drop_privilege_group(self, name: str) -> None:
+        self.rc.drop_privilege_group(name)
+
+    def operate_privilege_group(self, name: str, privileges: list[str], add: bool) -> None:
+        self.rc.operate_privilege_group(name, privileges, add)
+
+    def list_privilege_groups(self) -> dict[str, list[str]]:
+        return self.rc.list_privilege_groups()

@@ -10,6 +10,15 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.privilege_groups import (
+    BUILTIN_GROUPS,
+    DEFINED,
+    check_alteration,
+    check_group_name,
+    check_same_level,
+    check_v2_scope,
+    object_type_of,
+)
 from vectorlog.core.rbac import ANY, Grant, check_grant, check_role_name, check_user_name
 from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
 
@@ -33,12 +42,18 @@ class RbacDdl:
     """The RBAC requests and reads of RootCoord (a mixin over its DDL machinery)."""
 
     # -- users ---------------------------------------------------------------------------
-    def create_user(self: _Executes, name: str, password_hash: str) -> None:
+    def create_user(self: _Executes, name: str, password_hash: str, description: str = "") -> None:
         """Creates a user with a password hash. Raises InvalidArgument, RbacRefused."""
         check_user_name(name)
         with self._ddl():
-            body = {"user_name": name, "password_hash": password_hash}
+            body = {"user_name": name, "password_hash": password_hash, "description": description}
             self._execute("UserCreated", 0, body)
+
+    def alter_user(self: _Executes, name: str, description: str) -> None:
+        """Replaces a user's description (update_user). Raises RbacRefused (no such user)."""
+        with self._ddl():
+            self.meta.rbac.user(name)
+            self._execute("UserAltered", 0, {"user_name": name, "description": description})
 
     def update_password(self: _Executes, name: str, password_hash: str) -> None:
         """Replaces a user's password hash. Raises RbacRefused (no such user)."""
@@ -56,10 +71,20 @@ class RbacDdl:
             self._execute("UserDropped", 0, {"user_name": name})
 
     # -- roles ---------------------------------------------------------------------------
-    def create_role(self: _Executes, name: str) -> None:
+    def create_role(self: _Executes, name: str, description: str = "") -> None:
         check_role_name(name)
         with self._ddl():
-            self._execute("RoleCreated", 0, {"role_name": name})
+            self._execute("RoleCreated", 0, {"role_name": name, "description": description})
+
+    def alter_role(self: _Executes, name: str, description: str) -> None:
+        """Replaces a role's description. Raises RbacRefused (no such role)."""
+        with self._ddl():
+            self.meta.rbac.role(name)
+            self._execute("RoleAltered", 0, {"role_name": name, "description": description})
+
+    def role_description(self: _Executes, name: str) -> str:
+        """Returns a role's description. Raises RbacRefused (no such role)."""
+        return str(self.meta.rbac.role(name).get("description") or "")
 
     def drop_role(self: _Executes, name: str, force_drop: bool = False) -> None:
         """Drops a role, its memberships and (with `force_drop`) its grants. Raises
@@ -86,28 +111,67 @@ class RbacDdl:
         """Grants a privilege ({role_name, object_type, object_name, db_name, privilege,
         grantor}); granting it again is a no-op. Raises InvalidArgument (Milvus's "not
         found the privilege name"), RbacRefused (no such role)."""
-        g = _checked(grant)
         with self._ddl():
+            g = _checked(grant, self.meta.rbac.custom_groups())
             self.meta.rbac.role(g.role)
             if _held(self.meta, g) is None:
                 self._execute("PrivilegeGranted", 0, _body(g))
 
     def revoke_privilege(self: _Executes, grant: dict[str, Any]) -> None:
-        g = _checked(grant)
         with self._ddl():
+            g = _checked(grant, self.meta.rbac.custom_groups())
             self.meta.rbac.role(g.role)
             held = _held(self.meta, g)
             if held is not None:  # revoking a privilege the role lacks: a no-op, as Milvus
                 self._execute("PrivilegeRevoked", 0, _body(held))
+
+    # -- privilege groups ----------------------------------------------------------------
+    def create_privilege_group(self: _Executes, name: str) -> None:
+        """Creates an empty custom privilege group. Raises InvalidArgument (a bad name, one
+        in use by a group, privilege or built-in group)."""
+        check_group_name(name)
+        with self._ddl():
+            self._execute("PrivilegeGroupCreated", 0, {"group_name": name})
+
+    def drop_privilege_group(self: _Executes, name: str) -> None:
+        """Drops a custom privilege group; a missing or built-in one is a no-op. Raises
+        InvalidArgument (a role holds a grant of it)."""
+        check_group_name(name)
+        with self._ddl():
+            if name in self.meta.rbac.groups:
+                self._execute("PrivilegeGroupDropped", 0, {"group_name": name})
+
+    def operate_privilege_group(
+        self: _Executes, name: str, privileges: list[str], add: bool
+    ) -> None:
+        """Adds `privileges` to (or, not `add`, removes them from) custom group `name`.
+        Raises InvalidArgument (no such group, no or unknown privileges, mixed levels)."""
+        check_group_name(name)
+        with self._ddl():
+            custom = self.meta.rbac.custom_groups()
+            check_alteration(name, privileges, custom)
+            if add:
+                check_same_level([*privileges, *custom[name]])
+            body = {"group_name": name, "added": [], "removed": []}
+            body["added" if add else "removed"] = sorted(set(privileges))
+            self._execute("PrivilegeGroupAltered", 0, body)
+
+    def list_privilege_groups(self: _Executes) -> dict[str, list[str]]:
+        """Returns the custom groups' privileges by name, then the built-in groups'."""
+        return self.meta.rbac.custom_groups() | {k: list(v) for k, v in BUILTIN_GROUPS.items()}
 
     # -- reads ---------------------------------------------------------------------------
     def list_users(self: _Executes) -> list[str]:
         return sorted(self.meta.rbac.users)
 
     def describe_user(self: _Executes, name: str) -> dict[str, Any]:
-        """Returns {"user_name", "roles"}. Raises RbacRefused (no such user)."""
-        self.meta.rbac.user(name)
-        return {"user_name": name, "roles": self.meta.rbac.roles_of(name)}
+        """Returns {"user_name", "roles", "description"}. Raises RbacRefused (no such user)."""
+        description = self.meta.rbac.user(name).get("description") or ""
+        return {
+            "user_name": name,
+            "roles": self.meta.rbac.roles_of(name),
+            "description": description,
+        }
 
     def list_roles(self: _Executes) -> list[str]:
         return sorted(self.meta.rbac.roles)
@@ -130,7 +194,7 @@ class RbacDdl:
         rbac.user(name)
         roles = rbac.roles_of(name)
         grants = [asdict(g) for r in [*roles, "public"] for g in rbac.grants_of(r)]
-        return {"roles": roles, "grants": grants}
+        return {"roles": roles, "grants": grants, "groups": rbac.custom_groups()}
 
 
 def _held(meta: _Meta, g: Grant) -> Grant | None:
@@ -142,9 +206,18 @@ def _held(meta: _Meta, g: Grant) -> Grant | None:
     return None
 
 
-def _checked(grant: dict[str, Any]) -> Grant:
-    """Returns the Grant of a request. Raises InvalidArgument (a field missing, an unknown
-    object type or privilege)."""
+def _checked(grant: dict[str, Any], custom: dict[str, list[str]]) -> Grant:
+    """Returns the Grant of a request (`grant["v2"]`: grant_privilege_v2's, whose object
+    type follows from its privilege or group). Raises InvalidArgument (a field missing, an
+    unknown object type or privilege, a group where v1 takes none, a scope the group's
+    level does not take)."""
+    if grant.get("v2"):
+        return _checked_v2(grant, custom)
+    privilege = str(grant.get("privilege"))
+    if privilege in custom:
+        raise InvalidArgument(f"can not operate the custom privilege group [{privilege}]")
+    if privilege in BUILTIN_GROUPS:
+        raise InvalidArgument(f"can not operate the built-in privilege group [{privilege}]")
     try:
         g = Grant(
             str(grant["role_name"]),
@@ -169,3 +242,22 @@ def _body(g: Grant) -> dict[str, Any]:
         "privilege": g.privilege,
         "grantor": g.grantor,
     }
+
+
+def _checked_v2(grant: dict[str, Any], custom: dict[str, list[str]]) -> Grant:
+    """Returns the Grant of a grant/revoke_privilege_v2 request (Milvus's
+    isValidPrivilegeV2 and validatePrivilegeGroupParams). Raises InvalidArgument."""
+    privilege = str(grant.get("privilege") or "")
+    if privilege != ANY and privilege not in custom and privilege not in DEFINED:
+        raise InvalidArgument(f"not found the privilege name[{privilege}]")
+    db_name = str(grant.get("db_name") or "default")
+    collection = str(grant.get("object_name") or ANY)
+    check_v2_scope(privilege, db_name, collection, custom)
+    return Grant(
+        str(grant["role_name"]),
+        object_type_of(privilege),
+        collection,
+        db_name,
+        privilege,
+        str(grant.get("grantor") or "root"),
+    )

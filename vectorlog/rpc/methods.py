@@ -7,19 +7,23 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v3 added the database DDL and reads (CreateDatabase,
-DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified
-with their database, vectorlog.core.databases) and the users, roles and grants (RBAC);
-DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to
-CreateCollection and AlterCollection (collection properties: TTL, consistency level);
+Versions served: RootCoord v4 added the privilege groups (CreatePrivilegeGroup,
+DropPrivilegeGroup, OperatePrivilegeGroup, ListPrivilegeGroups) and user and role
+descriptions (CreateCredential's and CreateRole's description, AlterCredential, AlterRole,
+DescribeRole); v3 added the database DDL and
+reads (CreateDatabase, DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection
+names are qualified with their database, vectorlog.core.databases) and the users, roles and
+grants (RBAC); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys)
+to CreateCollection and AlterCollection (collection properties: TTL, consistency level);
 DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
 GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
 field of a collection with several). IndexNode v1 serves the build progress describe_index
 reports; QueryShard v1 the reads of a query node that holds some of the dml pchannels (the
-scale-out of runners.shards). The other v1s, and RootCoord v2 (its callers could not address
-a database), are retired, not served: a v1 read would have shown expired rows, a v1 create
-would have ignored the partition count, and nothing outside this repository spoke v1; a
-caller of a retired version gets gRPC's UNIMPLEMENTED.
+scale-out of runners.shards). The other v1s, RootCoord v2 (its callers could not address a
+database) and RootCoord v3 (nothing outside this repository spoke it), are retired, not served:
+a v1 read would have shown expired rows, a v1 create would have ignored the partition count,
+and nothing outside this repository spoke v1; a caller of a retired version gets gRPC's
+UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
-    "v3",
+    "v4",
     Method(
         "CreateCollection",
         "create_collection",
@@ -120,10 +124,13 @@ ROOTCOORD = _service(
     ),
     Method("DescribeDatabase", "describe_database", (("name", STRING), *AS_OF), VALUE),
     Method("ListDatabases", "list_databases", AS_OF, VALUE),
-    _ddl("CreateCredential", "create_user", "name", "password_hash"),
+    _ddl("CreateCredential", "create_user", "name", "password_hash", "description"),
+    _ddl("AlterCredential", "alter_user", "name", "description"),
     _ddl("UpdateCredential", "update_password", "name", "password_hash"),
     _ddl("DeleteCredential", "drop_user", "name"),
-    _ddl("CreateRole", "create_role", "name"),
+    _ddl("CreateRole", "create_role", "name", "description"),
+    _ddl("AlterRole", "alter_role", "name", "description"),
+    Method("DescribeRole", "role_description", (("name", STRING),), STRING),
     Method("DropRole", "drop_role", (("name", STRING), ("force_drop", BOOL)), NULL),
     _ddl("AddUserToRole", "grant_role", "user", "role"),
     _ddl("RemoveUserFromRole", "revoke_role", "user", "role"),
@@ -135,6 +142,15 @@ ROOTCOORD = _service(
     Method("SelectGrant", "describe_role", (("name", STRING),), VALUE),
     Method("GetCredential", "password_hash", (("name", STRING),), ["null", "string"]),
     Method("GetAccess", "access_of", (("name", STRING),), VALUE),
+    _ddl("CreatePrivilegeGroup", "create_privilege_group", "name"),
+    _ddl("DropPrivilegeGroup", "drop_privilege_group", "name"),
+    Method(
+        "OperatePrivilegeGroup",
+        "operate_privilege_group",
+        (("name", STRING), ("privileges", STRINGS), ("add", BOOL)),
+        NULL,
+    ),
+    Method("ListPrivilegeGroups", "list_privilege_groups", (), VALUE),
 )
 
 SEGMENTS = (("segment_ids", LONGS),)

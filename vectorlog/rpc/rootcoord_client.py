@@ -156,8 +156,13 @@ class RootCoordClient:
     def list_databases(self, as_of: int | None = None) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], self._rpc.call("ListDatabases", as_of=as_of))
 
-    def create_user(self, name: str, password_hash: str) -> None:
-        self._rpc.call("CreateCredential", name=name, password_hash=password_hash)
+    def create_user(self, name: str, password_hash: str, description: str = "") -> None:
+        self._rpc.call(
+            "CreateCredential", name=name, password_hash=password_hash, description=description
+        )
+
+    def alter_user(self, name: str, description: str) -> None:
+        self._rpc.call("AlterCredential", name=name, description=description)
 
     def update_password(self, name: str, password_hash: str) -> None:
         self._rpc.call("UpdateCredential", name=name, password_hash=password_hash)
@@ -165,8 +170,14 @@ class RootCoordClient:
     def drop_user(self, name: str) -> None:
         self._rpc.call("DeleteCredential", name=name)
 
-    def create_role(self, name: str) -> None:
-        self._rpc.call("CreateRole", name=name)
+    def create_role(self, name: str, description: str = "") -> None:
+        self._rpc.call("CreateRole", name=name, description=description)
+
+    def alter_role(self, name: str, description: str) -> None:
+        self._rpc.call("AlterRole", name=name, description=description)
+
+    def role_description(self, name: str) -> str:
+        return cast(str, self._rpc.call("DescribeRole", name=name))
 
     def drop_role(self, name: str, force_drop: bool = False) -> None:
         self._rpc.call("DropRole", name=name, force_drop=force_drop)
@@ -200,6 +211,18 @@ class RootCoordClient:
 
     def access_of(self, name: str) -> dict[str, Any]:
         return cast(dict[str, Any], self._rpc.call("GetAccess", name=name))
+
+    def create_privilege_group(self, name: str) -> None:
+        self._rpc.call("CreatePrivilegeGroup", name=name)
+
+    def drop_privilege_group(self, name: str) -> None:
+        self._rpc.call("DropPrivilegeGroup", name=name)
+
+    def operate_privilege_group(self, name: str, privileges: list[str], add: bool) -> None:
+        self._rpc.call("OperatePrivilegeGroup", name=name, privileges=privileges, add=add)
+
+    def list_privilege_groups(self) -> dict[str, list[str]]:
+        return cast(dict[str, list[str]], self._rpc.call("ListPrivilegeGroups"))
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         return cast(CollectionInfo, self._rpc.call("DescribeCollection", name=name, as_of=as_of))

@@ -52,10 +52,16 @@ class AdminCalls:
         return {"name": rec["name"], **rec["properties"]}
 
     # -- users, roles and privileges (enforced by `vectorlog serve --authorization`) -----------
-    def create_user(self, user_name: str, password: str) -> None:
+    def create_user(
+        self, user_name: str, password: str, description: str | None = None, **kwargs: Any
+    ) -> None:
         """Creates a user (its password kept only as a salted hash). Raises InvalidArgument
         (a name or password Milvus refuses), RbacRefused (it exists)."""
-        self._proxy.credentials.create_user(user_name, password)
+        self._proxy.credentials.create_user(user_name, password, description or "")
+
+    def update_user(self, user_name: str, description: str, **kwargs: Any) -> None:
+        """Replaces a user's description. Raises RbacRefused (no such user)."""
+        self._proxy.credentials.alter_user(user_name, description)
 
     def update_password(
         self, user_name: str, old_password: str, new_password: str, reset_connection: bool = False
@@ -72,7 +78,8 @@ class AdminCalls:
         return self._proxy.credentials.list_users()
 
     def describe_user(self, user_name: str) -> dict[str, Any]:
-        """Returns {"user_name", "roles"}. Raises RbacRefused (no such user)."""
+        """Returns {"user_name", "roles", "description"}. Raises RbacRefused (no such
+        user)."""
         return self._proxy.credentials.describe_user(user_name)
 
     def verify_password(self, user_name: str, password: str) -> bool:
@@ -84,8 +91,12 @@ class AdminCalls:
         fields, the public role's included). Raises RbacRefused."""
         return self._proxy.credentials.access_of(user_name)
 
-    def create_role(self, role_name: str) -> None:
-        self._proxy.credentials.create_role(role_name)
+    def create_role(self, role_name: str, description: str = "", **kwargs: Any) -> None:
+        self._proxy.credentials.create_role(role_name, description)
+
+    def alter_role(self, role_name: str, description: str, **kwargs: Any) -> None:
+        """Replaces a role's description. Raises RbacRefused (no such role)."""
+        self._proxy.credentials.alter_role(role_name, description)
 
     def drop_role(self, role_name: str, force_drop: bool = False) -> None:
         """Drops a role; one holding privileges only with `force_drop`. Raises RbacRefused."""
@@ -95,10 +106,13 @@ class AdminCalls:
         return self._proxy.credentials.list_roles()
 
     def describe_role(self, role_name: str) -> dict[str, Any]:
-        """Returns {"role", "privileges": [{object_type, object_name, db_name, role_name,
-        privilege, grantor_name}]}, as MilvusClient. Raises RbacRefused."""
-        grants = self._proxy.credentials.describe_role(role_name)
-        return {"role": role_name, "privileges": [privilege_of(g) for g in grants]}
+        """Returns {"role", "description", "privileges": [{object_type, object_name,
+        db_name, role_name, privilege, grantor_name}]}, as MilvusClient. Raises
+        RbacRefused."""
+        credentials = self._proxy.credentials
+        grants = [privilege_of(g) for g in credentials.describe_role(role_name)]
+        description = credentials.role_description(role_name)
+        return {"role": role_name, "description": description, "privileges": grants}
 
     def grant_role(self, user_name: str, role_name: str) -> None:
         self._proxy.credentials.grant_role(user_name, role_name)

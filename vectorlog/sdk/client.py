@@ -26,6 +26,7 @@ from vectorlog.core.model import (
 from vectorlog.processors.proxy.service import Grouping, ProxyService
 from vectorlog.runners.standalone import Standalone
 from vectorlog.sdk.admin import AdminCalls
+from vectorlog.sdk.privilege_groups import PrivilegeGroupCalls
 
 if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
@@ -192,7 +193,7 @@ class _Session:
         self.ts = 0
 
 
-class Client(AdminCalls):
+class Client(AdminCalls, PrivilegeGroupCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
     def __init__(self, uri: str | None = None, **settings: Any) -> None:

@@ -20,6 +20,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2
 
 from vectorlog.core.errors import PermissionDenied
+from vectorlog.core.privilege_groups import BUILTIN_GROUPS, expand
 from vectorlog.core.rbac import ADMIN_ROLE, ALL, ANY, PUBLIC_GRANTS, ROOT_USER, Grant
 from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_auth import AUTHORIZATION, BAD_FORMAT, MISSING, WRONG, refusing
@@ -138,7 +139,10 @@ class Authorizer:
         mine = [g for g in grants if g.db_name in (db, ANY) and g not in PUBLIC_GRANTS]
         if any(g.object_type == "Global" and g.privilege in (ALL, ANY) for g in mine):
             return names
-        named = {g.object_name for g in mine if g.object_type == "Collection"}
+        groups = access.get("groups") or {}
+        named = {
+            g.object_name for g in mine if g.object_type == "Collection" or g.privilege in groups
+        }
         return names if ANY in named else [n for n in names if n in named]
 
     def permit(self, user: str, need: Needed, names: list[str], db: str) -> None:
@@ -152,11 +156,24 @@ class Authorizer:
         if ADMIN_ROLE in access["roles"]:
             return
         grants = [Grant(**g) for g in access["grants"]]
+        groups = access.get("groups") or {}
         allowed = bool(names) and all(  # no object named: denied, as Milvus
-            any(g.permits(need.object_type, name, db, need.privilege) for g in grants)
-            for name in names
+            any(_permits(g, need, name, db, groups) for g in grants) for name in names
         )
         if not allowed:
             raise PermissionDenied(
                 f"Privilege{need.privilege}: permission deny to {user} in the `{db}` database"
             )
+
+
+def _permits(g: Grant, need: Needed, name: str, db: str, groups: dict[str, list[str]]) -> bool:
+    """Returns whether grant `g` permits `need` on object `name` of database `db`: a grant
+    of a privilege group (built-in or custom, `groups`) permits each privilege it holds on
+    its database and collection, whatever the privilege's object type (Milvus's RBAC v2)."""
+    if g.privilege not in groups and g.privilege not in BUILTIN_GROUPS:
+        return g.permits(need.object_type, name, db, need.privilege)
+    return (
+        g.db_name in (db, ANY)
+        and g.object_name in (name, ANY)
+        and need.privilege in expand(g.privilege, groups)
+    )

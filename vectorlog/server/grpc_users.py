@@ -1,7 +1,9 @@
 """The user, role and privilege RPCs of vectorlog's gRPC service (Milvus's RBAC):
-CreateCredential, UpdateCredential, DeleteCredential, ListCredUsers, CreateRole, DropRole,
-OperateUserRole, SelectRole, SelectUser, OperatePrivilege and SelectGrant over the Client's
-calls. Passwords arrive base64-encoded, as pymilvus sends them."""
+CreateCredential, UpdateCredential (passwords, or update_user's description), AlterRole,
+DeleteCredential, ListCredUsers, CreateRole, DropRole, OperateUserRole, SelectRole,
+SelectUser, OperatePrivilege, OperatePrivilegeV2, SelectGrant and the privilege-group RPCs
+(CreatePrivilegeGroup, DropPrivilegeGroup, ListPrivilegeGroups, OperatePrivilegeGroup) over
+the Client's calls. Passwords arrive base64-encoded, as pymilvus sends them."""
 
 from __future__ import annotations
 
@@ -33,11 +35,16 @@ class UserRpcs:
 
     @rpc
     def CreateCredential(self, request: Any, context: Any) -> Any:
-        self.client.create_user(request.username, _password(request.password))
+        password = _password(request.password)
+        self.client.create_user(request.username, password, description=request.description)
         return ok()
 
     @rpc
     def UpdateCredential(self, request: Any, context: Any) -> Any:
+        """update_password, or update_user (no passwords, a description: pymilvus's)."""
+        if not request.oldPassword and not request.newPassword and request.description:
+            self.client.update_user(request.username, request.description)
+            return ok()
         old, new = _password(request.oldPassword), _password(request.newPassword)
         self.client.update_password(request.username, old, new)
         return ok()
@@ -53,7 +60,12 @@ class UserRpcs:
 
     @rpc
     def CreateRole(self, request: Any, context: Any) -> Any:
-        self.client.create_role(request.entity.name)
+        self.client.create_role(request.entity.name, request.entity.description)
+        return ok()
+
+    @rpc
+    def AlterRole(self, request: Any, context: Any) -> Any:
+        self.client.alter_role(request.role_name, request.description)
         return ok()
 
     @rpc
@@ -72,11 +84,10 @@ class UserRpcs:
     @rpc
     def SelectRole(self, request: Any, context: Any) -> Any:
         names = [request.role.name] if request.role.name else self.client.list_roles()
-        if request.role.name:
-            self.client.describe_role(request.role.name)  # refuses an unknown role
+        described = {n: self.client.describe_role(n)["description"] for n in names}
         results = [
             milvus_pb2.RoleResult(
-                role=milvus_pb2.RoleEntity(name=name),
+                role=milvus_pb2.RoleEntity(name=name, description=described[name]),
                 users=[milvus_pb2.UserEntity(name=u) for u in self._members(name)]
                 if request.include_user_info
                 else [],
@@ -94,11 +105,13 @@ class UserRpcs:
         names = [request.user.name] if request.user.name else self.client.list_users()
         results = []
         for name in names:
-            roles = self.client.describe_user(name)["roles"] if request.include_role_info else []
+            described = self.client.describe_user(name)
+            roles = described["roles"] if request.include_role_info else []
             results.append(
                 milvus_pb2.UserResult(
                     user=milvus_pb2.UserEntity(name=name),
                     roles=[milvus_pb2.RoleEntity(name=r) for r in roles],
+                    description=described["description"],
                 )
             )
         return milvus_pb2.SelectUserResponse(status=ok(), results=results)
@@ -112,6 +125,48 @@ class UserRpcs:
         else:
             self.client.revoke_privilege(*args)
         return ok()
+
+    @rpc
+    def OperatePrivilegeV2(self, request: Any, context: Any) -> Any:
+        """grant/revoke_privilege_v2: a privilege or group on a database (default: `default`)
+        and collection."""
+        args = (request.role.name, request.grantor.privilege.name, request.collection_name)
+        db = request.db_name or "default"
+        if request.type == milvus_pb2.OperatePrivilegeType.Grant:
+            self.client.grant_privilege_v2(*args, db, grantor=caller(context) or "root")
+        else:
+            self.client.revoke_privilege_v2(*args, db)
+        return ok()
+
+    @rpc
+    def CreatePrivilegeGroup(self, request: Any, context: Any) -> Any:
+        self.client.create_privilege_group(request.group_name)
+        return ok()
+
+    @rpc
+    def DropPrivilegeGroup(self, request: Any, context: Any) -> Any:
+        self.client.drop_privilege_group(request.group_name)
+        return ok()
+
+    @rpc
+    def OperatePrivilegeGroup(self, request: Any, context: Any) -> Any:
+        names = [p.name for p in request.privileges]
+        if request.type == milvus_pb2.OperatePrivilegeGroupType.AddPrivilegesToGroup:
+            self.client.add_privileges_to_group(request.group_name, names)
+        else:
+            self.client.remove_privileges_from_group(request.group_name, names)
+        return ok()
+
+    @rpc
+    def ListPrivilegeGroups(self, request: Any, context: Any) -> Any:
+        groups = [
+            milvus_pb2.PrivilegeGroupInfo(
+                group_name=g["privilege_group"],
+                privileges=[milvus_pb2.PrivilegeEntity(name=p) for p in g["privileges"]],
+            )
+            for g in self.client.list_privilege_groups()
+        ]
+        return milvus_pb2.ListPrivilegeGroupsResponse(status=ok(), privilege_groups=groups)
 
     @rpc
     def SelectGrant(self, request: Any, context: Any) -> Any:

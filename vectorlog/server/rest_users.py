@@ -1,6 +1,7 @@
-"""REST v2 handlers of users and roles (/v2/vectordb/users/*, /roles/*) over the Client's
-RBAC calls, and what each REST endpoint needs under `--authorization`: the gRPC RPC whose
-privilege it calls for (Milvus's proto says which) and the object it names."""
+"""REST v2 handlers of users, roles and privilege groups (/v2/vectordb/users/*, /roles/*,
+/privilege_groups/*) over the Client's RBAC calls, and what each REST endpoint needs under
+`--authorization`: the gRPC RPC whose privilege it calls for (Milvus's proto says which) and
+the object it names."""
 
 from __future__ import annotations
 
@@ -95,6 +96,55 @@ def revoke_privilege(c: Client, body: Any) -> Any:
     c.revoke_privilege(a["roleName"], a["objectType"], a["privilege"], a["objectName"])
 
 
+GRANT_V2 = {
+    **ROLE,
+    "privilege": Field("str", required=True),
+    "collectionName": Field("str", required=True),
+}
+GROUP = {"privilegeGroupName": Field("str", required=True)}
+GROUP_PRIVILEGES = {**GROUP, "privileges": Field("list", required=True)}
+
+
+def grant_privilege_v2(c: Client, body: Any) -> Any:
+    a = parse(body, GRANT_V2)
+    db = body.get("dbName") or None
+    c.grant_privilege_v2(a["roleName"], a["privilege"], a["collectionName"], db)
+
+
+def revoke_privilege_v2(c: Client, body: Any) -> Any:
+    a = parse(body, GRANT_V2)
+    db = body.get("dbName") or None
+    c.revoke_privilege_v2(a["roleName"], a["privilege"], a["collectionName"], db)
+
+
+def create_privilege_group(c: Client, body: Any) -> Any:
+    c.create_privilege_group(parse(body, GROUP)["privilegeGroupName"])
+
+
+def drop_privilege_group(c: Client, body: Any) -> Any:
+    c.drop_privilege_group(parse(body, GROUP)["privilegeGroupName"])
+
+
+def list_privilege_groups(c: Client, body: Any) -> Any:
+    """Returns {"privilegeGroups": [{privilegeGroupName, privileges: "A,B"}]}, as Milvus."""
+    parse(body, {})
+    groups = [
+        {"privilegeGroupName": g["privilege_group"], "privileges": ",".join(g["privileges"])}
+        for g in c.list_privilege_groups()
+    ]
+    return {"privilegeGroups": groups}
+
+
+def add_privileges_to_group(c: Client, body: Any) -> Any:
+    a = parse(body, GROUP_PRIVILEGES)
+    c.add_privileges_to_group(a["privilegeGroupName"], [str(p) for p in a["privileges"]])
+
+
+def remove_privileges_from_group(c: Client, body: Any) -> Any:
+    a = parse(body, GROUP_PRIVILEGES)
+    c.remove_privileges_from_group(a["privilegeGroupName"], [str(p) for p in a["privileges"]])
+
+
 ROUTES: dict[str, Handler] = {
     "users/create": create_user,
     "users/update_password": update_password,
@@ -109,6 +159,13 @@ ROUTES: dict[str, Handler] = {
     "roles/describe": describe_role,
     "roles/grant_privilege": grant_privilege,
     "roles/revoke_privilege": revoke_privilege,
+    "roles/grant_privilege_v2": grant_privilege_v2,
+    "roles/revoke_privilege_v2": revoke_privilege_v2,
+    "privilege_groups/create": create_privilege_group,
+    "privilege_groups/drop": drop_privilege_group,
+    "privilege_groups/list": list_privilege_groups,
+    "privilege_groups/add_privileges_to_group": add_privileges_to_group,
+    "privilege_groups/remove_privileges_from_group": remove_privileges_from_group,
 }
 
 #: the gRPC RPC whose privilege each REST endpoint needs (none listed: any user may call)
@@ -166,6 +223,13 @@ ENDPOINT_RPCS = {
     "roles/describe": "SelectGrant",
     "roles/grant_privilege": "OperatePrivilege",
     "roles/revoke_privilege": "OperatePrivilege",
+    "roles/grant_privilege_v2": "OperatePrivilegeV2",
+    "roles/revoke_privilege_v2": "OperatePrivilegeV2",
+    "privilege_groups/create": "CreatePrivilegeGroup",
+    "privilege_groups/drop": "DropPrivilegeGroup",
+    "privilege_groups/list": "ListPrivilegeGroups",
+    "privilege_groups/add_privileges_to_group": "OperatePrivilegeGroup",
+    "privilege_groups/remove_privileges_from_group": "OperatePrivilegeGroup",
 }
 
 

@@ -252,7 +252,11 @@ def test_users_roles_and_grants_are_kept_and_refused_as_milvus(rootcoord: RootCo
     with pytest.raises(InvalidArgument, match=r"not found the privilege name\[Fly\]"):
         rootcoord.grant_privilege(grant | {"db_name": "default", "privilege": "Fly"})
     rootcoord.grant_role("alice", "reader")
-    assert rootcoord.describe_user("alice") == {"user_name": "alice", "roles": ["reader"]}
+    assert rootcoord.describe_user("alice") == {
+        "user_name": "alice",
+        "roles": ["reader"],
+        "description": "",
+    }
     access = rootcoord.access_of("alice")
     assert access["roles"] == ["reader"]
     assert {(g["role"], g["privilege"]) for g in access["grants"]} >= {("reader", "Search")}
@@ -267,3 +271,62 @@ def test_users_roles_and_grants_are_kept_and_refused_as_milvus(rootcoord: RootCo
     assert rootcoord.list_roles() == ["admin", "public"]
     rootcoord.drop_user("alice")
     assert rootcoord.list_users() == ["root"]
+
+
+@every
+def test_privilege_groups_are_kept_granted_and_refused_as_milvus(rootcoord: RootCoordRpc):
+    rootcoord.create_privilege_group("readers")
+    assert rootcoord.list_privilege_groups()["readers"] == []
+    assert "CollectionReadOnly" in rootcoord.list_privilege_groups()
+    with pytest.raises(InvalidArgument, match=r"privilege group name \[readers\] is defined by"):
+        rootcoord.create_privilege_group("readers")
+    with pytest.raises(InvalidArgument, match=r"\[Search\] is defined by built in privileges"):
+        rootcoord.create_privilege_group("Search")
+    with pytest.raises(InvalidArgument, match="first character of a privilege group name"):
+        rootcoord.create_privilege_group("1x")
+    rootcoord.operate_privilege_group("readers", ["Search", "Query"], True)
+    with pytest.raises(InvalidArgument, match="not the same privilege level"):
+        rootcoord.operate_privilege_group("readers", ["CreateDatabase"], True)
+    with pytest.raises(InvalidArgument, match=r"privilege group name \[Fly\]"):
+        rootcoord.operate_privilege_group("readers", ["Fly"], True)
+    with pytest.raises(InvalidArgument, match=r"no privilege group name \[nope\]"):
+        rootcoord.operate_privilege_group("nope", ["Search"], True)
+    rootcoord.operate_privilege_group("readers", ["Query"], False)
+    assert rootcoord.list_privilege_groups()["readers"] == ["Search"]
+    rootcoord.create_role("r")
+    v2 = {"role_name": "r", "privilege": "readers", "object_name": "docs", "v2": True}
+    rootcoord.grant_privilege(v2 | {"db_name": "default"})
+    with pytest.raises(InvalidArgument, match="should be \\* for the cluster level"):
+        rootcoord.grant_privilege(v2 | {"privilege": "ClusterReadOnly", "db_name": "default"})
+    with pytest.raises(InvalidArgument, match=r"not found the privilege name\[Fly\]"):
+        rootcoord.grant_privilege(v2 | {"privilege": "Fly", "db_name": "default"})
+    with pytest.raises(InvalidArgument, match="can not operate the custom privilege group"):
+        rootcoord.grant_privilege(v2 | {"object_type": "Global", "db_name": "default", "v2": False})
+    [held] = [g for g in rootcoord.describe_role("r") if g["privilege"] == "readers"]
+    assert (held["object_type"], held["object_name"], held["db_name"]) == (
+        "Global",
+        "docs",
+        "default",
+    )
+    with pytest.raises(InvalidArgument, match=r"privilege group \[readers\] is used by role \[r\]"):
+        rootcoord.drop_privilege_group("readers")
+    rootcoord.revoke_privilege(v2 | {"db_name": "default"})
+    rootcoord.drop_privilege_group("readers")
+    rootcoord.drop_privilege_group("readers")  # a missing group: a no-op
+    assert "readers" not in rootcoord.list_privilege_groups()
+
+
+@every
+def test_user_and_role_descriptions_are_kept(rootcoord: RootCoordRpc):
+    rootcoord.create_user("bob", "pbkdf2_sha256$1$00$00", "on call")
+    assert rootcoord.describe_user("bob")["description"] == "on call"
+    rootcoord.alter_user("bob", "retired")
+    assert rootcoord.describe_user("bob")["description"] == "retired"
+    rootcoord.create_role("ops", "operators")
+    assert rootcoord.role_description("ops") == "operators"
+    rootcoord.alter_role("ops", "")
+    assert rootcoord.role_description("ops") == ""
+    with pytest.raises(RbacRefused, match="not found the role"):
+        rootcoord.alter_role("ghost", "x")
+    with pytest.raises(RbacRefused, match="not found the user"):
+        rootcoord.alter_user("ghost", "x")

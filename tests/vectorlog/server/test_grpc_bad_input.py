@@ -139,8 +139,8 @@ def test_rpcs_vectorlog_does_not_serve_answer_unimplemented(stub) -> None:
         stub.CreateResourceGroup(milvus_pb2.CreateResourceGroupRequest(resource_group="x")).code
         == 10
     )
-    res = stub.ListPrivilegeGroups(milvus_pb2.ListPrivilegeGroupsRequest())
-    assert res.status.code == 10 and "ListPrivilegeGroups" in res.status.reason
+    res = stub.ListResourceGroups(milvus_pb2.ListResourceGroupsRequest())
+    assert res.status.code == 10 and "ListResourceGroups" in res.status.reason
 
 
 def test_an_unknown_rpc_gets_grpc_unimplemented(served: Served) -> None:

@@ -267,3 +267,158 @@ def test_a_user_lists_only_the_collections_it_has_a_privilege_on(
         headers = {"Authorization": f"Bearer {name}:secret123"}
         listed = http.post("/v2/vectordb/collections/list", json={}, headers=headers).json()
     assert listed["data"] == [mine]
+
+
+def test_a_granted_privilege_group_permits_what_it_holds_at_each_call(
+    secured: Secured, user: tuple[str, MilvusClient]
+):
+    """grant_privilege_v2 of a custom group on one collection: the role may do what the
+    group holds there and nowhere else; a privilege added to the group counts at once."""
+    name, client = user
+    docs, other = unique("gdocs"), unique("gother")
+    for collection in (docs, other):
+        secured.root.create_collection(collection, dimension=2, consistency_level="Strong")
+    group, role = unique("grp"), unique("grole")
+    secured.root.create_privilege_group(group)
+    secured.root.add_privileges_to_group(group, ["Query", "Search"])
+    secured.root.create_role(role)
+    secured.root.grant_privilege_v2(role, group, docs, db_name="default")
+    secured.root.grant_role(name, role)
+    [held] = secured.root.describe_role(role)["privileges"]
+    assert (held["object_type"], held["object_name"], held["db_name"], held["privilege"]) == (
+        "Global",
+        docs,
+        "default",
+        group,
+    )
+    assert client.query(docs, "id >= 0", output_fields=["id"]) == []
+    assert "PrivilegeQuery" in denied(lambda: client.query(other, "id >= 0"))
+    row = {"id": 1, "vector": [1.0, 0.0]}
+    assert "PrivilegeInsert" in denied(lambda: client.insert(docs, [row]))
+    secured.root.add_privileges_to_group(group, ["Insert"])
+    client.insert(docs, [row])
+    assert count(secured.root, docs) == 1
+    with pytest.raises(MilvusException) as err:
+        secured.root.drop_privilege_group(group)
+    assert f"privilege group [{group}] is used by role [{role}]" in err.value.message
+    secured.root.revoke_privilege_v2(role, group, docs, db_name="default")
+    assert "PrivilegeQuery" in denied(lambda: client.query(docs, "id >= 0"))
+    secured.root.drop_privilege_group(group)
+    assert group not in {g["privilege_group"] for g in secured.root.list_privilege_groups()}
+
+
+def test_built_in_groups_grant_their_level_as_milvus_defines_it(
+    secured: Secured, user: tuple[str, MilvusClient]
+):
+    name, client = user
+    docs = unique("bdocs")
+    secured.root.create_collection(docs, dimension=2, consistency_level="Strong")
+    role = unique("brole")
+    secured.root.create_role(role)
+    secured.root.grant_role(name, role)
+    assert "PrivilegeCreateCollection" in denied(
+        lambda: client.create_collection(unique("b"), dimension=2)
+    )
+    secured.root.grant_privilege_v2(role, "CollectionReadWrite", docs, db_name="default")
+    client.insert(docs, [{"id": 7, "vector": [0.0, 1.0]}])
+    assert "PrivilegeDropAlias" in denied(lambda: client.drop_alias(unique("a")))
+    secured.root.grant_privilege_v2(role, "DatabaseAdmin", "*", db_name="default")
+    # quick setup also indexes and loads the new collection: collection-level privileges
+    secured.root.grant_privilege_v2(role, "CollectionReadWrite", "*", db_name="default")
+    made = unique("b")
+    client.create_collection(made, dimension=2)
+    assert made in secured.root.list_collections()
+    assert "PrivilegeCreateDatabase" in denied(lambda: client.create_database(unique("db")))
+    with pytest.raises(MilvusException) as err:
+        secured.root.grant_privilege_v2(role, "ClusterAdmin", "*", db_name="default")
+    assert "dbName and collectionName should be * for the cluster level privilege" in (
+        err.value.message
+    )
+    secured.root.grant_privilege_v2(role, "ClusterAdmin", "*", db_name="*")
+    db = unique("db")
+    client.create_database(db)
+    assert db in secured.root.list_databases()
+    listed = {g["privilege_group"]: g["privileges"] for g in secured.root.list_privilege_groups()}
+    assert "CreateDatabase" in listed["ClusterAdmin"]
+    plain = _fresh(secured)
+    assert "PrivilegeCreatePrivilegeGroup" in denied(lambda: plain.create_privilege_group("g"))
+    plain.close()
+
+
+def _fresh(secured: Secured) -> MilvusClient:
+    """Returns a client of a new user with no role."""
+    name = unique("plain")
+    secured.root.create_user(name, "secret123")
+    return secured.login(name, "secret123")
+
+
+def test_rest_privilege_groups_and_v2_grants(secured: Secured):
+    name = unique("restg")
+    secured.root.create_user(name, "secret123")
+    docs = unique("rgdocs")
+    secured.root.create_collection(docs, dimension=2)
+    group, role = unique("rgrp"), unique("rgrole")
+    with TestClient(rest_app(secured.client, authorization=True)) as http:
+
+        def call(token: str, endpoint: str, **body: Any) -> dict[str, Any]:
+            headers = {"Authorization": f"Bearer {token}"}
+            envelope: dict[str, Any] = http.post(
+                f"/v2/vectordb/{endpoint}", json=body, headers=headers
+            ).json()
+            return envelope
+
+        user = f"{name}:secret123"
+        refused = call(user, "privilege_groups/create", privilegeGroupName=group)
+        assert refused["code"] == 65535 and "PrivilegeCreatePrivilegeGroup" in refused["message"]
+        assert call(ROOT, "privilege_groups/create", privilegeGroupName=group)["code"] == 0
+        added = call(
+            ROOT,
+            "privilege_groups/add_privileges_to_group",
+            privilegeGroupName=group,
+            privileges=["Insert", "Query"],
+        )
+        assert added["code"] == 0
+        listed = call(ROOT, "privilege_groups/list")["data"]["privilegeGroups"]
+        mine = [g for g in listed if g["privilegeGroupName"] == group]
+        assert mine == [{"privilegeGroupName": group, "privileges": "Insert,Query"}]
+        assert call(ROOT, "roles/create", roleName=role)["code"] == 0
+        grant = {"roleName": role, "privilege": group, "collectionName": docs, "dbName": "default"}
+        assert call(ROOT, "roles/grant_privilege_v2", **grant)["code"] == 0
+        assert call(ROOT, "users/grant_role", userName=name, roleName=role)["code"] == 0
+        row = {"id": 1, "vector": [1.0, 0.0]}
+        assert call(user, "entities/insert", collectionName=docs, data=[row])["code"] == 0
+        removed = call(
+            ROOT,
+            "privilege_groups/remove_privileges_from_group",
+            privilegeGroupName=group,
+            privileges=["Insert"],
+        )
+        assert removed["code"] == 0
+        again = call(user, "entities/insert", collectionName=docs, data=[row])
+        assert again["code"] == 65535
+        assert call(ROOT, "roles/revoke_privilege_v2", **grant)["code"] == 0
+        assert call(ROOT, "privilege_groups/drop", privilegeGroupName=group)["code"] == 0
+        bad = call(ROOT, "roles/grant_privilege_v2", **{**grant, "privilege": "Fly"})
+        assert bad["code"] != 0 and "not found the privilege name[Fly]" in bad["message"]
+
+
+def test_user_and_role_descriptions_are_set_described_and_altered(secured: Secured):
+    """pymilvus's create_user/create_role `description`, update_user and alter_role; a user
+    without CreateOwnership may not alter a role."""
+    name, role = unique("desc"), unique("drole")
+    secured.root.create_user(name, "secret123", description="on call")
+    assert secured.root.describe_user(name)["description"] == "on call"
+    secured.root.update_user(name, "retired")
+    described = secured.login(name, "secret123").describe_user(name)
+    assert (described["user_name"], described["description"]) == (name, "retired")
+    secured.root.create_role(role, description="readers")
+    assert secured.root.describe_role(role)["description"] == "readers"
+    secured.root.alter_role(role, "writers")
+    assert secured.root.describe_role(role)["description"] == "writers"
+    plain = secured.login(name, "secret123")
+    assert "PrivilegeCreateOwnership" in denied(lambda: plain.alter_role(role, "mine"))
+    assert secured.root.describe_role(role)["description"] == "writers"
+    with pytest.raises(MilvusException) as err:
+        secured.root.alter_role(unique("ghost"), "x")
+    assert "not found the role" in err.value.message
+    plain.close()
