@@ -150,9 +150,9 @@ class Config:
     #: where merges run: "local" (in this process) or "spark" (one Spark task per merge, on
     #: `spark_master`; needs the `spark` extra and Java 17)
     compaction_engine: str = "local"
-    #: faiss (OpenMP) threads of one index build; 0 (the default): the cores the machine has
-    #: idle when the build starts (one while ingest or searches keep them busy). Builds run
-    #: one at a time on the index node's worker thread, at a lower priority (nice +10)
+    #: faiss (OpenMP) threads of one index build; 0 (the default): the cores this process
+    #: leaves idle when the build starts (one while its ingest or searches keep the others
+    #: busy). Builds run one at a time on the index node's worker thread
     index_build_threads: int = 0
     #: topics the proxy ingests besides <cluster>.ingest, as `topic=collection[:format]`
     #: entries separated by commas (format: auto, json or debezium; default auto), e.g.
@@ -253,7 +253,10 @@ _RULES: dict[str, tuple[Any, str]] = {
     "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
     "segment_max_lifetime_s": (lambda v: v > 0, "> 0 s"),
     "segment_max_growing_per_channel": (lambda v: 1 <= v <= 1024, "1..1024"),
-    "index_build_threads": (lambda v: 0 <= v <= 1024, "0..1024 (0: the idle cores)"),
+    "index_build_threads": (
+        lambda v: 0 <= v <= 1024,
+        "0..1024 (0: automatic)",
+    ),
     "import_root": (lambda v: bool(v.strip()) and "://" not in v, "a local directory path"),
     "log": (lambda v: _log_ok(v), "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),

@@ -58,7 +58,7 @@ from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.indexnode.sparse import build_binary, build_sparse
 from vectorlog.processors.indexnode.state import Effects, IndexState, SegmentRecord
-from vectorlog.processors.indexnode.threads import BuildThreads, lower_builder_priority
+from vectorlog.processors.indexnode.threads import BuildThreads
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import decode_or_dead_letter
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
@@ -116,8 +116,8 @@ class IndexNode(ProcessorBase):
         min_rows: int = MIN_ROWS_TO_INDEX,
         name: str = "indexnode",
     ) -> None:
-        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the machine
-        has idle when it starts (threads.BuildThreads); `min_rows`: below it a
+        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the process
+        leaves idle when it starts (threads.BuildThreads); `min_rows`: below it a
         segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX)."""
         self.log, self.topics, self.objects, self.rc = log, topics, objects, rootcoord
         self.build_threads, self.min_rows = BuildThreads(build_threads), min_rows
@@ -304,7 +304,6 @@ class IndexNode(ProcessorBase):
 
     # -- building ------------------------------------------------------------------------------
     def _work_loop(self) -> None:
-        lower_builder_priority()  # ingest and searches come first (threads.py)
         faiss.omp_set_num_threads(1)  # this thread's OpenMP regions only; see _build
         while not self._stop.is_set():
             try:
