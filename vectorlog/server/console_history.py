@@ -21,8 +21,9 @@ from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log, Record
 from vectorlog.streams.snapshots import Blobs
 
-#: a follower reads its topic again at most this often (a call in between gets its state)
-REFRESH_S = 1.0
+#: a follower reads its topic again at most this often (0: on every call; reading nothing
+#: new costs one end-offsets call, and a page must show what was just written)
+REFRESH_S = 0.0
 #: DDL events that are about the cluster, not one collection's schema
 NOT_MOMENTS = frozenset({"RangeReserved", "TimeTick"})
 

@@ -30,7 +30,7 @@ from vectorlog.streams.log.base import start_offsets
 #: the most events one page of the event browser shows, and records it reads for one page
 MAX_EVENTS, SCAN = 200, 5000
 #: an event's preview shows at most this many characters of its body as JSON
-PREVIEW_CHARS = 300
+PREVIEW_CHARS = 600
 EVENT_TYPES = frozenset(event_types())
 
 
@@ -46,13 +46,16 @@ def stamp(ts: int) -> dict[str, str]:
     return {"ts": str(ts), "time": when(ts) if ts else ""}
 
 
-def parse_time(text: str, what: str) -> int:
+def parse_time(text: str, what: str, end: bool = False) -> int:
     """Returns the hybrid ts of `text` (a hybrid ts or an ISO-8601 time, UTC unless it names
-    its zone). Raises InvalidArgument naming `what`."""
+    its zone); with `end`, an ISO time means the last ts of its millisecond (an upper bound
+    shown to the millisecond includes the events of that millisecond). Raises
+    InvalidArgument naming `what`."""
     try:
-        return parse_ts(text)
+        ts = parse_ts(text)
     except ReplayError:
         raise InvalidArgument(f"bad {what} {text!r}: want a hybrid ts or ISO-8601") from None
+    return ts | hybridts.LOGICAL_MASK if end and not text.strip().isdigit() else ts
 
 
 def now_ts() -> int:
@@ -65,7 +68,7 @@ def as_of(client: Client, history: History, name: str, text: str) -> dict[str, A
     ts, time, first (its creation), last (now), moments (its DDL events), and if it existed
     then: id, fields, partitions, indexes, rows (or rows_error), segments}. Raises
     InvalidArgument for a bad time, CollectionNotFound for a name never created."""
-    ts = parse_time(text, "time") if text else now_ts()
+    ts = parse_time(text, "time", end=True) if text else now_ts()
     with history.current():
         ids = history.collection_ids(name)
         if not ids:
@@ -137,7 +140,8 @@ def events(client: Client, history: History, q: dict[str, str]) -> dict[str, Any
     partition; offset, default the first kept; limit; collection name; type; from and to
     times): {topic, partition, partitions, start, end, offset, next_offset, at_end, events:
     [{offset, ts, time, type, collection_id, collection, vchannel, preview}], corrupt:
-    [{offset, reason}]}. Raises InvalidArgument naming a bad argument."""
+    [{offset, reason}], types (every event type)}. Raises InvalidArgument naming a bad
+    argument."""
     kind = q.get("topic", "dml")
     if kind not in TOPIC_KINDS:
         raise InvalidArgument(f"topic must be one of {', '.join(TOPIC_KINDS)}, got {kind!r}")
@@ -169,6 +173,7 @@ def events(client: Client, history: History, q: dict[str, str]) -> dict[str, Any
         "at_end": got.end,
         "events": [_event(item, names) for item in got.items],
         "corrupt": [{"offset": o, "reason": why} for o, why in got.corrupt],
+        "types": sorted(EVENT_TYPES),
     }
 
 
@@ -183,7 +188,7 @@ def _filters(history: History, q: dict[str, str]) -> Filters:
     if name and not ids:
         raise InvalidArgument(f"no collection {name!r} was ever created")
     lo = parse_time(q["from"], "from time") if q.get("from") else 0
-    hi = parse_time(q["to"], "to time") if q.get("to") else None
+    hi = parse_time(q["to"], "to time", end=True) if q.get("to") else None
     return Filters(lo, frozenset(ids), frozenset({kind} if kind else ()), hi)
 
 
