@@ -8,7 +8,7 @@ module (embedded log)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +17,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.expected_conditions import staleness_of
 
 from tests.support import wait_until
 from tests.vectorlog.server.browser import XSS, Console, served_console
@@ -52,17 +53,28 @@ def _index() -> object:
     return index
 
 
+def _rerendered(console: Console, act: Callable[[], None]) -> None:
+    """Does `act` (a click or key that changes the page) and returns once the page was
+    rendered again (its old heading replaced)."""
+    old = console.wait(lambda b: b.find_element(By.CSS_SELECTOR, "main h1"))
+    act()
+    console.wait(staleness_of(old))
+
+
 def _moment(console: Console, kind: str) -> None:
     """Clicks the time slider's moment button of the collection's `kind` DDL event."""
     buttons = console.wait(lambda b: b.find_elements(By.CSS_SELECTOR, "button.moment"))
     (button,) = [b for b in buttons if b.text.startswith(kind + " ")]
-    button.click()
+    _rerendered(console, button.click)
 
 
-def _summary(console: Console, title_has: str) -> dict[str, str]:
-    """Waits for the as-of view whose title holds `title_has`; returns its summary table."""
-    console.wait(lambda b: title_has in b.find_element(By.ID, "as-of-title").text)
+def _summary(console: Console) -> dict[str, str]:
+    """Returns the as-of view's summary table."""
     return {r[0]: r[1] for r in console.rows("as-of-summary")}
+
+
+def _click(console: Console, button_id: str) -> None:
+    _rerendered(console, console.browser.find_element(By.ID, button_id).click)
 
 
 def test_the_time_slider_shows_the_collection_as_it_was(console: Console) -> None:
@@ -76,7 +88,7 @@ def test_the_time_slider_shows_the_collection_as_it_was(console: Console) -> Non
     client.flush("travel")
 
     console.open("as-of?collection=travel")
-    now = _summary(console, "travel as of")
+    now = _summary(console)
     assert now["rows"] == "25" and now["partitions"] == "_default, later"
     (index,) = console.rows("as-of-indexes")
     assert index[:4] == ["vector", "vector", "FLAT", "L2"]
@@ -84,26 +96,24 @@ def test_the_time_slider_shows_the_collection_as_it_was(console: Console) -> Non
     assert {r[3] for r in segments} == {"Flushed"} and sum(int(r[4]) for r in segments) == 25
 
     _moment(console, "IndexCreated")  # after the first flush, before the partition
-    console.wait(lambda b: "&ts=" in b.current_url)
-    at_index = _summary(console, "travel as of")
+    at_index = _summary(console)
     assert at_index["rows"] == "10" and at_index["partitions"] == "_default"
     assert len(console.rows("as-of-indexes")) == 1
     assert [r[4] for r in console.rows("as-of-segments")] == ["10"]
 
     slider = console.browser.find_element(By.ID, "as-of-slider")
-    slider.send_keys(Keys.HOME)  # the slider's start: the collection's creation
-    start = console.wait(lambda b: b.find_elements(By.ID, "as-of-no-index"))
-    assert start and console.rows("as-of-segments") == []
-    assert _summary(console, "travel as of")["rows"] == "0"
+    _rerendered(console, lambda: slider.send_keys(Keys.HOME))  # its start: the creation
+    assert console.browser.find_elements(By.ID, "as-of-no-index")
+    assert console.rows("as-of-segments") == [] and _summary(console)["rows"] == "0"
 
-    console.browser.find_element(By.ID, "as-of-slider").send_keys(Keys.END)  # now
-    console.wait(lambda b: b.find_elements(By.ID, "as-of-indexes"))
-    assert _summary(console, "travel as of")["rows"] == "25"
+    slider = console.browser.find_element(By.ID, "as-of-slider")
+    _rerendered(console, lambda: slider.send_keys(Keys.END))  # now
+    assert console.rows("as-of-indexes") and _summary(console)["rows"] == "25"
 
     typed = console.browser.find_element(By.ID, "as-of-time")
     typed.clear()
     typed.send_keys("2001-01-01T00:00:00Z")
-    console.browser.find_element(By.ID, "as-of-go").click()
+    _click(console, "as-of-go")
     missing = console.wait(lambda b: b.find_element(By.ID, "as-of-missing"))
     assert missing.text == "travel did not exist at 2001-01-01T00:00:00.000Z"
 
@@ -131,25 +141,21 @@ def test_the_event_browser_pages_and_filters_the_log(console: Console) -> None:
     limit = console.browser.find_element(By.ID, "events-limit")
     limit.clear()
     limit.send_keys("2")
-    console.browser.find_element(By.ID, "events-run").click()
-    console.wait(lambda b: "type=RowsInserted" in b.current_url)
+    _click(console, "events-run")
     first = console.rows("events-table")
     assert [(r[2], r[3]) for r in first] == [("RowsInserted", "browsed")] * 2
     assert '"values":[0,1,2,3,4]' in first[0][5]
 
-    console.browser.find_element(By.ID, "events-next").click()
-    console.wait(lambda b: "back=" in b.current_url)
+    _click(console, "events-next")
     second = console.rows("events-table")
     assert len(second) == 1 and '"values":[10,11,12,13,14]' in second[0][5]
     assert int(second[0][0]) > int(first[1][0])
-    console.browser.find_element(By.ID, "events-prev").click()
-    console.wait(lambda b: "back=" not in b.current_url)
+    _click(console, "events-prev")
     assert console.rows("events-table") == first
 
     to = console.browser.find_element(By.ID, "events-to")
     to.send_keys(first[0][1])  # up to the first insert's millisecond: the others come later
-    console.browser.find_element(By.ID, "events-run").click()
-    console.wait(lambda b: "to=" in b.current_url)
+    _click(console, "events-run")
     only = console.rows("events-table")
     assert [r[0] for r in only] == [first[0][0]]
 
