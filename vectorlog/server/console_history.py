@@ -53,7 +53,8 @@ class Follower:
         with self.lock:
             if time.monotonic() - self._refreshed < self.every_s:
                 return
-            items = replay(self.log, self.topic, self.serde, Filters(), self._positions, _skip)
+            positions, blobs = self._positions, self.blobs
+            items = replay(self.log, self.topic, self.serde, Filters(), positions, _skip, blobs)
             for item in items:
                 self.apply(item.event)
             self._refreshed = time.monotonic()
@@ -112,6 +113,7 @@ class SegmentLife:
     vchannel: str
     states: list[tuple[str, int]] = field(default_factory=list)  # (state, ts), in order
     rows: list[tuple[int, int]] = field(default_factory=list)  # (ts, rows) when they grew
+    allocated: dict[int, int] = field(default_factory=dict)  # insert ts -> rows handed out
     origin: str = "insert"  # insert | import | compaction
     seal_reason: str = ""
 
@@ -124,13 +126,23 @@ class SegmentLife:
         if not self.rows or rows > self.rows[-1][1]:
             self.rows.append((ts, rows))
 
+    def allocate(self, insert_ts: int, rows: int) -> None:
+        """Records rows of an insert stamped `insert_ts` (DataCoord opens a segment for an
+        insert, just after the insert's ts: the segment is Growing from that insert on)."""
+        self.allocated[insert_ts] = rows
+        if self.states and self.states[0][0] == "Growing" and insert_ts < self.states[0][1]:
+            self.states[0] = ("Growing", insert_ts)
+
     def at(self, ts: int) -> tuple[str, int] | None:
-        """Returns (state, rows) as of `ts`, None if the segment did not exist yet."""
+        """Returns (state, rows) as of `ts`, None if the segment did not exist yet: rows
+        the data node counted by then, or the rows of the inserts stamped by then if more
+        (the data node counts them a tick later)."""
         states = [s for s, t in self.states if t <= ts]
         if not states:
             return None
-        rows = [n for t, n in self.rows if t <= ts]
-        return states[-1], rows[-1] if rows else 0
+        counted = [n for t, n in self.rows if t <= ts]
+        inserted = sum(n for t, n in self.allocated.items() if t <= ts)
+        return states[-1], max(counted[-1] if counted else 0, inserted)
 
 
 @dataclass
@@ -183,6 +195,12 @@ class CoordFold:
             sid, SegmentLife(sid, int(b["collection_id"]), int(b["partition_id"]), b["vchannel"])
         )
         life.enter("Growing", e.ts)
+
+    def _SegmentsAllocated(self, e: Event, b: dict[str, Any]) -> None:
+        for a in b["allocations"]:
+            life = self.segments.get(int(a["segment_id"]))
+            if life is not None:
+                life.allocate(int(a["insert_ts"]), int(a["rows"]))
 
     def _SegmentsSealed(self, e: Event, b: dict[str, Any]) -> None:
         sealed = [self.segments[s] for s in b["segment_ids"] if s in self.segments]

@@ -109,8 +109,11 @@ def _described(client: Client, name: str, d: dict[str, Any], ts: int) -> dict[st
         "partitions": d["partitions"],
         "indexes": indexes,
     }
+    # the current millisecond or later: a Strong read (the oracle refuses a future as_of)
+    live = ts >= hybridts.compose(hybridts.wall_ms())
+    at: dict[str, Any] = {"consistency_level": "Strong"} if live else {"as_of": ts}
     try:
-        rows = client.query(name, "", ["count(*)"], as_of=ts)
+        rows = client.query(name, "", ["count(*)"], **at)
         out["rows"] = int(rows[0]["count(*)"])
     except VectorlogError as exc:  # e.g. older than the log's retention
         out["rows_error"] = str(exc)

@@ -9,6 +9,7 @@ module (embedded log)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from tests.vectorlog.server.browser import XSS, Console, served_console
 from vectorlog import Client
 from vectorlog.core import hybridts
 from vectorlog.core.model import DataType
+from vectorlog.sdk.client import IndexParams, SchemaBuilder
 
 #: one browser and one served cluster for the module: its tests stay on one xdist worker
 pytestmark = pytest.mark.xdist_group("console-history-browser")
@@ -35,7 +37,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         yield console
 
 
-def _schema(description: str = "") -> object:
+def _schema(description: str = "") -> SchemaBuilder:
     schema = Client.create_schema(description=description)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("title", DataType.VARCHAR, max_length=200, description=description)
@@ -47,7 +49,7 @@ def _rows(ids: range, title: str = "t") -> list[dict[str, object]]:
     return [{"id": i, "title": f"{title}{i}", "vector": [float(i), 1.0]} for i in ids]
 
 
-def _index() -> object:
+def _index() -> IndexParams:
     index = Client.prepare_index_params()
     index.add_index("vector", index_type="FLAT", metric_type="L2")
     return index
@@ -124,7 +126,7 @@ def test_the_event_browser_pages_and_filters_the_log(console: Console) -> None:
     for start in (0, 5, 10):
         done = client.insert("browsed", _rows(range(start, start + 5)))["timestamp"]
         later = hybridts.physical_ms(done)  # the next insert in a later millisecond
-        wait_until(lambda t=later: hybridts.wall_ms() > t, 5, "the clock to pass an insert")
+        wait_until(partial(_passed, later), 5, "the clock to pass an insert")
 
     console.open("events?topic=ddl&type=CollectionCreated&limit=200")
     ddl = console.rows("events-table")
@@ -158,6 +160,10 @@ def test_the_event_browser_pages_and_filters_the_log(console: Console) -> None:
     _click(console, "events-run")
     only = console.rows("events-table")
     assert [r[0] for r in only] == [first[0][0]]
+
+
+def _passed(ms: int) -> bool:
+    return hybridts.wall_ms() > ms
 
 
 def _pchannel(client: Client, name: str) -> int:
@@ -200,10 +206,10 @@ def test_the_jobs_page_shows_each_kind_of_job(
     (imported,) = [r for r in console.rows("imports-table") if r[0] == str(task)]
     assert imported[1:6] == ["worked", "Completed", "100 %", "1", "30"]
 
-    def built(browser: WebDriver) -> list[str] | None:
+    def built(browser: WebDriver) -> list[str]:
         browser.refresh()
         rows = [r for r in console.rows("index-jobs-table") if r[0] == "worked"]
-        return rows[0] if rows and rows[0][4] == "Finished" else None
+        return rows[0] if rows and rows[0][4] == "Finished" else []
 
     index = console.wait(built)
     assert index[1:6] == ["vector", "vector", "FLAT", "Finished", "100 %"]
