@@ -1,5 +1,6 @@
 """`vectorlog replay`: a topic's events as JSON lines or Parquet, filtered, restartable,
-corrupt records reported with their position, and nothing appended to the log."""
+corrupt records reported with their position, and nothing appended to the log; a page of one
+partition's events (the console's event browser)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.support import wait_until
 from vectorlog import cli
 from vectorlog.config import Config
 from vectorlog.core import hybridts
-from vectorlog.jobs.replay import ReplayError, parse_offsets, parse_ts
+from vectorlog.jobs.replay import Filters, ReplayError, page, parse_offsets, parse_ts
 from vectorlog.runners.standalone import open_log
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.topics import Topics
@@ -295,3 +296,30 @@ def test_confluent_wire_without_a_registry_is_refused(
     argv += ["--cluster", client_args.get("cluster", "vectorlog")]
     assert cli.main(argv) == 2
     assert "--schema-registry" in capsys.readouterr().err
+
+
+def test_a_page_of_one_partition_stops_at_its_limit_and_goes_on_from_where_it_stopped(
+    open_client: ClientFactory,
+):
+    client = open_client()
+    client.create_collection("c", dimension=2)
+    node = client.cluster
+    pch = node.proxy.describe_collection("c").pchannels[0]
+    for i in range(3):
+        client.insert("c", [{"id": i, "vector": [0.0, float(i)]}])
+    (bad,) = node.log.append(node.topics.dml, [Append(pch, b"\x00garbage")])
+    last = int(client.insert("c", [{"id": 3, "vector": [0.0, 3.0]}])["timestamp"])
+    serde, dml = node.serdes.for_topic(node.topics.dml), node.topics.dml
+    keep = Filters(types=frozenset({"RowsInserted"}))
+
+    first = page(node.log, dml, pch, 0, serde, keep, limit=2, scan=1000)
+    assert [i.event.body["num_rows"] for i in first.items] == [1, 1] and not first.end
+    rest = page(node.log, dml, pch, first.next_offset, serde, keep, limit=10, scan=1000)
+    assert len(rest.items) == 2 and rest.end and rest.corrupt[0][0] == bad
+    assert rest.items[0].offset > first.items[1].offset
+    before = Filters(types=frozenset({"RowsInserted"}), to_ts=last - 1)
+    assert len(page(node.log, dml, pch, 0, serde, before, limit=10, scan=1000).items) == 3
+    few = page(node.log, dml, pch, 0, serde, keep, limit=10, scan=2)
+    assert few.next_offset == 2 and not few.end  # read 2 records, then stopped
+    with pytest.raises(ReplayError, match="no partition 99"):
+        page(node.log, dml, 99, 0, serde, keep, limit=1, scan=1)

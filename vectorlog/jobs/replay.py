@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,11 +18,12 @@ import orjson
 from vectorlog.core import hybridts
 from vectorlog.core.errors import VectorlogError
 from vectorlog.schemas.columns import column_kind
+from vectorlog.schemas.registry import AVRO_DIR
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import TopicPartitionNotFound
 from vectorlog.streams.log.base import Log, Record, start_offsets
 from vectorlog.streams.scan import IDLE_S, read_all
-from vectorlog.streams.snapshots import Blobs, read_whole
+from vectorlog.streams.snapshots import Blobs, read_whole, snapshot_records
 from vectorlog.streams.topics import Topics
 
 TOPIC_KINDS = ("dml", "ddl", "coord")
@@ -35,17 +37,19 @@ class ReplayError(VectorlogError):
 
 @dataclass(frozen=True)
 class Filters:
-    """Which events come out: ts >= `from_ts`, of these collection ids and event types
-    (an empty set lets every one through)."""
+    """Which events come out: `from_ts` <= ts <= `to_ts` (None: no bound), of these
+    collection ids and event types (an empty set lets every one through)."""
 
     from_ts: int = 0
     collections: frozenset[int] = frozenset()
     types: frozenset[str] = frozenset()
+    to_ts: int | None = None
 
     def keep(self, event: Event) -> bool:
         """Returns whether `event` passes every filter."""
         return (
             event.ts >= self.from_ts
+            and (self.to_ts is None or event.ts <= self.to_ts)
             and (not self.collections or event.collection_id in self.collections)
             and (not self.types or event.type in self.types)
         )
@@ -114,6 +118,30 @@ def parse_ts(text: str) -> int:
     return hybridts.compose(int(when.timestamp() * 1000))
 
 
+def event_types() -> tuple[str, ...]:
+    """Returns the name of every event type the envelope (schemas/avro/Event.avsc) carries."""
+    envelope = json.loads((AVRO_DIR / "Event.avsc").read_text())
+    (payload,) = [f for f in envelope["fields"] if f["name"] == "payload"]
+    return tuple(name.rsplit(".", 1)[-1] for name in payload["type"])
+
+
+def collection_names(
+    log: Log, topics: Topics, serde: EventSerde, blobs: Blobs | None = None
+) -> dict[int, str]:
+    """Returns {collection id: name} of every CollectionCreated on the ddl topic, its snapshot
+    in `blobs` included (a dropped collection keeps its name). Raises SnapshotMissing,
+    LogError."""
+    names: dict[int, str] = {}
+    for rec in read_whole(log, topics.ddl, blobs):
+        try:
+            event = serde.decode(rec.value)
+        except Exception:  # noqa: BLE001 - a corrupt ddl record names no collection
+            continue
+        if event.type == "CollectionCreated":
+            names[int(event.body["collection_id"])] = event.body["collection_name"]
+    return names
+
+
 def collection_ids(
     log: Log, topics: Topics, serde: EventSerde, names: list[str], blobs: Blobs | None = None
 ) -> set[int]:
@@ -122,23 +150,21 @@ def collection_ids(
     a drop gives every id it had).
 
     Raises ReplayError naming a name that was never created."""
-    created: dict[str, set[int]] = {}
-    for rec in read_whole(log, topics.ddl, blobs):
-        try:
-            event = serde.decode(rec.value)
-        except Exception:  # noqa: BLE001 - a corrupt ddl record names no collection
-            continue
-        if event.type == "CollectionCreated":
-            name = event.body["collection_name"]
-            created.setdefault(name, set()).add(int(event.body["collection_id"]))
+    return ids_of(collection_names(log, topics, serde, blobs), names, topics.ddl)
+
+
+def ids_of(created: dict[int, str], names: list[str], ddl: str) -> set[int]:
+    """Returns the ids of `names` (names or ids) among `created` ({id: name}). Raises
+    ReplayError naming a name that was never created."""
     ids: set[int] = set()
     for name in names:
-        if name in created:
-            ids |= created[name]
+        found = {i for i, n in created.items() if n == name}
+        if found:
+            ids |= found
         elif name.isdigit():
             ids.add(int(name))
         else:
-            raise ReplayError(f"no collection {name!r} was ever created on {topics.ddl!r}")
+            raise ReplayError(f"no collection {name!r} was ever created on {ddl!r}")
     return ids
 
 
@@ -152,37 +178,111 @@ def replay(
     filters: Filters,
     positions: Positions,
     on_corrupt: Corrupt,
+    blobs: Blobs | None = None,
 ) -> Iterator[Replayed]:
     """Yields the events of `topic` that pass `filters`, from `positions.next` (partitions
     it omits from 0) up to the end, advancing `positions` past every record read. A record
-    that does not decode goes to `on_corrupt(record, reason)` and is skipped. Appends nothing.
+    that does not decode goes to `on_corrupt(record, reason)` and is skipped. With `blobs`,
+    a start below the first record kept reads the topic's snapshot first (`read_from`).
+    Appends nothing.
 
-    Raises ReplayError on a partition the topic lacks, TopicNotFound, or LogError if the end
-    is not reached in time."""
-    for rec in read_from(log, topic, dict(positions.next)):
+    Raises ReplayError on a partition the topic lacks, TopicNotFound, SnapshotMissing, or
+    LogError if the end is not reached in time."""
+    for rec in read_from(log, topic, dict(positions.next), blobs=blobs):
         positions.next[rec.partition] = rec.offset + 1
-        try:
-            event = serde.decode(rec.value)
-        except Exception as exc:  # noqa: BLE001 - any undecodable record is reported
-            on_corrupt(rec, f"{type(exc).__name__}: {exc}")
-            continue
-        if filters.keep(event):
-            yield Replayed(rec.topic, rec.partition, rec.offset, event, rec.value)
+        item = decoded(rec, serde, on_corrupt)
+        if item is not None and filters.keep(item.event):
+            yield item
+
+
+def decoded(rec: Record, serde: EventSerde, on_corrupt: Corrupt) -> Replayed | None:
+    """Returns `rec` decoded, or None after `on_corrupt(rec, reason)` if it does not decode."""
+    try:
+        event = serde.decode(rec.value)
+    except Exception as exc:  # noqa: BLE001 - any undecodable record is reported
+        on_corrupt(rec, f"{type(exc).__name__}: {exc}")
+        return None
+    return Replayed(rec.topic, rec.partition, rec.offset, event, rec.value)
 
 
 def read_from(
-    log: Log, topic: str, start: dict[int, int], timeout: float = 60.0, idle: float = IDLE_S
+    log: Log,
+    topic: str,
+    start: dict[int, int],
+    timeout: float = 60.0,
+    idle: float = IDLE_S,
+    blobs: Blobs | None = None,
 ) -> Iterator[Record]:
     """Yields the records of `topic` from `start` (every partition; missing ones from their
     first record retention kept) up to its end offsets, then on until idle, as `read_all`
-    does; writes nothing. Raises ReplayError if `start` names a partition the topic lacks,
-    TopicNotFound, OffsetOutOfRange for a position retention deleted, or LogError if the end
-    offsets are not reached in time."""
+    does; writes nothing. With `blobs`, a partition started below its first kept record
+    yields the snapshot standing in for the deleted records first (at that record's offset
+    - 1; the coord and ddl topics are snapshotted). Raises ReplayError if `start` names a
+    partition the topic lacks, TopicNotFound, OffsetOutOfRange for a position retention
+    deleted, SnapshotMissing, or LogError if the end offsets are not reached in time."""
+    first = start_offsets(log, topic)
+    if blobs is not None:
+        for p, kept in sorted(first.items()):
+            if kept > 0 and start.get(p, 0) < kept:
+                yield from snapshot_records(blobs, topic, kept)
     try:
-        yield from read_all(log, topic, timeout, idle, {**start_offsets(log, topic), **start})
+        yield from read_all(log, topic, timeout, idle, {**first, **start})
     except TopicPartitionNotFound as exc:
         n = len(log.end_offsets(topic))
         raise ReplayError(f"{topic!r} has no partition {exc.partition} (it has {n})") from None
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of one partition's events: those that passed the filters (and the records
+    that did not decode, as (offset, reason)), and where the next page starts."""
+
+    items: list[Replayed]
+    corrupt: list[tuple[int, str]]
+    next_offset: int
+    end: bool
+
+
+def page(
+    log: Log,
+    topic: str,
+    partition: int,
+    offset: int,
+    serde: EventSerde,
+    filters: Filters,
+    limit: int,
+    scan: int,
+    timeout: float = 10.0,
+) -> Page:
+    """Returns the next `limit` events of one partition from `offset` that pass `filters`,
+    reading at most `scan` records and not past the partition's end offset, for at most
+    `timeout` seconds (a filter that keeps few events pages on where this page stopped).
+    Appends nothing.
+
+    Raises ReplayError for a partition the topic lacks or an offset retention deleted,
+    TopicNotFound."""
+    end = log.end_offsets(topic)
+    if partition not in end:
+        raise ReplayError(f"{topic!r} has no partition {partition} (it has {len(end)})")
+    first = start_offsets(log, topic).get(partition, 0)
+    if offset < first:
+        raise ReplayError(f"{topic!r} partition {partition} keeps offsets from {first} on")
+    items: list[Replayed] = []
+    corrupt: list[tuple[int, str]] = []
+    at, stop = offset, min(end[partition], offset + scan)
+    reader, deadline = log.reader(topic, {partition: offset}), time.monotonic() + timeout
+    try:
+        while at < stop and len(items) < limit and time.monotonic() < deadline:
+            for rec in reader.poll(min(1000, stop - at), 0.2):
+                if rec.offset >= stop or len(items) >= limit:
+                    break
+                at = rec.offset + 1
+                item = decoded(rec, serde, lambda r, why: corrupt.append((r.offset, why)))
+                if item is not None and filters.keep(item.event):
+                    items.append(item)
+    finally:
+        reader.close()
+    return Page(items, corrupt, at, at >= end[partition])
 
 
 def to_json(item: Replayed) -> dict[str, Any]:

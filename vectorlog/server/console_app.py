@@ -18,7 +18,8 @@ from starlette.routing import Route
 
 from vectorlog.core.errors import CollectionNotFound, VectorlogError
 from vectorlog.core.version import version
-from vectorlog.server import console_data
+from vectorlog.server import console_data, console_jobs, console_travel
+from vectorlog.server.console_history import History
 
 if TYPE_CHECKING:
     from vectorlog.server.rest_app import RestApi
@@ -40,6 +41,7 @@ class Console:
 
     def __init__(self, api: RestApi, version: str) -> None:
         self.api, self.version = api, version
+        self.history = History(api.client.cluster)
 
     async def page(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", media_type="text/html", headers=HEADERS)
@@ -83,6 +85,14 @@ class Console:
                 metrics, _int(q, "offset", 0), _int(q, "limit", 50)
             ),
             "health": lambda q: console_data.health(client, metrics, self.version),
+            "as-of": lambda q: console_travel.as_of(
+                client, self.history, q.get("collection", ""), q.get("ts", "")
+            ),
+            "events": lambda q: console_travel.events(client, self.history, q),
+            "jobs": lambda q: console_jobs.jobs(client, self.history),
+            "segment-history": lambda q: console_jobs.segment_history(
+                client, self.history, q.get("collection", "")
+            ),
         }
 
 

@@ -1,10 +1,10 @@
 """The cluster mode as real OS processes on the test broker (`vectorlog run ROLE`, one process
 per role and two proxies): a row written through one proxy is read Strong through the other,
 both ways; flush and search answer, describe_index reports the index node's builds, a proxy's
-web console lists what the cluster holds; the query node SIGKILLed and started again serves
-every acknowledged row, those written while it was down too; each process says its lifecycle
-and serves /healthz and /metrics; the clients' token guards the proxies and the cluster's
-token every process's RPCs and /metrics."""
+web console lists what the cluster holds and its history (segment states, events, jobs); the
+query node SIGKILLed and started again serves every acknowledged row, those written while it
+was down too; each process says its lifecycle and serves /healthz and /metrics; the clients'
+token guards the proxies and the cluster's token every process's RPCs and /metrics."""
 
 from __future__ import annotations
 
@@ -68,6 +68,12 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     segments = httpx.get(f"{console}/segments?collection=books", headers=auth, timeout=30).json()
     assert sum(s["num_rows"] for s in segments) == 20
     assert httpx.get(f"{console}/health", headers=auth, timeout=30).json()["backend"] == "kafka"
+    lives = httpx.get(f"{console}/segment-history?collection=books", headers=auth, timeout=30)
+    assert {"Growing", "Flushed"} <= {s for life in lives.json() for s in life["states"]}
+    page = httpx.get(f"{console}/events?topic=ddl&type=CollectionCreated", headers=auth, timeout=30)
+    assert [e["collection"] for e in page.json()["events"]] == ["books"]
+    jobs = httpx.get(f"{console}/jobs", headers=auth, timeout=30).json()
+    assert [f["collection"] for f in jobs["flushes"]] == ["books"] and jobs["compactions"] == []
 
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node

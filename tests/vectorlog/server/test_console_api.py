@@ -6,19 +6,33 @@ with a message naming them (400), an unknown collection with 404."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from tests.support import log_params
-from tests.vectorlog.server.cluster import cluster_client
+from tests.support import log_params, wait_until
+from tests.vectorlog.server.cluster import SETTINGS, cluster_client
 from vectorlog import Client
 from vectorlog.server.rest_app import rest_app
+from vectorlog.streams.log.base import start_offsets
 
 TOKEN = "k3y"
+#: the ts of the fixture's insert
+inserted: list[int] = []
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-PAGES = ("collections", "segments?collection=c", "consumers", "dead-letters", "health")
+PAGES = (
+    "collections",
+    "segments?collection=c",
+    "consumers",
+    "dead-letters",
+    "health",
+    "as-of?collection=c",
+    "events",
+    "jobs",
+    "segment-history?collection=c",
+)
 
 
 @pytest.fixture(scope="module", params=log_params())
@@ -27,7 +41,8 @@ def console(
 ) -> Iterator[tuple[Client, TestClient]]:
     client = cluster_client(request, tmp_path_factory, "console-api")
     client.create_collection("c", dimension=2, metric_type="L2")
-    client.insert("c", [{"id": i, "vector": [float(i), 0.0], "tag": f"n{i}"} for i in range(8)])
+    rows = [{"id": i, "vector": [float(i), 0.0], "tag": f"n{i}"} for i in range(8)]
+    inserted.append(client.insert("c", rows)["timestamp"])
     client.flush("c")
     try:
         yield client, TestClient(rest_app(client, TOKEN))
@@ -85,6 +100,78 @@ def test_a_search_and_a_query(console: tuple[Client, TestClient]) -> None:
     assert rows == {"kind": "query", "rows": [{"id": 5, "tag": "n5"}, {"id": 6, "tag": "n6"}]}
 
 
+def test_the_collection_as_of_a_time(console: tuple[Client, TestClient]) -> None:
+    client, http = console
+    at = get(http, f"as-of?collection=c&ts={inserted[-1]}")
+    assert at["exists"] and at["rows"] == 8 and at["partitions"] == ["_default"]
+    assert at["ts"] == str(inserted[-1]) and [f["name"] for f in at["fields"]] == ["id", "vector"]
+    assert {s["state"] for s in at["segments"]} == {"Growing"}
+    assert [m["type"] for m in at["moments"]][:2] == ["CollectionCreated", "IndexCreated"]
+    before = get(http, f"as-of?collection=c&ts={int(at['first']['ts']) - 1}")
+    assert before["exists"] is False and "rows" not in before
+    now = get(http, "as-of?collection=c")
+    assert now.get("rows") == 8, {k: now.get(k) for k in ("exists", "rows_error", "ts")}
+    assert sum(s["rows"] for s in now["segments"]) == 8
+    assert {s["state"] for s in now["segments"]} == {"Flushed"}
+
+
+def test_the_event_browser_reads_a_page_of_the_log(console: tuple[Client, TestClient]) -> None:
+    client, http = console
+    (channel,) = {s["insert_channel"] for s in client.list_segments("c")}
+    partition = int(channel.split("_")[1])
+    page = get(http, f"events?topic=dml&partition={partition}&collection=c&type=RowsInserted")
+    (event,) = page["events"]
+    assert (event["type"], event["collection"], event["ts"]) == (
+        "RowsInserted",
+        "c",
+        str(inserted[-1]),
+    )
+    assert '"values":[0,1,2,3,4,5,6,7]' in event["preview"] and page["at_end"]
+    one = get(http, f"events?topic=dml&partition={partition}&offset={event['offset']}&limit=1")
+    assert [e["offset"] for e in one["events"]] == [event["offset"]]
+    assert one["next_offset"] == event["offset"] + 1
+    ddl = get(http, "events?topic=ddl&type=CollectionCreated")
+    assert "c" in [e["collection"] for e in ddl["events"]]
+    late = get(http, f"events?topic=ddl&type=CollectionCreated&from={inserted[-1] + 1}")
+    assert "c" not in [e["collection"] for e in late["events"]]
+
+
+def test_jobs_and_segment_states_over_time(console: tuple[Client, TestClient]) -> None:
+    _, http = console
+    (life,) = get(http, "segment-history?collection=c")
+    assert list(life["states"]) == ["Growing", "Sealed", "Flushing", "Flushed"]
+    assert life["rows"] == 8 and life["seal_reason"] == "flush"
+    jobs = get(http, "jobs")
+    (flush,) = [f for f in jobs["flushes"] if f["collection"] == "c"]
+    assert (flush["state"], flush["progress"]) == ("Completed", 100)
+    assert flush["ts"] == life["states"]["Sealed"]["ts"]
+    (index,) = [i for i in jobs["indexes"] if i["collection"] == "c"]
+    assert index["index_name"] == "vector" and index["total_rows"] == 8
+
+
+@pytest.mark.parametrize(
+    ("page", "status", "says"),
+    [
+        ("events?topic=x", 400, "topic must be one of"),
+        ("events?type=Nope", 400, "unknown event type 'Nope'"),
+        ("events?collection=zz", 400, "no collection 'zz'"),
+        ("events?limit=0", 400, "limit must be in"),
+        ("events?partition=99", 400, "no partition 99"),
+        ("events?offset=-1", 400, "offset must be a non-negative integer"),
+        ("events?from=yesterday", 400, "bad from time 'yesterday'"),
+        ("as-of?collection=c&ts=abc", 400, "bad time 'abc'"),
+        ("as-of?collection=nope", 404, "collection=nope"),
+        ("segment-history?collection=nope", 404, "collection=nope"),
+    ],
+)
+def test_bad_history_arguments_are_refused_naming_them(
+    console: tuple[Client, TestClient], page: str, status: int, says: str
+) -> None:
+    _, http = console
+    refused = http.get(f"/console/api/{page}", headers=AUTH)
+    assert refused.status_code == status and says in refused.json()["error"], refused.text
+
+
 @pytest.mark.parametrize(
     ("body", "status", "says"),
     [
@@ -114,3 +201,21 @@ def test_bad_pages_are_refused(console: tuple[Client, TestClient]) -> None:
         ("nothing", 404),
     ):
         assert http.get(f"/console/api/{page}", headers=AUTH).status_code == status, page
+
+
+def test_segment_states_survive_the_coord_topic_being_truncated(tmp_path: Path) -> None:
+    """The embedded log folds the coord topic into a snapshot and deletes the records below
+    it: the console reads the snapshot first, so a segment's history stays whole."""
+    settings = {**SETTINGS, "snapshot_records": 1, "log_retention_check_s": 0.1}
+    with Client(str(tmp_path / "db"), **settings) as client:
+        client.create_collection("s", dimension=2, metric_type="L2")
+        client.insert("s", [{"id": i, "vector": [float(i), 0.0]} for i in range(4)])
+        client.flush("s")
+        http = TestClient(rest_app(client, TOKEN))
+        coord = client.cluster.topics.coord
+        wait_until(lambda: start_offsets(client.cluster.log, coord)[0] > 0, 30, "a snapshot")
+        (life,) = get(http, "segment-history?collection=s")
+        assert list(life["states"]) == ["Growing", "Sealed", "Flushing", "Flushed"]
+        assert life["rows"] == 4
+        page = get(http, "events?topic=coord")
+        assert page["start"] > 0 and page["offset"] == page["start"]

@@ -7,89 +7,26 @@ text and never runs. One browser and one server for the module (embedded log).""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterator
 
 import httpx
 import pytest
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.processors.proxy.ingest.producer import produce, wait_consumed
-from tests.vectorlog.server.browser import chromium, served_rest
-from tests.vectorlog.server.cluster import SETTINGS
+from tests.vectorlog.server.browser import TOKEN, XSS, Console, served_console
 from vectorlog import Client
 from vectorlog.core.model import DataType
 
 #: one browser and one served cluster for the module: its tests stay on one xdist worker
 pytestmark = pytest.mark.xdist_group("console-browser")
-TOKEN = "console-s3cret"
-WAIT_S = 60
-T = TypeVar("T")
-XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
-
-
-@dataclass
-class Console:
-    client: Client
-    url: str
-    browser: WebDriver
-
-    def open(self, page: str = "collections") -> None:
-        """Opens a page of the console, signed in (the token kept in the tab's session)."""
-        self.browser.get(f"{self.url}/console#{page}")
-        self.browser.execute_script(
-            "sessionStorage.setItem('vectorlog-console-token', arguments[0])", TOKEN
-        )
-        self.browser.refresh()
-
-    def rows(self, table_id: str) -> list[list[str]]:
-        """Waits for the table `table_id`; returns its body's cell texts (read again if the
-        page re-rendered it meanwhile)."""
-
-        def cells(browser: WebDriver) -> list[list[str]]:
-            table = browser.find_element(By.ID, table_id)
-            return [
-                [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
-                for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")
-            ] or [[]]
-
-        found = self.wait(cells)
-        return [] if found == [[]] else found
-
-    def wait(self, found: Callable[[WebDriver], T]) -> T:
-        """Returns what `found` returns once it is truthy; an element missing or replaced
-        by a re-render meanwhile is looked for again."""
-        ignored = (NoSuchElementException, StaleElementReferenceException)
-        return WebDriverWait(self.browser, WAIT_S, ignored_exceptions=ignored).until(found)
-
-    def dead_letters(self) -> int:
-        """Returns the dead-letter count the console's JSON gives now."""
-        auth = {"Authorization": f"Bearer {TOKEN}"}
-        page = httpx.get(f"{self.url}/console/api/dead-letters", headers=auth, timeout=30)
-        return int(page.json()["total"])
-
-    def assert_inert(self) -> None:
-        """Asserts that no markup of a value ran or became an element on this page."""
-        assert self.browser.execute_script("return window.__xss") is None
-        with pytest.raises(NoSuchElementException):
-            self.browser.find_element(By.CSS_SELECTOR, "main script, main img")
 
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    client = Client(str(tmp_path_factory.mktemp("console") / "db"), **SETTINGS)
-    try:
-        with (
-            served_rest(client, TOKEN) as url,
-            chromium(tmp_path_factory.mktemp("chromium-profile")) as browser,
-        ):
-            yield Console(client, url, browser)
-    finally:
-        client.close()
+    with served_console(tmp_path_factory) as console:
+        yield console
 
 
 def _collection(client: Client, name: str, description: str = "") -> None:

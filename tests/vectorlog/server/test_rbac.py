@@ -231,15 +231,16 @@ def test_rest_users_log_in_and_need_privileges(secured: Secured):
 def test_the_console_and_metrics_answer_root_and_admins_only(
     secured: Secured, user: tuple[str, MilvusClient]
 ):
-    """Both show every database and the dead letters: a user with a role of its own may not
-    see them, root and the admin role's members may."""
+    """Both show every database, the dead letters and the log's events: a user with a role
+    of its own may not see them, root and the admin role's members may."""
     name, _ = user
     with TestClient(rest_app(secured.client, authorization=True)) as http:
 
         def status(path: str, token: str) -> int:
             return http.get(path, headers={"Authorization": f"Bearer {token}"}).status_code
 
-        for path in ("/console/api/collections", "/metrics"):
+        paths = ("/console/api/collections", "/console/api/events", "/console/api/jobs")
+        for path in (*paths, "/metrics"):
             assert status(path, f"{name}:secret123") == 401, path
             assert status(path, "root:wrong") == 401, path
             assert status(path, ROOT) == 200, path
