@@ -9,6 +9,9 @@ core/halfvec.py, core/sparse.py).
 - SPARSE_FLOAT_VECTOR: {"index": value, ...}, or {"indices": [...], "values": [...]}
   (typeutil.CreateSparseFloatRowFromMap), or either as JSON text (a Parquet string column).
 
+Bytes (Avro `bytes`, Parquet binary) are each type's own row bytes: Milvus's sparse row format,
+packed bits, little-endian half values.
+
 Every function returns a value the insert validation then checks (dims, ranges, order), and
 raises SchemaMismatch with Milvus's words for what only the JSON form can get wrong.
 """
@@ -21,8 +24,11 @@ from typing import Any
 
 import orjson
 
+from vectorlog.core.binvec import binary_rows
 from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.halfvec import half_rows
 from vectorlog.core.model import HALF_TYPES, DataType, FieldSchema
+from vectorlog.core.sparse import row_of
 
 #: Milvus's names of the packed vector types, as its messages print them
 GO_TYPES = {
@@ -80,7 +86,7 @@ def _decoded(f: FieldSchema, text: str) -> bytes:
 def sparse_from_json(value: Any) -> Any:
     """Returns a sparse row given as JSON text, {"indices", "values"} or {index: value} as
     (index, value) pairs or a dict `core/sparse.py` takes. Raises SchemaMismatch."""
-    if isinstance(value, (str, bytes)):
+    if isinstance(value, str):
         try:
             value = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
@@ -95,3 +101,15 @@ def sparse_from_json(value: Any) -> Any:
             f"length of indices and values must be the same, got {len(indices)} and {len(values)}"
         )
     return list(zip(indices, values, strict=True))
+
+
+def packed_row(f: FieldSchema, value: Any) -> bytes:
+    """Returns one row of packed vector field `f`, given in any form `from_json` or the
+    insert validation takes, as its bytes (Milvus's row format; dim / 8 or 2 x dim bytes).
+    Raises SchemaMismatch naming what is wrong with it."""
+    value = from_json(f, value)
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return row_of(value)
+    if f.dtype is DataType.BINARY_VECTOR:
+        return binary_rows(f.name, int(f.dim or 0), [value])[0].tobytes()
+    return half_rows(f.name, f.dtype.value, int(f.dim or 0), [value])[0].tobytes()
