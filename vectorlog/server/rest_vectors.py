@@ -2,7 +2,8 @@
 checkAndSetData, convertQueries2Placeholder), turned into the forms `Client` takes before a
 call: a binary vector as its dim / 8 byte values or base64 text, a float16 / bfloat16 vector as
 numbers or base64 text, a sparse vector as {"index": value} or {"indices", "values"}
-(core/vector_json.py). A row giving a function's output is refused with Milvus's message."""
+(core/vector_json.py). A row giving a function's output, or a value in none of these forms, is
+refused as Milvus's checkAndSetData refuses it: code 1804, "fail to deal the insert data"."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import DataType, FieldSchema
 from vectorlog.core.vector_json import GO_TYPES, from_json
 from vectorlog.sdk.client import Client
+from vectorlog.server.rest_errors import RequestError
+
+#: merr.ErrInvalidInsertData: REST v2 insert data its HTTP layer cannot convert
+INVALID_INSERT_DATA = 1804
+
+
+def _bad_data(message: str) -> RequestError:
+    return RequestError(INVALID_INSERT_DATA, f"fail to deal the insert data, error: {message}")
 
 
 def _fields(c: Client, name: str) -> tuple[dict[str, FieldSchema], set[str], list[str]]:
@@ -33,19 +42,19 @@ _DENSE = (DataType.FLOAT_VECTOR,)
 
 def insert_rows(c: Client, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Returns insert/upsert rows with their packed vector values in Client's forms. Raises
-    SchemaMismatch (Milvus's words) for a function output given or a bad JSON form."""
+    RequestError (1804, Milvus's words) for a function output given or a bad JSON form."""
     packed, outputs, _ = _fields(c, name)
     out = []
     for i, row in enumerate(rows):
         given = sorted(outputs & row.keys())
         if given:
-            raise SchemaMismatch(
+            raise _bad_data(
                 f"not allowed to provide input data for function output field: {given[0]}"
             )
         try:
             out.append({k: from_json(packed[k], v) if k in packed else v for k, v in row.items()})
         except SchemaMismatch as exc:
-            raise SchemaMismatch(f"row {i}: {exc}") from None
+            raise _bad_data(f"row {i}: {exc}") from None
     return out
 
 

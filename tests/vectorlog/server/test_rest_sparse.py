@@ -117,13 +117,19 @@ def test_sparse_rows_as_indices_and_values_and_bfloat16_as_numbers_over_rest(res
     assert hits == [{"id": 1, "distance": 0.0}]
 
 
-BAD: list[tuple[dict[str, Any], str]] = [
-    ({"sv": {"indices": [3, 3], "values": [1, 2]}}, "unsorted or same indices"),
-    ({"sv": {"-1": 1.0}}, "sparse vector index must be positive and less than 2^32-1: -1"),
-    ({"b": [1, 2]}, "expected dim '8' for field 'b' with type 'BinaryVector', got dim '16'"),
-    ({"h": [1.0, 70000.0]}, "out of the FLOAT16 range"),
-    ({"h": "@@"}, "is not base64 text"),
-    ({"sparse": {"1": 1.0}}, "not allowed to provide input data for function output field: sparse"),
+#: (a bad value, Milvus's code: 1804 for what its HTTP layer cannot convert, else 1100, words)
+BAD: list[tuple[dict[str, Any], int, str]] = [
+    ({"sv": {"indices": [3, 3], "values": [1, 2]}}, 1100, "unsorted or same indices"),
+    ({"sv": {"-1": 1.0}}, 1100, "sparse vector index must be positive and less than 2^32-1: -1"),
+    ({"b": [1, 2]}, 1804, "expected dim '8' for field 'b' with type 'BinaryVector', got dim '16'"),
+    ({"h": [1.0, 70000.0]}, 1100, "float16 vector contain nan or infinity value."),
+    ({"h": "@@"}, 1804, "is not base64 text"),
+    (
+        {"sparse": {"1": 1.0}},
+        1804,
+        "fail to deal the insert data, error: not allowed to provide input data for function "
+        "output field: sparse",
+    ),
 ]
 
 
@@ -147,8 +153,24 @@ def test_bad_values_of_the_new_types_are_refused_over_rest_and_nothing_is_writte
     rest.ok("collections/create", collectionName=name, schema=schema,
             params={"consistencyLevel": "Strong"})  # fmt: skip
     good = {"id": 1, "sv": {"1": 1.0}, "h": [1.0, 2.0], "b": [1], "text": "a fox"}
-    for change, message in BAD:
+    for change, code, message in BAD:
         out = rest.call("entities/insert", collectionName=name, data=[good, {**good, **change}])
-        assert out["code"] == 1100 and message in out["message"], (change, out)
+        assert out["code"] == code and message in out["message"], (change, out)
     count = rest.ok("entities/query", collectionName=name, filter="", outputFields=["count(*)"])
     assert count == [{"count(*)": 0}]
+
+
+def test_a_binary_dim_that_is_not_a_multiple_of_8_is_refused_over_rest(rest: Rest) -> None:
+    name = unique("bin12")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "b", "dataType": "BinaryVector", "elementTypeParams": {"dim": 12}},
+        ]
+    }
+    out = rest.call("collections/create", collectionName=name, schema=schema)
+    assert out["code"] == 1100
+    assert (
+        "dimension of binary vector field b should be multiple of 8, but got 12" in out["message"]
+    )
+    assert rest.ok("collections/has", collectionName=name) == {"has": False}
