@@ -103,7 +103,7 @@ def answers(client: Client) -> dict[str, Any]:
     q = {**row(12, tag=1), "hv": half([1.55, 0.5, -1.0, 1])[0], "bf": half([1.55, 0.5, -1, 1])[1]}
     for field in fields:
         hits = client.search("v", [q[field]], anns_field=field, limit=6)[0]
-        found = [(round(h["distance"], 4), h["id"]) for h in hits]
+        found: list[Any] = [(round(h["distance"], 4), h["id"]) for h in hits]
         if field == "bv":  # HAMMING ties: the one exact row, then the distances
             found = [found[0], *sorted(d for d, _ in found[1:])]
         out[field] = found
