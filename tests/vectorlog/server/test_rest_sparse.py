@@ -115,6 +115,14 @@ def test_sparse_rows_as_indices_and_values_and_bfloat16_as_numbers_over_rest(res
     hits = rest.ok("entities/search", collectionName=name, data=["gD8AQA=="], annsField="bf",
                    limit=1)  # fmt: skip
     assert hits == [{"id": 1, "distance": 0.0}]
+    subs = [
+        {"data": query, "annsField": "sv", "limit": 1},
+        {"data": ["gD8AQA=="], "annsField": "bf", "limit": 1},
+    ]
+    rerank = {"strategy": "rrf", "params": {"k": 60}}
+    hits = rest.ok("entities/hybrid_search", collectionName=name, search=subs, rerank=rerank,
+                   limit=1)  # fmt: skip
+    assert [h["id"] for h in hits] == [1]
 
 
 #: (a bad value, Milvus's code: 1804 for what its HTTP layer cannot convert, else 1100, words)
