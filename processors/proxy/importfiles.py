@@ -12,6 +12,7 @@ the same validation; every error is an ImportFileError naming the file (and row 
   the schema become each row's `$meta` document.
 - NumPy: vectors 2-D (n, dim) floats, VarChar `<U..` arrays, JSON fields as JSON strings,
   `$meta.npy` JSON objects with the dynamic field; every file holds the same number of rows.
+- Sparse, binary, float16 and bfloat16 vectors and BM25 outputs: importvectors.py.
 """
 
 from __future__ import annotations
