@@ -4,7 +4,8 @@ each entry of `files` is a segment's insert-log directory (`.../insert_log/{coll
 directory (`.../delta_log/{coll}/{part}/{segment}/`).
 
 Fields are matched by field id, as Milvus does (a collection created with the same schema in
-the same order gets the same ids). The rows' delete records are applied (a delete at ts d drops
+the same order gets the same ids). A BM25 function's output binlogs are skipped: the output
+is derived again from the input text. The rows' delete records are applied (a delete at ts d drops
 the rows of its key stamped before d, segcore's rule) and the rows left are imported as any
 bulk insert's: at the commit's ts, validated as rows_to_columns validates.
 """
@@ -18,6 +19,7 @@ import numpy as np
 import orjson
 
 from vectorlog.core.model import META, TIMESTAMP_FIELD, CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.proxy.functions import derived
 from vectorlog.processors.proxy.importfiles import (
     ImportFileError,
     ImportUnit,
@@ -61,13 +63,14 @@ def read_binlogs(schema: CollectionSchema, unit: ImportUnit) -> dict[str, Any]:
     docstring). Raises ImportFileError naming the directory or file."""
     insert_dir, delta_dir = unit.paths
     present = [f.name for f in schema.user_fields if _logs(insert_dir, f.field_id)]
-    fields = _expected(schema, insert_dir, present)
+    fields = _expected(schema, insert_dir, present, backup=True)
     keep = _surviving(schema, insert_dir, delta_dir)
     columns: dict[str, Any] = {}
     for f in fields:
         values = _select(_field(insert_dir, f), keep)
         with _errors(insert_dir, f"field {f.name!r}: "):
             columns[f.name] = _column(f, values)
+    columns = derived(columns, schema)
     dyn = schema.dynamic
     if dyn is None or not _logs(insert_dir, dyn.field_id):
         return columns

@@ -12,6 +12,7 @@ the same validation; every error is an ImportFileError naming the file (and row 
   the schema become each row's `$meta` document.
 - NumPy: vectors 2-D (n, dim) floats, VarChar `<U..` arrays, JSON fields as JSON strings,
   `$meta.npy` JSON objects with the dynamic field; every file holds the same number of rows.
+- Sparse, binary, float16 and bfloat16 vectors and BM25 outputs: importvectors.py.
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ import pyarrow.parquet as pq
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import INT_RANGES, META, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.proxy.arrays import FLOAT32_MAX
+from vectorlog.processors.proxy.functions import derived
+from vectorlog.processors.proxy.importvectors import (
+    PACKED,
+    arrow_packed,
+    function_outputs,
+    json_rows,
+    numpy_packed,
+    numpy_refusals,
+    refuse_outputs,
+)
 from vectorlog.processors.proxy.validation import _column, _dynamic, rows_to_columns, vectors
 
 FORMATS = {".parquet": "parquet", ".json": "json", ".npy": "numpy"}
@@ -201,16 +212,26 @@ def _read_json(schema: CollectionSchema, unit: ImportUnit) -> dict[str, Any]:
             raise ImportFileError(path, 'expected {"rows": [...]} or a list of row objects')
         if not rows:
             raise ImportFileError(path, "the file holds no rows")
-        return rows_to_columns(schema, rows)
+        return rows_to_columns(schema, json_rows(schema, rows))
 
 
-def _expected(schema: CollectionSchema, path: str, names: Sequence[str]) -> list[FieldSchema]:
+def _expected(
+    schema: CollectionSchema, path: str, names: Sequence[str], backup: bool = False
+) -> list[FieldSchema]:
     """Returns the fields a file must hold. Raises ImportFileError for an auto_id primary key
-    given, a missing field, or (without the dynamic field) a column outside the schema."""
+    given, a function's output given (a backup's binlogs hold them: skipped, derived again),
+    a missing field, or (without the dynamic field) a column outside the schema."""
     pk = schema.primary
     if pk.auto_id and pk.name in names:
         raise ImportFileError(path, f"primary key {pk.name!r} is auto_id; do not supply it")
-    fields = [f for f in schema.user_fields if not (f.is_primary and f.auto_id)]
+    outputs = function_outputs(schema)
+    if backup:
+        names = [n for n in names if n not in outputs]
+    with _errors(path):
+        refuse_outputs(schema, names)
+    fields = [
+        f for f in schema.user_fields if not (f.is_primary and f.auto_id) and f.name not in outputs
+    ]
     missing = sorted({f.name for f in fields} - set(names))
     if missing:
         raise ImportFileError(path, f"missing field(s) {missing}")
@@ -295,6 +316,7 @@ def _read_parquet(schema: CollectionSchema, unit: ImportUnit) -> dict[str, Any]:
         fields = _expected(schema, path, table.column_names)
         columns = {f.name: _arrow_column(f, table.column(f.name)) for f in fields}
         extra = [n for n in table.column_names if n not in columns]
+        columns = derived(columns, schema)
         return _finish(schema, columns, _parquet_docs(table, extra) if extra else None)
 
 
@@ -304,6 +326,8 @@ def _arrow_column(f: FieldSchema, col: pa.ChunkedArray) -> Any:
     arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if f.dtype is DataType.FLOAT_VECTOR:
         return _arrow_vectors(f, arr)
+    if f.dtype in PACKED:
+        return _convert(f, arrow_packed(f, arr))
     numeric = pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
     if arr.null_count == 0 and (numeric or pa.types.is_boolean(arr.type)):
         return _convert(f, arr.to_numpy(zero_copy_only=False))
@@ -349,6 +373,9 @@ def _parquet_docs(table: pa.Table, extra: list[str]) -> list[dict[str, Any]]:
 
 def _read_numpy(schema: CollectionSchema, unit: ImportUnit) -> dict[str, Any]:
     by_name = {_field_name(p): p for p in unit.paths}
+    refused = numpy_refusals(schema)
+    if refused:
+        raise ImportFileError(unit.paths[0], refused)
     fields = _expected(schema, unit.paths[0], list(by_name))
     for name in by_name.keys() - {f.name for f in fields} - {META}:
         raise ImportFileError(by_name[name], f"unknown field {name!r} (NumPy: <field>.npy)")
@@ -360,6 +387,7 @@ def _read_numpy(schema: CollectionSchema, unit: ImportUnit) -> dict[str, Any]:
     for f in fields:
         with _errors(by_name[f.name]):
             columns[f.name] = _numpy_column(f, arrays[f.name])
+    columns = derived(columns, schema)
     if META not in arrays:
         return columns
     with _errors(by_name[META]):
@@ -385,6 +413,8 @@ def _numpy_column(f: FieldSchema, arr: np.ndarray) -> Any:
                 f"got shape {arr.shape} of {arr.dtype}"
             )
         return vectors(f, cast(list[Any], arr))  # an ndarray works as the list
+    if f.dtype in PACKED:
+        return _convert(f, numpy_packed(f, arr))
     if arr.ndim != 1 and f.dtype is not DataType.ARRAY:
         raise SchemaMismatch(f"field {f.name!r} must be a 1-D array, got shape {arr.shape}")
     return _convert(f, arr if arr.dtype.kind in "iufb" else arr.tolist())

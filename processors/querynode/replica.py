@@ -448,17 +448,25 @@ class Replica:
         col = self._first if anns_field is None else self._column(anns_field)
         metric = (metric or col.metric).upper()
         if isinstance(col, SparseColumn):
-            if group_by is not None or RangeBounds.of(params, metric) is not None:
-                raise InvalidArgument(
-                    f"{col.field.dtype.value} field {col.name!r}: range search and group_by "
-                    "are not supported in vectorlog"
+            bounds = RangeBounds.of(params, metric)
+            if group_by is None and bounds is None:
+                found = self._sparse_search(
+                    col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
                 )
-            found = self._sparse_search(
-                col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
+                with self.lock:
+                    return [
+                        self._hits(*ranked(lr, dr, offset), output_fields or []) for dr, lr in found
+                    ]
+            every = self._sparse_search(
+                col, queries, None, ts, partitions, expr, metric, expire_ts, params
             )
+            grouping = None if group_by is None else (group_by, offset, k, group_size)
             with self.lock:
                 return [
-                    self._hits(*ranked(lr, dr, offset), output_fields or []) for dr, lr in found
+                    self._hits(
+                        *self._narrowed(lr, dr, bounds, grouping, offset, k), output_fields or []
+                    )
+                    for dr, lr in every
                 ]
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
@@ -483,11 +491,32 @@ class Replica:
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
             return [self._hits(rows, d, output_fields or []) for rows, d in found]
 
+    def _narrowed(
+        self,
+        labels: np.ndarray,
+        dist: np.ndarray,
+        bounds: RangeBounds | None,
+        grouping: tuple[str, int, int, int] | None,
+        offset: int,
+        k: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Returns the (rows, scores) of one query's scored rows (every row that shares a
+        dimension with it, best first) in range (`bounds`), then grouped (`grouping`: field,
+        groups skipped, groups wanted, hits per group) or cut to `offset` .. `offset + k`."""
+        rows, d = ranked(labels, dist, 0)
+        if bounds is not None:
+            keep = bounds.inside(d)
+            rows, d = rows[keep], d[keep]
+        if grouping is None:
+            return rows[offset : offset + k], d[offset : offset + k]
+        field, skip, want, size = grouping
+        return self._grouped(rows, d, field, skip, want, size)[:2]
+
     def _sparse_search(
         self,
         col: SparseColumn,
         queries: Any,
-        want: int,
+        want: int | None,
         ts: int,
         partitions: list[int] | None,
         expr: Expr | None,
@@ -496,19 +525,21 @@ class Replica:
         params: dict[str, Any] | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Returns per query the (scores, replica rows) of the top `want` of sparse field
-        `col` (params: drop_ratio_search)."""
+        `col` (None: every row the plan selects; params: drop_ratio_search)."""
         p = params or {}
         vcol = cast(VectorColumn, col)  # a sparse column plans as a dense one does
         if isinstance(col, BinaryColumn):
-            nprobe = SearchKnobs.parse(p, want).nprobe
             packed = np.ascontiguousarray(queries, dtype=np.uint8)
             with self.lock:
-                plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+                plan, total = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+                want = max(total, 1) if want is None else want
+                nprobe = SearchKnobs.parse(p, want).nprobe
                 found = col.knn_binary(packed, metric, want, cast(Any, plan), nprobe)
             return list(zip(found[0], found[1], strict=True))
         q = sparse_index.queries_matrix(queries, sparse_index.ratio(p, "drop_ratio_search"))
         with self.lock:
-            plan, _ = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+            plan, total = self._plan(vcol, ts, partitions, expr, metric, expire_ts)
+            want = max(total, 1) if want is None else want
             stats = None
             if metric == "BM25":  # over the collection's visible rows, not the filter's
                 every, _ = self._plan(vcol, ts, None, None, metric, expire_ts)

@@ -90,3 +90,40 @@ def test_sparse_vectors(pair: Pair) -> None:
     got = pair.both("insert", "sparse", bad)
     d.check("sparse.insert_duplicate.refused", got, eq, "sparse.insert_duplicate")
     d.assert_none()
+
+
+def test_sparse_range_and_group_by_search(pair: Pair) -> None:
+    """Range search (IP: radius < score <= range_filter) and group_by on a sparse field, on
+    growing rows and on Flushed segments served by the inverted index."""
+    d = Diffs()
+    data, queries = sparse_rows()
+    create(pair, "ranged", "SPARSE_INVERTED_INDEX")
+    pair.run("insert", "ranged", data)
+    ranges = ({"radius": 0.3}, {"radius": 0.3, "range_filter": 1.2})
+    for stage in ("growing", "flushed"):
+        for i, params in enumerate(ranges):
+            got = pair.both(
+                "search",
+                "ranged",
+                queries,
+                limit=100,
+                anns_field="sv",
+                output_fields=["n"],
+                search_params={"metric_type": "IP", "params": params},
+            )
+            d.check(f"sparse.range{i}.{stage}", each(hits, got), same_hits)
+        for size in (1, 2):
+            got = pair.both(
+                "search",
+                "ranged",
+                queries,
+                limit=3,
+                anns_field="sv",
+                group_by_field="n",
+                group_size=size,
+                output_fields=["n"],
+            )
+            d.check(f"sparse.group_by{size}.{stage}", each(hits, got), same_hits)
+        if stage == "growing":
+            pair.run("flush", "ranged")
+    d.assert_none()

@@ -104,3 +104,37 @@ def test_bad_binary_input_is_refused(client: Client):
     ix.add_index("b", index_name="other", index_type="HNSW", metric_type="HAMMING")
     with pytest.raises(InvalidArgument, match="cannot index binary vector field"):
         client.create_index("bin", ix)
+
+
+def test_range_search_and_group_by_on_hamming_growing_and_flushed(client: Client):
+    """HAMMING (smaller is nearer): range_filter <= d < radius; group_by keeps the nearest
+    row of each value of a field."""
+    schema = client.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("g", DataType.INT64)
+    schema.add_field("b", DataType.BINARY_VECTOR, dim=DIM)
+    ix = client.prepare_index_params()
+    ix.add_index("b", index_type="BIN_FLAT", metric_type="HAMMING")
+    client.create_collection("bin", schema=schema, index_params=ix)
+    b, packed = bits(), np.packbits(bits(), axis=1)
+    client.insert("bin", [{"id": i, "g": i % 7, "b": packed[i].tobytes()} for i in range(ROWS)])
+    d = (b[:ROWS] ^ b[ROWS]).sum(axis=1)
+    order = np.lexsort((np.arange(ROWS), d))
+    lo, hi = 24, 28
+    in_range = [int(i) for i in order if lo <= d[i] < hi]
+    groups: dict[int, int] = {}
+    for i in order.tolist():
+        groups.setdefault(i % 7, i)
+    best = sorted(groups.values(), key=lambda i: (d[i], i))[:3]
+    q = [packed[ROWS].tobytes()]
+    for stage in ("growing", "flushed"):
+        params = {"metric_type": "HAMMING", "params": {"radius": hi, "range_filter": lo}}
+        hits = client.search("bin", q, limit=ROWS, search_params=params)[0]
+        assert sorted(h["id"] for h in hits) == sorted(in_range)
+        assert all(lo <= h["distance"] < hi for h in hits)
+        hits = client.search("bin", q, limit=3, group_by_field="g", output_fields=["g"])[0]
+        assert [h["id"] for h in hits] == best
+        if stage == "growing":
+            client.flush("bin")
+            wait_until(lambda: client.describe_index("bin", "b")["indexed_rows"] == ROWS, 60,
+                       "index")  # fmt: skip

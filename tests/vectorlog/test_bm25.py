@@ -164,3 +164,31 @@ def test_text_match_keeps_rows_holding_a_token_of_the_text(client: Client):
     assert sorted(h["id"] for h in hits) == [0, 2, 5, 6]  # dog / dogs
     with pytest.raises(InvalidArgument, match='field "plain" does not enable match'):
         client.query("tm", 'text_match(plain, "dog")')
+
+
+def test_range_search_and_group_by_on_bm25_scores_growing_and_flushed(client: Client):
+    """Range search keeps the documents scored in (radius, range_filter] (BM25: larger is
+    nearer); group_by keeps the best documents of distinct values of a field."""
+    create(client)
+    docs = dict(enumerate(DOCS))
+    client.insert("fts", [{"id": i, "text": t} for i, t in docs.items()])
+    scored = bm25(docs, "dogs fox")
+    radius, top = scored[-1][1] + 1e-3, scored[0][1] - 1e-3  # all but the last and the first
+    for stage in ("growing", "flushed"):
+        params = {"metric_type": "BM25", "params": {"radius": radius, "range_filter": top}}
+        hits = client.search("fts", ["dogs fox"], anns_field="sparse", limit=50,
+                             search_params=params)[0]  # fmt: skip
+        assert [h["id"] for h in hits] == [i for i, _ in scored[1:-1]]
+        params = {"metric_type": "BM25", "params": {"radius": radius}}
+        hits = client.search("fts", ["dogs fox"], anns_field="sparse", limit=2,
+                             search_params=params)[0]  # fmt: skip
+        assert [h["id"] for h in hits] == [i for i, _ in scored[:2]]
+        hits = client.search("fts", ["dogs fox"], anns_field="sparse", limit=2,
+                             group_by_field="text", output_fields=["text"])[0]  # fmt: skip
+        assert [h["id"] for h in hits] == [i for i, _ in scored[:2]]
+        if stage == "growing":
+            client.flush("fts")
+            wait_until(lambda: served(client), 60, "the inverted index served")
+    with pytest.raises(InvalidArgument, match="range_filter must be greater than radius"):
+        params = {"metric_type": "BM25", "params": {"radius": top, "range_filter": radius}}
+        client.search("fts", ["fox"], anns_field="sparse", search_params=params)

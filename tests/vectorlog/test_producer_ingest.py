@@ -16,6 +16,7 @@ from tests.clients import ClientFactory
 from tests.processors.proxy.ingest.producer import wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import quick_schema
 from vectorlog.producer import (
     AvroRows,
@@ -134,3 +135,51 @@ def test_avro_rows_from_the_sdk_become_the_collections_rows(
     ]))  # fmt: skip
     assert visible(client) == {2: [2.0, 0.0], 3: [3.0, 0.0]}
     assert read_dead_letters(client.cluster.log, client.cluster.topics.dlq) == []
+
+
+def typed_schema() -> Any:
+    """A collection of the issue-27 types: sparse `sp`, binary `bv` (dim 16), float16 `hv`
+    (dim 2), and `text` -> BM25 -> `bm` (derived: no field of the records)."""
+    from pymilvus import Function, FunctionType
+
+    from vectorlog import DataType
+    from vectorlog.sdk.client import SchemaBuilder
+
+    s = SchemaBuilder()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("sp", DataType.SPARSE_FLOAT_VECTOR)
+    s.add_field("bv", DataType.BINARY_VECTOR, dim=16)
+    s.add_field("hv", DataType.FLOAT16_VECTOR, dim=2)
+    s.add_field("text", DataType.VARCHAR, max_length=50, enable_analyzer=True)
+    s.add_field("bm", DataType.SPARSE_FLOAT_VECTOR)
+    s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                            input_field_names=["text"], output_field_names=["bm"]))  # fmt: skip
+    return s.build("IP")
+
+
+def typed(i: int) -> dict[str, Any]:
+    hv = np.array([1.0, i], dtype="<f2")
+    return {"id": i, "sp": {i + 1: 0.5}, "bv": bytes([i, 1]), "hv": hv, "text": f"fox {i}"}
+
+
+def test_sparse_binary_half_and_bm25_rows_from_the_sdk_in_json_and_avro(
+    open_client: ClientFactory, registry_url: str
+):
+    mapped = unique_topic("typed")
+    client = open_client(schema_registry_url=registry_url, ingest_topics=f"{mapped}=t")
+    schema = typed_schema()
+    client.create_collection("t", schema=schema)
+    client.cluster.log.create_topic(mapped, 1)
+    topic = IngestTopic.mapped(mapped, vector_field="")
+    avro = AvroRows(topic, schema, registry_url)
+    records = [json_row(topic, typed(0)), connect_row(topic, typed(1)), avro.row(typed(2))]
+    records.append(debezium_change(topic, "c", after=typed(3)))
+    wait_consumed(client, mapped, send(client, records))
+    got = client.query("t", "id >= 0", output_fields=["sp", "bv", "hv"])
+    want = {i: ({i + 1: 0.5}, bytes([i, 1]), typed(i)["hv"].tobytes()) for i in range(4)}
+    assert {r["id"]: (r["sp"], r["bv"], r["hv"]) for r in got} == want
+    hits = client.search("t", ["fox"], anns_field="bm", limit=10)[0]
+    assert sorted(h["id"] for h in hits) == [0, 1, 2, 3]
+    assert read_dead_letters(client.cluster.log, client.cluster.topics.dlq) == []
+    with pytest.raises(InvalidArgument, match="field 'bv'.*expected 2"):
+        avro.row({**typed(4), "bv": b"\x01"})

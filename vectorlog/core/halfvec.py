@@ -83,11 +83,14 @@ def _checked(name: str, kind: str, dim: int, floats: np.ndarray, i: int) -> np.n
         raise SchemaMismatch(
             f"row {i}: vector field {name!r} has dim {floats.shape[-1]}, expected {dim}"
         )
+    milvus = f"{kind[:-7].lower()} vector contain nan or infinity value."  # VerifyFloats16
     if not np.isfinite(floats).all():
-        raise SchemaMismatch(f"row {i}: vector field {name!r} has a NaN or infinite value")
+        raise SchemaMismatch(
+            f"row {i}: vector field {name!r} has a NaN or infinite value: {milvus}"
+        )
     if (np.abs(floats) > LIMITS[kind]).any():
         raise SchemaMismatch(
             f"row {i}: vector field {name!r} has a value out of the {kind[:-7]} range "
-            f"(|x| <= {LIMITS[kind]:g})"
+            f"(|x| <= {LIMITS[kind]:g}), infinite as {kind[:-7]}: {milvus}"
         )
     return from_float32(floats.astype(np.float32), kind)[0]

@@ -156,7 +156,7 @@ BINARY_INDEXES: dict[str, dict[str, tuple[int, int, int]]] = {
 #: the metric of a vector index created without one (Milvus: FloatVectorDefaultMetricType)
 DEFAULT_METRIC = "COSINE"
 #: metrics whose larger scores are nearer (L2 and the binary metrics: smaller is nearer)
-LARGER_IS_NEARER = frozenset({"IP", "COSINE"})
+LARGER_IS_NEARER = frozenset({"IP", "COSINE", "BM25"})
 #: a range search's search parameters (Milvus's names)
 RADIUS, RANGE_FILTER = "radius", "range_filter"
 #: keys a params map may carry that configure no build: accepted, not stored

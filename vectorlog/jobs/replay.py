@@ -17,6 +17,7 @@ import orjson
 
 from vectorlog.core import hybridts
 from vectorlog.core.errors import VectorlogError
+from vectorlog.core.sparse import as_dict
 from vectorlog.schemas.columns import column_kind
 from vectorlog.schemas.registry import AVRO_DIR
 from vectorlog.schemas.serde import Event, EventSerde
@@ -307,16 +308,18 @@ def dumps(doc: Any) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def jsonable(value: Any) -> Any:
-    """Returns `value` made JSON-safe: Avro unions as {"type", ...}, columns as values."""
+def jsonable(value: Any, num_rows: int | None = None) -> Any:
+    """Returns `value` made JSON-safe: Avro unions as {"type", ...}, columns as values (a
+    packed vector column split into its `num_rows` rows, the batch's, when known)."""
     if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
+        rows = value.get("num_rows") if "columns" in value else num_rows
+        return {k: jsonable(v, rows) for k, v in value.items()}
     if isinstance(value, list):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, num_rows) for v in value]
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
         kind, body = column_kind(value)
         if kind.endswith("Column"):
-            return column_json(kind, body)
+            return column_json(kind, body, num_rows)
         return {"type": kind, "value": jsonable(body)}
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(bytes(value)).decode()
@@ -325,14 +328,32 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def column_json(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Returns a column as {"type", "values"}: vectors as an (n, dim) float32 array (`dumps`
-    writes it as lists of floats), JSON parsed."""
+def column_json(kind: str, body: dict[str, Any], num_rows: int | None = None) -> dict[str, Any]:
+    """Returns a column as {"type", "values"}: float vectors as an (n, dim) float32 array
+    (`dumps` writes it as lists of floats), JSON parsed; as Milvus's JSON has them, sparse
+    vectors as {"index": value} objects and binary / float16 / bfloat16 vectors as the base64
+    text of each row's bytes (of the whole column if `num_rows` is not known)."""
     if kind == "FloatVectorColumn":
         dim = int(body["dim"])
         flat = np.frombuffer(body["data"], dtype="<f4")
         rows: Any = flat.reshape(-1, dim) if dim > 0 else []
         return {"type": kind, "dim": dim, "values": rows}
+    if kind == "SparseFloatVectorColumn":
+        return {"type": kind, "values": [_sparse_json(r) for r in body["rows"]]}
+    if kind == "PackedVectorColumn":
+        data = bytes(body["data"])
+        width = len(data) // num_rows if num_rows else len(data)
+        parts = [data[i : i + width] for i in range(0, len(data), width)] if width else []
+        return {"type": kind, "dim": int(body["dim"]), "values": [_b64(p) for p in parts]}
     if kind == "JsonColumn":
         return {"type": kind, "values": [json.loads(v) for v in body["values"]]}
     return {"type": kind, "values": jsonable(list(body["values"]))}
+
+
+def _sparse_json(row: bytes) -> dict[str, float]:
+    """Returns a sparse row as Milvus's JSON writes it: {"index": value}."""
+    return {str(k): v for k, v in as_dict(row).items()}
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()

@@ -5,7 +5,9 @@ Schema Registry under `{topic}-value` (TopicNameStrategy), as the ingest consume
 Fields are named as the collection's: BOOL boolean, INT8/16/32 int, INT64 long, FLOAT float,
 DOUBLE double, VARCHAR string, ARRAY array of its element type, JSON a string of JSON text,
 FLOAT_VECTOR `bytes` of little-endian float32 (`vectors="bytes"`, 4x faster to encode) or
-`array<float>` (`vectors="array"`); `nullable` fields are unions with null (default null).
+`array<float>` (`vectors="array"`); SPARSE_FLOAT_VECTOR a map<float> ({"index": value}),
+BINARY/FLOAT16/BFLOAT16_VECTOR `bytes` of each row; a BM25 function's output is no field (it
+is derived); `nullable` fields are unions with null (default null).
 The dynamic field `$meta` is not an Avro name: rows with keys outside the schema are refused.
 """
 
@@ -21,12 +23,16 @@ from typing import Any
 import fastavro
 import numpy as np
 
-from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import INT_RANGES, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.sparse import as_dict
+from vectorlog.core.vector_json import GO_TYPES, packed_row
 from vectorlog.producer.records import IngestRecord, IngestTopic, checked_row, float32_vector
 
 MAGIC = b"\x00"
 VECTOR_TYPES = ("bytes", "array")
+#: the sparse, binary and half vector types (core/vector_json.py)
+PACKED = frozenset(GO_TYPES)
 NAMESPACE = "vectorlog.ingest"
 _SCALARS = {
     DataType.BOOL: "boolean",
@@ -62,8 +68,14 @@ def avro_schema(
         "name": name or schema.name or "Row",
         "namespace": NAMESPACE,
         "doc": schema.description or "a row of a vectorlog collection",
-        "fields": [_field(f, vectors, f.name in nullable) for f in schema.user_fields],
+        "fields": [_field(f, vectors, f.name in nullable) for f in input_fields(schema)],
     }
+
+
+def input_fields(schema: CollectionSchema) -> list[FieldSchema]:
+    """Returns the fields a row gives: the user fields but a function's output (derived)."""
+    outputs = {n for fn in schema.functions for n in fn.output_field_names}
+    return [f for f in schema.user_fields if f.name not in outputs]
 
 
 def _field(f: FieldSchema, vectors: str, nullable: bool) -> dict[str, Any]:
@@ -78,6 +90,10 @@ def _field(f: FieldSchema, vectors: str, nullable: bool) -> dict[str, Any]:
 def _type(f: FieldSchema, vectors: str) -> Any:
     if f.dtype is DataType.FLOAT_VECTOR:
         return "bytes" if vectors == "bytes" else {"type": "array", "items": "float"}
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:  # {"index": value}, as Milvus's JSON
+        return {"type": "map", "values": "float"}
+    if f.dtype in PACKED:  # binary, float16, bfloat16: each row's bytes
+        return "bytes"
     if f.dtype is DataType.ARRAY:
         assert f.element_type is not None  # a validated ARRAY field has one
         return {"type": "array", "items": _SCALARS[f.element_type]}
@@ -108,7 +124,7 @@ class AvroRows:
         self.collection_schema = schema
         self.schema = avro_schema(schema, vectors, nullable)
         self._parsed = fastavro.parse_schema(self.schema)
-        self._fields = {f.name: f for f in schema.user_fields}
+        self._fields = {f.name: f for f in input_fields(schema)}
         self._nullable, self.vectors = frozenset(nullable), vectors
         self.subject = f"{topic.name}-value"
         self.schema_id = _register(registry, self.subject, self.schema)
@@ -153,6 +169,8 @@ class AvroRows:
             return vec.astype("<f4").tobytes() if self.vectors == "bytes" else vec.tolist()
         if f.dtype is DataType.JSON:
             return _json_text(f.name, value)
+        if f.dtype in PACKED:
+            return _packed(f, value)
         if isinstance(value, np.ndarray):
             value = value.tolist()
         value = value.item() if isinstance(value, np.generic) else value
@@ -168,6 +186,18 @@ _PYTHON_TYPES: dict[DataType, tuple[type, ...]] = {
     DataType.VARCHAR: (str,),
     **{t: (int,) for t in INT_RANGES},
 }
+
+
+def _packed(f: FieldSchema, value: Any) -> Any:
+    """Returns a sparse row as {"index": value}, a binary or half row as its bytes. Raises
+    InvalidArgument naming the field for a value Milvus refuses."""
+    try:
+        row = packed_row(f, value)
+    except (SchemaMismatch, TypeError, ValueError) as exc:
+        raise InvalidArgument(f"field {f.name!r}: {exc}") from None
+    if f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return {str(k): v for k, v in as_dict(row).items()}
+    return row
 
 
 def _check_scalar(f: FieldSchema, value: Any) -> None:

@@ -1,6 +1,8 @@
 """JSON ingest records: rows, Kafka Connect `{schema, payload}` envelopes, Debezium change
 events and tombstones. Vectors are JSON arrays (`vectors="array"`) or base64 of little-endian
-float32 (`vectors="base64"`, as Kafka Connect writes `bytes`); numpy values become JSON."""
+float32 (`vectors="base64"`, as Kafka Connect writes `bytes`); numpy values become JSON; the
+bytes of binary and half vectors base64 text, sparse vectors {"index": value}, as Milvus's
+JSON has them."""
 
 from __future__ import annotations
 
@@ -97,8 +99,8 @@ def _value(name: str, value: Any) -> Any:
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)  # a vector's bytes (converted later), else refused by _dumps
+    if isinstance(value, (bytes, bytearray, memoryview)):  # a binary / half vector's bytes
+        return base64.b64encode(bytes(value)).decode()  # as Milvus's JSON (Go's []byte)
     return value
 
 

@@ -10,6 +10,7 @@ from vectorlog.sdk.client import Client
 from vectorlog.server.rest_collections import NAME, Handler
 from vectorlog.server.rest_convert import Field, jsonable, parse
 from vectorlog.server.rest_errors import bad_format
+from vectorlog.server.rest_vectors import insert_rows, search_data
 
 WRITE = {**NAME, "data": Field("list", required=True), "partitionName": Field("str")}
 READ = {
@@ -30,13 +31,15 @@ def _rows(data: list[Any]) -> list[dict[str, Any]]:
 
 def insert(c: Client, body: Any) -> Any:
     args = parse(body, WRITE)
-    res = c.insert(args["collectionName"], _rows(args["data"]), args["partitionName"])
+    name = args["collectionName"]
+    res = c.insert(name, insert_rows(c, name, _rows(args["data"])), args["partitionName"])
     return {"insertCount": res["insert_count"], "insertIds": jsonable(res["ids"])}
 
 
 def upsert(c: Client, body: Any) -> Any:
     args = parse(body, WRITE)
-    res = c.upsert(args["collectionName"], _rows(args["data"]), args["partitionName"])
+    name = args["collectionName"]
+    res = c.upsert(name, insert_rows(c, name, _rows(args["data"])), args["partitionName"])
     return {"upsertCount": res["upsert_count"], "upsertIds": jsonable(res["ids"])}
 
 
@@ -118,7 +121,7 @@ def search(c: Client, body: Any) -> Any:
     params = _search_params(args["searchParams"])
     hits = c.search(
         name,
-        args["data"],
+        search_data(c, name, args["annsField"], args["data"]),
         args["filter"],
         args["limit"],
         args["outputFields"],
@@ -167,9 +170,8 @@ def hybrid_search(c: Client, body: Any) -> Any:
     for i, sub in enumerate(args["search"]):
         s = parse(sub, SUB_SEARCH, f"search[{i}]")
         params = _search_params({"metricType": s["metricType"], "params": s["params"]})
-        reqs.append(
-            AnnSearchRequest(s["data"], s["annsField"] or "", params, s["limit"], s["filter"])
-        )
+        data = search_data(c, args["collectionName"], s["annsField"], s["data"])
+        reqs.append(AnnSearchRequest(data, s["annsField"] or "", params, s["limit"], s["filter"]))
     hits = c.hybrid_search(
         args["collectionName"],
         reqs,

@@ -30,7 +30,9 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from vectorlog.core.model import CollectionSchema, DataType
+from vectorlog.core.errors import SchemaMismatch
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.core.vector_json import GO_TYPES, packed_row
 from vectorlog.processors.proxy.ingest.avro import MAGIC, WriterSchemas
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import COLLECTION_HEADER
@@ -47,7 +49,11 @@ _ARROW = {
     DataType.DOUBLE: pa.float64(),
     DataType.VARCHAR: pa.string(),
     DataType.FLOAT_VECTOR: pa.list_(pa.float32()),
+    # sparse, binary and half vectors: each row's bytes (core/vector_json.packed_row)
+    **dict.fromkeys(GO_TYPES, pa.binary()),
 }
+#: {name: field} of the packed vector fields a batch converts to row bytes
+Packed = dict[str, FieldSchema]
 _UPSERT_OPS = ("c", "r", "u")
 
 
@@ -81,14 +87,21 @@ def _named(rec: Record) -> bytes | None:
 
 
 def arrow_schema(schema: CollectionSchema) -> pa.Schema | None:
-    """Returns the Arrow schema the collection's user fields are read as, or None if a field
-    has no column form here (JSON, ARRAY, nullable or defaulted fields go row by row)."""
+    """Returns the Arrow schema the collection's user fields are read as (a BM25 function's
+    output left out: it is derived), or None if a field has no column form here (JSON,
+    ARRAY, nullable or defaulted fields go row by row)."""
     out = []
-    for f in schema.user_fields:
+    for f in input_fields(schema):
         if f.dtype not in _ARROW or f.nullable or f.default_value is not None:
             return None
         out.append(pa.field(f.name, _ARROW[f.dtype]))
     return pa.schema(out)
+
+
+def input_fields(schema: CollectionSchema) -> list[FieldSchema]:
+    """Returns the user fields a record gives: all but the functions' outputs."""
+    outputs = {n for fn in schema.functions for n in fn.output_field_names}
+    return [f for f in schema.user_fields if f.name not in outputs]
 
 
 def read_batch(
@@ -100,21 +113,22 @@ def read_batch(
 ) -> Batch | None:
     """Returns the records as columns, or None if they cannot be read as one batch."""
     fields = arrow_schema(schema)
+    packed = {f.name: f for f in schema.user_fields if f.dtype in GO_TYPES}
     values = [rec.value for rec in records]
     if fields is None or not values or not all(values):
         return None
     if all(v[:1] == MAGIC for v in values):
         if route.format == "json" or schemas is None:
             return None
-        return _avro_batch(values, fields, schemas, collection, route)
+        return _avro_batch(values, fields, schemas, collection, route, packed)
     if route.format == "avro" or not all(v[:1] == b"{" for v in values):
         return None
-    return _json_batch(values, fields, collection, route)
+    return _json_batch(values, fields, collection, route, packed)
 
 
 # -- JSON --------------------------------------------------------------------------------------
 def _json_batch(
-    values: list[bytes], fields: pa.Schema, collection: str, route: IngestRoute
+    values: list[bytes], fields: pa.Schema, collection: str, route: IngestRoute, packed: Packed
 ) -> Batch | None:
     """Reads JSON rows, Connect envelopes or Debezium events, all of the first record's
     shape (a record of another shape makes the batch go record by record)."""
@@ -128,7 +142,7 @@ def _json_batch(
     envelope, debezium = shape
     if envelope:
         docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
-    return _rows_batch(docs, fields, collection, debezium)
+    return _rows_batch(docs, fields, collection, debezium, packed)
 
 
 def _json_shape(doc: Any, route: IngestRoute) -> tuple[bool, bool] | None:
@@ -141,7 +155,7 @@ def _json_shape(doc: Any, route: IngestRoute) -> tuple[bool, bool] | None:
 
 
 def _rows_batch(
-    docs: list[Any], fields: pa.Schema, collection: str, debezium: bool
+    docs: list[Any], fields: pa.Schema, collection: str, debezium: bool, packed: Packed
 ) -> Batch | None:
     """Returns the batch of decoded rows (Debezium: the `after` rows of upserts; the other
     events are marked for the record-by-record path), or None if a row is not an object of
@@ -153,7 +167,7 @@ def _rows_batch(
     names = set(fields.names)
     if not all(type(d) is dict and d.keys() <= names for d in docs):
         return None
-    columns = [_column(f, [d.get(f.name) for d in docs]) for f in fields]
+    columns = [_column(f, [d.get(f.name) for d in docs], packed.get(f.name)) for f in fields]
     if any(c is None for c in columns):
         return None
     return Batch(collection, pa.table(columns, schema=fields), upserts)
@@ -168,11 +182,13 @@ _TYPES = {
 }
 
 
-def _column(field: pa.Field, values: list[Any]) -> pa.Array | None:
+def _column(field: pa.Field, values: list[Any], packed: FieldSchema | None) -> pa.Array | None:
     """Returns one column (null where a row lacks the field), or None if a value has
     another type (a bool for a number, a float for an integer, a base64 vector)."""
     if field.type == _ARROW[DataType.FLOAT_VECTOR]:
         return _vector_column(values)
+    if packed is not None:
+        return _packed_column(packed, values)
     allowed = {*_TYPES[field.type], type(None)}
     if not {type(v) for v in values} <= allowed:
         return None
@@ -200,6 +216,17 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
         return None
 
 
+def _packed_column(f: FieldSchema, values: list[Any]) -> pa.Array | None:
+    """Returns a sparse, binary or half vector column as each row's bytes (null where a row
+    lacks it), or None if a value is not one Milvus takes (the record-by-record path then
+    dead-letters it with its reason)."""
+    try:
+        rows = [None if v is None else packed_row(f, v) for v in values]
+    except (SchemaMismatch, TypeError, ValueError):
+        return None
+    return pa.array(rows, type=pa.binary())
+
+
 # -- Avro --------------------------------------------------------------------------------------
 def _avro_batch(
     values: list[bytes],
@@ -207,6 +234,7 @@ def _avro_batch(
     schemas: WriterSchemas,
     collection: str,
     route: IngestRoute,
+    packed: Packed,
 ) -> Batch | None:
     """Reads Confluent-framed Avro of one schema id: rows, or Debezium events (their `after`
     rows); `bytes` vectors become one float32 buffer per column."""
@@ -220,7 +248,7 @@ def _avro_batch(
     except Exception:  # noqa: BLE001 - the record-by-record path names what is wrong
         return None
     debezium = route.format == "debezium" or (route.format == "auto" and _is_debezium(data[0]))
-    return _rows_batch(data, fields, collection, debezium)
+    return _rows_batch(data, fields, collection, debezium, packed)
 
 
 def _datum(value: bytes, writer: Any) -> Any:

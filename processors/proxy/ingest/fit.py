@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vectorlog.core.model import INT_RANGES, CollectionSchema, DataType, FieldSchema
+from vectorlog.core.model import HALF_TYPES, INT_RANGES, CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.proxy.functions import derived
+from vectorlog.processors.proxy.ingest.columnar import input_fields
 from vectorlog.processors.proxy.validation import Columns, Validated
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -36,7 +38,8 @@ def fit_columns(schema: CollectionSchema, table: pa.Table, rows: np.ndarray) -> 
     row is kept (one write has one timestamp, so the last upsert must be the one written)."""
     table = table.take(pa.array(rows, type=pa.int64()))
     bad: dict[int, str] = {}
-    for f in schema.user_fields:
+    fields = input_fields(schema)
+    for f in fields:
         for mask, why in _refusals(f, table.column(f.name).combine_chunks()):
             for i in np.flatnonzero(mask).tolist():
                 bad.setdefault(int(rows[i]), why(i))
@@ -45,10 +48,8 @@ def fit_columns(schema: CollectionSchema, table: pa.Table, rows: np.ndarray) -> 
     if not len(keep):
         return Fitted(keep, None, bad)
     kept = table.take(pa.array(keep))
-    columns: Columns = {
-        f.name: _values(f, kept.column(f.name).combine_chunks()) for f in schema.user_fields
-    }
-    return Fitted(rows[keep], Validated(schema, columns, len(keep)), bad)
+    columns: Columns = {f.name: _values(f, kept.column(f.name).combine_chunks()) for f in fields}
+    return Fitted(rows[keep], Validated(schema, derived(columns, schema), len(keep)), bad)
 
 
 def _refusals(f: FieldSchema, col: pa.Array) -> list[Refusal]:
@@ -113,8 +114,11 @@ def _values(f: FieldSchema, col: pa.Array) -> object:
     """Returns a fitted column in `rows_to_columns`'s form."""
     if f.dtype is DataType.FLOAT_VECTOR:
         return _vectors(col, f.dim)
-    if f.dtype is DataType.VARCHAR:
-        return col.to_pylist()
+    if f.dtype is DataType.VARCHAR or f.dtype is DataType.SPARSE_FLOAT_VECTOR:
+        return col.to_pylist()  # sparse: each row's bytes, checked by the batch reader
+    if f.dtype in HALF_TYPES or f.dtype is DataType.BINARY_VECTOR:
+        width = 2 * int(f.dim or 0) if f.dtype in HALF_TYPES else int(f.dim or 0) // 8
+        return np.frombuffer(b"".join(col.to_pylist()), np.uint8).reshape(len(col), width)
     if f.dtype is DataType.FLOAT:
         return col.to_numpy().astype(np.float32)
     if f.dtype is DataType.BOOL:

@@ -11,15 +11,15 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.model import CollectionSchema, DataType
+from vectorlog.core.vector_json import GO_TYPES, from_json
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.errors import BadRecord
 
 log = logging.getLogger(__name__)
 _JSON_TYPES = (DataType.JSON, DataType.ARRAY)
 _WARNED: set[tuple[str, str]] = set()
-_FIELDS: dict[
-    int, tuple[CollectionSchema, tuple[str, ...], tuple[str, ...]]
-] = {}  # (topic, field) pairs already warned about, once each
+#: by schema identity: (schema, float vector fields, JSON/ARRAY fields, packed vector fields)
+_FIELDS: dict[int, tuple[CollectionSchema, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def fit_row(
@@ -28,9 +28,14 @@ def fit_row(
     """Returns `row` with each FLOAT_VECTOR given as a string decoded (a JSON array, or base64
     of little-endian float32, as the Milvus Kafka sink accepts) or as bytes (Avro `bytes`:
     little-endian float32); with `json_text`, JSON and ARRAY fields given as strings are parsed
-    (Avro carries them as JSON text). Raises BadRecord."""
-    vectors, texts = _special_fields(schema)
+    (Avro carries them as JSON text); sparse, binary and half vectors in Milvus's JSON forms
+    (core/vector_json.py; Avro `bytes`: their row bytes). Raises BadRecord, SchemaMismatch."""
+    vectors, texts, packed = _special_fields(schema)
     out = row
+    for name in packed:
+        if name in row:
+            out = out if out is not row else dict(row)
+            out[name] = from_json(schema.field(name), row[name])
     for name in vectors:
         value = row.get(name)
         if isinstance(value, str):
@@ -47,18 +52,21 @@ def fit_row(
     return out
 
 
-def _special_fields(schema: CollectionSchema) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Returns the names of the FLOAT_VECTOR fields and of the JSON and ARRAY fields, cached
-    by the schema object's identity (the proxy keeps one per collection version; hashing a
-    schema per row would cost more than the lookup saves)."""
+def _special_fields(
+    schema: CollectionSchema,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Returns the names of the FLOAT_VECTOR fields, of the JSON and ARRAY fields and of the
+    packed vector fields, cached by the schema object's identity (the proxy keeps one per
+    collection version; hashing a schema per row would cost more than the lookup saves)."""
     cached = _FIELDS.get(id(schema))
     if cached is None or cached[0] is not schema:
         vectors = tuple(f.name for f in schema.fields if f.dtype is DataType.FLOAT_VECTOR)
         texts = tuple(f.name for f in schema.fields if f.dtype in _JSON_TYPES)
+        packed = tuple(f.name for f in schema.fields if f.dtype in GO_TYPES)
         if len(_FIELDS) > 256:
             _FIELDS.clear()
-        cached = _FIELDS[id(schema)] = (schema, vectors, texts)
-    return cached[1], cached[2]
+        cached = _FIELDS[id(schema)] = (schema, vectors, texts, packed)
+    return cached[1], cached[2], cached[3]
 
 
 def _json_text(name: str, text: str) -> Any:

@@ -44,3 +44,27 @@ def test_binary_vectors_over_grpc(served: Served):
     assert [(h["id"], h["distance"]) for h in hits] == [(1, 0.0), (3, 1.0), (2, 12.0)]
     got = hits[1]["entity"]["b"]
     assert (got[0] if isinstance(got, list) else got) == b"\x0f\x01"
+
+
+def test_bad_half_and_binary_input_is_refused_over_grpc_and_nothing_written(served: Served):
+    """Milvus's words: a float16 row beyond the type (infinite once converted by numpy), a
+    binary dim that is not a multiple of 8."""
+    import pytest
+    from pymilvus import MilvusException
+
+    m = served.milvus
+    schema = m.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT16_VECTOR, dim=2)
+    m.create_collection("half_bad", schema=schema, consistency_level="Strong")
+    with np.errstate(over="ignore"):  # as a user's numpy, 7e4 becomes float16 infinity
+        row = {"id": 1, "v": np.array([1.0, 7e4], np.float32).astype("<f2")}
+    with pytest.raises(MilvusException, match="float16 vector contain nan or infinity value"):
+        m.insert("half_bad", [row])
+    assert m.query("half_bad", "", output_fields=["count(*)"])[0]["count(*)"] == 0
+    schema = m.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("b", DataType.BINARY_VECTOR, dim=12)
+    with pytest.raises(MilvusException, match="binary vector field b should be multiple of 8"):
+        m.create_collection("bin_bad", schema=schema)
+    assert not m.has_collection("bin_bad")

@@ -80,3 +80,43 @@ def test_full_text_search_over_grpc(served: Served):
     assert [f["name"] for f in d["functions"]] == ["bm25"]
     text = next(f for f in d["fields"] if f["name"] == "text")
     assert text["params"]["enable_analyzer"] in (True, "true")
+
+
+def test_raw_grpc_inserts_of_bad_sparse_rows_or_a_bm25_output_are_refused(served: Served):
+    """What pymilvus refuses on the client, sent as raw FieldData: a BM25 output given, a
+    sparse row with unsorted indices; refused with Milvus's code, nothing written."""
+    import struct
+
+    import grpc
+    from pymilvus import Function, FunctionType
+    from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc, schema_pb2
+
+    m = served.milvus
+    schema = m.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=100, enable_analyzer=True)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    fn = Function(name="bm25", function_type=FunctionType.BM25, input_field_names=["text"],
+                  output_field_names=["sparse"])  # fmt: skip
+    schema.add_function(fn)
+    m.create_collection("fts_raw", schema=schema, consistency_level="Strong")
+    ids = schema_pb2.FieldData(type=schema_pb2.Int64, field_name="id")
+    ids.scalars.long_data.data.append(1)
+    text = schema_pb2.FieldData(type=schema_pb2.VarChar, field_name="text")
+    text.scalars.string_data.data.append("a quick fox")
+    out = schema_pb2.FieldData(type=schema_pb2.SparseFloatVector, field_name="sparse")
+    out.vectors.sparse_float_vector.contents.append(struct.pack("<If", 3, 1.0))
+    create(served, "sparse_raw")
+    sv = schema_pb2.FieldData(type=schema_pb2.SparseFloatVector, field_name="sv")
+    sv.vectors.sparse_float_vector.contents.append(struct.pack("<IfIf", 7, 1.0, 2, 1.0))
+    cases = [
+        ("fts_raw", [ids, text, out], "'sparse' is the output of a BM25 function"),
+        ("sparse_raw", [ids, sv], "unsorted or same indices in sparse float vector"),
+    ]
+    with grpc.insecure_channel(served.address) as channel:
+        stub = milvus_pb2_grpc.MilvusServiceStub(channel)
+        for name, columns, says in cases:
+            req = milvus_pb2.InsertRequest(collection_name=name, fields_data=columns, num_rows=1)
+            res = stub.Insert(req)
+            assert res.status.code == 1100 and says in res.status.reason, res.status
+            assert m.query(name, "", output_fields=["count(*)"])[0]["count(*)"] == 0

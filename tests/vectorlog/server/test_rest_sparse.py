@@ -3,6 +3,8 @@ rows as JSON objects {"index": value}, searched with a sparse query, returned as
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.vectorlog.server.rest_support import Rest, rest_fixture, unique
 
 rest = rest_fixture()
@@ -77,7 +79,106 @@ def test_binary_and_float16_vectors_over_rest_come_back_as_base64(rest: Rest) ->
     ]
     rest.ok("collections/create", collectionName=name, schema=schema, indexParams=index,
             params={"consistencyLevel": "Strong"})  # fmt: skip
-    rows = [{"id": 1, "h": [1.0, 2.0], "b": [1, 0, 0, 0, 0, 0, 0, 1]}]
-    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 1
+    rows = [{"id": 1, "h": [1.0, 2.0], "b": [129]}]  # Milvus's forms: numbers, byte values
+    rows.append({"id": 2, "h": "ADwAQA==", "b": "gQ=="})  # or base64 text of the bytes
+    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 2
     got = rest.ok("entities/query", collectionName=name, filter="id > 0", outputFields=["h", "b"])
-    assert got == [{"id": 1, "h": "ADwAQA==", "b": "gQ=="}]  # float16 1, 2; bits 10000001
+    assert got == [{"id": i, "h": "ADwAQA==", "b": "gQ=="} for i in (1, 2)]  # 1, 2; 10000001
+    for field, data in (("b", [[129]]), ("b", ["gQ=="]), ("h", ["ADwAQA=="]), ("h", [[1, 2]])):
+        hits = rest.ok("entities/search", collectionName=name, data=data, annsField=field,
+                       limit=2)  # fmt: skip
+        assert [h["distance"] for h in hits] == [0.0, 0.0]
+
+
+def test_sparse_rows_as_indices_and_values_and_bfloat16_as_numbers_over_rest(rest: Rest) -> None:
+    name = unique("forms")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "sv", "dataType": "SparseFloatVector"},
+            {"fieldName": "bf", "dataType": "BFloat16Vector", "elementTypeParams": {"dim": 2}},
+        ]
+    }
+    index = [
+        {"fieldName": "sv", "indexType": "SPARSE_INVERTED_INDEX", "metricType": "IP"},
+        {"fieldName": "bf", "indexType": "FLAT", "metricType": "L2"},
+    ]
+    rest.ok("collections/create", collectionName=name, schema=schema, indexParams=index,
+            params={"consistencyLevel": "Strong"})  # fmt: skip
+    rows = [{"id": 1, "sv": {"indices": [7, 1], "values": [1.0, 0.5]}, "bf": [1.0, 2.0]}]
+    assert rest.ok("entities/insert", collectionName=name, data=rows)["insertCount"] == 1
+    got = rest.ok("entities/query", collectionName=name, filter="id > 0", outputFields=["*"])
+    assert got == [{"id": 1, "sv": {"1": 0.5, "7": 1.0}, "bf": "gD8AQA=="}]  # bf16 1, 2
+    query = [{"indices": [7], "values": [2.0]}]
+    hits = rest.ok("entities/search", collectionName=name, data=query, annsField="sv", limit=1)
+    assert hits == [{"id": 1, "distance": 2.0}]
+    hits = rest.ok("entities/search", collectionName=name, data=["gD8AQA=="], annsField="bf",
+                   limit=1)  # fmt: skip
+    assert hits == [{"id": 1, "distance": 0.0}]
+    subs = [
+        {"data": query, "annsField": "sv", "limit": 1},
+        {"data": ["gD8AQA=="], "annsField": "bf", "limit": 1},
+    ]
+    rerank = {"strategy": "rrf", "params": {"k": 60}}
+    hits = rest.ok("entities/hybrid_search", collectionName=name, search=subs, rerank=rerank,
+                   limit=1)  # fmt: skip
+    assert [h["id"] for h in hits] == [1]
+
+
+#: (a bad value, Milvus's code: 1804 for what its HTTP layer cannot convert, else 1100, words)
+BAD: list[tuple[dict[str, Any], int, str]] = [
+    ({"sv": {"indices": [3, 3], "values": [1, 2]}}, 1100, "unsorted or same indices"),
+    ({"sv": {"-1": 1.0}}, 1100, "sparse vector index must be positive and less than 2^32-1: -1"),
+    ({"b": [1, 2]}, 1804, "expected dim '8' for field 'b' with type 'BinaryVector', got dim '16'"),
+    ({"h": [1.0, 70000.0]}, 1100, "float16 vector contain nan or infinity value."),
+    ({"h": "@@"}, 1804, "is not base64 text"),
+    (
+        {"sparse": {"1": 1.0}},
+        1804,
+        "fail to deal the insert data, error: not allowed to provide input data for function "
+        "output field: sparse",
+    ),
+]
+
+
+def test_bad_values_of_the_new_types_are_refused_over_rest_and_nothing_is_written(
+    rest: Rest,
+) -> None:
+    name = unique("bad")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "sv", "dataType": "SparseFloatVector"},
+            {"fieldName": "h", "dataType": "Float16Vector", "elementTypeParams": {"dim": 2}},
+            {"fieldName": "b", "dataType": "BinaryVector", "elementTypeParams": {"dim": 8}},
+            {"fieldName": "text", "dataType": "VarChar",
+             "elementTypeParams": {"max_length": 100, "enable_analyzer": True}},
+            {"fieldName": "sparse", "dataType": "SparseFloatVector"},
+        ],
+        "functions": [{"name": "bm25", "type": "BM25", "inputFieldNames": ["text"],
+                       "outputFieldNames": ["sparse"]}],
+    }  # fmt: skip
+    rest.ok("collections/create", collectionName=name, schema=schema,
+            params={"consistencyLevel": "Strong"})  # fmt: skip
+    good = {"id": 1, "sv": {"1": 1.0}, "h": [1.0, 2.0], "b": [1], "text": "a fox"}
+    for change, code, message in BAD:
+        out = rest.call("entities/insert", collectionName=name, data=[good, {**good, **change}])
+        assert out["code"] == code and message in out["message"], (change, out)
+    count = rest.ok("entities/query", collectionName=name, filter="", outputFields=["count(*)"])
+    assert count == [{"count(*)": 0}]
+
+
+def test_a_binary_dim_that_is_not_a_multiple_of_8_is_refused_over_rest(rest: Rest) -> None:
+    name = unique("bin12")
+    schema = {
+        "fields": [
+            {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+            {"fieldName": "b", "dataType": "BinaryVector", "elementTypeParams": {"dim": 12}},
+        ]
+    }
+    out = rest.call("collections/create", collectionName=name, schema=schema)
+    assert out["code"] == 1100
+    assert (
+        "dimension of binary vector field b should be multiple of 8, but got 12" in out["message"]
+    )
+    assert rest.ok("collections/has", collectionName=name) == {"has": False}

@@ -137,3 +137,128 @@ def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
     letters = letters_of(client)
     assert [off for off, _ in letters] == offsets[1:3]
     assert "NaN or infinite" in letters[0][1] and "has dim 3, expected 2" in letters[1][1]
+
+
+def create_types(client: Client) -> None:
+    """Creates `t` of the issue-27 types: sparse `sp`, binary `bv` (dim 16), float16 `hv`
+    (dim 2), and `text` -> BM25 -> `bm`."""
+    from pymilvus import Function, FunctionType
+
+    s = client.create_schema()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("sp", DataType.SPARSE_FLOAT_VECTOR)
+    s.add_field("bv", DataType.BINARY_VECTOR, dim=16)
+    s.add_field("hv", DataType.FLOAT16_VECTOR, dim=2)
+    s.add_field("text", DataType.VARCHAR, max_length=50, enable_analyzer=True)
+    s.add_field("bm", DataType.SPARSE_FLOAT_VECTOR)
+    fn = Function(name="bm25", function_type=FunctionType.BM25, input_field_names=["text"],
+                  output_field_names=["bm"])  # fmt: skip
+    s.add_function(fn)
+    client.create_collection("t", schema=s)
+
+
+TEXTS = ["quick fox", "lazy dog", "fox and hound"]
+
+
+def typed_row(i: int, **over: Any) -> dict[str, Any]:
+    """Row i in Milvus's JSON forms: sparse as {"indices", "values"} (even i) or
+    {"index": value}, binary as base64 text (even i) or byte values, float16 as numbers."""
+    import base64
+
+    sp: Any = (
+        {"indices": [9, i + 1], "values": [2.0, 0.5]} if i % 2 == 0 else {str(i + 1): 0.5, "9": 2.0}
+    )
+    bv: Any = base64.b64encode(bytes([i, 7])).decode() if i % 2 == 0 else [i, 7]
+    return {"id": i, "sp": sp, "bv": bv, "hv": [1.0, float(i)], "text": TEXTS[i % 3], **over}
+
+
+def typed_visible(client: Client) -> dict[int, tuple[dict[int, float], bytes, bytes, str]]:
+    found = client.query("t", filter="id >= 0", output_fields=["sp", "bv", "hv", "text"])
+    return {r["id"]: (r["sp"], r["bv"], r["hv"], r["text"]) for r in found}
+
+
+def typed_expected(i: int) -> tuple[dict[int, float], bytes, bytes, str]:
+    return ({i + 1: 0.5, 9: 2.0}, bytes([i, 7]), np.array([1, i], "<f2").tobytes(), TEXTS[i % 3])
+
+
+TYPED_BAD = [
+    (typed_row(10, bm={"1": 1.0}), "field 'bm' is the output of a BM25 function"),
+    (typed_row(11, sp={"-2": 1.0}), "sparse vector index must be positive and less than 2^32-1"),
+    (typed_row(12, sp={"indices": [4, 4], "values": [1, 1]}), "unsorted or same indices"),
+    (typed_row(13, bv=[1, 2, 3]), "expected dim '16' for field 'bv' with type 'BinaryVector'"),
+    (typed_row(14, hv=[1.0, 1e6]), "out of the FLOAT16 range"),
+]
+
+
+@pytest.mark.parametrize("shape", ["rows", "connect", "debezium"])
+def test_sparse_binary_half_and_bm25_rows_in_every_json_shape_with_bad_ones_dead_lettered(
+    open_client: ClientFactory, shape: str
+):
+    cdc = unique_topic("cdc")
+    client = open_client(ingest_topics=f"{cdc}=t:debezium")
+    create_types(client)
+    client.cluster.log.create_topic(cdc, 1)
+    if shape == "debezium":
+        topic = cdc
+
+        def records(docs: list[dict[str, Any]]) -> list[Raw]:
+            return [(None, debezium("c", None, d)) for d in docs]
+    else:
+        topic = client.cluster.topics.ingest
+
+        def records(docs: list[dict[str, Any]]) -> list[Raw]:
+            if shape == "connect":
+                return [(b"t", j({"schema": {"type": "struct"}, "payload": d})) for d in docs]
+            return [(b"t", j(d)) for d in docs]
+
+    good = produce(client, topic, records([typed_row(i) for i in range(3)]))
+    wait_consumed(client, topic, good)  # a batch of good rows: read as columns
+    assert typed_visible(client) == {i: typed_expected(i) for i in range(3)}
+    hits = client.search("t", ["hound"], anns_field="bm", limit=5)[0]
+    assert [h["id"] for h in hits] == [2]
+    offsets = produce(client, topic, records([typed_row(3), *(d for d, _ in TYPED_BAD)]))
+    wait_consumed(client, topic, offsets)
+    assert typed_visible(client) == {i: typed_expected(i) for i in range(4)}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[1:]
+    for (_, reason), (_, why) in zip(letters, TYPED_BAD, strict=True):
+        assert why in reason
+
+
+AVRO_TYPED = json.dumps(
+    {
+        "type": "record",
+        "name": "Typed",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "sp", "type": {"type": "map", "values": "float"}},
+            {"name": "bv", "type": "bytes"},
+            {"name": "hv", "type": "bytes"},
+            {"name": "text", "type": "string"},
+        ],
+    }
+)
+
+
+def test_avro_bytes_for_binary_and_half_vectors_and_maps_for_sparse_ones(
+    open_client: ClientFactory, schema_registry_url: str
+):
+    ingest = unique_topic("typed")  # its own registry subject: Row's is on the default topic
+    client = open_client(schema_registry_url=schema_registry_url, ingest_topics=f"{ingest}=t")
+    create_types(client)
+    client.cluster.log.create_topic(ingest, 1)
+    serialize = serializer(schema_registry_url, AVRO_TYPED)
+
+    def avro(i: int, **over: Any) -> Raw:
+        sp, bv, hv, text = typed_expected(i)
+        datum = {"id": i, "sp": {str(k): v for k, v in sp.items()}, "bv": bv, "hv": hv}
+        return (b"t", serialize(ingest, {**datum, "text": text, **over}))
+
+    records = [avro(0), avro(1, bv=b"\x01"), avro(2, hv=b"\x00\x7c\x00\x3c"), avro(3)]
+    offsets = produce(client, ingest, records)
+    wait_consumed(client, ingest, offsets)
+    assert typed_visible(client) == {i: typed_expected(i) for i in (0, 3)}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[1:3]
+    assert "has 1 bytes, expected 2" in letters[0][1]
+    assert "NaN or infinite" in letters[1][1]  # float16 0x7c00 is +inf
