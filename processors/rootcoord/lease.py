@@ -260,15 +260,16 @@ class Lease:
             self._thread.join(timeout=READ_TIMEOUT_S)
 
     def close(self) -> None:
-        """Stops renewing and releases the lease (the next claim wins at once). Idempotent."""
+        """Stops renewing and releases the lease (the next claim wins at once; a fenced
+        holder appends nothing). Idempotent."""
         self.stop()
         with self._io:
-            if self.epoch is not None:
+            if self.epoch is not None and self._lost is None:
                 try:
                     self._append(self._record("release", epoch=self.epoch))
                 except LogError as exc:
                     log.warning("lease release of cluster %r failed: %s", self.cluster, exc)
-                self.epoch = None
+            self.epoch = None
             self._close_reader()
             self._lost = self._lost or "its lease was released when it closed"
 
