@@ -19,8 +19,9 @@ each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`. Not run here yet: bulk insert and compaction
-(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC, log retention and
-topic snapshots (Kafka keeps its topics whole until their retention).
+(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC and log
+retention. The leading rootcoord and datacoord write the ddl and coord topics' snapshots to the
+storage root (Kafka keeps the records; a fresh reader starts from the newest snapshot).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError
 from vectorlog.core.errors import VectorlogError
+from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
@@ -46,6 +48,7 @@ from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querycoord.querycoord import QueryCoord
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import RootCoord
@@ -69,6 +72,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.log.fenced import fenced
 from vectorlog.streams.msgstream import TickPolicy
+from vectorlog.streams.snapshots import Fold, TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger("vectorlog.run")
@@ -267,6 +271,17 @@ class ProcessRunner:
         offset = self.rootcoord.recover()
         log.info("rootcoord: recovered ddl to offset %d", offset)
         self._started(ticker)
+        self._snapshots(self.topics.ddl, DdlFold)
+
+    def _snapshots(self, topic: str, fold: Callable[[], Fold]) -> None:
+        """Starts the leader's snapshots of `topic` in the storage root (Kafka keeps the
+        records: streams.snapshots), so a fresh reader starts from the newest one."""
+        cfg = self.cfg
+        snapshotter = TopicSnapshotter(
+            self.writes, topic, self.serdes.for_topic(topic), self.objects, fold, [],
+            cfg.snapshot_records, cfg.log_retention_check_s,
+        )  # fmt: skip
+        self._started(snapshotter)
 
     def _remote(self, source: str) -> RemoteRootCoord:
         """Returns rootcoord's RPC with this process's own ticks (source id `source`)."""
@@ -291,6 +306,7 @@ class ProcessRunner:
         self.datacoord.recover()
         log.info("datacoord: recovered coord to offset %d", self.datacoord.meta.position())
         self._started(self.datacoord)
+        self._snapshots(self.topics.coord, CoordFold)
 
     def _querycoord(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
