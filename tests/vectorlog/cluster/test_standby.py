@@ -24,6 +24,7 @@ from vectorlog.processors.rootcoord.lease_record import LeaseRecord
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.streams.log.kafka import KafkaLog
 from vectorlog.streams.scan import read_all
+from vectorlog.streams.snapshots import PREFIX
 from vectorlog.streams.topics import Serdes, Topics
 
 pytestmark = pytest.mark.kafka
@@ -121,14 +122,22 @@ def test_a_paused_leader_is_fenced_and_appends_nothing_after_the_pause(
 @pytest.mark.timeout(900)
 def test_the_proxies_follow_each_coordinators_standby(kafka_bootstrap: str, tmp_path: Path):
     """A whole cluster with standbys: SIGKILL the rootcoord, then the datacoord, under
-    writes through two proxies: every acknowledged row is read Strong through the other."""
-    cluster = ProcessCluster(kafka_bootstrap, tmp_path, proxies=2, standby=True)
+    writes through two proxies: every acknowledged row is read Strong through the other. The
+    standbys (fresh state) recover from the leaders' coord and ddl snapshots and the tail."""
+    snapshots = {"VECTORLOG_SNAPSHOT_RECORDS": "20", "VECTORLOG_LOG_RETENTION_CHECK_S": "0.5"}
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path, proxies=2, standby=True, env=snapshots)
     try:
         cluster.start_all()
         one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
         two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
         one.create_collection("books", dimension=4, metric_type="L2", consistency_level="Strong")
         acknowledged = set(_insert(one, 0, 20))
+        for i in range(3):
+            one.create_partition("books", f"p{i}")
+            one.flush("books")
+        # the leaders write coord's and ddl's snapshots: their standbys start from them
+        shots = [cluster.storage / PREFIX / t for t in (topics(cluster).coord, topics(cluster).ddl)]
+        wait_until(lambda: all(list(d.glob("*")) for d in shots), 60, "snapshots written")
         for leader in ("rootcoord", "datacoord"):
             cluster.kill(leader)
             first = 100 * (len(acknowledged) // 20)
@@ -142,8 +151,13 @@ def test_the_proxies_follow_each_coordinators_standby(kafka_bootstrap: str, tmp_
         two.flush("books")  # datacoord-standby seals and flushes
         got = two.query("books", filter="id >= 0", output_fields=["id"], limit=1000)
         assert {int(r["id"]) for r in got} == acknowledged
+        assert sorted(two.list_partitions("books")) == ["_default", "p0", "p1", "p2"]
     finally:
         cluster.close()
+
+
+def topics(cluster: ProcessCluster) -> Topics:
+    return Topics(cluster.cluster, 4)
 
 
 def _insert(client: MilvusClient, first: int, n: int) -> list[int]:
