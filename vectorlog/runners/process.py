@@ -268,8 +268,9 @@ class ProcessRunner:
             snapshots=self.objects,
         )
         self._stack.callback(self.rootcoord.close)
-        offset = self.rootcoord.recover()
-        log.info("rootcoord: recovered ddl to offset %d", offset)
+        applied = self.rootcoord.recover()
+        at = self.rootcoord.stored_position()
+        log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)
         self._snapshots(self.topics.ddl, DdlFold)
 
