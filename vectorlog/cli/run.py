@@ -73,6 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
     from vectorlog.core.errors import VectorlogError
+    from vectorlog.runners.process import StoppedAsStandby
     from vectorlog.server.logs import configure
 
     configure(args.log_level, args.log_format)
@@ -81,6 +82,9 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     done = _signalled() if args.role != "proxy" else threading.Event()
     try:
         health, runner, cfg = _start(args, cluster, name, done)
+    except StoppedAsStandby:
+        say.info("%s %s: stopped while standing by", args.role, name)
+        return 0
     except (VectorlogError, OSError) as exc:
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED

@@ -1,8 +1,9 @@
 """Standbys of the cluster mode as real OS processes on the test broker (issue 23): a second
 rootcoord or datacoord run with --standby waits (its /healthz says "standby", it serves no
-RPC) and takes over once its leader is gone; the clients, given both addresses, follow it. A
-leader paused past its lease's ttl (SIGSTOP) is fenced when it resumes (SIGCONT): it exits
-with code 3 and nothing it did after the pause reaches the log."""
+RPC) and takes over once its leader is gone; the clients, given both addresses, follow it; a
+standby stopped before it leads exits cleanly. A leader paused past its lease's ttl (SIGSTOP)
+is fenced when it resumes (SIGCONT): it exits with code 3 and nothing it did after the pause
+reaches the log."""
 
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ def test_a_standby_rootcoord_takes_over_from_a_killed_leader(coords: ProcessClus
     assert "rootcoord: became leader" in coords.log("rootcoord-standby")
     assert health(coords, "rootcoord-standby") == "ok"
     client.close()
+
+    restarted = coords.start("rootcoord")  # the old leader, back: it stands by in turn
+    assert health(coords, "rootcoord") == "standby"
+    assert restarted.proc is not None
+    restarted.proc.send_signal(signal.SIGTERM)
+    assert restarted.proc.wait(timeout=60) == 0
+    assert "rootcoord: stopped while standing by" in coords.log("rootcoord")
 
 
 @pytest.mark.slow
