@@ -191,6 +191,8 @@ def report(res: dict[str, Any]) -> str:
             f"Search, 2 proxies vs 1: {search_ratio:.2f} x. On 2 cores shared by every process",
             "and the clients, a second proxy adds no CPU: what it can remove is one proxy's",
             "serialization, not the query node's scan.",
+            "",
+            "![cluster](cluster.png)",
         ]
     )
 
