@@ -55,6 +55,12 @@ def health(cluster: ProcessCluster, name: str) -> str:
     return httpx.get(url, timeout=5).text
 
 
+def state(pid: int) -> str:
+    """Returns a process's state letter (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
 def answered(call: object) -> object:
     """Returns what `call()` returns, or None while no rootcoord answers."""
     try:
@@ -80,23 +86,18 @@ def test_a_standby_rootcoord_takes_over_from_a_killed_leader(coords: ProcessClus
     assert health(coords, "rootcoord-standby") == "ok"
     client.close()
 
-    restarted = coords.start("rootcoord")  # the old leader, back: it stands by in turn
-    assert health(coords, "rootcoord") == "standby"
-    assert restarted.proc is not None
-    restarted.proc.send_signal(signal.SIGTERM)
-    assert restarted.proc.wait(timeout=60) == 0
-    assert "rootcoord: stopped while standing by" in coords.log("rootcoord")
-
 
 @pytest.mark.slow
 def test_a_paused_leader_is_fenced_and_appends_nothing_after_the_pause(
     coords: ProcessCluster, kafka_bootstrap: str
 ):
-    client = RootCoordClient(coords.addresses("rootcoord"), deadline_s=2, token=CLUSTER_TOKEN)
+    client = RootCoordClient(coords.addresses("rootcoord"), deadline_s=5, token=CLUSTER_TOKEN)
     client.create_collection("books", quick_schema(4, "L2"))
-    stopped_at = wall_ms()
     coords.send("rootcoord", signal.SIGSTOP)
     try:
+        pid = coords.members["rootcoord"].proc.pid  # type: ignore[union-attr]
+        wait_until(lambda: state(pid) == "T", 30, "the leader stopped")
+        stopped_at = wall_ms()  # the leader computes nothing from here on
         wait_until(lambda: "became leader" in coords.log("rootcoord-standby"), 60, "the takeover")
         client.create_collection("films", quick_schema(4, "L2"))  # served by the new leader
     finally:
@@ -107,6 +108,12 @@ def test_a_paused_leader_is_fenced_and_appends_nothing_after_the_pause(
     assert "rootcoord lost its lease; exiting" in coords.log("rootcoord")
     assert sorted(client.list_collections()) == ["books", "films"]
     client.close()
+    restarted = coords.start("rootcoord")  # the fenced leader, back: it stands by in turn
+    assert health(coords, "rootcoord") == "standby"
+    assert restarted.proc is not None
+    restarted.proc.send_signal(signal.SIGTERM)
+    assert restarted.proc.wait(timeout=60) == 0
+    assert "rootcoord: stopped while standing by" in coords.log("rootcoord")
     coords.close()  # nothing appends while the log is read
 
     log = KafkaLog(kafka_bootstrap)
