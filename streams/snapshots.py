@@ -7,6 +7,11 @@ below the topic's first kept record takes the snapshot, then the records from it
 File layout: `log_snapshots/{topic}/{offset:020d}`, the records' values each framed as a
 big-endian u32 length and the bytes. A snapshot is written (atomically: the store writes a
 temporary file and renames it) before any record below its offset is deleted.
+
+On a log that keeps its records (Kafka, issue 23) snapshots are written all the same, and a
+fresh reader (one starting at offset 0) takes the newest one, then the records from its
+offset on, instead of the whole topic: a process starting on Kafka reads coord and ddl from
+the storage root and the tail, not from offset 0 (`TopicSnapshotter` in its keeping mode).
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from typing import Protocol
 
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log, Record, Truncatable, start_offsets
+from vectorlog.streams.log.base import Append, Log, Record, Truncatable, start_offsets
 from vectorlog.streams.periodic import Periodic
-from vectorlog.streams.scan import read_all, read_to_end
+from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end
 
 PREFIX = "log_snapshots/"
 _LEN = struct.Struct(">I")
@@ -74,16 +79,46 @@ def snapshot_at(blobs: Blobs, topic: str, offset: int) -> list[bytes] | None:
     return out
 
 
+def mark_end(log: Log, topic: str) -> int:
+    """Appends an end marker to partition 0 of `topic` (a TimeTick every consumer ignores,
+    see scan.read_to_end); returns its offset: every record below it was appended before
+    (a Kafka high watermark may lag). Raises LogError."""
+    marker = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
+    return log.append(topic, [Append(0, marker)])[0]
+
+
+def newest_snapshot(blobs: Blobs, topic: str) -> int | None:
+    """Returns the offset of `topic`'s newest snapshot, None if it has none."""
+    paths = blobs.list(f"{PREFIX}{topic}/")
+    offsets = [int(p.rpartition("/")[2]) for p in paths if p.rpartition("/")[2].isdigit()]
+    return max(offsets, default=None)
+
+
+def stand_in(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[list[Record], int]:
+    """Returns the snapshot records a reader of partition 0 from `offset` takes first (each
+    at offset `start - 1`) and the offset it reads on from: below the first kept record, the
+    snapshot at it (records were deleted); from offset 0 on a topic with a newer snapshot,
+    that one (a fresh reader skips what it folds); else none, and `offset`. Raises
+    SnapshotMissing."""
+    start = start_offsets(log, topic).get(0, 0)
+    if offset < start:  # records below it were deleted: their snapshot stands in for them
+        return snapshot_records(blobs, topic, start), start
+    newest = newest_snapshot(blobs, topic) if blobs is not None and offset == 0 else None
+    if blobs is not None and newest is not None and newest > start:
+        values = snapshot_at(blobs, topic, newest)
+        if values is not None:  # else replaced meanwhile by a newer one: read the records
+            return [Record(topic, 0, newest - 1, v) for v in values], newest
+    return [], offset
+
+
 def read_from(
     log: Log, topic: str, blobs: Blobs | None, offset: int = 0, timeout: float = 60.0
 ) -> Iterator[Record]:
-    """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`); below the
-    first kept record, the snapshot's records first, each at offset `start - 1`. Raises
+    """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`), after the
+    snapshot that stands in for the records below where it reads from (`stand_in`). Raises
     SnapshotMissing, LogError."""
-    start = start_offsets(log, topic).get(0, 0)
-    if offset < start:  # records below it were deleted: their snapshot stands in for them
-        yield from snapshot_records(blobs, topic, start)
-        offset = start
+    records, offset = stand_in(log, topic, blobs, offset)
+    yield from records
     yield from read_to_end(log, topic, timeout, {0: offset})
 
 
@@ -103,11 +138,21 @@ class Fold(Protocol):
     def events(self) -> list[Event]: ...
 
 
+#: snapshots kept on a log that keeps its records: a reader may be reading an older one
+KEPT_SNAPSHOTS = 3
+
+
 class TopicSnapshotter:
     """Every `interval_s`, once at least `min_records` records of a single-partition topic lie
     below every consumer's floor (the next offset it reads), writes the snapshot as of the
     lowest floor (the records before it folded by a fresh `fold()`) and deletes the records
-    below it. Only logs that delete records on request (the embedded log) are snapshotted."""
+    below it, on a log that deletes records on request (the embedded log).
+
+    On a log that keeps them (Kafka) no record is deleted and the floors do not matter: each
+    run notes the topic's end (an end marker), and writes the snapshot as of the end the run
+    before noted (so what it folds is at least `interval_s` old: coord's allocations
+    expired), once that is `min_records` past the newest snapshot; it folds that snapshot
+    and the records after it, and keeps the newest KEPT_SNAPSHOTS."""
 
     def __init__(
         self,
@@ -123,6 +168,7 @@ class TopicSnapshotter:
         self.log, self.topic, self.serde, self.blobs = log_, topic, serde, blobs
         self.fold, self.floors, self.min_records = fold, list(floors), min_records
         self.snapshots = 0
+        self._noted: int | None = None  # the end the last run noted (a log keeping records)
         self._periodic = Periodic(f"{topic} snapshots", self.snapshot, interval_s)
         self.start, self.stop, self.close = (
             self._periodic.start,
@@ -134,11 +180,30 @@ class TopicSnapshotter:
         """Writes a snapshot and deletes the records below it, if due; returns its offset, or
         None. Raises LogError, what the store raises."""
         if not isinstance(self.log, Truncatable):
-            return None
+            return self._snapshot_kept()
         start = start_offsets(self.log, self.topic).get(0, 0)
         at = min(floor() for floor in self.floors)
         if at - start < self.min_records:
             return None
+        self._write(at)
+        self.log.truncate(self.topic, 0, at)
+        delete_snapshots_before(self.blobs, self.topic, at)
+        return at
+
+    def _snapshot_kept(self) -> int | None:
+        """The keeping mode (see the class docstring)."""
+        at, self._noted = self._noted, mark_end(self.log, self.topic)
+        if at is None or at - (newest_snapshot(self.blobs, self.topic) or 0) < self.min_records:
+            return None
+        self._write(at)
+        paths = sorted(self.blobs.list(f"{PREFIX}{self.topic}/"))
+        for path in paths[:-KEPT_SNAPSHOTS]:
+            self.blobs.delete(path)
+        return at
+
+    def _write(self, at: int) -> None:
+        """Writes the snapshot as of `at`: the records below it folded (from the snapshot
+        that stands in for the oldest of them)."""
         fold = self.fold()
         for rec in read_from(self.log, self.topic, self.blobs, 0):
             if rec.offset >= at:
@@ -149,10 +214,7 @@ class TopicSnapshotter:
                 continue
             fold.apply(event)
         write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
-        self.log.truncate(self.topic, 0, at)
-        delete_snapshots_before(self.blobs, self.topic, at)
         self.snapshots += 1
-        return at
 
 
 def read_whole(log: Log, topic: str, blobs: Blobs | None) -> Iterator[Record]:

@@ -26,8 +26,8 @@ from vectorlog.processors.querynode.sparsecolumn import SparseSegmentIndex, read
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
-from vectorlog.streams.log.base import Log, start_offsets
-from vectorlog.streams.snapshots import Blobs, snapshot_records
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.snapshots import Blobs, stand_in
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,11 @@ class IndexLoader(ProcessorBase):
     # -- a Processor on the shared loop (no durable state: it starts from coord's start) ----
     def open(self) -> None:
         """Reads coord from the last offset read; at the first open, from the topic's start,
-        after the snapshot of the records retention deleted below it."""
+        after the snapshot that stands in for the records below (deleted by retention, or
+        folded into a newer snapshot on Kafka: streams.snapshots.stand_in)."""
         if not self._snapshot_read:
-            start = start_offsets(self._log, self._topic).get(0, 0)
-            if start:  # records below it were deleted: their snapshot stands in for them
-                self.apply_records(snapshot_records(self._snapshots, self._topic, start))
+            records, start = stand_in(self._log, self._topic, self._snapshots, self.offset)
+            self.apply_records(records)
             self.offset, self._snapshot_read = max(self.offset, start), True
         self._source.open()
 

@@ -1,4 +1,6 @@
-"""The rootcoord lease (issue 7, item 3): one rootcoord per cluster, claimed on the log.
+"""The rootcoord lease (issue 7, item 3): one rootcoord per cluster, claimed on the log; the
+same lease serves any role that must run once per cluster (issue 23: `role`, e.g. datacoord;
+each role's records are apart from the others' on the one topic).
 
 A starting rootcoord appends a claim to `{cluster}.lease` (one partition, JSON values, see
 lease_record.py) and reads the topic up to it: the first live claim wins; a later one raises
@@ -11,6 +13,10 @@ pause, a slow log), an allocation renews first (LeaseUnconfirmed if the renewal 
 
 On a log that is exclusive by itself (the embedded log's directory lock) claims are forced and
 never expire: no renewals are written, and a crash never leaves a claim that blocks anyone.
+
+A standby (`wait_acquire`) follows the topic and claims as soon as the holder released its
+lease, its process on this host is gone, or its last renewal is `ttl` old: a leader that died
+is replaced within the ttl (plus one poll), and the leader it replaced is fenced.
 """
 
 from __future__ import annotations
@@ -43,10 +49,13 @@ LOCAL_VALIDITY = 0.8
 FIRST_WINDOW = 64
 LOOKBACK = 3
 READ_TIMEOUT_S = 30.0
+#: how often a standby looks at the topic for a holder gone (seconds)
+STANDBY_POLL_S = 0.25
 
 
 class Lease:
-    """This process's claim on a cluster's rootcoord. `ttl_s` None: the log is exclusive."""
+    """This process's claim on a cluster's rootcoord (or `role`). `ttl_s` None: the log is
+    exclusive."""
 
     def __init__(
         self,
@@ -56,10 +65,14 @@ class Lease:
         ttl_s: float | None,
         clock: Callable[[], int] = wall_ms,
         monotonic: Callable[[], float] = time.monotonic,
+        role: str = "rootcoord",
+        address: str | None = None,
     ) -> None:
         """`clock`: the wall clock written into the records (ms); `monotonic`: what this
-        holder measures its own lease with (s)."""
+        holder measures its own lease with (s); `role`: whose lease; `address`: where this
+        process serves the role's RPCs (written into its claims, for operators)."""
         self._log, self.topic, self.cluster, self._clock = log, topic, cluster, clock
+        self.role, self.address = role, address
         self._monotonic = monotonic
         self.ttl_ms = None if ttl_s is None else max(1, int(ttl_s * 1000))
         self.instance, self.host, self.pid = uuid.uuid4().hex, socket.gethostname(), os.getpid()
@@ -97,7 +110,7 @@ class Lease:
             self._read_through(offset)
             holder = self.state.holder
         if holder is None or holder.epoch != offset:
-            raise ClusterInUse(self.cluster, self._describe(holder))
+            raise ClusterInUse(self.cluster, self._describe(holder), self.role)
         self.epoch = offset
         self._confirmed(started)
 
@@ -112,6 +125,44 @@ class Lease:
 
     def _describe(self, holder: Holder | None) -> str:
         return "an unknown process" if holder is None else holder.describe(self._clock())
+
+    # -- standing by --------------------------------------------------------------------------
+    def wait_acquire(
+        self, stopping: threading.Event, on_wait: Callable[[str], None] | None = None
+    ) -> bool:
+        """Claims the lease, waiting as a standby while another process holds it; returns
+        True once held, False if `stopping` was set first. `on_wait(holder)` runs once, when
+        it starts waiting. Raises a LogError."""
+        waiting = False
+        while not stopping.is_set():
+            with self._io:
+                try:
+                    self._claim()
+                    return True
+                except ClusterInUse:
+                    holder = self.state.holder
+            if not waiting and on_wait is not None:
+                on_wait(self._describe(holder))
+            waiting = True
+            self._follow_until_claimable(stopping)
+        self._close_reader()
+        return False
+
+    def _follow_until_claimable(self, stopping: threading.Event) -> None:
+        """Follows the topic (the reader `_claim` left open) until the holder released its
+        lease, is gone from this host, or its last renewal is older than its ttl."""
+        while not stopping.is_set():
+            with self._io:
+                assert self._reader is not None
+                for r in self._reader.poll(1000, STANDBY_POLL_S):
+                    rec = self._decode(r.value)
+                    if r.offset >= self._next and rec is not None:
+                        self.state.apply(rec, r.offset)
+                    self._next = max(self._next, r.offset + 1)
+                holder = self.state.holder
+                if holder is None or holder.expired_at(self._clock()) or self._gone(holder):
+                    return
+            stopping.wait(STANDBY_POLL_S)
 
     # -- holding ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -143,6 +194,8 @@ class Lease:
                 return True
             started = self._monotonic()
             try:
+                if self._taken_over():
+                    return False
                 offset = self._append(self._record("renew", epoch=self.epoch))
                 self._read_through(offset)
             except LogHistoryLost:
@@ -150,13 +203,28 @@ class Lease:
             except LogError as exc:
                 log.warning("lease renewal of cluster %r failed: %s", self.cluster, exc)
                 return True
-            holder = self.state.holder
-            if holder is None or holder.epoch != self.epoch:
-                self._lost = f"{self._describe(holder)} took its lease over"
-                log.error("cluster %r: this rootcoord is fenced: %s", self.cluster, self._lost)
+            if self._fenced_by_state():
                 return False
             self._confirmed(started)
             return True
+
+    def _taken_over(self) -> bool:
+        """Reads the records appended since the last renewal; returns True (and fences this
+        process) if another claim won meanwhile: a fenced holder appends nothing more, not
+        even a renewal."""
+        end = self._log.end_offsets(self.topic).get(0, 0)
+        if end > self._next:
+            self._read_through(end - 1)
+        return self._fenced_by_state()
+
+    def _fenced_by_state(self) -> bool:
+        """Returns True (and fences this process) if the records read say another holds it."""
+        holder = self.state.holder
+        if holder is not None and holder.epoch == self.epoch:
+            return False
+        self._lost = f"{self._describe(holder)} took its lease over"
+        log.error("cluster %r: this %s is fenced: %s", self.cluster, self.role, self._lost)
+        return True
 
     def _confirmed(self, started: float) -> None:
         if self.ttl_ms is not None:
@@ -172,7 +240,7 @@ class Lease:
         if self._lost is None:
             self.renew(only_if_unconfirmed=True)
         if self._lost is not None:
-            raise RootCoordFenced(self.cluster, self._lost)
+            raise RootCoordFenced(self.cluster, self._lost, self.role)
         if not self._valid():
             confirmed = self._valid_until - (self.ttl_ms or 0) * LOCAL_VALIDITY / 1000
             raise LeaseUnconfirmed(self.cluster, self._monotonic() - confirmed)
@@ -192,15 +260,16 @@ class Lease:
             self._thread.join(timeout=READ_TIMEOUT_S)
 
     def close(self) -> None:
-        """Stops renewing and releases the lease (the next claim wins at once). Idempotent."""
+        """Stops renewing and releases the lease (the next claim wins at once; a fenced
+        holder appends nothing). Idempotent."""
         self.stop()
         with self._io:
-            if self.epoch is not None:
+            if self.epoch is not None and self._lost is None:
                 try:
                     self._append(self._record("release", epoch=self.epoch))
                 except LogError as exc:
                     log.warning("lease release of cluster %r failed: %s", self.cluster, exc)
-                self.epoch = None
+            self.epoch = None
             self._close_reader()
             self._lost = self._lost or "its lease was released when it closed"
 
@@ -214,6 +283,8 @@ class Lease:
             at=self._clock(),
             ttl_ms=self.ttl_ms,
             pid_start=self._pid_start,
+            role=self.role,
+            address=self.address,
             **extra,  # type: ignore[arg-type]
         )
 
@@ -224,6 +295,7 @@ class Lease:
         """Applies the records before `claim` (and it) that can matter: back far enough that
         every earlier one is older than LOOKBACK ttls (all of them without a ttl)."""
         start = max(0, claim - FIRST_WINDOW)
+        self.state = LeaseState()  # a claim after a refused one reads the window afresh
         while True:
             self._close_reader()
             self._reader, self._next = self._log.reader(self.topic, {0: start}), start
@@ -258,11 +330,16 @@ class Lease:
             for r in self._reader.poll(1000, 0.2):
                 overshot |= r.offset > offset
                 if self._next <= r.offset <= offset:
-                    out.append((r.offset, LeaseRecord.decode(r.value)))
+                    out.append((r.offset, self._decode(r.value)))
                     self._next = r.offset + 1
         if overshot:  # the next read starts right after `offset`
             self._reader.seek(self.topic, 0, self._next)
         return out
+
+    def _decode(self, raw: bytes) -> LeaseRecord | None:
+        """Returns the record of this lease's role in `raw` (None: another role's, or none)."""
+        rec = LeaseRecord.decode(raw)
+        return rec if rec is not None and rec.role == self.role else None
 
     def _close_reader(self) -> None:
         if self._reader is not None:

@@ -1,7 +1,8 @@
-"""Records of the rootcoord lease topic and the state they add up to (issue 7, item 3).
+"""Records of the lease topic and the state they add up to (issue 7, item 3; issue 23: one
+lease per role, e.g. rootcoord and datacoord, on the same topic).
 
-Every reader that applies the same records in log order agrees on the holder: a decision uses
-only what the records say (their wall times, not the reader's clock).
+Every reader that applies the same records of a role in log order agrees on its holder: a
+decision uses only what the records say (their wall times, not the reader's clock).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ OPS = frozenset({"claim", "renew", "release"})
 class LeaseRecord:
     """One record: a claim, a renewal (`epoch`: the offset of the claim it holds under) or a
     release. `ttl_ms` None: the lease never expires (the log itself is exclusive, and such a
-    claim is `force`d). `evicts`: a holder on this host whose process is gone."""
+    claim is `force`d). `evicts`: a holder on this host whose process is gone. `role`: whose
+    lease it is (records without one are rootcoord's); `address`: where the holder serves its
+    RPCs, if it says."""
 
     op: str
     instance: str
@@ -30,6 +33,8 @@ class LeaseRecord:
     epoch: int | None = None
     evicts: str | None = None
     force: bool = False
+    role: str = "rootcoord"
+    address: str | None = None
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -49,7 +54,8 @@ class LeaseRecord:
 
 def _well_typed(rec: LeaseRecord) -> bool:
     kinds = {"op": str, "instance": str, "host": str, "pid": int, "at": int, "force": bool}
-    optional = {"ttl_ms": int, "pid_start": int, "epoch": int, "evicts": str}
+    kinds["role"] = str
+    optional = {"ttl_ms": int, "pid_start": int, "epoch": int, "evicts": str, "address": str}
     for f in fields(rec):
         value = getattr(rec, f.name)
         if f.name in optional and value is None:

@@ -1,5 +1,6 @@
 """Snapshot + tail reads of a single-partition topic, and the snapshotter that writes them and
-deletes the records below (the embedded log: the only one that deletes on request)."""
+deletes the records below (the embedded log: the only one that deletes on request); on Kafka,
+which keeps them, a fresh reader starts from the newest snapshot."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import on_backends, unique_topic
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage.objectstore import PyArrowObjectStore
-from vectorlog.streams.log.base import Append, start_offsets
+from vectorlog.streams.log.base import Append, Log, start_offsets
 from vectorlog.streams.log.embedded import EmbeddedLog
 from vectorlog.streams.snapshots import (
     PREFIX,
@@ -97,3 +99,31 @@ def test_deleted_records_without_a_snapshot_are_an_error_naming_the_offset(setup
     log.truncate("t", 0, 5)
     with pytest.raises(SnapshotMissing, match="below offset 5 were deleted, and no snapshot"):
         list(read_from(log, "t", blobs, 0))
+
+
+@on_backends("kafka")
+def test_on_a_log_that_keeps_its_records_a_fresh_reader_starts_at_the_newest_snapshot(
+    log: Log, tmp_path: Path
+):
+    topic = unique_topic("snap")
+    log.create_topic(topic, 1)
+    log.append(topic, [Append(0, flushed(i % 3, i)) for i in range(30)])
+    blobs = PyArrowObjectStore(str(tmp_path / "storage"))
+    snap = TopicSnapshotter(log, topic, SERDE, blobs, LastOfEach, [], 10)
+    assert snap.snapshot() is None  # it notes the end (a marker at 30): folded a run later
+    log.append(topic, [Append(0, flushed(i % 3, i)) for i in range(30, 35)])
+    assert snap.snapshot() == 30
+    got = decoded(read_from(log, topic, blobs, 0))
+    tail = [(i + 1, i % 3, i) for i in range(30, 35)]  # after the marker
+    assert got == [(29, 0, 27), (29, 1, 28), (29, 2, 29), *tail]
+    # a reader with a position of its own reads on from it; nothing was deleted
+    assert [n for _, _, n in decoded(read_from(log, topic, blobs, 1))] == list(range(1, 35))
+    assert start_offsets(log, topic)[0] == 0
+    assert snap.snapshot() is None  # 5 records since: fewer than 10
+    log.append(topic, [Append(0, flushed(7, 100 + i)) for i in range(20)])
+    snap.snapshot()  # notes the end
+    at = snap.snapshot()  # folds the snapshot at 30 and the records after it
+    assert at is not None and at > 50
+    got = decoded(read_from(log, topic, blobs, 0))
+    assert [(sid, n) for _, sid, n in got] == [(0, 33), (1, 34), (2, 32), (7, 119)]
+    assert {o for o, _, _ in got} == {at - 1}

@@ -1,7 +1,7 @@
 """Coord snapshots on the embedded log (issue 10): the coord topic's old records are folded into
 a snapshot in the storage root and deleted; a restart, and nodes that lost their state, rebuild
-from snapshot + tail and answer as before. (Kafka keeps its coord topic whole: nothing to
-test there.)"""
+from snapshot + tail and answer as before. Kafka keeps its topics whole, but the snapshots are
+written all the same and a process with fresh state starts from them (issue 23)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.clients import ClientFactory
 from tests.support import wait_until
 from tests.vectorlog.test_compaction import answers, build
 from tests.vectorlog.test_time_travel import caught_up
@@ -90,3 +91,35 @@ def test_restarts_and_fresh_nodes_rebuild_from_snapshot_and_tail(tmp_path: Path)
     with Client(str(tmp_path / "rebuilt"), **SETTINGS) as rebuilt:
         caught_up(rebuilt)
         assert answers(rebuilt) == before[at]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("backend", ["kafka"], indirect=True)
+def test_on_kafka_snapshots_are_written_and_a_fresh_process_starts_from_them(
+    open_client: ClientFactory, tmp_path: Path
+):
+    """Kafka keeps its topics whole, yet the coord and ddl snapshots are written to the storage
+    root, and a process with fresh state (every node) answers as before from them."""
+    shared = {**SETTINGS, "storage": str(tmp_path / "shared")}
+    client = open_client(**shared)
+    stamps = build(client)  # four flushes: coord records
+    for i in range(12):  # ddl records
+        client.create_partition("c", f"p{i}")
+    snapshots = tmp_path / "shared" / PREFIX
+    topics = client.cluster.topics
+
+    def written() -> bool:
+        return all(list((snapshots / t).glob("*")) for t in (topics.coord, topics.ddl))
+
+    wait_until(written, 30, "snapshots of coord and ddl", 0.1)
+    assert starts(client) == (0, 0)  # nothing deleted on Kafka
+    caught_up(client)
+    before = {ts: answers(client, ts) for ts in [*stamps, None]}
+    segments = shapes(client)
+    partitions = client.list_partitions("c")
+    client.close()
+    with open_client(data_dir=str(tmp_path / "fresh"), **shared) as fresh:
+        caught_up(fresh)
+        assert {ts: answers(fresh, ts) for ts in before} == before
+        assert shapes(fresh) == segments
+        assert fresh.list_partitions("c") == partitions

@@ -21,6 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--datanodes", type=int, default=1, help="data nodes (only 1 for now)")
     p.add_argument("--indexnodes", type=int, default=1, help="index nodes (only 1 for now)")
     p.add_argument("--port", type=int, default=19530, help="first proxy's gRPC port; REST +1")
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="also run a standby rootcoord and datacoord, taking over when the leader dies",
+    )
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
@@ -28,7 +33,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     Raises InvalidArgument (a bad shape or --log) before any child starts."""
     from vectorlog.runners.supervisor import Shape, Supervisor
 
-    shape = Shape(args.proxies, args.querynodes, args.datanodes, args.indexnodes)
+    shape = Shape(args.proxies, args.querynodes, args.datanodes, args.indexnodes, args.standby)
     sup = Supervisor(
         args.log,
         args.storage,

@@ -6,7 +6,12 @@ or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does,
 The processes' own RPCs and /metrics ask for the cluster's token, VECTORLOG_CLUSTER_TOKEN
 (from the environment, never the command line, which `ps` shows to every user): a process
 that binds an address other than loopback without it is refused, as `serve` refuses one
-without --token."""
+without --token.
+
+A rootcoord or datacoord run with --standby waits for the cluster's lease of its role (its
+/healthz answers 200 "standby"; it serves no RPC) and takes over once the leader is gone. A
+leader that finds its lease taken over (fenced: it was paused past its ttl) logs it and
+exits with FENCED, appending nothing more."""
 
 from __future__ import annotations
 
@@ -23,6 +28,10 @@ from vectorlog.server.logs import FORMATS, LEVELS
 ROLES = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode", "proxy", "ingest")
 #: the exit code of a process that refused to start (its one line says why)
 REFUSED = 2
+#: the exit code of a leader whose lease was taken over (its supervisor starts it again)
+FENCED = 3
+#: the roles that run once per cluster under a lease, and may have standbys
+LEASED = ("rootcoord", "datacoord")
 #: the variable holding the cluster's token (the processes' RPCs and /metrics)
 CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
 
@@ -52,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="ingest: this worker's index of N; it consumes its range of each ingest topic's"
         " partitions (default 0/1: all)",
     )
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="rootcoord, datacoord: wait for the leader's lease and take over when it is gone",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
@@ -59,35 +73,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
     from vectorlog.core.errors import VectorlogError
+    from vectorlog.runners.process import StoppedAsStandby
     from vectorlog.server.logs import configure
 
     configure(args.log_level, args.log_format)
     say = logging.getLogger("vectorlog.run")
     name = args.name or f"{args.role}-{os.getpid()}"
+    done = _signalled() if args.role != "proxy" else threading.Event()
     try:
-        health, runner, cfg = _start(args, cluster, name)
+        health, runner, cfg = _start(args, cluster, name, done)
+    except StoppedAsStandby:
+        say.info("%s %s: stopped while standing by", args.role, name)
+        return 0
     except (VectorlogError, OSError) as exc:
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED
     health.runner, health.state = runner, "ok"
     say.info("%s %s: started", args.role, name)
+    code = 0
     try:
         if args.role == "proxy":
             _serve_proxy(args, runner, cfg)
-        else:
-            _wait_for_signal()
+        elif _wait(done, runner):
+            say.error("%s %s: %s; exiting", args.role, name, runner.fenced)
+            code = FENCED
     finally:
         health.state = "stopping"
         say.info("%s %s: stopping", args.role, name)
         runner.close()
         health.close()
         say.info("%s %s: stopped", args.role, name)
-    return 0
+    return code
 
 
-def _start(args: argparse.Namespace, cluster: dict[str, Any], name: str) -> tuple[Any, Any, Any]:
-    """Returns the health server, the started runner and the configuration. Raises
-    VectorlogError or OSError for what refused the start (nothing is left open)."""
+def _start(
+    args: argparse.Namespace, cluster: dict[str, Any], name: str, done: threading.Event
+) -> tuple[Any, Any, Any]:
+    """Returns the health server, the started runner and the configuration (`done`: a
+    standby stops waiting). Raises VectorlogError or OSError for what refused the start
+    (nothing is left open)."""
     from vectorlog.config import Config
     from vectorlog.runners.health import HealthServer
 
@@ -101,7 +125,7 @@ def _start(args: argparse.Namespace, cluster: dict[str, Any], name: str) -> tupl
     try:
         settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
         cfg = Config.load(log=args.log, **settings)
-        return health, _runner(args, cfg, name, secret), cfg
+        return health, _runner(args, cfg, name, secret, _standby(args, health, done)), cfg
     except BaseException:
         health.close()
         raise
@@ -140,12 +164,30 @@ def _proxy_tls(args: argparse.Namespace) -> Any:
     )
 
 
-def _runner(args: argparse.Namespace, cfg: Any, name: str, secret: str | None) -> Any:
+def _standby(args: argparse.Namespace, health: Any, done: threading.Event) -> Any:
+    """Returns the runner's Standby for --standby (None without it). Raises InvalidArgument
+    for --standby of a role that has no lease."""
+    from vectorlog.core.errors import InvalidArgument
+    from vectorlog.runners.process import Standby
+
+    if not args.standby:
+        return None
+    if args.role not in LEASED:
+        raise InvalidArgument(f"--standby: only {' and '.join(LEASED)} run as standbys")
+
+    def waiting(_holder: str) -> None:
+        health.state = "standby"
+
+    return Standby(done, waiting)
+
+
+def _runner(args: argparse.Namespace, cfg: Any, name: str, secret: str | None, standby: Any) -> Any:
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
     worker = _worker(args.worker)
-    return ProcessRunner(args.role, cfg, peers, f"{args.host}:{args.rpc_port}", name, worker)
+    address = f"{args.host}:{args.rpc_port}"
+    return ProcessRunner(args.role, cfg, peers, address, name, worker, standby)
 
 
 def _worker(text: str) -> tuple[int, int]:
@@ -158,12 +200,20 @@ def _worker(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def _wait_for_signal() -> None:
+def _signalled() -> threading.Event:
+    """Returns an event set by SIGINT or SIGTERM (handled from now on)."""
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    while not done.wait(1.0):
-        pass
+    return done
+
+
+def _wait(done: threading.Event, runner: Any) -> bool:
+    """Waits for `done`; returns True early if the runner lost a lease (it must stop)."""
+    while not done.wait(0.2):
+        if runner.fenced:
+            return True
+    return False
 
 
 def _serve_proxy(args: argparse.Namespace, runner: Any, cfg: Any) -> None:

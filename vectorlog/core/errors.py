@@ -233,23 +233,25 @@ class FlushTimeout(VectorlogError, TimeoutError):
 
 
 class ClusterInUse(VectorlogError):
-    """Another process runs this cluster's rootcoord (it holds the lease on the log)."""
+    """Another process runs this cluster's rootcoord (or the lease's other role: it holds the
+    lease on the log)."""
 
-    def __init__(self, cluster: str, holder: str) -> None:
+    def __init__(self, cluster: str, holder: str, role: str = "rootcoord") -> None:
         super().__init__(
-            f"cluster {cluster!r} is in use: its rootcoord runs in {holder}; close that one "
+            f"cluster {cluster!r} is in use: its {role} runs in {holder}; close that one "
             "(or let its lease expire) first, or open another cluster name"
         )
         self.cluster, self.holder = cluster, holder
 
 
 class RootCoordFenced(VectorlogError):
-    """This process lost the cluster's lease to another rootcoord: it refuses every DDL, id
-    and timestamp from then on; close it and open the cluster again."""
+    """This process lost the cluster's lease to another rootcoord (or datacoord: the lease's
+    role): it refuses every DDL, id, timestamp and append from then on; close it and open the
+    cluster again."""
 
-    def __init__(self, cluster: str, why: str) -> None:
+    def __init__(self, cluster: str, why: str, role: str = "rootcoord") -> None:
         super().__init__(
-            f"this process no longer runs cluster {cluster!r}'s rootcoord ({why}): nothing "
+            f"this process no longer runs cluster {cluster!r}'s {role} ({why}): nothing "
             "more is written; close this Client and open the cluster again"
         )
         self.cluster = cluster

@@ -1,8 +1,9 @@
 """`/healthz` and Prometheus `/metrics` of one process of the cluster mode, on its own port.
 
-`/healthz` answers 200 "ok" once the process's processors are started and 503 "starting" or
-"stopping" otherwise, to anyone (a liveness probe); `/metrics`, with the cluster's token, only
-to a scrape that sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
+`/healthz` answers 200 "ok" once the process's processors are started (200 "standby" while a
+standby waits for its role's lease: it is alive) and 503 "starting" or "stopping" otherwise,
+to anyone (a liveness probe); `/metrics`, with the cluster's token, only to a scrape that
+sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
 `vectorlog_process_up{role}` and, per processor the process runs,
 `vectorlog_consumer_next_offset{processor, topic, partition}`; in a process that follows the
 query assignment (datacoord, proxy) the gauges of query_metrics.py."""
@@ -68,7 +69,7 @@ class HealthServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path == "/healthz":
-                    ok = outer.state == "ok"
+                    ok = outer.state in ("ok", "standby")
                     self._send(200 if ok else 503, outer.state.encode(), "text/plain")
                 elif self.path == "/metrics" and not self._authorized():
                     self._send(401, b"the cluster's token is required", "text/plain")

@@ -9,15 +9,19 @@ operator's unit files or manifests name them as they name the broker. Query node
 of them, are the exception: each reports its address and epoch on the coord topic, the query
 coordinator (in the datacoord process) assigns them the dml pchannels, and each proxy follows
 that assignment and fans its reads out to the owners (runners.shards, runners.fanout,
-processors.querycoord). Every RPC asks for the cluster's token (`Peers.token`). Rootcoord takes the
-cluster's lease (a second one is refused, naming the holder). Every writer of dml (rootcoord,
-datacoord, each proxy) ticks with its own source id (runners.remote, streams.msgstream).
+processors.querycoord). Every RPC asks for the cluster's token (`Peers.token`). Rootcoord and
+datacoord each take the cluster's lease of their role (a second one is refused, naming the
+holder, unless it is a standby: it waits, then takes over once the leader is gone); their
+processors append through the lease (streams.log.fenced), so a fenced leader appends nothing
+more, and `fenced` says why the process must stop. Every writer of dml (rootcoord, datacoord,
+each proxy) ticks with its own source id (runners.remote, streams.msgstream).
 
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`. Not run here yet: bulk insert and compaction
-(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC, log retention and
-topic snapshots (Kafka keeps its topics whole until their retention).
+(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC and log
+retention. The leading rootcoord and datacoord write the ddl and coord topics' snapshots to the
+storage root (Kafka keeps the records; a fresh reader starts from the newest snapshot).
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError
 from vectorlog.core.errors import VectorlogError
+from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.indexnode.indexnode import IndexNode
@@ -41,6 +48,7 @@ from vectorlog.processors.proxy.proxy import Proxy
 from vectorlog.processors.querycoord.querycoord import QueryCoord
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import RootCoord
@@ -61,8 +69,10 @@ from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
-from vectorlog.streams.log.base import Append
+from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.log.fenced import fenced
 from vectorlog.streams.msgstream import TickPolicy
+from vectorlog.streams.snapshots import Fold, TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger("vectorlog.run")
@@ -88,6 +98,23 @@ class Peers:
     token: str | None = None
 
 
+class Standby:
+    """How a process of a role run once per cluster (rootcoord, datacoord) waits for the
+    lease: `stopping` ends the wait, `on_wait(holder)` runs once when it starts waiting."""
+
+    def __init__(
+        self, stopping: threading.Event, on_wait: Callable[[str], None] | None = None
+    ) -> None:
+        self.stopping, self.on_wait = stopping, on_wait
+
+
+class StoppedAsStandby(VectorlogError):
+    """A standby was asked to stop before it took the lease over."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__(f"{role}: stopped while standing by (it never led)")
+
+
 class ProcessRunner:
     """The processors of one role, built, recovered and started in the topology's order.
 
@@ -104,13 +131,17 @@ class ProcessRunner:
         rpc_address: str | None,
         name: str,
         worker: tuple[int, int] = (0, 1),
+        standby: Standby | None = None,
     ) -> None:
         """`name`: this process's id (its ticks' source); `worker`: an ingest worker's
-        (index, count). Raises UnknownRole, ConfigError
+        (index, count); `standby`: a rootcoord or datacoord waits for the lease (None: one
+        held elsewhere refuses the start). Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), ClusterInUse (a
-        second rootcoord), or what recovering a processor raised."""
+        second rootcoord or datacoord), StoppedAsStandby, or what recovering a processor
+        raised."""
         self.role, self.cfg, self.peers, self.name = role, cfg, peers, name
-        self.worker = worker
+        self.worker, self.standby = worker, standby
+        self.leases: list[Lease] = []
         self.specs = CLUSTER.processors_of(role)
         if not cfg.is_kafka:
             raise ConfigError(f"vectorlog run needs --log kafka://HOST:PORT, not {cfg.log!r}")
@@ -133,9 +164,11 @@ class ProcessRunner:
     def _start(self, rpc_address: str | None) -> None:
         cfg = self.cfg
         self.log = self._opened(open_log(cfg))
+        self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
         self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
+        self._rpc_address = rpc_address
         builder = {
             "rootcoord": self._rootcoord,
             "datacoord": self._datacoord,
@@ -164,24 +197,64 @@ class ProcessRunner:
             self.querynode.address = self.rpc.address
             self._started(self.querynode)
 
+    # -- leading ------------------------------------------------------------------------------
+    def _lead(self, role: str) -> Lease:
+        """Takes the cluster's lease of `role` (as a standby: waits for it), starts renewing
+        it, and makes the processors' appends go through it; returns it. Raises ClusterInUse
+        (not a standby), StoppedAsStandby, or a LogError."""
+        cfg = self.cfg
+        lease = Lease(
+            self.log, self.topics.lease, cfg.cluster, cfg.lease_ttl_s, role=role,
+            address=self._rpc_address,
+        )  # fmt: skip
+        if self.standby is None:
+            lease.acquire()
+        else:
+            on_wait = self.standby.on_wait
+
+            def waiting(holder: str) -> None:
+                log.info("%s: standing by; the leader is %s", role, holder)
+                if on_wait is not None:
+                    on_wait(holder)
+
+            if not lease.wait_acquire(self.standby.stopping, waiting):
+                raise StoppedAsStandby(role)
+        self._opened(lease)
+        lease.start()
+        self.leases.append(lease)
+        self.writes = fenced(self.log, self._check_leases)
+        log.info("%s: became leader of cluster %r (epoch %s)", role, cfg.cluster, lease.epoch)
+        return lease
+
+    def _check_leases(self) -> None:
+        for lease in self.leases:
+            lease.check()
+
+    @property
+    def fenced(self) -> str | None:
+        """Returns why this process lost a lease it led with (None: it holds them all)."""
+        for lease in self.leases:
+            if lease.fenced:
+                return f"{lease.role} lost its lease"
+        return None
+
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
         cfg = self.cfg
         store = self._opened(_open_state(cfg))
         _claim(store, cfg)
-        self.lease = Lease(self.log, self.topics.lease, cfg.cluster, cfg.lease_ttl_s)
-        self.lease.acquire()
-        self._opened(self.lease)
-        self.lease.start()
-        log.info("rootcoord: became leader of cluster %r", cfg.cluster)
+        self.lease = self._lead("rootcoord")
         tso = TimestampOracle(store, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
         serde = self.serdes.for_topic(self.topics.dml)
         interval = cfg.tick_interval_ms / 1000
-        ticker = Ticker(self.log, self.topics.dml, serde, barrier, interval, heartbeat=True)
+        ticker = Ticker(
+            self.writes, self.topics.dml, serde, barrier, interval, source=self.name,
+            heartbeat=True,
+        )  # fmt: skip
         self.tso = tso
         self.rootcoord: Any = RootCoord(
-            self.log,
+            self.writes,
             self.topics,
             self.serdes,
             store,
@@ -195,9 +268,21 @@ class ProcessRunner:
             snapshots=self.objects,
         )
         self._stack.callback(self.rootcoord.close)
-        offset = self.rootcoord.recover()
-        log.info("rootcoord: recovered ddl to offset %d", offset)
+        applied = self.rootcoord.recover()
+        at = self.rootcoord.stored_position()
+        log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)
+        self._snapshots(self.topics.ddl, DdlFold)
+
+    def _snapshots(self, topic: str, fold: Callable[[], Fold]) -> None:
+        """Starts the leader's snapshots of `topic` in the storage root (Kafka keeps the
+        records: streams.snapshots), so a fresh reader starts from the newest one."""
+        cfg = self.cfg
+        snapshotter = TopicSnapshotter(
+            self.writes, topic, self.serdes.for_topic(topic), self.objects, fold, [],
+            cfg.snapshot_records, cfg.log_retention_check_s,
+        )  # fmt: skip
+        self._started(snapshotter)
 
     def _remote(self, source: str) -> RemoteRootCoord:
         """Returns rootcoord's RPC with this process's own ticks (source id `source`)."""
@@ -205,7 +290,7 @@ class ProcessRunner:
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
         client = RootCoordClient(address, token=self.peers.token)
-        remote = RemoteRootCoord(client, self.log, self.topics.dml, serde, source, interval)
+        remote = RemoteRootCoord(client, self.writes, self.topics.dml, serde, source, interval)
         self._opened(remote)
         self._started(remote)
         self.tso = _Allocate(remote.client)
@@ -213,19 +298,21 @@ class ProcessRunner:
 
     def _datacoord(self) -> None:
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datacoord"))
+        self._lead("datacoord")  # the query coordinator of this process runs under it too
         rc = cast(RootCoordService, self._remote(self.name))
         settings = self.cfg.datacoord_settings()
         self.datacoord: Any = DataCoord(
-            self.log, self.topics, self.serdes, store, rc, settings, self.objects
+            self.writes, self.topics, self.serdes, store, rc, settings, self.objects
         )
         self.datacoord.recover()
         log.info("datacoord: recovered coord to offset %d", self.datacoord.meta.position())
         self._started(self.datacoord)
+        self._snapshots(self.topics.coord, CoordFold)
 
     def _querycoord(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
-        self.querycoord: Any = QueryCoord(self.log, self.topics, self.serdes, rc.now)
+        self.querycoord: Any = QueryCoord(self.writes, self.topics, self.serdes, rc.now)
         self._started(self.querycoord)
         self.routing = self.querycoord.follower
         log.info("querycoord: assigning dml pchannels to the query nodes")

@@ -199,12 +199,12 @@ class Standalone:
             )
 
     def _start_coord_snapshots(self, cfg: Config) -> None:
-        """Starts the coord and ddl topics' snapshots on the embedded log (Kafka keeps them
-        whole): every `log_retention_check_s`, once `snapshot_records` records of a topic lie
-        below every consumer's position, they are folded into a snapshot in the storage root
-        and deleted."""
+        """Starts the coord and ddl topics' snapshots: every `log_retention_check_s`, once
+        `snapshot_records` records of a topic lie below every consumer's position, they are
+        folded into a snapshot in the storage root and deleted on the embedded log; Kafka
+        keeps them, and a fresh reader starts from the newest snapshot (streams.snapshots)."""
         self.snapshotters: list[TopicSnapshotter] = []
-        if self.objects is None or not isinstance(self.log, Truncatable):
+        if self.objects is None:
             return
         coord, ddl = self.topics.coord, self.topics.ddl
         indexnode = self.indexnode

@@ -1,7 +1,10 @@
 """`vectorlog cluster up`: a foreground supervisor of one cluster-mode cluster on this machine,
 one `vectorlog run ROLE` child per process (rootcoord, datacoord with the query coordinator,
 M query nodes, the data node, the index node, N proxies on consecutive ports), each with its
-state directory `DIR/<name>` and its log `DIR/<name>.log`.
+state directory `DIR/<name>` and its log `DIR/<name>.log`. With standbys, a second rootcoord
+and datacoord (`rootcoord-standby`, `datacoord-standby`) wait for the leader's lease; every
+coordinator runs with --standby (a restarted leader waits as well), and every child is given
+both addresses of each, so the clients follow the leader.
 
 Children start in order, each once the previous one answers /healthz. A child that dies is
 started again after a backoff (1 s, doubling to 30 s, reset once it stayed up a minute), and
@@ -49,6 +52,8 @@ def free_port() -> int:
 CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
 #: the roles whose RPC address every other child is given
 PEERS = ("rootcoord", "datacoord", "indexnode")
+#: the roles that may run with a standby
+LEASED = ("rootcoord", "datacoord")
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Shape:
     querynodes: int = 1
     datanodes: int = 1
     indexnodes: int = 1
+    #: a standby rootcoord and datacoord
+    standby: bool = False
 
     def __post_init__(self) -> None:
         for what, n in (("proxies", self.proxies), ("querynodes", self.querynodes)):
@@ -118,7 +125,12 @@ class Supervisor:
         token = os.environ.get(CLUSTER_TOKEN_ENV) or secrets.token_urlsafe(32)
         self.env = {**os.environ, CLUSTER_TOKEN_ENV: token}
         self.stopping = threading.Event()
-        self.children = [Child("rootcoord", "rootcoord"), Child("datacoord", "datacoord")]
+        self.standby = shape.standby
+        self.children = []
+        for role in LEASED:
+            self.children.append(Child(role, role))
+            if shape.standby:
+                self.children.append(Child(role, f"{role}-standby"))
         self.children += [
             Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
         ]
@@ -137,9 +149,12 @@ class Supervisor:
             args += ["--rpc-port", str(c.rpc_port)]
         if c.role == "proxy":
             args += ["--port", str(c.port), "--rest-port", str(c.port + 1)]
-        for peer in self.children:
-            if peer.role in PEERS and peer.role != c.role:
-                args += [f"--{peer.role}", f"127.0.0.1:{peer.rpc_port}"]
+        if self.standby and c.role in LEASED:
+            args.append("--standby")
+        for role in PEERS:
+            if role != c.role:
+                found = [f"127.0.0.1:{p.rpc_port}" for p in self.children if p.role == role]
+                args += [f"--{role}", ",".join(found)]
         return args
 
     def spawn(self, c: Child) -> None:

@@ -1,7 +1,9 @@
 """A cluster of real OS processes for the cluster-mode tests: one `vectorlog run ROLE` per
 role on the session's test broker, with `proxies` proxies, each on ports of its own; a role
 can be SIGKILLed and started again on the same ports and state directory. Every process runs
-with a cluster token (VECTORLOG_CLUSTER_TOKEN) and every proxy asks its clients for TOKEN."""
+with a cluster token (VECTORLOG_CLUSTER_TOKEN) and every proxy asks its clients for TOKEN.
+With standbys, rootcoord-standby and datacoord-standby follow their leaders, every coordinator
+runs with --standby, and every process is given both addresses of each."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ TOKEN, CLUSTER_TOKEN = "proxy-token", "cluster-secret"
 SERVING = ("rootcoord", "datacoord", "querynode", "indexnode")
 #: whose RPC address the others are given
 PEERS = ("rootcoord", "datacoord", "indexnode")
+#: the roles run under a lease, with a standby if asked
+LEASED = ("rootcoord", "datacoord")
 
 
 def free_port() -> int:
@@ -84,13 +88,20 @@ class ProcessCluster:
         proxies: int = 2,
         querynodes: int = 1,
         env: dict[str, str] | None = None,
+        standby: bool = False,
     ) -> None:
-        """`env`: VECTORLOG_* settings every member gets (e.g. VECTORLOG_INGEST_TOPICS)."""
+        """`env`: VECTORLOG_* settings every member gets (e.g. VECTORLOG_INGEST_TOPICS);
+        `standby`: a standby rootcoord and datacoord, started after their leaders."""
         self.bootstrap, self.dir, self.env = bootstrap, dir, env or {}
+        self.standby = standby
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
         self.members: dict[str, Member] = {}
         for r in BACKEND:
+            if r in LEASED and standby:
+                self.members[r] = Member(r, r)
+                self.members[f"{r}-standby"] = Member(r, f"{r}-standby")
+                continue
             if r != "querynode" or querynodes == 1:
                 self.members[r] = Member(r, r)
                 continue
@@ -115,10 +126,16 @@ class ProcessCluster:
             args += ["--port", str(m.port), "--rest-port", str(m.rest_port), "--token", TOKEN]
         if m.role == "ingest":
             args += ["--worker", m.worker]
+        if self.standby and m.role in LEASED:
+            args.append("--standby")
         for peer in PEERS:
             if peer != m.role:
-                args += [f"--{peer}", self.members[peer].rpc]
+                args += [f"--{peer}", self.addresses(peer)]
         return args
+
+    def addresses(self, role: str) -> str:
+        """Returns the RPC addresses of a role's members ("HOST:PORT,HOST:PORT")."""
+        return ",".join(m.rpc for m in self.members.values() if m.role == role)
 
     def start(self, name: str, timeout: float = 120) -> Member:
         """Starts one member and waits for its /healthz; returns it. Fails the test with its
@@ -143,6 +160,12 @@ class ProcessCluster:
         assert proc is not None
         proc.send_signal(sig)
         proc.wait()
+
+    def send(self, name: str, sig: int) -> None:
+        """Sends `sig` (SIGSTOP, SIGCONT) to one member, not waiting for anything."""
+        proc = self.members[name].proc
+        assert proc is not None
+        proc.send_signal(sig)
 
     def metrics(self, name: str) -> str:
         """Returns a member's /metrics text (scraped with the cluster's token)."""

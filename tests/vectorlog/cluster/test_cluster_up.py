@@ -1,6 +1,7 @@
 """`vectorlog cluster up` on the test broker: it starts every process (two query nodes), says
 where each listens, serves pymilvus through its proxy, restarts a SIGKILLed child saying so,
-and stops every child on SIGTERM; a shape it cannot run is refused before anything starts."""
+and stops every child on SIGTERM; with standbys, a SIGKILLed rootcoord's standby takes over;
+a shape it cannot run is refused before anything starts."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient
 
+from tests.support import wait_until
 from tests.vectorlog.cluster.processes import free_port
 
 
@@ -114,3 +116,49 @@ def test_cluster_up_serves_restarts_a_dead_child_and_stops_all(
     for pid in pids.values():  # every child reaped
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_cluster_up_with_standbys_keeps_serving_when_a_leader_dies(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """`cluster up --standby`: the SIGKILLed rootcoord's standby takes over, pymilvus goes on
+    through the proxy, and the supervisor starts the dead one again (as a standby)."""
+    port = free_port()
+    name = f"sb{os.getpid()}x{port}"
+    argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--standby"]
+    argv += ["--log", f"kafka://{kafka_bootstrap}", "--storage", str(tmp_path / "storage")]
+    argv += ["--dir", str(tmp_path / "nodes"), "--port", str(port), "--cluster", name]
+    env = {**os.environ, "VECTORLOG_TICK_INTERVAL_MS": "100"}
+    sup = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    lines = Lines(sup)
+    pids: dict[str, int] = {}
+    try:
+        for _ in range(8):
+            m = lines.until(r"([\w-]+) \((\w+), pid (\d+)\)")
+            pids[m.group(1)] = int(m.group(3))
+        lines.until("ready")
+        assert {"rootcoord-standby", "datacoord-standby"} <= set(pids)
+        client = MilvusClient(f"http://127.0.0.1:{port}")
+        client.create_collection("c", dimension=2, metric_type="L2", consistency_level="Strong")
+        client.insert("c", [{"id": i, "vector": [float(i), 0.0]} for i in range(10)])
+
+        os.kill(pids["rootcoord"], signal.SIGKILL)
+        lines.until(r"rootcoord died \(exit -9\); restarting")
+        lines.until(r"rootcoord restarted")
+
+        def served() -> bool:
+            try:
+                client.insert("c", [{"id": 10, "vector": [10.0, 0.0]}])
+                return True
+            except Exception:  # while the standby takes over
+                return False
+
+        wait_until(served, 120, "a write served by the standby")
+        assert client.query("c", filter="", output_fields=["count(*)"])[0]["count(*)"] == 11
+        log = (tmp_path / "nodes" / "rootcoord-standby.log").read_text()
+        assert "rootcoord: became leader" in log
+    finally:
+        stop(sup, pids, name)

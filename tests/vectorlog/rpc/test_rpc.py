@@ -18,6 +18,7 @@ from vectorlog.core.errors import (
     CollectionNotFound,
     ConsistencyTimeout,
     InvalidArgument,
+    RootCoordFenced,
     ServiceUnavailable,
 )
 from vectorlog.core.model import quick_schema
@@ -178,3 +179,27 @@ def test_a_wait_without_a_deadline_of_its_own_is_not_cut_short():
             client.wait_tsafe([0], 0, timeout=1e10)
         finally:
             client.close()
+
+
+class FencedRootCoord(FakeRootCoord):
+    """A rootcoord whose lease was taken over: it refuses every allocation."""
+
+    def allocate_timestamps(self, count: int = 1) -> int:
+        raise RootCoordFenced("c1", "host h pid 1 took its lease over")
+
+
+def test_a_client_of_several_addresses_follows_the_one_that_leads(fake: CountingRootCoord):
+    """A role run with a standby: the client goes on past an address that is down, or whose
+    process lost its lease, and stays with the one that answered."""
+    down = f"127.0.0.1:{free_port()}"
+    fenced = FencedRootCoord()
+    with served(rootcoord=fenced) as old, served(rootcoord=fake) as leader:
+        client = RootCoordClient(f"{down},{old},{leader}", deadline_s=2, ts_batch=1)
+        first = client.now()
+        assert client.now() > first
+        client.close()
+        alone = RootCoordClient(f"{down},{old}", deadline_s=2, ts_batch=1)
+        with pytest.raises(RootCoordFenced, match="took its lease over"):
+            alone.now()  # the last address's answer when none leads
+        alone.close()
+    assert fake.allocations == [("ts", 1), ("ts", 1)]

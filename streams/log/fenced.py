@@ -1,0 +1,36 @@
+"""`FencedLog`: a log whose appends a lease guards (issue 23). A process that runs a role once
+per cluster (rootcoord, datacoord) gives its processors this view of the log: every append
+first asks the lease whether this process still holds it, and one that lost it (fenced: a
+standby took over while it was paused) appends nothing more, whichever thread tries.
+
+The check runs before the append is handed to the backend; an append already handed to it
+when the process was paused is delivered on resume (the one window this cannot close: the
+broker itself does not know the lease)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from vectorlog.streams.log.base import Append, Log
+
+
+class FencedLog:
+    """`log` with `check()` run before each append (it raises to refuse the append);
+    everything else is `log`'s."""
+
+    def __init__(self, log: Log, check: Callable[[], None]) -> None:
+        self._inner, self._check = log, check
+
+    def append(self, topic: str, records: Sequence[Append]) -> list[int]:
+        """Appends as `Log.append` does. Raises what `check` raises (nothing is appended)."""
+        self._check()
+        return self._inner.append(topic, records)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def fenced(log: Log, check: Callable[[], None]) -> Log:
+    """Returns `log` with every append guarded by `check` (typed as the Log it stands for)."""
+    return cast(Log, FencedLog(log, check))
