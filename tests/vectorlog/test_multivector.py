@@ -15,6 +15,7 @@ import pytest
 from tests.clients import ClientFactory
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.sdk import probes
 
 ROWS, K = 80, 5
 #: vector field -> (dim, index metric)
@@ -107,20 +108,14 @@ def wait_indexed(client: Client, name: str = "mv", timeout: float = 60) -> None:
 
 def served(client: Client) -> set[tuple[int, int]]:
     """Returns the (segment, vector field id) pairs the query node serves from an index."""
-    out = set()
-    for replica in client.cluster.querynode.replicas.values():
-        for col in replica.vectors.values():
-            out |= {(s.segment_id, col.field_id) for s in col.segments.values() if s.index}
-    return out
+    cid = client.describe_collection("mv")["collection_id"]
+    return {(s.segment_id, s.field_id) for s in probes.served_segments(client, cid) if s.indexed}
 
 
 def mapped(client: Client) -> set[tuple[int, int]]:
     """Returns the (segment, vector field id) pairs whose vectors map a cache entry."""
-    out = set()
-    for replica in client.cluster.querynode.replicas.values():
-        for col in replica.vectors.values():
-            out |= {(s.segment_id, col.field_id) for s in col.segments.values() if s.mapped}
-    return out
+    cid = client.describe_collection("mv")["collection_id"]
+    return {(s.segment_id, s.field_id) for s in probes.served_segments(client, cid) if s.mapped}
 
 
 def field_ids(client: Client) -> set[int]:

@@ -5,12 +5,15 @@ Kafka-backed cluster; cluster mode answers the same questions through /metrics a
 - time: `now` (a fresh timestamp), `stamped` (a timestamp held in flight, for a tool that
   appends records to the dml log itself), `caught_up` (the query node applied everything
   stamped so far);
-- the log: `pchannels` (the dml partitions of a collection's vchannels);
-- the query node: `loaded_rows` (rows it loaded from binlogs when it started),
+- the log: `pchannels` (the dml partitions of a collection's vchannels), `partition_ids`
+  (for a tool writing a collection's records itself);
+- the query node: `applied_ts`, `loaded_rows` (rows it loaded from binlogs when it started)
+  and `start_offsets` (where it started consuming the log),
   `served_segments` (which segments of a collection it serves from an index or from cache
   files, and its scalar indexes), `holds_collection` (whether it still holds a collection's
   rows, a dropped one's within the meta retention window);
-- the data node: `pending_deletes`, `retention_floor`.
+- the data node: `pending_deletes`, `retention_floor`;
+- every processor: `next_offsets` (its consumer positions, as /metrics reports them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from vectorlog.core.errors import InvalidArgument
+from vectorlog.runners.health import PROCESSORS
 
 if TYPE_CHECKING:
     from vectorlog.sdk.client import Client
@@ -46,6 +52,13 @@ def pchannels(client: Client, collection_name: str) -> list[int]:
     return [int(name.rpartition("-dml_")[2].split("_")[0]) for name in names]
 
 
+def partition_ids(client: Client, collection_name: str) -> dict[str, int]:
+    """Returns the ids of the collection's partitions by name (Milvus's ShowPartitions
+    answers them; MilvusClient's list_partitions keeps only the names). Raises
+    CollectionNotFound."""
+    return dict(client.cluster.proxy.describe_collection(client._q(collection_name)).partitions)
+
+
 def caught_up(client: Client, timeout: float = 20.0) -> None:
     """Returns once the query node applied everything stamped so far, drops included, on
     every dml pchannel. Raises ConsistencyTimeout after `timeout` seconds."""
@@ -67,6 +80,13 @@ def loaded_rows(client: Client) -> int:
     return int(client.cluster.querynode.loaded_rows)
 
 
+def start_offsets(client: Client) -> dict[int, int]:
+    """Returns, per dml pchannel, the offset where the query node started consuming when it
+    opened (past its binlog checkpoint after a restart that loaded binlogs; 0 from the
+    start of the log)."""
+    return {p: pos.offset for p, pos in client.cluster.querynode.start_positions().items()}
+
+
 @dataclass(frozen=True)
 class ServedSegment:
     """One segment the query node serves for a vector field: whether from a loaded index
@@ -81,8 +101,9 @@ class ServedSegment:
 
 
 def served_segments(client: Client, collection_id: int) -> list[ServedSegment]:
-    """Returns, per vector field, the non-empty segments the query node serves for the
-    collection, by field then segment id ([] for a collection it does not hold)."""
+    """Returns, per vector field, the segments the query node serves for the collection
+    (empty ones included), by field then segment id ([] for a collection it does not
+    hold)."""
     replica = client.cluster.querynode.replicas.get(collection_id)
     if replica is None:
         return []
@@ -90,7 +111,6 @@ def served_segments(client: Client, collection_id: int) -> list[ServedSegment]:
         ServedSegment(s.segment_id, col.name, col.field_id, len(s), s.index is not None, s.mapped)
         for col in replica.vectors.values()
         for s in col.segs
-        if len(s)
     ]
     return sorted(out, key=lambda s: (s.field_id, s.segment_id))
 
@@ -110,10 +130,21 @@ def holds_collection(client: Client, collection_id: int) -> bool:
     return collection_id in client.cluster.querynode.replicas
 
 
+def next_offsets(client: Client, processor: str) -> dict[tuple[str, int], int]:
+    """Returns the next offset processor `processor` ("rootcoord", "datacoord", "querynode",
+    "datanode", "indexnode") reads, per (topic, partition) it consumes: what /metrics
+    reports as vectorlog_consumer_next_offset. Raises InvalidArgument naming a processor
+    this cluster does not run."""
+    node = getattr(client.cluster, processor, None) if processor in PROCESSORS else None
+    if node is None:
+        raise InvalidArgument(f"no processor {processor!r} runs in this cluster")
+    return dict(node.next_offsets())
+
+
 def pending_deletes(client: Client) -> int:
-    """Returns how many deletes aimed at flushed segments the data node holds, not yet in
+    """Returns how many flushed segments have deletes the data node holds, not yet in
     delta logs (it writes them about a second after they arrive)."""
-    return sum(len(v) for v in client.cluster.datanode.deltas.values())
+    return len(client.cluster.datanode.deltas)
 
 
 def retention_floor(client: Client) -> dict[int, int]:
