@@ -266,8 +266,13 @@ def test_a_file_failing_in_its_spark_task_fails_the_import_and_leaves_nothing(
     assert client.bulk_insert("c", [good])["row_count"] == 300  # and it can be retried
 
 
-@pytest.mark.parametrize(  # each a killed child and a JVM start: the second in make test-all
+@pytest.mark.parametrize(  # each a killed child and a JVM start: the others in make test-all
     "point", ["bulkinsert.after_files", pytest.param("proxy.import.before_append", marks=SLOW)]
+)
+@pytest.mark.parametrize(
+    "backend",
+    ["embedded", pytest.param("kafka", marks=[pytest.mark.kafka, SLOW])],
+    indirect=True,
 )
 def test_a_killed_import_leaves_nothing_visible(
     point: str, client_args: dict[str, Any], open_client: ClientFactory, tmp_path: Path
