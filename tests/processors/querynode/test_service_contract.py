@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,8 +50,12 @@ def _real(client: Any, service: QueryNodeService) -> Setup:
     return Setup(service, info, before, ts)
 
 
-@pytest.fixture
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
+@pytest.fixture(scope="module")
+def setup(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Setup]:
+    """One per implementation for the module: every test only reads."""
+    tmp_path = tmp_path_factory.mktemp("querynode")
     if request.param == "fake":
         fake, info = FakeQueryNode(), collection("books", 100)
         before = compose(wall_ms())
