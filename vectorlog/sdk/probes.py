@@ -12,7 +12,7 @@ Kafka-backed cluster; cluster mode answers the same questions through /metrics a
   `served_segments` (which segments of a collection it serves from an index or from cache
   files, and its scalar indexes), `holds_collection` (whether it still holds a collection's
   rows, a dropped one's within the meta retention window);
-- the data node: `pending_deletes`, `retention_floor`;
+- the data node: `buffered_rows`, `pending_deletes`, `retention_floor`;
 - every processor: `next_offsets` (its consumer positions, as /metrics reports them).
 """
 
@@ -139,6 +139,12 @@ def next_offsets(client: Client, processor: str) -> dict[tuple[str, int], int]:
     if node is None:
         raise InvalidArgument(f"no processor {processor!r} runs in this cluster")
     return dict(node.next_offsets())
+
+
+def buffered_rows(client: Client) -> int:
+    """Returns how many inserted rows the data node holds in memory, not yet in binlogs (a
+    flush or a full segment writes them)."""
+    return sum(b.num_rows for b in client.cluster.datanode.buffers.values())
 
 
 def pending_deletes(client: Client) -> int:

@@ -21,6 +21,7 @@ from vectorlog.core.model import CollectionInfo
 from vectorlog.expr import parse
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.rpc.querynode_client import QueryNodeClient
+from vectorlog.sdk import probes
 
 pytestmark = pytest.mark.parametrize("setup", ALL, indirect=True)
 ROWS = [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0]} for i in range(10)]
@@ -44,7 +45,7 @@ class Setup:
 def _real(client: Any, service: QueryNodeService) -> Setup:
     client.create_collection("books", 4, metric_type="L2", num_shards=2)
     info = client.cluster.rootcoord.describe_collection("books")
-    before = client.cluster.rootcoord.now()
+    before = probes.now(client)
     ts = client.insert("books", ROWS)["timestamp"]
     service.wait_tsafe(info.pchannels, ts, timeout=30)
     return Setup(service, info, before, ts)
