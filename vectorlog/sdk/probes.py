@@ -1,6 +1,8 @@
 """Probes: what a cluster's processors are doing, observed through one documented seam instead
-of their internals (for tests, operators and tools). Each takes the `Client` of an embedded or
-Kafka-backed cluster; cluster mode answers the same questions through /metrics and the log.
+of their internals (for tests, operators and tools). Each takes the `Client` of an in-process
+cluster (embedded or on Kafka) and reads its processors here, in this module only; for the
+processes of cluster mode these questions are not answered yet (their /metrics carries the
+consumer positions, `next_offsets`), and this module is where they would be.
 
 - time: `now` (a fresh timestamp), `stamped` (a timestamp held in flight, for a tool that
   appends records to the dml log itself), `caught_up` (the query node applied everything
@@ -10,7 +12,7 @@ Kafka-backed cluster; cluster mode answers the same questions through /metrics a
 - the query node: `applied_ts`, `loaded_rows` (rows it loaded from binlogs when it started)
   and `start_offsets` (where it started consuming the log),
   `served_segments` (which segments of a collection it serves from an index or from cache
-  files, and its scalar indexes), `holds_collection` (whether it still holds a collection's
+  files), `scalar_indexes_loaded`, `holds_collection` (whether it still holds a collection's
   rows, a dropped one's within the meta retention window);
 - the data node: `buffered_rows`, `pending_deletes`, `retention_floor`;
 - every processor: `next_offsets` (its consumer positions, as /metrics reports them).
