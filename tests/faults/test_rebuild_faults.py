@@ -24,6 +24,7 @@ from vectorlog import Client
 from vectorlog.cli import main
 from vectorlog.core.errors import VectorlogError
 from vectorlog.jobs.rebuild import rebuild
+from vectorlog.sdk import probes
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("spark")]
 WRITER = Path(__file__).with_name("job_writer.py")
@@ -34,7 +35,7 @@ def test_a_rebuild_in_the_future_is_refused_and_the_source_serves_on(
 ):
     client = open_client(**JOBS)
     history(client)
-    future = client.cluster.rootcoord.now() + (3600_000 << 18)
+    future = probes.now(client) + (3600_000 << 18)
     client.close()
     base = ["--uri", client_args["uri"]]
     base += ["--cluster", client_args["cluster"]] if "cluster" in client_args else []

@@ -100,6 +100,10 @@ class FakeMeta:
         self.rbac = RbacMeta()
 
 
+def _by_id(pair: tuple[CollectionInfo, int | None]) -> int:
+    return pair[0].collection_id
+
+
 @dataclass
 class FakeRootCoord(RbacDdl):
     """RootCoordService over a dict of collections, a counting clock and id allocator; its
@@ -116,6 +120,8 @@ class FakeRootCoord(RbacDdl):
     _created: dict[str, int] = field(default_factory=dict)
     #: (name, created ts, dropped ts, info) of every dropped collection
     _dropped: list[tuple[str, int, int, CollectionInfo]] = field(default_factory=list)
+    #: collection id -> partition id -> [name, dropped ts or None] (the partitions' history)
+    _partitions: dict[int, dict[int, list[Any]]] = field(default_factory=dict)
     #: database name -> its description (`default` always there)
     databases: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
@@ -201,6 +207,9 @@ class FakeRootCoord(RbacDdl):
             properties=dict(properties or {}),
         )
         self._created[name] = self.now()
+        self._partitions[cid] = {
+            pid: [n, None] for n, pid in self.collections[name].partitions.items()
+        }
         return self.collections[name]
 
     def drop_collection(self, name: str) -> None:
@@ -234,9 +243,9 @@ class FakeRootCoord(RbacDdl):
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("create_partition", (collection, partition)))
-        self.describe_collection(collection).partitions[check_name("partition", partition)] = (
-            self.allocate_ids()
-        )
+        info = self.describe_collection(collection)
+        pid = info.partitions[check_name("partition", partition)] = self.allocate_ids()
+        self._partitions.setdefault(info.collection_id, {})[pid] = [partition, None]
 
     def alter_collection_properties(
         self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
@@ -251,8 +260,10 @@ class FakeRootCoord(RbacDdl):
     def drop_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("drop_partition", (collection, partition)))
         info = self.describe_collection(collection)
-        if info.partitions.pop(partition, None) is None:
+        pid = info.partitions.pop(partition, None)
+        if pid is None:
             raise PartitionNotFound(info.name, partition)
+        self._partitions.setdefault(info.collection_id, {})[pid] = [partition, self.now()]
 
     def create_alias(self, collection: str, alias: str) -> None:
         self.ddl.append(("create_alias", (collection, alias)))
@@ -291,7 +302,11 @@ class FakeRootCoord(RbacDdl):
         found = self._as_of(as_of).get(name)
         if found is None:
             raise CollectionNotFound(name)
-        return found
+        if as_of is None or found.collection_id not in self._partitions:
+            return found
+        history = self._partitions[found.collection_id].items()
+        was = {n: pid for pid, (n, dropped) in history if dropped is None or as_of < dropped}
+        return replace(found, partitions={n: was[n] for n in sorted(was, key=was.__getitem__)})
 
     def has_collection(self, name: str, as_of: int | None = None) -> bool:
         self.describe_database(split(name)[0])
@@ -308,17 +323,18 @@ class FakeRootCoord(RbacDdl):
         return 0
 
     def collection_histories(self) -> list[CollectionHistory]:
-        return [
-            CollectionHistory(
-                c.collection_id,
-                c.schema,
-                c.created_ts,
-                None,
-                {},
-                frozenset(c.partitions.values()),
-            )
-            for c in sorted(self.collections.values(), key=lambda c: c.collection_id)
+        """Every live and dropped collection, by id, with its partitions' drops."""
+        lives: list[tuple[CollectionInfo, int | None]] = [
+            (c, None) for c in self.collections.values()
         ]
+        lives += [(c, dropped) for _, _, dropped, c in self._dropped]
+        return [self._history(c, dropped) for c, dropped in sorted(lives, key=_by_id)]
+
+    def _history(self, c: CollectionInfo, dropped: int | None) -> CollectionHistory:
+        parts = self._partitions.get(c.collection_id, {})
+        drops = {pid: ts for pid, (_, ts) in parts.items() if ts is not None}
+        every = frozenset(parts) | frozenset(c.partitions.values())
+        return CollectionHistory(c.collection_id, c.schema, c.created_ts, dropped, drops, every)
 
     def now(self) -> int:
         return self._clock.allocate()

@@ -19,6 +19,8 @@ from vectorlog.rpc.server import RpcServer
 
 #: every implementation of a service
 ALL = ["fake", *log_params(), pytest.param("network", id="network")]
+#: the real ones: in-process on each log backend, and over the network
+REAL = [*log_params(), pytest.param("network", id="network")]
 #: the in-process ones (constructs that never cross processes)
 IN_PROCESS = ["fake", *log_params()]
 

@@ -17,6 +17,7 @@ from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.sdk import probes
 
 DOCS = [
     "the quick brown fox jumps over the lazy dog",
@@ -77,14 +78,9 @@ def assert_ranked(client: Client, docs: dict[int, str], query: str, k: int = 4) 
 
 
 def served(client: Client) -> bool:
-    segs = [
-        s
-        for r in client.cluster.querynode.replicas.values()
-        for col in r.vectors.values()
-        for s in col.segs
-        if len(s)
-    ]
-    return bool(segs) and all(s.index is not None for s in segs)
+    cid = client.describe_collection("fts")["collection_id"]
+    segs = [s for s in probes.served_segments(client, cid) if s.rows]
+    return bool(segs) and all(s.indexed for s in segs)
 
 
 def test_text_is_ranked_by_bm25_across_inserts_deletes_flush_and_restart(

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.clients import ClientFactory
+from tests.clients import ClientFactory, log_events
 from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
@@ -26,6 +26,7 @@ from vectorlog.cli import main
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument, NotFound
 from vectorlog.core.faults import CRASH_EXIT, ENV
 from vectorlog.processors.proxy.importfiles import ImportFileError
+from vectorlog.sdk import probes
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("spark")
@@ -138,16 +139,17 @@ def test_files_of_every_format_become_visible_at_one_ts_replacing_equal_keys(
 
 
 def checkpointed(client: Client, ts: int, timeout: float = 60) -> None:
-    """Waits until the data node's checkpoint of rows and deletes passes `ts` on every
-    pchannel the collection uses: everything up to it is in binlogs."""
-    pchannels = client.cluster.proxy.describe_collection("c").pchannels
-    datanode = client.cluster.datanode
+    """Waits until the data node's checkpoint of rows and deletes, as published on coord,
+    passes `ts` on every pchannel the collection uses: everything up to it is in binlogs."""
+    pchannels = probes.pchannels(client, "c")
 
     def past() -> bool:
-        points = datanode.checkpoints(ddl=False)
-        return all(p in points and points[p].tick >= ts for p in pchannels)
+        events = log_events(client, client.cluster.topics.coord)
+        published = [e.body for e in events if e.type == "ChannelCheckpointed"]
+        points = {p["pchannel"]: p["tick"] for p in published[-1]["positions"]} if published else {}
+        return all(p in points and points[p] >= ts for p in pchannels)
 
-    wait_until(past, timeout, f"the data node's checkpoints past {ts}", interval=0.1)
+    wait_until(past, timeout, f"the data node's checkpoints past {ts}", interval=0.2)
 
 
 def test_imported_rows_survive_restarts_from_binlogs_and_from_the_log(
@@ -178,7 +180,7 @@ def test_imported_rows_survive_restarts_from_binlogs_and_from_the_log(
     assert expected[:3] == [20 + 290 - 2, 20, 310]
     client.close()
     reopened = open_client()
-    assert reopened.cluster.querynode.loaded_rows >= 300  # from binlogs, not the log
+    assert probes.loaded_rows(reopened) >= 300  # from binlogs, not the log
     assert answers(reopened) == expected
     reopened.close()
     assert answers(open_client(querynode_recovery="log")) == expected
@@ -264,8 +266,13 @@ def test_a_file_failing_in_its_spark_task_fails_the_import_and_leaves_nothing(
     assert client.bulk_insert("c", [good])["row_count"] == 300  # and it can be retried
 
 
-@pytest.mark.parametrize(  # each a killed child and a JVM start: the second in make test-all
+@pytest.mark.parametrize(  # each a killed child and a JVM start: the others in make test-all
     "point", ["bulkinsert.after_files", pytest.param("proxy.import.before_append", marks=SLOW)]
+)
+@pytest.mark.parametrize(
+    "backend",
+    ["embedded", pytest.param("kafka", marks=[pytest.mark.kafka, SLOW])],
+    indirect=True,
 )
 def test_a_killed_import_leaves_nothing_visible(
     point: str, client_args: dict[str, Any], open_client: ClientFactory, tmp_path: Path

@@ -52,7 +52,8 @@ def programs(client_args: dict[str, Any], tmp_path: Path, n: int, **extra: Any) 
 
 
 def test_short_programs_exit_cleanly(client_args: dict[str, Any], tmp_path: Path) -> None:
-    programs(client_args, tmp_path, 10)
+    """Two that close and two that forget (the 200 of make test-all repeat them)."""
+    programs(client_args, tmp_path, 4)
 
 
 @pytest.mark.slow  # a JVM start and a Spark flush per program: over 30 s each here

@@ -12,6 +12,7 @@ from tests.clients import ClientFactory, data_events, log_events
 from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, VectorlogError
+from vectorlog.sdk import probes
 
 
 @pytest.fixture(scope="module")
@@ -227,10 +228,10 @@ def test_an_idle_cluster_does_not_grow_its_log(client: Client):
     client.create_collection("c", dimension=2)
     client.search("c", [[1.0, 0.0]])
     before = len(log_events(client))
-    clock = client.cluster.rootcoord  # the cluster's timestamp oracle; reading it stamps nothing
-    idle_until = physical_ms(clock.now()) + 10 * client.cluster.cfg.tick_interval_ms
+    # the cluster's timestamp oracle: reading it stamps nothing
+    idle_until = physical_ms(probes.now(client)) + 10 * client.cluster.cfg.tick_interval_ms
     wait_until(
-        lambda: physical_ms(clock.now()) >= idle_until,
+        lambda: physical_ms(probes.now(client)) >= idle_until,
         10.0,
         "ten tick intervals of cluster time with nothing to promise",
     )

@@ -20,6 +20,7 @@ from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.core.faults import CRASH_EXIT, ENV
+from vectorlog.sdk import probes
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"compaction_interval_s": None, "log_retention_ms": None}
@@ -50,7 +51,7 @@ def build(client: Client) -> list[int]:
             client.upsert("c", rows(range(20, 30), "up"))
         client.flush("c")
         caught_up(client)
-        stamps.append(client.cluster.rootcoord.now())
+        stamps.append(probes.now(client))
     return stamps
 
 
@@ -58,11 +59,10 @@ def deltas_written(client: Client, timeout: float = 20.0) -> None:
     """Returns once the data node wrote the deletes aimed at flushed segments (about a second
     after them) into delta logs, which a merge reads (the others it carries over), and
     datacoord, which plans merges, applied the coord records naming them."""
-    cluster = client.cluster
-    wait_until(lambda: not cluster.datanode.deltas, timeout, "the deletes in delta logs")
-    coord = cluster.topics.coord
-    end = cluster.log.end_offsets(coord)[0]
-    applied = lambda: cluster.datacoord.next_offsets()[(coord, 0)] >= end  # noqa: E731
+    wait_until(lambda: probes.pending_deletes(client) == 0, timeout, "the deletes in delta logs")
+    coord = client.cluster.topics.coord
+    end = client.cluster.log.end_offsets(coord)[0]
+    applied = lambda: probes.next_offsets(client, "datacoord")[(coord, 0)] >= end  # noqa: E731
     wait_until(applied, timeout, "datacoord applying the delta logs")
 
 

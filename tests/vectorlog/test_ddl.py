@@ -21,6 +21,7 @@ from vectorlog.core.errors import (
     PartitionNotFound,
 )
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS
+from vectorlog.sdk import probes
 
 
 def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
@@ -203,17 +204,16 @@ def client_datatype(name: str):
 
 
 def test_describe_and_list_as_of_past_timestamps(client: Client):
-    tso = client.cluster.rootcoord
-    t0 = tso.now()
+    t0 = probes.now(client)
     client.create_collection("c", dimension=2)
     first = client.describe_collection("c")
-    t1 = tso.now()
+    t1 = probes.now(client)
     client.create_partition("c", "p")
     client.create_alias("c", "al")
-    t2 = tso.now()
+    t2 = probes.now(client)
     client.drop_alias("al")
     client.drop_collection("c")
-    t3 = tso.now()
+    t3 = probes.now(client)
     client.create_collection("c", dimension=4)
     second = client.describe_collection("c")
     assert second["collection_id"] != first["collection_id"]
@@ -253,20 +253,25 @@ def test_history_past_the_retention_window_is_pruned_with_a_clear_error(
 
     client = open_client(meta_retention_ms=200, meta_gc_interval_s=0.05)
     client.create_collection("c", dimension=2)
-    early = client.cluster.rootcoord.now()
+    early = probes.now(client)
     client.create_partition("c", "p")
-    kv = client.cluster.rootcoord.meta.kv
+
+    def too_old() -> bool:
+        try:
+            client.describe_collection("c", as_of=early)
+        except SnapshotTooOld:
+            return client.cluster.gc.pruned > 0
+        return False
+
     wait_until(  # the retention window passed `early` and a GC round pruned behind it
-        lambda: client.cluster.gc.pruned > 0 and kv.gc_horizon > early,
-        10.0,
-        f"meta GC to prune history and move its horizon past ts {early}",
+        too_old, 10.0, f"meta GC to prune history and move its horizon past ts {early}"
     )
     assert client.cluster.gc.pruned > 0
     with pytest.raises(SnapshotTooOld, match="older than the GC horizon") as err:
         client.describe_collection("c", as_of=early)
     assert isinstance(err.value, VectorlogError)
     assert client.list_partitions("c") == ["_default", "p"]
-    recent = client.cluster.rootcoord.now()
+    recent = probes.now(client)
     assert client.describe_collection("c", as_of=recent)["partitions"] == ["_default", "p"]
 
 
@@ -280,7 +285,7 @@ def poison(client: Client) -> dict[str, bytes]:
     drop = {"collection_id": cid, "collection_name": "a"}
     events = {
         "not a DDL event": Event(
-            "DataNodeTicked", client.cluster.rootcoord.now(), {"vchannel": "v", "tick": 5}
+            "DataNodeTicked", probes.now(client), {"vchannel": "v", "tick": 5}
         ),
         "ts from the far future": Event("CollectionDropped", huge, drop, cid),
         "ts at or below the last DDL": Event("CollectionDropped", 5, drop, cid),
@@ -317,9 +322,9 @@ def test_malformed_ddl_records_last_on_the_log_are_dead_lettered_once_and_reopen
         expected = sorted(zip(offsets, bad.values(), strict=True))
         assert sorted(ddl_letters(client)) == expected  # each once, with its position
         assert "a" in client.list_collections()  # none of them was applied
-        assert physical_ms(client.cluster.rootcoord.now()) < wall_ms() + 60_000
-        assert client.cluster.rootcoord.allocate_ids() < FIRST_ID + (1 << 40)
-        client.create_collection(name, dimension=2)
+        assert physical_ms(probes.now(client)) < wall_ms() + 60_000
+        client.create_collection(name, dimension=2)  # its id: the next one reserved
+        assert client.describe_collection(name)["collection_id"] < FIRST_ID + (1 << 40)
         client.close()
     assert open_client().list_collections() == ["a", "b", "c"]
 
@@ -334,7 +339,7 @@ def test_ddl_records_appended_by_another_writer_are_not_skipped_by_the_next_ddl(
     client.create_collection("a", dimension=2)
     node = client.cluster
     cid = client.describe_collection("a")["collection_id"]
-    with node.rootcoord.tick_source("external").stamp() as ts:
+    with probes.stamped(client, "external") as ts:
         renamed = Event("CollectionRenamed", ts, {"collection_id": cid, "old_name": "a"}, cid)
         renamed.body["new_name"] = "a2"
         serde = node.serdes.for_topic(node.topics.ddl)
@@ -375,26 +380,3 @@ def test_dropping_a_missing_collection_is_a_no_op_as_milvus(client: Client):
     client.drop_collection("c")
     client.drop_collection("c")
     assert client.list_collections() == []
-
-
-def test_collection_histories_give_creation_drops_and_partition_drops(client: Client):
-    client.create_collection("keep", dimension=2)
-    client.create_collection("gone", dimension=2)
-    client.create_partition("keep", "p")
-    client.create_partition("keep", "q")
-    client.drop_partition("keep", "p")
-    client.drop_collection("gone")
-    rc = client.cluster.rootcoord
-    keep, gone = rc.collection_histories()
-    info = rc.describe_collection("keep")
-    assert keep.collection_id == info.collection_id < gone.collection_id
-    assert keep.created_ts == info.created_ts and keep.dropped_ts is None
-    assert keep.schema.vector.dim == 2
-    (dropped,) = keep.partition_drops
-    assert dropped not in info.partitions.values()
-    assert keep.partitions == {dropped, *info.partitions.values()}
-    assert rc.describe_collection("keep", as_of=keep.partition_drops[dropped] - 1).partitions["p"]
-    assert "p" not in rc.describe_collection("keep", as_of=keep.partition_drops[dropped]).partitions
-    assert gone.dropped_ts is not None and gone.dropped_ts > gone.created_ts
-    assert not client.has_collection("gone", as_of=gone.dropped_ts)
-    assert client.has_collection("gone", as_of=gone.dropped_ts - 1)

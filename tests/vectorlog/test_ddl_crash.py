@@ -14,6 +14,7 @@ from typing import Any
 from tests.clients import ClientFactory, ddl_changes
 from vectorlog import Client
 from vectorlog.core.faults import CRASH_EXIT, ENV
+from vectorlog.sdk import probes
 from vectorlog.streams.scan import read_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,20 +66,20 @@ def test_rebuilt_meta_answers_like_the_live_one_at_past_timestamps(
     client_args: dict[str, Any], open_client: ClientFactory
 ):
     live = open_client()
-    stamps = [live.cluster.rootcoord.now()]
+    stamps = [probes.now(live)]
     for i in range(4):
         live.create_collection(f"c{i}", dimension=4, num_shards=1 + i % 2)
         live.create_partition(f"c{i}", "p")
-        stamps.append(live.cluster.rootcoord.now())
+        stamps.append(probes.now(live))
     live.create_alias("c1", "al")
     live.rename_collection("c2", "renamed")
     live.drop_collection("c3")
     live.create_collection("c3", dimension=8)
     live.insert("c0", [{"id": 1, "vector": [1.0, 0, 0, 0]}])
-    stamps.append(live.cluster.rootcoord.now())
+    stamps.append(probes.now(live))
     expected = snapshot(live, stamps)
     ids = {live.describe_collection(n)["collection_id"] for n in live.list_collections()}
-    last = live.cluster.rootcoord.now()
+    last = probes.now(live)
     live.close()
 
     shutil.rmtree(state_dir(client_args))
@@ -124,7 +125,7 @@ def test_sigkill_at_any_moment_applies_each_ddl_exactly_once(
     for name in acked:
         assert client.list_partitions(name) == ["_default", "p"]
     assert dead_letters(client) == []
-    position = client.cluster.rootcoord.stored_position()
+    position = probes.next_offsets(client, "rootcoord")[(client.cluster.topics.ddl, 0)]
     assert (
         position > max(e.source[1] for e in events if e.source)
         if any(e.source for e in events)

@@ -8,15 +8,25 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.clients import ClientFactory
+from tests.clients import ClientFactory, log_events
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.model import DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.sdk import probes
 from vectorlog.streams.deadletter import DeadLetter, is_dead_letter, parse
 from vectorlog.streams.log.base import Append, Record
 from vectorlog.streams.scan import read_all
+
+
+def created_schema(client: Client, name: str) -> dict[str, Any]:
+    """Returns the schema, as the log carries it, of the collection `name` was created as."""
+    ddl = log_events(client, client.cluster.topics.ddl)
+    (body,) = [
+        e.body for e in ddl if e.type == "CollectionCreated" and e.body["collection_name"] == name
+    ]
+    return dict(body["schema"])
 
 
 def letters(client: Client, processor: str = "querynode") -> list[DeadLetter]:
@@ -34,7 +44,7 @@ def every_letter(client: Client) -> list[DeadLetter]:
 def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     node = client.cluster
-    partition = node.proxy.describe_collection("c").pchannels[0]
+    partition = probes.pchannels(client, "c")[0]
     (offset,) = node.log.append(node.topics.dml, [Append(partition, b"\x00garbage")])
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert [h["id"] for h in client.search("c", [[0.0, 0.0]])[0]] == [1]
@@ -51,7 +61,7 @@ def test_undecodable_dml_record_is_dead_lettered_and_ingestion_goes_on(client: C
 def test_event_that_breaks_the_schema_is_dead_lettered(client: Client):
     """An external producer writes rows of the wrong dimension straight onto the log."""
     client.create_collection("c", dimension=2, metric_type="L2")
-    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         append_event(client, rows_event(client, ts, 9, dim=3))
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}
@@ -71,11 +81,11 @@ def test_bad_ddl_on_the_log_is_dead_lettered_at_replay(open_client: ClientFactor
     node = client.cluster
     dup = Event(
         "CollectionCreated",
-        node.rootcoord.now(),
+        probes.now(client),
         {
             "collection_id": 12345,
             "collection_name": "c",
-            "schema": node.proxy.describe_collection("c").schema.to_avro(),
+            "schema": created_schema(client, "c"),
             "shards_num": 1,
             "vchannels": ["x"],
             "pchannels": [0],
@@ -103,10 +113,11 @@ def rows_event(
     client: Client, ts: int, pk: int, partition: str = "_default", dim: int = 2
 ) -> Event:
     """Returns a RowsInserted event of collection "c" with one row, built by hand."""
-    info = client.cluster.proxy.describe_collection("c")
+    info = client.describe_collection("c")
+    cid = info["collection_id"]
     body = {
-        "collection_id": info.collection_id,
-        "partition_id": info.partitions.get(partition, -7),
+        "collection_id": cid,
+        "partition_id": probes.partition_ids(client, "c").get(partition, -7),
         "segment_id": 1,
         "num_rows": 1,
         "first_row_id": 1,
@@ -123,12 +134,12 @@ def rows_event(
             },
         ],
     }
-    return Event("RowsInserted", ts, body, info.collection_id, info.vchannels[0])
+    return Event("RowsInserted", ts, body, cid, info["virtual_channel_names"][0])
 
 
 def append_event(client: Client, event: Event) -> None:
     node = client.cluster
-    pch = node.proxy.describe_collection("c").pchannels[0]
+    pch = probes.pchannels(client, "c")[0]
     node.log.append(
         node.topics.dml, [Append(pch, node.serdes.for_topic(node.topics.dml).encode(event))]
     )
@@ -138,7 +149,7 @@ def test_poison_event_leaves_the_replica_intact(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}  # the replica exists
-    with client.cluster.rootcoord.tick_source("test").stamp():
+    with probes.stamped(client, "test"):
         append_event(client, rows_event(client, -1, 2))  # a negative ts
     client.insert("c", [{"id": 3, "vector": [1.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 2}
@@ -153,7 +164,7 @@ def test_rows_for_a_dropped_partition_are_discarded(client: Client):
     client.create_partition("c", "p")
     stale = rows_event(client, 0, 5, "p")
     client.drop_partition("c", "p")
-    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         stale.ts = ts
         append_event(client, stale)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
@@ -165,7 +176,7 @@ def test_rows_for_an_unknown_collection_are_dead_lettered(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     event = rows_event(client, 0, 1)
     event.body["collection_id"] = 424242
-    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         event.ts = ts
         append_event(client, event)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
@@ -186,10 +197,10 @@ def test_each_bad_record_is_dead_lettered_once_however_often_the_cluster_restart
     client = open_client()
     client.create_collection("c", dimension=2, metric_type="L2")
     node = client.cluster
-    dml, pch = node.topics.dml, node.proxy.describe_collection("c").pchannels[0]
+    dml, pch = node.topics.dml, probes.pchannels(client, "c")[0]
     unknown = rows_event(client, 0, 9)
     unknown.body["collection_id"] = 424242
-    with node.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         unknown.ts = ts
         bad = [Append(pch, b"\x00garbage"), Append(pch, node.serdes.for_topic(dml).encode(unknown))]
         offsets = node.log.append(dml, bad)
@@ -236,7 +247,7 @@ def test_the_cli_prints_each_dead_letter_once_and_writes_nothing(
     client = open_client()
     client.create_collection("c", dimension=2, metric_type="L2")
     node = client.cluster
-    pch = node.proxy.describe_collection("c").pchannels[0]
+    pch = probes.pchannels(client, "c")[0]
     (offset,) = node.log.append(node.topics.dml, [Append(pch, b"\x00garbage")])
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     assert client.get_collection_stats("c") == {"row_count": 1}

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.clients import ClientFactory, data_events, ddl_changes
+from tests.clients import ClientFactory, data_events, ddl_changes, log_events
 from tests.support import log_params
 from tests.vectorlog.test_crash import run_until_acks
 from vectorlog import Client
 from vectorlog.core.errors import ClusterInUse, RootCoordFenced
 from vectorlog.processors.rootcoord.lease_record import LeaseRecord
+from vectorlog.sdk import probes
 from vectorlog.streams.log.base import Append
 
 kafka_only = pytest.mark.parametrize("backend", log_params("kafka"), indirect=True)
@@ -42,11 +43,21 @@ def test_a_second_rootcoord_on_the_cluster_is_refused_and_changes_nothing(
         assert part in str(err.value)
     assert history(first) == before
     first.insert("c", [{"id": 2, "vector": [1.0, 0.0]}])  # the holder goes on
+    reserved = reserved_ids(first)
     first.close()
     then = open_client(data_dir=str(tmp_path / "another"))  # released: taken at once
     assert then.get("c", [1, 2], output_fields=["id"]) == [{"id": 1}, {"id": 2}]
     # a rootcoord rebuilt from the log (its state dir is new) never reissues an id
-    assert then.cluster.rootcoord.allocate_ids() >= first.cluster.rootcoord.ids.saved_upper
+    then.create_collection("d", dimension=2)
+    assert then.describe_collection("d")["collection_id"] >= reserved
+
+
+def reserved_ids(client: Client) -> int:
+    """Returns the upper end of the ids the cluster reserved so far (RangeReserved on ddl)."""
+    events = log_events(client, client.cluster.topics.ddl)
+    return max(
+        e.body["upper"] for e in events if e.type == "RangeReserved" and e.body["kind"] == "ids"
+    )
 
 
 @kafka_only
@@ -75,8 +86,7 @@ def test_a_holder_whose_lease_was_taken_over_refuses_every_write(open_client: Cl
         lambda: first.insert("c", [{"id": 1, "vector": [0.0, 1.0]}]),
         lambda: first.create_collection("d", dimension=2),
         lambda: first.delete("c", ids=[1]),
-        first.cluster.rootcoord.allocate_ids,
-        first.cluster.rootcoord.now,
+        lambda: probes.now(first),
     ):
         with pytest.raises(RootCoordFenced, match="taker.*took its lease over"):
             write()

@@ -5,7 +5,6 @@ field) and after restarts (binlogs per field, then the segment cache's entries p
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,10 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.sdk import probes
 
 ROWS, K = 80, 5
 #: vector field -> (dim, index metric)
@@ -96,31 +97,23 @@ def assert_each_field_searched(client: Client, name: str = "mv", first: int = 0)
 
 
 def wait_indexed(client: Client, name: str = "mv", timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    for field in FIELDS:
-        while (d := client.describe_index(name, field))["state"] != "Finished" or not d[
-            "indexed_rows"
-        ]:
-            assert time.monotonic() < deadline, d
-            time.sleep(0.1)
+    def built() -> bool:
+        described = [client.describe_index(name, field) for field in FIELDS]
+        return all(d["state"] == "Finished" and d["indexed_rows"] for d in described)
+
+    wait_until(built, timeout, f"every vector field of {name} indexed")
 
 
 def served(client: Client) -> set[tuple[int, int]]:
     """Returns the (segment, vector field id) pairs the query node serves from an index."""
-    out = set()
-    for replica in client.cluster.querynode.replicas.values():
-        for col in replica.vectors.values():
-            out |= {(s.segment_id, col.field_id) for s in col.segments.values() if s.index}
-    return out
+    cid = client.describe_collection("mv")["collection_id"]
+    return {(s.segment_id, s.field_id) for s in probes.served_segments(client, cid) if s.indexed}
 
 
 def mapped(client: Client) -> set[tuple[int, int]]:
     """Returns the (segment, vector field id) pairs whose vectors map a cache entry."""
-    out = set()
-    for replica in client.cluster.querynode.replicas.values():
-        for col in replica.vectors.values():
-            out |= {(s.segment_id, col.field_id) for s in col.segments.values() if s.mapped}
-    return out
+    cid = client.describe_collection("mv")["collection_id"]
+    return {(s.segment_id, s.field_id) for s in probes.served_segments(client, cid) if s.mapped}
 
 
 def field_ids(client: Client) -> set[int]:
@@ -144,10 +137,8 @@ def test_each_vector_field_has_its_index_and_metric_and_is_searched_by_anns_fiel
     wait_indexed(client)
     sealed = {s["segment_id"] for s in client.list_segments("mv") if s["state"] == "Flushed"}
     ids = {f["name"]: f["field_id"] for f in described["fields"]}
-    deadline = time.monotonic() + 30
-    while served(client) != {(s, ids[f]) for s in sealed for f in FIELDS}:
-        assert time.monotonic() < deadline, served(client)
-        time.sleep(0.1)
+    want = {(s, ids[f]) for s in sealed for f in FIELDS}
+    wait_until(lambda: served(client) == want, 30, "every sealed segment served from its indexes")
     assert_each_field_searched(client)
     got = client.get("mv", [3], output_fields=list(FIELDS))
     assert all(np.allclose(got[0][f], data()[f][3], atol=1e-5) for f in FIELDS)

@@ -14,6 +14,7 @@ import pytest
 from tests.clients import ClientFactory, data_events, ddl_changes
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.sdk import probes
 
 NAMED = "not support manually specifying the partition names if partition key mode is used"
 
@@ -72,7 +73,7 @@ def tenant_of(i: int, dtype: DataType) -> int | str:
 def rows_per_partition(client: Client, name: str) -> Counter[str]:
     """The rows each partition holds (segments name their partition), after a flush."""
     client.flush(name)
-    parts = client.cluster.rootcoord.describe_collection(name).partitions
+    parts = probes.partition_ids(client, name)
     names = {pid: n for n, pid in parts.items()}
     counts: Counter[str] = Counter()
     for seg in client.list_segments(name):

@@ -16,6 +16,7 @@ from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import DataType
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event
+from vectorlog.sdk import probes
 from vectorlog.streams.deadletter import DeadLetter, read_dead_letters
 from vectorlog.streams.log.base import Append
 
@@ -35,7 +36,7 @@ def ids(client: Client, keys: list[int]) -> list[int]:
 def append_dml(client: Client, *values: bytes) -> list[int]:
     """Appends raw records, in one call, to the pchannel of collection "c"."""
     node = client.cluster
-    pch = node.proxy.describe_collection("c").pchannels[0]
+    pch = probes.pchannels(client, "c")[0]
     return node.log.append(node.topics.dml, [Append(pch, v) for v in values])
 
 
@@ -45,29 +46,30 @@ def encoded(client: Client, event: Event) -> bytes:
 
 def rows_event(client: Client, ts: int, first_pk: int, n: int = 1) -> Event:
     """A RowsInserted event of collection "c" (dimension 2) with `n` rows, built by hand."""
-    info = client.cluster.proxy.describe_collection("c")
-    pk, vec = info.schema.fields[:2]  # quick setup: id, vector (and $meta, left out)
+    info = client.describe_collection("c")
+    pk, vec = info["fields"][:2]  # quick setup: id, vector (and $meta, left out)
     columns = [
         {
-            "field_id": pk.field_id,
-            "field_name": pk.name,
+            "field_id": pk["field_id"],
+            "field_name": pk["name"],
             "column": encode_column(DataType.INT64, np.arange(first_pk, first_pk + n)),
         },
         {
-            "field_id": vec.field_id,
-            "field_name": vec.name,
+            "field_id": vec["field_id"],
+            "field_name": vec["name"],
             "column": encode_column(DataType.FLOAT_VECTOR, np.ones((n, 2)), 2),
         },
     ]
     body = {
-        "collection_id": info.collection_id,
-        "partition_id": info.partitions["_default"],
+        "collection_id": info["collection_id"],
+        "partition_id": probes.partition_ids(client, "c")["_default"],
         "segment_id": 1,
         "num_rows": n,
         "first_row_id": first_pk,
         "columns": columns,
     }
-    return Event("RowsInserted", ts, body, info.collection_id, info.vchannels[0])
+    cid, vchannels = info["collection_id"], info["virtual_channel_names"]
+    return Event("RowsInserted", ts, body, cid, vchannels[0])
 
 
 def near_limit(client: Client, ts: int, first_pk: int) -> Event:
@@ -122,7 +124,7 @@ def test_a_row_from_the_future_is_dead_lettered(client: Client):
 
 def test_a_row_behind_a_tick_already_read_is_dead_lettered(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
-    with client.cluster.rootcoord.tick_source("test").stamp() as old:
+    with probes.stamped(client, "test") as old:
         pass
     insert(client, 1)
     assert ids(client, [1]) == [1]  # a Strong read: a tick past `old` is on the log now
@@ -153,7 +155,7 @@ def test_a_bad_event_near_the_limit_never_takes_a_valid_one_in_its_batch_with_it
     """Its dead letter (the event and the key) did not fit: the query node dropped the rest
     of the pack and of the consume, and a later tick passed them."""
     client.create_collection("c", dimension=2, metric_type="L2")
-    with client.cluster.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         bad = near_limit(client, ts, 1000)
         bad = dataclasses.replace(bad, collection_id=424242)
         bad.body["collection_id"] = 424242
@@ -181,13 +183,13 @@ def test_the_data_node_keeps_a_pack_whose_dead_letter_cannot_be_written(client: 
     flaky = FlakyLog(node.log, node.topics.dlq)
     node.datanode._dead_letter._log = flaky  # the data node's dlq cannot be written
     flaky.down.set()
-    with node.rootcoord.tick_source("test").stamp() as ts:
+    with probes.stamped(client, "test") as ts:
         bad = rows_event(client, ts, 1000)
         bad.body["collection_id"] = 424242
         good = rows_event(client, ts, 2)
         good.body["segment_id"], good.vchannel = real.body["segment_id"], real.vchannel
-        info = node.proxy.describe_collection("c")
-        pch = info.pchannels[info.vchannels.index(real.vchannel)]
+        vchannels = client.describe_collection("c")["virtual_channel_names"]
+        pch = probes.pchannels(client, "c")[vchannels.index(real.vchannel)]
         values = [encoded(client, bad), encoded(client, good)]
         node.log.append(node.topics.dml, [Append(pch, v) for v in values])
     insert(client, 3)

@@ -11,6 +11,7 @@ from tests.clients import ClientFactory, ddl_changes
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument
+from vectorlog.sdk import probes
 
 TTL = "collection.ttl.seconds"
 
@@ -45,9 +46,9 @@ def keys_only(keys: list[int]) -> dict[str, object]:
 def test_properties_are_set_removed_and_described_as_of_any_time(open_client: ClientFactory):
     client = open_client()
     client.create_collection("c", dimension=2)
-    before = client.cluster.rootcoord.now()
+    before = probes.now(client)
     client.alter_collection_properties("c", {TTL: 3600, "mmap.enabled": True, "k": "v"})
-    altered = client.cluster.rootcoord.now()
+    altered = probes.now(client)
     client.drop_collection_properties("c", ["k", "not_there"])
     props = {TTL: "3600", "mmap.enabled": "True"}
     assert client.describe_collection("c")["properties"] == props
@@ -84,7 +85,7 @@ def test_expired_rows_are_hidden_from_every_read_but_not_from_earlier_ones(clien
     client.create_collection("c", dimension=2, consistency_level="Strong")
     client.alter_collection_properties("c", {TTL: 1})
     client.insert("c", rows(range(10)))
-    inserted = client.cluster.rootcoord.now()
+    inserted = probes.now(client)
     assert seen(client) == keys_only(list(range(10)))
     wait_until(lambda: seen(client)["count"] == 0, 20.0, "the rows to expire")
     client.insert("c", rows(range(10, 13)))

@@ -15,6 +15,7 @@ from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import InvalidExpression
+from vectorlog.sdk import probes
 
 COLORS = ("red", "green", "blue")
 
@@ -162,8 +163,7 @@ def test_a_filter_naming_only_keys_counts_every_key_as_milvus(client: Client):
 def test_a_bounded_read_sees_rows_the_node_applied_at_once(client: Client):
     client.create_collection("c", dimension=2, metric_type="L2")
     ts = client.insert("c", [{"id": i, "vector": [float(i), 0.0]} for i in range(5)])["timestamp"]
-    qn, info = client.cluster.querynode, client.cluster.proxy.describe_collection("c")
-    wait_until(lambda: qn.tsafe(info.pchannels) >= ts, 10, "the node to apply the insert")
+    wait_until(lambda: probes.applied_ts(client, "c") >= ts, 10, "the node to apply the insert")
     assert client.query(
         "c", filter="id >= 0", consistency_level="Bounded", output_fields=["id"]
     ) == [{"id": i} for i in range(5)]

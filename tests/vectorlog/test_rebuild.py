@@ -23,6 +23,7 @@ from vectorlog.cli import main
 from vectorlog.config import Config
 from vectorlog.jobs.rebuild import RebuildRefused, rebuild
 from vectorlog.schemas.serde import EventSerde
+from vectorlog.sdk import probes
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.log.base import start_offsets
 from vectorlog.streams.scan import read_all
@@ -39,7 +40,7 @@ def dead_letters(client: Client) -> list[str]:
 def truncated_past(client: Client, ts: int, timeout: float = 60) -> None:
     """Waits until retention deleted, on every pchannel the collection uses, every dml
     record stamped at or before `ts`."""
-    used = client.cluster.proxy.describe_collection("c").pchannels
+    used = probes.pchannels(client, "c")
     log, topic, serde = client.cluster.log, client.cluster.topics.dml, EventSerde()
     deadline = time.monotonic() + timeout
     while True:

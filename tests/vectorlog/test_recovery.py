@@ -15,6 +15,7 @@ from tests.clients import ClientFactory
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.core.errors import CollectionNotFound
+from vectorlog.sdk import probes
 
 #: no two rows at one distance (no ties to order), and distances compared to 1e-3: a segment
 #: may be searched exactly before the restart and through its index after it (or the reverse)
@@ -68,13 +69,12 @@ def test_a_restart_loads_binlogs_and_consumes_dml_only_after_the_checkpoint(
     before = answers(first, stamps)
     first.close()
     second = open_client()
-    qn = second.cluster.querynode
-    assert qn.loaded_rows >= 310  # the flushed rows (and the growing ones the data node wrote)
-    assert all(pos.offset > 0 for pos in qn.start_positions().values())
+    assert probes.loaded_rows(second) >= 310  # the flushed rows (and the growing ones written)
+    assert all(offset > 0 for offset in probes.start_offsets(second).values())
     assert answers(second, stamps) == before
     second.close()
     replayed = open_client(querynode_recovery="log")  # the whole log, from offset 0
-    assert replayed.cluster.querynode.loaded_rows == 0
+    assert probes.loaded_rows(replayed) == 0
     assert answers(replayed, stamps) == before
 
 
@@ -105,7 +105,7 @@ def test_a_collection_dropped_before_the_restart_still_answers_reads_before_its_
     caught_up(first)
     first.close()
     second = open_client()
-    assert second.cluster.querynode.loaded_rows == 50
+    assert probes.loaded_rows(second) == 50
     got = second.query("gone", "", output_fields=["count(*)"], as_of=t)
     assert got == [{"count(*)": 50}]
     with pytest.raises(CollectionNotFound):
@@ -125,7 +125,7 @@ def test_an_unreadable_binlog_falls_back_to_replaying_the_log(
     with caplog.at_level(logging.ERROR):
         second = open_client()
     assert "replaying dml from 0" in caplog.text and str(victim.name) in caplog.text
-    assert second.cluster.querynode.loaded_rows == 0
+    assert probes.loaded_rows(second) == 0
     assert answers(second, stamps) == before
 
 
@@ -147,7 +147,7 @@ def test_string_keys_and_dynamic_fields_survive_a_restart_from_binlogs(
     before = first.query("s", "pk >= ''", output_fields=["pk", "extra", "vector"])
     first.close()
     second = open_client()
-    assert second.cluster.querynode.loaded_rows == 51
+    assert probes.loaded_rows(second) == 51
     assert second.query("s", "pk >= ''", output_fields=["pk", "extra", "vector"]) == before
     assert len(before) == 47 and {"pk": "k4", "extra": "up"} in [
         {k: r[k] for k in ("pk", "extra")} for r in before

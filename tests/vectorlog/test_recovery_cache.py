@@ -19,6 +19,7 @@ from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.processors.querynode.mmapcache import flat_header_bytes
+from vectorlog.sdk import probes
 
 
 def cache_dir(client: Client) -> Path:
@@ -27,8 +28,8 @@ def cache_dir(client: Client) -> Path:
 
 def mapped(client: Client) -> list[int]:
     """Returns the ids of the segments served from cache files."""
-    replicas = client.cluster.querynode.replicas.values()
-    return sorted(s.segment_id for r in replicas for s in r.segments.values() if s.mapped)
+    cid = client.describe_collection("c")["collection_id"]
+    return sorted(s.segment_id for s in probes.served_segments(client, cid) if s.mapped)
 
 
 def entries(client: Client) -> dict[str, int]:

@@ -19,6 +19,7 @@ from vectorlog.config import Config
 from vectorlog.core import hybridts
 from vectorlog.jobs.replay import Filters, ReplayError, page, parse_offsets, parse_ts
 from vectorlog.runners.standalone import open_log
+from vectorlog.sdk import probes
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.topics import Topics
 
@@ -100,7 +101,7 @@ def test_from_ts_skips_earlier_events(
     client = open_client()
     client.create_collection("c", dimension=2)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
-    between = client.cluster.rootcoord.now()
+    between = probes.now(client)
     client.insert("c", [{"id": 2, "vector": [1.0, 1.0]}])
     client.close()
     events, _ = run(client_args, capsys, "--from-ts", str(between), *DATA)
@@ -116,7 +117,7 @@ def test_a_corrupt_record_goes_to_stderr_with_its_position_and_the_rest_comes_ou
     client.create_collection("c", dimension=2)
     client.insert("c", [{"id": 1, "vector": [0.0, 0.0]}])
     node = client.cluster
-    pch = node.proxy.describe_collection("c").pchannels[0]
+    pch = probes.pchannels(client, "c")[0]
     (offset,) = node.log.append(node.topics.dml, [Append(pch, b"\x00garbage")])
     client.insert("c", [{"id": 2, "vector": [1.0, 1.0]}])
     client.close()

@@ -19,6 +19,7 @@ from vectorlog import Client
 from vectorlog.config import Config, ConfigError
 from vectorlog.jobs.replay import read_from
 from vectorlog.processors.proxy.ingest import consumer as ingest_consumer
+from vectorlog.sdk import probes
 from vectorlog.streams.log.base import start_offsets
 
 FAST = {"log_retention_ms": 0, "log_retention_check_s": 0.2, "tick_interval_ms": 50}
@@ -42,7 +43,7 @@ def dml_starts(client: Client) -> dict[int, int]:
 
 def truncated(client: Client, timeout: float = 60) -> dict[int, int]:
     """Waits until retention deleted records of every pchannel the collection uses."""
-    used = client.cluster.proxy.describe_collection("c").pchannels
+    used = probes.pchannels(client, "c")
     cut = lambda: all(dml_starts(client)[p] > 0 for p in used)  # noqa: E731
     wait_until(cut, timeout, "retention deleting records of every pchannel", interval=0.1)
     return dml_starts(client)
@@ -58,7 +59,7 @@ def test_retention_deletes_what_binlogs_hold_and_a_restart_answers_the_same(tmp_
     stamps.append(int(client.insert("c", rows(range(300, 310)))["timestamp"]))  # growing
     caught_up(client)
     starts = truncated(client)
-    floor = client.cluster.datanode.retention_floor()
+    floor = probes.retention_floor(client)
     assert all(starts[p] <= floor[p] for p in starts)  # nothing a restart needs is gone
     before = answers(client, stamps)
     client.close()
@@ -82,7 +83,7 @@ def test_retention_by_size_alone_deletes_what_binlogs_hold(
     client.flush("c", timeout=60)
     caught_up(client)
     starts = truncated(client, timeout=20)
-    floor = client.cluster.datanode.retention_floor()
+    floor = probes.retention_floor(client)
     assert all(starts[p] <= floor[p] for p in starts)
     assert client.query("c", "", output_fields=["count(*)"])[0]["count(*)"] == 100
     client.close()

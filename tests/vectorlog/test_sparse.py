@@ -15,6 +15,7 @@ from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
+from vectorlog.sdk import probes
 
 ROWS, DIMS, NNZ, K = 300, 400, 12, 5
 
@@ -111,14 +112,9 @@ def test_flushed_segments_are_indexed_and_survive_a_restart(open_client: ClientF
 
 def served(client: Client) -> bool:
     """Whether every segment of the sparse field is served from an index."""
-    segs = [
-        s
-        for r in client.cluster.querynode.replicas.values()
-        for col in r.vectors.values()
-        for s in col.segs
-        if len(s)
-    ]
-    return bool(segs) and all(s.index is not None for s in segs)
+    cid = client.describe_collection("sp")["collection_id"]
+    segs = [s for s in probes.served_segments(client, cid) if s.rows]
+    return bool(segs) and all(s.indexed for s in segs)
 
 
 def test_drop_ratios_drop_the_smallest_values_of_the_index_and_of_the_query(client: Client):

@@ -11,7 +11,7 @@ from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound
-from vectorlog.core.types import ReadAt
+from vectorlog.sdk import probes
 
 Q = [[1.0, 0.0]]
 
@@ -24,10 +24,12 @@ def fill(client: Client, name: str, ids: list[int], partition: str | None = None
 
 def caught_up(client: Client) -> None:
     """Returns once the query node applied everything stamped so far (the drops included)."""
-    cluster = client.cluster
-    now = cluster.rootcoord.now()
-    cluster.rootcoord.request_tick(now)
-    cluster.querynode.wait_tsafe(range(cluster.topics.dml_partitions), now, 20.0)
+    probes.caught_up(client)
+
+
+def count(client: Client, name: str, ts: int) -> int:
+    """The rows a count as of `ts` counts."""
+    return int(client.query(name, "", output_fields=["count(*)"], as_of=ts)[0]["count(*)"])
 
 
 def read_ids(client: Client, name: str, ts: int, partitions: list[str] | None = None) -> set[int]:
@@ -47,11 +49,11 @@ def test_reads_as_of_before_a_drop_answer_as_the_collection_was(client: Client):
     assert read_ids(client, "c", t1) == {1, 2, 3}
     assert read_ids(client, "c", t2) == {1, 3, 4}
     assert [r["id"] for r in client.get("c", [2, 3], output_fields=["id"], as_of=t1)] == [2, 3]
-    assert client.cluster.proxy.count("c", ReadAt(as_of=t2)) == 3
+    assert count(client, "c", t2) == 3
     with pytest.raises(CollectionNotFound, match="collection=c\\]"):
         client.search("c", Q)
     with pytest.raises(CollectionNotFound, match="collection=c\\]"):
-        client.get("c", [1], as_of=client.cluster.rootcoord.now())
+        client.get("c", [1], as_of=probes.now(client))
 
 
 def test_a_name_recreated_after_a_drop_reads_the_old_collection_before_the_drop(client: Client):
@@ -78,7 +80,7 @@ def test_reads_as_of_before_a_partition_drop_see_its_rows(client: Client):
     assert read_ids(client, "c", before) == {1, 2, 3}
     assert read_ids(client, "c", before, ["p"]) == {2, 3}
     assert read_ids(client, "c", after) == {1, 4}
-    assert client.cluster.proxy.count("c", ReadAt(as_of=before)) == 3
+    assert count(client, "c", before) == 3
 
 
 def test_a_dropped_collection_is_freed_once_the_retention_window_passed(
@@ -92,13 +94,12 @@ def test_a_dropped_collection_is_freed_once_the_retention_window_passed(
     caught_up(client)
     assert read_ids(client, "c", t) == {1, 2}  # inside the window: kept
     client.create_collection("other", dimension=2)
-    replicas = client.cluster.querynode.replicas
 
     def freed() -> bool:
         fill(client, "other", [1])  # moves the query node's applied time on
         client.search("other", Q)
-        return cid not in replicas
+        return not probes.holds_collection(client, cid)
 
     wait_until(freed, 20.0, "the dropped replica to be freed once ticks pass the window")
     with pytest.raises(CollectionNotFound):
-        client.cluster.querynode.count(cid, t)
+        count(client, "c", t)

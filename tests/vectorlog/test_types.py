@@ -17,6 +17,7 @@ from tests.vectorlog.test_flush import segment_rows, storage
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import CollectionSchema, FieldSchema
+from vectorlog.sdk import probes
 
 N = 60
 TYPED = ("id", "i8", "i16", "i32", "f", "ints", "tags", "fs", "bs")
@@ -123,7 +124,7 @@ def test_new_types_survive_a_restart_from_their_binlogs(open_client: ClientFacto
     first.flush("typed", timeout=60)
     first.close()
     second = open_client()
-    assert second.cluster.querynode.loaded_rows == N
+    assert probes.loaded_rows(second) == N
     check_typed(second, rows)
 
 

@@ -11,27 +11,27 @@ import numpy as np
 from tests.clients import ClientFactory, log_events
 from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.processors.indexnode.indexnode import IndexNode
-from vectorlog.processors.indexnode.service import FINISHED
 
 ROWS, DIM = 1200, 8  # above the 1,024 rows under which a segment is indexed as FLAT
 
 
-def fill(client: Client) -> tuple[np.ndarray, int, int]:
+def fill(client: Client) -> tuple[np.ndarray, int]:
     """Creates a quick-setup collection (AUTOINDEX, L2), inserts and flushes ROWS rows;
-    returns (vectors, collection id, index id)."""
+    returns (vectors, collection id)."""
     client.create_collection("docs", dimension=DIM, metric_type="L2")
     vectors = np.random.default_rng(0).random((ROWS, DIM), dtype=np.float32)
     client.insert("docs", [{"id": i, "vector": v.tolist()} for i, v in enumerate(vectors)])
     client.flush("docs")
-    info = client.cluster.rootcoord.describe_collection("docs")
-    (ix,) = info.indexes.values()
-    return vectors, info.collection_id, ix["index_id"]
+    return vectors, client.describe_collection("docs")["collection_id"]
 
 
-def node(client: Client) -> IndexNode:
-    assert client.cluster.indexnode is not None
-    return client.cluster.indexnode
+def built(client: Client, index_name: str = "vector") -> dict[str, Any]:
+    """Waits until describe_index reports every flushed row indexed; returns the
+    description."""
+    indexed = lambda: client.describe_index("docs", index_name)  # noqa: E731
+    done = lambda: (indexed()["state"], indexed()["indexed_rows"]) == ("Finished", ROWS)  # noqa: E731
+    wait_until(done, 60, "the index built")
+    return indexed()
 
 
 def reports(client: Client, kind: str) -> list[dict[str, Any]]:
@@ -42,13 +42,9 @@ def test_a_flushed_segment_is_indexed_searched_and_not_rebuilt_after_a_restart(
     open_client: ClientFactory,
 ):
     client = open_client()
-    vectors, cid, iid = fill(client)
-    progress = node(client).wait_finished(cid, iid, timeout=60)
-    assert (progress.state, progress.indexed_rows, progress.total_rows) == (FINISHED, ROWS, ROWS)
-    described = client.describe_index("docs", "vector")
-    assert (described["state"], described["indexed_rows"], described["pending_index_rows"]) == (
-        "Finished", ROWS, 0,
-    )  # fmt: skip
+    vectors, cid = fill(client)
+    described = built(client)
+    assert (described["total_rows"], described["pending_index_rows"]) == (ROWS, 0)
     (body,) = reports(client, "SegmentIndexed")
     assert (body["index_type"], body["params"]["built_as"], body["num_rows"]) == (
         "AUTOINDEX", "HNSW", ROWS,
@@ -65,30 +61,33 @@ def test_a_flushed_segment_is_indexed_searched_and_not_rebuilt_after_a_restart(
     assert hits[0][0]["id"] == 77 and hits[0][0]["distance"] < 1e-5
     client.close()
     client = open_client()
-    assert node(client).wait_finished(cid, iid, timeout=60).indexed_rows == ROWS
+    assert built(client)["total_rows"] == ROWS
     assert len(reports(client, "SegmentIndexed")) == 1
 
 
 def test_drop_index_reports_the_drop_and_deletes_the_files(client: Client):
-    _, cid, iid = fill(client)
-    node(client).wait_finished(cid, iid, timeout=60)
+    _, cid = fill(client)
+    built(client)
+    (body,) = reports(client, "SegmentIndexed")
     objects = client.cluster.objects
     assert objects is not None
     assert len(objects.list("index_files")) == 3  # index, row ids, checksums
     client.drop_index("docs", "vector")
     wait_until(lambda: not objects.list("index_files"), 30, "index files deleted")
-    assert reports(client, "SegmentIndexesDropped") == [{"collection_id": cid, "index_id": iid}]
+    assert reports(client, "SegmentIndexesDropped") == [
+        {"collection_id": cid, "index_id": body["index_id"]}
+    ]
 
 
 def test_without_a_data_node_there_is_no_index_node_and_indexes_read_finished(
     open_client: ClientFactory,
 ):
     client = open_client(datanode="off")
-    assert client.cluster.indexnode is None
     client.create_collection("docs", dimension=DIM)
     client.insert("docs", [{"id": 1, "vector": [0.5] * DIM}])
     described = client.describe_index("docs", "vector")
     assert (described["state"], described["total_rows"]) == ("Finished", 0)
+    assert client.cluster.objects is None and not reports(client, "SegmentIndexed")
 
 
 def test_an_index_created_with_string_params_is_built_with_them(client: Client):
@@ -100,9 +99,7 @@ def test_an_index_created_with_string_params_is_built_with_them(client: Client):
     vectors = np.random.default_rng(1).random((ROWS, DIM), dtype=np.float32)
     client.insert("docs", [{"id": i, "vector": v.tolist()} for i, v in enumerate(vectors)])
     client.flush("docs")
-    info = client.cluster.rootcoord.describe_collection("docs")
-    (ix,) = info.indexes.values()
-    assert node(client).wait_finished(info.collection_id, ix["index_id"], 60).state == FINISHED
+    built(client)
     (body,) = reports(client, "SegmentIndexed")
     assert (body["index_type"], body["metric_type"]) == ("IVF_SQ8", "IP")
     assert body["params"] == {"nlist": "16", "built_as": "IVF_SQ8"}

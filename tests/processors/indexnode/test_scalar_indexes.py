@@ -13,6 +13,7 @@ import pytest
 from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMissing
+from vectorlog.sdk import probes
 
 ROWS, GROWING = 2000, 150
 INDEXES: list[tuple[str, str, str, dict[str, Any]]] = [
@@ -124,10 +125,9 @@ def test_scalar_indexes_answer_as_a_scan_does(client: Client):
     objects = client.cluster.objects
     assert objects is not None
     assert sum(p.endswith("index.arrow") for p in objects.list("index_files")) == len(INDEXES)
-    replica = client.cluster.querynode.replicas[
-        client.describe_collection("indexed")["collection_id"]
-    ]
-    wait_until(lambda: len(replica.scalar.loaded) == len(INDEXES), 60, "indexes loaded")
+    cid = client.describe_collection("indexed")["collection_id"]
+    loaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == len(INDEXES)  # noqa: E731
+    wait_until(loaded, 60, "indexes loaded")
     for name in ("plain", "indexed"):  # growing rows: scanned, not indexed
         client.insert(name, [row(i) for i in range(ROWS, ROWS + GROWING)])
     for expr in FILTERS:
@@ -136,7 +136,8 @@ def test_scalar_indexes_answer_as_a_scan_does(client: Client):
         assert expected, f"{expr} matches nothing: a weak check"
     client.drop_index("indexed", "s_idx")
     assert "s_idx" not in client.list_indexes("indexed")
-    wait_until(lambda: len(replica.scalar.loaded) == len(INDEXES) - 1, 30, "index unloaded")
+    unloaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == len(INDEXES) - 1  # noqa: E731
+    wait_until(unloaded, 30, "index unloaded")
     assert ids(client, "indexed", 's like "name_1%"') == ids(client, "plain", 's like "name_1%"')
 
 

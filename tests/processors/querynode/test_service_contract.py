@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from vectorlog.core.model import CollectionInfo
 from vectorlog.expr import parse
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.rpc.querynode_client import QueryNodeClient
+from vectorlog.sdk import probes
 
 pytestmark = pytest.mark.parametrize("setup", ALL, indirect=True)
 ROWS = [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0]} for i in range(10)]
@@ -45,14 +45,18 @@ class Setup:
 def _real(client: Any, service: QueryNodeService) -> Setup:
     client.create_collection("books", 4, metric_type="L2", num_shards=2)
     info = client.cluster.rootcoord.describe_collection("books")
-    before = client.cluster.rootcoord.now()
+    before = probes.now(client)
     ts = client.insert("books", ROWS)["timestamp"]
     service.wait_tsafe(info.pchannels, ts, timeout=30)
     return Setup(service, info, before, ts)
 
 
-@pytest.fixture
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
+@pytest.fixture(scope="module")
+def setup(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Setup]:
+    """One per implementation for the module: every test only reads."""
+    tmp_path = tmp_path_factory.mktemp("querynode")
     if request.param == "fake":
         fake, info = FakeQueryNode(), collection("books", 100)
         before = compose(wall_ms())

@@ -330,3 +330,28 @@ def test_user_and_role_descriptions_are_kept(rootcoord: RootCoordRpc):
         rootcoord.alter_role("ghost", "x")
     with pytest.raises(RbacRefused, match="not found the user"):
         rootcoord.alter_user("ghost", "x")
+
+
+@every
+def test_collection_histories_give_creation_drops_and_partition_drops(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("keep", SCHEMA)
+    rootcoord.create_collection("gone", SCHEMA)
+    rootcoord.create_partition("keep", "p")
+    rootcoord.create_partition("keep", "q")
+    rootcoord.drop_partition("keep", "p")
+    rootcoord.drop_collection("gone")
+    keep, gone = rootcoord.collection_histories()
+    info = rootcoord.describe_collection("keep")
+    assert keep.collection_id == info.collection_id < gone.collection_id
+    assert keep.created_ts == info.created_ts and keep.dropped_ts is None
+    assert keep.schema.vector.dim == 4
+    (dropped,) = keep.partition_drops
+    assert dropped not in info.partitions.values()
+    assert keep.partitions == {dropped, *info.partitions.values()}
+    before_drop = keep.partition_drops[dropped] - 1
+    assert rootcoord.describe_collection("keep", as_of=before_drop).partitions["p"] == dropped
+    after_drop = rootcoord.describe_collection("keep", as_of=keep.partition_drops[dropped])
+    assert "p" not in after_drop.partitions
+    assert gone.dropped_ts is not None and gone.dropped_ts > gone.created_ts
+    assert not rootcoord.has_collection("gone", as_of=gone.dropped_ts)
+    assert rootcoord.has_collection("gone", as_of=gone.dropped_ts - 1)

@@ -24,6 +24,7 @@ from vectorlog import Client
 from vectorlog.config import Config, ConfigError
 from vectorlog.engines.spark import datanode_job
 from vectorlog.engines.spark.datanode_job import FedLog, FedRecords, RecordGap
+from vectorlog.sdk import probes
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.errors import LogClosed
 from vectorlog.streams.log.base import Append, Log, Record
@@ -325,8 +326,7 @@ def test_a_restart_of_a_spark_engine_client_between_inserts_and_flush_loses_noth
     gate.set()
     first.flush("c", timeout=90)
     first.insert("c", rows(100, 200))
-    node = first.cluster.datanode
-    wait_until(lambda: sum(b.num_rows for b in node.buffers.values()) == 200, 60, "rows in buffers")
+    wait_until(lambda: probes.buffered_rows(first) == 200, 60, "rows in buffers")
     first.insert("c", rows(300, 50))  # maybe not even read by Spark when it closes
     first.close()  # 200 or more rows only in the data node's memory
     store = RocksDBStateStore(first.cfg.state_dir() / "datanode")
