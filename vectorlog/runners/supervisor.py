@@ -1,6 +1,6 @@
 """`vectorlog cluster up`: a foreground supervisor of one cluster-mode cluster on this machine,
 one `vectorlog run ROLE` child per process (rootcoord, datacoord with the query coordinator,
-M query nodes, the data node, the index node, N proxies on consecutive ports), each with its
+M query nodes, K data nodes, the index node, N proxies on consecutive ports), each with its
 state directory `DIR/<name>` and its log `DIR/<name>.log`.
 
 Children start in order, each once the previous one answers /healthz. A child that dies is
@@ -82,15 +82,19 @@ class Shape:
     indexnodes: int = 1
 
     def __post_init__(self) -> None:
-        for what, n in (("proxies", self.proxies), ("querynodes", self.querynodes)):
+        counts = (
+            ("proxies", self.proxies),
+            ("querynodes", self.querynodes),
+            ("datanodes", self.datanodes),
+        )
+        for what, n in counts:
             if n < 1:
                 raise InvalidArgument(f"--{what} must be at least 1, not {n}")
-        for what, n in (("datanodes", self.datanodes), ("indexnodes", self.indexnodes)):
-            if n != 1:
-                raise InvalidArgument(
-                    f"--{what} {n}: only one runs for now (each one writes every channel's "
-                    "binlogs or builds every index, so two would write everything twice)"
-                )
+        if self.indexnodes != 1:
+            raise InvalidArgument(
+                f"--indexnodes {self.indexnodes}: only one runs for now (each one builds "
+                "every index, so two would build everything twice)"
+            )
 
 
 class Supervisor:
@@ -122,7 +126,13 @@ class Supervisor:
         self.children += [
             Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
         ]
-        self.children += [Child("datanode", "datanode"), Child("indexnode", "indexnode")]
+        if shape.datanodes == 1:
+            self.children.append(Child("datanode", "datanode"))
+        else:
+            self.children += [
+                Child("datanode", f"datanode{i}") for i in range(1, shape.datanodes + 1)
+            ]
+        self.children.append(Child("indexnode", "indexnode"))
         for i in range(shape.proxies):
             self.children.append(Child("proxy", f"proxy{i + 1}", port=port + 2 * i))
 
