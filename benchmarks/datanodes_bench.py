@@ -35,7 +35,7 @@ import numpy as np
 from pymilvus import DataType, MilvusClient
 
 from infra.broker import running_broker
-from vectorlog.runners.supervisor import Child, Shape, Supervisor, free_port
+from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Child, Shape, Supervisor, free_port
 
 RESULTS = Path(__file__).parent / "results"
 DIM, BATCH, THREADS, PCHANNELS = 128, 5_000, 2, 4
@@ -80,7 +80,8 @@ def flush(client: MilvusClient, name: str, timeout: float = 900) -> None:
 def divided(sup: Supervisor, nodes: int) -> bool:
     """Whether datacoord's assignment gives every pchannel to one of `nodes` data nodes."""
     dc = next(c for c in sup.children if c.name == "datacoord")
-    text = httpx.get(f"http://127.0.0.1:{dc.metrics_port}/metrics", timeout=5).text
+    auth = {"Authorization": f"Bearer {sup.env[CLUSTER_TOKEN_ENV]}"}
+    text = httpx.get(f"http://127.0.0.1:{dc.metrics_port}/metrics", headers=auth, timeout=5).text
     lines = [ln for ln in text.splitlines() if ln.startswith("vectorlog_data_pchannels_written{")]
     return len(lines) == nodes and sum(float(ln.split()[-1]) for ln in lines) == PCHANNELS
 

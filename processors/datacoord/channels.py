@@ -88,14 +88,19 @@ class DataChannelCoord(ProcessorBase):
         now: Callable[[], int],
         dead_after_s: float = DEAD_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
+        role: str = "datanode",
     ) -> None:
-        """`now()`: a hybrid timestamp for the events' ts; `clock()`: seconds, for liveness."""
+        """`now()`: a hybrid timestamp for the events' ts; `clock()`: seconds, for liveness;
+        `role`: whose nodes it divides the pchannels among (datanode, or indexnode: their
+        index builds, by the segments' pchannels)."""
+        self.role = role
+        self.name = f"{role}-channels"
         self._log, self._topic = log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._pchannels, self._now, self._clock = topics.dml_partitions, now, clock
         self.dead_after_s = dead_after_s
         self.heard: dict[str, Heard] = {}
-        self.fence = ChannelFence()
+        self.fence = ChannelFence(role=role)
         self.offset = -1
         self.caught_up = threading.Event()
         self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
@@ -126,6 +131,8 @@ class DataChannelCoord(ProcessorBase):
                 event = self._serde.decode(rec.value)
             except Exception:  # datacoord dead-letters coord; this reader only skips
                 continue
+            if event.body.get("role", "datanode") != self.role:
+                continue
             if event.type == "DataChannelsAssigned":
                 self.fence.fold(event.body)
             elif event.type == "DataNodeReported":
@@ -153,7 +160,7 @@ class DataChannelCoord(ProcessorBase):
         now = self._clock()
         gone = {(n, h.epoch) for n, h in self.heard.items() if now - h.seen > self.dead_after_s}
         for node, epoch in gone:
-            log.info("datachannels: data node %s (epoch %d) declared dead", node, epoch)
+            log.info("datachannels: %s %s (epoch %d) declared dead", self.role, node, epoch)
             del self.heard[node]
         live = [(n, h.epoch) for n, h in self.heard.items()]
         owners = divide(self.fence.owners, self._pchannels, live)
@@ -163,10 +170,10 @@ class DataChannelCoord(ProcessorBase):
         return self.fence.owners
 
     def _append(self, owners: dict[int, Writer], dead: frozenset[Writer]) -> None:
-        nxt = ChannelFence(owners, dead, self.fence.version + 1)
+        nxt = ChannelFence(owners, dead, self.fence.version + 1, self.role)
         event = Event("DataChannelsAssigned", self._now(), nxt.to_body())
         self._log.append(
             self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
         )
         self.fence = nxt  # its own record comes back with the same content
-        log.info("datachannels: assignment v%d, owners %s", nxt.version, owners)
+        log.info("datachannels: %s assignment v%d, owners %s", self.role, nxt.version, owners)

@@ -8,8 +8,9 @@ Per segment, in id order (a compaction's merged segments before the one they bec
 SegmentOpened, SegmentsSealed, SegmentsFlushStarted, one BinlogPathsSaved holding every
 binlog written (each log id once, in log id order: the writes' order), SegmentFlushed. Then
 each vchannel's newest DataNodeTicked, every live index build (SegmentIndexed; dropped ones
-left out), the newest ChannelCheckpointed, and last the newest DataChannelsAssigned (data
-node writes it fenced are left out; those kept lose their writer: they were accepted).
+left out), the newest ChannelCheckpointed, and last the newest DataChannelsAssigned of each role
+(data node writes it fenced are left out; those kept lose their writer: they were
+accepted).
 Allocations (SegmentsAllocated) are left out:
 they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
 snapshot then the records after it give the state the whole topic gives.
@@ -36,7 +37,7 @@ class CoordFold:
         self.checkpoints: dict[int, dict[str, Any]] = {}  # pchannel -> position
         self.checkpoint_ts = 0
         self.fence = ChannelFence()
-        self.assigned: Event | None = None  # the newest DataChannelsAssigned
+        self.assigned: dict[str, Event] = {}  # role -> its newest DataChannelsAssigned
 
     def apply(self, event: Event) -> None:
         """Folds one event in (types that do not belong on coord, and fenced data node
@@ -45,7 +46,10 @@ class CoordFold:
         if admitted is None:
             return
         if admitted.type == "DataChannelsAssigned":
-            self.assigned = admitted
+            role = admitted.body.get("role", "datanode")
+            prev = self.assigned.get(role)
+            if prev is None or prev.body["version"] <= admitted.body["version"]:
+                self.assigned[role] = admitted
         elif "writer" in admitted.body:
             admitted = Event(
                 admitted.type,
@@ -66,8 +70,7 @@ class CoordFold:
         if self.checkpoints:
             positions = [self.checkpoints[p] for p in sorted(self.checkpoints)]
             out.append(Event("ChannelCheckpointed", self.checkpoint_ts, {"positions": positions}))
-        if self.assigned is not None:
-            out.append(self.assigned)
+        out += [self.assigned[role] for role in sorted(self.assigned)]
         return out
 
     def _seg(self, sid: int) -> dict[str, Event]:

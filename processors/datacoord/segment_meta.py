@@ -103,7 +103,7 @@ class SegmentMeta:
         if event.type == "DataNodeTicked":
             vch = event.body["vchannel"]
             txn.put(tick_key(vch), str(self.ticks[vch]).encode())
-        if event.type == "DataChannelsAssigned":
+        if event.type == "DataChannelsAssigned" and event.body.get("role") == self.fence.role:
             txn.put(FENCE_KEY, json.dumps(self.fence.to_body()).encode())
 
     # -- appliers --------------------------------------------------------------------------

@@ -127,7 +127,11 @@ class IndexState:
         with self.lock, self.store.transaction() as txn:
             self._offset = offset
             event = self.fence.admit(event) if event is not None else None
-            if event is not None and event.type == "DataChannelsAssigned":
+            if (
+                event is not None
+                and event.type == "DataChannelsAssigned"
+                and (event.body.get("role") == self.fence.role)
+            ):
                 txn.put(FENCE, json.dumps(self.fence.to_body()).encode())
             applier = self._appliers.get(event.type) if event is not None else None
             if applier is not None and event is not None:

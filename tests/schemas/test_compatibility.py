@@ -459,11 +459,13 @@ def test_v10_appends_the_data_channel_branches_to_v9():
     assert new[len(old) :] == ["DataNodeReported", "DataChannelsAssigned"]
     owners = [{"pchannel": 0, "node": "dn1", "epoch": 7}]
     plan = {"version": 2, "owners": owners, "dead": [{"node": "dn2", "epoch": 5}]}
-    for event in (
-        Event("DataNodeReported", 110, {"node": "dn1", "epoch": 7, "writing": [0, 2]}),
-        Event("DataChannelsAssigned", 111, plan),
-    ):
+    plan["role"] = "indexnode"
+    beat = {"node": "dn1", "epoch": 7, "writing": [0, 2], "role": "datanode"}
+    for event in (Event("DataNodeReported", 110, beat), Event("DataChannelsAssigned", 111, plan)):
         assert EventSerde().decode(EventSerde().encode(event)) == event
+    del beat["role"]  # the data nodes' by default
+    decoded = EventSerde().decode(EventSerde().encode(Event("DataNodeReported", 112, beat)))
+    assert decoded.body["role"] == "datanode"
 
 
 def test_v9_checkpoints_have_no_writer_and_v10_ones_name_theirs():

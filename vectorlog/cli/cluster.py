@@ -21,7 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--datanodes", type=int, default=1, help="data nodes (they divide the dml channels)"
     )
-    p.add_argument("--indexnodes", type=int, default=1, help="index nodes (only 1 for now)")
+    p.add_argument(
+        "--indexnodes", type=int, default=1, help="index nodes (they divide the index builds)"
+    )
     p.add_argument("--port", type=int, default=19530, help="first proxy's gRPC port; REST +1")
 
 

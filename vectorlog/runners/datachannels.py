@@ -107,7 +107,7 @@ class ChannelDataNode:
         return out
 
     def _folded(self, event: Event) -> None:
-        self.fence.fold(event.body)
+        self.fence.admit(event)  # the data nodes' assignment only
 
     # -- heartbeat and assignment -----------------------------------------------------------
     def beat(self) -> None:
@@ -171,3 +171,61 @@ class ChannelDataNode:
                 close()
             with self._lock:
                 self.starting.pop(p, None)
+
+
+class IndexNodeMember:
+    """An index node's membership of the scale-out: it reports itself on coord every
+    heartbeat (a DataNodeReported of role indexnode) and follows datacoord's division of the
+    pchannels among the index nodes; `owns(pchannel)` says whether it builds the indexes of
+    that pchannel's segments (another node's builds come to it when that node dies). A
+    registration declared dead registers again with a new epoch."""
+
+    ROLE = "indexnode"
+
+    def __init__(
+        self, name: str, log_: Log, topics: Topics, serdes: Serdes, allocate: Callable[[], int]
+    ) -> None:
+        self.name, self._log, self._topic = name, log_, topics.coord
+        self._serde = serdes.for_topic(topics.coord)
+        self._allocate = allocate
+        self.epoch = allocate()
+        self.fence = ChannelFence(role=self.ROLE)
+        self.follower = CoordFollower(
+            log_,
+            self._topic,
+            self._serde,
+            "indexnode-assignments",
+            self._folded,
+            HEARTBEAT_S,
+            self.beat,
+            frozenset({"DataChannelsAssigned"}),
+        )
+
+    def start(self) -> None:
+        log.info("indexnode %s: registered with epoch %d", self.name, self.epoch)
+        self.follower.start()
+
+    def stop(self) -> None:
+        self.follower.stop()
+
+    def close(self) -> None:
+        self.stop()
+
+    def _folded(self, event: Event) -> None:
+        self.fence.admit(event)  # the index nodes' assignment only
+
+    def owns(self, pchannel: int) -> bool:
+        """Returns whether this node builds the indexes of `pchannel`'s segments."""
+        return self.fence.owners.get(pchannel) == (self.name, self.epoch)
+
+    def beat(self) -> None:
+        """Registers again if declared dead, then reports."""
+        if (self.name, self.epoch) in self.fence.dead:
+            old, self.epoch = self.epoch, self._allocate()
+            log.warning("indexnode %s: epoch %d declared dead; now %d", self.name, old, self.epoch)
+        mine = sorted(p for p in self.fence.owners if self.owns(p))
+        body = {"node": self.name, "epoch": self.epoch, "writing": mine, "role": self.ROLE}
+        event = Event("DataNodeReported", self._allocate(), body)
+        self._log.append(
+            self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
+        )

@@ -52,9 +52,10 @@ class _Gauges(Collector):
         routing = getattr(runner, "routing", None)  # the query assignment, if it follows it
         if routing is not None:
             yield from assignment_gauges(routing.assignment, runner.topics.dml_partitions)
-        channels = getattr(runner, "datachannels", None)  # the data channel coordinator
-        if channels is not None:
-            yield data_channel_gauge(channels.fence.owners)
+        for name in ("datachannels", "indexchannels"):  # datacoord's divisions
+            channels = getattr(runner, name, None)
+            if channels is not None:
+                yield data_channel_gauge(channels.role, channels.fence.owners)
 
 
 class HealthServer:

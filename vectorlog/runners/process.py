@@ -11,7 +11,9 @@ coordinator (in the datacoord process) assigns them the dml pchannels, and each 
 that assignment and fans its reads out to the owners (runners.shards, runners.fanout,
 processors.querycoord). Data nodes, any number of them, likewise report on coord and write
 the pchannels datacoord assigns them, fenced by that assignment (runners.datachannels,
-processors.datacoord.channels, storage.channel_fence). Every RPC asks for the cluster's
+processors.datacoord.channels, storage.channel_fence), and index nodes divide the index
+builds by the segments' pchannels the same way (the --indexnode address any one of them:
+each knows every build's progress). Every RPC asks for the cluster's
 token (`Peers.token`). Rootcoord takes the cluster's lease (a second one is refused, naming
 the holder). Every writer of dml (rootcoord, datacoord, each proxy) ticks with its own
 source id (runners.remote, streams.msgstream).
@@ -59,7 +61,7 @@ from vectorlog.rpc.indexnode_client import IndexNodeClient
 from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
-from vectorlog.runners.datachannels import ChannelDataNode
+from vectorlog.runners.datachannels import ChannelDataNode, IndexNodeMember
 from vectorlog.runners.fanout import FanOutQueryNodes
 from vectorlog.runners.remote import RemoteRootCoord
 from vectorlog.runners.shards import ShardNode
@@ -278,7 +280,11 @@ class ProcessRunner:
         self._stack.callback(rc.close)
         self.datachannels: Any = DataChannelCoord(self.log, self.topics, self.serdes, rc.now)
         self._started(self.datachannels)
-        log.info("datachannels: dividing the dml pchannels among the data nodes")
+        self.indexchannels: Any = DataChannelCoord(
+            self.log, self.topics, self.serdes, rc.now, role="indexnode"
+        )
+        self._started(self.indexchannels)
+        log.info("datachannels: dividing the dml pchannels among the data and index nodes")
 
     def _datanode(self) -> None:
         """One of any number of data nodes: it writes the pchannels datacoord assigns it,
@@ -328,6 +334,8 @@ class ProcessRunner:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
+        allocate = functools.partial(rc.allocate_timestamps, 1)
+        member = IndexNodeMember(self.name, self.log, self.topics, self.serdes, allocate)
         self.indexnode: Any = IndexNode(
             self.log,
             self.topics,
@@ -336,9 +344,11 @@ class ProcessRunner:
             self.objects,
             cast(RootCoordService, rc),
             build_threads=self.cfg.index_build_threads,
+            owns=member.owns,  # the builds of the pchannels datacoord assigns it
         )
         self.indexnode.recover()
         log.info("indexnode: recovered")
+        self._started(member)
         self._started(self.indexnode)
 
     def _proxy(self) -> None:

@@ -1,6 +1,6 @@
 """`vectorlog cluster up`: a foreground supervisor of one cluster-mode cluster on this machine,
 one `vectorlog run ROLE` child per process (rootcoord, datacoord with the query coordinator,
-M query nodes, K data nodes, the index node, N proxies on consecutive ports), each with its
+M query nodes, K data nodes, J index nodes, N proxies on consecutive ports), each with its
 state directory `DIR/<name>` and its log `DIR/<name>.log`.
 
 Children start in order, each once the previous one answers /healthz. A child that dies is
@@ -86,15 +86,11 @@ class Shape:
             ("proxies", self.proxies),
             ("querynodes", self.querynodes),
             ("datanodes", self.datanodes),
+            ("indexnodes", self.indexnodes),
         )
         for what, n in counts:
             if n < 1:
                 raise InvalidArgument(f"--{what} must be at least 1, not {n}")
-        if self.indexnodes != 1:
-            raise InvalidArgument(
-                f"--indexnodes {self.indexnodes}: only one runs for now (each one builds "
-                "every index, so two would build everything twice)"
-            )
 
 
 class Supervisor:
@@ -126,13 +122,8 @@ class Supervisor:
         self.children += [
             Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
         ]
-        if shape.datanodes == 1:
-            self.children.append(Child("datanode", "datanode"))
-        else:
-            self.children += [
-                Child("datanode", f"datanode{i}") for i in range(1, shape.datanodes + 1)
-            ]
-        self.children.append(Child("indexnode", "indexnode"))
+        self.children += _several("datanode", shape.datanodes)
+        self.children += _several("indexnode", shape.indexnodes)
         for i in range(shape.proxies):
             self.children.append(Child("proxy", f"proxy{i + 1}", port=port + 2 * i))
 
@@ -147,9 +138,11 @@ class Supervisor:
             args += ["--rpc-port", str(c.rpc_port)]
         if c.role == "proxy":
             args += ["--port", str(c.port), "--rest-port", str(c.port + 1)]
-        for peer in self.children:
-            if peer.role in PEERS and peer.role != c.role:
+        given = set()
+        for peer in self.children:  # of several index nodes, the first (any one answers)
+            if peer.role in PEERS and peer.role != c.role and peer.role not in given:
                 args += [f"--{peer.role}", f"127.0.0.1:{peer.rpc_port}"]
+                given.add(peer.role)
         return args
 
     def spawn(self, c: Child) -> None:
@@ -230,3 +223,10 @@ class Supervisor:
                 c.proc.kill()
                 c.proc.wait()
             self.say(f"{c.name} stopped (exit {c.proc.returncode})")
+
+
+def _several(role: str, n: int) -> list[Child]:
+    """Returns `n` children of a role: named after it if one, else role1, role2, ..."""
+    if n == 1:
+        return [Child(role, role)]
+    return [Child(role, f"{role}{i}") for i in range(1, n + 1)]

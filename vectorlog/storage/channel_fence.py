@@ -19,6 +19,8 @@ from vectorlog.schemas.serde import Event
 
 #: a data node registration: (name, epoch)
 Writer = tuple[str, int]
+#: the DataChannelsAssigned role that fences (the index nodes' assignment only divides work)
+FENCING_ROLE = "datanode"
 
 
 def union_value(value: Any) -> Any:
@@ -54,6 +56,7 @@ class ChannelFence:
     owners: dict[int, Writer] = field(default_factory=dict)
     dead: frozenset[Writer] = frozenset()
     version: int = 0
+    role: str = FENCING_ROLE  # whose assignment this is
 
     def admit(self, event: Event) -> Event | None:
         """Returns `event` as readers apply it: a DataChannelsAssigned is folded in (and
@@ -61,7 +64,8 @@ class ChannelFence:
         ChannelCheckpointed keeps only the positions of pchannels its writer owns (None if
         it keeps none); any other event is returned as is."""
         if event.type == "DataChannelsAssigned":
-            self.fold(event.body)
+            if event.body.get("role", FENCING_ROLE) == self.role:
+                self.fold(event.body)
             return event
         if event.type not in ("BinlogPathsSaved", "ChannelCheckpointed"):
             return event
@@ -80,8 +84,8 @@ class ChannelFence:
         return pchannel is not None and self.owners.get(pchannel) == writer
 
     def fold(self, body: dict[str, Any]) -> None:
-        """Takes a DataChannelsAssigned body as the assignment in force (an older version
-        than the one held is ignored)."""
+        """Takes a DataChannelsAssigned body (of this fence's role: the caller checks) as the
+        assignment in force (an older version than the one held is ignored)."""
         if body["version"] < self.version:
             return
         self.version = body["version"]
@@ -96,4 +100,5 @@ class ChannelFence:
                 {"pchannel": p, "node": n, "epoch": e} for p, (n, e) in sorted(self.owners.items())
             ],
             "dead": [{"node": n, "epoch": e} for n, e in sorted(self.dead)],
+            "role": self.role,
         }

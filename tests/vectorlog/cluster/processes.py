@@ -84,6 +84,7 @@ class ProcessCluster:
         proxies: int = 2,
         querynodes: int = 1,
         datanodes: int = 1,
+        indexnodes: int = 1,
         env: dict[str, str] | None = None,
     ) -> None:
         """`env`: VECTORLOG_* settings every member gets (e.g. VECTORLOG_INGEST_TOPICS)."""
@@ -91,7 +92,7 @@ class ProcessCluster:
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
         self.members: dict[str, Member] = {}
-        several = {"querynode": querynodes, "datanode": datanodes}
+        several = {"querynode": querynodes, "datanode": datanodes, "indexnode": indexnodes}
         for r in BACKEND:
             if several.get(r, 1) == 1:
                 self.members[r] = Member(r, r)
@@ -117,9 +118,10 @@ class ProcessCluster:
             args += ["--port", str(m.port), "--rest-port", str(m.rest_port), "--token", TOKEN]
         if m.role == "ingest":
             args += ["--worker", m.worker]
-        for peer in PEERS:
+        for peer in PEERS:  # of several index nodes, the first (any one answers)
             if peer != m.role:
-                args += [f"--{peer}", self.members[peer].rpc]
+                first = next(p for p in self.members.values() if p.role == peer)
+                args += [f"--{peer}", first.rpc]
         return args
 
     def start(self, name: str, timeout: float = 120) -> Member:

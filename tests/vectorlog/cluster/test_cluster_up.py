@@ -24,7 +24,7 @@ from tests.vectorlog.cluster.processes import free_port
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--indexnodes", "2"], "--indexnodes 2: only one runs for now"),
+        (["--indexnodes", "0"], "--indexnodes must be at least 1, not 0"),
         (["--datanodes", "0"], "--datanodes must be at least 1, not 0"),
     ],
 )
