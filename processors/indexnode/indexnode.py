@@ -437,9 +437,7 @@ class IndexNode(ProcessorBase):
         event = Event("SegmentIndexed", self.rc.now(), body, seg.collection_id, seg.vchannel)
         serde = self.serdes[self.topics.coord]
         self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
-        log.info(
-            "%s: built index %d of segment %d (%d rows)", self.name, job.key[1], job.key[0], n
-        )
+        log.info("%s: built index %d of segment %d (%d rows)", self.name, job.key[1], job.key[0], n)
 
     @staticmethod
     def _paths(seg: SegmentRecord, field_id: int) -> list[str]:
