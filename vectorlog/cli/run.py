@@ -69,8 +69,8 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     except (VectorlogError, OSError) as exc:
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED
+    say.info("%s %s: started", args.role, name)  # logged before /healthz says so
     health.runner, health.state = runner, "ok"
-    say.info("%s %s: started", args.role, name)
     try:
         if args.role == "proxy":
             _serve_proxy(args, runner, cfg)
