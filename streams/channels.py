@@ -26,6 +26,13 @@ def vchannel_name(cluster: str, pchannel: int, collection_id: int, shard: int) -
     return f"{cluster}-dml_{pchannel}_{collection_id}v{shard}"
 
 
+def pchannel_of(vchannel: str) -> int | None:
+    """Returns the pchannel a vchannel name (`vchannel_name`) lies on; None if it is not
+    such a name."""
+    tail = vchannel.rpartition("-dml_")[2].split("_", 1)[0]
+    return int(tail) if tail.isdigit() else None
+
+
 def assign_pchannels(collection_id: int, shards_num: int, num_pchannels: int) -> list[int]:
     """Returns the pchannel (dml partition) of each of a collection's vchannels."""
     return [(collection_id + i) % num_pchannels for i in range(shards_num)]

@@ -8,7 +8,10 @@ Per segment, in id order (a compaction's merged segments before the one they bec
 SegmentOpened, SegmentsSealed, SegmentsFlushStarted, one BinlogPathsSaved holding every
 binlog written (each log id once, in log id order: the writes' order), SegmentFlushed. Then
 each vchannel's newest DataNodeTicked, every live index build (SegmentIndexed; dropped ones
-left out), and the newest ChannelCheckpointed. Allocations (SegmentsAllocated) are left out:
+left out), the newest ChannelCheckpointed, and last the newest DataChannelsAssigned of each role
+(data node writes it fenced are left out; those kept lose their writer: they were
+accepted).
+Allocations (SegmentsAllocated) are left out:
 they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
 snapshot then the records after it give the state the whole topic gives.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from vectorlog.schemas.serde import Event
+from vectorlog.storage.channel_fence import ChannelFence
 
 ALL_INDEXES = -1  # SegmentIndexesDropped.index_id: every index of the collection
 STEPS = ("opened", "sealed", "flushing", "saved", "flushed")
@@ -32,12 +36,31 @@ class CoordFold:
         self.builds: dict[tuple[int, int, int], Event] = {}  # (segment, index, build)
         self.checkpoints: dict[int, dict[str, Any]] = {}  # pchannel -> position
         self.checkpoint_ts = 0
+        self.fence = ChannelFence()
+        self.assigned: dict[str, Event] = {}  # role -> its newest DataChannelsAssigned
 
     def apply(self, event: Event) -> None:
-        """Folds one event in (types that do not belong on coord are ignored)."""
-        handler = getattr(self, "_" + event.type, None)
+        """Folds one event in (types that do not belong on coord, and fenced data node
+        writes, are ignored)."""
+        admitted = self.fence.admit(event)
+        if admitted is None:
+            return
+        if admitted.type == "DataChannelsAssigned":
+            role = admitted.body.get("role", "datanode")
+            prev = self.assigned.get(role)
+            if prev is None or prev.body["version"] <= admitted.body["version"]:
+                self.assigned[role] = admitted
+        elif "writer" in admitted.body:
+            admitted = Event(
+                admitted.type,
+                admitted.ts,
+                {**admitted.body, "writer": None},
+                admitted.collection_id,
+                admitted.vchannel,
+            )
+        handler = getattr(self, "_" + admitted.type, None)
         if handler is not None:
-            handler(event)
+            handler(admitted)
 
     def events(self) -> list[Event]:
         """Returns the snapshot's events, in the order they are to be applied."""
@@ -47,6 +70,7 @@ class CoordFold:
         if self.checkpoints:
             positions = [self.checkpoints[p] for p in sorted(self.checkpoints)]
             out.append(Event("ChannelCheckpointed", self.checkpoint_ts, {"positions": positions}))
+        out += [self.assigned[role] for role in sorted(self.assigned)]
         return out
 
     def _seg(self, sid: int) -> dict[str, Event]:

@@ -8,15 +8,21 @@ consumer, or again after a crash, changes nothing the second time.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections.abc import Callable, Iterable
 
 from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentState
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
+from vectorlog.storage.channel_fence import ChannelFence
 
 SEGMENT_PREFIX = b"segment/"
 TICK_PREFIX = b"tick/"
+#: the data channel assignment in force (storage.channel_fence), as a DataChannelsAssigned body
+FENCE_KEY = b"fence"
+log = logging.getLogger(__name__)
 
 
 def segment_key(segment_id: int) -> bytes:
@@ -36,6 +42,7 @@ class SegmentMeta:
         self.lock = threading.RLock()
         self.segments: dict[int, Segment] = {}
         self.ticks: dict[str, int] = {}
+        self.fence = ChannelFence()  # data node writes of a pchannel another node owns: dropped
         self._appliers: dict[str, Callable[[Event], Iterable[Segment]]] = {
             "SegmentOpened": self._opened,
             "SegmentsAllocated": self._allocated,
@@ -53,6 +60,9 @@ class SegmentMeta:
             self.segments[seg.segment_id] = seg
         for key, raw in self.store.items(TICK_PREFIX):
             self.ticks[key[len(TICK_PREFIX) :].decode()] = int(raw)
+        fence = self.store.get(FENCE_KEY)
+        if fence is not None:
+            self.fence.fold(json.loads(fence))
 
     def sealed_on(self, vchannel: str) -> list[Segment]:
         """Returns the Sealed segments of a vchannel (waiting for its tick to pass their seal)."""
@@ -69,10 +79,18 @@ class SegmentMeta:
 
     def apply(self, event: Event, offset: int | None) -> list[Segment]:
         """Applies one coord event; commits the segments it changed, and `offset + 1` as the
-        consumed position when given, in one transaction. Returns the changed segments."""
-        applier = self._appliers.get(event.type)
+        consumed position when given, in one transaction. Returns the changed segments (a
+        fenced data node write changes none: storage.channel_fence)."""
         with self.lock:
-            changed = list(applier(event)) if applier else []
+            admitted = self.fence.admit(event)
+            if admitted is None:
+                log.warning(
+                    "datacoord: fenced a %s of %s (it no longer owns that pchannel)",
+                    event.type,
+                    event.body.get("writer"),
+                )
+            applier = self._appliers.get(event.type) if admitted is not None else None
+            changed = list(applier(admitted)) if applier and admitted is not None else []
             with self.store.transaction() as txn:
                 self._stage(txn, changed, event)
                 if offset is not None:
@@ -85,6 +103,8 @@ class SegmentMeta:
         if event.type == "DataNodeTicked":
             vch = event.body["vchannel"]
             txn.put(tick_key(vch), str(self.ticks[vch]).encode())
+        if event.type == "DataChannelsAssigned" and event.body.get("role") == self.fence.role:
+            txn.put(FENCE_KEY, json.dumps(self.fence.to_body()).encode())
 
     # -- appliers --------------------------------------------------------------------------
     def _opened(self, e: Event) -> Iterable[Segment]:

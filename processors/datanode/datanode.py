@@ -40,6 +40,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
+from vectorlog.processors.datanode.takeover import Owned, rebuild_index
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import EventApplier
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
@@ -50,6 +51,7 @@ from vectorlog.state.base import StateStore, Transaction
 from vectorlog.state.errors import StateError
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.buffers import DdlBuffer, DeltaBuffer, InsertBuffer
+from vectorlog.storage.channel_fence import writer_body
 from vectorlog.storage.column_read import read_delta_binlog
 from vectorlog.storage.errors import InvalidObjectPath, StorageError
 from vectorlog.storage.merge import check_compactable, compacted_body
@@ -132,13 +134,17 @@ class DataNode(ProcessorBase):
         max_clock_skew_ms: int = DEFAULT_MAX_SKEW_MS,
         ticks: TickPolicy | None = None,
         rows_writer: RowsWriter | None = None,
+        owned: Owned | None = None,
     ) -> None:
         """`dml_log` is where the dml topic is read from: `log` itself (the local engine), or
         a Log whose reader is fed by another engine (the Spark job of vectorlog/engines/spark/). An
         event more than `max_clock_skew_ms` ahead of rootcoord's clock is dead-lettered.
         `ticks`: how the dml writers' ticks are folded (several writers: TickPolicy(warm_up)).
-        `rows_writer`: rows are buffered as log positions and written by it (service.py)."""
+        `rows_writer`: rows are buffered as log positions and written by it (service.py).
+        `owned`: one of several data nodes (module docstring), writing these pchannels."""
         self.rows_writer = rows_writer
+        self.owned = owned
+        self.registration = None if owned is None else owned.writer
         self._ticks = ticks
         self.log, self.topics, self.state, self.objects = log, topics, state, objects
         self.dml_log = dml_log if dml_log is not None else log
@@ -163,6 +169,7 @@ class DataNode(ProcessorBase):
         self._retired: list[tuple[int, int, list[str]]] = []
         self.positions: dict[int, StreamPosition] = {}
         self._coord_next = 0  # the next coord offset to read
+        self._coord_checkpoints: dict[int, StreamPosition] = {}  # the last admitted ones
         self.ticks: dict[int, int] = {}
         self._reported: dict[str, int] = {}
         self._committed: dict[int, StreamPosition] = {}
@@ -185,16 +192,20 @@ class DataNode(ProcessorBase):
     # -- lifecycle ------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
         """Loads the checkpoint, learns every segment from coord, deletes orphaned files."""
-        self._load_state()
+        if self.owned is None:
+            self._load_state()
+        else:
+            self._seed_collections()
         coord_end = 0
         for rec in read_from(self.log, self.topics.coord, self.objects, 0, timeout):
             coord_end = rec.offset + 1
             self._coord_record(rec)
         self._coord_reader = self.log.reader(self.topics.coord, {0: coord_end})
         self._delete_orphans()
-        start = {
-            p: self.positions.get(p, StreamPosition()) for p in range(self.topics.dml_partitions)
-        }
+        if self.owned is not None:
+            self.positions = dict(self._coord_checkpoints)
+            self._rebuild_index()
+        start = {p: self.positions.get(p, StreamPosition()) for p in self.pchannels}
         self.positions = dict(start)
         self._committed = dict(start)
         self._stream = tick_aligned(
@@ -243,6 +254,28 @@ class DataNode(ProcessorBase):
             p = int.from_bytes(key[len(CHECKPOINT_PREFIX) :], "big")
             self.positions[p] = StreamPosition(*json.loads(raw))
 
+    def _seed_collections(self) -> None:
+        """Takes the collections from rootcoord's meta (a takeover starts with an empty
+        state store, and its replay may not bring their CollectionCreated again)."""
+        assert self.owned is not None
+        for h in self.owned.histories():
+            if h.dropped_ts is None:
+                self.schemas[h.collection_id] = h.schema
+            else:
+                self.dropped.add(h.collection_id)
+
+    def _rebuild_index(self) -> None:
+        """Reads the primary-key index of its pchannels back from binlogs (takeover.py)."""
+        assert self.owned is not None
+        mine = [
+            v
+            for v in self.views.by_id.values()
+            if self.pchannel_of.get(v.vchannel) in self.owned.pchannels
+        ]
+        self.newest.update(rebuild_index(self.objects, mine, self.schemas))
+        keys = sum(map(len, self.newest.values()))
+        log.info("data node %s: index of %d keys read back from binlogs", self.name, keys)
+
     def _newest(self, vchannel: str) -> dict[Any, Entry]:
         """Returns a vchannel's primary-key index (key -> its newest row's segment and ts),
         read from the state store at its first use: one record per key, seconds for
@@ -269,16 +302,20 @@ class DataNode(ProcessorBase):
         for cid in sorted(collections):
             for kind in LOG_KINDS:
                 for path in self.objects.list(f"{kind}/{cid}/"):
-                    if path not in referenced and self._of_known_segment(kind, path):
+                    if path not in referenced and self._of_my_segment(kind, path):
                         log.info("deleting orphaned binlog %s", path)
                         self.objects.delete(path)
 
-    def _of_known_segment(self, kind: str, path: str) -> bool:
-        """Whether a file lies under a segment coord named (DDL binlogs: always)."""
+    def _of_my_segment(self, kind: str, path: str) -> bool:
+        """Whether a file lies under a segment coord named (DDL binlogs: always), of a
+        pchannel this node writes (another data node may be writing the others')."""
         if kind == "data_definition_log":
-            return True
+            return self.owned is None
         parts = path.split("/")  # kind/coll/part/seg/...
-        return len(parts) > 3 and parts[3].isdigit() and int(parts[3]) in self.views.by_id
+        if len(parts) <= 3 or not parts[3].isdigit() or int(parts[3]) not in self.views.by_id:
+            return False
+        vch = self.views.by_id[int(parts[3])].vchannel
+        return self.owned is None or self.pchannel_of.get(vch) in self.owned.pchannels
 
     # -- the loop ------------------------------------------------------------------------
     def step(self, timeout: float = 0.05) -> bool:
@@ -307,7 +344,11 @@ class DataNode(ProcessorBase):
         except Exception as exc:  # datacoord dead-letters coord records; skip it here
             log.debug("data node skips coord record %s: %s", rec.offset, exc)
             return
-        self.views.apply(event)
+        admitted = self.views.apply(event)
+        if admitted is not None and admitted.type == "ChannelCheckpointed":
+            for p in admitted.body["positions"]:
+                pos = StreamPosition(p["offset"], p["tick"], p["tick_offset"])
+                self._coord_checkpoints[p["pchannel"]] = pos
         if event.type == "SegmentOpened":  # a vchannel's pchannel, also for replays past its rows
             self.pchannel_of.setdefault(event.body["vchannel"], event.body["pchannel"])
 
@@ -507,7 +548,7 @@ class DataNode(ProcessorBase):
                 continue  # a replay
             ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
             end = self._position(ref, self.positions.get(self._pchannel(ref)))
-            body = saved_body(event, seg, end)
+            body = {**saved_body(event, seg, end), "writer": writer_body(self.registration)}
             saved = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
             record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
             self.log.append(self.topics.coord, [record])
@@ -538,7 +579,7 @@ class DataNode(ProcessorBase):
             saved = Event(
                 "BinlogPathsSaved",
                 self.rc.now(),
-                compacted_body(event, end),
+                {**compacted_body(event, end), "writer": writer_body(self.registration)},
                 ref.collection_id,
                 ref.vchannel,
             )
@@ -673,6 +714,7 @@ class DataNode(ProcessorBase):
             body["start_position"] = self._position(ref, rows.start)
         body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
         crash_point("datanode.write.after_files")
+        body["writer"] = writer_body(self.registration)
         event = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
         record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
@@ -788,7 +830,8 @@ class DataNode(ProcessorBase):
             {"pchannel": p, "offset": pos.offset, "tick": pos.tick, "tick_offset": pos.tick_offset}
             for p, pos in sorted(points.items())
         ]
-        event = Event("ChannelCheckpointed", self.rc.now(), {"positions": positions})
+        body = {"positions": positions, "writer": writer_body(self.registration)}
+        event = Event("ChannelCheckpointed", self.rc.now(), body)
         record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
@@ -803,8 +846,15 @@ class DataNode(ProcessorBase):
             p: min(committed[p].offset, published[p].offset)
             if p in committed and p in published
             else 0
-            for p in range(self.topics.dml_partitions)
+            for p in self.pchannels
         }
+
+    @property
+    def pchannels(self) -> list[int]:
+        """Returns the dml pchannels this node consumes and writes."""
+        if self.owned is not None:
+            return sorted(self.owned.pchannels)
+        return list(range(self.topics.dml_partitions))
 
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
         """Stages each key changed before the checkpoint with its entry as of the checkpoint

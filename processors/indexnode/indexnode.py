@@ -29,6 +29,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,6 +74,7 @@ from vectorlog.storage import (
     int64s,
     read_insert_binlog,
 )
+from vectorlog.streams.channels import pchannel_of
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
@@ -115,10 +117,14 @@ class IndexNode(ProcessorBase):
         build_threads: int = 0,
         min_rows: int = MIN_ROWS_TO_INDEX,
         name: str = "indexnode",
+        owns: Callable[[int], bool] | None = None,
     ) -> None:
-        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the process
-        leaves idle when it starts (threads.BuildThreads); `min_rows`: below it a
-        segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX)."""
+        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the
+        process leaves idle when it starts (threads.BuildThreads); `min_rows`: below it a
+        segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX); `owns(pchannel)`:
+        one of several index nodes, building only the segments of the pchannels it owns
+        (checked at every scheduling: another node's come to it when that one dies)."""
+        self.owns = owns
         self.log, self.topics, self.objects, self.rc = log, topics, objects, rootcoord
         self.build_threads, self.min_rows = BuildThreads(build_threads), min_rows
         self.serdes = {
@@ -150,7 +156,8 @@ class IndexNode(ProcessorBase):
             position = self.state.position(topic)
             for rec in read_from(self.log, topic, self.objects, position, timeout):
                 self._consume(topic, rec)
-        self._delete_orphans()
+        if self.owns is None:  # several: another node's build may be under way
+            self._delete_orphans()
         self._schedule()
 
     def start(self) -> None:
@@ -297,10 +304,19 @@ class IndexNode(ProcessorBase):
                     key = (seg.segment_id, iid)
                     if seg.collection_id != cid or not seg.flushed or seg.num_rows <= 0:
                         continue
+                    if not self._mine(seg):
+                        continue
                     if key in st.built or key in self._inflight or key in self._failed:
                         continue
                     self._inflight.add(key)
                     self._jobs.put(Job(replace(seg, binlogs=dict(seg.binlogs)), dict(index)))
+
+    def _mine(self, seg: SegmentRecord) -> bool:
+        """Whether this node builds a segment's indexes (always, unless one of several)."""
+        if self.owns is None:
+            return True
+        p = pchannel_of(seg.vchannel)
+        return p is not None and self.owns(p)
 
     # -- building ------------------------------------------------------------------------------
     def _work_loop(self) -> None:
@@ -425,6 +441,7 @@ class IndexNode(ProcessorBase):
         event = Event("SegmentIndexed", self.rc.now(), body, seg.collection_id, seg.vchannel)
         serde = self.serdes[self.topics.coord]
         self.log.append(self.topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+        log.info("%s: built index %d of segment %d (%d rows)", self.name, job.key[1], job.key[0], n)
 
     @staticmethod
     def _paths(seg: SegmentRecord, field_id: int) -> list[str]:

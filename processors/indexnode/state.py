@@ -10,6 +10,7 @@ or delete a build's files. Keys:
     dropped-partition/{coll}{part} a dropped partition (likewise; its builds' files deleted)
     segment/{segment}              a segment with binlogs: ids, rows, flushed, binlog paths
     built/{segment}{index}{build}  a SegmentIndexed body (every report, duplicates too)
+    fence                          the data channel assignment (storage.channel_fence)
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from typing import Any
 from vectorlog.processors.indexnode.files import build_files
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
+from vectorlog.storage.channel_fence import ChannelFence
 
 INDEX, DROPPED, SEGMENT, BUILT = b"index/", b"dropped/", b"segment/", b"built/"
 GONE_PARTITION = b"dropped-partition/"
+FENCE = b"fence"
 ALL_INDEXES = -1  # SegmentIndexesDropped.index_id for every index of a collection
 
 
@@ -79,6 +82,7 @@ class IndexState:
         self.segments: dict[int, SegmentRecord] = {}
         self.built: dict[tuple[int, int], dict[int, dict[str, Any]]] = {}
         self._offset = -1  # of the record being applied
+        self.fence = ChannelFence()  # data node writes of a pchannel it lost: ignored
         self._appliers: dict[str, Callable[[Event, Transaction, Effects], None]] = {
             "IndexCreated": self._index_created,
             "IndexDropped": self._index_dropped,
@@ -105,6 +109,9 @@ class IndexState:
         for _, raw in self.store.items(BUILT):
             body = json.loads(raw)
             self._remember(body)
+        fence = self.store.get(FENCE)
+        if fence is not None:
+            self.fence.fold(json.loads(fence))
 
     def position(self, topic: str) -> int:
         """Returns the offset of the next record of `topic` (partition 0) to consume."""
@@ -119,6 +126,13 @@ class IndexState:
         effects = Effects()
         with self.lock, self.store.transaction() as txn:
             self._offset = offset
+            event = self.fence.admit(event) if event is not None else None
+            if (
+                event is not None
+                and event.type == "DataChannelsAssigned"
+                and (event.body.get("role") == self.fence.role)
+            ):
+                txn.put(FENCE, json.dumps(self.fence.to_body()).encode())
             applier = self._appliers.get(event.type) if event is not None else None
             if applier is not None and event is not None:
                 applier(event, txn, effects)

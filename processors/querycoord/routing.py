@@ -36,8 +36,11 @@ class CoordFollower(ProcessorBase):
         on_event: Callable[[Event], None] | None = None,
         tick_s: float | None = None,
         on_tick: Callable[[], object] | None = None,
+        types: frozenset[str] = TYPES,
     ) -> None:
-        """`on_tick()` runs on the follower's thread every `tick_s` seconds."""
+        """`on_tick()` runs on the follower's thread every `tick_s` seconds; `types`: the
+        coord events handed to `on_event`."""
+        self._types = types
         self._log, self._topic, self._serde = log_, topic, serde
         self.name, self._on_event, self._on_tick = name, on_event, on_tick
         self.assignment = Assignment()
@@ -80,7 +83,7 @@ class CoordFollower(ProcessorBase):
         except Exception as exc:  # datacoord dead-letters coord; this reader only skips
             log.debug("%s skips an undecodable coord record: %s", self.name, exc)
             return
-        if event.type not in TYPES:
+        if event.type not in self._types:
             return
         if event.type == "QueryChannelsAssigned":
             nxt = Assignment.from_body(event.body)

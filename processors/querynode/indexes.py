@@ -26,6 +26,7 @@ from vectorlog.processors.querynode.sparsecolumn import SparseSegmentIndex, read
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
+from vectorlog.storage.channel_fence import ChannelFence
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.snapshots import Blobs, stand_in
 
@@ -80,6 +81,7 @@ class IndexLoader(ProcessorBase):
         #: the dml pchannels whose segments' indexes it loads (None: every one)
         self.pchannels: frozenset[int] | None = None
         self._foreign: set[int] = set()  # segments of other pchannels
+        self._fence = ChannelFence()  # data node writes of a pchannel it lost: ignored
         self._snapshot_read = False
         self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
         self._loop = ProcessorLoop(self, join_timeout_s=10)
@@ -130,7 +132,10 @@ class IndexLoader(ProcessorBase):
         except Exception as exc:
             log.info("query node skips an undecodable coord record: %s", exc)
             return
-        body = event.body
+        admitted = self._fence.admit(event)
+        if admitted is None:
+            return
+        event, body = admitted, admitted.body
         if event.type == "SegmentOpened" and self.pchannels is not None:
             if body["pchannel"] not in self.pchannels:
                 self._foreign.add(body["segment_id"])

@@ -37,6 +37,7 @@ from vectorlog.storage import (
     read_delta_binlog,
     read_insert_binlog,
 )
+from vectorlog.storage.channel_fence import ChannelFence
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import StreamPosition
 from vectorlog.streams.snapshots import Blobs, read_from
@@ -66,10 +67,15 @@ class RecoveryPoint:
     segments: dict[int, SegmentFiles] = field(default_factory=dict)  # by id
     dropped: set[int] = field(default_factory=set)  # merged into another by a compaction
     flushed: dict[int, int] = field(default_factory=dict)  # Flushed segment id -> its rows
+    fence: ChannelFence = field(default_factory=ChannelFence)
 
     def apply(self, event: Event) -> None:
-        """Folds one coord event in (events of other types are ignored)."""
-        b = event.body
+        """Folds one coord event in (events of other types, and data node writes fenced by
+        storage.channel_fence, are ignored)."""
+        admitted = self.fence.admit(event)
+        if admitted is None:
+            return
+        event, b = admitted, admitted.body
         if event.type == "ChannelCheckpointed":
             for p in b["positions"]:
                 pos = StreamPosition(p["offset"], p["tick"], p["tick_offset"])

@@ -18,8 +18,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", required=True, help="state directories and logs of the children")
     p.add_argument("--proxies", type=int, default=1, help="proxies (default 1)")
     p.add_argument("--querynodes", type=int, default=1, help="query nodes (default 1)")
-    p.add_argument("--datanodes", type=int, default=1, help="data nodes (only 1 for now)")
-    p.add_argument("--indexnodes", type=int, default=1, help="index nodes (only 1 for now)")
+    p.add_argument(
+        "--datanodes", type=int, default=1, help="data nodes (they divide the dml channels)"
+    )
+    p.add_argument(
+        "--indexnodes", type=int, default=1, help="index nodes (they divide the index builds)"
+    )
     p.add_argument("--port", type=int, default=19530, help="first proxy's gRPC port; REST +1")
     p.add_argument(
         "--standby",

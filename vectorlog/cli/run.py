@@ -88,8 +88,8 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     except (VectorlogError, OSError) as exc:
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED
+    say.info("%s %s: started", args.role, name)  # logged before /healthz says so
     health.runner, health.state = runner, "ok"
-    say.info("%s %s: started", args.role, name)
     code = 0
     try:
         if args.role == "proxy":

@@ -23,6 +23,7 @@ from vectorlog.processors.querynode.recovery import writes_of
 from vectorlog.processors.rootcoord.rootcoord import BROADCAST
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import CompactionSource
+from vectorlog.storage.channel_fence import ChannelFence
 
 DDL_FIRST = -1  # at one ts a DDL copy goes before the rows (never happens: distinct stamps)
 
@@ -45,10 +46,14 @@ class SourceSegment:
 
 
 def fold_segments(coord: list[Event]) -> dict[int, SourceSegment]:
-    """Returns every segment the coord events name, with its binlogs in written order."""
+    """Returns every segment the coord events name, with its binlogs in written order
+    (fenced data node writes left out: storage.channel_fence)."""
     out: dict[int, SourceSegment] = {}
-    for event in coord:
-        b = event.body
+    fence = ChannelFence()
+    for admitted in map(fence.admit, coord):
+        if admitted is None:
+            continue
+        event, b = admitted, admitted.body
         if event.type == "SegmentOpened":
             _get(out, b["segment_id"]).opened = True
         elif event.type == "BinlogPathsSaved":

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from vectorlog.runners.query_metrics import assignment_gauges
+from vectorlog.runners.query_metrics import assignment_gauges, data_channel_gauge
 
 PROCESSORS = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
 
@@ -53,6 +53,10 @@ class _Gauges(Collector):
         routing = getattr(runner, "routing", None)  # the query assignment, if it follows it
         if routing is not None:
             yield from assignment_gauges(routing.assignment, runner.topics.dml_partitions)
+        for name in ("datachannels", "indexchannels"):  # datacoord's divisions
+            channels = getattr(runner, name, None)
+            if channels is not None:
+                yield data_channel_gauge(channels.role, channels.fence.owners)
 
 
 class HealthServer:

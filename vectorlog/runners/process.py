@@ -9,12 +9,17 @@ operator's unit files or manifests name them as they name the broker. Query node
 of them, are the exception: each reports its address and epoch on the coord topic, the query
 coordinator (in the datacoord process) assigns them the dml pchannels, and each proxy follows
 that assignment and fans its reads out to the owners (runners.shards, runners.fanout,
-processors.querycoord). Every RPC asks for the cluster's token (`Peers.token`). Rootcoord and
-datacoord each take the cluster's lease of their role (a second one is refused, naming the
-holder, unless it is a standby: it waits, then takes over once the leader is gone); their
-processors append through the lease (streams.log.fenced), so a fenced leader appends nothing
-more, and `fenced` says why the process must stop. Every writer of dml (rootcoord, datacoord,
-each proxy) ticks with its own source id (runners.remote, streams.msgstream).
+processors.querycoord). Data nodes, any number of them, likewise report on coord and write
+the pchannels datacoord assigns them, fenced by that assignment (runners.datachannels,
+processors.datacoord.channels, storage.channel_fence), and index nodes divide the index
+builds by the segments' pchannels the same way (the --indexnode addresses: any one of them
+knows every build's progress). Every RPC asks for the cluster's token (`Peers.token`).
+Rootcoord and datacoord each take the cluster's lease of their role (a second one is
+refused, naming the holder, unless it is a standby: it waits, then takes over once the
+leader is gone); their processors append through the lease (streams.log.fenced), so a
+fenced leader appends nothing more, and `fenced` says why the process must stop. Every
+writer of dml (rootcoord, datacoord, each proxy) ticks with its own source id
+(runners.remote, streams.msgstream).
 
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
@@ -33,13 +38,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError
 from vectorlog.core.errors import VectorlogError
+from vectorlog.processors.datacoord.channels import DataChannelCoord
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datanode.datanode import DataNode
+from vectorlog.processors.datanode.takeover import Owned
 from vectorlog.processors.indexnode.indexnode import IndexNode
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
@@ -60,6 +68,7 @@ from vectorlog.rpc.indexnode_client import IndexNodeClient
 from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
+from vectorlog.runners.datachannels import ChannelDataNode, IndexNodeMember
 from vectorlog.runners.fanout import FanOutQueryNodes
 from vectorlog.runners.remote import RemoteRootCoord
 from vectorlog.runners.shards import ShardNode
@@ -67,6 +76,7 @@ from vectorlog.runners.standalone import _claim, _open_state, open_log
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore
+from vectorlog.storage.channel_fence import Writer
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log
@@ -173,6 +183,7 @@ class ProcessRunner:
             "rootcoord": self._rootcoord,
             "datacoord": self._datacoord,
             "querycoord": self._querycoord,
+            "datachannels": self._datachannels,
             "querynode": self._querynode,
             "datanode": self._datanode,
             "indexnode": self._indexnode,
@@ -350,31 +361,67 @@ class ProcessRunner:
         )
         self._stack.callback(self.querynode.close)
 
-    def _datanode(self) -> None:
+    def _datachannels(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
-        store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datanode"))
-        self.datanode: Any = DataNode(
-            self.log,
-            self.topics,
-            self.serdes,
-            store,
-            self.objects,
-            cast(RootCoordService, rc),
-            buffer_bytes=int(self.cfg.datanode_buffer_mb * (1 << 20)),
-            max_clock_skew_ms=self.cfg.max_clock_skew_ms,
-            ticks=SEVERAL_WRITERS,
+        self.datachannels: Any = DataChannelCoord(self.writes, self.topics, self.serdes, rc.now)
+        self._started(self.datachannels)
+        self.indexchannels: Any = DataChannelCoord(
+            self.writes, self.topics, self.serdes, rc.now, role="indexnode"
         )
-        self.datanode.recover()
+        self._started(self.indexchannels)
+        log.info("datachannels: dividing the dml pchannels among the data and index nodes")
+
+    def _datanode(self) -> None:
+        """One of any number of data nodes: it writes the pchannels datacoord assigns it,
+        one DataNode each (runners.datachannels)."""
+        rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
+        self._stack.callback(rc.close)
+
+        def one(p: int, folder: Path, writer: Writer) -> tuple[DataNode, Callable[[], None]]:
+            store = RocksDBStateStore(folder)
+            dn = DataNode(
+                self.log,
+                self.topics,
+                self.serdes,
+                store,
+                self.objects,
+                cast(RootCoordService, rc),
+                name=f"datanode-p{p}",
+                buffer_bytes=int(self.cfg.datanode_buffer_mb * (1 << 20)),
+                max_clock_skew_ms=self.cfg.max_clock_skew_ms,
+                ticks=SEVERAL_WRITERS,
+                owned=Owned(frozenset({p}), writer, rc.collection_histories),
+            )
+
+            def close() -> None:
+                try:
+                    dn.close()
+                finally:
+                    store.close()
+
+            try:
+                dn.recover()
+            except BaseException:
+                close()
+                raise
+            log.info("datanode: pchannel %d from dml offset %d", p, dn.positions[p].offset)
+            return dn, close
+
+        folder = self.cfg.state_dir() / "datanode"
+        allocate = functools.partial(rc.allocate_timestamps, 1)
+        self.datanode: Any = ChannelDataNode(
+            self.name, self.log, self.topics, self.serdes, folder, one, allocate
+        )
         self._stack.callback(self.datanode.close)
-        at = {p: pos.offset for p, pos in self.datanode.positions.items()}
-        log.info("datanode: recovered; dml from %s", at)
         self._started(self.datanode)
 
     def _indexnode(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
+        allocate = functools.partial(rc.allocate_timestamps, 1)
+        member = IndexNodeMember(self.name, self.log, self.topics, self.serdes, allocate)
         self.indexnode: Any = IndexNode(
             self.log,
             self.topics,
@@ -383,9 +430,11 @@ class ProcessRunner:
             self.objects,
             cast(RootCoordService, rc),
             build_threads=self.cfg.index_build_threads,
+            owns=member.owns,  # the builds of the pchannels datacoord assigns it
         )
         self.indexnode.recover()
         log.info("indexnode: recovered")
+        self._started(member)
         self._started(self.indexnode)
 
     def _proxy(self) -> None:

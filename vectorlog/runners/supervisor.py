@@ -1,10 +1,10 @@
 """`vectorlog cluster up`: a foreground supervisor of one cluster-mode cluster on this machine,
 one `vectorlog run ROLE` child per process (rootcoord, datacoord with the query coordinator,
-M query nodes, the data node, the index node, N proxies on consecutive ports), each with its
+M query nodes, K data nodes, J index nodes, N proxies on consecutive ports), each with its
 state directory `DIR/<name>` and its log `DIR/<name>.log`. With standbys, a second rootcoord
 and datacoord (`rootcoord-standby`, `datacoord-standby`) wait for the leader's lease; every
 coordinator runs with --standby (a restarted leader waits as well), and every child is given
-both addresses of each, so the clients follow the leader.
+every address of each peer role, so the clients follow the leader (or any index node).
 
 Children start in order, each once the previous one answers /healthz. A child that dies is
 started again after a backoff (1 s, doubling to 30 s, reset once it stayed up a minute), and
@@ -89,15 +89,15 @@ class Shape:
     standby: bool = False
 
     def __post_init__(self) -> None:
-        for what, n in (("proxies", self.proxies), ("querynodes", self.querynodes)):
+        counts = (
+            ("proxies", self.proxies),
+            ("querynodes", self.querynodes),
+            ("datanodes", self.datanodes),
+            ("indexnodes", self.indexnodes),
+        )
+        for what, n in counts:
             if n < 1:
                 raise InvalidArgument(f"--{what} must be at least 1, not {n}")
-        for what, n in (("datanodes", self.datanodes), ("indexnodes", self.indexnodes)):
-            if n != 1:
-                raise InvalidArgument(
-                    f"--{what} {n}: only one runs for now (each one writes every channel's "
-                    "binlogs or builds every index, so two would write everything twice)"
-                )
 
 
 class Supervisor:
@@ -134,7 +134,8 @@ class Supervisor:
         self.children += [
             Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
         ]
-        self.children += [Child("datanode", "datanode"), Child("indexnode", "indexnode")]
+        self.children += _several("datanode", shape.datanodes)
+        self.children += _several("indexnode", shape.indexnodes)
         for i in range(shape.proxies):
             self.children.append(Child("proxy", f"proxy{i + 1}", port=port + 2 * i))
 
@@ -235,3 +236,10 @@ class Supervisor:
                 c.proc.kill()
                 c.proc.wait()
             self.say(f"{c.name} stopped (exit {c.proc.returncode})")
+
+
+def _several(role: str, n: int) -> list[Child]:
+    """Returns `n` children of a role: named after it if one, else role1, role2, ..."""
+    if n == 1:
+        return [Child(role, role)]
+    return [Child(role, f"{role}{i}") for i in range(1, n + 1)]

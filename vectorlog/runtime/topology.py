@@ -150,6 +150,18 @@ CLUSTER = Topology(
             stateful=False,  # its state is the coord topic
             cluster_only=True,
         ),
+        # divides the dml pchannels among the data nodes (processors/datacoord/channels.py);
+        # Standalone's one data node writes every pchannel unfenced
+        ProcessorSpec(
+            "datachannels",
+            "datacoord",
+            consumes=("coord",),
+            produces=("coord",),
+            needs=("rootcoord",),
+            singleton=True,
+            stateful=False,  # its state is the coord topic
+            cluster_only=True,
+        ),
         # any number in cluster mode, each serving the pchannels assigned to it
         ProcessorSpec(
             "querynode",
@@ -160,14 +172,13 @@ CLUSTER = Topology(
             needs=("rootcoord", "querycoord"),
             stateful=False,  # rebuilt at start (a cache of Flushed segments may be kept)
         ),
-        # one data node consumes every pchannel today: two would write every binlog twice
+        # any number in cluster mode, each writing the pchannels datachannels assigns it
         ProcessorSpec(
             "datanode",
             "datanode",
             consumes=("dml", "coord"),
             produces=("coord", "dlq"),
-            needs=("rootcoord",),
-            singleton=True,
+            needs=("rootcoord", "datachannels"),
         ),
         ProcessorSpec(
             "indexnode",

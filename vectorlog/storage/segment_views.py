@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vectorlog.schemas.serde import Event
+from vectorlog.storage.channel_fence import ChannelFence
 
 COMPOUND_LOG_ID = 1  # the compound stats log's id (paths.compound_stats_path)
 
@@ -36,14 +37,23 @@ class SegmentViews:
         self.by_id: dict[int, SegmentView] = {}
         self.ddl_ts: dict[int, int] = {}  # collection -> newest DDL ts in its DDL binlogs
         self.pending: set[int] = set()  # sealed, not yet written in full
+        self.fence = ChannelFence()  # writes of a pchannel another data node owns: ignored
 
     def get(self, segment_id: int) -> SegmentView:
         if segment_id not in self.by_id:
             self.by_id[segment_id] = SegmentView(segment_id)
         return self.by_id[segment_id]
 
-    def apply(self, event: Event) -> None:
-        """Folds one coord event into the views (events of other types are ignored)."""
+    def apply(self, event: Event) -> Event | None:
+        """Folds one coord event into the views (events of other types are ignored).
+        Returns it as admitted (storage.channel_fence; None: a fenced data node write)."""
+        admitted = self.fence.admit(event)
+        if admitted is None:
+            return None
+        self._apply(admitted)
+        return admitted
+
+    def _apply(self, event: Event) -> None:
         b = event.body
         if event.type == "SegmentOpened":
             seg = self.get(b["segment_id"])

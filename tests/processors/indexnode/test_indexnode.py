@@ -5,6 +5,7 @@ and failed builds that never stop it."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,8 @@ MIN_ROWS = 100  # segments of >= 100 rows get the index type asked for (HNSW her
 class Cluster:
     """An IndexNode on a real log with a memory state store it can be restarted on."""
 
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: Log, owns: Callable[[int], bool] | None = None) -> None:
+        self.owns = owns
         self.log, self.disk, self.objects = log, MemoryDisk(), MemoryObjectStore()
         self.topics = Topics(unique_topic("ix"), dml_partitions=1)
         self.topics.ensure(log)
@@ -49,8 +51,9 @@ class Cluster:
     def open(self) -> IndexNode:
         store = MemoryStateStore(self.disk)
         node = IndexNode(
-            self.log, self.topics, Serdes(), store, self.objects, self.rc, min_rows=MIN_ROWS
-        )
+            self.log, self.topics, Serdes(), store, self.objects, self.rc, min_rows=MIN_ROWS,
+            owns=self.owns,
+        )  # fmt: skip
         node.recover()
         node.start()
         return node
@@ -85,6 +88,7 @@ class Cluster:
         flushed: bool = True,
         damage: bytes | None = None,
         partition: int = PID,
+        vchannel: str = "v0",
     ) -> None:
         """Writes one insert log per field of `rows` new rows and reports it (BinlogPathsSaved;
         `damage` replaces the vector log's bytes)."""
@@ -109,7 +113,8 @@ class Cluster:
                       "timestamp_to": 2, "size": len(data)}  # fmt: skip
             logs.append({"field_id": field, "binlogs": [binlog]})
         body = {
-            "segment_id": sid, "collection_id": CID, "partition_id": partition, "vchannel": "v0",
+            "segment_id": sid, "collection_id": CID, "partition_id": partition,
+            "vchannel": vchannel,
             "field_binlogs": logs, "delta_binlogs": [], "stats_binlogs": [], "ddl_binlogs": [],
             "num_rows": len(self.vectors[sid]), "start_position": None, "end_position": None,
             "flushed": flushed,
@@ -329,3 +334,19 @@ def test_dropping_a_partition_forgets_its_segments_and_deletes_their_files(clust
     cluster.segment(503, 120)  # a late report of the dropped partition: ignored
     cluster.restart()
     assert cluster.node.progress(CID, IID) == IndexProgress(130, 130, 0, FINISHED)
+
+
+def test_one_of_several_index_nodes_builds_the_segments_of_its_pchannels_only(log: Log):
+    owned = {0}  # datacoord's division, as runners.datachannels.IndexNodeMember follows it
+    cluster = Cluster(log, owns=lambda p: p in owned)
+    try:
+        cluster.create_index()
+        cluster.segment(501, 120, vchannel="c-dml_0_10v0")
+        cluster.segment(502, 120, vchannel="c-dml_1_10v1")  # another node's
+        wait_until(lambda: cluster.events("SegmentIndexed"), 30, "a build")
+        assert [b["segment_id"] for b in cluster.events("SegmentIndexed")] == [501]
+        owned.add(1)  # that node died: its pchannel came here
+        wait_until(lambda: len(cluster.events("SegmentIndexed")) == 2, 30, "the other build")
+        assert {b["segment_id"] for b in cluster.events("SegmentIndexed")} == {501, 502}
+    finally:
+        cluster.node.stop()

@@ -79,7 +79,7 @@ class Member:
 class ProcessCluster:
     """`vectorlog run` children for every role; `close()` stops them all (SIGTERM, then
     SIGKILL). Every child's stderr goes to `dir/<name>.log`. With `querynodes` > 1 the query
-    nodes are querynode1, querynode2, ...; with one, querynode."""
+    nodes are querynode1, querynode2, ...; with one, querynode (data nodes likewise)."""
 
     def __init__(
         self,
@@ -87,6 +87,8 @@ class ProcessCluster:
         dir: Path,  # noqa: A002
         proxies: int = 2,
         querynodes: int = 1,
+        datanodes: int = 1,
+        indexnodes: int = 1,
         env: dict[str, str] | None = None,
         standby: bool = False,
     ) -> None:
@@ -97,16 +99,17 @@ class ProcessCluster:
         self.cluster = f"c{uuid.uuid4().hex[:10]}"
         self.storage = dir / "storage"
         self.members: dict[str, Member] = {}
+        several = {"querynode": querynodes, "datanode": datanodes, "indexnode": indexnodes}
         for r in BACKEND:
             if r in LEASED and standby:
                 self.members[r] = Member(r, r)
                 self.members[f"{r}-standby"] = Member(r, f"{r}-standby")
                 continue
-            if r != "querynode" or querynodes == 1:
+            if several.get(r, 1) == 1:
                 self.members[r] = Member(r, r)
                 continue
-            for i in range(1, querynodes + 1):
-                self.members[f"querynode{i}"] = Member(r, f"querynode{i}")
+            for i in range(1, several[r] + 1):
+                self.members[f"{r}{i}"] = Member(r, f"{r}{i}")
         for i in range(1, proxies + 1):
             self.members[f"proxy{i}"] = Member("proxy", f"proxy{i}")
 

@@ -23,12 +23,21 @@ from tests.support import wait_until
 from tests.vectorlog.cluster.processes import free_port
 
 
-def test_several_data_nodes_are_refused_before_anything_starts(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--indexnodes", "0"], "--indexnodes must be at least 1, not 0"),
+        (["--datanodes", "0"], "--datanodes must be at least 1, not 0"),
+    ],
+)
+def test_a_shape_it_cannot_run_is_refused_before_anything_starts(
+    tmp_path: Path, option: list[str], message: str
+):
     argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--log", "kafka://x:1"]
-    argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d"), "--datanodes", "2"]
+    argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d"), *option]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "--datanodes 2: only one runs for now" in done.stderr
+    assert message in done.stderr
     assert not (tmp_path / "d").exists()
 
 

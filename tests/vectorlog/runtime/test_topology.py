@@ -86,7 +86,8 @@ def test_standalone_runs_every_processor_of_the_topology_on_its_loop_thread(tmp_
     try:
         assert cluster.topology is CLUSTER
         local = [spec for spec in CLUSTER.processors if not spec.cluster_only]
-        assert [spec.name for spec in CLUSTER.processors if spec.cluster_only] == ["querycoord"]
+        only = [spec.name for spec in CLUSTER.processors if spec.cluster_only]
+        assert only == ["querycoord", "datachannels"]
         assert all(getattr(cluster, spec.name) is not None for spec in local)
         assert running_threads() & loops == (before & loops) + loops  # one thread each
     finally:
