@@ -167,6 +167,12 @@ class Proxy:
         keys = a.string_list("property_keys", delete_keys) or []
         self.rc.alter_collection_properties(a.name("collection", name), props, keys)
 
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        """Adds a nullable scalar `field` to a collection (or alias target): rows written
+        before read as its default value, else null. Raises InvalidArgument (Milvus's
+        rules, core/added_fields.py), CollectionNotFound."""
+        self.rc.add_collection_field(a.name("collection", name), field)
+
     def create_partition(self, collection: str, partition: str) -> None:
         self.rc.create_partition(collection, partition)
 
