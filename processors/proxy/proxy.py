@@ -518,7 +518,7 @@ class Proxy:
         if level is None:
             level = collection_level(info.properties)
         g = guarantee(level, self.rc.strong_ts, at.session_ts, at.as_of)
-        ts = max(g.wait_for, info.created_ts)
+        ts = max(g.wait_for, info.created_ts, info.schema_ts)  # the node has every field
         tsafe = self.qn.tsafe(info.pchannels)
         if tsafe < ts:
             if at.as_of is not None:  # nothing stamped in (quiet tick, as_of]: same answer

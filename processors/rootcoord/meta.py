@@ -153,6 +153,7 @@ def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionIn
         list(rec["aliases"]),
         copy.deepcopy(rec["indexes"]),
         rec.get("db", DEFAULT_DATABASE),
+        rec.get("schema_ts", rec["created_ts"]),
     )
 
 
@@ -544,7 +545,7 @@ class MetaTable:
         new = FieldSchema.from_avro(e.body["field"])
         if added_field(schema, replace(new, field_id=0)).field_id != new.field_id:
             raise InvalidArgument(f"field {new.name!r} has id {new.field_id}, not the next one")
-        rec["schema"] = with_field(schema, new).to_avro()
+        rec["schema"], rec["schema_ts"] = with_field(schema, new).to_avro(), e.ts
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _database_created(self, e: Event) -> Writes:

@@ -330,6 +330,11 @@ def _unimplemented_handler(name: str) -> Callable[..., Any]:
     return handler
 
 
+#: RPCs served for some requests only (the others answer merr 10 in their status):
+#: AlterCollectionSchema adds one field (add_collection_field), nothing else
+PARTLY_SERVED = frozenset({"AlterCollectionSchema"})
+
+
 def served_rpcs() -> frozenset[str]:
     """Returns the MilvusService RPCs vectorlog serves (the others answer merr 10)."""
     generated = milvus_pb2_grpc.MilvusServiceServicer
