@@ -153,7 +153,7 @@ def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionIn
         list(rec["aliases"]),
         copy.deepcopy(rec["indexes"]),
         rec.get("db", DEFAULT_DATABASE),
-        int(rec.get("schema_ts", rec["created_ts"])),
+        rec.get("schema_ts") or rec["created_ts"],
     )
 
 
