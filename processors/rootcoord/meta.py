@@ -507,6 +507,11 @@ class MetaTable:
 
     def _index_created(self, e: Event) -> Writes:
         rec, b = self._live(e.body["collection_id"]), e.body
+        if b["field_id"] in rec.get("added_fields", []):
+            raise InvalidArgument(
+                f"vectorlog cannot index field {b['field_name']!r} yet: it was added to the "
+                "collection (add_collection_field) and older segments hold no values of it"
+            )
         if b["index_name"] in rec["indexes"]:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}")
         if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):
@@ -546,6 +551,7 @@ class MetaTable:
         if added_field(schema, replace(new, field_id=0)).field_id != new.field_id:
             raise InvalidArgument(f"field {new.name!r} has id {new.field_id}, not the next one")
         rec["schema"], rec["schema_ts"] = with_field(schema, new).to_avro(), e.ts
+        rec["added_fields"] = [*rec.get("added_fields", []), new.field_id]
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _database_created(self, e: Event) -> Writes:

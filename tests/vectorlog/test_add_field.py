@@ -7,15 +7,21 @@ are refused with Milvus's messages and nothing written. On both log backends."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.clients import ClientFactory, ddl_changes
 from tests.support import wait_until
+from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
+from vectorlog.config import Config
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument
 from vectorlog.core.model import DataType
+from vectorlog.jobs.rebuild import rebuild
+from vectorlog.streams.log.base import start_offsets
 
 OLD, NEW = range(0, 15), range(15, 20)
 
@@ -147,3 +153,69 @@ def test_a_duplicate_name_or_unknown_collection_is_refused(client: Client):
     with pytest.raises(CollectionNotFound, match="nope"):
         client.add_collection_field("nope", "tag", DataType.INT32, nullable=True)
     assert len(ddl_changes(client)) == before
+
+
+@pytest.mark.usefixtures("spark")
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_the_spark_engine_writes_an_added_field_and_a_bulk_insert_may_leave_it_out(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client(datanode="spark", spark_writes="executors")
+    client.create_collection("c", dimension=2, consistency_level="Strong")
+    client.insert("c", rows(range(0, 10)))
+    client.flush("c", timeout=300)  # Flushed before the add (the first waits for Spark)
+    client.insert("c", rows(range(10, 15)))  # buffered across it: records without the field
+    add_fields(client)
+    client.insert("c", rows(range(15, 18), tag="x", score=1))
+    files = tmp_path / "rows.json"  # one row gives the fields, one leaves them out
+    files.write_text(
+        json.dumps({"rows": [*rows(range(19, 20)), *rows(range(18, 19), tag="x", score=1)]})
+    )
+    assert client.bulk_insert("c", [str(files)])["row_count"] == 2
+    client.flush("c", timeout=90)
+    job = client.cluster.spark_job
+    assert job.writer is not None and job.writer.parts_written > 0 and job.failure is None
+    client.close()
+    reopened = open_client()  # the local engine; the query node loads every binlog
+    got = reopened.query("c", "id >= 0", output_fields=["tag", "score"])
+    old = [(k, None, 7) for k in [*range(15), 19]]
+    assert sorted((r["id"], r["tag"], r["score"]) for r in got) == sorted(
+        old + [(k, "x", 1) for k in range(15, 19)]
+    )
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_truncated_source_with_an_added_field_is_rebuilt_from_its_binlogs(tmp_path: Path):
+    uri = str(tmp_path / "db")
+    fast = {"log_retention_ms": 0, "log_retention_check_s": 0.2, "tick_interval_ms": 50}
+    source = Client(uri, **fast)  # retention deletes every dml record the binlogs hold
+    source.create_collection("c", dimension=2, consistency_level="Strong")
+    source.insert("c", rows(range(0, 10)))
+    source.flush("c")
+    source.insert("c", rows(range(10, 15)))
+    add_fields(source)
+    source.insert("c", rows(NEW, tag="x", score=1))
+    source.flush("c")
+    last = source.cluster.rootcoord.now()
+    used = source.cluster.proxy.describe_collection("c").pchannels
+    log, dml = source.cluster.log, source.cluster.topics.dml
+    cut = lambda: all(start_offsets(log, dml)[p] > 0 for p in used)  # noqa: E731
+    wait_until(cut, 60.0, "retention to delete the flushed dml records")
+    source.close()
+    rebuild(Config.load(log=uri), str(tmp_path / "rebuilt"), last)
+    rebuilt = Client(str(tmp_path / "rebuilt"), tick_interval_ms=50)
+    caught_up(rebuilt)
+    check_reads(rebuilt)
+    rebuilt.close()
+
+
+def test_an_index_on_an_added_field_is_refused_and_nothing_written(client: Client):
+    client.create_collection("c", dimension=2)
+    add_fields(client)
+    params = client.prepare_index_params()
+    params.add_index("score", index_type="INVERTED")
+    before = len(ddl_changes(client))
+    with pytest.raises(InvalidArgument, match="cannot index field 'score' yet"):
+        client.create_index("c", params)
+    assert len(ddl_changes(client)) == before
+    assert client.list_indexes("c", field_name="score") == []
