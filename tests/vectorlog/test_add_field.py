@@ -219,3 +219,12 @@ def test_an_index_on_an_added_field_is_refused_and_nothing_written(client: Clien
         client.create_index("c", params)
     assert len(ddl_changes(client)) == before
     assert client.list_indexes("c", field_name="score") == []
+
+
+def test_a_collection_holds_at_most_64_fields(client: Client):
+    client.create_collection("c", dimension=2)  # id, vector (and $meta, not counted)
+    for i in range(62):
+        client.add_collection_field("c", f"f{i}", DataType.BOOL, nullable=True)
+    with pytest.raises(InvalidArgument, match="The number of fields has reached the maximum"):
+        client.add_collection_field("c", "one_more", DataType.BOOL, nullable=True)
+    assert len(client.describe_collection("c")["fields"]) == 64
