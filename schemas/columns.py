@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.added_fields import absent_values, fillable
 from vectorlog.core.model import CollectionSchema, DataType
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE
@@ -124,13 +125,25 @@ def decode_column(column: Any, num_rows: int) -> Any:
 def with_dynamic(schema: CollectionSchema, columns: list[dict], num_rows: int) -> list[dict]:
     """Returns a RowsInserted's `columns` with the dynamic field's column added (`{}` for
     every row) if the collection has one and the event left it out (no row had a dynamic
-    key, so the writer saved encoding it); else `columns` as they are."""
+    key, so the writer saved encoding it), and with a column of each field added to the
+    collection after the event was written (core/added_fields.py: its default value, else
+    null, in every row); else `columns` as they are."""
+    present = {c["field_name"] for c in columns}
+    added = [
+        {
+            "field_id": f.field_id,
+            "field_name": f.name,
+            "column": encode_column(f.dtype, absent_values(f, num_rows)),
+        }
+        for f in schema.fields
+        if f.name not in present and fillable(f)
+    ]
     dyn = schema.dynamic
-    if dyn is None or any(c["field_name"] == dyn.name for c in columns):
-        return columns
+    if dyn is None or dyn.name in present:
+        return [*columns, *added] if added else columns
     meta = {
         "field_id": dyn.field_id,
         "field_name": dyn.name,
         "column": encode_column(DataType.JSON, [{}] * num_rows),
     }
-    return [*columns, meta]
+    return [*columns, *added, meta]

@@ -35,9 +35,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from vectorlog.core.added_fields import absent_values, with_field
 from vectorlog.core.faults import CrashPointReached, crash_point
 from vectorlog.core.hybridts import physical_ms
-from vectorlog.core.model import CollectionSchema
+from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
@@ -380,6 +381,8 @@ class DataNode(ProcessorBase):
             self._created(event)
         elif event.type == "CollectionDropped":
             self._dropped(event.body["collection_id"])
+        elif event.type == "CollectionFieldAdded":
+            self._field_added(event)
         elif event.type == "RowsInserted":
             self._inserted(event, before)
         elif event.type == "RowsDeleted":
@@ -410,6 +413,26 @@ class DataNode(ProcessorBase):
         self.schemas[cid] = CollectionSchema.from_avro(event.body["schema"])
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), json.dumps({"schema": event.body["schema"]}).encode())
+
+    def _field_added(self, event: Event) -> None:
+        """Learns a field added to a collection (once; every vchannel brings a copy): the
+        rows buffered take its default value, else None, and every binlog written from
+        here on has its column (Flushed segments' older binlogs lack it; readers fill it)."""
+        cid = event.body["collection_id"]
+        schema = self.schemas.get(cid)
+        if schema is None:
+            return  # dropped (or never known: its events are dead-lettered)
+        field = FieldSchema.from_avro(event.body["field"])
+        grown = with_field(schema, field)
+        if grown is schema:
+            return
+        self.schemas[cid] = grown
+        for sid, buf in self.buffers.items():
+            ref = self.refs.get(sid)
+            if isinstance(buf, InsertBuffer) and ref is not None and ref.collection_id == cid:
+                buf.columns[field.field_id] = [absent_values(field, buf.num_rows)]
+        with self.state.transaction() as txn:
+            txn.put(_collection_key(cid), json.dumps({"schema": grown.to_avro()}).encode())
 
     def _dropped(self, cid: int) -> None:
         if cid in self.dropped:

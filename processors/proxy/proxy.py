@@ -167,6 +167,12 @@ class Proxy:
         keys = a.string_list("property_keys", delete_keys) or []
         self.rc.alter_collection_properties(a.name("collection", name), props, keys)
 
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        """Adds a nullable scalar `field` to a collection (or alias target): rows written
+        before read as its default value, else null. Raises InvalidArgument (Milvus's
+        rules, core/added_fields.py), CollectionNotFound."""
+        self.rc.add_collection_field(a.name("collection", name), field)
+
     def create_partition(self, collection: str, partition: str) -> None:
         self.rc.create_partition(collection, partition)
 
@@ -512,7 +518,7 @@ class Proxy:
         if level is None:
             level = collection_level(info.properties)
         g = guarantee(level, self.rc.strong_ts, at.session_ts, at.as_of)
-        ts = max(g.wait_for, info.created_ts)
+        ts = max(g.wait_for, info.created_ts, info.schema_ts)  # the node has every field
         tsafe = self.qn.tsafe(info.pchannels)
         if tsafe < ts:
             if at.as_of is not None:  # nothing stamped in (quiet tick, as_of]: same answer

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from vectorlog.core.added_fields import absent_values
 from vectorlog.core.model import FieldSchema
 from vectorlog.processors.querynode.growarray import GrowArray
 
@@ -102,6 +103,23 @@ class ScalarColumns:
             name: StringColumn() if kind == STRING else GrowArray(self._dtype(name, kind))
             for name, kind in self.types.items()
         }
+
+    def add(self, f: FieldSchema, rows: int) -> None:
+        """Adds a column for field `f` (added to the collection), holding what `rows`
+        rows written before it read as: its default value, else None."""
+        if f.name in self._cols or f.is_vector:
+            return
+        self.types[f.name] = f.dtype.value
+        if f.nullable:
+            self.nullable = self.nullable | {f.name}
+        col: GrowArray | StringColumn
+        if f.dtype.value == STRING:
+            col = StringColumn()
+        else:
+            col = GrowArray(self._dtype(f.name, f.dtype.value))
+        self._cols[f.name] = col
+        if rows:
+            col.extend(self.stored(f.name, absent_values(f, rows), rows))
 
     def _dtype(self, name: str, kind: str) -> Any:
         return object if name in self.nullable else NUMERIC.get(kind, object)

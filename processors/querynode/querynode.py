@@ -31,7 +31,7 @@ import numpy as np
 
 from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
 from vectorlog.core.hybridts import physical_ms
-from vectorlog.core.model import CollectionHistory, CollectionSchema
+from vectorlog.core.model import CollectionHistory, CollectionSchema, FieldSchema
 from vectorlog.core.types import Hit
 from vectorlog.processors.querynode.cacheload import CacheLoad
 from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
@@ -126,6 +126,7 @@ class QueryNode(ProcessorBase):
         self._handlers: dict[str, Callable[[Event], None]] = {
             "CollectionCreated": self._created,
             "CollectionDropped": self._dropped,
+            "CollectionFieldAdded": self._field_added,
             "RowsInserted": self._inserted,
             "RowsDeleted": self._deleted,
             "PartitionDropped": self._partition_dropped,
@@ -310,6 +311,12 @@ class QueryNode(ProcessorBase):
             self._freed.add(cid)  # before the meta's horizon, not in it: dropped and pruned
         if cid not in self.replicas and cid not in self._freed:
             self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
+
+    def _field_added(self, event: Event) -> None:
+        """Adds the field to the replica (rows held read as its default value, else None)."""
+        replica = self.replicas.get(event.body["collection_id"])
+        if replica is not None:
+            replica.add_field(FieldSchema.from_avro(event.body["field"]))
 
     def _dropped(self, event: Event) -> None:
         """Marks the replica dropped at the event's ts (each pchannel brings a copy); it is

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.added_fields import absent_values, fillable
 from vectorlog.core.halfvec import to_float32
 from vectorlog.core.model import (
     HALF_TYPES,
@@ -217,8 +218,10 @@ def _write(
     tick: int,
     columns: dict[str, InsertColumn],
 ) -> SegmentRows:
-    """Returns the rows of one write with ts <= `tick`."""
-    missing = _field_ids(schema) - write.keys()
+    """Returns the rows of one write with ts <= `tick` (a field added to the collection
+    after the write: its default value, else None, in every row)."""
+    added = [f for f in schema.fields if f.field_id not in write and fillable(f)]
+    missing = _field_ids(schema) - write.keys() - {f.field_id for f in added}
     if missing:
         raise ValueError(f"segment {seg.segment_id}: a write lacks fields {sorted(missing)}")
     ts = int64s(columns[write[TIMESTAMP_FIELD]], write[TIMESTAMP_FIELD])
@@ -231,8 +234,10 @@ def _write(
             keep,
         )
         for f in schema.fields
-        if write[f.field_id] in columns  # not a cached vector field's
+        if f.field_id in write and write[f.field_id] in columns  # not a cached vector's
     }
+    kept = len(ts) if keep is None else len(keep)
+    values |= {f.name: absent_values(f, kept) for f in added}
     row_ids = int64s(columns[write[ROW_ID_FIELD]], write[ROW_ID_FIELD])
     vectors = {
         f.name: _as_stored(f, values.pop(f.name)) for f in schema.vectors if f.name in values

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from vectorlog.core.added_fields import with_field
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.halfvec import from_float32, to_float32
 from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
@@ -276,6 +277,17 @@ class Replica:
             return
         for col in self._vcols:
             col.kill(rows)
+
+    def add_field(self, field: FieldSchema) -> None:
+        """Adds a field added to the collection (CollectionFieldAdded; every pchannel
+        brings a copy, and a restart may have it from the meta already: once): the rows
+        held read as its default value, else None."""
+        with self.lock:
+            schema = with_field(self.schema, field)
+            if schema is self.schema:
+                return
+            self.columns.add(field, len(self))
+            self.schema = schema
 
     def delete(self, ts: int, pks: list[Any], partition: int = -1) -> None:
         """Hides every row of `pks` inserted before `ts` (in `partition`, or any if -1); a

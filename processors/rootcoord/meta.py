@@ -24,8 +24,10 @@ import copy
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from vectorlog.core.added_fields import added_field, with_field
 from vectorlog.core.databases import (
     DEFAULT_DATABASE,
     DEFAULT_DATABASE_ID,
@@ -57,6 +59,7 @@ from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
     CollectionSchema,
+    FieldSchema,
 )
 from vectorlog.core.scalar_index import index_target
 from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
@@ -150,6 +153,7 @@ def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionIn
         list(rec["aliases"]),
         copy.deepcopy(rec["indexes"]),
         rec.get("db", DEFAULT_DATABASE),
+        rec.get("schema_ts") or rec["created_ts"],
     )
 
 
@@ -179,6 +183,7 @@ class MetaTable:
             "IndexCreated": self._index_created,
             "IndexDropped": self._index_dropped,
             "CollectionPropertiesAltered": self._properties_altered,
+            "CollectionFieldAdded": self._field_added,
             "DatabaseCreated": self._database_created,
             "DatabaseDropped": self._database_dropped,
             "DatabasePropertiesAltered": self._database_altered,
@@ -502,6 +507,11 @@ class MetaTable:
 
     def _index_created(self, e: Event) -> Writes:
         rec, b = self._live(e.body["collection_id"]), e.body
+        if b["field_id"] in rec.get("added_fields", []):
+            raise InvalidArgument(
+                f"vectorlog cannot index field {b['field_name']!r} yet: it was added to the "
+                "collection (add_collection_field) and older segments hold no values of it"
+            )
         if b["index_name"] in rec["indexes"]:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}")
         if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):
@@ -532,6 +542,16 @@ class MetaTable:
         for key in e.body.get("delete_keys") or []:
             rec["properties"].pop(key, None)
         rec["properties"].update(e.body.get("properties") or {})
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _field_added(self, e: Event) -> Writes:
+        rec = self._live(e.body["collection_id"])
+        schema = CollectionSchema.from_avro(rec["schema"])
+        new = FieldSchema.from_avro(e.body["field"])
+        if added_field(schema, replace(new, field_id=0)).field_id != new.field_id:
+            raise InvalidArgument(f"field {new.name!r} has id {new.field_id}, not the next one")
+        rec["schema"], rec["schema_ts"] = with_field(schema, new).to_avro(), e.ts
+        rec["added_fields"] = [*rec.get("added_fields", []), new.field_id]
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _database_created(self, e: Event) -> Writes:
@@ -576,8 +596,9 @@ def _history(
     records: list[tuple[int, Record]], last: tuple[int, bytes | None]
 ) -> CollectionHistory:
     """Returns a collection's history from its stored record versions (oldest first) and
-    its newest version (a deletion: the drop)."""
-    first = records[0][1]
+    its newest version (a deletion: the drop); its schema is the newest version's (rows
+    written before a field was added read as its default, core/added_fields.py)."""
+    first, newest = records[0][1], records[-1][1]
     drops: dict[int, int] = {}
     seen: set[int] = set()
     for ts, rec in records:
@@ -587,7 +608,7 @@ def _history(
         seen |= ids
     return CollectionHistory(
         first["collection_id"],
-        CollectionSchema.from_avro(first["schema"]),
+        CollectionSchema.from_avro(newest["schema"]),  # with every field added since
         first["created_ts"],
         last[0] if last[1] is None else None,
         drops,

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from vectorlog.core.added_fields import added_field
 from vectorlog.core.databases import (
     DEFAULT_DATABASE,
     check_database_name,
@@ -45,6 +46,7 @@ from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
     CollectionSchema,
+    FieldSchema,
     check_name,
 )
 from vectorlog.core.properties import checked
@@ -79,7 +81,13 @@ DDL_POSITION_KEY = b"rootcoord/ddl_position"
 #: events on the ddl topic that change no meta
 NOT_APPLIED = frozenset({"TimeTick", "RangeReserved"})
 BROADCAST = frozenset(
-    {"CollectionCreated", "CollectionDropped", "PartitionCreated", "PartitionDropped"}
+    {
+        "CollectionCreated",
+        "CollectionDropped",
+        "PartitionCreated",
+        "PartitionDropped",
+        "CollectionFieldAdded",
+    }
 )
 MAX_SHARDS = 16
 #: partitions of a partition-key collection created without num_partitions (Milvus's
@@ -313,6 +321,20 @@ class RootCoord(RbacDdl):
             props = checked(properties)
             body = {"collection_id": cid, "properties": props, "delete_keys": delete_keys or []}
             self._execute("CollectionPropertiesAltered", cid, body)
+
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        """Adds `field` (nullable, maybe with a default value) to a collection (or alias
+        target) in one CollectionFieldAdded event, broadcast into its vchannels: rows written
+        before it read as its default value, else null. Raises CollectionNotFound,
+        InvalidArgument (core/added_fields.py's rules, Milvus's messages); nothing is
+        appended then."""
+        with self._ddl():
+            cid = self.meta.resolve(name)  # first, as Milvus
+            if not isinstance(field, FieldSchema):
+                raise InvalidArgument(f"a field schema is needed, not {field!r:.80}")
+            new = added_field(self.meta.get(name).schema, field)
+            body = {"collection_id": cid, "field": new.to_avro()}
+            self._execute("CollectionFieldAdded", cid, body)
 
     def create_partition(self, collection: str, partition: str) -> None:
         check_name("partition", partition)

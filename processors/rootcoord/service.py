@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema
+from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, FieldSchema
 from vectorlog.core.types import IndexSpec
 
 
@@ -40,6 +40,12 @@ class DdlService(Protocol):
     ) -> None:
         """Sets `properties` and removes `delete_keys`. Raises InvalidArgument (a value
         Milvus refuses), CollectionNotFound."""
+        ...
+
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        """Adds a nullable scalar `field` (its id assigned here); rows written before read as
+        its default value, else null. Raises InvalidArgument (Milvus's rules and messages),
+        CollectionNotFound."""
         ...
 
     def create_partition(self, collection: str, partition: str) -> None: ...

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.added_fields import added_field, with_field
 from vectorlog.core.databases import check_database_name, qualified, split
 from vectorlog.core.errors import (
     AliasNotFound,
@@ -31,6 +32,7 @@ from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
     CollectionSchema,
+    FieldSchema,
     check_name,
     quick_schema,
 )
@@ -240,6 +242,14 @@ class FakeRootCoord(RbacDdl):
         self.collections[new_name] = replace(self.collections.pop(old_name), name=new_name)
         self._created[new_name] = self._created.pop(old_name, 0)
         self.aliases = {a: new_name if n == info.name else n for a, n in self.aliases.items()}
+
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        self.ddl.append(("add_collection_field", (name, field)))
+        info = self.describe_collection(name)
+        new = added_field(info.schema, field)
+        self.collections[qualified(info.db, info.name)] = replace(
+            info, schema=with_field(info.schema, new)
+        )
 
     def create_partition(self, collection: str, partition: str) -> None:
         self.ddl.append(("create_partition", (collection, partition)))

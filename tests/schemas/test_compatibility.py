@@ -453,7 +453,7 @@ def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():
     assert EventSerde().decode(EventSerde().encode(event)) == event
 
 
-def test_v10_appends_the_privilege_group_branches_to_v9():
+def test_v10_appends_the_privilege_group_and_added_field_branches_to_v9():
     old, new = _branches(V9), _branches(default_registry())
     assert new[: len(old)] == old
     assert new[len(old) : len(old) + 5] == [
@@ -463,7 +463,11 @@ def test_v10_appends_the_privilege_group_branches_to_v9():
         "UserAltered",
         "RoleAltered",
     ]
+    assert new[len(old) + 7 :] == ["CollectionFieldAdded"]
     altered = {"group_name": "g", "added": ["Search", "Query"], "removed": []}
+    field = {**v1_events()[0].body["schema"]["fields"][0], "field_id": 102, "name": "tag"}
+    field |= {"is_primary_key": False, "params": {"nullable": "true", "default_value": "7"}}
+    field |= {"is_dynamic": False, "is_partition_key": False}
     for event in (
         Event("PrivilegeGroupCreated", 110, {"group_name": "g"}),
         Event("PrivilegeGroupAltered", 111, altered),
@@ -473,6 +477,7 @@ def test_v10_appends_the_privilege_group_branches_to_v9():
         Event("UserAltered", 115, {"user_name": "u", "description": "ops"}),
         Event("RoleCreated", 116, {"role_name": "r", "description": "readers"}),
         Event("RoleAltered", 117, {"role_name": "r", "description": ""}),
+        Event("CollectionFieldAdded", 118, {"collection_id": 5, "field": field}, 5, "x-dml_0_5v0"),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
 
@@ -502,7 +507,7 @@ def test_data_written_with_v9_is_read_by_the_current_schema(event: Event):
 def test_v10_appends_the_data_channel_branches_to_v9():
     old, new = _branches(V9), _branches(default_registry())
     assert new[: len(old)] == old
-    assert new[len(old) + 5 :] == ["DataNodeReported", "DataChannelsAssigned"]
+    assert new[len(old) + 5 : len(old) + 7] == ["DataNodeReported", "DataChannelsAssigned"]
     owners = [{"pchannel": 0, "node": "dn1", "epoch": 7}]
     plan = {"version": 2, "owners": owners, "dead": [{"node": "dn2", "epoch": 5}]}
     plan["role"] = "indexnode"

@@ -541,6 +541,9 @@ class CollectionInfo:
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the database it lives in (vectorlog.core.databases)
     db: str = "default"
+    #: the ts of its schema's last change (a field added; else its creation): a read at an
+    #: earlier ts may find a query node that does not have the newest field yet
+    schema_ts: int = 0
 
 
 #: per ValueField member (the kind of a default value on the wire), the field types it may

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vectorlog.core.added_fields import with_field
+from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.engines.spark.binlog_events import PrefixEvent, PrefixJob
 from vectorlog.engines.spark.log_range import DmlScan
 from vectorlog.processors.querynode.recovery import writes_of
@@ -146,6 +148,19 @@ class Prefix:
         return out
 
 
+def _schemas(ddl: list[Event]) -> dict[int, dict[str, Any]]:
+    """Returns each created collection's schema (Avro) with the fields `ddl` adds to it:
+    binlogs written after an add hold its column, those before read as its default."""
+    out: dict[int, CollectionSchema] = {}
+    for e in ddl:
+        cid = int(e.body.get("collection_id") or 0)
+        if e.type == "CollectionCreated":
+            out[cid] = CollectionSchema.from_avro(e.body["schema"])
+        elif e.type == "CollectionFieldAdded" and cid in out:
+            out[cid] = with_field(out[cid], FieldSchema.from_avro(e.body["field"]))
+    return {cid: schema.to_avro() for cid, schema in out.items()}
+
+
 def plan(
     ddl: list[Event],
     segments: dict[int, SourceSegment],
@@ -157,6 +172,7 @@ def plan(
     """Returns what replaces the records of every truncated pchannel in `cut` and of every
     kept bulk insert."""
     created = {e.body["collection_id"]: e.body for e in ddl if e.type == "CollectionCreated"}
+    schemas = _schemas(ddl)
     pchannel = {vc: p for b in created.values() for vc, p in _channels(b)}
     out = Prefix(skipped={p: set(found) for p, found in scan.compactions.items()})
     for p, seen in scan.imports.items():
@@ -172,12 +188,12 @@ def plan(
             if seg.segment_id not in scan.inserted:
                 out.unused.add(seg.segment_id)
             continue
-        job = _job(seg, p, created[seg.collection_id]["schema"], rows_below=cut[p])
+        job = _job(seg, p, schemas[seg.collection_id], rows_below=cut[p])
         out.add(replace(job, deletes_below=cut[p]), seg)
     for p, seen in scan.imports.items():
         for offset, imp in seen.items():
             for sid in {_merges(segments, s)[-1] for s in imp.segment_ids}:
-                seg, schema = segments[sid], created[imp.collection_id]["schema"]
+                seg, schema = segments[sid], schemas[imp.collection_id]
                 job = _job(seg, p, schema, rows_below=imp.ts + 1, rows_from=imp.ts)
                 out.add(replace(job, replaces=offset), seg)
     return out

@@ -10,7 +10,7 @@ served one (test_wire pins each served service's fingerprint).
 Versions served: RootCoord v4 added the privilege groups (CreatePrivilegeGroup,
 DropPrivilegeGroup, OperatePrivilegeGroup, ListPrivilegeGroups) and user and role
 descriptions (CreateCredential's and CreateRole's description, AlterCredential, AlterRole,
-DescribeRole); v3 added the database DDL and
+DescribeRole) and AddCollectionField (fields added to a collection); v3 added the database DDL and
 reads (CreateDatabase, DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection
 names are qualified with their database, vectorlog.core.databases) and the users, roles and
 grants (RBAC); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys)
@@ -94,6 +94,9 @@ ROOTCOORD = _service(
         "alter_collection_properties",
         (("name", STRING), ("properties", VALUE), ("delete_keys", VALUE)),
         NULL,
+    ),
+    Method(
+        "AddCollectionField", "add_collection_field", (("name", STRING), ("field", VALUE)), NULL
     ),
     _ddl("DropCollection", "drop_collection", "name"),
     _ddl("RenameCollection", "rename_collection", "old_name", "new_name"),

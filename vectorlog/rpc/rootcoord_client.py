@@ -8,7 +8,7 @@ import time
 from typing import Any, cast
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema
+from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, FieldSchema
 from vectorlog.core.types import IndexSpec
 from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
 from vectorlog.rpc.methods import ROOTCOORD
@@ -110,6 +110,9 @@ class RootCoordClient:
         self, name: str, properties: dict[str, str], delete_keys: list[str] | None = None
     ) -> None:
         self._rpc.call("AlterCollection", name=name, properties=properties, delete_keys=delete_keys)
+
+    def add_collection_field(self, name: str, field: FieldSchema) -> None:
+        self._rpc.call("AddCollectionField", name=name, field=field)
 
     def drop_collection(self, name: str) -> None:
         self._rpc.call("DropCollection", name=name)

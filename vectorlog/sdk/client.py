@@ -354,6 +354,34 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         InvalidArgument (no key given), CollectionNotFound."""
         self._proxy.alter_collection_properties(self._q(collection_name), {}, property_keys)
 
+    def add_collection_field(
+        self,
+        collection_name: str,
+        field_name: str | FieldSchema,
+        data_type: DataType | None = None,
+        desc: str = "",
+        **kwargs: Any,
+    ) -> None:
+        """Adds a field to a collection, as MilvusClient: `kwargs` as `add_field`'s
+        (`nullable=True` is required; `default_value`, `max_length`, `element_type`,
+        `max_capacity`...), or a whole FieldSchema as `field_name`. Rows inserted before
+        read as its default value, else None. Raises InvalidArgument (a vector, primary or
+        partition key field, not nullable, a name the collection has, an unknown keyword),
+        CollectionNotFound."""
+        if isinstance(field_name, FieldSchema):
+            field = field_name
+        else:
+            if data_type is None:
+                raise InvalidArgument(f"add_collection_field: field {field_name!r} needs a type")
+            try:
+                builder = SchemaBuilder().add_field(
+                    field_name, data_type, description=desc, **kwargs
+                )
+            except TypeError as exc:
+                raise InvalidArgument(f"add_collection_field: {exc}") from None
+            field = builder.fields[0]
+        self._proxy.add_collection_field(self._q(collection_name), field)
+
     def has_collection(self, collection_name: str, as_of: int | None = None) -> bool:
         return self._proxy.has_collection(self._q(collection_name), as_of)
 

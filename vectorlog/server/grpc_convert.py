@@ -113,6 +113,30 @@ def schema_from_bytes(raw: bytes) -> CollectionSchema:
     )
 
 
+def field_from_bytes(raw: bytes) -> FieldSchema:
+    """Returns the field of an AddCollectionFieldRequest (a serialized FieldSchema).
+    Raises InvalidArgument for malformed bytes or an unsupported type."""
+    try:
+        proto = schema_pb2.FieldSchema.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument(f"the field schema is not a valid protobuf: {exc}") from None
+    return field_from_proto(proto)
+
+
+def added_field_of(request: Any) -> FieldSchema | None:
+    """Returns the field an AlterCollectionSchemaRequest adds; None for any other
+    alteration (a drop, a function, an index, several fields: not served). Raises
+    InvalidArgument for a field of an unsupported type."""
+    action = request.action
+    add = action.add_request if action.HasField("add_request") else None
+    if add is None or len(add.field_infos) != 1 or len(add.func_schema):
+        return None
+    info = add.field_infos[0]
+    if info.index_name or len(info.extra_params):
+        return None
+    return field_from_proto(info.field_schema)
+
+
 def _int_param(params: dict[str, str], key: str) -> int | None:
     if key not in params:
         return None

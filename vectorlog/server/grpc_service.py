@@ -147,6 +147,23 @@ class MilvusServicer(
         return ok()
 
     @rpc
+    def AddCollectionField(self, request: Any, context: Any) -> Any:
+        field = conv.field_from_bytes(request.schema)
+        self.client.add_collection_field(request.collection_name, field)
+        return ok()
+
+    @rpc
+    def AlterCollectionSchema(self, request: Any, context: Any) -> Any:
+        """Serves the one alteration pymilvus asks for first in add_collection_field: one
+        field added, no function, no index; any other is refused with merr 10."""
+        field = conv.added_field_of(request)
+        if field is None:
+            status = unimplemented("AlterCollectionSchema (beyond adding one field)")
+            return milvus_pb2.AlterCollectionSchemaResponse(alter_status=status)
+        self.client.add_collection_field(request.collection_name, field)
+        return milvus_pb2.AlterCollectionSchemaResponse(alter_status=ok())
+
+    @rpc
     def GetCollectionStatistics(self, request: Any, context: Any) -> Any:
         rows = self.client.get_collection_stats(request.collection_name)["row_count"]
         stats = conv.kv_pairs({"row_count": rows})
@@ -311,6 +328,11 @@ def _unimplemented_handler(name: str) -> Callable[..., Any]:
     handler.__name__ = name
     handler.unimplemented = True  # type: ignore[attr-defined]
     return handler
+
+
+#: RPCs served for some requests only (the others answer merr 10 in their status):
+#: AlterCollectionSchema adds one field (add_collection_field), nothing else
+PARTLY_SERVED = frozenset({"AlterCollectionSchema"})
 
 
 def served_rpcs() -> frozenset[str]:

@@ -76,7 +76,8 @@ class RestApi:
         """Serves one REST v2 call; always HTTP 200 with an envelope (401 unauthenticated,
         404 unknown endpoint), never a traceback."""
         params = request.path_params
-        group = f"jobs/{params['job']}" if "job" in params else params["group"]  # jobs/import
+        group = params["group"]  # with `sub`: jobs/import, collections/fields
+        group = f"{group}/{params['sub']}" if "sub" in params else group
         endpoint = f"{group}/{params['action']}"
         started = time.perf_counter()
         status, code, content, vectors = await self._answer(request, endpoint)
@@ -219,7 +220,7 @@ def rest_app(
         middleware=[Middleware(HttpAccessLog)],
         routes=[
             Route("/v2/vectordb/{group}/{action}", api.vectordb, methods=["POST"]),
-            Route("/v2/vectordb/jobs/{job}/{action}", api.vectordb, methods=["POST"]),
+            Route("/v2/vectordb/{group}/{sub}/{action}", api.vectordb, methods=["POST"]),
             Route("/healthz", api.health, methods=["GET"]),
             Route("/health", api.health, methods=["GET"]),
             Route("/metrics", api.prometheus, methods=["GET"]),

@@ -247,28 +247,41 @@ def build_schema(body: dict[str, Any], description: str) -> SchemaBuilder:
         args["autoId"], description or args["description"], args["enableDynamicField"]
     )
     for i, raw in enumerate(args["fields"]):
-        f = parse(raw, FIELD, f"schema.fields[{i}]")
-        what = f"field {f['fieldName']!r}"
-        params = f["elementTypeParams"]
-        element = f["elementDataType"]
-        schema.add_field(
-            f["fieldName"],
-            data_type(f["dataType"], what),
-            is_primary=f["isPrimary"],
-            auto_id=f["autoId"],
-            dim=int_param(params, "dim", what),
-            max_length=int_param(params, "max_length", what),
-            description=f["description"],
-            element_type=None if element is None else data_type(element, what),
-            max_capacity=int_param(params, "max_capacity", what),
-            nullable=f["nullable"],
-            default_value=f["defaultValue"],
-            is_partition_key=f["isPartitionKey"],
-            **rest_analyzer(params, what),
-        )
+        _add_field(schema, raw, f"schema.fields[{i}]")
     for i, raw in enumerate(args["functions"]):
         schema.add_function(rest_function(raw, f"schema.functions[{i}]"))
     return schema
+
+
+def _add_field(schema: SchemaBuilder, raw: Any, where: str) -> None:
+    """Adds the field of one REST field object to `schema`. Raises RequestError."""
+    f = parse(raw, FIELD, where)
+    what = f"field {f['fieldName']!r}"
+    params = f["elementTypeParams"]
+    element = f["elementDataType"]
+    schema.add_field(
+        f["fieldName"],
+        data_type(f["dataType"], what),
+        is_primary=f["isPrimary"],
+        auto_id=f["autoId"],
+        dim=int_param(params, "dim", what),
+        max_length=int_param(params, "max_length", what),
+        description=f["description"],
+        element_type=None if element is None else data_type(element, what),
+        max_capacity=int_param(params, "max_capacity", what),
+        nullable=f["nullable"],
+        default_value=f["defaultValue"],
+        is_partition_key=f["isPartitionKey"],
+        **rest_analyzer(params, what),
+    )
+
+
+def add_field(c: Client, body: Any) -> Any:
+    """collections/fields/add: `schema` is one field object, as in a create's fields."""
+    args = parse(body, {**NAME, "schema": Field("dict", required=True)})
+    builder = SchemaBuilder()
+    _add_field(builder, args["schema"], "schema")
+    c.add_collection_field(args["collectionName"], builder.fields[0])
 
 
 INDEX = {
@@ -395,6 +408,7 @@ ROUTES: dict[str, Handler] = {
     "collections/rename": rename_collection,
     "collections/alter_properties": alter_properties,
     "collections/drop_properties": drop_properties,
+    "collections/fields/add": add_field,
     "collections/load": load_collection,
     "collections/release": load_collection,
     "collections/get_load_state": get_load_state,

@@ -176,6 +176,7 @@ ENDPOINT_RPCS = {
     "collections/rename": "RenameCollection",
     "collections/alter_properties": "AlterCollection",
     "collections/drop_properties": "AlterCollection",
+    "collections/fields/add": "AddCollectionField",
     "collections/load": "LoadCollection",
     "collections/release": "ReleaseCollection",
     "collections/get_load_state": "GetLoadState",

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vectorlog.core.added_fields import absent_values, fillable
 from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.binlog_read import int64s, read_insert_binlog
@@ -111,12 +112,16 @@ def read_rows(
     dts: list[np.ndarray] = []
     for source in sources:
         for write in source.writes:
-            missing = {ROW_ID_FIELD, TIMESTAMP_FIELD, *cols} - write.keys()
+            added = {f.field_id for f in schema.fields if f.field_id not in write and fillable(f)}
+            missing = {ROW_ID_FIELD, TIMESTAMP_FIELD, *cols} - write.keys() - added
             if missing:
                 raise ValueError(f"segment {source.segment_id}: a write lacks {sorted(missing)}")
             ids.append(_int64s(store, write[ROW_ID_FIELD]))
             tss.append(_int64s(store, write[TIMESTAMP_FIELD]))
             for f in schema.fields:
+                if f.field_id in added:  # added to the collection after this write
+                    cols[f.field_id].append(absent_values(f, len(ids[-1])))
+                    continue
                 path = write[f.field_id]
                 column = read_insert_binlog(store.get(path), path)
                 cols[f.field_id].append(

@@ -212,6 +212,20 @@ def test_altered_properties_are_described(rootcoord: RootCoordRpc):
 
 
 @every
+def test_an_added_field_is_described_with_the_next_id_and_refused_twice(rootcoord: RootCoordRpc):
+    rootcoord.create_collection("books", SCHEMA)
+    top = max(f.field_id for f in SCHEMA.validated().fields)
+    tag = FieldSchema("tag", DataType.INT64, nullable=True, default_value=3)
+    rootcoord.add_collection_field("books", tag)
+    added = rootcoord.describe_collection("books").schema.field("tag")
+    assert (added.field_id, added.nullable, added.default_value) == (top + 1, True, 3)
+    with pytest.raises(InvalidArgument, match="duplicate field name: tag"):
+        rootcoord.add_collection_field("books", tag)
+    with pytest.raises(InvalidArgument, match="added field must be nullable"):
+        rootcoord.add_collection_field("books", FieldSchema("n", DataType.INT64))
+
+
+@every
 def test_a_database_namespaces_its_collections_and_is_dropped_only_empty(rootcoord: RootCoordRpc):
     rootcoord.create_database("tenant", {"team": "a"})
     with pytest.raises(DatabaseExists, match="database already exist: tenant"):

@@ -19,7 +19,7 @@ from pymilvus.grpc_gen import common_pb2
 from tests.vectorlog.server.conftest import Served
 from vectorlog import Client
 from vectorlog.server.grpc_rpc import SERVICE, response_class, status_field
-from vectorlog.server.grpc_service import served_rpcs
+from vectorlog.server.grpc_service import PARTLY_SERVED, served_rpcs
 from vectorlog.server.rest_app import ROUTES
 
 DOC = Path(__file__).parents[3] / "docs" / "milvus-compatibility.md"
@@ -59,8 +59,8 @@ def test_the_serve_column_matches_the_rpcs_the_server_serves() -> None:
         assert set(names) <= set(SERVICE.methods_by_name), method
         if status == "yes":
             ok = bool(names) and all(n in served for n in names)
-        elif status == "no":
-            ok = any(n not in served for n in names)
+        elif status == "no":  # a partly served RPC refuses what this method asks of it
+            ok = any(n not in served or n in PARTLY_SERVED for n in names)
         else:
             ok = status == "client-side" and not names
         if not ok:

@@ -1,0 +1,230 @@
+"""add_collection_field (issue 26): a nullable field added to a collection holding rows, as a
+CollectionFieldAdded DDL event with meta history. Rows written before it read as its default
+value, else None, in query, get and search output and in filters (Milvus's null semantics),
+on growing and Flushed segments, after a restart and after a compaction; rows written after
+carry it; describe_collection as of a time before the add shows the old schema. Bad fields
+are refused with Milvus's messages and nothing written. On both log backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients import ClientFactory, ddl_changes
+from tests.support import wait_until
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog import Client
+from vectorlog.config import Config
+from vectorlog.core.errors import CollectionNotFound, InvalidArgument
+from vectorlog.core.model import DataType
+from vectorlog.jobs.rebuild import rebuild
+from vectorlog.streams.log.base import start_offsets
+
+OLD, NEW = range(0, 15), range(15, 20)
+
+
+def rows(keys: range, **fields: Any) -> list[dict[str, Any]]:
+    return [{"id": k, "vector": [float(k), 1.0], **fields} for k in keys]
+
+
+def add_fields(client: Client) -> None:
+    """Adds `tag` (nullable, no default) and `score` (nullable, default 7) to "c"."""
+    client.add_collection_field("c", "tag", DataType.VARCHAR, max_length=16, nullable=True)
+    client.add_collection_field("c", "score", DataType.INT64, nullable=True, default_value=7)
+
+
+def ids(found: list[dict[str, Any]]) -> list[int]:
+    return sorted(r["id"] for r in found)
+
+
+def check_reads(client: Client) -> None:
+    """Old rows read tag None and score 7, new rows tag "x" and score 1, in every read."""
+    want = {k: {"tag": None, "score": 7} for k in OLD} | {k: {"tag": "x", "score": 1} for k in NEW}
+    got = client.query("c", "id >= 0", output_fields=["tag", "score"])
+    assert {r["id"]: {"tag": r["tag"], "score": r["score"]} for r in got} == want
+    fetched = client.get("c", [0, 14, 15], output_fields=["tag", "score"])
+    assert [(r["id"], r["tag"], r["score"]) for r in fetched] == [
+        (0, None, 7),
+        (14, None, 7),
+        (15, "x", 1),
+    ]
+    (hits,) = client.search("c", [[0.0, 1.0]], limit=20, output_fields=["tag", "score"])
+    assert {h["id"]: dict(h["entity"]) for h in hits} == want
+    assert ids(client.query("c", "tag is null")) == list(OLD)
+    assert ids(client.query("c", "tag == 'x'")) == list(NEW)
+    assert ids(client.query("c", "tag != 'x'")) == []  # a null row matches no comparison
+    assert ids(client.query("c", "score == 7")) == list(OLD)  # the default is a value
+    assert ids(client.query("c", "score < 5 and id >= 17")) == [17, 18, 19]
+    (near,) = client.search("c", [[0.0, 1.0]], limit=20, filter="score > 5")
+    assert sorted(h["id"] for h in near) == list(OLD)
+
+
+def test_an_added_field_reads_its_default_or_null_in_old_rows_everywhere(
+    open_client: ClientFactory,
+):
+    settings = {"compaction_interval_s": None, "log_retention_ms": 0}
+    client = open_client(**settings)
+    client.create_collection("c", dimension=2, consistency_level="Strong")
+    client.insert("c", rows(range(0, 10)))
+    client.flush("c")  # Flushed segments before the add, and growing rows
+    client.insert("c", rows(range(10, 15)))
+    before = client.cluster.rootcoord.now()
+    add_fields(client)
+    client.insert("c", rows(NEW, tag="x", score=1))
+    check_reads(client)
+    names = [f["name"] for f in client.describe_collection("c")["fields"]]
+    assert names[-2:] == ["tag", "score"]
+    old = client.describe_collection("c", as_of=before)
+    assert [f["name"] for f in old["fields"]] == ["id", "vector"]
+    assert [e.type for e in ddl_changes(client)][-2:] == ["CollectionFieldAdded"] * 2
+    client.close()
+    reopened = open_client(**settings)  # binlogs and the log replayed into the new schema
+    check_reads(reopened)
+    assert [f["name"] for f in reopened.describe_collection("c", as_of=before)["fields"]] == [
+        "id",
+        "vector",
+    ]
+    reopened.flush("c")  # binlogs after the add hold the field; those before lack it
+    assert reopened.cluster.compactor is not None
+    job = reopened.cluster.compactor.compact("c")
+    assert job.state == "Completed" and [len(olds) for olds in job.merged.values()] == [2]
+    wait_until(lambda: len(reopened.list_segments("c")) == 1, 20.0, "the merge")
+    check_reads(reopened)
+    reopened.close()
+    check_reads(open_client(**settings))
+
+
+def test_an_insert_may_leave_an_added_field_out(client: Client):
+    client.create_collection("c", dimension=2, consistency_level="Strong")
+    add_fields(client)
+    client.insert("c", rows(range(3)))
+    got = client.query("c", "id >= 0", output_fields=["tag", "score"])
+    assert [(r["tag"], r["score"]) for r in got] == [(None, 7)] * 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"data_type": DataType.FLOAT_VECTOR, "dim": 2, "nullable": True},
+            "not support to add vector field, field name = f",
+        ),
+        (
+            {"data_type": DataType.INT64, "nullable": False, "default_value": 1},
+            "added field must be nullable, please check it, field name = f",
+        ),
+        (
+            {"data_type": DataType.INT64, "nullable": True, "is_primary": True},
+            "not support to add pk field, field name = f",
+        ),
+        (
+            {"data_type": DataType.INT64, "nullable": True, "is_partition_key": True},
+            "not support to add partition key field",
+        ),
+        ({"data_type": DataType.VARCHAR, "nullable": True}, "max_length"),
+        (
+            {"data_type": DataType.INT8, "nullable": True, "default_value": 300},
+            "default value out of range",
+        ),
+    ],
+    ids=["vector", "not-nullable", "primary", "partition-key", "no-max-length", "bad-default"],
+)
+def test_a_bad_field_is_refused_with_milvus_message_and_nothing_written(
+    client: Client, kwargs: dict[str, Any], message: str
+):
+    client.create_collection("c", dimension=2)
+    before = len(ddl_changes(client))
+    with pytest.raises(InvalidArgument, match=message):
+        client.add_collection_field("c", "f", **kwargs)
+    assert len(ddl_changes(client)) == before
+    assert [f["name"] for f in client.describe_collection("c")["fields"]] == ["id", "vector"]
+
+
+def test_a_duplicate_name_or_unknown_collection_is_refused(client: Client):
+    client.create_collection("c", dimension=2)
+    client.add_collection_field("c", "tag", DataType.INT32, nullable=True)
+    before = len(ddl_changes(client))
+    for name in ("tag", "vector", "id"):
+        with pytest.raises(InvalidArgument, match=f"duplicate field name: {name}"):
+            client.add_collection_field("c", name, DataType.INT32, nullable=True)
+    with pytest.raises(CollectionNotFound, match="nope"):
+        client.add_collection_field("nope", "tag", DataType.INT32, nullable=True)
+    assert len(ddl_changes(client)) == before
+
+
+@pytest.mark.usefixtures("spark")
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)
+def test_the_spark_engine_writes_an_added_field_and_a_bulk_insert_may_leave_it_out(
+    open_client: ClientFactory, tmp_path: Path
+):
+    client = open_client(datanode="spark", spark_writes="executors")
+    client.create_collection("c", dimension=2, consistency_level="Strong")
+    client.insert("c", rows(range(0, 10)))
+    client.flush("c", timeout=300)  # Flushed before the add (the first waits for Spark)
+    client.insert("c", rows(range(10, 15)))  # buffered across it: records without the field
+    add_fields(client)
+    client.insert("c", rows(range(15, 18), tag="x", score=1))
+    files = tmp_path / "rows.json"  # one row gives the fields, one leaves them out
+    files.write_text(
+        json.dumps({"rows": [*rows(range(19, 20)), *rows(range(18, 19), tag="x", score=1)]})
+    )
+    assert client.bulk_insert("c", [str(files)])["row_count"] == 2
+    client.flush("c", timeout=90)
+    job = client.cluster.spark_job
+    assert job.writer is not None and job.writer.parts_written > 0 and job.failure is None
+    client.close()
+    reopened = open_client()  # the local engine; the query node loads every binlog
+    got = reopened.query("c", "id >= 0", output_fields=["tag", "score"])
+    old = [(k, None, 7) for k in [*range(15), 19]]
+    assert sorted((r["id"], r["tag"], r["score"]) for r in got) == sorted(
+        old + [(k, "x", 1) for k in range(15, 19)]
+    )
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_truncated_source_with_an_added_field_is_rebuilt_from_its_binlogs(tmp_path: Path):
+    uri = str(tmp_path / "db")
+    fast = {"log_retention_ms": 0, "log_retention_check_s": 0.2, "tick_interval_ms": 50}
+    source = Client(uri, **fast)  # retention deletes every dml record the binlogs hold
+    source.create_collection("c", dimension=2, consistency_level="Strong")
+    source.insert("c", rows(range(0, 10)))
+    source.flush("c")
+    source.insert("c", rows(range(10, 15)))
+    add_fields(source)
+    source.insert("c", rows(NEW, tag="x", score=1))
+    source.flush("c")
+    last = source.cluster.rootcoord.now()
+    used = source.cluster.proxy.describe_collection("c").pchannels
+    log, dml = source.cluster.log, source.cluster.topics.dml
+    cut = lambda: all(start_offsets(log, dml)[p] > 0 for p in used)  # noqa: E731
+    wait_until(cut, 60.0, "retention to delete the flushed dml records")
+    source.close()
+    rebuild(Config.load(log=uri), str(tmp_path / "rebuilt"), last)
+    rebuilt = Client(str(tmp_path / "rebuilt"), tick_interval_ms=50)
+    caught_up(rebuilt)
+    check_reads(rebuilt)
+    rebuilt.close()
+
+
+def test_an_index_on_an_added_field_is_refused_and_nothing_written(client: Client):
+    client.create_collection("c", dimension=2)
+    add_fields(client)
+    params = client.prepare_index_params()
+    params.add_index("score", index_type="INVERTED")
+    before = len(ddl_changes(client))
+    with pytest.raises(InvalidArgument, match="cannot index field 'score' yet"):
+        client.create_index("c", params)
+    assert len(ddl_changes(client)) == before
+    assert client.list_indexes("c", field_name="score") == []
+
+
+def test_a_collection_holds_at_most_64_fields(client: Client):
+    client.create_collection("c", dimension=2)  # id, vector (and $meta, not counted)
+    for i in range(62):
+        client.add_collection_field("c", f"f{i}", DataType.BOOL, nullable=True)
+    with pytest.raises(InvalidArgument, match="The number of fields has reached the maximum"):
+        client.add_collection_field("c", "one_more", DataType.BOOL, nullable=True)
+    assert len(client.describe_collection("c")["fields"]) == 64
