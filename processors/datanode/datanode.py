@@ -167,6 +167,9 @@ class DataNode(ProcessorBase):
         self._reported: dict[str, int] = {}
         self._committed: dict[int, StreamPosition] = {}
         self._published: dict[int, StreamPosition] = {}
+        #: the newest checkpoint coord holds per pchannel (a rebuilt cluster's, before this
+        #: node replayed up to it): never published back over
+        self._on_coord: dict[int, StreamPosition] = {}
         self._published_at = 0.0  # time.monotonic() of the last publication
         self._wrote = False  # a binlog write since the last publication
         self.name = name
@@ -308,6 +311,10 @@ class DataNode(ProcessorBase):
             log.debug("data node skips coord record %s: %s", rec.offset, exc)
             return
         self.views.apply(event)
+        if event.type == "ChannelCheckpointed":
+            for pos in event.body["positions"]:
+                at = StreamPosition(pos["offset"], pos["tick"], pos["tick_offset"])
+                self._on_coord[pos["pchannel"]] = at
         if event.type == "SegmentOpened":  # a vchannel's pchannel, also for replays past its rows
             self.pchannel_of.setdefault(event.body["vchannel"], event.body["pchannel"])
 
@@ -396,6 +403,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             return
         sid, n = b["segment_id"], b["num_rows"]
+        if self._written(sid, event.ts):
+            self._replayed(event, schema, before)
+            return
         if self.rows_writer is not None:
             self._inserted_ref(event, schema, before)
             return
@@ -408,8 +418,6 @@ class DataNode(ProcessorBase):
         self.refs.setdefault(sid, ref)
         pks = by_id[schema.primary.field_id]
         self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else pks, sid, before)
-        if self._written(sid, event.ts):
-            return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
         if not isinstance(buf, InsertBuffer):
             buf = self.buffers[sid] = InsertBuffer(before)
@@ -431,13 +439,26 @@ class DataNode(ProcessorBase):
         ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
         self.refs.setdefault(sid, ref)
         self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
-        if self._written(sid, event.ts):
-            return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
         if not isinstance(buf, RefBuffer):
             buf = self.buffers[sid] = RefBuffer(before)
         rows = RowsRef(p, offset, event.ts, b["first_row_id"], n)
         buf.append(rows, row_bytes(schema))
+
+    def _replayed(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
+        """Replayed rows of a segment already in binlogs: only their keys are indexed, so the
+        record may carry its primary keys alone (a rebuild's copy, vectorlog/jobs/rebuild.py).
+        Raises ValueError if it lacks them."""
+        b, pk_id = event.body, schema.primary.field_id
+        column = next((c["column"] for c in b["columns"] if c["field_id"] == pk_id), None)
+        if column is None:
+            raise ValueError(f"RowsInserted lacks fields {[schema.primary.name]}")
+        sid = b["segment_id"]
+        self.refs.setdefault(
+            sid, SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
+        )
+        pks = decode_column(column, b["num_rows"])
+        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
 
     def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
         """Records each key's newest row; a key that had an older row is an upsert: that row's
@@ -778,7 +799,7 @@ class DataNode(ProcessorBase):
         binlog was written since the last publication, or CHECKPOINT_PUBLISH_S passed, or
         `force`. Everything at or below a position's tick is then in binlogs referenced by
         earlier coord events. Returns whether it appended. Raises LogError."""
-        points = self.checkpoints(ddl=False)
+        points = self._not_behind_coord(self.checkpoints(ddl=False))
         if not points or points == self._published:
             return False
         elapsed = time.monotonic() - self._published_at
@@ -793,6 +814,17 @@ class DataNode(ProcessorBase):
         self.log.append(self.topics.coord, [record])
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
         return True
+
+    def _not_behind_coord(self, points: dict[int, StreamPosition]) -> dict[int, StreamPosition]:
+        """Returns `points` with each pchannel behind the checkpoint coord holds at that one:
+        its claim (rows and deletes up to its tick are in binlogs) stays true, and a query
+        node never replays from further back than it."""
+        return {
+            p: self._on_coord[p]
+            if p in self._on_coord and self._on_coord[p].offset > pos.offset
+            else pos
+            for p, pos in points.items()
+        }
 
     def retention_floor(self) -> dict[int, int]:
         """Returns, per dml pchannel, the first offset a restart may need: below both the

@@ -31,9 +31,18 @@ from typing import Any
 from vectorlog.config import Config
 from vectorlog.core import hybridts
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.model import CollectionSchema
 from vectorlog.engines.spark import acquire_session, offsets_as_of, release_session
 from vectorlog.engines.spark.binlog_events import PrefixEvent, Spool, prefix_events
 from vectorlog.engines.spark.log_range import DmlScan
+from vectorlog.jobs.rebuild_direct import (
+    DirectPlan,
+    coord_records,
+    dml_records,
+    key_plan,
+    link_binlogs,
+    plan_direct,
+)
 from vectorlog.jobs.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
 from vectorlog.runners.standalone import open_log
 from vectorlog.schemas.serde import Event, EventSerde
@@ -63,6 +72,7 @@ class RebuildReport:
     ddl: int = 0
     coord: int = 0
     dml: int = 0
+    binlogs: int = 0  # files the new cluster took from the source's storage (a direct rebuild)
     seconds: float = 0.0
 
 
@@ -112,9 +122,17 @@ def _write_target(
         report = RebuildReport(read.at, target, source.cluster)
         stamped = _stamped(ddl, serdes.for_topic(topics.ddl), read.at)
         report.ddl = _copy(dst, topics.ddl, stamped)
-        kept = _coord_kept(coord, serdes.for_topic(topics.coord), read.at, read)
-        report.coord = _copy(dst, topics.coord, kept)
-        report.dml = _copy_dml(read.src, dst, topics, read, progress)
+        if read.direct is None:
+            kept = _coord_kept(coord, serdes.for_topic(topics.coord), read.at, read)
+            report.coord = _copy(dst, topics.coord, kept)
+            report.dml = _copy_dml(read.src, dst, topics, read, progress)
+        else:
+            report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
+            coord_serde = serdes.for_topic(topics.coord)
+            kept = coord_records(coord, coord_serde, read.at, read.direct, COORD_KEPT)
+            report.coord = _copy(dst, topics.coord, kept)
+            schemas = key_plan(_decoded(serdes, topics.ddl, ddl))
+            report.dml = _copy_direct(dst, topics, serdes, read, schemas, progress)
     finally:
         dst.close()
     return report
@@ -133,6 +151,7 @@ class _SourceRead:
     prefix: Prefix
     events: list[PrefixEvent]
     spool: Spool
+    direct: DirectPlan | None = None  # the checkpoint a direct rebuild starts from
 
 
 def _read_source(
@@ -162,6 +181,11 @@ def _read_source(
                 f"deleted, or rows deleted before a compaction's horizon; oldest T available: "
                 f"{oldest}"
             )
+        coord_serde = serdes.for_topic(topics.coord)
+        store = PyArrowObjectStore(source.storage_uri())
+        direct = plan_direct(coord, coord_serde, at, starts, scan.kept, store)
+        if direct is not None:  # its records are copied as they are: nothing replaces them
+            return _SourceRead(src, at, scan, starts, ends, Prefix(), [], spool, direct)
         prefix = plan(
             events_of(topics.ddl, ddl), segments, scan, cuts(scan, starts, at), at, EventSerde()
         )
@@ -268,6 +292,37 @@ def _copy_dml(
     total = _dml_total(read, prefix, replaced)
     progress(0, total)
     n = _copy(dst, topics.dml, _counted(records, total, progress))
+    progress(n, total)
+    return n
+
+
+def _copy_direct(
+    dst: Log,
+    topics: Topics,
+    serdes: Serdes,
+    read: _SourceRead,
+    schemas: dict[int, CollectionSchema],
+    progress: Progress | None,
+) -> int:
+    """Copies, per partition in order, the records the scan kept, those before the direct
+    plan's checkpoint with their keys only (rebuild_direct.py); returns how many. Reports
+    (copied, total) to `progress` as `_copy_dml` does."""
+    assert read.direct is not None
+    serde, plan_ = serdes.for_topic(topics.dml), read.direct
+
+    def records() -> Iterator[Append]:
+        for p, end in sorted(read.ends.items()):
+            kept = read.scan.kept.get(p, set())
+            found = _kept_records(read.src, topics.dml, p, 0, end, kept)
+            yield from dml_records(found, serde, schemas, plan_)
+
+    if progress is None:
+        return _copy(dst, topics.dml, records())
+    total = sum(
+        len({o for o in read.scan.kept.get(p, set()) if o < e}) for p, e in read.ends.items()
+    )
+    progress(0, total)
+    n = _copy(dst, topics.dml, _counted(records(), total, progress))
     progress(n, total)
     return n
 

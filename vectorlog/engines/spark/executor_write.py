@@ -78,7 +78,7 @@ def strip_batches(
         values = batch.column("value").to_pylist()
         flags = [False] * len(values)
         for i, value in enumerate(values):
-            stripped = _strip(serde, plan, value)
+            stripped = keys_only(serde, plan, value)
             if stripped is not None:
                 values[i], flags[i] = stripped, True
         cols = [batch.column(n) for n in ("partition", "offset", "key")]
@@ -92,8 +92,9 @@ STRIPPED_SCHEMA = (
 )
 
 
-def _strip(serde: EventSerde, plan: StripPlan, value: bytes) -> bytes | None:
-    """Returns the record re-encoded with only its keys, or None to pass it whole."""
+def keys_only(serde: EventSerde, plan: StripPlan, value: bytes) -> bytes | None:
+    """Returns a complete RowsInserted of a planned collection re-encoded with only its
+    primary keys, or None to pass the record whole (another event, or not decodable)."""
     try:
         event = serde.decode(value)
     except Exception:

@@ -1,0 +1,196 @@
+"""Rebuild's direct path: the new cluster starts from the source's binlogs, not from its rows.
+
+Where the source's data node published a checkpoint at or before T (`ChannelCheckpointed`:
+every row and delete at or below its tick on a pchannel is in binlogs that earlier coord
+events reference), the rebuilt cluster is the source's restart as of that checkpoint:
+
+- the source's binlogs are hard-linked (copied across file systems) into the new storage
+  root, under the same relative paths, so the coord events naming them hold as they are;
+- the new coord topic gets the segment events before the checkpoint (opened, allocated,
+  sealed, flush started, binlogs saved, flushed, data node ticks), the checkpoint itself, then
+  the allocation events after it stamped at or before T;
+- the new dml topic gets every record before the checkpoint's offset at its own offset, each
+  RowsInserted reduced to its primary keys (the new data node indexes them; the rows are in
+  the binlogs, which the query node loads), then the records after it stamped at or before T
+  whole (the tail the new data node writes itself).
+
+So the query node loads the binlogs (rows and deletes keep their ts: as_of reads before T
+answer as the source did) and replays only the tail. The row copy (rebuild.py) is used instead
+when retention truncated a pchannel, no checkpoint is at or before T, a record before the
+checkpoint is stamped after T, or a binlog a live segment needs is gone (`plan_direct` says
+which).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from vectorlog.core.model import CollectionSchema
+from vectorlog.engines.spark.executor_write import keys_only, strip_plan
+from vectorlog.processors.querynode.recovery import RecoveryPoint
+from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.storage import ObjectStore, PyArrowObjectStore
+from vectorlog.streams.log.base import Append, Record
+
+log = logging.getLogger(__name__)
+
+#: coord events folded into segment state that the new cluster takes as they are (before
+#: the checkpoint); index reports are left out: the new cluster builds its own indexes
+SEGMENT_EVENTS = frozenset(
+    {
+        "SegmentOpened",
+        "SegmentsAllocated",
+        "SegmentsSealed",
+        "SegmentsFlushStarted",
+        "BinlogPathsSaved",
+        "SegmentFlushed",
+        "DataNodeTicked",
+    }
+)
+#: the storage folders of the rows (insert, delta and stats logs) linked into the new root
+ROW_FOLDERS = ("insert_log", "delta_log", "stats_log")
+
+
+@dataclass
+class DirectPlan:
+    """The checkpoint a rebuild starts from: its index in the coord records, and per pchannel
+    the first dml offset it did not cover."""
+
+    index: int
+    offsets: dict[int, int]
+
+
+def plan_direct(
+    coord: list[Record],
+    serde: EventSerde,
+    at: int,
+    starts: dict[int, int],
+    kept: dict[int, set[int]],
+    store: ObjectStore,
+) -> DirectPlan | None:
+    """Returns the plan of a direct rebuild at `at`, or None where the row copy is needed
+    (see the module docstring; the reason is logged)."""
+    if any(start > 0 for start in starts.values()):
+        return _refused("retention truncated the dml topic")
+    found = _last_checkpoint(coord, serde, at)
+    if found is None:
+        return _refused(f"no data node checkpoint at or before {at}")
+    plan = DirectPlan(*found)
+    for p, below in plan.offsets.items():
+        if len(kept.get(p, set()) & set(range(below))) != below:
+            return _refused(f"dml[{p}] has records before the checkpoint stamped after {at}")
+    missing = _missing(coord[: plan.index], serde, store)
+    if missing:
+        return _refused(f"binlog {missing} of a live segment is gone")
+    return plan
+
+
+def _refused(why: str) -> DirectPlan | None:
+    log.info("rebuild copies rows through the log: %s", why)
+    return None
+
+
+def _last_checkpoint(
+    coord: list[Record], serde: EventSerde, at: int
+) -> tuple[int, dict[int, int]] | None:
+    """Returns the index and offsets of the last ChannelCheckpointed stamped <= `at`."""
+    for i in range(len(coord) - 1, -1, -1):
+        event = _decoded(serde, coord[i])
+        if event is not None and event.type == "ChannelCheckpointed" and event.ts <= at:
+            return i, {pos["pchannel"]: pos["offset"] for pos in event.body["positions"]}
+    return None
+
+
+def _decoded(serde: EventSerde, record: Record) -> Event | None:
+    try:
+        return serde.decode(record.value)
+    except Exception:
+        return None  # datacoord dead-lettered it
+
+
+def _missing(coord: list[Record], serde: EventSerde, store: ObjectStore) -> str | None:
+    """Returns a binlog path the live segments of `coord` name that `store` lacks, if any."""
+    point = RecoveryPoint()
+    for rec in coord:
+        event = _decoded(serde, rec)
+        if event is not None:
+            point.apply(event)
+    for seg in point.segments.values():
+        for path in [p for write in seg.writes for p in write.values()] + seg.deltas:
+            if not store.exists(path):
+                return path
+    return None
+
+
+def coord_records(
+    coord: list[Record], serde: EventSerde, at: int, plan: DirectPlan, kept_after: frozenset[str]
+) -> Iterator[Append]:
+    """Yields the new coord topic: segment events before the checkpoint, the checkpoint, then
+    the `kept_after` events stamped <= `at`."""
+    for i, rec in enumerate(coord):
+        event = _decoded(serde, rec)
+        if event is None or event.ts > at:
+            continue
+        wanted = SEGMENT_EVENTS if i < plan.index else kept_after
+        if i == plan.index or event.type in wanted:
+            yield Append(rec.partition, rec.value, rec.key, rec.headers)
+
+
+def key_plan(ddl: list[Event]) -> dict[int, CollectionSchema]:
+    """Returns the schema of every collection the ddl events create (as created)."""
+    return {
+        e.body["collection_id"]: CollectionSchema.from_avro(e.body["schema"])
+        for e in ddl
+        if e.type == "CollectionCreated"
+    }
+
+
+def dml_records(
+    records: Iterator[Record],
+    serde: EventSerde,
+    schemas: dict[int, CollectionSchema],
+    plan: DirectPlan,
+) -> Iterator[Append]:
+    """Yields `records` (one partition's kept ones, in offset order) for the new dml topic:
+    RowsInserted before the checkpoint's offset with their keys only, the rest whole."""
+    keys = strip_plan(schemas)
+    for r in records:
+        value = r.value
+        if r.offset < plan.offsets.get(r.partition, 0):
+            value = keys_only(serde, keys, value) or value
+        yield Append(r.partition, value, r.key, r.headers)
+
+
+def link_binlogs(source_root: str, target_root: str) -> int:
+    """Links (or copies) the source's insert, delta and stats logs into the target root at
+    the same relative paths; returns how many files. Raises OSError, or what a store raises
+    (a source on an object store is copied through it)."""
+    if "://" not in source_root or source_root.startswith("file://"):
+        return _link_local(Path(source_root.removeprefix("file://")), Path(target_root))
+    src, dst = PyArrowObjectStore(source_root), PyArrowObjectStore(target_root)
+    n = 0
+    for folder in ROW_FOLDERS:
+        for path in src.list(folder):
+            dst.put(path, src.get(path))
+            n += 1
+    return n
+
+
+def _link_local(source: Path, target: Path) -> int:
+    n = 0
+    for folder in ROW_FOLDERS:
+        for dirpath, _, names in os.walk(source / folder):
+            into = target / Path(dirpath).relative_to(source)
+            into.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                try:
+                    os.link(Path(dirpath) / name, into / name)
+                except OSError:  # another file system, or links not allowed
+                    shutil.copy2(Path(dirpath) / name, into / name)
+                n += 1
+    return n
