@@ -14,6 +14,11 @@ DDL copies, rows and deletes as events with their own ts, then the records kept.
 insert's record is replaced by its rows read from binlogs (it named the old storage root);
 compactions are left out (the new cluster holds the rows where they were inserted).
 
+Where the source's data node published a checkpoint at or before T and retention deleted
+nothing, the rows are not copied: the new cluster takes the source's binlogs and only the keys
+of the rows they hold go through its log (vectorlog/jobs/rebuild_direct.py); the records after
+the checkpoint (rows still only in the source data node's memory at T) are copied whole.
+
 Refused, naming why, before anything is written: a T in the future; a T before the oldest
 T the log and binlogs give (retention deleted what it needs), naming that T; a target that
 already holds a cluster.
@@ -31,17 +36,17 @@ from typing import Any
 from vectorlog.config import Config
 from vectorlog.core import hybridts
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.core.model import CollectionSchema
 from vectorlog.engines.spark import acquire_session, offsets_as_of, release_session
 from vectorlog.engines.spark.binlog_events import PrefixEvent, Spool, prefix_events
 from vectorlog.engines.spark.log_range import DmlScan
 from vectorlog.jobs.rebuild_direct import (
+    DirectDml,
     DirectPlan,
     coord_records,
-    dml_records,
     key_plan,
     link_binlogs,
     plan_direct,
+    scan_dml,
 )
 from vectorlog.jobs.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
 from vectorlog.runners.standalone import open_log
@@ -72,7 +77,7 @@ class RebuildReport:
     ddl: int = 0
     coord: int = 0
     dml: int = 0
-    binlogs: int = 0  # files the new cluster took from the source's storage (a direct rebuild)
+    binlogs: int = 0  # files taken from the source's storage (a rebuild from its binlogs)
     seconds: float = 0.0
 
 
@@ -92,15 +97,94 @@ def rebuild(
         ddl = list(read_whole(src, topics.ddl, store))
         at = _as_of(as_of, ddl, serdes.for_topic(topics.ddl))
         coord = list(read_whole(src, topics.coord, store))
-        spool = Spool()
-        try:
-            read = _read_source(source, src, topics, ddl, coord, at, spool)
-            report = _write_target(target, source, topics, serdes, ddl, coord, read, progress)
-        finally:
-            spool.close()
+        direct = _direct(source, src, topics, serdes, ddl, coord, at, store)
+        if direct is not None:
+            report = _write_direct(target, source, topics, serdes, ddl, coord, direct, progress)
+        else:
+            report = _row_copy(target, source, src, topics, serdes, ddl, coord, at, progress)
     finally:
         src.close()
     report.seconds = time.monotonic() - started
+    return report
+
+
+def _row_copy(
+    target: str,
+    source: Config,
+    src: Log,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    at: int,
+    progress: Progress | None,
+) -> RebuildReport:
+    """Rebuilds by copying the dml records (and rows read from binlogs where retention
+    deleted records) into the new log; returns what was copied."""
+    spool = Spool()
+    try:
+        read = _read_source(source, src, topics, ddl, coord, at, spool)
+        return _write_target(target, source, topics, serdes, ddl, coord, read, progress)
+    finally:
+        spool.close()
+
+
+@dataclass
+class _Direct:
+    """A direct rebuild's checkpoint and new dml topic (rebuild_direct.py)."""
+
+    src: Log
+    plan: DirectPlan
+    dml: DirectDml
+    at: int
+
+
+def _direct(
+    source: Config,
+    src: Log,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    at: int,
+    store: PyArrowObjectStore,
+) -> _Direct | None:
+    """Returns the direct rebuild at `at`, or None where the row copy is needed."""
+    plan_ = plan_direct(
+        coord, serdes.for_topic(topics.coord), at, start_offsets(src, topics.dml), store
+    )
+    if plan_ is None:
+        return None
+    schemas = key_plan(_decoded(serdes, topics.ddl, ddl))
+    ends = _true_ends(src, topics.dml)
+    dml = scan_dml(src, topics.dml, serdes.for_topic(topics.dml), ends, at, plan_, schemas)
+    return None if dml is None else _Direct(src, plan_, dml, at)
+
+
+def _write_direct(
+    target: str,
+    source: Config,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    direct: _Direct,
+    progress: Progress | None,
+) -> RebuildReport:
+    """Writes the new data dir from the source's binlogs (rebuild_direct.py); returns what
+    it holds. Raises RebuildRefused if it holds a cluster already."""
+    dst_cfg = Config.load(log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions)
+    dst = _new_target(dst_cfg, topics)
+    try:
+        report = RebuildReport(direct.at, target, source.cluster)
+        report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), direct.at))
+        report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
+        serde = serdes.for_topic(topics.coord)
+        kept = coord_records(coord, serde, direct.at, direct.plan, COORD_KEPT)
+        report.coord = _copy(dst, topics.coord, kept)
+        report.dml = _copy_direct(direct.src, dst, topics.dml, direct.dml, progress)
+    finally:
+        dst.close()
     return report
 
 
@@ -122,17 +206,9 @@ def _write_target(
         report = RebuildReport(read.at, target, source.cluster)
         stamped = _stamped(ddl, serdes.for_topic(topics.ddl), read.at)
         report.ddl = _copy(dst, topics.ddl, stamped)
-        if read.direct is None:
-            kept = _coord_kept(coord, serdes.for_topic(topics.coord), read.at, read)
-            report.coord = _copy(dst, topics.coord, kept)
-            report.dml = _copy_dml(read.src, dst, topics, read, progress)
-        else:
-            report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
-            coord_serde = serdes.for_topic(topics.coord)
-            kept = coord_records(coord, coord_serde, read.at, read.direct, COORD_KEPT)
-            report.coord = _copy(dst, topics.coord, kept)
-            schemas = key_plan(_decoded(serdes, topics.ddl, ddl))
-            report.dml = _copy_direct(dst, topics, serdes, read, schemas, progress)
+        kept = _coord_kept(coord, serdes.for_topic(topics.coord), read.at, read)
+        report.coord = _copy(dst, topics.coord, kept)
+        report.dml = _copy_dml(read.src, dst, topics, read, progress)
     finally:
         dst.close()
     return report
@@ -151,7 +227,6 @@ class _SourceRead:
     prefix: Prefix
     events: list[PrefixEvent]
     spool: Spool
-    direct: DirectPlan | None = None  # the checkpoint a direct rebuild starts from
 
 
 def _read_source(
@@ -181,11 +256,6 @@ def _read_source(
                 f"deleted, or rows deleted before a compaction's horizon; oldest T available: "
                 f"{oldest}"
             )
-        coord_serde = serdes.for_topic(topics.coord)
-        store = PyArrowObjectStore(source.storage_uri())
-        direct = plan_direct(coord, coord_serde, at, starts, scan.kept, store)
-        if direct is not None:  # its records are copied as they are: nothing replaces them
-            return _SourceRead(src, at, scan, starts, ends, Prefix(), [], spool, direct)
         prefix = plan(
             events_of(topics.ddl, ddl), segments, scan, cuts(scan, starts, at), at, EventSerde()
         )
@@ -296,33 +366,23 @@ def _copy_dml(
     return n
 
 
-def _copy_direct(
-    dst: Log,
-    topics: Topics,
-    serdes: Serdes,
-    read: _SourceRead,
-    schemas: dict[int, CollectionSchema],
-    progress: Progress | None,
-) -> int:
-    """Copies, per partition in order, the records the scan kept, those before the direct
-    plan's checkpoint with their keys only (rebuild_direct.py); returns how many. Reports
-    (copied, total) to `progress` as `_copy_dml` does."""
-    assert read.direct is not None
-    serde, plan_ = serdes.for_topic(topics.dml), read.direct
+def _copy_direct(src: Log, dst: Log, topic: str, dml: DirectDml, progress: Progress | None) -> int:
+    """Copies, per partition in order, the records before the checkpoint as `dml` holds them,
+    then the tail's from the source; returns how many. Reports (copied, total) to
+    `progress` as `_copy_dml` does."""
 
     def records() -> Iterator[Append]:
-        for p, end in sorted(read.ends.items()):
-            kept = read.scan.kept.get(p, set())
-            found = _kept_records(read.src, topics.dml, p, 0, end, kept)
-            yield from dml_records(found, serde, schemas, plan_)
+        for p, end in sorted(dml.ends.items()):
+            yield from dml.before.get(p, [])
+            tail = dml.tail.get(p, set())
+            for r in _kept_records(src, topic, p, min(tail, default=end), end, tail):
+                yield Append(p, r.value, r.key, r.headers)
 
     if progress is None:
-        return _copy(dst, topics.dml, records())
-    total = sum(
-        len({o for o in read.scan.kept.get(p, set()) if o < e}) for p, e in read.ends.items()
-    )
+        return _copy(dst, topic, records())
+    total = dml.total()
     progress(0, total)
-    n = _copy(dst, topics.dml, _counted(records(), total, progress))
+    n = _copy(dst, topic, _counted(records(), total, progress))
     progress(n, total)
     return n
 

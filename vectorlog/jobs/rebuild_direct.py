@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vectorlog.core.model import CollectionSchema
-from vectorlog.engines.spark.executor_write import keys_only, strip_plan
+from vectorlog.engines.spark.executor_write import strip_event, strip_plan
 from vectorlog.processors.querynode.recovery import RecoveryPoint
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import ObjectStore, PyArrowObjectStore
-from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.log.base import Append, Log, Record
 
 log = logging.getLogger(__name__)
 
@@ -66,33 +66,28 @@ class DirectPlan:
 
 
 def plan_direct(
-    coord: list[Record],
-    serde: EventSerde,
-    at: int,
-    starts: dict[int, int],
-    kept: dict[int, set[int]],
-    store: ObjectStore,
+    coord: list[Record], serde: EventSerde, at: int, starts: dict[int, int], store: ObjectStore
 ) -> DirectPlan | None:
     """Returns the plan of a direct rebuild at `at`, or None where the row copy is needed
     (see the module docstring; the reason is logged)."""
     if any(start > 0 for start in starts.values()):
-        return _refused("retention truncated the dml topic")
+        _refused("retention truncated the dml topic")
+        return None
     found = _last_checkpoint(coord, serde, at)
     if found is None:
-        return _refused(f"no data node checkpoint at or before {at}")
+        _refused(f"no data node checkpoint at or before {at}")
+        return None
     plan = DirectPlan(*found)
-    for p, below in plan.offsets.items():
-        if len(kept.get(p, set()) & set(range(below))) != below:
-            return _refused(f"dml[{p}] has records before the checkpoint stamped after {at}")
     missing = _missing(coord[: plan.index], serde, store)
     if missing:
-        return _refused(f"binlog {missing} of a live segment is gone")
+        _refused(f"binlog {missing} of a live segment is gone")
+        return None
     return plan
 
 
-def _refused(why: str) -> DirectPlan | None:
+def _refused(why: str) -> None:
+    """Logs why a rebuild copies rows instead."""
     log.info("rebuild copies rows through the log: %s", why)
-    return None
 
 
 def _last_checkpoint(
@@ -150,20 +145,65 @@ def key_plan(ddl: list[Event]) -> dict[int, CollectionSchema]:
     }
 
 
-def dml_records(
-    records: Iterator[Record],
+@dataclass
+class DirectDml:
+    """The new dml topic per partition: the records before the checkpoint's offset, each
+    RowsInserted with its keys only (in memory: a few bytes per row), and the offsets of
+    the records after it stamped <= T (or not decodable: dead-lettered again), copied whole."""
+
+    before: dict[int, list[Append]]
+    tail: dict[int, set[int]]
+    ends: dict[int, int]
+
+    def total(self) -> int:
+        """Returns how many records the new dml topic gets."""
+        return sum(map(len, self.before.values())) + sum(map(len, self.tail.values()))
+
+
+def scan_dml(
+    log_: Log,
+    topic: str,
     serde: EventSerde,
-    schemas: dict[int, CollectionSchema],
+    ends: dict[int, int],
+    at: int,
     plan: DirectPlan,
-) -> Iterator[Append]:
-    """Yields `records` (one partition's kept ones, in offset order) for the new dml topic:
-    RowsInserted before the checkpoint's offset with their keys only, the rest whole."""
+    schemas: dict[int, CollectionSchema],
+) -> DirectDml | None:
+    """Reads the dml topic once below `ends`; returns what the new one gets, or None (the row
+    copy is needed) if a record before the checkpoint's offset is stamped after `at` (one a
+    data node dead-lettered as too far ahead: it must not come back)."""
     keys = strip_plan(schemas)
-    for r in records:
-        value = r.value
-        if r.offset < plan.offsets.get(r.partition, 0):
-            value = keys_only(serde, keys, value) or value
-        yield Append(r.partition, value, r.key, r.headers)
+    out = DirectDml({}, {}, dict(ends))
+    for p, end in sorted(ends.items()):
+        below = plan.offsets.get(p, 0)
+        before, tail = out.before.setdefault(p, []), out.tail.setdefault(p, set())
+        for r in _records(log_, topic, p, end):
+            event = _decoded(serde, r)
+            if r.offset >= below:
+                if event is None or event.ts <= at:
+                    tail.add(r.offset)
+                continue
+            if event is not None and event.ts > at:
+                _refused(f"dml[{p}] record {r.offset} is before the checkpoint, after {at}")
+                return None
+            value = serde.encode(event) if event and strip_event(keys, event) else r.value
+            before.append(Append(p, value, r.key, r.headers))
+    return out
+
+
+def _records(log_: Log, topic: str, p: int, end: int) -> Iterator[Record]:
+    """Yields partition `p`'s records below `end`, in offset order."""
+    reader = log_.reader(topic, {p: 0})
+    try:
+        at = 0
+        while at < end:
+            batch = reader.poll(1000, timeout=1.0)
+            for r in batch:
+                if r.offset < end:
+                    yield r
+            at = batch[-1].offset + 1 if batch else at
+    finally:
+        reader.close()
 
 
 def link_binlogs(source_root: str, target_root: str) -> int:

@@ -33,7 +33,7 @@ from vectorlog.core.faults import pause_point
 from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef
 from vectorlog.schemas.columns import decode_column, with_dynamic
-from vectorlog.schemas.serde import EventSerde
+from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import InsertBuffer, PyArrowObjectStore, SegmentRef, SegmentWriter, paths
 from vectorlog.streams.msgstream import StreamPosition
 from vectorlog.streams.topics import Serdes
@@ -99,14 +99,20 @@ def keys_only(serde: EventSerde, plan: StripPlan, value: bytes) -> bytes | None:
         event = serde.decode(value)
     except Exception:
         return None  # the driver dead-letters it
+    return serde.encode(event) if strip_event(plan, event) else None
+
+
+def strip_event(plan: StripPlan, event: Event) -> bool:
+    """Reduces a complete RowsInserted of a planned collection to its primary keys, in
+    place; returns whether it did (False: another event, or an incomplete one)."""
     if event.type != "RowsInserted" or event.body["collection_id"] not in plan:
-        return None
+        return False
     pk, need = plan[event.body["collection_id"]]
     columns = event.body["columns"]
     if not need <= {c["field_id"] for c in columns}:
-        return None  # incomplete: the driver refuses it whole
+        return False  # incomplete: the driver refuses it whole
     event.body["columns"] = [c for c in columns if c["field_id"] == pk]
-    return serde.encode(event)
+    return True
 
 
 # -- step 2: the segment writes -----------------------------------------------------------------
