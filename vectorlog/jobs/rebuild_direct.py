@@ -16,9 +16,10 @@ events reference), the rebuilt cluster is the source's restart as of that checkp
 
 So the query node loads the binlogs (rows and deletes keep their ts: as_of reads before T
 answer as the source did) and replays only the tail. The row copy (rebuild.py) is used instead
-when retention truncated a pchannel, no checkpoint is at or before T, a record before the
-checkpoint is stamped after T, or a binlog a live segment needs is gone (`plan_direct` says
-which).
+(the reason is logged) when retention truncated a pchannel, no checkpoint is at or before T,
+a binlog a coord event before the checkpoint names is gone (a compaction's merged segments,
+deleted by the source), a record before the checkpoint is stamped after T, or a bulk insert
+or compaction lies between the checkpoint and T.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from pathlib import Path
 
 from vectorlog.core.model import CollectionSchema
 from vectorlog.engines.spark.executor_write import strip_event, strip_plan
-from vectorlog.processors.querynode.recovery import RecoveryPoint
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import ObjectStore, PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record
@@ -52,6 +52,9 @@ SEGMENT_EVENTS = frozenset(
         "DataNodeTicked",
     }
 )
+#: records after the checkpoint that name binlogs a later compaction may have deleted (the
+#: row copy reads the live segments' instead)
+NOT_IN_TAIL = frozenset({"SegmentImported", "SegmentsCompacted"})
 #: the storage folders of the rows (insert, delta and stats logs) linked into the new root
 ROW_FOLDERS = ("insert_log", "delta_log", "stats_log")
 
@@ -80,7 +83,7 @@ def plan_direct(
     plan = DirectPlan(*found)
     missing = _missing(coord[: plan.index], serde, store)
     if missing:
-        _refused(f"binlog {missing} of a live segment is gone")
+        _refused(f"binlog {missing}, named before the checkpoint, is gone")
         return None
     return plan
 
@@ -109,14 +112,17 @@ def _decoded(serde: EventSerde, record: Record) -> Event | None:
 
 
 def _missing(coord: list[Record], serde: EventSerde, store: ObjectStore) -> str | None:
-    """Returns a binlog path the live segments of `coord` name that `store` lacks, if any."""
-    point = RecoveryPoint()
+    """Returns a binlog path a BinlogPathsSaved of `coord` names that `store` lacks, if any:
+    also those of segments a compaction merged (the source deletes them once its checkpoint
+    passed the compaction, and the new data node replays it from the start)."""
     for rec in coord:
         event = _decoded(serde, rec)
-        if event is not None:
-            point.apply(event)
-    for seg in point.segments.values():
-        for path in [p for write in seg.writes for p in write.values()] + seg.deltas:
+        if event is None or event.type != "BinlogPathsSaved":
+            continue
+        b = event.body
+        for path in [x["path"] for fb in b["field_binlogs"] for x in fb["binlogs"]] + [
+            x["path"] for x in b["delta_binlogs"]
+        ]:
             if not store.exists(path):
                 return path
     return None
@@ -180,6 +186,9 @@ def scan_dml(
         for r in _records(log_, topic, p, end):
             event = _decoded(serde, r)
             if r.offset >= below:
+                if event is not None and event.ts <= at and event.type in NOT_IN_TAIL:
+                    _refused(f"a {event.type} at or before {at} is after the checkpoint")
+                    return None
                 if event is None or event.ts <= at:
                     tail.add(r.offset)
                 continue
