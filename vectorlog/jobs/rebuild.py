@@ -45,13 +45,14 @@ from vectorlog.jobs.rebuild_direct import (
     coord_records,
     key_plan,
     link_binlogs,
+    missing_in,
     plan_direct,
     scan_dml,
 )
 from vectorlog.jobs.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
 from vectorlog.runners.standalone import open_log
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.storage import PyArrowObjectStore
+from vectorlog.storage import ObjectNotFound, PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
 from vectorlog.streams.scan import read_all
 from vectorlog.streams.snapshots import read_whole
@@ -180,6 +181,13 @@ def _write_direct(
         report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), direct.at))
         report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
         serde = serdes.for_topic(topics.coord)
+        gone = missing_in(coord, serde, direct.plan, dst_cfg.storage_uri())
+        if gone is not None:
+            raise ObjectNotFound(
+                gone,
+                "the running source deleted it during the rebuild: rebuild into a new "
+                "data dir again",
+            )
         kept = coord_records(coord, serde, direct.at, direct.plan, COORD_KEPT)
         report.coord = _copy(dst, topics.coord, kept)
         report.dml = _copy_direct(direct.src, dst, topics.dml, direct.dml, progress)

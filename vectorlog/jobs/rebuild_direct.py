@@ -237,9 +237,26 @@ def _link_local(source: Path, target: Path) -> int:
             into = target / Path(dirpath).relative_to(source)
             into.mkdir(parents=True, exist_ok=True)
             for name in names:
-                try:
-                    os.link(Path(dirpath) / name, into / name)
-                except OSError:  # another file system, or links not allowed
-                    shutil.copy2(Path(dirpath) / name, into / name)
-                n += 1
+                n += _link(Path(dirpath) / name, into / name)
     return n
+
+
+def _link(source: Path, target: Path) -> int:
+    """Links (or copies) one file; returns 1, or 0 if it is gone (a running source deletes
+    the files of merged segments: `missing_in` then says whether one was needed)."""
+    try:
+        os.link(source, target)
+    except FileNotFoundError:
+        return 0
+    except OSError:  # another file system, or links not allowed
+        try:
+            shutil.copy2(source, target)
+        except FileNotFoundError:
+            return 0
+    return 1
+
+
+def missing_in(coord: list[Record], serde: EventSerde, plan: DirectPlan, root: str) -> str | None:
+    """Returns a binlog the coord events before the plan's checkpoint name that the storage
+    at `root` lacks, if any."""
+    return _missing(coord[: plan.index], serde, PyArrowObjectStore(root))
