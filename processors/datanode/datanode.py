@@ -646,18 +646,53 @@ class DataNode(ProcessorBase):
 
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
+        due = []
         for seg in [self.views.by_id[sid] for sid in self.views.pending]:
             ready = seg.flush_started and not seg.flushed and seg.seal_ts is not None
             if ready and self.tick_of(seg.vchannel) >= (seg.seal_ts or 0):
-                self._write(seg, flushed=True)
+                due.append((seg, True))
+        self._write_all(due)
 
     def _write_full_buffers(self) -> None:
         """Writes the rows of every segment whose buffer passed the size limit, without
         waiting for the segment to be sealed (seed 004 "DataNode Flush")."""
+        due = []
         for sid, buf in list(self.buffers.items()):
             if buf.nbytes >= self.buffer_bytes:
                 ref = self.refs[sid]
-                self._write(self.views.get(sid) if sid in self.views.by_id else _view(ref), False)
+                due.append((self.views.get(sid) if sid in self.views.by_id else _view(ref), False))
+        self._write_all(due)
+
+    def _write_all(self, due: list[tuple[SegmentView, bool]]) -> None:
+        """Writes segments (each with whether it is flushed) in order. With a RowsWriter and
+        several segments, their rows are written first, all at once (the executors write
+        the parts in parallel), then each segment is committed as `_write` does; parts not
+        committed after a failure are deleted."""
+        written = self._write_rows_of(due) if self.rows_writer is not None else {}
+        try:
+            for seg, flushed in due:
+                self._write(seg, flushed, written.pop(seg.segment_id, None))
+        except BaseException:
+            for parts in written.values():
+                _discard(self.objects, parts)
+            raise
+
+    def _write_rows_of(
+        self, due: list[tuple[SegmentView, bool]]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Returns, per segment of `due` with buffered rows as positions, the part bodies
+        the RowsWriter wrote in one go (nothing for a single segment: `_write` does it)."""
+        assert self.rows_writer is not None
+        writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
+        for seg, _ in due:
+            rows, ref = self.buffers.get(seg.segment_id), self.refs.get(seg.segment_id)
+            schema = self.schemas.get(ref.collection_id) if ref is not None else None
+            if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
+                writes.append((ref, schema, rows))
+        if len(writes) < 2:
+            return {}
+        bodies = self.rows_writer.write_many(writes)
+        return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
 
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
@@ -671,8 +706,11 @@ class DataNode(ProcessorBase):
             ):
                 self._write(view, flushed=True)
 
-    def _write(self, seg: SegmentView, flushed: bool) -> None:
-        """Steps 1-3 of the module docstring for one segment."""
+    def _write(
+        self, seg: SegmentView, flushed: bool, parts: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Steps 1-3 of the module docstring for one segment (its rows' `parts` written by
+        the RowsWriter already, if given)."""
         ref = self.refs.get(seg.segment_id) or SegmentRef(
             seg.collection_id, seg.partition_id, seg.segment_id, seg.vchannel
         )
@@ -682,7 +720,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         elif isinstance(rows, RefBuffer):
-            body = self._write_remote(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
+            body = self._write_remote(
+                ref, schema, rows, deltas, flushed, stats, seg.rows_written, parts
+            )
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
         body["num_rows"] += seg.rows_written
@@ -714,12 +754,14 @@ class DataNode(ProcessorBase):
         flushed: bool,
         earlier: list[dict[str, Any]],
         rows_before: int,
+        parts: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
         stats logs, then here the delta log and (flushed) the compound stats log of every
         write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
         assert self.rows_writer is not None
-        parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
+        if parts is None:
+            parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
         try:
             stats = [json.loads(self.objects.get(log["path"])) for log in _stats_logs(parts)]
             body = self.writer.write(ref, schema, None, deltas, False)
