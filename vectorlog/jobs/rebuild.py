@@ -159,7 +159,9 @@ def _direct(
     schemas = key_plan(_decoded(serdes, topics.ddl, ddl))
     ends = _true_ends(src, topics.dml)
     dml = scan_dml(src, topics.dml, serdes.for_topic(topics.dml), ends, at, plan_, schemas)
-    return None if dml is None else _Direct(src, plan_, dml, at)
+    if dml is None or not all(map(store.exists, dml.needed)):
+        return None  # a bulk insert after the checkpoint names a binlog that is gone
+    return _Direct(src, plan_, dml, at)
 
 
 def _write_direct(
@@ -181,7 +183,7 @@ def _write_direct(
         report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), direct.at))
         report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
         serde = serdes.for_topic(topics.coord)
-        gone = missing_in(coord, serde, direct.plan, dst_cfg.storage_uri())
+        gone = missing_in(coord, serde, direct.plan, direct.dml.needed, dst_cfg.storage_uri())
         if gone is not None:
             raise ObjectNotFound(
                 gone,

@@ -18,8 +18,8 @@ So the query node loads the binlogs (rows and deletes keep their ts: as_of reads
 answer as the source did) and replays only the tail. The row copy (rebuild.py) is used instead
 (the reason is logged) when retention truncated a pchannel, no checkpoint is at or before T,
 a binlog a coord event before the checkpoint names is gone (a compaction's merged segments,
-deleted by the source), a record before the checkpoint is stamped after T, or a bulk insert
-or compaction lies between the checkpoint and T.
+deleted by the source) or one a bulk insert after the checkpoint names, a record before the
+checkpoint is stamped after T, or a compaction lies between the checkpoint and T.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vectorlog.core.model import CollectionSchema
@@ -52,9 +52,10 @@ SEGMENT_EVENTS = frozenset(
         "DataNodeTicked",
     }
 )
-#: records after the checkpoint that name binlogs a later compaction may have deleted (the
-#: row copy reads the live segments' instead)
-NOT_IN_TAIL = frozenset({"SegmentImported", "SegmentsCompacted"})
+#: records after the checkpoint the new data node could not replay as the source applied
+#: them: a compaction needs its merged segments Flushed when it comes, and the new cluster's
+#: flushes of tail segments happen when its own datacoord decides
+NOT_IN_TAIL = frozenset({"SegmentsCompacted"})
 #: the storage folders of the rows (insert, delta and stats logs) linked into the new root
 ROW_FOLDERS = ("insert_log", "delta_log", "stats_log")
 
@@ -160,6 +161,7 @@ class DirectDml:
     before: dict[int, list[Append]]
     tail: dict[int, set[int]]
     ends: dict[int, int]
+    needed: list[str] = field(default_factory=list)  # the binlogs of the tail's bulk inserts
 
     def total(self) -> int:
         """Returns how many records the new dml topic gets."""
@@ -191,6 +193,8 @@ def scan_dml(
                     return None
                 if event is None or event.ts <= at:
                     tail.add(r.offset)
+                if event is not None and event.ts <= at and event.type == "SegmentImported":
+                    out.needed += _imported_paths(event)
                 continue
             if event is not None and event.ts > at:
                 _refused(f"dml[{p}] record {r.offset} is before the checkpoint, after {at}")
@@ -198,6 +202,17 @@ def scan_dml(
             value = serde.encode(event) if event and strip_event(keys, event) else r.value
             before.append(Append(p, value, r.key, r.headers))
     return out
+
+
+def _imported_paths(event: Event) -> list[str]:
+    """Returns the binlogs a SegmentImported names."""
+    return [
+        x["path"]
+        for seg in event.body["segments"]
+        for kind in ("field_binlogs", "stats_binlogs")
+        for fb in seg[kind]
+        for x in fb["binlogs"]
+    ]
 
 
 def _records(log_: Log, topic: str, p: int, end: int) -> Iterator[Record]:
@@ -256,7 +271,11 @@ def _link(source: Path, target: Path) -> int:
     return 1
 
 
-def missing_in(coord: list[Record], serde: EventSerde, plan: DirectPlan, root: str) -> str | None:
-    """Returns a binlog the coord events before the plan's checkpoint name that the storage
-    at `root` lacks, if any."""
-    return _missing(coord[: plan.index], serde, PyArrowObjectStore(root))
+def missing_in(
+    coord: list[Record], serde: EventSerde, plan: DirectPlan, needed: list[str], root: str
+) -> str | None:
+    """Returns a binlog the coord events before the plan's checkpoint name, or one of
+    `needed`, that the storage at `root` lacks, if any."""
+    store = PyArrowObjectStore(root)
+    gone = [path for path in needed if not store.exists(path)]
+    return gone[0] if gone else _missing(coord[: plan.index], serde, store)
