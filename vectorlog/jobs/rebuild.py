@@ -190,7 +190,9 @@ def _write_direct(
                 "the running source deleted it during the rebuild: rebuild into a new "
                 "data dir again",
             )
-        kept = coord_records(coord, serde, direct.at, direct.plan, COORD_KEPT)
+        held = PyArrowObjectStore(dst_cfg.storage_uri())
+        after = COORD_KEPT | {"SegmentIndexesDropped"}  # of reports copied from before it
+        kept = coord_records(coord, serde, direct.at, direct.plan, after, held)
         report.coord = _copy(dst, topics.coord, kept)
         report.dml = _copy_direct(direct.src, dst, topics.dml, direct.dml, progress)
     finally:

@@ -4,11 +4,13 @@ Where the source's data node published a checkpoint at or before T (`ChannelChec
 every row and delete at or below its tick on a pchannel is in binlogs that earlier coord
 events reference), the rebuilt cluster is the source's restart as of that checkpoint:
 
-- the source's binlogs are hard-linked (copied across file systems) into the new storage
-  root, under the same relative paths, so the coord events naming them hold as they are;
+- the source's binlogs and segment indexes are hard-linked (copied across file systems) into
+  the new storage root, under the same relative paths, so the coord events naming them hold
+  as they are;
 - the new coord topic gets the segment events before the checkpoint (opened, allocated,
-  sealed, flush started, binlogs saved, flushed, data node ticks), the checkpoint itself, then
-  the allocation events after it stamped at or before T;
+  sealed, flush started, binlogs saved, flushed, data node ticks, index reports whose files
+  are there), the checkpoint itself, then the allocation events after it stamped at or
+  before T;
 - the new dml topic gets every record before the checkpoint's offset at its own offset, each
   RowsInserted reduced to its primary keys (the new data node indexes them; the rows are in
   the binlogs, which the query node loads), then the records after it stamped at or before T
@@ -40,7 +42,8 @@ from vectorlog.streams.log.base import Append, Log, Record
 log = logging.getLogger(__name__)
 
 #: coord events folded into segment state that the new cluster takes as they are (before
-#: the checkpoint); index reports are left out: the new cluster builds its own indexes
+#: the checkpoint): with the index reports, whose files are linked too (a report whose files
+#: are gone is left out: the new index node builds that index again)
 SEGMENT_EVENTS = frozenset(
     {
         "SegmentOpened",
@@ -50,14 +53,17 @@ SEGMENT_EVENTS = frozenset(
         "BinlogPathsSaved",
         "SegmentFlushed",
         "DataNodeTicked",
+        "SegmentIndexed",
+        "SegmentIndexesDropped",
     }
 )
 #: records after the checkpoint the new data node could not replay as the source applied
 #: them: a compaction needs its merged segments Flushed when it comes, and the new cluster's
 #: flushes of tail segments happen when its own datacoord decides
 NOT_IN_TAIL = frozenset({"SegmentsCompacted"})
-#: the storage folders of the rows (insert, delta and stats logs) linked into the new root
-ROW_FOLDERS = ("insert_log", "delta_log", "stats_log")
+#: the storage folders linked into the new root: the rows' insert, delta and stats logs, and
+#: the segment indexes
+ROW_FOLDERS = ("insert_log", "delta_log", "stats_log", "index_files")
 
 
 @dataclass
@@ -130,17 +136,29 @@ def _missing(coord: list[Record], serde: EventSerde, store: ObjectStore) -> str 
 
 
 def coord_records(
-    coord: list[Record], serde: EventSerde, at: int, plan: DirectPlan, kept_after: frozenset[str]
+    coord: list[Record],
+    serde: EventSerde,
+    at: int,
+    plan: DirectPlan,
+    kept_after: frozenset[str],
+    store: ObjectStore,
 ) -> Iterator[Append]:
-    """Yields the new coord topic: segment events before the checkpoint, the checkpoint, then
-    the `kept_after` events stamped <= `at`."""
+    """Yields the new coord topic: segment events before the checkpoint (index reports whose
+    files `store` holds), the checkpoint, then the `kept_after` events stamped <= `at`."""
     for i, rec in enumerate(coord):
         event = _decoded(serde, rec)
         if event is None or event.ts > at:
             continue
         wanted = SEGMENT_EVENTS if i < plan.index else kept_after
-        if i == plan.index or event.type in wanted:
+        if i == plan.index or (event.type in wanted and _files_held(event, store)):
             yield Append(rec.partition, rec.value, rec.key, rec.headers)
+
+
+def _files_held(event: Event, store: ObjectStore) -> bool:
+    """Whether `store` holds the files of an index report (True for other events)."""
+    if event.type != "SegmentIndexed":
+        return True
+    return all(store.exists(event.body[k]) for k in ("index_file", "row_id_file"))
 
 
 def key_plan(ddl: list[Event]) -> dict[int, CollectionSchema]:
