@@ -45,6 +45,7 @@ from vectorlog.jobs.rebuild_direct import (
     coord_records,
     key_plan,
     link_binlogs,
+    link_vector_cache,
     missing_in,
     plan_direct,
     scan_dml,
@@ -182,6 +183,7 @@ def _write_direct(
         report = RebuildReport(direct.at, target, source.cluster)
         report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), direct.at))
         report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
+        link_vector_cache(source.state_dir(), dst_cfg.state_dir())
         serde = serdes.for_topic(topics.coord)
         gone = missing_in(coord, serde, direct.plan, direct.dml.needed, dst_cfg.storage_uri())
         if gone is not None:

@@ -6,7 +6,8 @@ events reference), the rebuilt cluster is the source's restart as of that checkp
 
 - the source's binlogs and segment indexes are hard-linked (copied across file systems) into
   the new storage root, under the same relative paths, so the coord events naming them hold
-  as they are;
+  as they are; so is its query node's vector cache, if it has one here (checked against the
+  binlogs at every open);
 - the new coord topic gets the segment events before the checkpoint (opened, allocated,
   sealed, flush started, binlogs saved, flushed, data node ticks, index reports whose files
   are there), the checkpoint itself, then the allocation events after it stamped at or
@@ -297,3 +298,22 @@ def missing_in(
     store = PyArrowObjectStore(root)
     gone = [path for path in needed if not store.exists(path)]
     return gone[0] if gone else _missing(coord[: plan.index], serde, store)
+
+
+def link_vector_cache(source_state: Path, target_state: Path) -> int:
+    """Links (or copies) the source query node's cache of sealed segments' vectors
+    (querynode/mmapcache.py: derived from the binlogs, verified against them at every open)
+    into the target's state folder, so the new query node maps them instead of decoding the
+    vector binlogs again; returns how many files (0 without a cache, or a source whose state
+    lives elsewhere)."""
+    cache = source_state / "querynode"
+    if not cache.is_dir():
+        return 0
+    n = 0
+    for folder in (f for f in cache.iterdir() if f.is_dir() and f.name.isdigit()):
+        into = target_state / "querynode" / folder.name
+        into.mkdir(parents=True, exist_ok=True)
+        for entry in folder.iterdir():
+            if entry.is_file() and not entry.name.endswith(".tmp"):
+                n += _link(entry, into / entry.name)
+    return n
