@@ -8,6 +8,7 @@ environment (VECTORLOG_*), runs a scenario, and prints what the test checks as o
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ def bulk(uri: str) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = Path(uri).parent / "bulk-files"
+    folder = Path(os.environ["VECTORLOG_DATA_DIR"]) / "bulk-files"  # the workers see it
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(5)
     files = []
