@@ -175,6 +175,9 @@ class DataNode(ProcessorBase):
         self._reported: dict[str, int] = {}
         self._committed: dict[int, StreamPosition] = {}
         self._published: dict[int, StreamPosition] = {}
+        #: the newest checkpoint coord holds per pchannel (a rebuilt cluster's, before this
+        #: node replayed up to it): never published back over
+        self._on_coord: dict[int, StreamPosition] = {}
         self._published_at = 0.0  # time.monotonic() of the last publication
         self._wrote = False  # a binlog write since the last publication
         self.name = name
@@ -345,11 +348,12 @@ class DataNode(ProcessorBase):
         except Exception as exc:  # datacoord dead-letters coord records; skip it here
             log.debug("data node skips coord record %s: %s", rec.offset, exc)
             return
-        admitted = self.views.apply(event)
+        admitted = self.views.apply(event)  # None: a fenced writer's (storage.channel_fence)
         if admitted is not None and admitted.type == "ChannelCheckpointed":
             for p in admitted.body["positions"]:
                 pos = StreamPosition(p["offset"], p["tick"], p["tick_offset"])
                 self._coord_checkpoints[p["pchannel"]] = pos
+                self._on_coord[p["pchannel"]] = pos
         if event.type == "SegmentOpened":  # a vchannel's pchannel, also for replays past its rows
             self.pchannel_of.setdefault(event.body["vchannel"], event.body["pchannel"])
 
@@ -460,6 +464,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             return
         sid, n = b["segment_id"], b["num_rows"]
+        if self._written(sid, event.ts):
+            self._replayed(event, schema, before)
+            return
         if self.rows_writer is not None:
             self._inserted_ref(event, schema, before)
             return
@@ -472,8 +479,6 @@ class DataNode(ProcessorBase):
         self.refs.setdefault(sid, ref)
         pks = by_id[schema.primary.field_id]
         self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else pks, sid, before)
-        if self._written(sid, event.ts):
-            return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
         if not isinstance(buf, InsertBuffer):
             buf = self.buffers[sid] = InsertBuffer(before)
@@ -495,13 +500,26 @@ class DataNode(ProcessorBase):
         ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
         self.refs.setdefault(sid, ref)
         self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
-        if self._written(sid, event.ts):
-            return  # replayed rows of a segment already in binlogs
         buf = self.buffers.get(sid)
         if not isinstance(buf, RefBuffer):
             buf = self.buffers[sid] = RefBuffer(before)
         rows = RowsRef(p, offset, event.ts, b["first_row_id"], n)
         buf.append(rows, row_bytes(schema))
+
+    def _replayed(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
+        """Replayed rows of a segment already in binlogs: only their keys are indexed, so the
+        record may carry its primary keys alone (a rebuild's copy, vectorlog/jobs/rebuild.py).
+        Raises ValueError if it lacks them."""
+        b, pk_id = event.body, schema.primary.field_id
+        column = next((c["column"] for c in b["columns"] if c["field_id"] == pk_id), None)
+        if column is None:
+            raise ValueError(f"RowsInserted lacks fields {[schema.primary.name]}")
+        sid = b["segment_id"]
+        self.refs.setdefault(
+            sid, SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
+        )
+        pks = decode_column(column, b["num_rows"])
+        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
 
     def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
         """Records each key's newest row; a key that had an older row is an upsert: that row's
@@ -689,18 +707,53 @@ class DataNode(ProcessorBase):
 
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
+        due = []
         for seg in [self.views.by_id[sid] for sid in self.views.pending]:
             ready = seg.flush_started and not seg.flushed and seg.seal_ts is not None
             if ready and self.tick_of(seg.vchannel) >= (seg.seal_ts or 0):
-                self._write(seg, flushed=True)
+                due.append((seg, True))
+        self._write_all(due)
 
     def _write_full_buffers(self) -> None:
         """Writes the rows of every segment whose buffer passed the size limit, without
         waiting for the segment to be sealed (seed 004 "DataNode Flush")."""
+        due = []
         for sid, buf in list(self.buffers.items()):
             if buf.nbytes >= self.buffer_bytes:
                 ref = self.refs[sid]
-                self._write(self.views.get(sid) if sid in self.views.by_id else _view(ref), False)
+                due.append((self.views.get(sid) if sid in self.views.by_id else _view(ref), False))
+        self._write_all(due)
+
+    def _write_all(self, due: list[tuple[SegmentView, bool]]) -> None:
+        """Writes segments (each with whether it is flushed) in order. With a RowsWriter and
+        several segments, their rows are written first, all at once (the executors write
+        the parts in parallel), then each segment is committed as `_write` does; parts not
+        committed after a failure are deleted."""
+        written = self._write_rows_of(due) if self.rows_writer is not None else {}
+        try:
+            for seg, flushed in due:
+                self._write(seg, flushed, written.pop(seg.segment_id, None))
+        except BaseException:
+            for parts in written.values():
+                _discard(self.objects, parts)
+            raise
+
+    def _write_rows_of(
+        self, due: list[tuple[SegmentView, bool]]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Returns, per segment of `due` with buffered rows as positions, the part bodies
+        the RowsWriter wrote in one go (nothing for a single segment: `_write` does it)."""
+        assert self.rows_writer is not None
+        writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
+        for seg, _ in due:
+            rows, ref = self.buffers.get(seg.segment_id), self.refs.get(seg.segment_id)
+            schema = self.schemas.get(ref.collection_id) if ref is not None else None
+            if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
+                writes.append((ref, schema, rows))
+        if len(writes) < 2:
+            return {}
+        bodies = self.rows_writer.write_many(writes)
+        return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
 
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
@@ -714,8 +767,11 @@ class DataNode(ProcessorBase):
             ):
                 self._write(view, flushed=True)
 
-    def _write(self, seg: SegmentView, flushed: bool) -> None:
-        """Steps 1-3 of the module docstring for one segment."""
+    def _write(
+        self, seg: SegmentView, flushed: bool, parts: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Steps 1-3 of the module docstring for one segment (its rows' `parts` written by
+        the RowsWriter already, if given)."""
         ref = self.refs.get(seg.segment_id) or SegmentRef(
             seg.collection_id, seg.partition_id, seg.segment_id, seg.vchannel
         )
@@ -725,7 +781,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         elif isinstance(rows, RefBuffer):
-            body = self._write_remote(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
+            body = self._write_remote(
+                ref, schema, rows, deltas, flushed, stats, seg.rows_written, parts
+            )
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
         body["num_rows"] += seg.rows_written
@@ -758,12 +816,14 @@ class DataNode(ProcessorBase):
         flushed: bool,
         earlier: list[dict[str, Any]],
         rows_before: int,
+        parts: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
         stats logs, then here the delta log and (flushed) the compound stats log of every
         write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
         assert self.rows_writer is not None
-        parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
+        if parts is None:
+            parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
         try:
             stats = [json.loads(self.objects.get(log["path"])) for log in _stats_logs(parts)]
             body = self.writer.write(ref, schema, None, deltas, False)
@@ -843,7 +903,7 @@ class DataNode(ProcessorBase):
         binlog was written since the last publication, or CHECKPOINT_PUBLISH_S passed, or
         `force`. Everything at or below a position's tick is then in binlogs referenced by
         earlier coord events. Returns whether it appended. Raises LogError."""
-        points = self.checkpoints(ddl=False)
+        points = self._not_behind_coord(self.checkpoints(ddl=False))
         if not points or points == self._published:
             return False
         elapsed = time.monotonic() - self._published_at
@@ -859,6 +919,17 @@ class DataNode(ProcessorBase):
         self.log.append(self.topics.coord, [record])
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
         return True
+
+    def _not_behind_coord(self, points: dict[int, StreamPosition]) -> dict[int, StreamPosition]:
+        """Returns `points` with each pchannel behind the checkpoint coord holds at that one:
+        its claim (rows and deletes up to its tick are in binlogs) stays true, and a query
+        node never replays from further back than it."""
+        return {
+            p: self._on_coord[p]
+            if p in self._on_coord and self._on_coord[p].offset > pos.offset
+            else pos
+            for p, pos in points.items()
+        }
 
     def retention_floor(self) -> dict[int, int]:
         """Returns, per dml pchannel, the first offset a restart may need: below both the

@@ -57,6 +57,13 @@ class RowsWriter(Protocol):
         referenced or behind by a failure. Raises StorageError, LogError."""
         ...
 
+    def write_many(
+        self, writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]]
+    ) -> list[list[dict[str, Any]]]:
+        """`write_rows` of several segments at once (their parts run in parallel); returns
+        each one's part bodies. A failure leaves nothing of any behind."""
+        ...
+
     def stripped(self, pchannel: int, offset: int) -> bool:
         """Whether the record at that dml position reached the node with only its primary
         keys (its columns were checked complete where it was read)."""

@@ -123,6 +123,7 @@ class BulkInserter:
         self.jobs: dict[int, ImportJob] = {}
         self._lock = threading.Lock()
         self._session: Any = None
+        self.workers: set[str] = set()  # the executors' work folders that ran units
 
     def submit(
         self,
@@ -287,7 +288,7 @@ class BulkInserter:
             if progress is not None:
                 progress(n, total)
 
-        return run_units(self._spark(), target, tasks, done)
+        return run_units(self._spark(), target, tasks, done, self.workers)
 
     def _spark(self) -> Any:
         """Returns the shared SparkSession, acquired at the first job and held until `close`

@@ -14,6 +14,11 @@ DDL copies, rows and deletes as events with their own ts, then the records kept.
 insert's record is replaced by its rows read from binlogs (it named the old storage root);
 compactions are left out (the new cluster holds the rows where they were inserted).
 
+Where the source's data node published a checkpoint at or before T and retention deleted
+nothing, the rows are not copied: the new cluster takes the source's binlogs and only the keys
+of the rows they hold go through its log (vectorlog/jobs/rebuild_direct.py); the records after
+the checkpoint (rows still only in the source data node's memory at T) are copied whole.
+
 Refused, naming why, before anything is written: a T in the future; a T before the oldest
 T the log and binlogs give (retention deleted what it needs), naming that T; a target that
 already holds a cluster.
@@ -34,10 +39,21 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.engines.spark import acquire_session, offsets_as_of, release_session
 from vectorlog.engines.spark.binlog_events import PrefixEvent, Spool, prefix_events
 from vectorlog.engines.spark.log_range import DmlScan
+from vectorlog.jobs.rebuild_direct import (
+    DirectDml,
+    DirectPlan,
+    coord_records,
+    key_plan,
+    link_binlogs,
+    link_vector_cache,
+    missing_in,
+    plan_direct,
+    scan_dml,
+)
 from vectorlog.jobs.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
 from vectorlog.runners.standalone import open_log
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.storage import PyArrowObjectStore
+from vectorlog.storage import ObjectNotFound, PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets
 from vectorlog.streams.scan import read_all
 from vectorlog.streams.snapshots import read_whole
@@ -63,6 +79,7 @@ class RebuildReport:
     ddl: int = 0
     coord: int = 0
     dml: int = 0
+    binlogs: int = 0  # files taken from the source's storage (a rebuild from its binlogs)
     seconds: float = 0.0
 
 
@@ -82,15 +99,106 @@ def rebuild(
         ddl = list(read_whole(src, topics.ddl, store))
         at = _as_of(as_of, ddl, serdes.for_topic(topics.ddl))
         coord = list(read_whole(src, topics.coord, store))
-        spool = Spool()
-        try:
-            read = _read_source(source, src, topics, ddl, coord, at, spool)
-            report = _write_target(target, source, topics, serdes, ddl, coord, read, progress)
-        finally:
-            spool.close()
+        direct = _direct(source, src, topics, serdes, ddl, coord, at, store)
+        if direct is not None:
+            report = _write_direct(target, source, topics, serdes, ddl, coord, direct, progress)
+        else:
+            report = _row_copy(target, source, src, topics, serdes, ddl, coord, at, progress)
     finally:
         src.close()
     report.seconds = time.monotonic() - started
+    return report
+
+
+def _row_copy(
+    target: str,
+    source: Config,
+    src: Log,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    at: int,
+    progress: Progress | None,
+) -> RebuildReport:
+    """Rebuilds by copying the dml records (and rows read from binlogs where retention
+    deleted records) into the new log; returns what was copied."""
+    spool = Spool()
+    try:
+        read = _read_source(source, src, topics, ddl, coord, at, spool)
+        return _write_target(target, source, topics, serdes, ddl, coord, read, progress)
+    finally:
+        spool.close()
+
+
+@dataclass
+class _Direct:
+    """A direct rebuild's checkpoint and new dml topic (rebuild_direct.py)."""
+
+    src: Log
+    plan: DirectPlan
+    dml: DirectDml
+    at: int
+
+
+def _direct(
+    source: Config,
+    src: Log,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    at: int,
+    store: PyArrowObjectStore,
+) -> _Direct | None:
+    """Returns the direct rebuild at `at`, or None where the row copy is needed."""
+    plan_ = plan_direct(
+        coord, serdes.for_topic(topics.coord), at, start_offsets(src, topics.dml), store
+    )
+    if plan_ is None:
+        return None
+    schemas = key_plan(_decoded(serdes, topics.ddl, ddl))
+    ends = _true_ends(src, topics.dml)
+    dml = scan_dml(src, topics.dml, serdes.for_topic(topics.dml), ends, at, plan_, schemas)
+    if dml is None or not all(map(store.exists, dml.needed)):
+        return None  # a bulk insert after the checkpoint names a binlog that is gone
+    return _Direct(src, plan_, dml, at)
+
+
+def _write_direct(
+    target: str,
+    source: Config,
+    topics: Topics,
+    serdes: Serdes,
+    ddl: list[Record],
+    coord: list[Record],
+    direct: _Direct,
+    progress: Progress | None,
+) -> RebuildReport:
+    """Writes the new data dir from the source's binlogs (rebuild_direct.py); returns what
+    it holds. Raises RebuildRefused if it holds a cluster already."""
+    dst_cfg = Config.load(log=target, cluster=source.cluster, dml_partitions=topics.dml_partitions)
+    dst = _new_target(dst_cfg, topics)
+    try:
+        report = RebuildReport(direct.at, target, source.cluster)
+        report.ddl = _copy(dst, topics.ddl, _stamped(ddl, serdes.for_topic(topics.ddl), direct.at))
+        report.binlogs = link_binlogs(source.storage_uri(), dst_cfg.storage_uri())
+        link_vector_cache(source.state_dir(), dst_cfg.state_dir())
+        serde = serdes.for_topic(topics.coord)
+        gone = missing_in(coord, serde, direct.plan, direct.dml.needed, dst_cfg.storage_uri())
+        if gone is not None:
+            raise ObjectNotFound(
+                gone,
+                "the running source deleted it during the rebuild: rebuild into a new "
+                "data dir again",
+            )
+        held = PyArrowObjectStore(dst_cfg.storage_uri())
+        after = COORD_KEPT | {"SegmentIndexesDropped"}  # of reports copied from before it
+        kept = coord_records(coord, serde, direct.at, direct.plan, after, held)
+        report.coord = _copy(dst, topics.coord, kept)
+        report.dml = _copy_direct(direct.src, dst, topics.dml, direct.dml, progress)
+    finally:
+        dst.close()
     return report
 
 
@@ -268,6 +376,27 @@ def _copy_dml(
     total = _dml_total(read, prefix, replaced)
     progress(0, total)
     n = _copy(dst, topics.dml, _counted(records, total, progress))
+    progress(n, total)
+    return n
+
+
+def _copy_direct(src: Log, dst: Log, topic: str, dml: DirectDml, progress: Progress | None) -> int:
+    """Copies, per partition in order, the records before the checkpoint as `dml` holds them,
+    then the tail's from the source; returns how many. Reports (copied, total) to
+    `progress` as `_copy_dml` does."""
+
+    def records() -> Iterator[Append]:
+        for p, end in sorted(dml.ends.items()):
+            yield from dml.before.get(p, [])
+            tail = dml.tail.get(p, set())
+            for r in _kept_records(src, topic, p, min(tail, default=end), end, tail):
+                yield Append(p, r.value, r.key, r.headers)
+
+    if progress is None:
+        return _copy(dst, topic, records())
+    total = dml.total()
+    progress(0, total)
+    n = _copy(dst, topic, _counted(records(), total, progress))
     progress(n, total)
     return n
 

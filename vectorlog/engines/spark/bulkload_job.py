@@ -11,6 +11,7 @@ the timestamp field's binlog with the ts it stamps (`commit_ts_binlog`).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -194,16 +195,21 @@ def run_units(
     target: ImportTarget,
     tasks: list[UnitTask],
     progress: Callable[[int, int], None] | None = None,
+    workers: set[str] | None = None,
 ) -> list[dict]:
     """Runs one Spark task per unit; returns every written segment. `progress(done, total)`
-    is called as units finish. Raises the first task's error (ImportFileError for bad input)
-    after the written files of every task that finished are deleted."""
+    is called as units finish; `workers` gets the work folder of each task's executor (a
+    standalone executor runs in its worker's). Raises the first task's error
+    (ImportFileError for bad input) after the written files of every task that finished are
+    deleted."""
     sc = session.sparkContext
     rdd = sc.parallelize(list(enumerate(tasks)), max(1, len(tasks)))
-    written = rdd.map(lambda it: (it[0], _run_one(target, it[1])))
+    written = rdd.map(lambda it: (it[0], _run_one(target, it[1]), os.getcwd()))
     results: dict[int, Any] = {}
-    for i, outcome in written.toLocalIterator(prefetchPartitions=True):
+    for i, outcome, folder in written.toLocalIterator(prefetchPartitions=True):
         results[i] = outcome
+        if workers is not None:
+            workers.add(folder)
         if progress is not None:
             progress(len(results), len(tasks))
     failed = [o for o in results.values() if isinstance(o, BaseException)]

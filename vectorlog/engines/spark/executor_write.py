@@ -6,8 +6,9 @@ Two steps run on the executors, the driver's data node keeping every decision an
    tasks): every RowsInserted of a collection the node knows, with all its fields, loses all
    columns but its primary keys before it reaches the driver. The driver's data node indexes
    the keys and buffers the record's position (vectorlog/processors.datanode.service.py).
-2. When the node writes a segment (`SparkRowsWriter.write_rows`): the segment's buffered
-   records are split into parts of about ROWS_PER_TASK rows, one task each; a task reads its
+2. When the node writes segments (`SparkRowsWriter.write_many`: every segment one step of the
+   node writes, in one Spark job): each segment's buffered records are split into parts of
+   about ROWS_PER_TASK rows, one task each, run in parallel; a task reads its
    records back from the log, decodes them, and writes the part's insert logs and stats log
    straight to the storage root with log ids the driver allocated, returning only the
    Binlog records. The driver then writes the delta and compound stats logs and commits
@@ -33,7 +34,7 @@ from vectorlog.core.faults import pause_point
 from vectorlog.core.model import ROW_ID_FIELD, TIMESTAMP_FIELD, CollectionSchema
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef
 from vectorlog.schemas.columns import decode_column, with_dynamic
-from vectorlog.schemas.serde import EventSerde
+from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import InsertBuffer, PyArrowObjectStore, SegmentRef, SegmentWriter, paths
 from vectorlog.streams.msgstream import StreamPosition
 from vectorlog.streams.topics import Serdes
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 ROWS_PER_TASK = 50_000
 #: a segment write's Spark job is cancelled (and retried by the data node) after this long
 JOB_TIMEOUT_S = 900.0
+#: one segment's write: where, its schema and its buffered rows
+Write = tuple[SegmentRef, CollectionSchema, RefBuffer]
 #: {collection id: (primary key field id, ids of the fields a record must carry)}
 StripPlan = dict[int, tuple[int, frozenset[int]]]
 
@@ -78,7 +81,7 @@ def strip_batches(
         values = batch.column("value").to_pylist()
         flags = [False] * len(values)
         for i, value in enumerate(values):
-            stripped = _strip(serde, plan, value)
+            stripped = keys_only(serde, plan, value)
             if stripped is not None:
                 values[i], flags[i] = stripped, True
         cols = [batch.column(n) for n in ("partition", "offset", "key")]
@@ -92,20 +95,27 @@ STRIPPED_SCHEMA = (
 )
 
 
-def _strip(serde: EventSerde, plan: StripPlan, value: bytes) -> bytes | None:
-    """Returns the record re-encoded with only its keys, or None to pass it whole."""
+def keys_only(serde: EventSerde, plan: StripPlan, value: bytes) -> bytes | None:
+    """Returns a complete RowsInserted of a planned collection re-encoded with only its
+    primary keys, or None to pass the record whole (another event, or not decodable)."""
     try:
         event = serde.decode(value)
     except Exception:
         return None  # the driver dead-letters it
+    return serde.encode(event) if strip_event(plan, event) else None
+
+
+def strip_event(plan: StripPlan, event: Event) -> bool:
+    """Reduces a complete RowsInserted of a planned collection to its primary keys, in
+    place; returns whether it did (False: another event, or an incomplete one)."""
     if event.type != "RowsInserted" or event.body["collection_id"] not in plan:
-        return None
+        return False
     pk, need = plan[event.body["collection_id"]]
     columns = event.body["columns"]
     if not need <= {c["field_id"] for c in columns}:
-        return None  # incomplete: the driver refuses it whole
+        return False  # incomplete: the driver refuses it whole
     event.body["columns"] = [c for c in columns if c["field_id"] == pk]
-    return serde.encode(event)
+    return True
 
 
 # -- step 2: the segment writes -----------------------------------------------------------------
@@ -246,14 +256,25 @@ class SparkRowsWriter:
     ) -> list[dict[str, Any]]:
         """Writes the buffered rows as parts on the executors; returns their bodies in row
         order. Raises what a task raised (after its retries), having deleted every part."""
-        tasks = self._tasks(ref, schema, rows)
+        return self.write_many([(ref, schema, rows)])[0]
+
+    def write_many(self, writes: list[Write]) -> list[list[dict[str, Any]]]:
+        """Writes several segments' buffered rows in one Spark job, every part a task (they
+        run in parallel); returns each segment's part bodies in row order. Raises what a task
+        raised (after its retries), having deleted every part of every segment."""
+        per = [self._tasks(ref, schema, rows) for ref, schema, rows in writes]
+        tasks = [t for group in per for t in group]
+        if not tasks:
+            return [[] for _ in writes]
         sc = self.session().sparkContext
-        group = f"vectorlog-write-{ref.segment_id}-{tasks[0].first_id}"
+        first = tasks[0]
+        group = f"vectorlog-write-{first.ref.segment_id}-{first.first_id}"
         # a cluster that lost its master or every worker never fails the job: it waits for
         # resources; cancelled, the write fails and the data node's loop retries it
         watchdog = threading.Timer(self.job_timeout_s, sc.cancelJobGroup, (group,))
         try:
-            sc.setJobGroup(group, f"vectorlog: write segment {ref.segment_id}")
+            ids = sorted({t.ref.segment_id for t in tasks})
+            sc.setJobGroup(group, f"vectorlog: write segments {ids}")
             watchdog.start()
             bodies = sc.parallelize(tasks, len(tasks)).map(write_part).collect()
         except BaseException:
@@ -264,9 +285,15 @@ class SparkRowsWriter:
         for body in bodies:
             self.workers.add(body.pop("worker"))
         self.parts_written += len(bodies)
-        return list(bodies)
+        out, at = [], 0
+        for group_tasks in per:
+            out.append(list(bodies[at : at + len(group_tasks)]))
+            at += len(group_tasks)
+        return out
 
     def _tasks(self, ref: SegmentRef, schema: CollectionSchema, rows: RefBuffer) -> list[PartTask]:
+        if not rows.refs:
+            return []
         groups: list[list[RowsRef]] = [[]]
         n = 0
         for r in rows.refs:

@@ -8,6 +8,7 @@ environment (VECTORLOG_*), runs a scenario, and prints what the test checks as o
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,43 @@ def stored_pks(client: Client, segs: list[dict[str, Any]]) -> list[int]:
     return out
 
 
-SCENARIOS = {"script": script, "kill": kill}
+BULK_FILES, BULK_ROWS = 4, 5000  # rows per file
+
+
+def bulk(uri: str) -> dict[str, Any]:
+    """A bulk insert of BULK_FILES Parquet files (a Spark task each) of 128-d rows; then what
+    a user sees of it, how long it took and which workers ran its tasks."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(os.environ["VECTORLOG_DATA_DIR"]) / "bulk-files"  # the workers see it
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(5)
+    files = []
+    for f in range(BULK_FILES):
+        ids = np.arange(f * BULK_ROWS, (f + 1) * BULK_ROWS, dtype=np.int64)
+        x = rng.standard_normal((BULK_ROWS, 128), dtype=np.float32)
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 128)
+        pq.write_table(pa.table({"id": ids, "vector": vectors}), folder / f"{f}.parquet")
+        files.append(str(folder / f"{f}.parquet"))
+    with Client(uri, datanode="local") as client:
+        client.create_collection("b", dimension=128, num_shards=2)
+        t = time.perf_counter()
+        job = client.bulk_insert("b", files)
+        took = time.perf_counter() - t
+        count = client.query("b", "", output_fields=["count(*)"])[0]["count(*)"]
+        assert client.cluster.bulk is not None
+        return {
+            "state": job["state"],
+            "count": count,
+            "seconds": took,
+            "workers": sorted(client.cluster.bulk.workers),
+        }
+
+
+SCENARIOS = {"script": script, "kill": kill, "bulk": bulk}
 
 
 def main() -> None:

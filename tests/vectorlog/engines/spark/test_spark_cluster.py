@@ -131,3 +131,14 @@ def test_a_worker_killed_mid_write_leaves_every_row_exactly_once(
     assert got["segments"] == [["Flushed", len(rows)]] and got["parts"] >= 3
     assert got["ids"] == rows  # what a user reads: every row once
     assert got["stored"] == rows  # the files: no row twice, no file of the killed attempt extra
+
+
+def test_a_bulk_insert_on_the_cluster_runs_its_tasks_on_both_workers(
+    spark_cluster: Any, request: pytest.FixtureRequest, tmp_path: Path
+):
+    args = cluster_args("kafka", request, tmp_path / "cluster")
+    got = run_child(spark_cluster, "bulk", args)
+    rows = cluster_child.BULK_FILES * cluster_child.BULK_ROWS
+    assert got["state"] == "Completed" and got["count"] == rows
+    assert {worker_of(spark_cluster, w) for w in got["workers"]} == {0, 1}
+    print(f"\nbulk insert on 2 workers: {rows} rows of 128-d in {got['seconds']:.1f} s")
