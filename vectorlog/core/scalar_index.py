@@ -10,7 +10,8 @@ accepts, and the parameters of a JSON path index (`json_path`, `json_cast_type`)
 
 A JSON index names a key path of its field (`json_path`, Milvus's filter syntax: `j["a"][0]`;
 default the whole field) and what its values are cast to (`json_cast_type`: BOOL, DOUBLE,
-VARCHAR, or ARRAY_BOOL / ARRAY_DOUBLE / ARRAY_VARCHAR for lists of those).
+VARCHAR, ARRAY_BOOL / ARRAY_DOUBLE / ARRAY_VARCHAR for lists of those, or JSON: the booleans,
+numbers and strings at the path, each kind answering filters of its kind; INVERTED only).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ ACCEPTS: dict[str, frozenset[DataType]] = {
 }
 SCALAR_INDEXES = tuple(ACCEPTS)
 JSON_PATH, JSON_CAST = "json_path", "json_cast_type"
-CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR")
+CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR", "JSON")
 #: the cast types of the index types that take fewer on a JSON path (Milvus's checkers)
 KIND_CASTS = {"BITMAP": ("BOOL", "VARCHAR"), "STL_SORT": ("DOUBLE", "VARCHAR")}
 #: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
@@ -79,10 +80,11 @@ def scalar_params(kind: str, f: FieldSchema, params: dict[str, Any]) -> dict[str
     cast = params.get(JSON_CAST)
     if cast is None:
         raise ParameterMissing(f"json index must specify cast type: missing parameter[{JSON_CAST}]")
-    if not isinstance(cast, str) or cast.upper() not in CAST_TYPES:
-        raise InvalidArgument(f"json_cast_type {cast} is not supported{_INVALID}")
-    if cast.upper() not in KIND_CASTS.get(kind, CAST_TYPES):
-        raise InvalidArgument(f"json_cast_type {cast} is not supported for {kind} index")
+    upper = cast.strip().upper() if isinstance(cast, str) else cast  # as Milvus's proxy
+    if upper not in CAST_TYPES:
+        raise InvalidArgument(f"json_cast_type {upper} is not supported{_INVALID}")
+    if upper not in KIND_CASTS.get(kind, CAST_TYPES):
+        raise InvalidArgument(f"json_cast_type {upper} is not supported for {kind} index")
     path = params.get(JSON_PATH, f.name)
     json_keys(str(path), f.name)
     return {JSON_PATH: str(path), JSON_CAST: cast}  # as given: describe_index shows them so
@@ -139,17 +141,15 @@ def shown_field(index: dict[str, Any]) -> str:
 
 
 def default_index_name(field_name: str, params: dict[str, str]) -> str:
-    """Returns the name of an index created without one: its field's name (as
-    describe_index shows it), followed for a JSON path index by the path's JSON pointer
-    (`j["a"][0]`: j/a/0), so each path of a field has its own (Milvus's datacoord)."""
+    """Returns the name of an index created without one: its field's name followed, for a
+    JSON path index, by the path's JSON pointer (`j["a"][0]`: j/a/0), so each path of a
+    field has its own, as Milvus's datacoord names them; a dynamic key's index is named
+    under `$meta` (`k["a"]`: $meta/k/a)."""
     path = params.get(JSON_PATH)
     if path is None:
         return field_name
     keys = json_keys(path, field_name)
-    shown = shown_field({"field_name": field_name, "params": params})
-    if shown != field_name:  # a dynamic key: the key is the shown field
-        keys = keys[1:]
-    return shown + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+    return field_name + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
 
 def _subscripts(path: str, rest: str) -> tuple[str | int, ...]:

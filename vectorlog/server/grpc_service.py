@@ -289,9 +289,13 @@ def index_spec(request: Any) -> IndexSpec:
 
 
 def index_description(d: dict[str, Any]) -> Any:
-    """Returns the IndexDescription of Client.describe_index's dict."""
-    params = {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
-    params["params"] = json.dumps(d.get("params") or {})
+    """Returns the IndexDescription of Client.describe_index's dict. Milvus answers the
+    params as the client sent them: pymilvus's MilvusClient sends each one as its own key
+    (`json_cast_type`, `M`...), the ORM a JSON `params`; both are given."""
+    built = d.get("params") or {}
+    params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in built.items()}
+    params |= {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
+    params["params"] = json.dumps(built)
     done = d.get("state") == "Finished"
     return milvus_pb2.IndexDescription(
         index_name=d["index_name"],
