@@ -82,6 +82,7 @@ from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.proxy.functions import bm25_params, text_queries
 from vectorlog.processors.proxy.hybrid_groups import Grouping, grouped
+from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -532,15 +533,29 @@ class Proxy:
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         options: SearchOptions = DEFAULT_SEARCH,
+        ranker: Any = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
         `options`: filter, offset, group_by_field and group_size, search_params with a range
-        search's radius / range_filter, anns_field). Raises
-        InvalidArgument, InvalidExpression before reading anything."""
+        search's radius / range_filter, anns_field); with a function `ranker`
+        (function_rank.py), the hits reranked by it, as Milvus reranks the hits a search
+        found. Raises InvalidArgument, InvalidExpression, RerankRefused before reading
+        anything."""
         info = self._info(name, at.as_of)
-        plan = self._plan(info, data, limit, output_fields, partition_names, options)
+        specs = None if ranker is None else fr.specs_of(ranker)
+        if ranker is not None and specs is None:
+            raise InvalidArgument(f"a search's ranker must be a Function, not {ranker!r:.60}")
+        rank = None if specs is None else fr.parse(specs, info.schema, 1)
+        if rank is not None and options.group_by_field:
+            raise InvalidArgument("vectorlog does not serve a function ranker in a grouping search")
+        wanted = fr.with_input(output_fields, rank)
+        plan = self._plan(info, data, limit, wanted, partition_names, options)
         ts = self.read_ts(info, at)
-        return plan.out.hits(self._run(info, plan, ts, at))
+        hits = self._run(info, plan, ts, at)
+        if rank is not None:
+            hits = [rank.fuse([q], [plan.metric], len(q)) for q in hits]
+            fr.drop_input(hits, output_fields, rank)
+        return plan.out.hits(hits)
 
     def hybrid_search(
         self,
@@ -564,8 +579,12 @@ class Proxy:
         reqs = hybrid.requests(requests)
         lim = r.limit(limit)
         off = r.offset(offset, lim)
-        rank = Ranker.parse(ranker_spec(ranker), len(reqs))
-        wanted = hybrid.with_group_field(output_fields, grouping)
+        specs = fr.specs_of(ranker)
+        if specs is None:
+            rank = Ranker.parse(ranker_spec(ranker), len(reqs))
+        else:
+            rank = fr.parse(specs, info.schema, len(reqs))
+        wanted = fr.with_input(hybrid.with_group_field(output_fields, grouping), rank)
         plans = [
             self._plan(info, q.data, q.limit, wanted, partition_names, hybrid.options(q, grouping))
             for q in reqs
@@ -582,6 +601,7 @@ class Proxy:
             larger = rank.larger_is_better(metrics)
             fused = [grouped(hits, grouping, lim, off, larger) for hits in every]
             hybrid.drop_unasked(fused, output_fields, grouping)
+        fr.drop_input(fused, output_fields, rank)
         return plans[0].out.hits(fused)
 
     def _plan(

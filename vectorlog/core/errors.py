@@ -47,6 +47,11 @@ class InvalidJsonPath(InvalidArgument):
     """A JSON index's json_path is no key path of its field (Milvus answers it with 65535)."""
 
 
+class RerankRefused(InvalidArgument):
+    """A function ranker (ranker=Function(...)) Milvus's rerank stage refuses: it runs after
+    the searches, and Milvus answers its errors with code 65535."""
+
+
 class SchemaMismatch(InvalidArgument):
     """Rows do not fit the collection's schema (names the field and the row)."""
 

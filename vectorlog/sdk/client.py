@@ -684,6 +684,7 @@ class Client(AdminCalls):
         group_by_field: str | None = None,
         group_size: int | None = None,
         strict_group_size: bool = False,
+        ranker: Any = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"},
         nearest first: rows matching `filter` (a Milvus boolean expression, `{name}`
@@ -694,8 +695,11 @@ class Client(AdminCalls):
         {...}}; a `radius` (and `range_filter`) among the params makes it a range search,
         every hit in range (Milvus's bounds: L2 range_filter <= d < radius, IP and COSINE
         radius < d <= range_filter), exact whatever the index.
-        `entity` holds `output_fields` (none by default, as Milvus). Raises InvalidArgument,
-        InvalidExpression (with the error's position), ConsistencyTimeout."""
+        `entity` holds `output_fields` (none by default, as Milvus). A `ranker` (pymilvus's
+        `Function(function_type=FunctionType.RERANK, params={"reranker": "rrf" | "weighted" |
+        "decay", ...})`) reranks each query's hits, its score as `distance`, as Milvus does.
+        Raises InvalidArgument, InvalidExpression (with the error's position), RerankRefused,
+        ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
@@ -708,7 +712,14 @@ class Client(AdminCalls):
             strict_group_size,
         )
         return self._proxy.search(
-            self._q(collection_name), data, limit, output_fields, partition_names, at, options
+            self._q(collection_name),
+            data,
+            limit,
+            output_fields,
+            partition_names,
+            at,
+            options,
+            ranker,
         )
 
     def hybrid_search(
@@ -733,13 +744,14 @@ class Client(AdminCalls):
         searches of `reqs` (`AnnSearchRequest(data, anns_field, param, limit, expr)`, each
         on its own vector field, filter and limit) fused by `ranker`: `RRFRanker(k)` (sum of
         1 / (k + rank)) or `WeightedRanker(w1, ..., norm_score=True)` (weighted sum of the
-        scores normalised per metric), best first, `offset` skipped; `distance` is the fused
-        score. pymilvus's request and ranker classes are accepted too. Every search reads at
-        one ts. With `group_by_field`, each request is a grouping search and the fused hits
-        are grouped by the field: up to `limit` groups (`offset` skips groups) of up to
-        `group_size` hits, ranked by their best hit's score (`rank_group_scorer` "max"; or
-        "sum", "avg"), as Milvus 2.5. Raises InvalidArgument (Milvus's messages; no search
-        runs), InvalidExpression, ConsistencyTimeout."""
+        scores normalised per metric) or a function ranker (see `search`), best first,
+        `offset` skipped; `distance` is the fused score. pymilvus's request and ranker
+        classes are accepted too. Every search reads at one ts. With `group_by_field`, each
+        request is a grouping search and the fused hits are grouped by the field: up to
+        `limit` groups (`offset` skips groups) of up to `group_size` hits, ranked by their
+        best hit's score (`rank_group_scorer` "max"; or "sum", "avg"), as Milvus 2.5.
+        Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
+        RerankRefused, ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         grouping = None
         if group_by_field is not None:

@@ -293,7 +293,9 @@ def index_description(d: dict[str, Any]) -> Any:
     params as the client sent them: pymilvus's MilvusClient sends each one as its own key
     (`json_cast_type`, `M`...), the ORM a JSON `params`; both are given."""
     built = d.get("params") or {}
-    params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in built.items()}
+    params: dict[str, Any] = {
+        k: v if isinstance(v, str) else json.dumps(v) for k, v in built.items()
+    }
     params |= {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
     params["params"] = json.dumps(built)
     done = d.get("state") == "Finished"

@@ -41,6 +41,7 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.FieldNameInvalid, FIELD_NAME_INVALID, common_pb2.IllegalArgument),
     (errors.ParameterMissing, PARAMETER_MISSING, common_pb2.IllegalArgument),
     (errors.InvalidJsonPath, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.RerankRefused, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.CollectionExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.AlreadyExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.InvalidArgument, PARAMETER_INVALID, common_pb2.IllegalArgument),
