@@ -46,6 +46,7 @@ from vectorlog.core.model import (
     CollectionInfo,
     CollectionSchema,
     check_name,
+    partition_tag,
 )
 from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
@@ -315,11 +316,17 @@ class RootCoord(RbacDdl):
             self._execute("CollectionPropertiesAltered", cid, body)
 
     def create_partition(self, collection: str, partition: str) -> None:
-        check_name("partition", partition)
+        """Creates a partition; one of that name already there: a no-op, as Milvus's
+        rootcoord ignores it. Raises InvalidPartitionName (Milvus's partition tag check),
+        CollectionNotFound, InvalidArgument for a partition-key collection."""
+        partition_tag(partition)
         with self._ddl():
             cid = self.meta.resolve(collection)
-            if self.meta.get(collection).schema.partition_key is not None:
+            info = self.meta.get(collection)
+            if info.schema.partition_key is not None:
                 raise InvalidArgument("disable create partition if partition key mode is used")
+            if partition in info.partitions:
+                return
             self._execute(
                 "PartitionCreated",
                 cid,

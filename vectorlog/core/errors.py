@@ -31,6 +31,27 @@ def _name_fault(kind: str, name: object) -> str:
     return f"{kind} name can only contain numbers, letters and underscores"
 
 
+class InvalidPartitionName(InvalidName):
+    """A partition name Milvus's validatePartitionTag refuses, in its words ("Invalid
+    partition name: . Partition name should not be empty.")."""
+
+    def __init__(self, name: object) -> None:
+        tag = name.strip() if isinstance(name, str) else name
+        InvalidArgument.__init__(self, f"Invalid partition name: {tag}. {_tag_fault(tag)}")
+        self.name = name
+
+
+def _tag_fault(tag: object) -> str:
+    """Returns what Milvus says is wrong with a partition name (its first fault)."""
+    if not isinstance(tag, str) or not tag:
+        return "Partition name should not be empty."
+    if len(tag) > 255:
+        return "The length of a partition name must be less than 255 characters."
+    if not (tag[0] in "_" or tag[0].isascii() and tag[0].isalnum()):
+        return "The first character of a partition name must be an underscore or letter."
+    return "Partition name can only contain numbers, letters and underscores."
+
+
 class FieldNameInvalid(InvalidArgument):
     """A field name Milvus refuses though it is an identifier (a keyword of its filters)."""
 
@@ -190,8 +211,12 @@ class IndexNotFound(NotFound):
 
 
 class IndexExists(AlreadyExists):
-    def __init__(self, collection: str, what: str) -> None:
-        super().__init__(f"collection {collection!r} already has an index {what}")
+    """Another index has the name, or indexes the field (Milvus's datacoord: code 1100 and
+    the `milvus` message given, then which)."""
+
+    def __init__(self, collection: str, what: str, milvus: str = "") -> None:
+        lead = f"{milvus}: " if milvus else ""
+        super().__init__(f"{lead}collection {collection!r} already has an index {what}")
 
 
 class WriteOutcomeUnknown(VectorlogError):

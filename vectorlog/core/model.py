@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vectorlog.core.analyzer import analyzer_of
-from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
+from vectorlog.core.errors import (
+    FieldNameInvalid,
+    InvalidArgument,
+    InvalidName,
+    InvalidPartitionName,
+)
 from vectorlog.core.functions import FunctionSchema, check_functions
 from vectorlog.core.sparse import SPARSE_METRICS
 
@@ -109,9 +114,10 @@ PARTITION_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")
 
 def partition_tag(name: object) -> str:
     """Returns `name` if Milvus's partition tag check takes it (spaces around trimmed;
-    letters, digits, `_`, `-`, at most 255). Raises InvalidName naming it."""
+    letters, digits, `_`, `-`, at most 255). Raises InvalidPartitionName naming it, in
+    Milvus's words."""
     if not isinstance(name, str) or not PARTITION_TAG_RE.fullmatch(name.strip()):
-        raise InvalidName("partition", name)
+        raise InvalidPartitionName(name)
     return name
 
 

@@ -105,8 +105,8 @@ TABLE: list[tuple[str, Call, int, str]] = [
         "insert into an invalid partition name",
         lambda m, n: m.insert(n, [ROW], partition_name="12 s"),
         1100,
-        "Invalid partition name: 12 s. the first character of a partition name must be an "
-        "underscore or letter: invalid parameter",
+        "Invalid partition name: 12 s. Partition name can only contain numbers, letters and "
+        "underscores.: invalid parameter",
     ),
     (
         "search an unknown partition",
