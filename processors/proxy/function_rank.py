@@ -27,8 +27,8 @@ import numpy as np
 
 from vectorlog.core.errors import RerankRefused
 from vectorlog.core.hybrid import RRF, WEIGHTED
-from vectorlog.core.model import CollectionSchema, DataType
-from vectorlog.core.scalar_index import GO_NAMES
+from vectorlog.core.model import GO_NAMES, CollectionSchema, DataType
+
 from vectorlog.core.types import LARGER_IS_NEARER, Hit
 from vectorlog.processors.proxy.rerank import F32, MAX_RRF_K, PI, Ranker, normalized
 

@@ -373,6 +373,9 @@ class RootCoord(RbacDdl):
             self._execute("AliasDropped", cid, {"collection_id": cid, "alias": split(alias)[1]})
 
     def alter_alias(self, collection: str, alias: str) -> None:
+        """Points `alias` at `collection`. Raises InvalidName (checked first, as Milvus's
+        proxy), AliasNotFound, CollectionNotFound, InvalidArgument."""
+        check_name("alias", split(alias)[1])
         with self._ddl():
             prev = self.meta.aliases().get(alias)
             if prev is None:

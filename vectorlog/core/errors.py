@@ -16,19 +16,20 @@ class InvalidName(InvalidArgument):
     the first character of a collection name must be an underscore or letter.")."""
 
     def __init__(self, kind: str, name: object) -> None:
-        super().__init__(f"Invalid {kind} name: {name}. {_name_fault(kind, name)}")
+        noun = "collection alias" if kind == "alias" else f"{kind} name"  # Milvus's nouns
+        super().__init__(f"Invalid {noun}: {name}. {_name_fault(noun, name)}")
         self.name = name
 
 
-def _name_fault(kind: str, name: object) -> str:
+def _name_fault(noun: str, name: object) -> str:
     """Returns what Milvus says is wrong with a name (its first fault)."""
     if not isinstance(name, str) or not name.strip():
-        return f"{kind} name should not be empty"
+        return f"{noun} should not be empty"
     if len(name) > 255:
-        return f"the length of a {kind} name must be less than 255 characters"
+        return f"the length of a {noun} must be less than 255 characters"
     if not (name[0] == "_" or name[0].isascii() and name[0].isalpha()):
-        return f"the first character of a {kind} name must be an underscore or letter"
-    return f"{kind} name can only contain numbers, letters and underscores"
+        return f"the first character of a {noun} must be an underscore or letter"
+    return f"{noun} can only contain numbers, letters and underscores"
 
 
 class InvalidPartitionName(InvalidName):

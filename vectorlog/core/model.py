@@ -104,6 +104,26 @@ INT_RANGES = {
 }
 
 
+#: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
+GO_NAMES = {
+    DataType.BOOL: "Bool",
+    DataType.INT8: "Int8",
+    DataType.INT16: "Int16",
+    DataType.INT32: "Int32",
+    DataType.INT64: "Int64",
+    DataType.FLOAT: "Float",
+    DataType.DOUBLE: "Double",
+    DataType.VARCHAR: "VarChar",
+    DataType.JSON: "JSON",
+    DataType.ARRAY: "Array",
+    DataType.FLOAT_VECTOR: "FloatVector",
+    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
+    DataType.FLOAT16_VECTOR: "Float16Vector",
+    DataType.BFLOAT16_VECTOR: "BFloat16Vector",
+    DataType.BINARY_VECTOR: "BinaryVector",
+}
+
+
 def default_text(value: Any) -> str | None:
     """Returns a default value as stored in a field's params (JSON text; None: no default)."""
     return None if value is None else json.dumps(value)
@@ -578,14 +598,15 @@ def default_kind(value: Any, dtype: DataType) -> str:
 def check_default(f: FieldSchema, kind: str) -> None:
     """Raises InvalidArgument with Milvus's message if field `f` cannot take its default
     value sent as ValueField member `kind` (another type, out of range, too long)."""
-    value = f.default_value
-    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
-        raise InvalidArgument(f"{f.dtype.value} field {f.name!r} cannot take a default value")
+    value, go = f.default_value, GO_NAMES.get(f.dtype, f.dtype.value)
+    if f.is_primary:
+        raise InvalidArgument(f"primary field not support default_value, type:{go}, name:{f.name}")
+    if f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
+        raise InvalidArgument(f"type not support default_value, type:{go}, name:{f.name}")
     types, expected = DEFAULT_KINDS[kind]
     if f.dtype not in types:
-        raise InvalidArgument(
-            "default value type mismatches field schema type: "
-            f"invalid parameter[expected={expected}][actual=not match]"
+        raise InvalidArgument(  # Milvus's rootcoord
+            f"type ({go}) of field ({f.name}) is not equal to the type({expected}) of default_value"
         )
     if f.dtype in INT_RANGES:
         lo, hi = INT_RANGES[f.dtype]

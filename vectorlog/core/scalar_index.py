@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMissing
-from vectorlog.core.model import META, DataType, FieldSchema
+from vectorlog.core.model import GO_NAMES, META, DataType, FieldSchema
 
 INTEGERS = frozenset({DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64})
 NUMERIC = INTEGERS | {DataType.FLOAT, DataType.DOUBLE}
@@ -38,24 +38,6 @@ JSON_PATH, JSON_CAST = "json_path", "json_cast_type"
 CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR", "JSON")
 #: the cast types of the index types that take fewer on a JSON path (Milvus's checkers)
 KIND_CASTS = {"BITMAP": ("BOOL", "VARCHAR"), "STL_SORT": ("DOUBLE", "VARCHAR")}
-#: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
-GO_NAMES = {
-    DataType.BOOL: "Bool",
-    DataType.INT8: "Int8",
-    DataType.INT16: "Int16",
-    DataType.INT32: "Int32",
-    DataType.INT64: "Int64",
-    DataType.FLOAT: "Float",
-    DataType.DOUBLE: "Double",
-    DataType.VARCHAR: "VarChar",
-    DataType.JSON: "JSON",
-    DataType.ARRAY: "Array",
-    DataType.FLOAT_VECTOR: "FloatVector",
-    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
-    DataType.FLOAT16_VECTOR: "Float16Vector",
-    DataType.BFLOAT16_VECTOR: "BFloat16Vector",
-    DataType.BINARY_VECTOR: "BinaryVector",
-}
 _INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")
