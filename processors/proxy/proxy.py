@@ -168,20 +168,25 @@ class Proxy:
         keys = a.string_list("property_keys", delete_keys) or []
         self.rc.alter_collection_properties(a.name("collection", name), props, keys)
 
+    # Milvus's proxy checks the names' forms before it looks anything up (PreExecute):
+    # the collection's, then the partition's; an alias's, then the collection's.
     def create_partition(self, collection: str, partition: str) -> None:
-        self.rc.create_partition(collection, partition)
+        self.rc.create_partition(check_qualified("collection", collection), partition)
 
     def drop_partition(self, collection: str, partition: str) -> None:
-        self.rc.drop_partition(collection, partition)
+        check_qualified("collection", collection)
+        self.rc.drop_partition(collection, partition_tag(partition))
 
     def create_alias(self, collection: str, alias: str) -> None:
-        self.rc.create_alias(collection, alias)
+        check_qualified("alias", alias)
+        self.rc.create_alias(check_qualified("collection", collection), alias)
 
     def drop_alias(self, alias: str) -> None:
         self.rc.drop_alias(alias)
 
     def alter_alias(self, collection: str, alias: str) -> None:
-        self.rc.alter_alias(collection, alias)
+        check_qualified("alias", alias)
+        self.rc.alter_alias(check_qualified("collection", collection), alias)
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         """Creates an index; one identical to an existing index is a no-op (as Milvus).

@@ -630,7 +630,10 @@ def check_nullable(f: FieldSchema) -> None:
     if not isinstance(f.nullable, bool):
         raise InvalidArgument(f"field {f.name!r}: nullable must be a bool, not {f.nullable!r}")
     if f.nullable and f.is_primary:
-        raise InvalidArgument(f"primary field {f.name!r} not support null")
+        raise InvalidArgument(  # Milvus's rootcoord
+            f"primary field not support null, type:{GO_NAMES.get(f.dtype, f.dtype.value)}, "
+            f"name:{f.name}"
+        )
     if f.nullable and f.is_vector:
         raise InvalidArgument(f"vector field {f.name!r} cannot be nullable in vectorlog")
     if f.default_value is not None:

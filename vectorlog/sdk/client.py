@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from vectorlog.config import Config
 from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
-from vectorlog.core.errors import InvalidArgument, PartitionNotFound
+from vectorlog.core.errors import (
+    CollectionNotFound,
+    InvalidArgument,
+    InvalidName,
+    PartitionNotFound,
+)
 from vectorlog.core.model import (
     DENSE_TYPES,
     CollectionInfo,
@@ -483,7 +488,11 @@ class Client(AdminCalls):
         specs = index_specs(index_params)
         if not specs:
             raise InvalidArgument("index_params is empty: no index can be created")
-        check_indexes(self._proxy.describe_collection(self._q(collection_name)).schema, specs)
+        try:  # Milvus's CreateIndex looks the collection up without checking its name
+            info = self._proxy.describe_collection(self._q(collection_name))
+        except InvalidName:
+            raise CollectionNotFound(self._q(collection_name)) from None
+        check_indexes(info.schema, specs)
         for spec in specs:
             self._proxy.create_index(self._q(collection_name), spec)
 
