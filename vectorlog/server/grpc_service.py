@@ -31,6 +31,12 @@ from vectorlog.server.grpc_users import UserRpcs
 MILVUS_VERSION = "v2.5.0"
 
 
+#: the segment states GetPersistentSegmentInfo lists by default (Milvus's proxy)
+PERSISTENT = {common_pb2.Sealed, common_pb2.Flushing, common_pb2.Flushed}
+#: Milvus's segment states by name, as Client.list_segments names them
+STATES: dict[str, int] = dict(common_pb2.SegmentState.items())
+
+
 class MilvusServicer(
     UserRpcs,
     DataRpcs,
@@ -218,6 +224,25 @@ class MilvusServicer(
         return milvus_pb2.ShowPartitionsResponse(
             status=ok(), partition_names=names, partitionIDs=[parts[n] for n in names]
         )
+
+    @rpc
+    def GetPersistentSegmentInfo(self, request: Any, context: Any) -> Any:
+        """The collection's segments in `states` (default as Milvus: Sealed, Flushing,
+        Flushed), as pymilvus's list_persistent_segments reads them."""
+        states = set(request.states) or PERSISTENT
+        infos = [
+            milvus_pb2.PersistentSegmentInfo(
+                segmentID=s["segment_id"],
+                collectionID=s["collection_id"],
+                partitionID=s["partition_id"],
+                num_rows=s["num_rows"],
+                state=STATES.get(s["state"], 0),
+                insert_channel=s["insert_channel"],
+            )
+            for s in self.client.list_segments(request.collectionName)
+            if STATES.get(s["state"], 0) in states
+        ]
+        return milvus_pb2.GetPersistentSegmentInfoResponse(status=ok(), infos=infos)
 
     # -- aliases --------------------------------------------------------------------------------
     @rpc
