@@ -28,7 +28,6 @@ import numpy as np
 from vectorlog.core.errors import RerankRefused
 from vectorlog.core.hybrid import RRF, WEIGHTED
 from vectorlog.core.model import GO_NAMES, CollectionSchema, DataType
-
 from vectorlog.core.types import LARGER_IS_NEARER, Hit
 from vectorlog.processors.proxy.rerank import F32, MAX_RRF_K, PI, Ranker, normalized
 
@@ -176,8 +175,7 @@ def _check_model(spec: FunctionSpec, schema: CollectionSchema) -> None:
     """Raises RerankRefused as Milvus's model reranker checks its input field and queries."""
     if len(spec.input_fields) != 1:
         raise RerankRefused(
-            _PREFIX + "model reranker requires exactly 1 input field, "
-            f"got {len(spec.input_fields)}"
+            _PREFIX + f"model reranker requires exactly 1 input field, got {len(spec.input_fields)}"
         )
     f = _field(schema, spec.input_fields[0])
     if f.dtype is not DataType.VARCHAR:
@@ -270,9 +268,7 @@ class DecayRanker:
         if self.offset < 0:
             raise RerankRefused(_PREFIX + f"decay: offset must be >= 0, got {self.offset:f}")
         if not 0 < self.decay < 1:
-            raise RerankRefused(
-                _PREFIX + f"decay: decay must be 0 < decay < 1, got {self.decay:f}"
-            )
+            raise RerankRefused(_PREFIX + f"decay: decay must be 0 < decay < 1, got {self.decay:f}")
         if not 0.001 <= self.decay <= 0.999:
             raise RerankRefused(
                 _PREFIX + "decay: decay must be between 0.001000 and 0.999000 for numerical "

@@ -66,6 +66,7 @@ from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
 from vectorlog.processors.proxy import dynamic, hybrid, imports
+from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import partition_key as pkey
 from vectorlog.processors.proxy import reads as r
@@ -82,7 +83,6 @@ from vectorlog.processors.proxy.consistency import guarantee
 from vectorlog.processors.proxy.credentials import Credentials
 from vectorlog.processors.proxy.functions import bm25_params, text_queries
 from vectorlog.processors.proxy.hybrid_groups import Grouping, grouped
-from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy.rerank import Ranker
 from vectorlog.processors.querynode.service import QueryNodeService
 from vectorlog.processors.rootcoord.service import RootCoordService
