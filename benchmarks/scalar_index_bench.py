@@ -111,11 +111,11 @@ def run(rows: int, repeat: int) -> list[dict[str, Any]]:
     build_s = time.perf_counter() - started
     growing = int(rows * 0.95)
     partial = ScalarIndexes()
-    for iid, by_segment in indexes.loaded.items():  # only the first 95% of rows sealed
-        file = indexes.targets[iid]
-        seg = by_segment[3]
-        keep = np.flatnonzero(seg.rows < growing)
-        trimmed = replace(file, positions=file.positions[keep], values=_take(file.values, keep))
+    for slot, by_segment in indexes.loaded.items():  # only the first 95% of rows sealed
+        file, cls = indexes.targets[slot], slot[1]
+        keep = np.flatnonzero(by_segment[3].rows < growing)
+        values, positions = file.parts[cls]
+        trimmed = replace(file, parts={cls: (_take(values, keep), positions[keep])})
         partial.add(trimmed, 3, np.arange(rows, dtype=np.int64))
     out = []
     for text in FILTERS:

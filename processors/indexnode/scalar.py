@@ -9,7 +9,9 @@ a row once. The values are what the query node's filter compares (integers widen
 FLOAT kept float32, JSON numbers cast to double), so the index answers exactly as a scan.
 
 The file is an Arrow IPC file: columns `value` and `pos` (int64), and in the schema metadata
-`kind` ("values" or "elements") and `class` ("num", "str" or "bool").
+`kind` ("values" or "elements") and `class` ("num", "str" or "bool"). A JSON-cast index
+(`json_cast_type` JSON) holds every boolean, number and string at its path: class "json",
+columns `value_bool`, `value_num`, `value_str` (one set a row) and `pos`, each kind sorted.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ CASTS = {
 }
 _CODES = {"bool": (BOOL,), "num": (INT, FLOAT), "str": (STR,)}
 _ARROW = {"bool": pa.bool_(), "num": pa.float64(), "str": pa.string()}
+_CLASSES = ("bool", "num", "str")
 
 
 def build_scalar(columns: Iterable[InsertColumn], index: dict[str, Any]) -> tuple[bytes, int]:
@@ -61,10 +64,11 @@ def build_scalar(columns: Iterable[InsertColumn], index: dict[str, Any]) -> tupl
         raise ValueError("the field has no insert logs")
     params = index.get("params", {})
     if dtype is DataType.JSON:
-        cls, elements = CASTS[params[JSON_CAST].upper()]
+        cast = params[JSON_CAST].strip().upper()
         keys = json_keys(params.get(JSON_PATH, index["field_name"]), index["field_name"])
         docs = [None if t is None else json.loads(t) for t in values]
-        table = _from_view(JsonView(docs, keys, len(docs)), cls, elements)
+        view = JsonView(docs, keys, len(docs))
+        table = _json_cast(view) if cast == "JSON" else _from_view(view, *CASTS[cast])
     elif dtype is DataType.ARRAY:
         lists = [None if t is None else json.loads(t) for t in values]
         table = _from_view(JsonView(lists, (), len(lists)), _element_class(lists), True)
@@ -109,6 +113,8 @@ def _from_view(view: JsonView, cls: str, elements: bool) -> pa.Table:
         ]
     else:
         pairs = [(view.values[i], int(i)) for i in view.rows_of(*_CODES[cls])]
+    if cls == "num" and not elements:
+        pairs = [(_double(v), p) for v, p in pairs]  # cast to double, as Milvus casts
     pairs.sort(key=lambda p: p[0])
     kind = _ARROW[cls]
     if cls == "num" and elements and all(type(v) is int for v, _ in pairs):
@@ -119,6 +125,30 @@ def _from_view(view: JsonView, cls: str, elements: bool) -> pa.Table:
     }
     meta = {"kind": "elements" if elements else "values", "class": cls}
     return pa.table(table).replace_schema_metadata(meta)
+
+
+def _json_cast(view: JsonView) -> pa.Table:
+    """Returns the table of a JSON-cast index: the booleans, numbers (as double) and strings
+    at the path, each kind sorted in its own column (`value_bool`, `value_num`,
+    `value_str`, one set a row) with its row's position."""
+    parts = {cls: _from_view(view, cls, False) for cls in _CLASSES}
+    columns: dict[str, pa.Array] = {}
+    for cls in _CLASSES:
+        chunks = [
+            t.column("value").combine_chunks() if c == cls else pa.nulls(t.num_rows, _ARROW[cls])
+            for c, t in parts.items()
+        ]
+        columns[f"value_{cls}"] = pa.chunked_array(chunks, _ARROW[cls]).combine_chunks()
+    columns["pos"] = pa.concat_arrays([t.column("pos").combine_chunks() for t in parts.values()])
+    return pa.table(columns).replace_schema_metadata({"kind": "values", "class": "json"})
+
+
+def _double(value: int | float) -> float:
+    """Returns a JSON number as a double (integers beyond its range: infinite)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def _is(value: Any, cls: str) -> bool:

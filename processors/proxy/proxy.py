@@ -66,6 +66,7 @@ from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
 from vectorlog.processors.proxy import dynamic, hybrid, imports
+from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import partition_key as pkey
 from vectorlog.processors.proxy import reads as r
@@ -173,20 +174,25 @@ class Proxy:
         rules, core/added_fields.py), CollectionNotFound."""
         self.rc.add_collection_field(a.name("collection", name), field)
 
+    # Milvus's proxy checks the names' forms before it looks anything up (PreExecute):
+    # the collection's, then the partition's; an alias's, then the collection's.
     def create_partition(self, collection: str, partition: str) -> None:
-        self.rc.create_partition(collection, partition)
+        self.rc.create_partition(check_qualified("collection", collection), partition)
 
     def drop_partition(self, collection: str, partition: str) -> None:
-        self.rc.drop_partition(collection, partition)
+        check_qualified("collection", collection)
+        self.rc.drop_partition(collection, partition_tag(partition))
 
     def create_alias(self, collection: str, alias: str) -> None:
-        self.rc.create_alias(collection, alias)
+        check_qualified("alias", alias)
+        self.rc.create_alias(check_qualified("collection", collection), alias)
 
     def drop_alias(self, alias: str) -> None:
         self.rc.drop_alias(alias)
 
     def alter_alias(self, collection: str, alias: str) -> None:
-        self.rc.alter_alias(collection, alias)
+        check_qualified("alias", alias)
+        self.rc.alter_alias(check_qualified("collection", collection), alias)
 
     def create_index(self, collection: str, spec: IndexSpec) -> None:
         """Creates an index; one identical to an existing index is a no-op (as Milvus).
@@ -538,15 +544,29 @@ class Proxy:
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         options: SearchOptions = DEFAULT_SEARCH,
+        ranker: Any = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
         `options`: filter, offset, group_by_field and group_size, search_params with a range
-        search's radius / range_filter, anns_field). Raises
-        InvalidArgument, InvalidExpression before reading anything."""
+        search's radius / range_filter, anns_field); with a function `ranker`
+        (function_rank.py), the hits reranked by it, as Milvus reranks the hits a search
+        found. Raises InvalidArgument, InvalidExpression, RerankRefused before reading
+        anything."""
         info = self._info(name, at.as_of)
-        plan = self._plan(info, data, limit, output_fields, partition_names, options)
+        specs = None if ranker is None else fr.specs_of(ranker)
+        if ranker is not None and specs is None:
+            raise InvalidArgument(f"a search's ranker must be a Function, not {ranker!r:.60}")
+        rank = None if specs is None else fr.parse(specs, info.schema, 1)
+        if rank is not None and options.group_by_field:
+            raise InvalidArgument("vectorlog does not serve a function ranker in a grouping search")
+        wanted = fr.with_input(output_fields, rank)
+        plan = self._plan(info, data, limit, wanted, partition_names, options)
         ts = self.read_ts(info, at)
-        return plan.out.hits(self._run(info, plan, ts, at))
+        hits = self._run(info, plan, ts, at)
+        if rank is not None:
+            hits = [rank.fuse([q], [plan.metric], len(q)) for q in hits]
+            fr.drop_input(hits, output_fields, rank)
+        return plan.out.hits(hits)
 
     def hybrid_search(
         self,
@@ -570,8 +590,12 @@ class Proxy:
         reqs = hybrid.requests(requests)
         lim = r.limit(limit)
         off = r.offset(offset, lim)
-        rank = Ranker.parse(ranker_spec(ranker), len(reqs))
-        wanted = hybrid.with_group_field(output_fields, grouping)
+        specs = fr.specs_of(ranker)
+        if specs is None:
+            rank = Ranker.parse(ranker_spec(ranker), len(reqs))
+        else:
+            rank = fr.parse(specs, info.schema, len(reqs))
+        wanted = fr.with_input(hybrid.with_group_field(output_fields, grouping), rank)
         plans = [
             self._plan(info, q.data, q.limit, wanted, partition_names, hybrid.options(q, grouping))
             for q in reqs
@@ -588,6 +612,7 @@ class Proxy:
             larger = rank.larger_is_better(metrics)
             fused = [grouped(hits, grouping, lim, off, larger) for hits in every]
             hybrid.drop_unasked(fused, output_fields, grouping)
+        fr.drop_input(fused, output_fields, rank)
         return plans[0].out.hits(fused)
 
     def _plan(

@@ -135,9 +135,11 @@ class ProxyService(DdlService, DatabaseService, Protocol):
         partition_names: list[str] | None = None,
         at: ReadAt = COLLECTION_LEVEL,
         options: SearchOptions = DEFAULT_SEARCH,
+        ranker: Any = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits (filtered, offset, grouped as the
-        `options` say). Raises InvalidArgument, InvalidExpression, ConsistencyTimeout."""
+        `options` say; reranked by a function `ranker`). Raises InvalidArgument,
+        InvalidExpression, RerankRefused, ConsistencyTimeout."""
         ...
 
     def hybrid_search(

@@ -489,9 +489,13 @@ def primary_keys(f: FieldSchema, ids: Any) -> Any:
 
 
 def check_unique(pk: FieldSchema, keys: Any) -> None:
-    """Raises SchemaMismatch if a primary key repeats within one request."""
+    """Raises SchemaMismatch if a primary key repeats within one request (Milvus's upsert
+    message first)."""
     seen: set[Any] = set()
     for i, k in enumerate(keys.tolist() if isinstance(keys, np.ndarray) else keys):
         if k in seen:
-            raise SchemaMismatch(f"row {i}: primary key {pk.name!r} value {k!r} repeats")
+            raise SchemaMismatch(
+                "duplicate primary keys are not allowed in the same batch: "
+                f"row {i}: primary key {pk.name!r} value {k!r} repeats"
+            )
         seen.add(k)

@@ -3,7 +3,8 @@ processors/indexnode/scalar.py) read from its Arrow file, mapped to the replica'
 offered to the filter evaluator (vectorlog.expr.indexed.RowIndex) for the predicates it answers:
 
     field == != < <= > >= constant, field in [...], field like "lead..."  (BOOL, numbers, VARCHAR)
-    json["path"] compared with / in constants of its cast type, like "lead..." (VARCHAR cast)
+    json["path"] compared with / in constants of its cast type, like "lead..." (VARCHAR cast;
+                a JSON cast answers each of the three kinds)
     array_contains / _any / _all on an ARRAY field or a JSON path cast to ARRAY_*
 
 Rows no loaded index covers (growing segments, segments not indexed yet) are evaluated by
@@ -37,17 +38,16 @@ MAX_UNCOVERED = 0.5
 
 @dataclass(frozen=True)
 class ScalarFile:
-    """A scalar index as read: its target (field, JSON keys), the class of its values,
-    whether they are list elements, the sorted values with each one's segment position,
-    and the segment's row ids (position i holds row id row_ids[i])."""
+    """A scalar index as read: its target (field, JSON keys), whether its values are list
+    elements, its sorted values by class ("num", "str", "bool"; a JSON-cast index has all
+    three) with each one's segment position, and the segment's row ids (position i holds
+    row id row_ids[i])."""
 
     index_id: int
     field: str
     keys: tuple[str | int, ...] | None  # None: not a JSON index
-    cls: str
     elements: bool
-    values: Any
-    positions: np.ndarray
+    parts: dict[str, tuple[Any, np.ndarray]]  # class -> (sorted values, positions)
     row_ids: np.ndarray
 
 
@@ -60,61 +60,78 @@ def read_scalar_index(body: dict[str, Any], files: IndexFiles) -> ScalarFile:
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     params, field = body.get("params", {}), body["params"]["field_name"]
     keys = json_keys(params[JSON_PATH], field) if JSON_CAST in params else None
-    column = table.column("value")
-    values = column.to_pylist() if meta["class"] == "str" else column.to_numpy()
+    if meta["class"] == "json":
+        parts = {cls: _part(table, f"value_{cls}", cls) for cls in ("bool", "num", "str")}
+    else:
+        parts = {meta["class"]: _part(table, "value", meta["class"])}
     row_ids = np.asarray(np.load(io.BytesIO(ids), allow_pickle=False), dtype=np.int64)
-    positions = table.column("pos").to_numpy()
-    if len(positions) and int(positions.max()) >= len(row_ids):
+    top = max((int(p.max()) for _, p in parts.values() if len(p)), default=-1)
+    if top >= len(row_ids):
         raise InvalidArgument(f"scalar index {body['index_file']!r} names rows it has no id of")
-    cls, elements = meta["class"], meta["kind"] == "elements"
-    return ScalarFile(body["index_id"], field, keys, cls, elements, values, positions, row_ids)
+    elements = meta["kind"] == "elements"
+    return ScalarFile(body["index_id"], field, keys, elements, parts, row_ids)
+
+
+def _part(table: pa.Table, name: str, cls: str) -> tuple[Any, np.ndarray]:
+    """Returns (the sorted values, their positions) of column `name` (its set rows only)."""
+    column, pos = table.column(name), table.column("pos")
+    if column.null_count:
+        mask = column.is_valid()
+        column, pos = column.filter(mask), pos.filter(mask)
+    values = column.to_pylist() if cls == "str" else column.to_numpy()
+    return values, pos.to_numpy()
+
+
+#: an index's slot: (index id, class of its values)
+Slot = tuple[int, str]
 
 
 class ScalarIndexes:
-    """The scalar indexes loaded into one replica: {index id: {segment id: SortedValues over
-    replica rows}}, with what each index targets."""
+    """The scalar indexes loaded into one replica: {(index id, class): {segment id:
+    SortedValues over replica rows}}, with what each index targets."""
 
     def __init__(self) -> None:
-        self.loaded: dict[int, dict[int, SortedValues]] = {}
-        self.targets: dict[int, ScalarFile] = {}  # index id -> one of its files (no data used)
-        self._rest: dict[int, tuple[int, np.ndarray]] = {}  # index id -> (rows, uncovered)
+        self.loaded: dict[Slot, dict[int, SortedValues]] = {}
+        self.targets: dict[Slot, ScalarFile] = {}  # one of the index's files (no data used)
+        self._rest: dict[Slot, tuple[int, np.ndarray]] = {}  # slot -> (rows, uncovered)
         self.lock = threading.Lock()
 
     def has(self, index_id: int, segment_id: int) -> bool:
-        return segment_id in self.loaded.get(index_id, {})
+        return any(segment_id in seg for (i, _), seg in self.loaded.items() if i == index_id)
 
     def add(self, file: ScalarFile, segment_id: int, rows: np.ndarray) -> None:
         """Serves `file` for a segment whose position i is replica row rows[i]."""
-        index = SortedValues(file.values, rows[file.positions])
         with self.lock:
-            self.loaded.setdefault(file.index_id, {})[segment_id] = index
-            self.targets[file.index_id] = file
-            self._rest.pop(file.index_id, None)
+            for cls, (values, positions) in file.parts.items():
+                slot = (file.index_id, cls)
+                self.loaded.setdefault(slot, {})[segment_id] = SortedValues(values, rows[positions])
+                self.targets[slot] = file
+                self._rest.pop(slot, None)
 
     def drop(self, index_id: int) -> None:
         """Unloads index `index_id` (-1: every one)."""
         with self.lock:
-            for iid in [i for i in self.loaded if index_id in (-1, i)]:
-                del self.loaded[iid], self.targets[iid]
-                self._rest.pop(iid, None)
+            for slot in [s for s in self.loaded if index_id in (-1, s[0])]:
+                del self.loaded[slot], self.targets[slot]
+                self._rest.pop(slot, None)
 
     def row_index(self, n_rows: int, take: Callable[[np.ndarray], Mapping[str, Any]]) -> Any:
         """Returns a RowIndex over the replica's first `n_rows` rows, None if none is loaded."""
         return _RowIndex(self, n_rows, take) if self.loaded else None
 
-    def uncovered(self, index_id: int, n_rows: int) -> np.ndarray:
-        """Returns the rows below `n_rows` no segment index of `index_id` covers."""
+    def uncovered(self, slot: Slot, n_rows: int) -> np.ndarray:
+        """Returns the rows below `n_rows` no segment index of `slot` covers."""
         with self.lock:
-            cached = self._rest.get(index_id)
+            cached = self._rest.get(slot)
             if cached is None or cached[0] > n_rows:
                 covered = np.zeros(n_rows, dtype=bool)
-                for seg in self.loaded.get(index_id, {}).values():
+                for seg in self.loaded.get(slot, {}).values():
                     covered[seg.rows[seg.rows < n_rows]] = True
                 cached = (n_rows, np.flatnonzero(~covered))
             elif cached[0] < n_rows:  # rows appended since: none covered yet
                 grown = np.arange(cached[0], n_rows, dtype=np.int64)
                 cached = (n_rows, np.concatenate([cached[1], grown]))
-            self._rest[index_id] = cached
+            self._rest[slot] = cached
             return cached[1]
 
 
@@ -129,13 +146,13 @@ class _RowIndex:
         if target is None:
             return None
         field, keys, cls, elements, answer = target
-        for iid, file in list(self.owner.targets.items()):
-            if (file.field, file.keys, file.cls, file.elements) != (field, keys, cls, elements):
+        for slot, file in list(self.owner.targets.items()):
+            if (file.field, file.keys, slot[1], file.elements) != (field, keys, cls, elements):
                 continue
-            rest = self.owner.uncovered(iid, self.n)
+            rest = self.owner.uncovered(slot, self.n)
             if len(rest) > self.n * MAX_UNCOVERED:
                 return None
-            parts = [answer(seg) for seg in self.owner.loaded.get(iid, {}).values()]
+            parts = [answer(seg) for seg in self.owner.loaded.get(slot, {}).values()]
             matches = np.concatenate(parts) if parts else np.zeros(0, np.int64)
             return matches[matches < self.n], rest
         return None

@@ -82,6 +82,10 @@ SYSTEM_FIELDS = [
 Record = dict[str, Any]
 Writes = tuple[dict[str, bytes], list[str]]  # saves, exact-key removals
 
+#: Milvus's messages for an index that cannot be created (datacoord's canCreateIndex)
+DISTINCT = "at most one distinct index is allowed per field"
+SAME_FIELD = "CreateIndex failed: creating multiple indexes on same field is not supported"
+
 
 def collection_key(collection_id: int) -> str:
     return f"{COLLECTION_KEY}{collection_id}"
@@ -456,7 +460,7 @@ class MetaTable:
         rec = self._live(e.body["collection_id"])
         name = e.body["partition_name"]
         if name == DEFAULT_PARTITION:
-            raise InvalidArgument(f"the {DEFAULT_PARTITION} partition cannot be dropped")
+            raise InvalidArgument("default partition cannot be deleted")  # Milvus's words
         if rec["partitions"].get(name) != e.body["partition_id"]:
             raise PartitionNotFound(rec["name"], name)
         del rec["partitions"][name]
@@ -506,6 +510,8 @@ class MetaTable:
         }, []
 
     def _index_created(self, e: Event) -> Writes:
+        """Raises IndexExists with Milvus's message (datacoord's canCreateIndex) for another
+        index of the name, or a second index of the field (of the JSON path)."""
         rec, b = self._live(e.body["collection_id"]), e.body
         if b["field_id"] in rec.get("added_fields", []):
             raise InvalidArgument(
@@ -513,9 +519,9 @@ class MetaTable:
                 "collection (add_collection_field) and older segments hold no values of it"
             )
         if b["index_name"] in rec["indexes"]:
-            raise IndexExists(rec["name"], f"called {b['index_name']!r}")
+            raise IndexExists(rec["name"], f"called {b['index_name']!r}", DISTINCT)
         if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):
-            raise IndexExists(rec["name"], f"on field {b['field_name']!r}")
+            raise IndexExists(rec["name"], f"on field {b['field_name']!r}", SAME_FIELD)
         rec["indexes"][b["index_name"]] = {
             k: b[k]
             for k in (

@@ -48,6 +48,7 @@ from vectorlog.core.model import (
     CollectionSchema,
     FieldSchema,
     check_name,
+    partition_tag,
 )
 from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
@@ -337,11 +338,17 @@ class RootCoord(RbacDdl):
             self._execute("CollectionFieldAdded", cid, body)
 
     def create_partition(self, collection: str, partition: str) -> None:
-        check_name("partition", partition)
+        """Creates a partition; one of that name already there: a no-op, as Milvus's
+        rootcoord ignores it. Raises InvalidPartitionName (Milvus's partition tag check),
+        CollectionNotFound, InvalidArgument for a partition-key collection."""
+        partition_tag(partition)
         with self._ddl():
             cid = self.meta.resolve(collection)
-            if self.meta.get(collection).schema.partition_key is not None:
+            info = self.meta.get(collection)
+            if info.schema.partition_key is not None:
                 raise InvalidArgument("disable create partition if partition key mode is used")
+            if partition in info.partitions:
+                return
             self._execute(
                 "PartitionCreated",
                 cid,
@@ -388,6 +395,9 @@ class RootCoord(RbacDdl):
             self._execute("AliasDropped", cid, {"collection_id": cid, "alias": split(alias)[1]})
 
     def alter_alias(self, collection: str, alias: str) -> None:
+        """Points `alias` at `collection`. Raises InvalidName (checked first, as Milvus's
+        proxy), AliasNotFound, CollectionNotFound, InvalidArgument."""
+        check_name("alias", split(alias)[1])
         with self._ddl():
             prev = self.meta.aliases().get(alias)
             if prev is None:

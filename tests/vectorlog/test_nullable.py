@@ -113,12 +113,28 @@ def test_upsert_replaces_a_value_by_null(client: Client) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"datatype": DataType.INT64, "default_value": "a"}, "expected=DataType_VarChar"),
-        ({"datatype": DataType.VARCHAR, "default_value": 1}, "expected=DataType_Int64"),
-        ({"datatype": DataType.DOUBLE, "default_value": True}, "expected=DataType_Bool"),
+        (
+            {"datatype": DataType.INT64, "default_value": "a"},
+            r"type \(Int64\) of field \(x\) is not equal to the type\(DataType_VarChar\)",
+        ),
+        (
+            {"datatype": DataType.VARCHAR, "default_value": 1},
+            r"the type\(DataType_Int64\) of default_value",
+        ),
+        (
+            {"datatype": DataType.DOUBLE, "default_value": True},
+            r"type \(Double\) of field \(x\) is not equal to the type\(DataType_Bool\)",
+        ),
         ({"datatype": DataType.INT8, "default_value": 300}, "default value out of range"),
         ({"datatype": DataType.VARCHAR, "default_value": "abcdefghi"}, "exceeds max length"),
-        ({"datatype": DataType.JSON, "default_value": "{}"}, "cannot take a default"),
+        (
+            {"datatype": DataType.JSON, "default_value": "{}"},
+            "type not support default_value, type:JSON, name:x",
+        ),
+        (
+            {"datatype": DataType.INT64, "is_primary": True, "default_value": 1},
+            "primary field not support default_value, type:Int64, name:x",
+        ),
         ({"datatype": DataType.INT64, "is_primary": True, "nullable": True}, "not support null"),
     ],
 )

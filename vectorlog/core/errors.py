@@ -16,19 +16,41 @@ class InvalidName(InvalidArgument):
     the first character of a collection name must be an underscore or letter.")."""
 
     def __init__(self, kind: str, name: object) -> None:
-        super().__init__(f"Invalid {kind} name: {name}. {_name_fault(kind, name)}")
+        noun = "collection alias" if kind == "alias" else f"{kind} name"  # Milvus's nouns
+        super().__init__(f"Invalid {noun}: {name}. {_name_fault(noun, name)}")
         self.name = name
 
 
-def _name_fault(kind: str, name: object) -> str:
+def _name_fault(noun: str, name: object) -> str:
     """Returns what Milvus says is wrong with a name (its first fault)."""
     if not isinstance(name, str) or not name.strip():
-        return f"{kind} name should not be empty"
+        return f"{noun} should not be empty"
     if len(name) > 255:
-        return f"the length of a {kind} name must be less than 255 characters"
+        return f"the length of a {noun} must be less than 255 characters"
     if not (name[0] == "_" or name[0].isascii() and name[0].isalpha()):
-        return f"the first character of a {kind} name must be an underscore or letter"
-    return f"{kind} name can only contain numbers, letters and underscores"
+        return f"the first character of a {noun} must be an underscore or letter"
+    return f"{noun} can only contain numbers, letters and underscores"
+
+
+class InvalidPartitionName(InvalidName):
+    """A partition name Milvus's validatePartitionTag refuses, in its words ("Invalid
+    partition name: . Partition name should not be empty.")."""
+
+    def __init__(self, name: object) -> None:
+        tag = name.strip() if isinstance(name, str) else name
+        InvalidArgument.__init__(self, f"Invalid partition name: {tag}. {_tag_fault(tag)}")
+        self.name = name
+
+
+def _tag_fault(tag: object) -> str:
+    """Returns what Milvus says is wrong with a partition name (its first fault)."""
+    if not isinstance(tag, str) or not tag:
+        return "Partition name should not be empty."
+    if len(tag) > 255:
+        return "The length of a partition name must be less than 255 characters."
+    if not (tag[0] in "_" or tag[0].isascii() and tag[0].isalnum()):
+        return "The first character of a partition name must be an underscore or letter."
+    return "Partition name can only contain numbers, letters and underscores."
 
 
 class FieldNameInvalid(InvalidArgument):
@@ -45,6 +67,11 @@ class ParameterMissing(InvalidArgument):
 
 class InvalidJsonPath(InvalidArgument):
     """A JSON index's json_path is no key path of its field (Milvus answers it with 65535)."""
+
+
+class RerankRefused(InvalidArgument):
+    """A function ranker (ranker=Function(...)) Milvus's rerank stage refuses: it runs after
+    the searches, and Milvus answers its errors with code 65535."""
 
 
 class SchemaMismatch(InvalidArgument):
@@ -185,8 +212,12 @@ class IndexNotFound(NotFound):
 
 
 class IndexExists(AlreadyExists):
-    def __init__(self, collection: str, what: str) -> None:
-        super().__init__(f"collection {collection!r} already has an index {what}")
+    """Another index has the name, or indexes the field (Milvus's datacoord: code 1100 and
+    the `milvus` message given, then which)."""
+
+    def __init__(self, collection: str, what: str, milvus: str = "") -> None:
+        lead = f"{milvus}: " if milvus else ""
+        super().__init__(f"{lead}collection {collection!r} already has an index {what}")
 
 
 class WriteOutcomeUnknown(VectorlogError):

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vectorlog.core.analyzer import analyzer_of
-from vectorlog.core.errors import FieldNameInvalid, InvalidArgument, InvalidName
+from vectorlog.core.errors import (
+    FieldNameInvalid,
+    InvalidArgument,
+    InvalidName,
+    InvalidPartitionName,
+)
 from vectorlog.core.functions import FunctionSchema, check_functions
 from vectorlog.core.sparse import SPARSE_METRICS
 
@@ -99,6 +104,26 @@ INT_RANGES = {
 }
 
 
+#: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
+GO_NAMES = {
+    DataType.BOOL: "Bool",
+    DataType.INT8: "Int8",
+    DataType.INT16: "Int16",
+    DataType.INT32: "Int32",
+    DataType.INT64: "Int64",
+    DataType.FLOAT: "Float",
+    DataType.DOUBLE: "Double",
+    DataType.VARCHAR: "VarChar",
+    DataType.JSON: "JSON",
+    DataType.ARRAY: "Array",
+    DataType.FLOAT_VECTOR: "FloatVector",
+    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
+    DataType.FLOAT16_VECTOR: "Float16Vector",
+    DataType.BFLOAT16_VECTOR: "BFloat16Vector",
+    DataType.BINARY_VECTOR: "BinaryVector",
+}
+
+
 def default_text(value: Any) -> str | None:
     """Returns a default value as stored in a field's params (JSON text; None: no default)."""
     return None if value is None else json.dumps(value)
@@ -109,9 +134,10 @@ PARTITION_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")
 
 def partition_tag(name: object) -> str:
     """Returns `name` if Milvus's partition tag check takes it (spaces around trimmed;
-    letters, digits, `_`, `-`, at most 255). Raises InvalidName naming it."""
+    letters, digits, `_`, `-`, at most 255). Raises InvalidPartitionName naming it, in
+    Milvus's words."""
     if not isinstance(name, str) or not PARTITION_TAG_RE.fullmatch(name.strip()):
-        raise InvalidName("partition", name)
+        raise InvalidPartitionName(name)
     return name
 
 
@@ -575,14 +601,15 @@ def default_kind(value: Any, dtype: DataType) -> str:
 def check_default(f: FieldSchema, kind: str) -> None:
     """Raises InvalidArgument with Milvus's message if field `f` cannot take its default
     value sent as ValueField member `kind` (another type, out of range, too long)."""
-    value = f.default_value
-    if f.is_primary or f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
-        raise InvalidArgument(f"{f.dtype.value} field {f.name!r} cannot take a default value")
+    value, go = f.default_value, GO_NAMES.get(f.dtype, f.dtype.value)
+    if f.is_primary:
+        raise InvalidArgument(f"primary field not support default_value, type:{go}, name:{f.name}")
+    if f.dtype in (DataType.JSON, DataType.ARRAY, *VECTOR_TYPES):
+        raise InvalidArgument(f"type not support default_value, type:{go}, name:{f.name}")
     types, expected = DEFAULT_KINDS[kind]
     if f.dtype not in types:
-        raise InvalidArgument(
-            "default value type mismatches field schema type: "
-            f"invalid parameter[expected={expected}][actual=not match]"
+        raise InvalidArgument(  # Milvus's rootcoord
+            f"type ({go}) of field ({f.name}) is not equal to the type({expected}) of default_value"
         )
     if f.dtype in INT_RANGES:
         lo, hi = INT_RANGES[f.dtype]
@@ -606,7 +633,10 @@ def check_nullable(f: FieldSchema) -> None:
     if not isinstance(f.nullable, bool):
         raise InvalidArgument(f"field {f.name!r}: nullable must be a bool, not {f.nullable!r}")
     if f.nullable and f.is_primary:
-        raise InvalidArgument(f"primary field {f.name!r} not support null")
+        raise InvalidArgument(  # Milvus's rootcoord
+            f"primary field not support null, type:{GO_NAMES.get(f.dtype, f.dtype.value)}, "
+            f"name:{f.name}"
+        )
     if f.nullable and f.is_vector:
         raise InvalidArgument(f"vector field {f.name!r} cannot be nullable in vectorlog")
     if f.default_value is not None:

@@ -10,7 +10,8 @@ accepts, and the parameters of a JSON path index (`json_path`, `json_cast_type`)
 
 A JSON index names a key path of its field (`json_path`, Milvus's filter syntax: `j["a"][0]`;
 default the whole field) and what its values are cast to (`json_cast_type`: BOOL, DOUBLE,
-VARCHAR, or ARRAY_BOOL / ARRAY_DOUBLE / ARRAY_VARCHAR for lists of those).
+VARCHAR, ARRAY_BOOL / ARRAY_DOUBLE / ARRAY_VARCHAR for lists of those, or JSON: the booleans,
+numbers and strings at the path, each kind answering filters of its kind; INVERTED only).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from typing import Any
 
 from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMissing
-from vectorlog.core.model import META, DataType, FieldSchema
+from vectorlog.core.model import GO_NAMES, META, DataType, FieldSchema
 
 INTEGERS = frozenset({DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64})
 NUMERIC = INTEGERS | {DataType.FLOAT, DataType.DOUBLE}
@@ -34,27 +35,9 @@ ACCEPTS: dict[str, frozenset[DataType]] = {
 }
 SCALAR_INDEXES = tuple(ACCEPTS)
 JSON_PATH, JSON_CAST = "json_path", "json_cast_type"
-CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR")
+CAST_TYPES = ("BOOL", "DOUBLE", "VARCHAR", "ARRAY_BOOL", "ARRAY_DOUBLE", "ARRAY_VARCHAR", "JSON")
 #: the cast types of the index types that take fewer on a JSON path (Milvus's checkers)
 KIND_CASTS = {"BITMAP": ("BOOL", "VARCHAR"), "STL_SORT": ("DOUBLE", "VARCHAR")}
-#: Go's names of the data types (schemapb.DataType.String()), as Milvus's messages print them
-GO_NAMES = {
-    DataType.BOOL: "Bool",
-    DataType.INT8: "Int8",
-    DataType.INT16: "Int16",
-    DataType.INT32: "Int32",
-    DataType.INT64: "Int64",
-    DataType.FLOAT: "Float",
-    DataType.DOUBLE: "Double",
-    DataType.VARCHAR: "VarChar",
-    DataType.JSON: "JSON",
-    DataType.ARRAY: "Array",
-    DataType.FLOAT_VECTOR: "FloatVector",
-    DataType.SPARSE_FLOAT_VECTOR: "SparseFloatVector",
-    DataType.FLOAT16_VECTOR: "Float16Vector",
-    DataType.BFLOAT16_VECTOR: "BFloat16Vector",
-    DataType.BINARY_VECTOR: "BinaryVector",
-}
 _INVALID = ": invalid parameter[expected=valid index params][actual=invalid index params]"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY = re.compile(r"""\[\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(\d+))\s*\]""")
@@ -79,10 +62,11 @@ def scalar_params(kind: str, f: FieldSchema, params: dict[str, Any]) -> dict[str
     cast = params.get(JSON_CAST)
     if cast is None:
         raise ParameterMissing(f"json index must specify cast type: missing parameter[{JSON_CAST}]")
-    if not isinstance(cast, str) or cast.upper() not in CAST_TYPES:
-        raise InvalidArgument(f"json_cast_type {cast} is not supported{_INVALID}")
-    if cast.upper() not in KIND_CASTS.get(kind, CAST_TYPES):
-        raise InvalidArgument(f"json_cast_type {cast} is not supported for {kind} index")
+    upper = cast.strip().upper() if isinstance(cast, str) else cast  # as Milvus's proxy
+    if upper not in CAST_TYPES:
+        raise InvalidArgument(f"json_cast_type {upper} is not supported{_INVALID}")
+    if upper not in KIND_CASTS.get(kind, CAST_TYPES):
+        raise InvalidArgument(f"json_cast_type {upper} is not supported for {kind} index")
     path = params.get(JSON_PATH, f.name)
     json_keys(str(path), f.name)
     return {JSON_PATH: str(path), JSON_CAST: cast}  # as given: describe_index shows them so
@@ -139,17 +123,15 @@ def shown_field(index: dict[str, Any]) -> str:
 
 
 def default_index_name(field_name: str, params: dict[str, str]) -> str:
-    """Returns the name of an index created without one: its field's name (as
-    describe_index shows it), followed for a JSON path index by the path's JSON pointer
-    (`j["a"][0]`: j/a/0), so each path of a field has its own (Milvus's datacoord)."""
+    """Returns the name of an index created without one: its field's name followed, for a
+    JSON path index, by the path's JSON pointer (`j["a"][0]`: j/a/0), so each path of a
+    field has its own, as Milvus's datacoord names them; a dynamic key's index is named
+    under `$meta` (`k["a"]`: $meta/k/a)."""
     path = params.get(JSON_PATH)
     if path is None:
         return field_name
     keys = json_keys(path, field_name)
-    shown = shown_field({"field_name": field_name, "params": params})
-    if shown != field_name:  # a dynamic key: the key is the shown field
-        keys = keys[1:]
-    return shown + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+    return field_name + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
 
 def _subscripts(path: str, rest: str) -> tuple[str | int, ...]:

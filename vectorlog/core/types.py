@@ -59,6 +59,18 @@ def collection_level(properties: dict[str, str]) -> str:
     return properties.get(CONSISTENCY_PROPERTY, DEFAULT_LEVEL)
 
 
+#: every index type Milvus knows (its vector and scalar index checkers), served or not: any
+#: other is refused first, as Milvus's proxy refuses it
+MILVUS_INDEXES = frozenset(
+    {"", "AUTOINDEX", "FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "IVF_RABITQ", "HNSW"}
+    | {"HNSW_SQ", "HNSW_PQ", "HNSW_PRQ", "DISKANN", "SCANN", "SCANN_DVR", "AISAQ"}
+    | {"GPU_IVF_FLAT", "GPU_IVF_PQ", "GPU_CAGRA", "GPU_BRUTE_FORCE", "BIN_FLAT"}
+    | {"BIN_IVF_FLAT", "MINHASH_LSH", "SPARSE_INVERTED_INDEX", "SPARSE_WAND", "INVERTED"}
+    | {"BITMAP", "STL_SORT", "TRIE", "NGRAM", "RTREE", "MARISA-TRIE", "ASCENDING", "SORT"}
+    | {"EMB_LIST_HNSW"}
+)
+
+
 @dataclass(frozen=True)
 class ReadAt:
     """When a read reads: a consistency level (None: the collection's) or an `as_of` ts, and
@@ -182,6 +194,11 @@ class IndexSpec:
         if not isinstance(self.field_name, str):
             raise InvalidArgument(f"index field_name must be a string, not {self.field_name!r}")
         f = self._indexed_field(schema)
+        if isinstance(self.index_type, str) and self.index_type.upper() not in MILVUS_INDEXES:
+            raise InvalidArgument(  # Milvus's proxy: once the field is found, the type
+                "invalid parameter[expected=valid index]"
+                f"[actual=invalid index type: {self.index_type}]"
+            )
         if self.index_name:
             check_name("index", self.index_name)
         if not isinstance(self.index_type, str):

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from vectorlog.config import Config
 from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
-from vectorlog.core.errors import InvalidArgument, PartitionNotFound
+from vectorlog.core.errors import (
+    CollectionNotFound,
+    InvalidArgument,
+    InvalidName,
+    PartitionNotFound,
+)
 from vectorlog.core.model import (
     DENSE_TYPES,
     CollectionInfo,
@@ -512,7 +517,11 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         specs = index_specs(index_params)
         if not specs:
             raise InvalidArgument("index_params is empty: no index can be created")
-        check_indexes(self._proxy.describe_collection(self._q(collection_name)).schema, specs)
+        try:  # Milvus's CreateIndex looks the collection up without checking its name
+            info = self._proxy.describe_collection(self._q(collection_name))
+        except InvalidName:
+            raise CollectionNotFound(self._q(collection_name)) from None
+        check_indexes(info.schema, specs)
         for spec in specs:
             self._proxy.create_index(self._q(collection_name), spec)
 
@@ -713,6 +722,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         group_by_field: str | None = None,
         group_size: int | None = None,
         strict_group_size: bool = False,
+        ranker: Any = None,
     ) -> list[list[Hit]]:
         """Returns, per query vector, up to `limit` hits {"id", "distance", "entity"},
         nearest first: rows matching `filter` (a Milvus boolean expression, `{name}`
@@ -723,8 +733,11 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         {...}}; a `radius` (and `range_filter`) among the params makes it a range search,
         every hit in range (Milvus's bounds: L2 range_filter <= d < radius, IP and COSINE
         radius < d <= range_filter), exact whatever the index.
-        `entity` holds `output_fields` (none by default, as Milvus). Raises InvalidArgument,
-        InvalidExpression (with the error's position), ConsistencyTimeout."""
+        `entity` holds `output_fields` (none by default, as Milvus). A `ranker` (pymilvus's
+        `Function(function_type=FunctionType.RERANK, params={"reranker": "rrf" | "weighted" |
+        "decay", ...})`) reranks each query's hits, its score as `distance`, as Milvus does.
+        Raises InvalidArgument, InvalidExpression (with the error's position), RerankRefused,
+        ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
@@ -737,7 +750,14 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             strict_group_size,
         )
         return self._proxy.search(
-            self._q(collection_name), data, limit, output_fields, partition_names, at, options
+            self._q(collection_name),
+            data,
+            limit,
+            output_fields,
+            partition_names,
+            at,
+            options,
+            ranker,
         )
 
     def hybrid_search(
@@ -762,13 +782,14 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         searches of `reqs` (`AnnSearchRequest(data, anns_field, param, limit, expr)`, each
         on its own vector field, filter and limit) fused by `ranker`: `RRFRanker(k)` (sum of
         1 / (k + rank)) or `WeightedRanker(w1, ..., norm_score=True)` (weighted sum of the
-        scores normalised per metric), best first, `offset` skipped; `distance` is the fused
-        score. pymilvus's request and ranker classes are accepted too. Every search reads at
-        one ts. With `group_by_field`, each request is a grouping search and the fused hits
-        are grouped by the field: up to `limit` groups (`offset` skips groups) of up to
-        `group_size` hits, ranked by their best hit's score (`rank_group_scorer` "max"; or
-        "sum", "avg"), as Milvus 2.5. Raises InvalidArgument (Milvus's messages; no search
-        runs), InvalidExpression, ConsistencyTimeout."""
+        scores normalised per metric) or a function ranker (see `search`), best first,
+        `offset` skipped; `distance` is the fused score. pymilvus's request and ranker
+        classes are accepted too. Every search reads at one ts. With `group_by_field`, each
+        request is a grouping search and the fused hits are grouped by the field: up to
+        `limit` groups (`offset` skips groups) of up to `group_size` hits, ranked by their
+        best hit's score (`rank_group_scorer` "max"; or "sum", "avg"), as Milvus 2.5.
+        Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
+        RerankRefused, ConsistencyTimeout."""
         at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
         grouping = None
         if group_by_field is not None:

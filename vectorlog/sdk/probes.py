@@ -117,9 +117,10 @@ def served_segments(client: Client, collection_id: int) -> list[ServedSegment]:
     return sorted(out, key=lambda s: (s.field_id, s.segment_id))
 
 
-def scalar_indexes_loaded(client: Client, collection_id: int) -> dict[int, set[int]]:
-    """Returns {index id: the segment ids whose index is loaded} of the collection's scalar
-    indexes that filters use ({} for a collection the query node does not hold)."""
+def scalar_indexes_loaded(client: Client, collection_id: int) -> dict[tuple[int, str], set[int]]:
+    """Returns {(index id, kind of value): the segment ids whose index is loaded} of the
+    collection's scalar indexes that filters use (a JSON-cast index serves one slot per kind
+    of value; {} for a collection the query node does not hold)."""
     replica = client.cluster.querynode.replicas.get(collection_id)
     if replica is None:
         return {}

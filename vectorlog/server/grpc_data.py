@@ -18,7 +18,7 @@ from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
-from vectorlog.server.grpc_unserved import refuse_unserved
+from vectorlog.server.grpc_unserved import function_ranker, refuse_unserved
 
 
 class DataRpcs:
@@ -109,6 +109,8 @@ class DataRpcs:
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))
         if iterators.wants_v2(params):
+            if function_ranker(request):
+                raise InvalidArgument("function rerank is not supported with search iterator v2")
             return self._iterator_page(request, params, topk, context)
         hits = self._search(request, params, topk, index_search_params(params), context)
         info = self._info(request.collection_name)
@@ -143,6 +145,7 @@ class DataRpcs:
             strict_group_size=str(params.get("strict_group_size")).lower() == "true",
             filter_params=conv.filter_params(request.expr_template_values),
             timeout=deadline(context),
+            ranker=function_ranker(request),
         )
 
     def _iterator_page(self, request: Any, params: dict[str, Any], topk: int, context: Any) -> Any:

@@ -1,6 +1,7 @@
 """The HybridSearch RPC (pymilvus's MilvusClient.hybrid_search): each SearchRequest of the
 request becomes an AnnSearchRequest, the rank_params ({strategy, params} JSON, limit, offset,
-round_decimal) the ranker, and the fused hits a SearchResultData as Search answers."""
+round_decimal) the ranker (or its function_score's function rankers), and the fused hits a
+SearchResultData as Search answers."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_data import index_search_params, search_result
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
 from vectorlog.server.grpc_status import ok
-
-#: rank_params keys of a grouped hybrid search (vectorlog does not group its hits)
+from vectorlog.server.grpc_unserved import function_ranker
 
 
 class HybridRpcs:
@@ -29,13 +29,13 @@ class HybridRpcs:
     @rpc
     def HybridSearch(self, request: Any, context: Any) -> Any:
         rank = conv.search_params(request.rank_params)
-        _refuse_unsupported(request, rank)
         limit, offset = int(rank.get("limit", 10)), int(rank.get("offset", 0))
         decimals = _round_decimal(rank.get("round_decimal", -1))
+        functions = function_ranker(request)
         hits = self.client.hybrid_search(
             request.collection_name,
             [ann_request(r) for r in request.requests],
-            {k: rank[k] for k in ("strategy", "params") if k in rank},
+            functions or {k: rank[k] for k in ("strategy", "params") if k in rank},
             limit=limit,
             output_fields=list(request.output_fields) or None,
             timeout=deadline(context),
@@ -61,13 +61,6 @@ def ann_request(sub: Any) -> AnnSearchRequest:
         sub.dsl or None,
         conv.filter_params(sub.expr_template_values),
     )
-
-
-def _refuse_unsupported(request: Any, rank: dict[str, Any]) -> None:
-    """Raises InvalidArgument for what vectorlog's hybrid search does not do: function
-    rerankers."""
-    if request.HasField("function_score") and len(request.function_score.functions):
-        raise InvalidArgument("vectorlog's hybrid search takes RRFRanker or WeightedRanker only")
 
 
 def grouping(rank: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,12 @@ from vectorlog.server.grpc_users import UserRpcs
 MILVUS_VERSION = "v2.5.0"
 
 
+#: the segment states GetPersistentSegmentInfo lists by default (Milvus's proxy)
+PERSISTENT = {common_pb2.Sealed, common_pb2.Flushing, common_pb2.Flushed}
+#: Milvus's segment states by name, as Client.list_segments names them
+STATES: dict[str, int] = dict(common_pb2.SegmentState.items())
+
+
 class MilvusServicer(
     UserRpcs,
     DataRpcs,
@@ -236,6 +242,25 @@ class MilvusServicer(
             status=ok(), partition_names=names, partitionIDs=[parts[n] for n in names]
         )
 
+    @rpc
+    def GetPersistentSegmentInfo(self, request: Any, context: Any) -> Any:
+        """The collection's segments in `states` (default as Milvus: Sealed, Flushing,
+        Flushed), as pymilvus's list_persistent_segments reads them."""
+        states = set(request.states) or PERSISTENT
+        infos = [
+            milvus_pb2.PersistentSegmentInfo(
+                segmentID=s["segment_id"],
+                collectionID=s["collection_id"],
+                partitionID=s["partition_id"],
+                num_rows=s["num_rows"],
+                state=STATES.get(s["state"], 0),
+                insert_channel=s["insert_channel"],
+            )
+            for s in self.client.list_segments(request.collectionName)
+            if STATES.get(s["state"], 0) in states
+        ]
+        return milvus_pb2.GetPersistentSegmentInfoResponse(status=ok(), infos=infos)
+
     # -- aliases --------------------------------------------------------------------------------
     @rpc
     def CreateAlias(self, request: Any, context: Any) -> Any:
@@ -306,9 +331,15 @@ def index_spec(request: Any) -> IndexSpec:
 
 
 def index_description(d: dict[str, Any]) -> Any:
-    """Returns the IndexDescription of Client.describe_index's dict."""
-    params = {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
-    params["params"] = json.dumps(d.get("params") or {})
+    """Returns the IndexDescription of Client.describe_index's dict. Milvus answers the
+    params as the client sent them: pymilvus's MilvusClient sends each one as its own key
+    (`json_cast_type`, `M`...), the ORM a JSON `params`; both are given."""
+    built = d.get("params") or {}
+    params: dict[str, Any] = {
+        k: v if isinstance(v, str) else json.dumps(v) for k, v in built.items()
+    }
+    params |= {"index_type": d["index_type"], "metric_type": d.get("metric_type")}
+    params["params"] = json.dumps(built)
     done = d.get("state") == "Finished"
     return milvus_pb2.IndexDescription(
         index_name=d["index_name"],

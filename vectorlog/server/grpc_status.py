@@ -12,7 +12,7 @@ from vectorlog.core import errors
 
 #: merr codes of Milvus (pkg/util/merr/errors.go)
 INTERNAL, UNIMPLEMENTED = 5, 10
-COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND, INDEX_DUPLICATE = 100, 200, 700, 702
+COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND = 100, 200, 700
 DATABASE_NOT_FOUND, DATABASE_LIMIT, DATABASE_NAME_INVALID = 800, 801, 802
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
 UNEXPECTED = 65535  # merr's code of an error that is not a merr one (fmt.Errorf)
@@ -36,11 +36,11 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.AliasNotFound, ALIAS_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.AliasExists, ALIAS_EXISTS, common_pb2.UnexpectedError),
     (errors.AliasCollectionConflict, ALIAS_NAME_CONFLICT, common_pb2.UnexpectedError),
-    (errors.IndexExists, INDEX_DUPLICATE, common_pb2.UnexpectedError),
     (errors.CollectionConflict, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.FieldNameInvalid, FIELD_NAME_INVALID, common_pb2.IllegalArgument),
     (errors.ParameterMissing, PARAMETER_MISSING, common_pb2.IllegalArgument),
     (errors.InvalidJsonPath, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.RerankRefused, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.CollectionExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.AlreadyExists, PARAMETER_INVALID, common_pb2.IllegalArgument),
     (errors.InvalidArgument, PARAMETER_INVALID, common_pb2.IllegalArgument),

@@ -26,6 +26,7 @@ INDEXES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("j", "INVERTED", "j_num", {"json_path": 'j["num"]', "json_cast_type": "double"}),
     ("j", "INVERTED", "j_name", {"json_path": 'j["name"]', "json_cast_type": "VARCHAR"}),
     ("j", "INVERTED", "j_list", {"json_path": 'j["list"]', "json_cast_type": "ARRAY_DOUBLE"}),
+    ("j", "INVERTED", "j_mix", {"json_path": 'j["mix"]', "json_cast_type": "json"}),
 ]
 FILTERS = [
     "i32 == 7",
@@ -62,6 +63,13 @@ FILTERS = [
     'j["name"] like "n_"',
     'json_contains(j["list"], 5)',
     'json_contains_any(j["list"], [1, 6.0])',
+    'j["mix"] == 3',
+    'j["mix"] > 2.5',
+    'j["mix"] in [1, 2]',
+    'j["mix"] == "m5"',
+    'j["mix"] like "m1%"',
+    'j["mix"] == true',
+    'j["mix"] > 9007199254740990',
     'i32 < 50 and (s like "name_2%" or not b)',
     "not (f > 0.5) and n in [1, 2]",
 ]
@@ -73,6 +81,10 @@ def row(i: int) -> dict[str, Any]:
         doc["name"] = f"n{i % 41}"
     if i % 11 == 0:
         doc["num"] = "text"  # another type: a DOUBLE index leaves it out
+    # every kind a JSON-cast index holds (and integers beyond a double's exact range)
+    mixes: list[Any] = [i % 6, f"m{i % 13}", i % 2 == 0, i % 5 + 0.5, 9007199254740993 + i]
+    if i % 9:
+        doc["mix"] = mixes[i % 5]
     return {
         "id": i,
         "vector": [float(i % 10), 1.0, 0.5, 0.25],
@@ -126,7 +138,8 @@ def test_scalar_indexes_answer_as_a_scan_does(client: Client):
     assert objects is not None
     assert sum(p.endswith("index.arrow") for p in objects.list("index_files")) == len(INDEXES)
     cid = client.describe_collection("indexed")["collection_id"]
-    loaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == len(INDEXES)  # noqa: E731
+    slots = len(INDEXES) + 2  # the JSON-cast index serves three kinds of values
+    loaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == slots  # noqa: E731
     wait_until(loaded, 60, "indexes loaded")
     for name in ("plain", "indexed"):  # growing rows: scanned, not indexed
         client.insert(name, [row(i) for i in range(ROWS, ROWS + GROWING)])
@@ -136,7 +149,7 @@ def test_scalar_indexes_answer_as_a_scan_does(client: Client):
         assert expected, f"{expr} matches nothing: a weak check"
     client.drop_index("indexed", "s_idx")
     assert "s_idx" not in client.list_indexes("indexed")
-    unloaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == len(INDEXES) - 1  # noqa: E731
+    unloaded = lambda: len(probes.scalar_indexes_loaded(client, cid)) == slots - 1  # noqa: E731
     wait_until(unloaded, 30, "index unloaded")
     assert ids(client, "indexed", 's like "name_1%"') == ids(client, "plain", 's like "name_1%"')
 
@@ -151,6 +164,22 @@ def test_scalar_indexes_answer_as_a_scan_does(client: Client):
         ("i32", "TRIE", {}, InvalidArgument, "TRIE are only supported on varchar field"),
         ("j", "INVERTED", {}, ParameterMissing, "json index must specify cast type"),
         ("j", "INVERTED", {"json_cast_type": "INT8"}, InvalidArgument, "json_cast_type INT8"),
+        ("j", "INVERTED", {"json_cast_type": " json "}, None, None),
+        ("j", "AUTOINDEX", {"json_cast_type": "JSON"}, None, None),
+        (
+            "j",
+            "BITMAP",
+            {"json_cast_type": "json"},
+            InvalidArgument,
+            "json_cast_type JSON is not supported for BITMAP index",
+        ),
+        (
+            "j",
+            "STL_SORT",
+            {"json_cast_type": "JSON"},
+            InvalidArgument,
+            "json_cast_type JSON is not supported for STL_SORT index",
+        ),
         (
             "j",
             "INVERTED",

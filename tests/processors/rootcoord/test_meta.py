@@ -91,7 +91,7 @@ def test_a_ddl_that_breaks_a_rule_is_refused_and_changes_nothing(meta):
     with pytest.raises(CollectionExists):
         meta.apply("CollectionCreated", created(200, "books"), 20)
     assert meta.store.position(DDL, 0) == 1  # the refused event's position is not committed
-    with pytest.raises(InvalidArgument, match="_default partition cannot be dropped"):
+    with pytest.raises(InvalidArgument, match="default partition cannot be deleted"):
         body = {"collection_id": 100, "partition_name": "_default", "partition_id": 101}
         meta.table.check(Event("PartitionDropped", 20, body))
     with pytest.raises(PartitionNotFound):

@@ -105,8 +105,8 @@ TABLE: list[tuple[str, Call, int, str]] = [
         "insert into an invalid partition name",
         lambda m, n: m.insert(n, [ROW], partition_name="12 s"),
         1100,
-        "Invalid partition name: 12 s. the first character of a partition name must be an "
-        "underscore or letter: invalid parameter",
+        "Invalid partition name: 12 s. Partition name can only contain numbers, letters and "
+        "underscores.: invalid parameter",
     ),
     (
         "search an unknown partition",
@@ -148,6 +148,54 @@ TABLE: list[tuple[str, Call, int, str]] = [
     ("json index without cast", _json_index('j["a"]', None), 1101, "must specify cast type"),
     ("json index bad cast", _json_index('j["a"]', "INT128"), 1100, "json_cast_type INT128"),
     ("json index bad path", _json_index('j["a"', "DOUBLE"), 65535, "cannot parse identifier"),
+    (
+        "index on an invalid collection name",  # CreateIndex looks the name up unchecked
+        lambda m, n: m.create_index("12-s", MilvusClient.prepare_index_params("v")),
+        100,
+        "collection not found[database=default][collection=12-s]",
+    ),
+    (
+        "index of an unknown type",
+        lambda m, n: m.create_index(n, MilvusClient.prepare_index_params("j", index_type="12-s")),
+        1100,
+        "invalid parameter[expected=valid index][actual=invalid index type: 12-s]",
+    ),
+    (
+        "partition of an invalid collection name",
+        lambda m, n: m.create_partition("12-s", "p"),
+        1100,
+        "Invalid collection name: 12-s",
+    ),
+    (
+        "drop an invalid partition name",
+        lambda m, n: m.drop_partition(n, "%$#"),
+        1100,
+        "Invalid partition name: %$#. The first character of a partition name must be",
+    ),
+    (
+        "drop the default partition",
+        lambda m, n: m.drop_partition(n, "_default"),
+        1100,
+        "default partition cannot be deleted",
+    ),
+    (
+        "alias of an invalid collection name",
+        lambda m, n: m.create_alias("12 s", n + "_b"),
+        1100,
+        "Invalid collection name: 12 s",
+    ),
+    (
+        "alter an over-long alias",
+        lambda m, n: m.alter_alias(n, "a" * 256),
+        1100,
+        "the length of a collection alias must be less than 255 characters",
+    ),
+    (
+        "upsert a repeated primary key",
+        lambda m, n: m.upsert(n, [ROW, ROW]),
+        1100,
+        "duplicate primary keys are not allowed in the same batch",
+    ),
 ]
 #: rows Milvus Lite 3.2.2 answers with the same code (it answers an invalid name with 100, has
 #: no JSON path indexes and other alias rules: the other rows differ there)

@@ -159,5 +159,57 @@ def test_unnamed_json_path_indexes_of_one_field_each_get_a_name(served: Served) 
     )
     m.create_index(name, index)
     m.create_index(name, index)
-    assert sorted(m.list_indexes(name)) == ["j", "j/a", "j/a/b", "k/x"]
+    assert sorted(m.list_indexes(name)) == ["$meta/k/x", "j", "j/a", "j/a/b"]
     assert m.describe_index(name, "j/a/b")["params"]["json_path"] == "j['a']['b']"
+    described = m.describe_index(name, "$meta/k/x")
+    assert (described["field_name"], described["json_path"]) == ("k", "k['x']")
+
+
+def test_describe_index_answers_each_param_as_milvus_does(served: Served) -> None:
+    """Milvus answers the params as pymilvus's MilvusClient sent them, each its own key
+    (pymilvus returns them as strings); vectorlog also answers them as one JSON `params`."""
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("j", DataType.JSON)
+    m.create_collection(name, schema=s)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 8})
+    cast = {"json_cast_type": "Json", "json_path": "j['a']['b']"}
+    index.add_index("j", index_type="INVERTED", params=cast)
+    m.create_index(name, index)
+    described = m.describe_index(name, "j/a/b")
+    assert {k: described[k] for k in ("json_cast_type", "json_path", "index_type")} == {
+        **cast,
+        "index_type": "INVERTED",
+    }
+    assert described["params"] == cast
+    vector = m.describe_index(name, "v")
+    assert (vector["M"], vector["metric_type"], vector["params"]) == ("8", "L2", {"M": 8})
+
+
+def test_a_second_index_of_a_name_or_a_path_gets_milvus_message(served: Served) -> None:
+    """Milvus's datacoord: another index under a taken name, or a second index of one JSON
+    path, are refused with code 1100 and its messages."""
+    m, name = served.milvus, f"c_{uuid.uuid4().hex[:10]}"
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("v", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("j", DataType.JSON)
+    m.create_collection(name, schema=s)
+    first = MilvusClient.prepare_index_params()
+    path = {"json_cast_type": "DOUBLE", "json_path": "j['a']"}
+    first.add_index("j", index_type="INVERTED", index_name="ja", params=path)
+    m.create_index(name, first)
+    cases = [
+        ("ja", {"json_cast_type": "DOUBLE", "json_path": "j['b']"}, "at most one distinct index"),
+        ("other", path, "creating multiple indexes on same field is not supported"),
+    ]
+    for index_name, params, message in cases:
+        again = MilvusClient.prepare_index_params()
+        again.add_index("j", index_type="INVERTED", index_name=index_name, params=params)
+        with pytest.raises(MilvusException) as err:
+            m.create_index(name, again)
+        assert err.value.code == 1100 and message in err.value.message
+    assert m.list_indexes(name) == ["ja"]

@@ -86,19 +86,21 @@ def queries() -> np.ndarray:
     return vectors()[[3, 1500, 777]] + np.float32(0.05)
 
 
-def test_a_function_ranker_is_refused_not_ignored(
+def test_a_function_ranker_vectorlog_does_not_serve_is_refused_not_ignored(
     served: Served, collections: dict[str, str]
 ) -> None:
+    """The boost ranker (a weight for the rows a filter matches, applied on Milvus's query
+    nodes) is not served: refused, never ignored (test_grpc_function_rankers.py: the others)."""
     ranker = Function(
-        name="decay",
-        input_field_names=["g"],
+        name="boost",
+        input_field_names=[],
         function_type=FunctionType.RERANK,
-        params={"reranker": "decay", "function": "gauss", "origin": 0, "scale": 10},
+        params={"reranker": "boost", "filter": "g == 1", "weight": 2.0},
     )
     with pytest.raises(MilvusException) as err:
         served.milvus.search(collections["L2"], [queries()[0].tolist()], limit=3, ranker=ranker)
-    assert err.value.code == 1100
-    assert "vectorlog does not serve a function ranker" in err.value.message
+    assert err.value.code == 65535
+    assert "vectorlog does not serve the boost ranker" in err.value.message
 
 
 @pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])

@@ -15,7 +15,7 @@ from vectorlog.server.grpc_status import ok, status_of, unimplemented
         (errors.CollectionNotFound("c"), 100, common_pb2.CollectionNotExists),
         (errors.PartitionNotFound("c", "p"), 200, common_pb2.UnexpectedError),
         (errors.IndexNotFound("c", "i"), 700, common_pb2.IndexNotExist),
-        (errors.IndexExists("c", "on vector"), 702, common_pb2.UnexpectedError),
+        (errors.IndexExists("c", "on vector"), 1100, common_pb2.IllegalArgument),
         (errors.AliasNotFound("a"), 1600, common_pb2.UnexpectedError),
         (errors.CollectionExists("c"), 1100, common_pb2.IllegalArgument),
         (errors.SchemaMismatch("row 1 lacks vector"), 1100, common_pb2.IllegalArgument),
