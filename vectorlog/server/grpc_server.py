@@ -60,6 +60,12 @@ def start_grpc(
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
+        # pymilvus pings every 10 s, also while idle: accept it as Milvus's server does
+        # (keepalive EnforcementPolicy MinTime 5 s, PermitWithoutStream), instead of
+        # answering GOAWAY "too_many_pings" and dropping the client's connection
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
+        ("grpc.http2.max_ping_strikes", 0),
     ]
     if token and authorization:
         raise InvalidArgument("a token and authorization exclude each other: users log in")
