@@ -89,7 +89,7 @@ def cases() -> list[tuple[str, Call]]:
     add("create vector_field_name", ["", "id", None], _create("vector_field_name"))
     add("create max_length", [0, -1, "x", 10**9], _create("max_length"))
     add("create properties", ["x", {1: 2}, [("k", "v")]], _create("properties"))
-    add("create_partition name", [None, "", "1x", 5, "_default"], _partition)
+    add("create_partition name", [None, "", "a b", 5, "#p"], _partition)  # "1x": valid in Milvus
     add("create_alias alias", [None, "", 5, "books"], lambda c, v: c.create_alias("books", v))
     add("rename new_name", [None, "", 5, "books"], lambda c, v: c.rename_collection("books", v))
     add("flush timeout", ["x", -1], lambda c, v: c.flush("books", timeout=v))
