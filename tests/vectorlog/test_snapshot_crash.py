@@ -93,12 +93,13 @@ def test_a_crash_partway_through_a_snapshot_loses_no_collection_or_segment(
     assert n_ddl > 4 and n_coord > 2
     client.close()
     state = Path(args.get("data_dir", args["uri"]))
-    for node in NODES:
-        shutil.rmtree(state / node, ignore_errors=True)
-    open_and_crash(args, n_ddl // 2)  # rootcoord applied half the ddl snapshot
-    open_and_crash(args, n_ddl + n_coord // 2)  # then datacoord half the coord snapshot
-    with open_client(**args) as restarted:
-        caught_up(restarted)
-        assert catalog(restarted) == before
-        assert shapes(restarted) == segments
-        assert dead_letters(restarted) == letters
+    # rootcoord dies after half the ddl snapshot; then datacoord after half the coord one
+    for passes in (n_ddl // 2, n_ddl + n_coord // 2):
+        for node in NODES:
+            shutil.rmtree(state / node, ignore_errors=True)
+        open_and_crash(args, passes)
+        with open_client(**args) as restarted:
+            caught_up(restarted)
+            assert shapes(restarted) == segments
+            assert catalog(restarted) == before
+            assert dead_letters(restarted) == letters
