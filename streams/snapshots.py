@@ -12,6 +12,13 @@ On a log that keeps its records (Kafka, issue 23) snapshots are written all the 
 fresh reader (one starting at offset 0) takes the newest one, then the records from its
 offset on, instead of the whole topic: a process starting on Kafka reads coord and ddl from
 the storage root and the tail, not from offset 0 (`TopicSnapshotter` in its keeping mode).
+
+A snapshot is applied all or nothing as to a consumer's stored position: only its last record
+is at offset `S - 1` (S: the snapshot's offset); the others are at `before - 1` (`before`: the
+position the reader started from), so a consumer storing `record.offset + 1` with the state
+derived from each record keeps its old position until the whole snapshot is applied, and a
+restart after a partial apply reads the snapshot again from its start (consumers re-apply
+what they already hold idempotently). Each snapshot record has the SNAPSHOT_HEADER.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
+from vectorlog.core.faults import crash_point
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record, Truncatable, start_offsets
@@ -27,6 +35,10 @@ from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end
 
 PREFIX = "log_snapshots/"
+#: the header every snapshot record has (a consumer may tell one from a record of the log)
+SNAPSHOT_HEADER = ("vectorlog-snapshot", b"1")
+#: crash point passed after each snapshot record read_from yielded (a consumer applied it)
+AFTER_RECORD = "snapshots.after_record"
 _LEN = struct.Struct(">I")
 
 
@@ -95,19 +107,20 @@ def newest_snapshot(blobs: Blobs, topic: str) -> int | None:
 
 
 def stand_in(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[list[Record], int]:
-    """Returns the snapshot records a reader of partition 0 from `offset` takes first (each
-    at offset `start - 1`) and the offset it reads on from: below the first kept record, the
-    snapshot at it (records were deleted); from offset 0 on a topic with a newer snapshot,
-    that one (a fresh reader skips what it folds); else none, and `offset`. Raises
+    """Returns the snapshot records a reader of partition 0 from `offset` takes first and the
+    offset it reads on from: below the first kept record, the snapshot at it (records were
+    deleted); from offset 0 on a topic with a newer snapshot, that one (a fresh reader skips
+    what it folds); else none, and `offset`. The last snapshot record is at the snapshot's
+    offset - 1, the others at `offset - 1` (see the module docstring). Raises
     SnapshotMissing."""
     start = start_offsets(log, topic).get(0, 0)
     if offset < start:  # records below it were deleted: their snapshot stands in for them
-        return snapshot_records(blobs, topic, start), start
+        return snapshot_records(blobs, topic, start, offset), start
     newest = newest_snapshot(blobs, topic) if blobs is not None and offset == 0 else None
     if blobs is not None and newest is not None and newest > start:
         values = snapshot_at(blobs, topic, newest)
         if values is not None:  # else replaced meanwhile by a newer one: read the records
-            return [Record(topic, 0, newest - 1, v) for v in values], newest
+            return as_records(topic, values, newest, offset), newest
     return [], offset
 
 
@@ -118,17 +131,36 @@ def read_from(
     snapshot that stands in for the records below where it reads from (`stand_in`). Raises
     SnapshotMissing, LogError."""
     records, offset = stand_in(log, topic, blobs, offset)
-    yield from records
+    for rec in records:
+        yield rec
+        crash_point(AFTER_RECORD)
     yield from read_to_end(log, topic, timeout, {0: offset})
 
 
-def snapshot_records(blobs: Blobs | None, topic: str, start: int) -> list[Record]:
-    """Returns the snapshot as of `start` as records at offset `start - 1`. Raises
-    SnapshotMissing."""
+def snapshot_records(
+    blobs: Blobs | None, topic: str, start: int, before: int | None = None
+) -> list[Record]:
+    """Returns the snapshot as of `start` as records: the last at offset `start - 1`, the
+    others at `before - 1` (default `start - 1`: every one). Raises SnapshotMissing."""
     values = snapshot_at(blobs, topic, start) if blobs is not None else None
     if values is None:
         raise SnapshotMissing(topic, start)
-    return [Record(topic, 0, start - 1, v) for v in values]
+    return as_records(topic, values, start, start if before is None else before)
+
+
+def as_records(topic: str, values: list[bytes], start: int, before: int) -> list[Record]:
+    """Returns a snapshot's `values` as partition 0 records with the SNAPSHOT_HEADER: the
+    last at offset `start - 1`, the others at `before - 1`."""
+    last = len(values) - 1
+    return [
+        Record(topic, 0, (start if i == last else before) - 1, v, None, (SNAPSHOT_HEADER,))
+        for i, v in enumerate(values)
+    ]
+
+
+def is_snapshot(rec: Record) -> bool:
+    """Returns whether `rec` is a snapshot record (not one of the log)."""
+    return SNAPSHOT_HEADER in rec.headers
 
 
 class Fold(Protocol):

@@ -70,7 +70,7 @@ from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
-from vectorlog.streams.snapshots import Blobs, read_from
+from vectorlog.streams.snapshots import Blobs, is_snapshot, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -611,6 +611,9 @@ class RootCoord(RbacDdl):
         """
         try:
             event = self._ddl_serde.decode(rec.value)
+            if self._applied_before(rec, event):
+                skip_past(self.store, rec)  # a snapshot read again after a partial apply
+                return 0
             self._check_plausible(event)
             self.tso.observe(event.ts)
             if event.type == "RangeReserved":
@@ -628,6 +631,15 @@ class RootCoord(RbacDdl):
             self._dead_letter(rec, reason_of(exc))
             skip_past(self.store, rec)
             return 0
+
+    def _applied_before(self, rec: Record, event: Event) -> bool:
+        """Returns whether `rec` is a snapshot record whose DDL event the meta already holds:
+        a snapshot's events are in timestamp order, so one stamped at or below the last one
+        applied was applied (by the partial apply a crash interrupted, or before the position
+        the reader started from); it is skipped, not dead-lettered."""
+        return (
+            is_snapshot(rec) and event.type not in NOT_APPLIED and event.ts <= self.meta.kv.last_ts
+        )
 
     def _check_plausible(self, event: Event) -> None:
         """Raises MalformedEvent (or TimestampNotIncreasing) for a `ddl` event no rootcoord
