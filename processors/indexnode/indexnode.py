@@ -20,6 +20,9 @@ nothing reports) are deleted at recovery; a build reported twice is kept twice (
 by (segment, index_id)). A build that fails for good (a corrupt or missing binlog, parameters
 the vectors do not fit) is dead-lettered (the segment's flushed BinlogPathsSaved position, with
 the reason), logged, and shown as Failed by `progress`; it is retried only after a restart.
+A segment gone before or during its build (a compaction merged it and its binlogs were
+deleted, or it, its partition or the index was dropped) is skipped quietly instead: checked
+when the job is dequeued, and on a missing binlog once the consumer applied coord to its end.
 """
 
 from __future__ import annotations
@@ -89,6 +92,9 @@ TRANSIENT = (LogError, OSError, MemoryError)
 SCALAR_BUILT_AS = "SORTED"
 #: how often the consumer re-schedules builds when no record arrives (retries transient ones)
 RESCHEDULE_S = 1.0
+#: how long a build whose binlogs are missing waits for the consumer to apply coord up to its
+#: end (a compaction that merged the segment is on coord before its binlogs are deleted)
+CATCH_UP_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -326,6 +332,8 @@ class IndexNode(ProcessorBase):
                 job = self._jobs.get(timeout=0.2)
             except queue.Empty:
                 continue
+            if not self._still_wanted(job):
+                continue
             try:
                 self._run(job)
             except CrashPointReached as exc:  # a test's stand-in for the process dying here
@@ -339,6 +347,8 @@ class IndexNode(ProcessorBase):
         except CrashPointReached:
             raise
         except ObjectNotFound as exc:
+            if self._gone_after_catching_up(job):
+                return
             self._fail(job, f"{type(exc).__name__}: {exc}")
         except (*TRANSIENT, StorageError) as exc:
             log.warning("index build of segment %d will be retried: %s", job.key[0], exc)
@@ -347,6 +357,38 @@ class IndexNode(ProcessorBase):
             self._inflight.discard(job.key)
         except Exception as exc:  # corrupt binlogs, parameters the vectors do not fit
             self._fail(job, f"{type(exc).__name__}: {exc}")
+
+    def _still_wanted(self, job: Job) -> bool:
+        """Returns whether a dequeued job's segment and index still exist; if not (a
+        compaction merged the segment, or it or the index was dropped since it was queued) the
+        job is skipped quietly."""
+        seg = job.segment
+        if self.state.live(seg.collection_id, job.key[1], seg.segment_id):
+            return True
+        log.info("%s: skipping index %d of segment %d: gone", self.name, job.key[1], job.key[0])
+        self._inflight.discard(job.key)
+        return False
+
+    def _gone_after_catching_up(self, job: Job) -> bool:
+        """Returns whether a job whose binlogs are missing is of a segment (or index) that is
+        gone once the consumer applied every coord record there is now: a compaction merged
+        it (its binlogs deleted once the merge committed) or it was dropped. Then it is
+        skipped quietly; else (or if the consumer does not catch up in time) it failed."""
+        try:
+            end = self.log.end_offsets(self.topics.coord)[0]
+        except LogError as exc:
+            log.warning("could not read the end of %s: %s", self.topics.coord, exc)
+            end = self.state.position(self.topics.coord)
+        deadline = time.monotonic() + CATCH_UP_S
+        with self._changed:
+            while self.state.position(self.topics.coord) < end and not self._stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(min(left, 0.2))
+        if self.state.position(self.topics.coord) < end:
+            return False
+        return not self._still_wanted(job)
 
     def _build(self, job: Job) -> None:
         seg, index = job.segment, job.index
