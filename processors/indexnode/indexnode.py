@@ -44,6 +44,7 @@ from vectorlog.core.model import ROW_ID_FIELD
 from vectorlog.core.scalar_index import SCALAR_INDEXES
 from vectorlog.core.sparse import SPARSE_INDEXES
 from vectorlog.core.types import BINARY_INDEXES
+from vectorlog.processors.indexnode.added import field_columns
 from vectorlog.processors.indexnode.builder import (
     MIN_ROWS_TO_INDEX,
     PARAMS,
@@ -414,9 +415,11 @@ class IndexNode(ProcessorBase):
         """Builds a scalar index of the job's segment (scalar.py) and reports it."""
         seg, index = job.segment, job.index
         started = time.monotonic()
-        paths = self._paths(seg, int(index["field_id"]))
-        logs = (read_insert_binlog(self.objects.get(p), p) for p in paths)
-        data, rows = build_scalar(logs, index)
+        fid = int(index["field_id"])
+        with self.state.lock:
+            added = self.state.added.get((seg.collection_id, fid))
+        logs = field_columns(seg, fid, added, lambda p: read_insert_binlog(self.objects.get(p), p))
+        data, rows = build_scalar(logs, index, added.dtype if added is not None else None)
         row_ids = self._row_ids(seg, rows)
         build_id = self.rc.allocate_ids()
         files = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id, True)
