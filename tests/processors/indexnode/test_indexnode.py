@@ -15,6 +15,7 @@ from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic, wait_until
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.faults import armed
+from vectorlog.core.model import DataType, FieldSchema
 from vectorlog.processors.indexnode import indexnode as indexnode_module
 from vectorlog.processors.indexnode.errors import IndexBuildTimeout
 from vectorlog.processors.indexnode.files import read_index_files
@@ -314,6 +315,25 @@ def test_segments_compacted_away_before_or_during_their_build_are_skipped_quietl
     assert [b["segment_id"] for b in cluster.events("SegmentIndexed")] == [504]
     assert read_dead_letters(cluster.log, cluster.topics.dlq) == []
     assert all("/504/" in p for p in cluster.objects.list("index_files"))
+
+
+def test_a_scalar_index_of_a_field_a_segment_lacks_fails_unless_the_field_was_added(
+    cluster: Cluster,
+):
+    """Segment 501's write holds no log of fields 102 and 103: 103 was added to the
+    collection after it (its rows read as its default), 102 was not (a missing binlog)."""
+    cluster.segment(501, 120)
+    field = FieldSchema("score", DataType.INT64, field_id=103, nullable=True, default_value=7)
+    added = {"collection_id": CID, "field": field.to_avro()}
+    cluster.append(cluster.topics.ddl, "CollectionFieldAdded", added)
+    for index_id, field_id in ((20, 102), (21, 103)):
+        body = {"collection_id": CID, "index_id": index_id, "index_name": f"ix{index_id}",
+                "field_id": field_id, "field_name": f"f{field_id}", "index_type": "INVERTED",
+                "metric_type": "", "params": {}}  # fmt: skip
+        cluster.append(cluster.topics.ddl, "IndexCreated", body)
+    failed = cluster.wait(20, state=FAILED, rows=120)
+    assert "501: ObjectNotFound" in failed.fail_reason and "/501/102" in failed.fail_reason
+    assert cluster.wait(21, rows=120) == IndexProgress(120, 120, 0, FINISHED)
 
 
 def test_a_scalar_index_is_built_like_a_vector_index(cluster: Cluster):
