@@ -374,7 +374,8 @@ class IndexNode(ProcessorBase):
         """Returns whether a job whose binlogs are missing is of a segment (or index) that is
         gone once the consumer applied every coord record there is now: a compaction merged
         it (its binlogs deleted once the merge committed) or it was dropped. Then it is
-        skipped quietly; else (or if the consumer does not catch up in time) it failed."""
+        skipped quietly (as is any job once the node is stopping); else (or if the consumer
+        does not catch up in time) it failed."""
         try:
             end = self.log.end_offsets(self.topics.coord)[0]
         except LogError as exc:
@@ -387,6 +388,9 @@ class IndexNode(ProcessorBase):
                 if left <= 0:
                     break
                 self._changed.wait(min(left, 0.2))
+        if self._stop.is_set():  # not built, not failed: redone after the restart
+            self._inflight.discard(job.key)
+            return True
         if self.state.position(self.topics.coord) < end:
             return False
         return not self._still_wanted(job)
