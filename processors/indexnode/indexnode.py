@@ -20,6 +20,9 @@ nothing reports) are deleted at recovery; a build reported twice is kept twice (
 by (segment, index_id)). A build that fails for good (a corrupt or missing binlog, parameters
 the vectors do not fit) is dead-lettered (the segment's flushed BinlogPathsSaved position, with
 the reason), logged, and shown as Failed by `progress`; it is retried only after a restart.
+A segment gone before or during its build (a compaction merged it and its binlogs were
+deleted, or it, its partition or the index was dropped) is skipped quietly instead: checked
+when the job is dequeued, and on a missing binlog once the consumer applied coord to its end.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from vectorlog.core.model import ROW_ID_FIELD
 from vectorlog.core.scalar_index import SCALAR_INDEXES
 from vectorlog.core.sparse import SPARSE_INDEXES
 from vectorlog.core.types import BINARY_INDEXES
+from vectorlog.processors.indexnode.added import field_columns
 from vectorlog.processors.indexnode.builder import (
     MIN_ROWS_TO_INDEX,
     PARAMS,
@@ -89,6 +93,9 @@ TRANSIENT = (LogError, OSError, MemoryError)
 SCALAR_BUILT_AS = "SORTED"
 #: how often the consumer re-schedules builds when no record arrives (retries transient ones)
 RESCHEDULE_S = 1.0
+#: how long a build whose binlogs are missing waits for the consumer to apply coord up to its
+#: end (a compaction that merged the segment is on coord before its binlogs are deleted)
+CATCH_UP_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -326,6 +333,8 @@ class IndexNode(ProcessorBase):
                 job = self._jobs.get(timeout=0.2)
             except queue.Empty:
                 continue
+            if not self._still_wanted(job):
+                continue
             try:
                 self._run(job)
             except CrashPointReached as exc:  # a test's stand-in for the process dying here
@@ -339,6 +348,8 @@ class IndexNode(ProcessorBase):
         except CrashPointReached:
             raise
         except ObjectNotFound as exc:
+            if self._gone_after_catching_up(job):
+                return
             self._fail(job, f"{type(exc).__name__}: {exc}")
         except (*TRANSIENT, StorageError) as exc:
             log.warning("index build of segment %d will be retried: %s", job.key[0], exc)
@@ -347,6 +358,42 @@ class IndexNode(ProcessorBase):
             self._inflight.discard(job.key)
         except Exception as exc:  # corrupt binlogs, parameters the vectors do not fit
             self._fail(job, f"{type(exc).__name__}: {exc}")
+
+    def _still_wanted(self, job: Job) -> bool:
+        """Returns whether a dequeued job's segment and index still exist; if not (a
+        compaction merged the segment, or it or the index was dropped since it was queued) the
+        job is skipped quietly."""
+        seg = job.segment
+        if self.state.live(seg.collection_id, job.key[1], seg.segment_id):
+            return True
+        log.info("%s: skipping index %d of segment %d: gone", self.name, job.key[1], job.key[0])
+        self._inflight.discard(job.key)
+        return False
+
+    def _gone_after_catching_up(self, job: Job) -> bool:
+        """Returns whether a job whose binlogs are missing is of a segment (or index) that is
+        gone once the consumer applied every coord record there is now: a compaction merged
+        it (its binlogs deleted once the merge committed) or it was dropped. Then it is
+        skipped quietly (as is any job once the node is stopping); else (or if the consumer
+        does not catch up in time) it failed."""
+        try:
+            end = self.log.end_offsets(self.topics.coord)[0]
+        except LogError as exc:
+            log.warning("could not read the end of %s: %s", self.topics.coord, exc)
+            end = self.state.position(self.topics.coord)
+        deadline = time.monotonic() + CATCH_UP_S
+        with self._changed:
+            while self.state.position(self.topics.coord) < end and not self._stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(min(left, 0.2))
+        if self._stop.is_set():  # not built, not failed: redone after the restart
+            self._inflight.discard(job.key)
+            return True
+        if self.state.position(self.topics.coord) < end:
+            return False
+        return not self._still_wanted(job)
 
     def _build(self, job: Job) -> None:
         seg, index = job.segment, job.index
@@ -372,9 +419,11 @@ class IndexNode(ProcessorBase):
         """Builds a scalar index of the job's segment (scalar.py) and reports it."""
         seg, index = job.segment, job.index
         started = time.monotonic()
-        paths = self._paths(seg, int(index["field_id"]))
-        logs = (read_insert_binlog(self.objects.get(p), p) for p in paths)
-        data, rows = build_scalar(logs, index)
+        fid = int(index["field_id"])
+        with self.state.lock:
+            added = self.state.added.get((seg.collection_id, fid))
+        logs = field_columns(seg, fid, added, lambda p: read_insert_binlog(self.objects.get(p), p))
+        data, rows = build_scalar(logs, index, added.dtype if added is not None else None)
         row_ids = self._row_ids(seg, rows)
         build_id = self.rc.allocate_ids()
         files = build_paths(seg.collection_id, seg.partition_id, seg.segment_id, build_id, True)

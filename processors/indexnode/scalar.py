@@ -48,13 +48,21 @@ _ARROW = {"bool": pa.bool_(), "num": pa.float64(), "str": pa.string()}
 _CLASSES = ("bool", "num", "str")
 
 
-def build_scalar(columns: Iterable[InsertColumn], index: dict[str, Any]) -> tuple[bytes, int]:
+def build_scalar(
+    columns: Iterable[InsertColumn | list[Any]],
+    index: dict[str, Any],
+    dtype: DataType | None = None,
+) -> tuple[bytes, int]:
     """Returns (the Arrow IPC file, the segment's rows) of a scalar index (an IndexCreated
-    body) over a field's insert logs in row order. Raises CorruptBinlog if a log is not of
-    one scalar type."""
+    body) over a field's insert logs in row order; a list stands for the values of rows
+    written before the field was added (its default or None), `dtype` the field's type.
+    Raises CorruptBinlog if a log is not of one scalar type, ValueError if the type of
+    the values is unknown (no logs and no `dtype`) or not scalar."""
     values: list[Any] = []
-    dtype: DataType | None = None
     for column in columns:
+        if isinstance(column, list):
+            values.extend(column)
+            continue
         dtype = DATA_TYPE.get(column.data_type)
         if dtype is None or dtype is DataType.FLOAT_VECTOR:
             raise ValueError(f"a scalar index cannot index a {column.data_type.name} column")

@@ -9,6 +9,8 @@ or delete a build's files. Keys:
     dropped/{collection}           a dropped collection (its later coord events are ignored)
     dropped-partition/{coll}{part} a dropped partition (likewise; its builds' files deleted)
     segment/{segment}              a segment with binlogs: ids, rows, flushed, binlog paths
+    added/{collection}{field}      a field added by add_collection_field (its FieldSchema's
+                                   Avro form): writes before the add hold no log of it
     built/{segment}{index}{build}  a SegmentIndexed body (every report, duplicates too)
     fence                          the data channel assignment (storage.channel_fence)
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vectorlog.core.model import FieldSchema
 from vectorlog.processors.indexnode.files import build_files
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
@@ -28,6 +31,7 @@ from vectorlog.storage.channel_fence import ChannelFence
 
 INDEX, DROPPED, SEGMENT, BUILT = b"index/", b"dropped/", b"segment/", b"built/"
 GONE_PARTITION = b"dropped-partition/"
+ADDED = b"added/"
 FENCE = b"fence"
 ALL_INDEXES = -1  # SegmentIndexesDropped.index_id for every index of a collection
 
@@ -81,11 +85,13 @@ class IndexState:
         self.gone_partitions: set[tuple[int, int]] = set()
         self.segments: dict[int, SegmentRecord] = {}
         self.built: dict[tuple[int, int], dict[int, dict[str, Any]]] = {}
+        self.added: dict[tuple[int, int], FieldSchema] = {}  # (collection, field) -> field
         self._offset = -1  # of the record being applied
         self.fence = ChannelFence()  # data node writes of a pchannel it lost: ignored
         self._appliers: dict[str, Callable[[Event, Transaction, Effects], None]] = {
             "IndexCreated": self._index_created,
             "IndexDropped": self._index_dropped,
+            "CollectionFieldAdded": self._field_added,
             "CollectionDropped": self._collection_dropped,
             "PartitionDropped": self._partition_dropped,
             "BinlogPathsSaved": self._binlogs_saved,
@@ -109,6 +115,11 @@ class IndexState:
         for _, raw in self.store.items(BUILT):
             body = json.loads(raw)
             self._remember(body)
+        for _, raw in self.store.items(ADDED):
+            body = json.loads(raw)
+            self.added[(body["collection_id"], body["field"]["field_id"])] = FieldSchema.from_avro(
+                body["field"]
+            )
         fence = self.store.get(FENCE)
         if fence is not None:
             self.fence.fold(json.loads(fence))
@@ -154,10 +165,23 @@ class IndexState:
         txn.delete(INDEX + _ids(cid, iid))
         fx.drops.append({"collection_id": cid, "index_id": iid})
 
+    def _field_added(self, e: Event, txn: Transaction, fx: Effects) -> None:
+        """Records a field added to a collection (segments written before hold no log of it:
+        their rows read as its default value, else null)."""
+        cid, fid = e.body["collection_id"], e.body["field"]["field_id"]
+        if cid in self.dropped:
+            return
+        self.added[(cid, fid)] = FieldSchema.from_avro(e.body["field"])
+        body = {"collection_id": cid, "field": e.body["field"]}
+        txn.put(ADDED + _ids(cid, fid), json.dumps(body).encode())
+
     def _collection_dropped(self, e: Event, txn: Transaction, fx: Effects) -> None:
         cid = e.body["collection_id"]
         self.dropped.add(cid)
         txn.put(DROPPED + _ids(cid), b"1")
+        for key in [k for k in self.added if k[0] == cid]:
+            del self.added[key]
+            txn.delete(ADDED + _ids(*key))
         for key in [k for k in self.indexes if k[0] == cid]:
             del self.indexes[key]
             txn.delete(INDEX + _ids(*key))

@@ -513,11 +513,6 @@ class MetaTable:
         """Raises IndexExists with Milvus's message (datacoord's canCreateIndex) for another
         index of the name, or a second index of the field (of the JSON path)."""
         rec, b = self._live(e.body["collection_id"]), e.body
-        if b["field_id"] in rec.get("added_fields", []):
-            raise InvalidArgument(
-                f"vectorlog cannot index field {b['field_name']!r} yet: it was added to the "
-                "collection (add_collection_field) and older segments hold no values of it"
-            )
         if b["index_name"] in rec["indexes"]:
             raise IndexExists(rec["name"], f"called {b['index_name']!r}", DISTINCT)
         if any(index_target(ix) == index_target(b) for ix in rec["indexes"].values()):

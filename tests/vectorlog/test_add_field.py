@@ -21,6 +21,7 @@ from vectorlog.config import Config
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument
 from vectorlog.core.model import DataType
 from vectorlog.jobs.rebuild import rebuild
+from vectorlog.sdk import probes
 from vectorlog.streams.log.base import start_offsets
 
 OLD, NEW = range(0, 15), range(15, 20)
@@ -209,16 +210,78 @@ def test_a_truncated_source_with_an_added_field_is_rebuilt_from_its_binlogs(tmp_
     rebuilt.close()
 
 
-def test_an_index_on_an_added_field_is_refused_and_nothing_written(client: Client):
-    client.create_collection("c", dimension=2)
-    add_fields(client)
+#: scalar indexes on added fields: (field, index type)
+ADDED_INDEXES = [("tag", "TRIE"), ("score", "STL_SORT"), ("flag", "BITMAP"), ("note", "INVERTED")]
+ADDED_FILTERS = [
+    'tag == "x"', 'tag != "x"', 'tag in ["x", "q"]', 'tag like "x%"', 'tag > "a"',
+    "score == 7", "score != 7", "score < 5", "score >= 1", "score in [1, 7]",
+    "flag == true", "flag == false", "flag != true",
+    'note == "d"', 'note > "d"', 'note in ["e"]', 'note like "d%"',
+    'score == 7 and note == "d"', "tag is null", "note is not null",
+]  # fmt: skip
+
+
+def written(client: Client) -> None:
+    """Returns once the data node consumed the dml written so far and wrote every row it
+    buffered into binlogs (its buffers are small in these tests)."""
+    dml = client.cluster.topics.dml
+    ends = client.cluster.log.end_offsets(dml)
+
+    def done() -> bool:
+        at = probes.next_offsets(client, "datanode")
+        consumed = all(at.get((dml, p), 0) >= end for p, end in ends.items())
+        return consumed and probes.buffered_rows(client) == 0
+
+    wait_until(done, 30, "the data node's buffered rows in binlogs")
+
+
+def fill_with_added_fields(client: Client, name: str) -> None:
+    """Rows 0..9 in a Flushed segment and 10..14 written before four fields are added (the
+    data node writes small buffers: a segment with writes before and after the add), rows
+    15..19 after, all Flushed."""
+    client.create_collection(name, dimension=2, consistency_level="Strong")
+    client.insert(name, rows(range(0, 10)))
+    client.flush(name)
+    client.insert(name, rows(range(10, 15)))
+    written(client)
+    client.add_collection_field(name, "tag", DataType.VARCHAR, max_length=16, nullable=True)
+    client.add_collection_field(name, "score", DataType.INT64, nullable=True, default_value=7)
+    client.add_collection_field(name, "flag", DataType.BOOL, nullable=True, default_value=True)
+    client.add_collection_field(
+        name, "note", DataType.VARCHAR, max_length=8, nullable=True, default_value="d"
+    )
+    client.insert(name, rows(NEW, tag="x", score=1, flag=False, note="e"))
+    client.flush(name)
+
+
+def test_scalar_indexes_on_added_fields_answer_as_without_them(open_client: ClientFactory):
+    client = open_client(compaction_interval_s=None, datanode_buffer_mb=0.0001)
+    for name in ("plain", "c"):
+        fill_with_added_fields(client, name)
     params = client.prepare_index_params()
-    params.add_index("score", index_type="INVERTED")
-    before = len(ddl_changes(client))
-    with pytest.raises(InvalidArgument, match="cannot index field 'score' yet"):
-        client.create_index("c", params)
-    assert len(ddl_changes(client)) == before
-    assert client.list_indexes("c", field_name="score") == []
+    for field, kind in ADDED_INDEXES:
+        params.add_index(field, index_type=kind, index_name=f"{field}_ix")
+    client.create_index("c", params)
+    cid = client.describe_collection("c")["collection_id"]
+    segments = {s["segment_id"] for s in client.list_segments("c")}
+
+    def ready() -> bool:
+        described = [client.describe_index("c", f"{f}_ix") for f, _ in ADDED_INDEXES]
+        done = all((d["state"], d["indexed_rows"]) == ("Finished", 20) for d in described)
+        loaded = probes.scalar_indexes_loaded(client, cid)
+        return done and len(loaded) == 4 and all(s == segments for s in loaded.values())
+
+    wait_until(ready, 60, "the four indexes built and loaded on every segment")
+    assert ids(client.query("c", "score == 7")) == list(OLD)
+    assert ids(client.query("c", "flag == true")) == list(OLD)
+    assert ids(client.query("c", 'tag == "x"')) == list(NEW)
+    assert ids(client.query("c", 'note == "d"')) == list(OLD)
+    for expr in ADDED_FILTERS:
+        assert ids(client.query("c", expr)) == ids(client.query("plain", expr)), expr
+    client.close()
+    client = open_client(compaction_interval_s=None)  # a restart loads the builds again
+    for expr in ADDED_FILTERS:
+        assert ids(client.query("c", expr)) == ids(client.query("plain", expr)), expr
 
 
 def test_a_collection_holds_at_most_64_fields(client: Client):

@@ -15,6 +15,7 @@ from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic, wait_until
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.faults import armed
+from vectorlog.core.model import DataType, FieldSchema
 from vectorlog.processors.indexnode import indexnode as indexnode_module
 from vectorlog.processors.indexnode.errors import IndexBuildTimeout
 from vectorlog.processors.indexnode.files import read_index_files
@@ -89,9 +90,11 @@ class Cluster:
         damage: bytes | None = None,
         partition: int = PID,
         vchannel: str = "v0",
+        compacted_from: tuple[int, ...] = (),
     ) -> None:
         """Writes one insert log per field of `rows` new rows and reports it (BinlogPathsSaved;
-        `damage` replaces the vector log's bytes)."""
+        `damage` replaces the vector log's bytes; `compacted_from`: the segments a compaction
+        merged into it, Dropped by this report)."""
         log_id = self.rc.allocate_ids()
         ids = np.arange(self.rows, self.rows + rows, dtype=np.int64)
         vectors = np.random.default_rng(sid + self.rows).random((rows, DIM), dtype=np.float32)
@@ -119,6 +122,8 @@ class Cluster:
             "num_rows": len(self.vectors[sid]), "start_position": None, "end_position": None,
             "flushed": flushed,
         }  # fmt: skip
+        if compacted_from:
+            body["compacted_from"] = list(compacted_from)
         self.append(self.topics.coord, "BinlogPathsSaved", body)
 
     def events(self, kind: str) -> list[dict[str, Any]]:
@@ -279,6 +284,56 @@ def test_a_missing_binlog_fails_the_build_naming_the_file(cluster: Cluster):
     cluster.create_index()
     p = cluster.wait(state=FAILED, rows=120)
     assert "501: ObjectNotFound" in p.fail_reason and "does not exist" in p.fail_reason
+
+
+def test_segments_compacted_away_before_or_during_their_build_are_skipped_quietly(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+):
+    """502's build is under way (its binlogs not read yet) and 503's queued when a compaction
+    merges both into 504 and their binlogs are deleted: neither fails nor is dead-lettered."""
+    started, release = threading.Event(), threading.Event()
+    real = indexnode_module.build_from_parts
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if not started.is_set():
+            started.set()
+            release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(indexnode_module, "build_from_parts", held)
+    cluster.create_index()
+    cluster.segment(502, 120)
+    wait_until(started.is_set, 30, "502's build under way")
+    cluster.segment(503, 130)
+    wait_until(lambda: cluster.node.progress(CID, IID).total_rows == 250, 30, "503 consumed")
+    cluster.segment(504, 250, compacted_from=(502, 503))
+    for sid in (502, 503):
+        for path in cluster.objects.list(f"insert_log/{CID}/{PID}/{sid}"):
+            cluster.objects.delete(path)
+    release.set()
+    assert cluster.wait(rows=250) == IndexProgress(250, 250, 0, FINISHED)
+    assert [b["segment_id"] for b in cluster.events("SegmentIndexed")] == [504]
+    assert read_dead_letters(cluster.log, cluster.topics.dlq) == []
+    assert all("/504/" in p for p in cluster.objects.list("index_files"))
+
+
+def test_a_scalar_index_of_a_field_a_segment_lacks_fails_unless_the_field_was_added(
+    cluster: Cluster,
+):
+    """Segment 501's write holds no log of fields 102 and 103: 103 was added to the
+    collection after it (its rows read as its default), 102 was not (a missing binlog)."""
+    cluster.segment(501, 120)
+    field = FieldSchema("score", DataType.INT64, field_id=103, nullable=True, default_value=7)
+    added = {"collection_id": CID, "field": field.to_avro()}
+    cluster.append(cluster.topics.ddl, "CollectionFieldAdded", added)
+    for index_id, field_id in ((20, 102), (21, 103)):
+        body = {"collection_id": CID, "index_id": index_id, "index_name": f"ix{index_id}",
+                "field_id": field_id, "field_name": f"f{field_id}", "index_type": "INVERTED",
+                "metric_type": "", "params": {}}  # fmt: skip
+        cluster.append(cluster.topics.ddl, "IndexCreated", body)
+    failed = cluster.wait(20, state=FAILED, rows=120)
+    assert "501: ObjectNotFound" in failed.fail_reason and "/501/102" in failed.fail_reason
+    assert cluster.wait(21, rows=120) == IndexProgress(120, 120, 0, FINISHED)
 
 
 def test_a_scalar_index_is_built_like_a_vector_index(cluster: Cluster):

@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.clients import ClientFactory, log_events
 from tests.support import wait_until
+from tests.vectorlog.test_compaction import segment_files
+from tests.vectorlog.test_deadletters_cmd import dead_letters
 from vectorlog import Client
 
 ROWS, DIM = 1200, 8  # above the 1,024 rows under which a segment is indexed as FLAT
@@ -103,3 +106,41 @@ def test_an_index_created_with_string_params_is_built_with_them(client: Client):
     (body,) = reports(client, "SegmentIndexed")
     assert (body["index_type"], body["metric_type"]) == ("IVF_SQ8", "IP")
     assert body["params"] == {"nlist": "16", "built_as": "IVF_SQ8"}
+
+
+def test_an_index_created_as_a_compaction_merges_the_segments_gets_no_dead_letter(
+    open_client: ClientFactory,
+    client_args: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+):
+    """Small segments flushed, an index created and a compaction right away: builds of the
+    merged (Dropped) segments still queued or under way when their binlogs are deleted (each
+    HNSW build takes a while on one thread) are skipped, not dead-lettered, and the index
+    reaches Finished over the merged segment."""
+    client = open_client(compaction_interval_s=None, log_retention_ms=None, index_build_threads=1)
+    client.create_collection("docs", dimension=64, metric_type="L2")
+    client.drop_index("docs", "vector")
+    n = 3000  # rows per segment: above the FLAT threshold, each build some 0.5 s
+    vectors = np.random.default_rng(2).random((4 * n, 64), dtype=np.float32)
+    for step in range(4):
+        part = range(n * step, n * step + n)
+        client.insert("docs", [{"id": i, "vector": vectors[i].tolist()} for i in part])
+        client.flush("docs")
+    olds = [s["segment_id"] for s in client.list_segments("docs")]
+    index = client.prepare_index_params()
+    params = {"M": 48, "efConstruction": 500}
+    index.add_index("vector", index_type="HNSW", metric_type="L2", params=params)
+    client.create_index("docs", index)
+    client.compact("docs", wait=True)
+    assert not {s["segment_id"] for s in client.list_segments("docs")} & set(olds)
+
+    def finished() -> bool:
+        d = client.describe_index("docs", "vector")
+        counts = (d["state"], d["indexed_rows"], d["total_rows"])
+        return counts == ("Finished", 4 * n, 4 * n) and not segment_files(client, olds)
+
+    wait_until(finished, 120, "the index Finished over the merged segment, the old files gone")
+    (hits,) = client.search("docs", [vectors[7].tolist()], limit=1)
+    assert hits[0]["id"] == 7
+    client.close()
+    assert dead_letters(client_args, capsys, "--processor", "indexnode") == []
