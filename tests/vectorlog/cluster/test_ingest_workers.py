@@ -8,7 +8,6 @@ with, survive the move)."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,13 +15,11 @@ import pytest
 from confluent_kafka import Producer
 from pymilvus import MilvusClient
 
+from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
 from vectorlog.config import Config
-from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
 from vectorlog.runners.standalone import open_log
-from vectorlog.streams.log.base import PART_HEADER, Log
-from vectorlog.streams.scan import read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 4
@@ -53,22 +50,6 @@ def ids(client: MilvusClient) -> list[int]:
     """Returns the ids of `c`, sorted, duplicates kept (Strong read)."""
     rows = client.query("c", filter="id >= 0", output_fields=["id"], limit=16_384)
     return sorted(int(r["id"]) for r in rows)
-
-
-def whole_writes_per_source(log: Log, dml: str, topic: str) -> Counter[tuple[int, int]]:
-    """Returns, per (partition, offset) of `topic`, how many whole dml writes applied it."""
-    parts: dict[str, set[bytes]] = {}
-    sources: dict[str, list[tuple[int, int, int]]] = {}
-    for rec in read_all(log, dml):
-        raw, part = rec.header(SOURCE_HEADER), rec.header(PART_HEADER)
-        if raw is not None and part is not None:
-            attempt, by_tp = parse_sources(raw)
-            sources[attempt] = [
-                (p, lo, hi) for (t, p), rs in by_tp.items() if t == topic for lo, hi in rs
-            ]
-            parts.setdefault(attempt, set()).add(part)
-    whole = [a for a, seen in parts.items() if len(seen) == int(next(iter(seen)).split(b"/")[1])]
-    return Counter((p, o) for a in whole for p, lo, hi in sources[a] for o in range(lo, hi + 1))
 
 
 def start_worker(cluster: ProcessCluster, name: str, worker: str) -> None:
