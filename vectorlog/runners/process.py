@@ -251,7 +251,8 @@ class ProcessRunner:
             if lease.fenced:
                 return f"{lease.role} lost its lease"
         ingest = getattr(self, "ingest", None)
-        return None if ingest is None else ingest.fenced
+        why = None if ingest is None else ingest.fenced
+        return None if why is None else f"this ingest worker is fenced: {why}"
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:

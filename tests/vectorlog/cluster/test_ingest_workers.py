@@ -3,11 +3,14 @@ test broker: one worker consumes every partition of a 4-partition ingest topic; 
 SIGKILLed while rows flow and two workers take its partitions over (a rebalance: each its
 range); every produced row is visible once and every source record was applied by exactly
 one whole write on dml (the positions, shared on a topic with the dml marks they were taken
-with, survive the move)."""
+with, survive the move). A worker paused (SIGSTOP) while another is started with its share is
+fenced when it resumes: it exits with code 3 and one line saying who claimed its partitions,
+having written nothing more."""
 
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from pymilvus import MilvusClient
 from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
+from vectorlog.cli.run import FENCED
 from vectorlog.config import Config
 from vectorlog.runners.standalone import open_log
 
@@ -71,6 +75,34 @@ def test_two_workers_take_over_a_killed_workers_partitions_exactly_once(cluster:
         cluster.kill("ingest-a")  # while round 2 flows
         start_worker(cluster, "ingest-b", "0/2")
         start_worker(cluster, "ingest-c", "1/2")
+        produce(cluster.bootstrap, topic, 2 * ROUND, ROUND)
+        wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
+        applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)
+        assert sum(applied.values()) == 3 * ROUND and set(applied.values()) == {1}
+    finally:
+        log.close()
+
+
+def test_a_paused_worker_is_fenced_by_one_started_with_its_share(cluster: ProcessCluster):
+    topic = f"{cluster.cluster}.rows"
+    log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
+    try:
+        log.create_topic(topic, PARTITIONS)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("c", dimension=2, metric_type="L2")
+        start_worker(cluster, "ingest-a", "0/1")
+        produce(cluster.bootstrap, topic, 0, ROUND)
+        wait_until(lambda: ids(client) == list(range(ROUND)), 120, "round 1 visible")
+        cluster.send("ingest-a", signal.SIGSTOP)
+        start_worker(cluster, "ingest-b", "0/1")  # the same share, as a replacement would
+        produce(cluster.bootstrap, topic, ROUND, ROUND)
+        wait_until(lambda: ids(client) == list(range(2 * ROUND)), 120, "round 2 visible")
+        cluster.send("ingest-a", signal.SIGCONT)
+        old = cluster.members["ingest-a"].proc
+        assert old is not None
+        wait_until(lambda: old.poll() is not None, 120, "the paused worker exited")
+        assert old.returncode == FENCED, cluster.log("ingest-a")
+        assert "fenced" in cluster.log("ingest-a")
         produce(cluster.bootstrap, topic, 2 * ROUND, ROUND)
         wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
         applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)
