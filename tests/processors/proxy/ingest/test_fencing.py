@@ -22,28 +22,32 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 ROUND = 50
 
 
+Started = list[tuple[IngestConsumer, LogPositions]]
+
+
 @pytest.fixture
-def workers() -> Iterator[list[IngestConsumer]]:
-    started: list[IngestConsumer] = []
+def workers() -> Iterator[Started]:
+    started: Started = []
     yield started
-    for worker in started:
+    for worker, positions in started:
         worker.stop()
-        worker.store.close()  # type: ignore[attr-defined]
+        positions.close()
 
 
-def start_worker(client: Client, topic: str, started: list[IngestConsumer]) -> IngestConsumer:
+def start_worker(client: Client, topic: str, started: Started) -> IngestConsumer:
     """Starts an ingest worker 0/1 of `topic` (into collection c) with positions on a topic."""
     cluster = client.cluster
+    positions = LogPositions(cluster.log, f"{topic}.positions")
     worker = IngestConsumer(
         cluster.proxy,
         cluster.log,
-        LogPositions(cluster.log, f"{topic}.positions"),
+        positions,
         [IngestRoute(topic, "c", "json")],
         DeadLetterWriter(cluster.log, cluster.topics.dlq, PROCESSOR),
         cluster.topics.dml,
     )
     worker.start()
-    started.append(worker)
+    started.append((worker, positions))
     return worker
 
 
@@ -59,9 +63,7 @@ def ids(client: Client) -> list[int]:
     return sorted(int(r["id"]) for r in found)
 
 
-def test_a_second_worker_with_the_same_share_fences_the_first(
-    client: Client, workers: list[IngestConsumer]
-):
+def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, workers: Started):
     topic = unique_topic("fenced")
     client.cluster.log.create_topic(topic, 1)
     client.create_collection("c", dimension=2, metric_type="L2")
