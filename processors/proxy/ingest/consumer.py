@@ -10,7 +10,7 @@ to the dead-letter topic once each (`DeadLetterWriter` remembers their positions
 rest of the batch proceeds.
 
 A worker sharing its positions on a topic (`LogPositions`) claims its partitions there when
-it opens, and checks before each dml write and each commit that no newer worker claimed one
+it opens, and checks before each dml write, dead letter and commit that no newer worker claimed one
 of them since; once one did, it writes and commits nothing more and stops (`fenced` says
 why; `vectorlog run ingest` then exits).
 """
@@ -236,6 +236,11 @@ class IngestConsumer(ProcessorBase):
             return False
         return rec.offset not in self._applied.get((rec.topic, rec.partition), ())
 
+    def _dead(self, rec: Record, reason: str) -> None:
+        """Dead-letters `rec` unless this worker was fenced. Raises IngestFenced."""
+        self.store.check()
+        self._dead_letter(rec, reason)
+
     def _apply_batch(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies records read as columns where the batch allows (see `columnar`), the
         rest record by record, in their order."""
@@ -275,7 +280,7 @@ class IngestConsumer(ProcessorBase):
         with its reason; if the proxy refuses the write, applies its records one by one."""
         fitted = fit_columns(schema, batch.table, rows)
         for i, why in sorted(fitted.bad.items()):
-            self._dead_letter(records[i], f"SchemaMismatch: {why}")
+            self._dead(records[i], f"SchemaMismatch: {why}")
         if fitted.write is None:
             return
         sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
@@ -296,7 +301,7 @@ class IngestConsumer(ProcessorBase):
         try:
             return _Unit(rec, decode(rec, route, self._schemas))
         except BAD_INPUT as exc:
-            self._dead_letter(rec, _reason(exc))
+            self._dead(rec, _reason(exc))
             return None
 
     def _apply_run(self, run: list[_Unit], route: IngestRoute) -> None:
@@ -307,13 +312,13 @@ class IngestConsumer(ProcessorBase):
             return
         except BAD_INPUT as exc:
             if len(run) == 1:
-                self._dead_letter(run[0].record, _reason(exc))
+                self._dead(run[0].record, _reason(exc))
                 return
         for unit in run:
             try:
                 self._apply(unit.changes, route, [unit.record])
             except BAD_INPUT as exc:
-                self._dead_letter(unit.record, _reason(exc))
+                self._dead(unit.record, _reason(exc))
 
     def _apply(self, changes: list[Change], route: IngestRoute, sources: list[Record]) -> None:
         """Writes changes of one kind and collection through the proxy, tagged with their
