@@ -23,10 +23,12 @@ writer of dml (rootcoord, datacoord, each proxy) ticks with its own source id
 
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
-the other workers on `<ingest>.positions`. Not run here yet: bulk insert and compaction
-(they need rootcoord's and datacoord's internals, not their RPCs), the meta GC and log
-retention. The leading rootcoord and datacoord write the ddl and coord topics' snapshots to the
-storage root (Kafka keeps the records; a fresh reader starts from the newest snapshot).
+the other workers on `<ingest>.positions`, where each claims its partitions: a worker whose
+partitions a newer one claimed is fenced and `fenced` says why. Not run here yet: bulk
+insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs),
+the meta GC and log retention. The leading rootcoord and datacoord write the ddl and coord
+topics' snapshots to the storage root (Kafka keeps the records; a fresh reader starts from
+the newest snapshot).
 """
 
 from __future__ import annotations
@@ -243,11 +245,14 @@ class ProcessRunner:
 
     @property
     def fenced(self) -> str | None:
-        """Returns why this process lost a lease it led with (None: it holds them all)."""
+        """Returns why this process lost a lease it led with, or why its ingest worker was
+        fenced (None: it holds them all)."""
         for lease in self.leases:
             if lease.fenced:
                 return f"{lease.role} lost its lease"
-        return None
+        ingest = getattr(self, "ingest", None)
+        why = None if ingest is None else ingest.fenced
+        return None if why is None else f"this ingest worker is fenced: {why}"
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
@@ -502,7 +507,7 @@ class ProcessRunner:
         self.ingest = IngestConsumer(
             self.proxy,
             self.log,
-            LogPositions(self.log, f"{topics.ingest}.positions"),
+            self._opened(LogPositions(self.log, f"{topics.ingest}.positions")),
             cfg.ingest_routes(topics.ingest),
             DeadLetterWriter(self.log, topics.dlq, PROCESSOR),
             topics.dml,

@@ -8,6 +8,11 @@ their records. Effects are idempotent besides (rows are upserted), so a write fo
 part (a Kafka append that failed between partitions) is safely applied again. Bad records go
 to the dead-letter topic once each (`DeadLetterWriter` remembers their positions), and the
 rest of the batch proceeds.
+
+A worker sharing its positions on a topic (`LogPositions`) claims its partitions there when
+it opens, and checks before each dml write, dead letter and commit that no newer worker claimed one
+of them since; once one did, it writes and commits nothing more and stops (`fenced` says
+why; `vectorlog run ingest` then exits).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, rea
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
-from vectorlog.processors.proxy.ingest.positions import PositionStore, assigned
+from vectorlog.processors.proxy.ingest.positions import IngestFenced, PositionStore, assigned
 from vectorlog.processors.proxy.ingest.rows import fit_row, known_fields, primary_key, row_key
 from vectorlog.processors.proxy.service import ProxyService
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
@@ -100,6 +105,18 @@ class IngestConsumer(ProcessorBase):
         """Stops consuming after the batch in hand (its positions committed). Idempotent."""
         self._loop.stop()
 
+    @property
+    def fenced(self) -> str | None:
+        """Why this worker stopped for good: a newer worker claimed one of its partitions
+        (None: it was not fenced)."""
+        return self.store.fenced
+
+    def report(self, failure: Exception | None) -> None:
+        """Records a round's failure; a fenced worker stops its loop (it must not reclaim)."""
+        self.failure = failure
+        if isinstance(failure, IngestFenced):
+            self._loop.stopping.set()
+
     def positions(self) -> dict[tuple[str, int], int]:
         """Returns the committed {(topic, partition): next offset} of the ingest topics."""
         topics = {r.topic for r in self.routes}
@@ -140,11 +157,14 @@ class IngestConsumer(ProcessorBase):
         return not self._idle
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
-        """Finds what the last attempts applied past the stored positions, then returns the
-        stored position of this worker's partitions of each ingest topic, creating a missing
-        topic with one partition. Raises LogError."""
-        self.store.refresh()
+        """Claims this worker's partitions (the first time), finds what the last attempts
+        applied past the stored positions, then returns the stored position of this worker's
+        partitions of each ingest topic, creating a missing topic with one partition. Raises
+        LogError or IngestFenced."""
         self._owned = self._assignment()
+        self.store.claim(self._owned, "{}/{}".format(*self._worker))
+        self.store.refresh()
+        self.store.check()
         self._recover()
         committed = self.store.committed()
         positions: dict[str, dict[int, int]] = {r.topic: {} for r in self.routes}
@@ -216,6 +236,11 @@ class IngestConsumer(ProcessorBase):
             return False
         return rec.offset not in self._applied.get((rec.topic, rec.partition), ())
 
+    def _dead(self, rec: Record, reason: str) -> None:
+        """Dead-letters `rec` unless this worker was fenced. Raises IngestFenced."""
+        self.store.check()
+        self._dead_letter(rec, reason)
+
     def _apply_batch(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies records read as columns where the batch allows (see `columnar`), the
         rest record by record, in their order."""
@@ -255,12 +280,13 @@ class IngestConsumer(ProcessorBase):
         with its reason; if the proxy refuses the write, applies its records one by one."""
         fitted = fit_columns(schema, batch.table, rows)
         for i, why in sorted(fitted.bad.items()):
-            self._dead_letter(records[i], f"SchemaMismatch: {why}")
+            self._dead(records[i], f"SchemaMismatch: {why}")
         if fitted.write is None:
             return
         sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
         try:
             tag = (source_header(sources),)
+            self.store.check()
             self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tag)
         except BAD_INPUT:
             self._apply_records(route, sources)
@@ -275,7 +301,7 @@ class IngestConsumer(ProcessorBase):
         try:
             return _Unit(rec, decode(rec, route, self._schemas))
         except BAD_INPUT as exc:
-            self._dead_letter(rec, _reason(exc))
+            self._dead(rec, _reason(exc))
             return None
 
     def _apply_run(self, run: list[_Unit], route: IngestRoute) -> None:
@@ -286,20 +312,21 @@ class IngestConsumer(ProcessorBase):
             return
         except BAD_INPUT as exc:
             if len(run) == 1:
-                self._dead_letter(run[0].record, _reason(exc))
+                self._dead(run[0].record, _reason(exc))
                 return
         for unit in run:
             try:
                 self._apply(unit.changes, route, [unit.record])
             except BAD_INPUT as exc:
-                self._dead_letter(unit.record, _reason(exc))
+                self._dead(unit.record, _reason(exc))
 
     def _apply(self, changes: list[Change], route: IngestRoute, sources: list[Record]) -> None:
         """Writes changes of one kind and collection through the proxy, tagged with their
-        `sources`' positions. Raises what the proxy raises."""
+        `sources`' positions. Raises what the proxy raises, or IngestFenced."""
         kind, name = changes[0].kind, changes[0].collection
         tag = (source_header(sources),)
         schema = self.proxy.describe_collection(name).schema
+        self.store.check()  # a fenced worker writes nothing more
         if kind == UPSERT:
             fitted = [
                 known_fields(schema, fit_row(schema, c.item, c.json_text), route) for c in changes

@@ -3,12 +3,14 @@ test broker: one worker consumes every partition of a 4-partition ingest topic; 
 SIGKILLed while rows flow and two workers take its partitions over (a rebalance: each its
 range); every produced row is visible once and every source record was applied by exactly
 one whole write on dml (the positions, shared on a topic with the dml marks they were taken
-with, survive the move)."""
+with, survive the move). A worker paused (SIGSTOP) while another is started with its share is
+fenced when it resumes: it exits with code 3 and one line saying who claimed its partitions,
+having written nothing more."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,13 +18,12 @@ import pytest
 from confluent_kafka import Producer
 from pymilvus import MilvusClient
 
+from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
+from vectorlog.cli.run import FENCED
 from vectorlog.config import Config
-from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
 from vectorlog.runners.standalone import open_log
-from vectorlog.streams.log.base import PART_HEADER, Log
-from vectorlog.streams.scan import read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 4
@@ -55,22 +56,6 @@ def ids(client: MilvusClient) -> list[int]:
     return sorted(int(r["id"]) for r in rows)
 
 
-def whole_writes_per_source(log: Log, dml: str, topic: str) -> Counter[tuple[int, int]]:
-    """Returns, per (partition, offset) of `topic`, how many whole dml writes applied it."""
-    parts: dict[str, set[bytes]] = {}
-    sources: dict[str, list[tuple[int, int, int]]] = {}
-    for rec in read_all(log, dml):
-        raw, part = rec.header(SOURCE_HEADER), rec.header(PART_HEADER)
-        if raw is not None and part is not None:
-            attempt, by_tp = parse_sources(raw)
-            sources[attempt] = [
-                (p, lo, hi) for (t, p), rs in by_tp.items() if t == topic for lo, hi in rs
-            ]
-            parts.setdefault(attempt, set()).add(part)
-    whole = [a for a, seen in parts.items() if len(seen) == int(next(iter(seen)).split(b"/")[1])]
-    return Counter((p, o) for a in whole for p, lo, hi in sources[a] for o in range(lo, hi + 1))
-
-
 def start_worker(cluster: ProcessCluster, name: str, worker: str) -> None:
     cluster.members[name] = Member("ingest", name, worker=worker)
     cluster.start(name)
@@ -90,6 +75,34 @@ def test_two_workers_take_over_a_killed_workers_partitions_exactly_once(cluster:
         cluster.kill("ingest-a")  # while round 2 flows
         start_worker(cluster, "ingest-b", "0/2")
         start_worker(cluster, "ingest-c", "1/2")
+        produce(cluster.bootstrap, topic, 2 * ROUND, ROUND)
+        wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
+        applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)
+        assert sum(applied.values()) == 3 * ROUND and set(applied.values()) == {1}
+    finally:
+        log.close()
+
+
+def test_a_paused_worker_is_fenced_by_one_started_with_its_share(cluster: ProcessCluster):
+    topic = f"{cluster.cluster}.rows"
+    log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
+    try:
+        log.create_topic(topic, PARTITIONS)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("c", dimension=2, metric_type="L2")
+        start_worker(cluster, "ingest-a", "0/1")
+        produce(cluster.bootstrap, topic, 0, ROUND)
+        wait_until(lambda: ids(client) == list(range(ROUND)), 120, "round 1 visible")
+        cluster.send("ingest-a", signal.SIGSTOP)
+        start_worker(cluster, "ingest-b", "0/1")  # the same share, as a replacement would
+        produce(cluster.bootstrap, topic, ROUND, ROUND)
+        wait_until(lambda: ids(client) == list(range(2 * ROUND)), 120, "round 2 visible")
+        cluster.send("ingest-a", signal.SIGCONT)
+        old = cluster.members["ingest-a"].proc
+        assert old is not None
+        wait_until(lambda: old.poll() is not None, 120, "the paused worker exited")
+        assert old.returncode == FENCED, cluster.log("ingest-a")
+        assert "fenced" in cluster.log("ingest-a")
         produce(cluster.bootstrap, topic, 2 * ROUND, ROUND)
         wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
         applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)

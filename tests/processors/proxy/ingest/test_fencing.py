@@ -1,0 +1,84 @@
+"""Fencing of ingest workers (processors/proxy/ingest/positions.py) in one process, on both
+backends: a second worker started with the same share claims its partitions; the first is
+fenced at its next write or commit and writes nothing more, and every source record lands on
+dml exactly once (read back)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
+from tests.processors.proxy.ingest.producer import Raw, produce
+from tests.support import unique_topic, wait_until
+from vectorlog import Client
+from vectorlog.processors.proxy.ingest.config import IngestRoute
+from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+from vectorlog.processors.proxy.ingest.positions import LogPositions
+from vectorlog.streams.deadletter import DeadLetterWriter
+
+ROUND = 50
+
+
+Started = list[tuple[IngestConsumer, LogPositions]]
+
+
+@pytest.fixture
+def workers() -> Iterator[Started]:
+    started: Started = []
+    yield started
+    for worker, positions in started:
+        worker.stop()
+        positions.close()
+
+
+def start_worker(client: Client, topic: str, started: Started) -> IngestConsumer:
+    """Starts an ingest worker 0/1 of `topic` (into collection c) with positions on a topic."""
+    cluster = client.cluster
+    positions = LogPositions(cluster.log, f"{topic}.positions")
+    worker = IngestConsumer(
+        cluster.proxy,
+        cluster.log,
+        positions,
+        [IngestRoute(topic, "c", "json")],
+        DeadLetterWriter(cluster.log, cluster.topics.dlq, PROCESSOR),
+        cluster.topics.dml,
+    )
+    worker.start()
+    started.append((worker, positions))
+    return worker
+
+
+def rows(first: int) -> list[Raw]:
+    return [
+        (None, json.dumps({"id": i, "vector": [float(i), 1.0]}).encode())
+        for i in range(first, first + ROUND)
+    ]
+
+
+def ids(client: Client) -> list[int]:
+    found = client.query("c", filter="id >= 0", output_fields=["id"], limit=1000)
+    return sorted(int(r["id"]) for r in found)
+
+
+def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, workers: Started):
+    topic = unique_topic("fenced")
+    client.cluster.log.create_topic(topic, 1)
+    client.create_collection("c", dimension=2, metric_type="L2")
+    first = start_worker(client, topic, workers)
+    last = max(produce(client, topic, rows(0)))
+    wait_until(lambda: first.positions().get((topic, 0), 0) > last, 60, "round 1 consumed")
+    second = start_worker(client, topic, workers)  # the same share: 0/1
+    wait_until(lambda: second.positions().get((topic, 0), 0) > last, 60, "the second opened")
+    produce(client, topic, rows(ROUND))
+    wait_until(
+        lambda: ids(client) == list(range(2 * ROUND)) and first.fenced is not None,
+        60,
+        "round 2 visible and the first worker fenced",
+    )
+    assert "claimed" in (first.fenced or "") and second.fenced is None
+    applied = whole_writes_per_source(client.cluster.log, client.cluster.topics.dml, topic)
+    assert sorted(applied) == [(0, o) for o in range(2 * ROUND)]
+    assert set(applied.values()) == {1}
