@@ -13,9 +13,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vectorlog.core import faults
+
+if TYPE_CHECKING:
+    from vectorlog.streams.log.base import Log
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
@@ -312,3 +315,15 @@ def _check_type(f: dataclasses.Field[Any], value: Any) -> None:
         ok = isinstance(value, str)
     if not ok:
         raise ConfigError(f"setting {f.name}={value!r}: must be {kind}")
+
+
+def open_log(cfg: Config) -> Log:
+    """Returns the log backend the config names: Kafka at its bootstrap address, or the
+    embedded log under its directory. Raises LogError (a LogOpenError) if it cannot open."""
+    if cfg.is_kafka:
+        from vectorlog.streams.log.kafka import KafkaLog
+
+        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes)
+    from vectorlog.streams.log.embedded import EmbeddedLog
+
+    return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)

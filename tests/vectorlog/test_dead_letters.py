@@ -224,8 +224,7 @@ def test_each_bad_record_is_dead_lettered_once_however_often_the_cluster_restart
 
 def dlq_records(client_args: dict[str, Any]) -> int:
     """Counts the records on the dlq of a cluster that is not open (reading writes nothing)."""
-    from vectorlog.config import Config
-    from vectorlog.runners.standalone import open_log
+    from vectorlog.config import Config, open_log
     from vectorlog.streams.topics import Topics
 
     cfg = Config.load(log=client_args["uri"], cluster=client_args.get("cluster", "vectorlog"))

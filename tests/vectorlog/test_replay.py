@@ -15,10 +15,9 @@ from examples.consume_dml import changes, decoder
 from tests.clients import ClientFactory
 from tests.support import wait_until
 from vectorlog import cli
-from vectorlog.config import Config
+from vectorlog.config import Config, open_log
 from vectorlog.core import hybridts
 from vectorlog.jobs.replay import Filters, ReplayError, page, parse_offsets, parse_ts
-from vectorlog.runners.standalone import open_log
 from vectorlog.sdk import probes
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.topics import Topics

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     returns the exit code: 0, or 1 with one line on stderr per problem (a file that cannot
     be read, an embedded log another process holds, an unknown collection, bad lines) and
     nothing sent. Raises LogError, VectorlogError."""
-    from vectorlog.runners.standalone import open_log
+    from vectorlog.config import open_log
 
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
     started = time.monotonic()

@@ -20,7 +20,7 @@ def open_log_readonly(cfg: Config) -> Log:
     that takes no lock and refuses writes. Raises NoDataDir for a directory holding no log,
     FollowerError if RocksDB cannot follow it."""
     if cfg.is_kafka:
-        from vectorlog.runners.standalone import open_log
+        from vectorlog.config import open_log
 
         return open_log(cfg)
     from vectorlog.streams.log.follower_log import FollowerLog

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     appends to that same log (--to-topic without --to-log). Raises LogError."""
     cfg = Config.load(**({"log": args.uri} if args.uri else {}), **cluster)
     from vectorlog.cli.readonly import open_log_readonly
-    from vectorlog.runners.standalone import open_log
+    from vectorlog.config import open_log
     from vectorlog.storage import PyArrowObjectStore
     from vectorlog.streams.errors import TopicNotFound
     from vectorlog.streams.topics import Serdes, Topics
@@ -147,7 +147,7 @@ def _progress(args: argparse.Namespace, items: Iterator[Replayed]) -> Iterator[R
 def _to_topic(args: argparse.Namespace, log: Log, items: Iterator[Replayed]) -> int:
     """Appends `items` to --to-topic on --to-log (or `log`); returns how many. Raises
     ReplayError on a malformed --header or a missing target topic."""
-    from vectorlog.runners.standalone import open_log
+    from vectorlog.config import open_log
     from vectorlog.streams.errors import LogOpenError, TopicNotFound
 
     headers = tuple(_header(h) for h in args.header)

@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vectorlog.config import Config
+from vectorlog.config import Config, open_log
 from vectorlog.core import hybridts
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.engines.spark import acquire_session, offsets_as_of, release_session
@@ -51,7 +51,6 @@ from vectorlog.jobs.rebuild_direct import (
     scan_dml,
 )
 from vectorlog.jobs.rebuild_prefix import DDL_FIRST, Prefix, cuts, fold_segments, oldest_as_of, plan
-from vectorlog.runners.standalone import open_log
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.storage import ObjectNotFound, PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record, start_offsets

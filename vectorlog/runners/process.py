@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from vectorlog.config import Config, ConfigError
+from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datacoord.channels import DataChannelCoord
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
@@ -74,7 +74,7 @@ from vectorlog.runners.datachannels import ChannelDataNode, IndexNodeMember
 from vectorlog.runners.fanout import FanOutQueryNodes
 from vectorlog.runners.remote import RemoteRootCoord
 from vectorlog.runners.shards import ShardNode
-from vectorlog.runners.standalone import _claim, _open_state, open_log
+from vectorlog.runners.standalone import _claim, _open_state
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
 from vectorlog.state.rocksdb import RocksDBStateStore

@@ -16,10 +16,9 @@ data node's published checkpoint and rebuilds the rest from `dml` after it.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Any, TypeVar
 
-from vectorlog.config import Config, ConfigError
+from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core import exits
 from vectorlog.engines.spark.datanode_job import FedLog, SparkDataNodeJob
 from vectorlog.engines.spark.executor_write import SparkRowsWriter, strip_plan
@@ -47,23 +46,12 @@ from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.history import check_history
-from vectorlog.streams.log.base import Log, Truncatable, start_offsets
+from vectorlog.streams.log.base import Truncatable, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
 from vectorlog.streams.snapshots import TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
 
 _T = TypeVar("_T")
-
-
-def open_log(cfg: Config) -> Log:
-    """Returns the log backend the config names."""
-    if cfg.is_kafka:
-        from vectorlog.streams.log.kafka import KafkaLog
-
-        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes)
-    from vectorlog.streams.log.embedded import EmbeddedLog
-
-    return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)
 
 
 def _open_state(cfg: Config) -> RocksDBStateStore:

@@ -22,8 +22,7 @@ from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
 from vectorlog.cli.run import FENCED
-from vectorlog.config import Config
-from vectorlog.runners.standalone import open_log
+from vectorlog.config import Config, open_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 4
