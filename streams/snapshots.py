@@ -124,6 +124,16 @@ def stand_in(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[li
     return [], offset
 
 
+def fresh_start(log: Log, topic: str, blobs: Blobs | None) -> tuple[list[Record], int]:
+    """Returns what a follower with no stored position applies first and the offset it reads
+    on from: the newest snapshot (or the one standing in for deleted records) and the offset
+    after it (see `stand_in`); without `blobs`, none and the topic's first kept offset.
+    Raises SnapshotMissing, LogError."""
+    if blobs is None:
+        return [], start_offsets(log, topic).get(0, 0)
+    return stand_in(log, topic, blobs, 0)
+
+
 def read_from(
     log: Log, topic: str, blobs: Blobs | None, offset: int = 0, timeout: float = 60.0
 ) -> Iterator[Record]:

@@ -28,7 +28,8 @@ from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.channel_fence import ChannelFence, Writer
-from vectorlog.streams.log.base import Append, Log, start_offsets
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.snapshots import Blobs, fresh_start
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -89,10 +90,13 @@ class DataChannelCoord(ProcessorBase):
         dead_after_s: float = DEAD_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
         role: str = "datanode",
+        blobs: Blobs | None = None,
     ) -> None:
         """`now()`: a hybrid timestamp for the events' ts; `clock()`: seconds, for liveness;
         `role`: whose nodes it divides the pchannels among (datanode, or indexnode: their
-        index builds, by the segments' pchannels)."""
+        index builds, by the segments' pchannels); `blobs`: where coord's snapshots are (it
+        starts from the newest one and the records after it, not from offset 0)."""
+        self._blobs = blobs
         self.role = role
         self.name = f"{role}-channels"
         self._log, self._topic = log_, topics.coord
@@ -102,6 +106,7 @@ class DataChannelCoord(ProcessorBase):
         self.heard: dict[str, Heard] = {}
         self.fence = ChannelFence(role=role)
         self.offset = -1
+        self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
         self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
         self.loop = ProcessorLoop(self, tick_s=DECIDE_S, join_timeout_s=10)
@@ -117,7 +122,10 @@ class DataChannelCoord(ProcessorBase):
 
     def open(self) -> None:
         if self.offset < 0:
-            self.offset = start_offsets(self._log, self._topic).get(0, 0)
+            records, offset = fresh_start(self._log, self._topic, self._blobs)
+            for rec in records:
+                self._apply(rec)
+            self.offset = offset
         self._source.open()
 
     def reset(self) -> None:
@@ -127,19 +135,24 @@ class DataChannelCoord(ProcessorBase):
         records = self._source.poll(self._topic, 1000, timeout=0.1)
         for rec in records:
             self.offset = rec.offset + 1
-            try:
-                event = self._serde.decode(rec.value)
-            except Exception:  # datacoord dead-letters coord; this reader only skips
-                continue
-            if event.body.get("role", "datanode") != self.role:
-                continue
-            if event.type == "DataChannelsAssigned":
-                self.fence.fold(event.body)
-            elif event.type == "DataNodeReported":
-                self.reported(str(event.body["node"]), int(event.body["epoch"]))
+            self._apply(rec)
         if len(records) < 1000:
             self.caught_up.set()
         return bool(records)
+
+    def _apply(self, rec: Record) -> None:
+        """Folds one coord record: an assignment or a heartbeat of its role."""
+        self.records_read += 1
+        try:
+            event = self._serde.decode(rec.value)
+        except Exception:  # datacoord dead-letters coord; this reader only skips
+            return
+        if event.body.get("role", "datanode") != self.role:
+            return
+        if event.type == "DataChannelsAssigned":
+            self.fence.fold(event.body)
+        elif event.type == "DataNodeReported":
+            self.reported(str(event.body["node"]), int(event.body["epoch"]))
 
     def reported(self, node: str, epoch: int) -> None:
         """Folds one heartbeat: a dead registration, or one older than the node's known

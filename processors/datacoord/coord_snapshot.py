@@ -10,7 +10,10 @@ binlog written (each log id once, in log id order: the writes' order), SegmentFl
 each vchannel's newest DataNodeTicked, every live index build (SegmentIndexed; dropped ones
 left out), the newest ChannelCheckpointed, and last the newest DataChannelsAssigned of each role
 (data node writes it fenced are left out; those kept lose their writer: they were
-accepted).
+accepted). For the followers of the assignments (issue 23), last: the newest
+QueryChannelsAssigned, each collection's newest QueryReplicasConfigured, and each node's newest
+heartbeat (QueryNodeReported; DataNodeReported per role) of its newest epoch, after the
+assignments so that a heartbeat of a registration declared dead stays ignored.
 Allocations (SegmentsAllocated) are left out:
 they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
 snapshot then the records after it give the state the whole topic gives.
@@ -38,6 +41,9 @@ class CoordFold:
         self.checkpoint_ts = 0
         self.fence = ChannelFence()
         self.assigned: dict[str, Event] = {}  # role -> its newest DataChannelsAssigned
+        self.query_assigned: Event | None = None  # the newest QueryChannelsAssigned
+        self.replicas: dict[int, Event] = {}  # collection -> its newest QueryReplicasConfigured
+        self.heartbeats: dict[tuple[str, str, str], Event] = {}  # (type, role, node) -> newest
 
     def apply(self, event: Event) -> None:
         """Folds one event in (types that do not belong on coord, and fenced data node
@@ -71,6 +77,9 @@ class CoordFold:
             positions = [self.checkpoints[p] for p in sorted(self.checkpoints)]
             out.append(Event("ChannelCheckpointed", self.checkpoint_ts, {"positions": positions}))
         out += [self.assigned[role] for role in sorted(self.assigned)]
+        out += [self.query_assigned] if self.query_assigned is not None else []
+        out += [self.replicas[c] for c in sorted(self.replicas)]
+        out += [self.heartbeats[k] for k in sorted(self.heartbeats)]
         return out
 
     def _seg(self, sid: int) -> dict[str, Event]:
@@ -112,6 +121,27 @@ class CoordFold:
         for p in e.body["positions"]:
             self.checkpoints[p["pchannel"]] = p
         self.checkpoint_ts = max(self.checkpoint_ts, e.ts)
+
+    def _QueryChannelsAssigned(self, e: Event) -> None:  # noqa: N802
+        prev = self.query_assigned
+        if prev is None or prev.body["version"] <= e.body["version"]:
+            self.query_assigned = e
+
+    def _QueryReplicasConfigured(self, e: Event) -> None:  # noqa: N802
+        self.replicas[e.body["collection_id"]] = e
+
+    def _QueryNodeReported(self, e: Event) -> None:  # noqa: N802
+        self._heartbeat(("query", "querynode", str(e.body["node"])), e)
+
+    def _DataNodeReported(self, e: Event) -> None:  # noqa: N802
+        role = str(e.body.get("role", "datanode"))
+        self._heartbeat(("data", role, str(e.body["node"])), e)
+
+    def _heartbeat(self, key: tuple[str, str, str], e: Event) -> None:
+        """Keeps `e` unless the node's kept heartbeat is of a newer epoch."""
+        prev = self.heartbeats.get(key)
+        if prev is None or int(prev.body["epoch"]) <= int(e.body["epoch"]):
+            self.heartbeats[key] = e
 
     def _SegmentIndexed(self, e: Event) -> None:  # noqa: N802
         b = e.body

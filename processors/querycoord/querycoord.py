@@ -31,6 +31,7 @@ from vectorlog.processors.querycoord.assignment import Assignment, Report, advan
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.snapshots import Blobs
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,10 @@ class QueryCoord:
         now: Callable[[], int],
         dead_after_s: float = DEAD_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
+        blobs: Blobs | None = None,
     ) -> None:
-        """`now()`: a hybrid timestamp for the events' ts; `clock()`: seconds, for liveness."""
+        """`now()`: a hybrid timestamp for the events' ts; `clock()`: seconds, for liveness;
+        `blobs`: where coord's snapshots are (it starts from the newest, not offset 0)."""
         self._log, self._topic = log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._pchannels, self._now, self._clock = topics.dml_partitions, now, clock
@@ -64,7 +67,14 @@ class QueryCoord:
         self.reports: dict[str, Report] = {}
         self.replicas: dict[int, int] = {}  # collection id -> its replica_number
         self.follower = CoordFollower(
-            log_, self._topic, self._serde, self.name, self._folded, DECIDE_S, self.decide
+            log_,
+            self._topic,
+            self._serde,
+            self.name,
+            self._folded,
+            DECIDE_S,
+            self.decide,
+            blobs=blobs,
         )
 
     def start(self) -> None:

@@ -13,7 +13,8 @@ from vectorlog.processors.querycoord.assignment import Assignment
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.log.base import Log, start_offsets
+from vectorlog.streams.log.base import Log
+from vectorlog.streams.snapshots import Blobs, fresh_start
 
 log = logging.getLogger(__name__)
 #: coord records read per round
@@ -37,14 +38,17 @@ class CoordFollower(ProcessorBase):
         tick_s: float | None = None,
         on_tick: Callable[[], object] | None = None,
         types: frozenset[str] = TYPES,
+        blobs: Blobs | None = None,
     ) -> None:
         """`on_tick()` runs on the follower's thread every `tick_s` seconds; `types`: the
-        coord events handed to `on_event`."""
-        self._types = types
+        coord events handed to `on_event`; `blobs`: where coord's snapshots are (the follower
+        starts from the newest one and the records after it, not from offset 0)."""
+        self._types, self._blobs = types, blobs
         self._log, self._topic, self._serde = log_, topic, serde
         self.name, self._on_event, self._on_tick = name, on_event, on_tick
         self.assignment = Assignment()
         self.offset = -1  # the next coord offset to read; -1: the topic's start
+        self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
         self.changed = threading.Condition()  # notified after each new assignment
         self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
@@ -58,7 +62,10 @@ class CoordFollower(ProcessorBase):
 
     def open(self) -> None:
         if self.offset < 0:
-            self.offset = start_offsets(self._log, self._topic).get(0, 0)
+            records, offset = fresh_start(self._log, self._topic, self._blobs)
+            for rec in records:
+                self._apply(rec.value)
+            self.offset = offset
         self._source.open()
 
     def reset(self) -> None:
@@ -78,6 +85,7 @@ class CoordFollower(ProcessorBase):
         return bool(records)
 
     def _apply(self, value: bytes) -> None:
+        self.records_read += 1
         try:
             event = self._serde.decode(value)
         except Exception as exc:  # datacoord dead-letters coord; this reader only skips

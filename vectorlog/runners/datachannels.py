@@ -23,6 +23,7 @@ from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.channel_fence import ChannelFence, Writer
 from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.snapshots import Blobs
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger("vectorlog.run")
@@ -45,7 +46,9 @@ class ChannelDataNode:
         state_dir: Path,
         make: MakeDataNode,
         allocate: Callable[[], int],
+        blobs: Blobs | None = None,
     ) -> None:
+        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._dir, self._make, self._allocate = state_dir, make, allocate
@@ -65,6 +68,7 @@ class ChannelDataNode:
             HEARTBEAT_S,
             self.beat,
             frozenset({"DataChannelsAssigned"}),
+            blobs,
         )
 
     @property
@@ -183,8 +187,15 @@ class IndexNodeMember:
     ROLE = "indexnode"
 
     def __init__(
-        self, name: str, log_: Log, topics: Topics, serdes: Serdes, allocate: Callable[[], int]
+        self,
+        name: str,
+        log_: Log,
+        topics: Topics,
+        serdes: Serdes,
+        allocate: Callable[[], int],
+        blobs: Blobs | None = None,
     ) -> None:
+        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._allocate = allocate
@@ -199,6 +210,7 @@ class IndexNodeMember:
             HEARTBEAT_S,
             self.beat,
             frozenset({"DataChannelsAssigned"}),
+            blobs,
         )
 
     def start(self) -> None:

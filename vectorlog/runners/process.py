@@ -328,7 +328,9 @@ class ProcessRunner:
     def _querycoord(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
-        self.querycoord: Any = QueryCoord(self.writes, self.topics, self.serdes, rc.now)
+        self.querycoord: Any = QueryCoord(
+            self.writes, self.topics, self.serdes, rc.now, blobs=self.objects
+        )
         self._started(self.querycoord)
         self.routing = self.querycoord.follower
         log.info("querycoord: assigning dml pchannels to the query nodes")
@@ -362,17 +364,25 @@ class ProcessRunner:
             return qn
 
         self.querynode: Any = ShardNode(
-            self.name, self.log, self.topics, self.serdes, one, lambda: rc.allocate_timestamps(1)
+            self.name,
+            self.log,
+            self.topics,
+            self.serdes,
+            one,
+            lambda: rc.allocate_timestamps(1),
+            self.objects,
         )
         self._stack.callback(self.querynode.close)
 
     def _datachannels(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
-        self.datachannels: Any = DataChannelCoord(self.writes, self.topics, self.serdes, rc.now)
+        self.datachannels: Any = DataChannelCoord(
+            self.writes, self.topics, self.serdes, rc.now, blobs=self.objects
+        )
         self._started(self.datachannels)
         self.indexchannels: Any = DataChannelCoord(
-            self.writes, self.topics, self.serdes, rc.now, role="indexnode"
+            self.writes, self.topics, self.serdes, rc.now, role="indexnode", blobs=self.objects
         )
         self._started(self.indexchannels)
         log.info("datachannels: dividing the dml pchannels among the data and index nodes")
@@ -416,7 +426,7 @@ class ProcessRunner:
         folder = self.cfg.state_dir() / "datanode"
         allocate = functools.partial(rc.allocate_timestamps, 1)
         self.datanode: Any = ChannelDataNode(
-            self.name, self.log, self.topics, self.serdes, folder, one, allocate
+            self.name, self.log, self.topics, self.serdes, folder, one, allocate, self.objects
         )
         self._stack.callback(self.datanode.close)
         self._started(self.datanode)
@@ -426,7 +436,9 @@ class ProcessRunner:
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
         allocate = functools.partial(rc.allocate_timestamps, 1)
-        member = IndexNodeMember(self.name, self.log, self.topics, self.serdes, allocate)
+        member = IndexNodeMember(
+            self.name, self.log, self.topics, self.serdes, allocate, self.objects
+        )
         self.indexnode: Any = IndexNode(
             self.log,
             self.topics,
@@ -451,7 +463,11 @@ class ProcessRunner:
         self._stack.callback(dc.close)
         self._stack.callback(ix.close)
         follower = CoordFollower(
-            self.log, self.topics.coord, self.serdes.for_topic(self.topics.coord), "proxy-routing"
+            self.log,
+            self.topics.coord,
+            self.serdes.for_topic(self.topics.coord),
+            "proxy-routing",
+            blobs=self.objects,
         )
         self._started(follower)
         follower.caught_up.wait(FOLLOW_TIMEOUT_S)

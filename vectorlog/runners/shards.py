@@ -27,6 +27,7 @@ from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.snapshots import Blobs
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger("vectorlog.run")
@@ -51,7 +52,9 @@ class ShardNode:
         serdes: Serdes,
         make: Callable[[int], QueryNode],
         allocate: Callable[[], int],
+        blobs: Blobs | None = None,
     ) -> None:
+        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._make, self._allocate = make, allocate
@@ -63,7 +66,14 @@ class ShardNode:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.follower = CoordFollower(
-            log_, self._topic, self._serde, "querynode-assignments", None, HEARTBEAT_S, self.beat
+            log_,
+            self._topic,
+            self._serde,
+            "querynode-assignments",
+            None,
+            HEARTBEAT_S,
+            self.beat,
+            blobs=blobs,
         )
 
     def start(self) -> None:
