@@ -170,6 +170,9 @@ class DataNode(ProcessorBase):
         self._retired: list[tuple[int, int, list[str]]] = []
         self.positions: dict[int, StreamPosition] = {}
         self._coord_next = 0  # the next coord offset to read
+        #: coord records the last recover read: coord's newest snapshot, then the records after
+        #: it (never the whole topic from offset 0)
+        self.recovered_coord_records = 0
         self._coord_checkpoints: dict[int, StreamPosition] = {}  # the last admitted ones
         self.ticks: dict[int, int] = {}
         self._reported: dict[str, int] = {}
@@ -200,9 +203,10 @@ class DataNode(ProcessorBase):
             self._load_state()
         else:
             self._seed_collections()
-        coord_end = 0
+        coord_end, self.recovered_coord_records = 0, 0
         for rec in read_from(self.log, self.topics.coord, self.objects, 0, timeout):
             coord_end = rec.offset + 1
+            self.recovered_coord_records += 1
             self._coord_record(rec)
         self._coord_reader = self.log.reader(self.topics.coord, {0: coord_end})
         self._delete_orphans()

@@ -17,6 +17,7 @@ from tests.processors.querynode.test_replica import schema
 from tests.support import unique_topic
 from vectorlog.core.model import CollectionHistory
 from vectorlog.processors.datacoord.segment_meta import SegmentMeta
+from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.takeover import Owned
 from vectorlog.processors.querynode.recovery import read_point
@@ -25,10 +26,12 @@ from vectorlog.state.memory import MemoryDisk, MemoryStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.msgstream import MsgPack
+from vectorlog.streams.snapshots import TopicSnapshotter, snapshot_at
 from vectorlog.streams.topics import Serdes, Topics
 
 SEG = 500
 A, B = ("a", 1), ("b", 2)
+HEARTBEATS = 200
 
 
 @pytest.fixture
@@ -111,3 +114,41 @@ def test_the_new_owner_starts_from_the_checkpoint_and_the_old_owner_is_fenced(
     point = read_point(log, topics.coord, serde, None, timeout=10)
     assert point.checkpoints[0] == published
     assert len(point.segments[SEG].writes) == 1
+
+
+def test_a_takeover_after_many_heartbeats_reads_the_coord_snapshot_and_its_tail(
+    log: Log, topics: Topics, tmp_path: Path
+):
+    root = tmp_path / "objects"
+    coord(log, topics, "DataChannelsAssigned", assigned(1, A, []), 1)
+    opened: dict[str, Any] = {"segment_id": SEG, "collection_id": CID, "partition_id": 1}
+    opened |= {"vchannel": VCH, "pchannel": 0, "max_rows": 1000}
+    coord(log, topics, "SegmentOpened", opened, 2)
+    a = Owner(log, topics, root, A)
+    a.apply(created(a.rc.now()))
+    a.apply(inserted(a.rc.now(), SEG, [1, 2, 3]))
+    assert a.dn.publish(force=True)
+    published = a.dn.checkpoints(ddl=False)[0]
+    coord(log, topics, "DataChannelsAssigned", assigned(2, B, [A]), a.rc.now())
+    a.apply(inserted(a.rc.now(), SEG, [4, 5]))  # a zombie's write: fenced
+    assert a.dn.publish(force=True)
+    for i in range(HEARTBEATS):  # coord grows by a heartbeat per node every second
+        beat = {"node": "ab"[i % 2], "epoch": 1 + i % 2, "writing": [0]}
+        coord(log, topics, "DataNodeReported", beat, a.rc.now())
+    whole = Owner(log, topics, root, B)  # no snapshot yet: coord from offset 0
+    blobs = PyArrowObjectStore(f"file://{root}")
+    end = log.end_offsets(topics.coord)[0]
+    serde = Serdes().for_topic(topics.coord)
+    snap = TopicSnapshotter(log, topics.coord, serde, blobs, CoordFold, [lambda: end], 1)
+    at = snap.snapshot() or snap.snapshot()  # a log keeping records: the second run writes
+    held = snapshot_at(blobs, topics.coord, at or 0) or []
+    b = Owner(log, topics, root, B)  # the takeover, started with the snapshot present
+    try:
+        tail = log.end_offsets(topics.coord)[0] - (at or 0) - 1  # but its own end marker
+        assert 0 < len(held) < 10 and b.dn.recovered_coord_records == len(held) + tail
+        assert whole.dn.recovered_coord_records > HEARTBEATS
+        assert b.dn.positions[0] == whole.dn.positions[0] == published
+        assert b.dn.views.get(SEG).rows_written == whole.dn.views.get(SEG).rows_written == 3
+    finally:
+        for owner in (a, whole, b):
+            owner.dn.close()
