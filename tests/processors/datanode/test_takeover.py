@@ -16,8 +16,8 @@ from tests.processors.fakes import FakeRootCoord
 from tests.processors.querynode.test_replica import schema
 from tests.support import unique_topic
 from vectorlog.core.model import CollectionHistory
-from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
+from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.datanode.takeover import Owned
 from vectorlog.processors.querynode.recovery import read_point
