@@ -132,6 +132,9 @@ def markdown(r: dict[str, Any]) -> str:
         f"{m['load_average']} at the end). Command: `python -m benchmarks.rebuild_bench`.",
         "Row copy: every dml record into the new log, replayed by the new cluster (before "
         "issue 25). From binlogs: the source's binlogs linked, only keys through the new log.",
+        "Open (copy + open minus copy): the rebuilt cluster starts (its datacoord and index node "
+        "replay the coord topic, synced once at the end) and the query node maps the linked "
+        "vector cache. One run per cell on a shared machine: timings vary 2-5x with the load.",
         "",
         "| rows | run | copy s | rows/s (copy) | copy + open to a Strong count s | "
         "rows/s (with open) | dml records copied |",

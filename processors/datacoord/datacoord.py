@@ -86,9 +86,11 @@ class DataCoord(ProcessorBase):
     # -- lifecycle ---------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
         """Applies the coord topic from the stored position to its end, then re-takes any
-        decision the state calls for."""
-        for rec in read_from(self.log, self.topic, self.snapshots, self.meta.position(), timeout):
-            self._consume(rec)
+        decision the state calls for (the replay's commits synced once, at its end)."""
+        position = self.meta.position()
+        with self.meta.store.synced_once():
+            for rec in read_from(self.log, self.topic, self.snapshots, position, timeout):
+                self._consume(rec)
         self._decide(self.meta.segments.values())
 
     def start(self) -> None:

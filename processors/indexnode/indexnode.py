@@ -158,11 +158,13 @@ class IndexNode(ProcessorBase):
     def recover(self, timeout: float = 60.0) -> None:
         """Applies ddl then coord (the snapshot first if its records below the stored position
         were deleted) from the stored positions to their ends, deletes orphaned index files,
-        and schedules every build not reported."""
-        for topic in (self.topics.ddl, self.topics.coord):
-            position = self.state.position(topic)
-            for rec in read_from(self.log, topic, self.objects, position, timeout):
-                self._consume(topic, rec)
+        and schedules every build not reported (the replay's commits synced once, at its
+        end)."""
+        with self.state.store.synced_once():
+            for topic in (self.topics.ddl, self.topics.coord):
+                position = self.state.position(topic)
+                for rec in read_from(self.log, topic, self.objects, position, timeout):
+                    self._consume(topic, rec)
         if self.owns is None:  # several: another node's build may be under way
             self._delete_orphans()
         self._schedule()

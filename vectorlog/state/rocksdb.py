@@ -10,6 +10,8 @@ handle is abandoned at close, never flushed into a new store at that path (`stre
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 
@@ -176,6 +178,22 @@ class RocksDBStateStore(StateStore):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @contextmanager
+    def synced_once(self) -> Iterator[None]:
+        """See StateStore.synced_once: the WAL is synced once at the end. Raises what a
+        commit raises, or StateWriteFailed when the final sync fails."""
+        synced, self._sync = self._sync, WriteOptions()
+        self._sync.sync = False
+        try:
+            yield
+        finally:
+            self._sync = synced
+        self._check_writable()
+        try:
+            self._db.flush_wal(True)
+        except Exception as exc:
+            raise self._write_error(exc) from exc
 
     # -- internals ---------------------------------------------------------------------------
     def _check_writable(self) -> None:

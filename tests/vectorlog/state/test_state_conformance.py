@@ -125,6 +125,22 @@ class StateStoreConformance:
             store.transaction().commit()
         assert reached == [] and store.positions() == {}
 
+    def test_commits_synced_once_are_visible_at_once_and_survive_reopen(
+        self, store: StateStore, location: Any
+    ) -> None:
+        with store.synced_once():
+            for i in range(3):
+                with store.transaction() as txn:
+                    txn.put(b"k%d" % i, b"v%d" % i)
+                    txn.set_position("coord", 0, i + 1)
+                assert store.get(b"k%d" % i) == b"v%d" % i and store.position("coord", 0) == i + 1
+        with store.transaction() as txn:
+            txn.put(b"after", b"x")
+        store = self.reopen(store, location)
+        assert dict(store.items()) == {b"k0": b"v0", b"k1": b"v1", b"k2": b"v2", b"after": b"x"}
+        assert store.position("coord", 0) == 3
+        store.close()
+
     # -- positions ---------------------------------------------------------------------------
     def test_positions_survive_reopen_and_move_only_when_committed(
         self, store: StateStore, location: Any
