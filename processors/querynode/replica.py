@@ -497,7 +497,7 @@ class Replica:
                     ]
             elif group_by is None:
                 dist, labels = col.knn(q, qn, metric, want, knobs, plan)
-                found = [ranked(lr, dr, offset) for dr, lr in zip(dist, labels, strict=True)]
+                return self._hits_of_all(labels, dist, offset, output_fields or [])
             else:
                 grouping = (group_by, offset, k, group_size)
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
@@ -644,6 +644,24 @@ class Replica:
             {"id": pk, "distance": d, "entity": e}
             for pk, d, e in zip(ids, dist.tolist(), entities, strict=True)
         ]
+
+    def _hits_of_all(
+        self, labels: np.ndarray, dist: np.ndarray, offset: int, fields: list[str]
+    ) -> list[list[Hit]]:
+        """Returns per query the hits of a top-k answer (queries x k replica rows, empty
+        slots -1): each query's filled slots after its first `offset`, as `ranked` keeps
+        them, with the columns read once for every query (not once per query)."""
+        filled = labels >= 0
+        keep = filled & (np.cumsum(filled, axis=1) > offset)
+        rows = labels[keep]
+        ids = self.columns.values(self.pk_name, rows)
+        entities = self._entities(rows, fields)
+        hits: list[Hit] = [
+            {"id": pk, "distance": d, "entity": e}
+            for pk, d, e in zip(ids, dist[keep].tolist(), entities, strict=True)
+        ]
+        ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
+        return [hits[lo:hi] for lo, hi in zip([0, *ends][:-1], ends, strict=True)]
 
     def _entities(self, rows: np.ndarray, fields: list[str]) -> list[dict[str, Any]]:
         """Returns the `fields` of `rows`, one dict per row, built column by column."""
