@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from benchmarks.scaleout_bench import qps
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
 
@@ -68,29 +69,6 @@ def ingest(uris: list[str], vectors: np.ndarray, threads: int) -> float:
         w.join()
     clients[0].flush("bench")
     return len(vectors) / (time.monotonic() - start)
-
-
-def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> float:
-    """Returns searches per second of `threads` clients (spread over `uris`) over `seconds`."""
-    done, counts = threading.Event(), [0] * threads
-
-    def run(i: int) -> None:
-        c, rng = MilvusClient(uris[i % len(uris)]), np.random.default_rng(i)
-        while not done.is_set():
-            c.search("bench", [vectors[int(rng.integers(len(vectors)))].tolist()], limit=10)
-            counts[i] += 1
-
-    workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
-    for w in workers:
-        w.start()
-    time.sleep(2)  # warm-up
-    start, before = time.monotonic(), sum(counts)
-    time.sleep(seconds)
-    n, span = sum(counts) - before, time.monotonic() - start
-    done.set()
-    for w in workers:
-        w.join(60)
-    return n / span
 
 
 def count(uri: str) -> int:

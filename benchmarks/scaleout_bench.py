@@ -55,12 +55,12 @@ def count(client: MilvusClient) -> int:
     return int(rows[0]["count(*)"])
 
 
-def qps(uri: str, vectors: np.ndarray, seconds: float, threads: int) -> float:
-    """Returns searches per second of `threads` clients over `seconds`."""
+def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> float:
+    """Returns searches per second of `threads` clients (spread over `uris`) over `seconds`."""
     done, counts = threading.Event(), [0] * threads
 
     def run(i: int) -> None:
-        c, rng = MilvusClient(uri), np.random.default_rng(i)
+        c, rng = MilvusClient(uris[i % len(uris)]), np.random.default_rng(i)
         while not done.is_set():
             q = vectors[int(rng.integers(len(vectors)))]
             c.search("bench", [q.tolist()], limit=10)
@@ -125,7 +125,7 @@ def shape(bootstrap: str, nodes: int, args: argparse.Namespace, tmp: Path) -> di
         while not (served(sup, nodes) and count(client) == args.rows):
             time.sleep(0.5)
         out: dict[str, Any] = {"querynodes": nodes, "insert_and_flush_s": round(loaded, 1)}
-        out["search_qps"] = round(qps(uri, vectors, args.seconds, args.threads), 1)
+        out["search_qps"] = round(qps([uri], vectors, args.seconds, args.threads), 1)
         if nodes == 2:
             out["failover_s"] = round(failover(sup, client, args.rows), 2)
         return out

@@ -94,7 +94,7 @@ def _field(described: dict[str, Any]) -> FieldSchema:
 
 def _level(at: ReadAt) -> dict[str, Any]:
     if at.as_of is not None:
-        raise NotImplementedError("MilvusClient reads at a consistency level, not as of a ts")
+        raise errors.InvalidArgument("MilvusClient reads at a consistency level, not as of a ts")
     return {"consistency_level": at.consistency_level} if at.consistency_level else {}
 
 
