@@ -87,6 +87,15 @@ def _tagged(name: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"v": (f"{NS}.{name}", body)}
 
 
+#: the union branch of each exact primitive type (its subclasses are left to fastavro)
+_PRIMITIVE = {type(None): "null", bool: "boolean", str: "string", bytes: "bytes", float: "double"}
+
+# Values name their branch (fastavro's tuple notation; lists "array", string-keyed dicts
+# "map"): untagged, fastavro finds the branch by validating the whole nested value against
+# each candidate, at every level of nesting, which made encoding a search's hits cost more
+# than the search. The bytes are the same.
+
+
 def _array(a: np.ndarray, scalar: bool) -> dict[str, Any]:
     if a.dtype.kind == "O":
         raise InvalidArgument("an object numpy array cannot cross an RPC; send a list")
@@ -101,18 +110,21 @@ def encode(value: Any) -> dict[str, Any]:
     cannot carry (say, an unregistered class)."""
     if isinstance(value, np.generic):
         return _array(np.asarray(value), True)
+    branch = _PRIMITIVE.get(type(value))
+    if branch is not None:
+        return {"v": (branch, value)}
     if value is None or isinstance(value, bool | str | bytes | float):
-        return {"v": value}
+        return {"v": value}  # a subclass (an IntEnum's value is not one: int goes below)
     if isinstance(value, int):
         return (
-            {"v": value}
+            {"v": ("long", value)}
             if INT64[0] <= value <= INT64[1]
             else _tagged("BigInt", {"digits": str(value)})
         )
     if isinstance(value, np.ndarray):
         return _array(value, False)
     if isinstance(value, list):
-        return {"v": [encode(v) for v in value]}
+        return {"v": ("array", [encode(v) for v in value])}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return _tagged("Tuple", {"items": [encode(v) for v in value]})
     if isinstance(value, set | frozenset):
@@ -125,7 +137,7 @@ def encode(value: Any) -> dict[str, Any]:
 
 def _mapping(value: dict[Any, Any]) -> dict[str, Any]:
     if all(type(k) is str for k in value):
-        return {"v": {k: encode(v) for k, v in value.items()}}
+        return {"v": ("map", {k: encode(v) for k, v in value.items()})}
     keys = [encode(k) for k in value]
     return _tagged("Pairs", {"items": keys, "values": [encode(v) for v in value.values()]})
 

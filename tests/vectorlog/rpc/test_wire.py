@@ -152,3 +152,36 @@ def test_a_bm25_schema_and_a_text_match_filter_cross_rpc():
     back = wire.decode_value(wire.encode_value(expr))
     texts = {"text": ["running dogs", "a cat"]}
     assert back.evaluate(texts, 2).tolist() == expr.evaluate(texts, 2).tolist() == [True, False]
+
+
+def _untagged(datum: Any) -> Any:
+    """A Value datum as the previous build wrote it: lists, maps and primitives without
+    their union branch named (fastavro then finds it by validating each candidate)."""
+    if isinstance(datum, dict):
+        return {k: _untagged(v) for k, v in datum.items()}
+    if isinstance(datum, list):
+        return [_untagged(v) for v in datum]
+    if isinstance(datum, tuple):
+        name, body = datum
+        return _untagged(body) if "." not in name else (name, _untagged(body))
+    return datum
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [[{"id": 7, "distance": 0.5, "entity": {"tag": "a", "n": None, "ok": True}}]],
+        {"node": "qn1", "epoch": 12, "results": [[0, True, [b"\x01", 2.5, -3]]]},
+        [SCHEMA, (1, [2]), {3: "x"}, 1 << 70],
+    ],
+    ids=["hits", "shard answer", "tagged records inside"],
+)
+def test_nested_values_are_the_bytes_an_older_peer_writes_and_reads(value: Any):
+    import io
+
+    from fastavro import schemaless_writer
+
+    older = io.BytesIO()
+    schemaless_writer(older, wire._parsed_value(), _untagged(values.encode(value)))
+    assert wire.encode_value(value) == older.getvalue()  # a mixed-version cluster agrees
+    assert wire.decode_value(older.getvalue()) == value
