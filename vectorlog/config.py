@@ -157,6 +157,12 @@ class Config:
     #: leaves idle when the build starts (one while its ingest or searches keep the others
     #: busy). Builds run one at a time on the index node's worker thread
     index_build_threads: int = 0
+    #: a cluster-mode query node (`vectorlog run querynode`) runs at most this many
+    #: searches, queries and counts at once (one per pchannel asked), and faiss (OpenMP) in
+    #: it uses this many threads; 0 (the default): no limit but its RPC server's 16 workers,
+    #: and faiss's threads are the cores. 1 pins each query node to one core's worth of
+    #: search, so query nodes add cores (Milvus: knowhereThreadPoolNumRatio)
+    querynode_search_threads: int = 0
     #: topics the proxy ingests besides <cluster>.ingest, as `topic=collection[:format]`
     #: entries separated by commas (format: auto, json or debezium; default auto), e.g.
     #: `shop.products=products,cdc.docs=docs:debezium`
@@ -260,6 +266,7 @@ _RULES: dict[str, tuple[Any, str]] = {
         lambda v: 0 <= v <= 1024,
         "0..1024 (0: automatic)",
     ),
+    "querynode_search_threads": (lambda v: 0 <= v <= 1024, "0..1024 (0: no limit)"),
     "import_root": (lambda v: bool(v.strip()) and "://" not in v, "a local directory path"),
     "log": (lambda v: _log_ok(v), "a directory path or kafka://host:port"),
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),

@@ -60,6 +60,7 @@ def test_bad_environment_is_refused_naming_the_variable(env, message):
         ("fsync", 1, "must be bool"),
         ("cluster", "a.b c", "letters, digits"),
         ("max_message_bytes", 100, "16 KiB"),
+        ("querynode_search_threads", -1, "0..1024"),
         ("nope", 1, "unknown setting 'nope'"),
     ],
 )

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import faiss
+
 from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datacoord.channels import DataChannelCoord
@@ -371,7 +373,10 @@ class ProcessRunner:
             one,
             lambda: rc.allocate_timestamps(1),
             self.objects,
+            self.cfg.querynode_search_threads,
         )
+        if self.cfg.querynode_search_threads:
+            faiss.omp_set_num_threads(self.cfg.querynode_search_threads)
         self._stack.callback(self.querynode.close)
 
     def _datachannels(self) -> None:

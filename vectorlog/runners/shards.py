@@ -14,6 +14,7 @@ and loads from scratch: it never serves an ownership it lost).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -53,8 +54,10 @@ class ShardNode:
         make: Callable[[int], QueryNode],
         allocate: Callable[[], int],
         blobs: Blobs | None = None,
+        search_threads: int = 0,
     ) -> None:
-        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
+        """`blobs`: where coord's snapshots are (its follower starts from the newest);
+        `search_threads`: at most this many pchannel reads run at once (0: no limit)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._make, self._allocate = make, allocate
@@ -65,6 +68,11 @@ class ShardNode:
         self.failed: dict[int, str] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._slots: Any = (
+            threading.BoundedSemaphore(search_threads)
+            if search_threads
+            else contextlib.nullcontext()
+        )
         self.follower = CoordFollower(
             log_,
             self._topic,
@@ -203,14 +211,23 @@ class ShardNode:
         missing = sorted(p for p, qn in nodes.items() if qn is None)
         if missing or (self.name, epoch) in self.follower.assignment.dead:
             raise NotServing(self.name, epoch, missing or sorted(pchannels))
-        results = [[p, *_read(qn, op, p, ts, timeout, args)] for p, qn in nodes.items()]
+        results = [
+            [p, *_read(qn, op, p, ts, timeout, args, self._slots)] for p, qn in nodes.items()
+        ]
         return {"node": self.name, "epoch": epoch, "results": results}
 
 
 def _read(
-    qn: QueryNode | None, op: str, p: int, ts: int, timeout: float, args: dict[str, Any]
+    qn: QueryNode | None,
+    op: str,
+    p: int,
+    ts: int,
+    timeout: float,
+    args: dict[str, Any],
+    slots: contextlib.AbstractContextManager[Any],
 ) -> tuple[bool, Any]:
-    """Returns (found, the result) of one pchannel's read (see ShardNode.read)."""
+    """Returns (found, the result) of one pchannel's read (see ShardNode.read); the read
+    itself (not its wait for tsafe) runs holding one of `slots`."""
     assert qn is not None
     if op == "tsafe":
         return True, qn.tsafe([p])
@@ -218,6 +235,7 @@ def _read(
     if op == "wait_tsafe":
         return True, None
     try:
-        return True, getattr(qn, op)(**args)
+        with slots:
+            return True, getattr(qn, op)(**args)
     except CollectionNotFound:
         return False, None
