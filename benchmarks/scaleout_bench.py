@@ -2,16 +2,22 @@
 processes over the same data, and the seconds from a query node's SIGKILL to complete
 answers again.
 
-    python -m benchmarks.scaleout_bench [--rows 200000] [--seconds 20] [--threads 4]
+    python -m benchmarks.scaleout_bench [--rows 200000] [--seconds 15] [--threads 4] [--rounds 3]
 
-For each shape, `vectorlog cluster up`'s supervisor (vectorlog.runners.supervisor) starts
-every process on a local test broker (infra.broker); `--rows` rows of 128-d float vectors
-are inserted through pymilvus into a 4-shard collection (no index: exact search, which
-divides with the rows) and flushed. QPS: `--threads` pymilvus clients search one vector,
-limit 10, Bounded consistency, for `--seconds`. Failover (2 query nodes): a client counts
-rows Strong in a loop; querynode2 is SIGKILLed; the figure is the seconds from the kill to
-the end of the first read started after it that answered every row (reads in between wait:
-none answers partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
+Three clusters run side by side, each started by `vectorlog cluster up`'s supervisor
+(vectorlog.runners.supervisor) on one local test broker (infra.broker): 1 query node
+pinned to one search thread, 2 query nodes each pinned to one
+(VECTORLOG_QUERYNODE_SEARCH_THREADS=1: the scale-out, each node adding a core), and 1 query
+node with no limit (faiss and concurrent reads on every core). `--rows` rows of 128-d float
+vectors are inserted through pymilvus into a 4-shard collection of each (no index: exact
+search, which divides with the rows) and flushed. QPS: `--threads` pymilvus clients search
+one vector, limit 10, Bounded consistency, for `--seconds`; the clusters are measured in
+turn, `--rounds` times (the machine is shared: alternating spreads its load over all three),
+with the CPU seconds per search of the proxy, the query nodes and the clients. Failover
+(2 query nodes, the other clusters stopped): a client counts rows Strong in a loop;
+querynode2 is SIGKILLed; the figure is the seconds from the kill to the end of the first
+read started after it that answered every row (reads in between wait: none answers
+partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
 """
 
 from __future__ import annotations
@@ -23,14 +29,16 @@ import platform
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
 from infra.broker import running_broker
-from vectorlog.runners.supervisor import Shape, Supervisor, free_port
+from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
 
 RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 5_000
@@ -57,6 +65,14 @@ def count(client: MilvusClient) -> int:
 
 def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> float:
     """Returns searches per second of `threads` clients (spread over `uris`) over `seconds`."""
+    return searches(uris, vectors, seconds, threads)[0]
+
+
+def searches(
+    uris: list[str], vectors: np.ndarray, seconds: float, threads: int
+) -> tuple[float, int]:
+    """Returns (searches per second, searches done) of `threads` clients (spread over
+    `uris`) over `seconds`, after a 2 s warm-up."""
     done, counts = threading.Event(), [0] * threads
 
     def run(i: int) -> None:
@@ -76,7 +92,7 @@ def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> f
     done.set()
     for w in workers:
         w.join(60)
-    return n / span
+    return n / span, n
 
 
 def failover(sup: Supervisor, client: MilvusClient, rows: int) -> float:
@@ -96,46 +112,129 @@ def failover(sup: Supervisor, client: MilvusClient, rows: int) -> float:
 
 
 def served(sup: Supervisor, nodes: int) -> bool:
-    import httpx
-
     dc = next(c for c in sup.children if c.name == "datacoord")
-    text = httpx.get(f"http://127.0.0.1:{dc.metrics_port}/metrics", timeout=5).text
+    auth = {"Authorization": f"Bearer {sup.env[CLUSTER_TOKEN_ENV]}"}
+    text = httpx.get(f"http://127.0.0.1:{dc.metrics_port}/metrics", headers=auth, timeout=5).text
     lines = [ln for ln in text.splitlines() if ln.startswith("vectorlog_query_pchannels_served{")]
     return len(lines) == nodes and sum(float(ln.split()[-1]) for ln in lines) == 4
 
 
-def shape(bootstrap: str, nodes: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    port = free_port()
+@dataclass(frozen=True)
+class Variant:
+    """A cluster shape: `nodes` query nodes, each with VECTORLOG_QUERYNODE_SEARCH_THREADS
+    `threads` (0: no limit, faiss on every core)."""
+
+    label: str
+    nodes: int
+    threads: int
+
+
+VARIANTS = (
+    Variant("1 node x 1 search thread", 1, 1),
+    Variant("2 nodes x 1 search thread", 2, 1),
+    Variant("1 node, all cores", 1, 0),
+)
+
+
+def up(
+    bootstrap: str, v: Variant, rows: int, tmp: Path, sups: list[Supervisor]
+) -> tuple[Supervisor, str, float]:
+    """Starts `v`'s cluster (added to `sups` first, for stopping) and loads it; returns
+    (its supervisor, its uri, load seconds)."""
+    port, key = free_port(), f"{v.nodes}x{v.threads}"
     sup = Supervisor(
         f"kafka://{bootstrap}",
-        str(tmp / f"s{nodes}"),
-        tmp / f"n{nodes}",
-        Shape(proxies=1, querynodes=nodes),
+        str(tmp / f"s{key}"),
+        tmp / f"n{key}",
+        Shape(proxies=1, querynodes=v.nodes),
         port,
-        f"bench{nodes}x{os.getpid()}",
+        f"bench{key}x{os.getpid()}",
         say=lambda line: print(f"  {line}", flush=True),
     )
-    try:
-        assert sup.start_all(), "a process did not start"
-        uri = f"http://127.0.0.1:{port}"
-        client = MilvusClient(uri)
-        t = time.monotonic()
-        vectors = load(client, args.rows)
-        loaded = time.monotonic() - t
-        while not (served(sup, nodes) and count(client) == args.rows):
-            time.sleep(0.5)
-        out: dict[str, Any] = {"querynodes": nodes, "insert_and_flush_s": round(loaded, 1)}
-        out["search_qps"] = round(qps([uri], vectors, args.seconds, args.threads), 1)
-        if nodes == 2:
-            out["failover_s"] = round(failover(sup, client, args.rows), 2)
-        return out
-    finally:
-        sup.stop_all()
+    sup.env["VECTORLOG_QUERYNODE_SEARCH_THREADS"] = str(v.threads)
+    sups.append(sup)
+    assert sup.start_all(), "a process did not start"
+    uri = f"http://127.0.0.1:{port}"
+    client = MilvusClient(uri)
+    t = time.monotonic()
+    load(client, rows)
+    loaded = time.monotonic() - t
+    while not (served(sup, v.nodes) and count(client) == rows):
+        time.sleep(0.5)
+    return sup, uri, loaded
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """Returns the user + system CPU seconds each process used so far (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for role, pid in pids.items():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        out[role] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def roles(sup: Supervisor) -> dict[str, int]:
+    """Returns {name: pid} of the proxy, the query nodes and rootcoord of `sup`, and this
+    process (the clients)."""
+    measured = ("proxy", "querynode", "rootcoord")
+    pids = {c.name: c.proc.pid for c in sup.children if c.proc and c.role in measured}
+    return {**pids, "clients": os.getpid()}
+
+
+def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Namespace) -> dict:
+    """Returns one QPS measurement with the CPU milliseconds per search of each process."""
+    pids = roles(sup)
+    before, load1 = cpu_seconds(pids), os.getloadavg()[0]
+    q, n = searches([uri], vectors, args.seconds, args.threads)
+    after = cpu_seconds(pids)
+    per = {r: round(1000 * (after[r] - before[r]) / max(n, 1), 2) for r in pids}
+    return {"qps": round(q, 1), "cpu_ms_per_search": per, "load1": round(load1, 2)}
+
+
+def rounds(clusters: list[tuple[Supervisor, str]], vectors: np.ndarray, args) -> list[list[dict]]:
+    """Returns `args.rounds` rounds of one measurement per variant, the order rotated each
+    round so no variant always runs first."""
+    out = []
+    for r in range(args.rounds):
+        order = [(r + i) % len(clusters) for i in range(len(clusters))]
+        got: dict[int, dict] = {}
+        for i in order:
+            got[i] = measure(*clusters[i], vectors, args)
+            print(f"  round {r + 1} {VARIANTS[i].label}: {got[i]}", flush=True)
+        out.append([got[i] for i in range(len(clusters))])
+    return out
+
+
+def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Returns per variant its median QPS, median CPU ms per search of each process, and
+    the medians of the 2-node/1-node ratios per round."""
+    out = []
+    for i, v in enumerate(VARIANTS):
+        ms = [rnd[i] for rnd in res["rounds"]]
+        roles_ = ms[0]["cpu_ms_per_search"].keys()
+        cpu = {r: float(np.median([m["cpu_ms_per_search"][r] for m in ms])) for r in roles_}
+        out.append(
+            {"variant": v.label, "qps": float(np.median([m["qps"] for m in ms])), "cpu": cpu}
+        )
+    return out
+
+
+def ratios(res: dict[str, Any], a: int, b: int) -> list[float]:
+    return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"]]
+
+
+def cpu_cell(cpu: dict[str, float]) -> str:
+    proxy = sum(v for k, v in cpu.items() if k.startswith("proxy"))
+    nodes = sum(v for k, v in cpu.items() if k.startswith("querynode"))
+    return f"{proxy:.1f} | {nodes:.1f} | {cpu['rootcoord']:.1f} | {cpu['clients']:.1f}"
 
 
 def report(res: dict[str, Any]) -> str:
-    one, two = res["shapes"]
-    ratio = two["search_qps"] / one["search_qps"]
+    rows = summary(res)
+    scale, allcores = ratios(res, 1, 0), ratios(res, 1, 2)
+    loads = [m["load1"] for rnd in res["rounds"] for m in rnd]
+    table = [f"| {r['variant']} | {r['qps']:.1f} | {cpu_cell(r['cpu'])} |" for r in rows]
     return "\n".join(
         [
             "# Scale-out: query nodes (issue 24)",
@@ -145,16 +244,25 @@ def report(res: dict[str, Any]) -> str:
             "nodes, data node, index node, one proxy), plus the benchmark's pymilvus clients.",
             f"{res['rows']:,} rows of {DIM}-d vectors in 4 shards, flushed, no index (exact",
             f"search); {res['threads']} client threads, one vector per search, limit 10.",
+            "The three clusters run side by side on the same broker and are measured in turn,",
+            f"{res['seconds']:.0f} s each, {len(res['rounds'])} rounds (order rotated each round);",
+            f"1-minute load average at each measurement: {min(loads):.1f} to {max(loads):.1f}",
+            "(the machine's 2 cores are shared with other work). Medians over the rounds;",
+            "CPU milliseconds per search from /proc (user + system) of each process.",
             "",
-            "| query nodes | search QPS via 1 proxy | seconds from SIGKILL to complete reads |",
-            "|---|---|---|",
-            f"| 1 | {one['search_qps']} | - |",
-            f"| 2 | {two['search_qps']} | {two['failover_s']} |",
+            "| query nodes | search QPS via 1 proxy | CPU ms/search: proxy | query nodes |"
+            " rootcoord | clients |",
+            "|---|---|---|---|---|---|",
+            *table,
             "",
-            f"2 vs 1: {ratio:.2f} x. The failover figure is the seconds from querynode2's",
-            "SIGKILL to the end of the first Strong count(*) started after it that counted",
-            "every row: 4 s of missed heartbeats before the coordinator declares the node",
-            "dead, then the survivor loads the dead node's pchannels from binlogs and dml.",
+            f"Scale-out, 2 nodes x 1 thread / 1 node x 1 thread, per round: {scale}.",
+            f"2 nodes x 1 thread / 1 node with every core, per round: {allcores}.",
+            "",
+            "Failover (2 query nodes x 1 thread): "
+            f"{res['failover_s']} s from querynode2's SIGKILL to the end of the first",
+            "Strong count(*) started after it that counted every row: 4 s of missed heartbeats",
+            "before the coordinator declares the node dead, then the survivor loads the dead",
+            "node's pchannels from binlogs and dml.",
         ]
     )
 
@@ -165,11 +273,18 @@ def plot(res: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    one, two = res["shapes"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
-    a.bar(["1 query node", "2 query nodes"], [one["search_qps"], two["search_qps"]])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for i, v in enumerate(VARIANTS):
+        a.plot(
+            range(1, len(res["rounds"]) + 1),
+            [rnd[i]["qps"] for rnd in res["rounds"]],
+            marker="o",
+            label=v.label,
+        )
+    a.set_xlabel("round")
     a.set_ylabel("search QPS via 1 proxy")
-    b.bar(["SIGKILL -> complete"], [two["failover_s"]], color="tab:orange")
+    a.legend(fontsize=7)
+    b.bar(["SIGKILL -> complete"], [res["failover_s"]], color="tab:orange")
     b.set_ylabel("seconds")
     fig.suptitle(f"{res['rows']:,} rows, {DIM}-d, exact search, 2 cores shared")
     fig.tight_layout()
@@ -179,18 +294,35 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=200_000)
-    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    command = f"python -m benchmarks.scaleout_bench --rows {args.rows} --seconds {args.seconds}"
     res: dict[str, Any] = {
-        "command": command + f" --threads {args.threads}",
+        "command": f"python -m benchmarks.scaleout_bench --rows {args.rows} --seconds "
+        f"{args.seconds} --threads {args.threads} --rounds {args.rounds}",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
         "rows": args.rows,
         "threads": args.threads,
+        "seconds": args.seconds,
+        "variants": [v.__dict__ for v in VARIANTS],
     }
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
-        res["shapes"] = [shape(bootstrap, n, args, Path(tmp)) for n in (1, 2)]
+        sups: list[Supervisor] = []
+        try:
+            clusters = []
+            for v in VARIANTS:
+                sup, uri, loaded = up(bootstrap, v, args.rows, Path(tmp), sups)
+                clusters.append((sup, uri))
+                print(f"  {v.label}: loaded in {loaded:.1f} s", flush=True)
+            vectors = np.random.default_rng(1).random((args.rows, DIM), dtype=np.float32)
+            res["rounds"] = rounds(clusters, vectors, args)
+            for s in (sups[0], sups[2]):
+                s.stop_all()  # the failover is measured alone
+            res["failover_s"] = round(failover(sups[1], MilvusClient(clusters[1][1]), args.rows), 2)
+        finally:
+            for s in sups:
+                s.stop_all()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "scaleout.json").write_text(json.dumps(res, indent=1) + "\n")
     (RESULTS / "scaleout.md").write_text(report(res) + "\n")
