@@ -17,6 +17,7 @@ from tests.support import wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.config import Config, ConfigError
+from vectorlog.core.errors import VectorlogError
 from vectorlog.jobs.replay import read_from
 from vectorlog.processors.proxy.ingest import consumer as ingest_consumer
 from vectorlog.sdk import probes
@@ -120,3 +121,27 @@ def test_on_kafka_the_dml_topic_carries_the_retention(
     configs = future.result(timeout=30)
     assert configs["retention.ms"].value == "3600000"
     assert configs["retention.bytes"].value == str(1 << 30)
+
+
+def test_a_corrupt_binlog_whose_dml_retention_deleted_refuses_the_start_naming_it(
+    tmp_path: Path,
+):
+    uri = str(tmp_path / "db")
+    client = Client(uri, **FAST)
+    client.create_collection("c", dimension=4, metric_type="L2", num_shards=1)
+    client.insert("c", rows(range(100)))
+    client.flush("c", timeout=60)
+    caught_up(client)
+    truncated(client)
+    client.close()
+    binlogs = sorted(
+        p for p in (tmp_path / "db" / "storage" / "insert_log").rglob("*") if p.is_file()
+    )
+    segment = binlogs[0].relative_to(tmp_path / "db" / "storage" / "insert_log").parts[2]
+    for path in binlogs:
+        path.write_bytes(b"not a binlog")
+    # not answering without the segment's rows: the start fails naming the corrupt binlog
+    with pytest.raises(
+        VectorlogError, match=f"cannot load binlogs.*/{segment}/.*retention deleted"
+    ):
+        Client(uri, **FAST, querynode_mmap=False)
