@@ -14,6 +14,11 @@ A read is complete or it waits, never partial:
 - a pchannel whose segments no live node could load fails the read, naming them
   (SegmentsNotLoadable), instead of an answer without their rows.
 
+Each answer carries its owner's tsafe of every pchannel it read: the tsafe a read needs
+first (its consistency check) is taken from answers received within TSAFE_FRESH_S, so a busy
+proxy asks the owners once per read, not twice (a tsafe only grows: an older one is a lower
+bound, and reading at it is safe).
+
 The collection may be on a few of the pchannels only (its shards): every pchannel is asked,
 and those without it answer "not found"; CollectionNotFound is raised if none has it. The
 primary key is the first output field of a query or get (as the proxy asks).
@@ -45,6 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: a read waits for a new assignment in slices of this many seconds
 RETRY_S = 0.2
+#: the tsafe of a pchannel its owner sent with an answer this recently is taken as is, without
+#: asking the owners again (seconds; a lower bound of the tsafe now, so reading at it is safe)
+TSAFE_FRESH_S = 0.05
 
 
 class FanOutQueryNodes:
@@ -64,6 +72,8 @@ class FanOutQueryNodes:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="fanout")
         self._turns = itertools.count()
+        #: pchannel -> (the tsafe its owner last sent, time.monotonic() then)
+        self._tsafes: dict[int, tuple[int, float]] = {}
         self.dropped = 0  # answers dropped: a dead epoch, or a node not serving any more
 
     def close(self) -> None:
@@ -139,6 +149,7 @@ class FanOutQueryNodes:
                 if answer is not None and self._current(owner, answer):
                     for p, found, result in answer["results"]:
                         results[p] = (found, result)
+                    self._saw(answer.get("tsafes", ()))
                 else:
                     avoid.add(owner.key)
             left = [p for p in left if p not in results]
@@ -175,9 +186,32 @@ class FanOutQueryNodes:
             raise CollectionNotFound(collection_id)
         return found
 
+    def _saw(self, tsafes: Sequence[Sequence[int]]) -> None:
+        """Keeps the tsafes an owner sent with its answer ([pchannel, tsafe] pairs)."""
+        now = time.monotonic()
+        with self._lock:
+            for p, ts in tsafes:
+                old = self._tsafes.get(p)
+                self._tsafes[p] = (max(int(ts), old[0] if old else 0), now)
+
+    def _fresh_tsafe(self, pchannels: Sequence[int]) -> int | None:
+        """Returns the least tsafe of `pchannels` their owners sent within TSAFE_FRESH_S
+        (None if one has none so fresh)."""
+        oldest = time.monotonic() - TSAFE_FRESH_S
+        with self._lock:
+            seen = [self._tsafes.get(p) for p in pchannels]
+        if not seen or any(s is None or s[1] < oldest for s in seen):
+            return None
+        return min(s[0] for s in seen if s is not None)
+
     # -- QueryNodeService ---------------------------------------------------------------------
     def tsafe(self, pchannels: Sequence[int]) -> int:
-        """Returns the least tsafe of `pchannels` over their owners."""
+        """Returns the least tsafe of `pchannels` over their owners: those sent with the
+        answers of the last TSAFE_FRESH_S (each read's owners send theirs, so a busy proxy
+        asks no more), else asked of the owners."""
+        fresh = self._fresh_tsafe(pchannels)
+        if fresh is not None:
+            return fresh
         return min(int(r) for ok, r in self.fan("tsafe", 0, {}, None, pchannels) if ok)
 
     def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:

@@ -197,10 +197,11 @@ class ShardNode:
     def read(
         self, op: str, pchannels: list[int], ts: int, timeout: float, args: dict[str, Any]
     ) -> dict[str, Any]:
-        """Returns {"node", "epoch", "results": [[pchannel, found, result], ...]}: `op` (a
-        QueryNodeService read) with `args` on each pchannel's QueryNode, after waiting for
-        its tsafe >= ts; `found` is False where the collection is not on that pchannel (its
-        QueryNode raised CollectionNotFound: the proxy raises it if no pchannel has it).
+        """Returns {"node", "epoch", "results": [[pchannel, found, result], ...], "tsafes":
+        [[pchannel, its tsafe after the read], ...]}: `op` (a QueryNodeService read) with
+        `args` on each pchannel's QueryNode, after waiting for its tsafe >= ts; `found` is
+        False where the collection is not on that pchannel (its QueryNode raised
+        CollectionNotFound: the proxy raises it if no pchannel has it).
         Raises NotServing (a pchannel not served here, or this epoch dead),
         ConsistencyTimeout, InvalidArgument (an unknown op), what the read raises."""
         if op not in OPS:
@@ -214,7 +215,8 @@ class ShardNode:
         results = [
             [p, *_read(qn, op, p, ts, timeout, args, self._slots)] for p, qn in nodes.items()
         ]
-        return {"node": self.name, "epoch": epoch, "results": results}
+        tsafes = [[p, qn.tsafe([p])] for p, qn in nodes.items() if qn is not None]
+        return {"node": self.name, "epoch": epoch, "results": results, "tsafes": tsafes}
 
 
 def _read(

@@ -6,6 +6,7 @@ again of the new owner; a pchannel no node could load fails the read naming its 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from vectorlog.core.errors import CollectionNotFound, ServiceUnavailable
 from vectorlog.processors.querycoord.assignment import Assignment, Owner
 from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, SegmentsNotLoadable
+from vectorlog.runners import fanout as fanout_module
 from vectorlog.runners.fanout import FanOutQueryNodes
 
 P = 4
@@ -46,14 +48,19 @@ class Node:
     def __init__(self, name: str, epoch: int) -> None:
         self.name, self.epoch = name, epoch
         self.fail: Exception | None = None
+        self.tsafe, self.ops = 42, Counter[str]()
 
     def read(self, op: str, ps: list[int], ts: int, timeout: float, args: dict[str, Any]) -> Any:
+        self.ops[op] += 1
         if self.fail is not None:
             raise self.fail
         results = [[p, True, self._one(op, p, args)] for p in ps]
-        return {"node": self.name, "epoch": self.epoch, "results": results}
+        tsafes = [[p, self.tsafe] for p in ps]
+        return {"node": self.name, "epoch": self.epoch, "results": results, "tsafes": tsafes}
 
     def _one(self, op: str, p: int, args: dict[str, Any]) -> Any:
+        if op == "tsafe":
+            return self.tsafe
         if op == "count":
             return len(ROWS[p])
         if op == "search":
@@ -146,3 +153,16 @@ def test_with_two_copies_a_failing_node_is_replaced_by_the_other_copy_at_once():
     for _ in range(4):  # whichever copy comes first in turn, no read waits or fails
         assert f.count(5, ts=10) == 100
     assert not f.follower.waiting.is_set()  # type: ignore[attr-defined]
+
+
+def test_the_tsafe_a_read_needs_comes_with_the_last_answers_while_they_are_fresh(monkeypatch):
+    nodes = {"a": Node("a", 1), "b": Node("b", 1)}
+    f = fanout(Assignment(1, owners=owners("a", "b")), nodes)
+    monkeypatch.setattr(fanout_module, "TSAFE_FRESH_S", 3600.0)
+    assert f.count(5, ts=10) == 100
+    nodes["a"].tsafe = nodes["b"].tsafe = 50  # applied further since: a lower bound is kept
+    assert f.tsafe(range(P)) == 42  # from the count's answers: no node asked again
+    assert nodes["a"].ops["tsafe"] == nodes["b"].ops["tsafe"] == 0
+    monkeypatch.setattr(fanout_module, "TSAFE_FRESH_S", -1.0)  # too old: asked of the owners
+    assert f.tsafe(range(P)) == 50
+    assert nodes["a"].ops["tsafe"] == nodes["b"].ops["tsafe"] == 1
