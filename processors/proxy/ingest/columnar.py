@@ -3,16 +3,16 @@ Arrow column per field (`pa.array` per column, native), fitted to the schema as 
 (`fit.fit_columns`) and written as one `Validated` upsert, instead of a dict per row through
 the proxy's row validation.
 
-Plain JSON rows (one object per record, the collection's fields only, values of their types)
-are read by pyarrow's JSON reader straight into the columns (`_json_table`): no Python object
-per value, and the reader releases the GIL the consumer's process shares with its proxy, log
-clients and ticker. Issue 29's measurements of the two parsers on 1000 rows of 128-d vectors
-went both ways under this machine's changing load (benchmarks/results/ingest_topic.md, "JSON
-parsers"; at load 26-44, pyarrow's single-threaded reader was 1.4-1.6x orjson plus `pa.array`
-in 4 runs of 5, 0.4x in the other). Anything else (Kafka Connect envelopes, Debezium
-events, rows the reader refuses: another field, a value of another type, a record over
-several lines) is parsed by orjson, then each field's values become one Arrow array; orjson
-also handles a record of another shape without failing the batch. Confluent-framed Avro is
+JSON (rows, Kafka Connect envelopes, Debezium events) is parsed by orjson, then each field's
+values become one Arrow array. Why not pyarrow's JSON reader: on 1000 rows of 128-d float32
+vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where pyarrow's reader
+took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (short floats, as
+`json_row` writes them) the two were within 2x of each other either way under a load of 55
+(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. Issue 29
+tried pyarrow's reader straight into the batch's columns in the consumer (no Python float per
+value): on 500 of the benchmark's records (2.6 KB each) it took 6.6-7.0 ms of CPU where orjson
+plus `pa.array` took 4.0-4.6 ms (30 interleaved runs, load 84), so orjson stays. orjson also
+handles a record of another shape without failing the batch. Confluent-framed Avro is
 read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
 `after` rows are taken by column, its other events marked to go record by record.
 
@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.json as pj
 
 from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
@@ -137,42 +136,16 @@ def _json_batch(
     """Reads JSON rows, Connect envelopes or Debezium events, all of the first record's
     shape (a record of another shape makes the batch go record by record)."""
     try:
-        shape = _json_shape(orjson.loads(values[0]), route)
-    except ValueError:
-        return None
-    if shape is None:
-        return None
-    envelope, debezium = shape
-    if not envelope and not debezium and not packed:
-        table = _json_table(values, fields)
-        if table is not None:
-            return Batch(collection, table, np.ones(len(values), dtype=bool))
-    try:
         docs = [orjson.loads(v) for v in values]
     except ValueError:
         return None
+    shape = _json_shape(docs[0], route)
+    if shape is None:
+        return None
+    envelope, debezium = shape
     if envelope:
         docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
     return _rows_batch(docs, fields, collection, debezium, packed)
-
-
-def _json_table(values: list[bytes], fields: pa.Schema) -> pa.Table | None:
-    """Returns JSON rows (one object per record, on one line) read by pyarrow's JSON reader
-    straight into columns of `fields` (no Python object per value), or None if a record is
-    not one such object of the collection's fields with values of their types (the orjson
-    path then reads the batch, or it goes record by record)."""
-    if any(b"\n" in v or b"\r" in v for v in values):
-        return None  # a record over several lines: the reader splits records at newlines
-    data = b"\n".join(values)
-    read = pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1))
-    parse = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="error")
-    try:
-        table = pj.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-    if table.num_rows != len(values):  # a record of several objects
-        return None
-    return table.combine_chunks()
 
 
 def _json_shape(doc: Any, route: IngestRoute) -> tuple[bool, bool] | None:
