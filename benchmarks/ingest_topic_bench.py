@@ -5,7 +5,7 @@ Avro with `bytes` vectors), as a ratio to `Client.insert` of the same rows in th
 ingest_topic.json and ingest_topic.md (default: benchmarks/results/).
 
     python -m benchmarks.ingest_topic_bench [--backend embedded|kafka|both] [--rows 50000]
-        [--fresh-s 4] [--registry URL] [--out DIR]
+        [--fresh-s 4] [--registry URL] [--workers-rows 20000] [--out DIR]
 
 The Schema Registry is by default confluent-kafka's in-process mock, one client shared by the
 benchmark's producer and the cluster (the consumer fetches a writer schema once per id, so a
@@ -18,8 +18,10 @@ reads a batch as Arrow columns (processors/proxy/ingest/columnar.py). The JSON p
 times decoding 1000 records {id, vector} of the same GloVe vectors into Arrow columns (best of
 15). Issue 29's run shared the 2 CPUs with other work (load in the header line): every
 figure is a lower bound, and the parser table is not stable at that load (a run at load 7-18
-with 17-digit floats had orjson 2-3x faster than pyarrow's reader). Ingest worker processes
-(`vectorlog run ingest`) are not measured here.
+with 17-digit floats had orjson 2-3x faster than pyarrow's reader). The table above runs the
+ingest consumer in the benchmark's process, sharing one GIL with the producer, the proxy and
+the data path; ingest worker PROCESSES (`vectorlog run ingest`) are measured apart
+(benchmarks/ingest_topic_workers.py, on Kafka, `--workers-rows`, 0 to skip).
 
 Throughput: the records are serialized first with vectorlog.producer (the serialize rate is
 reported apart: a producer pays it in its own process), then produced (embedded: appended in
@@ -28,7 +30,9 @@ Strong `get` returns the last row (the topic has one partition, applied in order
 inserts the same rows with `Client.insert` in batches of 1000 and ends on the same Strong get.
 
 Freshness (benchmarks/ingest_topic_fresh.py): one row is produced every FRESH_EVERY_S with its
-produce time noted (Kafka: IngestProducer with linger.ms 0); the reader loops on a Strong query
+produce time noted (Kafka: IngestProducer with linger.ms 0, warmed up by one row produced and
+flushed before the clock and not counted, as a long-lived producer is: a new producer's first
+delivery took 0.5-1.2 s here); the reader loops on a Strong query
 for ids above those seen and on the ingest consumer's committed position. A row's freshness is
 the time from its produce call to the return of the first Strong query that saw it (an upper
 bound, to the reader's poll); its "consumed" latency ends when the committed position passed
@@ -56,6 +60,7 @@ from benchmarks.ingest import vectors
 from benchmarks.ingest_topic_fresh import FreshnessProbe
 from benchmarks.ingest_topic_parsers import json_parsers
 from benchmarks.ingest_topic_report import FORMATS, GOALS, markdown, plot
+from benchmarks.ingest_topic_workers import run_workers
 from benchmarks.search_report import machine
 from vectorlog import Client
 from vectorlog.core.model import quick_schema
@@ -239,6 +244,25 @@ def measure(client: Client, name: str, serialize: Serializer, x: np.ndarray) -> 
     }
 
 
+def workers(rows: int, registry: str | None) -> dict[str, Any]:
+    """The worker-process mode's figures (benchmarks/ingest_topic_workers.py) on a fresh
+    broker; Avro only with a registry other than the in-process mock."""
+    formats: dict[str, Any] = {
+        "json": json_row,
+        "connect": connect_row,
+        "debezium": lambda t, row: debezium_change(t, "c", None, row),
+    }
+    if registry and not registry.startswith("mock://"):
+        avro: dict[str, AvroRows] = {}  # one serializer per topic
+
+        def avro_row(t: IngestTopic, row: Any) -> IngestRecord:
+            return avro.setdefault(t.name, AvroRows(t, schema(), registry)).row(row)
+
+        formats["avro"] = avro_row
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        return run_workers(_broker(stack), Path(tmp), vectors(rows), formats)
+
+
 def schema() -> Any:
     return quick_schema(DIM, "L2").validated()
 
@@ -253,6 +277,8 @@ def main(argv: list[str] | None = None) -> None:
         default=MOCK_REGISTRY,
         help=f"Schema Registry URL (default {MOCK_REGISTRY}: one in-process mock, shared)",
     )
+    ap.add_argument("--workers-rows", type=int, default=20_000,
+                    help="rows per worker-process run (Kafka; 0: skip that mode)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
@@ -268,6 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     setup = {"rows": args.rows, "dim": DIM, "batch": BATCH, "fresh_s": args.fresh_s,
              "fresh_every_ms": FRESH_EVERY_S * 1000}  # fmt: skip
     result = {"setup": setup, "goals": GOALS, "results": results, "machine": machine()}
+    if args.workers_rows and "kafka" in backends:
+        result["workers"] = workers(args.workers_rows, args.registry)
     result["json_parsers"] = json_parsers(vectors(1000))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ingest_topic.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -61,10 +61,40 @@ def markdown(result: dict[str, Any], method: str) -> str:
                            ("freshness_idle_cluster", "a fresh one")):  # fmt: skip
             if key in res:
                 lines.append(_fresh_row(res["backend"], where, res[key]))
+    lines += _worker_lines(result.get("workers"))
     lines += _parser_lines(result.get("json_parsers", {}))
     lines += ["", "![ratio to insert per format](ingest_topic.png)", "", "## Method", ""]
     lines.append(method.strip())
     return "\n".join(lines) + "\n"
+
+
+#: the worker-process mode's formats, in the table's order
+WORKER_FORMATS = ("json", "connect", "debezium", "avro")
+
+
+def _worker_lines(w: dict[str, Any] | None) -> list[str]:
+    """The worker-process table (benchmarks/ingest_topic_workers.py), if it ran."""
+    if not w:
+        return []
+    lines = ["", f"Ingest worker processes (Kafka, cluster mode): a backlog of {w['rows']:,} rows"
+             f" per run on a {w['partitions']}-partition topic; the anchor is pymilvus `insert`"
+             " through the cluster's proxy, run right before each ingest run", "",
+             "| format | workers | rows/s | anchor rows/s | ratio | goal | load (1 min) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for fmt in WORKER_FORMATS:
+        for n in (1, 2):
+            r = w.get(fmt, {}).get(f"{n}_workers")
+            if r:
+                lines.append(
+                    f"| {LABELS[fmt].removeprefix('ingest topic, ')} | {n} | "
+                    f"{r['rows_per_s']:,.0f} | {r['anchor_rows_per_s']:,.0f} | {r['ratio']:.2f} "
+                    f"| >= {GOALS['ratio_to_insert']} | {r['load'][0]:.0f} |"
+                )
+    if "avro" not in w:
+        lines.append(
+            "| Confluent Avro | | not run: needs a registry every process reaches | | | | |"
+        )
+    return lines
 
 
 def _parser_lines(parsers: dict[str, float]) -> list[str]:
@@ -83,8 +113,12 @@ def plot(result: dict[str, Any], path: Any) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(result["results"]), figsize=(11, 4), squeeze=False)
-    for ax, res in zip(axes[0], result["results"], strict=True):
+    workers = result.get("workers")
+    panels = len(result["results"]) + (1 if workers else 0)
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    if workers:
+        _workers_panel(axes[0][-1], workers)
+    for ax, res in zip(axes[0], result["results"], strict=False):
         fmts = [f for f in FORMATS if "ratio_to_insert" in res.get(f, {})]
         xs = range(len(fmts))
         now = [res[f]["ratio_to_insert"] for f in fmts]
@@ -99,6 +133,19 @@ def plot(result: dict[str, Any], path: Any) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _workers_panel(ax: Any, w: dict[str, Any]) -> None:
+    fmts = [f for f in WORKER_FORMATS if f in w]
+    xs = range(len(fmts))
+    for n, dx, color in ((1, -0.2, "#2a6"), (2, 0.2, "#27c")):
+        ratios = [w[f].get(f"{n}_workers", {}).get("ratio", 0.0) for f in fmts]
+        ax.bar([x + dx for x in xs], ratios, 0.4, label=f"{n} worker process(es)", color=color)
+    ax.axhline(GOALS["ratio_to_insert"], color="r", ls="--", label="goal")
+    ax.set_xticks(list(xs), fmts)
+    ax.set_title("kafka, worker processes: rows/s / pymilvus insert")
+    ax.set_ylim(0, 1.5)
+    ax.legend(fontsize=8)
 
 
 def _fresh_row(backend: str, where: str, f: dict[str, Any]) -> str:

@@ -5,7 +5,11 @@ Every writer of the dml topic (each proxy, and rootcoord for DDL broadcasts) is 
 append returned. A source's tick is a promise that none of its future appends has a ts at or
 below it: the smallest in-flight ts minus one, or a fresh timestamp when nothing is in flight.
 The soft barrier takes the minimum over sources, and the `Ticker` appends that tick to every
-pchannel every `interval` seconds (or sooner when asked, so Strong reads need not wait).
+pchannel every `interval` seconds (or sooner when asked, so Strong reads need not wait). A
+request for a tick past a ts that the next tick cannot cover yet (a write stamped below it is
+still in flight) stays pending: the ticker looks again every RETRY_S until a tick covers it,
+rather than leaving the read to the next interval (a read behind a stream of writes, such as
+the ingest consumer's, would otherwise wait most of an interval).
 
 Each process that writes dml has its own barrier and `Ticker`, whose ticks carry the process's
 source id: consumers take the minimum over the live sources (streams.msgstream). A lone writer
@@ -29,6 +33,9 @@ from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append, Log
 
 log = logging.getLogger(__name__)
+
+#: how often the ticker looks again while a requested tick is not yet covered
+RETRY_S = 0.002
 
 
 class Clock(Protocol):
@@ -130,6 +137,8 @@ class Ticker:
         self._last_activity = -1
         self._covered = (0, -1)  # the last tick appended, the activity read before computing it
         self._requested = threading.Event()
+        self._wanted = 0  # the largest ts a pending request asked a tick to reach
+        self._wanted_lock = threading.Lock()
         #: the value of the last tick appended; None: none appended yet
         self.heard: int | None = None
         self._thread = threading.Thread(target=self._run, name="ticker", daemon=True)
@@ -143,6 +152,9 @@ class Ticker:
         served together by the next one."""
         if after is not None and after <= self._last:
             return
+        if after is not None:
+            with self._wanted_lock:
+                self._wanted = max(self._wanted, after)
         self._requested.set()
         self._wake.set()
 
@@ -177,11 +189,12 @@ class Ticker:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self._interval)
+            pending = self._wanted > self._last  # a read waits for a tick not yet covered
+            self._wake.wait(RETRY_S if pending else self._interval)
             self._wake.clear()
             if self._stop.is_set():
                 break
-            requested = self._requested.is_set()
+            requested = self._requested.is_set() or self._wanted > self._last
             self._requested.clear()
             activity = self._barrier.activity()
             if not (requested or self._heartbeat) and activity == self._last_activity:
@@ -190,6 +203,7 @@ class Ticker:
                 self.tick_once()
                 self._last_activity = activity
             except Exception as exc:  # keep ticking; the log may come back
+                self._wanted = 0  # retried at the interval, not every RETRY_S
                 log.warning("time tick failed: %s", exc)
                 if self._on_error:
                     self._on_error(exc)

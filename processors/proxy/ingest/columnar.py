@@ -8,8 +8,11 @@ values become one Arrow array. Why not pyarrow's JSON reader: on 1000 rows of 12
 vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where pyarrow's reader
 took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (short floats, as
 `json_row` writes them) the two were within 2x of each other either way under a load of 55
-(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. orjson
-also handles a record of another shape without failing the batch. Confluent-framed Avro is
+(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. Issue 29
+tried pyarrow's reader straight into the batch's columns in the consumer (no Python float per
+value): on 500 of the benchmark's records (2.6 KB each) it took 6.6-7.0 ms of CPU where orjson
+plus `pa.array` took 4.0-4.6 ms (30 interleaved runs, load 84), so orjson stays. orjson also
+handles a record of another shape without failing the batch. Confluent-framed Avro is
 read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
 `after` rows are taken by column, its other events marked to go record by record.
 

@@ -193,6 +193,30 @@ def test_request_produces_a_tick_promptly(log: Log, dml: str, tso: TimestampOrac
             )
 
 
+def test_a_request_held_back_by_a_stamp_in_flight_is_served_once_it_ends(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """A Strong read behind a write in flight (the ingest consumer's stream of writes) gets
+    its tick once the write ended, not at the next interval (an hour here)."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    with running(Ticker(log, dml, SERDE, barrier, interval=3600)) as ticker:
+        with source.stamp() as held:
+            wanted = tso.now()  # a Strong read's ts, above the write in flight
+            ticker.request(after=wanted)
+            wait_until(
+                functools.partial(ticked_past, log, dml, held - 1),
+                5.0,
+                f"the tick held back below the stamp {held} in flight",
+            )
+            assert not ticked_past(log, dml, wanted)
+        wait_until(
+            functools.partial(ticked_past, log, dml, wanted),
+            5.0,
+            f"a tick >= {wanted} once the stamp ended (interval: an hour)",
+        )
+
+
 def test_no_ticks_are_appended_while_nothing_new_was_stamped(
     log: Log, dml: str, tso: TimestampOracle
 ):

@@ -76,6 +76,30 @@ def test_a_json_row_that_does_not_fit_is_dead_lettered_alone(client: Client, env
         assert why in reason
 
 
+def test_json_rows_the_columnar_reader_refuses_are_still_read_or_dead_lettered_alone(
+    client: Client,
+):
+    """Plain JSON rows go through pyarrow's JSON reader; a batch it refuses (a record over
+    several lines, one of two objects, a bool for a number, a field the collection lacks)
+    is read as before: the good records applied, each bad one dead-lettered with its reason."""
+    create(client)
+    values = [
+        j(row(0)),
+        json.dumps(row(1), indent=2).encode(),  # pretty-printed: several lines
+        j(row(2)) + b" " + j(row(3)),  # two objects in one record
+        j(row(4, n=True)),  # a bool for an INT8
+        j(row(5, extra=1)),  # no such field, no dynamic field
+        j(row(6)),
+    ]
+    ingest = client.cluster.topics.ingest
+    offsets = produce(client, ingest, [(b"c", v) for v in values])
+    wait_consumed(client, ingest, offsets)
+    assert set(visible(client)) == {0, 1, 6}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[2:5]
+    assert "extra" in letters[2][1]
+
+
 def debezium(op: str, before: Any, after: Any) -> bytes:
     return j({"before": before, "after": after, "op": op, "source": {"table": "docs"}})
 
