@@ -38,6 +38,15 @@ the time from its produce call to the return of the first Strong query that saw 
 bound, to the reader's poll); its "consumed" latency ends when the committed position passed
 its offset (the consumer's share: decode, proxy write to dml, position commit).
 
+Where the freshness went (issue 29): the consumer's share ("consumed") was mostly fine once
+the probe's producer was warm (its first delivery had taken 0.5-1.2 s, counted against the
+first hundred rows); the rest was the Strong read. A read behind a stream of writes asked for
+a tick past its ts while a write stamped below it was still in flight, the tick appended was
+held below that write, and the next came only at the tick interval (200 ms), so a row waited
+up to one interval per read. The ticker now keeps such a request pending and looks again every
+2 ms until a tick covers it (processors/rootcoord/timesync.py). Before: p99 580-630 ms
+embedded, 772-1024 ms Kafka, p50 134-308 ms.
+
 The default ingest topic is the cluster's only ingest route in these runs: each idle mapped
 topic adds an empty poll per consumer loop (the last row shows the effect of two).
 """
