@@ -13,6 +13,13 @@ from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 TTL = "collection.ttl.seconds"
 
 
