@@ -24,6 +24,13 @@ from vectorlog.jobs.rebuild import rebuild
 from vectorlog.sdk import probes
 from vectorlog.streams.log.base import start_offsets
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 OLD, NEW = range(0, 15), range(15, 20)
 
 
@@ -72,7 +79,7 @@ def test_an_added_field_reads_its_default_or_null_in_old_rows_everywhere(
     client.insert("c", rows(range(0, 10)))
     client.flush("c")  # Flushed segments before the add, and growing rows
     client.insert("c", rows(range(10, 15)))
-    before = client.cluster.rootcoord.now()
+    before = probes.now(client)
     add_fields(client)
     client.insert("c", rows(NEW, tag="x", score=1))
     check_reads(client)
@@ -89,9 +96,8 @@ def test_an_added_field_reads_its_default_or_null_in_old_rows_everywhere(
         "vector",
     ]
     reopened.flush("c")  # binlogs after the add hold the field; those before lack it
-    assert reopened.cluster.compactor is not None
-    job = reopened.cluster.compactor.compact("c")
-    assert job.state == "Completed" and [len(olds) for olds in job.merged.values()] == [2]
+    job = reopened.get_compaction_plans(reopened.compact("c", wait=True))
+    assert job["state"] == "Completed" and [len(olds) for olds in job["merged"].values()] == [2]
     wait_until(lambda: len(reopened.list_segments("c")) == 1, 20.0, "the merge")
     check_reads(reopened)
     reopened.close()
@@ -197,8 +203,8 @@ def test_a_truncated_source_with_an_added_field_is_rebuilt_from_its_binlogs(tmp_
     add_fields(source)
     source.insert("c", rows(NEW, tag="x", score=1))
     source.flush("c")
-    last = source.cluster.rootcoord.now()
-    used = source.cluster.proxy.describe_collection("c").pchannels
+    last = probes.now(source)
+    used = probes.pchannels(source, "c")
     log, dml = source.cluster.log, source.cluster.topics.dml
     cut = lambda: all(start_offsets(log, dml)[p] > 0 for p in used)  # noqa: E731
     wait_until(cut, 60.0, "retention to delete the flushed dml records")

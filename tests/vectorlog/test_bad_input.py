@@ -22,6 +22,12 @@ from vectorlog.core.errors import (
 
 
 @pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
+@pytest.fixture
 def books(client: Client) -> Client:
     return create_books(client)
 
@@ -127,6 +133,7 @@ def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
     assert ddl_changes(client) == []
 
 
+@pytest.mark.fresh_cluster  # the message names a collection of the default database plainly
 def test_duplicate_collection_is_refused(client: Client):
     client.create_collection("c", dimension=4)
     with pytest.raises(CollectionConflict, match="different parameters, collection: c$"):

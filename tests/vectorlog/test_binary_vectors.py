@@ -13,6 +13,13 @@ from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 ROWS, DIM, K = 1200, 64, 5
 
 

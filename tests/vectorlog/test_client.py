@@ -15,6 +15,12 @@ from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, Vector
 from vectorlog.sdk import probes
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 @pytest.fixture(scope="module")
 def digits() -> tuple[np.ndarray, np.ndarray]:
     d = load_digits()
@@ -177,6 +183,7 @@ def test_eventually_reads_without_waiting_and_strong_sees_own_writes(client: Cli
     assert client.search("c", [[1.0, 0.0]], consistency_level="Eventually")[0][0]["id"] == 1
 
 
+@pytest.mark.fresh_cluster  # it stops the cluster's ticker
 def test_read_times_out_clearly_when_ticks_stop(client: Client):
     client.create_collection("c", dimension=2)
     client.cluster.ticker.stop()
@@ -222,6 +229,7 @@ def test_large_deletes_are_split_under_the_message_size(open_client: ClientFacto
     assert c.get_collection_stats("c") == {"row_count": 0}
 
 
+@pytest.mark.fresh_cluster  # the whole cluster must be idle
 def test_an_idle_cluster_does_not_grow_its_log(client: Client):
     from vectorlog.processors.rootcoord.tso import physical_ms
 
@@ -272,6 +280,7 @@ def test_a_second_client_on_an_open_directory_is_refused_naming_it(tmp_path: Pat
         assert first.list_collections() == ["c"]  # the refused open disturbed nothing
 
 
+@pytest.mark.fresh_cluster  # it closes the cluster
 def test_every_error_after_close_is_a_vectorlog_error(client: Client):
     """`except VectorlogError` is enough: the log's and the state store's errors derive from it."""
     client.create_collection("c", dimension=2)

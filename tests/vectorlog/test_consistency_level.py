@@ -15,6 +15,12 @@ from vectorlog.processors.proxy import proxy as proxy_module
 
 
 @pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
+@pytest.fixture
 def levels_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The level of every read's guarantee, in order (the proxy's guarantee, recorded)."""
     seen: list[str] = []

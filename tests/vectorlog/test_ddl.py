@@ -23,6 +23,12 @@ from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS
 from vectorlog.sdk import probes
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 def refused(client: Client, exc: type[Exception], match: str, fn, *args) -> None:
     """Asserts fn(*args) raises `exc` matching `match` and appends no DDL event."""
     before = len(ddl_changes(client))
@@ -104,6 +110,7 @@ def test_aliases_resolve_for_reads_and_writes(client: Client):
         client.search("books", [vec(0)])
 
 
+@pytest.mark.fresh_cluster  # messages name default-database names (others leak db.name)
 def test_alias_rules(client: Client):
     client.create_collection("a", dimension=2)
     client.create_collection("b", dimension=2)
@@ -135,6 +142,7 @@ def test_alias_rules(client: Client):
     refused(client, CollectionNotFound, "collection=zzz", client.create_alias, "zzz", "y")
 
 
+@pytest.mark.fresh_cluster  # messages name default-database names (others leak db.name)
 def test_rename_keeps_id_data_and_aliases(client: Client):
     client.create_collection("old", dimension=2, metric_type="L2")
     client.create_alias("old", "al")

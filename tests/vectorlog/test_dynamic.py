@@ -17,6 +17,13 @@ from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.expr import InvalidExpression
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 COLORS = ("red", "green", "blue")
 N = 40
 

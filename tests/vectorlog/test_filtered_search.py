@@ -9,9 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.support import wait_until
 from vectorlog import Client, DataType
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
 
 DIM, SEALED, K = 8, 3000, 10
 FILTERS = {

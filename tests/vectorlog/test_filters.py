@@ -16,6 +16,13 @@ from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import InvalidExpression
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 METRICS = ("L2", "IP", "COSINE")
 K = 7
 

@@ -14,6 +14,13 @@ from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import SchemaMismatch
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 ROWS, DIM, K = 120, 8, 5
 
 

@@ -17,6 +17,13 @@ from tests.vectorlog.test_multivector import FIELDS, ROWS, create, data, nearest
 from vectorlog import AnnSearchRequest, Client, RRFRanker, WeightedRanker
 from vectorlog.core.errors import InvalidArgument
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 K = 5
 
 

@@ -18,6 +18,13 @@ from tests.support import wait_until
 from vectorlog import Client, DataType
 from vectorlog.core.errors import CollectionNotFound, IndexExists, InvalidArgument
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 DIM, ROWS, K = 8, 60, 5
 IDLE = {"total_rows": 0, "indexed_rows": 0, "pending_index_rows": 0, "state": "Finished"}
 

@@ -17,6 +17,13 @@ from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 ROWS, K = 80, 5
 #: vector field -> (dim, index metric)
 FIELDS = {"text": (8, "L2"), "image": (6, "IP"), "audio": (4, "COSINE")}

@@ -15,6 +15,13 @@ from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import DataType
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 ROWS: list[dict[str, Any]] = [
     {"id": 1, "v": [1.0, 0.0], "n": None, "s": None, "f": None, "j": None, "a": None, "d": None},
     {"id": 2, "v": [0.0, 1.0], "n": 5, "s": "x", "f": 1.5, "j": {"k": 1}, "a": [1, 2], "d": 3},

@@ -16,6 +16,13 @@ from vectorlog import Client, DataType
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 NAMED = "not support manually specifying the partition names if partition key mode is used"
 
 

@@ -17,6 +17,13 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.expr import InvalidExpression
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 COLORS = ("red", "green", "blue")
 
 

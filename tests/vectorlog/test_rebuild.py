@@ -4,7 +4,6 @@ earlier timestamps; bad requests are refused before anything is written; both ba
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_retention import FAST, truncated
@@ -42,15 +42,13 @@ def truncated_past(client: Client, ts: int, timeout: float = 60) -> None:
     record stamped at or before `ts`."""
     used = probes.pchannels(client, "c")
     log, topic, serde = client.cluster.log, client.cluster.topics.dml, EventSerde()
-    deadline = time.monotonic() + timeout
-    while True:
-        starts = start_offsets(log, topic)
-        kept = read_all(log, topic, start=starts, idle=0.2)
+
+    def cut() -> dict[int, int] | None:
+        kept = read_all(log, topic, start=start_offsets(log, topic), idle=0.2)
         first = {r.partition: serde.stamp(r.value) for r in reversed(list(kept))}
-        if all((first.get(p) or 0) > ts for p in used):
-            return
-        assert time.monotonic() < deadline, (starts, first)
-        time.sleep(0.2)
+        return first if all((first.get(p) or 0) > ts for p in used) else None
+
+    wait_until(cut, timeout, f"retention to delete every dml record stamped at or before {ts}")
 
 
 def described(client: Client, as_of: int | None) -> Any:

@@ -13,6 +13,13 @@ from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 Q = [[1.0, 0.0]]
 
 

@@ -19,6 +19,13 @@ from vectorlog.core.errors import InvalidArgument, SchemaMismatch
 from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.sdk import probes
 
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 N = 60
 TYPED = ("id", "i8", "i16", "i32", "f", "ints", "tags", "fs", "bs")
 

@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client, DataType
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
 
 
 def insert_logs(client: Client, name: str) -> dict[int, tuple[dict[str, Any], list[Any], Any]]:

@@ -449,11 +449,11 @@ class Client(AdminCalls, PrivilegeGroupCalls):
 
     def load_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         """Accepted, with nothing to do. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(self._q(collection_name), partition_names)
+        self._known_partitions(collection_name, partition_names)
 
     def release_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         """Accepted, with nothing done. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(self._q(collection_name), partition_names)
+        self._known_partitions(collection_name, partition_names)
 
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
@@ -462,13 +462,15 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         "Loading" while a pchannel of the collection has no query node serving it and
         "NotLoad" if no query node could load one. Raises CollectionNotFound,
         PartitionNotFound."""
-        self._known_partitions(self._q(collection_name), [partition_name] if partition_name else [])
+        self._known_partitions(collection_name, [partition_name] if partition_name else [])
         state = getattr(self._cluster, "load_state", None)
         if state is None:
             return {"state": "Loaded"}
         return {"state": state(self._proxy.describe_collection(self._q(collection_name)).pchannels)}
 
     def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
+        """Raises CollectionNotFound, or PartitionNotFound for the first of `partition_names`
+        the collection (a plain name of this client's database) lacks."""
         parts = self._proxy.describe_collection(self._q(collection_name)).partitions
         for name in partition_names:
             if name not in parts:

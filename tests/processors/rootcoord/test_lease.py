@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.support import on_backends, unique_topic
+from tests.processors.implementations import open_cluster
+from tests.support import log_params, on_backends, unique_topic
 from vectorlog.core.errors import ClusterInUse, LeaseUnconfirmed, RootCoordFenced
 from vectorlog.processors.rootcoord.lease import FIRST_WINDOW, Lease
 from vectorlog.processors.rootcoord.lease_record import Holder, LeaseRecord, LeaseState
@@ -207,3 +209,29 @@ def test_an_unconfirmed_lease_raises_without_fencing(tmp_path):
     with pytest.raises(LeaseUnconfirmed, match="not confirmed for 9.0s"):
         holder.check()
     assert not holder.fenced
+
+
+@pytest.mark.parametrize("kind", log_params())
+def test_a_rootcoord_whose_lease_was_taken_over_issues_no_ids_or_timestamps(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+):
+    """Its RootCoordService (what the other processors call) refuses every allocation, so a
+    fenced leader never hands out an id or a timestamp the new holder may issue too."""
+    client = open_cluster(kind, request, tmp_path)
+    try:
+        rootcoord, lease = client.cluster.rootcoord, client.cluster.lease
+        assert rootcoord.allocate_ids(3) > 0  # the holder allocates
+        # another rootcoord took over (it evicted this one, as after a long pause)
+        taker = LeaseRecord("claim", "taker", lease.host, 1, 0, 1, evicts=lease.instance)
+        append(client.cluster.log, lease.topic, taker)
+        assert not lease.renew()
+        for allocation in (
+            rootcoord.allocate_ids,
+            lambda: rootcoord.allocate_ids(1000),
+            rootcoord.allocate_timestamps,
+            rootcoord.now,
+        ):
+            with pytest.raises(RootCoordFenced, match="taker.*took its lease over"):
+                allocation()
+    finally:
+        client.close()

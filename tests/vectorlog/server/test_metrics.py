@@ -27,6 +27,7 @@ from tests.support import log_params, wait_until
 from tests.vectorlog.server.cluster import cluster_client
 from tests.vectorlog.server.rest_support import unique
 from vectorlog import Client
+from vectorlog.sdk import probes
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
@@ -238,7 +239,7 @@ def test_metrics_need_the_token_and_count_dead_letters(
     assert http.get("/healthz").status_code == 200
     auth = {"Authorization": f"Bearer {TOKEN}"}
     client.create_collection("c", dimension=2)
-    partition = client.cluster.proxy.describe_collection("c").pchannels[0]
+    partition = probes.pchannels(client, "c")[0]
 
     def dead_letters() -> float:
         response = http.get("/metrics", headers=auth)
@@ -263,7 +264,7 @@ def test_the_console_keeps_the_newest_dead_letters_and_counts_them_all(
     summaries kept are the newest `keep`, the count covers every letter."""
     client, _ = guarded
     client.create_collection("flood", dimension=2)
-    partition = client.cluster.proxy.describe_collection("flood").pchannels[0]
+    partition = probes.pchannels(client, "flood")[0]
     letters = DeadLetterCount(client.cluster.log, client.cluster.topics.dlq, every_s=0, keep=3)
     before = letters.count()
     for i in range(4):  # the query node and the data node each write a letter of a record
