@@ -70,6 +70,9 @@ def child(uri: str, engine: str, rows: int, batch: int) -> dict[str, Any]:
             "rows_per_s": round(rows / total),
             "segments": len(segs),
             "parts_written_by_executors": writer.parts_written if writer else 0,
+            "micro_batches": job.batches if job is not None else 0,
+            "task_read_s": round(writer.task_seconds["read"], 1) if writer else 0.0,
+            "task_write_s": round(writer.task_seconds["write"], 1) if writer else 0.0,
         }
 
 
