@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-START_TIMEOUT_S = 60.0
+#: a master took over 60 s to answer on a 2-core machine at load average 50
+START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 5.0
 
 

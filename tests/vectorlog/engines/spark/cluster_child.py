@@ -102,6 +102,7 @@ def away(uri: str) -> dict[str, Any]:
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
     logging.getLogger("vectorlog.runtime.loop").addHandler(handler)
+    logging.getLogger("vectorlog.runtime.loop").setLevel(logging.WARNING)
     client = Client(uri)
     job = client.cluster.spark_job
     wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
@@ -120,6 +121,8 @@ def away(uri: str) -> dict[str, Any]:
         "segments": [s["state"] for s in segs],
         "stored": stored_pks(client, segs),
         "failures": [m for m in said if "datanode step failed" in m],
+        "failure": repr(client.cluster.datanode.failure),
+        "timeout_s": job.writer.job_timeout_s if job.writer else None,
     }
 
 

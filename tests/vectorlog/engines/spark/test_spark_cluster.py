@@ -193,7 +193,8 @@ def test_a_spark_cluster_gone_mid_flush_acknowledges_nothing_and_a_new_driver_wr
     finally:
         (pause / "go").touch()
         child.kill()  # SIGKILL: the driver dies with its Spark context
-        child.communicate(timeout=60)
+        err = child.communicate(timeout=60)[1]
+    assert away["failures"], (away, err[-3000:])
     assert away["flush_error"] == "FlushTimeout"  # never acknowledged
     assert away["segments"] and "Flushed" not in away["segments"]
     assert away["stored"] == []  # no file of a part left behind
