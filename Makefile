@@ -57,6 +57,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.datanodes_bench
 	$(BIN)/python -m benchmarks.bm25_bench
 	$(BIN)/python -m benchmarks.spark_datanode_bench
+	$(BIN)/python -m benchmarks.spark_bulk_bench
 	$(BIN)/python -m benchmarks.group_commit_bench
 	$(BIN)/python -m benchmarks.wire_vs_milvus
 	$(BIN)/python -m benchmarks.report

@@ -124,6 +124,10 @@ class Config:
     #: rows per Spark task of a segment write by the executors (a segment's rows are split
     #: into parts of about this many, written in parallel)
     spark_rows_per_task: int = 50_000
+    #: a segment write's Spark job is cancelled after this many seconds (a cluster that lost
+    #: its master or workers makes a job wait for executors forever); the data node logs the
+    #: failure and retries the write with backoff
+    spark_job_timeout_s: float = 900.0
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
@@ -255,6 +259,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "compaction_engine": (lambda v: v in ("local", "spark"), '"local" or "spark"'),
     "spark_writes": (lambda v: v in ("executors", "driver"), '"executors" or "driver"'),
     "spark_rows_per_task": (lambda v: 1 <= v <= 1 << 30, "1..1073741824 rows"),
+    "spark_job_timeout_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),

@@ -380,7 +380,7 @@ class Standalone:
         if cfg.spark_writes != "executors":
             return None
         job = self._job_session
-        return SparkRowsWriter(
+        writer = SparkRowsWriter(
             self._spark_log_uri(cfg),
             self.topics.dml,
             cfg.storage_uri(),
@@ -390,6 +390,8 @@ class Standalone:
             cfg.schema_registry_url,
             cfg.spark_rows_per_task,
         )
+        writer.job_timeout_s = cfg.spark_job_timeout_s
+        return writer
 
     def _job_session(self) -> Any:
         """The Spark data node job's session, once it is up (a write waits for it)."""

@@ -14,8 +14,11 @@ from vectorlog.streams.deadletter import DeadLetterAbandoned
 
 log = logging.getLogger(__name__)
 
-#: pause after a failed round before the next one
+#: pause after a failed round before the next one; it doubles with each failed round in a
+#: row, up to MAX_RETRY_S (a dependency that is down is not hammered), and is back to RETRY_S
+#: after a round that succeeds
 RETRY_S = 0.5
+MAX_RETRY_S = 8.0
 
 
 class Processor(Protocol):
@@ -80,10 +83,14 @@ class ProcessorLoop:
         tick_s: float | None = None,
         retry_s: float = RETRY_S,
         join_timeout_s: float | None = 30.0,
+        max_retry_s: float = MAX_RETRY_S,
     ) -> None:
         """`tick_s`: how often `processor.tick()` runs after a round (None: never);
+        `retry_s`, `max_retry_s`: the pause after a failed round, doubling with each failed
+        round in a row up to the max;
         `join_timeout_s`: how long `stop` waits for the round in hand (None: until done)."""
         self.processor, self.tick_s, self.retry_s = processor, tick_s, retry_s
+        self.max_retry_s = max(max_retry_s, retry_s)
         self.join_timeout_s = join_timeout_s
         #: set by `stop`; a processor waits on it (dead-letter retries, backoffs)
         self.stopping = threading.Event()
@@ -117,7 +124,7 @@ class ProcessorLoop:
         return not self._thread.is_alive()
 
     def _run(self) -> None:
-        p, opened = self.processor, False
+        p, opened, failures = self.processor, False, 0
         next_tick = time.monotonic() + (self.tick_s or 0.0)
         try:
             while not self.stopping.is_set():
@@ -130,16 +137,30 @@ class ProcessorLoop:
                         p.tick()
                         next_tick = time.monotonic() + self.tick_s
                     p.report(None)
+                    failures = 0
                 except DeadLetterAbandoned:
                     return  # stopping mid-pack: its position stays behind it
                 except Exception as exc:  # the log, the store or the object store failed
-                    log.warning("%s step failed, retrying: %s", p.name, exc)
+                    failures += 1
+                    delay = self.backoff(failures)
+                    log.warning(
+                        "%s step failed (%d in a row), retrying in %.1f s: %s",
+                        p.name,
+                        failures,
+                        delay,
+                        exc,
+                    )
                     p.report(exc)
                     self._reset()
                     opened = False
-                    self.stopping.wait(self.retry_s)
+                    self.stopping.wait(delay)
         finally:
             self._reset()
+
+    def backoff(self, failures: int) -> float:
+        """Returns the pause after `failures` failed rounds in a row: `retry_s`, doubled
+        with each further failure, at most `max_retry_s`."""
+        return float(min(self.retry_s * 2 ** min(failures - 1, 30), self.max_retry_s))
 
     def _reset(self) -> None:
         try:

@@ -249,3 +249,24 @@ def test_stopping_during_retries_abandons_the_event(log, applier_parts):
     with pytest.raises(DeadLetterAbandoned):
         applier.apply(event(3), failing)
     assert read_dead_letters(log, DLQ) == []
+
+
+def test_failed_rounds_in_a_row_back_off_and_a_good_round_resets_the_pause(log, caplog):
+    summer = Summer(log, MemoryDisk())
+    loop = ProcessorLoop(summer, retry_s=0.5, max_retry_s=8.0)
+    assert [loop.backoff(n) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    summer.loop = ProcessorLoop(summer, retry_s=0.001, max_retry_s=0.004)
+    summer.fail_applies = 3
+    put(log, b"5")
+    with caplog.at_level("WARNING", logger="vectorlog.runtime.loop"):
+        summer.loop.start()
+        try:
+            wait_until(lambda: summer.sum == 5, "the first record after three failures")
+            summer.fail_applies = 1
+            put(log, b"7")
+            wait_until(lambda: summer.sum == 12, "the second record after one more")
+        finally:
+            assert summer.loop.stop()
+    said = [r.getMessage() for r in caplog.records if "step failed" in r.getMessage()]
+    in_a_row = [s.split("(")[1].split(")")[0] for s in said]
+    assert in_a_row == ["1 in a row", "2 in a row", "3 in a row", "1 in a row"]

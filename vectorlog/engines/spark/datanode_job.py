@@ -363,6 +363,8 @@ class SparkDataNodeJob:
 
             if self.storage_uri is not None:
                 check_executors(session, self.storage_uri)
+            if self.writer is not None:
+                self._warm(session)
             self.session = session
             self.session_ready.set()
             register(session)
@@ -376,6 +378,16 @@ class SparkDataNodeJob:
         finally:
             self.running.clear()
             release_session(session)
+
+    def _warm(self, session: SparkSession) -> None:
+        """Starts the executors' Python workers before the first batch (see `warm_workers`);
+        a failure is only logged: the batches start them then."""
+        from vectorlog.engines.spark.executor_write import warm_workers
+
+        try:
+            warm_workers(session)
+        except Exception as exc:
+            log.warning("could not warm the Spark executors' Python workers: %s", exc)
 
     def _run_query(self, session: SparkSession) -> None:
         """Runs one query from the offsets after the last record handed over until it ends."""

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROWS_PER_TASK = 50_000
+#: a write is split into at least one part per executor core while parts keep this many rows
+MIN_ROWS_PER_PART = 2_000
 #: a segment write's Spark job is cancelled (and retried by the data node) after this long
 JOB_TIMEOUT_S = 900.0
 #: one segment's write: where, its schema and its buffered rows
@@ -118,6 +121,23 @@ def strip_event(plan: StripPlan, event: Event) -> bool:
     return True
 
 
+# -- the Python workers -------------------------------------------------------------------------
+def warm_workers(session: SparkSession) -> list[int]:
+    """Runs one task per executor core that imports what the data node's tasks run, so the
+    first micro-batch and the first segment write find Python workers started and their
+    modules imported (Spark reuses a worker for the next task); returns the workers' pids."""
+    sc = session.sparkContext
+    n = max(sc.defaultParallelism, 1)
+    return list(sc.parallelize(range(n), n).map(_import_task_modules).collect())
+
+
+def _import_task_modules(_: int) -> int:
+    """A task of `warm_workers`: this module (decoders, writers) is imported to unpickle it."""
+    import vectorlog.engines.spark.logsource  # noqa: F401 (the read of every micro-batch)
+
+    return os.getpid()
+
+
 # -- step 2: the segment writes -----------------------------------------------------------------
 @dataclass(frozen=True)
 class PartTask:
@@ -160,7 +180,9 @@ def ids_per_part(schema: CollectionSchema) -> int:
 
 def write_part(task: PartTask) -> dict[str, Any]:
     """A task: reads the part's records, decodes them and writes its insert and stats logs;
-    returns its BinlogPathsSaved body (and `worker`, the executor's work folder)."""
+    returns its BinlogPathsSaved body (and `worker`, the executor's work folder, and
+    `seconds`, what its steps took: read and decode, write)."""
+    started = time.perf_counter()
     rows = InsertBuffer(StreamPosition())
     for ref, event in _events(task):
         b = event.body
@@ -168,6 +190,7 @@ def write_part(task: PartTask) -> dict[str, Any]:
         by_id = {c["field_id"]: decode_column(c["column"], ref.num_rows) for c in columns}
         fields = {f.field_id: by_id[f.field_id] for f in task.schema.fields}
         rows.append(ref.first_row_id, ref.ts, fields, ref.num_rows)
+    decoded = time.perf_counter()
     ids = iter(range(task.first_id, task.first_id + ids_per_part(task.schema)))
     store = PyArrowObjectStore(task.storage_uri)
     writer = SegmentWriter(store, lambda n: _take(ids, n), lambda: task.write_ts)
@@ -175,6 +198,7 @@ def write_part(task: PartTask) -> dict[str, Any]:
     if _first_attempt():
         pause_point("spark.write_part.after_files")  # a test kills the worker here
     body["worker"] = os.getcwd()  # a standalone executor runs in its worker's work folder
+    body["seconds"] = {"read": decoded - started, "write": time.perf_counter() - decoded}
     return body
 
 
@@ -233,6 +257,8 @@ class SparkRowsWriter:
         self._lock = threading.Lock()
         self.parts_written = 0
         self.workers: set[str] = set()  # the executors' work folders that wrote parts
+        #: seconds the parts' tasks spent reading and decoding their records, and writing
+        self.task_seconds = {"read": 0.0, "write": 0.0}
         #: per pchannel, the first dml offset not yet applied by the data node
         self.applied: Callable[[], dict[int, int]] = dict
 
@@ -262,11 +288,12 @@ class SparkRowsWriter:
         """Writes several segments' buffered rows in one Spark job, every part a task (they
         run in parallel); returns each segment's part bodies in row order. Raises what a task
         raised (after its retries), having deleted every part of every segment."""
-        per = [self._tasks(ref, schema, rows) for ref, schema, rows in writes]
+        sc = self.session().sparkContext
+        size = self.part_rows(sum(rows.num_rows for _, _, rows in writes), sc.defaultParallelism)
+        per = [self._tasks(ref, schema, rows, size) for ref, schema, rows in writes]
         tasks = [t for group in per for t in group]
         if not tasks:
             return [[] for _ in writes]
-        sc = self.session().sparkContext
         first = tasks[0]
         group = f"vectorlog-write-{first.ref.segment_id}-{first.first_id}"
         # a cluster that lost its master or every worker never fails the job: it waits for
@@ -284,6 +311,8 @@ class SparkRowsWriter:
             watchdog.cancel()
         for body in bodies:
             self.workers.add(body.pop("worker"))
+            for step, took in body.pop("seconds").items():
+                self.task_seconds[step] += took
         self.parts_written += len(bodies)
         out, at = [], 0
         for group_tasks in per:
@@ -291,13 +320,22 @@ class SparkRowsWriter:
             at += len(group_tasks)
         return out
 
-    def _tasks(self, ref: SegmentRef, schema: CollectionSchema, rows: RefBuffer) -> list[PartTask]:
+    def part_rows(self, total: int, cores: int) -> int:
+        """Returns the rows per part of a job writing `total` rows: `rows_per_task`, or less
+        so that every one of `cores` executor cores gets a part (parts of at least
+        MIN_ROWS_PER_PART rows)."""
+        even = -(-total // max(cores, 1))
+        return max(1, min(self.rows_per_task, max(even, MIN_ROWS_PER_PART)))
+
+    def _tasks(
+        self, ref: SegmentRef, schema: CollectionSchema, rows: RefBuffer, size: int
+    ) -> list[PartTask]:
         if not rows.refs:
             return []
         groups: list[list[RowsRef]] = [[]]
         n = 0
         for r in rows.refs:
-            if n >= self.rows_per_task:
+            if n >= size:
                 groups.append([])
                 n = 0
             groups[-1].append(r)

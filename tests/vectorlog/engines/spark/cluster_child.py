@@ -8,6 +8,7 @@ environment (VECTORLOG_*), runs a scenario, and prints what the test checks as o
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -89,6 +90,58 @@ def stored_pks(client: Client, segs: list[dict[str, Any]]) -> list[int]:
     return out
 
 
+#: how long the `away` scenario's flush waits (several of the data node's write attempts)
+AWAY_FLUSH_WAIT_S = 90
+
+
+def away(uri: str) -> dict[str, Any]:
+    """KILL_ROWS rows, then a flush the test makes impossible (it kills the whole Spark
+    cluster while a part is written): what the flush raised, what a user sees, which files
+    are there and what the data node logged. Then the process waits to be killed."""
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("vectorlog.runtime.loop").addHandler(handler)
+    logging.getLogger("vectorlog.runtime.loop").setLevel(logging.WARNING)
+    client = Client(uri)
+    job = client.cluster.spark_job
+    wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
+    client.create_collection("k", dimension=4, num_shards=1)
+    for start in range(0, KILL_ROWS, 500):
+        rows = range(start, start + 500)
+        client.insert("k", [{"id": i, "vector": [float(i), 0.0, 1.0, 2.0]} for i in rows])
+    try:
+        client.flush("k", timeout=AWAY_FLUSH_WAIT_S)
+        error = None
+    except Exception as exc:
+        error = type(exc).__name__
+    segs = client.list_segments("k")
+    return {
+        "flush_error": error,
+        "segments": [s["state"] for s in segs],
+        "stored": stored_pks(client, segs),
+        "failures": [m for m in said if "datanode step failed" in m],
+        "failure": repr(client.cluster.datanode.failure),
+        "timeout_s": job.writer.job_timeout_s if job.writer else None,
+    }
+
+
+def flush_again(uri: str) -> dict[str, Any]:
+    """The `away` scenario's cluster opened again (a new driver): its flush, then what a
+    user sees and which rows the segment's files hold."""
+    with Client(uri) as client:
+        job = client.cluster.spark_job
+        wait_until(job.running.is_set, JVM_UP_S, "the Spark job on the cluster")
+        client.flush("k", timeout=JVM_UP_S)
+        segs = client.list_segments("k")
+        got = client.query("k", filter="id >= 0", output_fields=["id"], limit=KILL_ROWS + 10)
+        return {
+            "segments": [(s["state"], s["num_rows"]) for s in segs],
+            "ids": sorted(r["id"] for r in got),
+            "stored": sorted(stored_pks(client, segs)),
+        }
+
+
 BULK_FILES, BULK_ROWS = 4, 5000  # rows per file
 
 
@@ -125,12 +178,14 @@ def bulk(uri: str) -> dict[str, Any]:
         }
 
 
-SCENARIOS = {"script": script, "kill": kill, "bulk": bulk}
+SCENARIOS = {"script": script, "kill": kill, "bulk": bulk, "away": away, "again": flush_again}
 
 
 def main() -> None:
     scenario, uri = sys.argv[1], sys.argv[2]
     print(json.dumps(SCENARIOS[scenario](uri)), flush=True)
+    if scenario == "away":
+        sys.stdin.read()  # the test kills this driver (its Spark cluster is gone)
 
 
 if __name__ == "__main__":

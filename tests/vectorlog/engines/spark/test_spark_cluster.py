@@ -3,6 +3,8 @@ and two workers started from the pyspark wheel's launcher), with the Kafka log o
 broker and a storage root the workers share. Each driver is a process of its own
 (cluster_child.py), configured through VECTORLOG_* variables as a user's would be.
 
+One test kills a whole cluster of its own (master and workers) mid-flush.
+
 All are `slow` (make test-all): the end-to-end data node test took 107 s here with the machine
 loaded (its driver's JVM alone 45 s); the executors' writes are covered in `make test` on
 local[2] (test_spark_datanode.py)."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from vectorlog import Client
 #: took 45 s, its run 250 s)
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(1500)]
 CHILD_TIMEOUT_S = 600
+ROOT = Path(__file__).resolve().parents[4]  # the checkout the executors import
 
 
 def run_child(cluster: Any, scenario: str, args: dict[str, Any], **settings: Any) -> dict[str, Any]:
@@ -61,6 +65,7 @@ def start_child(
         [*cmd, args["uri"]],
         env=env,
         cwd=cluster.pythonpath,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -142,3 +147,64 @@ def test_a_bulk_insert_on_the_cluster_runs_its_tasks_on_both_workers(
     assert got["state"] == "Completed" and got["count"] == rows
     assert {worker_of(spark_cluster, w) for w in got["workers"]} == {0, 1}
     print(f"\nbulk insert on 2 workers: {rows} rows of 128-d in {got['seconds']:.1f} s")
+
+
+@pytest.fixture()
+def own_spark_cluster() -> Iterator[Any]:
+    """A cluster of this test's own (it kills all of it): a master and two 1-core workers."""
+    from infra.spark_cluster import SparkCluster
+
+    cluster = SparkCluster(workers=2, cores=1, memory="1g", pythonpath=str(ROOT)).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_a_spark_cluster_gone_mid_flush_acknowledges_nothing_and_a_new_driver_writes_once(
+    own_spark_cluster: Any, request: pytest.FixtureRequest, tmp_path: Path
+):
+    """A part of the flush's write holds after writing its files; the test SIGKILLs the
+    master and both workers (process groups). The write's job waits for executors until
+    `spark_job_timeout_s`, is cancelled and its files deleted; the data node's loop logs the
+    failure and retries with a growing pause, and the flush is never acknowledged. The driver
+    is then SIGKILLed, the cluster started again, and a new driver flushes every row once."""
+    cluster, pause = own_spark_cluster, tmp_path / "pause"
+    pause.mkdir()
+    args = cluster_args("kafka", request, tmp_path / "cluster")
+    point = "spark.write_part.after_files"
+    settings = {"spark_rows_per_task": 1000, "spark_job_timeout_s": 15}
+    child = start_child(cluster, "away", args, pause_at=f"{point}={pause}", **settings)
+    try:
+        wait_until(
+            lambda: list(pause.glob(f"{point}.*")) or child.poll() is not None,
+            CHILD_TIMEOUT_S,
+            "a held part",
+        )
+        assert list(pause.glob(f"{point}.*")), finish_child(child)  # the driver ended: why
+        cluster.kill_master()
+        for worker in range(cluster.workers):
+            cluster.kill_worker(worker)
+        (pause / "go").touch()
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, child.communicate(timeout=60)[1][-4000:]
+        away = json.loads(line)
+    finally:
+        (pause / "go").touch()
+        child.kill()  # SIGKILL: the driver dies with its Spark context
+        err = child.communicate(timeout=60)[1]
+    assert away["failures"], (away, err[-3000:])
+    assert away["flush_error"] == "FlushTimeout"  # never acknowledged
+    assert away["segments"] and "Flushed" not in away["segments"]
+    assert away["stored"] == []  # no file of a part left behind
+    in_a_row = [m.split("(")[1].split(")")[0] for m in away["failures"]]
+    assert in_a_row[:2] == ["1 in a row", "2 in a row"]  # retried, with a growing pause
+    assert all("retrying in" in m for m in away["failures"])
+
+    cluster.restart()
+    got = run_child(cluster, "again", args, **settings)
+    rows = list(range(cluster_child.KILL_ROWS))
+    assert got["segments"] == [["Flushed", len(rows)]]
+    assert got["ids"] == rows  # what a user reads: every row once
+    assert got["stored"] == rows  # the files: no row twice
