@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 import numpy as np
-from pymilvus import DataType, MilvusClient
+from pymilvus import DataType, MilvusClient, MilvusException
 
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
@@ -52,8 +52,12 @@ def load(client: MilvusClient, rows: int) -> np.ndarray:
     client.create_collection("bench", schema=schema, num_shards=4, consistency_level="Bounded")
     vectors = np.random.default_rng(1).random((rows, DIM), dtype=np.float32)
     for lo in range(0, rows, BATCH):
-        hi = min(rows, lo + BATCH)
-        client.insert("bench", [{"id": i, "vector": vectors[i].tolist()} for i in range(lo, hi)])
+        batch = [{"id": i, "vector": vectors[i].tolist()} for i in range(lo, min(rows, lo + BATCH))]
+        try:
+            client.insert("bench", batch)
+        except MilvusException as exc:  # an outcome unknown on a busy machine: upsert again
+            print(f"  insert of rows {lo}+ retried as an upsert: {exc}", flush=True)
+            client.upsert("bench", batch)
     client.flush("bench")
     return vectors
 
@@ -136,24 +140,37 @@ VARIANTS = (
 )
 
 
+def started(
+    bootstrap: str, v: Variant, tmp: Path, sups: list[Supervisor]
+) -> tuple[Supervisor, int]:
+    """Starts `v`'s cluster (added to `sups`, for stopping); returns it and its port. A
+    start that fails (a port taken meanwhile by another program, a peer too slow on a busy
+    machine) is stopped and tried again on new ports, three times at most."""
+    for attempt in range(3):
+        port, key = free_port(), f"{v.nodes}x{v.threads}t{attempt}"
+        sup = Supervisor(
+            f"kafka://{bootstrap}",
+            str(tmp / f"s{key}"),
+            tmp / f"n{key}",
+            Shape(proxies=1, querynodes=v.nodes),
+            port,
+            f"bench{key}x{os.getpid()}",
+            say=lambda line: print(f"  {line}", flush=True),
+        )
+        sup.env["VECTORLOG_QUERYNODE_SEARCH_THREADS"] = str(v.threads)
+        sups.append(sup)
+        if sup.start_all():
+            return sup, port
+        sup.stop_all()
+    raise RuntimeError(f"{v.label}: the cluster did not start three times")
+
+
 def up(
     bootstrap: str, v: Variant, rows: int, tmp: Path, sups: list[Supervisor]
 ) -> tuple[Supervisor, str, float]:
     """Starts `v`'s cluster (added to `sups` first, for stopping) and loads it; returns
     (its supervisor, its uri, load seconds)."""
-    port, key = free_port(), f"{v.nodes}x{v.threads}"
-    sup = Supervisor(
-        f"kafka://{bootstrap}",
-        str(tmp / f"s{key}"),
-        tmp / f"n{key}",
-        Shape(proxies=1, querynodes=v.nodes),
-        port,
-        f"bench{key}x{os.getpid()}",
-        say=lambda line: print(f"  {line}", flush=True),
-    )
-    sup.env["VECTORLOG_QUERYNODE_SEARCH_THREADS"] = str(v.threads)
-    sups.append(sup)
-    assert sup.start_all(), "a process did not start"
+    sup, port = started(bootstrap, v, tmp, sups)
     uri = f"http://127.0.0.1:{port}"
     client = MilvusClient(uri)
     t = time.monotonic()
