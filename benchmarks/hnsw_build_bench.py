@@ -103,8 +103,8 @@ def bare_faiss(x: np.ndarray, threads: int) -> dict[str, Any]:
 
 
 def bare_faiss_apart(vectors: Path, threads: int) -> dict[str, Any]:
-    """Returns bare_faiss's figures from a child process in a session of its own (as the
-    servers run: with autogroup scheduling each session is one CPU-sharing group)."""
+    """Returns bare_faiss's figures from a child process in a session of its own, as the
+    servers run (with autogroup scheduling each session is one CPU-sharing group)."""
     code = "import json, sys, numpy as np; from benchmarks.hnsw_build_bench import bare_faiss; "
     code += "print(json.dumps(bare_faiss(np.load(sys.argv[1]), int(sys.argv[2]))))"
     res = subprocess.run(

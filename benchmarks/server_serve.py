@@ -56,11 +56,11 @@ def child(
     cmd: list[str], health_url: str | None, ready: str | None = None, new_session: bool = False
 ) -> Iterator[subprocess.Popen[str]]:
     """Runs `cmd` until the block ends (then SIGTERM, killed after 30 s) and gives the block its
-    process; `new_session`: in a session of its own, as infra.milvus_server starts Milvus (with
-    the kernel's autogroup scheduling a session is one CPU-sharing group, so a server compared
-    with Milvus gets the same share of a loaded machine). First waits until `health_url`
-    answers 200, or until the child writes a line containing `ready` to stderr (kept in a
-    temporary file). Raises RuntimeError if the child exits or is not ready in START_TIMEOUT_S."""
+    process; `new_session`: in a session of its own (the kernel's autogroup scheduling makes a
+    session one CPU-sharing group), as infra.milvus_server starts Milvus. First waits until
+    `health_url` answers 200, or until the child writes a line containing `ready` to stderr
+    (kept in a temporary file). Raises RuntimeError if the child exits or is not ready in
+    START_TIMEOUT_S."""
     with tempfile.TemporaryDirectory() as tmp:
         err = Path(tmp) / "stderr"
         with err.open("w") as sink:
