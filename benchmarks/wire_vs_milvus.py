@@ -120,7 +120,8 @@ def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dic
                     "wall_s": time.perf_counter() - started
                 }
         ports = Ports(free_port(), free_port())
-        with child(serve_command(d, ports), f"http://127.0.0.1:{ports.rest}/healthz"):
+        health = f"http://127.0.0.1:{ports.rest}/healthz"
+        with child(serve_command(d, ports), health, new_session=True):  # as Milvus runs
             started = time.perf_counter()
             proxy = _Remote(python, ports.grpc)
             return proxy.run(WORKLOAD, data) | {"wall_s": time.perf_counter() - started}
