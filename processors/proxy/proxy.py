@@ -671,8 +671,10 @@ class Proxy:
     def _run(
         self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt
     ) -> list[list[Hit]]:
-        """Returns the query node's hits of a planned search at `ts`."""
-        with _named(info):
+        """Returns the query node's hits of a planned search at `ts`. Raises
+        CollectionNotFound by the collection's name (as _named, without its generator: this
+        runs once per search)."""
+        try:
             return self.qn.search(
                 info.collection_id,
                 p.queries,
@@ -689,6 +691,8 @@ class Proxy:
                 expire_ts=_expired(info, at, ts),
                 anns_field=p.field.name,
             )
+        except CollectionNotFound:
+            raise CollectionNotFound(qualified(info.db, info.name)) from None
 
     def query(
         self,
