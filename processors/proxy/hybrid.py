@@ -38,6 +38,13 @@ class SearchPlan:
     expr: Expr | None
     partitions: list[int] | None
 
+    def with_queries(self, queries: Any) -> SearchPlan:
+        """Returns this plan searching `queries` instead (a shallow copy: the checked
+        arguments are shared, never changed)."""
+        plan = object.__new__(SearchPlan)
+        plan.__dict__.update(self.__dict__, queries=queries)
+        return plan
+
 
 def requests(reqs: Any) -> list[AnnSearchRequest]:
     """Returns a hybrid search's requests (ours or pymilvus's AnnSearchRequests). Raises

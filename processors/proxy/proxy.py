@@ -65,7 +65,7 @@ from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
 from vectorlog.processors.proxy import compaction_requests as compactions
-from vectorlog.processors.proxy import dynamic, hybrid, imports
+from vectorlog.processors.proxy import dynamic, hybrid, imports, plancache
 from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import partition_key as pkey
@@ -118,6 +118,7 @@ class Proxy:
         self.serde = serdes.for_topic(self.topic)
         self.source = rootcoord.tick_source(name)
         self.read_timeout = read_timeout
+        self._plans = plancache.PlanCache()
 
     # -- DDL and meta reads: forwarded to rootcoord ----------------------------------------
     def create_collection(
@@ -624,6 +625,29 @@ class Proxy:
         partition_names: list[str] | None,
         options: SearchOptions,
     ) -> hybrid.SearchPlan:
+        """Returns a search's checked arguments (all but the vectors from the plan cache when
+        the same arguments were checked against this collection version). Raises
+        InvalidArgument, InvalidExpression."""
+        key = plancache.search_key(info, limit, output_fields, partition_names, options)
+        cached = self._plans.get(info, key)
+        if cached is not None:
+            queries = self._queries(cached.field, data)
+            shape.nq(len(queries))
+            return cached.with_queries(queries)
+        plan = self._checked_plan(info, data, limit, output_fields, partition_names, options)
+        if not isinstance(plan.queries, list):  # raw text (BM25) is analysed on every call
+            self._plans.put(info, key, plan)
+        return plan
+
+    def _checked_plan(
+        self,
+        info: CollectionInfo,
+        data: Any,
+        limit: int,
+        output_fields: list[str] | None,
+        partition_names: list[str] | None,
+        options: SearchOptions,
+    ) -> hybrid.SearchPlan:
         """Returns a search's checked arguments. Raises InvalidArgument, InvalidExpression."""
         field = r.anns_field(info.schema, options.anns_field)
         queries = text_queries(info.schema, field, data) or self._queries(field, data)
@@ -647,8 +671,10 @@ class Proxy:
     def _run(
         self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt
     ) -> list[list[Hit]]:
-        """Returns the query node's hits of a planned search at `ts`."""
-        with _named(info):
+        """Returns the query node's hits of a planned search at `ts`. Raises
+        CollectionNotFound by the collection's name (as _named, without its generator: this
+        runs once per search)."""
+        try:
             return self.qn.search(
                 info.collection_id,
                 p.queries,
@@ -665,6 +691,8 @@ class Proxy:
                 expire_ts=_expired(info, at, ts),
                 anns_field=p.field.name,
             )
+        except CollectionNotFound:
+            raise CollectionNotFound(qualified(info.db, info.name)) from None
 
     def query(
         self,

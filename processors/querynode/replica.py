@@ -651,16 +651,28 @@ class Replica:
         """Returns per query the hits of a top-k answer (queries x k replica rows, empty
         slots -1): each query's filled slots after its first `offset`, as `ranked` keeps
         them, with the columns read once for every query (not once per query)."""
-        filled = labels >= 0
-        keep = filled & (np.cumsum(filled, axis=1) > offset)
-        rows = labels[keep]
+        if labels.size and labels.min() >= 0:  # every slot filled: no mask to build
+            rows, scores = labels[:, offset:].ravel(), dist[:, offset:].ravel()
+            per = max(labels.shape[1] - offset, 0)
+            ends = list(range(per, per * len(labels) + 1, per)) if per else [0] * len(labels)
+        else:
+            filled = labels >= 0
+            keep = filled & (np.cumsum(filled, axis=1) > offset)
+            rows, scores = labels[keep], dist[keep]
+            ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
         ids = self.columns.values(self.pk_name, rows)
-        entities = self._entities(rows, fields)
-        hits: list[Hit] = [
-            {"id": pk, "distance": d, "entity": e}
-            for pk, d, e in zip(ids, dist[keep].tolist(), entities, strict=True)
-        ]
-        ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
+        if fields:
+            hits: list[Hit] = [
+                {"id": pk, "distance": d, "entity": e}
+                for pk, d, e in zip(ids, scores.tolist(), self._entities(rows, fields), strict=True)
+            ]
+        else:
+            hits = [
+                {"id": pk, "distance": d, "entity": {}}
+                for pk, d in zip(ids, scores.tolist(), strict=True)
+            ]
+        if len(ends) == 1:
+            return [hits]
         return [hits[lo:hi] for lo, hi in zip([0, *ends][:-1], ends, strict=True)]
 
     def _entities(self, rows: np.ndarray, fields: list[str]) -> list[dict[str, Any]]:
