@@ -43,7 +43,7 @@ def truncated_past(client: Client, ts: int, timeout: float = 60) -> None:
     used = probes.pchannels(client, "c")
     log, topic, serde = client.cluster.log, client.cluster.topics.dml, EventSerde()
 
-    def cut() -> dict[int, int] | None:
+    def cut() -> dict[int, int | None] | None:
         kept = read_all(log, topic, start=start_offsets(log, topic), idle=0.2)
         first = {r.partition: serde.stamp(r.value) for r in reversed(list(kept))}
         return first if all((first.get(p) or 0) > ts for p in used) else None
