@@ -53,11 +53,16 @@ def load(client: MilvusClient, rows: int) -> np.ndarray:
     vectors = np.random.default_rng(1).random((rows, DIM), dtype=np.float32)
     for lo in range(0, rows, BATCH):
         batch = [{"id": i, "vector": vectors[i].tolist()} for i in range(lo, min(rows, lo + BATCH))]
-        try:
-            client.insert("bench", batch)
-        except MilvusException as exc:  # an outcome unknown on a busy machine: upsert again
-            print(f"  insert of rows {lo}+ retried as an upsert: {exc}", flush=True)
-            client.upsert("bench", batch)
+        write = client.insert
+        for attempt in range(5):
+            try:
+                write("bench", batch)
+                break
+            except MilvusException as exc:  # an outcome unknown on a busy machine
+                if attempt == 4:
+                    raise
+                print(f"  rows {lo}+ written again as an upsert: {exc}", flush=True)
+                write = client.upsert
     client.flush("bench")
     return vectors
 
