@@ -262,9 +262,10 @@ def reading(cpu: dict[str, float]) -> list[str]:
         "clients take the rest, on the same two cores. A second query node can take at most",
         "the search share off the first, and on a machine shared by other work (the load",
         "average above) the ratios mostly measure how the scheduler divides its two cores.",
-        "One query node with no limit already spreads concurrent searches over both cores:",
-        "on one machine it does as well as two nodes. Scaling out adds cores only with more",
-        "machines (or cores) for the query nodes.",
+        "One query node with no limit runs concurrent searches on both cores as well (the",
+        "same CPU per search); whether it then answers more or fewer than two pinned nodes",
+        "changed from run to run here. Scaling out adds cores with more machines (or cores)",
+        "for the query nodes.",
     ]
 
 
