@@ -53,11 +53,16 @@ def load(client: MilvusClient, rows: int) -> np.ndarray:
     vectors = np.random.default_rng(1).random((rows, DIM), dtype=np.float32)
     for lo in range(0, rows, BATCH):
         batch = [{"id": i, "vector": vectors[i].tolist()} for i in range(lo, min(rows, lo + BATCH))]
-        try:
-            client.insert("bench", batch)
-        except MilvusException as exc:  # an outcome unknown on a busy machine: upsert again
-            print(f"  insert of rows {lo}+ retried as an upsert: {exc}", flush=True)
-            client.upsert("bench", batch)
+        write = client.insert
+        for attempt in range(5):
+            try:
+                write("bench", batch)
+                break
+            except MilvusException as exc:  # an outcome unknown on a busy machine
+                if attempt == 4:
+                    raise
+                print(f"  rows {lo}+ written again as an upsert: {exc}", flush=True)
+                write = client.upsert
     client.flush("bench")
     return vectors
 
@@ -247,6 +252,23 @@ def cpu_cell(cpu: dict[str, float]) -> str:
     return f"{proxy:.1f} | {nodes:.1f} | {cpu['rootcoord']:.1f} | {cpu['clients']:.1f}"
 
 
+def reading(cpu: dict[str, float]) -> list[str]:
+    """Returns what the CPU split of one search (1 node x 1 thread) says about the ratios."""
+    total = sum(cpu.values())
+    search = sum(v for k, v in cpu.items() if k.startswith("querynode"))
+    return [
+        f"What it shows: one search costs {total:.1f} CPU ms in all (1 node x 1 thread), of which",
+        f"the query node's {search:.1f} ms ({search / total:.0%}); the proxy, rootcoord and the",
+        "clients take the rest, on the same two cores. A second query node can take at most",
+        "the search share off the first, and on a machine shared by other work (the load",
+        "average above) the ratios mostly measure how the scheduler divides its two cores.",
+        "One query node with no limit runs concurrent searches on both cores as well (the",
+        "same CPU per search); whether it then answers more or fewer than two pinned nodes",
+        "changed from run to run here. Scaling out adds cores with more machines (or cores)",
+        "for the query nodes.",
+    ]
+
+
 def report(res: dict[str, Any]) -> str:
     rows = summary(res)
     scale, allcores = ratios(res, 1, 0), ratios(res, 1, 2)
@@ -274,6 +296,8 @@ def report(res: dict[str, Any]) -> str:
             "",
             f"Scale-out, 2 nodes x 1 thread / 1 node x 1 thread, per round: {scale}.",
             f"2 nodes x 1 thread / 1 node with every core, per round: {allcores}.",
+            "",
+            *reading(rows[0]["cpu"]),
             "",
             "Failover (2 query nodes x 1 thread): "
             f"{res['failover_s']} s from querynode2's SIGKILL to the end of the first",
