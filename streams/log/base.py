@@ -141,13 +141,19 @@ def check_sizes(records: Iterable[Append], limit: int) -> None:
 
 
 @runtime_checkable
-class Truncatable(Protocol):
-    """A log whose records below an offset can be deleted (the embedded log; Kafka deletes
-    by its topics' retention settings instead)."""
+class StartKnown(Protocol):
+    """A log that knows where each partition starts: the first offset it still holds after
+    deletions (the embedded log's `truncate`, Kafka's retention: its low watermark)."""
 
     def start_offsets(self, topic: str) -> dict[int, int]:
         """Returns {partition: its first offset still held}. Raises TopicNotFound."""
         ...
+
+
+@runtime_checkable
+class Truncatable(StartKnown, Protocol):
+    """A log whose records below an offset can be deleted (the embedded log; Kafka deletes
+    by its topics' retention settings instead)."""
 
     def truncate(self, topic: str, partition: int, before: int) -> int:
         """Deletes the partition's records below `before`; returns its new start."""
@@ -159,8 +165,8 @@ class Truncatable(Protocol):
 
 
 def start_offsets(log: Log, topic: str) -> dict[int, int]:
-    """Returns {partition: its first offset still held}: 0 for logs that never truncate."""
-    if isinstance(log, Truncatable):
+    """Returns {partition: its first offset still held}: 0 for logs that never delete."""
+    if isinstance(log, StartKnown):
         return log.start_offsets(topic)
     return dict.fromkeys(range(log.partitions(topic)), 0)
 

@@ -296,25 +296,35 @@ class KafkaLog:
         """Returns {partition: the broker's high watermark}. On Tansu it can lag the real end
         (it counts the last record batch as one record, DESIGN.md s.8): read on past it until
         idle (`streams.scan.read_all`). Raises TopicNotFound or KafkaLogError."""
+        return {p: high for p, (_, high) in self._watermarks(topic).items()}
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Returns {partition: its first offset still held}: the broker's low watermark,
+        which the topic's retention (retention.ms / retention.bytes) or a DeleteRecords
+        moves up. Raises TopicNotFound or KafkaLogError."""
+        return {p: max(low, 0) for p, (low, _) in self._watermarks(topic).items()}
+
+    def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
+        """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
         self._check_open()
         consumer = Consumer(self._consumer_config())
         try:
-            return {p: self._high_watermark(consumer, topic, p) for p in range(n)}
+            return {p: self._watermark(consumer, topic, p) for p in range(n)}
         finally:
             consumer.close()
 
-    def _high_watermark(self, consumer: Consumer, topic: str, partition: int) -> int:
+    def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
             got = consumer.get_watermark_offsets(
                 TopicPartition(topic, partition), timeout=METADATA_TIMEOUT, cached=False
             )
         except KafkaException as exc:
-            what = f"high watermark of {topic}[{partition}]"
+            what = f"watermarks of {topic}[{partition}]"
             raise KafkaLogError.wrap(what, exc.args[0]) from exc
         if got is None:
-            raise LogError(f"no high watermark of {topic}[{partition}] in {METADATA_TIMEOUT} s")
-        return int(got[1])
+            raise LogError(f"no watermarks of {topic}[{partition}] in {METADATA_TIMEOUT} s")
+        return int(got[0]), int(got[1])
 
     def _check_open(self) -> None:
         if self._closed.is_set():

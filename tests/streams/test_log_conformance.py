@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import on_backends, unique_topic
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicNotFound, TopicPartitionNotFound
-from vectorlog.streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.log.base import Append, Log, Reader, Record, start_offsets
 
 pytestmark = on_backends()  # every backend, as `log` (conftest)
 
@@ -68,6 +68,18 @@ def test_append_returns_dense_offsets_per_partition_in_input_order(log: Log) -> 
     assert [(r.offset, r.value) for r in got[0]] == [(0, b"a0"), (1, b"a2"), (2, b"a4"), (3, b"b1")]
     assert [(r.offset, r.value) for r in got[1]] == [(0, b"a3"), (1, b"b2")]
     assert [(r.offset, r.value) for r in got[2]] == [(0, b"a1"), (1, b"a5"), (2, b"b0")]
+
+
+def test_a_partition_nothing_deleted_from_starts_at_offset_0(log: Log) -> None:
+    """Where retention deleted nothing, every partition's first held offset is 0: a query
+    node that must replay dml from 0 trusts this to tell a complete log from a cut one."""
+    topic = unique_topic()
+    log.create_topic(topic, 2)
+    assert start_offsets(log, topic) == {0: 0, 1: 0}
+    log.append(topic, [Append(0, b"a"), Append(0, b"b"), Append(1, b"c")])
+    assert start_offsets(log, topic) == {0: 0, 1: 0}
+    with pytest.raises(TopicNotFound):
+        start_offsets(log, unique_topic())
 
 
 def test_reader_starts_at_the_stored_position_and_reads_in_offset_order(log: Log) -> None:
