@@ -473,7 +473,7 @@ class MetaTable:
             raise AliasCollectionConflict(alias)
         if alias in self._aliases:
             named = self._live(self._aliases[alias])["name"]
-            raise AliasExists(e.body["alias"], named)
+            raise AliasExists(alias, named)
         rec["aliases"] = sorted([*rec["aliases"], e.body["alias"]])
         return {
             collection_key(rec["collection_id"]): _dump(rec),

@@ -391,7 +391,7 @@ class RootCoord(RbacDdl):
         with self._ddl():
             cid = self.meta.aliases().get(alias)
             if cid is None:
-                raise AliasNotFound(split(alias)[1])
+                raise AliasNotFound(alias)
             self._execute("AliasDropped", cid, {"collection_id": cid, "alias": split(alias)[1]})
 
     def alter_alias(self, collection: str, alias: str) -> None:
@@ -401,7 +401,7 @@ class RootCoord(RbacDdl):
         with self._ddl():
             prev = self.meta.aliases().get(alias)
             if prev is None:
-                raise AliasNotFound(split(alias)[1])
+                raise AliasNotFound(alias)
             cid = self._collection_id(collection)
             same_database(collection, alias)
             self._execute(
@@ -488,7 +488,7 @@ class RootCoord(RbacDdl):
         DatabaseNotFound, CollectionNotFound, InvalidArgument."""
         if not self.meta.has(name):
             if name in self.meta.aliases():
-                raise InvalidArgument(f"{name!r} is an alias; name the collection itself")
+                raise InvalidArgument(f"{split(name)[1]!r} is an alias; name the collection itself")
             raise CollectionNotFound(name)
         return self.meta.resolve(name)
 

@@ -133,7 +133,6 @@ def test_bad_schemas_are_refused_before_anything_is_appended(client: Client):
     assert ddl_changes(client) == []
 
 
-@pytest.mark.fresh_cluster  # the message names a collection of the default database plainly
 def test_duplicate_collection_is_refused(client: Client):
     client.create_collection("c", dimension=4)
     with pytest.raises(CollectionConflict, match="different parameters, collection: c$"):

@@ -10,7 +10,7 @@ database with it.
 
 from __future__ import annotations
 
-from vectorlog.core.errors import InvalidArgument, InvalidDatabaseName, InvalidName
+from vectorlog.core.errors import InvalidArgument, InvalidDatabaseName, InvalidName, db_and_name
 from vectorlog.core.model import check_name
 
 DEFAULT_DATABASE = "default"
@@ -30,8 +30,7 @@ def qualified(db: str | None, name: str) -> str:
 
 def split(name: str) -> tuple[str, str]:
     """Returns (database, name) of a qualified name."""
-    db, dot, rest = name.partition(".")
-    return (db, rest) if dot else (DEFAULT_DATABASE, name)
+    return db_and_name(name)
 
 
 def database_of(name: str) -> str:

@@ -106,8 +106,12 @@ class CollectionNotFound(NotFound):
 
 
 class CollectionExists(AlreadyExists):
+    """A (qualified) name already taken by a collection or an alias (`what`)."""
+
     def __init__(self, name: str, what: str = "collection") -> None:
-        super().__init__(f"{name!r} already exists as a {what}")
+        db, own = db_and_name(name)
+        where = "" if db == "default" else f" in database {db!r}"
+        super().__init__(f"{own!r} already exists as a {what}{where}")
         self.name, self.what = name, what
 
 
@@ -117,7 +121,8 @@ class CollectionConflict(InvalidArgument):
 
     def __init__(self, name: str) -> None:
         super().__init__(
-            f"create duplicate collection with different parameters, collection: {name}"
+            "create duplicate collection with different parameters, "
+            f"collection: {db_and_name(name)[1]}"
         )
 
 
@@ -181,21 +186,30 @@ class PartitionExists(AlreadyExists):
         super().__init__(f"partition {partition!r} already exists in collection {collection!r}")
 
 
+def db_and_name(name: str) -> tuple[str, str]:
+    """Returns (database, own name) of a qualified collection or alias name (`db.name`, or
+    the name alone in `default`): messages name both apart, as Milvus's do."""
+    db, dot, rest = name.partition(".")
+    return (db, rest) if dot else ("default", name)
+
+
 class AliasNotFound(NotFound):
-    """Milvus's ErrAliasNotFound (code 1600)."""
+    """Milvus's ErrAliasNotFound (code 1600), of a qualified alias name."""
 
     def __init__(self, alias: str) -> None:
-        super().__init__(f"alias not found[database=default][alias={alias}]")
-        self.alias = alias
+        db, self.alias = db_and_name(alias)
+        super().__init__(f"alias not found[database={db}][alias={self.alias}]")
 
 
 class AliasExists(AlreadyExists):
-    """Milvus's ErrAliasAlreadyExist (code 1602): the alias names another collection."""
+    """Milvus's ErrAliasAlreadyExist (code 1602): the (qualified) alias names another
+    collection."""
 
     def __init__(self, alias: str, collection: str) -> None:
+        db, own = db_and_name(alias)
         super().__init__(
-            f"alias already exist[database=default][alias={alias}]: "
-            f"it names collection {collection!r}"
+            f"alias already exist[database={db}][alias={own}]: "
+            f"it names collection {db_and_name(collection)[1]!r}"
         )
 
 
@@ -203,7 +217,8 @@ class AliasCollectionConflict(AlreadyExists):
     """Milvus's ErrAliasCollectionNameConfilct (code 1601): an alias named as a collection."""
 
     def __init__(self, alias: str) -> None:
-        super().__init__(f"alias and collection name conflict[database=default][alias={alias}]")
+        db, own = db_and_name(alias)
+        super().__init__(f"alias and collection name conflict[database={db}][alias={own}]")
 
 
 class IndexNotFound(NotFound):
