@@ -130,8 +130,18 @@ class KafkaLog:
         return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20))
 
     def _serve_delivery_reports(self) -> None:
+        """Serves delivery reports until the log closes. Every append waits on this thread,
+        so an error raised out of one poll (a callback's, a retired producer's close) is
+        logged and the service goes on: a Client whose thread died hung for good in its
+        next append (seen once under load, in a broker-restart test's close)."""
         while not self._closed.is_set():
-            self._producers.poll(0.1)
+            try:
+                self._producers.poll(0.1)
+            except Exception:
+                logger.exception(
+                    "%s: serving Kafka delivery reports failed; going on", self.bootstrap
+                )
+                self._closed.wait(0.1)
 
     # -- topics ---------------------------------------------------------------------------
 

@@ -96,3 +96,27 @@ def test_an_append_cut_short_by_close_is_outcome_unknown(
         broker.resume()
     assert len(raised) == 1 and isinstance(raised[0], AppendOutcomeUnknown), raised
     assert "_PURGE" in str(raised[0])
+
+
+def test_appends_are_acknowledged_after_a_failed_delivery_poll(kafka_bootstrap: str) -> None:
+    """Every append waits on the log's delivery-report thread: one poll that raises (a
+    callback's error, a retired producer's close) must not end it, or the next append of
+    that log hangs for good."""
+    log = KafkaLog(kafka_bootstrap)
+    try:
+        topic = unique_topic()
+        log.create_topic(topic, 1)
+        assert log.append(topic, [Append(0, b"first")]) == [0]
+        real, failed = log._producers.poll, threading.Event()
+
+        def poll_failing_once(timeout: float) -> None:
+            if not failed.is_set():
+                failed.set()
+                raise RuntimeError("a delivery callback failed")
+            real(timeout)
+
+        log._producers.poll = poll_failing_once  # type: ignore[method-assign]
+        wait_until(failed.is_set, 10, "the delivery thread to meet the failing poll")
+        assert log.append(topic, [Append(0, b"second")]) == [1]
+    finally:
+        log.close()
