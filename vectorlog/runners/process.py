@@ -266,7 +266,7 @@ class ProcessRunner:
         interval = cfg.tick_interval_ms / 1000
         ticker = Ticker(
             self.writes, self.topics.dml, serde, barrier, interval, source=self.name,
-            heartbeat=True,
+            heartbeat=True, lease=_epoch(self.lease),
         )  # fmt: skip
         self.tso = tso
         self.rootcoord: Any = RootCoord(
@@ -300,13 +300,17 @@ class ProcessRunner:
         )  # fmt: skip
         self._started(snapshotter)
 
-    def _remote(self, source: str) -> RemoteRootCoord:
-        """Returns rootcoord's RPC with this process's own ticks (source id `source`)."""
+    def _remote(self, source: str, lease: Lease | None = None) -> RemoteRootCoord:
+        """Returns rootcoord's RPC with this process's own ticks (source id `source`, tagged
+        with `lease`'s role and epoch)."""
         address = self._need("rootcoord")
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
         client = RootCoordClient(address, token=self.peers.token)
-        remote = RemoteRootCoord(client, self.writes, self.topics.dml, serde, source, interval)
+        remote = RemoteRootCoord(
+            client, self.writes, self.topics.dml, serde, source, interval,
+            lease=None if lease is None else _epoch(lease),
+        )  # fmt: skip
         self._opened(remote)
         self._started(remote)
         self.tso = _Allocate(remote.client)
@@ -314,8 +318,8 @@ class ProcessRunner:
 
     def _datacoord(self) -> None:
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datacoord"))
-        self._lead("datacoord")  # the query coordinator of this process runs under it too
-        rc = cast(RootCoordService, self._remote(self.name))
+        lease = self._lead("datacoord")  # the query coordinator of this process runs under it too
+        rc = cast(RootCoordService, self._remote(self.name, lease))
         settings = self.cfg.datacoord_settings()
         self.datacoord: Any = DataCoord(
             self.writes, self.topics, self.serdes, store, rc, settings, self.objects
@@ -571,3 +575,9 @@ class _Allocate:
 
     def allocate(self, count: int = 1) -> int:
         return self._client.allocate_timestamps(count)
+
+
+def _epoch(lease: Lease) -> tuple[str, int]:
+    """Returns the role and epoch that a leader's ticks carry (it holds `lease`)."""
+    assert lease.epoch is not None, "a leader holds its lease"
+    return lease.role, lease.epoch
