@@ -1,7 +1,8 @@
 """Failover benchmark (issue 23): seconds from a SIGKILL in the process cluster to Strong reads
 answered again.
 
-    python -m benchmarks.failover_bench [--rows 1000000] [--dim 128] [--skip-takeover]
+    python -m benchmarks.failover_bench [--rows 1000000] [--dim 128] [--dead-after S]
+        [--skip-takeover] [--only-takeover] [--dir DIR] [--render]
 
 Every process runs on this machine with a local test broker (infra.broker), started by
 `vectorlog cluster up`'s supervisor (vectorlog.runners.supervisor).
@@ -17,7 +18,10 @@ Every process runs on this machine with a local test broker (infra.broker), star
   of the first Strong count(*) that counted every row.
 - One of 2 query nodes (no restart): the seconds from querynode2's kill to the end of the
   first Strong count(*) that counted every row (the survivor takes its pchannels).
-Writes benchmarks/results/failover.json, failover.md and failover.png.
+- With `--dead-after S`, that again with VECTORLOG_QUERYNODE_DEAD_AFTER_S=S.
+Writes benchmarks/results/failover.json, failover.md and failover.png (beside the figures of
+failover_before.json, measured on the code before issue 23's failover changes); `--render`
+rewrites only the .md and .png; `--dir` keeps the processes' logs there.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import platform
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,9 +52,13 @@ GIVE_UP_S = 600.0
 
 
 @contextmanager
-def cluster(bootstrap: str, shape: Shape, tmp: Path, tag: str) -> Iterator[tuple[Supervisor, str]]:
+def cluster(
+    bootstrap: str, shape: Shape, tmp: Path, tag: str, dead_after_s: float | None = None
+) -> Iterator[tuple[Supervisor, str]]:
     """Yields a started supervisor (watching its children) and its first proxy's uri."""
     port = free_port()
+    if dead_after_s is not None:  # the supervisor's children inherit this process's environment
+        os.environ["VECTORLOG_QUERYNODE_DEAD_AFTER_S"] = str(dead_after_s)
     sup = Supervisor(
         f"kafka://{bootstrap}", str(tmp / f"s-{tag}"), tmp / f"n-{tag}", shape, port,
         f"failover-{tag}-{os.getpid()}", say=lambda line: print(f"  {line}", flush=True),
@@ -60,6 +69,7 @@ def cluster(bootstrap: str, shape: Shape, tmp: Path, tag: str) -> Iterator[tuple
         yield sup, f"http://127.0.0.1:{port}"
     finally:
         sup.stop_all()
+        os.environ.pop("VECTORLOG_QUERYNODE_DEAD_AFTER_S", None)
 
 
 def create(client: MilvusClient, dim: int) -> None:
@@ -73,6 +83,7 @@ def load(uri: str, rows: int, dim: int) -> float:
     """Creates the collection, inserts `rows` random vectors column-wise and flushes; returns
     the seconds it took."""
     create(MilvusClient(uri), dim)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # the ORM: column-wise
     alias = f"load{os.getpid()}{time.monotonic_ns()}"
     connections.connect(alias, uri=uri)
     coll, rng, t = Collection("bench", using=alias), np.random.default_rng(1), time.monotonic()
@@ -135,14 +146,18 @@ def querynode_restart(bootstrap: str, args: argparse.Namespace, tmp: Path) -> di
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
-        killed = kill(sup, "querynode")
+        killed = kill(sup, "querynode1")
         back = until(lambda: count(client) == args.rows, "every row read after the restart")
         return {"insert_and_flush_s": round(loaded, 1), "kill_to_strong_s": round(back - killed, 2)}
 
 
-def querynode_failover(bootstrap: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
-    """Kills one of 2 query nodes at `--rows` rows (no restart)."""
-    with cluster(bootstrap, Shape(querynodes=2), tmp, "two") as (sup, uri):
+def querynode_failover(
+    bootstrap: str, args: argparse.Namespace, tmp: Path, dead_after_s: float | None = None
+) -> dict[str, float]:
+    """Kills one of 2 query nodes at `--rows` rows (no restart); `dead_after_s`: the
+    cluster's VECTORLOG_QUERYNODE_DEAD_AFTER_S (None: the default)."""
+    tag = "two" if dead_after_s is None else f"two-{dead_after_s:g}"
+    with cluster(bootstrap, Shape(querynodes=2), tmp, tag, dead_after_s) as (sup, uri):
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
@@ -152,53 +167,88 @@ def querynode_failover(bootstrap: str, args: argparse.Namespace, tmp: Path) -> d
         return {"insert_and_flush_s": round(loaded, 1), "kill_to_strong_s": round(back - killed, 2)}
 
 
-def report(res: dict[str, Any]) -> str:
-    tk, one, two = res.get("takeover"), res["restart"], res["two"]
+@contextmanager
+def workdir(keep: str | None) -> Iterator[str]:
+    """Yields a new directory in `keep` (left there, with the processes' logs), or a
+    temporary one."""
+    if keep:
+        yield tempfile.mkdtemp(dir=keep)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield tmp
+
+
+def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
+    """Returns the markdown table; `before`: the same figures measured before this issue's
+    changes (failover_before.json), shown beside them."""
+    old = before or {}
+
+    def row(what: str, key: str, field: str, goal: str) -> str:
+        now, was = res.get(key), old.get(key)
+        if now is None:
+            return ""
+        earlier = "-" if was is None else str(was[field])
+        return f"| {what} | {earlier} | {now[field]} | {goal} |"
+
+    n = f"{res['rows']:,} rows"
+    rows = [
+        row("leading rootcoord: kill to a write acknowledged (the standby leads)", "takeover",
+            "kill_to_write_s", "<= 10"),
+        row("then a Strong read (its wait for tsafe after the takeover)", "takeover",
+            "strong_read_s", "-"),
+        row(f"the only query node, restarted by the supervisor, {n}", "restart",
+            "kill_to_strong_s", "<= 5"),
+        row(f"one of 2 query nodes, {n}", "two", "kill_to_strong_s", "<= 10"),
+    ]  # fmt: skip
+    if "two_dead_after" in res:
+        dead = res["two_dead_after"]["dead_after_s"]
+        rows.append(
+            row(f"one of 2 query nodes, {n}, VECTORLOG_QUERYNODE_DEAD_AFTER_S={dead:g}",
+                "two_dead_after", "kill_to_strong_s", "<= 10")
+        )  # fmt: skip
     lines = [
         "# Failover: seconds from a SIGKILL to Strong reads answered (issue 23)",
         "",
         f"`{res['command']}` on {res['machine']}, one local Tansu broker; every process on",
         "the same machine (`vectorlog cluster up`) with the benchmark's pymilvus client.",
-        f"{res['rows']:,} rows of random {res['dim']}-d float32 vectors (numpy), 4 shards,",
-        "flushed, no index; each figure ends at the first Strong count(*) counting every row.",
+        f"{n} of random {res['dim']}-d float32 vectors (numpy), 4 shards, flushed, no",
+        "index; each query node figure ends at the first Strong count(*) counting every row.",
+        "Before: the same command on the code before these changes (failover_before.json).",
         "",
-        "| what was killed | seconds | goal |",
-        "|---|---|---|",
-    ]
-    if tk:
-        lines += [
-            f"| leading rootcoord (standby takes over): kill to a write acknowledged "
-            f"| {tk['kill_to_write_s']} | <= 10 |",
-            f"| then a Strong read (tick wait after the takeover) | {tk['strong_read_s']} | - |",
-        ]
-    lines += [
-        f"| the only query node, restarted, {res['rows']:,} rows | {one['kill_to_strong_s']} "
-        "| <= 5 |",
-        f"| one of 2 query nodes, {res['rows']:,} rows | {two['kill_to_strong_s']} | <= 10 |",
+        "| what was killed | seconds before | seconds now | goal |",
+        "|---|---|---|---|",
+        *[r for r in rows if r],
         "",
-        f"Insert and flush took {one['insert_and_flush_s']} s (1 query node) and "
-        f"{two['insert_and_flush_s']} s (2). One run of each on a machine shared with other",
-        "work: take differences of a few tens of percent as noise.",
+        "One run of each on a machine shared with other work (load average 30-45 on 2",
+        "cores while measured): take differences of a few tens of percent as noise.",
     ]
     return "\n".join(lines)
 
 
-def plot(res: dict[str, Any], path: Path) -> None:
+def plot(res: dict[str, Any], before: dict[str, Any] | None, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = ["query node restart", "1 of 2 query nodes"]
-    secs = [res["restart"]["kill_to_strong_s"], res["two"]["kill_to_strong_s"]]
-    if res.get("takeover"):
-        tk = res["takeover"]
-        names.insert(0, "rootcoord takeover")
-        secs.insert(0, tk["kill_to_write_s"] + tk["strong_read_s"])
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.bar(names, secs, color="tab:orange")
+    def total(r: dict[str, Any], key: str) -> float:
+        f = r.get(key) or {}
+        return float(
+            f.get("kill_to_strong_s", f.get("kill_to_write_s", 0) + f.get("strong_read_s", 0))
+        )
+
+    keys = [k for k in ("takeover", "restart", "two", "two_dead_after") if k in res]
+    names = {"takeover": "rootcoord\ntakeover", "restart": "query node\nrestart",
+             "two": "1 of 2\nquery nodes", "two_dead_after": "1 of 2, dead\nafter 2 s"}  # fmt: skip
+    x = np.arange(len(keys))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    if before:
+        ax.bar(x - 0.2, [total(before, k) for k in keys], 0.4, label="before", color="tab:gray")
+    ax.bar(x + 0.2, [total(res, k) for k in keys], 0.4, label="now", color="tab:orange")
+    ax.set_xticks(x, [names[k] for k in keys])
     ax.set_ylabel("seconds from SIGKILL to Strong reads")
     ax.set_title(f"{res['rows']:,} rows, {res['dim']}-d, 2 cores shared")
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -208,15 +258,25 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--skip-takeover", action="store_true")
+    ap.add_argument(
+        "--dead-after",
+        type=float,
+        help="also: 2 query nodes with this VECTORLOG_QUERYNODE_DEAD_AFTER_S",
+    )
     ap.add_argument("--only-takeover", action="store_true")
+    ap.add_argument("--render", action="store_true", help="only rewrite the .md and .png")
+    ap.add_argument("--dir", help="keep the clusters' state and logs here (default: a temp dir)")
     args = ap.parse_args()
+    if args.render:
+        render(json.loads((RESULTS / "failover.json").read_text()))
+        return
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.failover_bench --rows {args.rows} --dim {args.dim}",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
         "rows": args.rows,
         "dim": args.dim,
     }
-    with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
+    with workdir(args.dir) as tmp, running_broker() as bootstrap:
         if not args.skip_takeover:
             res["takeover"] = takeover(bootstrap, Path(tmp))
             print(res["takeover"], flush=True)
@@ -225,11 +285,22 @@ def main() -> None:
         res["restart"] = querynode_restart(bootstrap, args, Path(tmp))
         print(res["restart"], flush=True)
         res["two"] = querynode_failover(bootstrap, args, Path(tmp))
+        print(res["two"], flush=True)
+        if args.dead_after is not None:
+            res["two_dead_after"] = querynode_failover(bootstrap, args, Path(tmp), args.dead_after)
+            res["two_dead_after"]["dead_after_s"] = args.dead_after
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "failover.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "failover.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "failover.png")
-    print(report(res))
+    render(res)
+
+
+def render(res: dict[str, Any]) -> None:
+    """Writes failover.md and failover.png from the figures `res`."""
+    path = RESULTS / "failover_before.json"
+    before = json.loads(path.read_text()) if path.exists() else None
+    (RESULTS / "failover.md").write_text(report(res, before) + "\n")
+    plot(res, before, RESULTS / "failover.png")
+    print(report(res, before))
 
 
 if __name__ == "__main__":

@@ -25,10 +25,11 @@ The ingest role runs a proxy of its own (no server) and the ingest consumer, con
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`, where each claims its partitions: a worker whose
 partitions a newer one claimed is fenced and `fenced` says why. Not run here yet: bulk
-insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs),
-the meta GC and log retention. The leading rootcoord and datacoord write the ddl and coord
-topics' snapshots to the storage root (Kafka keeps the records; a fresh reader starts from
-the newest snapshot).
+insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs;
+a proxy refuses them, naming cluster mode). The leading rootcoord runs the meta GC (with
+meta_retention_ms); dml retention is the Kafka topics' own. The leading rootcoord and
+datacoord write the ddl and coord topics' snapshots to the storage root (Kafka keeps the
+records; a fresh reader starts from the newest snapshot).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from vectorlog.processors.querycoord.querycoord import QueryCoord
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
+from vectorlog.processors.rootcoord.gc import MetaGC
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import RootCoord
@@ -163,6 +165,10 @@ class ProcessRunner:
                     self._need(peer)
         self._stack = contextlib.ExitStack()
         self.bulk = self.compactor = None
+        #: why a proxy of this process refuses bulk insert and compaction (sdk.client)
+        self.jobs_refused = (
+            "does not run in cluster mode yet (vectorlog run); run it with vectorlog serve"
+        )
         self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
@@ -289,6 +295,9 @@ class ProcessRunner:
         log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)
         self._snapshots(self.topics.ddl, DdlFold)
+        if cfg.meta_retention_ms is not None:  # the leader prunes its meta history, as serve's
+            self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
+            self._started(self.gc)
 
     def _snapshots(self, topic: str, fold: Callable[[], Fold]) -> None:
         """Starts the leader's snapshots of `topic` in the storage root (Kafka keeps the
@@ -333,8 +342,9 @@ class ProcessRunner:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.querycoord: Any = QueryCoord(
-            self.writes, self.topics, self.serdes, rc.now, blobs=self.objects
-        )
+            self.writes, self.topics, self.serdes, rc.now,
+            dead_after_s=self.cfg.querynode_dead_after_s, blobs=self.objects,
+        )  # fmt: skip
         self._started(self.querycoord)
         self.routing = self.querycoord.follower
         log.info("querycoord: assigning dml pchannels to the query nodes")
@@ -357,6 +367,7 @@ class ProcessRunner:
                 snapshots=self.objects,
                 ticks=SEVERAL_WRITERS,
                 pchannels=frozenset({pchannel}),
+                cache_dir=self._segment_cache(pchannel),
             )
             try:
                 rows = qn.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
@@ -377,6 +388,14 @@ class ProcessRunner:
             self.objects,
         )
         self._stack.callback(self.querynode.close)
+
+    def _segment_cache(self, pchannel: int) -> Path | None:
+        """Returns where a pchannel's QueryNode keeps its Flushed segments' vectors, mapped at
+        its next load instead of decoding binlogs (VECTORLOG_QUERYNODE_MMAP; one folder per
+        pchannel: each QueryNode drops its own entries), or None when that is off."""
+        if not self.cfg.querynode_mmap:
+            return None
+        return self.cfg.state_dir() / "querynode" / f"pchannel-{pchannel}"
 
     def _datachannels(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
