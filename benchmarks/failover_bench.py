@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pymilvus import Collection, DataType, MilvusClient, connections
+from pymilvus import Collection, DataType, MilvusClient, MilvusException, connections
 
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
@@ -89,7 +89,11 @@ def load(uri: str, rows: int, dim: int) -> float:
     coll, rng, t = Collection("bench", using=alias), np.random.default_rng(1), time.monotonic()
     for lo in range(0, rows, BATCH):
         hi = min(rows, lo + BATCH)
-        coll.insert([np.arange(lo, hi, dtype=np.int64), rng.random((hi - lo, dim), np.float32)])
+        batch = [np.arange(lo, hi, dtype=np.int64), rng.random((hi - lo, dim), np.float32)]
+        try:
+            coll.insert(batch)
+        except MilvusException:  # an outcome unknown on an overloaded machine: upsert is
+            coll.upsert(batch)  # idempotent, so the rows are there once either way
     coll.flush()
     connections.disconnect(alias)
     return time.monotonic() - t
@@ -279,16 +283,21 @@ def main() -> None:
     with workdir(args.dir) as tmp, running_broker() as bootstrap:
         if not args.skip_takeover:
             res["takeover"] = takeover(bootstrap, Path(tmp))
-            print(res["takeover"], flush=True)
+            save(res)
         if args.only_takeover:
             return
         res["restart"] = querynode_restart(bootstrap, args, Path(tmp))
-        print(res["restart"], flush=True)
+        save(res)
         res["two"] = querynode_failover(bootstrap, args, Path(tmp))
-        print(res["two"], flush=True)
+        save(res)
         if args.dead_after is not None:
             res["two_dead_after"] = querynode_failover(bootstrap, args, Path(tmp), args.dead_after)
             res["two_dead_after"]["dead_after_s"] = args.dead_after
+            save(res)
+
+
+def save(res: dict[str, Any]) -> None:
+    """Writes the figures so far (failover.json, .md, .png)."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "failover.json").write_text(json.dumps(res, indent=1) + "\n")
     render(res)
