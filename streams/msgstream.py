@@ -29,12 +29,22 @@ partition (log time, so every replay decides alike); one that falls behind leave
 and a new source joins at its first tick. A stream resumed with `warm_up` (several writers: the
 cluster runner) waits until the ticks read span a liveness window before it cuts, so every live
 source was heard (a writer that holds the only lease, `Standalone`, needs no warm-up).
+
+Leases (rootcoord's, datacoord's): a source that ticks under a lease names it and its epoch.
+The first tick of a newer epoch read on a partition drops every source of an older epoch of
+that lease from the partition's minimum at once, and later ticks of an older epoch are
+ignored: a standby that took over need not wait out the liveness window for its dead leader.
+That passes nothing a live source could still stamp: the older epoch's holder was fenced
+before the newer epoch existed, and every append it acknowledged was on the log, so before
+the newer epoch's ticks on every partition (`streams.log.fenced` checks the lease after an
+append as well as before).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from vectorlog.core.hybridts import LOGICAL_BITS, compose, physical_ms, wall_ms
 from vectorlog.schemas.errors import MalformedEvent
@@ -116,6 +126,8 @@ class _PartitionState:
     #: (offset, event, its batch id or None) read, not yet cut
     pending: list[tuple[int, Event, str | None]] = field(default_factory=list)
     ticks: list[tuple[int, int]] = field(default_factory=list)  # (tick, offset) read, not yet cut
+    #: lease -> (its newest epoch read here, the sources that ticked under that epoch)
+    epochs: dict[str, tuple[int, set[str]]] = field(default_factory=dict)
 
 
 class TtMsgStream:
@@ -195,7 +207,7 @@ class TtMsgStream:
             if tag is not None:
                 self._batches.add(tag, rec, event.ts)
             st.pending.append((rec.offset, event, tag.id if tag is not None else None))
-        elif event.ts > 0:  # else an end marker
+        elif event.ts > 0 and _current(st, event.body):  # else an end marker, or fenced
             self._tick(st, str(event.body.get("source", "")), event.ts, rec.offset)
 
     def _resumed(self, pos: StreamPosition) -> _PartitionState:
@@ -311,6 +323,24 @@ class TtMsgStream:
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _current(st: _PartitionState, body: dict[str, object]) -> bool:
+    """Returns whether a tick with `body` counts: False for a tick of a lease's older epoch
+    than one read on this partition. A newer epoch's first tick drops the older epoch's
+    sources from the partition's minimum."""
+    lease, epoch = str(body.get("lease") or ""), int(cast(int, body.get("epoch") or 0))
+    if not lease:
+        return True
+    newest, sources = st.epochs.get(lease, (-1, set()))
+    if epoch < newest:
+        return False
+    if epoch > newest:
+        for source in sources:
+            st.sources.pop(source, None)
+        st.epochs[lease] = (epoch, sources := set())
+    sources.add(str(body.get("source", "")))
+    return True
 
 
 def _delivered(resumed: StreamPosition, offset: int, ts: int) -> bool:

@@ -77,6 +77,10 @@ class Config:
     #: on Kafka, a rootcoord that has not renewed its lease on the cluster for this long is
     #: taken over by the next one to start (on the embedded log the directory lock decides)
     lease_ttl_s: float = 10.0
+    #: cluster mode: a query node whose heartbeat (every second) the query coordinator has not
+    #: read for this long is declared dead and its pchannels go to the live query nodes; lower
+    #: fails over sooner, and declares a node that was only slow (a long pause) dead sooner
+    querynode_dead_after_s: float = 4.0
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)
@@ -282,6 +286,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "max_clock_skew_ms": (lambda v: 1000 <= v <= 31_536_000_000, "1000..31536000000 ms"),
     "tso_save_window_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
     "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
+    "querynode_dead_after_s": (lambda v: 1.5 <= v <= 3600, "1.5..3600 s (heartbeats: 1 s)"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),

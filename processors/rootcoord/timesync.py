@@ -126,10 +126,15 @@ class Ticker:
         *,
         source: str = "rootcoord",
         heartbeat: bool = False,
+        lease: tuple[str, int] | None = None,
     ) -> None:
         """`source`: the id the ticks carry (one per writing process); `heartbeat`: tick every
-        interval even when nothing was stamped (one of several writers)."""
+        interval even when nothing was stamped (one of several writers); `lease`: the role and
+        epoch of the lease this process writes under (its ticks carry them, so consumers drop
+        an older epoch's ticks at once, streams.msgstream)."""
         self.source, self._heartbeat = source, heartbeat
+        role, epoch = lease or ("", 0)
+        self._tag = {"source": source, "lease": role, "epoch": epoch}
         self._log, self._topic, self._serde, self._barrier = log, topic, serde, barrier
         self._interval, self._on_error = interval, on_error
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -178,7 +183,7 @@ class Ticker:
         t = self._barrier.tick()
         if t is None or t <= self._last:
             return None
-        tick = Event("TimeTick", t, {"source": self.source})
+        tick = Event("TimeTick", t, dict(self._tag))
         body, key = self._serde.encode(tick), self._serde.key(tick)
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])

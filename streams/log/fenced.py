@@ -3,15 +3,20 @@ per cluster (rootcoord, datacoord) gives its processors this view of the log: ev
 first asks the lease whether this process still holds it, and one that lost it (fenced: a
 standby took over while it was paused) appends nothing more, whichever thread tries.
 
-The check runs before the append is handed to the backend; an append already handed to it
-when the process was paused is delivered on resume (the one window this cannot close: the
-broker itself does not know the lease)."""
+The check runs before the append is handed to the backend, and again after it returned: an
+append is acknowledged only if the lease was held after it reached the log, so before any
+standby's claim (consumers rely on that to drop a fenced leader's ticks at once,
+streams.msgstream). One that lost the lease meanwhile raises WriteOutcomeUnknown. An append
+already handed to the backend when the process was paused is delivered on resume (the one
+window this cannot close: the broker itself does not know the lease); it is never
+acknowledged, and consumers that passed its ts dead-letter it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from vectorlog.core.errors import WriteOutcomeUnknown
 from vectorlog.streams.log.base import Append, Log
 
 
@@ -23,9 +28,18 @@ class FencedLog:
         self._inner, self._check = log, check
 
     def append(self, topic: str, records: Sequence[Append]) -> list[int]:
-        """Appends as `Log.append` does. Raises what `check` raises (nothing is appended)."""
+        """Appends as `Log.append` does. Raises what `check` raises before the append
+        (nothing is appended), or WriteOutcomeUnknown if it raises after it."""
         self._check()
-        return self._inner.append(topic, records)
+        offsets = self._inner.append(topic, records)
+        try:
+            self._check()
+        except Exception as exc:
+            raise WriteOutcomeUnknown(
+                f"appended to {topic}, but this process's lease was not confirmed after the "
+                f"append ({exc}): a standby may have taken over first; read before retrying"
+            ) from exc
+        return offsets
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -119,3 +119,43 @@ def test_a_resumed_stream_warms_up_before_it_trusts_the_minimum(log: Log):
     assert [e.ts for e in packs[0].events] == [at(150)]
     assert letters == []
     warm.close()
+
+
+def leader(source: str, ms: int, epoch: int, lease: str = "rootcoord") -> Append:
+    body = {"source": source, "lease": lease, "epoch": epoch}
+    return Append(0, SERDE.encode(Event("TimeTick", at(ms), body)))
+
+
+def test_a_newer_lease_epoch_drops_the_old_leaders_ticks_at_once(log: Log):
+    # the leader (epoch 3) died at 20; its standby (epoch 9) ticks from 30: the proxy's ticks
+    # pass at once, not a liveness window (1 s) later; a late tick of epoch 3 counts no more
+    records = [leader("rc", 20, 3), tick("p", 25), leader("rc2", 30, 9), tick("p", 40)]
+    records += [leader("rc", 50, 3), tick("p", 60), leader("rc2", 70, 9)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    assert [p.end_ts for p in drain(s, 4)] == [at(20), at(25), at(30), at(60)]
+    assert letters == []
+    s.close()
+
+
+def test_an_old_epochs_tick_read_first_still_holds_the_minimum(log: Log):
+    # the old leader's row at 35 was acknowledged before the takeover, so it precedes the new
+    # epoch's first tick: until then the old leader's tick (30) holds the minimum
+    records = [leader("rc", 30, 3), tick("p", 50), row(35), leader("rc2", 60, 9), tick("p", 70)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    packs = drain(s, 3)
+    assert [p.end_ts for p in packs] == [at(30), at(50), at(60)]
+    assert [e.ts for e in packs[1].events] == [at(35)]
+    assert letters == []
+    s.close()
+
+
+def test_each_lease_keeps_its_own_epochs(log: Log):
+    # datacoord's epoch 12 is no newer epoch of rootcoord's lease: rootcoord (epoch 3) stays
+    records = [leader("rc", 10, 3), leader("dc", 10, 12, "datacoord"), tick("p", 10)]
+    records += [leader("dc", 40, 12, "datacoord"), tick("p", 40), leader("rc", 30, 3)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    assert [p.end_ts for p in drain(s, 2)] == [at(10), at(30)]
+    s.close()

@@ -25,10 +25,11 @@ The ingest role runs a proxy of its own (no server) and the ingest consumer, con
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`, where each claims its partitions: a worker whose
 partitions a newer one claimed is fenced and `fenced` says why. Not run here yet: bulk
-insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs),
-the meta GC and log retention. The leading rootcoord and datacoord write the ddl and coord
-topics' snapshots to the storage root (Kafka keeps the records; a fresh reader starts from
-the newest snapshot).
+insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs;
+a proxy refuses them, naming cluster mode). The leading rootcoord runs the meta GC (with
+meta_retention_ms); dml retention is the Kafka topics' own. The leading rootcoord and
+datacoord write the ddl and coord topics' snapshots to the storage root (Kafka keeps the
+records; a fresh reader starts from the newest snapshot).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from vectorlog.processors.querycoord.querycoord import QueryCoord
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
+from vectorlog.processors.rootcoord.gc import MetaGC
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.rootcoord import RootCoord
@@ -165,6 +167,10 @@ class ProcessRunner:
                     self._need(peer)
         self._stack = contextlib.ExitStack()
         self.bulk = self.compactor = None
+        #: why a proxy of this process refuses bulk insert and compaction (sdk.client)
+        self.jobs_refused = (
+            "does not run in cluster mode yet (vectorlog run); run it with vectorlog serve"
+        )
         self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
@@ -268,7 +274,7 @@ class ProcessRunner:
         interval = cfg.tick_interval_ms / 1000
         ticker = Ticker(
             self.writes, self.topics.dml, serde, barrier, interval, source=self.name,
-            heartbeat=True,
+            heartbeat=True, lease=_epoch(self.lease),
         )  # fmt: skip
         self.tso = tso
         self.rootcoord: Any = RootCoord(
@@ -291,6 +297,9 @@ class ProcessRunner:
         log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)
         self._snapshots(self.topics.ddl, DdlFold)
+        if cfg.meta_retention_ms is not None:  # the leader prunes its meta history, as serve's
+            self.gc = MetaGC(self.rootcoord.meta.kv, cfg.meta_gc_interval_s)
+            self._started(self.gc)
 
     def _snapshots(self, topic: str, fold: Callable[[], Fold]) -> None:
         """Starts the leader's snapshots of `topic` in the storage root (Kafka keeps the
@@ -302,13 +311,17 @@ class ProcessRunner:
         )  # fmt: skip
         self._started(snapshotter)
 
-    def _remote(self, source: str) -> RemoteRootCoord:
-        """Returns rootcoord's RPC with this process's own ticks (source id `source`)."""
+    def _remote(self, source: str, lease: Lease | None = None) -> RemoteRootCoord:
+        """Returns rootcoord's RPC with this process's own ticks (source id `source`, tagged
+        with `lease`'s role and epoch)."""
         address = self._need("rootcoord")
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
         client = RootCoordClient(address, token=self.peers.token)
-        remote = RemoteRootCoord(client, self.writes, self.topics.dml, serde, source, interval)
+        remote = RemoteRootCoord(
+            client, self.writes, self.topics.dml, serde, source, interval,
+            lease=None if lease is None else _epoch(lease),
+        )  # fmt: skip
         self._opened(remote)
         self._started(remote)
         self.tso = _Allocate(remote.client)
@@ -316,8 +329,8 @@ class ProcessRunner:
 
     def _datacoord(self) -> None:
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datacoord"))
-        self._lead("datacoord")  # the query coordinator of this process runs under it too
-        rc = cast(RootCoordService, self._remote(self.name))
+        lease = self._lead("datacoord")  # the query coordinator of this process runs under it too
+        rc = cast(RootCoordService, self._remote(self.name, lease))
         settings = self.cfg.datacoord_settings()
         self.datacoord: Any = DataCoord(
             self.writes, self.topics, self.serdes, store, rc, settings, self.objects
@@ -331,8 +344,9 @@ class ProcessRunner:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.querycoord: Any = QueryCoord(
-            self.writes, self.topics, self.serdes, rc.now, blobs=self.objects
-        )
+            self.writes, self.topics, self.serdes, rc.now,
+            dead_after_s=self.cfg.querynode_dead_after_s, blobs=self.objects,
+        )  # fmt: skip
         self._started(self.querycoord)
         self.routing = self.querycoord.follower
         log.info("querycoord: assigning dml pchannels to the query nodes")
@@ -355,6 +369,7 @@ class ProcessRunner:
                 snapshots=self.objects,
                 ticks=SEVERAL_WRITERS,
                 pchannels=frozenset({pchannel}),
+                cache_dir=self._segment_cache(pchannel),
             )
             try:
                 rows = qn.recover(rc.collection_histories(), self.objects, rc.meta_horizon())
@@ -378,6 +393,14 @@ class ProcessRunner:
         if self.cfg.querynode_search_threads:
             faiss.omp_set_num_threads(self.cfg.querynode_search_threads)
         self._stack.callback(self.querynode.close)
+
+    def _segment_cache(self, pchannel: int) -> Path | None:
+        """Returns where a pchannel's QueryNode keeps its Flushed segments' vectors, mapped at
+        its next load instead of decoding binlogs (VECTORLOG_QUERYNODE_MMAP; one folder per
+        pchannel: each QueryNode drops its own entries), or None when that is off."""
+        if not self.cfg.querynode_mmap:
+            return None
+        return self.cfg.state_dir() / "querynode" / f"pchannel-{pchannel}"
 
     def _datachannels(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
@@ -576,3 +599,9 @@ class _Allocate:
 
     def allocate(self, count: int = 1) -> int:
         return self._client.allocate_timestamps(count)
+
+
+def _epoch(lease: Lease) -> tuple[str, int]:
+    """Returns the role and epoch that a leader's ticks carry (it holds `lease`)."""
+    assert lease.epoch is not None, "a leader holds its lease"
+    return lease.role, lease.epoch

@@ -100,12 +100,16 @@ class RemoteRootCoord:
         source: str,
         interval: float,
         liveness_ms: int = DEFAULT_LIVENESS_MS,
+        lease: tuple[str, int] | None = None,
     ) -> None:
         """`source`: the id this process's ticks carry; `interval`: seconds between them;
-        `liveness_ms`: the consumers' liveness window (a write may take half of it)."""
+        `liveness_ms`: the consumers' liveness window (a write may take half of it); `lease`:
+        the role and epoch of the lease this process leads under, if any (its ticks say so)."""
         self.client = client
         self.barrier = SoftBarrier()
-        self.ticker = Ticker(log, dml, serde, self.barrier, interval, source=source, heartbeat=True)
+        self.ticker = Ticker(
+            log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
+        )
         self.write_limit_s = liveness_ms / 2000
 
     def __getattr__(self, name: str) -> Any:

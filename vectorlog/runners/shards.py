@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,9 @@ log = logging.getLogger("vectorlog.run")
 LOAD_TIMEOUT_S = 600.0
 #: the reads a ShardRead may run on a pchannel's QueryNode
 OPS = frozenset({"search", "query", "get", "count", "tsafe", "wait_tsafe"})
+#: how often the node looks for a new assignment or a pchannel loaded (seconds): it starts
+#: loading, and reports a pchannel served, that soon rather than at its next heartbeat
+PROMPT_S = 0.1
 
 
 class ShardNode:
@@ -73,14 +77,16 @@ class ShardNode:
             if search_threads
             else contextlib.nullcontext()
         )
+        self._loaded = threading.Event()  # a pchannel loaded since the last report
+        self._next_beat, self._reconciled = 0.0, -1  # the assignment version reconciled
         self.follower = CoordFollower(
             log_,
             self._topic,
             self._serde,
             "querynode-assignments",
             None,
-            HEARTBEAT_S,
-            self.beat,
+            PROMPT_S,
+            self._prompt,
             blobs=blobs,
         )
 
@@ -117,6 +123,21 @@ class ShardNode:
         return out
 
     # -- heartbeat and assignment ---------------------------------------------------------
+    def _prompt(self) -> None:
+        """Beats every HEARTBEAT_S, and at once when a pchannel was loaded; in between,
+        reconciles as soon as a new assignment was read."""
+        now = time.monotonic()
+        if now >= self._next_beat or self._loaded.is_set():
+            self._loaded.clear()
+            self._next_beat = now + HEARTBEAT_S
+            self.beat()
+        elif self.follower.caught_up.is_set() and self._behind():
+            self.reconcile()
+
+    def _behind(self) -> bool:
+        """Returns whether an assignment newer than the one reconciled was read."""
+        return self.follower.assignment.version != self._reconciled
+
     def beat(self) -> None:
         """Follows the assignment (loads, releases, re-registers), then reports."""
         if self.follower.caught_up.is_set():
@@ -143,6 +164,7 @@ class ShardNode:
         """Starts loading the pchannels targeted here, releases those neither targeted nor
         owned here; if this epoch was declared dead, drops everything and registers again."""
         a = self.follower.assignment
+        self._reconciled = a.version
         if (self.name, self.epoch) in a.dead:
             self._reregister()
             return
@@ -182,6 +204,7 @@ class ShardNode:
             with self._lock:
                 if epoch == self.epoch and not self._closing.is_set():
                     self.instances[p], qn = qn, None
+                    self._loaded.set()  # report it now, not at the next heartbeat
                     log.info("querynode %s: serving pchannel %d", self.name, p)
         except Exception as exc:
             log.error("querynode %s: cannot load pchannel %d: %s", self.name, p, exc)

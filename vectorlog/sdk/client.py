@@ -613,7 +613,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
 
     def _bulk(self) -> BulkInserter:
         if self._cluster.bulk is None:
-            raise InvalidArgument("bulk insert needs the data node (datanode is 'off')")
+            raise InvalidArgument(f"bulk insert {self._no_jobs()}")
         return self._cluster.bulk
 
     def compact(self, collection_name: str, wait: bool = False) -> int:
@@ -644,9 +644,14 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             "failures": list(job.failures),
         }
 
+    def _no_jobs(self) -> str:
+        """Returns why this process runs no bulk insert or compaction jobs."""
+        why = getattr(self._cluster, "jobs_refused", None)
+        return why if isinstance(why, str) else "needs the data node (datanode is 'off')"
+
     def _compactor(self) -> Compactor:
         if self._cluster.compactor is None:
-            raise InvalidArgument("compaction needs the data node (datanode is 'off')")
+            raise InvalidArgument(f"compaction {self._no_jobs()}")
         return self._cluster.compactor
 
     def get_flush_state(self, segment_ids: list[int]) -> bool:

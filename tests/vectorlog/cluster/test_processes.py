@@ -74,6 +74,8 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     assert [e["collection"] for e in page.json()["events"]] == ["books"]
     jobs = httpx.get(f"{console}/jobs", headers=auth, timeout=30).json()
     assert [f["collection"] for f in jobs["flushes"]] == ["books"] and jobs["compactions"] == []
+    with pytest.raises(MilvusException, match="compaction does not run in cluster mode yet"):
+        one.compact("books")
 
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node

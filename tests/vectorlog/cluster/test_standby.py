@@ -88,6 +88,41 @@ def test_a_standby_rootcoord_takes_over_from_a_killed_leader(coords: ProcessClus
 
 
 @pytest.mark.slow
+def test_a_strong_read_right_after_a_rootcoord_takeover_sees_every_write(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """The standby's ticks carry a newer epoch of the rootcoord lease: the consumers drop the
+    dead leader's ticks at once (not a liveness window later), and nothing acknowledged before
+    or after the takeover is passed over."""
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path, proxies=1, standby=True)
+    try:
+        started = ("rootcoord", "rootcoord-standby", "datacoord", "querynode", "indexnode")
+        for name in (*started, "proxy1"):
+            cluster.start(name)
+        client = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("books", dimension=4, metric_type="L2", consistency_level="Strong")
+        acknowledged = set(_insert(client, 0, 10))
+        cluster.kill("rootcoord")
+        acknowledged |= set(wait_until(lambda: _try_insert(client, 100, 10), 120, "a write"))
+        got = client.query("books", filter="id >= 0", output_fields=["id"], limit=100)
+        assert {int(r["id"]) for r in got} == acknowledged
+    finally:
+        cluster.close()
+    log = KafkaLog(kafka_bootstrap)
+    try:
+        serde = Serdes().for_topic(topics(cluster).dml)
+        ticks = [serde.decode(r.value) for r in read_all(log, topics(cluster).dml)]
+        epochs = {
+            e.body["source"]: e.body["epoch"]
+            for e in ticks
+            if e.type == "TimeTick" and e.body["lease"] == "rootcoord"
+        }
+        assert epochs["rootcoord-standby"] > epochs["rootcoord"]
+    finally:
+        log.close()
+
+
+@pytest.mark.slow
 def test_a_paused_leader_is_fenced_and_appends_nothing_after_the_pause(
     coords: ProcessCluster, kafka_bootstrap: str
 ):
