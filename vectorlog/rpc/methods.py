@@ -113,6 +113,7 @@ ROOTCOORD = _service(
     Method("ListAliases", "list_aliases", AS_OF, {"type": "map", "values": "long"}),
     Method("GetCollectionHistories", "collection_histories", (), VALUE),
     Method("GetMetaHorizon", "meta_horizon", (), LONG),
+    Method("GetMetaVersion", "meta_version", (), LONG),
     Method("AllocTimestamp", "allocate_timestamps", (("count", LONG),), LONG),
     Method("AllocID", "allocate_ids", (("count", LONG),), LONG),
     Method("RequestTimeTick", "request_tick", (("after", OPT_LONG),), NULL),
