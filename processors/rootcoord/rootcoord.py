@@ -159,6 +159,7 @@ class RootCoord(RbacDdl):
             tso.guard = ids.guard = lease.check
         self._tail: Reader | None = None  # reads `ddl` records a DDL finds before its own
         self._tail_next = 0
+        self._version: int | None = None  # the ddl offset the in-memory meta is at
 
     # -- RootCoordService: meta reads, timestamps, ids, ticks ------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
@@ -179,6 +180,14 @@ class RootCoord(RbacDdl):
 
     def meta_horizon(self) -> int:
         return self.meta.kv.gc_horizon
+
+    def meta_version(self) -> int:
+        """Returns the `ddl` offset after the last DDL the meta reads reflect: it grows with
+        every DDL (on every leader: it is the log's), and a read after it returned sees the
+        meta of that DDL or later."""
+        if self._version is None:
+            self._version = self.stored_position()
+        return self._version
 
     def now(self) -> int:
         """Returns a fresh hybrid timestamp."""
@@ -569,6 +578,7 @@ class RootCoord(RbacDdl):
         txn = self.store.transaction()
         txn.set_position(self.topics.ddl, 0, offset + 1)
         self.meta.apply(event, txn)
+        self._version = offset + 1  # after the in-memory view changed (meta_version)
 
     def _log_reservation(self, kind: str, upper: int) -> None:
         """Appends a RangeReserved event so a rebuilt rootcoord never reissues a value."""

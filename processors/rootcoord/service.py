@@ -187,6 +187,11 @@ class RootCoordRpc(DdlService, DatabaseService, RbacService, Protocol):
         so a collection unknown to `collection_histories` existed, if ever, only before it."""
         ...
 
+    def meta_version(self) -> int:
+        """Returns a number that grows with every DDL: a meta read after it returned a value
+        reflects every DDL up to that value (what a cache of the meta checks against)."""
+        ...
+
     def now(self) -> int:
         """Returns a fresh hybrid timestamp from the timestamp oracle."""
         ...

@@ -332,6 +332,11 @@ class FakeRootCoord(RbacDdl):
     def meta_horizon(self) -> int:
         return 0
 
+    def meta_version(self) -> int:
+        """A fresh value on every call: the twin keeps no DDL count, so a cache of its meta
+        never serves an entry twice (always correct, never a hit)."""
+        return self.now()
+
     def collection_histories(self) -> list[CollectionHistory]:
         """Every live and dropped collection, by id, with its partitions' drops."""
         lives: list[tuple[CollectionInfo, int | None]] = [

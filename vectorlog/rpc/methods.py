@@ -7,23 +7,25 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v4 added the privilege groups (CreatePrivilegeGroup,
-DropPrivilegeGroup, OperatePrivilegeGroup, ListPrivilegeGroups) and user and role
-descriptions (CreateCredential's and CreateRole's description, AlterCredential, AlterRole,
-DescribeRole) and AddCollectionField (fields added to a collection); v3 added the database DDL and
-reads (CreateDatabase, DropDatabase, AlterDatabase, DescribeDatabase, ListDatabases; collection
-names are qualified with their database, vectorlog.core.databases) and the users, roles and
-grants (RBAC); DataCoord and QueryNode v2. RootCoord v2 added `num_partitions` (partition keys)
-to CreateCollection and AlterCollection (collection properties: TTL, consistency level);
-DataCoord v2 and QueryNode v2 added `expire_ts` (the collection's TTL horizon) to
-GetCompactionGroups and to Search, Query, Get and Count, and Search's `anns_field` (the vector
-field of a collection with several). IndexNode v1 serves the build progress describe_index
-reports; QueryShard v1 the reads of a query node that holds some of the dml pchannels (the
-scale-out of runners.shards). The other v1s, RootCoord v2 (its callers could not address a
-database) and RootCoord v3 (nothing outside this repository spoke it), are retired, not served:
-a v1 read would have shown expired rows, a v1 create would have ignored the partition count,
-and nothing outside this repository spoke v1; a caller of a retired version gets gRPC's
-UNIMPLEMENTED.
+Versions served: RootCoord v5 added GetMetaVersion (a number that grows with every DDL:
+what a process's cache of the meta checks, runners.meta_cache); v4 added the privilege
+groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
+ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
+description, AlterCredential, AlterRole, DescribeRole) and AddCollectionField (fields added
+to a collection); v3 added the database DDL and reads (CreateDatabase, DropDatabase,
+AlterDatabase, DescribeDatabase, ListDatabases; collection names are qualified with their
+database, vectorlog.core.databases) and the users, roles and grants (RBAC); DataCoord and
+QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to CreateCollection and
+AlterCollection (collection properties: TTL, consistency level); DataCoord v2 and QueryNode
+v2 added `expire_ts` (the collection's TTL horizon) to GetCompactionGroups and to Search,
+Query, Get and Count, and Search's `anns_field` (the vector field of a collection with
+several). IndexNode v1 serves the build progress describe_index reports; QueryShard v1 the
+reads of a query node that holds some of the dml pchannels (the scale-out of
+runners.shards). The other v1s, RootCoord v2 (its callers could not address a database),
+RootCoord v3 and v4 (nothing outside this repository spoke them), are retired, not served:
+a v1 read would have shown expired rows, a v1 create would have ignored the partition
+count, and nothing outside this repository spoke v1; a caller of a retired version gets
+gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def _ddl(name: str, call: str, *args: str) -> Method:
 AS_OF = (("as_of", OPT_LONG),)
 ROOTCOORD = _service(
     "RootCoord",
-    "v4",
+    "v5",
     Method(
         "CreateCollection",
         "create_collection",
@@ -113,6 +115,7 @@ ROOTCOORD = _service(
     Method("ListAliases", "list_aliases", AS_OF, {"type": "map", "values": "long"}),
     Method("GetCollectionHistories", "collection_histories", (), VALUE),
     Method("GetMetaHorizon", "meta_horizon", (), LONG),
+    Method("GetMetaVersion", "meta_version", (), LONG),
     Method("AllocTimestamp", "allocate_timestamps", (("count", LONG),), LONG),
     Method("AllocID", "allocate_ids", (("count", LONG),), LONG),
     Method("RequestTimeTick", "request_tick", (("after", OPT_LONG),), NULL),

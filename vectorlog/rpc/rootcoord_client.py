@@ -245,6 +245,9 @@ class RootCoordClient:
     def meta_horizon(self) -> int:
         return int(self._rpc.call("GetMetaHorizon"))
 
+    def meta_version(self) -> int:
+        return int(self._rpc.call("GetMetaVersion"))
+
     # -- time and ids ------------------------------------------------------------------------
     def now(self) -> int:
         """Returns a timestamp of the oracle, strictly above every one this client returned

@@ -23,11 +23,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from vectorlog.core.errors import CollectionNotFound, PartitionNotFound, WriteOutcomeUnknown
+from vectorlog.core.errors import (
+    CollectionNotFound,
+    PartitionNotFound,
+    SchemaMismatch,
+    WriteOutcomeUnknown,
+)
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionInfo
 from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
 from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
+from vectorlog.runners.meta_cache import MetaCache
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
@@ -111,9 +117,17 @@ class RemoteRootCoord:
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
         )
         self.write_limit_s = liveness_ms / 2000
+        self.meta_cache = MetaCache(client.meta_version, client.describe_collection)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)  # the rest of RootCoordRpc
+
+    def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
+        """Returns the collection (or alias target) as of `as_of`; the latest from the meta
+        cache (one GetMetaVersion RPC unless a DDL happened since). Raises CollectionNotFound."""
+        if as_of is not None:
+            return self.client.describe_collection(name, as_of)
+        return self.meta_cache.get(name)
 
     def tick_source(self, name: str) -> BoundedTickSource:
         """Returns a new stamper registered with this process's barrier."""
@@ -134,10 +148,17 @@ class RemoteRootCoord:
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
         """Raises CollectionNotFound / PartitionNotFound if the collection with `info`'s id
-        (or the partition) is gone now; holds nothing (consumers discard what a drop passed)."""
-        now = self.client.describe_collection(info.name)
+        (or the partition) is gone now, SchemaMismatch if its schema changed since `info`
+        was read (a field added: the rows were fitted to the old one); holds nothing
+        (consumers discard what a drop passed). Checks the latest meta through the cache."""
+        now = self.describe_collection(info.name)
         if now.collection_id != info.collection_id:
             raise CollectionNotFound(info.name)
+        if now is not info and now.schema_ts != info.schema_ts:
+            raise SchemaMismatch(
+                f"the schema of collection {info.name} changed while the write was prepared "
+                "(a field was added): retry it against the new schema"
+            )
         if partition_id != -1 and partition_id not in now.partitions.values():
             names = [n for n, p in info.partitions.items() if p == partition_id]
             raise PartitionNotFound(info.name, names[0] if names else str(partition_id))

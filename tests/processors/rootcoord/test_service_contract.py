@@ -30,6 +30,7 @@ from vectorlog.core.model import DataType, FieldSchema, quick_schema
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.service import RootCoordRpc, RootCoordService
 from vectorlog.rpc.rootcoord_client import RootCoordClient
+from vectorlog.runners.meta_cache import MetaCache
 
 SCHEMA = quick_schema(4, "L2")
 every = pytest.mark.parametrize("rootcoord", ALL, indirect=True)
@@ -223,6 +224,39 @@ def test_an_added_field_is_described_with_the_next_id_and_refused_twice(rootcoor
         rootcoord.add_collection_field("books", tag)
     with pytest.raises(InvalidArgument, match="added field must be nullable"):
         rootcoord.add_collection_field("books", FieldSchema("n", DataType.INT64))
+
+
+@every
+def test_the_meta_version_grows_with_every_ddl(rootcoord: RootCoordRpc):
+    seen = [rootcoord.meta_version()]
+    rootcoord.create_collection("books", SCHEMA)
+    seen.append(rootcoord.meta_version())
+    rootcoord.add_collection_field("books", FieldSchema("tag", DataType.INT64, nullable=True))
+    seen.append(rootcoord.meta_version())
+    rootcoord.alter_collection_properties("books", {"collection.ttl.seconds": "60"})
+    seen.append(rootcoord.meta_version())
+    rootcoord.drop_collection("books")
+    seen.append(rootcoord.meta_version())
+    assert seen == sorted(set(seen))
+
+
+@every
+def test_a_meta_cache_follows_a_recreate_an_added_field_and_altered_properties(
+    rootcoord: RootCoordRpc,
+):
+    cache = MetaCache(rootcoord.meta_version, rootcoord.describe_collection)
+    old = rootcoord.create_collection("books", SCHEMA)
+    assert cache.get("books").collection_id == old.collection_id
+    rootcoord.drop_collection("books")
+    with pytest.raises(CollectionNotFound):
+        cache.get("books")
+    new = rootcoord.create_collection("books", quick_schema(8, "L2"))
+    assert cache.get("books").schema.field("vector").dim == 8 != old.schema.field("vector").dim
+    assert cache.get("books").collection_id == new.collection_id
+    rootcoord.add_collection_field("books", FieldSchema("tag", DataType.INT64, nullable=True))
+    assert cache.get("books").schema.field("tag").nullable
+    rootcoord.alter_collection_properties("books", {"collection.ttl.seconds": "60"})
+    assert cache.get("books").properties["collection.ttl.seconds"] == "60"
 
 
 @every

@@ -1,5 +1,7 @@
 """Ingest workers as processes of the cluster mode (`vectorlog run ingest --worker I/N`) on the
-test broker: one worker consumes every partition of a 4-partition ingest topic; it is
+test broker: a worker's cached meta follows DDL made through the proxy (a collection dropped
+and recreated with another dimension between two batches, a field added); one worker
+consumes every partition of a 4-partition ingest topic; it is
 SIGKILLed while rows flow and two workers take its partitions over (a rebalance: each its
 range); every produced row is visible once and every source record was applied by exactly
 one whole write on dml (the positions, shared on a topic with the dml marks they were taken
@@ -16,13 +18,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from pymilvus import MilvusClient
+from pymilvus import DataType, MilvusClient
 
 from tests.processors.proxy.ingest.dml_sources import whole_writes_per_source
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import TOKEN, Member, ProcessCluster
 from vectorlog.cli.run import FENCED
 from vectorlog.config import Config, open_log
+from vectorlog.streams.deadletter import read_dead_letters
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 4
@@ -106,5 +109,39 @@ def test_a_paused_worker_is_fenced_by_one_started_with_its_share(cluster: Proces
         wait_until(lambda: ids(client) == list(range(3 * ROUND)), 120, "each row once")
         applied = whole_writes_per_source(log, f"{cluster.cluster}.dml", topic)
         assert sum(applied.values()) == 3 * ROUND and set(applied.values()) == {1}
+    finally:
+        log.close()
+
+
+def produce_rows(bootstrap: str, topic: str, rows: list[dict[str, object]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for row in rows:
+        producer.produce(topic, value=json.dumps(row).encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def test_a_workers_cached_schema_follows_a_recreate_and_an_added_field(cluster: ProcessCluster):
+    topic = f"{cluster.cluster}.rows"
+    log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
+    try:
+        log.create_topic(topic, PARTITIONS)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("c", dimension=2, metric_type="L2")
+        start_worker(cluster, "ingest-a", "0/1")
+        produce_rows(cluster.bootstrap, topic, [{"id": 1, "vector": [1.0, 0.0]}])
+        wait_until(lambda: ids(client) == [1], 120, "batch 1 visible")
+        client.drop_collection("c")
+        client.create_collection("c", dimension=3, metric_type="L2")
+        old, new = {"id": 2, "vector": [2.0, 0.0]}, {"id": 3, "vector": [3.0, 0.0, 1.0]}
+        produce_rows(cluster.bootstrap, topic, [old, new])
+        wait_until(lambda: ids(client) == [3], 120, "the row fitting the new schema")
+        client.add_collection_field("c", "tag", DataType.VARCHAR, max_length=8, nullable=True)
+        produce_rows(cluster.bootstrap, topic, [{**new, "id": 4, "tag": "t4"}])
+        wait_until(lambda: ids(client) == [3, 4], 120, "the row with the added field")
+        got = client.query("c", filter="id == 4", output_fields=["tag"])
+        assert [r["tag"] for r in got] == ["t4"]
+        letters = read_dead_letters(log, f"{cluster.cluster}.dlq")
+        assert [json.loads(d.value)["id"] for d in letters] == [2]
+        assert "expected 3" in letters[0].reason
     finally:
         log.close()

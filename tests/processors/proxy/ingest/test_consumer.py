@@ -195,3 +195,25 @@ def test_a_restart_resumes_from_the_stored_position_without_reapplying(
     wait_consumed(client, ingest, later)
     assert len(data_events(client)) == written + 1
     assert sorted(rows(client)) == [0, 1, 2, 7]
+
+
+def test_a_collection_recreated_between_batches_gets_rows_fitted_to_its_new_schema(
+    client: Client,
+):
+    client.create_collection("c", dimension=2, metric_type="L2")
+    ingest = client.cluster.topics.ingest
+    wait_consumed(
+        client, ingest, produce(client, ingest, [(b"c", j({"id": 1, "vector": [1.0, 0.0]}))])
+    )
+    client.drop_collection("c")
+    client.create_collection("c", dimension=3, metric_type="L2")
+    second: list[Raw] = [
+        (b"c", j({"id": 2, "vector": [2.0, 0.0, 1.0]})),
+        (b"c", j({"id": 3, "vector": [3.0, 0.0]})),  # fits the dropped collection only
+        (b"c", j({"id": 4, "vector": [4.0, 0.0, 1.0]})),
+    ]
+    offsets = produce(client, ingest, second)
+    wait_consumed(client, ingest, offsets)
+    assert rows(client) == {2: [2.0, 0.0, 1.0], 4: [4.0, 0.0, 1.0]}
+    letters = read_dead_letters(client.cluster.log, client.cluster.topics.dlq)
+    assert [(d.offset, "expected 3" in d.reason) for d in letters] == [(offsets[1], True)]
