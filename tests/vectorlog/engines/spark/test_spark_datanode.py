@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
-from tests.support import unique_topic, wait_until
+from tests.support import log_params, unique_topic, wait_until
 from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client
 from vectorlog.config import Config, ConfigError
@@ -139,14 +139,6 @@ def test_how_the_spark_engine_writes_is_a_setting():
         Config(spark_writes="workers")
 
 
-#: the slowest tests here (30-50 s each on embedded) run on Kafka in `make test` and on both
-#: backends in `make test-all` (issue 32: make test under 12 minutes, coverage kept)
-KAFKA_HERE_BOTH_IN_TEST_ALL = [
-    pytest.param("embedded", id="embedded", marks=[pytest.mark.slow]),
-    pytest.param("kafka", id="kafka", marks=[pytest.mark.kafka]),
-]
-
-
 # -- the data source ---------------------------------------------------------------------------
 def log_uri(log: Log) -> str:
     from vectorlog.streams.log.kafka import KafkaLog
@@ -154,7 +146,7 @@ def log_uri(log: Log) -> str:
     return f"kafka://{log.bootstrap}" if isinstance(log, KafkaLog) else str(log.path)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("log", KAFKA_HERE_BOTH_IN_TEST_ALL, indirect=True)
+@pytest.mark.parametrize("log", log_params(), indirect=True)
 def test_the_log_source_reads_every_record_once_in_order_while_appends_go_on(spark: Any, log: Log):
     from vectorlog.engines.spark.logsource import NAME, offsets_json, register
 
@@ -281,7 +273,6 @@ def segment_rows(client: Client, info: dict[str, Any]) -> dict[int, list[float]]
     return dict(zip(cols[100], cols[101], strict=True))
 
 
-@pytest.mark.parametrize("backend", KAFKA_HERE_BOTH_IN_TEST_ALL, indirect=True)
 def test_both_engines_write_the_same_rows_into_the_same_segments(
     spark: Any, client_args: dict[str, Any], tmp_path: Path
 ):
@@ -315,7 +306,6 @@ def test_both_engines_write_the_same_rows_into_the_same_segments(
         assert local[key] == via_spark[key], key
 
 
-@pytest.mark.parametrize("backend", KAFKA_HERE_BOTH_IN_TEST_ALL, indirect=True)
 def test_a_restart_of_a_spark_engine_client_between_inserts_and_flush_loses_nothing(
     spark: Any, open_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
 ):
