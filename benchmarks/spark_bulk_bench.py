@@ -21,12 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bulkload_bench import count, create, write_files
 from benchmarks.ingest import vectors
+from benchmarks.spark_datanode_bench import child_env
 
 RESULTS = Path(__file__).parent / "results"
 CASES = (("local[2]", None), ("cluster of 2 workers", "cluster"))
@@ -55,15 +55,7 @@ def child(uri: str, folder: Path, rows: int) -> dict[str, Any]:
 
 
 def run_case(bootstrap: str, cluster: Any, folder: Path, rows: int, state: Path) -> dict[str, Any]:
-    env = dict(cluster.env()) if cluster is not None else dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-    env.update(
-        VECTORLOG_CLUSTER=f"b{uuid.uuid4().hex[:8]}",
-        VECTORLOG_DATA_DIR=str(state / uuid.uuid4().hex[:8]),
-        VECTORLOG_COMPACTION_INTERVAL_S="none",
-    )
-    if cluster is not None:
-        env["VECTORLOG_SPARK_MASTER"] = cluster.master_url
+    env = child_env(cluster, state)
     cmd = [sys.executable, "-m", "benchmarks.spark_bulk_bench", "--child", str(folder)]
     cmd += ["--rows", str(rows), "--uri", f"kafka://{bootstrap}"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)

@@ -76,9 +76,9 @@ def child(uri: str, engine: str, rows: int, batch: int) -> dict[str, Any]:
         }
 
 
-def run_engine(
-    bootstrap: str, engine: str, cluster: Any, rows: int, batch: int, state: Path
-) -> dict[str, Any]:
+def child_env(cluster: Any, state: Path) -> dict[str, str]:
+    """Returns the environment of a benchmark child: a cluster name and state folder of its
+    own under `state`, no background compaction, and `cluster`'s Spark master (None: local)."""
     env = dict(cluster.env()) if cluster is not None else dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
     env.update(
@@ -88,6 +88,13 @@ def run_engine(
     )
     if cluster is not None:
         env["VECTORLOG_SPARK_MASTER"] = cluster.master_url
+    return env
+
+
+def run_engine(
+    bootstrap: str, engine: str, cluster: Any, rows: int, batch: int, state: Path
+) -> dict[str, Any]:
+    env = child_env(cluster, state)
     cmd = [sys.executable, "-m", "benchmarks.spark_datanode_bench", "--child", engine]
     cmd += ["--rows", str(rows), "--batch", str(batch), "--uri", f"kafka://{bootstrap}"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)
