@@ -28,23 +28,11 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.querynode.bitmap import AliveBitmap, packed_selector
 from vectorlog.processors.querynode.exact import exact_search, normalized, one_query, row_norms
 from vectorlog.processors.querynode.filtercache import Selection
+from vectorlog.processors.querynode.filterplan import boost, exact_cheaper, gather_cheaper
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch
-from vectorlog.processors.querynode.sealed import MAX_EF, SearchKnobs, SegmentIndex, faiss_params
+from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex, faiss_params
 
-#: a filtered search of an index falls back to an exact search of the selected rows when at
-#: most this many, or this fraction, are selected; else it raises ef by 1 / fraction (rounded
-#: up to a power of two). Measured on 20k GloVe rows, HNSW M16, a filter keeping 10 %:
-#: recall@10 within the filtered set 0.95 with a selector at ef 64, 1.0 at the raised ef;
-#: the exact fallback is 1.0 by construction (tests/processors/querynode/test_replica_indexes)
-EXACT_ROWS = 4096
-EXACT_FRACTION = 0.02
-#: a cached filter selection (filtercache.py) is searched exactly, over its gathered vectors,
-#: when it holds at most this many rows per distance an HNSW search at the (raised) ef would
-#: compute (ef x 2M neighbours): measured on 100k GloVe rows, 10 % kept, the exact scan of the
-#: 10k kept rows took 78 us (recall 1.0), HNSW with the selector at ef 128 226 us (0.97):
-#: one unit of ef costs about 7 x 2M rows of exact scan
-EXACT_PER_ANN_DISTANCE = 6
 #: the positions a selection of a segment covers: a mask, a cached selection, None (alive)
 Selected = np.ndarray | Selection | None
 _serials = itertools.count()
@@ -258,7 +246,7 @@ class Segment:
             mask = mask.mask()
         if self.index is None:
             return self._flat_search(q, qn, metric, want, selected < n, mask)
-        if selected < n and (selected <= EXACT_ROWS or selected < EXACT_FRACTION * n):
+        if selected < n and gather_cheaper(selected, n):
             return self._exact_selected(q, qn, metric, want, mask)
         return self._ann(q, qn, want, knobs, mask, selected / n)
 
@@ -273,9 +261,9 @@ class Segment:
     ) -> Result | None:
         """Searches a cached filter selection: a growing segment's flat copy with its bitmap
         (one query: None, the caller scans the copy with its mask); an indexed segment
-        exactly over the gathered vectors when that costs fewer distances than the index
-        would (EXACT_PER_ANN_DISTANCE), else the index with the bitmap; None if none
-        applies (too large to gather)."""
+        exactly over the gathered vectors when filterplan.exact_cheaper says so, else the
+        index with the bitmap at an ef raised by filterplan.boost; None if none applies
+        (too large to gather)."""
         if self.index is None and metric == self.native:
             if len(q) == 1:
                 return None  # its mask over the flat copy (_flat_search)
@@ -284,20 +272,18 @@ class Segment:
                 params = sel.params["flat"] = faiss.SearchParameters()
                 params.sel = sel.selector()
             return _search(self.flat, qn if self.unit else q, want, params)
-        frac = sel.count / max(len(self), 1)
-        boost = _boost(frac)
-        if self.index is None or sel.count <= EXACT_PER_ANN_DISTANCE * _ann_distances(
-            self.index, knobs, boost, len(self)
-        ):
+        n = len(self)
+        if self.index is None or exact_cheaper(sel.count, n, want, self.index, knobs, self.dim):
             v = sel.gathered(self)
             if v is not None:
                 return self._gathered_search(v, q, qn, metric, want, sel)
         if self.index is None:
             return None
-        key = (knobs, boost)
+        raise_by = boost(sel.count / max(n, 1))
+        key = (knobs, raise_by)
         params = sel.params.get(key)
         if params is None:
-            params = sel.params[key] = faiss_params(self.index, knobs, sel.selector(), boost)
+            params = sel.params[key] = faiss_params(self.index, knobs, sel.selector(), raise_by)
         x = qn if self.index.metric == "COSINE" else q
         return _search(self.index.index, x, want, params)
 
@@ -370,35 +356,17 @@ class Segment:
         x = qn if self.index.metric == "COSINE" else q
         if mask is None:  # the fast path: cached parameters over the bitmap itself
             sel = self.alive.selector() if self.alive.dead else None
-            boost = _boost(frac)
-            key = (knobs, id(sel), boost)
+            raise_by = boost(frac)
+            key = (knobs, id(sel), raise_by)
             cached = self._params.get(key)
             if cached is None:
-                cached = self._params[key] = (faiss_params(self.index, knobs, sel, boost), sel)
+                cached = self._params[key] = (faiss_params(self.index, knobs, sel, raise_by), sel)
             return _search(self.index.index, x, want, cached[0])
         sel, bits = packed_selector(mask)
-        params = faiss_params(self.index, knobs, sel, _boost(frac))
+        params = faiss_params(self.index, knobs, sel, boost(frac))
         out = _search(self.index.index, x, want, params)
         del bits
         return out
-
-
-def _boost(frac: float) -> float:
-    """Returns how much to raise ef when `frac` of the rows is selected: 1 above half, else
-    the next power of two of 1 / frac (few distinct values: cached parameters get reused)."""
-    return 1.0 if frac > 0.5 else float(2 ** int(np.ceil(np.log2(1 / frac))))
-
-
-def _ann_distances(index: SegmentIndex, knobs: SearchKnobs, boost: float, n: int) -> float:
-    """Returns about how many distances a search of `index` computes per query: HNSW ef x
-    2M (its level-0 neighbours), IVF the rows of nprobe lists, others every row."""
-    if index.hnsw:
-        m = int(index.index.hnsw.nb_neighbors(0))  # type: ignore[attr-defined]
-        return min(knobs.ef * boost, max(MAX_EF, knobs.ef)) * m
-    if index.ivf:
-        nlist = max(int(index.index.nlist), 1)  # type: ignore[attr-defined]
-        return min(knobs.nprobe, nlist) * n / nlist
-    return float(n)
 
 
 def _search(index: Any, x: np.ndarray, want: int, params: Any) -> Result:

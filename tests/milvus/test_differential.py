@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory
+from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
 from vectorlog.core.model import DataType as VLType
 from vectorlog.server.grpc_server import start_grpc
@@ -581,6 +582,53 @@ def search_checks(pair: Pair, d: Diffs, queries: np.ndarray) -> None:
         output_fields=["id"],
     )
     d.check("search.json_filter", each(hits, got), same_hits)
+
+
+def exact_or_hnsw(pair: Pair) -> Callable[[Any], Any]:
+    """Index params: FLAT on Milvus Lite (exact), HNSW on vectorlog, both COSINE."""
+
+    def make(client: Any) -> Any:
+        if client is pair.lite:
+            return index_of("FLAT", "COSINE")(client)
+        return index_of("HNSW", "COSINE", M=8, efConstruction=64)(client)
+
+    return make
+
+
+@pytest.mark.parametrize("branch", ["exact", "index"])
+def test_filtered_search_of_an_indexed_segment_by_each_branch(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch, branch: str
+) -> None:
+    """A filtered search of a sealed segment's HNSW index forced down each branch of the
+    query node's choice (filterplan.py): an exact scan of the selected rows, or the index
+    with the filter's bitmap (ef 4,096: the walk reaches every one of the rows); either
+    returns Milvus Lite's hits over a FLAT index (exact)."""
+    chosen = forced_branch(monkeypatch, branch)
+    d = Diffs()
+    data, queries = dataset()
+    q = queries.tolist()
+    pair.create_plain("fb", exact_or_hnsw(pair))
+    pair.run("insert", "fb", [{"id": r["id"], "vector": r["vector"], "n": r["n"]} for r in data])
+    pair.run("flush", "fb")
+
+    def built() -> bool:
+        state = pair.ours.describe_index("fb", "vector")
+        return state.get("state") == "Finished" and state.get("indexed_rows") == ROWS
+
+    wait_until(built, 60, "vectorlog's HNSW index built on the flushed rows")
+    for f in ("n == 3", "n > 5", "n in [1, 3, 7]", "id in [3, 5, 77, 120, 299]"):
+        got = pair.both(
+            "search",
+            "fb",
+            q,
+            filter=f,
+            limit=8,
+            output_fields=["n"],
+            search_params={"params": {"ef": 4096}},
+        )
+        d.check(f"search.branch[{f}]", each(hits, got), same_hits)
+    d.assert_none()
+    assert chosen and all(c == (branch == "exact") for c in chosen)
 
 
 def test_writes_and_partitions(pair: Pair) -> None:

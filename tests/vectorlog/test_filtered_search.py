@@ -2,7 +2,9 @@
 an indexed collection with growing rows after the index, deletes and upserts returns the ids
 brute force returns over the visible rows that match, each time the data changes (the filter
 results a query node keeps per segment follow inserts, deletes and upserts); a filter too
-unselective for an exact scan still returns only rows that match and are not deleted."""
+unselective for an exact scan still returns only rows that match and are not deleted; each
+branch of the choice between an exact scan of the selected rows and the index searched with
+the filter's bitmap (filterplan.py), forced in turn, returns brute force's ids."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
 from vectorlog import Client, DataType
 
@@ -22,11 +25,13 @@ def client(shared_client: Client) -> Client:
 
 
 DIM, SEALED, K = 8, 3000, 10
+PKS = list(range(5, SEALED + 500, 37))  # a primary key filter: selected per search
 FILTERS = {
     "tag == 3": lambda tag, pk: tag == 3,
     "tag < 6": lambda tag, pk: tag < 6,
     "tag < 9": lambda tag, pk: tag < 9,
     "tag in [1, 2] and id > 400": lambda tag, pk: np.isin(tag, [1, 2]) & (pk > 400),
+    f"id in {PKS}": lambda tag, pk: np.isin(pk, PKS),
 }
 
 
@@ -77,12 +82,14 @@ def indexed_collection(client: Client, truth: Truth, index: str, **params: Any) 
     wait_until(built, 60, "the index built on the flushed segment")
 
 
-def assert_brute_force(client: Client, truth: Truth) -> None:
-    """Asserts every filter's top K equals brute force for 5 queries."""
+def assert_brute_force(client: Client, truth: Truth, **params: Any) -> None:
+    """Asserts every filter's top K equals brute force for 5 queries (search `params`)."""
     queries = truth.rng.standard_normal((5, DIM)).astype(np.float32)
     for expr in FILTERS:
         for q in queries:
-            (hits,) = client.search("f", [q.tolist()], filter=expr, limit=K)
+            (hits,) = client.search(
+                "f", [q.tolist()], filter=expr, limit=K, search_params={"params": params}
+            )
             assert [h["id"] for h in hits] == truth.nearest(q, expr), expr
 
 
@@ -104,6 +111,20 @@ def test_filtered_search_of_an_hnsw_index_equals_brute_force(client: Client):
     assert_brute_force(client, truth)
     change(client, truth)  # deletes of already deleted keys, more growing rows
     assert_brute_force(client, truth)
+
+
+@pytest.mark.parametrize("branch", ["exact", "index", "chosen"])
+def test_each_branch_of_a_filtered_search_equals_brute_force(client: Client, monkeypatch, branch):
+    """Each way a filtered search of an indexed segment can go returns brute force's ids:
+    forced to the exact scan of the selected rows, forced to the index with the filter's
+    bitmap (ef 4,096: over 3,000 rows the graph walk reaches every row), and as the shipped
+    thresholds choose (on segments this small: the exact scan)."""
+    chosen = forced_branch(monkeypatch, branch)
+    truth = Truth()
+    indexed_collection(client, truth, "HNSW", M=8, efConstruction=64)
+    change(client, truth)
+    assert_brute_force(client, truth, ef=4096)
+    assert chosen and all(c == (branch != "index") for c in chosen)
 
 
 def test_filtered_search_of_a_flat_index_equals_brute_force(client: Client):

@@ -127,3 +127,29 @@ def recall(got: list[list[int]], truth: list[list[int]]) -> float:
     """Returns the mean fraction of each true top-k found."""
     hits = sum(len(set(g) & set(t)) for g, t in zip(got, truth, strict=True))
     return hits / max(1, sum(len(t) for t in truth))
+
+
+def forced_branch(monkeypatch: Any, branch: str) -> list[bool]:
+    """Makes filtered searches of indexed segments take `branch`: "exact" (a scan of the
+    selected rows), "index" (the index with the filter's bitmap) or "chosen" (the settings
+    as shipped); returns the list each choice made is appended to (True: the exact scan),
+    so a test can check the branch it meant was the one it ran."""
+    from vectorlog.processors.querynode import filterplan, segment
+
+    if branch == "exact":
+        monkeypatch.setattr(filterplan, "BRUTE_FORCE_FRACTION", 1.0)
+    elif branch == "index":
+        monkeypatch.setattr(filterplan, "BRUTE_FORCE_FRACTION", 0.0)
+        monkeypatch.setattr(filterplan, "BRUTE_FORCE_TOPK", float("inf"))
+        monkeypatch.setattr(filterplan, "EXACT_ROWS_PER_ANN_DISTANCE", 0.0)
+        monkeypatch.setattr(filterplan, "EXACT_ROWS", 0)
+    chosen: list[bool] = []
+    for name in ("exact_cheaper", "gather_cheaper"):
+        real = getattr(filterplan, name)
+
+        def recorded(*args: Any, _real: Any = real) -> bool:
+            chosen.append(bool(_real(*args)))
+            return chosen[-1]
+
+        monkeypatch.setattr(segment, name, recorded)
+    return chosen
