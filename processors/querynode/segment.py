@@ -26,9 +26,21 @@ import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.querynode.bitmap import AliveBitmap, packed_selector
-from vectorlog.processors.querynode.exact import exact_search, normalized, one_query, row_norms
+from vectorlog.processors.querynode.exact import (
+    exact_search,
+    normalized,
+    one_query,
+    one_thread,
+    row_norms,
+)
 from vectorlog.processors.querynode.filtercache import Selection
-from vectorlog.processors.querynode.filterplan import boost, exact_cheaper, gather_cheaper
+from vectorlog.processors.querynode.filterplan import (
+    COMPRESSED_ROW_COST,
+    boost,
+    exact_cheaper,
+    gather_cheaper,
+    rerank_depth,
+)
 from vectorlog.processors.querynode.growarray import GrowArray
 from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex, faiss_params
@@ -260,8 +272,9 @@ class Segment:
         sel: Selection,
     ) -> Result | None:
         """Searches a cached filter selection: a growing segment's flat copy with its bitmap
-        (one query: None, the caller scans the copy with its mask); an indexed segment
-        exactly over the gathered vectors when filterplan.exact_cheaper says so, else the
+        (one query: None, the caller scans the copy with its mask); an indexed segment by
+        its compressed copy with an exact rerank (one query, once built) or exactly over the
+        gathered vectors when filterplan.exact_cheaper says so, else the
         index with the bitmap at an ef raised by filterplan.boost; None if none applies
         (too large to gather)."""
         if self.index is None and metric == self.native:
@@ -273,6 +286,13 @@ class Segment:
                 params.sel = sel.selector()
             return _search(self.flat, qn if self.unit else q, want, params)
         n = len(self)
+        if self.index is not None and len(q) == 1 and metric == self.native:
+            comp = sel.compressed_copy(self, metric == "L2")
+            cost = COMPRESSED_ROW_COST
+            if comp is not None and exact_cheaper(
+                sel.count, n, want, self.index, knobs, self.dim, cost
+            ):
+                return self._compressed_search(comp, qn if self.unit else q, metric, want, sel)
         if self.index is None or exact_cheaper(sel.count, n, want, self.index, knobs, self.dim):
             v = sel.gathered(self)
             if v is not None:
@@ -300,6 +320,19 @@ class Segment:
             norms = self.norms.view()[sel.positions]
             dist, cols = exact_search(q, qn, v, norms, metric, want, unit=self.unit)
         return dist, np.where(cols >= 0, sel.positions[np.maximum(cols, 0)], -1)
+
+    def _compressed_search(
+        self, comp: faiss.Index, x: np.ndarray, metric: str, want: int, sel: Selection
+    ) -> Result:
+        """Returns the exact top `want` (as positions) among the candidates the selection's
+        compressed copy finds for the one query `x` (storage form), reranked exactly on the
+        stored vectors (filterplan.rerank_depth of them)."""
+        with one_thread():
+            _, cand = comp.search(x, rerank_depth(sel.count, want))
+        cand = cand[0][cand[0] >= 0]
+        v = sel.vectors[cand] if sel.vectors is not None else self.stored_at(sel.positions[cand])
+        dist, cols = one_query(x, np.ascontiguousarray(v), metric == "L2", want, metric)
+        return dist, np.where(cols >= 0, sel.positions[cand[np.maximum(cols, 0)]], -1)
 
     def _selection(self, mask: np.ndarray | None) -> np.ndarray:
         return self.alive.mask() if mask is None else mask

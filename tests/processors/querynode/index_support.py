@@ -129,27 +129,42 @@ def recall(got: list[list[int]], truth: list[list[int]]) -> float:
     return hits / max(1, sum(len(t) for t in truth))
 
 
-def forced_branch(monkeypatch: Any, branch: str) -> list[bool]:
+def forced_branch(monkeypatch: Any, branch: str) -> list[str]:
     """Makes filtered searches of indexed segments take `branch`: "exact" (a scan of the
-    selected rows), "index" (the index with the filter's bitmap) or "chosen" (the settings
-    as shipped); returns the list each choice made is appended to (True: the exact scan),
-    so a test can check the branch it meant was the one it ran."""
-    from vectorlog.processors.querynode import filterplan, segment
+    selected rows), "compressed" (one query at a time: a scan of their 4-bit copy, built at
+    once, reranking 32 x k candidates exactly), "index" (the index with the filter's bitmap)
+    or "chosen" (the settings as shipped); returns the list each choice made is appended to
+    ("exact", "compressed" or "index"), so a test can check it ran the branch it meant."""
+    from vectorlog.processors.querynode import filtercache, filterplan, segment
 
-    if branch == "exact":
+    if branch in ("exact", "index"):
+        monkeypatch.setattr(filtercache, "COMPRESS_ROWS", 1 << 62)
+    if branch in ("exact", "compressed"):
         monkeypatch.setattr(filterplan, "BRUTE_FORCE_FRACTION", 1.0)
+    if branch == "compressed":
+        monkeypatch.setattr(filtercache, "COMPRESS_ROWS", 0)
+        monkeypatch.setattr(filtercache, "COMPRESS_AFTER", 1)
+        monkeypatch.setattr(filterplan, "RERANK_ROWS", 1)
     elif branch == "index":
         monkeypatch.setattr(filterplan, "BRUTE_FORCE_FRACTION", 0.0)
         monkeypatch.setattr(filterplan, "BRUTE_FORCE_TOPK", float("inf"))
         monkeypatch.setattr(filterplan, "EXACT_ROWS_PER_ANN_DISTANCE", 0.0)
         monkeypatch.setattr(filterplan, "EXACT_ROWS", 0)
-    chosen: list[bool] = []
+    chosen: list[str] = []
     for name in ("exact_cheaper", "gather_cheaper"):
         real = getattr(filterplan, name)
 
         def recorded(*args: Any, _real: Any = real) -> bool:
-            chosen.append(bool(_real(*args)))
-            return chosen[-1]
+            out = bool(_real(*args))
+            chosen.append("exact" if out else "index")
+            return out
 
         monkeypatch.setattr(segment, name, recorded)
+    compressed = segment.Segment._compressed_search
+
+    def scanned(*args: Any) -> Any:
+        chosen.append("compressed")
+        return compressed(*args)
+
+    monkeypatch.setattr(segment.Segment, "_compressed_search", scanned)
     return chosen
