@@ -205,7 +205,19 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {expr} | {case if case != 'none' else '100%'} | {c['qps']:.0f} | "
             f"{c['cpu_us']:.0f} | {c['vs_none']:.2f} x | {c['recall']:.3f} |"
         )
+    reused = (
+        "reopened from an earlier run's directory (`--dir`)"
+        if res["build"].get("reused")
+        else "built in this run"
+    )
     lines += [
+        "",
+        "Which way each filter goes (processors/querynode/filterplan.py): 1 % an exact scan of "
+        "the kept rows (knowhere's floor: at most 7 % kept); 10 % and 50 % the kept rows' "
+        "4-bit compressed copy (faiss fast scan, built at a selection's 8th one-query search, "
+        "the warm-up's) reranked exactly; the HNSW index with the filter's bitmap at ef x "
+        "sqrt(1 / kept) only past about 70 % of the rows at this size. The collection was "
+        f"{reused}.",
         "",
         f"Machine: {m['cpus']} cores ({m['cpu']}), shared with other work: load average "
         f"{m['loadavg_at_start']} at the start, {m['loadavg_1_5_15']} at the end; faiss "

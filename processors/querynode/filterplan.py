@@ -1,26 +1,29 @@
 """Which way a filtered search of an indexed segment goes, by the share of its rows the filter
-selects (as Milvus's knowhere decides per segment): an exact scan of the selected rows, or
-the index with the filter's bitmap (faiss IDSelectorBitmap) at an ef raised so that its recall
-within the selected rows is at least the unfiltered search's at the asked ef.
+selects (as Milvus's knowhere decides per segment): an exact scan of the selected rows, a scan
+of their 4-bit compressed copy reranked exactly (one query per call, once the selection is
+searched often: filtercache.py), or the index with the filter's bitmap (faiss
+IDSelectorBitmap) at an ef raised so that its recall within the selected rows is at least the
+unfiltered search's at the asked ef.
 
 Measured on GloVe-6B-50d, 399,000 rows, one segment, HNSW M 16 efConstruction 100, COSINE,
-one query per call, CPU microseconds per query with recall@10 within the selected rows
-(benchmarks/filter_bench.py, this machine under load ~15; unfiltered ef 128: ~250 us, 0.981):
+one query per call, CPU microseconds per query of the segment search alone, with recall@10
+within the selected rows (this machine under load 15-35; unfiltered ef 128: ~250 us, 0.981):
 
-| kept | exact scan of the kept rows | HNSW + bitmap ef 128 | ef 256 | ef 512 |
-|---|---|---|---|---|
-| 1 % (4k rows) | 15-50 us, 1.0 | 240 us, 0.59 | 460 us, 0.75 | 950 us, 0.88 |
-| 10 % (40k) | 150-160 us, 1.0 | 250 us, 0.92 | 470 us, 0.97 | 970 us, 0.99 |
-| 50 % (200k) | ~800 us, 1.0 | 275 us, 0.975 | 470 us, 0.991 | 830 us, 0.999 |
+| kept | exact scan | compressed + rerank | HNSW + bitmap ef 128 | ef 256 | ef 512 |
+|---|---|---|---|---|---|
+| 1 % (4k rows) | 15-50 us, 1.0 | | 240 us, 0.59 | 460 us, 0.75 | 950 us, 0.88 |
+| 10 % (40k) | 150-210 us, 1.0 | 62 us, 0.998 | 250 us, 0.92 | 470 us, 0.97 | 970 us, 0.99 |
+| 50 % (200k) | 800-1500 us, 1.0 | 172 us, 0.993 | 275 us, 0.975 | 470 us, 0.991 | 830 us, 0.999 |
 
 So the recall HNSW loses to a filter keeping a fraction f comes back at about ef / sqrt(f)
-(`boost`), and the exact scan (3-4 ns a row of 50 floats: exact.one_query) beats it up to
-about a third of this segment's rows (`exact_cheaper`). knowhere scans exactly whenever at most
-7 % of the rows are selected (kHnswSearchKnnBFFilterThreshold 0.93) or the hits wanted are at
-least half of them (kHnswSearchBFTopkThreshold 0.5): kept here as a floor. knowhere does not
-raise ef, it lets its graph walk pass through filtered-out nodes (kAlpha); faiss's walk does
-that already (a filtered-out node is still a candidate, only not a result), and the raised ef
-buys back the rest.
+(`boost`); the exact scan (3-4 ns a row of 50 floats: exact.one_query) beats that up to about
+a third of this segment's rows, the compressed scan up to about 70 % (`exact_cheaper`).
+knowhere scans exactly whenever at most 7 % of the rows are selected
+(kHnswSearchKnnBFFilterThreshold 0.93) or the hits wanted are at least half of them
+(kHnswSearchBFTopkThreshold 0.5): kept here as a floor. knowhere does not raise ef, it lets
+its graph walk pass through filtered-out nodes (kAlpha); faiss's walk does that already (a
+filtered-out node is still a candidate, only not a result), and the raised ef buys back the
+rest.
 """
 
 from __future__ import annotations
