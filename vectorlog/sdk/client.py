@@ -633,16 +633,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
     def get_compaction_plans(self, job_id: int) -> dict[str, Any]:
         """Returns a compaction job: its state, plans (groups merged), what each new segment
         merged (`merged`: new id -> old ids), rows dropped, failures. Raises NotFound."""
-        job = self._compactor().state(job_id)
-        return {
-            "job_id": job.job_id,
-            "collection_name": job.collection_name,
-            "state": job.state,
-            "plans": job.plans,
-            "merged": dict(job.merged),
-            "dropped_rows": job.dropped_rows,
-            "failures": list(job.failures),
-        }
+        return self._compactor().state(job_id).as_dict()
 
     def _no_jobs(self) -> str:
         """Returns why this process runs no bulk insert or compaction jobs."""
