@@ -127,6 +127,8 @@ class BulkInserter:
         self.max_segment_bytes = max_segment_bytes
         self.jobs: dict[int, ImportJob] = {}
         self._lock = threading.Lock()
+        #: held while the session starts (seconds): apart from `_lock`, so `state` answers
+        self._session_lock = threading.Lock()
         self._session: Any = None
         self.workers: set[str] = set()  # the executors' work folders that ran units
         #: called with a job when it is acknowledged, committing, and when it ends (may raise:
@@ -323,14 +325,14 @@ class BulkInserter:
     def _spark(self) -> Any:
         """Returns the shared SparkSession, acquired at the first job and held until `close`
         (a JVM start takes seconds: one per process, not per import)."""
-        with self._lock:
+        with self._session_lock:
             if self._session is None:
                 self._session = acquire_session(self.spark_master)
             return self._session
 
     def close(self) -> None:
         """Releases the SparkSession (stopped if no other job of the process holds it)."""
-        with self._lock:
+        with self._session_lock:
             session, self._session = self._session, None
         if session is not None:
             release_session(session)
