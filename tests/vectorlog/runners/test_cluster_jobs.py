@@ -61,15 +61,16 @@ def served_jobs() -> Iterator[Any]:
     opened: list[Any] = []
 
     def serve(client: Client, jobs: ClusterJobs) -> DataCoordClient:
-        server = RpcServer("127.0.0.1:0", datacoord=ServedDataCoord(client.cluster.datacoord, jobs))  # type: ignore[arg-type]
+        served = ServedDataCoord(client.cluster.datacoord, jobs)
+        server = RpcServer("127.0.0.1:0", datacoord=served)
         server.start()
         dc = DataCoordClient(server.address)
-        opened.extend([jobs, server, dc])
+        opened.extend([jobs.stop, server.stop, dc.close, jobs.bulk.close])
         return dc
 
     yield serve
-    for thing in reversed(opened):
-        getattr(thing, "stop", getattr(thing, "close", None))()
+    for close in reversed(opened):
+        close()
 
 
 def parquet(path: Path, ids: range) -> None:
