@@ -101,12 +101,12 @@ class DataCoordClient(ServiceClient):
         return list(self._rpc.call("ListImports", collection_name=collection_name))
 
     def compact(self, collection_name: str) -> dict[str, Any]:
-        """Starts a compaction of a collection; returns its job (CompactionJob.as_dict).
+        """Starts a compaction of a collection; returns its job (CompactionJob.fields).
         Raises CollectionNotFound."""
         return dict(self._rpc.call("ManualCompaction", collection_name=collection_name))
 
     def compaction_state(self, job_id: int) -> dict[str, Any]:
-        """Returns a compaction job (CompactionJob.as_dict). Raises CompactionNotFound."""
+        """Returns a compaction job (CompactionJob.fields). Raises CompactionNotFound."""
         return dict(self._rpc.call("GetCompactionState", job_id=job_id))
 
     def list_compactions(self) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ storage root), whoever asks: relative paths, as the proxies send them
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -166,8 +167,8 @@ class ClusterJobs:
                         self._fail_import(job, CUT_IN_COMMIT)
                     return
             self.bulk.await_flushed(job)
+            self.recorder.imported(dataclasses.replace(job, state=COMPLETED))  # then shown
             job.state = COMPLETED
-            self.recorder.imported(job)
             log.info("bulk insert %d: its commit had landed; Completed", job.task_id)
         except Exception as exc:  # the log failed (a fenced leader): the next leader resumes
             log.warning("bulk insert %d: not resumed: %s", job.task_id, exc)
@@ -225,17 +226,18 @@ class ClusterJobs:
         return [job.as_dict() for job in self.bulk.jobs_of(collection_name)]
 
     def compact(self, collection_name: str) -> dict[str, Any]:
-        """Starts a compaction of the collection; returns its job. Raises
+        """Starts a compaction of the collection; returns its job (CompactionJob.fields).
+        Raises
         CollectionNotFound, LogError (not recorded: not started)."""
-        return self.compactor.compact(collection_name, wait=False).as_dict()
+        return self.compactor.compact(collection_name, wait=False).fields()
 
     def compaction_state(self, job_id: int) -> dict[str, Any]:
         """Returns a compaction job. Raises CompactionNotFound."""
-        return self.compactor.state(job_id).as_dict()
+        return self.compactor.state(job_id).fields()
 
     def list_compactions(self) -> list[dict[str, Any]]:
         """Returns the compaction jobs remembered, oldest first."""
-        return [job.as_dict() for job in list(self.compactor.jobs.values())]
+        return [job.fields() for job in list(self.compactor.jobs.values())]
 
 
 class ServedDataCoord:

@@ -601,7 +601,8 @@ class Client(AdminCalls, PrivilegeGroupCalls):
     def get_bulk_insert_state(self, task_id: int) -> dict[str, Any]:
         """Returns a bulk insert task's state (Pending, Importing, Committing, Completed,
         Failed), progress in percent, row_count and failed_reason. Raises NotFound for a
-        task this process did not start (task states are not kept across restarts)."""
+        task this process did not start (task states are not kept across its restarts; in
+        cluster mode datacoord runs every task and keeps their states on coord)."""
         return self._bulk().state(task_id).as_dict()
 
     def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:

@@ -19,11 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import wait_until
 from tests.vectorlog.test_compaction import SETTINGS, build
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.jobs.bulkinsert import BulkInserter, ImportTaskNotFound
 from vectorlog.jobs.compaction import Compactor, local_merger
+from vectorlog.processors.proxy.importfiles import ImportFileError
 from vectorlog.rpc.datacoord_client import DataCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runners.jobs import (
@@ -98,6 +100,9 @@ def test_jobs_run_through_datacoords_rpc_and_a_restart_answers_or_fails_them(
 
     with pytest.raises(ImportPathRefused, match="etc/passwd"):
         bulk.submit("c", ["../../../../etc/passwd"], wait=False)
+    (root / "rows.txt").write_text("1,2")
+    with pytest.raises(ImportFileError, match="unknown format"):  # crosses as itself
+        bulk.submit("c", [str(root / "rows.txt")], wait=False)
     assert bulk.jobs_of() == []  # refused before any job existed
     task = bulk.submit("c", [str(root / "rows.parquet")], wait=True)
     state = task.as_dict()
@@ -112,6 +117,9 @@ def test_jobs_run_through_datacoords_rpc_and_a_restart_answers_or_fails_them(
     cut = JobRecorder(cluster.log, coord, cluster.serdes.for_topic(coord), cluster.rootcoord.now)
     cut.record("import", 77, "c", "Pending", _import_fields(77))
     cut.record("compaction", 78, "c", "Executing", _compaction_fields(78))
+    landed = state["segment_ids"]  # as if the leader died right after this commit's append
+    committing = {**_import_fields(80), "segment_ids": landed, "row_count": 100}
+    cut.record("import", 80, "c", "Committing", committing)
     dc2 = served_jobs(client, datacoord_jobs(client, root))
     bulk2, compactor2 = RemoteBulkInserter(dc2, root), RemoteCompactor(dc2)
     assert bulk2.state(task.task_id).as_dict()["state"] == "Completed"
@@ -124,10 +132,13 @@ def test_jobs_run_through_datacoords_rpc_and_a_restart_answers_or_fails_them(
     )
     with pytest.raises(ImportTaskNotFound):
         bulk2.state(79)
+    resumed = lambda: bulk2.state(80).as_dict()["state"] == "Completed"  # noqa: E731
+    wait_until(resumed, 60, "the import cut short in its commit Completed")
+    assert bulk2.state(80).as_dict()["row_count"] == 100
     # the failures are on coord too: a third datacoord reads them as ended
     serde = cluster.serdes.for_topic(coord)
     again = recorded_jobs(cluster.log, coord, serde, cluster._store())
-    assert (again[77]["state"], again[78]["state"]) == ("Failed", "Failed")
+    assert [again[j]["state"] for j in (77, 78, 80)] == ["Failed", "Failed", "Completed"]
     assert json.loads(again[task.task_id]["detail"])["row_count"] == 100
 
 
