@@ -135,7 +135,7 @@ class ClusterJobs:
         ones cut short Failed, and resumes the imports cut short in their commit. Raises
         LogError (a record)."""
         for body in recorded.values():
-            fields = json.loads(body["detail"])
+            fields = {**json.loads(body["detail"]), "state": body["state"]}
             if body["kind"] == IMPORT:
                 self._recover_import(ImportJob(**fields))
             elif body["kind"] == COMPACTION:
