@@ -13,7 +13,8 @@ left out), the newest ChannelCheckpointed, and last the newest DataChannelsAssig
 accepted). For the followers of the assignments (issue 23), last: the newest
 QueryChannelsAssigned, each collection's newest QueryReplicasConfigured, and each node's newest
 heartbeat (QueryNodeReported; DataNodeReported per role) of its newest epoch, after the
-assignments so that a heartbeat of a registration declared dead stays ignored.
+assignments so that a heartbeat of a registration declared dead stays ignored. Then each job's
+newest JobRecorded (the cluster mode's bulk inserts and compactions; the newest MAX_JOBS).
 Allocations (SegmentsAllocated) are left out:
 they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
 snapshot then the records after it give the state the whole topic gives.
@@ -28,6 +29,8 @@ from vectorlog.storage.channel_fence import ChannelFence
 
 ALL_INDEXES = -1  # SegmentIndexesDropped.index_id: every index of the collection
 STEPS = ("opened", "sealed", "flushing", "saved", "flushed")
+#: jobs whose newest JobRecorded a snapshot keeps (the oldest are forgotten first)
+MAX_JOBS = 1000
 
 
 class CoordFold:
@@ -44,6 +47,7 @@ class CoordFold:
         self.query_assigned: Event | None = None  # the newest QueryChannelsAssigned
         self.replicas: dict[int, Event] = {}  # collection -> its newest QueryReplicasConfigured
         self.heartbeats: dict[tuple[str, str, str], Event] = {}  # (type, role, node) -> newest
+        self.jobs: dict[int, Event] = {}  # job id -> its newest JobRecorded, oldest job first
 
     def apply(self, event: Event) -> None:
         """Folds one event in (types that do not belong on coord, and fenced data node
@@ -80,6 +84,7 @@ class CoordFold:
         out += [self.query_assigned] if self.query_assigned is not None else []
         out += [self.replicas[c] for c in sorted(self.replicas)]
         out += [self.heartbeats[k] for k in sorted(self.heartbeats)]
+        out += list(self.jobs.values())
         return out
 
     def _seg(self, sid: int) -> dict[str, Event]:
@@ -142,6 +147,11 @@ class CoordFold:
         prev = self.heartbeats.get(key)
         if prev is None or int(prev.body["epoch"]) <= int(e.body["epoch"]):
             self.heartbeats[key] = e
+
+    def _JobRecorded(self, e: Event) -> None:  # noqa: N802
+        self.jobs[e.body["job_id"]] = e  # a job keeps its place: its first record's
+        while len(self.jobs) > MAX_JOBS:
+            del self.jobs[next(iter(self.jobs))]
 
     def _SegmentIndexed(self, e: Event) -> None:  # noqa: N802
         b = e.body

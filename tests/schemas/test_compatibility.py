@@ -455,7 +455,7 @@ def test_rows_written_with_v8_are_read_by_v9_and_v9_sparse_rows_round_trip():
     assert EventSerde().decode(EventSerde().encode(event)) == event
 
 
-def test_v10_appends_the_privilege_group_and_added_field_branches_to_v9():
+def test_v10_appends_the_privilege_group_added_field_and_job_branches_to_v9():
     old, new = _branches(V9), _branches(default_registry())
     assert new[: len(old)] == old
     assert new[len(old) : len(old) + 5] == [
@@ -465,11 +465,12 @@ def test_v10_appends_the_privilege_group_and_added_field_branches_to_v9():
         "UserAltered",
         "RoleAltered",
     ]
-    assert new[len(old) + 7 :] == ["CollectionFieldAdded"]
+    assert new[len(old) + 7 :] == ["CollectionFieldAdded", "JobRecorded"]
     altered = {"group_name": "g", "added": ["Search", "Query"], "removed": []}
     field = {**v1_events()[0].body["schema"]["fields"][0], "field_id": 102, "name": "tag"}
     field |= {"is_primary_key": False, "params": {"nullable": "true", "default_value": "7"}}
     field |= {"is_dynamic": False, "is_partition_key": False}
+    job = {"job_id": 9, "kind": "import", "collection_name": "c"}
     for event in (
         Event("PrivilegeGroupCreated", 110, {"group_name": "g"}),
         Event("PrivilegeGroupAltered", 111, altered),
@@ -480,6 +481,7 @@ def test_v10_appends_the_privilege_group_and_added_field_branches_to_v9():
         Event("RoleCreated", 116, {"role_name": "r", "description": "readers"}),
         Event("RoleAltered", 117, {"role_name": "r", "description": ""}),
         Event("CollectionFieldAdded", 118, {"collection_id": 5, "field": field}, 5, "x-dml_0_5v0"),
+        Event("JobRecorded", 119, {**job, "state": "Failed", "detail": '{"reason": "x"}'}),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
 

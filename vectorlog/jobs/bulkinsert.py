@@ -10,6 +10,7 @@ what the job wrote and leaves nothing visible; a SIGKILL leaves unreferenced fil
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -86,6 +87,10 @@ class ImportJob:
             return 100
         return 0 if not self.units else int(90 * self.units_done / self.units)
 
+    def fields(self) -> dict[str, Any]:
+        """Returns the dataclass's fields (JSON-able): `ImportJob(**fields)` rebuilds it."""
+        return dataclasses.asdict(self)
+
     def as_dict(self) -> dict[str, Any]:
         """Returns the state with Milvus's names (task_id, state, row_count, progress...)."""
         return {
@@ -122,8 +127,13 @@ class BulkInserter:
         self.max_segment_bytes = max_segment_bytes
         self.jobs: dict[int, ImportJob] = {}
         self._lock = threading.Lock()
+        #: held while the session starts (seconds): apart from `_lock`, so `state` answers
+        self._session_lock = threading.Lock()
         self._session: Any = None
         self.workers: set[str] = set()  # the executors' work folders that ran units
+        #: called with a job when it is acknowledged, committing, and when it ends (may raise:
+        #: the submit, or the commit, fails then)
+        self.on_change: Callable[[ImportJob], None] | None = None
 
     def submit(
         self,
@@ -156,6 +166,11 @@ class BulkInserter:
             raise ImportTaskNotFound(task_id)
         return job
 
+    def adopt(self, job: ImportJob) -> None:
+        """Remembers a job run before (cluster mode: recorded on coord), for `state`."""
+        with self._lock:
+            self.jobs[job.task_id] = job
+
     def jobs_of(self, collection_name: str | None = None) -> list[ImportJob]:
         """Returns the jobs of this process, oldest first (of one collection if named)."""
         with self._lock:
@@ -185,6 +200,7 @@ class BulkInserter:
         units = plan_units(files, backup=backup_option(options or {}))
         job = ImportJob(self.rc.allocate_ids(1), collection_name, list(files), partition_name)
         job.units = len(units)
+        self._record(job, must=True)  # not acknowledged unless recorded
         with self._lock:
             self.jobs[job.task_id] = job
         return job, info, units
@@ -214,21 +230,37 @@ class BulkInserter:
             target, tasks = self._plan(info, units, job.partition_name)
             segments = self._write(target, tasks, job, progress)
             crash_point("bulkinsert.after_files")
+            job.row_count = sum(s["num_rows"] for s in segments)
+            job.segment_ids = [s["segment_id"] for s in segments]
             job.state = COMMITTING
+            self._record(job, must=True)  # a restart then knows which segments to look for
             job.timestamp = self.proxy.commit_import(
                 job.collection_name, job.partition_name, segments, job.task_id
             )
         except BaseException as exc:
             delete_quietly(self.objects, all_paths(segments))
+            job.row_count, job.segment_ids = 0, []
             job.state, job.reason = FAILED, public(exc, [f.name for f in info.schema.fields])
             job.elapsed_s = time.time() - job.started
+            self._record(job)
             raise
-        job.row_count = sum(s["num_rows"] for s in segments)
-        job.segment_ids = [s["segment_id"] for s in segments]
-        self._await_flushed(job)
+        self.await_flushed(job)
         job.state, job.elapsed_s = COMPLETED, time.time() - job.started
+        self._record(job)
 
-    def _await_flushed(self, job: ImportJob) -> None:
+    def _record(self, job: ImportJob, must: bool = False) -> None:
+        """Hands the job's new state to `on_change` (cluster mode: onto coord); a failure
+        raises with `must`, else is logged (a restart then resumes from the previous one)."""
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(job)
+        except Exception as exc:
+            if must:
+                raise
+            log.warning("bulk insert %d: state %s not recorded: %s", job.task_id, job.state, exc)
+
+    def await_flushed(self, job: ImportJob) -> None:
         """Waits (up to FLUSHED_WAIT_S) until datacoord lists the job's segments as Flushed:
         the data node records them once it applies the commit, a moment after the rows are
         visible. Past that, logs it: the rows stay visible and the segments show up later."""
@@ -293,14 +325,14 @@ class BulkInserter:
     def _spark(self) -> Any:
         """Returns the shared SparkSession, acquired at the first job and held until `close`
         (a JVM start takes seconds: one per process, not per import)."""
-        with self._lock:
+        with self._session_lock:
             if self._session is None:
                 self._session = acquire_session(self.spark_master)
             return self._session
 
     def close(self) -> None:
         """Releases the SparkSession (stopped if no other job of the process holds it)."""
-        with self._lock:
+        with self._session_lock:
             session, self._session = self._session, None
         if session is not None:
             release_session(session)

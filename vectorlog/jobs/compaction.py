@@ -11,6 +11,7 @@ files only, and the old segments serving. A segment is in one running job at mos
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -64,6 +65,30 @@ class CompactionJob:
     failures: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
+    def fields(self) -> dict[str, Any]:
+        """Returns the dataclass's fields (JSON-able but `merged`'s keys): `from_fields`."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> CompactionJob:
+        """Returns the job `fields` describe (`merged`'s keys may be strings, as JSON's)."""
+        merged = {int(k): [int(s) for s in v] for k, v in fields["merged"].items()}
+        return cls(**{**fields, "merged": merged})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Returns the job as `get_compaction_plans` reports it: state, plans (groups
+        merged), what each new segment merged (`merged`: new id -> old ids), rows dropped,
+        failures."""
+        return {
+            "job_id": self.job_id,
+            "collection_name": self.collection_name,
+            "state": self.state,
+            "plans": self.plans,
+            "merged": dict(self.merged),
+            "dropped_rows": self.dropped_rows,
+            "failures": list(self.failures),
+        }
+
 
 class Compactor:
     """Runs compaction jobs for one cluster; `start` adds the background policy."""
@@ -86,6 +111,8 @@ class Compactor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: called with a job when it starts (may raise: the job does not run then) and ends
+        self.on_change: Callable[[CompactionJob], None] | None = None
 
     # -- jobs ----------------------------------------------------------------------------
     def compact(self, collection: str, wait: bool = True) -> CompactionJob:
@@ -99,6 +126,8 @@ class Compactor:
         while len(self.jobs) >= MAX_JOBS:  # the oldest are forgotten
             del self.jobs[next(iter(self.jobs))]
         job = CompactionJob(self.rc.allocate_ids(), collection)
+        if self.on_change is not None:
+            self.on_change(job)  # not acknowledged unless recorded
         self.jobs[job.job_id] = job
         run = threading.Thread(target=self._run, args=(job, groups), daemon=True)
         run.start()
@@ -112,6 +141,12 @@ class Compactor:
         if job is None:
             raise CompactionNotFound(job_id)
         return job
+
+    def adopt(self, job: CompactionJob) -> None:
+        """Remembers a job run before (cluster mode: recorded on coord), for `state`."""
+        while len(self.jobs) >= MAX_JOBS:  # the oldest are forgotten
+            del self.jobs[next(iter(self.jobs))]
+        self.jobs[job.job_id] = job
 
     def horizon(self) -> int:
         """Returns the hybrid ts at or before which deleted rows may be dropped."""
@@ -132,6 +167,15 @@ class Compactor:
             self._release(taken)
             job.state = FAILED if job.failures else COMPLETED
             job.elapsed_s = time.monotonic() - started
+            self._ended(job)
+
+    def _ended(self, job: CompactionJob) -> None:
+        """Hands the ended job to `on_change`, logging (not raising) its failure."""
+        try:
+            if self.on_change is not None:
+                self.on_change(job)
+        except Exception as exc:
+            log.warning("compaction %d: its end was not recorded: %s", job.job_id, exc)
 
     def _compact(self, job: CompactionJob, groups: list[dict[str, Any]]) -> None:
         info = self.proxy.describe_collection(job.collection_name)

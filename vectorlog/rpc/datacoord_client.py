@@ -70,3 +70,45 @@ class DataCoordClient(ServiceClient):
                 expire_ts=expire_ts,
             )
         )
+
+    # -- the cluster mode's jobs, run by the leading datacoord (runners.jobs) ----------------
+    def import_files(
+        self,
+        collection_name: str,
+        files: list[Any],
+        partition_name: str | None,
+        options: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Starts a bulk insert of `files` (paths relative to datacoord's import root);
+        returns the task's state. Raises what the job's checks raise (ImportPathRefused,
+        ImportFileError, CollectionNotFound...)."""
+        return dict(
+            self._rpc.call(
+                "Import",
+                collection_name=collection_name,
+                files=files,
+                partition_name=partition_name,
+                options=options or {},
+            )
+        )
+
+    def import_state(self, task_id: int) -> dict[str, Any]:
+        """Returns a bulk insert task's state. Raises ImportTaskNotFound."""
+        return dict(self._rpc.call("GetImportState", task_id=task_id))
+
+    def list_imports(self, collection_name: str | None = None) -> list[dict[str, Any]]:
+        """Returns the bulk insert tasks' states, oldest first (of one collection if named)."""
+        return list(self._rpc.call("ListImports", collection_name=collection_name))
+
+    def compact(self, collection_name: str) -> dict[str, Any]:
+        """Starts a compaction of a collection; returns its job (CompactionJob.fields).
+        Raises CollectionNotFound."""
+        return dict(self._rpc.call("ManualCompaction", collection_name=collection_name))
+
+    def compaction_state(self, job_id: int) -> dict[str, Any]:
+        """Returns a compaction job (CompactionJob.fields). Raises CompactionNotFound."""
+        return dict(self._rpc.call("GetCompactionState", job_id=job_id))
+
+    def list_compactions(self) -> list[dict[str, Any]]:
+        """Returns the compaction jobs datacoord remembers, oldest first."""
+        return list(self._rpc.call("ListCompactions"))

@@ -7,8 +7,11 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v5 added GetMetaVersion (a number that grows with every DDL:
-what a process's cache of the meta checks, runners.meta_cache); v4 added the privilege
+Versions served: DataCoord v3 added the cluster mode's jobs, run by the leading datacoord
+(Import, GetImportState, ListImports: bulk insert; ManualCompaction, GetCompactionState,
+ListCompactions: compaction; runners.jobs); DataCoord v2 is retired. RootCoord v5 added
+GetMetaVersion (a number that grows with every DDL: what a process's cache of the meta
+checks, runners.meta_cache); v4 added the privilege
 groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
 ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
 description, AlterCredential, AlterRole, DescribeRole) and AddCollectionField (fields added
@@ -161,9 +164,10 @@ ROOTCOORD = _service(
 
 SEGMENTS = (("segment_ids", LONGS),)
 EXPIRE = (("expire_ts", LONG),)
+OPT_STRING: list[Any] = ["null", "string"]
 DATACOORD = _service(
     "DataCoord",
-    "v2",
+    "v3",
     Method(
         "AssignSegmentID",
         "assign_segments",
@@ -189,6 +193,22 @@ DATACOORD = _service(
         (("collection_id", LONG), ("horizon", LONG), ("policy", VALUE), *EXPIRE),
         VALUE,
     ),
+    Method(
+        "Import",
+        "import_files",
+        (
+            ("collection_name", STRING),
+            ("files", VALUE),
+            ("partition_name", OPT_STRING),
+            ("options", VALUE),
+        ),
+        VALUE,
+    ),
+    Method("GetImportState", "import_state", (("task_id", LONG),), VALUE),
+    Method("ListImports", "list_imports", (("collection_name", OPT_STRING),), VALUE),
+    Method("ManualCompaction", "compact", (("collection_name", STRING),), VALUE),
+    Method("GetCompactionState", "compaction_state", (("job_id", LONG),), VALUE),
+    Method("ListCompactions", "list_compactions", (), VALUE),
 )
 
 PCHANNELS = (("pchannels", LONGS),)

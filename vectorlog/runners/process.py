@@ -24,9 +24,10 @@ writer of dml (rootcoord, datacoord, each proxy) ticks with its own source id
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`, where each claims its partitions: a worker whose
-partitions a newer one claimed is fenced and `fenced` says why. Not run here yet: bulk
-insert and compaction (they need rootcoord's and datacoord's internals, not their RPCs;
-a proxy refuses them, naming cluster mode). The leading rootcoord runs the meta GC (with
+partitions a newer one claimed is fenced and `fenced` says why. The leading datacoord runs
+the bulk inserts and compactions (and the background compaction policy), recorded on coord;
+the proxies ask for them and for their states over datacoord's RPC (runners.jobs,
+runners.jobs_client). The leading rootcoord runs the meta GC (with
 meta_retention_ms); dml retention is the Kafka topics' own. The leading rootcoord and
 datacoord write the ddl and coord topics' snapshots to the storage root (Kafka keeps the
 records; a fresh reader starts from the newest snapshot).
@@ -48,6 +49,8 @@ import faiss
 
 from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
+from vectorlog.jobs.bulkinsert import BulkInserter
+from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
 from vectorlog.processors.datacoord.channels import DataChannelCoord
 from vectorlog.processors.datacoord.coord_snapshot import CoordFold
 from vectorlog.processors.datacoord.datacoord import DataCoord
@@ -76,11 +79,14 @@ from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runners.datachannels import ChannelDataNode, IndexNodeMember
 from vectorlog.runners.fanout import FanOutQueryNodes
+from vectorlog.runners.jobs import ClusterJobs, JobRecorder, ServedDataCoord, recorded_jobs
+from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
 from vectorlog.runners.remote import RemoteRootCoord
 from vectorlog.runners.shards import ShardNode
 from vectorlog.runners.standalone import _claim, _open_state
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
+from vectorlog.server.import_paths import import_root
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.channel_fence import Writer
 from vectorlog.storage.objectstore import PyArrowObjectStore
@@ -166,11 +172,10 @@ class ProcessRunner:
                 if peer in RPC_ROLES:
                     self._need(peer)
         self._stack = contextlib.ExitStack()
-        self.bulk = self.compactor = None
-        #: why a proxy of this process refuses bulk insert and compaction (sdk.client)
-        self.jobs_refused = (
-            "does not run in cluster mode yet (vectorlog run); run it with vectorlog serve"
-        )
+        #: a proxy's bulk insert and compaction (over datacoord's RPC); None elsewhere
+        self.bulk: RemoteBulkInserter | None = None
+        self.compactor: RemoteCompactor | None = None
+        self.jobs: ClusterJobs | None = None  # the leading datacoord's
         self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
@@ -205,6 +210,10 @@ class ProcessRunner:
                 builder[spec.name]()
         names = {s.name for s in self.specs}
         served: dict[str, Any] = {k: getattr(self, k) for k in RPC_ROLES if k in names}
+        if "datacoord" in names:
+            self._jobs()
+            assert self.jobs is not None
+            served["datacoord"] = ServedDataCoord(self.datacoord, self.jobs)
         if "querynode" in names:
             served["shards"] = self.querynode
         if served:
@@ -331,6 +340,7 @@ class ProcessRunner:
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datacoord"))
         lease = self._lead("datacoord")  # the query coordinator of this process runs under it too
         rc = cast(RootCoordService, self._remote(self.name, lease))
+        self._datacoord_rc = rc  # its jobs' too
         settings = self.cfg.datacoord_settings()
         self.datacoord: Any = DataCoord(
             self.writes, self.topics, self.serdes, store, rc, settings, self.objects
@@ -339,6 +349,36 @@ class ProcessRunner:
         log.info("datacoord: recovered coord to offset %d", self.datacoord.meta.position())
         self._started(self.datacoord)
         self._snapshots(self.topics.coord, CoordFold)
+
+    def _jobs(self) -> None:
+        """The leading datacoord's bulk inserts and compactions (runners.jobs): a proxy of
+        its own commits them to dml (stamped and ticked as datacoord's, fenced by its lease);
+        the jobs recorded on coord are taken back first."""
+        cfg, rc = self.cfg, self._datacoord_rc
+        connect = functools.partial(QueryShardClient, token=self.peers.token)
+        qn = FanOutQueryNodes(self.routing, self.topics.dml_partitions, cfg.read_timeout_s, connect)
+        self._stack.callback(qn.close)
+        proxy = Proxy(
+            f"{self.name}-jobs", rc, self.datacoord, qn, self.writes, self.topics, self.serdes,
+            cfg.read_timeout_s, objects=self.objects,
+        )  # fmt: skip
+        max_bytes = cfg.datacoord_settings().max_segment_bytes
+        bulk = BulkInserter(proxy, rc, self.objects, cfg.storage_uri(), max_bytes, cfg.spark_master)
+        self._opened(bulk)
+        merger: Merger = local_merger(self.objects)
+        if cfg.compaction_engine == "spark":
+            merger = self._opened(SparkMerger(cfg.storage_uri(), cfg.spark_master))
+        compactor = Compactor(
+            proxy, rc, self.objects, merger, cfg.log_retention_ms, cfg.compaction_interval_s
+        )
+        coord = self.topics.coord
+        serde = self.serdes.for_topic(coord)
+        recorder = JobRecorder(self.writes, coord, serde, lambda: self.tso.allocate(1))
+        self.jobs = ClusterJobs(bulk, compactor, recorder, self.datacoord, import_root(cfg))
+        recorded = recorded_jobs(self.log, coord, serde, self.objects)
+        self.jobs.recover(recorded)
+        self._started(self.jobs)
+        log.info("datacoord: running bulk inserts and compactions (%d recorded)", len(recorded))
 
     def _querycoord(self) -> None:
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
@@ -507,6 +547,8 @@ class ProcessRunner:
         self.proxy: Any = Proxy(
             name, rc, dc, qn, self.log, self.topics, self.serdes, timeout, indexnode=ix
         )
+        self.bulk = RemoteBulkInserter(dc, import_root(self.cfg))
+        self.compactor = RemoteCompactor(dc)
         remote.ticker.tick_once()  # heard before its first write (runners.remote)
 
     def configure_replicas(

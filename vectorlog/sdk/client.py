@@ -601,7 +601,8 @@ class Client(AdminCalls, PrivilegeGroupCalls):
     def get_bulk_insert_state(self, task_id: int) -> dict[str, Any]:
         """Returns a bulk insert task's state (Pending, Importing, Committing, Completed,
         Failed), progress in percent, row_count and failed_reason. Raises NotFound for a
-        task this process did not start (task states are not kept across restarts)."""
+        task this process did not start (task states are not kept across its restarts; in
+        cluster mode datacoord runs every task and keeps their states on coord)."""
         return self._bulk().state(task_id).as_dict()
 
     def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:
@@ -633,16 +634,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
     def get_compaction_plans(self, job_id: int) -> dict[str, Any]:
         """Returns a compaction job: its state, plans (groups merged), what each new segment
         merged (`merged`: new id -> old ids), rows dropped, failures. Raises NotFound."""
-        job = self._compactor().state(job_id)
-        return {
-            "job_id": job.job_id,
-            "collection_name": job.collection_name,
-            "state": job.state,
-            "plans": job.plans,
-            "merged": dict(job.merged),
-            "dropped_rows": job.dropped_rows,
-            "failures": list(job.failures),
-        }
+        return self._compactor().state(job_id).as_dict()
 
     def _no_jobs(self) -> str:
         """Returns why this process runs no bulk insert or compaction jobs."""

@@ -123,3 +123,15 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
         pairs = enumerate(zip(a, b, strict=True))
         return [d for i, (x, y) in pairs for d in _diff(x, y, f"{path}[{i}]")]
     return [] if a == b else [f"{path}: {a!r} != {b!r}"[:300]]
+
+
+def test_a_snapshot_keeps_each_jobs_newest_record_in_the_order_the_jobs_began():
+    def job(job_id: int, ts: int, state: str) -> Event:
+        body = {"job_id": job_id, "kind": "import", "collection_name": "c", "state": state}
+        return Event("JobRecorded", ts, {**body, "detail": "{}"})
+
+    fold = CoordFold()
+    for event in (job(1, 10, "Pending"), job(2, 11, "Executing"), job(1, 12, "Completed")):
+        fold.apply(event)
+    kept = [(e.body["job_id"], e.body["state"]) for e in fold.events() if e.type == "JobRecorded"]
+    assert kept == [(1, "Completed"), (2, "Executing")]

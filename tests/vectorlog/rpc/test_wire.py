@@ -20,11 +20,12 @@ from vectorlog.rpc.methods import QUERYNODE, ROOTCOORD
 SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
 #: the digest of each served service's schemas: a change to one must be a new version of that
 #: service (new paths). RootCoord v5 added GetMetaVersion, v4 privilege groups, descriptions
-#: and AddCollectionField, v2 num_partitions and AlterCollection, DataCoord v2 and QueryNode v2
-#: expire_ts, QueryNode v2 anns_field (every v1 is retired, see methods.py).
+#: and AddCollectionField, v2 num_partitions and AlterCollection, DataCoord v3 the cluster
+#: mode's jobs (Import ... ListCompactions), DataCoord v2 and QueryNode v2 expire_ts, QueryNode
+#: v2 anns_field (every v1 is retired, and DataCoord v2, see methods.py).
 FINGERPRINTS = {
     "vectorlog.rpc.v5.RootCoord": "be1ce7da5b0c0a5e2a6684651d568c4d0709ae665f84c070533c4db288c32b2a",  # noqa: E501
-    "vectorlog.rpc.v2.DataCoord": "a6ff2a98b0a085200bd5d76cd3eff95157948bbfa05d6c1f2df0c3851816e2d6",  # noqa: E501
+    "vectorlog.rpc.v3.DataCoord": "1c2a6a486a5386791ef85df9d57ae2b13da84798ac44599dd97e1fa46db7baa4",  # noqa: E501
     "vectorlog.rpc.v2.QueryNode": "4bd33138475c2b9bbdc4c581be2da17d116a08e77d0e1bf52aad5031baeb998d",  # noqa: E501
     "vectorlog.rpc.v1.IndexNode": "825f11c26e1d64511f1f139301353dd6f2b6b92b444efc47d4154a97b18243e0",  # noqa: E501
     "vectorlog.rpc.v1.QueryShard": "f4a8e7ee9c978d75e307e49fcb5eb99ffbe8aae90cd9268fd249923cc95a0d6b",  # noqa: E501
