@@ -82,7 +82,7 @@ def instrument(steps: Steps) -> None:
         label = f"{type(owner).__name__}.{what}" if owner is not None else what
         return original(self, steps.timed(label, fn), *args, **kwargs)
 
-    contextlib.ExitStack.callback = callback  # type: ignore[method-assign]
+    contextlib.ExitStack.callback = callback  # type: ignore[method-assign,assignment]
 
 
 def cluster_args(backend: str, bootstrap: str, tmp: Path, i: int) -> tuple[str, dict[str, Any]]:
