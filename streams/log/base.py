@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from vectorlog.streams.errors import TopicPartitionNotFound
+from vectorlog.streams.errors import LogError, TopicPartitionNotFound
 
 #: Kafka record headers: (name, value) pairs, in order; names need not be unique
 Headers = tuple[tuple[str, bytes], ...]
@@ -166,13 +166,18 @@ class Truncatable(StartKnown, Protocol):
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic to create: the arguments of `Log.create_topic`."""
+    """A topic to create: the arguments of `Log.create_topic`. Raises LogError for an empty
+    name or fewer than one partition (a backend may refuse other names when creating)."""
 
     topic: str
     partitions: int
     compacted: bool = False
     retention_ms: int | None = None
     retention_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1 or not self.topic:
+            raise LogError(f"invalid topic {self.topic!r} with {self.partitions} partitions")
 
 
 @runtime_checkable

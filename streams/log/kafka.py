@@ -161,11 +161,8 @@ class KafkaLog:
 
     def create_topics(self, specs: Sequence[TopicSpec]) -> None:
         """See CreatesTopics: one CreateTopics request for all `specs`, then each topic's
-        metadata. Raises LogError for an invalid spec (before anything is created) or a
-        partition-count clash, KafkaLogError if the broker refused a creation."""
-        for s in specs:
-            if s.partitions < 1 or not s.topic:
-                raise LogError(f"invalid topic {s.topic!r} with {s.partitions} partitions")
+        metadata. Raises LogError on a partition-count clash, KafkaLogError if the broker
+        refused a creation."""
         self._check_open()
         futures = self._admin_client().create_topics([self._new_topic(s) for s in specs])
         for s in specs:
