@@ -112,6 +112,10 @@ class KafkaLog:
         self._acked_lock = threading.Lock()
         self._lost: LogHistoryLost | None = None
         self._closed = threading.Event()
+        #: asks the broker for watermarks (made on first use, kept: a consumer per question
+        #: cost a connection, ten per cluster start); calls take turns on it
+        self._offsets_consumer: Consumer | None = None
+        self._offsets_lock = threading.Lock()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
         )
@@ -336,12 +340,11 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        self._check_open()
-        consumer = Consumer(self._consumer_config())
-        try:
-            return {p: self._watermark(consumer, topic, p) for p in range(n)}
-        finally:
-            consumer.close()
+        with self._offsets_lock:
+            self._check_open()
+            if self._offsets_consumer is None:
+                self._offsets_consumer = Consumer(self._consumer_config())
+            return {p: self._watermark(self._offsets_consumer, topic, p) for p in range(n)}
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
@@ -374,6 +377,10 @@ class KafkaLog:
         self._closed.set()
         self._poller.join()
         self._producers.close(CLOSE_FLUSH_S)
+        with self._offsets_lock:
+            consumer, self._offsets_consumer = self._offsets_consumer, None
+        if consumer is not None:
+            consumer.close()
         self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
 
