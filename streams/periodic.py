@@ -22,6 +22,10 @@ class Periodic:
     def start(self) -> None:
         self._thread.start()
 
+    def stop_soon(self) -> None:
+        """Ends the rounds after the one in hand, without waiting for it."""
+        self._stop.set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vectorlog.schemas.serde import EventSerde
-from vectorlog.streams.log.base import Log
+from vectorlog.streams.log.base import Log, TopicSpec, create_topics
 
 
 @dataclass(frozen=True)
@@ -49,18 +49,16 @@ class Topics:
         dml_retention_bytes: int | None = None,
     ) -> None:
         """Creates the topics that do not exist yet (dml with `dml_retention_ms` and
-        `dml_retention_bytes` as the broker's retention, where it has one)."""
-        log.create_topic(self.ddl, 1)
-        log.create_topic(
+        `dml_retention_bytes` as the broker's retention, where it has one), in one request
+        where the log can."""
+        dml = TopicSpec(
             self.dml,
             self.dml_partitions,
             retention_ms=dml_retention_ms,
             retention_bytes=dml_retention_bytes,
         )
-        log.create_topic(self.coord, 1)
-        log.create_topic(self.dlq, 1)
-        log.create_topic(self.lease, 1)
-        log.create_topic(self.ingest, 1)
+        singles = (self.coord, self.dlq, self.lease, self.ingest)
+        create_topics(log, [TopicSpec(self.ddl, 1), dml, *(TopicSpec(t, 1) for t in singles)])
 
 
 class Serdes:

@@ -100,6 +100,11 @@ class DataCoord(ProcessorBase):
         self._loop.start()
         self._background.start()
 
+    def stop_soon(self) -> None:
+        """Asks the consumer and the background round to end, without waiting."""
+        self._loop.stop_soon()
+        self._background.stop_soon()
+
     def stop(self) -> None:
         self._loop.stop()
         self._background.stop()

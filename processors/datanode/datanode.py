@@ -232,6 +232,11 @@ class DataNode(ProcessorBase):
         """Starts consuming on the shared loop (after `recover`)."""
         self._loop.start()
 
+    def stop_soon(self) -> None:
+        """Asks the consumer to end after the round in hand, without waiting (`stop` still
+        publishes the final checkpoint)."""
+        self._loop.stop_soon()
+
     def stop(self) -> None:
         """Stops consuming, then publishes the final checkpoint (best effort: a failure is
         logged; the last one published stays valid, it only means a longer replay)."""

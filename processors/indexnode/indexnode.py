@@ -140,7 +140,7 @@ class IndexNode(ProcessorBase):
         }
         self.state = IndexState(store)
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
-        self._jobs: queue.Queue[Job] = queue.Queue()
+        self._jobs: queue.Queue[Job | None] = queue.Queue()  # None: wakes the builder
         self._inflight: set[tuple[int, int]] = set()
         self._failed: dict[tuple[int, int], str] = {}
         self._changed = threading.Condition()
@@ -174,9 +174,15 @@ class IndexNode(ProcessorBase):
         self._loop.start()
         self._builder.start()
 
+    def stop_soon(self) -> None:
+        """Asks both threads to end (a build under way finishes first), without waiting."""
+        self._loop.stop_soon()
+        self._jobs.put(None)  # the builder waiting for a job sees the stop at once
+
     def stop(self) -> None:
         """Stops both threads (a build under way finishes first; it is not reported if the
         process ends before its SegmentIndexed is appended)."""
+        self.stop_soon()
         self._loop.stop()
         if self._builder.is_alive():
             self._builder.join(timeout=60)
@@ -248,6 +254,8 @@ class IndexNode(ProcessorBase):
         then schedules the builds they call for."""
         got = False
         for topic in self._source.topics():
+            if self._stop.is_set():  # closing: the next topic's wait would only delay it
+                break
             for rec in self._source.poll(topic, 1000, 0.05):
                 self._consume(topic, rec)
                 got = True
@@ -335,7 +343,7 @@ class IndexNode(ProcessorBase):
                 job = self._jobs.get(timeout=0.2)
             except queue.Empty:
                 continue
-            if not self._still_wanted(job):
+            if job is None or not self._still_wanted(job):
                 continue
             try:
                 self._run(job)

@@ -90,6 +90,9 @@ class IndexLoader(ProcessorBase):
         """Starts following coord on the shared loop."""
         self._loop.start()
 
+    def stop_soon(self) -> None:
+        self._loop.stop_soon()
+
     def stop(self) -> None:
         self._loop.stop()
 

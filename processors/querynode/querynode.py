@@ -233,6 +233,13 @@ class QueryNode(ProcessorBase):
         if self.indexes is not None and not self._stop.is_set():
             self.indexes.start()
 
+    def stop_soon(self) -> None:
+        """Asks the consumer and the index loader to end, without waiting."""
+        self._stop.set()
+        if self.indexes is not None:
+            self.indexes.stop_soon()
+        self._loop.stop_soon()
+
     def stop(self) -> None:
         """Stops consuming (the stream stays open until `close`)."""
         self._stop.set()

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from vectorlog.streams.errors import TopicPartitionNotFound
+from vectorlog.streams.errors import LogError, TopicPartitionNotFound
 
 #: Kafka record headers: (name, value) pairs, in order; names need not be unique
 Headers = tuple[tuple[str, bytes], ...]
@@ -161,6 +161,53 @@ class Truncatable(StartKnown, Protocol):
 
     def bytes_from(self, topic: str, partition: int, offset: int) -> int:
         """Returns the bytes the partition holds at `offset` (or its start) and after."""
+        ...
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic to create: the arguments of `Log.create_topic`. Raises LogError for an empty
+    name or fewer than one partition (a backend may refuse other names when creating)."""
+
+    topic: str
+    partitions: int
+    compacted: bool = False
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1 or not self.topic:
+            raise LogError(f"invalid topic {self.topic!r} with {self.partitions} partitions")
+
+
+@runtime_checkable
+class CreatesTopics(Protocol):
+    """A log that creates several topics in one round trip (Kafka: one CreateTopics request
+    and a metadata request per topic, instead of two full metadata listings each)."""
+
+    def create_topics(self, specs: Sequence[TopicSpec]) -> None:
+        """Creates each topic that does not exist, as `Log.create_topic` does one."""
+        ...
+
+
+def create_topics(log: Log, specs: Sequence[TopicSpec]) -> None:
+    """Creates each topic of `specs` that does not exist (see `Log.create_topic`), in one
+    request where the log can. Raises LogError on a partition-count clash."""
+    if isinstance(log, CreatesTopics):
+        log.create_topics(specs)
+        return
+    for s in specs:
+        log.create_topic(s.topic, s.partitions, s.compacted, s.retention_ms, s.retention_bytes)
+
+
+@runtime_checkable
+class WakesReaders(Protocol):
+    """A log whose readers wait for appends in the process (the embedded log) and can be
+    woken: a closing runner wakes them once its consumers were asked to stop, so they need
+    not wait out their poll timeouts."""
+
+    def wake_readers(self) -> None:
+        """Makes every reader waiting in `poll` now return what it has (maybe nothing)."""
         ...
 
 

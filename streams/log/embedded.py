@@ -384,6 +384,11 @@ class EmbeddedLog:
         if self._closed:
             raise LogClosed(f"embedded log at {self.path}")
 
+    def wake_readers(self) -> None:
+        """See WakesReaders: a woken `poll` returns what is there, as after its timeout."""
+        with self._appended:
+            self._appended.notify_all()
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

@@ -42,7 +42,7 @@ from vectorlog.streams.errors import (
     TopicNotFound,
     TopicPartitionNotFound,
 )
-from vectorlog.streams.log.base import Append, Headers, Record, check_sizes
+from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
@@ -54,6 +54,10 @@ METADATA_TIMEOUT = 10.0
 DELIVERY_TIMEOUT_MS = 30_000
 #: How long `close` waits for records in flight before purging them.
 CLOSE_FLUSH_S = 10.0
+#: The longest a wait of the delivery-report thread lasts while nothing is delivered: `close`
+#: joins that thread before closing the producers, so it waits up to this much (librdkafka's
+#: poll cannot be woken); a report ends a wait at once, whatever this is.
+DELIVERY_POLL_S = 0.02
 #: librdkafka's own log lines go to Python logging (not straight to stderr)
 LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
 logger = logging.getLogger(__name__)
@@ -108,6 +112,10 @@ class KafkaLog:
         self._acked_lock = threading.Lock()
         self._lost: LogHistoryLost | None = None
         self._closed = threading.Event()
+        #: asks the broker for watermarks (made on first use, kept: a consumer per question
+        #: cost a connection, ten per cluster start); calls take turns on it
+        self._offsets_consumer: Consumer | None = None
+        self._offsets_lock = threading.Lock()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
         )
@@ -136,7 +144,7 @@ class KafkaLog:
         next append (seen once under load, in a broker-restart test's close)."""
         while not self._closed.is_set():
             try:
-                self._producers.poll(0.1)
+                self._producers.poll(DELIVERY_POLL_S)
             except Exception:
                 logger.exception(
                     "%s: serving Kafka delivery reports failed; going on", self.bootstrap
@@ -153,33 +161,42 @@ class KafkaLog:
         retention_ms: int | None = None,
         retention_bytes: int | None = None,
     ) -> None:
-        if partitions < 1 or not topic:
-            raise LogError(f"invalid topic {topic!r} with {partitions} partitions")
+        self.create_topics([TopicSpec(topic, partitions, compacted, retention_ms, retention_bytes)])
+
+    def create_topics(self, specs: Sequence[TopicSpec]) -> None:
+        """See CreatesTopics: one CreateTopics request for all `specs`, then each topic's
+        metadata. Raises LogError on a partition-count clash, KafkaLogError if the broker
+        refused a creation."""
         self._check_open()
+        futures = self._admin_client().create_topics([self._new_topic(s) for s in specs])
+        for s in specs:
+            try:
+                futures[s.topic].result()
+                created = True
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise KafkaLogError.wrap(f"create topic {s.topic}", err) from exc
+                created = False
+            self._wait_for_topic(s.topic, s.partitions, created)
+
+    def _new_topic(self, spec: TopicSpec) -> NewTopic:
         config = {"max.message.bytes": str(self._wire_max)}
-        if compacted:
+        if spec.compacted:
             config["cleanup.policy"] = "compact"
-        if retention_ms is not None:
-            config["retention.ms"] = str(retention_ms)
-        if retention_bytes is not None:
-            config["retention.bytes"] = str(retention_bytes)
-        new = NewTopic(topic, partitions, config=config)
-        future = self._admin_client().create_topics([new])[topic]
-        try:
-            future.result()
-        except KafkaException as exc:
-            err = exc.args[0]
-            if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise KafkaLogError.wrap(f"create topic {topic}", err) from exc
-            self._wait_for_topic(topic, partitions, created=False)
-            return
-        self._wait_for_topic(topic, partitions, created=True)
+        if spec.retention_ms is not None:
+            config["retention.ms"] = str(spec.retention_ms)
+        if spec.retention_bytes is not None:
+            config["retention.bytes"] = str(spec.retention_bytes)
+        return NewTopic(spec.topic, spec.partitions, config=config)
 
     def _wait_for_topic(self, topic: str, partitions: int, created: bool) -> None:
-        """Waits until metadata shows `topic`; checks its partition count."""
+        """Waits until metadata shows `topic` (which exists: it may be named in the request,
+        where a broker with thousands of topics answers a full listing slowly); checks its
+        partition count."""
         deadline = time.monotonic() + METADATA_TIMEOUT
         while True:
-            have = self._fetch_partitions(topic)
+            have = self._fetch_partitions(topic, named=True)
             if have is not None and (have >= partitions or not created):
                 break
             if time.monotonic() > deadline:
@@ -188,13 +205,19 @@ class KafkaLog:
         if have != partitions:
             raise LogError(f"topic {topic!r} exists with {have} partitions, not {partitions}")
 
-    def _fetch_partitions(self, topic: str) -> int | None:
+    def _fetch_partitions(self, topic: str, named: bool = False) -> int | None:
         """Asks the broker for `topic`'s partition count (None: no such topic); caches it.
 
-        Lists all topics: on Tansu a metadata request naming a topic creates it.
+        Lists all topics unless `named` (only for a topic known to exist): on Tansu a metadata
+        request naming a topic creates it.
         """
         try:
-            metadata = self._admin_client().list_topics(timeout=METADATA_TIMEOUT)
+            admin = self._admin_client()
+            metadata = (
+                admin.list_topics(topic, timeout=METADATA_TIMEOUT)
+                if named
+                else admin.list_topics(timeout=METADATA_TIMEOUT)
+            )
         except KafkaException as exc:
             raise KafkaLogError.wrap("read metadata", exc.args[0]) from exc
         found = metadata.topics.get(topic)
@@ -317,12 +340,11 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        self._check_open()
-        consumer = Consumer(self._consumer_config())
-        try:
-            return {p: self._watermark(consumer, topic, p) for p in range(n)}
-        finally:
-            consumer.close()
+        with self._offsets_lock:
+            self._check_open()
+            if self._offsets_consumer is None:
+                self._offsets_consumer = Consumer(self._consumer_config())
+            return {p: self._watermark(self._offsets_consumer, topic, p) for p in range(n)}
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
@@ -355,6 +377,10 @@ class KafkaLog:
         self._closed.set()
         self._poller.join()
         self._producers.close(CLOSE_FLUSH_S)
+        with self._offsets_lock:
+            consumer, self._offsets_consumer = self._offsets_consumer, None
+        if consumer is not None:
+            consumer.close()
         self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from vectorlog.streams.deadletter import DeadLetterAbandoned
 
@@ -52,6 +52,17 @@ class Processor(Protocol):
 
     def report(self, failure: Exception | None) -> None:
         """Records the failure of the last round (None: the round succeeded)."""
+        ...
+
+
+@runtime_checkable
+class StopsSoon(Protocol):
+    """Something whose `stop` waits for its threads, that can first be asked to stop without
+    waiting: a runner closing several asks them all, then waits for each in its order, so
+    their last rounds end together instead of one after another."""
+
+    def stop_soon(self) -> None:
+        """Asks the threads to end after the round in hand; returns at once (idempotent)."""
         ...
 
 
@@ -112,6 +123,10 @@ class ProcessorLoop:
             raise RuntimeError(f"the loop of {self.processor.name} was started already")
         self._thread = threading.Thread(target=self._run, name=self.processor.name, daemon=True)
         self._thread.start()
+
+    def stop_soon(self) -> None:
+        """Asks the thread to end after the round in hand, without waiting (see StopsSoon)."""
+        self.stopping.set()
 
     def stop(self) -> bool:
         """Ends the rounds after the one in hand; returns whether the thread ended within the

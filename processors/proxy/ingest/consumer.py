@@ -101,6 +101,10 @@ class IngestConsumer(ProcessorBase):
         """Starts consuming on the shared loop's thread."""
         self._loop.start()
 
+    def stop_soon(self) -> None:
+        """Asks the loop to end after the batch in hand, without waiting."""
+        self._loop.stop_soon()
+
     def stop(self) -> None:
         """Stops consuming after the batch in hand (its positions committed). Idempotent."""
         self._loop.stop()
