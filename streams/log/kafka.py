@@ -108,6 +108,10 @@ class KafkaLog:
         self._acked_lock = threading.Lock()
         self._lost: LogHistoryLost | None = None
         self._closed = threading.Event()
+        #: the consumer watermark queries go through (made at the first; a new one per query
+        #: cost a connection: a proxy asks the ddl topic's end on every request)
+        self._marks: Consumer | None = None
+        self._marks_lock = threading.Lock()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
         )
@@ -317,12 +321,11 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        self._check_open()
-        consumer = Consumer(self._consumer_config())
-        try:
-            return {p: self._watermark(consumer, topic, p) for p in range(n)}
-        finally:
-            consumer.close()
+        with self._marks_lock:
+            self._check_open()
+            if self._marks is None:
+                self._marks = Consumer(self._consumer_config())
+            return {p: self._watermark(self._marks, topic, p) for p in range(n)}
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
@@ -355,6 +358,10 @@ class KafkaLog:
         self._closed.set()
         self._poller.join()
         self._producers.close(CLOSE_FLUSH_S)
+        with self._marks_lock:
+            if self._marks is not None:
+                self._marks.close()
+                self._marks = None
         self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
 
