@@ -321,11 +321,12 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        with self._marks_lock:
+        with self._marks_lock:  # made once; queries run concurrently (librdkafka's are safe)
             self._check_open()
             if self._marks is None:
                 self._marks = Consumer(self._consumer_config())
-            return {p: self._watermark(self._marks, topic, p) for p in range(n)}
+            consumer = self._marks
+        return {p: self._watermark(consumer, topic, p) for p in range(n)}
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
