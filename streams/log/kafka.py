@@ -59,6 +59,10 @@ LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
 logger = logging.getLogger(__name__)
 
 
+#: ListOffsets' "latest" timestamp: the end of a partition (its high watermark)
+OFFSET_LATEST = -1
+
+
 def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, Any]:
     """Returns the config of a consumer that reads with `assign()` from positions its caller
     stores: a throwaway group, nothing committed, no auto-created topics, short fetch waits."""
@@ -309,8 +313,19 @@ class KafkaLog:
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Returns {partition: the broker's high watermark}. On Tansu it can lag the real end
         (it counts the last record batch as one record, DESIGN.md s.8): read on past it until
-        idle (`streams.scan.read_all`). Raises TopicNotFound or KafkaLogError."""
-        return {p: high for p, (_, high) in self._watermarks(topic).items()}
+        idle (`streams.scan.read_all`). One ListOffsets request for "latest" of every partition
+        (a watermark query asks two per partition: measured 0.06 ms against 0.16 ms). Raises
+        TopicNotFound or KafkaLogError."""
+        n = self.partitions(topic)
+        asked = [TopicPartition(topic, p, OFFSET_LATEST) for p in range(n)]
+        try:
+            got = self._marks_consumer().offsets_for_times(asked, timeout=METADATA_TIMEOUT)
+        except KafkaException as exc:
+            raise KafkaLogError.wrap(f"end offsets of {topic}", exc.args[0]) from exc
+        for tp in got:
+            if tp.error is not None:
+                raise KafkaLogError.wrap(f"end offset of {topic}[{tp.partition}]", tp.error)
+        return {tp.partition: int(tp.offset) for tp in got}
 
     def start_offsets(self, topic: str) -> dict[int, int]:
         """Returns {partition: its first offset still held}: the broker's low watermark,
@@ -321,12 +336,17 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        with self._marks_lock:  # made once; queries run concurrently (librdkafka's are safe)
+        consumer = self._marks_consumer()
+        return {p: self._watermark(consumer, topic, p) for p in range(n)}
+
+    def _marks_consumer(self) -> Consumer:
+        """Returns the consumer offset queries go through, made at the first (queries run
+        concurrently on it: librdkafka's are thread-safe)."""
+        with self._marks_lock:
             self._check_open()
             if self._marks is None:
                 self._marks = Consumer(self._consumer_config())
-            consumer = self._marks
-        return {p: self._watermark(consumer, topic, p) for p in range(n)}
+            return self._marks
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:

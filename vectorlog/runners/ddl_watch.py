@@ -8,11 +8,12 @@ write stamped after the watch saw a DDL is stamped above it) before its offset c
 
 Read-your-DDL across processes: a DDL acknowledged by rootcoord (through any proxy) before a
 request began is on the `ddl` topic then. `latest()` asks the topic's end (`Log.end_offsets`,
-a watermark query to the broker: about 0.1 ms and 0.05 ms of CPU, in librdkafka) and waits
-until the reader has read that far (at once, unless a record arrived in the last moment),
-so the last DDL it returns includes every DDL acknowledged before the call. On the embedded
-log the end is exact; on Apache Kafka the high watermark covers every record acknowledged
-with acks=all. Tansu (the test broker) reports the
+a watermark query to the broker, shared by concurrent requests: runners.fetched_after; py-spy
+of a proxy under 4 concurrent searches showed queries made each on its own taking most of a
+search's wall time, the broker answering them one after another) and waits until the reader
+has read that far, so the last DDL it returns includes every DDL acknowledged before the
+call. On the embedded log the end is exact; on Apache Kafka the high
+watermark covers every record acknowledged with acks=all. Tansu (the test broker) reports the
 base offset of the last record batch plus one (measured: a batch of 5 at offsets 6-10 gave
 7): a DDL batched with other `ddl` records may lie past that end, but the reader consumes a
 fetched batch whole (librdkafka queues a fetched batch at once and the reader takes what is
@@ -28,6 +29,7 @@ from collections.abc import Callable
 
 from vectorlog.core.errors import ServiceUnavailable
 from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
+from vectorlog.runners.fetched_after import FetchedAfter
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log, Record
 
@@ -60,8 +62,14 @@ class DdlWatch:
         self._last_ddl = start - 1
         self._error: BaseException | None = None
         self._cond = threading.Condition()
+        self._end = FetchedAfter(lambda: log_.end_offsets(topic)[0])
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ddl-watch", daemon=True)
+
+    @property
+    def end_queries(self) -> int:
+        """Returns the end-of-topic queries made so far (concurrent requests share one)."""
+        return self._end.fetches
 
     def start(self) -> None:
         self._thread.start()
@@ -81,8 +89,7 @@ class DdlWatch:
         where the watch started if none since), once the reader has read up to the topic's
         end as of the call. Raises ServiceUnavailable if it did not within `catch_up_s`, or
         what the end query raised (a LogError)."""
-        end = self._log.end_offsets(self.topic)[0]  # each its own: a shared one made
-        # concurrent requests queue behind the one in flight (measured: most of a search's time)
+        end = self._end.get()
         with self._cond:
             if not self._cond.wait_for(lambda: self._next >= end, self.catch_up_s):
                 why = f"its reader is at offset {self._next}, the topic ends at {end}"

@@ -1,13 +1,11 @@
 """`FetchedAfter`: concurrent callers share one fetch of a value, each getting the answer of a
 fetch that began after it called (never an older one).
 
-Some answers are only right for a request if they were asked after the request began, as a
-Strong read's timestamp (above every write acknowledged before the read). Such a fetch begun
-after several requests began serves them all: under load a proxy asks once per round trip
-instead of once per request, and one caller alone asks once per call, as before. A caller
-that arrives while a fetch is in flight waits for it and the next one (about 1.5 round trips
-instead of one): worth it for an RPC that costs its server a millisecond of CPU, not for a
-cheap query (the end of the ddl topic is asked by each request alone).
+Some answers are only right for a request if they were asked after the request began: the
+end of the ddl topic (every DDL acknowledged before the request is below it) and a Strong
+read's timestamp (above every write acknowledged before the read). Such a fetch begun after
+several requests began serves them all: under load a proxy asks once per round trip instead
+of once per request, and one caller alone asks once per call, as before.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ it is the latest while no DDL at or past that offset has been read. `latest_ddl(
 the watch has read the topic up to its end as of the call, so a DDL acknowledged anywhere in
 the cluster before a read (a drop and recreate with another dimension, an added field, altered
 properties, an alias) makes that read fetch again. A miss costs GetMetaVersion plus
-DescribeCollection; a hit costs no RPC (one end-of-topic query to the log).
+DescribeCollection; a hit costs no RPC (one end-of-topic query to the log, shared by
+concurrent reads).
 """
 
 from __future__ import annotations
