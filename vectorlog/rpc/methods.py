@@ -8,8 +8,8 @@ change to a payload schema is a new version of its service (a new path), never a
 served one (test_wire pins each served service's fingerprint).
 
 Versions served: RootCoord v5 added GetMetaVersion (a number that grows with every DDL:
-what a process's cache of the meta tags its entries with, runners.meta_cache); v4 added the privilege
-groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
+what a process's cache of the meta tags its entries with, runners.meta_cache); v4 added the
+privilege groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
 ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
 description, AlterCredential, AlterRole, DescribeRole) and AddCollectionField (fields added
 to a collection); v3 added the database DDL and reads (CreateDatabase, DropDatabase,

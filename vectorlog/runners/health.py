@@ -30,7 +30,7 @@ class _Gauges(Collector):
     def __init__(self, role: str, runner: Callable[[], Any]) -> None:
         self.role, self.runner = role, runner
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         runner = self.runner()
         up = GaugeMetricFamily("vectorlog_process_up", "1 once started", labels=["role"])
         up.add_metric([self.role], 1 if runner is not None else 0)

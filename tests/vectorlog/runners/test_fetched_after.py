@@ -53,10 +53,10 @@ def test_callers_during_a_fetch_wait_for_the_next_one_and_share_it():
 
 
 def test_a_failed_fetch_fails_its_callers_and_the_next_call_fetches_again():
-    calls = iter([RuntimeError("broker down"), 7])
+    calls: list[Exception | int] = [RuntimeError("broker down"), 7]
 
     def fetch() -> int:
-        got = next(calls)
+        got = calls.pop(0)
         if isinstance(got, Exception):
             raise got
         return got

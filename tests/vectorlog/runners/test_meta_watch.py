@@ -63,7 +63,7 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
         other.close()
 
 
-def dim(s: Setup, name: str) -> int:
+def dim(s: Setup, name: str) -> int | None:
     return s.remote.describe_collection(name).schema.field("vector").dim
 
 
