@@ -31,6 +31,7 @@ from vectorlog.core.errors import ServiceUnavailable
 from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
 from vectorlog.runners.fetched_after import FetchedAfter
 from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Log, Record
 
 log = logging.getLogger(__name__)
@@ -87,9 +88,13 @@ class DdlWatch:
     def latest(self) -> int:
         """Returns the offset of the last DDL event on the topic as of this call (one before
         where the watch started if none since), once the reader has read up to the topic's
-        end as of the call. Raises ServiceUnavailable if it did not within `catch_up_s`, or
-        what the end query raised (a LogError)."""
-        end = self._end.get()
+        end as of the call. Raises ServiceUnavailable if the broker did not say where the
+        topic ends (Milvus's "service unavailable": a client retries), or the reader did not
+        get there within `catch_up_s`."""
+        try:
+            end = self._end.get()
+        except LogError as exc:
+            raise ServiceUnavailable("the ddl topic", self.topic, str(exc)) from exc
         with self._cond:
             if not self._cond.wait_for(lambda: self._next >= end, self.catch_up_s):
                 why = f"its reader is at offset {self._next}, the topic ends at {end}"

@@ -11,18 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from tests.clients import cluster_args
 from tests.support import log_params
 from vectorlog import Client
-from vectorlog.core.errors import CollectionNotFound, SchemaMismatch
+from vectorlog.core.errors import CollectionNotFound, SchemaMismatch, ServiceUnavailable
 from vectorlog.core.model import DataType
 from vectorlog.rpc.methods import ROOTCOORD
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runners.remote import RemoteRootCoord
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Log
 
 
 @dataclass
@@ -132,3 +135,46 @@ def test_a_write_prepared_before_a_field_was_added_elsewhere_is_refused(setup: S
         pass
     with s.remote.write_guard(s.remote.describe_collection("books")):
         pass  # prepared against the new schema: let through
+
+
+class Unreachable:
+    """A Log whose `end_offsets` fails while `down` (a broker that cannot be reached)."""
+
+    def __init__(self, log: Any) -> None:
+        self._log, self.down = log, False
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        if self.down:
+            raise LogError(f"{topic}: the broker cannot be reached (test)")
+        return dict(self._log.end_offsets(topic))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
+
+
+def test_a_read_while_the_broker_is_unreachable_fails_as_service_unavailable(setup: Setup):
+    s = setup
+    s.other.create_collection("books", dimension=4)
+    cluster = s.other.cluster
+    log = Unreachable(cluster.log)
+    remote = RemoteRootCoord(
+        RootCoordClient(s.server.address),
+        cast(Log, log),
+        cluster.topics.dml,
+        cluster.serdes.for_topic(cluster.topics.dml),
+        "test-proxy-2",
+        3600.0,
+        ddl=(cluster.topics.ddl, cluster.serdes.for_topic(cluster.topics.ddl)),
+    )
+    remote.start()
+    view = Setup(s.other, remote, s.server)
+    try:
+        assert dim(view, "books") == 4
+        log.down = True
+        with pytest.raises(ServiceUnavailable, match="the ddl topic .* is unavailable"):
+            remote.describe_collection("books")
+        log.down = False
+        assert dim(view, "books") == 4  # back by itself
+    finally:
+        remote.stop()
+        remote.close()
