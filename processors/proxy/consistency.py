@@ -4,6 +4,10 @@ A read waits until the query node's tsafe reaches its guarantee ts, then reads e
 ts (Strong, Session, as_of: exactly what was acknowledged by then) or at the node's tsafe
 (Bounded, Eventually: everything already applied). Bounded is Milvus's: served from what is
 applied when that is at most `staleness_ms` behind now, waiting only when the node lags more.
+
+Only Strong needs a timestamp asked of the oracle after the read began (past every write
+acknowledged anywhere before it); Bounded's "now" may be a moment old (a proxy's block of
+timestamps: 50 ms at most, against a 5 s bound), and Eventually needs none.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ def guarantee(
     session_ts: int = 0,
     as_of: int | None = None,
     staleness_ms: int = DEFAULT_STALENESS_MS,
+    recent: Callable[[], int] | None = None,
 ) -> Guarantee:
     """Returns the read's guarantee. `now` is the ts of a Strong read (rootcoord's
-    `strong_ts`: past every acknowledged write). Raises InvalidArgument for an unknown
-    level or a non-positive `as_of`."""
+    `strong_ts`: past every acknowledged write); `recent`, a ts at most a moment old that
+    Bounded counts back from (None: `now`). Raises InvalidArgument for an unknown level or a
+    non-positive `as_of`."""
     if as_of is not None:
         if not isinstance(as_of, int) or as_of <= 0:
             raise InvalidArgument(f"as_of must be a positive hybrid timestamp, not {as_of!r}")
@@ -45,7 +51,8 @@ def guarantee(
     if lv == "strong":
         return Guarantee(now())
     if lv == "bounded":
-        return Guarantee(max(now() - (staleness_ms << LOGICAL_BITS), 0), read_applied=True)
+        then = (recent or now)()
+        return Guarantee(max(then - (staleness_ms << LOGICAL_BITS), 0), read_applied=True)
     if lv == "session" and session_ts:
         return Guarantee(session_ts)
     return Guarantee(0, read_applied=True)  # Eventually, or a Session that wrote nothing

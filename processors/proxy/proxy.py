@@ -514,17 +514,19 @@ class Proxy:
         """Waits until the query node can read `info` at the read's guarantee ts; returns the
         ts to read at: the guarantee ts, or (Bounded, Eventually) the node's tsafe then.
 
-        "Now" is rootcoord's `strong_ts`: the last tick when nothing was stamped since, so a
-        read on a quiet cluster waits for no new tick and appends nothing. A Bounded read
-        waits only if the node is more than the staleness bound behind now. Raises
-        ConsistencyTimeout, InvalidArgument (an `as_of` in the future).
+        A Strong read's "now" is rootcoord's `strong_ts`: the last tick when nothing was
+        stamped since, so a read on a quiet cluster waits for no new tick and appends
+        nothing. A Bounded read counts back from rootcoord's `bounded_ts` (in a process of
+        the cluster mode, its block of timestamps: no RPC) and waits only if the node is more
+        than the staleness bound behind that. Raises ConsistencyTimeout, InvalidArgument (an
+        `as_of` in the future).
         """
         if at.as_of is not None and at.as_of > self.rc.now():
             raise InvalidArgument(f"as_of {at.as_of} is in the future: nothing is known there yet")
         level = at.consistency_level
         if level is None:
             level = collection_level(info.properties)
-        g = guarantee(level, self.rc.strong_ts, at.session_ts, at.as_of)
+        g = guarantee(level, self.rc.strong_ts, at.session_ts, at.as_of, recent=self.rc.bounded_ts)
         ts = max(g.wait_for, info.created_ts, info.schema_ts)  # the node has every field
         tsafe = self.qn.tsafe(info.pchannels)
         if tsafe < ts:

@@ -222,6 +222,11 @@ class RootCoordService(RootCoordRpc, Protocol):
     barrier's tick sources and the drop lock (cluster mode replaces both with per-proxy time
     ticks on the log, so they never cross processes)."""
 
+    def bounded_ts(self) -> int:
+        """Returns the ts a Bounded read counts its staleness back from: a moment old at
+        most (a cluster-mode process's block of timestamps, no RPC; in-process, `strong_ts`)."""
+        ...
+
     def tick_source(self, name: str) -> TickStamper:
         """Returns a new writer registered with the soft barrier under `name`."""
         ...

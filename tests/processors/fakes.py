@@ -370,6 +370,9 @@ class FakeRootCoord(RbacDdl):
     def strong_ts(self) -> int:
         return self.now()
 
+    def bounded_ts(self) -> int:
+        return self.now()
+
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
         live = self.collections.get(info.name)

@@ -10,8 +10,8 @@ served one (test_wire pins each served service's fingerprint).
 Versions served: DataCoord v3 added the cluster mode's jobs, run by the leading datacoord
 (Import, GetImportState, ListImports: bulk insert; ManualCompaction, GetCompactionState,
 ListCompactions: compaction; runners.jobs); DataCoord v2 is retired. RootCoord v5 added
-GetMetaVersion (a number that grows with every DDL: what a process's cache of the meta
-checks, runners.meta_cache); v4 added the privilege
+GetMetaVersion (a number that grows with every DDL: what a process's cache of the meta tags
+its entries with, runners.meta_cache); v4 added the privilege
 groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
 ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
 description, AlterCredential, AlterRole, DescribeRole) and AddCollectionField (fields added

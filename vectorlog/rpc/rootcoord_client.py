@@ -261,6 +261,12 @@ class RootCoordClient:
             assert ts is not None
             return ts
 
+    def skip_past(self, ts: int) -> None:
+        """Makes every later `now()` answer above `ts` (a DDL this process learned of from
+        the log: what it stamps after that follows the DDL)."""
+        with self._lock:
+            self._ts.above(ts)
+
     def allocate_timestamps(self, count: int = 1) -> int:
         """Returns the first of `count` consecutive fresh timestamps (one RPC, no batching).
         Raises InvalidArgument unless 1 <= count < 2**18."""

@@ -1,11 +1,14 @@
 """`RpcServer`: one gRPC server serving processors' services (RootCoordRpc, DataCoordService,
 QueryNodeService, IndexNodeService) to other processes, each call decoded per methods.py and
-forwarded to the implementation it wraps; a raised error travels back as errors.py says."""
+forwarded to the implementation it wraps; a raised error travels back as errors.py says.
+`served` counts the calls per service and method (a process's /metrics shows them)."""
 
 from __future__ import annotations
 
 import hmac
 import logging
+import threading
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -48,10 +51,30 @@ def _authorized(context: grpc.ServicerContext, token: str | None) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
 
 
-def _handler(service: Service, method: Method, target: Any, token: str | None) -> Handler:
+class Served:
+    """Calls served, by (service, method), counted as they arrive."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, service: str, method: str) -> None:
+        with self._lock:
+            self._counts[(service, method)] += 1
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Returns {(service, method): calls served so far}."""
+        with self._lock:
+            return dict(self._counts)
+
+
+def _handler(
+    service: Service, method: Method, target: Any, token: str | None, served: Served
+) -> Handler:
     call = getattr(target, method.call)
 
     def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        served.add(service.name, method.name)
         try:
             if not _authorized(context, token):
                 raise ClusterTokenRefused(service.name)
@@ -68,9 +91,11 @@ def _handler(service: Service, method: Method, target: Any, token: str | None) -
     return handle
 
 
-def _generic(service: Service, target: Any, token: str | None) -> grpc.GenericRpcHandler:
+def _generic(
+    service: Service, target: Any, token: str | None, served: Served
+) -> grpc.GenericRpcHandler:
     handlers = {
-        name: grpc.unary_unary_rpc_method_handler(_handler(service, m, target, token))
+        name: grpc.unary_unary_rpc_method_handler(_handler(service, m, target, token, served))
         for name, m in service.methods.items()
     }
     return grpc.method_handlers_generic_handler(service.name, handlers)
@@ -102,7 +127,8 @@ class RpcServer:
             (INDEXNODE, indexnode),
             (QUERYSHARD, shards),  # `read(op, pchannels, ts, timeout, args)`
         ]
-        handlers = [_generic(s, t, token) for s, t in served if t is not None]
+        self.served = Served()
+        handlers = [_generic(s, t, token, self.served) for s, t in served if t is not None]
         if not handlers:
             raise InvalidArgument("an RpcServer needs at least one service to serve")
         self._server.add_generic_rpc_handlers(handlers)

@@ -6,7 +6,8 @@ to anyone (a liveness probe); `/metrics`, with the cluster's token, only to a sc
 sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
 `vectorlog_process_up{role}` and, per processor the process runs,
 `vectorlog_consumer_next_offset{processor, topic, partition}`; in a process that follows the
-query assignment (datacoord, proxy) the gauges of query_metrics.py."""
+query assignment (datacoord, proxy) the gauges of query_metrics.py; in a process serving RPCs,
+`vectorlog_rpc_served_total{service, method}` (calls served since it started)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from vectorlog.runners.query_metrics import assignment_gauges, data_channel_gauge
@@ -29,7 +30,7 @@ class _Gauges(Collector):
     def __init__(self, role: str, runner: Callable[[], Any]) -> None:
         self.role, self.runner = role, runner
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         runner = self.runner()
         up = GaugeMetricFamily("vectorlog_process_up", "1 once started", labels=["role"])
         up.add_metric([self.role], 1 if runner is not None else 0)
@@ -57,6 +58,19 @@ class _Gauges(Collector):
             channels = getattr(runner, name, None)
             if channels is not None:
                 yield data_channel_gauge(channels.role, channels.fence.owners)
+        rpc = getattr(runner, "rpc", None)
+        if rpc is not None:
+            yield _served(rpc.served.counts())
+
+
+def _served(counts: dict[tuple[str, str], int]) -> CounterMetricFamily:
+    """Returns the counter of the RPCs this process served, by service and method."""
+    family = CounterMetricFamily(
+        "vectorlog_rpc_served", "RPCs served by this process", labels=["service", "method"]
+    )
+    for (service, method), n in sorted(counts.items()):
+        family.add_metric([service, method], n)
+    return family
 
 
 class HealthServer:

@@ -1,15 +1,17 @@
 """A cache of rootcoord's latest collection meta for a process that is not rootcoord's
-(cluster mode), checked against rootcoord's meta version on every read.
+(cluster mode), kept fresh from the `ddl` topic instead of an RPC per read.
 
 Each `describe_collection` of the latest meta (no `as_of`) used to be a DescribeCollection
-RPC: an ingest worker made three per batch (its schema lookup, the proxy's insert, the
-write guard), about a third of its consumer thread. Rootcoord's meta version grows with
-every DDL (create, drop, recreate under the same name, add_collection_field, alter, an
-alias, a partition), so a cached answer fetched at the version rootcoord reports now is
-still the latest: a read costs one GetMetaVersion (a number) instead of the collection's
-schema, and a DDL anywhere in the cluster makes the next read fetch again. The version is
-read before the describe it tags, so a DDL between the two makes that entry stale at once
-(never fresh with old meta).
+RPC, then a GetMetaVersion RPC (a number) checking a cached answer: a search through the
+proxy made one, an ingest batch three. Now the process follows the `ddl` topic
+(runners.ddl_watch): an entry is tagged with rootcoord's meta version when it was fetched (the
+`ddl` offset after the last record its meta reflects, read before the describe it tags), and
+it is the latest while no DDL at or past that offset has been read. `latest_ddl()` waits until
+the watch has read the topic up to its end as of the call, so a DDL acknowledged anywhere in
+the cluster before a read (a drop and recreate with another dimension, an added field, altered
+properties, an alias) makes that read fetch again. A miss costs GetMetaVersion plus
+DescribeCollection; a hit costs no RPC (one end-of-topic query to the log, shared by
+concurrent reads).
 """
 
 from __future__ import annotations
@@ -29,22 +31,29 @@ class MetaCache:
     version it was fetched at."""
 
     def __init__(
-        self, version: Callable[[], int], describe: Callable[[str], CollectionInfo]
+        self,
+        version: Callable[[], int],
+        describe: Callable[[str], CollectionInfo],
+        latest_ddl: Callable[[], int],
     ) -> None:
-        """`version`: rootcoord's meta version (one RPC); `describe`: its latest describe."""
-        self._version, self._describe = version, describe
+        """`version`: rootcoord's meta version (one RPC, on a miss); `describe`: its latest
+        describe; `latest_ddl`: the offset of the last DDL on the `ddl` topic as of the call
+        (DdlWatch.latest)."""
+        self._version, self._describe, self._latest = version, describe, latest_ddl
         self._entries: dict[str, tuple[int, CollectionInfo]] = {}
         self._lock = threading.Lock()
         self.fetches = 0  # describes made (a miss or a stale entry)
 
     def get(self, name: str) -> CollectionInfo:
         """Returns the latest collection (or alias target) `name`: the cached one if no DDL
-        happened since it was fetched, else a fresh describe. Raises CollectionNotFound."""
-        now = self._version()
+        was read since it was fetched, else a fresh describe. Raises CollectionNotFound, or
+        ServiceUnavailable (the ddl watch or rootcoord)."""
+        last = self._latest()
         with self._lock:
             entry = self._entries.get(name)
-        if entry is not None and entry[0] == now:
+        if entry is not None and entry[0] > last:
             return entry[1]
+        tag = self._version()
         try:
             info = self._describe(name)
         except CollectionNotFound:
@@ -55,5 +64,5 @@ class MetaCache:
             self.fetches += 1
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries.clear()
-            self._entries[name] = (now, info)
+            self._entries[name] = (tag, info)
         return info

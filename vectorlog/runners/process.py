@@ -327,9 +327,10 @@ class ProcessRunner:
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
         client = RootCoordClient(address, token=self.peers.token)
+        ddl = (self.topics.ddl, self.serdes.for_topic(self.topics.ddl))
         remote = RemoteRootCoord(
             client, self.writes, self.topics.dml, serde, source, interval,
-            lease=None if lease is None else _epoch(lease),
+            lease=None if lease is None else _epoch(lease), ddl=ddl,
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)

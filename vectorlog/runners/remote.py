@@ -9,10 +9,23 @@ long, or written while the process's ticks stalled that long, may land below a t
 consumers already passed and be dead-lettered: such a write fails with WriteOutcomeUnknown
 instead of being acknowledged (`BoundedTickSource`).
 
+Meta: the latest meta comes from a cache kept fresh by following the `ddl` topic
+(runners.meta_cache, runners.ddl_watch), not an RPC per request; each DDL the watch reads
+makes the timestamp block skip past the DDL's ts, so a write that follows a DDL acknowledged
+anywhere is stamped above it.
+
 Drops: no lock crosses processes; a write checks that its collection (and partition) still
 exists when it is stamped, and a write stamped after a drop is discarded by the consumers,
-which settle the order from the log. A Strong read reads at a timestamp fresh from the oracle
-(one RPC, never from a block), so it passes every write acknowledged anywhere before it.
+which settle the order from the log.
+
+Timestamps: writes are stamped from the client's block (RootCoordClient.now: fetched a
+block per RPC, served for at most TS_MAX_AGE_S), as Milvus's proxy allocator does; a write's
+ts needs only to be above what this process stamped before and above the DDL it follows.
+Bounded reads take "now" from that block too (it is at most TS_MAX_AGE_S old, far inside the
+staleness bound), Eventually reads take none. Only a Strong read asks the oracle (one RPC,
+never from a block, shared by concurrent Strong reads: runners.fetched_after): a block
+fetched before another proxy's write was acknowledged may lie below that write's ts, and a
+Strong read must see every write acknowledged anywhere before it began.
 """
 
 from __future__ import annotations
@@ -33,6 +46,8 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionInfo
 from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
 from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
+from vectorlog.runners.ddl_watch import DdlWatch
+from vectorlog.runners.fetched_after import FetchedAfter
 from vectorlog.runners.meta_cache import MetaCache
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log
@@ -107,24 +122,32 @@ class RemoteRootCoord:
         interval: float,
         liveness_ms: int = DEFAULT_LIVENESS_MS,
         lease: tuple[str, int] | None = None,
+        *,
+        ddl: tuple[str, EventSerde],
     ) -> None:
         """`source`: the id this process's ticks carry; `interval`: seconds between them;
         `liveness_ms`: the consumers' liveness window (a write may take half of it); `lease`:
-        the role and epoch of the lease this process leads under, if any (its ticks say so)."""
+        the role and epoch of the lease this process leads under, if any (its ticks say so);
+        `ddl`: the ddl topic and its serde (the meta cache follows it). Raises a LogError."""
         self.client = client
         self.barrier = SoftBarrier()
         self.ticker = Ticker(
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
         )
         self.write_limit_s = liveness_ms / 2000
-        self.meta_cache = MetaCache(client.meta_version, client.describe_collection)
+        self.ddl = DdlWatch(log, *ddl, on_ddl=client.skip_past)
+        self.meta_cache = MetaCache(
+            client.meta_version, client.describe_collection, self.ddl.latest
+        )
+        self._strong = FetchedAfter(lambda: client.allocate_timestamps(1))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)  # the rest of RootCoordRpc
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`; the latest from the meta
-        cache (one GetMetaVersion RPC unless a DDL happened since). Raises CollectionNotFound."""
+        cache (no RPC unless a DDL happened since). Raises CollectionNotFound,
+        ServiceUnavailable."""
         if as_of is not None:
             return self.client.describe_collection(name, as_of)
         return self.meta_cache.get(name)
@@ -142,8 +165,16 @@ class RemoteRootCoord:
         self.ticker.request(after)
 
     def strong_ts(self) -> int:
-        """Returns a fresh timestamp of the oracle (one RPC)."""
-        return self.client.allocate_timestamps(1)
+        """Returns a timestamp fresh from the oracle, asked after this call began: above
+        every write acknowledged anywhere before it (one AllocTimestamp RPC, shared by the
+        Strong reads that began before it was sent; never from the block, which may be older
+        than another proxy's write)."""
+        return self._strong.get()
+
+    def bounded_ts(self) -> int:
+        """Returns a ts of the client's block (no RPC unless it ran out or is over
+        TS_MAX_AGE_S old): at most that much older than now, inside any staleness bound."""
+        return self.client.now()
 
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
@@ -165,10 +196,13 @@ class RemoteRootCoord:
         yield
 
     def start(self) -> None:
+        self.ddl.start()
         self.ticker.start()
 
     def stop(self) -> None:
         self.ticker.stop()
+        self.ddl.stop()
 
     def close(self) -> None:
+        self.ddl.close()
         self.client.close()

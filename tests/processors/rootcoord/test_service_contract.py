@@ -30,7 +30,6 @@ from vectorlog.core.model import DataType, FieldSchema, quick_schema
 from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.service import RootCoordRpc, RootCoordService
 from vectorlog.rpc.rootcoord_client import RootCoordClient
-from vectorlog.runners.meta_cache import MetaCache
 
 SCHEMA = quick_schema(4, "L2")
 every = pytest.mark.parametrize("rootcoord", ALL, indirect=True)
@@ -238,25 +237,6 @@ def test_the_meta_version_grows_with_every_ddl(rootcoord: RootCoordRpc):
     rootcoord.drop_collection("books")
     seen.append(rootcoord.meta_version())
     assert seen == sorted(set(seen))
-
-
-@every
-def test_a_meta_cache_follows_a_recreate_an_added_field_and_altered_properties(
-    rootcoord: RootCoordRpc,
-):
-    cache = MetaCache(rootcoord.meta_version, rootcoord.describe_collection)
-    old = rootcoord.create_collection("books", SCHEMA)
-    assert cache.get("books").collection_id == old.collection_id
-    rootcoord.drop_collection("books")
-    with pytest.raises(CollectionNotFound):
-        cache.get("books")
-    new = rootcoord.create_collection("books", quick_schema(8, "L2"))
-    assert cache.get("books").schema.field("vector").dim == 8 != old.schema.field("vector").dim
-    assert cache.get("books").collection_id == new.collection_id
-    rootcoord.add_collection_field("books", FieldSchema("tag", DataType.INT64, nullable=True))
-    assert cache.get("books").schema.field("tag").nullable
-    rootcoord.alter_collection_properties("books", {"collection.ttl.seconds": "60"})
-    assert cache.get("books").properties["collection.ttl.seconds"] == "60"
 
 
 @every

@@ -8,6 +8,7 @@ token guards the proxies and the cluster's token every process's RPCs and /metri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,6 +81,14 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     listed = httpx.get(f"{console}/jobs", headers=auth, timeout=30).json()["compactions"]
     assert [(c["job_id"], c["state"]) for c in listed] == [(job, "Completed")]
 
+    # a DDL acknowledged through one proxy is seen at once by the other's cached meta
+    one.create_collection("papers", dimension=2, consistency_level="Strong")
+    assert two.insert("papers", [{"id": 1, "vector": [1.0, 0.0]}])["insert_count"] == 1
+    one.drop_collection("papers")
+    one.create_collection("papers", dimension=3, consistency_level="Strong")
+    assert two.insert("papers", [{"id": 2, "vector": [1.0, 0.0, 0.0]}])["insert_count"] == 1
+    assert [r["id"] for r in one.query("papers", filter="id >= 0", output_fields=["id"])] == [2]
+
     cluster.kill("querynode")
     assert one.insert("books", _rows(20, 5))["insert_count"] == 5  # needs no query node
     cluster.start("querynode")
@@ -89,9 +98,27 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     assert hits[0]["id"] == 22
 
 
+def _served(cluster: ProcessCluster, method: str) -> float:
+    """Returns how many `method` calls rootcoord served, from its /metrics."""
+    text = cluster.members["rootcoord"].metrics()
+    label = f'method="{method}"'
+    found = re.search(r"vectorlog_rpc_served_total\{[^}]*" + label + r"[^}]*\} (\S+)", text)
+    return 0.0 if found is None else float(found.group(1))
+
+
 def test_each_process_logs_its_lifecycle_and_serves_health_and_metrics(
     cluster: ProcessCluster,
 ):
+    proxy = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+    proxy.create_collection("books", dimension=4, metric_type="L2", consistency_level="Bounded")
+    proxy.insert("books", _rows(0, 10))
+    proxy.search("books", [[1.0, 0.0, 0.0, 1.0]], limit=1)
+    before = [_served(cluster, m) for m in ("GetMetaVersion", "DescribeCollection")]
+    for _ in range(10):  # a Bounded search of unchanged meta asks rootcoord nothing
+        proxy.search("books", [[1.0, 0.0, 0.0, 1.0]], limit=1)
+    assert [_served(cluster, m) for m in ("GetMetaVersion", "DescribeCollection")] == before
+    assert before[1] > 0  # the first read fetched the meta
+
     for name, member in cluster.members.items():
         metrics = member.metrics()
         assert f'vectorlog_process_up{{role="{member.role}"}} 1.0' in metrics, name

@@ -1,0 +1,142 @@
+"""`DdlWatch`: a process that is not rootcoord's learns of DDL from the log (issue 23: every
+processor is fed by the log), so its cached meta costs no RPC per request.
+
+A background reader follows the `ddl` topic from its end at start and keeps the offset of the
+last DDL event it read (reservations and ticks on `ddl` change no meta and are passed over);
+each DDL's timestamp is handed to `on_ddl` (the process's timestamp block skips past it, so a
+write stamped after the watch saw a DDL is stamped above it) before its offset counts as read.
+
+Read-your-DDL across processes: a DDL acknowledged by rootcoord (through any proxy) before a
+request began is on the `ddl` topic then. `latest()` asks the topic's end (`Log.end_offsets`,
+a watermark query to the broker, shared by concurrent requests: runners.fetched_after; py-spy
+of a proxy under 4 concurrent searches showed queries made each on its own taking most of a
+search's wall time, the broker answering them one after another) and waits until the reader
+has read that far, so the last DDL it returns includes every DDL acknowledged before the
+call. On the embedded log the end is exact; on Apache Kafka the high
+watermark covers every record acknowledged with acks=all. Tansu (the test broker) reports the
+base offset of the last record batch plus one (measured: a batch of 5 at offsets 6-10 gave
+7): a DDL batched with other `ddl` records may lie past that end, but the reader consumes a
+fetched batch whole (librdkafka queues a fetched batch at once and the reader takes what is
+queued), so having read the batch's first record it has read the DDL too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from vectorlog.core.errors import ServiceUnavailable
+from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
+from vectorlog.runners.fetched_after import FetchedAfter
+from vectorlog.schemas.serde import EventSerde
+from vectorlog.streams.errors import LogError
+from vectorlog.streams.log.base import Log, Record
+
+log = logging.getLogger(__name__)
+#: seconds a request waits for the reader to reach the topic's end before it fails
+CATCH_UP_S = 10.0
+#: seconds the reader waits after a failed poll before it polls again
+RETRY_S = 0.5
+
+
+class DdlWatch:
+    """Follows `topic` (the ddl topic) of `log` in a daemon thread between `start` and `stop`."""
+
+    def __init__(
+        self,
+        log_: Log,
+        topic: str,
+        serde: EventSerde,
+        on_ddl: Callable[[int], None] | None = None,
+        catch_up_s: float = CATCH_UP_S,
+    ) -> None:
+        """`on_ddl(ts)`: called with each DDL's timestamp before its offset counts as read;
+        `catch_up_s`: how long `latest()` waits for the reader. Raises a LogError."""
+        self._log, self.topic, self._serde = log_, topic, serde
+        self._on_ddl, self.catch_up_s = on_ddl, catch_up_s
+        start = log_.end_offsets(topic)[0]
+        self._reader = log_.reader(topic, {0: start})
+        self._next = start
+        #: unknown before the start: as if a DDL had just been read there (runners.meta_cache)
+        self._last_ddl = start - 1
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._end = FetchedAfter(lambda: log_.end_offsets(topic)[0])
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddl-watch", daemon=True)
+
+    @property
+    def end_queries(self) -> int:
+        """Returns the end-of-topic queries made so far (concurrent requests share one)."""
+        return self._end.fetches
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def close(self) -> None:
+        """Stops the reader and closes it (idempotent)."""
+        self.stop()
+        self._reader.close()
+
+    def latest(self) -> int:
+        """Returns the offset of the last DDL event on the topic as of this call (one before
+        where the watch started if none since), once the reader has read up to the topic's
+        end as of the call. Raises ServiceUnavailable if the broker did not say where the
+        topic ends (Milvus's "service unavailable": a client retries), or the reader did not
+        get there within `catch_up_s`."""
+        try:
+            end = self._end.get()
+        except LogError as exc:
+            raise ServiceUnavailable("the ddl topic", self.topic, str(exc)) from exc
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._next >= end, self.catch_up_s):
+                why = f"its reader is at offset {self._next}, the topic ends at {end}"
+                if self._error is not None:
+                    why += f" ({self._error!r})"
+                raise ServiceUnavailable("the ddl topic", self.topic, why)
+            return self._last_ddl
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                records = self._reader.poll(1000, 0.2)
+            except Exception as exc:  # a broker hiccup: requests wait, then fail if it lasts
+                log.warning("ddl watch: reading %s failed: %r", self.topic, exc)
+                self._error = exc
+                time.sleep(RETRY_S)
+                continue
+            if records:
+                self._read(records)
+
+    def _read(self, records: list[Record]) -> None:
+        """Notes the DDL events among `records` (consecutive ones of the topic)."""
+        last, stamps = None, []
+        for rec in records:
+            kind, ts = self._kind(rec)
+            if kind not in NOT_APPLIED:
+                last = rec.offset
+                if ts is not None:
+                    stamps.append(ts)
+        if stamps and self._on_ddl is not None:
+            self._on_ddl(max(stamps))
+        with self._cond:
+            if last is not None:
+                self._last_ddl = last
+            self._next, self._error = records[-1].offset + 1, None
+            self._cond.notify_all()
+
+    def _kind(self, rec: Record) -> tuple[str, int | None]:
+        """Returns the record's event type and ts; a record that cannot be decoded counts as
+        a DDL of unknown ts (the cached meta is fetched again: never kept stale)."""
+        try:
+            event = self._serde.decode(rec.value)
+        except Exception:
+            return "?", None
+        return event.type, event.ts
