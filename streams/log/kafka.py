@@ -108,6 +108,10 @@ class KafkaLog:
         self._acked_lock = threading.Lock()
         self._lost: LogHistoryLost | None = None
         self._closed = threading.Event()
+        #: the consumer watermark queries share (a new one per query cost 3-30 ms: a
+        #: connection and metadata; an ingest worker's fencing check asks twice a batch)
+        self._offsets: Consumer | None = None
+        self._offsets_lock = threading.Lock()
         self._poller = threading.Thread(
             target=self._serve_delivery_reports, name=f"{client_id}-acks", daemon=True
         )
@@ -317,12 +321,11 @@ class KafkaLog:
     def _watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Returns {partition: (low, high) watermarks}, asked of the broker."""
         n = self.partitions(topic)
-        self._check_open()
-        consumer = Consumer(self._consumer_config())
-        try:
-            return {p: self._watermark(consumer, topic, p) for p in range(n)}
-        finally:
-            consumer.close()
+        with self._offsets_lock:
+            self._check_open()
+            if self._offsets is None:
+                self._offsets = Consumer(self._consumer_config())
+            return {p: self._watermark(self._offsets, topic, p) for p in range(n)}
 
     def _watermark(self, consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
         try:
@@ -354,6 +357,10 @@ class KafkaLog:
             return
         self._closed.set()
         self._poller.join()
+        with self._offsets_lock:
+            if self._offsets is not None:
+                self._offsets.close()
+                self._offsets = None
         self._producers.close(CLOSE_FLUSH_S)
         self._admin = None  # AdminClient has no close(): dropping it closes its connections
 
