@@ -145,6 +145,29 @@ def install(clock: StageClock) -> None:
     clock.wrap(DataCoordClient, "assign_segments", "segments")
 
 
+def plot_stages(bars: list[tuple[str, dict[str, float]]], title: str, path: Any) -> None:
+    """Writes a stacked bar chart of CPU µs per row by stage, one bar per (label, stages)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(bars) + 2), 4.5))
+    bottom = [0.0] * len(bars)
+    colors = plt.get_cmap("tab20")(range(20))
+    for i, stage in enumerate(ORDER):
+        heights = [stages.get(stage, 0.0) for _, stages in bars]
+        ax.bar(range(len(bars)), heights, bottom=bottom, label=stage, color=colors[i % 20])
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_xticks(range(len(bars)), [label for label, _ in bars], rotation=60, ha="right")
+    ax.set_ylabel("consumer thread CPU, µs per row")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def _worker() -> None:
     """Runs `vectorlog` with argv[1:] and the clock installed; writes the report at exit
     (rows: the rows the proxy's inserts wrote)."""
@@ -169,6 +192,7 @@ def _worker() -> None:
 def _write(path: str, report: dict[str, Any]) -> None:
     with open(path, "w") as f:
         json.dump(report, f)
+
 
 if __name__ == "__main__":
     _worker()

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.ingest import vectors
-from benchmarks.ingest_stage_clock import ORDER, StageClock, install
+from benchmarks.ingest_stage_clock import ORDER, StageClock, install, plot_stages
 from benchmarks.ingest_topic_bench import (
     BATCH,
     DIM,
@@ -152,20 +152,22 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     lines = ["# Ingest consumer: CPU by stage (issue 29)", "",
              f"{result['setup']['rows']:,} rows of 128-d GloVe vectors per run;"
              f" machine: {result['machine'].get('cpus', 2)} CPUs.", "",
-             "| backend | round | format | rows/s | ratio to insert | CPU s / 100k rows | "
+             "| backend | code | round | format | rows/s | ratio to insert | CPU s / 100k rows | "
              + " | ".join(f"{s} µs/row" for s in ORDER) + " | load |",
-             "|---|---:|---|---:|---:|---:|" + "---:|" * len(ORDER) + "---:|"]  # fmt: skip
+             "|---|---|---:|---|---:|---:|---:|" + "---:|" * len(ORDER) + "---:|"]  # fmt: skip
     for res in result["results"]:
+        code = res.get("code", "this")
         for r, one in enumerate(res["rounds"]):
             ins = one["insert"]
-            lines.append(f"| {res['backend']} | {r} | `Client.insert` | {ins['rows_per_s']:,.0f}"
+            lines.append(f"| {res['backend']} | {code} | {r} | `Client.insert` |"
+                         f" {ins['rows_per_s']:,.0f}"
                          f" | 1.00 | {ins['cpu_s_per_100k']:.2f} |" + " |" * len(ORDER)
                          + f" {one['load']:.0f} |")  # fmt: skip
             for fmt, v in one.items():
                 if fmt in ("insert", "load"):
                     continue
                 stages = " | ".join(f"{v['cpu_us_per_row'][s]:.1f}" for s in ORDER)
-                lines.append(f"| {res['backend']} | {r} | {fmt} | {v['rows_per_s']:,.0f} |"
+                lines.append(f"| {res['backend']} | {code} | {r} | {fmt} | {v['rows_per_s']:,.0f} |"
                              f" {v['ratio_to_insert']:.2f} | {v['cpu_s_per_100k']:.2f} |"
                              f" {stages} | {one['load']:.0f} |")  # fmt: skip
     return "\n".join([*lines, "", "## Method", "", doc.strip(), ""])
@@ -179,20 +181,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--formats", default="json,connect,debezium,avro")
     ap.add_argument("--registry", default=MOCK_REGISTRY)
     ap.add_argument("--name", default="ingest_topic_stages", help="the result files' name")
+    ap.add_argument("--label", default="this", help="which code this is (before, after)")
+    ap.add_argument("--merge", nargs="*", type=Path, help="write one report of these results")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
+    if args.merge:
+        merged = [json.loads(p.read_text()) for p in args.merge]
+        result = {**merged[0], "results": [r for m in merged for r in m["results"]]}
+        write(args.out, args.name, result)
+        return
     backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
     names = args.formats.split(",")
     install(CLOCK)
     results = []
     for backend in backends:
         with shared_mock_registry(args.registry):
-            results.append(run(backend, args.rows, args.rounds, names, args.registry))
+            res = run(backend, args.rows, args.rounds, names, args.registry)
+            results.append({**res, "code": args.label})
     result = {"setup": {"rows": args.rows, "rounds": args.rounds}, "results": results,
               "machine": machine()}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(markdown(result, __doc__ or ""))
+    write(args.out, args.name, result)
+
+
+def write(out: Path, name: str, result: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{name}.md").write_text(markdown(result, __doc__ or ""))
+    bars = [(f"{res['backend'][:3]} {res.get('code', 'this')} {fmt} {r}", v["cpu_us_per_row"])
+            for res in result["results"] for r, one in enumerate(res["rounds"])
+            for fmt, v in one.items() if fmt not in ("insert", "load")]  # fmt: skip
+    plot_stages(bars, "ingest consumer in process", out / f"{name}.png")
 
 
 if __name__ == "__main__":
