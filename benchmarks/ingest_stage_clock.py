@@ -55,7 +55,9 @@ class StageClock:
     def enter(self, stage: str, within: tuple[str, ...] = ()) -> bool:
         """Enters `stage` if on the consumer thread (and, given `within`, inside one of
         those stages); returns whether it did."""
-        if threading.get_ident() != self.thread or (within and self._stack[-1:][0] not in within):
+        if threading.get_ident() != self.thread or not self._stack:
+            return False  # another thread (maybe one given an ended consumer thread's ident)
+        if within and self._stack[-1] not in within:
             return False
         now, wall = time.thread_time(), time.perf_counter()
         if self._stack:
@@ -65,6 +67,12 @@ class StageClock:
         self.calls[stage] += 1
         self._t, self._w = now, wall
         return True
+
+    def begin(self) -> None:
+        """Enters the consumer loop's round ("other": what no stage below takes)."""
+        self._stack = ["other"]
+        self.calls["other"] += 1
+        self._t, self._w = time.thread_time(), time.perf_counter()
 
     def leave(self) -> None:
         now, wall = time.thread_time(), time.perf_counter()
@@ -117,7 +125,7 @@ def install(clock: StageClock) -> None:
 
     def timed_step(self: Any) -> bool:
         clock.thread = threading.get_ident()
-        clock.enter("other")
+        clock.begin()
         try:
             return step(self)
         finally:

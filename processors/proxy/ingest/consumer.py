@@ -1,8 +1,9 @@
 """The proxy's ingest consumer: reads the ingest topics, applies each record as upserts or
 deletes through the proxy's write path, dead-letters bad records, and stores its positions.
 
-Each record is applied once: positions are committed (synced RocksDB) after a batch's
-writes are durable on dml, and each write names the source records it applies (see
+Each record is applied once: positions are committed (synced RocksDB, or the positions
+topic) after a batch's writes are durable on dml (at most every COMMIT_EVERY_S while records
+keep coming, and once they stop), and each write names the source records it applies (see
 `applied`), so after a crash between the two a restart finds those writes on dml and skips
 their records. Effects are idempotent besides (rows are upserted), so a write found only in
 part (a Kafka append that failed between partitions) is safely applied again. Bad records go
