@@ -45,6 +45,8 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.server_bench
 	$(BIN)/python -m benchmarks.rpc_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench
+	$(BIN)/python -m benchmarks.ingest_topic_stages
+	$(BIN)/python -m benchmarks.ingest_worker_stages
 	$(BIN)/python -m benchmarks.replay_bench
 	$(BIN)/python -m benchmarks.restart_bench
 	$(BIN)/python -m benchmarks.bulkload_bench

@@ -30,7 +30,7 @@ class IngestRoute:
     collection: str | None
     format: str = "auto"
     unknown: str = "dynamic"
-    batch_size: int = 500
+    batch_size: int = 2000
     linger_ms: int = 0
 
 

@@ -1,8 +1,9 @@
 """The proxy's ingest consumer: reads the ingest topics, applies each record as upserts or
 deletes through the proxy's write path, dead-letters bad records, and stores its positions.
 
-Each record is applied once: positions are committed (synced RocksDB) after a batch's
-writes are durable on dml, and each write names the source records it applies (see
+Each record is applied once: positions are committed (synced RocksDB, or the positions
+topic) after a batch's writes are durable on dml (at most every COMMIT_EVERY_S while records
+keep coming, and once they stop), and each write names the source records it applies (see
 `applied`), so after a crash between the two a restart finds those writes on dml and skips
 their records. Effects are idempotent besides (rows are upserted), so a write found only in
 part (a Kafka append that failed between partitions) is safely applied again. Bad records go
@@ -55,6 +56,10 @@ BAD_INPUT = (InvalidArgument, NotFound)
 PROCESSOR = "proxy-ingest"
 #: how long one round of polls over every ingest topic waits when none had records
 IDLE_WAIT_S = 0.05
+#: while records keep coming, positions are committed at most this often (and once a round
+#: finds no more): a commit is a synced write (on Kafka a round trip and a fencing check),
+#: and what a crash loses by it is found on dml by the source headers, not applied again
+COMMIT_EVERY_S = 0.5
 
 
 @dataclass
@@ -92,7 +97,8 @@ class IngestConsumer(ProcessorBase):
         self._worker = worker
         self._owned: list[TopicPartition] = []
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
-        self._marked_at = 0.0
+        self._marked_at = self._committed_at = 0.0
+        self._pending: dict[TopicPartition, int] = {}  # applied, not committed yet
         self._idle = False
         self._source = RecordSource(log, self._open_positions)
         self._loop = ProcessorLoop(self, join_timeout_s=None)
@@ -143,7 +149,14 @@ class IngestConsumer(ProcessorBase):
         self._source.open()
 
     def reset(self) -> None:
-        self._source.reset()
+        """Commits the positions of the batches applied (their writes are durable), then
+        closes the readers (after a failed round, and when the loop ends). Positions it
+        could not commit are found again on dml when the consumer reopens."""
+        try:
+            self._flush()
+        finally:
+            self._pending = {}
+            self._source.reset()
 
     def step(self) -> bool:
         """Applies a batch of each route that has records. While records come, polls do not
@@ -156,9 +169,17 @@ class IngestConsumer(ProcessorBase):
             if records:
                 self._idle = False
                 self._process(route, records)
-        if self._idle:  # nothing applied and uncommitted: the mark may move up
+        if self._idle and self._pending:  # caught up: commit what was applied
+            self._flush()
+        elif self._idle:  # nothing applied and uncommitted: the mark may move up
             self._refresh_mark()
         return not self._idle
+
+    def _flush(self) -> None:
+        """Commits the positions of the batches applied since the last commit."""
+        if self._pending:
+            self._commit(self._pending)
+            self._pending = {}
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
         """Claims this worker's partitions (the first time), finds what the last attempts
@@ -211,6 +232,7 @@ class IngestConsumer(ProcessorBase):
             committed = self.store.committed()
             positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
         self.store.commit(positions, marks)
+        self._committed_at = time.monotonic()
 
     def _gather(self, route: IngestRoute, wait: float) -> list[Record]:
         """Returns up to `route.batch_size` records, waiting up to `wait` seconds for the first
@@ -224,12 +246,15 @@ class IngestConsumer(ProcessorBase):
         return records
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
-        """Applies a batch, dead-letters its bad records, then commits its positions."""
+        """Applies a batch and dead-letters its bad records; commits the positions applied
+        if the last commit is COMMIT_EVERY_S old (else once the records stop coming)."""
         self._apply_batch(route, [rec for rec in records if self._live(rec)])
         crash_point("ingest.before_positions")
-        committed = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
-        self._commit(committed)
-        for tp, offset in committed.items():  # a batch may end inside an earlier attempt
+        done = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
+        self._pending.update(done)
+        if time.monotonic() - self._committed_at >= COMMIT_EVERY_S:
+            self._flush()
+        for tp, offset in done.items():  # a batch may end inside an earlier attempt
             if tp in self._applied:
                 self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +37,7 @@ class Fitted:
 def fit_columns(schema: CollectionSchema, table: pa.Table, rows: np.ndarray) -> Fitted:
     """Returns the rows `rows` of `table` fitted to `schema`; of a key given twice the last
     row is kept (one write has one timestamp, so the last upsert must be the one written)."""
-    table = table.take(pa.array(rows, type=pa.int64()))
+    table = _take(table, rows)
     bad: dict[int, str] = {}
     fields = input_fields(schema)
     for f in fields:
@@ -47,9 +48,17 @@ def fit_columns(schema: CollectionSchema, table: pa.Table, rows: np.ndarray) -> 
     keep = _last_per_key(table.column(schema.primary.name), keep)
     if not len(keep):
         return Fitted(keep, None, bad)
-    kept = table.take(pa.array(keep))
+    kept = _take(table, keep)
     columns: Columns = {f.name: _values(f, kept.column(f.name).combine_chunks()) for f in fields}
     return Fitted(rows[keep], Validated(schema, derived(columns, schema), len(keep)), bad)
+
+
+def _take(data: Any, rows: np.ndarray) -> Any:
+    """Returns rows `rows` of a table or array (itself when they are all of it, in order:
+    a take copies every vector)."""
+    if len(rows) == len(data) and (not len(rows) or (rows[0] == 0 and rows[-1] == len(rows) - 1)):
+        return data  # ascending unique indices from 0 to n - 1: every row, in order
+    return data.take(pa.array(rows, type=pa.int64()))
 
 
 def _refusals(f: FieldSchema, col: pa.Array) -> list[Refusal]:
@@ -87,7 +96,7 @@ def _vector_refusals(f: FieldSchema, col: pa.Array, missing: np.ndarray) -> list
     dims = pc.list_value_length(col).fill_null(f.dim).to_numpy()
     wrong = dims != f.dim
     right = np.flatnonzero(~wrong & ~missing)
-    arr = _vectors(col.take(pa.array(right, type=pa.int64())), f.dim)
+    arr = _vectors(_take(col, right), f.dim)
     nonfinite = np.zeros(len(col), dtype=bool)
     nonfinite[right] = ~np.isfinite(arr).all(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -17,6 +17,7 @@ from tests.processors.proxy.ingest.avro_support import serializer
 from tests.processors.proxy.ingest.producer import Raw, produce, wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client, DataType
+from vectorlog.processors.proxy.ingest.columnar import CHUNK
 from vectorlog.streams.deadletter import read_dead_letters
 
 
@@ -98,6 +99,29 @@ def test_json_rows_the_columnar_reader_refuses_are_still_read_or_dead_lettered_a
     letters = letters_of(client)
     assert [off for off, _ in letters] == offsets[2:5]
     assert "extra" in letters[2][1]
+
+
+def test_a_batch_over_several_decoding_chunks_keeps_order_and_dead_letters_bad_rows_alone(
+    client: Client,
+):
+    """A batch longer than the reader's chunk (CHUNK records decoded at a time, vectors of
+    one length through numpy): bad rows in later chunks (a wrong dimension, a text element)
+    are dead-lettered alone and the rest land, the last row of a repeated key kept."""
+    create(client)
+    docs = [row(i, n=i % 100) for i in range(3 * CHUNK)]
+    docs[CHUNK + 5]["vector"] = [1.0, 2.0, 3.0]
+    docs[2 * CHUNK + 1]["vector"] = ["x", 0.5]
+    docs.append(row(7, title="last"))
+    ingest = client.cluster.topics.ingest
+    offsets = produce(client, ingest, [(b"c", j(d)) for d in docs])
+    wait_consumed(client, ingest, offsets)
+    found = visible(client)
+    assert set(found) == set(range(3 * CHUNK)) - {CHUNK + 5, 2 * CHUNK + 1}
+    assert found[7][1:] == (7, "last") and found[CHUNK][1:] == (CHUNK % 100, f"t{CHUNK}")
+    assert np.allclose(found[2 * CHUNK][0], [2 * CHUNK, 0.5])
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == [offsets[CHUNK + 5], offsets[2 * CHUNK + 1]]
+    assert "has dim 3, expected 2" in letters[0][1]
 
 
 def debezium(op: str, before: Any, after: Any) -> bytes:

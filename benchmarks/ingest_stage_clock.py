@@ -1,0 +1,206 @@
+"""The ingest consumer's CPU and wall time by stage (issue 29), for the benchmarks: `install`
+patches the functions named in `STAGES` (class attributes and module functions) so the time
+the consumer thread spends in each is charged to its stage, exclusive of the stages nested
+in it; `StageClock.report` returns microseconds per row.
+
+Run as a module, it is an ingest worker (`vectorlog run ingest ...`, the same argv) with the
+clock installed; on exit it writes the report to the file INGEST_STAGE_REPORT names:
+
+    python -m benchmarks.ingest_stage_clock run ingest --log kafka://... --worker 0/1 ...
+
+Stages: consume (the reader's polls), meta (describe_collection: the consumer's schema
+look-up, the proxy's, its write guard's; in cluster mode the meta cache's GetMetaVersion RPC),
+decode (bytes to columns or rows), fit (to the schema), validate (the proxy's
+`rows_to_columns`, `check_unique`), encode (the RowsInserted Avro), append (the dml append),
+ids_ts (id and timestamp allocation), segments (datacoord's segment assignment), write (the
+rest of the proxy's insert), header (the source header), check (a worker's fencing check of
+the positions topic), commit (storing positions), other (the rest of the consumer's loop).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+ORDER = ("consume", "meta", "decode", "fit", "validate", "encode", "append", "ids_ts",
+         "segments", "write", "header", "check", "commit", "other")  # fmt: skip
+
+
+class StageClock:
+    """Charges the CPU (`time.thread_time`) and wall time of the consumer thread to the
+    innermost stage it is in."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = defaultdict(float)
+        self.wall: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.thread: int | None = None
+        self.rows = 0
+        self._stack: list[str] = []
+        self._t = self._w = 0.0
+
+    def reset(self) -> None:
+        """Forgets what was counted (the next run's figures start from zero)."""
+        self.cpu.clear()
+        self.wall.clear()
+        self.calls.clear()
+        self.rows = 0
+
+    def enter(self, stage: str, within: tuple[str, ...] = ()) -> bool:
+        """Enters `stage` if on the consumer thread (and, given `within`, inside one of
+        those stages); returns whether it did."""
+        if threading.get_ident() != self.thread or not self._stack:
+            return False  # another thread (maybe one given an ended consumer thread's ident)
+        if within and self._stack[-1] not in within:
+            return False
+        now, wall = time.thread_time(), time.perf_counter()
+        if self._stack:
+            self.cpu[self._stack[-1]] += now - self._t
+            self.wall[self._stack[-1]] += wall - self._w
+        self._stack.append(stage)
+        self.calls[stage] += 1
+        self._t, self._w = now, wall
+        return True
+
+    def begin(self) -> None:
+        """Enters the consumer loop's round ("other": what no stage below takes)."""
+        self._stack = ["other"]
+        self.calls["other"] += 1
+        self._t, self._w = time.thread_time(), time.perf_counter()
+
+    def leave(self) -> None:
+        now, wall = time.thread_time(), time.perf_counter()
+        stage = self._stack.pop()
+        self.cpu[stage] += now - self._t
+        self.wall[stage] += wall - self._w
+        self._t, self._w = now, wall
+
+    def wrap(self, owner: Any, attr: str, stage: str, within: tuple[str, ...] = ()) -> None:
+        """Times `owner.attr` (a class's or a module's) as `stage`."""
+        fn = getattr(owner, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not self.enter(stage, within):
+                return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.leave()
+
+        setattr(owner, attr, timed)
+
+    def report(self, rows: int) -> dict[str, Any]:
+        """Returns {cpu_us_per_row, wall_us_per_row: {stage: µs}, calls, cpu_s_per_100k}."""
+        n = max(1, rows)
+        return {
+            "rows": rows,
+            "cpu_s_per_100k": sum(self.cpu.values()) * 1e5 / n,
+            "cpu_us_per_row": {s: self.cpu.get(s, 0.0) * 1e6 / n for s in ORDER},
+            "wall_us_per_row": {s: self.wall.get(s, 0.0) * 1e6 / n for s in ORDER},
+            "calls": dict(self.calls),
+        }
+
+
+def install(clock: StageClock) -> None:
+    """Patches the consumer's, the proxy's and the RPC clients' stage functions (the whole
+    process: every ingest consumer's thread that steps becomes the clock's thread)."""
+    from vectorlog.processors.proxy import proxy as proxy_module
+    from vectorlog.processors.proxy import validation
+    from vectorlog.processors.proxy.ingest import consumer as c
+    from vectorlog.processors.proxy.ingest.positions import LogPositions
+    from vectorlog.processors.rootcoord.rootcoord import RootCoord
+    from vectorlog.rpc.datacoord_client import DataCoordClient
+    from vectorlog.rpc.rootcoord_client import RootCoordClient
+    from vectorlog.runners.remote import RemoteRootCoord
+    from vectorlog.streams.log.embedded import EmbeddedLog
+    from vectorlog.streams.log.kafka import KafkaLog
+
+    step = c.IngestConsumer.step
+
+    def timed_step(self: Any) -> bool:
+        clock.thread = threading.get_ident()
+        clock.begin()
+        try:
+            return step(self)
+        finally:
+            clock.leave()
+
+    c.IngestConsumer.step = timed_step  # type: ignore[method-assign]
+    clock.wrap(c.IngestConsumer, "_gather", "consume")
+    clock.wrap(c.IngestConsumer, "_commit", "commit")
+    for name in ("read_batch", "decode"):
+        clock.wrap(c, name, "decode")
+    for name in ("fit_columns", "fit_row", "known_fields"):
+        clock.wrap(c, name, "fit")
+    clock.wrap(c, "source_header", "header")
+    clock.wrap(LogPositions, "check", "check")
+    for cls in (RemoteRootCoord, RootCoord):
+        clock.wrap(cls, "describe_collection", "meta")
+    clock.wrap(proxy_module.Proxy, "insert", "write")
+    for name in ("rows_to_columns", "check_unique"):
+        clock.wrap(validation, name, "validate")
+    clock.wrap(proxy_module, "insert_events", "encode")
+    for log_cls in (KafkaLog, EmbeddedLog):
+        clock.wrap(log_cls, "append", "append", within=("write",))
+    for name in ("allocate_ids", "allocate_timestamps"):
+        clock.wrap(RootCoordClient, name, "ids_ts")
+    clock.wrap(DataCoordClient, "assign_segments", "segments")
+
+
+def plot_stages(bars: list[tuple[str, dict[str, float]]], title: str, path: Any) -> None:
+    """Writes a stacked bar chart of CPU µs per row by stage, one bar per (label, stages)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(bars) + 2), 4.5))
+    bottom = [0.0] * len(bars)
+    colors = plt.get_cmap("tab20")(range(20))
+    for i, stage in enumerate(ORDER):
+        heights = [stages.get(stage, 0.0) for _, stages in bars]
+        ax.bar(range(len(bars)), heights, bottom=bottom, label=stage, color=colors[i % 20])
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_xticks(range(len(bars)), [label for label, _ in bars], rotation=60, ha="right")
+    ax.set_ylabel("consumer thread CPU, µs per row")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _worker() -> None:
+    """Runs `vectorlog` with argv[1:] and the clock installed; writes the report at exit
+    (rows: the rows the proxy's inserts wrote)."""
+    from vectorlog.cli.main import main
+    from vectorlog.processors.proxy import proxy as proxy_module
+
+    clock = StageClock()
+    install(clock)
+    insert = proxy_module.Proxy.insert
+
+    def counted(self: Any, name: str, rows: Any, *args: Any, **kwargs: Any) -> Any:
+        out = insert(self, name, rows, *args, **kwargs)
+        clock.rows += int(out["insert_count"])
+        return out
+
+    proxy_module.Proxy.insert = counted  # type: ignore[method-assign]
+    path = os.environ["INGEST_STAGE_REPORT"]
+    atexit.register(lambda: _write(path, clock.report(clock.rows)))
+    sys.exit(main(sys.argv[1:]))
+
+
+def _write(path: str, report: dict[str, Any]) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f)
+
+
+if __name__ == "__main__":
+    _worker()
