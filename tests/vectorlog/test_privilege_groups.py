@@ -74,10 +74,19 @@ def test_the_built_in_groups_are_listed_with_milvus_privileges(client: Client):
         (lambda c, g, r: c.create_privilege_group(""), "privilege group name should not be empty"),
         (lambda c, g, r: c.create_privilege_group("a-b"), "can only contain numbers, letters"),
         (lambda c, g, r: c.create_privilege_group("CollectionAdmin"), "defined by built in"),
-        (lambda c, g, r: c.add_privileges_to_group("ghost", ["Search"]), r"no privilege group name"),
+        (
+            lambda c, _g, _r: c.add_privileges_to_group("ghost", ["Search"]),
+            r"no privilege group name",
+        ),
         (lambda c, g, r: c.add_privileges_to_group(g, []), "privileges is empty"),
-        (lambda c, g, r: c.add_privileges_to_group(g, ["Search", "DropDatabase"]), "same privilege"),
-        (lambda c, g, r: c.grant_privilege_v2(r, "Fly", "*"), r"not found the privilege name\[Fly\]"),
+        (
+            lambda c, g, _: c.add_privileges_to_group(g, ["Search", "DropDatabase"]),
+            "same privilege",
+        ),
+        (
+            lambda c, _, r: c.grant_privilege_v2(r, "Fly", "*"),
+            r"not found the privilege name\[Fly\]",
+        ),
         (
             lambda c, g, r: c.grant_privilege_v2(r, "DatabaseAdmin", "docs"),
             "collectionName should be \\* for the database level privilege: DatabaseAdmin",

@@ -22,6 +22,8 @@ ROWS, GROWING = 2000, 150
 def client(shared_client: Client) -> Client:
     """A database of its own on a cluster the module shares (tests/clients.py)."""
     return shared_client
+
+
 INDEXES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("i32", "STL_SORT", "i32_idx", {}),
     ("f", "INVERTED", "f_idx", {}),
