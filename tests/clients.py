@@ -31,6 +31,7 @@ import pytest
 from tests.support import log_params
 from vectorlog import Client
 from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.deadletter import DeadLetter
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
 
@@ -151,19 +152,21 @@ def drop_database(client: Client) -> None:
 
 
 def mark_start(client: Client) -> None:
-    """Records where a shared client's test begins on the dml and ddl topics (end markers,
-    as read_to_end appends them)."""
+    """Records where a shared client's test begins on the dml, ddl and coord topics (end
+    markers, as read_to_end appends them)."""
     log, serde = client.cluster.log, EventSerde()
     marker = serde.encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
     starts = _STARTS[client] = {}
-    for topic in (client.cluster.topics.dml, client.cluster.topics.ddl):
+    topics = client.cluster.topics
+    for topic in (topics.dml, topics.ddl, topics.coord):
         ends = log.append(topic, [Append(p, marker) for p in range(log.partitions(topic))])
         starts[topic] = {p: end + 1 for p, end in enumerate(ends)}
 
 
 def start_of_test(client: Client, topic: str) -> dict[int, int] | None:
     """Returns where a shared client's test began on `topic` (None: on a cluster of its own,
-    from the beginning). Fails the test for a topic other than dml and ddl on a shared one."""
+    from the beginning). Fails the test for a topic other than dml, ddl and coord on a shared
+    one."""
     starts = _STARTS.get(client)
     if starts is None:
         return None
@@ -179,6 +182,17 @@ def log_events(client: Client, topic: str | None = None) -> list[Event]:
     name = topic or client.cluster.topics.dml
     start = start_of_test(client, name)
     return [serde.decode(r.value) for r in read_to_end(client.cluster.log, name, start=start)]
+
+
+def own_letters(client: Client, letters: list[DeadLetter]) -> list[DeadLetter]:
+    """Returns the dead letters of records appended since a shared client's test began (on a
+    cluster of its own: all of them)."""
+    out = []
+    for letter in letters:
+        start = start_of_test(client, letter.topic)
+        if start is None or letter.offset >= start.get(letter.partition, 0):
+            out.append(letter)
+    return out
 
 
 def data_events(client: Client) -> list[Event]:

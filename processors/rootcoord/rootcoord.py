@@ -251,7 +251,7 @@ class RootCoord(RbacDdl):
     def _check_live(self, info: CollectionInfo, partition_id: int) -> None:
         rec = self.meta.by_id(info.collection_id)
         if rec is None:
-            raise CollectionNotFound(info.name)
+            raise CollectionNotFound(info.name, info.db)  # the write's database, as Milvus
         if partition_id != -1 and partition_id not in rec["partitions"].values():
             names = [n for n, p in info.partitions.items() if p == partition_id]
             raise PartitionNotFound(info.name, names[0] if names else str(partition_id))

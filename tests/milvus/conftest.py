@@ -1,3 +1,9 @@
 """Client fixtures for the differential test (defined in tests/clients.py)."""
 
-from tests.clients import backend, client_args, open_client  # noqa: F401
+from tests.clients import (  # noqa: F401
+    backend,
+    client_args,
+    open_client,
+    shared_client,
+    shared_clusters,
+)

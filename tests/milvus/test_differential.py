@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.clients import ClientFactory
 from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
+from vectorlog import Client
 from vectorlog.core.model import DataType as VLType
 from vectorlog.server.grpc_server import start_grpc
 
@@ -396,18 +396,18 @@ class StrongCreates:
 
 
 @pytest.fixture(params=["client", "grpc"])
-def pair(
-    request: pytest.FixtureRequest, open_client: ClientFactory, tmp_path: Path
-) -> Iterator[Pair]:
-    """A fresh Milvus Lite database and a fresh vectorlog cluster (on each log backend), the
-    latter reached in-process or through `vectorlog serve`'s gRPC by an unmodified pymilvus."""
+def pair(request: pytest.FixtureRequest, shared_client: Client, tmp_path: Path) -> Iterator[Pair]:
+    """A fresh Milvus Lite database and a fresh vectorlog database on a cluster the module
+    shares (on each log backend; tests/clients.py), the latter reached in-process or through
+    `vectorlog serve`'s gRPC by an unmodified pymilvus using that database."""
     lite = pymilvus.MilvusClient(str(tmp_path / "lite.db"))
-    client = open_client()
+    client = shared_client
     if request.param == "client":
         yield Pair(lite, client)
     else:
         server = start_grpc(client, "127.0.0.1:0", max_workers=4)
-        milvus = pymilvus.MilvusClient(f"http://127.0.0.1:{server.port}", dedicated=True)
+        uri = f"http://127.0.0.1:{server.port}"
+        milvus = pymilvus.MilvusClient(uri, db_name=client.db, dedicated=True)
         yield Pair(lite, StrongCreates(milvus), pymilvus.DataType)
         milvus.close()
         server.stop(grace=1.0)
@@ -1223,6 +1223,7 @@ def database_described(res: Any) -> Any:
     return res if isinstance(res, Refused) else dict(sorted(res.items()))
 
 
+@pytest.mark.fresh_cluster  # it lists and drops the cluster's databases
 def test_databases(pair: Pair) -> None:
     d = Diffs()
     data, _ = dataset()

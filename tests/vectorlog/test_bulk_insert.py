@@ -93,6 +93,16 @@ def count(client: Client, as_of: int | None = None) -> int:
     return client.query("c", "", output_fields=["count(*)"], as_of=as_of)[0]["count(*)"]
 
 
+#: a task id no test of a shared cluster reaches
+UNUSED = 10**12
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 def binlog_files(client: Client) -> set[str]:
     root = Path(client.cfg.storage_uri().removeprefix("file://"))
     kinds = ("insert_log", "stats_log", "delta_log")
@@ -101,9 +111,8 @@ def binlog_files(client: Client) -> set[str]:
 
 
 def test_files_of_every_format_become_visible_at_one_ts_replacing_equal_keys(
-    open_client: ClientFactory, tmp_path: Path
+    client: Client, tmp_path: Path
 ):
-    client = open_client()
     create(client)
     before = int(client.insert("c", inserted(range(10)))["timestamp"])
     files = [
@@ -187,9 +196,8 @@ def test_imported_rows_survive_restarts_from_binlogs_and_from_the_log(
 
 
 def test_an_auto_id_collection_gets_fresh_keys_and_an_index_covers_the_imported_rows(
-    open_client: ClientFactory, tmp_path: Path
+    client: Client, tmp_path: Path
 ):
-    client = open_client()
     create(client, auto_id=True, index=True)
     rows = [{"vector": vec(i), "tag": "js"} for i in range(100)]
     (tmp_path / "a.json").write_text(json.dumps(rows))
@@ -202,9 +210,8 @@ def test_an_auto_id_collection_gets_fresh_keys_and_an_index_covers_the_imported_
 
 
 def test_without_waiting_the_task_reports_its_progress_until_completed(
-    open_client: ClientFactory, tmp_path: Path
+    client: Client, tmp_path: Path
 ):
-    client = open_client()
     create(client)
     state = client.bulk_insert("c", [json_file(tmp_path / "a.json", range(50))], wait=False)
     assert state["state"] in ("Pending", "Importing")
@@ -218,8 +225,8 @@ def test_without_waiting_the_task_reports_its_progress_until_completed(
     assert client.get_bulk_insert_state(state["task_id"])["progress"] == 100
     assert [t["task_id"] for t in client.list_bulk_insert_tasks("c")] == [state["task_id"]]
     assert count(client) == 50
-    with pytest.raises(NotFound, match="task 1 not found"):
-        client.get_bulk_insert_state(1)
+    with pytest.raises(NotFound, match=f"task {UNUSED} not found"):  # ids count up from 1
+        client.get_bulk_insert_state(UNUSED)
 
 
 def five_flushed_rows(open_client: ClientFactory) -> Client:
@@ -381,11 +388,10 @@ def fixture_schema(schema: Any, types: Any) -> Any:
     return schema
 
 
-def test_backup_mode_imports_segments_milvus_wrote_with_their_deletes(open_client: ClientFactory):
+def test_backup_mode_imports_segments_milvus_wrote_with_their_deletes(client: Client):
     """Milvus 2.3.5's own binlogs (../shared/fixtures: rows 0..999 with 0..9 deleted in one
     segment, 1000..1099 in another) come in through Milvus's backup option, fields matched by
     id: the schema below gets ids 100..107, as the fixture's collection had."""
-    client = open_client()
     schema = fixture_schema(client.create_schema(), DataType)
     client.create_collection("m", schema=schema, metric_type="L2")
     coll, default, p1 = "470630100631289997", "470630100631289998", "470630100631490009"

@@ -173,6 +173,12 @@ def assert_searchable(client: Client, name: str, n: int) -> None:
     assert (hit["id"], hit["distance"]) == (3, 0.0)
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 def test_json_and_parquet_files_fill_every_new_type_and_derive_bm25(
     open_client: ClientFactory, tmp_path: Path
 ):
@@ -197,9 +203,8 @@ def test_json_and_parquet_files_fill_every_new_type_and_derive_bm25(
 
 
 def test_numpy_and_other_files_fill_packed_vectors_and_bm25_and_numpy_refuses_a_sparse_field(
-    open_client: ClientFactory, tmp_path: Path
+    client: Client, tmp_path: Path
 ):
-    client = open_client()
     create(client, "n", sparse=False)
     (tmp_path / "a.json").write_text(json.dumps(json_rows(range(8, 12), sparse=False)))
     files = numpy_group(tmp_path / "n", range(8))
@@ -216,11 +221,10 @@ def test_numpy_and_other_files_fill_packed_vectors_and_bm25_and_numpy_refuses_a_
 
 
 def test_backup_binlogs_of_every_new_type_import_into_a_collection_of_the_same_schema(
-    open_client: ClientFactory,
+    client: Client,
 ):
     """A flushed collection's own binlogs (Milvus's layout) come back through the backup
     option; the BM25 output's binlogs are skipped and derived again."""
-    client = open_client()
     create(client, "src")
     client.insert("src", [expected(i) for i in range(8)])
     client.flush("src", timeout=60)
@@ -254,9 +258,8 @@ BAD_ROWS: list[tuple[dict[str, Any], str]] = [
 
 
 def test_bad_values_of_new_types_in_files_are_refused_and_nothing_is_written(
-    open_client: ClientFactory, tmp_path: Path
+    client: Client, tmp_path: Path
 ):
-    client = open_client()
     create(client, "t")
     for change, message in BAD_ROWS:
         with pytest.raises(ImportFileError, match=message):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.clients import ClientFactory, log_events
+from tests.clients import ClientFactory, log_events, own_letters
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.model import DataType
@@ -18,6 +18,13 @@ from vectorlog.sdk import probes
 from vectorlog.streams.deadletter import DeadLetter, is_dead_letter, parse
 from vectorlog.streams.log.base import Append, Record
 from vectorlog.streams.scan import read_all
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py); the dead
+    letters a test reads are those of records appended since it began."""
+    return shared_client
 
 
 def created_schema(client: Client, name: str) -> dict[str, Any]:
@@ -30,9 +37,10 @@ def created_schema(client: Client, name: str) -> dict[str, Any]:
 
 
 def letters(client: Client, processor: str = "querynode") -> list[DeadLetter]:
-    """Returns the dead letters one processor wrote (each consumer of a bad record writes one),
-    every one on the dlq: reading it writes nothing to it."""
-    return [d for d in every_letter(client) if d.processor == processor]
+    """Returns the dead letters one processor wrote (each consumer of a bad record writes one)
+    about records appended since the test began, every one on the dlq: reading it writes
+    nothing to it."""
+    return [d for d in own_letters(client, every_letter(client)) if d.processor == processor]
 
 
 def every_letter(client: Client) -> list[DeadLetter]:

@@ -31,8 +31,20 @@ def storage(client: Client) -> Path:
     return Path(client.cfg.storage_uri())
 
 
-def files(client: Client, kind: str) -> list[Path]:
-    return sorted(p for p in (storage(client) / kind).rglob("*") if p.is_file())
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py): a test reads
+    the files of its own collection "c" (ids are the cluster's: never another's)."""
+    return shared_client
+
+
+def files(client: Client, kind: str, collection: str | None = None) -> list[Path]:
+    """Returns the files of one kind (insert_log, delta_log...) in storage: every one, or
+    those of `collection`."""
+    root = storage(client) / kind
+    if collection is not None:
+        root /= str(client.describe_collection(collection)["collection_id"])
+    return sorted(p for p in root.rglob("*") if p.is_file())
 
 
 def segment_rows(client: Client, info: dict[str, Any]) -> dict[int, Any]:
@@ -49,10 +61,11 @@ def segment_rows(client: Client, info: dict[str, Any]) -> dict[int, Any]:
     return out
 
 
-def deletes(client: Client) -> list[tuple[int, int, int]]:
-    """Returns (segment id, pk, ts) of every delete record in the delta logs."""
+def deletes(client: Client, collection: str | None = None) -> list[tuple[int, int, int]]:
+    """Returns (segment id, pk, ts) of every delete record in the delta logs (of
+    `collection`, or of every collection)."""
     out = []
-    for path in files(client, "delta_log"):
+    for path in files(client, "delta_log", collection):
         binlog = mr.read_binlog(path.read_bytes())
         for rec in mr.delete_records(binlog.events[0].payload):
             out.append((binlog.descriptor["segment_id"], rec["pk"], rec["ts"]))
@@ -91,7 +104,7 @@ def test_flush_writes_every_row_once_and_deletes_and_upserts_as_delta_records(cl
         pks += cols[100].tolist()
     assert sorted(pks) == sorted([*range(300), 7])  # the upsert's new row, and the old one
     owner = {pk: i["segment_id"] for i in infos for pk in segment_rows(client, i)[100].tolist()}
-    assert deletes(client) == sorted(
+    assert deletes(client, "c") == sorted(
         [(owner[3], 3, gone["timestamp"]), (owner[4], 4, gone["timestamp"])]
         + [(owner[7], 7, up["timestamp"])]
     )
@@ -101,7 +114,7 @@ def test_stats_logs_let_a_delete_find_its_segment(client: Client):
     client.create_collection("c", dimension=4, metric_type="L2")
     client.insert("c", rows(50))
     (seg,) = client.flush("c", timeout=30)
-    stats = [p for p in files(client, "stats_log") if p.name != "1"]
+    stats = [p for p in files(client, "stats_log", "c") if p.name != "1"]
     (one,) = stats
     doc = mr.read_stats_log(one.read_bytes())
     assert (doc["minPk"], doc["maxPk"], doc["fieldID"]) == (0, 49, 100)
@@ -135,7 +148,7 @@ def test_a_delete_after_the_flush_reaches_a_delta_log_of_the_flushed_segment(cli
     client.insert("c", rows(20))
     (seg,) = client.flush("c", timeout=30)
     res = client.delete("c", ids=[5])
-    wait_until(lambda: deletes(client) == [(seg, 5, res["timestamp"])], 20, "the delta log")
+    wait_until(lambda: deletes(client, "c") == [(seg, 5, res["timestamp"])], 20, "the delta log")
 
 
 def test_a_whole_cluster_restart_between_seal_and_flush_loses_and_repeats_nothing(
@@ -223,6 +236,7 @@ def test_the_collections_ddl_is_written_to_ddl_binlogs_once(client: Client):
     assert ts_log.descriptor["collection_id"] == cid == requests[0]["collection_id"]
 
 
+@pytest.mark.fresh_cluster  # it counts every binlog write of the cluster
 def test_a_failed_binlog_write_is_retried_and_the_flush_completes(
     client: Client, caplog: pytest.LogCaptureFixture
 ):

@@ -96,9 +96,8 @@ def test_hybrid_search_fuses_the_searches_of_several_fields_as_milvus_ranks(
     assert_fused(again, two, WeightedRanker(0.3, 0.7), limit=7)  # restored from binlogs
 
 
-def test_pymilvus_request_and_ranker_classes_are_accepted(open_client: ClientFactory):
+def test_pymilvus_request_and_ranker_classes_are_accepted(client: Client):
     pymilvus = pytest.importorskip("pymilvus")
-    client = open_client()
     create(client)
     client.insert("mv", rows())
     q = [pymilvus.AnnSearchRequest([data()[f][ROWS].tolist()], f, {}, K) for f in ("text", "image")]
@@ -126,8 +125,7 @@ BAD = [
 ]
 
 
-def test_bad_hybrid_searches_are_refused_with_milvus_messages(open_client: ClientFactory):
-    client = open_client()
+def test_bad_hybrid_searches_are_refused_with_milvus_messages(client: Client):
     create(client)
     client.insert("mv", rows(0, 10))
     for fields, ranker, message in BAD:
@@ -177,8 +175,7 @@ def merged_groups(
     return [(pk, scores[pk], group[pk]) for m in ranked[offset : offset + limit] for pk in m]
 
 
-def test_hybrid_search_groups_its_fused_hits_as_milvus_merges_them(open_client: ClientFactory):
-    client = open_client()
+def test_hybrid_search_groups_its_fused_hits_as_milvus_merges_them(client: Client):
     create(client)
     client.insert("mv", rows())
     two = ["text", "image"]
@@ -208,4 +205,3 @@ def test_hybrid_search_groups_its_fused_hits_as_milvus_merges_them(open_client: 
         client.hybrid_search(
             "mv", reqs(two), RRFRanker(), group_by_field="n", rank_group_scorer="median"
         )
-    client.close()

@@ -129,10 +129,7 @@ def field_ids(client: Client) -> set[int]:
     }
 
 
-def test_each_vector_field_has_its_index_and_metric_and_is_searched_by_anns_field(
-    open_client: ClientFactory,
-):
-    client = open_client()
+def test_each_vector_field_has_its_index_and_metric_and_is_searched_by_anns_field(client: Client):
     create(client)
     described = client.describe_collection("mv")
     assert [f["name"] for f in described["fields"]] == ["id", "n", *FIELDS]
@@ -178,8 +175,7 @@ def test_a_restart_restores_every_vector_field_from_binlogs_then_from_the_cache(
     assert len(fields) == len(FIELDS)  # one entry per vector field
 
 
-def test_multi_vector_bad_input_is_refused_with_milvus_messages(open_client: ClientFactory):
-    client = open_client()
+def test_multi_vector_bad_input_is_refused_with_milvus_messages(client: Client):
     create(client)
     client.insert("mv", rows(0, 10))
     q = [data()["text"][ROWS].tolist()]

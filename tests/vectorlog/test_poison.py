@@ -8,8 +8,9 @@ import dataclasses
 import threading
 
 import numpy as np
+import pytest
 
-from tests.clients import ClientFactory
+from tests.clients import ClientFactory, own_letters
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.hybridts import compose, wall_ms
@@ -23,9 +24,19 @@ from vectorlog.streams.log.base import Append
 DAY_MS = 86_400_000
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py); the dead
+    letters a test reads are those of records appended since it began. A test that replaces
+    a part of a processor has a cluster of its own."""
+    return shared_client
+
+
 def letters(client: Client, processor: str = "querynode") -> list[DeadLetter]:
+    """Returns one processor's dead letters of records appended since the test began."""
     node = client.cluster
-    return [d for d in read_dead_letters(node.log, node.topics.dlq) if d.processor == processor]
+    found = own_letters(client, read_dead_letters(node.log, node.topics.dlq))
+    return [d for d in found if d.processor == processor]
 
 
 def ids(client: Client, keys: list[int]) -> list[int]:
@@ -169,6 +180,7 @@ def test_a_bad_event_near_the_limit_never_takes_a_valid_one_in_its_batch_with_it
     assert client.flush("c", timeout=30) and client.get_collection_stats("c")["row_count"] == 2
 
 
+@pytest.mark.fresh_cluster  # it replaces the data node's dlq
 def test_the_data_node_keeps_a_pack_whose_dead_letter_cannot_be_written(client: Client):
     """Its dead letter failed: the data node dropped the rest of the pack (and the consume)
     while its position went on past them, so their rows never reached a binlog."""
@@ -202,6 +214,7 @@ def test_the_data_node_keeps_a_pack_whose_dead_letter_cannot_be_written(client: 
     assert "424242" in letter.reason
 
 
+@pytest.mark.fresh_cluster  # it replaces datacoord's dlq
 def test_datacoord_reads_a_record_again_until_its_dead_letter_is_written(client: Client):
     """Its consumer went on past a record whose dead letter failed (and the rest of the
     batch): the record was neither applied nor dead-lettered."""
@@ -222,6 +235,7 @@ def test_datacoord_reads_a_record_again_until_its_dead_letter_is_written(client:
     assert client.flush("c", timeout=30)
 
 
+@pytest.mark.fresh_cluster  # it replaces the data node's state store
 def test_the_data_node_retries_an_event_while_its_state_store_fails(client: Client):
     """A failing state store is not the event's fault: the data node dead-lettered the
     CollectionCreated it could not record, and never wrote that collection's binlogs."""

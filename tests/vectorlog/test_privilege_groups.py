@@ -5,6 +5,7 @@ the log; Milvus's rules refuse bad input before anything is written."""
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,13 @@ from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument, VectorlogError
 from vectorlog.core.privilege_groups import BUILTIN_GROUPS
 from vectorlog.jobs.rebuild import rebuild
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py); privilege
+    groups and roles are the cluster's, so the tests that share it name theirs uniquely."""
+    return shared_client
 
 
 def groups(client: Any) -> dict[str, list[str]]:
@@ -50,8 +58,8 @@ def test_groups_and_v2_grants_survive_a_restart_and_a_meta_rebuild(
     rebuilt.close()
 
 
-def test_the_built_in_groups_are_listed_with_milvus_privileges(open_client: ClientFactory):
-    listed = groups(open_client())
+def test_the_built_in_groups_are_listed_with_milvus_privileges(client: Client):
+    listed = groups(client)
     assert {k: v for k, v in listed.items() if k in BUILTIN_GROUPS} == {
         k: list(v) for k, v in BUILTIN_GROUPS.items()
     }
@@ -63,36 +71,45 @@ def test_the_built_in_groups_are_listed_with_milvus_privileges(open_client: Clie
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda c: c.create_privilege_group(""), "privilege group name should not be empty"),
-        (lambda c: c.create_privilege_group("a-b"), "can only contain numbers, letters"),
-        (lambda c: c.create_privilege_group("CollectionAdmin"), "defined by built in"),
-        (lambda c: c.add_privileges_to_group("ghost", ["Search"]), r"no privilege group name"),
-        (lambda c: c.add_privileges_to_group("g", []), "privileges is empty"),
-        (lambda c: c.add_privileges_to_group("g", ["Search", "DropDatabase"]), "same privilege"),
-        (lambda c: c.grant_privilege_v2("r", "Fly", "*"), r"not found the privilege name\[Fly\]"),
+        (lambda c, g, r: c.create_privilege_group(""), "privilege group name should not be empty"),
+        (lambda c, g, r: c.create_privilege_group("a-b"), "can only contain numbers, letters"),
+        (lambda c, g, r: c.create_privilege_group("CollectionAdmin"), "defined by built in"),
         (
-            lambda c: c.grant_privilege_v2("r", "DatabaseAdmin", "docs"),
+            lambda c, _g, _r: c.add_privileges_to_group("ghost", ["Search"]),
+            r"no privilege group name",
+        ),
+        (lambda c, g, r: c.add_privileges_to_group(g, []), "privileges is empty"),
+        (
+            lambda c, g, _: c.add_privileges_to_group(g, ["Search", "DropDatabase"]),
+            "same privilege",
+        ),
+        (
+            lambda c, _, r: c.grant_privilege_v2(r, "Fly", "*"),
+            r"not found the privilege name\[Fly\]",
+        ),
+        (
+            lambda c, g, r: c.grant_privilege_v2(r, "DatabaseAdmin", "docs"),
             "collectionName should be \\* for the database level privilege: DatabaseAdmin",
         ),
         (
-            lambda c: c.grant_privilege_v2("r", "CollectionAdmin", "docs", db_name="*"),
+            lambda c, g, r: c.grant_privilege_v2(r, "CollectionAdmin", "docs", db_name="*"),
             "please specify database name for the collection level privilege",
         ),
         (
-            lambda c: c.grant_privilege("r", "Collection", "CollectionAdmin", "*"),
+            lambda c, g, r: c.grant_privilege(r, "Collection", "CollectionAdmin", "*"),
             r"can not operate the built-in privilege group \[CollectionAdmin\]",
         ),
     ],
 )
 def test_bad_group_calls_are_refused_before_anything_is_written(
-    open_client: ClientFactory, call: Any, message: str
+    client: Client, call: Any, message: str
 ):
-    client = open_client()
-    client.create_privilege_group("g")
-    client.create_role("r")
+    g, r = f"g{uuid.uuid4().hex[:8]}", f"r{uuid.uuid4().hex[:8]}"  # the cluster is shared
+    client.create_privilege_group(g)
+    client.create_role(r)
     before = len(ddl_changes(client))
     with pytest.raises(InvalidArgument, match=message) as err:
-        call(client)
+        call(client, g, r)
     assert isinstance(err.value, VectorlogError)
     assert len(ddl_changes(client)) == before
 

@@ -13,6 +13,14 @@ from vectorlog.sdk import probes
 from vectorlog.streams.scan import read_to_end
 
 ROWS = [{"id": i, "vector": [float(i), 1.0]} for i in range(30)]
+#: an id no collection of a shared cluster has (ids are counted up from small numbers)
+UNUSED = 10**12
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
 
 
 def test_now_is_above_every_write_acknowledged_before_it_and_below_every_later_one(
@@ -58,13 +66,16 @@ def test_the_query_node_serves_flushed_segments_from_their_index(client: Client)
         return [(s.segment_id, s.indexed) for s in served] == [(flushed, True)]
 
     wait_until(indexed, 60, "the flushed segment served from its index")
-    assert not probes.holds_collection(client, cid + 1000)
-    assert probes.served_segments(client, cid + 1000) == []
+    assert not probes.holds_collection(client, cid + UNUSED)
+    assert probes.served_segments(client, cid + UNUSED) == []
 
 
 def test_next_offsets_name_the_processors_and_refuse_others(client: Client):
-    client.create_collection("c", dimension=2)
     ddl = client.cluster.topics.ddl
-    assert probes.next_offsets(client, "rootcoord")[(ddl, 0)] > 0
+    before = probes.next_offsets(client, "rootcoord").get((ddl, 0), 0)
+    client.create_collection("c", dimension=2)
+    wait_until(
+        lambda: probes.next_offsets(client, "rootcoord")[(ddl, 0)] > before, 10, "the create read"
+    )
     with pytest.raises(InvalidArgument, match="'proxy'"):
         probes.next_offsets(client, "proxy")

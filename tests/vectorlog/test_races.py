@@ -33,6 +33,13 @@ ROUNDS = 6
 REFUSED = (CollectionNotFound, PartitionNotFound, InvalidArgument)
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py); the proxy's
+    rootcoord a test replaces is put back (monkeypatch) before the next test."""
+    return shared_client
+
+
 class ChecksThenRuns:
     """Stands in for the proxy's rootcoord: after `describe_collection` (a write's check of
     the meta) it runs `action`, once or (with `every`) each time, then returns."""
@@ -74,7 +81,7 @@ def test_a_drop_between_a_writes_check_and_its_stamp_refuses_the_write(
     drop: Callable[[], None]
     if dropped == "collection":
         drop = functools.partial(client.drop_collection, "c")
-        refused = re.escape("collection not found[database=default][collection=c]")
+        refused = re.escape(f"collection not found[database={client.db}][collection=c]")
     else:
         drop, refused = (
             functools.partial(client.drop_partition, "c", "p"),

@@ -18,6 +18,12 @@ Q = [[1.0, 0.0, 0.0, 0.0]]
 PARAMS: dict[str, Any] = {"metric_type": "L2", "params": {}}
 
 
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 def collection(client: Client, name: str, first_id: int) -> None:
     """Creates `name` (L2, no index) with partition "p" holding rows first_id..first_id+4."""
     s = client.create_schema()

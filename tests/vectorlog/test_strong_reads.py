@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from vectorlog import Client
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.scan import END_MARKER_SOURCE
 
 MARKER = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py): the tests of
+    a worker run one at a time, so the cluster is as quiet as a fresh one during each."""
+    return shared_client
 
 
 def dml_ends(client: Client) -> list[int]:

@@ -16,6 +16,14 @@ from vectorlog.core.errors import InvalidArgument, InvalidJsonPath, ParameterMis
 from vectorlog.sdk import probes
 
 ROWS, GROWING = 2000, 150
+
+
+@pytest.fixture
+def client(shared_client: Client) -> Client:
+    """A database of its own on a cluster the module shares (tests/clients.py)."""
+    return shared_client
+
+
 INDEXES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("i32", "STL_SORT", "i32_idx", {}),
     ("f", "INVERTED", "f_idx", {}),
@@ -116,6 +124,7 @@ def ids(client: Client, name: str, expr: str) -> list[int]:
     return sorted(r["id"] for r in client.query(name, expr, output_fields=["id"]))
 
 
+@pytest.mark.fresh_cluster  # it counts every index file in the cluster's storage
 def test_scalar_indexes_answer_as_a_scan_does(client: Client):
     for name in ("plain", "indexed"):
         create(client, name)

@@ -174,9 +174,12 @@ class ProcessCluster:
         """Returns a member's /metrics text (scraped with the cluster's token)."""
         return self.members[name].metrics()
 
-    def log(self, name: str) -> str:
+    def log(self, name: str, whole: bool = False) -> str:
+        """Returns a member's log (stdout and stderr of all its runs): its last 4,000
+        characters, or with `whole` all of it."""
         path = self.dir / f"{name}.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return text if whole else text[-4000:]
 
     def close(self) -> None:
         """Stops every member: SIGTERM in reverse order, SIGKILL what is left after 30 s."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,12 +20,17 @@ from tests.vectorlog.cluster.processes import TOKEN, ProcessCluster
 from vectorlog.rpc.errors import ClusterTokenRefused
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 
-pytestmark = pytest.mark.kafka
+#: one worker runs both tests, on one cluster (starting its seven processes takes 20-40 s)
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group("process-cluster")]
 
 
-@pytest.fixture
-def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[ProcessCluster]:
-    made = ProcessCluster(kafka_bootstrap, tmp_path, proxies=2)
+@pytest.fixture(scope="module")
+def cluster(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ProcessCluster]:
+    """The module's cluster: the first test writes and restarts the query node, the last one
+    checks the processes' lifecycle and closes it."""
+    made = ProcessCluster(kafka_bootstrap, tmp_path_factory.mktemp("processes"), proxies=2)
     try:
         made.start_all()
         yield made
@@ -122,11 +126,11 @@ def test_each_process_logs_its_lifecycle_and_serves_health_and_metrics(
     for name, member in cluster.members.items():
         metrics = member.metrics()
         assert f'vectorlog_process_up{{role="{member.role}"}} 1.0' in metrics, name
-        assert f"{member.role} {name}: started" in cluster.log(name)
+        assert f"{member.role} {name}: started" in cluster.log(name, whole=True)
         unscraped = httpx.get(f"http://127.0.0.1:{member.metrics_port}/metrics", timeout=5)
         assert unscraped.status_code == 401, name
-    assert "rootcoord: became leader" in cluster.log("rootcoord")
-    assert "querynode: recovered" in cluster.log("querynode")
+    assert "rootcoord: became leader" in cluster.log("rootcoord", whole=True)
+    assert "querynode: recovered" in cluster.log("querynode", whole=True)
     assert 'processor="querynode"' in cluster.members["querynode"].metrics()
     with pytest.raises(MilvusException):  # a proxy answers only its clients' token
         MilvusClient(cluster.members["proxy1"].uri).list_collections()
