@@ -114,12 +114,12 @@ def test_each_process_logs_its_lifecycle_and_serves_health_and_metrics(
     cluster: ProcessCluster,
 ):
     proxy = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
-    proxy.create_collection("books", dimension=4, metric_type="L2", consistency_level="Bounded")
-    proxy.insert("books", _rows(0, 10))
-    proxy.search("books", [[1.0, 0.0, 0.0, 1.0]], limit=1)
+    proxy.create_collection("shelves", dimension=4, metric_type="L2", consistency_level="Bounded")
+    proxy.insert("shelves", _rows(0, 10))
+    proxy.search("shelves", [[1.0, 0.0, 0.0, 1.0]], limit=1)
     before = [_served(cluster, m) for m in ("GetMetaVersion", "DescribeCollection")]
     for _ in range(10):  # a Bounded search of unchanged meta asks rootcoord nothing
-        proxy.search("books", [[1.0, 0.0, 0.0, 1.0]], limit=1)
+        proxy.search("shelves", [[1.0, 0.0, 0.0, 1.0]], limit=1)
     assert [_served(cluster, m) for m in ("GetMetaVersion", "DescribeCollection")] == before
     assert before[1] > 0  # the first read fetched the meta
 
