@@ -6,11 +6,12 @@ and datacoord (`rootcoord-standby`, `datacoord-standby`) wait for the leader's l
 coordinator runs with --standby (a restarted leader waits as well), and every child is given
 every address of each peer role, so the clients follow the leader (or any index node).
 
-Children start in order, each once the previous one answers /healthz. A child that dies is
-started again after a backoff (1 s, doubling to 30 s, reset once it stayed up a minute), and
-each death and restart is printed with its exit code and the tail of its log: nothing is
-restarted silently. SIGINT or SIGTERM stops them all: SIGTERM in reverse order, SIGKILL what
-is still running 30 s later.
+Children start in order, each once the previous one answers /healthz. A child that dies
+after running a while (RAN_S) is started again at once, its death seen within WATCH_S; one
+that dies sooner (a crash loop) after a backoff (1 s, doubling to 30 s, reset by a run of
+RAN_S). Each death and restart is printed with its exit code, how long it ran, the backoff
+and the tail of its log: nothing is restarted silently. SIGINT or SIGTERM stops them all:
+SIGTERM in reverse order, SIGKILL what is still running 30 s later.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ import httpx
 
 from vectorlog.core.errors import InvalidArgument
 
-#: backoff before restarting a child that died (seconds): first, most
+#: backoff before restarting a child that died soon after its start (seconds): first, most
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
-#: a child up this long has its backoff reset (seconds)
-STABLE_S = 60.0
+#: a child that ran this long before it died is restarted at once, its backoff reset (seconds)
+RAN_S = 10.0
+#: how often the supervisor looks for a dead child (seconds)
+WATCH_S = 0.1
 #: how long a child may take to answer /healthz at start (seconds)
 START_TIMEOUT_S = 180.0
 #: how long stopping waits for SIGTERM before SIGKILL (seconds)
@@ -125,6 +128,8 @@ class Supervisor:
         token = os.environ.get(CLUSTER_TOKEN_ENV) or secrets.token_urlsafe(32)
         self.env = {**os.environ, CLUSTER_TOKEN_ENV: token}
         self.stopping = threading.Event()
+        #: a child that ran this long is restarted at once (seconds; RAN_S)
+        self.ran_s = RAN_S
         self.standby = shape.standby
         self.children = []
         for role in LEASED:
@@ -199,26 +204,36 @@ class Supervisor:
         return " | ".join(text[-lines:])
 
     def watch(self) -> None:
-        """Until stopping: restarts each child that died, after its backoff, saying so."""
+        """Until stopping: restarts each child that died, at once if it ran `ran_s`, else
+        after its backoff, saying so."""
         due: dict[str, float] = {}
-        while not self.stopping.wait(0.5):
+        while not self.stopping.wait(WATCH_S):
             now = time.monotonic()
             for c in self.children:
                 if c.proc is None or c.proc.poll() is None:
-                    if c.proc is not None and now - c.started_at > STABLE_S:
-                        c.backoff = BACKOFF_S
                     continue
                 if c.name not in due:
-                    self.say(
-                        f"{c.name} died (exit {c.proc.returncode}); restarting in "
-                        f"{c.backoff:.0f} s. Its log: {self.tail(c)}"
-                    )
-                    due[c.name] = now + c.backoff
-                elif now >= due[c.name]:
+                    due[c.name] = now + self._wait_before_restart(c, now - c.started_at)
+                if now >= due[c.name]:
                     del due[c.name]
                     self.spawn(c)
-                    c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
                     self.say(f"{c.name} restarted (pid {c.proc.pid})")
+
+    def _wait_before_restart(self, c: Child, ran: float) -> float:
+        """Returns the seconds to wait before restarting `c`, which died after running `ran`
+        seconds (0 if that is `ran_s` or more; else its backoff, doubled for the next time),
+        and says so."""
+        code = None if c.proc is None else c.proc.returncode
+        if ran >= self.ran_s:
+            c.backoff, wait, when = BACKOFF_S, 0.0, "at once"
+        else:
+            wait, when = c.backoff, f"in {c.backoff:.0f} s (backoff: a crash loop?)"
+            c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
+        self.say(
+            f"{c.name} died (exit {code}); restarting {when}; it ran {ran:.1f} s. "
+            f"Its log: {self.tail(c)}"
+        )
+        return wait
 
     def stop_all(self) -> None:
         """SIGTERM to every running child in reverse order, SIGKILL after STOP_TIMEOUT_S."""
