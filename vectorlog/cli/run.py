@@ -66,12 +66,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="rootcoord, datacoord: wait for the leader's lease and take over when it is gone",
     )
+    p.add_argument(
+        "--spare",
+        action="store_true",
+        help="cluster up's spare: import what the role runs, wait for a line on stdin, then"
+        " start (exits 0 at the end of stdin without starting)",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
-    """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
+    """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start; 0: a
+    spare told to exit)."""
+    if args.spare and not _handed_the_place(args.role):
+        return 0
     from vectorlog.core.errors import VectorlogError
     from vectorlog.runners.process import StoppedAsStandby
     from vectorlog.server.logs import configure
@@ -104,6 +113,15 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         health.close()
         say.info("%s %s: stopped", args.role, name)
     return code
+
+
+def _handed_the_place(role: str) -> bool:
+    """A spare's wait (runners.supervisor): imports what `role` runs, then reads stdin;
+    returns True once a line came (start now), False at its end (exit)."""
+    from vectorlog.runners.process import import_role
+
+    import_role(role)
+    return bool(sys.stdin.readline())
 
 
 def _start(
