@@ -9,8 +9,10 @@ every address of each peer role, so the clients follow the leader (or any index 
 Children start in order, each once the previous one answers /healthz. A child that dies
 after running a while (RAN_S) is started again at once, its death seen within WATCH_S; one
 that dies sooner (a crash loop) after a backoff (1 s, doubling to 30 s, reset by a run of
-RAN_S). Each death and restart is printed with its exit code, how long it ran, the backoff
-and the tail of its log: nothing is restarted silently. SIGINT or SIGTERM stops them all:
+RAN_S; a rootcoord or datacoord with a standby always waits its backoff, so that the standby
+takes the lease over and the restarted one waits as the standby). Each death and restart is
+printed with its exit code, how long it ran, the backoff and the tail of its log: nothing is
+restarted silently. SIGINT or SIGTERM stops them all:
 SIGTERM in reverse order (a spare: the end of its stdin), SIGKILL what is still running 30 s
 later.
 
@@ -282,13 +284,16 @@ class Supervisor:
 
     def _wait_before_restart(self, c: Child, ran: float) -> float:
         """Returns the seconds to wait before restarting `c`, which died after running `ran`
-        seconds (0 if that is `ran_s` or more; else its backoff, doubled for the next time),
-        and says so."""
+        seconds (0 if that is `ran_s` or more, but for a leader with a standby; else its
+        backoff, doubled for the next time), and says so."""
         code = None if c.proc is None else c.proc.returncode
         if ran >= self.ran_s:
-            c.backoff, wait, when = BACKOFF_S, 0.0, "at once"
+            c.backoff = BACKOFF_S
+        # a leader with a standby keeps its backoff: the standby takes the lease over first
+        if ran >= self.ran_s and not (self.standby and c.role in LEASED):
+            wait, when = 0.0, "at once"
         else:
-            wait, when = c.backoff, f"in {c.backoff:.0f} s (backoff: a crash loop?)"
+            wait, when = c.backoff, f"in {c.backoff:.0f} s (backoff)"
             c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
         self.say(
             f"{c.name} died (exit {code}); restarting {when}; it ran {ran:.1f} s. "
