@@ -154,14 +154,18 @@ def _check_open(args: argparse.Namespace, secret: str | None) -> None:
     without the cluster's token (or, for a proxy, without the clients' token), and for a
     missing or mismatched TLS file."""
     from vectorlog.core.errors import InvalidArgument
-    from vectorlog.server.serve import check_open, is_loopback
 
-    if not secret and not is_loopback(args.host):
-        raise InvalidArgument(
-            f"serving {args.host!r} without the cluster's token is refused: set "
-            f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
-        )
+    if not secret:  # the server's modules only where needed: they take long to import
+        from vectorlog.server.serve import is_loopback
+
+        if not is_loopback(args.host):
+            raise InvalidArgument(
+                f"serving {args.host!r} without the cluster's token is refused: set "
+                f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
+            )
     if args.role == "proxy":
+        from vectorlog.server.serve import check_open
+
         check_open(args.host, _proxy_token(args))
         _proxy_tls(args)
 
