@@ -260,25 +260,29 @@ def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
         "2 cores while measured): take differences of a few tens of percent as noise.",
         *([res["note"]] if res.get("note") else []),
         *_rounds(res.get("restart_rounds", [])),
+        *res.get("more", []),
     ]
     return "\n".join(lines)
 
 
 def _rounds(rounds: list[dict[str, Any]]) -> list[str]:
-    """Returns the table of the query node restart's alternating rounds (old and new code,
-    one after the other, each with the load average at its kill), if any were measured."""
+    """Returns the table of the query node restart's alternating rounds (the code before and
+    after issue 23's restart changes, one after the other, each with its rows and the load
+    average at its kill), if any were measured."""
     if not rounds:
         return []
     lines = [
         "",
-        "The query node restart alone (`--only-restart`, same arguments), the code before",
-        "and after these changes alternating, each with the 1-minute load average at its kill:",
+        "The query node restart alone (`--only-restart`), the code before and after these",
+        "changes alternating, each with the 1-minute load average at its kill:",
         "",
-        "| round | code | seconds | load average |",
-        "|---|---|---|---|",
+        "| round | code | rows | seconds | load average |",
+        "|---|---|---|---|---|",
     ]
     for i, r in enumerate(rounds, 1):
-        lines.append(f"| {i} | {r['code']} | {r['kill_to_strong_s']} | {r['load_average']} |")
+        lines.append(
+            f"| {i} | {r['code']} | {r['rows']:,} | {r['kill_to_strong_s']} | {r['load_average']} |"
+        )
     return lines
 
 
