@@ -2,7 +2,8 @@
 answered again.
 
     python -m benchmarks.failover_bench [--rows 1000000] [--dim 128] [--dead-after S]
-        [--skip-takeover] [--only-takeover] [--dir DIR] [--render]
+        [--skip-takeover] [--only-takeover] [--only-restart] [--no-spares] [--dir DIR]
+        [--render]
 
 Every process runs on this machine with a local test broker (infra.broker), started by
 `vectorlog cluster up`'s supervisor (vectorlog.runners.supervisor).
@@ -14,19 +15,24 @@ Every process runs on this machine with a local test broker (infra.broker), star
 - Query node restart (1 query node): `--rows` random float32 vectors of `--dim` dimensions
   (numpy, seed 1) inserted column-wise through pymilvus's ORM in batches of 20,000 into a
   4-shard collection, flushed, no index; the query node is SIGKILLed and the supervisor
-  restarts it (its 1 s backoff counts); the figure is the seconds from the kill to the end
-  of the first Strong count(*) that counted every row.
+  restarts it (at once: it ran a while; from its spare process unless `--no-spares`); the
+  figure is the seconds from the kill to the end of the first Strong count(*) that counted
+  every row. `--only-restart` runs this alone and prints it (no files written).
 - One of 2 query nodes (no restart): the seconds from querynode2's kill to the end of the
   first Strong count(*) that counted every row (the survivor takes its pchannels).
 - With `--dead-after S`, that again with VECTORLOG_QUERYNODE_DEAD_AFTER_S=S.
 Writes benchmarks/results/failover.json, failover.md and failover.png (beside the figures of
 failover_before.json, measured on the code before issue 23's failover changes); `--render`
-rewrites only the .md and .png; `--dir` keeps the processes' logs there.
+rewrites only the .md and .png; `--dir` keeps the processes' logs there. The project's
+modules are compiled to bytecode first, as an installed package has them. Every line the
+supervisor says, the kill and each read's end are printed with the wall clock, to set beside
+the processes' lifecycle lines (DIR/n-*/NAME.log).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -53,15 +59,22 @@ GIVE_UP_S = 600.0
 
 @contextmanager
 def cluster(
-    bootstrap: str, shape: Shape, tmp: Path, tag: str, dead_after_s: float | None = None
+    bootstrap: str,
+    shape: Shape,
+    tmp: Path,
+    tag: str,
+    dead_after_s: float | None = None,
+    spares: bool = True,
 ) -> Iterator[tuple[Supervisor, str]]:
-    """Yields a started supervisor (watching its children) and its first proxy's uri."""
+    """Yields a started supervisor (watching its children; `spares`: keeping a spare query
+    node) and its first proxy's uri."""
     port = free_port()
     if dead_after_s is not None:  # the supervisor's children inherit this process's environment
         os.environ["VECTORLOG_QUERYNODE_DEAD_AFTER_S"] = str(dead_after_s)
     sup = Supervisor(
         f"kafka://{bootstrap}", str(tmp / f"s-{tag}"), tmp / f"n-{tag}", shape, port,
-        f"failover-{tag}-{os.getpid()}", say=lambda line: print(f"  {line}", flush=True),
+        f"failover-{tag}-{os.getpid()}", say=lambda line: print(f"  {_now()} {line}", flush=True),
+        spares=spares,
     )  # fmt: skip
     try:
         assert sup.start_all(), "a process did not start"
@@ -70,6 +83,12 @@ def cluster(
     finally:
         sup.stop_all()
         os.environ.pop("VECTORLOG_QUERYNODE_DEAD_AFTER_S", None)
+
+
+def _now() -> str:
+    """Returns the wall clock as the processes' log lines show it (to the millisecond)."""
+    t = time.time()
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f",{int(t * 1000) % 1000:03d}"
 
 
 def create(client: MilvusClient, dim: int) -> None:
@@ -110,6 +129,7 @@ def until(ok: Callable[[], bool], what: str) -> float:
     while time.monotonic() < deadline:
         try:
             if ok():
+                print(f"  {_now()} {what}", flush=True)
                 return time.monotonic()
         except Exception:  # pymilvus's errors while the cluster recovers
             time.sleep(0.05)
@@ -122,6 +142,7 @@ def kill(sup: Supervisor, name: str) -> float:
     assert victim.proc is not None
     victim.proc.kill()
     at = time.monotonic()
+    print(f"  {_now()} SIGKILL {name}", flush=True)
     victim.proc.wait()
     return at
 
@@ -146,13 +167,17 @@ def takeover(bootstrap: str, tmp: Path) -> dict[str, float]:
 
 def querynode_restart(bootstrap: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
     """Kills the only query node at `--rows` rows (restarted by the supervisor)."""
-    with cluster(bootstrap, Shape(), tmp, "restart") as (sup, uri):
+    with cluster(bootstrap, Shape(), tmp, "restart", spares=not args.no_spares) as (sup, uri):
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
-        killed = kill(sup, "querynode1")
+        killed, busy = kill(sup, "querynode1"), os.getloadavg()[0]
         back = until(lambda: count(client) == args.rows, "every row read after the restart")
-        return {"insert_and_flush_s": round(loaded, 1), "kill_to_strong_s": round(back - killed, 2)}
+        return {
+            "insert_and_flush_s": round(loaded, 1),
+            "kill_to_strong_s": round(back - killed, 2),
+            "load_average": round(busy, 1),
+        }
 
 
 def querynode_failover(
@@ -166,9 +191,13 @@ def querynode_failover(
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
         sup.stopping.set()
-        killed = kill(sup, "querynode2")
+        killed, busy = kill(sup, "querynode2"), os.getloadavg()[0]
         back = until(lambda: count(client) == args.rows, "every row read by the survivor")
-        return {"insert_and_flush_s": round(loaded, 1), "kill_to_strong_s": round(back - killed, 2)}
+        return {
+            "insert_and_flush_s": round(loaded, 1),
+            "kill_to_strong_s": round(back - killed, 2),
+            "load_average": round(busy, 1),
+        }
 
 
 @contextmanager
@@ -230,8 +259,31 @@ def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
         "One run of each on a machine shared with other work (load average 10 to 100 on",
         "2 cores while measured): take differences of a few tens of percent as noise.",
         *([res["note"]] if res.get("note") else []),
+        *_rounds(res.get("restart_rounds", [])),
+        *res.get("more", []),
     ]
     return "\n".join(lines)
+
+
+def _rounds(rounds: list[dict[str, Any]]) -> list[str]:
+    """Returns the table of the query node restart's alternating rounds (the code before and
+    after issue 23's restart changes, one after the other, each with its rows and the load
+    average at its kill), if any were measured."""
+    if not rounds:
+        return []
+    lines = [
+        "",
+        "The query node restart alone (`--only-restart`), the code before and after these",
+        "changes alternating, each with the 1-minute load average at its kill:",
+        "",
+        "| round | code | rows | seconds | load average |",
+        "|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(rounds, 1):
+        lines.append(
+            f"| {i} | {r['code']} | {r['rows']:,} | {r['kill_to_strong_s']} | {r['load_average']} |"
+        )
+    return lines
 
 
 def plot(res: dict[str, Any], before: dict[str, Any] | None, path: Path) -> None:
@@ -274,6 +326,8 @@ def main() -> None:
         help="also: 2 query nodes with this VECTORLOG_QUERYNODE_DEAD_AFTER_S",
     )
     ap.add_argument("--only-takeover", action="store_true")
+    ap.add_argument("--only-restart", action="store_true", help="only the query node restart")
+    ap.add_argument("--no-spares", action="store_true", help="the supervisor keeps no spare")
     ap.add_argument("--render", action="store_true", help="only rewrite the .md and .png")
     ap.add_argument("--dir", help="keep the clusters' state and logs here (default: a temp dir)")
     args = ap.parse_args()
@@ -286,7 +340,11 @@ def main() -> None:
         "rows": args.rows,
         "dim": args.dim,
     }
+    compiled()
     with workdir(args.dir) as tmp, running_broker() as bootstrap:
+        if args.only_restart:
+            print(json.dumps(querynode_restart(bootstrap, args, Path(tmp))))
+            return
         if not args.skip_takeover:
             res["takeover"] = takeover(bootstrap, Path(tmp))
             save(res)
@@ -300,6 +358,14 @@ def main() -> None:
             res["two_dead_after"] = querynode_failover(bootstrap, args, Path(tmp), args.dead_after)
             res["two_dead_after"]["dead_after_s"] = args.dead_after
             save(res)
+
+
+def compiled() -> None:
+    """Compiles the project's modules to bytecode, as an installed package has them (with
+    PYTHONDONTWRITEBYTECODE set, every process would compile its modules at each start)."""
+    root = Path(__file__).resolve().parent.parent
+    for folder in ("vectorlog", "processors", "schemas", "streams", "infra", "benchmarks"):
+        compileall.compile_dir(root / folder, quiet=1)
 
 
 def save(res: dict[str, Any]) -> None:

@@ -13,7 +13,11 @@ Liveness: each query node appends a `QueryNodeReported` (its heartbeat) every
 HEARTBEAT_S with its epoch, a timestamp it took when it registered. A node not heard for
 `dead_after_s` (this process's clock, from when it read the heartbeat) is declared dead: its
 epoch goes to the assignment's `dead` list, its pchannels go to live nodes, and a node that
-comes back with that epoch is ignored until it registers again with a newer one.
+comes back with that epoch is ignored until it registers again with a newer one. A node that
+registers with a newer epoch than the one it had (restarted: a new process) has its older
+epoch declared dead at once, without waiting for its silence: the pchannels go to the new
+epoch (which starts loading them), and the older epoch's answers are dropped by the proxies
+as any dead epoch's.
 
 Replicas: a `QueryReplicasConfigured` (load_collection with replica_number R, appended by a
 proxy) asks for R copies; every pchannel gets as many copies as the largest replica_number
@@ -65,6 +69,8 @@ class QueryCoord:
         self._pchannels, self._now, self._clock = topics.dml_partitions, now, clock
         self.dead_after_s = dead_after_s
         self.reports: dict[str, Report] = {}
+        #: the reports of epochs a newer one of the same node replaced, not yet declared dead
+        self._superseded: list[Report] = []
         self.replicas: dict[int, int] = {}  # collection id -> its replica_number
         self.follower = CoordFollower(
             log_,
@@ -105,6 +111,14 @@ class QueryCoord:
         known = self.reports.get(node)
         if known is not None and known.epoch > epoch:
             return
+        if known is not None and known.epoch < epoch:
+            self._superseded.append(known)
+            log.info(
+                "querycoord: query node %s registered again with epoch %d; its epoch %d is "
+                "declared dead", node, epoch, known.epoch,
+            )  # fmt: skip
+        elif known is None:
+            log.info("querycoord: query node %s registered with epoch %d", node, epoch)
         failed = {int(f["pchannel"]): str(f["reason"]) for f in b["failed"]}  # type: ignore[attr-defined]
         serving = frozenset(int(p) for p in b["serving"])  # type: ignore[attr-defined]
         self.reports[node] = Report(node, epoch, str(b["address"]), serving, failed, self._clock())
@@ -120,6 +134,7 @@ class QueryCoord:
         for r in dead:
             log.info("querycoord: query node %s (epoch %d) declared dead", r.node, r.epoch)
             del self.reports[r.node]
+        dead, self._superseded = dead + self._superseded, []
         copies = max(self.replicas.values(), default=1)
         nxt = advance(current, self._pchannels, list(self.reports.values()), dead, copies)
         if nxt is not current:

@@ -30,6 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also run a standby rootcoord and datacoord, taking over when the leader dies",
     )
+    p.add_argument(
+        "--no-spares",
+        action="store_true",
+        help="keep no spare query node process (a restart then imports its modules anew)",
+    )
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
@@ -46,6 +51,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         args.port,
         cluster.get("cluster"),
         say=lambda line: print(f"vectorlog cluster: {line}", flush=True),
+        spares=not args.no_spares,
     )
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sup.stopping.set())

@@ -66,12 +66,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="rootcoord, datacoord: wait for the leader's lease and take over when it is gone",
     )
+    p.add_argument(
+        "--spare",
+        action="store_true",
+        help="cluster up's spare: import what the role runs, wait for a line on stdin, then"
+        " start (exits 0 at the end of stdin without starting)",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
-    """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start)."""
+    """Runs the role until SIGTERM/SIGINT; returns the exit code (2: refused to start; 0: a
+    spare told to exit)."""
+    if args.spare and not _handed_the_place(args.role):
+        return 0
     from vectorlog.core.errors import VectorlogError
     from vectorlog.runners.process import StoppedAsStandby
     from vectorlog.server.logs import configure
@@ -106,6 +115,15 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     return code
 
 
+def _handed_the_place(role: str) -> bool:
+    """A spare's wait (runners.supervisor): imports what `role` runs, then reads stdin;
+    returns True once a line came (start now), False at its end (exit)."""
+    from vectorlog.runners.process import import_role
+
+    import_role(role)
+    return bool(sys.stdin.readline())
+
+
 def _start(
     args: argparse.Namespace, cluster: dict[str, Any], name: str, done: threading.Event
 ) -> tuple[Any, Any, Any]:
@@ -136,14 +154,18 @@ def _check_open(args: argparse.Namespace, secret: str | None) -> None:
     without the cluster's token (or, for a proxy, without the clients' token), and for a
     missing or mismatched TLS file."""
     from vectorlog.core.errors import InvalidArgument
-    from vectorlog.server.serve import check_open, is_loopback
 
-    if not secret and not is_loopback(args.host):
-        raise InvalidArgument(
-            f"serving {args.host!r} without the cluster's token is refused: set "
-            f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
-        )
+    if not secret:  # the server's modules only where needed: they take long to import
+        from vectorlog.server.serve import is_loopback
+
+        if not is_loopback(args.host):
+            raise InvalidArgument(
+                f"serving {args.host!r} without the cluster's token is refused: set "
+                f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
+            )
     if args.role == "proxy":
+        from vectorlog.server.serve import check_open
+
         check_open(args.host, _proxy_token(args))
         _proxy_tls(args)
 

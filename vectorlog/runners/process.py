@@ -37,65 +37,35 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-import faiss
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
-from vectorlog.jobs.bulkinsert import BulkInserter
-from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
-from vectorlog.processors.datacoord.channels import DataChannelCoord
-from vectorlog.processors.datacoord.coord_snapshot import CoordFold
-from vectorlog.processors.datacoord.datacoord import DataCoord
-from vectorlog.processors.datanode.datanode import DataNode
-from vectorlog.processors.datanode.takeover import Owned
-from vectorlog.processors.indexnode.indexnode import IndexNode
-from vectorlog.processors.proxy.ingest.avro import WriterSchemas
-from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
-from vectorlog.processors.proxy.ingest.positions import LogPositions
-from vectorlog.processors.proxy.proxy import Proxy
-from vectorlog.processors.querycoord.querycoord import QueryCoord
-from vectorlog.processors.querycoord.routing import CoordFollower
-from vectorlog.processors.querynode.querynode import QueryNode
-from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
-from vectorlog.processors.rootcoord.gc import MetaGC
-from vectorlog.processors.rootcoord.idalloc import IdAllocator
-from vectorlog.processors.rootcoord.lease import Lease
-from vectorlog.processors.rootcoord.rootcoord import RootCoord
-from vectorlog.processors.rootcoord.service import RootCoordService
-from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
-from vectorlog.processors.rootcoord.tso import TimestampOracle
-from vectorlog.rpc.datacoord_client import DataCoordClient
-from vectorlog.rpc.indexnode_client import IndexNodeClient
-from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
-from vectorlog.runners.datachannels import ChannelDataNode, IndexNodeMember
-from vectorlog.runners.fanout import FanOutQueryNodes
-from vectorlog.runners.jobs import ClusterJobs, JobRecorder, ServedDataCoord, recorded_jobs
-from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
-from vectorlog.runners.remote import RemoteRootCoord
-from vectorlog.runners.shards import ShardNode
-from vectorlog.runners.standalone import _claim, _open_state
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
-from vectorlog.server.import_paths import import_root
-from vectorlog.state.rocksdb import RocksDBStateStore
-from vectorlog.storage.channel_fence import Writer
 from vectorlog.storage.objectstore import PyArrowObjectStore
-from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.log.fenced import fenced
 from vectorlog.streams.msgstream import TickPolicy
-from vectorlog.streams.snapshots import Fold, TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
+
+if TYPE_CHECKING:  # the roles' modules are imported by the role that runs them (a faster start)
+    from vectorlog.processors.querynode.querynode import QueryNode
+    from vectorlog.processors.rootcoord.lease import Lease
+    from vectorlog.runners.jobs import ClusterJobs
+    from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
+    from vectorlog.runners.remote import RemoteRootCoord
+    from vectorlog.storage.channel_fence import Writer
+    from vectorlog.streams.snapshots import Fold
 
 log = logging.getLogger("vectorlog.run")
 _T = TypeVar("_T")
@@ -106,6 +76,24 @@ SEVERAL_WRITERS = TickPolicy(warm_up=True)
 RPC_ROLES = ("rootcoord", "datacoord", "indexnode")
 #: how long a proxy waits at start to read the query assignment on coord (seconds)
 FOLLOW_TIMEOUT_S = 30.0
+#: the modules a role imports as it starts, beyond this module's (`import_role`: a spare
+#: process imports them ahead; each builder below imports its own)
+ROLE_MODULES = {
+    "querynode": ("faiss", "vectorlog.processors.querynode.querynode", "vectorlog.runners.shards"),
+    "datanode": ("vectorlog.processors.datanode.datanode", "vectorlog.runners.datachannels"),
+    "indexnode": ("vectorlog.processors.indexnode.indexnode", "vectorlog.runners.datachannels"),
+    "proxy": ("vectorlog.processors.proxy.proxy", "vectorlog.runners.fanout"),
+    "rootcoord": ("vectorlog.processors.rootcoord.rootcoord", "vectorlog.runners.standalone"),
+    "datacoord": ("vectorlog.processors.datacoord.datacoord", "vectorlog.runners.remote"),
+}
+#: what every role imports as it starts (vectorlog.cli.run)
+COMMON_MODULES = ("vectorlog.runners.health", "vectorlog.server.logs")
+
+
+def import_role(role: str) -> None:
+    """Imports the modules `role` runs (ROLE_MODULES), so that starting it later is quicker."""
+    for name in (*COMMON_MODULES, *ROLE_MODULES.get(role, ())):
+        importlib.import_module(name)
 
 
 @dataclass(frozen=True)
@@ -211,6 +199,8 @@ class ProcessRunner:
         names = {s.name for s in self.specs}
         served: dict[str, Any] = {k: getattr(self, k) for k in RPC_ROLES if k in names}
         if "datacoord" in names:
+            from vectorlog.runners.jobs import ServedDataCoord
+
             self._jobs()
             assert self.jobs is not None
             served["datacoord"] = ServedDataCoord(self.datacoord, self.jobs)
@@ -232,6 +222,8 @@ class ProcessRunner:
         """Takes the cluster's lease of `role` (as a standby: waits for it), starts renewing
         it, and makes the processors' appends go through it; returns it. Raises ClusterInUse
         (not a standby), StoppedAsStandby, or a LogError."""
+        from vectorlog.processors.rootcoord.lease import Lease
+
         cfg = self.cfg
         lease = Lease(
             self.log, self.topics.lease, cfg.cluster, cfg.lease_ttl_s, role=role,
@@ -273,6 +265,14 @@ class ProcessRunner:
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
+        from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
+        from vectorlog.processors.rootcoord.gc import MetaGC
+        from vectorlog.processors.rootcoord.idalloc import IdAllocator
+        from vectorlog.processors.rootcoord.rootcoord import RootCoord
+        from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
+        from vectorlog.processors.rootcoord.tso import TimestampOracle
+        from vectorlog.runners.standalone import _claim, _open_state
+
         cfg = self.cfg
         store = self._opened(_open_state(cfg))
         _claim(store, cfg)
@@ -313,6 +313,8 @@ class ProcessRunner:
     def _snapshots(self, topic: str, fold: Callable[[], Fold]) -> None:
         """Starts the leader's snapshots of `topic` in the storage root (Kafka keeps the
         records: streams.snapshots), so a fresh reader starts from the newest one."""
+        from vectorlog.streams.snapshots import TopicSnapshotter
+
         cfg = self.cfg
         snapshotter = TopicSnapshotter(
             self.writes, topic, self.serdes.for_topic(topic), self.objects, fold, [],
@@ -323,6 +325,8 @@ class ProcessRunner:
     def _remote(self, source: str, lease: Lease | None = None) -> RemoteRootCoord:
         """Returns rootcoord's RPC with this process's own ticks (source id `source`, tagged
         with `lease`'s role and epoch)."""
+        from vectorlog.runners.remote import RemoteRootCoord
+
         address = self._need("rootcoord")
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
@@ -338,6 +342,11 @@ class ProcessRunner:
         return remote
 
     def _datacoord(self) -> None:
+        from vectorlog.processors.datacoord.coord_snapshot import CoordFold
+        from vectorlog.processors.datacoord.datacoord import DataCoord
+        from vectorlog.processors.rootcoord.service import RootCoordService
+        from vectorlog.state.rocksdb import RocksDBStateStore
+
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "datacoord"))
         lease = self._lead("datacoord")  # the query coordinator of this process runs under it too
         rc = cast(RootCoordService, self._remote(self.name, lease))
@@ -355,6 +364,14 @@ class ProcessRunner:
         """The leading datacoord's bulk inserts and compactions (runners.jobs): a proxy of
         its own commits them to dml (stamped and ticked as datacoord's, fenced by its lease);
         the jobs recorded on coord are taken back first."""
+        from vectorlog.jobs.bulkinsert import BulkInserter
+        from vectorlog.jobs.compaction import Compactor, Merger, SparkMerger, local_merger
+        from vectorlog.processors.proxy.proxy import Proxy
+        from vectorlog.rpc.queryshard_client import QueryShardClient
+        from vectorlog.runners.fanout import FanOutQueryNodes
+        from vectorlog.runners.jobs import ClusterJobs, JobRecorder, recorded_jobs
+        from vectorlog.server.import_paths import import_root
+
         cfg, rc = self.cfg, self._datacoord_rc
         connect = functools.partial(QueryShardClient, token=self.peers.token)
         qn = FanOutQueryNodes(self.routing, self.topics.dml_partitions, cfg.read_timeout_s, connect)
@@ -382,6 +399,8 @@ class ProcessRunner:
         log.info("datacoord: running bulk inserts and compactions (%d recorded)", len(recorded))
 
     def _querycoord(self) -> None:
+        from vectorlog.processors.querycoord.querycoord import QueryCoord
+
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.querycoord: Any = QueryCoord(
@@ -393,6 +412,11 @@ class ProcessRunner:
         log.info("querycoord: assigning dml pchannels to the query nodes")
 
     def _querynode(self) -> None:
+        import faiss
+
+        from vectorlog.processors.querynode.querynode import QueryNode
+        from vectorlog.runners.shards import ShardNode
+
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
 
@@ -444,6 +468,8 @@ class ProcessRunner:
         return self.cfg.state_dir() / "querynode" / f"pchannel-{pchannel}"
 
     def _datachannels(self) -> None:
+        from vectorlog.processors.datacoord.channels import DataChannelCoord
+
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         self.datachannels: Any = DataChannelCoord(
@@ -459,6 +485,12 @@ class ProcessRunner:
     def _datanode(self) -> None:
         """One of any number of data nodes: it writes the pchannels datacoord assigns it,
         one DataNode each (runners.datachannels)."""
+        from vectorlog.processors.datanode.datanode import DataNode
+        from vectorlog.processors.datanode.takeover import Owned
+        from vectorlog.processors.rootcoord.service import RootCoordService
+        from vectorlog.runners.datachannels import ChannelDataNode
+        from vectorlog.state.rocksdb import RocksDBStateStore
+
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
 
@@ -501,6 +533,11 @@ class ProcessRunner:
         self._started(self.datanode)
 
     def _indexnode(self) -> None:
+        from vectorlog.processors.indexnode.indexnode import IndexNode
+        from vectorlog.processors.rootcoord.service import RootCoordService
+        from vectorlog.runners.datachannels import IndexNodeMember
+        from vectorlog.state.rocksdb import RocksDBStateStore
+
         rc = RootCoordClient(self._need("rootcoord"), token=self.peers.token)
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
@@ -524,6 +561,16 @@ class ProcessRunner:
         self._started(self.indexnode)
 
     def _proxy(self) -> None:
+        from vectorlog.processors.proxy.proxy import Proxy
+        from vectorlog.processors.querycoord.routing import CoordFollower
+        from vectorlog.processors.rootcoord.service import RootCoordService
+        from vectorlog.rpc.datacoord_client import DataCoordClient
+        from vectorlog.rpc.indexnode_client import IndexNodeClient
+        from vectorlog.rpc.queryshard_client import QueryShardClient
+        from vectorlog.runners.fanout import FanOutQueryNodes
+        from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
+        from vectorlog.server.import_paths import import_root
+
         name = self.name
         remote = self._remote(name)
         rc = cast(RootCoordService, remote)
@@ -588,6 +635,11 @@ class ProcessRunner:
     def _ingest(self) -> None:
         """An ingest worker: a proxy of its own (named after this process) writing what the
         consumer of its partitions reads."""
+        from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+        from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
+        from vectorlog.processors.proxy.ingest.positions import LogPositions
+        from vectorlog.streams.deadletter import DeadLetterWriter
+
         self._proxy()
         topics, cfg = self.topics, self.cfg
         url = cfg.schema_registry_url

@@ -4,7 +4,12 @@ segments loaded from binlogs up to the data node's checkpoint, then its dml), an
 itself on the coord topic every heartbeat with its epoch and the pchannels it serves.
 
 A pchannel is reported served only once its QueryNode has recovered and caught up to a
-timestamp taken after it started; it is released only once another node owns its reads. A
+timestamp taken after it started; it is released only once another node owns its reads.
+A node restarted under the same name starts loading the pchannels the assignment still
+targets at its older epoch as soon as it read the assignment, before the coordinator
+targets them at its new epoch (which it does at once: querycoord), so its restart loads
+while it registers; one the coordinator gives another node is released at the next
+reconcile. A
 pchannel that fails to load is reported with the reason (the coordinator tries another
 node, and reports it when none can). Reads (`read`, RPC QueryShard.ShardRead) answer per
 pchannel with this node's name and epoch; a pchannel not served, or any read once this
@@ -169,11 +174,19 @@ class ShardNode:
             self._reregister()
             return
         mine = {p for (p, _), o in a.targets.items() if o.key == self.me.key}
+        if not mine:  # not targeted yet: what this node's older epoch was, it most likely gets
+            mine = {p for (p, _), o in a.targets.items() if self._earlier_me(o)}
         owned = {p for (p, _), o in a.owners.items() if o.key == self.me.key}
         with self._lock:
-            for p in sorted(mine - set(self.instances) - set(self.loading)):
-                if p in self.failed:
-                    continue  # reported; the coordinator moves it elsewhere
+            start = sorted(mine - set(self.instances) - set(self.loading) - set(self.failed))
+            if start:
+                log.info(
+                    "querynode %s: assignment v%d: loading pchannels %s",
+                    self.name,
+                    a.version,
+                    start,
+                )
+            for p in start:  # not those failed: reported, the coordinator moves them
                 t = threading.Thread(target=self._load, args=(p,), name=f"load-{p}", daemon=True)
                 self.loading[p] = t
                 t.start()
@@ -181,6 +194,10 @@ class ShardNode:
         for qn in released:
             log.info("querynode %s: released pchannel %s", self.name, sorted(qn.pchannels))
             qn.close()
+
+    def _earlier_me(self, o: Owner) -> bool:
+        """Whether `o` is this node before its last start (its name, an older epoch)."""
+        return o.node == self.name and o.epoch < self.epoch
 
     def _reregister(self) -> None:
         with self._lock:
@@ -196,16 +213,21 @@ class ShardNode:
         )
 
     def _load(self, p: int) -> None:
-        epoch, qn = self.epoch, None
+        epoch, qn, t0 = self.epoch, None, time.monotonic()
         try:
             qn = self._make(p)
+            t1 = time.monotonic()
             qn.start()
             qn.wait_tsafe([p], self._allocate(), LOAD_TIMEOUT_S)  # caught up to now
+            t2 = time.monotonic()
             with self._lock:
                 if epoch == self.epoch and not self._closing.is_set():
                     self.instances[p], qn = qn, None
                     self._loaded.set()  # report it now, not at the next heartbeat
-                    log.info("querynode %s: serving pchannel %d", self.name, p)
+                    log.info(
+                        "querynode %s: serving pchannel %d (segments loaded in %.2f s, dml "
+                        "caught up in %.2f s)", self.name, p, t1 - t0, t2 - t1,
+                    )  # fmt: skip
         except Exception as exc:
             log.error("querynode %s: cannot load pchannel %d: %s", self.name, p, exc)
             with self._lock:

@@ -6,15 +6,29 @@ and datacoord (`rootcoord-standby`, `datacoord-standby`) wait for the leader's l
 coordinator runs with --standby (a restarted leader waits as well), and every child is given
 every address of each peer role, so the clients follow the leader (or any index node).
 
-Children start in order, each once the previous one answers /healthz. A child that dies is
-started again after a backoff (1 s, doubling to 30 s, reset once it stayed up a minute), and
-each death and restart is printed with its exit code and the tail of its log: nothing is
-restarted silently. SIGINT or SIGTERM stops them all: SIGTERM in reverse order, SIGKILL what
-is still running 30 s later.
+Children start in order, each once the previous one answers /healthz. A child that dies
+after running a while (RAN_S) is started again at once, its death seen within WATCH_S; one
+that dies sooner (a crash loop) after a backoff (1 s, doubling to 30 s, reset by a run of
+RAN_S; a rootcoord or datacoord with a standby always waits its backoff, so that the standby
+takes the lease over and the restarted one waits as the standby). Each death and restart is
+printed with its exit code, how long it ran, the backoff and the tail of its log: nothing is
+restarted silently. SIGINT or SIGTERM stops them all:
+SIGTERM in reverse order (a spare: the end of its stdin), SIGKILL what is still running 30 s
+later.
+
+Spares: for each query node (SPARE_ROLES; reads wait for a dead one's pchannels) the
+supervisor keeps a spare process, `vectorlog run ... --spare` with the child's own command
+line, which imports what the role runs and then waits on its stdin. A restart hands the
+child's place to its spare (a line on its stdin: it starts as the child would, without the
+seconds a Python process takes to import on a loaded machine), and a new spare is started
+once the child has run SPARE_AFTER_S, so it does not compete with the restart for CPU. A
+spare costs the memory of those imports (about 150 MB), nothing else: it opens no file,
+port or connection before it is handed the place. `spares=False` keeps none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -31,10 +45,16 @@ import httpx
 
 from vectorlog.core.errors import InvalidArgument
 
-#: backoff before restarting a child that died (seconds): first, most
+#: backoff before restarting a child that died soon after its start (seconds): first, most
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
-#: a child up this long has its backoff reset (seconds)
-STABLE_S = 60.0
+#: a child that ran this long before it died is restarted at once, its backoff reset (seconds)
+RAN_S = 10.0
+#: how often the supervisor looks for a dead child (seconds)
+WATCH_S = 0.1
+#: the roles whose children have a spare process (see the module docstring)
+SPARE_ROLES = ("querynode",)
+#: a spare is started once its child has run this long (seconds)
+SPARE_AFTER_S = 10.0
 #: how long a child may take to answer /healthz at start (seconds)
 START_TIMEOUT_S = 180.0
 #: how long stopping waits for SIGTERM before SIGKILL (seconds)
@@ -68,6 +88,9 @@ class Child:
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff: float = BACKOFF_S
+    #: a spare waiting to take this child's place (SPARE_ROLES), and when it was started
+    spare: subprocess.Popen[bytes] | None = None
+    spare_at: float = 0.0
 
     def healthy(self) -> bool:
         try:
@@ -113,7 +136,10 @@ class Supervisor:
         port: int = 19530,
         cluster: str | None = None,
         say: Callable[[str], None] = print,
+        spares: bool = True,
     ) -> None:
+        """`spares`: keep a spare process of each child of SPARE_ROLES (module docstring).
+        Raises InvalidArgument for a --log other than kafka://."""
         if not log.startswith("kafka://"):
             raise InvalidArgument(
                 f"vectorlog cluster up needs --log kafka://HOST:PORT, not {log!r}"
@@ -125,6 +151,11 @@ class Supervisor:
         token = os.environ.get(CLUSTER_TOKEN_ENV) or secrets.token_urlsafe(32)
         self.env = {**os.environ, CLUSTER_TOKEN_ENV: token}
         self.stopping = threading.Event()
+        #: a child that ran this long is restarted at once (seconds; RAN_S)
+        self.ran_s = RAN_S
+        self.spare_roles = SPARE_ROLES if spares else ()
+        #: a spare is started once its child ran this long (seconds; SPARE_AFTER_S)
+        self.spare_after_s = SPARE_AFTER_S
         self.standby = shape.standby
         self.children = []
         for role in LEASED:
@@ -165,6 +196,42 @@ class Supervisor:
             c.proc = subprocess.Popen(self.argv(c), stdout=out, stderr=out, env=self.env)
         c.started_at = time.monotonic()
 
+    def spawn_spare(self, c: Child) -> None:
+        """Starts a spare of child `c`: its command line with --spare, its stdin a pipe (its
+        output appended to the child's log)."""
+        argv = [*self.argv(c), "--spare"]
+        with (self.dir / f"{c.name}.log").open("ab") as out:
+            c.spare = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=out, stderr=out, env=self.env
+            )
+        c.spare_at = time.monotonic()
+
+    def _keep_spare(self, c: Child, now: float) -> None:
+        """Starts a spare of running child `c` if its role has one and it has none alive,
+        once `c` (and the last spare) ran `spare_after_s`."""
+        if c.role not in self.spare_roles or (c.spare is not None and c.spare.poll() is None):
+            return
+        if now - max(c.started_at, c.spare_at) >= self.spare_after_s:
+            self.spawn_spare(c)
+
+    def _restart(self, c: Child) -> None:
+        """Starts dead child `c` again: its spare takes its place if it has one alive (a line
+        on its stdin), else a new process; says which."""
+        spare, c.spare = c.spare, None
+        if spare is not None and spare.poll() is None and spare.stdin is not None:
+            try:
+                spare.stdin.write(b"start\n")
+                spare.stdin.close()
+            except OSError:  # it died meanwhile
+                spare.kill()
+            else:
+                c.proc, c.started_at = spare, time.monotonic()
+                self.say(f"{c.name} restarted (pid {spare.pid}: its spare, imported beforehand)")
+                return
+        self.spawn(c)
+        assert c.proc is not None
+        self.say(f"{c.name} restarted (pid {c.proc.pid})")
+
     def start_all(self) -> bool:
         """Starts every child in order, each once the previous is healthy; returns False if
         one exited first, or stopping was asked (the caller stops the rest)."""
@@ -199,30 +266,54 @@ class Supervisor:
         return " | ".join(text[-lines:])
 
     def watch(self) -> None:
-        """Until stopping: restarts each child that died, after its backoff, saying so."""
+        """Until stopping: restarts each child that died, at once if it ran `ran_s`, else
+        after its backoff, saying so."""
         due: dict[str, float] = {}
-        while not self.stopping.wait(0.5):
+        while not self.stopping.wait(WATCH_S):
             now = time.monotonic()
             for c in self.children:
                 if c.proc is None or c.proc.poll() is None:
-                    if c.proc is not None and now - c.started_at > STABLE_S:
-                        c.backoff = BACKOFF_S
+                    if c.proc is not None:
+                        self._keep_spare(c, now)
                     continue
                 if c.name not in due:
-                    self.say(
-                        f"{c.name} died (exit {c.proc.returncode}); restarting in "
-                        f"{c.backoff:.0f} s. Its log: {self.tail(c)}"
-                    )
-                    due[c.name] = now + c.backoff
-                elif now >= due[c.name]:
+                    due[c.name] = now + self._wait_before_restart(c, now - c.started_at)
+                if now >= due[c.name]:
                     del due[c.name]
-                    self.spawn(c)
-                    c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
-                    self.say(f"{c.name} restarted (pid {c.proc.pid})")
+                    self._restart(c)
+
+    def _wait_before_restart(self, c: Child, ran: float) -> float:
+        """Returns the seconds to wait before restarting `c`, which died after running `ran`
+        seconds (0 if that is `ran_s` or more, but for a leader with a standby; else its
+        backoff, doubled for the next time), and says so."""
+        code = None if c.proc is None else c.proc.returncode
+        if ran >= self.ran_s:
+            c.backoff = BACKOFF_S
+        # a leader with a standby keeps its backoff: the standby takes the lease over first
+        if ran >= self.ran_s and not (self.standby and c.role in LEASED):
+            wait, when = 0.0, "at once"
+        else:
+            wait, when = c.backoff, f"in {c.backoff:.0f} s (backoff)"
+            c.backoff = min(c.backoff * 2, MAX_BACKOFF_S)
+        self.say(
+            f"{c.name} died (exit {code}); restarting {when}; it ran {ran:.1f} s. "
+            f"Its log: {self.tail(c)}"
+        )
+        return wait
 
     def stop_all(self) -> None:
         """SIGTERM to every running child in reverse order, SIGKILL after STOP_TIMEOUT_S."""
         self.stopping.set()
+        for c in self.children:  # a spare exits at the end of its stdin
+            spare, c.spare = c.spare, None
+            if spare is not None and spare.stdin is not None:
+                with contextlib.suppress(OSError):
+                    spare.stdin.close()
+                try:
+                    spare.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    spare.kill()
+                    spare.wait()
         running = [c for c in reversed(self.children) if c.proc and c.proc.poll() is None]
         for c in running:
             assert c.proc is not None
