@@ -7,7 +7,11 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: RootCoord v5 added GetMetaVersion (a number that grows with every DDL:
+Versions served: QueryNode v3 and QueryShard v2 answer a search with a `SearchResult`
+(core/results.py: ids, distances and per-query offsets as packed arrays, output fields as
+columns) where v2 and v1 sent a list of hit dicts per query (their payload schemas are the
+same; the meaning of the answer changed, so v2 and v1 are retired).
+RootCoord v5 added GetMetaVersion (a number that grows with every DDL:
 what a process's cache of the meta checks, runners.meta_cache); v4 added the privilege
 groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
 ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
@@ -195,7 +199,7 @@ PCHANNELS = (("pchannels", LONGS),)
 READ = (("collection_id", LONG),)
 QUERYNODE = _service(
     "QueryNode",
-    "v2",
+    "v3",
     Method("GetTSafe", "tsafe", PCHANNELS, LONG),
     Method(
         "WaitTSafe", "wait_tsafe", (*PCHANNELS, ("ts", LONG), ("timeout", DOUBLE)), NULL, "timeout"
@@ -267,7 +271,7 @@ INDEXNODE = _service(
 #: name and epoch, after waiting for tsafe >= ts on each (up to `timeout` seconds)
 QUERYSHARD = _service(
     "QueryShard",
-    "v1",
+    "v2",
     Method(
         "ShardRead",
         "read",
