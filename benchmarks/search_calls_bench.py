@@ -1,0 +1,237 @@
+"""Search calls benchmark (issue 28): one query per call next to bare faiss, in process
+(`vectorlog.Client.search`, Bounded) and through pymilvus against `vectorlog serve`, in
+alternating rounds; and one large answer (100 queries x top 100 with an output field) through
+pymilvus, where the server builds the response from the result's arrays. Writes
+search_calls.json, .md and .png (default: benchmarks/results/).
+
+    python -m benchmarks.search_calls_bench [--rows 100000] [--queries 500] [--rounds 3]
+        [--out DIR]
+
+GloVe-6B-50d, COSINE, HNSW as search_bench (search_data.HNSW_PARAMS), at the ef bare faiss
+needs for recall@10 >= 0.95 (search_faiss.sweep). Each round times bare faiss's per-query
+search then vectorlog's on the same queries, wall and CPU time (CPU: this process's; through
+pymilvus, this process's plus the server child's), so the ratio of a round is measured under
+the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pymilvus import MilvusClient
+
+from benchmarks import search_faiss
+from benchmarks.search_data import Data, K, load, recall, row_batches
+from benchmarks.search_product import build
+from benchmarks.search_report import machine
+from benchmarks.server_serve import Ports, child, free_port, serve_command
+from vectorlog import Client
+
+RESULTS = Path(__file__).parent / "results"
+NAME = "calls"
+#: the large answer: queries per call, top-k, and the output field it carries
+BIG_NQ, BIG_K = 100, 100
+
+
+def child_cpu(pid: int) -> float:
+    """Returns the CPU seconds (user + system) process `pid` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_calls(
+    one: Callable[[np.ndarray], list[int]], queries: np.ndarray, pid: int | None = None
+) -> dict[str, Any]:
+    """Calls `one` per query; returns {wall_us, cpu_us} per call (CPU of this process and of
+    child `pid`) and the ids found."""
+    found = []
+    cpu0, child0, wall0 = time.process_time(), child_cpu(pid) if pid else 0.0, time.perf_counter()
+    for q in queries:
+        found.append(one(q))
+    wall = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0 + (child_cpu(pid) - child0 if pid else 0.0)
+    n = len(queries)
+    return {"wall_us": wall / n * 1e6, "cpu_us": cpu / n * 1e6, "found": found}
+
+
+def rounds(
+    bare: Callable[[np.ndarray], list[int]],
+    ours: Callable[[np.ndarray], list[int]],
+    data: Data,
+    count: int,
+    pid: int | None = None,
+) -> list[dict[str, Any]]:
+    """Returns `count` rounds of bare faiss then `ours` (after 20 warm-up calls each)."""
+    for q in data.queries[:20]:
+        bare(q)
+        ours(q)
+    out = []
+    for _ in range(count):
+        b = timed_calls(bare, data.queries_n)
+        o = timed_calls(ours, data.queries, pid)
+        out.append(
+            {
+                "bare": {k: v for k, v in b.items() if k != "found"},
+                "ours": {k: v for k, v in o.items() if k != "found"},
+                "ratio_wall": b["wall_us"] / o["wall_us"],
+                "ratio_cpu": b["cpu_us"] / o["cpu_us"],
+                "recall_bare": recall(b["found"], data.gt),
+                "recall_ours": recall(o["found"], data.gt),
+            }
+        )
+    return out
+
+
+def served(tmp: str, data: Data, ef: int, bare: Any, count: int) -> dict[str, Any]:
+    """Returns the pymilvus rounds and the large answer's figures against `vectorlog serve`
+    on the cluster in `tmp`."""
+    ports = Ports(free_port(), free_port())
+    with child(serve_command(tmp, ports), f"http://127.0.0.1:{ports.rest}/healthz") as proc:
+        milvus = MilvusClient(f"http://127.0.0.1:{ports.grpc}")
+        params = {"params": {"ef": ef}}
+
+        def one(q: np.ndarray) -> list[int]:
+            hits = milvus.search(NAME, [q.tolist()], limit=K, search_params=params)
+            return [int(h["id"]) for h in hits[0]]
+
+        per_call = rounds(bare, one, data, count, proc.pid)
+        big_q = [q.tolist() for q in data.queries[:BIG_NQ]]
+        big = []
+        for _ in range(count):
+            start = time.perf_counter()
+            hits = milvus.search(
+                NAME, big_q, limit=BIG_K, search_params=params, output_fields=["bucket"]
+            )
+            big.append(time.perf_counter() - start)
+        milvus.close()
+    hits_n = sum(len(h) for h in hits)
+    return {"rounds": per_call, "big_answer_ms": [s * 1e3 for s in big], "big_hits": hits_n}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Runs both parts; returns the results."""
+    load_before = [round(v, 2) for v in os.getloadavg()]
+    data = load(args.rows, args.queries)
+    index, anchor = search_faiss.run(data)
+    ef = anchor["ef"]
+    index.hnsw.efSearch = ef
+
+    def bare(q: np.ndarray) -> list[int]:
+        return index.search(q[None], K)[1][0].tolist()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with Client(tmp) as c:
+            built = build(c, NAME, data, list(row_batches(data.base)), args.index_timeout)
+            params = {"params": {"ef": ef}}
+
+            def ours(q: np.ndarray) -> list[int]:
+                hits = c.search(
+                    NAME, [q], limit=K, search_params=params, consistency_level="Bounded"
+                )
+                return [int(h["id"]) for h in hits[0]]
+
+            in_process = rounds(bare, ours, data, args.rounds)
+        wire = served(tmp, data, ef, bare, args.rounds)
+    return {
+        "benchmark": "search_calls",
+        "params": {"rows": args.rows, "queries": args.queries, "ef": ef, "k": K},
+        "segments": built["segments"],
+        "in_process": in_process,
+        "pymilvus": wire,
+        "machine": {**machine(), "loadavg_at_start": load_before},
+        "loadavg_at_end": [round(v, 2) for v in os.getloadavg()],
+    }
+
+
+def _row(label: str, r: dict[str, Any]) -> str:
+    b, o = r["bare"], r["ours"]
+    return (
+        f"| {label} | {b['wall_us']:.0f} | {o['wall_us']:.0f} | {r['ratio_wall']:.2f} | "
+        f"{b['cpu_us']:.0f} | {o['cpu_us']:.0f} | {r['ratio_cpu']:.2f} | "
+        f"{r['recall_bare']:.3f} / {r['recall_ours']:.3f} |"
+    )
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """Returns the results page."""
+    p, m = res["params"], res["machine"]
+    lines = [
+        "# Search calls: one query per call against bare faiss (issue 28)",
+        "",
+        f"GloVe-6B-50d, {p['rows']:,} rows ({res['segments']} segment), {p['queries']} held-out "
+        f"queries, COSINE, HNSW, ef {p['ef']}, k={p['k']}. Each round: bare faiss's per-query "
+        "search, then vectorlog's on the same queries. CPU through pymilvus is the benchmark "
+        f"process's plus the server's. Machine: {m['cpus']} CPUs ({m['cpu']}), Python "
+        f"{m['python']}, git {m['git_head']}, faiss {m['faiss']} ({m['faiss_threads']} "
+        f"threads), load average {m['loadavg_at_start']} at the start, "
+        f"{res['loadavg_at_end']} at the end (other agents' work: compare ratios).",
+        "",
+        "| round | bare faiss µs/call | vectorlog µs/call | ratio (wall) | bare CPU µs | "
+        "vectorlog CPU µs | ratio (CPU) | recall@10 bare / vectorlog |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [_row(f"in process {i + 1}", r) for i, r in enumerate(res["in_process"])]
+    lines += [_row(f"pymilvus {i + 1}", r) for i, r in enumerate(res["pymilvus"]["rounds"])]
+    big = res["pymilvus"]["big_answer_ms"]
+    lines += [
+        "",
+        f"One call of {BIG_NQ} queries x top {BIG_K} with output field `bucket` through "
+        f"pymilvus ({res['pymilvus']['big_hits']:,} hits): "
+        + ", ".join(f"{ms:.1f}" for ms in big)
+        + " ms.",
+        "",
+        "Command: `python -m benchmarks.search_calls_bench`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot(res: dict[str, Any], path: Path) -> None:
+    """Draws each round's µs per call (wall) of bare faiss and vectorlog, in process and
+    through pymilvus."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for part, label in (("in_process", "in process"), ("pymilvus", "pymilvus")):
+        rs = res[part] if part == "in_process" else res[part]["rounds"]
+        xs = [f"{label} {i + 1}" for i in range(len(rs))]
+        ax.bar(xs, [r["ours"]["wall_us"] for r in rs], label=f"vectorlog, {label}")
+        ax.plot(xs, [r["bare"]["wall_us"] for r in rs], "k_", markersize=20)
+    ax.set_ylabel("µs per call (wall); bars: vectorlog, ticks: bare faiss")
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=100_000, help="GloVe rows, queries included")
+    ap.add_argument("--queries", type=int, default=500, help="rows held out as queries")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--index-timeout", type=float, default=600.0)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    res = run(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "search_calls.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    page = markdown(res)
+    (args.out / "search_calls.md").write_text(page)
+    plot(res, args.out / "search_calls.png")
+    print(page)
+
+
+if __name__ == "__main__":
+    main()
