@@ -127,13 +127,14 @@ def test_sparse_queries_and_sparse_entities_cross_exactly():
         QUERYNODE.name, search, wire.encode_request(QUERYNODE.name, search, args)
     )
     assert back["queries"] == rows
-    hit = {"id": 1, "distance": 0.5, "entity": {"sv": {3: 0.5, 70000: 2.0}, "b": b"\x00\x01"}}
+    entity: dict[str, Any] = {"sv": {3: 0.5, 70000: 2.0}, "b": b"\x00\x01"}
+    hit = {"id": 1, "distance": 0.5, "entity": entity}
     assert wire.decode_value(wire.encode_value([[hit]])) == [[hit]]
     found = SearchResult(
         np.asarray([1], np.int64),
         np.asarray([0.5], np.float32),
         np.asarray([0, 1, 1]),
-        {"sv": [hit["entity"]["sv"]], "b": [hit["entity"]["b"]]},
+        {"sv": [entity["sv"]], "b": [entity["b"]]},
     )
     assert wire.decode_value(wire.encode_value(found)).hits() == [[hit], []]
 
