@@ -45,7 +45,7 @@ from vectorlog.core.model import (
     FieldSchema,
     partition_tag,
 )
-from vectorlog.core.properties import expire_ts
+from vectorlog.core.properties import TTL_PROPERTY, expire_ts
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
@@ -847,6 +847,8 @@ def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:
     """Returns the ts at or before which rows expired for a read at `ts` (the collection's
     TTL; 0: none): counted back from `as_of`, else from now (a quiet cluster reads at its
     last tick, however old: rows expire all the same)."""
+    if TTL_PROPERTY not in info.properties:  # no TTL: nothing expires (and no clock read)
+        return 0
     now = ts if at.as_of is not None else max(ts, compose(wall_ms()))
     return expire_ts(info.properties, now)
 

@@ -478,7 +478,7 @@ class Replica:
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
-        knobs = SearchKnobs.parse(params, want)
+        knobs = _knobs(params, want)
         bounds = RangeBounds.of(params, metric)
         with self.lock:
             plan, total = self._plan(col, ts, partitions, expr, metric, expire_ts)
@@ -754,6 +754,31 @@ class Replica:
             if col.field_id == field_id:
                 return col
         raise InvalidArgument(f"field {field_id} is not a vector field of this collection")
+
+
+#: search knobs by (ef, nprobe, hits wanted) as given: parsing them took as long as the rest
+#: of a one-query search's planning
+_KNOBS: dict[tuple[Any, Any, int], SearchKnobs] = {}
+
+
+def _knobs(params: dict[str, Any] | None, want: int) -> SearchKnobs:
+    """Returns SearchKnobs.parse(params, want), cached for int and str values. Raises
+    InvalidArgument as it does (never cached)."""
+    p = params or {}
+    ef, nprobe = p.get("ef"), p.get("nprobe")
+    if not (type(ef) in _KEYED and type(nprobe) in _KEYED):
+        return SearchKnobs.parse(params, want)
+    key = (ef, nprobe, want)
+    knobs = _KNOBS.get(key)
+    if knobs is None:
+        knobs = SearchKnobs.parse(params, want)
+        if len(_KNOBS) >= 1024:
+            _KNOBS.clear()
+        _KNOBS[key] = knobs
+    return knobs
+
+
+_KEYED = (int, str, type(None))
 
 
 def _column_of(f: FieldSchema) -> Any:

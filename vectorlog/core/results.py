@@ -84,12 +84,16 @@ class SearchResult:
 
     def hits(self) -> list[list[Hit]]:
         """Returns per query its hits {id, distance, entity}, nearest first."""
-        flat: list[Hit] = [
-            {"id": pk, "distance": d, "entity": e}
-            for pk, d, e in zip(
-                self.id_list(), self.distances.tolist(), self.entity_list(), strict=True
-            )
-        ]
+        ids, dist = self.id_list(), self.distances.tolist()
+        flat: list[Hit]
+        if self.entities is None and not self.fields:
+            pairs = zip(ids, dist, strict=True)
+            flat = [{"id": pk, "distance": d, "entity": {}} for pk, d in pairs]
+        else:
+            flat = [
+                {"id": pk, "distance": d, "entity": e}
+                for pk, d, e in zip(ids, dist, self.entity_list(), strict=True)
+            ]
         ends = self.offsets.tolist()
         if len(ends) == 2:
             return [flat]
