@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from vectorlog.core.errors import InvalidArgument
@@ -224,7 +225,7 @@ def search_result(
     """Returns the SearchResultData of a search's result (or per-query hits): ids, scores
     and output field columns flattened, `topks` the number of hits of each query; built
     from the result's arrays (repeated fields extended from lists: the fastest measured,
-    benchmarks/results/search_wire.md), entities only where hits were reshaped."""
+    benchmarks/results/search_calls.md), entities only where hits were reshaped."""
     res = found if isinstance(found, SearchResult) else SearchResult.of_hits(found)
     columns, names = _hit_columns(res, info)
     out = schema_pb2.SearchResultData(
@@ -238,8 +239,10 @@ def search_result(
     ids = res.id_list()
     if ids and isinstance(ids[0], str):
         out.ids.str_id.data.extend(ids)
-    else:
+    elif isinstance(res.ids, np.ndarray):
         out.ids.int_id.data.extend(ids)
+    else:  # reshaped hits: keys as the hits held them
+        out.ids.int_id.data.extend(int(i) for i in ids)
     out.topks.extend(res.topks())
     return out
 
