@@ -217,7 +217,8 @@ def markdown(res: dict[str, Any]) -> str:
         f"GloVe-6B-50d, {p['rows']:,} rows ({res['segments']} segment), {p['queries']} held-out "
         f"queries, COSINE, HNSW, ef {p['ef']}, k={p['k']}. Each round: bare faiss's per-query "
         "search, then vectorlog's on the same queries. CPU in process: the calling thread's; "
-        "through pymilvus: the benchmark process's plus the server's. Machine: {m['cpus']} CPUs ({m['cpu']}), Python "
+        "through pymilvus: the benchmark process's plus the server's. "
+        f"Machine: {m['cpus']} CPUs ({m['cpu']}), Python "
         f"{m['python']}, git {m['git_head']}, faiss {m['faiss']} ({m['faiss_threads']} "
         f"threads), load average {m['loadavg_at_start']} at the start, "
         f"{res['loadavg_at_end']} at the end (other agents' work: compare ratios).",
