@@ -4,8 +4,8 @@ alternating rounds; and one large answer (100 queries x top 100 with an output f
 pymilvus, where the server builds the response from the result's arrays. Writes
 search_calls.json, .md and .png (default: benchmarks/results/).
 
-    python -m benchmarks.search_calls_bench [--rows 100000] [--queries 500] [--rounds 3]
-        [--out DIR]
+    python -m benchmarks.search_calls_bench [--rows 100000] [--queries 500] [--rounds 5]
+        [--baseline search_calls.json of an earlier commit] [--out DIR]
 
 GloVe-6B-50d, COSINE, HNSW as search_bench (search_data.HNSW_PARAMS), at the ef bare faiss
 needs for recall@10 >= 0.95 (search_faiss.sweep). Each round times bare faiss's per-query
@@ -236,6 +236,17 @@ def markdown(res: dict[str, Any]) -> str:
         f"Median CPU ratio (bare faiss / vectorlog): in process {med['in_process']:.2f}, "
         f"through pymilvus {med['pymilvus']:.3f}.",
     ]
+    base = res.get("baseline")
+    if base:
+        bm = base["median_ratio_cpu"]
+        lines += [
+            "",
+            f"Baseline (the same benchmark at git {base['git']}, run at the same time, load "
+            f"{base['load']}): median CPU ratio in process {bm['in_process']:.2f}, through "
+            f"pymilvus {bm['pymilvus']:.3f}; the large answer "
+            + ", ".join(f"{ms:.1f}" for ms in base["big_answer_ms"])
+            + " ms.",
+        ]
     lines += [
         "",
         f"One call of {BIG_NQ} queries x top {BIG_K} with output field `bucket` through "
@@ -252,6 +263,21 @@ def markdown(res: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def baseline(old: dict[str, Any]) -> dict[str, Any]:
+    """Returns what the page quotes of an earlier run: its commit, load, median ratios and
+    large answer times."""
+    medians = old.get("median_ratio_cpu") or {
+        "in_process": float(np.median([r["ratio_cpu"] for r in old["in_process"]])),
+        "pymilvus": float(np.median([r["ratio_cpu"] for r in old["pymilvus"]["rounds"]])),
+    }
+    return {
+        "git": old["machine"].get("git_head") or "?",
+        "load": old["machine"].get("loadavg_at_start"),
+        "median_ratio_cpu": medians,
+        "big_answer_ms": old["pymilvus"]["big_answer_ms"],
+    }
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
@@ -282,9 +308,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=500, help="rows held out as queries")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--index-timeout", type=float, default=600.0)
+    ap.add_argument("--baseline", type=Path, help="an earlier run's search_calls.json to quote")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     res = run(args)
+    if args.baseline:
+        res["baseline"] = baseline(json.loads(args.baseline.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "search_calls.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     page = markdown(res)
