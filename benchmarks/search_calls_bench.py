@@ -241,7 +241,7 @@ def markdown(res: dict[str, Any]) -> str:
         bm = base["median_ratio_cpu"]
         lines += [
             "",
-            f"Baseline (the same benchmark at git {base['git']}, run at the same time, load "
+            f"Baseline (the same benchmark at git {base['git']}, run just before, load "
             f"{base['load']}): median CPU ratio in process {bm['in_process']:.2f}, through "
             f"pymilvus {bm['pymilvus']:.3f}; the large answer "
             + ", ".join(f"{ms:.1f}" for ms in base["big_answer_ms"])
