@@ -42,6 +42,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.binlog_bench
 	$(BIN)/python -m benchmarks.flush_bench
 	$(BIN)/python -m benchmarks.search_bench
+	$(BIN)/python -m benchmarks.search_calls_bench
 	$(BIN)/python -m benchmarks.server_bench
 	$(BIN)/python -m benchmarks.rpc_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import LARGER_IS_NEARER, Hit
 
 
@@ -36,6 +39,54 @@ def _order(metric: str | None) -> Any:
 
 def _pk_key(pk: Any) -> tuple[int, Any]:
     return (0, pk) if isinstance(pk, int) else (1, str(pk))
+
+
+def merge_results(
+    shares: Sequence[SearchResult],
+    limit: int,
+    offset: int,
+    metric: str | None,
+    group_by: str | None = None,
+    group_size: int = 1,
+) -> SearchResult:
+    """Returns the merge of the nodes' results (as merge_hits): with integer primary keys,
+    columns and no grouping, on the arrays (one sort by query, distance and key); else
+    through their hits."""
+    if not shares:
+        return SearchResult.empty(0)
+    names = list(shares[0].fields)
+    plain = all(
+        s.entities is None and isinstance(s.ids, np.ndarray) and list(s.fields) == names
+        for s in shares
+    )
+    if group_by is not None or not plain:
+        hits = merge_hits([s.hits() for s in shares], limit, offset, metric, group_by, group_size)
+        return SearchResult.of_hits(hits)
+    return _merged_arrays(shares, names, limit, offset, metric)
+
+
+def _merged_arrays(
+    shares: Sequence[SearchResult], names: list[str], limit: int, offset: int, metric: str | None
+) -> SearchResult:
+    """Returns per query the hits ranked offset..offset+limit-1 of all `shares` by distance
+    (`metric`'s order), ties by primary key."""
+    nq = shares[0].nq
+    ids = np.concatenate([s.ids for s in shares]).astype(np.int64, copy=False)
+    dist = np.concatenate([s.distances for s in shares])
+    query = np.concatenate([np.repeat(np.arange(nq), np.diff(s.offsets)) for s in shares])
+    larger = (metric or "L2").upper() in LARGER_IS_NEARER
+    order = np.lexsort((ids, -dist if larger else dist, query))
+    counts = np.bincount(query, minlength=nq)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    rank = np.arange(len(order)) - starts
+    keep = order[(rank >= offset) & (rank < offset + limit)]
+    kept = np.bincount(query[keep], minlength=nq)
+    columns = {}
+    for n in names:
+        every = [v for s in shares for v in s.fields[n]]
+        columns[n] = [every[j] for j in keep.tolist()]
+    offsets = np.cumsum([0, *kept.tolist()], dtype=np.int64)
+    return SearchResult(ids[keep], dist[keep], offsets, columns)
 
 
 def merge_hits(

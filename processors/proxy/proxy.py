@@ -45,7 +45,8 @@ from vectorlog.core.model import (
     FieldSchema,
     partition_tag,
 )
-from vectorlog.core.properties import expire_ts
+from vectorlog.core.properties import TTL_PROPERTY, expire_ts
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
     CONSISTENCY_PROPERTY,
@@ -549,12 +550,29 @@ class Proxy:
         options: SearchOptions = DEFAULT_SEARCH,
         ranker: Any = None,
     ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits {id, distance, entity} (the
-        `options`: filter, offset, group_by_field and group_size, search_params with a range
-        search's radius / range_filter, anns_field); with a function `ranker`
-        (function_rank.py), the hits reranked by it, as Milvus reranks the hits a search
-        found. Raises InvalidArgument, InvalidExpression, RerankRefused before reading
-        anything."""
+        """Returns, per query vector, up to `limit` hits {id, distance, entity}: the hits of
+        `search_result` (which see)."""
+        return self.search_result(
+            name, data, limit, output_fields, partition_names, at, options, ranker
+        ).hits()
+
+    def search_result(
+        self,
+        name: str,
+        data: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
+        options: SearchOptions = DEFAULT_SEARCH,
+        ranker: Any = None,
+    ) -> SearchResult:
+        """Returns, per query vector, up to `limit` hits (ids, distances, the entities'
+        output fields) (the `options`: filter, offset, group_by_field and group_size,
+        search_params with a range search's radius / range_filter, anns_field); with a
+        function `ranker` (function_rank.py), the hits reranked by it, as Milvus reranks
+        the hits a search found. Raises InvalidArgument, InvalidExpression, RerankRefused
+        before reading anything."""
         info = self._info(name, at.as_of)
         specs = None if ranker is None else fr.specs_of(ranker)
         if ranker is not None and specs is None:
@@ -565,11 +583,14 @@ class Proxy:
         wanted = fr.with_input(output_fields, rank)
         plan = self._plan(info, data, limit, wanted, partition_names, options)
         ts = self.read_ts(info, at)
-        hits = self._run(info, plan, ts, at)
+        found = self._run(info, plan, ts, at)
+        if rank is None and not plan.out.lift:
+            return found
+        hits = found.hits()
         if rank is not None:
             hits = [rank.fuse([q], [plan.metric], len(q)) for q in hits]
             fr.drop_input(hits, output_fields, rank)
-        return plan.out.hits(hits)
+        return SearchResult.of_hits(plan.out.hits(hits))
 
     def hybrid_search(
         self,
@@ -605,7 +626,7 @@ class Proxy:
         ]
         nq = hybrid.same_nq([len(p.queries) for p in plans])
         ts = self.read_ts(info, at)
-        routes = [self._run(info, p, ts, at) for p in plans]
+        routes = [self._run(info, p, ts, at).hits() for p in plans]
         metrics = [p.metric for p in plans]
         per_query = [[hits[i] for hits in routes] for i in range(nq)]
         if grouping is None:
@@ -670,10 +691,8 @@ class Proxy:
             field, queries, lim, offset, out, metric, params, group_by, size, expr, parts
         )
 
-    def _run(
-        self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt
-    ) -> list[list[Hit]]:
-        """Returns the query node's hits of a planned search at `ts`. Raises
+    def _run(self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt) -> SearchResult:
+        """Returns the query node's result of a planned search at `ts`. Raises
         CollectionNotFound by the collection's name (as _named, without its generator: this
         runs once per search)."""
         try:
@@ -830,6 +849,8 @@ def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:
     """Returns the ts at or before which rows expired for a read at `ts` (the collection's
     TTL; 0: none): counted back from `as_of`, else from now (a quiet cluster reads at its
     last tick, however old: rows expire all the same)."""
+    if TTL_PROPERTY not in info.properties:  # no TTL: nothing expires (and no clock read)
+        return 0
     now = ts if at.as_of is not None else max(ts, compose(wall_ms()))
     return expire_ts(info.properties, now)
 

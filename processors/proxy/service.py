@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from vectorlog.core.model import CollectionInfo
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import (
     COLLECTION_LEVEL,
     DEFAULT_SEARCH,
@@ -140,6 +141,21 @@ class ProxyService(DdlService, DatabaseService, Protocol):
         """Returns, per query vector, up to `limit` hits (filtered, offset, grouped as the
         `options` say; reranked by a function `ranker`). Raises InvalidArgument,
         InvalidExpression, RerankRefused, ConsistencyTimeout."""
+        ...
+
+    def search_result(
+        self,
+        name: str,
+        data: Any,
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        partition_names: list[str] | None = None,
+        at: ReadAt = COLLECTION_LEVEL,
+        options: SearchOptions = DEFAULT_SEARCH,
+        ranker: Any = None,
+    ) -> SearchResult:
+        """Returns what `search` does as a SearchResult (arrays: ids, distances, per-query
+        offsets, output field columns). Raises as `search`."""
         ...
 
     def hybrid_search(

@@ -32,7 +32,7 @@ import numpy as np
 from vectorlog.core.errors import CollectionNotFound, ConsistencyTimeout, RecoveryFailed
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionHistory, CollectionSchema, FieldSchema
-from vectorlog.core.types import Hit
+from vectorlog.core.results import SearchResult
 from vectorlog.processors.querynode.cacheload import CacheLoad
 from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
@@ -455,7 +455,7 @@ class QueryNode(ProcessorBase):
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
+    ) -> SearchResult:
         """Returns, per query vector, up to `limit` hits visible at `ts` matching `expr`
         (see QueryNodeService.search: `params` ef / nprobe for segment indexes, `metric`
         the index's, `anns_field` the vector field). Raises CollectionNotFound, or

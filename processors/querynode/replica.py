@@ -32,7 +32,7 @@ from vectorlog.core.added_fields import with_field
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.halfvec import from_float32, to_float32
 from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
-from vectorlog.core.types import Hit
+from vectorlog.core.results import SearchResult
 from vectorlog.processors.querynode.binarycolumn import BinaryColumn, BinarySegmentIndex
 from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
@@ -448,8 +448,8 @@ class Replica:
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
-        """Returns, per query, up to k hits {id, distance, entity} visible at `ts` (and
+    ) -> SearchResult:
+        """Returns, per query, up to k hits (ids, distances, output fields) visible at `ts` (and
         matching `expr`), nearest first, after skipping `offset`; with `group_by`, the best
         `group_size` hits of each of up to k distinct values of that field (groups skipped
         by `offset`), a group's hits together. `metric`: the index's (None: the vector
@@ -466,24 +466,19 @@ class Replica:
                     col, queries, k + offset, ts, partitions, expr, metric, expire_ts, params
                 )
                 with self.lock:
-                    return [
-                        self._hits(*ranked(lr, dr, offset), output_fields or []) for dr, lr in found
-                    ]
+                    picked = [ranked(lr, dr, offset) for dr, lr in found]
+                    return self._result(picked, output_fields or [])
             every = self._sparse_search(
                 col, queries, None, ts, partitions, expr, metric, expire_ts, params
             )
             grouping = None if group_by is None else (group_by, offset, k, group_size)
             with self.lock:
-                return [
-                    self._hits(
-                        *self._narrowed(lr, dr, bounds, grouping, offset, k), output_fields or []
-                    )
-                    for dr, lr in every
-                ]
+                narrowed = [self._narrowed(lr, dr, bounds, grouping, offset, k) for dr, lr in every]
+                return self._result(narrowed, output_fields or [])
         q = np.ascontiguousarray(queries, dtype=np.float32)
         qn = unit_queries(q)
         want = k + offset
-        knobs = SearchKnobs.parse(params, want)
+        knobs = _knobs(params, want)
         bounds = RangeBounds.of(params, metric)
         with self.lock:
             plan, total = self._plan(col, ts, partitions, expr, metric, expire_ts)
@@ -501,7 +496,7 @@ class Replica:
             else:
                 grouping = (group_by, offset, k, group_size)
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
-            return [self._hits(rows, d, output_fields or []) for rows, d in found]
+            return self._result(found, output_fields or [])
 
     def _narrowed(
         self,
@@ -637,43 +632,48 @@ class Replica:
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         return grouped(rows, d, self.columns.keys(field, rows), skip, want, size)
 
-    def _hits(self, rows: np.ndarray, dist: np.ndarray, fields: list[str]) -> list[Hit]:
-        ids = self.columns.values(self.pk_name, rows)
-        entities = self._entities(rows, fields)
-        return [
-            {"id": pk, "distance": d, "entity": e}
-            for pk, d, e in zip(ids, dist.tolist(), entities, strict=True)
-        ]
+    def _result(
+        self, found: list[tuple[np.ndarray, np.ndarray]], fields: list[str]
+    ) -> SearchResult:
+        """Returns the SearchResult of per-query (replica rows, distances)."""
+        if len(found) == 1:
+            rows, dist = found[0]
+            return self._flat(rows, dist, np.asarray([0, len(rows)], np.int64), fields)
+        lengths = [len(r) for r, _ in found]
+        offsets = np.cumsum([0, *lengths], dtype=np.int64)
+        rows = np.concatenate([r for r, _ in found]) if found else np.zeros(0, np.int64)
+        dist = np.concatenate([d for _, d in found]) if found else np.zeros(0, np.float32)
+        return self._flat(rows.astype(np.int64, copy=False), dist, offsets, fields)
+
+    def _flat(
+        self, rows: np.ndarray, dist: np.ndarray, offsets: np.ndarray, fields: list[str]
+    ) -> SearchResult:
+        """Returns the SearchResult of hits at replica `rows` (all queries', in order) with
+        `dist`, query i's being offsets[i]:offsets[i + 1]; its columns read once."""
+        ids: Any = self.columns.keys(self.pk_name, rows)
+        if ids.dtype.kind != "i":
+            ids = self.columns.values(self.pk_name, rows)
+        columns = {name: self._values(name, rows) for name in fields}
+        return SearchResult(ids, dist, offsets, columns)
 
     def _hits_of_all(
         self, labels: np.ndarray, dist: np.ndarray, offset: int, fields: list[str]
-    ) -> list[list[Hit]]:
-        """Returns per query the hits of a top-k answer (queries x k replica rows, empty
-        slots -1): each query's filled slots after its first `offset`, as `ranked` keeps
-        them, with the columns read once for every query (not once per query)."""
+    ) -> SearchResult:
+        """Returns the result of a top-k answer (queries x k replica rows, empty slots -1):
+        each query's filled slots after its first `offset`, as `ranked` keeps them, with
+        the columns read once for every query (not once per query)."""
         if labels.size and labels.min() >= 0:  # every slot filled: no mask to build
             rows, scores = labels[:, offset:].ravel(), dist[:, offset:].ravel()
             per = max(labels.shape[1] - offset, 0)
-            ends = list(range(per, per * len(labels) + 1, per)) if per else [0] * len(labels)
+            offsets = np.arange(0, per * len(labels) + 1, per or 1, dtype=np.int64)
+            if not per:
+                offsets = np.zeros(len(labels) + 1, np.int64)
         else:
             filled = labels >= 0
             keep = filled & (np.cumsum(filled, axis=1) > offset)
             rows, scores = labels[keep], dist[keep]
-            ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
-        ids = self.columns.values(self.pk_name, rows)
-        if fields:
-            hits: list[Hit] = [
-                {"id": pk, "distance": d, "entity": e}
-                for pk, d, e in zip(ids, scores.tolist(), self._entities(rows, fields), strict=True)
-            ]
-        else:
-            hits = [
-                {"id": pk, "distance": d, "entity": {}}
-                for pk, d in zip(ids, scores.tolist(), strict=True)
-            ]
-        if len(ends) == 1:
-            return [hits]
-        return [hits[lo:hi] for lo, hi in zip([0, *ends][:-1], ends, strict=True)]
+            offsets = np.cumsum([0, *np.count_nonzero(keep, axis=1).tolist()], dtype=np.int64)
+        return self._flat(rows, scores, offsets, fields)
 
     def _entities(self, rows: np.ndarray, fields: list[str]) -> list[dict[str, Any]]:
         """Returns the `fields` of `rows`, one dict per row, built column by column."""
@@ -754,6 +754,31 @@ class Replica:
             if col.field_id == field_id:
                 return col
         raise InvalidArgument(f"field {field_id} is not a vector field of this collection")
+
+
+#: search knobs by (ef, nprobe, hits wanted) as given: parsing them took as long as the rest
+#: of a one-query search's planning
+_KNOBS: dict[tuple[Any, Any, int], SearchKnobs] = {}
+
+
+def _knobs(params: dict[str, Any] | None, want: int) -> SearchKnobs:
+    """Returns SearchKnobs.parse(params, want), cached for int and str values. Raises
+    InvalidArgument as it does (never cached)."""
+    p = params or {}
+    ef, nprobe = p.get("ef"), p.get("nprobe")
+    if not (type(ef) in _KEYED and type(nprobe) in _KEYED):
+        return SearchKnobs.parse(params, want)
+    key = (ef, nprobe, want)
+    knobs = _KNOBS.get(key)
+    if knobs is None:
+        knobs = SearchKnobs.parse(params, want)
+        if len(_KNOBS) >= 1024:
+            _KNOBS.clear()
+        _KNOBS[key] = knobs
+    return knobs
+
+
+_KEYED = (int, str, type(None))
 
 
 def _column_of(f: FieldSchema) -> Any:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vectorlog.core.types import Hit
+from vectorlog.core.results import SearchResult
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
@@ -47,8 +47,9 @@ class QueryNodeService(Protocol):
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
-        """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`,
+    ) -> SearchResult:
+        """Returns, per query vector, up to `limit` hits visible at `ts` and matching `expr`
+        (as arrays: ids, distances, per-query offsets, output field columns),
         nearest first, after skipping the first `offset`; with `group_by` (a scalar field),
         the best `group_size` hits of each of up to `limit` distinct values of it (`offset`
         groups skipped). `params`: the index's search parameters (ef, nprobe), and a range

@@ -36,6 +36,7 @@ from vectorlog.core.model import (
     check_name,
     quick_schema,
 )
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit, IndexSpec
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
 from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
@@ -560,15 +561,16 @@ class FakeQueryNode:
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
+    ) -> SearchResult:
         self._read("search", collection_id, ts)
         self.last_partitions = partitions
         self.search_args = {"params": params, "metric": metric}  # the last search's
         held = self.loaded.get(collection_id)
         if held is None:
-            return [[] for _ in queries]
+            return SearchResult.empty(len(queries))
         rows = self._visible(collection_id, ts, expr, expire_ts=expire_ts)
-        return [_nearest(held.info, rows, q, limit, offset, output_fields) for q in queries]
+        hits = [_nearest(held.info, rows, q, limit, offset, output_fields) for q in queries]
+        return SearchResult.of_hits(hits)
 
     def query(
         self,

@@ -7,11 +7,15 @@ gRPC path carries the service's version (`/vectorlog.rpc.v1.RootCoord/AllocTimes
 change to a payload schema is a new version of its service (a new path), never an edit of a
 served one (test_wire pins each served service's fingerprint).
 
-Versions served: DataCoord v3 added the cluster mode's jobs, run by the leading datacoord
-(Import, GetImportState, ListImports: bulk insert; ManualCompaction, GetCompactionState,
-ListCompactions: compaction; runners.jobs); DataCoord v2 is retired. RootCoord v5 added
-GetMetaVersion (a number that grows with every DDL: what a process's cache of the meta tags
-its entries with, runners.meta_cache); v4 added the privilege
+Versions served: QueryNode v3 and QueryShard v2 answer a search with a `SearchResult`
+(core/results.py: ids, distances and per-query offsets as packed arrays, output fields as
+columns) where v2 and v1 sent a list of hit dicts per query (their payload schemas are the
+same; the meaning of the answer changed, so v2 and v1 are retired). DataCoord v3 added the
+cluster mode's jobs, run by the leading datacoord (Import, GetImportState, ListImports: bulk
+insert; ManualCompaction, GetCompactionState, ListCompactions: compaction; runners.jobs);
+DataCoord v2 is retired. RootCoord v5 added GetMetaVersion (a number that grows with every
+DDL: what a process's cache of the meta tags its entries with, runners.meta_cache); v4 added
+the privilege
 groups (CreatePrivilegeGroup, DropPrivilegeGroup, OperatePrivilegeGroup,
 ListPrivilegeGroups), user and role descriptions (CreateCredential's and CreateRole's
 description, AlterCredential, AlterRole, DescribeRole) and AddCollectionField (fields added
@@ -215,7 +219,7 @@ PCHANNELS = (("pchannels", LONGS),)
 READ = (("collection_id", LONG),)
 QUERYNODE = _service(
     "QueryNode",
-    "v2",
+    "v3",
     Method("GetTSafe", "tsafe", PCHANNELS, LONG),
     Method(
         "WaitTSafe", "wait_tsafe", (*PCHANNELS, ("ts", LONG), ("timeout", DOUBLE)), NULL, "timeout"
@@ -287,7 +291,7 @@ INDEXNODE = _service(
 #: name and epoch, after waiting for tsafe >= ts on each (up to `timeout` seconds)
 QUERYSHARD = _service(
     "QueryShard",
-    "v1",
+    "v2",
     Method(
         "ShardRead",
         "read",

@@ -1,4 +1,4 @@
-"""`QueryNodeClient`: QueryNodeService over the network (QueryNode v2: GetTSafe, WaitTSafe,
+"""`QueryNodeClient`: QueryNodeService over the network (QueryNode v3: GetTSafe, WaitTSafe,
 Search, Query, Get, Count)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.core.types import Hit
+from vectorlog.core.results import SearchResult
 from vectorlog.rpc.channel import ServiceClient
 from vectorlog.rpc.methods import QUERYNODE
 
@@ -46,26 +46,27 @@ class QueryNodeClient(ServiceClient):
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
-        return list(
-            self._rpc.call(
-                "Search",
-                collection_id=collection_id,
-                queries=queries if isinstance(queries, list) else np.asarray(queries),
-                limit=limit,
-                ts=ts,
-                partitions=partitions,
-                output_fields=list(output_fields),
-                expr=expr,
-                offset=offset,
-                group_by=group_by,
-                params=params,
-                metric=metric,
-                group_size=group_size,
-                expire_ts=expire_ts,
-                anns_field=anns_field,
-            )
+    ) -> SearchResult:
+        """Returns the node's SearchResult (ids, distances and offsets cross as packed
+        arrays)."""
+        result: SearchResult = self._rpc.call(
+            "Search",
+            collection_id=collection_id,
+            queries=queries if isinstance(queries, list) else np.asarray(queries),
+            limit=limit,
+            ts=ts,
+            partitions=partitions,
+            output_fields=list(output_fields),
+            expr=expr,
+            offset=offset,
+            group_by=group_by,
+            params=params,
+            metric=metric,
+            group_size=group_size,
+            expire_ts=expire_ts,
+            anns_field=anns_field,
         )
+        return result
 
     def query(
         self,

@@ -16,6 +16,7 @@ from vectorlog.core.model import (
     DataType,
     FieldSchema,
 )
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import IndexSpec
 from vectorlog.expr import Expr, nodes
 from vectorlog.processors.datacoord.service import CompactionPolicy
@@ -39,6 +40,7 @@ _CLASSES: list[type] = [
     IndexSpec,
     CompactionPolicy,
     IndexProgress,
+    SearchResult,
     Expr,
     *_expr_nodes(),
 ]

@@ -37,8 +37,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vectorlog.core.errors import CollectionNotFound, ServiceUnavailable
-from vectorlog.core.types import Hit
-from vectorlog.processors.proxy.merge import merge_hits, merge_rows, rows_in_key_order, widened
+from vectorlog.core.results import SearchResult
+from vectorlog.processors.proxy.merge import (
+    merge_results,
+    merge_rows,
+    rows_in_key_order,
+    widened,
+)
 from vectorlog.processors.querycoord.assignment import Owner
 from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, SegmentsNotLoadable
 from vectorlog.processors.querycoord.routing import CoordFollower
@@ -236,7 +241,7 @@ class FanOutQueryNodes:
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
-    ) -> list[list[Hit]]:
+    ) -> SearchResult:
         """Returns the merged top-`limit` hits of every owner (see QueryNodeService)."""
         wide, _ = widened(limit, offset)
         fields = list(output_fields)
@@ -259,12 +264,11 @@ class FanOutQueryNodes:
             "anns_field": anns_field,
         }
         shares = self._found(self.fan("search", ts, args), collection_id)
-        hits = merge_hits(shares, limit, offset, metric, group_by, group_size)
+        result = merge_results(shares, limit, offset, metric, group_by, group_size)
         if group_by is not None and group_by not in output_fields:
-            for per_query in hits:
-                for h in per_query:
-                    h["entity"].pop(group_by, None)
-        return hits
+            for entity in result.entity_list():  # a grouped merge's result holds entities
+                entity.pop(group_by, None)
+        return result
 
     def query(
         self,

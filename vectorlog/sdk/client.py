@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from vectorlog.jobs.bulkinsert import BulkInserter
     from vectorlog.jobs.compaction import Compactor
 from vectorlog.core.functions import FunctionSchema, output_of
+from vectorlog.core.results import SearchResult
 from vectorlog.core.scalar_index import index_target, shown_field
 from vectorlog.core.types import (
     CONSISTENCY_PROPERTY,
@@ -749,6 +750,52 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             strict_group_size,
         )
         return self._proxy.search(
+            self._q(collection_name),
+            data,
+            limit,
+            output_fields,
+            partition_names,
+            at,
+            options,
+            ranker,
+        )
+
+    def search_result(
+        self,
+        collection_name: str,
+        data: Any,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        search_params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        partition_names: list[str] | None = None,
+        anns_field: str | None = None,
+        *,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+        filter_params: dict[str, Any] | None = None,
+        offset: int = 0,
+        group_by_field: str | None = None,
+        group_size: int | None = None,
+        strict_group_size: bool = False,
+        ranker: Any = None,
+    ) -> SearchResult:
+        """Returns the hits `search` returns (same arguments, same order) as arrays: a
+        SearchResult (ids, distances, per-query offsets, output fields as columns; its
+        `hits()` are `search`'s). Raises as `search`."""
+        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        options = SearchOptions(
+            filter,
+            filter_params,
+            search_params,
+            anns_field,
+            offset,
+            group_by_field,
+            group_size,
+            strict_group_size,
+        )
+        return self._proxy.search_result(
             self._q(collection_name),
             data,
             limit,

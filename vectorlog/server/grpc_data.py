@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionInfo
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.indexes import search_metric
 from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
@@ -112,10 +114,10 @@ class DataRpcs:
             if function_ranker(request):
                 raise InvalidArgument("function rerank is not supported with search iterator v2")
             return self._iterator_page(request, params, topk, context)
-        hits = self._search(request, params, topk, index_search_params(params), context)
+        found = self._search(request, params, topk, index_search_params(params), context)
         info = self._info(request.collection_name)
         return milvus_pb2.SearchResults(
-            status=ok(), results=search_result(hits, topk, info), collection_name=info.name
+            status=ok(), results=search_result(found, topk, info), collection_name=info.name
         )
 
     def _search(
@@ -126,9 +128,9 @@ class DataRpcs:
         index_params: dict[str, Any],
         context: Any,
         as_of: int | None = None,
-    ) -> list[list[Hit]]:
-        """Returns the hits of a SearchRequest with these index params (as of `as_of`)."""
-        return self.client.search(
+    ) -> SearchResult:
+        """Returns the result of a SearchRequest with these index params (as of `as_of`)."""
+        return self.client.search_result(
             request.collection_name,
             conv.vectors_from_placeholder(request.placeholder_group),
             filter=request.dsl,
@@ -161,7 +163,7 @@ class DataRpcs:
         inner, extra, bound = self.cursors.range_params(params, metric, token)
         index_params["params"] = inner
         fetch = min(batch + extra, MAX_WINDOW)
-        hits = self._search(request, params, fetch, index_params, context, as_of=ts)
+        hits = self._search(request, params, fetch, index_params, context, as_of=ts).hits()
         page = self.cursors.page(hits[0] if hits else [], token, bound, batch)
         results = search_result([page.hits], batch, info)
         results.search_iterator_v2_results.token = page.token
@@ -217,18 +219,43 @@ def _result_columns(
     return conv.columns_from_rows(rows, info.schema)
 
 
-def search_result(hits: list[list[Hit]], topk: int, info: CollectionInfo) -> Any:
-    """Returns the SearchResultData of per-query hits: ids, scores and entities flattened,
-    `topks` the number of hits of each query."""
-    flat = [h for per_query in hits for h in per_query]
-    columns, names = conv.columns_from_rows([h["entity"] for h in flat], info.schema)
-    return schema_pb2.SearchResultData(
-        num_queries=len(hits),
+def search_result(
+    found: SearchResult | list[list[Hit]], topk: int, info: CollectionInfo
+) -> schema_pb2.SearchResultData:
+    """Returns the SearchResultData of a search's result (or per-query hits): ids, scores
+    and output field columns flattened, `topks` the number of hits of each query; built
+    from the result's arrays (repeated fields extended from lists: the fastest measured,
+    benchmarks/results/search_calls.md), entities only where hits were reshaped."""
+    res = found if isinstance(found, SearchResult) else SearchResult.of_hits(found)
+    columns, names = _hit_columns(res, info)
+    out = schema_pb2.SearchResultData(
+        num_queries=res.nq,
         top_k=topk,
         fields_data=columns,
-        scores=[float(h["distance"]) for h in flat],
-        ids=conv.ids_proto([h["id"] for h in flat]),
-        topks=[len(q) for q in hits],
         output_fields=names,
         primary_field_name=info.schema.primary.name,
     )
+    out.scores.extend(res.distances.tolist())
+    ids = res.id_list()
+    if ids and isinstance(ids[0], str):
+        out.ids.str_id.data.extend(ids)
+    elif isinstance(res.ids, np.ndarray):
+        out.ids.int_id.data.extend(ids)
+    else:  # reshaped hits: keys as the hits held them
+        out.ids.int_id.data.extend(int(i) for i in ids)
+    out.topks.extend(res.topks())
+    return out
+
+
+def _hit_columns(res: SearchResult, info: CollectionInfo) -> tuple[list, list[str]]:
+    """Returns (FieldData columns, names) of a result's output fields: from its columns
+    when each is a schema field, else (dynamic keys, reshaped hits) from its entities as
+    conv.columns_from_rows makes them; none without hits (as Milvus)."""
+    if not len(res.distances):
+        return [], []
+    if res.entities is not None:
+        return conv.columns_from_rows(res.entities, info.schema)
+    by_name = {f.name: f for f in info.schema.fields if not f.is_dynamic}
+    if not all(n in by_name for n in res.fields):
+        return conv.columns_from_rows(res.entity_list(), info.schema)
+    return [conv.column(by_name[n], res.fields[n]) for n in res.fields], list(res.fields)

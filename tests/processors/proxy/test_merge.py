@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+import pytest
+
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit
 from vectorlog.processors.proxy.merge import (
     merge_hits,
+    merge_results,
     merge_rows,
     rows_in_key_order,
     widened,
@@ -53,3 +58,40 @@ def test_rows_merge_in_key_order_and_gets_keep_the_order_asked():
     assert [r["id"] for r in merge_rows([a, b], "id", None, 0)] == [1, 2, 3, 4, 9, 10]
     got = rows_in_key_order([[{"id": 1}, {"id": 9}], [{"id": 3}, {"id": 10}]], "id", [10, 1, 3, 9])
     assert [r["id"] for r in got] == [10, 1, 3, 9]
+
+
+def result(hits: list[list[Hit]], fields: list[str]) -> SearchResult:
+    """The shares as a query node sends them: arrays, the entities' fields as columns."""
+    flat = [h for q in hits for h in q]
+    return SearchResult(
+        np.asarray([h["id"] for h in flat], np.int64),
+        np.asarray([h["distance"] for h in flat], np.float32),
+        np.cumsum([0, *map(len, hits)], dtype=np.int64),
+        {f: [h["entity"][f] for h in flat] for f in fields},
+    )
+
+
+def test_array_shares_merge_as_their_hits_do_ties_broken_by_key():
+    rng = random.Random(11)
+    rows = [hit(i, float(rng.randrange(20)), tag=f"t{i}") for i in range(120)]  # many ties
+    for metric, larger in (("L2", False), ("IP", True)):
+        shares = [
+            [
+                nearest([r for r in rows if r["id"] % 4 == s and r["id"] % 2 == q], 12, larger)
+                for q in range(2)
+            ]
+            for s in range(4)
+        ]
+        for limit, offset in ((10, 0), (5, 3), (30, 0)):
+            want = merge_hits(shares, limit, offset, metric)
+            got = merge_results([result(s, ["tag"]) for s in shares], limit, offset, metric)
+            assert got.hits() == [
+                [{**h, "distance": pytest.approx(h["distance"])} for h in q] for q in want
+            ]
+            assert got.topks() == [len(q) for q in want]
+
+
+def test_a_merge_of_no_hits_keeps_every_query():
+    empty = SearchResult.empty(3)
+    got = merge_results([empty, empty], 10, 0, "COSINE")
+    assert got.hits() == [[], [], []]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from vectorlog.core.errors import CollectionNotFound, ServiceUnavailable
+from vectorlog.core.results import SearchResult
 from vectorlog.processors.querycoord.assignment import Assignment, Owner
 from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, SegmentsNotLoadable
 from vectorlog.runners import fanout as fanout_module
@@ -63,9 +64,10 @@ class Node:
             return self.tsafe
         if op == "count":
             return len(ROWS[p])
-        if op == "search":
-            hits = [{"id": i, "distance": float(i), "entity": {}} for i in ROWS[p]]
-            return [hits[: args["limit"]]]
+        if op == "search":  # as a query node answers: arrays
+            ids = np.asarray(ROWS[p][: args["limit"]], np.int64)
+            offsets = np.asarray([0, len(ids)], np.int64)
+            return SearchResult(ids, ids.astype(np.float32), offsets, {})
         return 0
 
 

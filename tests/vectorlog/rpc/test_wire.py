@@ -11,6 +11,7 @@ import pytest
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionHistory, DataType, quick_schema
+from vectorlog.core.results import SearchResult
 from vectorlog.core.types import IndexSpec
 from vectorlog.expr import parse
 from vectorlog.processors.datacoord.service import CompactionPolicy
@@ -22,13 +23,14 @@ SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
 #: service (new paths). RootCoord v5 added GetMetaVersion, v4 privilege groups, descriptions
 #: and AddCollectionField, v2 num_partitions and AlterCollection, DataCoord v3 the cluster
 #: mode's jobs (Import ... ListCompactions), DataCoord v2 and QueryNode v2 expire_ts, QueryNode
-#: v2 anns_field (every v1 is retired, and DataCoord v2, see methods.py).
+#: v2 anns_field; QueryNode v3 and QueryShard v2 answer searches with a SearchResult (same
+#: schemas, new meaning; every older version is retired, see methods.py).
 FINGERPRINTS = {
     "vectorlog.rpc.v5.RootCoord": "be1ce7da5b0c0a5e2a6684651d568c4d0709ae665f84c070533c4db288c32b2a",  # noqa: E501
     "vectorlog.rpc.v3.DataCoord": "1c2a6a486a5386791ef85df9d57ae2b13da84798ac44599dd97e1fa46db7baa4",  # noqa: E501
-    "vectorlog.rpc.v2.QueryNode": "4bd33138475c2b9bbdc4c581be2da17d116a08e77d0e1bf52aad5031baeb998d",  # noqa: E501
+    "vectorlog.rpc.v3.QueryNode": "4bd33138475c2b9bbdc4c581be2da17d116a08e77d0e1bf52aad5031baeb998d",  # noqa: E501
     "vectorlog.rpc.v1.IndexNode": "825f11c26e1d64511f1f139301353dd6f2b6b92b444efc47d4154a97b18243e0",  # noqa: E501
-    "vectorlog.rpc.v1.QueryShard": "f4a8e7ee9c978d75e307e49fcb5eb99ffbe8aae90cd9268fd249923cc95a0d6b",  # noqa: E501
+    "vectorlog.rpc.v2.QueryShard": "f4a8e7ee9c978d75e307e49fcb5eb99ffbe8aae90cd9268fd249923cc95a0d6b",  # noqa: E501
 }
 
 
@@ -126,8 +128,29 @@ def test_sparse_queries_and_sparse_entities_cross_exactly():
         QUERYNODE.name, search, wire.encode_request(QUERYNODE.name, search, args)
     )
     assert back["queries"] == rows
-    hit = {"id": 1, "distance": 0.5, "entity": {"sv": {3: 0.5, 70000: 2.0}, "b": b"\x00\x01"}}
+    entity: dict[str, Any] = {"sv": {3: 0.5, 70000: 2.0}, "b": b"\x00\x01"}
+    hit = {"id": 1, "distance": 0.5, "entity": entity}
     assert wire.decode_value(wire.encode_value([[hit]])) == [[hit]]
+    found = SearchResult(
+        np.asarray([1], np.int64),
+        np.asarray([0.5], np.float32),
+        np.asarray([0, 1, 1]),
+        {"sv": [entity["sv"]], "b": [entity["b"]]},
+    )
+    assert wire.decode_value(wire.encode_value(found)).hits() == [[hit], []]
+
+
+def test_a_search_result_crosses_as_packed_arrays_with_its_types():
+    ids = np.asarray([7, -3, 1 << 40], np.int64)
+    dist = np.asarray([0.25, 0.5, 0.125], np.float32)
+    found = SearchResult(ids, dist, np.asarray([0, 2, 3], np.int64), {"tag": ["a", None, "c"]})
+    back = wire.decode_value(wire.encode_value(found))
+    assert type(back) is SearchResult
+    assert back.ids.dtype == np.int64 and back.ids.tolist() == ids.tolist()
+    assert back.distances.dtype == np.float32 and back.distances.tolist() == dist.tolist()
+    assert back.topks() == [2, 1] and back == found
+    keyed = SearchResult(["x", "y"], dist[:2], np.asarray([0, 2], np.int64), {})
+    assert wire.decode_value(wire.encode_value(keyed)).hits() == keyed.hits()
 
 
 def test_a_bm25_schema_and_a_text_match_filter_cross_rpc():

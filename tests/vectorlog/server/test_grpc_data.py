@@ -103,6 +103,65 @@ def test_search_with_filter_output_fields_and_params(served: Served) -> None:
     assert [h["id"] for h in paged[0]] == [1, 2]
 
 
+def keyed_schema() -> object:
+    s = MilvusClient.create_schema(auto_id=False)
+    s.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=8)
+    s.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
+    s.add_field("f", DataType.FLOAT)
+    s.add_field("doc", DataType.JSON)
+    s.add_field("tags", DataType.ARRAY, element_type=DataType.INT64, max_capacity=3)
+    return s
+
+
+def plain(hits: object, key: str) -> list[list[tuple]]:
+    """Each query's hits as (primary key (under `key`), distance to 4 places, entity with
+    vectors to 4 places)."""
+    return [
+        [
+            (
+                h[key],
+                round(h["distance"], 4),
+                {
+                    k: [round(x, 4) for x in v] if k == "vector" else v
+                    for k, v in dict(h["entity"]).items()
+                },
+            )
+            for h in q
+        ]
+        for q in hits  # type: ignore[attr-defined]
+    ]
+
+
+def test_a_search_through_pymilvus_answers_exactly_what_the_client_does(served: Served) -> None:
+    """The server builds the response from the result's arrays: same keys (strings), order
+    (ties by key), distances, output fields and per-query counts as the in-process hits."""
+    m, name = served.milvus, unique()
+    m.create_collection(name, schema=keyed_schema(), consistency_level="Strong")
+    rows = [
+        {"pk": f"k{i:02d}", "vector": [float(i % 3), 1.0], "f": 0.5 * i, "doc": {"n": i},
+         "tags": [i, i + 1]}
+        for i in range(12)
+    ]  # fmt: skip
+    m.insert(name, rows)
+    queries = [[0.0, 1.0], [2.0, 1.0], [7.0, 0.0]]
+    fields = ["f", "doc", "tags", "vector"]
+    for kwargs in (
+        {},
+        {"output_fields": fields},
+        {"output_fields": fields, "offset": 2},
+        {"output_fields": ["f"], "filter": "f > 4.6"},
+        {"filter": "f > 100"},
+    ):
+        sent = dict(kwargs)
+        if "offset" in sent:  # pymilvus sends it among the search params
+            sent["search_params"] = {"offset": sent.pop("offset"), "params": {}}
+        got = m.search(name, queries, limit=5, **sent)
+        want = served.client.search(name, queries, limit=5, consistency_level="Strong", **kwargs)
+        assert plain(got, "pk") == plain(want, "id"), kwargs  # pymilvus: the key's name
+        assert [len(q) for q in got] == [len(q) for q in want]
+    assert [len(q) for q in m.search(name, queries, limit=5, filter="f > 100")] == [0, 0, 0]
+
+
 def test_flush_then_describe_index_counts_the_rows(served: Served) -> None:
     m, name = served.milvus, unique()
     m.create_collection(name, dimension=2, consistency_level="Strong")
