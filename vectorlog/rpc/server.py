@@ -71,10 +71,13 @@ class Served:
 def _handler(
     service: Service, method: Method, target: Any, token: str | None, served: Served
 ) -> Handler:
-    call = getattr(target, method.call)
+    call = getattr(target, method.call, None)
 
     def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
         served.add(service.name, method.name)
+        if call is None:  # e.g. a bare DataCoord, served without the leading datacoord's jobs
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{service.name}.{method.name}")
+            raise AssertionError("abort returned")
         try:
             if not _authorized(context, token):
                 raise ClusterTokenRefused(service.name)

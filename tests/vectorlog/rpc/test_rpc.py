@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.processors.fakes import FakeQueryNode, FakeRootCoord
+from tests.processors.fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord
 from tests.processors.implementations import served
 from tests.support import wait_until
 from vectorlog.core.errors import (
@@ -22,6 +22,7 @@ from vectorlog.core.errors import (
     ServiceUnavailable,
 )
 from vectorlog.core.model import quick_schema
+from vectorlog.rpc.datacoord_client import DataCoordClient
 from vectorlog.rpc.errors import RemoteError
 from vectorlog.rpc.querynode_client import QueryNodeClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
@@ -92,6 +93,18 @@ def test_a_server_bug_is_a_remote_error_naming_it(fake: CountingRootCoord):
         client = RootCoordClient(address)
         with pytest.raises(RemoteError, match="ZeroDivisionError"):
             client.meta_horizon()
+        client.close()
+
+
+def test_a_method_the_served_object_lacks_is_refused_naming_it_and_the_rest_serve():
+    """A datacoord served without the leading datacoord's jobs (DataCoord v3's Import ...)
+    answers its own calls; a job call fails naming the method instead of the server refusing
+    to start."""
+    with served(datacoord=FakeDataCoord()) as address:
+        client = DataCoordClient(address)
+        assert client.list_segments(12345) == []
+        with pytest.raises(RemoteError, match="DataCoord.ListImports"):
+            client.list_imports()
         client.close()
 
 
