@@ -131,7 +131,8 @@ def _take(
 ) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray, np.ndarray | None] | None:
     """Returns copies of a segment's (flat storage, row ids, norms, raw vectors or None) to
     write, None if it changed since (moved by a compaction, served from an index, other
-    rows). Call with the replica's lock: a copy (a memcpy) is all it holds the lock for, not the file writes."""
+    rows). Call with the replica's lock: a copy (a memcpy) is all it holds the lock for, not
+    the file writes."""
     if not isinstance(seg, Segment):  # a sparse field's: never cached
         return None
     if col.segments.get((pid, sid)) is not seg or seg.index is not None:

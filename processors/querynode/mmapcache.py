@@ -6,13 +6,13 @@ Per collection a folder, per segment and vector field five files: the segment's 
 as a faiss IndexFlat file (read back with IO_FLAG_MMAP_IFC: faiss serves it from the mapped
 file, no copy), its row ids, norms and raw vectors (COSINE's vectors as inserted, the output
 vectors; 0 rows for L2 / IP, whose flat storage is the vectors as inserted) as `.npy`, and
-`.sum`, the xxh3-64 checksum of each of the four. Each is written to a temporary file, fsynced and renamed; the flat file goes last,
-so it marks a complete entry. At open, before anything reads the entry, it is checked (sizes,
-faiss header, dim, metric, row count, dtypes) and every file's checksum is verified (hashing
-the mapped files: ~10 GB/s from the page cache, and the pages read stay cached for the
-searches); any mismatch deletes it with a warning naming the segment, and the segment loads
-from its binlogs. A cache file is never trusted, and the row ids are checked against the
-binlogs' as rows load.
+`.sum`, the xxh3-64 checksum of each of the four. Each is written to a temporary file,
+fsynced and renamed; the flat file goes last, so it marks a complete entry. At open, before
+anything reads the entry, it is checked (sizes, faiss header, dim, metric, row count,
+dtypes) and every file's checksum is verified (hashing the mapped files: ~10 GB/s from the
+page cache, and the pages read stay cached for the searches); any mismatch deletes it with a
+warning naming the segment, and the segment loads from its binlogs. A cache file is never
+trusted, and the row ids are checked against the binlogs' as rows load.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ the one copy), then its loaded faiss index, with the alive bitmap of its positio
 Storage follows the collection's metric (the vector field's metric_type, else L2): COSINE
 searches L2-normalized vectors with a float32 norm per row and also keeps the vectors as
 inserted (`raw`, the output vectors: normalized x norm differs from the input in the last
-bit of some values, Milvus returns the inserted ones bit for bit); L2 and IP keep the vectors
-as inserted (output exact, the one copy) plus their norms. The flat index answers its own metric with faiss directly; any other
-metric (an index created with another metric than the field's) is answered exactly with
-numpy from the same copy (`exact.scores`).
+bit of some values, Milvus returns the inserted ones bit for bit); L2 and IP keep the
+vectors as inserted (output exact, the one copy) plus their norms. The flat index answers
+its own metric with faiss directly; any other metric (an index created with another metric
+than the field's) is answered exactly with numpy from the same copy (`exact.scores`).
 
 A position is a row's place in the segment: append order while growing, the index's order
 once an index is loaded (`rows[p]` is the replica row there, -1 for an index position the
