@@ -127,3 +127,27 @@ def test_flushed_unindexed_segments_return_the_inserted_vectors_from_the_segment
             assert segs and all(s.mapped for s in segs), metric
             assert_exact(again, metric.lower())
         again.close()
+
+
+def half_rows(kind: DataType) -> list[bytes]:
+    """ROWS random FLOAT16 / BFLOAT16 vectors as their little-endian bytes."""
+    v = vectors()
+    if kind is DataType.FLOAT16_VECTOR:
+        return [row.astype("<f2").tobytes() for row in v]
+    return [(row.view("<u4") >> 16).astype("<u2").tobytes() for row in v]
+
+
+@pytest.mark.parametrize("kind", [DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR])
+def test_half_vectors_come_back_as_inserted_growing_and_flushed(client: Client, kind: DataType):
+    s = client.create_schema()
+    s.add_field("id", DataType.INT64, is_primary=True)
+    s.add_field("vector", kind, dim=DIM)
+    client.create_collection("h", schema=s)  # COSINE
+    want = half_rows(kind)
+    client.insert("h", [{"id": i, "vector": want[i]} for i in range(ROWS)])
+    for _ in ("growing", "flushed"):
+        got = client.query(
+            "h", filter="id >= 0", output_fields=["vector"], limit=ROWS, consistency_level="Strong"
+        )
+        assert sorted((r["id"], bytes(r["vector"])) for r in got) == list(enumerate(want))
+        client.flush("h")
