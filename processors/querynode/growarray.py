@@ -46,6 +46,8 @@ class GrowRows:
 
     def extend(self, rows: np.ndarray) -> None:
         need = self._n + len(rows)
+        if need == self._n:
+            return  # nothing to write (the buffer may be a read-only map)
         if need > len(self._buf):
             grown = np.empty((max(need, 2 * len(self._buf)), self._buf.shape[1]), np.float32)
             grown[: self._n] = self._buf[: self._n]
