@@ -1299,7 +1299,9 @@ def test_output_vectors_are_the_inserted_ones_bit_for_bit(pair: Pair, metric: st
                 paged(attempt(c.query_iterator, "ov", batch_size=70, output_fields=["vector"]))
                 for c in (pair.lite, pair.ours)
             ]
-            d.check(f"vectors.query_iterator[{stage}]", each(vectors_by_id, pages), eq)
+            d.check(
+                f"vectors.query_iterator[{stage}]", each(vectors_by_id, (pages[0], pages[1])), eq
+            )
     lite = pair.lite.query("ov", filter="id >= 0", output_fields=["vector"], limit=ROWS)
     d.check("vectors.inserted", ({r["id"]: r["vector"] for r in data}, vectors_by_id(lite)), eq)
     d.assert_none()
