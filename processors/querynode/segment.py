@@ -12,7 +12,8 @@ than the field's) is answered exactly with numpy from the same copy (`exact.scor
 A position is a row's place in the segment: append order while growing, the index's order
 once an index is loaded (`rows[p]` is the replica row there, -1 for an index position the
 replica does not hold). With an index that reconstructs exactly (FLAT, HNSW, IVF_FLAT) the
-flat copy is freed (COSINE's `raw` is kept, in index order); with IVF_SQ8 / IVF_PQ it is kept,
+flat copy is freed (COSINE's `raw` is kept, in index order: still the map of the segment's
+cache entry, mmapcache.py, if that is the order it has); with IVF_SQ8 / IVF_PQ it is kept,
 for output vectors, for the exact search of selective filters, and to fall back to exact
 search losslessly when unloaded.
 """
@@ -215,9 +216,7 @@ class Segment:
         norms = np.where(held, self.norms.view()[src], np.float32(1))
         self.rows, self.row_ids, self.norms = _grown(rows), _grown(index.row_ids), _grown(norms)
         if self.raw is not None:
-            raw = self.raw.view()[src]
-            raw[~held] = 0
-            self.raw = GrowRows(self.dim, start=raw)
+            self.raw = _in_order(self.raw, src, held)
         self.alive = AliveBitmap(len(rows))
         self.alive.append(alive)
         self.flat, self.index, self._params, self.mapped = flat, index, {}, False
@@ -418,6 +417,16 @@ def _search(index: Any, x: np.ndarray, want: int, params: Any) -> Result:
     """Returns faiss's (distances, labels) of `index` (with search `params`, if any)."""
     dist, labels = index.search(x, want, params=params)
     return dist, labels
+
+
+def _in_order(raw: GrowRows, src: np.ndarray, held: np.ndarray) -> GrowRows:
+    """Returns the raw vectors at positions `src` (zero where not `held`): `raw` itself if
+    that is all of them in order (a cache entry's map then stays a map, not a copy)."""
+    if len(src) == len(raw) and held.all() and np.array_equal(src, np.arange(len(src))):
+        return raw
+    out = raw.view()[src]
+    out[~held] = 0
+    return GrowRows(raw.view().shape[1], start=out)
 
 
 def _grown(values: np.ndarray) -> GrowArray:
