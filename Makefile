@@ -64,6 +64,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.spark_datanode_bench
 	$(BIN)/python -m benchmarks.spark_bulk_bench
 	$(BIN)/python -m benchmarks.group_commit_bench
+	$(BIN)/python -m benchmarks.exactvec_bench
 	$(BIN)/python -m benchmarks.wire_vs_milvus
 	$(BIN)/python -m benchmarks.hnsw_build_bench
 	$(BIN)/python -m benchmarks.filter_bench

@@ -128,10 +128,11 @@ class CacheLoad:
 
 def _take(
     col: VectorColumn, pid: int, sid: int, seg: Segment, rows: int
-) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None:
-    """Returns copies of a segment's (flat storage, row ids, norms) to write, None if it
-    changed since (moved by a compaction, served from an index, other rows). Call with the
-    replica's lock: a copy (a memcpy) is all it holds the lock for, not the file writes."""
+) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """Returns copies of a segment's (flat storage, row ids, norms, raw vectors or None) to
+    write, None if it changed since (moved by a compaction, served from an index, other
+    rows). Call with the replica's lock: a copy (a memcpy) is all it holds the lock for, not
+    the file writes."""
     if not isinstance(seg, Segment):  # a sparse field's: never cached
         return None
     if col.segments.get((pid, sid)) is not seg or seg.index is not None:
@@ -139,4 +140,5 @@ def _take(
     if seg.flat is None or seg.mapped or len(seg) != rows or seg.flat.ntotal != rows:
         return None
     flat = cast(faiss.IndexFlat, faiss.clone_index(seg.flat))
-    return flat, seg.row_ids.view().copy(), seg.norms.view().copy()
+    raw = None if seg.raw is None else seg.raw.view().copy()
+    return flat, seg.row_ids.view().copy(), seg.norms.view().copy(), raw

@@ -2,16 +2,17 @@
 written once a Flushed segment is loaded, memory-mapped at the next start instead of decoding
 its vector binlogs again.
 
-Per collection a folder, per segment and vector field four files: the segment's flat storage
+Per collection a folder, per segment and vector field five files: the segment's flat storage
 as a faiss IndexFlat file (read back with IO_FLAG_MMAP_IFC: faiss serves it from the mapped
-file, no copy), its row ids and norms as `.npy`, and `.sum`, the xxh3-64 checksum of each of
-the three. Each is written to a temporary file, fsynced and renamed; the flat file goes last,
-so it marks a complete entry. At open, before anything reads the entry, it is checked (sizes,
-faiss header, dim, metric, row count, dtypes) and every file's checksum is verified (hashing
-the mapped files: ~10 GB/s from the page cache, and the pages read stay cached for the
-searches); any mismatch deletes it with a warning naming the segment, and the segment loads
-from its binlogs. A cache file is never trusted, and the row ids are checked against the
-binlogs' as rows load.
+file, no copy), its row ids, norms and raw vectors (COSINE's vectors as inserted, the output
+vectors; 0 rows for L2 / IP, whose flat storage is the vectors as inserted) as `.npy`, and
+`.sum`, the xxh3-64 checksum of each of the four. Each is written to a temporary file,
+fsynced and renamed; the flat file goes last, so it marks a complete entry. At open, before
+anything reads the entry, it is checked (sizes, faiss header, dim, metric, row count,
+dtypes) and every file's checksum is verified (hashing the mapped files: ~10 GB/s from the
+page cache, and the pages read stay cached for the searches); any mismatch deletes it with a
+warning naming the segment, and the segment loads from its binlogs. A cache file is never
+trusted, and the row ids are checked against the binlogs' as rows load.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from vectorlog.core.errors import VectorlogError
 
 log = logging.getLogger(__name__)
 TMP = ".tmp"
-SUFFIXES = (".ids.npy", ".norms.npy", ".sum", ".flat")  # in write order: the flat file commits
-SUM = ".sum"  # {suffix: xxh3-64 hex digest} of the other three files
-SUMMED = (".ids.npy", ".norms.npy", ".flat")
+#: in write order: the flat file commits
+SUFFIXES = (".ids.npy", ".norms.npy", ".raw.npy", ".sum", ".flat")
+SUM = ".sum"  # {suffix: xxh3-64 hex digest} of the other four files
+SUMMED = (".ids.npy", ".norms.npy", ".raw.npy", ".flat")
 Lock = Any  # a context manager: the lock of the replica a segment is in
 
 
@@ -50,11 +52,12 @@ class CacheMismatch(VectorlogError):
 @dataclass
 class CachedVectors:
     """One segment's cached storage: `flat` maps the file (no copy); position i holds the row
-    with id `row_ids[i]` and norm `norms[i]`."""
+    with id `row_ids[i]` and norm `norms[i]`, inserted as `raw[i]` (COSINE; else 0 rows)."""
 
     flat: faiss.IndexFlat
     row_ids: np.ndarray
     norms: np.ndarray
+    raw: np.ndarray
 
     def __len__(self) -> int:
         return len(self.row_ids)
@@ -111,9 +114,11 @@ class SegmentCache:
         flat: faiss.IndexFlat,
         row_ids: np.ndarray,
         norms: np.ndarray,
+        raw: np.ndarray | None = None,
     ) -> None:
-        """Writes a segment's entry atomically (see the module docstring). Raises OSError."""
-        self.commit(self.prepare(collection_id, segment_id, field_id, flat, row_ids, norms))
+        """Writes a segment's entry atomically (see the module docstring); `raw` None: no
+        raw vectors (L2 / IP). Raises OSError."""
+        self.commit(self.prepare(collection_id, segment_id, field_id, flat, row_ids, norms, raw))
 
     def prepare(
         self,
@@ -123,15 +128,19 @@ class SegmentCache:
         flat: faiss.IndexFlat,
         row_ids: np.ndarray,
         norms: np.ndarray,
+        raw: np.ndarray | None = None,
     ) -> Path:
         """Writes an entry's temporary files (no fsync); returns its base path for `commit`.
         Raises OSError (its temporary files are removed)."""
+        if raw is None:
+            raw = np.zeros((0, flat.d), dtype=np.float32)
         base = self._base(collection_id, segment_id, field_id)
         base.parent.mkdir(parents=True, exist_ok=True)
         try:
             _save(_tmp(base, SUFFIXES[0]), np.asarray(row_ids, dtype=np.int64))
             _save(_tmp(base, SUFFIXES[1]), np.asarray(norms, dtype=np.float32))
-            faiss.write_index(flat, str(_tmp(base, SUFFIXES[3])))
+            _save(_tmp(base, SUFFIXES[2]), np.ascontiguousarray(raw, dtype=np.float32))
+            faiss.write_index(flat, str(_tmp(base, SUFFIXES[-1])))
             sums = {suffix: digest(_tmp(base, suffix)) for suffix in SUMMED}
             _tmp(base, SUM).write_bytes(json.dumps(sums).encode())
         except BaseException:
@@ -206,6 +215,10 @@ def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
         raise CacheMismatch(f"row ids {row_ids.dtype}{row_ids.shape}, not int64 ({rows},)")
     if norms.dtype != np.float32 or norms.shape != (rows,):
         raise CacheMismatch(f"norms {norms.dtype}{norms.shape}, not float32 ({rows},)")
+    raw = np.load(base.with_name(base.name + ".raw.npy"), mmap_mode="r", allow_pickle=False)
+    shape = (rows if metric == "COSINE" else 0, dim)
+    if raw.dtype != np.float32 or raw.shape != shape:
+        raise CacheMismatch(f"raw vectors {raw.dtype}{raw.shape}, not float32 {shape}")
     flat = faiss.read_index(str(flat_path), faiss.IO_FLAG_MMAP_IFC)
     expected = type(new_flat(dim, metric))
     if type(flat) is not expected or flat.d != dim or flat.ntotal != rows:
@@ -213,7 +226,7 @@ def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
             f"{flat_path.name} is a {type(flat).__name__} of {flat.ntotal} x {flat.d}, "
             f"not {expected.__name__} {rows} x {dim}"
         )
-    return CachedVectors(flat, row_ids, norms)
+    return CachedVectors(flat, row_ids, norms, raw)
 
 
 def digest(path: Path) -> str:
@@ -268,7 +281,7 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-Take = Callable[[], tuple[faiss.IndexFlat, np.ndarray, np.ndarray] | None]
+Take = Callable[[], tuple[faiss.IndexFlat, np.ndarray, np.ndarray, np.ndarray | None] | None]
 
 
 class CacheWriter:

@@ -2,17 +2,20 @@
 the one copy), then its loaded faiss index, with the alive bitmap of its positions.
 
 Storage follows the collection's metric (the vector field's metric_type, else L2): COSINE
-keeps L2-normalized vectors and a float32 norm per row (output = normalized x norm, equal to
-the input within float32 rounding); L2 and IP keep the vectors as inserted (output exact)
-plus their norms. The flat index answers its own metric with faiss directly; any other
-metric (an index created with another metric than the field's) is answered exactly with
-numpy from the same copy (`exact.scores`).
+searches L2-normalized vectors with a float32 norm per row and also keeps the vectors as
+inserted (`raw`, the output vectors: normalized x norm differs from the input in the last
+bit of some values, Milvus returns the inserted ones bit for bit); L2 and IP keep the
+vectors as inserted (output exact, the one copy) plus their norms. The flat index answers
+its own metric with faiss directly; any other metric (an index created with another metric
+than the field's) is answered exactly with numpy from the same copy (`exact.scores`).
 
 A position is a row's place in the segment: append order while growing, the index's order
 once an index is loaded (`rows[p]` is the replica row there, -1 for an index position the
 replica does not hold). With an index that reconstructs exactly (FLAT, HNSW, IVF_FLAT) the
-flat copy is freed; with IVF_SQ8 / IVF_PQ it is kept, for output vectors, for the exact
-search of selective filters, and to fall back to exact search losslessly when unloaded.
+flat copy is freed (COSINE's `raw` is kept, in index order: still the map of the segment's
+cache entry, mmapcache.py, if that is the order it has); with IVF_SQ8 / IVF_PQ it is kept,
+for output vectors, for the exact search of selective filters, and to fall back to exact
+search losslessly when unloaded.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from vectorlog.processors.querynode.filterplan import (
     gather_cheaper,
     rerank_depth,
 )
-from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.growarray import GrowArray, GrowRows
 from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex, faiss_params
 
@@ -66,6 +69,7 @@ class Segment:
         self.rows = GrowArray(np.int64)  # position -> replica row (-1: not held)
         self.row_ids = GrowArray(np.int64)  # position -> row id
         self.norms = GrowArray(np.float32)
+        self.raw = GrowRows(dim) if self.unit else None  # COSINE's vectors as inserted
         self.flat: faiss.IndexFlat | None = self.new_flat()
         self.alive = AliveBitmap()
         self.index: SegmentIndex | None = None
@@ -86,6 +90,8 @@ class Segment:
         `cached_loaded`."""
         assert not len(self) and self.flat is not None and not self.flat.ntotal
         self.flat, self.norms, self.mapped = cached.flat, _grown(cached.norms), True
+        if self.unit:
+            self.raw = GrowRows(self.dim, start=cached.raw)  # mapped, copied at an append
         self._cached_ids = cached.row_ids
 
     def cached_loaded(self) -> None:
@@ -115,8 +121,9 @@ class Segment:
             self.unload()
         if self.mapped:
             self._own()
-        if self.unit:
+        if self.raw is not None:
             stored, norms = normalized(vectors)
+            self.raw.extend(vectors)
         else:
             stored = np.ascontiguousarray(vectors, dtype=np.float32)
             norms = row_norms(stored)
@@ -172,7 +179,9 @@ class Segment:
         return vectors / np.where(norms > 0, norms, np.float32(1)) if self.unit else vectors * norms
 
     def originals(self, positions: np.ndarray) -> np.ndarray:
-        """Returns the vectors as inserted at `positions` (normalized x norm for COSINE)."""
+        """Returns the float32 vectors as inserted at `positions` (a copy)."""
+        if self.raw is not None:
+            return self.raw.view()[positions]
         stored = self.stored()
         if stored is not None:
             unit, vectors = self.unit, stored[positions]
@@ -206,6 +215,8 @@ class Segment:
         alive = self.alive.alive(src) & held
         norms = np.where(held, self.norms.view()[src], np.float32(1))
         self.rows, self.row_ids, self.norms = _grown(rows), _grown(index.row_ids), _grown(norms)
+        if self.raw is not None:
+            self.raw = _in_order(self.raw, src, held)
         self.alive = AliveBitmap(len(rows))
         self.alive.append(alive)
         self.flat, self.index, self._params, self.mapped = flat, index, {}, False
@@ -406,6 +417,16 @@ def _search(index: Any, x: np.ndarray, want: int, params: Any) -> Result:
     """Returns faiss's (distances, labels) of `index` (with search `params`, if any)."""
     dist, labels = index.search(x, want, params=params)
     return dist, labels
+
+
+def _in_order(raw: GrowRows, src: np.ndarray, held: np.ndarray) -> GrowRows:
+    """Returns the raw vectors at positions `src` (zero where not `held`): `raw` itself if
+    that is all of them in order (a cache entry's map then stays a map, not a copy)."""
+    if len(src) == len(raw) and held.all() and np.array_equal(src, np.arange(len(src))):
+        return raw
+    out = raw.view()[src]
+    out[~held] = 0
+    return GrowRows(raw.view().shape[1], start=out)
 
 
 def _grown(values: np.ndarray) -> GrowArray:

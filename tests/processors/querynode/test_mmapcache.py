@@ -32,6 +32,30 @@ def test_an_entry_reads_back_mapped_and_equal(tmp_path: Path):
     assert not list(tmp_path.rglob("*.tmp"))
 
 
+def test_a_cosine_entry_reads_back_its_raw_vectors_bit_for_bit(tmp_path: Path):
+    raw = np.random.default_rng(1).standard_normal((50, 8)).astype(np.float32)
+    norms = np.linalg.norm(raw, axis=1).astype(np.float32)
+    flat = new_flat(8, "COSINE")
+    flat.add(raw / norms[:, None])
+    cache = SegmentCache(tmp_path)
+    cache.write(1, 7, 101, flat, np.arange(50, dtype=np.int64), norms, raw)
+    got = cache.open(1, 7, 101, 8, "COSINE", 50)
+    assert got is not None and got.raw.tobytes() == raw.tobytes()
+
+
+def test_a_cosine_entry_without_raw_vectors_is_refused_and_deleted(tmp_path: Path):
+    x = np.random.default_rng(1).random((50, 8), dtype=np.float32)
+    flat = new_flat(8, "COSINE")
+    flat.add(x)
+    cache = SegmentCache(tmp_path)  # normalized vectors without their raw ones
+    cache.write(1, 7, 101, flat, np.arange(50, dtype=np.int64), np.ones(50, np.float32))
+    assert cache.open(1, 7, 101, 8, "COSINE", 50) is None
+    assert not list(tmp_path.rglob("7_*"))
+    cache, _ = written(tmp_path)
+    (tmp_path / "1" / "7_101.raw.npy").unlink()
+    assert cache.open(1, 7, 101, 8, "L2", 50) is None
+
+
 def test_a_truncated_or_mismatched_entry_is_refused_and_deleted(tmp_path: Path):
     cache, _ = written(tmp_path)
     assert cache.open(1, 7, 101, 8, "L2", 49) is None  # other rows than the segment's
@@ -58,6 +82,7 @@ def test_retain_keeps_only_the_segments_still_loaded(tmp_path: Path):
         "7_101.flat",
         "7_101.ids.npy",
         "7_101.norms.npy",
+        "7_101.raw.npy",
         "7_101.sum",
     ]
     cache.retain({1: set()})
@@ -65,7 +90,7 @@ def test_retain_keeps_only_the_segments_still_loaded(tmp_path: Path):
 
 
 def test_an_entry_whose_bytes_changed_or_without_checksums_is_refused(tmp_path: Path):
-    for suffix in (".flat", ".ids.npy", ".norms.npy"):
+    for suffix in (".flat", ".ids.npy", ".norms.npy", ".raw.npy"):
         cache, _ = written(tmp_path)
         path = tmp_path / "1" / f"7_101{suffix}"
         spoiled = bytearray(path.read_bytes())

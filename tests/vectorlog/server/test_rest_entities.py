@@ -64,3 +64,19 @@ def test_query_get_delete(rest: Rest, filled: str) -> None:
     assert deleted == {"deleteCount": 2}
     assert rest.ok("entities/get", collectionName=filled, id=[2, 4]) == []
     assert rest.ok("collections/get_stats", collectionName=filled) == {"rowCount": 8}
+
+
+def test_output_vectors_are_the_inserted_ones_bit_for_bit(rest: Rest) -> None:
+    name = unique("ov")  # COSINE (the default): [7.0, 0.5] once came back [7.0, 0.49999997]
+    strong = {"consistencyLevel": "Strong"}
+    rest.ok("collections/create", collectionName=name, dimension=2, params=strong)
+    rows = [{"id": i, "vector": [float(i), 0.5]} for i in range(12)]
+    rest.ok("entities/insert", collectionName=name, data=rows)
+    got = rest.ok("entities/query", collectionName=name, filter="id >= 0", outputFields=["vector"])
+    assert sorted(got, key=lambda r: r["id"]) == rows
+    got = rest.ok("entities/get", collectionName=name, id=[7], outputFields=["vector"])
+    assert got == [rows[7]]
+    hits = rest.ok(
+        "entities/search", collectionName=name, data=[[7.0, 0.5]], limit=3, outputFields=["vector"]
+    )
+    assert all(h["vector"] == rows[h["id"]]["vector"] for h in hits) and len(hits) == 3
