@@ -81,6 +81,10 @@ class Config:
     #: read for this long is declared dead and its pchannels go to the live query nodes; lower
     #: fails over sooner, and declares a node that was only slow (a long pause) dead sooner
     querynode_dead_after_s: float = 4.0
+    #: cluster mode: a process (`vectorlog run`, but rootcoord) waits this long at its start
+    #: for rootcoord's RPC to answer, retrying and logging each retry, before it refuses to
+    #: start naming rootcoord's address (a rootcoord slow under load, or started later)
+    run_peer_wait_s: float = 60.0
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)
@@ -287,6 +291,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "tso_save_window_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),
     "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
     "querynode_dead_after_s": (lambda v: 1.5 <= v <= 3600, "1.5..3600 s (heartbeats: 1 s)"),
+    "run_peer_wait_s": (lambda v: 0 < v <= 86_400, "> 0 and <= 86400 s"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),

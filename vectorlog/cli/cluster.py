@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 from pathlib import Path
 from typing import Any
+
+#: the exit code of a cluster that refused to start because a port it would bind is taken
+#: (as `vectorlog run`'s and `vectorlog serve`'s refusals)
+REFUSED = 2
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,8 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
-    """Runs the cluster until SIGINT/SIGTERM; returns 0, or 1 if a child could not start.
-    Raises InvalidArgument (a bad shape or --log) before any child starts."""
+    """Runs the cluster until SIGINT/SIGTERM; returns 0, 1 if a child could not start, or
+    REFUSED (one line on stderr) if a port a child would bind is taken, before any starts.
+    Raises InvalidArgument (a bad shape, --port or --log) before any child starts."""
+    from vectorlog.runners.ports import PortInUse
     from vectorlog.runners.supervisor import Shape, Supervisor
 
     shape = Shape(args.proxies, args.querynodes, args.datanodes, args.indexnodes, args.standby)
@@ -56,7 +63,12 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sup.stopping.set())
     try:
-        if not sup.start_all():
+        try:
+            started = sup.start_all()
+        except PortInUse as exc:
+            print(f"vectorlog cluster up: {exc}", file=sys.stderr)
+            return REFUSED
+        if not started:
             return 1
         sup.say("ready; Ctrl-C or SIGTERM stops every process")
         sup.watch()

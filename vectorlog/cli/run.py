@@ -143,7 +143,8 @@ def _start(
     try:
         settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
         cfg = Config.load(log=args.log, **settings)
-        return health, _runner(args, cfg, name, secret, _standby(args, health, done)), cfg
+        standby = _standby(args, health, done)
+        return health, _runner(args, cfg, name, secret, standby, done), cfg
     except BaseException:
         health.close()
         raise
@@ -168,6 +169,26 @@ def _check_open(args: argparse.Namespace, secret: str | None) -> None:
 
         check_open(args.host, _proxy_token(args))
         _proxy_tls(args)
+    _check_ports(args)
+
+
+#: the roles that bind --rpc-port
+RPC_BINDING = ("rootcoord", "datacoord", "querynode", "indexnode")
+
+
+def _check_ports(args: argparse.Namespace) -> None:
+    """Raises PortInUse naming the port and what it is for if one this process would bind
+    is taken (InvalidArgument: one given twice or out of range), before anything is opened."""
+    from vectorlog.runners.ports import check_free
+
+    ports = [(args.metrics_port, "/healthz and /metrics, --metrics-port")]
+    if args.role in RPC_BINDING:
+        ports.append((args.rpc_port, f"{args.role}'s RPC, --rpc-port"))
+    if args.role == "proxy":
+        rest = args.port + 1 if args.rest_port is None else args.rest_port
+        ports.append((args.port, "gRPC (pymilvus), --port"))
+        ports.append((rest, "REST v2, --rest-port"))
+    check_free(ports, args.host)
 
 
 def _proxy_token(args: argparse.Namespace) -> str | None:
@@ -203,13 +224,20 @@ def _standby(args: argparse.Namespace, health: Any, done: threading.Event) -> An
     return Standby(done, waiting)
 
 
-def _runner(args: argparse.Namespace, cfg: Any, name: str, secret: str | None, standby: Any) -> Any:
+def _runner(
+    args: argparse.Namespace,
+    cfg: Any,
+    name: str,
+    secret: str | None,
+    standby: Any,
+    done: threading.Event,
+) -> Any:
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
     worker = _worker(args.worker)
     address = f"{args.host}:{args.rpc_port}"
-    return ProcessRunner(args.role, cfg, peers, address, name, worker, standby)
+    return ProcessRunner(args.role, cfg, peers, address, name, worker, standby, done)
 
 
 def _worker(text: str) -> tuple[int, int]:

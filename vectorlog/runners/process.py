@@ -142,15 +142,18 @@ class ProcessRunner:
         name: str,
         worker: tuple[int, int] = (0, 1),
         standby: Standby | None = None,
+        stopping: threading.Event | None = None,
     ) -> None:
         """`name`: this process's id (its ticks' source); `worker`: an ingest worker's
         (index, count); `standby`: a rootcoord or datacoord waits for the lease (None: one
-        held elsewhere refuses the start). Raises UnknownRole, ConfigError
-        (not Kafka; a peer address missing: both before anything is opened), ClusterInUse (a
-        second rootcoord or datacoord), StoppedAsStandby, or what recovering a processor
+        held elsewhere refuses the start); `stopping` set ends the wait for rootcoord.
+        Raises UnknownRole, ConfigError
+        (not Kafka; a peer address missing: both before anything is opened), PeerUnavailable
+        (rootcoord did not answer within cfg.run_peer_wait_s: runners.peerwait), ClusterInUse
+        (a second rootcoord or datacoord), StoppedAsStandby, or what recovering a processor
         raised."""
         self.role, self.cfg, self.peers, self.name = role, cfg, peers, name
-        self.worker, self.standby = worker, standby
+        self.worker, self.standby, self.stopping = worker, standby, stopping
         self.leases: list[Lease] = []
         self.specs = CLUSTER.processors_of(role)
         if not cfg.is_kafka:
@@ -176,6 +179,11 @@ class ProcessRunner:
 
     def _start(self, rpc_address: str | None) -> None:
         cfg = self.cfg
+        if self.role != "rootcoord" and any("rootcoord" in s.needs for s in self.specs):
+            from vectorlog.runners.peerwait import wait_for_rootcoord
+
+            address, token = self._need("rootcoord"), self.peers.token
+            wait_for_rootcoord(self.role, address, token, cfg.run_peer_wait_s, self.stopping)
         self.log = self._opened(open_log(cfg))
         self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)

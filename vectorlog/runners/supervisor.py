@@ -32,7 +32,6 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -44,6 +43,7 @@ from pathlib import Path
 import httpx
 
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.runners.ports import MAX_PORT, check_free, free_port
 
 #: backoff before restarting a child that died soon after its start (seconds): first, most
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
@@ -61,19 +61,14 @@ START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 
 
-def free_port() -> int:
-    """Returns a TCP port free now on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 #: the variable holding the cluster's token (cli.run reads it in every child)
 CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
 #: the roles whose RPC address every other child is given
 PEERS = ("rootcoord", "datacoord", "indexnode")
 #: the roles that may run with a standby
 LEASED = ("rootcoord", "datacoord")
+#: the roles whose children bind --rpc-port
+RPC_BINDING = ("rootcoord", "datacoord", "querynode", "indexnode")
 
 
 @dataclass
@@ -84,7 +79,7 @@ class Child:
     name: str
     rpc_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
-    port: int = 0  # a proxy's gRPC port (REST: port + 1)
+    port: int = 0  # a proxy's gRPC port (REST: port + 1; the next proxy's: port + 2)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff: float = BACKOFF_S
@@ -167,8 +162,41 @@ class Supervisor:
         ]
         self.children += _several("datanode", shape.datanodes)
         self.children += _several("indexnode", shape.indexnodes)
-        for i in range(shape.proxies):
+        last = port + 2 * shape.proxies - 1  # the last proxy's REST port
+        if port < 1 or last > MAX_PORT:
+            raise InvalidArgument(
+                f"--port {port}: {shape.proxies} proxies take ports {port}..{last}, which "
+                f"must lie in 1..{MAX_PORT}"
+            )
+        for i in range(shape.proxies):  # gRPC port + 2i, REST port + 2i + 1: no overlap
             self.children.append(Child("proxy", f"proxy{i + 1}", port=port + 2 * i))
+        self._distinct_ports()
+
+    def _distinct_ports(self) -> None:
+        """Picks a child's RPC or metrics port again where it is one of the proxies' ports or
+        another child's (each was free when picked, which a proxy's REST port was too)."""
+        taken = {p for c in self.children if c.role == "proxy" for p in (c.port, c.port + 1)}
+        for c in self.children:
+            if c.metrics_port in taken:
+                c.metrics_port = free_port(taken)
+            taken.add(c.metrics_port)
+            if c.role in RPC_BINDING:
+                if c.rpc_port in taken:
+                    c.rpc_port = free_port(taken)
+                taken.add(c.rpc_port)
+
+    def ports(self) -> list[tuple[int, str]]:
+        """Returns every port the children bind on 127.0.0.1, with what it is for
+        ("proxy1's REST v2")."""
+        found: list[tuple[int, str]] = []
+        for c in self.children:
+            found.append((c.metrics_port, f"{c.name}'s /healthz and /metrics"))
+            if c.role in RPC_BINDING:
+                found.append((c.rpc_port, f"{c.name}'s RPC"))
+            if c.role == "proxy":
+                found.append((c.port, f"{c.name}'s gRPC (pymilvus)"))
+                found.append((c.port + 1, f"{c.name}'s REST v2"))
+        return found
 
     def argv(self, c: Child) -> list[str]:
         """Returns the command line of one child."""
@@ -177,7 +205,7 @@ class Supervisor:
         args += ["--name", c.name, "--metrics-port", str(c.metrics_port)]
         if self.cluster:
             args += ["--cluster", self.cluster]
-        if c.role in ("rootcoord", "datacoord", "querynode", "indexnode"):
+        if c.role in RPC_BINDING:
             args += ["--rpc-port", str(c.rpc_port)]
         if c.role == "proxy":
             args += ["--port", str(c.port), "--rest-port", str(c.port + 1)]
@@ -233,8 +261,11 @@ class Supervisor:
         self.say(f"{c.name} restarted (pid {c.proc.pid})")
 
     def start_all(self) -> bool:
-        """Starts every child in order, each once the previous is healthy; returns False if
-        one exited first, or stopping was asked (the caller stops the rest)."""
+        """Checks that every port the children bind is free, then starts every child in
+        order, each once the previous is healthy; returns False if one exited first, or
+        stopping was asked (the caller stops the rest). Raises PortInUse (or
+        InvalidArgument: a port given twice) before any child starts."""
+        check_free(self.ports())
         for c in self.children:
             self.spawn(c)
             deadline = time.monotonic() + START_TIMEOUT_S

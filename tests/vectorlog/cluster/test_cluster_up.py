@@ -10,6 +10,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +39,34 @@ def test_a_shape_it_cannot_run_is_refused_before_anything_starts(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert message in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(
+    ("taken", "what"),
+    [
+        (1, "proxy1's REST v2"),  # REST is gRPC + 1
+        (2, "proxy2's gRPC (pymilvus)"),  # the next proxy's gRPC is gRPC + 2: no overlap
+        (5, "proxy3's REST v2"),
+    ],
+)
+def test_a_port_another_program_holds_is_refused_before_anything_starts(
+    tmp_path: Path, taken: int, what: str
+):
+    port = free_port()
+    argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--log", "kafka://x:1"]
+    argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d")]
+    argv += ["--proxies", "3", "--port", str(port)]
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port + taken))
+        holder.listen(1)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"vectorlog cluster up: port {port + taken} ({what}) is already in use on 127.0.0.1: "
+        "stop what holds it or choose other ports"
+    ]
+    assert done.stdout == ""
     assert not (tmp_path / "d").exists()
 
 

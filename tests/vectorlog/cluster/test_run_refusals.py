@@ -1,17 +1,21 @@
 """`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
 not Kafka, a role started without the address of a peer it needs, an ingest worker outside
-its count, and an address other than loopback without the cluster's token (or, for a proxy,
+its count, a port another program holds (named with what it was for, before anything is
+opened), and an address other than loopback without the cluster's token (or, for a proxy,
 the clients' token (a write that may have come too late: tests/vectorlog/runners/
 test_remote.py)."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.vectorlog.cluster.processes import free_port
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -93,3 +97,34 @@ def test_an_open_proxy_without_the_clients_token_is_refused(tmp_path: Path):
         "vectorlog run proxy: serving '0.0.0.0' without a token is refused: pass --token or "
         "set VECTORLOG_TOKEN"
     ]
+
+
+@pytest.mark.parametrize(
+    ("taken", "options", "what"),
+    [
+        (1, [], "REST v2, --rest-port"),  # the default REST port, --port + 1
+        (0, [], "gRPC (pymilvus), --port"),
+        (7, ["--rest-port", "+7"], "REST v2, --rest-port"),
+        (5, ["--metrics-port", "+5"], "/healthz and /metrics, --metrics-port"),
+    ],
+)
+def test_a_proxy_port_another_program_holds_is_refused_naming_it(
+    tmp_path: Path, taken: int, options: list[str], what: str
+):
+    port = free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port + taken))
+    holder.listen(1)
+    extra = [str(port + int(o[1:])) if o.startswith("+") else o for o in options]
+    with holder:
+        done = _run(
+            "proxy",
+            *("--log", "kafka://127.0.0.1:1", "--port", str(port), *extra),
+            *("--storage", str(tmp_path / "s"), "--state-dir", str(tmp_path / "state")),
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"vectorlog run proxy: port {port + taken} ({what}) is already in use on 127.0.0.1: "
+        "stop what holds it or choose other ports"
+    ]
+    assert not (tmp_path / "state").exists() and not (tmp_path / "s").exists()
