@@ -19,6 +19,7 @@ def test_environment_variables_are_read_and_typed():
             "VECTORLOG_META_RETENTION_MS": "none",
             "VECTORLOG_COMPACTION_INTERVAL_S": "none",
             "VECTORLOG_COMPACTION_ENGINE": "spark",
+            "VECTORLOG_RUN_PEER_WAIT_S": "7.5",
         }
     )
     assert (cfg.is_kafka, cfg.bootstrap, cfg.tick_interval_ms, cfg.fsync) == (
@@ -29,6 +30,7 @@ def test_environment_variables_are_read_and_typed():
     )
     assert cfg.read_timeout_s == 2.5 and cfg.meta_retention_ms is None
     assert cfg.compaction_interval_s is None and cfg.compaction_engine == "spark"
+    assert cfg.run_peer_wait_s == 7.5
 
 
 def test_keywords_override_the_environment():
@@ -61,6 +63,8 @@ def test_bad_environment_is_refused_naming_the_variable(env, message):
         ("cluster", "a.b c", "letters, digits"),
         ("max_message_bytes", 100, "16 KiB"),
         ("querynode_search_threads", -1, "0..1024"),
+        ("run_peer_wait_s", 0.0, "> 0 and <= 86400 s"),
+        ("run_peer_wait_s", math.inf, "> 0 and <= 86400 s"),
         ("nope", 1, "unknown setting 'nope'"),
     ],
 )
