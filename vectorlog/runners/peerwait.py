@@ -10,11 +10,18 @@ import logging
 import threading
 import time
 
-from vectorlog.core.errors import ServiceUnavailable, VectorlogError
+from vectorlog.core.errors import (
+    LeaseUnconfirmed,
+    RootCoordFenced,
+    ServiceUnavailable,
+    VectorlogError,
+)
 from vectorlog.rpc.channel import DEFAULT_DEADLINE_S
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 
 log = logging.getLogger("vectorlog.run")
+#: what rootcoord may answer while it is not up yet, restarting or taking over: retried
+RETRIED = (ServiceUnavailable, LeaseUnconfirmed, RootCoordFenced)
 #: seconds between two attempts (after one that failed at once: nothing listens yet)
 RETRY_S = 1.0
 
@@ -39,8 +46,10 @@ def wait_for_rootcoord(
 ) -> None:
     """Returns once rootcoord at `address` answers an AllocTimestamp (`who`: the waiting
     process, named in its log lines; `stopping` set ends the wait early, as a failure).
-    Retries ServiceUnavailable, one log line each; raises PeerUnavailable after `total_s`
-    seconds, or another VectorlogError rootcoord answered (a refused token)."""
+    Retries RETRIED (unreachable, too slow, a lease unconfirmed or lost), one log line each;
+    raises PeerUnavailable after `total_s` seconds, or another VectorlogError rootcoord
+    answered (a refused token)."""
+    stopping = stopping or threading.Event()
     start = time.monotonic()
     deadline = start + total_s
     attempt = 0
@@ -51,12 +60,12 @@ def wait_for_rootcoord(
         try:
             rc.allocate_timestamps(1)
             return
-        except ServiceUnavailable as exc:
+        except RETRIED as exc:
             why = str(exc)
         finally:
             rc.close()
         left = deadline - time.monotonic()
-        if stopping is not None and stopping.is_set():
+        if stopping.is_set():
             raise PeerUnavailable(who, "rootcoord", address, total_s, f"stopped; {why}")
         if left <= 0:
             raise PeerUnavailable(who, "rootcoord", address, total_s, why)
@@ -64,7 +73,4 @@ def wait_for_rootcoord(
             "%s: waiting for rootcoord at %s (attempt %d, %.0f s of %.0f s): %s",
             who, address, attempt, time.monotonic() - start, total_s, why,
         )  # fmt: skip
-        if stopping is not None:
-            stopping.wait(min(RETRY_S, left))
-        else:
-            time.sleep(min(RETRY_S, left))
+        stopping.wait(min(RETRY_S, left))
