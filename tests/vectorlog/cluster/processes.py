@@ -8,6 +8,7 @@ runs with --standby, and every process is given both addresses of each."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -36,6 +37,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(count: int) -> int:
+    """Returns the first of `count` consecutive ports free now on 127.0.0.1, below the
+    kernel's ephemeral range (outgoing connections on a busy machine take ports there at any
+    moment), for tests that hold one of them and expect that one named."""
+    from vectorlog.runners.ports import in_use
+
+    rng = random.Random()
+    while True:
+        base = rng.randrange(20_000, 32_000 - count)
+        if not any(in_use("127.0.0.1", base + k) for k in range(count)):
+            return base
 
 
 @dataclass

@@ -21,7 +21,7 @@ import pytest
 from pymilvus import MilvusClient
 
 from tests.support import wait_until
-from tests.vectorlog.cluster.processes import free_port
+from tests.vectorlog.cluster.processes import free_port, free_ports
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_a_shape_it_cannot_run_is_refused_before_anything_starts(
 def test_a_port_another_program_holds_is_refused_before_anything_starts(
     tmp_path: Path, taken: int, what: str
 ):
-    port = free_port()
+    port = free_ports(6)
     argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--log", "kafka://x:1"]
     argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d")]
     argv += ["--proxies", "3", "--port", str(port)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vectorlog.cluster.processes import free_port
+from tests.vectorlog.cluster.processes import free_ports
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -111,7 +111,7 @@ def test_an_open_proxy_without_the_clients_token_is_refused(tmp_path: Path):
 def test_a_proxy_port_another_program_holds_is_refused_naming_it(
     tmp_path: Path, taken: int, options: list[str], what: str
 ):
-    port = free_port()
+    port = free_ports(8)
     holder = socket.socket()
     holder.bind(("127.0.0.1", port + taken))
     holder.listen(1)
