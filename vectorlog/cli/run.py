@@ -72,6 +72,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="cluster up's spare: import what the role runs, wait for a line on stdin, then"
         " start (exits 0 at the end of stdin without starting)",
     )
+    p.add_argument(
+        "--import-root",
+        help="datacoord: the only folder bulk insert reads from; proxy: the folder its clients'"
+        " absolute import paths are made relative to (or VECTORLOG_IMPORT_ROOT; default: the"
+        " storage root)",
+    )
     p.add_argument("--log-level", default="info", choices=LEVELS, help="default info")
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
 
@@ -142,6 +148,8 @@ def _start(
     )
     try:
         settings = {"storage": args.storage, "data_dir": args.state_dir, **cluster}
+        if args.import_root:  # as VECTORLOG_IMPORT_ROOT, which it overrides
+            settings["import_root"] = args.import_root
         cfg = Config.load(log=args.log, **settings)
         standby = _standby(args, health, done)
         return health, _runner(args, cfg, name, secret, standby, done), cfg

@@ -78,6 +78,9 @@ class ImportJob:
     timestamp: int = 0  # the commit's ts: rows are visible from it on
     reason: str = ""
     started: float = field(default_factory=time.time)
+    #: cluster mode: the dml end offsets (by partition) just before its commit's append,
+    #: where a restarted datacoord looks for the commit (runners.import_commits)
+    dml_from: list[int] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     @property

@@ -13,8 +13,15 @@ request fails unless it is recorded), before an import's commit (with its segmen
 when it ends. A datacoord that starts (a restart, a standby's takeover) folds those records:
 an ended job answers its state as before; an import cut short before its commit, or a
 compaction cut short, is recorded Failed, naming the restart (nothing of an import is
-visible; a compaction's merges committed before stay); an import cut short during its commit
-is Completed once its segments show up on coord, Failed if they do not within
+visible; a compaction's merges committed before stay). An import cut short during its commit
+is decided from the log, not a timer (runners.import_commits): before its commit the job
+recorded dml's end offsets (`ImportJob.dml_from`); the new leader, holding the lease (so the
+fenced old leader appends nothing more), reads dml from there to the end offsets as of its
+start. The commit's records all there: it landed, and the import is Completed once its
+segments show up on coord, however late (a data node down for a while), waiting until
+stopped. Not there (or a torn batch): it can never land nor be visible, and the import is
+recorded Failed at once. An import recorded Committing without `dml_from` (by an older
+version) keeps the old rule: Failed unless its segments show up within
 `vectorlog.jobs.bulkinsert.FLUSHED_WAIT_S`.
 
 Files: every path is resolved under datacoord's own import root (`--import-root`, else the
@@ -44,6 +51,7 @@ from vectorlog.jobs.bulkinsert import (
 )
 from vectorlog.jobs.compaction import EXECUTING, CompactionJob, Compactor
 from vectorlog.processors.datacoord.service import DataCoordService
+from vectorlog.runners.import_commits import CommitLog
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.server.import_paths import confine
 from vectorlog.streams.log.base import Append, Log
@@ -58,6 +66,11 @@ CUT_BEFORE_COMMIT = (
     "files again)"
 )
 CUT_IN_COMMIT = (
+    "datacoord restarted during the import's commit, before the commit reached dml: nothing "
+    "of it is visible (import the files again)"
+)
+#: the reason for an import recorded Committing by an older version (no `dml_from`)
+CUT_IN_COMMIT_UNSEEN = (
     "datacoord restarted during the import's commit, and its segments did not show up "
     f"within {FLUSHED_WAIT_S:.0f} s: nothing of it is visible (import the files again)"
 )
@@ -121,19 +134,31 @@ class ClusterJobs:
         recorder: JobRecorder,
         datacoord: DataCoordService,
         import_root: Path | None,
+        commits: CommitLog,
     ) -> None:
+        """`datacoord`: where the imports' segments show up; `commits`: dml, read for the
+        imports' commits."""
         self.bulk, self.compactor, self.recorder = bulk, compactor, recorder
-        self.datacoord, self.import_root = datacoord, import_root
-        bulk.on_change = recorder.imported
+        self.datacoord, self.import_root, self.commits = datacoord, import_root, commits
+        bulk.on_change = self._imported
         compactor.on_change = recorder.compacted
         self._stop = threading.Event()
+        self._ends: list[int] = []
         self._resuming: list[threading.Thread] = []
+
+    def _imported(self, job: ImportJob) -> None:
+        """Records an import's state; before its commit, with dml's end offsets."""
+        if job.state == COMMITTING and not job.dml_from:
+            job.dml_from = self.commits.ends()
+        self.recorder.imported(job)
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self, recorded: dict[int, dict[str, Any]]) -> None:
         """Takes the jobs recorded on coord back (see the module docstring): records the
         ones cut short Failed, and resumes the imports cut short in their commit. Raises
-        LogError (a record)."""
+        LogError (a record, dml's end offsets)."""
+        if any(b["kind"] == IMPORT and b["state"] == COMMITTING for b in recorded.values()):
+            self._ends = self.commits.ends()  # as of this start: the old leader's are before
         for body in recorded.values():
             fields = {**json.loads(body["detail"]), "state": body["state"]}
             if body["kind"] == IMPORT:
@@ -157,21 +182,50 @@ class ClusterJobs:
         log.warning("bulk insert %d: %s", job.task_id, reason)
 
     def _resume(self, job: ImportJob) -> None:
-        """Completes an import cut short in its commit once its segments show up on coord
-        (its commit landed), else fails it."""
-        deadline = time.monotonic() + FLUSHED_WAIT_S
+        """Completes an import cut short in its commit if the commit landed on dml, once its
+        segments show up on coord (however late), else fails it at once (module docstring).
+        A log failure (a fenced leader) leaves it to the next leader."""
         try:
-            while not self._landed(job.segment_ids):
-                if time.monotonic() > deadline or self._stop.wait(0.1):
-                    if not self._stop.is_set():
-                        self._fail_import(job, CUT_IN_COMMIT)
-                    return
-            self.bulk.await_flushed(job)
-            self.recorder.imported(dataclasses.replace(job, state=COMPLETED))  # then shown
-            job.state = COMPLETED
-            log.info("bulk insert %d: its commit had landed; Completed", job.task_id)
-        except Exception as exc:  # the log failed (a fenced leader): the next leader resumes
+            if not job.dml_from:
+                self._resume_timed(job)
+            elif self._commit_landed(job):
+                self._complete_once_shown(job)
+            elif not self._stop.is_set():
+                self._fail_import(job, CUT_IN_COMMIT)
+        except Exception as exc:
             log.warning("bulk insert %d: not resumed: %s", job.task_id, exc)
+
+    def _commit_landed(self, job: ImportJob) -> bool:
+        """Returns whether the commit is whole on dml, retrying a failed read until stopped
+        (then False). Raises nothing."""
+        while not self._stop.is_set():
+            try:
+                return self.commits.landed(job.task_id, job.dml_from, self._ends)
+            except Exception as exc:
+                log.warning("bulk insert %d: reading dml for its commit: %s", job.task_id, exc)
+                self._stop.wait(1.0)
+        return False
+
+    def _complete_once_shown(self, job: ImportJob) -> None:
+        """Waits, until stopped, for the segments on coord; then records Completed."""
+        while not self._landed(job.segment_ids):
+            if self._stop.wait(0.1):
+                return
+        self.bulk.await_flushed(job)
+        self.recorder.imported(dataclasses.replace(job, state=COMPLETED))  # then shown
+        job.state = COMPLETED
+        log.info("bulk insert %d: its commit had landed; Completed", job.task_id)
+
+    def _resume_timed(self, job: ImportJob) -> None:
+        """The rule for an import recorded by an older version: Failed unless its segments
+        show up within FLUSHED_WAIT_S."""
+        deadline = time.monotonic() + FLUSHED_WAIT_S
+        while not self._landed(job.segment_ids):
+            if time.monotonic() > deadline or self._stop.wait(0.1):
+                if not self._stop.is_set():
+                    self._fail_import(job, CUT_IN_COMMIT_UNSEEN)
+                return
+        self._complete_once_shown(job)
 
     def _landed(self, segment_ids: list[int]) -> bool:
         infos = self.datacoord.get_segment_info(segment_ids)

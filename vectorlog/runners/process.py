@@ -377,6 +377,7 @@ class ProcessRunner:
         from vectorlog.processors.proxy.proxy import Proxy
         from vectorlog.rpc.queryshard_client import QueryShardClient
         from vectorlog.runners.fanout import FanOutQueryNodes
+        from vectorlog.runners.import_commits import CommitLog
         from vectorlog.runners.jobs import ClusterJobs, JobRecorder, recorded_jobs
         from vectorlog.server.import_paths import import_root
 
@@ -400,7 +401,11 @@ class ProcessRunner:
         coord = self.topics.coord
         serde = self.serdes.for_topic(coord)
         recorder = JobRecorder(self.writes, coord, serde, lambda: self.tso.allocate(1))
-        self.jobs = ClusterJobs(bulk, compactor, recorder, self.datacoord, import_root(cfg))
+        dml = self.topics.dml
+        commits = CommitLog(self.log, dml, self.serdes.for_topic(dml))
+        self.jobs = ClusterJobs(
+            bulk, compactor, recorder, self.datacoord, import_root(cfg), commits
+        )
         recorded = recorded_jobs(self.log, coord, serde, self.objects)
         self.jobs.recover(recorded)
         self._started(self.jobs)

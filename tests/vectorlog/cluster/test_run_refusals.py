@@ -2,6 +2,10 @@
 not Kafka, a role started without the address of a peer it needs, an ingest worker outside
 its count, a port another program holds (named with what it was for, before anything is
 opened), and an address other than loopback without the cluster's token (or, for a proxy,
+
+
+its count, an import root that is not a local folder (--import-root as VECTORLOG_IMPORT_ROOT),
+and an address other than loopback without the cluster's token (or, for a proxy,
 the clients' token (a write that may have come too late: tests/vectorlog/runners/
 test_remote.py)."""
 
@@ -128,3 +132,24 @@ def test_a_proxy_port_another_program_holds_is_refused_naming_it(
         "stop what holds it or choose other ports"
     ]
     assert not (tmp_path / "state").exists() and not (tmp_path / "s").exists()
+
+
+def test_import_root_flag_is_the_setting_and_refuses_what_it_refuses(tmp_path: Path):
+    """--import-root sets what VECTORLOG_IMPORT_ROOT sets: an object-store URI is refused by
+    either, naming the setting, before anything starts; the flag overrides the variable."""
+    argv = ["datacoord", "--log", "kafka://127.0.0.1:1", "--storage", str(tmp_path / "s")]
+    argv += ["--state-dir", str(tmp_path / "state")]
+    env = {k: v for k, v in os.environ.items() if k != "VECTORLOG_IMPORT_ROOT"}
+    by_flag = _run(*argv, "--import-root", "s3://bucket/imports", env=env)
+    by_env = _run(*argv, env={**env, "VECTORLOG_IMPORT_ROOT": "s3://bucket/imports"})
+    for done in (by_flag, by_env):
+        assert done.returncode == 2, done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("vectorlog run datacoord: ") and "import_root" in last, last
+        assert "Traceback" not in done.stderr
+    # the flag wins over the variable: the configuration passes, the next check refuses
+    flag_wins = _run(
+        *argv, "--import-root", str(tmp_path), env={**env, "VECTORLOG_IMPORT_ROOT": "s3://b/i"}
+    )
+    assert flag_wins.returncode == 2, flag_wins.stderr
+    assert "needs --rootcoord HOST:PORT" in flag_wins.stderr.strip().splitlines()[-1]

@@ -4,12 +4,15 @@ and Compactor of a cluster, called through the proxy side's RemoteBulkInserter a
 RemoteCompactor. A compaction and a bulk insert run to Completed with the answers `vectorlog
 serve` gives; a path outside the import root is refused before any job exists; each state
 is recorded on coord, so a datacoord started later (a restart, a standby's takeover) answers
-the ended jobs and records the ones cut short Failed, naming the restart. The same through
+the ended jobs and records the ones cut short Failed, naming the restart; an import cut short
+in its commit is decided from dml (Completed however late its segments show up if the commit
+landed, Failed at once if it did not). The same through
 real `vectorlog run` processes and pymilvus: tests/vectorlog/cluster/test_cluster_jobs.py."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +31,11 @@ from vectorlog.jobs.compaction import Compactor, local_merger
 from vectorlog.processors.proxy.importfiles import ImportFileError
 from vectorlog.rpc.datacoord_client import DataCoordClient
 from vectorlog.rpc.server import RpcServer
+from vectorlog.runners.import_commits import CommitLog
 from vectorlog.runners.jobs import (
     CUT_BEFORE_COMMIT,
     CUT_COMPACTION,
+    CUT_IN_COMMIT,
     ClusterJobs,
     JobRecorder,
     ServedDataCoord,
@@ -40,9 +45,10 @@ from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
 from vectorlog.server.import_paths import ImportPathRefused
 
 
-def datacoord_jobs(client: Client, root: Path) -> ClusterJobs:
+def datacoord_jobs(client: Client, root: Path, datacoord: Any = None) -> ClusterJobs:
     """Returns the jobs a leading datacoord of `client`'s cluster would run (files under
-    `root`), after taking back those recorded on coord."""
+    `root`; segments looked up on `datacoord`, default the cluster's), after taking back
+    those recorded on coord."""
     cluster = client.cluster
     objects = cluster._store()
     uri, max_bytes = client.cfg.storage_uri(), client.cfg.datacoord_settings().max_segment_bytes
@@ -52,7 +58,9 @@ def datacoord_jobs(client: Client, root: Path) -> ClusterJobs:
     coord = cluster.topics.coord
     serde = cluster.serdes.for_topic(coord)
     recorder = JobRecorder(cluster.log, coord, serde, cluster.rootcoord.now)
-    jobs = ClusterJobs(bulk, compactor, recorder, cluster.datacoord, root)
+    dml = cluster.topics.dml
+    commits = CommitLog(cluster.log, dml, cluster.serdes.for_topic(dml))
+    jobs = ClusterJobs(bulk, compactor, recorder, datacoord or cluster.datacoord, root, commits)
     jobs.recover(recorded_jobs(cluster.log, coord, serde, objects))
     return jobs
 
@@ -148,3 +156,70 @@ def _import_fields(task_id: int) -> dict[str, Any]:
 
 def _compaction_fields(job_id: int) -> dict[str, Any]:
     return {"job_id": job_id, "collection_name": "c", "merged": {}}
+
+
+class LateSegments:
+    """A datacoord whose segments `hidden` read as NotExist until `show()`: a data node that
+    applies a commit late (down for a while, a loaded machine)."""
+
+    def __init__(self, datacoord: Any, hidden: list[int]) -> None:
+        self._dc, self._hidden, self._shown = datacoord, set(hidden), threading.Event()
+        self.asked = 0
+
+    def show(self) -> None:
+        self._shown.set()
+
+    def get_segment_info(self, segment_ids: list[int]) -> list[dict[str, Any]]:
+        self.asked += 1
+        infos = self._dc.get_segment_info(segment_ids)
+        if self._shown.is_set():
+            return list(infos)
+        return [{**i, "state": "NotExist"} if i["segment_id"] in self._hidden else i for i in infos]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dc, name)
+
+
+def test_an_import_cut_in_its_commit_is_decided_from_dml_not_a_timer(
+    open_client: ClientFactory, served_jobs: Any, tmp_path: Path, monkeypatch: Any
+):
+    # the old rule failed an import whose segments were not shown within FLUSHED_WAIT_S
+    monkeypatch.setattr("vectorlog.runners.jobs.FLUSHED_WAIT_S", 0.0)
+    client = open_client(**SETTINGS)
+    build(client)
+    root = tmp_path / "imports"
+    root.mkdir()
+    parquet(root / "rows.parquet", range(1000, 1100))
+    dc = served_jobs(client, datacoord_jobs(client, root))
+    task = RemoteBulkInserter(dc, root).submit("c", [str(root / "rows.parquet")], wait=True)
+    landed = task.as_dict()
+    assert landed["state"] == "Completed"
+
+    # a leader died right after this commit's append (before recording Completed), and
+    # another during a commit that never reached dml
+    cluster = client.cluster
+    coord = cluster.topics.coord
+    serde = cluster.serdes.for_topic(coord)
+    cut = JobRecorder(cluster.log, coord, serde, cluster.rootcoord.now)
+    fields = json.loads(
+        recorded_jobs(cluster.log, coord, serde, cluster._store())[task.task_id]["detail"]
+    )
+    cut.record("import", task.task_id, "c", "Committing", {**fields, "state": "Committing"})
+    dml = cluster.topics.dml
+    ends = CommitLog(cluster.log, dml, cluster.serdes.for_topic(dml)).ends()
+    never = {**_import_fields(81), "segment_ids": [987654321], "row_count": 5, "dml_from": ends}
+    cut.record("import", 81, "c", "Committing", never)
+
+    late = LateSegments(cluster.datacoord, landed["segment_ids"])
+    bulk2 = RemoteBulkInserter(served_jobs(client, datacoord_jobs(client, root, late)), root)
+    decided = lambda: late.asked >= 20 and bulk2.state(81).state == "Failed"  # noqa: E731
+    wait_until(decided, 60, "the commit that never landed Failed, the other one waiting")
+    failed = bulk2.state(81).as_dict()
+    assert (failed["failed_reason"], failed["row_count"]) == (CUT_IN_COMMIT, 0)
+    assert bulk2.state(task.task_id).state == "Committing"  # its segments are still hidden
+    late.show()
+    resumed = lambda: bulk2.state(task.task_id).state == "Completed"  # noqa: E731
+    wait_until(resumed, 60, "the commit that landed Completed once its segments showed up")
+    assert bulk2.state(task.task_id).as_dict()["row_count"] == 100
+    again = recorded_jobs(cluster.log, coord, serde, cluster._store())
+    assert [again[j]["state"] for j in (task.task_id, 81)] == ["Completed", "Failed"]
