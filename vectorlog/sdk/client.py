@@ -738,27 +738,25 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         "decay", ...})`) reranks each query's hits, its score as `distance`, as Milvus does.
         Raises InvalidArgument, InvalidExpression (with the error's position), RerankRefused,
         ConsistencyTimeout."""
-        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
-        options = SearchOptions(
-            filter,
-            filter_params,
-            search_params,
-            anns_field,
-            offset,
-            group_by_field,
-            group_size,
-            strict_group_size,
-        )
-        return self._proxy.search(
-            self._q(collection_name),
+        return self.search_result(
+            collection_name,
             data,
+            filter,
             limit,
             output_fields,
+            search_params,
+            timeout,
             partition_names,
-            at,
-            options,
-            ranker,
-        )
+            anns_field,
+            consistency_level=consistency_level,
+            as_of=as_of,
+            filter_params=filter_params,
+            offset=offset,
+            group_by_field=group_by_field,
+            group_size=group_size,
+            strict_group_size=strict_group_size,
+            ranker=ranker,
+        ).hits()
 
     def search_result(
         self,
