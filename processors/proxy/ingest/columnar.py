@@ -24,6 +24,8 @@ record by record as before, so what is wrong is found and dead-lettered record b
 from __future__ import annotations
 
 import io
+import json
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +60,7 @@ _ARROW = {
 #: {name: field} of the packed vector fields a batch converts to row bytes
 Packed = dict[str, FieldSchema]
 _UPSERT_OPS = ("c", "r", "u")
+_DECODER = json.JSONDecoder()
 #: records decoded at a time (their Python objects let go before the next chunk)
 CHUNK = 128
 
@@ -140,17 +143,21 @@ def _json_batch(
     at a time: a chunk's parsed documents are let go once they are columns (parsing a whole
     batch of 2000 records at once took 1.5x the CPU per record of chunks: fresh memory)."""
     shape: tuple[bool, bool] | None = None
-    chunks = []
+    chunks, prefix = [], envelope_prefix(values[0])
     for lo in range(0, len(values), CHUNK):
-        try:
-            docs = [orjson.loads(v) for v in values[lo : lo + CHUNK]]
-        except ValueError:
-            return None
-        shape = shape or _json_shape(docs[0], route)
+        docs = _payloads(values[lo : lo + CHUNK], prefix)
+        if docs is not None:  # the payloads of envelopes of one schema
+            shape = shape or _json_shape(docs[0], route, envelope=True)
+        else:
+            try:
+                docs = [orjson.loads(v) for v in values[lo : lo + CHUNK]]
+            except ValueError:
+                return None
+            shape = shape or _json_shape(docs[0], route)
+            if shape is not None and shape[0]:  # in a Connect envelope
+                docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
         if shape is None:
             return None
-        if shape[0]:  # in a Connect envelope
-            docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
         chunk = _rows_chunk(docs, fields, shape[1], packed)
         if chunk is None:
             return None
@@ -158,10 +165,47 @@ def _json_batch(
     return _joined(collection, fields, chunks)
 
 
-def _json_shape(doc: Any, route: IngestRoute) -> tuple[bool, bool] | None:
-    """Returns (in a Connect envelope, a Debezium event) of a decoded record, or None."""
-    envelope = isinstance(doc, dict) and set(doc) == {"schema", "payload"}
-    doc = doc["payload"] if envelope else doc
+_ENVELOPE_START = re.compile(rb'\{\s*"schema"\s*:\s*')
+_PAYLOAD_KEY = re.compile(rb'\s*,\s*"payload"\s*:')
+
+
+def envelope_prefix(value: bytes) -> bytes | None:
+    """Returns the bytes of `value` up to its payload if it is a Kafka Connect envelope
+    written schema first (`{"schema": S, "payload": ...}`, as JsonConverter writes it), else
+    None. Records of one topic repeat one schema, so a record starting with these same bytes
+    is an envelope of that schema whose payload is the rest but its closing brace."""
+    start = _ENVELOPE_START.match(value)
+    if start is None:
+        return None
+    try:
+        text = value.decode()
+        _, end = _DECODER.raw_decode(text, start.end())
+        head = text[:end].encode()
+        orjson.loads(head[start.end() :])  # what the whole record's parse would refuse
+    except ValueError:  # not UTF-8, or the schema is not one JSON value
+        return None
+    key = _PAYLOAD_KEY.match(value, len(head))
+    return None if key is None else value[: key.end()]
+
+
+def _payloads(values: list[bytes], prefix: bytes | None) -> list[Any] | None:
+    """Returns the payloads of Connect envelopes that all start with `prefix` (the schema
+    then not parsed again: a third of an envelope's objects), or None if one does not, or
+    its rest is not one JSON value and a closing brace (then the whole record is parsed)."""
+    if prefix is None or not all(v.startswith(prefix) and v[-1:] == b"}" for v in values):
+        return None
+    cut = len(prefix)
+    try:
+        return [orjson.loads(memoryview(v)[cut:-1]) for v in values]
+    except ValueError:
+        return None
+
+
+def _json_shape(doc: Any, route: IngestRoute, envelope: bool = False) -> tuple[bool, bool] | None:
+    """Returns (in a Connect envelope, a Debezium event) of a decoded record (`envelope`:
+    `doc` is an envelope's payload), or None."""
+    if not envelope and isinstance(doc, dict) and set(doc) == {"schema", "payload"}:
+        envelope, doc = True, doc["payload"]
     if not isinstance(doc, dict):
         return None
     return envelope, route.format == "debezium" or (route.format == "auto" and _is_debezium(doc))

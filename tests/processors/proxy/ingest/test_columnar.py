@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 
 from tests.clients import ClientFactory
@@ -122,6 +123,38 @@ def test_a_batch_over_several_decoding_chunks_keeps_order_and_dead_letters_bad_r
     letters = letters_of(client)
     assert [off for off, _ in letters] == [offsets[CHUNK + 5], offsets[2 * CHUNK + 1]]
     assert "has dim 3, expected 2" in letters[0][1]
+
+
+def test_connect_envelopes_of_one_schema_or_not_each_read_as_a_whole_record_would_be(
+    client: Client,
+):
+    """Envelopes after the batch's first are read past its schema's bytes where they repeat
+    them; one of another schema, with the payload first, a text that says "payload", a
+    duplicate payload key or a trailing newline is read as a whole record would be, and a
+    record cut short is dead-lettered alone."""
+    create(client)
+    schema = {"type": "struct", "name": "row"}
+
+    def env(d: Any, s: Any = schema) -> bytes:
+        return orjson.dumps({"schema": s, "payload": d})
+
+    batches = [  # each a batch of its own: a chunk is read past the schema or not at all
+        [env(row(0)), env(row(1, title='"pa"')), env(row(7))],  # "payload" in a text
+        [env(row(0)), env(row(5))[:-1] + b',"payload":' + orjson.dumps(row(5, title="dup")) + b"}"],
+        [env(row(0)), env(row(2), {"type": "struct", "name": "other"})],
+        [env(row(0)), orjson.dumps({"payload": row(3), "schema": schema}), env(row(4)) + b"\n"],
+        [env(row(0)), env(row(6))[:-1]],  # cut short: not JSON
+    ]
+    ingest, offsets = client.cluster.topics.ingest, []
+    for values in batches:
+        offsets += produce(client, ingest, [(b"c", v) for v in values])
+        wait_consumed(client, ingest, offsets)
+    found = visible(client)
+    assert set(found) == {0, 1, 2, 3, 4, 5, 7}
+    assert found[1][2] == '"pa"' and found[5][2] == "dup"
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == [offsets[-1]]
+    assert "not JSON" in letters[0][1]
 
 
 def debezium(op: str, before: Any, after: Any) -> bytes:
