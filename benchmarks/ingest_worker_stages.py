@@ -58,11 +58,17 @@ Encode = Callable[[IngestTopic, dict[str, Any]], IngestRecord]
 def encoders(registry: str) -> dict[str, Encode]:
     avro: dict[str, AvroRows] = {}  # one serializer per topic
     schema = quick_schema(128, "L2").validated()
+
+    def avro_row(t: IngestTopic, row: dict[str, Any]) -> IngestRecord:
+        if t.name not in avro:  # (a serializer per row registered its schema each time)
+            avro[t.name] = AvroRows(t, schema, registry)
+        return avro[t.name].row(row)
+
     return {
         "json": json_row,
         "connect": connect_row,
         "debezium": lambda t, row: debezium_change(t, "c", None, row),
-        "avro": lambda t, row: avro.setdefault(t.name, AvroRows(t, schema, registry)).row(row),
+        "avro": avro_row,
     }
 
 
