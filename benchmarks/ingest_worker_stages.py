@@ -152,8 +152,14 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
         for r in range(rounds):
             for fmt in formats:
                 for label, n in configs if r % 2 == 0 else configs[::-1]:
-                    res = one_run(sup, client, boot, f"{fmt}_{label}_{n}w_{r}", encode[fmt], x,
-                                  trees[label], Path(tmp), n)  # fmt: skip
+                    try:
+                        res = one_run(sup, client, boot, f"{fmt}_{label}_{n}w_{r}", encode[fmt],
+                                      x, trees[label], Path(tmp), n)  # fmt: skip
+                    except Exception as exc:  # noqa: BLE001 - a run refused under load: said
+                        say(f"{fmt} {label} {n}w round {r}: failed: {str(exc)[:300]}")
+                        runs.append({"format": fmt, "code": label, "round": r, "workers": n,
+                                     "failed": str(exc)[:300]})  # fmt: skip
+                        continue
                     runs.append({"format": fmt, "code": label, "round": r, **res})
                     say(f"{fmt} {label} {n}w round {r}: {res['rows_per_s']:,.0f} rows/s, anchor"
                         f" {res['anchor_rows_per_s']:,.0f}, ratio {res['ratio']:.2f}, consumer"
@@ -164,7 +170,8 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
 
 def markdown(result: dict[str, Any], doc: str) -> str:
     """Returns the report: per format and code, the runs' median, then every run's stages."""
-    runs = result["runs"]
+    failed = [r for r in result["runs"] if "failed" in r]
+    runs = [r for r in result["runs"] if "failed" not in r]
     lines = ["# Ingest worker processes by stage (issue 29)", "",
              f"{result['rows']:,} rows of 128-d GloVe vectors per run, 1 or 2 worker processes,"
              f" Kafka (cluster mode); machine: 2 CPUs shared, load {result['load']}.", "",
@@ -189,6 +196,8 @@ def markdown(result: dict[str, Any], doc: str) -> str:
                            for s in ORDER)  # fmt: skip
         lines.append(f"| {r['format']} | {r['code']} | {r.get('workers', 1)} | {r['round']} |"
                      f" {r['calls'].get('write', 0)} | {cells} |")  # fmt: skip
+    lines += [f"- failed: {r['format']} {r['code']} {r['workers']} worker(s), round {r['round']}:"
+              f" {r['failed']}" for r in failed]  # fmt: skip
     return "\n".join([*lines, "", "## Method", "", doc.strip(), ""])
 
 
@@ -215,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     (args.out / "ingest_worker_stages.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "ingest_worker_stages.md").write_text(markdown(result, __doc__ or ""))
     bars = [(f"{r['format']} {r['code']} {r.get('workers', 1)}w {r['round']}", r["cpu_us_per_row"])
-            for r in runs]  # fmt: skip
+            for r in runs if "failed" not in r]  # fmt: skip
     plot_stages(bars, "ingest worker process (Kafka)", args.out / "ingest_worker_stages.png")
 
 
