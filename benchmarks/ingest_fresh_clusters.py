@@ -1,0 +1,219 @@
+"""Ingest freshness on fresh clusters (issue 29): produce-to-visible latency of single rows on
+CLUSTERS new clusters per backend (embedded and Kafka), each opened, given its collection and
+probed at once (benchmarks/ingest_topic_fresh.py's probe: one JSON row every 5 ms on the
+default ingest topic, read back by Strong queries), with a sampler of the ingest consumer
+thread's stack, so that each cluster's worst row says where the consumer was meanwhile.
+Writes ingest_fresh_clusters.json, .md and .png.
+
+    python -m benchmarks.ingest_fresh_clusters [--clusters 4] [--fresh-s 4]
+        [--backend embedded|kafka|both] [--out DIR]
+
+Per cluster: p50, p99 and max of produce -> visible (the first Strong query that returned the
+row came back) and p99 of produce -> consumed (the consumer's committed position passed the
+row); the mean latency of the first 10 rows after the collection was made against that of
+the rest (a cost of the first records after start would show there); the worst row's place in
+the run and where the consumer thread's samples fell from its produce to its read (polling
+for records, decode, fit, the dml append, the position commit, the rest of the write), and
+how many samples the sampler took there against how many it meant to (SAMPLE_EVERY_S apart:
+fewer means the process got little CPU). The sampler's own cost is in every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.ingest import vectors
+from benchmarks.ingest_topic_bench import DIM, FRESH_EVERY_S, _broker, cluster
+from benchmarks.ingest_topic_fresh import FreshnessProbe
+from benchmarks.search_report import machine
+from vectorlog.producer import IngestTopic
+
+RESULTS = Path(__file__).parent / "results"
+#: the sampler's pause between samples of the consumer thread's stack
+SAMPLE_EVERY_S = 0.003
+#: a row slower than this is late (the goal's p99 bound)
+GOAL_MS = 500.0
+#: (stage, the end of a frame's file:function naming it), the first that a frame of a sample's
+#: stack matches: where a sample of the consumer thread falls
+STAGES = (
+    ("commit", "consumer.py:_commit"),
+    ("fencing check", "positions.py:check"),
+    ("dml append", "embedded.py:append"),
+    ("dml append", "kafka.py:append"),
+    ("decode", "columnar.py:read_batch"),
+    ("fit", "fit.py:fit_columns"),
+    ("write (rest)", "proxy.py:insert"),
+    ("poll", "consumer.py:_gather"),
+)
+
+
+class Sampler:
+    """Samples the stack of the thread named `thread` every SAMPLE_EVERY_S on its own."""
+
+    def __init__(self, thread: str) -> None:
+        self.thread, self.samples = thread, list[tuple[float, str]]()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            idents = [t.ident for t in threading.enumerate() if t.name == self.thread]
+            frames = sys._current_frames()
+            now = time.perf_counter()
+            for ident in idents:
+                if ident in frames:
+                    self.samples.append((now, stage_of(frames[ident])))
+            time.sleep(SAMPLE_EVERY_S)
+
+    def between(self, t0: float, t1: float) -> Counter[str]:
+        """Returns the samples' stages from `t0` to `t1` (perf_counter seconds)."""
+        return Counter(stage for t, stage in self.samples if t0 <= t <= t1)
+
+
+def stage_of(frame: Any) -> str:
+    """Returns the stage of a consumer thread's stack (see STAGES), or "other"."""
+    names = []
+    while frame is not None:
+        names.append(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_code.co_name}")
+        frame = frame.f_back
+    for stage, mark in STAGES:
+        if any(name.endswith(mark) for name in names):
+            return stage
+    return "other"
+
+
+def one_cluster(boot: str | None, x: np.ndarray, seconds: float) -> dict[str, Any]:
+    """Returns the probe's figures on a new cluster, with the worst row's samples."""
+    with cluster(boot, "", None) as client, Sampler("proxy-ingest") as sampler:
+        client.create_collection("fresh", dimension=DIM, metric_type="L2")
+        topic = IngestTopic.default("fresh", client.cfg.cluster)
+        probe = FreshnessProbe(client, "fresh", topic, FRESH_EVERY_S)
+        out = probe.run(seconds, x)
+        ids = [i for i in sorted(probe.produced) if i >= probe.warm]
+        late = {i: (probe.seen.get(i, np.inf) - probe.produced[i]) * 1000 for i in ids}
+        worst = max(ids, key=lambda i: late[i])
+        t0 = probe.produced[worst]
+        t1 = probe.seen.get(worst, t0 + 1.0)
+        consumed = probe.consumed.get(worst)
+        out |= {
+            "load": os.getloadavg()[0],
+            "late_rows": sum(v > GOAL_MS for v in late.values()),
+            "first_10_mean_ms": float(np.mean([late[i] for i in ids[:10]])),
+            "rest_mean_ms": float(np.mean([late[i] for i in ids[10:]])),
+            "worst": {
+                "row": worst - ids[0],
+                "at_ms": (t0 - probe.produced[ids[0]]) * 1000,
+                "visible_ms": late[worst],
+                "consumed_ms": (consumed - t0) * 1000 if consumed else None,
+                "samples": dict(sampler.between(t0, t1)),
+                "samples_meant": int((t1 - t0) / SAMPLE_EVERY_S),
+            },
+        }
+    return out
+
+
+def run(backends: list[str], clusters: int, seconds: float) -> dict[str, list[dict[str, Any]]]:
+    """Returns every cluster's figures per backend."""
+    x, out = vectors(64), dict[str, list[dict[str, Any]]]()
+    for backend in backends:
+        with ExitStack() as stack:
+            boot = _broker(stack) if backend == "kafka" else None
+            out[backend] = []
+            for k in range(clusters):
+                res = one_cluster(boot, x, seconds)
+                out[backend].append(res)
+                w = res["worst"]
+                print(f"{backend} cluster {k}: p99 {res['p99_ms']:.0f} ms, max {res['max_ms']:.0f},"
+                      f" first 10 rows {res['first_10_mean_ms']:.0f} ms vs"
+                      f" {res['rest_mean_ms']:.0f},"
+                      f" worst row {w['row']} at +{w['at_ms']:.0f} ms {w['samples']}"
+                      f" ({sum(w['samples'].values())} of {w['samples_meant']} samples), load"
+                      f" {res['load']:.0f}", flush=True)  # fmt: skip
+    return out
+
+
+def markdown(result: dict[str, Any], doc: str) -> str:
+    """Returns the report: one line per cluster."""
+    lines = ["# Ingest freshness on fresh clusters (issue 29)", "",
+             f"Machine: 2 CPUs shared; load {result['load']}; {result['seconds']:.0f} s"
+             f" of probing per cluster, a row every {FRESH_EVERY_S * 1000:.0f} ms.", "",
+             "| backend | cluster | rows seen | p50 ms | p99 ms | max ms | consumed p99 ms"
+             " | rows > 500 ms | first 10 rows mean ms | rest mean ms | worst row (at ms)"
+             " | consumer samples in the worst row's wait (taken / meant) | load |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]  # fmt: skip
+    for backend, runs in result["clusters"].items():
+        for k, r in enumerate(runs):
+            w = r["worst"]
+            where = ", ".join(
+                f"{s} {n}" for s, n in sorted(w["samples"].items(), key=lambda i: -i[1])
+            )
+            lines.append(f"| {backend} | {k} | {r['seen']}/{r['rows']} | {r['p50_ms']:.0f} |"
+                         f" {r['p99_ms']:.0f} | {r['max_ms']:.0f} | {r['consumed_p99_ms']:.0f} |"
+                         f" {r['late_rows']} | {r['first_10_mean_ms']:.0f} |"
+                         f" {r['rest_mean_ms']:.0f} | {w['row']} (+{w['at_ms']:.0f}) | {where}"
+                         f" ({sum(w['samples'].values())} / {w['samples_meant']}) |"
+                         f" {r['load']:.0f} |")  # fmt: skip
+    return "\n".join([*lines, "", "![p99 per cluster](ingest_fresh_clusters.png)", "",
+                      "## Method", "", doc.strip(), ""])  # fmt: skip
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, (backend, runs) in enumerate(result["clusters"].items()):
+        xs = [k + 0.2 * i for k in range(len(runs))]
+        ax.bar(xs, [r["p99_ms"] for r in runs], width=0.2, label=f"{backend} p99")
+        ax.scatter(xs, [r["max_ms"] for r in runs], marker="x", label=f"{backend} max")
+    ax.axhline(GOAL_MS, color="red", linestyle="--", label="goal (p99)")
+    ax.set_xlabel("fresh cluster")
+    ax.set_ylabel("produce -> visible, ms")
+    ax.set_title("ingest freshness on fresh clusters")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--clusters", type=int, default=4)
+    ap.add_argument("--fresh-s", type=float, default=4.0)
+    ap.add_argument("--backend", choices=["embedded", "kafka", "both"], default="both")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
+    load = os.getloadavg()[0]
+    clusters = run(backends, args.clusters, args.fresh_s)
+    result = {"clusters": clusters, "seconds": args.fresh_s, "machine": machine(),
+              "load": f"{load:.0f} before, {os.getloadavg()[0]:.0f} after"}  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest_fresh_clusters.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "ingest_fresh_clusters.md").write_text(markdown(result, __doc__ or ""))
+    plot(result, args.out / "ingest_fresh_clusters.png")
+
+
+if __name__ == "__main__":
+    main()
