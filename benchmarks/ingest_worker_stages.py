@@ -73,7 +73,8 @@ def encoders(registry: str) -> dict[str, Encode]:
 
 
 def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode: Encode,
-            x: np.ndarray, tree: str, tmp: Path, n: int = 1) -> dict[str, Any]:  # fmt: skip
+            x: np.ndarray, tree: str, tmp: Path, n: int = 1,
+            setting: str = "") -> dict[str, Any]:  # fmt: skip
     """Returns the anchor's rate, then that of `n` workers (started from source `tree`) on a
     backlog of `x` for new collection `name`, with their stage report (summed)."""
     anchor = w.anchor_rate(client, f"a_{name}", x)
@@ -85,7 +86,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     children = [Child("ingest", f"ingest-{name}-{i}") for i in range(n)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     for i, child in enumerate(children):
-        env = {**sup.env, "VECTORLOG_INGEST_TOPICS": f"{topic.name}={name}",
+        env = {**sup.env, "VECTORLOG_INGEST_TOPICS": f"{topic.name}={name}{setting}",
                "INGEST_STAGE_REPORT": str(reports[i]), "PYTHONPATH": tree}  # fmt: skip
         argv = sup.argv(child)  # python -m vectorlog.cli run ingest ...
         argv = [argv[0], "-m", "benchmarks.ingest_stage_clock", *argv[3:], "--worker", f"{i}/{n}"]
@@ -132,6 +133,7 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], workers: list[int],
+        settings: dict[str, str] | None = None,
         say: Callable[[str], None] = print) -> list[dict[str, Any]]:  # fmt: skip
     """Returns every run: per round, format, tree and number of workers (the order of the
     (tree, workers) runs reversed every other round)."""
@@ -154,7 +156,8 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
                 for label, n in configs if r % 2 == 0 else configs[::-1]:
                     try:
                         res = one_run(sup, client, boot, f"{fmt}_{label}_{n}w_{r}", encode[fmt],
-                                      x, trees[label], Path(tmp), n)  # fmt: skip
+                                      x, trees[label], Path(tmp), n,
+                                      (settings or {}).get(label, ""))  # fmt: skip
                     except Exception as exc:  # noqa: BLE001 - a run refused under load: said
                         say(f"{fmt} {label} {n}w round {r}: failed: {str(exc)[:300]}")
                         runs.append({"format": fmt, "code": label, "round": r, "workers": n,
@@ -211,13 +214,20 @@ def main(argv: list[str] | None = None) -> None:
         help="avro: a registry in this process, used by every process",
     )
     ap.add_argument("--workers", default="1,2", help="numbers of worker processes to run")
+    ap.add_argument("--batch-sizes", help="e.g. 2000,5000: this tree's workers with each route"
+                    " batch_size (instead of --before)")  # fmt: skip
     ap.add_argument("--before", help="another checkout: its worker is run next to this one's")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     trees = {"before": args.before, "after": HERE} if args.before else {"this": HERE}
     load = os.getloadavg()
     workers = [int(n) for n in args.workers.split(",")]
-    runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers)
+    settings = {}
+    if args.batch_sizes:
+        sizes = args.batch_sizes.split(",")
+        trees = {f"b{b}": HERE for b in sizes}
+        settings = {f"b{b}": f":auto;batch_size={b}" for b in sizes}
+    runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers, settings)
     load_text = f"{load[0]:.0f} before, {os.getloadavg()[0]:.0f} after"
     result = {"rows": args.rows, "runs": runs, "load": load_text, "machine": machine()}
     args.out.mkdir(parents=True, exist_ok=True)
