@@ -12,7 +12,9 @@ took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (sh
 tried pyarrow's reader straight into the batch's columns in the consumer (no Python float per
 value): on 500 of the benchmark's records (2.6 KB each) it took 6.6-7.0 ms of CPU where orjson
 plus `pa.array` took 4.0-4.6 ms (30 interleaved runs, load 84), so orjson stays. orjson also
-handles a record of another shape without failing the batch. Confluent-framed Avro is
+handles a record of another shape without failing the batch. Connect envelopes that repeat
+the batch's first schema byte for byte are parsed from their payload on (`envelope_prefix`).
+Confluent-framed Avro is
 read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
 `after` rows are taken by column, its other events marked to go record by record.
 
