@@ -14,9 +14,9 @@ value): on 500 of the benchmark's records (2.6 KB each) it took 6.6-7.0 ms of CP
 plus `pa.array` took 4.0-4.6 ms (30 interleaved runs, load 84), so orjson stays. orjson also
 handles a record of another shape without failing the batch. Connect envelopes that repeat
 the batch's first schema byte for byte are parsed from their payload on (`envelope_prefix`).
-Confluent-framed Avro is
-read by fastavro, its `bytes` vectors joined and read with `numpy.frombuffer`; Debezium's
-`after` rows are taken by column, its other events marked to go record by record.
+Confluent-framed Avro is read by fastavro, its `bytes` vectors joined and read with
+`numpy.frombuffer`; Debezium's `after` rows are taken by column, its other events marked to
+go record by record.
 
 A batch this module cannot read as a whole (mixed collections or schema ids, a field type
 with no column form here, a value of another type) returns None: the consumer decodes it
