@@ -10,7 +10,6 @@ import ipaddress
 import logging
 import os
 import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -32,11 +31,6 @@ TOKEN_ENV = "VECTORLOG_TOKEN"
 TLS_CERT_ENV, TLS_KEY_ENV = "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"
 GRPC_PORT = 19530  # Milvus's port
 log = logging.getLogger("vectorlog.serve")
-#: seconds a thread holds the GIL before another may take it (sys.setswitchinterval; Python's
-#: default 0.005): a gRPC handler that released the GIL (the log's fsync, a socket write)
-#: waited up to that long for it while the query and data nodes applied the previous insert
-#: (benchmarks/results/wire_vs_milvus.md: a 1,000-row insert's append 2.3 ms, not 5.8)
-SWITCH_INTERVAL = 0.0005
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,6 @@ def serve_client(
     on both ports until SIGTERM/SIGINT, then closes it; returns 0. Raises InvalidArgument
     for an address that cannot be bound."""
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
-    sys.setswitchinterval(SWITCH_INTERVAL)
     grpc_server: GrpcServer | None = None
     try:
         config = rest_config(client, options.host, rest_port, token, tls, options.authorization)
