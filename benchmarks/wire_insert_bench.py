@@ -202,12 +202,17 @@ def main(argv: list[str] | None = None) -> None:
                     got[kind] = drive(python, s[0], s[1], cfg)
             print(f"round {i + 1}: {json.dumps(got)}", flush=True)
             results["rounds"].append(got)
+            finish(results, args.out)  # each round's figures kept should a later round fail
+
+
+def finish(results: dict[str, Any], out: Path) -> None:
+    """Notes the machine and each round's load, then writes the results."""
     results["loads"] = ", ".join(
         f"{r['milvus']['batches']['load']:.0f}/{r['vectorlog']['batches']['load']:.0f}"
         for r in results["rounds"]
     )
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
-    write(results, args.out)
+    write(results, out)
 
 
 if __name__ == "__main__":
