@@ -67,6 +67,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.group_commit_bench
 	$(BIN)/python -m benchmarks.exactvec_bench
 	$(BIN)/python -m benchmarks.wire_vs_milvus
+	$(BIN)/python -m benchmarks.wire_insert_bench
 	$(BIN)/python -m benchmarks.hnsw_build_bench
 	$(BIN)/python -m benchmarks.filter_bench
 	$(BIN)/python -m benchmarks.open_close_bench

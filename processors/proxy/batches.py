@@ -20,11 +20,13 @@ ENVELOPE_SLACK = 4096  # bytes reserved for the envelope and Avro framing
 
 
 def take(col: Any, idx: np.ndarray) -> Any:
-    """Returns the rows `idx` (ascending) of a column (numpy array or list)."""
-    if isinstance(col, np.ndarray):
-        return col[idx]
+    """Returns the rows `idx` (ascending) of a column (numpy array or list): a run of rows
+    (an insert's usual case: all of them) as a slice, for an array a view (no copy of the
+    vectors per step of the insert path)."""
     if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx):  # a run: one slice
         return col[int(idx[0]) : int(idx[-1]) + 1]
+    if isinstance(col, np.ndarray):
+        return col[idx]
     return [col[i] for i in idx]
 
 

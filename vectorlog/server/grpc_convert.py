@@ -430,6 +430,8 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
     out = schema_pb2.IDs()
     if ids and isinstance(ids[0], str):
         out.str_id.data.extend(ids)
+    elif isinstance(ids, list) and all(type(i) is int for i in ids):
+        out.int_id.data.extend(ids)  # an insert's keys: one call, no generator
     else:
         out.int_id.data.extend(int(i) for i in ids)
     return out
