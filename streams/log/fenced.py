@@ -11,8 +11,9 @@ already handed to the backend when the process was paused is delivered on resume
 window this check cannot close: the broker itself does not know the lease); it is never
 acknowledged. Every record carries the role and epoch of each lease it was appended under
 (`streams.log.lease_fence`), so a reader that read the new leader's takeover marker hides
-such a late record. Pause point `fenced.handed` (vectorlog.core.faults) holds a process
-between the check and the append, the window a producer's queue leaves open."""
+such a late record. Pause point `fenced.handed.KIND` (vectorlog.core.faults; KIND: the
+topic's kind, ddl, coord, ...) holds a process between the check and the append, the window
+a producer's queue leaves open."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class FencedLog:
         tags = self._tags()
         if tags:
             records = [Append(r.partition, r.value, r.key, (*r.headers, *tags)) for r in records]
-        pause_point("fenced.handed")
+        pause_point(f"fenced.handed.{topic.rpartition('.')[2]}")
         offsets = self._inner.append(topic, records)
         try:
             self._check()
