@@ -46,6 +46,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
+from vectorlog.streams.log.lease_fence import LeaseFence
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
@@ -409,13 +410,18 @@ class EmbeddedReader(PartitionCursor):
         super().__init__(topic, positions)
         self._log = log
         self._closed = False
+        self._fence = LeaseFence()  # hides a fenced leader's late appends (lease_fence)
 
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
         out = self._collect(max_records)
         if not out and timeout > 0 and not self._closed:
             self._log._wait(self._topic, self._pos, timeout)
             out = self._collect(max_records)
-        return out
+        return self._fence.admit(out)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        super().seek(topic, partition, offset)
+        self._fence.forget(partition)
 
     def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
         return self._log._read(self._topic, partition, offset, max_records)

@@ -44,6 +44,7 @@ from vectorlog.streams.errors import (
 )
 from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
+from vectorlog.streams.log.lease_fence import LeaseFence
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
@@ -412,6 +413,7 @@ class KafkaReader:
         self._consumer, self._topic = consumer, topic
         self._pos = dict(positions)
         self._closed = False
+        self._fence = LeaseFence()
         self._assign()
 
     def _assign(self) -> None:
@@ -435,7 +437,7 @@ class KafkaReader:
             msgs = self._fetch(max_records, timeout)
         except KafkaException as exc:
             raise KafkaLogError.wrap(f"read {self._topic}", exc.args[0]) from exc
-        return self._records(msgs)
+        return self._fence.admit(self._records(msgs))
 
     def _fetch(self, max_records: int, timeout: float) -> list[Message]:
         msgs = self._consumer.consume(max_records, 0)
@@ -469,6 +471,7 @@ class KafkaReader:
         if topic != self._topic or partition not in self._pos:
             raise TopicPartitionNotFound(topic, partition)
         self._pos[partition] = offset
+        self._fence.forget(partition)
         self._assign()
 
     def close(self) -> None:

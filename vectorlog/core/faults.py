@@ -102,17 +102,26 @@ PAUSE_GO = "go"
 PAUSE_MAX_S = 300.0
 
 
+PAUSE_ARM = "arm"
+
+
 def pause_point(name: str) -> None:
     """Marks an instant a test may hold a process at (to kill it there with a real signal).
     Armed by `VECTORLOG_PAUSE_AT=name=DIR`: the process writes `DIR/name.PID` holding its
-    working directory, then waits until `DIR/go` exists (at most PAUSE_MAX_S). Unarmed: one
-    environment lookup."""
+    working directory, then waits until `DIR/go` exists (at most PAUSE_MAX_S). With
+    `name?=DIR` it holds only a pass that finds `DIR/arm` (and takes the file away): a test
+    holds the one pass that follows its own call. Unarmed: one environment lookup."""
     import time
     from pathlib import Path
 
     point, _, folder = os.environ.get(PAUSE_ENV, "").partition("=")
-    if point != name or not folder:
+    if point.removesuffix("?") != name or not folder:
         return
+    if point.endswith("?"):
+        try:
+            Path(folder, PAUSE_ARM).unlink()
+        except FileNotFoundError:
+            return  # not armed now
     Path(folder, f"{name}.{os.getpid()}").write_text(os.getcwd())
     deadline = time.monotonic() + PAUSE_MAX_S
     while not Path(folder, PAUSE_GO).exists() and time.monotonic() < deadline:

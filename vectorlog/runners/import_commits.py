@@ -7,12 +7,18 @@ SegmentImported per vchannel, on the vchannels' pchannels, each naming the impor
 as `job_id`; two or more records carry one batch header (streams.batches). Before it, the
 job recorded `ImportJob.dml_from`, the dml end offsets as of then: its records can only be
 at or after them. The new leader reads each partition from there up to the end offsets it
-reads after taking the lease (ClusterJobs.recover runs after runners.process took datacoord's
+finds after taking the lease (ClusterJobs.recover runs after runners.process took datacoord's
 lease). The old leader's appends go through its fenced log, which
 checks the lease before each append: once the new leader holds it, the old one appends
-nothing more, so what its commit put on dml is before those end offsets (the one window
+nothing more, so what its commit put on dml is before those ends (the one window
 streams.log.fenced names, an append handed to the broker before a pause and delivered after
-it, is left: consumers dead-letter it once their tick passed its ts).
+it, is hidden by the lease fence from readers that read the new leader's records first).
+
+Those ends are end markers (`marked_ends`: a TimeTick with ts 0 that every consumer ignores,
+appended to each dml partition), not `Log.end_offsets`: Tansu reports a partition's high
+watermark as its last record batch's base offset + 1 (DESIGN.md s.8), so a commit whose
+records on one pchannel (several vchannels on it) were the last batch there would be read
+short and taken for torn: recorded Failed while its rows are visible.
 
 So the commit *landed* iff its records are all there: one record, or every part its batch
 header counts (a batch short of parts is torn: consumers never deliver any of it)."""
@@ -22,10 +28,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from vectorlog.schemas.serde import EventSerde
+from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.batches import BatchTag
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.scan import END_MARKER_SOURCE
 
 IMPORTED = "SegmentImported"
 #: how long a look for a commit may take to reach the end offsets (seconds; then LogError)
@@ -33,20 +40,29 @@ READ_TIMEOUT_S = 60.0
 
 
 class CommitLog:
-    """Reads dml for imports' commits: `ends()` before a commit, `landed` after a restart."""
+    """Reads dml for imports' commits: `ends()` before a commit, `marked_ends()` and
+    `landed` after a restart."""
 
     def __init__(self, log: Log, dml_topic: str, serde: EventSerde) -> None:
         self._log, self._topic, self._serde = log, dml_topic, serde
 
     def ends(self) -> list[int]:
-        """Returns dml's end offsets, by partition. Raises LogError."""
+        """Returns dml's end offsets, by partition (a lower bound of what follows on Tansu,
+        fit for `dml_from`, not for the end of a read). Raises LogError."""
         ends = self._log.end_offsets(self._topic)
         return [ends[p] for p in range(len(ends))]
 
+    def marked_ends(self) -> list[int]:
+        """Appends an end marker to each partition of dml; returns their offsets, by
+        partition: every record before one of them can be read. Raises LogError."""
+        n = self._log.partitions(self._topic)
+        marker = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
+        return self._log.append(self._topic, [Append(p, marker) for p in range(n)])
+
     def landed(self, task_id: int, start: list[int], ends: list[int]) -> bool:
         """Returns whether the commit of import `task_id` is whole on dml between `start` (its
-        `dml_from`) and `ends` (by partition). Raises LogError (also if the end offsets are
-        not reached within READ_TIMEOUT_S)."""
+        `dml_from`) and `ends` (by partition, from `marked_ends`). Raises LogError (also if
+        the ends are not reached within READ_TIMEOUT_S)."""
         found = list(self._commit_records(task_id, start, ends))
         if not found:
             return False

@@ -16,8 +16,8 @@ compaction cut short, is recorded Failed, naming the restart (nothing of an impo
 visible; a compaction's merges committed before stay). An import cut short during its commit
 is decided from the log, not a timer (runners.import_commits): before its commit the job
 recorded dml's end offsets (`ImportJob.dml_from`); the new leader, holding the lease (so the
-fenced old leader appends nothing more), reads dml from there to the end offsets as of its
-start. The commit's records all there: it landed, and the import is Completed once its
+fenced old leader appends nothing more), reads dml from there to end markers it appends at
+its start. The commit's records all there: it landed, and the import is Completed once its
 segments show up on coord, however late (a data node down for a while), waiting until
 stopped. Not there (or a torn batch): it can never land nor be visible, and the import is
 recorded Failed at once. An import recorded Committing without `dml_from` (by an older
@@ -158,7 +158,7 @@ class ClusterJobs:
         ones cut short Failed, and resumes the imports cut short in their commit. Raises
         LogError (a record, dml's end offsets)."""
         if any(b["kind"] == IMPORT and b["state"] == COMMITTING for b in recorded.values()):
-            self._ends = self.commits.ends()  # as of this start: the old leader's are before
+            self._ends = self.commits.marked_ends()  # the old leader's are before them
         for body in recorded.values():
             fields = {**json.loads(body["detail"]), "state": body["state"]}
             if body["kind"] == IMPORT:

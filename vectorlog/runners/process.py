@@ -53,8 +53,9 @@ from vectorlog.rpc.server import RpcServer
 from vectorlog.runtime.topology import CLUSTER
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.objectstore import PyArrowObjectStore
-from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.log.base import Append, Headers, Log
 from vectorlog.streams.log.fenced import fenced
+from vectorlog.streams.log.lease_fence import lease_headers, takeover_marker
 from vectorlog.streams.msgstream import TickPolicy
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -252,9 +253,21 @@ class ProcessRunner:
         self._opened(lease)
         lease.start()
         self.leases.append(lease)
-        self.writes = fenced(self.log, self._check_leases)
+        self.writes = fenced(self.log, self._check_leases, self._lease_tags)
+        self._mark_takeover(role)
         log.info("%s: became leader of cluster %r (epoch %s)", role, cfg.cluster, lease.epoch)
         return lease
+
+    def _lease_tags(self) -> Headers:
+        return lease_headers([_epoch(lease) for lease in self.leases])
+
+    def _mark_takeover(self, role: str) -> None:
+        """Appends a takeover marker to each partition of the topic `role` leads, before its
+        processors recover from it: a late append of the fenced leader after the marker is
+        hidden from every reader that read the marker (streams.log.lease_fence)."""
+        topic = {"rootcoord": self.topics.ddl, "datacoord": self.topics.coord}.get(role)
+        if topic is not None:
+            self.writes.append(topic, takeover_marker(self.log.partitions(topic)))
 
     def _check_leases(self) -> None:
         for lease in self.leases:

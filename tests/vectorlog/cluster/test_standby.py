@@ -8,9 +8,11 @@ reaches the log."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -19,6 +21,7 @@ from pymilvus import MilvusClient
 from tests.support import wait_until
 from tests.vectorlog.cluster.processes import CLUSTER_TOKEN, TOKEN, ProcessCluster
 from vectorlog.core.errors import ServiceUnavailable, VectorlogError
+from vectorlog.core.faults import PAUSE_ARM, PAUSE_ENV, PAUSE_GO
 from vectorlog.core.hybridts import physical_ms, wall_ms
 from vectorlog.core.model import quick_schema
 from vectorlog.processors.rootcoord.lease_record import LeaseRecord
@@ -166,6 +169,62 @@ def test_a_paused_leader_is_fenced_and_appends_nothing_after_the_pause(
         assert any(e.body["source"] == "rootcoord-standby" for e in new)
     finally:
         log.close()
+
+
+@pytest.mark.slow
+def test_a_ddl_the_paused_leader_had_handed_over_lands_after_the_takeover_and_is_read_by_nobody(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """The paused leader's CollectionCreated passed its lease check and waited to be sent
+    (pause point fenced.handed.ddl: its producer's queue) when it was stopped; it lands once
+    it resumes, after the takeover. Neither the new leader nor the one after it (recovering
+    from ddl) counts it: the name the caller was told nothing certain about is created once,
+    by the retry the new leader served."""
+    held = tmp_path / "held"
+    held.mkdir()
+    cluster = ProcessCluster(
+        kafka_bootstrap, tmp_path, proxies=0, standby=True,
+        env={"VECTORLOG_LEASE_TTL_S": str(TTL_S), PAUSE_ENV: f"fenced.handed.ddl?={held}"},
+    )  # fmt: skip
+    try:
+        cluster.start("rootcoord")
+        cluster.env.pop(PAUSE_ENV)
+        cluster.start("rootcoord-standby")
+        client = RootCoordClient(cluster.addresses("rootcoord"), deadline_s=5, token=CLUSTER_TOKEN)
+        client.create_collection("books", quick_schema(4, "L2"))
+        (held / PAUSE_ARM).touch()
+        told: list[object] = []
+        call = threading.Thread(target=lambda: told.append(answered_or_error(client, "films")))
+        call.start()
+        wait_until(lambda: list(held.glob("fenced.handed.ddl.*")), 60, "the DDL handed over")
+        cluster.send("rootcoord", signal.SIGSTOP)
+        wait_until(lambda: "became leader" in cluster.log("rootcoord-standby"), 60, "takeover")
+        (held / PAUSE_GO).touch()
+        cluster.send("rootcoord", signal.SIGCONT)  # its CollectionCreated lands now
+        old = cluster.members["rootcoord"].proc
+        assert old is not None and old.wait(timeout=60) == FENCED
+        call.join(60)
+        assert told and told[0] != "created"  # never acknowledged
+        assert client.list_collections() == ["books"]
+        client.create_collection("films", quick_schema(4, "L2"))  # the caller's retry
+        films = client.describe_collection("films").collection_id
+        cluster.start("rootcoord")  # stands by, then leads after the next takeover
+        cluster.kill("rootcoord-standby")
+        again = wait_until(lambda: answered(client.list_collections), 60, "the third leader")
+        assert sorted(cast(list[str], again)) == ["books", "films"]
+        assert client.describe_collection("films").collection_id == films
+        client.close()
+    finally:
+        cluster.close()
+
+
+def answered_or_error(client: RootCoordClient, name: str) -> object:
+    """Returns "created", or the error the caller of create_collection was given."""
+    try:
+        client.create_collection(name, quick_schema(4, "L2"))
+        return "created"
+    except Exception as exc:
+        return exc
 
 
 @pytest.mark.slow
