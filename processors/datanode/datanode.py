@@ -732,15 +732,19 @@ class DataNode(ProcessorBase):
             )
             for vch, tick in due.items():
                 self._reported[vch] = max(self._reported.get(vch, 0), tick)
+            for e in events:
+                self._rows_reported.update(
+                    (r["segment_id"], r["num_rows"]) for r in e.body["segments"]
+                )
 
     def _ticked(self, vch: str, tick: int) -> Event:
         """Returns the DataNodeTicked of `vch` at `tick`: the rows of each of its buffered
-        segments (those in its binlogs already, and those buffered), noted as reported."""
-        rows = []
-        for sid in self.buffers:
-            if self.refs[sid].vchannel == vch:
-                self._rows_reported[sid] = self._rows_of(sid)
-                rows.append({"segment_id": sid, "num_rows": self._rows_reported[sid]})
+        segments (those in its binlogs already, and those buffered)."""
+        rows = [
+            {"segment_id": sid, "num_rows": self._rows_of(sid)}
+            for sid in self.buffers
+            if self.refs[sid].vchannel == vch
+        ]
         return Event("DataNodeTicked", tick, {"vchannel": vch, "tick": tick, "segments": rows})
 
     def _rows_of(self, sid: int) -> int:
