@@ -79,6 +79,9 @@ DELTA_SYNC_S = 1.0
 CHECKPOINT_PUBLISH_S = 60.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
+#: how often the rows of growing segments are reported to datacoord, when they changed (as
+#: Milvus's data node sends its segments' stats with its time tick, dataNode.timetick.interval)
+ROWS_REPORT_EVERY_S = 1.0
 LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
@@ -176,6 +179,8 @@ class DataNode(ProcessorBase):
         self._coord_checkpoints: dict[int, StreamPosition] = {}  # the last admitted ones
         self.ticks: dict[int, int] = {}
         self._reported: dict[str, int] = {}
+        self._rows_reported: dict[int, int] = {}  # segment -> the rows last reported
+        self._rows_reported_at = 0.0  # time.monotonic() of the last rows report
         self._committed: dict[int, StreamPosition] = {}
         self._published: dict[int, StreamPosition] = {}
         #: the newest checkpoint coord holds per pchannel (a rebuilt cluster's, before this
@@ -341,6 +346,7 @@ class DataNode(ProcessorBase):
             self.apply(pack)
         self._write_full_buffers()
         self._report_ticks()
+        self._report_rows()
         self._flush_ready()
         self._sync_deltas()
         return bool(packs)
@@ -455,6 +461,7 @@ class DataNode(ProcessorBase):
         for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
             self.buffers.pop(sid, None)
             self.deltas.pop(sid, None)
+            self._rows_reported.pop(sid, None)
         self.ddl.pop(cid, None)
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), b'{"dropped":true}')
@@ -698,21 +705,52 @@ class DataNode(ProcessorBase):
             tick = self.tick_of(seg.vchannel)
             if tick >= seg.seal_ts and self._reported.get(seg.vchannel, 0) < seg.seal_ts:
                 due[seg.vchannel] = tick
+        self._append_ticks(due)
+
+    def _report_rows(self) -> None:
+        """Tells datacoord, at most once every ROWS_REPORT_EVERY_S, the rows of the growing
+        segments of each vchannel where some gained rows since its last report (with the
+        vchannel's tick), so that a Growing segment's num_rows is right without a flush."""
+        now = time.monotonic()
+        if now - self._rows_reported_at < ROWS_REPORT_EVERY_S:
+            return
+        self._rows_reported_at = now
+        changed = {
+            self.refs[sid].vchannel
+            for sid in self.buffers
+            if self._rows_reported.get(sid) != self._rows_of(sid)
+        }
+        self._append_ticks({vch: self.tick_of(vch) for vch in changed})
+
+    def _append_ticks(self, due: dict[str, int]) -> None:
+        """Appends a DataNodeTicked per vchannel of `due` ({vchannel: tick}) to coord."""
         events = [self._ticked(vch, tick) for vch, tick in due.items()]
         if events:
             self.log.append(
                 self.topics.coord,
                 [Append(0, self.coord_serde.encode(e), self.coord_serde.key(e)) for e in events],
             )
-            self._reported.update(due)
+            for vch, tick in due.items():
+                self._reported[vch] = max(self._reported.get(vch, 0), tick)
+            for e in events:
+                self._rows_reported.update(
+                    (r["segment_id"], r["num_rows"]) for r in e.body["segments"]
+                )
 
     def _ticked(self, vch: str, tick: int) -> Event:
+        """Returns the DataNodeTicked of `vch` at `tick`: the rows of each of its buffered
+        segments (those in its binlogs already, and those buffered)."""
         rows = [
-            {"segment_id": sid, "num_rows": buf.num_rows}
-            for sid, buf in self.buffers.items()
+            {"segment_id": sid, "num_rows": self._rows_of(sid)}
+            for sid in self.buffers
             if self.refs[sid].vchannel == vch
         ]
         return Event("DataNodeTicked", tick, {"vchannel": vch, "tick": tick, "segments": rows})
+
+    def _rows_of(self, sid: int) -> int:
+        """Returns the rows of a buffered segment: written to its binlogs and buffered."""
+        view = self.views.by_id.get(sid)
+        return (view.rows_written if view is not None else 0) + self.buffers[sid].num_rows
 
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
@@ -811,6 +849,8 @@ class DataNode(ProcessorBase):
         self.views.apply(event)
         self.buffers.pop(seg.segment_id, None)
         self.deltas.pop(seg.segment_id, None)
+        if flushed:  # its rows reach datacoord in SegmentFlushed now
+            self._rows_reported.pop(seg.segment_id, None)
         if body["ddl_binlogs"]:
             self.ddl.pop(ref.collection_id, None)
         self._wrote = True

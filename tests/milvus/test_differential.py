@@ -3,7 +3,10 @@ oracle, pymilvus + milvus-lite), results compared semantically; listed differenc
 
 vectorlog's side is its in-process `Client`, and again an unmodified pymilvus `MilvusClient`
 over `vectorlog serve`'s gRPC (the wire: Milvus's protobufs and status codes), on both log
-backends: about 170 calls per run of the suite, each compared.
+backends: about 170 calls per run of the suite, each compared. Once more through a process
+cluster on Kafka (a `vectorlog run` process per role, pymilvus writing through one proxy and
+reading Strong through the other; tests/milvus/cluster_pair.py): `make test` runs the tests of
+tests/milvus/conftest.py's CLUSTER_IN_MAKE_TEST through it, `make test-all` every one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.milvus.cluster_pair import Routed, routed_database
 from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
 from vectorlog import Client
@@ -300,8 +304,9 @@ def dataset() -> tuple[list[dict[str, Any]], np.ndarray]:
 
 
 class Pair:
-    """The two clients (vectorlog's: its in-process Client, or pymilvus over `vectorlog
-    serve`'s gRPC), the DataType enum vectorlog's side takes, and the calls made."""
+    """The two clients (vectorlog's: its in-process Client, pymilvus over `vectorlog serve`'s
+    gRPC, or a cluster_pair.Routed over a process cluster's proxies), the DataType enum
+    vectorlog's side takes, and the calls made."""
 
     def __init__(self, lite: Any, ours: Any, types: Any = VLType) -> None:
         self.lite, self.ours, self.types = lite, ours, types
@@ -395,13 +400,31 @@ class StrongCreates:
         return self.milvus.create_collection(*args, **kwargs)
 
 
-@pytest.fixture(params=["client", "grpc"])
-def pair(request: pytest.FixtureRequest, shared_client: Client, tmp_path: Path) -> Iterator[Pair]:
-    """A fresh Milvus Lite database and a fresh vectorlog database on a cluster the module
-    shares (on each log backend; tests/clients.py), the latter reached in-process or through
-    `vectorlog serve`'s gRPC by an unmodified pymilvus using that database."""
+#: the ways vectorlog's side is reached: in process, pymilvus over `vectorlog serve`'s gRPC, and
+#: pymilvus over a process cluster's two proxies (tests/milvus/cluster_pair.py; on Kafka only,
+#: its embedded pairs are deselected by tests/milvus/conftest.py)
+PAIRS = [
+    "client",
+    "grpc",
+    pytest.param("cluster", marks=[pytest.mark.kafka, pytest.mark.xdist_group("process-cluster")]),
+]
+
+
+@pytest.fixture(params=PAIRS)
+def pair(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Iterator[Pair]:
+    """A fresh Milvus Lite database and a fresh vectorlog database: on a cluster the module
+    shares (on each log backend; tests/clients.py), reached in-process or through `vectorlog
+    serve`'s gRPC by an unmodified pymilvus using that database; or on the module's process
+    cluster, pymilvus writing through one proxy and reading through the other (`backend`:
+    the Kafka one for a cluster)."""
     lite = pymilvus.MilvusClient(str(tmp_path / "lite.db"))
-    client = shared_client
+    if request.param == "cluster":
+        fresh = request.node.get_closest_marker("fresh_cluster") is not None
+        with routed_database(request.getfixturevalue("process_cluster"), fresh) as routed:
+            yield Pair(lite, routed, pymilvus.DataType)
+        lite.close()
+        return
+    client: Client = request.getfixturevalue("shared_client")
     if request.param == "client":
         yield Pair(lite, client)
     else:
@@ -603,7 +626,9 @@ def test_filtered_search_of_an_indexed_segment_by_each_branch(
     query node's choice (filterplan.py): an exact scan of the selected rows, a scan of their
     compressed copy reranked exactly, or the index with the filter's bitmap (ef 4,096: the
     walk reaches every one of the rows); each returns Milvus Lite's hits over a FLAT index
-    (exact)."""
+    (exact). Not through a process cluster: the branch is forced in this process."""
+    if isinstance(pair.ours, Routed):
+        pytest.skip("the branch is forced in this process; a cluster's query node has its own")
     chosen = forced_branch(monkeypatch, branch)
     d = Diffs()
     data, queries = dataset()

@@ -1,7 +1,8 @@
 """Differential test of full-text search (issue 27): a VARCHAR field with an analyzer, a BM25
 function into a sparse field, searched by raw text with metric BM25, the same MilvusClient
 calls on vectorlog and on Milvus Lite (test_differential.py's pair: in-process and over gRPC,
-both log backends); same top ids, scores within tolerance, growing and after a flush."""
+both log backends, and a process cluster in `make test-all`); same top ids, scores within
+tolerance, growing and after a flush."""
 
 from __future__ import annotations
 

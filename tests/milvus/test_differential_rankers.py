@@ -1,8 +1,8 @@
 """Differential test of function rankers (issue 33): the same `search(..., ranker=Function(...,
 function_type=FunctionType.RERANK))` calls on vectorlog and on Milvus Lite (test_differential.py's
-pair: vectorlog in-process and over gRPC, both log backends): rrf, weighted (with and without
-norm_score) and decay (gauss, exp, linear; on an INT64 and a nullable DOUBLE field), on L2 and
-COSINE, and an unknown reranker refused by both.
+pair: vectorlog in-process and over gRPC, both log backends, a process cluster in test-all):
+rrf, weighted (with and without norm_score) and decay (gauss, exp, linear; on an INT64 and a
+nullable DOUBLE field), on L2 and COSINE, and an unknown reranker refused by both.
 
 Milvus reranks the limit (+ offset) hits its search found (proxy: the rerank operator runs on
 the reduced top-k); milvus-lite 3.2.2 reranks a larger pool, so a decay ranker's top 15

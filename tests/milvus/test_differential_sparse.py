@@ -1,6 +1,7 @@
 """Differential test of SPARSE_FLOAT_VECTOR (issue 27): the same MilvusClient calls on vectorlog
 and on Milvus Lite (test_differential.py's pair: vectorlog in-process and over gRPC, both log
-backends), on growing rows and after a flush with the sparse inverted index."""
+backends, and a process cluster in `make test-all`), on growing rows and after a flush with
+the sparse inverted index."""
 
 from __future__ import annotations
 

@@ -289,6 +289,9 @@ def test_a_full_buffer_is_written_before_the_segment_is_sealed_and_a_restart_rep
     first.close()
     second = open_client(datanode_buffer_mb=4)  # the last rows stay in memory until the flush
     second.insert("c", rows(30, start=90))
+    # the growing segment's rows as datacoord has them: 90 in its binlogs, 30 buffered
+    grown = lambda: [s["num_rows"] for s in second.list_segments("c")] == [120]  # noqa: E731
+    wait_until(grown, 30, "the data node's report of the segment's 120 rows, before a flush")
     (seg,) = second.flush("c", timeout=30)
     (info,) = second.list_segments("c")
     cols = segment_rows(second, info)

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from vectorlog.core.databases import qualified
 from vectorlog.core.errors import (
     CollectionNotFound,
     PartitionNotFound,
@@ -182,9 +183,10 @@ class RemoteRootCoord:
         (or the partition) is gone now, SchemaMismatch if its schema changed since `info`
         was read (a field added: the rows were fitted to the old one); holds nothing
         (consumers discard what a drop passed). Checks the latest meta through the cache."""
-        now = self.describe_collection(info.name)
+        name = qualified(info.db, info.name)  # `info.name` is its name in its database
+        now = self.describe_collection(name)
         if now.collection_id != info.collection_id:
-            raise CollectionNotFound(info.name)
+            raise CollectionNotFound(name)
         if now is not info and now.schema_ts != info.schema_ts:
             raise SchemaMismatch(
                 f"the schema of collection {info.name} changed while the write was prepared "
