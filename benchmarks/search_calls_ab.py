@@ -74,7 +74,7 @@ def child(d: Path, rounds: int, profile: str | None) -> dict[str, Any]:
 
     meta = np.load(d / "meta.npz")
     ef = json.loads((d / "meta.json").read_text())["ef"]
-    index = faiss.read_index(str(d / "faiss.index"))
+    index: Any = faiss.read_index(str(d / "faiss.index"))
     index.hnsw.efSearch = ef
     qs, qn, gt = meta["queries"], meta["queries_n"], meta["gt"]
 
