@@ -52,7 +52,7 @@ def string_list(argument: str, value: Any) -> list[str] | None:
 
 def as_of(value: Any) -> int | None:
     """Returns `value` if it is None or a valid hybrid timestamp. Raises InvalidArgument."""
-    return ReadAt(as_of=value).as_of
+    return None if value is None else ReadAt(as_of=value).as_of
 
 
 def timeout(value: Any) -> float | None:

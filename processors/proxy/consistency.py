@@ -17,9 +17,11 @@ from dataclasses import dataclass
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.hybridts import LOGICAL_BITS
-from vectorlog.core.types import level_name
+from vectorlog.core.types import LEVEL_CODES, level_name
 
 DEFAULT_STALENESS_MS = 5000  # Milvus's common.gracefulTime
+#: the levels as spelt most often, lower-cased (any other spelling goes through level_name)
+_LOWER = {n: n.lower() for n in LEVEL_CODES} | {n.lower(): n.lower() for n in LEVEL_CODES}
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ def guarantee(
         if not isinstance(as_of, int) or as_of <= 0:
             raise InvalidArgument(f"as_of must be a positive hybrid timestamp, not {as_of!r}")
         return Guarantee(as_of)
-    lv = level_name(level).lower()
+    lv = _LOWER.get(level) if type(level) is str else None
+    if lv is None:
+        lv = level_name(level).lower()
     if lv == "strong":
         return Guarantee(now())
     if lv == "bounded":

@@ -341,7 +341,7 @@ def specs_of(ranker: Any) -> list[FunctionSpec] | None:
 def with_input(fields: list[str] | None, rank: Any) -> list[str] | None:
     """Returns the output fields a search with `rank` reads: `fields` and a decay ranker's
     input field."""
-    if not isinstance(rank, DecayRanker) or _asked(fields, rank.field):
+    if rank is None or not isinstance(rank, DecayRanker) or _asked(fields, rank.field):
         return fields
     return [*(fields or []), rank.field]
 
@@ -349,7 +349,7 @@ def with_input(fields: list[str] | None, rank: Any) -> list[str] | None:
 def drop_input(results: list[list[Hit]], fields: list[str] | None, rank: Any) -> None:
     """Removes a decay ranker's input field from each hit's entity, in place, unless it was
     asked for."""
-    if not isinstance(rank, DecayRanker) or _asked(fields, rank.field):
+    if rank is None or not isinstance(rank, DecayRanker) or _asked(fields, rank.field):
         return
     for hits in results:
         for hit in hits:

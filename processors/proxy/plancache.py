@@ -52,8 +52,26 @@ def search_key(
     partition_names: Any,
     options: SearchOptions,
 ) -> Hashable | None:
-    """Returns the cache key of a search's arguments but its vectors (None: not cacheable)."""
+    """Returns the cache key of a search's arguments but its vectors (None: not cacheable);
+    the common shape (no output fields, partitions, filter params or grouping; an int limit
+    and offset, a str filter) keyed flat, without walking every argument."""
     o = options
+    if (
+        output_fields is None
+        and partition_names is None
+        and o.filter_params is None
+        and o.group_by_field is None
+        and o.group_size is None
+        and type(limit) is int
+        and type(o.offset) is int
+        and type(o.filter) is str
+        and (o.anns_field is None or type(o.anns_field) is str)
+    ):
+        try:
+            params = frozen(o.search_params)
+        except Unkeyable:
+            return None
+        return info.collection_id, limit, o.offset, o.filter, o.anns_field, params
     try:
         return info.collection_id, frozen(
             (limit, output_fields, partition_names, o.filter, o.filter_params, o.search_params)

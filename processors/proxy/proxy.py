@@ -800,6 +800,13 @@ class Proxy:
             return v.half_queries(field, data)
         if field.dtype is DataType.BINARY_VECTOR:
             return v.binary_queries(field, data)
+        if (
+            type(data) is list
+            and len(data) == 1
+            and type(data[0]) is np.ndarray
+            and data[0].ndim == 1
+        ):
+            data = data[0]  # one query vector: a view of it, not a list made an array
         if isinstance(data, np.ndarray) and data.ndim == 1:
             data = data[None, :]
         try:

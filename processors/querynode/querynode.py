@@ -424,9 +424,13 @@ class QueryNode(ProcessorBase):
 
     # -- QueryNodeService ----------------------------------------------------------------------
     def tsafe(self, pchannels: Sequence[int]) -> int:
-        """Returns the ts up to which every given pchannel has been applied."""
-        with self._cond:
-            return min(self._tsafe[p] for p in pchannels)
+        """Returns the ts up to which every given pchannel has been applied. Read without
+        the lock: each pchannel's tsafe only grows and one list item is read whole, so the
+        minimum read is one every pchannel had reached (what the lock gave, a moment older)."""
+        tsafe = self._tsafe
+        if len(pchannels) == 1:
+            return tsafe[pchannels[0]]
+        return min([tsafe[p] for p in pchannels])
 
     def wait_tsafe(self, pchannels: Sequence[int], ts: int, timeout: float) -> None:
         """Returns once every pchannel's tsafe >= ts. Raises ConsistencyTimeout."""

@@ -661,13 +661,18 @@ class Replica:
     ) -> SearchResult:
         """Returns the result of a top-k answer (queries x k replica rows, empty slots -1):
         each query's filled slots after its first `offset`, as `ranked` keeps them, with
-        the columns read once for every query (not once per query)."""
+        the columns read once for every query (not once per query); one query of a few
+        slots is checked in Python (a numpy reduction costs more there)."""
+        nq, width = labels.shape
+        if nq == 1 and offset < width <= 256 and min(labels[0].tolist()) >= 0:  # no reduction
+            rows, scores = labels[0, offset:], dist[0, offset:]
+            return self._flat(rows, scores, np.array((0, width - offset), np.int64), fields)
         if labels.size and labels.min() >= 0:  # every slot filled: no mask to build
             rows, scores = labels[:, offset:].ravel(), dist[:, offset:].ravel()
-            per = max(labels.shape[1] - offset, 0)
-            offsets = np.arange(0, per * len(labels) + 1, per or 1, dtype=np.int64)
+            per = max(width - offset, 0)
+            offsets = np.arange(0, per * nq + 1, per or 1, dtype=np.int64)
             if not per:
-                offsets = np.zeros(len(labels) + 1, np.int64)
+                offsets = np.zeros(nq + 1, np.int64)
         else:
             filled = labels >= 0
             keep = filled & (np.cumsum(filled, axis=1) > offset)

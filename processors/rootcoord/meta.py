@@ -232,7 +232,9 @@ class MetaTable:
         """Returns the collection `name` (or alias) names, as of `ts` (the latest: one shared
         CollectionInfo per record version, which callers must not change). Raises
         CollectionNotFound."""
-        rec = self.record(name, ts)
+        rec = self._latest(name) if ts is None else None
+        if rec is None:
+            rec = self.record(name, ts)
         if ts is not None:
             return info_of(rec)
         cached = self._infos.get(rec["collection_id"])
@@ -241,6 +243,15 @@ class MetaTable:
         info = info_of(rec, self._schema(rec))
         self._infos[rec["collection_id"]] = (rec, info)
         return info
+
+    def _latest(self, name: str) -> Record | None:
+        """Returns the latest record of the collection `name` (or alias) names, read under
+        one lock; None if it or its database is missing (`record` then raises why)."""
+        with self._lock:
+            cid = self._names.get(name, self._aliases.get(name))
+            if cid is None or database_of(name) not in self._databases:
+                return None
+            return self._records.get(cid)
 
     def _schema(self, rec: Record) -> CollectionSchema:
         """Returns the parsed schema of a latest record, parsing it once per record version."""

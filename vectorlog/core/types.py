@@ -102,6 +102,24 @@ MAX_TS = 1 << 63
 STRONG = ReadAt("Strong")
 #: a read at its collection's consistency level
 COLLECTION_LEVEL = ReadAt()
+#: ReadAts of reads naming at most a level, by (level, session ts); cleared when full
+_READS: dict[tuple[str | None, int], ReadAt] = {}
+
+
+def read_at(
+    level: str | None, session_ts: int = 0, as_of: int | None = None, timeout: float | None = None
+) -> ReadAt:
+    """Returns ReadAt(level, session_ts, as_of, timeout): one shared (it is frozen) for a
+    read naming no as_of or timeout, sparing each read its checks. Raises as ReadAt."""
+    if as_of is not None or timeout is not None or not (level is None or type(level) is str):
+        return ReadAt(level, session_ts, as_of, timeout)
+    key = (level, session_ts)
+    at = _READS.get(key)
+    if at is None:
+        if len(_READS) >= 256:
+            _READS.clear()
+        at = _READS[key] = ReadAt(level, session_ts)
+    return at
 
 
 @dataclass(frozen=True)

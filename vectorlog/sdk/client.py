@@ -49,6 +49,7 @@ from vectorlog.core.types import (
     ReadAt,
     SearchOptions,
     collection_level,
+    read_at,
     with_level,
 )
 
@@ -782,7 +783,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         """Returns the hits `search` returns (same arguments, same order) as arrays: a
         SearchResult (ids, distances, per-query offsets, output fields as columns; its
         `hits()` are `search`'s). Raises as `search`."""
-        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        at = read_at(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
             filter_params,
@@ -834,7 +835,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         best hit's score (`rank_group_scorer` "max"; or "sum", "avg"), as Milvus 2.5.
         Raises InvalidArgument (Milvus's messages; no search runs), InvalidExpression,
         RerankRefused, ConsistencyTimeout."""
-        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        at = read_at(consistency_level, self._session_ts, as_of, timeout)
         grouping = None
         if group_by_field is not None:
             size = 1 if group_size is None else group_size
@@ -872,7 +873,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         too, as Milvus); output_fields=["count(*)"] returns [{"count(*)": n}]. As Milvus, an
         empty filter needs a limit (or ids, or count(*)). Raises InvalidArgument,
         InvalidExpression, ConsistencyTimeout."""
-        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        at = read_at(consistency_level, self._session_ts, as_of, timeout)
         return self._proxy.query(
             self._q(collection_name),
             filter,
@@ -896,7 +897,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         as_of: int | None = None,
     ) -> list[dict[str, Any]]:
         """Returns the entities with these primary keys (all fields unless output_fields)."""
-        at = ReadAt(consistency_level, self._session_ts, as_of, timeout)
+        at = read_at(consistency_level, self._session_ts, as_of, timeout)
         return self._proxy.get(self._q(collection_name), ids, output_fields, at)
 
 
