@@ -17,7 +17,7 @@ tick is served at that tick and appends nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from typing import Any
 
@@ -264,6 +264,11 @@ class Proxy:
         return self.rc.list_databases(a.as_of(as_of))
 
     # -- writes ----------------------------------------------------------------------------
+    def meta_point(self) -> AbstractContextManager[None]:
+        """Returns a block within which this thread's latest-meta look-ups are fresh as of
+        the first one, made sure of once (RootCoordService.meta_point)."""
+        return self.rc.meta_point()
+
     def insert(
         self,
         name: str,

@@ -3,6 +3,7 @@ request of a MilvusClient, in vectorlog's own types. Clients depend on this only
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from vectorlog.core.model import CollectionInfo
@@ -101,6 +102,12 @@ class ProxyService(DdlService, DatabaseService, Protocol):
     def list_segments(self, name: str) -> list[dict[str, Any]]: ...
 
     # -- DML and reads -------------------------------------------------------------------------
+    def meta_point(self) -> AbstractContextManager[None]:
+        """Returns a block within which this thread's look-ups of collections see every DDL
+        acknowledged before the block's first look-up, making sure of it once (a unit of
+        work, such as an ingest batch, pays one wait for a cluster process's ddl watch)."""
+        ...
+
     def insert(
         self,
         name: str,

@@ -231,6 +231,13 @@ class RootCoordService(RootCoordRpc, Protocol):
         """Returns a new writer registered with the soft barrier under `name`."""
         ...
 
+    def meta_point(self) -> AbstractContextManager[None]:
+        """Within the block, this thread's look-ups of the latest meta are fresh as of the
+        block's first one: each sees every DDL acknowledged before that look-up, and the
+        cost of making sure (a cluster-mode process's wait for its `ddl` watch) is paid
+        once (in-process: nothing to wait for)."""
+        ...
+
     def write_guard(
         self, info: CollectionInfo, partition_id: int = -1
     ) -> AbstractContextManager[None]:

@@ -374,6 +374,9 @@ class FakeRootCoord(RbacDdl):
     def bounded_ts(self) -> int:
         return self.now()
 
+    def meta_point(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:
         live = self.collections.get(info.name)

@@ -18,14 +18,21 @@ base offset of the last record batch plus one (measured: a batch of 5 at offsets
 7): a DDL batched with other `ddl` records may lie past that end, but the reader consumes a
 fetched batch whole (librdkafka queues a fetched batch at once and the reader takes what is
 queued), so having read the batch's first record it has read the DDL too.
+
+One catch-up per unit of work: inside `pinned()` the first `latest()` of the thread waits
+as above and the thread's later calls in the block return its answer (an ingest batch made
+three look-ups, each waiting 24-270 ms on Kafka: benchmarks/results/ingest_worker_stages.md).
+Every DDL acknowledged before that first call is still seen; one acknowledged during the
+block may be seen only by the next block (as by a request that began before it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from vectorlog.core.errors import ServiceUnavailable
 from vectorlog.processors.rootcoord.rootcoord import NOT_APPLIED
@@ -66,6 +73,8 @@ class DdlWatch:
         self._end = FetchedAfter(lambda: log_.end_offsets(topic)[0])
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ddl-watch", daemon=True)
+        self._pins = threading.local()  # this thread's `pinned()` answer (None: not taken)
+        self.catch_ups = 0  # `latest()` calls that waited for the reader (not pinned answers)
 
     @property
     def end_queries(self) -> int:
@@ -85,7 +94,31 @@ class DdlWatch:
         self.stop()
         self._reader.close()
 
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Within the block, this thread's `latest()` waits for the reader once (at its first
+        call) and later calls return that answer; a nested block shares the outer one's."""
+        if hasattr(self._pins, "last"):
+            yield
+            return
+        self._pins.last = None
+        try:
+            yield
+        finally:
+            del self._pins.last
+
     def latest(self) -> int:
+        """Returns the offset of the last DDL event on the topic as of this call, or inside
+        `pinned()` as of the block's first call (see `_catch_up`). Raises ServiceUnavailable."""
+        pinned: int | None = getattr(self._pins, "last", None)
+        if pinned is not None:
+            return pinned
+        last = self._catch_up()
+        if hasattr(self._pins, "last"):
+            self._pins.last = last
+        return last
+
+    def _catch_up(self) -> int:
         """Returns the offset of the last DDL event on the topic as of this call (one before
         where the watch started if none since), once the reader has read up to the topic's
         end as of the call. Raises ServiceUnavailable if the broker did not say where the
@@ -96,6 +129,7 @@ class DdlWatch:
         except LogError as exc:
             raise ServiceUnavailable("the ddl topic", self.topic, str(exc)) from exc
         with self._cond:
+            self.catch_ups += 1
             if not self._cond.wait_for(lambda: self._next >= end, self.catch_up_s):
                 why = f"its reader is at offset {self._next}, the topic ends at {end}"
                 if self._error is not None:

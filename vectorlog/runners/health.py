@@ -7,7 +7,10 @@ sends it as `Authorization: Bearer TOKEN` (401 otherwise), has
 `vectorlog_process_up{role}` and, per processor the process runs,
 `vectorlog_consumer_next_offset{processor, topic, partition}`; in a process that follows the
 query assignment (datacoord, proxy) the gauges of query_metrics.py; in a process serving RPCs,
-`vectorlog_rpc_served_total{service, method}` (calls served since it started)."""
+`vectorlog_rpc_served_total{service, method}` (calls served since it started); in a process
+following the `ddl` topic (not rootcoord), `vectorlog_ddl_catch_ups_total` (look-ups of the
+latest meta that waited for the watch to reach the topic's end); in an ingest worker,
+`vectorlog_ingest_batches_total` (batches of records applied)."""
 
 from __future__ import annotations
 
@@ -61,6 +64,23 @@ class _Gauges(Collector):
         rpc = getattr(runner, "rpc", None)
         if rpc is not None:
             yield _served(rpc.served.counts())
+        yield from _ingest_counters(runner)
+
+
+def _ingest_counters(runner: Any) -> Iterator[CounterMetricFamily]:
+    """Yields the ddl watches' catch-ups and the ingest worker's batches, where there are."""
+    watches = getattr(runner, "ddl_watches", None)
+    if watches:
+        yield CounterMetricFamily(
+            "vectorlog_ddl_catch_ups",
+            "look-ups of the latest meta that waited for the ddl watch to reach the topic's end",
+            value=sum(w.catch_ups for w in watches),
+        )
+    ingest = getattr(runner, "ingest", None)
+    if ingest is not None:
+        yield CounterMetricFamily(
+            "vectorlog_ingest_batches", "batches of ingest records applied", value=ingest.batches
+        )
 
 
 def _served(counts: dict[tuple[str, str], int]) -> CounterMetricFamily:

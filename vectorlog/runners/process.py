@@ -62,6 +62,7 @@ from vectorlog.streams.topics import Serdes, Topics
 if TYPE_CHECKING:  # the roles' modules are imported by the role that runs them (a faster start)
     from vectorlog.processors.querynode.querynode import QueryNode
     from vectorlog.processors.rootcoord.lease import Lease
+    from vectorlog.runners.ddl_watch import DdlWatch
     from vectorlog.runners.jobs import ClusterJobs
     from vectorlog.runners.jobs_client import RemoteBulkInserter, RemoteCompactor
     from vectorlog.runners.remote import RemoteRootCoord
@@ -171,6 +172,7 @@ class ProcessRunner:
         self.routing: Any = None  # the query assignment followed (datacoord, proxy)
         self.rpc: RpcServer | None = None
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
+        self.ddl_watches: list[DdlWatch] = []  # its RemoteRootCoords' (/metrics counts waits)
         self.objects = PyArrowObjectStore(cfg.storage_uri())
         try:
             self._start(rpc_address)
@@ -359,6 +361,7 @@ class ProcessRunner:
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)
+        self.ddl_watches.append(remote.ddl)
         self.tso = _Allocate(remote.client)
         return remote
 

@@ -100,6 +100,7 @@ class IngestConsumer(ProcessorBase):
         self._marked_at = self._committed_at = 0.0
         self._pending: dict[TopicPartition, int] = {}  # applied, not committed yet
         self._idle = False
+        self.batches = 0  # batches applied (a process's /metrics shows them)
         self._source = RecordSource(log, self._open_positions)
         self._loop = ProcessorLoop(self, join_timeout_s=None)
 
@@ -248,7 +249,9 @@ class IngestConsumer(ProcessorBase):
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies a batch and dead-letters its bad records; commits the positions applied
         if the last commit is COMMIT_EVERY_S old (else once the records stop coming)."""
-        self._apply_batch(route, [rec for rec in records if self._live(rec)])
+        with self.proxy.meta_point():  # one wait for the meta's freshness per batch
+            self._apply_batch(route, [rec for rec in records if self._live(rec)])
+        self.batches += 1
         crash_point("ingest.before_positions")
         done = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
         self._pending.update(done)

@@ -7,11 +7,13 @@ range); every produced row is visible once and every source record was applied b
 one whole write on dml (the positions, shared on a topic with the dml marks they were taken
 with, survive the move). A worker paused (SIGSTOP) while another is started with its share is
 fenced when it resumes: it exits with code 3 and one line saying who claimed its partitions,
-having written nothing more."""
+having written nothing more. A worker's batches wait for its ddl watch once each, not once per
+collection look-up (its /metrics counts both)."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +58,21 @@ def ids(client: MilvusClient) -> list[int]:
     """Returns the ids of `c`, sorted, duplicates kept (Strong read)."""
     rows = client.query("c", filter="id >= 0", output_fields=["id"], limit=16_384)
     return sorted(int(r["id"]) for r in rows)
+
+
+def counter(text: str, name: str) -> float:
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert found, f"{name} not on /metrics"
+    return float(found.group(1))
+
+
+def one_catch_up_per_batch(cluster: ProcessCluster, worker: str) -> bool | None:
+    """Returns whether the worker's ddl catch-ups are at most one per batch (each batch looks
+    its collection up three times) once it applied 3 batches or more (None before)."""
+    text = cluster.metrics(worker)
+    batches = counter(text, "vectorlog_ingest_batches_total")
+    catch_ups = counter(text, "vectorlog_ddl_catch_ups_total")
+    return None if batches < 3 else 1 <= catch_ups <= batches
 
 
 def start_worker(cluster: ProcessCluster, name: str, worker: str) -> None:
@@ -143,5 +160,7 @@ def test_a_workers_cached_schema_follows_a_recreate_and_an_added_field(cluster: 
         letters = read_dead_letters(log, f"{cluster.cluster}.dlq")
         assert [json.loads(d.value)["id"] for d in letters] == [2]
         assert "expected 3" in letters[0].reason
+        wait_until(lambda: one_catch_up_per_batch(cluster, "ingest-a") is not None, 30, "3 batches")
+        assert one_catch_up_per_batch(cluster, "ingest-a") is True
     finally:
         log.close()

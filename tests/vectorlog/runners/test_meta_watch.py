@@ -3,7 +3,8 @@ collection meta is served from a cache that follows the `ddl` topic, with no RPC
 per read, yet a DDL acknowledged elsewhere before a read (a drop and recreate with another
 dimension, an added field, altered properties, an alias moved) is seen by that read at once;
 a write stamped after it is stamped above the DDL; a Strong read's timestamp is asked of the
-oracle, a Bounded one's is not. On both log backends: rootcoord of a cluster serves its RPCs
+oracle, a Bounded one's is not; look-ups inside one `meta_point()` block (an ingest batch)
+wait for the ddl watch once. On both log backends: rootcoord of a cluster serves its RPCs
 on a local port, and the DDL is made through that cluster's own Client (another proxy)."""
 
 from __future__ import annotations
@@ -103,6 +104,22 @@ def test_reads_of_unchanged_meta_make_no_rpc(setup: Setup):
     s.other.create_collection("books", dimension=8)
     assert dim(s, "books") == 8  # fetched once again after the DDL
     assert s.rpcs()["DescribeCollection"] == before["DescribeCollection"] + 1
+
+
+def test_look_ups_in_one_meta_point_wait_for_the_ddl_watch_once(setup: Setup):
+    s = setup
+    s.other.create_collection("books", dimension=4)  # acknowledged before the block
+    before = s.remote.ddl.catch_ups
+    with s.remote.meta_point():
+        assert [dim(s, "books") for _ in range(3)] == [4, 4, 4]  # an ingest batch's three
+        assert s.remote.ddl.catch_ups == before + 1
+    s.other.drop_collection("books")
+    s.other.create_collection("books", dimension=8)
+    with s.remote.meta_point():  # the next block sees the DDL made since the last one
+        assert [dim(s, "books") for _ in range(3)] == [8, 8, 8]
+    assert s.remote.ddl.catch_ups == before + 2
+    assert dim(s, "books") == 8  # outside a block each look-up waits
+    assert s.remote.ddl.catch_ups == before + 3
 
 
 def test_a_write_stamped_after_a_ddl_made_elsewhere_is_stamped_above_it(setup: Setup):
