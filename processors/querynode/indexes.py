@@ -178,7 +178,7 @@ class IndexLoader(ProcessorBase):
                 if sid in self._opened:
                     cid, pid, pchannel = self._opened[sid]
                     self.sealed[(cid, pid, sid)] = [ts, pchannel, FLUSHED_RETRIES]
-        elif body["flushed"]:  # on_flushed writes it from here
+        elif kind == "BinlogPathsSaved" and body["flushed"]:  # on_flushed writes it now
             self._opened.pop(body["segment_id"], None)
             self.sealed.pop((body["collection_id"], body["partition_id"], body["segment_id"]), None)
 
