@@ -125,10 +125,11 @@ def test_a_stream_resumed_at_a_tick_reads_back_the_window_before_it_and_cuts_at_
     # both proxies ticked for a window (1 s) before the resume point (after tick 1,100): the
     # stream knows b from those ticks, so a's 1,200 alone does not pass b's promise (1,100)
     # and b's row at 1,150 is delivered; b's 1,300 cuts at once, no window of new ticks later
-    records = [tick("a", 10), tick("b", 10), tick("a", 600), tick("b", 600)]
+    # (100 rows after the window's first ticks: it is read back in more than one step)
+    records = [tick("a", 10), tick("b", 10), *[row(300)] * 100, tick("a", 600), tick("b", 600)]
     records += [tick("a", 1_100), tick("b", 1_100), tick("a", 1_200), row(1_150), tick("b", 1_300)]
     topic, letters = setup(log, records), list[str]()
-    resume = StreamPosition(offset=6, tick=at(1_100), tick_offset=5)
+    resume = StreamPosition(offset=106, tick=at(1_100), tick_offset=105)
     warm = stream(log, topic, letters, resume, warm=True)
     packs = drain(warm, 1)
     assert [p.end_ts for p in packs] == [at(1_200)]
