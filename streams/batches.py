@@ -186,7 +186,7 @@ def count_back(
     floor = ts - (SCAN_BACK_MS << LOGICAL_BITS)
     while hi > start and found < want:
         lo = max(start, hi - SCAN_WINDOW)
-        window = _read_range(log, topic, partition, lo, hi)
+        window = read_range(log, topic, partition, lo, hi)
         found += sum(1 for r in window if (t := BatchTag.of(r)) is not None and t.id == tag.id)
         if any(_old_tick(ts_of(r), floor) for r in window if BatchTag.of(r) is None):
             break
@@ -198,7 +198,7 @@ def _old_tick(got: tuple[int, bool] | None, floor: int) -> bool:
     return got is not None and got[1] and 0 < got[0] < floor
 
 
-def _read_range(log: Log, topic: str, partition: int, lo: int, hi: int) -> list[Record]:
+def read_range(log: Log, topic: str, partition: int, lo: int, hi: int) -> list[Record]:
     """Returns the records of one partition with offsets in [lo, hi)."""
     reader = log.reader(topic, {partition: lo})
     out: list[Record] = []

@@ -28,7 +28,10 @@ while its latest tick is within `TickPolicy.liveness_ms` of the newest tick read
 partition (log time, so every replay decides alike); one that falls behind leaves the minimum,
 and a new source joins at its first tick. A stream resumed with `warm_up` (several writers: the
 cluster runner) waits until the ticks read span a liveness window before it cuts, so every live
-source was heard (a writer that holds the only lease, `Standalone`, needs no warm-up).
+source was heard (a writer that holds the only lease, `Standalone`, needs no warm-up). The
+window may begin before the resume offset: a stream resumed at a tick first reads back the
+ticks of the liveness window before it (`streams.tickback`; their events are not delivered
+again), so it cuts at once rather than a liveness window of new ticks later.
 
 Leases (rootcoord's, datacoord's): a source that ticks under a lease names it and its epoch.
 The first tick of a newer epoch read on a partition drops every source of an older epoch of
@@ -51,6 +54,7 @@ from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.batches import Batches, BatchTag, count_back
 from vectorlog.streams.log.base import Log, Record, start_offsets
+from vectorlog.streams.tickback import ticks_before
 
 TIME_TICK = "TimeTick"
 #: DDL copies broadcast into every pchannel; a repeated one (with its original ts) is a no-op
@@ -155,8 +159,8 @@ class TtMsgStream:
         self._seen = seen or (lambda rec: False)
         self._clock, self._skew_ms, self._horizon = clock, max_skew_ms, 0
         self._backlog: list[Record] = []  # read, not yet accepted (a dead letter failed)
-        self._state = {p: self._resumed(pos) for p, pos in positions.items()}
         self._topic, self._history = topic, history or log
+        self._state = {p: self._resumed(p, pos) for p, pos in positions.items()}
         self._batches = Batches(self._count_back)
         self._torn: set[str] = set()  # torn batches whose parts are being dead-lettered
         self._reader = log.reader(topic, {p: pos.offset for p, pos in positions.items()})
@@ -210,15 +214,43 @@ class TtMsgStream:
         elif event.ts > 0 and _current(st, event.body):  # else an end marker, or fenced
             self._tick(st, str(event.body.get("source", "")), event.ts, rec.offset)
 
-    def _resumed(self, pos: StreamPosition) -> _PartitionState:
+    def _resumed(self, partition: int, pos: StreamPosition) -> _PartitionState:
         st = _PartitionState(pos.tick, pos, pos.tick)
         if self._ticks.warm_up:
             st.warm_from = -1  # set at the first tick read
+            if pos.tick_offset >= 0:  # resumed at a tick: the window's ticks before it
+                self._read_back(partition, st)
         return st
 
-    def _tick(self, st: _PartitionState, source: str, ts: int, offset: int) -> None:
+    def _read_back(self, partition: int, st: _PartitionState) -> None:
+        """Folds in the ticks of the liveness window before the resume offset (their
+        sources, epochs and the warm-up's start), cutting nothing (module docstring)."""
+        floor = st.resumed.tick - (self._ticks.liveness_ms << LOGICAL_BITS)
+        start = start_offsets(self._history, self._topic).get(partition, 0)
+        back = ticks_before(
+            self._history, self._topic, partition, st.resumed.offset, floor, self._back_tick, start
+        )
+        for offset, event in back:
+            if _current(st, event.body):
+                self._tick(st, str(event.body.get("source", "")), event.ts, offset, cut=False)
+
+    def _back_tick(self, rec: Record) -> Event | None:
+        """Returns the tick `rec` holds as the stream would count it, else None."""
+        if self._seen(rec):
+            return None
+        try:
+            event = self._serde.decode(rec.value)
+        except MalformedEvent:
+            return None
+        ok = event.type == TIME_TICK and event.ts > 0 and not self._ahead(event.ts)
+        return event if ok else None
+
+    def _tick(
+        self, st: _PartitionState, source: str, ts: int, offset: int, cut: bool = True
+    ) -> None:
         """Folds one source's tick into the partition's: the minimum over live sources (a
-        source whose latest tick is a liveness window behind the newest is dropped)."""
+        source whose latest tick is a liveness window behind the newest is dropped).
+        `cut` False: a tick read back, which moves nothing past the resumed tick."""
         if ts > st.sources.get(source, 0):
             st.sources[source] = ts
         newest = max(st.sources.values())
@@ -231,7 +263,7 @@ class TtMsgStream:
                 return  # a live source may not have been heard yet
             st.warm_from = None
         tick = min(st.sources.values())
-        if tick > st.last_tick:  # else a repeated or stale tick, or a source behind
+        if cut and tick > st.last_tick:  # else a repeated or stale tick, or a source behind
             st.last_tick = tick
             st.ticks.append((tick, offset))
 

@@ -36,7 +36,7 @@ from typing import Any, cast
 import numpy as np
 
 from vectorlog.core.added_fields import absent_values, with_field
-from vectorlog.core.faults import CrashPointReached, crash_point
+from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
@@ -819,6 +819,7 @@ class DataNode(ProcessorBase):
     ) -> None:
         """Steps 1-3 of the module docstring for one segment (its rows' `parts` written by
         the RowsWriter already, if given)."""
+        pause_point("datanode.write.before_files")  # a test holds the flush here
         ref = self.refs.get(seg.segment_id) or SegmentRef(
             seg.collection_id, seg.partition_id, seg.segment_id, seg.vchannel
         )

@@ -122,8 +122,24 @@ class CacheLoad:
         for col, seg in segs:
             assert seg is not None
             take = partial(_take, col, pid, sid, seg, rows)
-            self.writer.write_now(replica.collection_id, sid, col.field_id, take, replica.lock)
+            lock = replica.lock
+            self.writer.write_now(replica.collection_id, sid, col.field_id, take, lock, rows)
         return True
+
+    def sealed(self, replica: Replica, pid: int, sid: int) -> None:
+        """Writes the entry of a Sealed segment the live node holds every row of (its
+        pchannel's tsafe passed the seal): written while the data node flushes it, so a node
+        killed right after the flush maps it at its restart. If the data node's flush holds
+        other rows (it should not), `flushed` writes the entry again, and a restart finds
+        the mismatch and reads the binlogs."""
+        with replica.lock:
+            segs = [(c, c.segments.get((pid, sid))) for c in replica.vectors.values()]
+        for col, seg in segs:
+            if seg is None:
+                continue
+            rows, lock = len(seg), replica.lock
+            take = partial(_take, col, pid, sid, seg, rows)
+            self.writer.write_now(replica.collection_id, sid, col.field_id, take, lock, rows)
 
 
 def _take(

@@ -1,6 +1,7 @@
 """Which segment indexes the query node serves: it follows the coord topic from offset 0 (it
 keeps no durable state, so a restart replays it) for SegmentIndexed and SegmentIndexesDropped
-(and for segments flushed, whose vectors the segment cache keeps: `on_flushed`).
+(and for segments sealed and flushed, whose vectors the segment cache keeps: `on_sealed`,
+`on_flushed`).
 
 A SegmentIndexed is pending until its files are read and every row of the index has been
 applied by the replica (the coord topic can run ahead of the dml one); it is retried after
@@ -40,6 +41,8 @@ FLUSHED_RETRIES = 200  # dml packs a Flushed segment's rows may take to be appli
 ReplicaOf = Callable[[int], Replica | None]
 #: (replica, partition, segment, rows) of a segment Flushed: True once done with, False: retry
 OnFlushed = Callable[[Replica, int, int, int], bool]
+#: (replica, partition, segment, its pchannel, seal ts) of a segment Sealed: the same
+OnSealed = Callable[[Replica, int, int, int, int], bool]
 
 
 class Pending:
@@ -66,16 +69,22 @@ class IndexLoader(ProcessorBase):
         replica_of: ReplicaOf,
         snapshots: Blobs | None = None,
         on_flushed: OnFlushed | None = None,
+        on_sealed: OnSealed | None = None,
     ) -> None:
         self._log, self._topic, self._serde, self._files = log_, topic, serde, files
         self._snapshots = snapshots
         self._replica_of = replica_of
-        self._on_flushed = on_flushed
+        self._on_flushed, self._on_sealed = on_flushed, on_sealed
         #: by (collection, partition, segment, field, index id): a field may have several
         #: indexes (a JSON field, one per path), a segment one per field
         self.pending: dict[tuple[int, int, int, int, int], Pending] = {}
         #: the same -> [rows, retries left], for on_flushed
         self.flushed: dict[tuple[int, int, int], list[int]] = {}
+        #: the same -> [seal ts, its pchannel, retries left], for on_sealed
+        self.sealed: dict[tuple[int, int, int], list[int]] = {}
+        #: segment id -> (collection, partition, pchannel) of the segments opened on the
+        #: pchannels it serves, while on_sealed may want them
+        self._opened: dict[int, tuple[int, int, int]] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
         self.offset = 0  # the next coord offset to read
         #: the dml pchannels whose segments' indexes it loads (None: every one)
@@ -124,7 +133,7 @@ class IndexLoader(ProcessorBase):
             except Exception as exc:  # a body this node cannot use: skipped, never retried
                 log.warning("query node skips coord record %d: %s", rec.offset, exc)
             self.offset = rec.offset + 1
-        waiting = self.pending or self.flushed
+        waiting = self.pending or self.flushed or self.sealed
         if waiting and len(records) < BATCH and (records or self.applied.is_set()):
             self.applied.clear()
             self.retry()
@@ -144,6 +153,8 @@ class IndexLoader(ProcessorBase):
                 self._foreign.add(body["segment_id"])
         elif event.type == "SegmentIndexed" and body["segment_id"] in self._foreign:
             return  # another query node serves its pchannel
+        if event.type in ("SegmentOpened", "SegmentsSealed", "BinlogPathsSaved"):
+            self._seals(event.type, event.ts, body)
         if event.type == "SegmentIndexed":
             at = (*_index_key(body), body["index_id"])
             if at not in self.pending:
@@ -153,6 +164,23 @@ class IndexLoader(ProcessorBase):
         elif event.type == "BinlogPathsSaved" and _cached(body, self._on_flushed):
             key = (body["collection_id"], body["partition_id"], body["segment_id"])
             self.flushed[key] = [body["num_rows"], FLUSHED_RETRIES]
+
+    def _seals(self, kind: str, ts: int, body: dict[str, Any]) -> None:
+        """Follows the segments of its pchannels from opened to sealed (then on_sealed
+        writes their cache entries) to flushed (forgotten)."""
+        if self._on_sealed is None:
+            return
+        if kind == "SegmentOpened" and body["segment_id"] not in self._foreign:
+            at = (body["collection_id"], body["partition_id"], body["pchannel"])
+            self._opened[body["segment_id"]] = at
+        elif kind == "SegmentsSealed":
+            for sid in body["segment_ids"]:
+                if sid in self._opened:
+                    cid, pid, pchannel = self._opened[sid]
+                    self.sealed[(cid, pid, sid)] = [ts, pchannel, FLUSHED_RETRIES]
+        elif kind == "BinlogPathsSaved" and body["flushed"]:  # on_flushed writes it now
+            self._opened.pop(body["segment_id"], None)
+            self.sealed.pop((body["collection_id"], body["partition_id"], body["segment_id"]), None)
 
     def _dropped(self, cid: int, index_id: int) -> None:
         for key, p in list(self.pending.items()):
@@ -167,7 +195,14 @@ class IndexLoader(ProcessorBase):
 
     def retry(self) -> None:
         """Tries every pending load once: done ones (or hopeless ones) are forgotten. The
-        segments flushed go first: a loaded index may free the vectors they keep."""
+        segments sealed and flushed go first: a loaded index may free the vectors they
+        keep."""
+        for key, seal in list(self.sealed.items()):
+            if self._loop.stopping.is_set():
+                return
+            seal[2] -= 1
+            if self._sealed(key, seal[0], seal[1]) or not seal[2]:
+                del self.sealed[key]  # written, or its rows never came (merged, dropped)
         for key, left in list(self.flushed.items()):
             if self._loop.stopping.is_set():
                 return
@@ -188,6 +223,15 @@ class IndexLoader(ProcessorBase):
         if replica is None or self._on_flushed is None:
             return self._on_flushed is None
         return self._on_flushed(replica, key[1], key[2], rows)
+
+    def _sealed(self, key: tuple[int, int, int], seal_ts: int, pchannel: int) -> bool:
+        try:
+            replica = self._replica_of(key[0])
+        except KeyError:
+            return True  # the collection was freed
+        if replica is None or self._on_sealed is None:
+            return self._on_sealed is None
+        return self._on_sealed(replica, key[1], key[2], pchannel, seal_ts)
 
     def _attempt(self, p: Pending) -> bool:
         """Returns whether `p` is finished with: loaded, or never loadable (its files could

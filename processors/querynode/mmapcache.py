@@ -162,10 +162,21 @@ class SegmentCache:
             os.replace(_tmp(base, suffix), base.with_name(base.name + suffix))
         _fsync_dir(base.parent)
 
-    def exists(self, collection_id: int, segment_id: int, field_id: int) -> bool:
-        """Returns whether a segment has a complete entry (its flat file, written last)."""
+    def exists(
+        self, collection_id: int, segment_id: int, field_id: int, rows: int | None = None
+    ) -> bool:
+        """Returns whether a segment has a complete entry (its flat file, written last) and,
+        given `rows`, one of that many rows (its row ids file says how many)."""
         base = self._base(collection_id, segment_id, field_id)
-        return base.with_name(base.name + SUFFIXES[-1]).exists()
+        if not base.with_name(base.name + SUFFIXES[-1]).exists():
+            return False
+        if rows is None:
+            return True
+        try:
+            ids = np.load(base.with_name(base.name + ".ids.npy"), mmap_mode="r")
+        except (OSError, ValueError):  # deleted or damaged meanwhile: written again
+            return False
+        return bool(ids.shape == (rows,))
 
     def drop(self, collection_id: int, segment_ids: list[int]) -> None:
         """Deletes the entries of `segment_ids` (every field's); missing ones are skipped."""
@@ -340,16 +351,20 @@ class CacheWriter:
             except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
                 log.warning("query node cache: %s", exc)
 
-    def write_now(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
-        """Writes a segment's entry on the calling thread unless it has one already (a
-        failure is logged)."""
+    def write_now(
+        self, cid: int, sid: int, fid: int, take: Take, lock: Lock, rows: int | None = None
+    ) -> None:
+        """Writes a segment's entry on the calling thread unless it has one already (of
+        `rows` rows, if given: one of other rows is written again); a failure is logged."""
         try:
-            self._write(cid, sid, fid, take, lock)
+            self._write(cid, sid, fid, take, lock, rows)
         except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
             log.warning("query node cache: %s", exc)
 
-    def _write(self, cid: int, sid: int, fid: int, take: Take, lock: Lock) -> None:
-        if self.cache.exists(cid, sid, fid):
+    def _write(
+        self, cid: int, sid: int, fid: int, take: Take, lock: Lock, rows: int | None = None
+    ) -> None:
+        if self.cache.exists(cid, sid, fid, rows):
             return
         with lock:  # the segment's storage does not change while it is copied out
             got = take()

@@ -139,8 +139,9 @@ class QueryNode(ProcessorBase):
         if index_files is not None:
             coord = serdes.for_topic(topics.coord)
             flushed = self.cache.flushed if self.cache is not None else None
+            sealed = self._seal_cached if self.cache is not None else None
             self.indexes = IndexLoader(
-                log, topics.coord, coord, index_files, self._replica_of, snapshots, flushed
+                log, topics.coord, coord, index_files, self._replica_of, snapshots, flushed, sealed
             )
             self.indexes.pchannels = None if pchannels is None else self.pchannels
 
@@ -228,6 +229,16 @@ class QueryNode(ProcessorBase):
             self.cache.writer.then(self._start_indexes)  # see CacheWriter.then
         elif self.indexes is not None:
             self.indexes.start()
+
+    def _seal_cached(self, replica: Replica, pid: int, sid: int, pchannel: int, ts: int) -> bool:
+        """Writes the cache entry of a segment sealed at `ts` once its pchannel's tsafe passed
+        it (every row of it applied here); returns False until then (the loader retries)."""
+        if self.cache is None or pchannel not in self.pchannels:
+            return True  # nothing to keep here
+        if self.tsafe([pchannel]) < ts:
+            return False
+        self.cache.sealed(replica, pid, sid)
+        return True
 
     def _start_indexes(self) -> None:
         if self.indexes is not None and not self._stop.is_set():

@@ -121,6 +121,36 @@ def test_a_resumed_stream_warms_up_before_it_trusts_the_minimum(log: Log):
     warm.close()
 
 
+def test_a_stream_resumed_at_a_tick_reads_back_the_window_before_it_and_cuts_at_once(log: Log):
+    # both proxies ticked for a window (1 s) before the resume point (after tick 1,100): the
+    # stream knows b from those ticks, so a's 1,200 alone does not pass b's promise (1,100)
+    # and b's row at 1,150 is delivered; b's 1,300 cuts at once, no window of new ticks later
+    # (100 rows after the window's first ticks: it is read back in more than one step)
+    records = [tick("a", 10), tick("b", 10), *[row(300)] * 100, tick("a", 600), tick("b", 600)]
+    records += [tick("a", 1_100), tick("b", 1_100), tick("a", 1_200), row(1_150), tick("b", 1_300)]
+    topic, letters = setup(log, records), list[str]()
+    resume = StreamPosition(offset=106, tick=at(1_100), tick_offset=105)
+    warm = stream(log, topic, letters, resume, warm=True)
+    packs = drain(warm, 1)
+    assert [p.end_ts for p in packs] == [at(1_200)]
+    assert [e.ts for e in packs[0].events] == [at(1_150)]
+    assert letters == []
+    warm.close()
+
+
+def test_ticks_read_back_count_the_lease_epochs_too(log: Log):
+    # the old leader (epoch 3) ticked 1,000 just before its standby (epoch 9) took over, both
+    # before the resume point: the old epoch's tick no longer holds the minimum back
+    records = [leader("rc", 10, 3), tick("p", 10), leader("rc", 1_000, 3), leader("rc2", 1_050, 9)]
+    records += [tick("p", 1_100), tick("p", 1_200), leader("rc2", 1_300, 9)]
+    topic, letters = setup(log, records), list[str]()
+    resume = StreamPosition(offset=5, tick=at(1_050), tick_offset=4)
+    warm = stream(log, topic, letters, resume, warm=True)
+    assert [p.end_ts for p in drain(warm, 1)] == [at(1_200)]
+    assert letters == []
+    warm.close()
+
+
 def leader(source: str, ms: int, epoch: int, lease: str = "rootcoord") -> Append:
     body = {"source": source, "lease": lease, "epoch": epoch}
     return Append(0, SERDE.encode(Event("TimeTick", at(ms), body)))

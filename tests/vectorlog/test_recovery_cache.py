@@ -7,6 +7,7 @@ detected and rebuilt from binlogs; entries of compacted-away segments are delete
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ from tests.support import wait_until
 from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_time_travel import caught_up
-from vectorlog import Client
+from vectorlog import Client, DataType
+from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
 from vectorlog.processors.querynode.mmapcache import flat_header_bytes
 from vectorlog.sdk import probes
 
@@ -66,6 +68,38 @@ def test_a_restart_maps_flushed_segments_and_answers_every_read_as_before(
         {"id": 6, "tag": "new0", "vector": [6.0, 1.0, 0.0, 0.0]},
         {"id": 11, "tag": "a2", "vector": [11.0, 1.0, 0.0, 0.0]},
     ]
+
+
+def test_a_segment_is_cached_while_the_data_node_flushes_it(
+    open_client: ClientFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The live node writes a Sealed segment's entry once it applied all its rows, not once
+    the flush ended: a node killed right after a flush maps the segment at its restart. The
+    data node is held before it writes any file of the flush: the entry is written all the
+    same, and the next start maps it."""
+    first = open_client()
+    schema = first.create_schema()  # no index: the segment stays on its flat storage
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    first.create_collection("c", schema=schema, metric_type="L2")
+    first.insert("c", [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0]} for i in range(300)])
+    (seg,) = [s["segment_id"] for s in first.list_segments("c")]
+    monkeypatch.setenv(PAUSE_ENV, f"datanode.write.before_files={tmp_path}")
+    flushing = threading.Thread(target=first.flush, args=("c",), kwargs={"timeout": 120})
+    flushing.start()
+    try:
+        held = lambda: any(tmp_path.glob("datanode.write.before_files.*"))  # noqa: E731
+        wait_until(lambda: held() and len(entries(first)) == 1, 60, "held, and an entry")
+        state = first.get_segment_info([seg])[0]["state"]  # (the data node is held)
+    finally:
+        (tmp_path / PAUSE_GO).write_text("")
+        flushing.join(120)
+    assert state != "Flushed" and not flushing.is_alive()
+    assert first.get_segment_info([seg])[0]["state"] == "Flushed"
+    first.close()
+    second = open_client()
+    assert mapped(second) == [seg]
+    assert second.query("c", "", output_fields=["count(*)"]) == [{"count(*)": 300}]
 
 
 def test_a_damaged_cache_entry_is_detected_and_rebuilt_from_binlogs(
