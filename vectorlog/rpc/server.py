@@ -39,6 +39,10 @@ MAX_MESSAGE = 256 << 20
 OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE),
     ("grpc.max_receive_message_length", MAX_MESSAGE),
+    # gRPC binds with SO_REUSEPORT by default: a second process on a served port would then
+    # take a share of its new connections (another cluster's member answering this one's
+    # calls); a port in use is refused at start instead, as the public server's
+    ("grpc.so_reuseport", 0),
 ]
 
 

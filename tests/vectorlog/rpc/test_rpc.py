@@ -216,3 +216,26 @@ def test_a_client_of_several_addresses_follows_the_one_that_leads(fake: Counting
             alone.now()  # the last address's answer when none leads
         alone.close()
     assert fake.allocations == [("ts", 1), ("ts", 1)]
+
+
+def test_a_second_server_on_a_served_port_is_refused_and_the_first_keeps_its_clients(
+    fake: CountingRootCoord,
+):
+    """gRPC shares a port between processes by default (SO_REUSEPORT): a process started on
+    a port another one serves then took half of its new connections (seen in the role-kill
+    chaos test: a proxy's datacoord calls reached a stranger's server, "Method not
+    found"). The second bind is refused instead, naming the address."""
+    address = f"127.0.0.1:{free_port()}"
+    first = RpcServer(address, rootcoord=fake)
+    first.start()
+    second = RpcServer(address, querynode=FakeQueryNode())
+    try:
+        with pytest.raises(InvalidArgument, match=f"cannot listen on {address}"):
+            second.start()
+        clients = [RootCoordClient(address, deadline_s=5, ts_batch=1) for _ in range(8)]
+        assert all(c.now() > 0 for c in clients)  # each a new connection, all to `first`
+        for c in clients:
+            c.close()
+    finally:
+        second.stop(0)
+        first.stop(0)
