@@ -30,7 +30,8 @@ from tests.vectorlog.cluster.mixed_load import (
 )
 from tests.vectorlog.cluster.processes import BACKEND, TOKEN, ProcessCluster
 
-pytestmark = pytest.mark.kafka
+#: one process cluster at a time on a test worker (as test_processes and the differential suite)
+pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group("process-cluster")]
 #: seconds of load before a kill, with the role dead, and after its restart
 BEFORE_S, DEAD_S = 2.0, 3.0
 #: seconds a member may take to be healthy (a machine at load 100 took over 120)
