@@ -124,6 +124,14 @@ class IndexLoader(ProcessorBase):
     def reset(self) -> None:
         self._source.reset()
 
+    def served(self, collection_id: int, upto: int) -> bool:
+        """Returns whether every segment index of the collection on coord below offset `upto`
+        is served (or given up on): read that far, none of them pending."""
+        if self.offset < upto:
+            return False
+        keys = list(self.pending)  # one copy in C, never torn by the loader's thread
+        return not any(k[0] == collection_id for k in keys)
+
     def apply_records(self, records: list[Any]) -> None:
         """Applies coord `records`, then retries the pending loads if the dml side applied
         something since (or records came)."""

@@ -266,6 +266,11 @@ class QueryNode(ProcessorBase):
             raise KeyError(collection_id)
         return replica
 
+    def indexes_served(self, collection_id: int, coord_end: int) -> bool:
+        """Returns whether the segment indexes of a collection recorded on coord below offset
+        `coord_end` are all served (True without an index loader)."""
+        return self.indexes is None or self.indexes.served(collection_id, coord_end)
+
     def close(self) -> None:
         """Stops, closes the stream and finishes the cache writes queued."""
         self.stop()

@@ -16,6 +16,7 @@ data node's published checkpoint and rebuilds the rest from `dml` after it.
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any, TypeVar
 
 from vectorlog.config import Config, ConfigError, open_log
@@ -463,6 +464,22 @@ class Standalone:
         processor.start()
         self._running.append(processor)
         self._stack.callback(processor.stop)
+
+    def wait_indexes_served(self, collection_id: int, timeout: float) -> bool:
+        """Waits until the query node serves every segment index of the collection recorded
+        so far (as Milvus's load returns once its segments are loaded with their indexes);
+        returns True then, False after `timeout` seconds (those segments stay on exact
+        search until their indexes load)."""
+        querynode = getattr(self, "querynode", None)
+        if querynode is None:
+            return True
+        end = self.log.end_offsets(self.topics.coord).get(0, 0)
+        deadline = time.monotonic() + timeout
+        while not querynode.indexes_served(collection_id, end):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def close(self) -> None:
         """Stops the processors and closes the log and the state store (idempotent).

@@ -433,8 +433,11 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         """As MilvusClient's: every collection is served loaded. In cluster mode with query
         nodes, `replica_number` copies of each of its channels are served, each on another
         query node (returns once they are; raises NotEnoughQueryNodes after `timeout`,
-        default 60 s); embedded, one query node serves everything and it is accepted.
-        Raises CollectionNotFound, InvalidArgument (a replica_number below 1)."""
+        default 60 s); embedded, one query node serves everything and it is accepted, and
+        it returns once the segment indexes built so far are served (as Milvus's load), or
+        after `timeout` (default 60 s; segments whose index is not loaded yet are searched
+        exactly meanwhile). Raises CollectionNotFound, InvalidArgument (a replica_number
+        below 1)."""
         info = self._proxy.describe_collection(self._q(collection_name))
         if not isinstance(replica_number, int) or replica_number < 1:
             raise InvalidArgument(
@@ -443,6 +446,9 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         configure = getattr(self._cluster, "configure_replicas", None)
         if configure is not None:
             configure(info.collection_id, info.pchannels, replica_number, timeout or 60.0)
+        wait = getattr(self._cluster, "wait_indexes_served", None)
+        if wait is not None:
+            wait(info.collection_id, timeout or 60.0)
 
     def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
         """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
