@@ -495,7 +495,8 @@ class KafkaReader:
             if p is None or off is None:
                 continue
             expected = self._pos.get(p, -1)
-            if expected >= 0 and not self.gaps.passes(p, expected, off):
+            checked = off != expected or self.gaps.waiting  # (a call per record costs)
+            if checked and expected >= 0 and not self.gaps.passes(p, expected, off):
                 self._assign()  # drop what was fetched past `out`; fetch the gap again
                 return out
             self._pos[p] = off + 1

@@ -46,6 +46,11 @@ class OffsetGaps:
         self._waiting: dict[int, tuple[int, int, float]] = {}  # p -> (expected, got, since)
         self.waited = 0  # gaps met that were waited on (for tests and metrics)
 
+    @property
+    def waiting(self) -> bool:
+        """Returns whether a gap is being waited on (the reader checks every record then)."""
+        return bool(self._waiting)
+
     def passes(self, partition: int, expected: int, offset: int) -> bool:
         """Returns whether a record at `offset` may be read next on `partition`, where the
         reader expects `expected`: False means fetch again from `expected` (the records of
