@@ -102,6 +102,8 @@ class _Batch:
 
 
 TsOf = Callable[[Record], tuple[int, bool] | None]  # record -> (ts, is a tick), None: no ts
+#: a torn batch's partitions short of parts: partition -> (parts read, parts the batch names)
+Shortfall = dict[int, tuple[int, int]]
 
 
 class Batches:
@@ -126,13 +128,16 @@ class Batches:
     def has_open(self) -> bool:
         return bool(self._open)
 
-    def resolve(self, resumed: dict[int, int], read: dict[int, int]) -> tuple[list[str], list[str]]:
-        """Decides the open batches it can; returns (whole ids, torn ids), both forgotten.
+    def resolve(
+        self, resumed: dict[int, int], read: dict[int, int]
+    ) -> tuple[list[str], dict[str, Shortfall]]:
+        """Decides the open batches it can; returns (whole ids, {torn id: its shortfall}),
+        all forgotten.
 
         `resumed`: per partition read, the tick the reader resumed at (a partition whose
         resumed tick is at or past a batch's ts was read past it before: its parts are
         counted with the counter); `read`: the highest tick read per partition."""
-        whole, torn = [], []
+        whole, torn = [], {}
         for bid, batch in list(self._open.items()):
             if batch.ts is None:
                 continue
@@ -140,17 +145,18 @@ class Batches:
             if not short:
                 whole.append(bid)
             elif all(read[p] >= batch.ts for p in short):
-                torn.append(bid)
+                torn[bid] = short
             else:
                 continue
             del self._open[bid]
         return whole, torn
 
-    def _short(self, batch: _Batch, resumed: dict[int, int]) -> list[int]:
-        """Returns the partitions read that hold fewer of the batch's parts than it names
-        (a partition not read is taken to hold them: nothing can be known of it here)."""
+    def _short(self, batch: _Batch, resumed: dict[int, int]) -> Shortfall:
+        """Returns {partition: (parts read, parts named)} of the partitions read that hold
+        fewer of the batch's parts than it names (a partition not read is taken to hold
+        them: nothing can be known of it here)."""
         assert batch.ts is not None
-        out = []
+        out = {}
         for p, want in enumerate(batch.tag.counts):
             if not want or p not in resumed:
                 continue
@@ -161,7 +167,7 @@ class Batches:
             else:
                 have = len(batch.seen.get(p, ()))
             if have < want:
-                out.append(p)
+                out[p] = (have, want)
         return out
 
     def _count(self, tag: BatchTag, partition: int, ts: int) -> int:

@@ -47,12 +47,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import cast
 
 from vectorlog.core.hybridts import LOGICAL_BITS, compose, physical_ms, wall_ms
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.batches import Batches, BatchTag, count_back
+from vectorlog.streams.batches import Batches, BatchTag, Shortfall, count_back
 from vectorlog.streams.log.base import Log, Record, start_offsets
 from vectorlog.streams.tickback import ticks_before
 
@@ -126,6 +127,8 @@ class _PartitionState:
     resumed: StreamPosition
     cut_tick: int = 0  # the end of the last pack cut
     sources: dict[str, int] = field(default_factory=dict)  # live source -> its latest tick
+    heard: dict[str, int] = field(default_factory=dict)  # every source -> its latest tick
+    read_to: int = -1  # the offset of the last record read
     warm_from: int | None = None  # the first tick read after resuming, while warming up
     #: (offset, event, its batch id or None) read, not yet cut
     pending: list[tuple[int, Event, str | None]] = field(default_factory=list)
@@ -162,7 +165,8 @@ class TtMsgStream:
         self._topic, self._history = topic, history or log
         self._state = {p: self._resumed(p, pos) for p, pos in positions.items()}
         self._batches = Batches(self._count_back)
-        self._torn: set[str] = set()  # torn batches whose parts are being dead-lettered
+        #: torn batches whose parts are being dead-lettered -> why (named in the letters)
+        self._torn: dict[str, str] = {}
         self._reader = log.reader(topic, {p: pos.offset for p, pos in positions.items()})
 
     def consume(self, timeout: float = 0.1, max_records: int = 2000) -> list[MsgPack]:
@@ -187,6 +191,7 @@ class TtMsgStream:
         return packs
 
     def _accept(self, rec: Record) -> None:
+        self._state[rec.partition].read_to = rec.offset
         tag = BatchTag.of(rec)
         if self._seen(rec):  # dead-lettered before: final (a part still counts for its batch)
             if tag is not None:
@@ -253,6 +258,7 @@ class TtMsgStream:
         `cut` False: a tick read back, which moves nothing past the resumed tick."""
         if ts > st.sources.get(source, 0):
             st.sources[source] = ts
+        st.heard[source] = max(ts, st.heard.get(source, 0))
         newest = max(st.sources.values())
         floor = newest - (self._ticks.liveness_ms << LOGICAL_BITS)
         st.sources = {s: t for s, t in st.sources.items() if t >= floor}
@@ -274,7 +280,8 @@ class TtMsgStream:
         if self._batches.has_open():
             resumed = {p: st.resumed.tick for p, st in self._state.items()}
             read = {p: st.last_tick for p, st in self._state.items()}
-            self._torn.update(self._batches.resolve(resumed, read)[1])
+            for batch_id, short in self._batches.resolve(resumed, read)[1].items():
+                self._torn[batch_id] = self._why_torn(short)
         for batch_id in sorted(self._torn):
             self._drop(batch_id)
         packs = []
@@ -294,14 +301,33 @@ class TtMsgStream:
 
     def _drop(self, batch_id: str) -> None:
         """Dead-letters the read parts of a torn batch and forgets them."""
+        why = self._torn[batch_id]
         for p, st in self._state.items():
             for offset, event, b in list(st.pending):
                 if b != batch_id:
                     continue
                 rec = Record(self._topic, p, offset, self._serde.encode(event))
-                self._dead_letter(rec, f"{TORN_REASON} (batch {batch_id}, ts {event.ts})")
+                reason = f"{TORN_REASON} (batch {batch_id}, ts {event.ts} = {_clock(event.ts)}"
+                self._dead_letter(rec, f"{reason}; {why})")
                 st.pending.remove((offset, event, b))
-        self._torn.discard(batch_id)
+        del self._torn[batch_id]
+
+    def _why_torn(self, short: Shortfall) -> str:
+        """Returns, per partition short of a torn batch's parts, how many were read, up to
+        which offset, and the sources' ticks that made the partition's tick pass the batch
+        (the live ones, the minimum's first; then those a liveness window behind)."""
+        out = []
+        for p, (have, want) in sorted(short.items()):
+            st = self._state[p]
+            live = sorted(st.sources.items(), key=lambda s: s[1])
+            gone = sorted((s, t) for s, t in st.heard.items() if s not in st.sources)
+            ticks = ", ".join(f"{s} {_clock(t)}" for s, t in live)
+            behind = ", ".join(f"{s} {_clock(t)}" for s, t in gone) or "none"
+            out.append(
+                f"partition {p}: {have} of {want} parts read by offset {st.read_to}, its tick "
+                f"{_clock(st.last_tick)}; live sources' ticks {ticks}; sources not live {behind}"
+            )
+        return "; ".join(out)
 
     def _count_back(self, tag: BatchTag, partition: int, ts: int) -> int:
         """Returns the parts of a batch that a partition resumed past holds (read back)."""
@@ -373,6 +399,11 @@ def _current(st: _PartitionState, body: dict[str, object]) -> bool:
         st.epochs[lease] = (epoch, sources := set())
     sources.add(str(body.get("source", "")))
     return True
+
+
+def _clock(ts: int) -> str:
+    """Returns a hybrid ts's physical time as UTC HH:MM:SS.mmm (for operators)."""
+    return datetime.fromtimestamp(physical_ms(ts) / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 def _delivered(resumed: StreamPosition, offset: int, ts: int) -> bool:

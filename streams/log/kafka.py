@@ -16,8 +16,11 @@ not above one an earlier completed append got: from then on every use of the log
 LogHistoryLost rather than go on with a different history.
 
 Readers use `assign()` with positions supplied by the caller, never consumer-group offsets
-(nothing is committed). The broker's high watermark is never used as the end of the log:
-Tansu's lags the real end (it counts the last record batch as one record).
+(nothing is committed). A reader handed an offset past the next one it expects (Tansu shows a
+later produce's records before an earlier one's) fetches again until the gap fills
+(`kafkagaps`): a record skipped there was lost to that reader. The broker's high watermark
+is never used as the end of the log: Tansu's lags the real end (it counts the last record
+batch as one record).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from vectorlog.streams.batches import between_partitions
 from vectorlog.streams.errors import (
@@ -43,6 +46,7 @@ from vectorlog.streams.errors import (
     TopicPartitionNotFound,
 )
 from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
+from vectorlog.streams.log.kafkagaps import OffsetGaps
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
 from vectorlog.streams.log.lease_fence import LeaseFence
 
@@ -116,6 +120,7 @@ class KafkaLog:
         self._acked: dict[tuple[str, int], int] = {}  # highest offset a completed append got
         self._acked_lock = threading.Lock()
         self._lost: LogHistoryLost | None = None
+        self._compacted: dict[str, bool] = {}  # topic -> whether compacted (readers' gaps)
         self._closed = threading.Event()
         #: the consumer watermark queries go through (made at the first; a new one per query
         #: cost a connection: a proxy asks the ddl topic's end on every request)
@@ -187,6 +192,8 @@ class KafkaLog:
 
     def _new_topic(self, spec: TopicSpec) -> NewTopic:
         config = {"max.message.bytes": str(self._wire_max)}
+        with self._acked_lock:
+            self._compacted[spec.topic] = spec.compacted
         if spec.compacted:
             config["cleanup.policy"] = "compact"
         if spec.retention_ms is not None:
@@ -328,7 +335,27 @@ class KafkaLog:
     def reader(self, topic: str, positions: dict[int, int]) -> KafkaReader:
         self._check_partitions(topic, sorted(positions))
         self._check_open()
-        return KafkaReader(Consumer(self._consumer_config()), topic, positions)
+        consumer = Consumer(self._consumer_config())
+        return KafkaReader(consumer, topic, positions, self._is_compacted(topic))
+
+    def _is_compacted(self, topic: str) -> bool:
+        """Returns whether `topic` is compacted (its cleanup.policy, asked of the broker once
+        per topic; False if the broker does not say)."""
+        with self._acked_lock:
+            known = self._compacted.get(topic)
+        if known is not None:
+            return known
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        try:
+            future = self._admin_client().describe_configs([resource])[resource]
+            entry = future.result(timeout=METADATA_TIMEOUT).get("cleanup.policy")
+            known = entry is not None and "compact" in str(entry.value)
+        except Exception as exc:  # a broker without DescribeConfigs: dense offsets assumed
+            logger.debug("cleanup.policy of %s not known: %s", topic, exc)
+            known = False
+        with self._acked_lock:
+            self._compacted[topic] = known
+        return known
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Returns {partition: the broker's high watermark}. On Tansu it can lag the real end
@@ -409,11 +436,15 @@ class KafkaLog:
 class KafkaReader:
     """Reads partitions of one topic from caller-supplied positions with its own consumer."""
 
-    def __init__(self, consumer: Consumer, topic: str, positions: dict[int, int]) -> None:
+    def __init__(
+        self, consumer: Consumer, topic: str, positions: dict[int, int], compacted: bool = False
+    ) -> None:
+        """`compacted`: whether the topic is compacted (gaps in its offsets are real)."""
         self._consumer, self._topic = consumer, topic
         self._pos = dict(positions)
         self._closed = False
         self._fence = LeaseFence()
+        self.gaps = OffsetGaps(topic, compacted)
         self._assign()
 
     def _assign(self) -> None:
@@ -463,6 +494,11 @@ class KafkaReader:
             p, off = m.partition(), m.offset()
             if p is None or off is None:
                 continue
+            expected = self._pos.get(p, -1)
+            checked = off != expected or self.gaps.waiting  # (a call per record costs)
+            if checked and expected >= 0 and not self.gaps.passes(p, expected, off):
+                self._assign()  # drop what was fetched past `out`; fetch the gap again
+                return out
             self._pos[p] = off + 1
             out.append(Record(self._topic, p, off, m.value() or b"", m.key(), _headers(m)))
         return out

@@ -90,6 +90,9 @@ def test_a_batch_cut_short_is_dead_lettered_once_ticks_pass_it(log: Log) -> None
     assert delivered(packs) == [(1, TS + 2 * MS)]  # the later row only
     assert [(r.partition, r.offset) for r, _ in letters.got] == [(0, o) for o in offsets]
     assert all(reason.startswith(TORN_REASON) for _, reason in letters.got)
+    # it says which partition was short, and the sources' ticks that passed the batch
+    assert all("partition 1: 0 of 1 parts read by offset" in why for _, why in letters.got)
+    assert all("live sources' ticks t " in why for _, why in letters.got)
 
 
 @on_backends()
