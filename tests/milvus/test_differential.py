@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.milvus.cluster_pair import Routed, routed_database
+from tests.milvus.cluster_pair import routed_database
 from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
 from vectorlog import Client
@@ -618,6 +618,7 @@ def exact_or_hnsw(pair: Pair) -> Callable[[Any], Any]:
     return make
 
 
+@pytest.mark.parametrize("pair", ["client", "grpc"], indirect=True)  # not "cluster": see below
 @pytest.mark.parametrize("branch", ["exact", "compressed", "index"])
 def test_filtered_search_of_an_indexed_segment_by_each_branch(
     pair: Pair, monkeypatch: pytest.MonkeyPatch, branch: str
@@ -627,8 +628,6 @@ def test_filtered_search_of_an_indexed_segment_by_each_branch(
     compressed copy reranked exactly, or the index with the filter's bitmap (ef 4,096: the
     walk reaches every one of the rows); each returns Milvus Lite's hits over a FLAT index
     (exact). Not through a process cluster: the branch is forced in this process."""
-    if isinstance(pair.ours, Routed):
-        pytest.skip("the branch is forced in this process; a cluster's query node has its own")
     chosen = forced_branch(monkeypatch, branch)
     d = Diffs()
     data, queries = dataset()
