@@ -224,22 +224,24 @@ class IndexLoader(ProcessorBase):
                 del self.pending[at]
 
     def _flushed(self, key: tuple[int, int, int], rows: int) -> bool:
-        try:
-            replica = self._replica_of(key[0])
-        except KeyError:
-            return True  # the collection was freed
-        if replica is None or self._on_flushed is None:
-            return self._on_flushed is None
-        return self._on_flushed(replica, key[1], key[2], rows)
+        return self._tell(key, self._on_flushed, rows)
 
     def _sealed(self, key: tuple[int, int, int], seal_ts: int, pchannel: int) -> bool:
+        return self._tell(key, self._on_sealed, pchannel, seal_ts)
+
+    def _tell(
+        self, key: tuple[int, int, int], hook: Callable[..., bool] | None, *args: int
+    ) -> bool:
+        """Calls `hook(replica, partition, segment, *args)` for the segment `key` names;
+        returns its answer (False: retry later), True when there is nothing to tell (no hook,
+        or the collection was freed), False while its replica is not there yet."""
         try:
             replica = self._replica_of(key[0])
         except KeyError:
             return True  # the collection was freed
-        if replica is None or self._on_sealed is None:
-            return self._on_sealed is None
-        return self._on_sealed(replica, key[1], key[2], pchannel, seal_ts)
+        if replica is None or hook is None:
+            return hook is None
+        return hook(replica, key[1], key[2], *args)
 
     def _attempt(self, p: Pending) -> bool:
         """Returns whether `p` is finished with: loaded, or never loadable (its files could
