@@ -5,7 +5,8 @@ nothing and every consumer ignores) to each partition and reading up to it: a br
 watermark may lag the real end of a partition (DESIGN.md s.8). It writes to the topic it
 reads, so it is for a processor's own internal topics only (rootcoord's `ddl`, DESIGN.md 6b).
 `read_all` writes nothing: it reads up to `Log.end_offsets`, then on until the topic is idle;
-every user-facing listing (the dead-letter topic) reads that way.
+every user-facing listing (the dead-letter topic) reads that way. `settled_end` finds one
+partition's end without writing and without waiting for the topic to be idle.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.errors import LogError, TopicPartitionNotFound
+from vectorlog.streams.errors import LogError, OffsetOutOfRange, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 
 END_MARKER_SOURCE = "end-marker"
@@ -49,6 +50,28 @@ def read_to_end(
                     done[rec.partition] = True
     finally:
         reader.close()
+
+
+#: how long `settled_end` waits for the record before the high watermark
+SETTLE_S = 2.0
+
+
+def settled_end(log: Log, topic: str, partition: int, watermark: int) -> int:
+    """Returns the end offset of one partition at least as of `watermark` (its
+    `Log.end_offsets`), writing nothing: the offset after the last record fetched with the
+    one at `watermark - 1`. Tansu's high watermark counts the last record batch as one record
+    (DESIGN.md s.8); a fetch returns that batch whole, so its last record is the real end.
+    Returns `watermark` if nothing before it can be read within SETTLE_S."""
+    if watermark <= 0:
+        return watermark
+    reader = log.reader(topic, {partition: watermark - 1})
+    try:
+        got = reader.poll(100_000, SETTLE_S)
+    except OffsetOutOfRange:  # retention deleted every record: nothing past the watermark
+        return watermark
+    finally:
+        reader.close()
+    return max([watermark, *(r.offset + 1 for r in got if r.partition == partition)])
 
 
 def read_all(

@@ -6,9 +6,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
+
+from vectorlog.storage.objectstore import is_temp
 
 T = TypeVar("T")
 
@@ -29,6 +32,14 @@ def on_backends(*backends: str) -> pytest.MarkDecorator:
 def unique_topic(prefix: str = "t") -> str:
     """A topic name no other test uses (tests share one broker)."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def stored_files(root: Path) -> list[Path]:
+    """Returns the files under a local store's `root`, sorted, without the temporary files a
+    write in progress keeps beside its final name (a reader polling storage sees those)."""
+    if not root.exists():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and not is_temp(p.name))
 
 
 def wait_until(

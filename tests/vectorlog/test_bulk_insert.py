@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.clients import ClientFactory, log_events
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.cli import main
@@ -106,8 +106,7 @@ def client(shared_client: Client) -> Client:
 def binlog_files(client: Client) -> set[str]:
     root = Path(client.cfg.storage_uri().removeprefix("file://"))
     kinds = ("insert_log", "stats_log", "delta_log")
-    found = (p for k in kinds if (root / k).exists() for p in (root / k).rglob("*"))
-    return {str(p) for p in found if p.is_file()}
+    return {str(p) for k in kinds for p in stored_files(root / k)}
 
 
 def test_files_of_every_format_become_visible_at_one_ts_replacing_equal_keys(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.core.faults import CRASH_EXIT, ENV
@@ -70,8 +70,8 @@ def segment_files(client: Client, segment_ids: list[int]) -> list[str]:
     """Returns the binlogs (insert, stats, delta) of these segments in the storage root."""
     root = Path(client.cfg.storage_uri().removeprefix("file://"))
     ids = {str(s) for s in segment_ids}
-    found = (p for k in ("insert_log", "stats_log", "delta_log") for p in (root / k).rglob("*"))
-    return [str(p) for p in found if p.is_file() and ids & set(p.parts)]
+    found = (p for k in ("insert_log", "stats_log", "delta_log") for p in stored_files(root / k))
+    return [str(p) for p in found if ids & set(p.parts)]
 
 
 def answers(client: Client, as_of: int | None = None) -> dict[str, Any]:

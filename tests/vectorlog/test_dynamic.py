@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory, data_events
+from tests.support import stored_files
 from tests.vectorlog.storage import milvus_reader as mr
 from tests.vectorlog.test_flush import storage
 from vectorlog import Client, DataType
@@ -164,12 +165,11 @@ def test_binlogs_carry_meta_as_a_json_field(client: Client):
     (info,) = client.list_segments("q")
     seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
     found: dict[int, tuple[int, list[Any]]] = {}
-    for path in sorted((storage(client) / "insert_log" / seg).rglob("*")):
-        if path.is_file():
-            binlog = mr.read_binlog(path.read_bytes())
-            code = binlog.descriptor["payload_data_type"]
-            values = [v for e in binlog.events for v in mr.decode_values(code, e.payload)]
-            found[binlog.descriptor["field_id"]] = (code, values)
+    for path in stored_files(storage(client) / "insert_log" / seg):
+        binlog = mr.read_binlog(path.read_bytes())
+        code = binlog.descriptor["payload_data_type"]
+        values = [v for e in binlog.events for v in mr.decode_values(code, e.payload)]
+        found[binlog.descriptor["field_id"]] = (code, values)
     assert sorted(found) == [0, 1, 100, 101, 102]  # $meta is the last field, id 102
     code, texts = found[102]
     assert code == 23  # JSON

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory, log_events
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound
@@ -44,20 +44,19 @@ def files(client: Client, kind: str, collection: str | None = None) -> list[Path
     root = storage(client) / kind
     if collection is not None:
         root /= str(client.describe_collection(collection)["collection_id"])
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    return stored_files(root)
 
 
 def segment_rows(client: Client, info: dict[str, Any]) -> dict[int, Any]:
     """Returns {field id: values} of a segment, read from its insert logs."""
     seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
     out: dict[int, Any] = {}
-    for path in sorted((storage(client) / "insert_log" / seg).rglob("*")):
-        if path.is_file():
-            binlog = mr.read_binlog(path.read_bytes())
-            (event,) = binlog.events
-            values = mr.decode_values(binlog.descriptor["payload_data_type"], event.payload)
-            fid = binlog.descriptor["field_id"]
-            out[fid] = values if fid not in out else np.concatenate([out[fid], values])
+    for path in stored_files(storage(client) / "insert_log" / seg):
+        binlog = mr.read_binlog(path.read_bytes())
+        (event,) = binlog.events
+        values = mr.decode_values(binlog.descriptor["payload_data_type"], event.payload)
+        fid = binlog.descriptor["field_id"]
+        out[fid] = values if fid not in out else np.concatenate([out[fid], values])
     return out
 
 

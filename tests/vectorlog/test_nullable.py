@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import stored_files
 from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument, SchemaMismatch
@@ -91,7 +92,7 @@ def test_flushed_nulls_are_optional_parquet_columns_and_survive_a_restart(
     by_id = {f["field_id"]: f["name"] for f in info["fields"]}
     storage = Path(first.cfg.storage_uri()) / "insert_log" / str(info["collection_id"])
     seen = {}
-    for path in sorted(p for p in storage.rglob("*") if p.is_file()):
+    for path in stored_files(storage):
         binlog = mr.read_binlog(path.read_bytes())
         name = by_id.get(binlog.descriptor["field_id"])
         if name in ("n", "s", "j", "a", "d"):

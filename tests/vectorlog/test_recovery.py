@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
+from tests.support import stored_files
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
 from vectorlog.core.errors import CollectionNotFound
@@ -120,7 +121,7 @@ def test_an_unreadable_binlog_falls_back_to_replaying_the_log(
     before = answers(first, stamps)
     storage = Path(first.cfg.storage_uri())
     first.close()
-    victim = next(p for p in sorted((storage / "insert_log").rglob("*")) if p.is_file())
+    victim = stored_files(storage / "insert_log")[0]
     victim.write_bytes(b"not a binlog")
     with caplog.at_level(logging.ERROR):
         second = open_client()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
 from vectorlog.config import Config, ConfigError
@@ -134,9 +134,7 @@ def test_a_corrupt_binlog_whose_dml_retention_deleted_refuses_the_start_naming_i
     caught_up(client)
     truncated(client)
     client.close()
-    binlogs = sorted(
-        p for p in (tmp_path / "db" / "storage" / "insert_log").rglob("*") if p.is_file()
-    )
+    binlogs = stored_files(tmp_path / "db" / "storage" / "insert_log")
     segment = binlogs[0].relative_to(tmp_path / "db" / "storage" / "insert_log").parts[2]
     for path in binlogs:
         path.write_bytes(b"not a binlog")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.clients import ClientFactory, data_events, ddl_changes
+from tests.support import stored_files
 from tests.vectorlog.storage import milvus_reader as mr
 from tests.vectorlog.test_flush import segment_rows, storage
 from vectorlog import Client, DataType
@@ -267,13 +268,12 @@ def segment_rows_typed(client: Client, info: dict[str, Any]) -> dict[int, tuple[
     """Returns {field id: (payload data type, values)} of a segment's insert logs."""
     seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
     out: dict[int, tuple[int, list[Any]]] = {}
-    for path in sorted((storage(client) / "insert_log" / seg).rglob("*")):
-        if path.is_file():
-            binlog = mr.read_binlog(path.read_bytes())
-            code = binlog.descriptor["payload_data_type"]
-            got = [v for e in binlog.events for v in list(mr.decode_values(code, e.payload))]
-            fid = binlog.descriptor["field_id"]
-            out[fid] = (code, [*out.get(fid, (code, []))[1], *got])
+    for path in stored_files(storage(client) / "insert_log" / seg):
+        binlog = mr.read_binlog(path.read_bytes())
+        code = binlog.descriptor["payload_data_type"]
+        got = [v for e in binlog.events for v in list(mr.decode_values(code, e.payload))]
+        fid = binlog.descriptor["field_id"]
+        out[fid] = (code, [*out.get(fid, (code, []))[1], *got])
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.support import stored_files
 from tests.vectorlog.storage import milvus_reader as mr
 from vectorlog import Client, DataType
 
@@ -26,13 +27,12 @@ def insert_logs(client: Client, name: str) -> dict[int, tuple[dict[str, Any], li
     (info,) = client.list_segments(name)
     seg = f"{info['collection_id']}/{info['partition_id']}/{info['segment_id']}"
     out = {}
-    for path in sorted((Path(client.cfg.storage_uri()) / "insert_log" / seg).rglob("*")):
-        if path.is_file():
-            binlog = mr.read_binlog(path.read_bytes())
-            d = binlog.descriptor
-            (event,) = binlog.events
-            values = mr.decode_values(d["payload_data_type"], event.payload)
-            out[d["field_id"]] = (d, list(values), mr.payload_table(event.payload).schema)
+    for path in stored_files(Path(client.cfg.storage_uri()) / "insert_log" / seg):
+        binlog = mr.read_binlog(path.read_bytes())
+        d = binlog.descriptor
+        (event,) = binlog.events
+        values = mr.decode_values(d["payload_data_type"], event.payload)
+        out[d["field_id"]] = (d, list(values), mr.payload_table(event.payload).schema)
     return out
 
 

@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from vectorlog.server.logs import FORMATS, LEVELS
@@ -104,14 +105,16 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         print(f"vectorlog run {args.role}: {' '.join(str(exc).split())}", file=sys.stderr)
         return REFUSED
     say.info("%s %s: started", args.role, name)  # logged before /healthz says so
-    health.runner, health.state = runner, "ok"
+    health.runner = runner
     code = 0
     try:
-        if args.role == "proxy":
-            _serve_proxy(args, runner, cfg)
-        elif _wait(done, runner):
-            say.error("%s %s: %s; exiting", args.role, name, runner.fenced)
-            code = FENCED
+        if args.role == "proxy":  # healthy once its ports accept calls
+            _serve_proxy(args, runner, cfg, lambda: setattr(health, "state", "ok"))
+        else:
+            health.state = "ok"
+            if _wait(done, runner):
+                say.error("%s %s: %s; exiting", args.role, name, runner.fenced)
+                code = FENCED
     finally:
         health.state = "stopping"
         say.info("%s %s: stopping", args.role, name)
@@ -274,10 +277,12 @@ def _wait(done: threading.Event, runner: Any) -> bool:
     return False
 
 
-def _serve_proxy(args: argparse.Namespace, runner: Any, cfg: Any) -> None:
+def _serve_proxy(
+    args: argparse.Namespace, runner: Any, cfg: Any, ready: Callable[[], None]
+) -> None:
     from vectorlog.sdk.client import Client
     from vectorlog.server.serve import ServeOptions, serve_client
 
     options = ServeOptions(host=args.host, port=args.port, rest_port=args.rest_port)
     client = Client.attached(runner, cfg)
-    serve_client(client, options, _proxy_token(args), _proxy_tls(args))  # closes the runner
+    serve_client(client, options, _proxy_token(args), _proxy_tls(args), ready)  # closes the runner

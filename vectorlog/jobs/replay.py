@@ -21,9 +21,9 @@ from vectorlog.core.sparse import as_dict
 from vectorlog.schemas.columns import column_kind
 from vectorlog.schemas.registry import AVRO_DIR
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.errors import TopicPartitionNotFound
+from vectorlog.streams.errors import OffsetOutOfRange, TopicPartitionNotFound
 from vectorlog.streams.log.base import Log, Record, start_offsets
-from vectorlog.streams.scan import IDLE_S, read_all
+from vectorlog.streams.scan import IDLE_S, read_all, settled_end
 from vectorlog.streams.snapshots import Blobs, read_whole, snapshot_records
 from vectorlog.streams.topics import Topics
 
@@ -262,15 +262,16 @@ def page(
 
     Raises ReplayError for a partition the topic lacks or an offset retention deleted,
     TopicNotFound."""
-    end = log.end_offsets(topic)
-    if partition not in end:
-        raise ReplayError(f"{topic!r} has no partition {partition} (it has {len(end)})")
+    ends = log.end_offsets(topic)
+    if partition not in ends:
+        raise ReplayError(f"{topic!r} has no partition {partition} (it has {len(ends)})")
     first = start_offsets(log, topic).get(partition, 0)
     if offset < first:
         raise ReplayError(f"{topic!r} partition {partition} keeps offsets from {first} on")
+    end = settled_end(log, topic, partition, ends[partition])
     items: list[Replayed] = []
     corrupt: list[tuple[int, str]] = []
-    at, stop = offset, min(end[partition], offset + scan)
+    at, stop = offset, min(end, offset + scan)
     reader, deadline = log.reader(topic, {partition: offset}), time.monotonic() + timeout
     try:
         while at < stop and len(items) < limit and time.monotonic() < deadline:
@@ -281,9 +282,13 @@ def page(
                 item = decoded(rec, serde, lambda r, why: corrupt.append((r.offset, why)))
                 if item is not None and filters.keep(item.event):
                     items.append(item)
+    except OffsetOutOfRange as exc:  # retention deleted it since the check above
+        raise ReplayError(
+            f"{topic!r} partition {partition} keeps offsets from {exc.start} on"
+        ) from None
     finally:
         reader.close()
-    return Page(items, corrupt, at, at >= end[partition])
+    return Page(items, corrupt, at, at >= end)
 
 
 def to_json(item: Replayed) -> dict[str, Any]:

@@ -29,6 +29,8 @@ from vectorlog.streams.log.base import start_offsets
 
 #: the most events one page of the event browser shows, and records it reads for one page
 MAX_EVENTS, SCAN = 200, 5000
+#: pages asked again from the first kept offset when retention moved it during one
+RETRIES = 3
 #: an event's preview shows at most this many characters of its body as JSON
 PREVIEW_CHARS = 600
 EVENT_TYPES = frozenset(event_types())
@@ -156,15 +158,18 @@ def events(client: Client, history: History, q: dict[str, str]) -> dict[str, Any
     with history.current():
         filters = _filters(history, q)
         names = dict(history.ddl.names)
-    starts = start_offsets(cluster.log, topic)
-    if partition not in starts:
-        raise InvalidArgument(f"{kind} has no partition {partition} (it has {len(starts)})")
-    offset = _number(q, "offset", starts[partition])
     serde = cluster.serdes.for_topic(topic)
-    try:
-        got = page(cluster.log, topic, partition, offset, serde, filters, limit, SCAN)
-    except ReplayError as exc:
-        raise InvalidArgument(str(exc)) from None
+    for attempt in range(RETRIES):
+        starts = start_offsets(cluster.log, topic)
+        if partition not in starts:
+            raise InvalidArgument(f"{kind} has no partition {partition} (it has {len(starts)})")
+        offset = _number(q, "offset", starts[partition])
+        try:
+            got = page(cluster.log, topic, partition, offset, serde, filters, limit, SCAN)
+            break
+        except ReplayError as exc:  # from the first kept: retention may move it meanwhile
+            if "offset" in q or attempt == RETRIES - 1:
+                raise InvalidArgument(str(exc)) from None
     return {
         "topic": kind,
         "partition": partition,

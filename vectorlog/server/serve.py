@@ -10,7 +10,8 @@ import ipaddress
 import logging
 import os
 import signal
-from collections.abc import Iterator
+import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -73,7 +74,17 @@ def check_open(host: str, token: str | None, authorization: bool = False) -> Non
 
 class _Rest(uvicorn.Server):
     """uvicorn, with SIGTERM/SIGINT ending the serve loop without re-raising the signal
-    afterwards (uvicorn's default), so the process can close the cluster and exit 0."""
+    afterwards (uvicorn's default), so the process can close the cluster and exit 0, and
+    `ready` called once it listens."""
+
+    def __init__(self, config: uvicorn.Config, ready: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.ready is not None:
+            self.ready()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -103,11 +114,15 @@ def serve(options: ServeOptions) -> int:
 
 
 def serve_client(
-    client: Client, options: ServeOptions, token: str | None, tls: TlsFiles | None
+    client: Client,
+    options: ServeOptions,
+    token: str | None,
+    tls: TlsFiles | None,
+    ready: Callable[[], None] | None = None,
 ) -> int:
     """Serves `client` (any Client: `vectorlog serve`'s, or a proxy process's attached one)
-    on both ports until SIGTERM/SIGINT, then closes it; returns 0. Raises InvalidArgument
-    for an address that cannot be bound."""
+    on both ports until SIGTERM/SIGINT, then closes it; returns 0. `ready` is called once
+    both ports accept calls. Raises InvalidArgument for an address that cannot be bound."""
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     grpc_server: GrpcServer | None = None
     try:
@@ -134,7 +149,7 @@ def serve_client(
             rest_port,
             _access(token, options.authorization),
         )
-        _Rest(config).run()
+        _Rest(config, ready).run()
         log.info("stopping: finishing calls in flight")
     finally:
         if grpc_server is not None:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pymilvus import MilvusClient
 
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.cluster.processes import TOKEN, ProcessCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -37,7 +37,7 @@ def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[ProcessCluster]:
 
 def corrupt_segment(storage: Path) -> int:
     """Overwrites every insert binlog of one flushed segment with garbage; returns its id."""
-    files = sorted(p for p in (storage / "insert_log").rglob("*") if p.is_file())
+    files = stored_files(storage / "insert_log")
     assert files, "no insert binlog written"
     segment = int(files[0].relative_to(storage / "insert_log").parts[2])
     for f in files:
