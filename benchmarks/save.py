@@ -71,9 +71,11 @@ def machine(*keys: str) -> dict[str, Any]:
     return {key: _FACT[key]() for key in keys or FACTS}
 
 
-def cores(*more: str) -> str:
-    """Returns "<arch>, <n> cores" followed by ", <m>" for each of `more`."""
-    return ", ".join([f"{platform.machine()}, {os.cpu_count()} cores", *more])
+def cores(*more: str, shared: bool = False) -> str:
+    """Returns "<arch>, <n> cores", then ", <m>" for each of `more`, then " (shared with other
+    work)" if `shared`."""
+    line = ", ".join([f"{platform.machine()}, {os.cpu_count()} cores", *more])
+    return line + " (shared with other work)" if shared else line
 
 
 def load1() -> float:
