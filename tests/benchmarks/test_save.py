@@ -57,5 +57,6 @@ def test_machine_facts_name_this_machine() -> None:
     assert facts["cpus"] == os.cpu_count() and len(facts["loadavg_1_5_15"]) == 3
     assert save.machine("cpus", "python") == {"cpus": os.cpu_count(), "python": facts["python"]}
     assert save.cores("load 3.0").endswith(f", {os.cpu_count()} cores, load 3.0")
+    assert save.cores(shared=True).endswith(" cores (shared with other work)")
     with pytest.raises(KeyError):
         save.machine("nonesuch")
