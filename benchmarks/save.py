@@ -50,6 +50,16 @@ def _numpy() -> str:
     return np.__version__
 
 
+def load1() -> float:
+    """Returns the machine's one-minute load average."""
+    return os.getloadavg()[0]
+
+
+def loadavg() -> list[float]:
+    """Returns the machine's 1, 5 and 15-minute load averages, rounded to 2 decimals."""
+    return [round(v, 2) for v in os.getloadavg()]
+
+
 _FACT: dict[str, Callable[[], Any]] = {
     "machine": platform.machine,
     "cpus": os.cpu_count,
@@ -60,7 +70,7 @@ _FACT: dict[str, Callable[[], Any]] = {
     "faiss_threads": lambda: _faiss("threads"),
     "numpy": _numpy,
     "git_head": _git_head,
-    "loadavg_1_5_15": lambda: [round(v, 2) for v in os.getloadavg()],
+    "loadavg_1_5_15": loadavg,
 }
 
 
@@ -76,11 +86,6 @@ def cores(*more: str, shared: bool = False) -> str:
     work)" if `shared`."""
     line = ", ".join([f"{platform.machine()}, {os.cpu_count()} cores", *more])
     return line + " (shared with other work)" if shared else line
-
-
-def load1() -> float:
-    """Returns the machine's one-minute load average."""
-    return os.getloadavg()[0]
 
 
 def write_json(name: str, data: Any, out: Path = RESULTS) -> Path:
