@@ -165,7 +165,7 @@ def report(res: dict[str, Any]) -> str:
                     ("search QPS via 1 proxy", "-", c["search_qps_1_proxy"]),
                     ("search QPS via 2 proxies", "-", c["search_qps_2_proxies"]),
                 ],
-                left=3,
+                align="l" * 3,
             ),
             "",
             f"Ingest, cluster vs Standalone: {ingest_ratio:.2f} x (the issue's goal: >= 1.3 x);",

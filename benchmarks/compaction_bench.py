@@ -125,7 +125,7 @@ def markdown(r: dict[str, Any]) -> str:
             [(e, f"{c['segments_before']} -> {c['segments_after']}", f"{c['dropped_rows']:,}",
               c["compact_s"], f"{c['rows_per_s']:,}", c["restart_before_s"],
               c["restart_after_s"]) for e, c in [("local", r["local"]), ("spark", r["spark"])]],
-            left=2,
+            align="l" * 2,
         ),
     ]  # fmt: skip
     return "\n".join(lines) + "\n"

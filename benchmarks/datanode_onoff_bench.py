@@ -192,7 +192,7 @@ def report(res: dict[str, Any]) -> str:
                 "load",
             ),
             [_round_row(i, r) for i, r in enumerate(res["rounds"], 1)],
-            left=10,
+            align="l" * 10,
         ),
     ]
     lines += [

@@ -164,7 +164,7 @@ def report(res: dict[str, Any]) -> str:
                     (n, f"{s['end_to_end_rows_s']:,}", f"{s['backlog_rows_s']:,}")
                     for n, s in ((1, one), (2, two))
                 ],
-                left=3,
+                align="l" * 3,
             ),  # fmt: skip
             "",
             f"2 vs 1: {e2e:.2f} x end to end, {drain:.2f} x on the backlog. End to end is rows",

@@ -157,7 +157,7 @@ def page(args: argparse.Namespace, load: float, summary: dict[str, Any]) -> list
             ("code", "growing CPU us/call", "sealed CPU us/call", "growing wall", "sealed wall",
              "index B", "flat B", "raw B", "norms B"),
             [_cells(name, s) for name, s in summary.items()],
-            left=9,
+            align="l" * 9,
         ),
     ]  # fmt: skip
     return lines + [

@@ -254,7 +254,7 @@ def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
         *save.table(
             ("what was killed", "seconds before", "seconds now", "goal"),
             [r for r in rows if r],
-            left=4,
+            align="l" * 4,
         ),
         "",
         "One run of each on a machine shared with other work (load average 10 to 100 on",
@@ -282,7 +282,7 @@ def _rounds(rounds: list[dict[str, Any]]) -> list[str]:
         ("round", "code", "rows", "seconds", "load average"),
         [(i, r["code"], f"{r['rows']:,}", r["kill_to_strong_s"], r["load_average"])
          for i, r in enumerate(rounds, 1)],
-        left=5,
+        align="l" * 5,
     )  # fmt: skip
 
 

@@ -199,7 +199,7 @@ def markdown(res: dict[str, Any]) -> str:
             [(f"`{CASES[case]}`" if CASES[case] else "none", case if case != "none" else "100%",
               f"{c['qps']:.0f}", f"{c['cpu_us']:.0f}", f"{c['vs_none']:.2f} x",
               f"{c['recall']:.3f}") for case, c in res["cases"].items()],
-            left=6,
+            align="l" * 6,
         ),
     ]  # fmt: skip
     reused = (

@@ -100,7 +100,7 @@ def write(results: dict[str, Any]) -> None:
             [(label, r["threads"], f"{r['rows_per_s']:,}", r["p50_ms"], r["p99_ms"],
               r["rows_per_write"] or "1 (no grouping)")
              for label, runs in results["runs"].items() for r in runs],
-            left=6,
+            align="l" * 6,
         ),
     ]  # fmt: skip
     lines += [

@@ -205,7 +205,7 @@ def write(results: dict[str, Any], out: Path) -> None:
             ("rows", "round", "builder", "wall (s)", "CPU (s)", "idle CPU/s", "load"),
             [_row(size["rows"], i, key, r) for size in results["sizes"]
              for i, rnd in enumerate(size["rounds"], 1) for key, r in rnd.items()],
-            left=7,
+            align="l" * 7,
         ),
     ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![build CPU seconds]({NAME}.png)"]

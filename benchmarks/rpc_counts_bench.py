@@ -120,7 +120,7 @@ def report(res: dict[str, Any]) -> str:
             ("code", "request", "rootcoord RPCs per request", "by method", "CPU ms: proxy",
              "rootcoord", "wall ms per request"),
             [_row(code, name, r) for code, got in res["runs"].items() for name, r in got.items()],
-            left=7,
+            align="l" * 7,
         ),
     ]  # fmt: skip
     return "\n".join(lines)

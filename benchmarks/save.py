@@ -97,12 +97,12 @@ def write_json(name: str, data: Any, out: Path = RESULTS) -> Path:
     return path
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> list[str]:
-    """Returns the markdown lines of a table: the header, the rule (the first `left` columns
-    aligned left, the rest right), a line a row."""
-    rule = ["---"] * left + ["---:"] * (len(headers) - left)
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "l") -> list[str]:
+    """Returns the markdown lines of a table: the header, the rule, a line a row. `align`: a
+    letter a column, l (left) or r (right); the columns past its end align right."""
+    rule = ["---" if a == "l" else "---:" for a in align.ljust(len(headers), "r")]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(rule) + "|"]
-    return lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines + ["|" + "|".join(f" {c} " if str(c) else " " for c in row) + "|" for row in rows]
 
 
 def write_markdown(name: str, page: str | Sequence[str], out: Path = RESULTS) -> Path:

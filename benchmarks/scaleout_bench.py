@@ -298,7 +298,7 @@ def report(res: dict[str, Any]) -> str:
                     "clients",
                 ),
                 table,
-                left=6,
+                align="l" * 6,
             ),  # fmt: skip
             "",
             f"Scale-out, 2 nodes x 1 thread / 1 node x 1 thread, per round: {scale}.",

@@ -40,9 +40,9 @@ def test_a_result_lands_as_json_markdown_and_png(tmp_path: Path) -> None:
     assert (out / "tiny.png").read_bytes().startswith(PNG_MAGIC)
 
 
-def test_the_table_rule_aligns_the_first_columns_left_and_the_rest_right() -> None:
-    lines = save.table(("engine", "segments", "rows", "s"), [("local", "4 -> 1", 10, 0.5)], 2)
-    assert lines[1] == "|---|---|---:|---:|"
+def test_the_table_rule_aligns_each_column_as_told_and_the_rest_right() -> None:
+    lines = save.table(("engine", "segments", "rows", "s"), [("local", "4 -> 1", 10, 0.5)], "lrl")
+    assert lines[1] == "|---|---:|---|---:|"
     assert lines[2] == "| local | 4 -> 1 | 10 | 0.5 |"
 
 
