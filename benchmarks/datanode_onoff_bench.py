@@ -88,9 +88,9 @@ def set_datanode(sup: Supervisor, node: Child, on: bool, uri: str) -> None:
 
 
 def one_round(sup: Supervisor, uri: str, vectors: np.ndarray, first: int, args: Any) -> dict:
-    before, load0, client0 = cpu_by_child(sup), os.getloadavg()[0], time.process_time()
+    before, load0, client0 = cpu_by_child(sup), save.load1(), time.process_time()
     seconds = insert(uri, vectors, first, args.threads)
-    after, load1, client1 = cpu_by_child(sup), os.getloadavg()[0], time.process_time()
+    after, load1, client1 = cpu_by_child(sup), save.load1(), time.process_time()
     cpu = {n: round(after[n] - before.get(n, 0.0), 2) for n in after}
     cpu["client"] = round(client1 - client0, 2)  # this process: the pymilvus clients
     return {

@@ -170,7 +170,7 @@ def querynode_restart(bootstrap: str, args: argparse.Namespace, tmp: Path) -> di
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
-        killed, busy = kill(sup, "querynode1"), os.getloadavg()[0]
+        killed, busy = kill(sup, "querynode1"), save.load1()
         back = until(lambda: count(client) == args.rows, "every row read after the restart")
         return {
             "insert_and_flush_s": round(loaded, 1),
@@ -190,7 +190,7 @@ def querynode_failover(
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
         sup.stopping.set()
-        killed, busy = kill(sup, "querynode2"), os.getloadavg()[0]
+        killed, busy = kill(sup, "querynode2"), save.load1()
         back = until(lambda: count(client) == args.rows, "every row read by the survivor")
         return {
             "insert_and_flush_s": round(loaded, 1),

@@ -205,7 +205,7 @@ def roles(sup: Supervisor) -> dict[str, int]:
 def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Namespace) -> dict:
     """Returns one QPS measurement with the CPU milliseconds per search of each process."""
     pids = roles(sup)
-    before, load1 = cpu_seconds(pids), os.getloadavg()[0]
+    before, load1 = cpu_seconds(pids), save.load1()
     q, n = searches([uri], vectors, args.seconds, args.threads)
     after = cpu_seconds(pids)
     per = {r: round(1000 * (after[r] - before[r]) / max(n, 1), 2) for r in pids}

@@ -95,7 +95,7 @@ def drive(python: Path, port: int, pid: int, cfg: dict[str, Any]) -> dict[str, A
     for line in proc.stdout:
         if not line.startswith("GO "):
             raise RuntimeError(f"the workload said {line!r}")
-        load, before = os.getloadavg()[0], cpu_seconds(pid)
+        load, before = save.load1(), cpu_seconds(pid)
         proc.stdin.write("\n")
         proc.stdin.flush()
         got = json.loads(proc.stdout.readline())
