@@ -37,13 +37,17 @@ def test_a_result_lands_as_json_markdown_and_png(tmp_path: Path) -> None:
     fig, ax = save.pyplot().subplots(figsize=(4, 3))
     ax.bar(["vectorlog", "bare"], [812.5, 990.0])
     assert save.plot(fig, out / "tiny.png") == out / "tiny.png"
-    assert (out / "tiny.png").read_bytes().startswith(PNG_MAGIC)
+    png = (out / "tiny.png").read_bytes()
+    assert png.startswith(PNG_MAGIC)
+    size = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert size == (400, 300)  # 4 x 3 inches at the default 100 dpi
 
 
 def test_the_table_rule_aligns_each_column_as_told_and_the_rest_right() -> None:
-    lines = save.table(("engine", "segments", "rows", "s"), [("local", "4 -> 1", 10, 0.5)], "lrl")
+    rows = [("local", "4 -> 1", 10, 0.5), ("spark", "", 7, "")]
+    lines = save.table(("engine", "segments", "rows", "s"), rows, "lrl")
     assert lines[1] == "|---|---:|---|---:|"
-    assert lines[2] == "| local | 4 -> 1 | 10 | 0.5 |"
+    assert lines[2:] == ["| local | 4 -> 1 | 10 | 0.5 |", "| spark | | 7 | |"]
 
 
 def test_a_page_given_as_text_ends_in_exactly_one_newline(tmp_path: Path) -> None:
