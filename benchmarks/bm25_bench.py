@@ -203,7 +203,6 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         "b": B,
         "machine": machine,
     }
-    save.write_json("bm25", {"meta": meta, "results": rows})
     lines = [
         f"# BM25 full-text search ({len(docs):,} docstring paragraphs of scikit-learn and SciPy)",
         "",
@@ -218,7 +217,7 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
               f"{r['recall_at_10']:.3f}") for name, r in rows.items()],
         ),
     ]  # fmt: skip
-    save.write_markdown("bm25", lines)
+    save.write("bm25", {"meta": meta, "results": rows}, lines)
     _plot(rows)
     print("\n".join(lines))
 

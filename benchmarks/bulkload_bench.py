@@ -117,8 +117,7 @@ def main() -> None:
         "rows_per_s": {k: round(v) for k, v in rate.items()},
         "machine": save.machine("cpus", "python"),
     }
-    save.write_json("bulkload", result)
-    save.write_markdown("bulkload", markdown(result))
+    save.write("bulkload", result, markdown(result))
     print(markdown(result))
 
 

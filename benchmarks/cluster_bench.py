@@ -209,9 +209,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         res["standalone"] = one_process(bootstrap, vectors, args, Path(tmp))
         res["cluster"] = cluster(bootstrap, vectors, args, Path(tmp))
-    save.write_json("cluster", res)
-    save.write_markdown("cluster", report(res))
-    plot(res, save.RESULTS / "cluster.png")
+    save.write("cluster", res, report(res), plot)
     print(report(res))
 
 

@@ -109,8 +109,7 @@ def main() -> None:
         finally:
             session.stop()
     result["machine"] = save.machine("cpus", "python")
-    save.write_json("compaction", result)
-    save.write_markdown("compaction", markdown(result))
+    save.write("compaction", result, markdown(result))
     print(markdown(result))
 
 

@@ -259,9 +259,7 @@ def main() -> None:
 
 def write(res: dict[str, Any]) -> None:
     """Writes the results as JSON, a markdown page and a plot; prints the page."""
-    save.write_json("datanode_onoff", res)
-    save.write_markdown("datanode_onoff", report(res))
-    plot(res, save.RESULTS / "datanode_onoff.png")
+    save.write("datanode_onoff", res, report(res), plot)
     print(report(res))
 
 

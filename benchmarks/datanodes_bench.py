@@ -203,9 +203,7 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         res["shapes"] = [shape(bootstrap, n, args.rows, Path(tmp)) for n in (1, 2)]
-    save.write_json("datanodes", res)
-    save.write_markdown("datanodes", report(res))
-    plot(res, save.RESULTS / "datanodes.png")
+    save.write("datanodes", res, report(res), plot)
     print(report(res))
 
 

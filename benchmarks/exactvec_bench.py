@@ -137,8 +137,8 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> N
     }
     load = save.load1()
     meta = {"rows": args.rows, "dim": args.dim, "calls": args.calls, "rounds": args.rounds}
-    save.write_json("exactvec", {**meta, "load": load, "runs": runs, "median": summary})
-    save.write_markdown("exactvec", page(args, load, summary))
+    payload = {**meta, "load": load, "runs": runs, "median": summary}
+    save.write("exactvec", payload, page(args, load, summary))
     plot(runs)
 
 

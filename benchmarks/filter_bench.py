@@ -253,9 +253,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=save.RESULTS, help="dir for filter.json/.md")
     args = ap.parse_args(argv)
     res = run(args)
-    save.write_json(NAME, res, args.out)
     page = markdown(res)
-    save.write_markdown(NAME, page, args.out)
+    save.write(NAME, res, page, out=args.out)
     plot(res, args.out)
     print(page)
 

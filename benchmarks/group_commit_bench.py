@@ -85,7 +85,6 @@ def _insert_from_threads(client: Client, threads: int, rows: int) -> tuple[list[
 
 def write(results: dict[str, Any]) -> None:
     """Writes the JSON, the markdown page and the plot."""
-    save.write_json(NAME, results)
     lines = [
         "# Single-row inserts from concurrent callers (group commit)",
         "",
@@ -111,7 +110,7 @@ def write(results: dict[str, Any]) -> None:
         "`before` is the same program on the commit without group commit (f3ca950); the",
         "runs were taken while other work loaded the machine: compare within a run.",
     ]
-    save.write_markdown(NAME, lines)
+    save.write(NAME, results, lines)
     _plot(results["runs"])
 
 

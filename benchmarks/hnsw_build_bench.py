@@ -190,7 +190,6 @@ def _label(key: str) -> str:
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (one line per round and builder) and the plot."""
-    save.write_json(NAME, results, out)
     lines = [
         "# HNSW build: vectorlog, bare faiss and Milvus 2.3.5 (wall and CPU seconds)",
         "",
@@ -209,7 +208,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         ),
     ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![build CPU seconds]({NAME}.png)"]
-    save.write_markdown(NAME, lines, out)
+    save.write(NAME, results, lines, out=out)
     _plot(results, out)
 
 

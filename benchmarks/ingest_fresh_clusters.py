@@ -205,9 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     clusters = run(backends, args.clusters, args.fresh_s)
     result = {"clusters": clusters, "seconds": args.fresh_s, "machine": save.machine(),
               "load": f"{load:.0f} before, {save.load1():.0f} after"}  # fmt: skip
-    save.write_json("ingest_fresh_clusters", result, args.out)
-    save.write_markdown("ingest_fresh_clusters", markdown(result, __doc__ or ""), args.out)
-    plot(result, args.out / "ingest_fresh_clusters.png")
+    save.write("ingest_fresh_clusters", result, markdown(result, __doc__ or ""), plot, args.out)
 
 
 if __name__ == "__main__":

@@ -305,9 +305,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.workers_rows and "kafka" in backends:
         result["workers"] = workers(args.workers_rows, args.registry)
     result["json_parsers"] = json_parsers(vectors(1000))
-    save.write_json("ingest_topic", result, args.out)
-    save.write_markdown("ingest_topic", markdown(result, __doc__ or ""), args.out)
-    plot(result, args.out / "ingest_topic.png")
+    save.write("ingest_topic", result, markdown(result, __doc__ or ""), plot, args.out)
 
 
 if __name__ == "__main__":

@@ -205,8 +205,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def write(out: Path, name: str, result: dict[str, Any]) -> None:
-    save.write_json(name, result, out)
-    save.write_markdown(name, markdown(result, __doc__ or ""), out)
+    save.write(name, result, markdown(result, __doc__ or ""), out=out)
     bars = [(f"{res['backend'][:3]} {res.get('code', 'this')} {fmt} {r}", v["cpu_us_per_row"])
             for res in result["results"] for r, one in enumerate(res["rounds"])
             for fmt, v in one.items() if fmt not in ("insert", "load")]  # fmt: skip

@@ -239,8 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers, settings)
     load_text = f"{load:.0f} before, {save.load1():.0f} after"
     result = {"rows": args.rows, "runs": runs, "load": load_text, "machine": save.machine()}
-    save.write_json("ingest_worker_stages", result, args.out)
-    save.write_markdown("ingest_worker_stages", markdown(result, __doc__ or ""), args.out)
+    save.write("ingest_worker_stages", result, markdown(result, __doc__ or ""), out=args.out)
     bars = [(f"{r['format']} {r['code']} {r.get('workers', 1)}w {r['round']}", r["cpu_us_per_row"])
             for r in runs if "failed" not in r]  # fmt: skip
     plot_stages(bars, "ingest worker process (Kafka)", args.out / "ingest_worker_stages.png")

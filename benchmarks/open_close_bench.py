@@ -256,9 +256,7 @@ def main() -> None:
         "trees": measure(trees, args.n, args.rounds),
         "load_after": round(save.load1(), 1),
     }
-    save.write_json("open_close", result)
-    save.write_markdown("open_close", markdown(result))
-    plot(result, save.RESULTS / "open_close.png")
+    save.write("open_close", result, markdown(result), plot)
     print(markdown(result))
 
 

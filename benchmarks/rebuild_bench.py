@@ -108,9 +108,7 @@ def main() -> None:
         "runs": runs,
         "machine": {**save.machine("cpus", "python"), "load_average": round(save.load1(), 1)},
     }
-    save.write_json("rebuild", result)
-    save.write_markdown("rebuild", markdown(result))
-    plot(result, save.RESULTS / "rebuild.png")
+    save.write("rebuild", result, markdown(result), plot)
     print(markdown(result))
 
 

@@ -153,9 +153,7 @@ def main() -> None:
     cases += [case(int(n), 1) for n in args.single.split(",") if n]
     result: dict[str, Any] = save.machine("machine", "cpus")
     result |= {"cases": cases, "goals": goals(cases)}
-    save.write_json("restart", result)
-    save.write_markdown("restart", report(result))
-    plot(result, save.RESULTS / "restart.png")
+    save.write("restart", result, report(result), plot)
     print(report(result))
 
 

@@ -101,8 +101,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
     results = measure(args.calls)
-    save.write_json("rpc", results)
-    save.write_markdown("rpc", markdown(results, args.calls))
+    save.write("rpc", results, markdown(results, args.calls))
     print(markdown(results, args.calls))
 
 

@@ -186,9 +186,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         label = f"{args.label} ({git.stdout.strip() or '?'})"
         res["runs"][label] = run_code(bootstrap, Path(tmp), args, "x")
-    save.write_json("rpc_counts", res)
-    save.write_markdown("rpc_counts", report(res))
-    plot(res, save.RESULTS / "rpc_counts.png")
+    save.write("rpc_counts", res, report(res), plot)
     print(report(res))
 
 

@@ -115,6 +115,21 @@ def write_markdown(name: str, page: str | Sequence[str], out: Path = RESULTS) ->
     return path
 
 
+def write(
+    name: str,
+    data: Any,
+    page: str | Sequence[str],
+    draw: Callable[[Any, Path], None] | None = None,
+    out: Path = RESULTS,
+) -> None:
+    """Writes a result's files into `out`: <name>.json of `data`, <name>.md of `page` and,
+    given `draw`, <name>.png by `draw(data, path)`."""
+    write_json(name, data, out)
+    write_markdown(name, page, out)
+    if draw is not None:
+        draw(data, out / f"{name}.png")
+
+
 def pyplot() -> Any:
     """Returns matplotlib.pyplot, drawing off-screen (the Agg backend)."""
     import matplotlib

@@ -182,9 +182,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     results = run(args.rows, args.repeat)
-    save.write_json("scalar_index", results)
     text = report(args.rows, results)
-    save.write_markdown("scalar_index", text)
+    save.write("scalar_index", results, text)
     print(text)
 
 

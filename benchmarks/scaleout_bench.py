@@ -365,9 +365,7 @@ def main() -> None:
         finally:
             for s in sups:
                 s.stop_all()
-    save.write_json("scaleout", res)
-    save.write_markdown("scaleout", report(res))
-    plot(res, save.RESULTS / "scaleout.png")
+    save.write("scaleout", res, report(res), plot)
     print(report(res))
 
 

@@ -171,9 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=save.RESULTS, help="dir for search.json/.md")
     args = ap.parse_args(argv)
     res = run(args)
-    save.write_json("search", res, args.out)
     table = markdown(res)
-    save.write_markdown("search", table, args.out)
+    save.write("search", res, table, out=args.out)
     print(table)
 
 

@@ -209,9 +209,7 @@ def report(results: dict[str, dict[str, Any]], out: Path) -> str:
         "",
     ]
     page = "\n".join(lines)
-    save.write_json("search_calls_ab", results, out)
-    save.write_markdown("search_calls_ab", page, out)
-    plot(results, out / "search_calls_ab.png")
+    save.write("search_calls_ab", results, page, plot, out)
     return page
 
 

@@ -306,10 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     res = run(args)
     if args.baseline:
         res["baseline"] = baseline(json.loads(args.baseline.read_text()))
-    save.write_json("search_calls", res, args.out)
     page = markdown(res)
-    save.write_markdown("search_calls", page, args.out)
-    plot(res, args.out / "search_calls.png")
+    save.write("search_calls", res, page, plot, args.out)
     print(page)
 
 

@@ -213,8 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         missed = any(v < GOAL for k, v in result["ratios"].items() if k.startswith("grpc"))
         if missed and not args.skip_profile:
             result["grpc_profile"] = profile_grpc(tmp, queries[:200], batches[:6])
-    save.write_json("server", result, args.out)
-    save.write_markdown("server", markdown(result), args.out)
+    save.write("server", result, markdown(result), out=args.out)
     print(markdown(result))
     return 0
 

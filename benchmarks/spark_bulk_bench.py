@@ -99,9 +99,7 @@ def main() -> None:
         "machine": save.cores(f"load average {save.load1():.1f} at the end"),
         "cases": cases,
     }
-    save.write_json("spark_bulk", result)
-    save.write_markdown("spark_bulk", markdown(result))
-    plot(result, save.RESULTS / "spark_bulk.png")
+    save.write("spark_bulk", result, markdown(result), plot)
     print(markdown(result))
 
 

@@ -137,9 +137,7 @@ def main() -> None:
         "machine": save.cores(f"load average {save.load1():.1f} at the end"),
         "cases": cases,
     }
-    save.write_json("spark_datanode", result)
-    save.write_markdown("spark_datanode", markdown(result))
-    plot(result, save.RESULTS / "spark_datanode.png")
+    save.write("spark_datanode", result, markdown(result), plot)
     print(markdown(result))
 
 

@@ -126,8 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     before, after = load(args.before), load(args.after)
     table = rows(before, after)
-    save.write_json("speed", {"rows": table}, args.out)
-    save.write_markdown("speed", markdown(table, before, after, args.note), args.out)
+    save.write("speed", {"rows": table}, markdown(table, before, after, args.note), out=args.out)
     plot(table, args.out / "speed.png")
     print((args.out / "speed.md").read_text())
 

@@ -137,7 +137,6 @@ ROWS = (
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (each round's figures, its load) and the plot."""
-    save.write_json(NAME, results, out)
     rounds = results["rounds"]
     lines = [
         "# Inserts through pymilvus 2.3.8: Milvus 2.3.5 and vectorlog, with the server's CPU",
@@ -156,7 +155,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         ),
     ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![ratios]({NAME}.png)"]
-    save.write_markdown(NAME, lines, out)
+    save.write(NAME, results, lines, out=out)
     _plot(rounds, out)
 
 

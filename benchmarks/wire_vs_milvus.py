@@ -164,7 +164,6 @@ METRICS = (
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (each round's figures) and the plot."""
-    save.write_json(NAME, results, out)
     rounds = results["rounds"]
     lines = [
         "# Through the same client: pymilvus 2.3.8 against Milvus 2.3.5 and vectorlog",
@@ -185,7 +184,7 @@ def write(results: dict[str, Any], out: Path) -> None:
     headers = ("measure", "Milvus 2.3.5", "vectorlog", "vectorlog / Milvus")
     lines += [*save.table(headers, rows, "llll"), "", *results.get("notes", []), ""]
     lines.append(f"![side by side]({NAME}.png)")
-    save.write_markdown(NAME, lines, out)
+    save.write(NAME, results, lines, out=out)
     _plot(rounds, out)
 
 
