@@ -14,20 +14,16 @@ the columns' raw bytes. The goal (issue 6) is a ratio of at least 0.5.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks import save
 from vectorlog.storage.binlog import DataTypeCode, insert_binlog
 
-RESULTS = Path(__file__).parent / "results"
 TS0 = 470630107633418249
 
 
@@ -127,7 +123,7 @@ def run(rows: int, dim: int, repeat: int) -> dict[str, Any]:
             max(b[0] for b in bare) / min(o[0] for o in ours),
         ],
         "goal": {"ratio": 0.5},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
     }
 
 
@@ -138,8 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed runs each; medians reported")
     args = ap.parse_args(argv)
     res = run(args.rows, args.dim, args.repeat)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "binlog.json").write_text(json.dumps(res, indent=2) + "\n")
+    save.write_json("binlog", res)
     print(
         f"binlogs {res['binlog_mb_per_s']:7.1f} MB/s | bare write_table "
         f"{res['bare_parquet_mb_per_s']:7.1f} MB/s | ratio {res['ratio_binlog_to_bare']:.2f} "

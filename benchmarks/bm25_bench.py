@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import math
-import os
 import platform
 import random
 import re
@@ -32,7 +30,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks import save
+
 K, K1, B = 10, 1.5, 0.75
 TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -196,7 +195,7 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         }
         for name, r in (("vectorlog", vl), ("milvus-lite", lite))
     }
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = save.cores(f"Python {platform.python_version()}")
     meta: dict[str, Any] = {
         "docs": len(docs),
         "queries": len(qs),
@@ -204,8 +203,6 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         "b": B,
         "machine": machine,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bm25.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
     lines = [
         f"# BM25 full-text search ({len(docs):,} docstring paragraphs of scikit-learn and SciPy)",
         "",
@@ -214,34 +211,26 @@ def report(docs: list[str], qs: list[str], truth: list, vl: dict, lite: dict) ->
         "VARCHAR with the standard analyzer, a BM25 function, SPARSE_INVERTED_INDEX, after a "
         "flush. Machine: " + machine + ". Command: `python -m benchmarks.bm25_bench`.",
         "",
-        "| engine | insert s | flush + index s | QPS | recall@10 |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, r in rows.items():
-        lines.append(
-            f"| {name} | {r['insert_s']:.1f} | {r['flush_index_s']:.1f} | {r['qps']:.0f} | "
-            f"{r['recall_at_10']:.3f} |"
-        )
-    (RESULTS / "bm25.md").write_text("\n".join(lines) + "\n")
+        *save.table(
+            ("engine", "insert s", "flush + index s", "QPS", "recall@10"),
+            [(name, f"{r['insert_s']:.1f}", f"{r['flush_index_s']:.1f}", f"{r['qps']:.0f}",
+              f"{r['recall_at_10']:.3f}") for name, r in rows.items()],
+        ),
+    ]  # fmt: skip
+    save.write("bm25", {"meta": meta, "results": rows}, lines)
     _plot(rows)
     print("\n".join(lines))
 
 
 def _plot(rows: dict[str, dict[str, float]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(rows)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(8, 3.2))
     a.bar(names, [rows[n]["qps"] for n in names], color=["#3b7dd8", "#999999"])
     a.set_title("BM25 search QPS (one query per call)")
     b.bar(names, [rows[n]["recall_at_10"] for n in names], color=["#3b7dd8", "#999999"])
     b.set_ylim(0, 1.05)
     b.set_title("recall@10 vs exact BM25")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bm25.png", dpi=100)
+    save.plot(fig, save.RESULTS / "bm25.png")
 
 
 if __name__ == "__main__":

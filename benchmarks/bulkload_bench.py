@@ -17,9 +17,6 @@ Every case checks a Strong count(*) afterwards. Writes benchmarks/results/bulklo
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks import save
 from benchmarks.ingest import BATCH, DIM, vectors
 from vectorlog import Client, DataType
 
-RESULTS = Path(__file__).parent / "results"
 ROW_GROUP = 50_000
 
 
@@ -118,11 +115,9 @@ def main() -> None:
         "insert": ins,
         "bulk_insert": bulk,
         "rows_per_s": {k: round(v) for k, v in rate.items()},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bulkload.json").write_text(json.dumps(result, indent=1) + "\n")
-    (RESULTS / "bulkload.md").write_text(markdown(result))
+    save.write("bulkload", result, markdown(result))
     print(markdown(result))
 
 
@@ -131,20 +126,21 @@ def markdown(r: dict[str, Any]) -> str:
     lines = [
         f"# Bulk load: {r['rows']:,} rows of {r['dim']}-d in {r['files']} Parquet files",
         "",
-        "| path | seconds | rows/s | ratio to insert+flush |",
-        "|---|---:|---:|---:|",
-        f"| `Client.insert` (acknowledged) | {ins['acked_s']} | {rate['insert_acked']:,} | |",
-        f"| `Client.insert` + `flush` (Flushed) | {ins['flushed_s']} | "
-        f"{rate['insert_flushed']:,} | 1.00 |",
     ]
+    rows = [
+        ("`Client.insert` (acknowledged)", ins["acked_s"], f"{rate['insert_acked']:,}", ""),
+        ("`Client.insert` + `flush` (Flushed)", ins["flushed_s"],
+         f"{rate['insert_flushed']:,}", "1.00"),
+    ]  # fmt: skip
     for case in ("cold", "warm"):
         ratio = rate[f"bulk_{case}"] / rate["insert_flushed"]
-        lines.append(
-            f"| `bulk_insert` ({case}: {'JVM start inside' if case == 'cold' else 'JVM up'}, "
-            f"{bulk[case]['segments']} segments) | {bulk[case]['s']} | "
-            f"{rate[f'bulk_{case}']:,} | {ratio:.2f} |"
-        )
-    return "\n".join(lines) + "\n"
+        jvm = "JVM start inside" if case == "cold" else "JVM up"
+        rows.append(
+            (f"`bulk_insert` ({case}: {jvm}, {bulk[case]['segments']} segments)",
+             bulk[case]["s"], f"{rate[f'bulk_{case}']:,}", f"{ratio:.2f}")
+        )  # fmt: skip
+    table = save.table(("path", "seconds", "rows/s", "ratio to insert+flush"), rows)
+    return "\n".join(lines + table) + "\n"
 
 
 if __name__ == "__main__":

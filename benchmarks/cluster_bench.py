@@ -18,9 +18,7 @@ cluster.md and cluster.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -34,11 +32,11 @@ from typing import Any
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from benchmarks import save
 from benchmarks.scaleout_bench import qps
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 2_000
 
 
@@ -156,11 +154,19 @@ def report(res: dict[str, Any]) -> str:
             "(the cluster's spread over both proxies), then a flush. Search: exact (no index),",
             "one vector, limit 10, Bounded.",
             "",
-            "| figure | Standalone on Kafka | process cluster |",
-            "|---|---|---|",
-            f"| ingest rows/s (insert + flush) | {s['ingest_rows_s']:,} | {c['ingest_rows_s']:,} |",
-            f"| search QPS via 1 proxy | - | {c['search_qps_1_proxy']} |",
-            f"| search QPS via 2 proxies | - | {c['search_qps_2_proxies']} |",
+            *save.table(
+                ("figure", "Standalone on Kafka", "process cluster"),
+                [
+                    (
+                        "ingest rows/s (insert + flush)",
+                        f"{s['ingest_rows_s']:,}",
+                        f"{c['ingest_rows_s']:,}",
+                    ),
+                    ("search QPS via 1 proxy", "-", c["search_qps_1_proxy"]),
+                    ("search QPS via 2 proxies", "-", c["search_qps_2_proxies"]),
+                ],
+                align="l" * 3,
+            ),
             "",
             f"Ingest, cluster vs Standalone: {ingest_ratio:.2f} x (the issue's goal: >= 1.3 x);",
             "the cluster's proxies, data node and query node each have a GIL of their own.",
@@ -176,20 +182,14 @@ def report(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     c, s = res["cluster"], res["standalone"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(8, 3.2))
     a.bar(["Standalone", "cluster"], [s["ingest_rows_s"], c["ingest_rows_s"]])
     a.set_ylabel("ingest rows/s (pymilvus)")
     b.bar(["1 proxy", "2 proxies"], [c["search_qps_1_proxy"], c["search_qps_2_proxies"]])
     b.set_ylabel("search QPS")
     fig.suptitle(f"{res['rows']:,} rows, {DIM}-d, Kafka (Tansu), 2 cores shared")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -201,7 +201,7 @@ def main() -> None:
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.cluster_bench --rows {args.rows} "
         f"--seconds {args.seconds} --threads {args.threads}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
+        "machine": save.cores(shared=True),
         "rows": args.rows,
         "threads": args.threads,
     }
@@ -209,10 +209,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         res["standalone"] = one_process(bootstrap, vectors, args, Path(tmp))
         res["cluster"] = cluster(bootstrap, vectors, args, Path(tmp))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "cluster.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "cluster.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "cluster.png")
+    save.write("cluster", res, report(res), plot)
     print(report(res))
 
 

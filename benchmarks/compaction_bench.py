@@ -15,18 +15,15 @@ Writes benchmarks/results/compaction.json and .md.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from benchmarks.ingest import DIM, vectors
 from vectorlog import Client, DataType
 
-RESULTS = Path(__file__).parent / "results"
 SETTINGS: dict[str, Any] = {"compaction_interval_s": None, "log_retention_ms": 0}
 
 
@@ -111,10 +108,8 @@ def main() -> None:
             result["spark"] = case(args.rows, args.segments, "spark", tmp)
         finally:
             session.stop()
-    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "compaction.json").write_text(json.dumps(result, indent=1) + "\n")
-    (RESULTS / "compaction.md").write_text(markdown(result))
+    result["machine"] = save.machine("cpus", "python")
+    save.write("compaction", result, markdown(result))
     print(markdown(result))
 
 
@@ -123,17 +118,15 @@ def markdown(r: dict[str, Any]) -> str:
         f"# Compaction: {r['rows']:,} rows of {r['dim']}-d in {r['segments']} flushed segments, "
         "10% deleted (horizon: now)",
         "",
-        "| engine | segments before -> after | rows dropped | compact s | rows/s | "
-        "restart before s | restart after s |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for engine in ("local", "spark"):
-        c = r[engine]
-        lines.append(
-            f"| {engine} | {c['segments_before']} -> {c['segments_after']} | "
-            f"{c['dropped_rows']:,} | {c['compact_s']} | {c['rows_per_s']:,} | "
-            f"{c['restart_before_s']} | {c['restart_after_s']} |"
-        )
+        *save.table(
+            ("engine", "segments before -> after", "rows dropped", "compact s", "rows/s",
+             "restart before s", "restart after s"),
+            [(e, f"{c['segments_before']} -> {c['segments_after']}", f"{c['dropped_rows']:,}",
+              c["compact_s"], f"{c['rows_per_s']:,}", c["restart_before_s"],
+              c["restart_after_s"]) for e, c in [("local", r["local"]), ("spark", r["spark"])]],
+            align="l" * 2,
+        ),
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

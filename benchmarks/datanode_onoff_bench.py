@@ -19,9 +19,7 @@ benchmarks/results/datanode_onoff.json, .md and .png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
 import threading
 import time
@@ -31,11 +29,11 @@ from typing import Any
 import numpy as np
 from pymilvus import MilvusClient
 
+from benchmarks import save
 from benchmarks.cluster_bench import BATCH, DIM, create
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import Child, Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -90,9 +88,9 @@ def set_datanode(sup: Supervisor, node: Child, on: bool, uri: str) -> None:
 
 
 def one_round(sup: Supervisor, uri: str, vectors: np.ndarray, first: int, args: Any) -> dict:
-    before, load0, client0 = cpu_by_child(sup), os.getloadavg()[0], time.process_time()
+    before, load0, client0 = cpu_by_child(sup), save.load1(), time.process_time()
     seconds = insert(uri, vectors, first, args.threads)
-    after, load1, client1 = cpu_by_child(sup), os.getloadavg()[0], time.process_time()
+    after, load1, client1 = cpu_by_child(sup), save.load1(), time.process_time()
     cpu = {n: round(after[n] - before.get(n, 0.0), 2) for n in after}
     cpu["client"] = round(client1 - client0, 2)  # this process: the pymilvus clients
     return {
@@ -180,18 +178,23 @@ def report(res: dict[str, Any]) -> str:
         "during the round (/proc; clients: the benchmark's own process); load: the 1-minute",
         "load average at the round's start and end.",
         "",
-        "| round | data node | rows/s | seconds | CPU s: datanode | proxy | querynode | datacoord "
-        "| clients | load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *save.table(
+            (
+                "round",
+                "data node",
+                "rows/s",
+                "seconds",
+                "CPU s: datanode",
+                "proxy",
+                "querynode",
+                "datacoord",
+                "clients",
+                "load",
+            ),
+            [_round_row(i, r) for i, r in enumerate(res["rounds"], 1)],
+            align="l" * 10,
+        ),
     ]
-    for i, r in enumerate(res["rounds"], 1):
-        c = r["cpu_s"]
-        lines.append(
-            f"| {i} | {r['datanode']} | {r['rows_s']:,} | {r['seconds']} | "
-            f"{_datanode_cpu(r)} | {c.get('proxy1', 0.0)} | "
-            f"{c.get('querynode1', c.get('querynode', 0.0))} | {c.get('datacoord', 0.0)} | "
-            f"{c.get('client', 0.0)} | {r['load'][0]}-{r['load'][1]} |"
-        )
     lines += [
         "",
         f"Mean: on {s['on_rows_s']:,} rows/s, off {s['off_rows_s']:,} rows/s: on/off = "
@@ -215,21 +218,24 @@ def report(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _round_row(i: int, r: dict[str, Any]) -> tuple[object, ...]:
+    """Returns round `i`'s table row: rows/s, seconds, each process's CPU seconds, the load."""
+    c = r["cpu_s"]
+    querynode = c.get("querynode1", c.get("querynode", 0.0))
+    return (i, r["datanode"], f"{r['rows_s']:,}", r["seconds"], _datanode_cpu(r),
+            c.get("proxy1", 0.0), querynode, c.get("datacoord", 0.0), c.get("client", 0.0),
+            f"{r['load'][0]}-{r['load'][1]}")  # fmt: skip
+
+
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rounds = res["rounds"]
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = save.pyplot().subplots(figsize=(6, 3.2))
     colors = ["tab:blue" if r["datanode"] == "on" else "tab:gray" for r in rounds]
     labels = [f"{i}\n{r['datanode']}" for i, r in enumerate(rounds, 1)]
     ax.bar(labels, [r["rows_s"] for r in rounds], color=colors)
     ax.set_ylabel("insert rows/s (pymilvus)")
     ax.set_title(f"data node on/off: {res['summary']['ratio']:.2f} x (cluster, Tansu, 2 cores)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -241,7 +247,7 @@ def main() -> None:
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.datanode_onoff_bench --rows {args.rows} "
         f"--pairs {args.pairs} --threads {args.threads}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
+        "machine": save.cores(shared=True),
         "rows": args.rows,
         "threads": args.threads,
     }
@@ -253,10 +259,7 @@ def main() -> None:
 
 def write(res: dict[str, Any]) -> None:
     """Writes the results as JSON, a markdown page and a plot; prints the page."""
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "datanode_onoff.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "datanode_onoff.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "datanode_onoff.png")
+    save.write("datanode_onoff", res, report(res), plot)
     print(report(res))
 
 

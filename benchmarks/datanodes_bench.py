@@ -20,9 +20,7 @@ Writes benchmarks/results/datanodes.json, datanodes.md, datanodes.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import signal
 import tempfile
 import threading
@@ -34,10 +32,10 @@ import httpx
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from benchmarks import save
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Child, Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 DIM, BATCH, THREADS, PCHANNELS = 128, 5_000, 2, 4
 
 
@@ -156,10 +154,18 @@ def report(res: dict[str, Any]) -> str:
             f"{res['rows']:,} rows of {DIM}-d vectors per figure in a {PCHANNELS}-shard",
             f"collection, {THREADS} client threads of {BATCH:,}-row inserts through one proxy.",
             "",
-            "| data nodes | end to end: insert + flush (rows/s) | backlog to binlogs (rows/s) |",
-            "|---|---|---|",
-            f"| 1 | {one['end_to_end_rows_s']:,} | {one['backlog_rows_s']:,} |",
-            f"| 2 | {two['end_to_end_rows_s']:,} | {two['backlog_rows_s']:,} |",
+            *save.table(
+                (
+                    "data nodes",
+                    "end to end: insert + flush (rows/s)",
+                    "backlog to binlogs (rows/s)",
+                ),
+                [
+                    (n, f"{s['end_to_end_rows_s']:,}", f"{s['backlog_rows_s']:,}")
+                    for n, s in ((1, one), (2, two))
+                ],
+                align="l" * 3,
+            ),  # fmt: skip
             "",
             f"2 vs 1: {e2e:.2f} x end to end, {drain:.2f} x on the backlog. End to end is rows",
             "over the seconds from the first insert to the end of a flush. Backlog: the data",
@@ -175,21 +181,15 @@ def report(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     one, two = res["shapes"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(8, 3.2))
     labels = ["1 data node", "2 data nodes"]
     a.bar(labels, [one["end_to_end_rows_s"], two["end_to_end_rows_s"]])
     a.set_ylabel("rows/s, insert + flush")
     b.bar(labels, [one["backlog_rows_s"], two["backlog_rows_s"]], color="tab:orange")
     b.set_ylabel("rows/s, backlog to binlogs")
     fig.suptitle(f"{res['rows']:,} rows, {DIM}-d, {PCHANNELS} shards, 2 cores shared")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -198,15 +198,12 @@ def main() -> None:
     args = ap.parse_args()
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.datanodes_bench --rows {args.rows}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
+        "machine": save.cores(shared=True),
         "rows": args.rows,
     }
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         res["shapes"] = [shape(bootstrap, n, args.rows, Path(tmp)) for n in (1, 2)]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "datanodes.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "datanodes.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "datanodes.png")
+    save.write("datanodes", res, report(res), plot)
     print(report(res))
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
-RESULTS = HERE.parent / "results"
 
 
 def child(rows: int, dim: int, calls: int) -> dict[str, Any]:
@@ -126,6 +125,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> None:
     """Writes the JSON, the markdown page and the plot."""
+    from benchmarks import save  # here: a child runs this file on a tree that may lack it
+
     summary = {
         name: {
             phase: {m: statistics.median(r[phase][m] for r in rs) for m in ("cpu_us", "wall_us")}
@@ -134,11 +135,17 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> N
         | {"bytes": rs[-1]["bytes"]}
         for name, rs in runs.items()
     }
-    load = os.getloadavg()[0]
-    RESULTS.mkdir(exist_ok=True)
+    load = save.load1()
     meta = {"rows": args.rows, "dim": args.dim, "calls": args.calls, "rounds": args.rounds}
     payload = {**meta, "load": load, "runs": runs, "median": summary}
-    (RESULTS / "exactvec.json").write_text(json.dumps(payload, indent=1))
+    save.write("exactvec", payload, page(args, load, summary))
+    plot(runs)
+
+
+def page(args: argparse.Namespace, load: float, summary: dict[str, Any]) -> list[str]:
+    """Returns the markdown page's lines: what was measured, the table of medians, the note."""
+    from benchmarks import save  # here: a child runs this file on a tree that may lack it
+
     lines = [
         "# Exact output vectors: one-query search cost and sealed segment memory (COSINE)",
         "",
@@ -146,18 +153,14 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> N
         f"output fields; {args.calls} one-query calls per phase, median of {args.rounds} "
         f"alternating rounds (child processes); {os.cpu_count()} cores, load {load:.0f}.",
         "",
-        "| code | growing CPU us/call | sealed CPU us/call | growing wall | sealed wall "
-        "| index B | flat B | raw B | norms B |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, s in summary.items():
-        b = s["bytes"]
-        lines.append(
-            f"| {name} | {s['growing']['cpu_us']:.0f} | {s['sealed']['cpu_us']:.0f} "
-            f"| {s['growing']['wall_us']:.0f} | {s['sealed']['wall_us']:.0f} "
-            f"| {b['index']} | {b['flat']} | {b['raw']} | {b['norms']} |"
-        )
-    lines += [
+        *save.table(
+            ("code", "growing CPU us/call", "sealed CPU us/call", "growing wall", "sealed wall",
+             "index B", "flat B", "raw B", "norms B"),
+            [_cells(name, s) for name, s in summary.items()],
+            align="l" * 9,
+        ),
+    ]  # fmt: skip
+    return lines + [
         "",
         "CPU is the process's (every thread's) per call. `after` keeps COSINE's inserted "
         "vectors (`raw`) beside the normalized copy the search reads, so the search path is "
@@ -166,17 +169,18 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> N
         "Command: `python -m benchmarks.exactvec_bench --before <checkout>`",
         "",
     ]
-    (RESULTS / "exactvec.md").write_text("\n".join(lines))
-    plot(runs)
+
+
+def _cells(name: str, s: dict[str, Any]) -> tuple[object, ...]:
+    """Returns a code's table row: CPU then wall us per call, growing and sealed; its bytes."""
+    us = [f"{s[phase][m]:.0f}" for m in ("cpu_us", "wall_us") for phase in ("growing", "sealed")]
+    return (name, *us, *(s["bytes"][k] for k in ("index", "flat", "raw", "norms")))
 
 
 def plot(runs: dict[str, list[dict[str, Any]]]) -> None:
-    import matplotlib
+    from benchmarks import save  # here: a child runs this file on a tree that may lack it
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = save.pyplot().subplots(figsize=(6, 3.5))
     for i, (name, rs) in enumerate(sorted(runs.items())):
         for j, phase in enumerate(("growing", "sealed")):
             ys = [r[phase]["cpu_us"] for r in rs]
@@ -184,8 +188,7 @@ def plot(runs: dict[str, list[dict[str, Any]]]) -> None:
     ax.set_xticks([0.5, 3.5], ["growing", "HNSW sealed"])
     ax.set_ylabel("CPU us per one-query search")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "exactvec.png", dpi=100)
+    save.plot(fig, save.RESULTS / "exactvec.png")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ import argparse
 import compileall
 import json
 import os
-import platform
 import tempfile
 import threading
 import time
@@ -48,10 +47,10 @@ from typing import Any
 import numpy as np
 from pymilvus import Collection, DataType, MilvusClient, MilvusException, connections
 
+from benchmarks import save
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 BATCH = 20_000
 #: how long a figure may take before the benchmark gives up on it (seconds)
 GIVE_UP_S = 600.0
@@ -171,7 +170,7 @@ def querynode_restart(bootstrap: str, args: argparse.Namespace, tmp: Path) -> di
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
-        killed, busy = kill(sup, "querynode1"), os.getloadavg()[0]
+        killed, busy = kill(sup, "querynode1"), save.load1()
         back = until(lambda: count(client) == args.rows, "every row read after the restart")
         return {
             "insert_and_flush_s": round(loaded, 1),
@@ -191,7 +190,7 @@ def querynode_failover(
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
         sup.stopping.set()
-        killed, busy = kill(sup, "querynode2"), os.getloadavg()[0]
+        killed, busy = kill(sup, "querynode2"), save.load1()
         back = until(lambda: count(client) == args.rows, "every row read by the survivor")
         return {
             "insert_and_flush_s": round(loaded, 1),
@@ -216,12 +215,12 @@ def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
     changes (failover_before.json), shown beside them."""
     old = before or {}
 
-    def row(what: str, key: str, field: str, goal: str) -> str:
+    def row(what: str, key: str, field: str, goal: str) -> tuple[str, ...] | None:
         now, was = res.get(key), old.get(key)
         if now is None:
-            return ""
+            return None
         earlier = "-" if was is None else str(was[field])
-        return f"| {what} | {earlier} | {now[field]} | {goal} |"
+        return (what, earlier, str(now[field]), goal)
 
     n = f"{res['rows']:,} rows"
     rows = [
@@ -252,9 +251,11 @@ def report(res: dict[str, Any], before: dict[str, Any] | None) -> str:
         "index; each query node figure ends at the first Strong count(*) counting every row.",
         "Before: the same command on the code before these changes (failover_before.json).",
         "",
-        "| what was killed | seconds before | seconds now | goal |",
-        "|---|---|---|---|",
-        *[r for r in rows if r],
+        *save.table(
+            ("what was killed", "seconds before", "seconds now", "goal"),
+            [r for r in rows if r],
+            align="l" * 4,
+        ),
         "",
         "One run of each on a machine shared with other work (load average 10 to 100 on",
         "2 cores while measured): take differences of a few tens of percent as noise.",
@@ -276,22 +277,16 @@ def _rounds(rounds: list[dict[str, Any]]) -> list[str]:
         "The query node restart alone (`--only-restart`), the code before and after these",
         "changes alternating, each with the 1-minute load average at its kill:",
         "",
-        "| round | code | rows | seconds | load average |",
-        "|---|---|---|---|---|",
     ]
-    for i, r in enumerate(rounds, 1):
-        lines.append(
-            f"| {i} | {r['code']} | {r['rows']:,} | {r['kill_to_strong_s']} | {r['load_average']} |"
-        )
-    return lines
+    return lines + save.table(
+        ("round", "code", "rows", "seconds", "load average"),
+        [(i, r["code"], f"{r['rows']:,}", r["kill_to_strong_s"], r["load_average"])
+         for i, r in enumerate(rounds, 1)],
+        align="l" * 5,
+    )  # fmt: skip
 
 
 def plot(res: dict[str, Any], before: dict[str, Any] | None, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     def total(r: dict[str, Any], key: str) -> float:
         f = r.get(key) or {}
         return float(
@@ -303,7 +298,7 @@ def plot(res: dict[str, Any], before: dict[str, Any] | None, path: Path) -> None
              "two": "1 of 2\nquery nodes", "two_quiet": "1 of 2,\nquieter",
              "two_dead_after": "1 of 2, dead\nafter 2 s"}  # fmt: skip
     x = np.arange(len(keys))
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.4))
     if before:
         ax.bar(x - 0.2, [total(before, k) for k in keys], 0.4, label="before", color="tab:gray")
     ax.bar(x + 0.2, [total(res, k) for k in keys], 0.4, label="now", color="tab:orange")
@@ -311,8 +306,7 @@ def plot(res: dict[str, Any], before: dict[str, Any] | None, path: Path) -> None
     ax.set_ylabel("seconds from SIGKILL to Strong reads")
     ax.set_title(f"{res['rows']:,} rows, {res['dim']}-d, 2 cores shared")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -332,11 +326,11 @@ def main() -> None:
     ap.add_argument("--dir", help="keep the clusters' state and logs here (default: a temp dir)")
     args = ap.parse_args()
     if args.render:
-        render(json.loads((RESULTS / "failover.json").read_text()))
+        render(json.loads((save.RESULTS / "failover.json").read_text()))
         return
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.failover_bench --rows {args.rows} --dim {args.dim}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
+        "machine": save.cores(shared=True),
         "rows": args.rows,
         "dim": args.dim,
     }
@@ -347,17 +341,17 @@ def main() -> None:
             return
         if not args.skip_takeover:
             res["takeover"] = takeover(bootstrap, Path(tmp))
-            save(res)
+            write(res)
         if args.only_takeover:
             return
         res["restart"] = querynode_restart(bootstrap, args, Path(tmp))
-        save(res)
+        write(res)
         res["two"] = querynode_failover(bootstrap, args, Path(tmp))
-        save(res)
+        write(res)
         if args.dead_after is not None:
             res["two_dead_after"] = querynode_failover(bootstrap, args, Path(tmp), args.dead_after)
             res["two_dead_after"]["dead_after_s"] = args.dead_after
-            save(res)
+            write(res)
 
 
 def compiled() -> None:
@@ -368,19 +362,18 @@ def compiled() -> None:
         compileall.compile_dir(root / folder, quiet=1)
 
 
-def save(res: dict[str, Any]) -> None:
+def write(res: dict[str, Any]) -> None:
     """Writes the figures so far (failover.json, .md, .png)."""
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "failover.json").write_text(json.dumps(res, indent=1) + "\n")
+    save.write_json("failover", res)
     render(res)
 
 
 def render(res: dict[str, Any]) -> None:
     """Writes failover.md and failover.png from the figures `res`."""
-    path = RESULTS / "failover_before.json"
+    path = save.RESULTS / "failover_before.json"
     before = json.loads(path.read_text()) if path.exists() else None
-    (RESULTS / "failover.md").write_text(report(res, before) + "\n")
-    plot(res, before, RESULTS / "failover.png")
+    save.write_markdown("failover", report(res, before))
+    plot(res, before, save.RESULTS / "failover.png")
     print(report(res, before))
 
 

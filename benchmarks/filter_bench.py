@@ -18,8 +18,6 @@ Writes filter.json, filter.md and filter.png.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,13 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.search_data import K, exact_topk, normalized, recall, split
 from benchmarks.search_product import FINISHED, INDEX_NAME, insert, wait_index
-from benchmarks.search_report import machine
 from vectorlog import Client
 from vectorlog.core.model import DataType
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NAME, COLLECTION = "filter", "filtered"
 HNSW = {"M": 16, "efConstruction": 100}
 EF, BUCKETS, WARMUP = 128, 100, 20
@@ -154,7 +151,7 @@ def summary(figures: dict[str, list[float]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Loads the data, builds (or reuses) the collection, measures; returns the results."""
-    load_before = [round(v, 2) for v in os.getloadavg()]
+    load_before = save.loadavg()
     base, queries = split(args.rows, args.queries)
     gt = truths(base, queries)
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,7 +177,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "build": built,
         "cases": cases,
-        "machine": {**machine(), "loadavg_at_start": load_before},
+        "machine": {**save.machine(), "loadavg_at_start": load_before},
     }
 
 
@@ -196,15 +193,15 @@ def markdown(res: dict[str, Any]) -> str:
         f"{p['rounds']} rounds, the cases alternating within each round. Recall@10 within the "
         "rows the filter keeps (exact COSINE ground truth).",
         "",
-        "| filter | kept | QPS | CPU us / query | time / unfiltered (same round) | recall@10 |",
-        "|---|---|---|---|---|---|",
-    ]
-    for case, c in res["cases"].items():
-        expr = f"`{CASES[case]}`" if CASES[case] else "none"
-        lines.append(
-            f"| {expr} | {case if case != 'none' else '100%'} | {c['qps']:.0f} | "
-            f"{c['cpu_us']:.0f} | {c['vs_none']:.2f} x | {c['recall']:.3f} |"
-        )
+        *save.table(
+            ("filter", "kept", "QPS", "CPU us / query", "time / unfiltered (same round)",
+             "recall@10"),
+            [(f"`{CASES[case]}`" if CASES[case] else "none", case if case != "none" else "100%",
+              f"{c['qps']:.0f}", f"{c['cpu_us']:.0f}", f"{c['vs_none']:.2f} x",
+              f"{c['recall']:.3f}") for case, c in res["cases"].items()],
+            align="l" * 6,
+        ),
+    ]  # fmt: skip
     reused = (
         "reopened from an earlier run's directory (`--dir`)"
         if res["build"].get("reused")
@@ -233,24 +230,17 @@ def markdown(res: dict[str, Any]) -> str:
 
 def plot(res: dict[str, Any], out: Path) -> None:
     """Writes filter.png: QPS and recall per case."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cases = list(res["cases"])
     qps = [res["cases"][c]["qps"] for c in cases]
     rec = [res["cases"][c]["recall"] for c in cases]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(9, 3.5))
     a.bar(cases, qps, color="tab:blue")
     a.set_title("one query per call: QPS (median round)")
     a.set_xlabel("rows kept by the filter")
     b.bar(cases, rec, color="tab:green")
     b.set_ylim(0.9, 1.0)
     b.set_title("recall@10 within the kept rows")
-    fig.tight_layout()
-    fig.savefig(out / f"{NAME}.png", dpi=100)
-    plt.close(fig)
+    save.plot(fig, out / f"{NAME}.png")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -260,13 +250,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of every case")
     ap.add_argument("--dir", type=Path, default=None, help="build into / reuse this directory")
     ap.add_argument("--index-timeout", type=float, default=1200.0, help="wait for the index")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for filter.json/.md")
+    ap.add_argument("--out", type=Path, default=save.RESULTS, help="dir for filter.json/.md")
     args = ap.parse_args(argv)
     res = run(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{NAME}.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     page = markdown(res)
-    (args.out / f"{NAME}.md").write_text(page)
+    save.write(NAME, res, page, out=args.out)
     plot(res, args.out)
     print(page)
 

@@ -13,20 +13,15 @@ Writes benchmarks/results/flush-<engine>.json. Vectors: GloVe-6B-50d tiled to 12
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.ingest import BATCH, DIM, vectors
 from vectorlog import Client
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def insert(client: Client, x: np.ndarray, start: int) -> float:
@@ -97,10 +92,9 @@ def main(argv: list[str] | None = None) -> None:
             "runs_without": without,
         },
         "goal": {"local_p99_s": 1.0, "spark_p99_s": 5.0, "ingest_ratio_min": 0.8},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"flush-{args.engine}.json").write_text(json.dumps(res, indent=2) + "\n")
+    save.write_json(f"flush-{args.engine}", res)
     ing = res["ingest"]
     print(
         f"{args.engine}: flush of {args.rows:,} rows p50 {lat['p50_s']:.3f}s p99 "

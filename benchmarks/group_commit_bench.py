@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import threading
@@ -25,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from vectorlog import Client
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "group_commit"
 DIM = 16
 
@@ -86,8 +85,6 @@ def _insert_from_threads(client: Client, threads: int, rows: int) -> tuple[list[
 
 def write(results: dict[str, Any]) -> None:
     """Writes the JSON, the markdown page and the plot."""
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{NAME}.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [
         "# Single-row inserts from concurrent callers (group commit)",
         "",
@@ -97,15 +94,14 @@ def write(results: dict[str, Any]) -> None:
         "",
         f"Machine: {results['machine']}. Command: `python -m benchmarks.group_commit_bench`.",
         "",
-        "| build | threads | rows/s | p50 ms | p99 ms | rows/write |",
-        "|---|---|---|---|---|---|",
-    ]
-    for label, runs in results["runs"].items():
-        for r in runs:
-            lines.append(
-                f"| {label} | {r['threads']} | {r['rows_per_s']:,} | {r['p50_ms']} | "
-                f"{r['p99_ms']} | {r['rows_per_write'] or '1 (no grouping)'} |"
-            )
+        *save.table(
+            ("build", "threads", "rows/s", "p50 ms", "p99 ms", "rows/write"),
+            [(label, r["threads"], f"{r['rows_per_s']:,}", r["p50_ms"], r["p99_ms"],
+              r["rows_per_write"] or "1 (no grouping)")
+             for label, runs in results["runs"].items() for r in runs],
+            align="l" * 6,
+        ),
+    ]  # fmt: skip
     lines += [
         "",
         "A synced RocksDB write takes about 0.2 ms on this machine's disk, so most of a call",
@@ -114,17 +110,12 @@ def write(results: dict[str, Any]) -> None:
         "`before` is the same program on the commit without group commit (f3ca950); the",
         "runs were taken while other work loaded the machine: compare within a run.",
     ]
-    (RESULTS / f"{NAME}.md").write_text("\n".join(lines) + "\n")
+    save.write(NAME, results, lines)
     _plot(results["runs"])
 
 
 def _plot(runs: dict[str, list[dict[str, Any]]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = save.pyplot().subplots(figsize=(6, 3.2))
     for label, rs in runs.items():
         ax.plot([r["threads"] for r in rs], [r["rows_per_s"] for r in rs], marker="o", label=label)
     ax.set_xlabel("threads inserting one row per call")
@@ -132,9 +123,7 @@ def _plot(runs: dict[str, list[dict[str, Any]]]) -> None:
     ax.set_xscale("log", base=2)
     ax.legend()
     ax.set_title("Single-row inserts, embedded log, fsync on")
-    fig.tight_layout()
-    fig.savefig(RESULTS / f"{NAME}.png", dpi=100)
-    plt.close(fig)
+    save.plot(fig, save.RESULTS / f"{NAME}.png")
 
 
 def main() -> None:
@@ -143,11 +132,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--label", default="after")
     args = parser.parse_args()
-    path = RESULTS / f"{NAME}.json"
+    path = save.RESULTS / f"{NAME}.json"
     results = json.loads(path.read_text()) if path.exists() else {"runs": {}}
-    results["machine"] = (
-        f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
-    )
+    results["machine"] = save.cores(f"load {save.load1():.1f}")
     results["runs"][args.label] = [run(t, args.rows) for t in args.threads]
     for r in results["runs"][args.label]:
         print(args.label, r)

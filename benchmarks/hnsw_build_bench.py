@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,11 +32,11 @@ from typing import Any
 import faiss
 import numpy as np
 
+from benchmarks import save
 from benchmarks.server_serve import Ports, child, free_port, serve_command
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "hnsw_build"
 M, EF_CONSTRUCTION = 16, 100
 IDLE_S = 3.0
@@ -86,7 +85,7 @@ def cpu_seconds(pid: int) -> float:
 
 def load() -> float:
     """Returns the 1-minute load average."""
-    return round(os.getloadavg()[0], 1)
+    return round(save.load1(), 1)
 
 
 def bare_faiss(x: np.ndarray, threads: int) -> dict[str, Any]:
@@ -191,8 +190,6 @@ def _label(key: str) -> str:
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (one line per round and builder) and the plot."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{NAME}.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [
         "# HNSW build: vectorlog, bare faiss and Milvus 2.3.5 (wall and CPU seconds)",
         "",
@@ -203,29 +200,27 @@ def write(results: dict[str, Any], out: Path) -> None:
         "(idle rate: its CPU seconds per second before create_index). Bare faiss: one add of the",
         "normalised rows, this process's CPU seconds. Load: 1-minute average before / after.",
         "",
-        "| rows | round | builder | wall (s) | CPU (s) | idle CPU/s | load |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for size in results["sizes"]:
-        for i, rnd in enumerate(size["rounds"], 1):
-            for key, r in rnd.items():
-                idle = f"{r['idle_cpu_per_s']:.2f}" if "idle_cpu_per_s" in r else ""
-                lines.append(
-                    f"| {size['rows']:,} | {i} | {_label(key)} | {r['wall_s']:.1f} | "
-                    f"{r['cpu_s']:.1f} | {idle} | {r['load'][0]} / {r['load'][1]} |"
-                )
+        *save.table(
+            ("rows", "round", "builder", "wall (s)", "CPU (s)", "idle CPU/s", "load"),
+            [_row(size["rows"], i, key, r) for size in results["sizes"]
+             for i, rnd in enumerate(size["rounds"], 1) for key, r in rnd.items()],
+            align="l" * 7,
+        ),
+    ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![build CPU seconds]({NAME}.png)"]
-    (out / f"{NAME}.md").write_text("\n".join(lines) + "\n")
+    save.write(NAME, results, lines, out=out)
     _plot(results, out)
 
 
+def _row(rows: int, i: int, key: str, r: dict[str, Any]) -> tuple[object, ...]:
+    """Returns one round's table row for one builder."""
+    idle = f"{r['idle_cpu_per_s']:.2f}" if "idle_cpu_per_s" in r else ""
+    return (f"{rows:,}", i, _label(key), f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}", idle,
+            f"{r['load'][0]} / {r['load'][1]}")  # fmt: skip
+
+
 def _plot(results: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, axes = save.pyplot().subplots(1, 2, figsize=(9, 3.4))
     for ax, what in zip(axes, ("cpu_s", "wall_s"), strict=True):
         for size in results["sizes"]:
             keys = list(size["rounds"][0])
@@ -233,22 +228,20 @@ def _plot(results: dict[str, Any], out: Path) -> None:
             ax.barh([f"{_label(k)} ({size['rows'] // 1000}k)" for k in keys], means)
         ax.set_xlabel("CPU seconds" if what == "cpu_s" else "wall seconds")
         ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    fig.savefig(out / f"{NAME}.png", dpi=100)
-    plt.close(fig)
+    save.plot(fig, out / f"{NAME}.png")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="100000", help="comma-separated sizes")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=save.RESULTS)
     args = parser.parse_args(argv)
     python = ensure_venv()
     sizes = [int(r) for r in args.rows.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         measured = [measure(n, args.rounds, python, Path(tmp)) for n in sizes]
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, faiss {faiss.__version__}"
+    machine = save.cores(f"faiss {faiss.__version__}")
     write({"machine": machine, "sizes": measured}, args.out)
 
 

@@ -11,25 +11,21 @@ vchannel) to a fresh topic with the same partition count, through the same `Log.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 import uuid
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from vectorlog import Client
 from vectorlog.demo.datasets import glove
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.scan import read_to_end
 
-RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 1000
 
 
@@ -119,7 +115,7 @@ def run(backend: str, rows: int, shards: int, repeat: int, stack: ExitStack) -> 
         "min_max": spread,
         "runs": runs,
         "goal": {"rows_per_s": 100_000, "ratio": 0.7},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
     }
 
 
@@ -130,11 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3, help="fresh clusters; medians reported")
     args = ap.parse_args(argv)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     for backend in ["embedded", "kafka"] if args.backend == "both" else [args.backend]:
         with ExitStack() as stack:
             res = run(backend, args.rows, args.shards, args.repeat, stack)
-        (RESULTS / f"ingest-{backend}.json").write_text(json.dumps(res, indent=2) + "\n")
+        save.write_json(f"ingest-{backend}", res)
         print(
             f"{backend:9s} insert {res['insert_rows_per_s']:>9,.0f} rows/s "
             f"{res['insert_mb_per_s']:6.1f} MB/s | raw append "

@@ -21,7 +21,6 @@ fewer means the process got little CPU). The sampler's own cost is in every figu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -33,13 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.ingest import vectors
 from benchmarks.ingest_topic_bench import DIM, FRESH_EVERY_S, _broker, cluster
 from benchmarks.ingest_topic_fresh import FreshnessProbe
-from benchmarks.search_report import machine
 from vectorlog.producer import IngestTopic
 
-RESULTS = Path(__file__).parent / "results"
 #: the sampler's pause between samples of the consumer thread's stack
 SAMPLE_EVERY_S = 0.003
 #: a row slower than this is late (the goal's p99 bound)
@@ -115,7 +113,7 @@ def one_cluster(boot: str | None, x: np.ndarray, seconds: float) -> dict[str, An
         t1 = probe.seen.get(worst, t0 + 1.0)
         consumed = probe.consumed.get(worst)
         out |= {
-            "load": os.getloadavg()[0],
+            "load": save.load1(),
             "late_rows": sum(v > GOAL_MS for v in late.values()),
             "first_10_mean_ms": float(np.mean([late[i] for i in ids[:10]])),
             "rest_mean_ms": float(np.mean([late[i] for i in ids[10:]])),
@@ -156,33 +154,33 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     lines = ["# Ingest freshness on fresh clusters (issue 29)", "",
              f"Machine: 2 CPUs shared; load {result['load']}; {result['seconds']:.0f} s"
              f" of probing per cluster, a row every {FRESH_EVERY_S * 1000:.0f} ms.", "",
-             "| backend | cluster | rows seen | p50 ms | p99 ms | max ms | consumed p99 ms"
-             " | rows > 500 ms | first 10 rows mean ms | rest mean ms | worst row (at ms)"
-             " | consumer samples in the worst row's wait (taken / meant) | load |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]  # fmt: skip
-    for backend, runs in result["clusters"].items():
-        for k, r in enumerate(runs):
-            w = r["worst"]
-            where = ", ".join(
-                f"{s} {n}" for s, n in sorted(w["samples"].items(), key=lambda i: -i[1])
-            )
-            lines.append(f"| {backend} | {k} | {r['seen']}/{r['rows']} | {r['p50_ms']:.0f} |"
-                         f" {r['p99_ms']:.0f} | {r['max_ms']:.0f} | {r['consumed_p99_ms']:.0f} |"
-                         f" {r['late_rows']} | {r['first_10_mean_ms']:.0f} |"
-                         f" {r['rest_mean_ms']:.0f} | {w['row']} (+{w['at_ms']:.0f}) | {where}"
-                         f" ({sum(w['samples'].values())} / {w['samples_meant']}) |"
-                         f" {r['load']:.0f} |")  # fmt: skip
+             *save.table(
+                 ("backend", "cluster", "rows seen", "p50 ms", "p99 ms", "max ms",
+                  "consumed p99 ms", "rows > 500 ms", "first 10 rows mean ms", "rest mean ms",
+                  "worst row (at ms)",
+                  "consumer samples in the worst row's wait (taken / meant)", "load"),
+                 [_row(backend, k, r) for backend, runs in result["clusters"].items()
+                  for k, r in enumerate(runs)],
+                 "lrlrrrrrrrll",
+             )]  # fmt: skip
     return "\n".join([*lines, "", "![p99 per cluster](ingest_fresh_clusters.png)", "",
                       "## Method", "", doc.strip(), ""])  # fmt: skip
 
 
+def _row(backend: str, k: int, r: dict[str, Any]) -> tuple[object, ...]:
+    """Returns cluster `k`'s table row: its latencies, its worst row and where it waited."""
+    w = r["worst"]
+    where = ", ".join(f"{s} {n}" for s, n in sorted(w["samples"].items(), key=lambda i: -i[1]))
+    return (backend, k, f"{r['seen']}/{r['rows']}", f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}",
+            f"{r['max_ms']:.0f}", f"{r['consumed_p99_ms']:.0f}", r["late_rows"],
+            f"{r['first_10_mean_ms']:.0f}", f"{r['rest_mean_ms']:.0f}",
+            f"{w['row']} (+{w['at_ms']:.0f})",
+            f"{where} ({sum(w['samples'].values())} / {w['samples_meant']})",
+            f"{r['load']:.0f}")  # fmt: skip
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = save.pyplot().subplots(figsize=(6, 4))
     for i, (backend, runs) in enumerate(result["clusters"].items()):
         xs = [k + 0.2 * i for k in range(len(runs))]
         ax.bar(xs, [r["p99_ms"] for r in runs], width=0.2, label=f"{backend} p99")
@@ -192,9 +190,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("produce -> visible, ms")
     ax.set_title("ingest freshness on fresh clusters")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,17 +198,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--clusters", type=int, default=4)
     ap.add_argument("--fresh-s", type=float, default=4.0)
     ap.add_argument("--backend", choices=["embedded", "kafka", "both"], default="both")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     args = ap.parse_args(argv)
     backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
-    load = os.getloadavg()[0]
+    load = save.load1()
     clusters = run(backends, args.clusters, args.fresh_s)
-    result = {"clusters": clusters, "seconds": args.fresh_s, "machine": machine(),
-              "load": f"{load:.0f} before, {os.getloadavg()[0]:.0f} after"}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest_fresh_clusters.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ingest_fresh_clusters.md").write_text(markdown(result, __doc__ or ""))
-    plot(result, args.out / "ingest_fresh_clusters.png")
+    result = {"clusters": clusters, "seconds": args.fresh_s, "machine": save.machine(),
+              "load": f"{load:.0f} before, {save.load1():.0f} after"}  # fmt: skip
+    save.write("ingest_fresh_clusters", result, markdown(result, __doc__ or ""), plot, args.out)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from benchmarks import save
+
 ORDER = ("consume", "meta", "decode", "fit", "validate", "encode", "append", "ids_ts",
          "segments", "write", "header", "check", "commit", "other")  # fmt: skip
 
@@ -155,11 +157,7 @@ def install(clock: StageClock) -> None:
 
 def plot_stages(bars: list[tuple[str, dict[str, float]]], title: str, path: Any) -> None:
     """Writes a stacked bar chart of CPU µs per row by stage, one bar per (label, stages)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = save.pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(bars) + 2), 4.5))
     bottom = [0.0] * len(bars)
     colors = plt.get_cmap("tab20")(range(20))
@@ -171,9 +169,7 @@ def plot_stages(bars: list[tuple[str, dict[str, float]]], title: str, path: Any)
     ax.set_ylabel("consumer thread CPU, µs per row")
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def _worker() -> None:

@@ -65,12 +65,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.ingest import vectors
 from benchmarks.ingest_topic_fresh import FreshnessProbe
 from benchmarks.ingest_topic_parsers import json_parsers
 from benchmarks.ingest_topic_report import FORMATS, GOALS, markdown, plot
 from benchmarks.ingest_topic_workers import run_workers
-from benchmarks.search_report import machine
 from vectorlog import Client
 from vectorlog.core.model import quick_schema
 from vectorlog.producer import (
@@ -84,7 +84,6 @@ from vectorlog.producer import (
 )
 from vectorlog.streams.log.base import Append
 
-RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 1000
 #: the freshness probe produces one row this often
 FRESH_EVERY_S = 0.005
@@ -288,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--workers-rows", type=int, default=20_000,
                     help="rows per worker-process run (Kafka; 0: skip that mode)")  # fmt: skip
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     args = ap.parse_args(argv)
     backends = ["embedded", "kafka"] if args.backend == "both" else [args.backend]
     results = []
@@ -302,14 +301,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(res))
     setup = {"rows": args.rows, "dim": DIM, "batch": BATCH, "fresh_s": args.fresh_s,
              "fresh_every_ms": FRESH_EVERY_S * 1000}  # fmt: skip
-    result = {"setup": setup, "goals": GOALS, "results": results, "machine": machine()}
+    result = {"setup": setup, "goals": GOALS, "results": results, "machine": save.machine()}
     if args.workers_rows and "kafka" in backends:
         result["workers"] = workers(args.workers_rows, args.registry)
     result["json_parsers"] = json_parsers(vectors(1000))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest_topic.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ingest_topic.md").write_text(markdown(result, __doc__ or ""))
-    plot(result, args.out / "ingest_topic.png")
+    save.write("ingest_topic", result, markdown(result, __doc__ or ""), plot, args.out)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks import save
+
 #: issue 11's goals: ingest rows/s over Client.insert rows/s, and p99 produce-to-visible
 GOALS = {"ratio_to_insert": 0.7, "p99_freshness_ms": 500.0}
 #: the formats measured, in the table's order
@@ -38,29 +40,31 @@ def markdown(result: dict[str, Any], method: str) -> str:
         f"{setup['rows']:,} rows of {setup['dim']}-d GloVe vectors (tiled to 128 dims); machine: "
         f"{result['machine']['cpus']} CPUs, load {result['machine'].get('loadavg_1_5_15')}.",
         "",
-        "| backend | path | rows/s | ratio to insert | before (issue 11) | goal "
-        "| serialize rows/s | bytes/record |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    rows: list[tuple[object, ...]] = []
     for res in result["results"]:
-        lines.append(
-            f"| {res['backend']} | `Client.insert` | {res['insert_rows_per_s']:,.0f} | 1.00 "
-            "| | | | |"
-        )
-        for fmt in FORMATS:
-            if fmt in res:
-                lines.append(_row(res["backend"], fmt, res[fmt]))
-    lines += [
-        "",
-        "| backend | cluster | rows seen | p50 ms | p99 ms | max ms | goal p99 "
-        "| consumed p50 / p99 ms | Strong query p50 / p99 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for res in result["results"]:
+        insert = f"{res['insert_rows_per_s']:,.0f}"
+        rows.append((res["backend"], "`Client.insert`", insert, "1.00", "", "", "", ""))
+        rows += [_row(res["backend"], fmt, res[fmt]) for fmt in FORMATS if fmt in res]
+    lines += save.table(
+        ("backend", "path", "rows/s", "ratio to insert", "before (issue 11)", "goal",
+         "serialize rows/s", "bytes/record"),
+        rows,
+        "ll",
+    )  # fmt: skip
+    fresh = [
+        _fresh_row(res["backend"], where, res[key])
+        for res in result["results"]
         for key, where in (("freshness", "after the throughput runs"),
-                           ("freshness_idle_cluster", "a fresh one")):  # fmt: skip
-            if key in res:
-                lines.append(_fresh_row(res["backend"], where, res[key]))
+                           ("freshness_idle_cluster", "a fresh one"))
+        if key in res
+    ]  # fmt: skip
+    lines += ["", *save.table(
+        ("backend", "cluster", "rows seen", "p50 ms", "p99 ms", "max ms", "goal p99",
+         "consumed p50 / p99 ms", "Strong query p50 / p99 ms"),
+        fresh,
+        "ll",
+    )]  # fmt: skip
     lines += _worker_lines(result.get("workers"))
     lines += _parser_lines(result.get("json_parsers", {}))
     lines += ["", "![ratio to insert per format](ingest_topic.png)", "", "## Method", ""]
@@ -78,44 +82,35 @@ def _worker_lines(w: dict[str, Any] | None) -> list[str]:
         return []
     lines = ["", f"Ingest worker processes (Kafka, cluster mode): a backlog of {w['rows']:,} rows"
              f" per run on a {w['partitions']}-partition topic; the anchor is pymilvus `insert`"
-             " through the cluster's proxy, run right before each ingest run", "",
-             "| format | workers | rows/s | anchor rows/s | ratio | goal | load (1 min) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for fmt in WORKER_FORMATS:
-        for n in (1, 2):
-            r = w.get(fmt, {}).get(f"{n}_workers")
-            if r:
-                lines.append(
-                    f"| {LABELS[fmt].removeprefix('ingest topic, ')} | {n} | "
-                    f"{r['rows_per_s']:,.0f} | {r['anchor_rows_per_s']:,.0f} | {r['ratio']:.2f} "
-                    f"| >= {GOALS['ratio_to_insert']} | {r['load'][0]:.0f} |"
-                )
+             " through the cluster's proxy, run right before each ingest run", ""]  # fmt: skip
+    rows: list[tuple[object, ...]] = [
+        (LABELS[fmt].removeprefix("ingest topic, "), n, f"{r['rows_per_s']:,.0f}",
+         f"{r['anchor_rows_per_s']:,.0f}", f"{r['ratio']:.2f}",
+         f">= {GOALS['ratio_to_insert']}", f"{r['load'][0]:.0f}")
+        for fmt in WORKER_FORMATS for n in (1, 2)
+        if (r := w.get(fmt, {}).get(f"{n}_workers"))
+    ]  # fmt: skip
     if "avro" not in w:
-        lines.append(
-            "| Confluent Avro | | not run: needs a registry every process reaches | | | | |"
-        )
-    return lines
+        rows.append(("Confluent Avro", "", "not run: needs a registry every process reaches",
+                     "", "", "", ""))  # fmt: skip
+    return lines + save.table(
+        ("format", "workers", "rows/s", "anchor rows/s", "ratio", "goal", "load (1 min)"), rows
+    )
 
 
 def _parser_lines(parsers: dict[str, float]) -> list[str]:
     if not parsers:
         return []
     lines = ["", "JSON parsers: 1000 records of 128-d vectors into Arrow columns", ""]
-    lines += ["| parser | rows/s |", "|---|---:|"]
-    lines += [f"| {name} | {rate:,.0f} |" for name, rate in parsers.items()]
-    return lines
+    rows = [(name, f"{rate:,.0f}") for name, rate in parsers.items()]
+    return lines + save.table(("parser", "rows/s"), rows)
 
 
 def plot(result: dict[str, Any], path: Any) -> None:
     """Writes a bar chart of the ratio to insert per format and backend, before and now."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     workers = result.get("workers")
     panels = len(result["results"]) + (1 if workers else 0)
-    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    fig, axes = save.pyplot().subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
     if workers:
         _workers_panel(axes[0][-1], workers)
     for ax, res in zip(axes[0], result["results"], strict=False):
@@ -130,9 +125,7 @@ def plot(result: dict[str, Any], path: Any) -> None:
         ax.set_title(f"{res['backend']}: ingest rows/s / Client.insert rows/s")
         ax.set_ylim(0, 1)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def _workers_panel(ax: Any, w: dict[str, Any]) -> None:
@@ -148,23 +141,25 @@ def _workers_panel(ax: Any, w: dict[str, Any]) -> None:
     ax.legend(fontsize=8)
 
 
-def _fresh_row(backend: str, where: str, f: dict[str, Any]) -> str:
-    return (
-        f"| {backend} | {where} | {f['seen']}/{f['rows']} | {f['p50_ms']:.0f} | "
-        f"{f['p99_ms']:.0f} | {f['max_ms']:.0f} | <= {GOALS['p99_freshness_ms']:.0f} | "
-        f"{f['consumed_p50_ms']:.0f} / {f['consumed_p99_ms']:.0f} | "
-        f"{f['strong_query_p50_ms']:.1f} / {f['strong_query_p99_ms']:.1f} |"
-    )
+def _fresh_row(backend: str, where: str, f: dict[str, Any]) -> tuple[object, ...]:
+    return (backend, where, f"{f['seen']}/{f['rows']}", f"{f['p50_ms']:.0f}",
+            f"{f['p99_ms']:.0f}", f"{f['max_ms']:.0f}", f"<= {GOALS['p99_freshness_ms']:.0f}",
+            f"{f['consumed_p50_ms']:.0f} / {f['consumed_p99_ms']:.0f}",
+            f"{f['strong_query_p50_ms']:.1f} / {f['strong_query_p99_ms']:.1f}")  # fmt: skip
 
 
-def _row(backend: str, fmt: str, figures: dict[str, Any]) -> str:
+def _row(backend: str, fmt: str, figures: dict[str, Any]) -> tuple[object, ...]:
     label = LABELS[fmt]
     if "pending" in figures:
-        return f"| {backend} | {label} | pending: {figures['pending']} | | | | | |"
+        return (backend, label, f"pending: {figures['pending']}", "", "", "", "", "")
     before = BEFORE.get((backend, fmt))
     return (
-        f"| {backend} | {label} | {figures['rows_per_s']:,.0f} | "
-        f"{figures['ratio_to_insert']:.2f} | {'' if before is None else f'{before:.2f}'} | "
-        f">= {GOALS['ratio_to_insert']} | "
-        f"{figures['serialize_rows_per_s']:,.0f} | {figures['record_bytes_mean']:,.0f} |"
+        backend,
+        label,
+        f"{figures['rows_per_s']:,.0f}",
+        f"{figures['ratio_to_insert']:.2f}",
+        "" if before is None else f"{before:.2f}",
+        f">= {GOALS['ratio_to_insert']}",
+        f"{figures['serialize_rows_per_s']:,.0f}",
+        f"{figures['record_bytes_mean']:,.0f}",
     )

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.ingest import vectors
 from benchmarks.ingest_stage_clock import ORDER, StageClock, install, plot_stages
 from benchmarks.ingest_topic_bench import (
@@ -45,7 +45,6 @@ from benchmarks.ingest_topic_bench import (
     shared_mock_registry,
     visible,
 )
-from benchmarks.search_report import machine
 from vectorlog import Client
 from vectorlog.processors.proxy.ingest.consumer import IngestConsumer
 from vectorlog.producer import (
@@ -57,7 +56,6 @@ from vectorlog.producer import (
     json_row,
 )
 
-RESULTS = Path(__file__).parent / "results"
 Encode = Callable[[IngestTopic, dict[str, Any]], IngestRecord]
 
 
@@ -127,7 +125,7 @@ def run(backend: str, rows: int, rounds: int, names: list[str], registry: str | 
         with cluster(boot, "", registry) as client:
             encoders = {k: v for k, v in formats(client, registry).items() if k in names}
             for r in range(rounds):
-                one: dict[str, Any] = {"load": os.getloadavg()[0]}
+                one: dict[str, Any] = {"load": save.load1()}
                 one["insert"] = anchor(client, f"anchor_{r}", x)
                 say(f"{backend} round {r}: insert {one['insert']}")
                 for fmt, encode in encoders.items():
@@ -151,26 +149,29 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     """Returns the report: one row per backend, round and format."""
     lines = ["# Ingest consumer: CPU by stage (issue 29)", "",
              f"{result['setup']['rows']:,} rows of 128-d GloVe vectors per run;"
-             f" machine: {result['machine'].get('cpus', 2)} CPUs.", "",
-             "| backend | code | round | format | rows/s | ratio to insert | CPU s / 100k rows | "
-             + " | ".join(f"{s} µs/row" for s in ORDER) + " | load |",
-             "|---|---|---:|---|---:|---:|---:|" + "---:|" * len(ORDER) + "---:|"]  # fmt: skip
-    for res in result["results"]:
-        code = res.get("code", "this")
-        for r, one in enumerate(res["rounds"]):
-            ins = one["insert"]
-            lines.append(f"| {res['backend']} | {code} | {r} | `Client.insert` |"
-                         f" {ins['rows_per_s']:,.0f}"
-                         f" | 1.00 | {ins['cpu_s_per_100k']:.2f} |" + " |" * len(ORDER)
-                         + f" {one['load']:.0f} |")  # fmt: skip
-            for fmt, v in one.items():
-                if fmt in ("insert", "load"):
-                    continue
-                stages = " | ".join(f"{v['cpu_us_per_row'][s]:.1f}" for s in ORDER)
-                lines.append(f"| {res['backend']} | {code} | {r} | {fmt} | {v['rows_per_s']:,.0f} |"
-                             f" {v['ratio_to_insert']:.2f} | {v['cpu_s_per_100k']:.2f} |"
-                             f" {stages} | {one['load']:.0f} |")  # fmt: skip
-    return "\n".join([*lines, "", "## Method", "", doc.strip(), ""])
+             f" machine: {result['machine'].get('cpus', 2)} CPUs.", ""]  # fmt: skip
+    headers = ("backend", "code", "round", "format", "rows/s", "ratio to insert",
+               "CPU s / 100k rows", *(f"{s} µs/row" for s in ORDER), "load")  # fmt: skip
+    rows = [row for res in result["results"] for r, one in enumerate(res["rounds"])
+            for row in _rows(res["backend"], res.get("code", "this"), r, one)]  # fmt: skip
+    return "\n".join([*lines, *save.table(headers, rows, "llrl"), "", "## Method", "",
+                      doc.strip(), ""])  # fmt: skip
+
+
+def _rows(backend: str, code: str, r: int, one: dict[str, Any]) -> list[tuple[object, ...]]:
+    """Returns round `r`'s table rows: `Client.insert`, then each format with its stages."""
+    ins, load = one["insert"], f"{one['load']:.0f}"
+    rows: list[tuple[object, ...]] = [
+        (backend, code, r, "`Client.insert`", f"{ins['rows_per_s']:,.0f}", "1.00",
+         f"{ins['cpu_s_per_100k']:.2f}", *([""] * len(ORDER)), load)
+    ]  # fmt: skip
+    for fmt, v in one.items():
+        if fmt not in ("insert", "load"):
+            stages = (f"{v['cpu_us_per_row'][s]:.1f}" for s in ORDER)
+            rows.append((backend, code, r, fmt, f"{v['rows_per_s']:,.0f}",
+                         f"{v['ratio_to_insert']:.2f}", f"{v['cpu_s_per_100k']:.2f}", *stages,
+                         load))  # fmt: skip
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--name", default="ingest_topic_stages", help="the result files' name")
     ap.add_argument("--label", default="this", help="which code this is (before, after)")
     ap.add_argument("--merge", nargs="*", type=Path, help="write one report of these results")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     args = ap.parse_args(argv)
     if args.merge:
         merged = [json.loads(p.read_text()) for p in args.merge]
@@ -199,14 +200,12 @@ def main(argv: list[str] | None = None) -> None:
             res = run(backend, args.rows, args.rounds, names, args.registry)
             results.append({**res, "code": args.label})
     result = {"setup": {"rows": args.rows, "rounds": args.rounds}, "results": results,
-              "machine": machine()}  # fmt: skip
+              "machine": save.machine()}  # fmt: skip
     write(args.out, args.name, result)
 
 
 def write(out: Path, name: str, result: dict[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / f"{name}.md").write_text(markdown(result, __doc__ or ""))
+    save.write(name, result, markdown(result, __doc__ or ""), out=out)
     bars = [(f"{res['backend'][:3]} {res.get('code', 'this')} {fmt} {r}", v["cpu_us_per_row"])
             for res in result["results"] for r, one in enumerate(res["rounds"])
             for fmt, v in one.items() if fmt not in ("insert", "load")]  # fmt: skip

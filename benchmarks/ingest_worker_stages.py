@@ -36,9 +36,9 @@ import numpy as np
 from pymilvus import MilvusClient
 
 from benchmarks import ingest_topic_workers as w
+from benchmarks import save
 from benchmarks.ingest import vectors
 from benchmarks.ingest_stage_clock import ORDER, plot_stages
-from benchmarks.search_report import machine
 from vectorlog.core.model import quick_schema
 from vectorlog.producer import (
     AvroRows,
@@ -50,7 +50,6 @@ from vectorlog.producer import (
 )
 from vectorlog.runners.supervisor import Child, Supervisor
 
-RESULTS = Path(__file__).parent / "results"
 HERE = str(Path(__file__).resolve().parent.parent)
 Encode = Callable[[IngestTopic, dict[str, Any]], IngestRecord]
 
@@ -109,7 +108,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     stages = summed([json.loads(r.read_text()) for r in reports])
     return {"workers": n, "rows_per_s": rate, "anchor_rows_per_s": anchor,
-            "ratio": rate / anchor, "load": os.getloadavg()[0], "process_cpu_s": cpu,
+            "ratio": rate / anchor, "load": save.load1(), "process_cpu_s": cpu,
             **stages}  # fmt: skip
 
 
@@ -177,31 +176,41 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     runs = [r for r in result["runs"] if "failed" not in r]
     lines = ["# Ingest worker processes by stage (issue 29)", "",
              f"{result['rows']:,} rows of 128-d GloVe vectors per run, 1 or 2 worker processes,"
-             f" Kafka (cluster mode); machine: 2 CPUs shared, load {result['load']}.", "",
-             "| format | code | workers | runs | rows/s (median) | ratio to pymilvus insert"
-             " (median; each) | consumer CPU s / 100k rows (median) | worker processes' CPU s |",
-             "|---|---|---:|---:|---:|---|---:|---:|"]  # fmt: skip
-    keys = dict.fromkeys((r["format"], r["code"], r.get("workers", 1)) for r in runs)
-    for fmt, code, n in keys:
-        sel = [r for r in runs if (r["format"], r["code"], r.get("workers", 1)) == (fmt, code, n)]
-        if sel:
-            ratios = ", ".join(f"{r['ratio']:.2f}" for r in sel)
-            lines.append(f"| {fmt} | {code} | {n} | {len(sel)} |"
-                         f" {np.median([r['rows_per_s'] for r in sel]):,.0f} |"
-                         f" {np.median([r['ratio'] for r in sel]):.2f} ({ratios}) |"
-                         f" {np.median([r['cpu_s_per_100k'] for r in sel]):.2f} |"
-                         f" {np.median([r['process_cpu_s'] for r in sel]):.1f} |")  # fmt: skip
-    lines += ["", "Per run, µs per row by stage: CPU / wall (the consumer thread)", "",
-              "| format | code | workers | round | batches | " + " | ".join(ORDER) + " |",
-              "|---|---|---:|---:|---:|" + "---|" * len(ORDER)]  # fmt: skip
-    for r in runs:
-        cells = " | ".join(f"{r['cpu_us_per_row'][s]:.1f} / {r['wall_us_per_row'][s]:.0f}"
-                           for s in ORDER)  # fmt: skip
-        lines.append(f"| {r['format']} | {r['code']} | {r.get('workers', 1)} | {r['round']} |"
-                     f" {r['calls'].get('write', 0)} | {cells} |")  # fmt: skip
+             f" Kafka (cluster mode); machine: 2 CPUs shared, load {result['load']}.",
+             ""]  # fmt: skip
+    keys = dict.fromkeys(_key(r) for r in runs)
+    medians = [_median_row(key, [r for r in runs if _key(r) == key]) for key in keys]
+    lines += save.table(
+        ("format", "code", "workers", "runs", "rows/s (median)",
+         "ratio to pymilvus insert (median; each)", "consumer CPU s / 100k rows (median)",
+         "worker processes' CPU s"),
+        medians,
+        "llrrrl",
+    )  # fmt: skip
+    lines += ["", "Per run, µs per row by stage: CPU / wall (the consumer thread)", ""]
+    lines += save.table(
+        ("format", "code", "workers", "round", "batches", *ORDER),
+        [(r["format"], r["code"], r.get("workers", 1), r["round"], r["calls"].get("write", 0),
+          *(f"{r['cpu_us_per_row'][s]:.1f} / {r['wall_us_per_row'][s]:.0f}" for s in ORDER))
+         for r in runs],
+        "llrrr" + "l" * len(ORDER),
+    )  # fmt: skip
     lines += [f"- failed: {r['format']} {r['code']} {r['workers']} worker(s), round {r['round']}:"
               f" {r['failed']}" for r in failed]  # fmt: skip
     return "\n".join([*lines, "", "## Method", "", doc.strip(), ""])
+
+
+def _key(run: dict[str, Any]) -> tuple[str, str, int]:
+    return run["format"], run["code"], run.get("workers", 1)
+
+
+def _median_row(key: tuple[str, str, int], sel: list[dict[str, Any]]) -> tuple[object, ...]:
+    """Returns the table row of the runs `sel` of one (format, code, workers): medians."""
+    ratios = ", ".join(f"{r['ratio']:.2f}" for r in sel)
+    return (*key, len(sel), f"{np.median([r['rows_per_s'] for r in sel]):,.0f}",
+            f"{np.median([r['ratio'] for r in sel]):.2f} ({ratios})",
+            f"{np.median([r['cpu_s_per_100k'] for r in sel]):.2f}",
+            f"{np.median([r['process_cpu_s'] for r in sel]):.1f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,10 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-sizes", help="e.g. 2000,5000: this tree's workers with each route"
                     " batch_size (instead of --before)")  # fmt: skip
     ap.add_argument("--before", help="another checkout: its worker is run next to this one's")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     args = ap.parse_args(argv)
     trees = {"before": args.before, "after": HERE} if args.before else {"this": HERE}
-    load = os.getloadavg()
+    load = save.load1()
     workers = [int(n) for n in args.workers.split(",")]
     settings = {}
     if args.batch_sizes:
@@ -228,11 +237,9 @@ def main(argv: list[str] | None = None) -> None:
         trees = {f"b{b}": HERE for b in sizes}
         settings = {f"b{b}": f":auto;batch_size={b}" for b in sizes}
     runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers, settings)
-    load_text = f"{load[0]:.0f} before, {os.getloadavg()[0]:.0f} after"
-    result = {"rows": args.rows, "runs": runs, "load": load_text, "machine": machine()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest_worker_stages.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ingest_worker_stages.md").write_text(markdown(result, __doc__ or ""))
+    load_text = f"{load:.0f} before, {save.load1():.0f} after"
+    result = {"rows": args.rows, "runs": runs, "load": load_text, "machine": save.machine()}
+    save.write("ingest_worker_stages", result, markdown(result, __doc__ or ""), out=args.out)
     bars = [(f"{r['format']} {r['code']} {r.get('workers', 1)}w {r['round']}", r["cpu_us_per_row"])
             for r in runs if "failed" not in r]  # fmt: skip
     plot_stages(bars, "ingest worker process (Kafka)", args.out / "ingest_worker_stages.png")

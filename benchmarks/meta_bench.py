@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -42,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from vectorlog.core.errors import CollectionNotFound
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema, quick_schema
 from vectorlog.processors.rootcoord.meta import DEFAULT_PARTITION, MetaTable
@@ -53,7 +51,6 @@ from vectorlog.state.base import Transaction
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.channels import assign_pchannels, vchannel_name
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BASE_MS = 1_700_000_000_000  # physical ms of the first event
 EVENTS_PER_MS = 8  # events sharing one physical ms (logical counter 0..7)
 FIRST_ID = 1 << 40  # as the rootcoord's IdAllocator
@@ -512,13 +509,11 @@ def main() -> None:
             "name_reads": args.name_reads,
             "quick": args.quick,
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
         **run(args.collections, args.versions, args.reads, args.name_reads),
     }
     result["total_seconds"] = round(time.perf_counter() - started, 1)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / ("meta_quick.json" if args.quick else "meta.json")
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = save.write_json("meta_quick" if args.quick else "meta", result)
     print(table(result))
     print(f"results: {out}")
 

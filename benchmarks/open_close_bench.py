@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("embedded", "kafka")
 #: the close steps that are RocksDB closes (their flush's fsyncs: what other agents' disk
@@ -180,6 +178,8 @@ def measure(trees: dict[str, Path], n: int, rounds: int) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
+    from benchmarks import save  # here: a child runs this file on a tree that may lack it
+
     lines = [
         "# Opening and closing a cluster (issue 32)",
         "",
@@ -189,17 +189,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"An empty Client opened and closed {result['cycles']} times per backend and tree "
         "(tests' settings), medians; CPU = the process's user+system seconds (all threads).",
         "",
-        "| tree | backend | open wall s | open CPU s | close wall s | close CPU s "
-        "| close wall s without RocksDB closes |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for tree, per in result["trees"].items():
-        for backend, s in per.items():
-            o, c = s["open"], s["close"]
-            lines.append(
-                f"| {tree} | {backend} | {o['wall_s']} | {o['cpu_s']} | {c['wall_s']} | "
-                f"{c['cpu_s']} | {s['close_without_rocksdb_s']} |"
-            )
+        *save.table(
+            ("tree", "backend", "open wall s", "open CPU s", "close wall s", "close CPU s",
+             "close wall s without RocksDB closes"),
+            [(tree, backend, s["open"]["wall_s"], s["open"]["cpu_s"], s["close"]["wall_s"],
+              s["close"]["cpu_s"], s["close_without_rocksdb_s"])
+             for tree, per in result["trees"].items() for backend, s in per.items()],
+            "l" * 7,
+        ),
+    ]  # fmt: skip
     lines += [
         "",
         "RocksDB closes (state stores, the embedded log) flush and fsync; their time follows the",
@@ -216,10 +214,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from benchmarks import save  # here: a child runs this file on a tree that may lack it
 
     labels, opens, closes = [], [], []
     for tree, per in result["trees"].items():
@@ -227,15 +222,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
             labels.append(f"{tree}\n{backend}")
             opens.append(s["open"]["wall_s"])
             closes.append(s["close"]["wall_s"])
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = save.pyplot().subplots(figsize=(7, 4))
     ax.bar(labels, opens, label="open")
     ax.bar(labels, closes, bottom=opens, label="close")
     ax.set_ylabel("median wall seconds")
     ax.set_title("Open + close of an empty Client")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -250,22 +243,20 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.n, args.bootstrap, args.tmp)))
         return
+    from benchmarks import save  # here, after the child's return: see markdown()
+
     trees = {"baseline": args.baseline.resolve()} if args.baseline else {}
     trees["this tree"] = ROOT
-    load_before = os.getloadavg()[0]
+    load_before = save.load1()
     result: dict[str, Any] = {
         "command": " ".join(["python -m benchmarks.open_close_bench", *sys.argv[1:]]),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
+        **save.machine("machine", "cpus"),
         "cycles": args.n * args.rounds,
         "load_before": round(load_before, 1),
         "trees": measure(trees, args.n, args.rounds),
-        "load_after": round(os.getloadavg()[0], 1),
+        "load_after": round(save.load1(), 1),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "open_close.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "open_close.md").write_text(markdown(result))
-    plot(result, RESULTS / "open_close.png")
+    save.write("open_close", result, markdown(result), plot)
     print(markdown(result))
 
 

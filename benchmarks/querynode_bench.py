@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 
+from benchmarks import save
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.demo.datasets import glove
 from vectorlog.processors.querynode.replica import Replica
@@ -33,7 +32,6 @@ from vectorlog.processors.querynode.sealed import read_index
 from vectorlog.schemas.columns import encode_column
 from vectorlog.storage.errors import ObjectNotFound
 
-RESULTS = Path(__file__).parent / "results"
 K, PARTITION, SEGMENT, TS = 10, 1, 1, 1 << 40
 ROUNDS, SAMPLE = 40, 200
 
@@ -224,8 +222,7 @@ def main() -> None:
         f"  {bt['queries']} queries in one call {bt['qps']:6.0f} QPS vs bare "
         f"{bt['bare_qps']:6.0f}  x{bt['ratio_to_bare']:.2f}"
     )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "querynode.json").write_text(json.dumps(result, indent=2) + "\n")
+    save.write_json("querynode", result)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,12 @@ Writes benchmarks/results/rebuild.json, .md and .png.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from benchmarks.ingest import BATCH, DIM
 from benchmarks.restart_bench import build
 from vectorlog import Client
@@ -36,8 +34,6 @@ from vectorlog.config import Config
 from vectorlog.jobs import rebuild as rebuild_job
 from vectorlog.jobs.rebuild import rebuild
 from vectorlog.streams.log.base import start_offsets
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def timed_rebuild(source: str, target: str, rows: int, direct: bool = True) -> dict[str, Any]:
@@ -110,16 +106,9 @@ def main() -> None:
     result = {
         "dim": DIM,
         "runs": runs,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average": round(os.getloadavg()[0], 1),
-        },
+        "machine": {**save.machine("cpus", "python"), "load_average": round(save.load1(), 1)},
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "rebuild.json").write_text(json.dumps(result, indent=1) + "\n")
-    (RESULTS / "rebuild.md").write_text(markdown(result))
-    plot(result, RESULTS / "rebuild.png")
+    save.write("rebuild", result, markdown(result), plot)
     print(markdown(result))
 
 
@@ -136,28 +125,21 @@ def markdown(r: dict[str, Any]) -> str:
         "replay the coord topic, synced once at the end) and the query node maps the linked "
         "vector cache. One run per cell on a shared machine: timings vary 2-5x with the load.",
         "",
-        "| rows | run | copy s | rows/s (copy) | copy + open to a Strong count s | "
-        "rows/s (with open) | dml records copied |",
-        "|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for run in r["runs"]:
-        for case, what in CASES:
-            c = run[case]
-            lines.append(
-                f"| {run['rows']:,} | {what} | {c['copy_s']} | {c['rows_per_s_copy']:,} | "
-                f"{c['copy_and_open_s']} | {c['rows_per_s_with_open']:,} | {c['dml_records']:,} |"
-            )
+        *save.table(
+            ("rows", "run", "copy s", "rows/s (copy)", "copy + open to a Strong count s",
+             "rows/s (with open)", "dml records copied"),
+            [(f"{run['rows']:,}", what, c["copy_s"], f"{c['rows_per_s_copy']:,}",
+              c["copy_and_open_s"], f"{c['rows_per_s_with_open']:,}", f"{c['dml_records']:,}")
+             for run in r["runs"] for case, what in CASES for c in [run[case]]],
+            "rl",
+        ),
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def plot(r: dict[str, Any], path: Path) -> None:
     """Bars of rows/s to the first Strong read, per size and run, with the goal line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = save.pyplot().subplots(figsize=(8, 4))
     width = 0.8 / len(CASES)
     for i, (case, what) in enumerate(CASES):
         xs = [j + i * width for j in range(len(r["runs"]))]
@@ -168,9 +150,7 @@ def plot(r: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("rows/s to the first Strong read")
     ax.set_title(f"rebuild --as-of T, {r['dim']}-d")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 if __name__ == "__main__":

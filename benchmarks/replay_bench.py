@@ -15,16 +15,15 @@ import contextlib
 import io
 import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from benchmarks.ingest import BATCH, DIM, vectors
 from vectorlog import Client, cli
 
-RESULTS = Path(__file__).parent / "results"
 RUNS = 3
 
 
@@ -74,9 +73,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rows", type=int, default=200_000)
     args = p.parse_args()
-    result = {"machine": platform.machine(), "cpus": os.cpu_count(), **measure(args.rows)}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "replay.json").write_text(json.dumps(result, indent=2) + "\n")
+    result = {**save.machine("machine", "cpus"), **measure(args.rows)}
+    save.write_json("replay", result)
     print(json.dumps(result, indent=2))
 
 

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks.save import RESULTS, pyplot, table, write_markdown
+from benchmarks.save import plot as save_plot
+
 Row = tuple[str, ...]
 
 
@@ -266,9 +268,7 @@ LOG_SCALE = {"meta", "snapshotkv"}
 
 def markdown(r: Report, name: str, machine: str) -> str:
     """Returns the result's markdown page."""
-    lines = [f"# {r.title}", "", r.measured, "", "| " + " | ".join(r.headers) + " |"]
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(r.headers) - 1)) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in r.rows]
+    lines = [f"# {r.title}", "", r.measured, "", *table(r.headers, r.rows)]
     lines += ["", *r.notes, "", f"![{name}]({name}.png)", ""]
     lines += [
         f"Machine: {machine}. Command: `{r.command}` (writes `{name}.json`); this page "
@@ -279,13 +279,8 @@ def markdown(r: Report, name: str, machine: str) -> str:
 
 def plot(r: Report, path: Path, log_scale: bool) -> None:
     """Writes the bar chart of `r.bars` to `path` (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     labels, values = list(r.bars), list(r.bars.values())
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(labels) + 1.6))
+    fig, ax = pyplot().subplots(figsize=(8, 0.5 * len(labels) + 1.6))
     ax.barh(labels, values, color="#457b9d")
     ax.invert_yaxis()
     if log_scale:
@@ -293,9 +288,7 @@ def plot(r: Report, path: Path, log_scale: bool) -> None:
     ax.set_xlabel(r.unit)
     ax.set_title(r.title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def write(name: str, results: Path) -> bool:
@@ -305,7 +298,7 @@ def write(name: str, results: Path) -> bool:
         return False
     data = json.loads(source.read_text())
     r = REPORTS[name](data)
-    (results / f"{name}.md").write_text(markdown(r, name, _machine(data)))
+    write_markdown(name, markdown(r, name, _machine(data)), results)
     plot(r, results / f"{name}.png", name in LOG_SCALE)
     return True
 

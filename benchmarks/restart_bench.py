@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from benchmarks.ingest import BATCH, DIM, vectors
 from vectorlog import Client, DataType
 
-RESULTS = Path(__file__).parent / "results"
 RUNS = 3
 MODES = ("binlogs", "log")
 
@@ -90,16 +88,16 @@ def report(result: dict[str, Any]) -> str:
         "",
         f"Embedded log, {result['cpus']} cores; median of {RUNS} reopens per mode.",
         "",
-        "| rows | rows per insert | dml records | from binlogs s | first reopen s "
-        "| rows loaded | whole log s |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for c in result["cases"]:
-        lines.append(
-            f"| {c['rows']:,} | {c['insert_batch']:,} | {c['dml_records']:,} | "
-            f"{c['binlogs']['median_s']} | {c['binlogs']['runs_s'][0]} | "
-            f"{c['binlogs']['rows_loaded']:,} | {c['log']['median_s']} |"
-        )
+        *save.table(
+            ("rows", "rows per insert", "dml records", "from binlogs s", "first reopen s",
+             "rows loaded", "whole log s"),
+            [(f"{c['rows']:,}", f"{c['insert_batch']:,}", f"{c['dml_records']:,}",
+              c["binlogs"]["median_s"], c["binlogs"]["runs_s"][0],
+              f"{c['binlogs']['rows_loaded']:,}", c["log"]["median_s"])
+             for c in result["cases"]],
+            "r",
+        ),
+    ]  # fmt: skip
     goals = result["goals"]
     lines += [
         "",
@@ -111,12 +109,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = save.pyplot().subplots(figsize=(7, 4.5))
     for batch, marker in ((BATCH, "o"), (1, "s")):
         cases = sorted(
             (c for c in result["cases"] if c["insert_batch"] == batch),
@@ -135,8 +128,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title("vectorlog restart time vs log length (embedded, 128-d)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save.plot(fig, path, dpi=110)
 
 
 def goals(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -159,12 +151,9 @@ def main() -> None:
     args = p.parse_args()
     cases = [case(int(n), BATCH) for n in args.sizes.split(",") if n]
     cases += [case(int(n), 1) for n in args.single.split(",") if n]
-    result: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count()}
+    result: dict[str, Any] = save.machine("machine", "cpus")
     result |= {"cases": cases, "goals": goals(cases)}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "restart.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "restart.md").write_text(report(result))
-    plot(result, RESULTS / "restart.png")
+    save.write("restart", result, report(result), plot)
     print(report(result))
 
 

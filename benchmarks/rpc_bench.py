@@ -15,22 +15,19 @@ benchmarks/results/rpc.json and rpc.md.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from vectorlog import Client
 from vectorlog.rpc.querynode_client import QueryNodeClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def timed(call: Callable[[], Any], n: int) -> dict[str, float]:
@@ -83,16 +80,14 @@ def markdown(results: dict[str, Any], calls: int) -> str:
     lines = [
         f"# RPC round trips: {calls} calls each, in-process vs network client (loopback)",
         "",
-        "| call | in-process mean us | network mean us | network p99 us | ratio |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, r in results.items():
-        local, remote = r["in_process"], r["network"]
-        ratio = remote["mean_us"] / local["mean_us"]
-        lines.append(
-            f"| {name} | {local['mean_us']:.1f} | {remote['mean_us']:.1f} | "
-            f"{remote['p99_us']:.1f} | {ratio:.1f} x |"
-        )
+        *save.table(
+            ("call", "in-process mean us", "network mean us", "network p99 us", "ratio"),
+            [(name, f"{r['in_process']['mean_us']:.1f}", f"{r['network']['mean_us']:.1f}",
+              f"{r['network']['p99_us']:.1f}",
+              f"{r['network']['mean_us'] / r['in_process']['mean_us']:.1f} x")
+             for name, r in results.items()],
+        ),
+    ]  # fmt: skip
     lines += [
         "",
         f"Machine: {platform.processor() or platform.machine()}, {platform.python_version()}; "
@@ -106,9 +101,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
     results = measure(args.calls)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "rpc.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "rpc.md").write_text(markdown(results, args.calls))
+    save.write("rpc", results, markdown(results, args.calls))
     print(markdown(results, args.calls))
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import tempfile
@@ -30,11 +29,11 @@ import httpx
 import numpy as np
 from pymilvus import MilvusClient
 
+from benchmarks import save
 from benchmarks.scaleout_bench import cpu_seconds
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 SERVED = re.compile(r'vectorlog_rpc_served_total\{[^}]*method="([^"]+)"[^}]*\} (\S+)')
 BATCH = 100
 
@@ -117,30 +116,28 @@ def report(res: dict[str, Any]) -> str:
         "cluster's own background rate from an idle phase; CPU ms per request from /proc",
         "(user + system), less each process's CPU rate in the idle phase over the same time.",
         "",
-        "| code | request | rootcoord RPCs per request | by method | CPU ms: proxy | rootcoord |"
-        " wall ms per request |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for code, got in res["runs"].items():
-        for name, r in got.items():
-            by = ", ".join(f"{m} {n:g}" for m, n in sorted(r["calls"].items())) or "none"
-            cpu = r["cpu_ms"]
-            lines.append(
-                f"| {code} | {name} | {r['total']:g} | {by} | {cpu['proxy1']:.2f} |"
-                f" {cpu['rootcoord']:.2f} | {r['ms']:.1f} |"
-            )
+        *save.table(
+            ("code", "request", "rootcoord RPCs per request", "by method", "CPU ms: proxy",
+             "rootcoord", "wall ms per request"),
+            [_row(code, name, r) for code, got in res["runs"].items() for name, r in got.items()],
+            align="l" * 7,
+        ),
+    ]  # fmt: skip
     return "\n".join(lines)
 
 
+def _row(code: str, name: str, r: dict[str, Any]) -> tuple[str, ...]:
+    """Returns one request's table row: its rootcoord calls, in all and by method, and CPU."""
+    by = ", ".join(f"{m} {n:g}" for m, n in sorted(r["calls"].items())) or "none"
+    cpu = r["cpu_ms"]
+    return (code, name, f"{r['total']:g}", by, f"{cpu['proxy1']:.2f}",
+            f"{cpu['rootcoord']:.2f}", f"{r['ms']:.1f}")  # fmt: skip
+
+
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     codes = list(res["runs"])
     names = list(res["runs"][codes[0]])
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.2))
     width = 0.8 / len(codes)
     for k, code in enumerate(codes):
         totals = [res["runs"][code][n]["total"] for n in names]
@@ -148,8 +145,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_xticks([i + width * (len(codes) - 1) / 2 for i in range(len(names))], names)
     ax.set_ylabel("rootcoord RPCs per request")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def run_code(bootstrap: str, tmp: Path, args: argparse.Namespace, label: str) -> dict:
@@ -183,17 +179,14 @@ def main() -> None:
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.rpc_counts_bench --ops {args.ops} --dim {args.dim}"
         f" --rows {args.rows}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
-        "load1": os.getloadavg()[0],
+        "machine": save.cores(shared=True),
+        "load1": save.load1(),
         "runs": json.loads(Path(args.merge).read_text())["runs"] if args.merge else {},
     }
     with tempfile.TemporaryDirectory() as tmp, running_broker() as bootstrap:
         label = f"{args.label} ({git.stdout.strip() or '?'})"
         res["runs"][label] = run_code(bootstrap, Path(tmp), args, "x")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "rpc_counts.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "rpc_counts.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "rpc_counts.png")
+    save.write("rpc_counts", res, report(res), plot)
     print(report(res))
 
 

@@ -16,12 +16,12 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from benchmarks import save
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.expr import Expr, parse
 from vectorlog.processors.indexnode.files import build_paths, write_build
@@ -32,7 +32,6 @@ from vectorlog.storage.binlog import insert_binlog
 from vectorlog.storage.objectstore import MemoryObjectStore
 from vectorlog.storage.payload import DataTypeCode
 
-RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = (
     FieldSchema("id", DataType.INT64, is_primary=True),
     FieldSchema("vector", DataType.FLOAT_VECTOR, dim=2),
@@ -167,15 +166,13 @@ def report(rows: int, results: list[dict[str, Any]]) -> str:
         "indexed answer equals the scanned one. Indexes: STL_SORT on `i` (INT64), TRIE on "
         '`s` (VARCHAR), INVERTED on `j["a"]` cast to DOUBLE.',
         "",
-        "| filter | matches | scan ms | indexed ms | 95% indexed ms | speed-up |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        speedup = r["scan_ms"] / max(r["indexed_ms"], 1e-6)
-        lines.append(
-            f"| `{r['filter']}` | {r['matches']:,} | {r['scan_ms']:.2f} | "
-            f"{r['indexed_ms']:.2f} | {r['indexed_95pct_ms']:.2f} | {speedup:.1f}x |"
-        )
+        *save.table(
+            ("filter", "matches", "scan ms", "indexed ms", "95% indexed ms", "speed-up"),
+            [(f"`{r['filter']}`", f"{r['matches']:,}", f"{r['scan_ms']:.2f}",
+              f"{r['indexed_ms']:.2f}", f"{r['indexed_95pct_ms']:.2f}",
+              f"{r['scan_ms'] / max(r['indexed_ms'], 1e-6):.1f}x") for r in results],
+        ),
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -185,10 +182,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     results = run(args.rows, args.repeat)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scalar_index.json").write_text(json.dumps(results, indent=1))
     text = report(args.rows, results)
-    (RESULTS / "scalar_index.md").write_text(text)
+    save.write("scalar_index", results, text)
     print(text)
 
 

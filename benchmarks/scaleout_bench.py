@@ -23,9 +23,7 @@ partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
 import threading
 import time
@@ -37,10 +35,10 @@ import httpx
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
 
+from benchmarks import save
 from infra.broker import running_broker
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
 
-RESULTS = Path(__file__).parent / "results"
 DIM, BATCH = 128, 5_000
 
 
@@ -207,7 +205,7 @@ def roles(sup: Supervisor) -> dict[str, int]:
 def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Namespace) -> dict:
     """Returns one QPS measurement with the CPU milliseconds per search of each process."""
     pids = roles(sup)
-    before, load1 = cpu_seconds(pids), os.getloadavg()[0]
+    before, load1 = cpu_seconds(pids), save.load1()
     q, n = searches([uri], vectors, args.seconds, args.threads)
     after = cpu_seconds(pids)
     per = {r: round(1000 * (after[r] - before[r]) / max(n, 1), 2) for r in pids}
@@ -246,10 +244,11 @@ def ratios(res: dict[str, Any], a: int, b: int) -> list[float]:
     return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"]]
 
 
-def cpu_cell(cpu: dict[str, float]) -> str:
+def cpu_cells(cpu: dict[str, float]) -> tuple[str, ...]:
+    """Returns the CPU ms per search of the proxies, the query nodes, rootcoord, the clients."""
     proxy = sum(v for k, v in cpu.items() if k.startswith("proxy"))
     nodes = sum(v for k, v in cpu.items() if k.startswith("querynode"))
-    return f"{proxy:.1f} | {nodes:.1f} | {cpu['rootcoord']:.1f} | {cpu['clients']:.1f}"
+    return f"{proxy:.1f}", f"{nodes:.1f}", f"{cpu['rootcoord']:.1f}", f"{cpu['clients']:.1f}"
 
 
 def reading(cpu: dict[str, float]) -> list[str]:
@@ -273,7 +272,7 @@ def report(res: dict[str, Any]) -> str:
     rows = summary(res)
     scale, allcores = ratios(res, 1, 0), ratios(res, 1, 2)
     loads = [m["load1"] for rnd in res["rounds"] for m in rnd]
-    table = [f"| {r['variant']} | {r['qps']:.1f} | {cpu_cell(r['cpu'])} |" for r in rows]
+    table = [(r["variant"], f"{r['qps']:.1f}", *cpu_cells(r["cpu"])) for r in rows]
     return "\n".join(
         [
             "# Scale-out: query nodes (issue 24)",
@@ -289,10 +288,18 @@ def report(res: dict[str, Any]) -> str:
             "(the machine's 2 cores are shared with other work). Medians over the rounds;",
             "CPU milliseconds per search from /proc (user + system) of each process.",
             "",
-            "| query nodes | search QPS via 1 proxy | CPU ms/search: proxy | query nodes |"
-            " rootcoord | clients |",
-            "|---|---|---|---|---|---|",
-            *table,
+            *save.table(
+                (
+                    "query nodes",
+                    "search QPS via 1 proxy",
+                    "CPU ms/search: proxy",
+                    "query nodes",
+                    "rootcoord",
+                    "clients",
+                ),
+                table,
+                align="l" * 6,
+            ),  # fmt: skip
             "",
             f"Scale-out, 2 nodes x 1 thread / 1 node x 1 thread, per round: {scale}.",
             f"2 nodes x 1 thread / 1 node with every core, per round: {allcores}.",
@@ -309,12 +316,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(9, 3.4))
     for i, v in enumerate(VARIANTS):
         a.plot(
             range(1, len(res["rounds"]) + 1),
@@ -328,8 +330,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     b.bar(["SIGKILL -> complete"], [res["failover_s"]], color="tab:orange")
     b.set_ylabel("seconds")
     fig.suptitle(f"{res['rows']:,} rows, {DIM}-d, exact search, 2 cores shared")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save.plot(fig, path)
 
 
 def main() -> None:
@@ -342,7 +343,7 @@ def main() -> None:
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.scaleout_bench --rows {args.rows} --seconds "
         f"{args.seconds} --threads {args.threads} --rounds {args.rounds}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other work)",
+        "machine": save.cores(shared=True),
         "rows": args.rows,
         "threads": args.threads,
         "seconds": args.seconds,
@@ -364,10 +365,7 @@ def main() -> None:
         finally:
             for s in sups:
                 s.stop_all()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scaleout.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS / "scaleout.md").write_text(report(res) + "\n")
-    plot(res, RESULTS / "scaleout.png")
+    save.write("scaleout", res, report(res), plot)
     print(report(res))
 
 

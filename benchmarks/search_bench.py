@@ -18,21 +18,18 @@ Milvus Lite: a child process with a time cap, on its first `--lite-queries` quer
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import faiss
 
-from benchmarks import search_faiss, search_memory, search_peers, search_reads
+from benchmarks import save, search_faiss, search_memory, search_peers, search_reads
 from benchmarks.search_data import BATCH, HNSW_PARAMS, METRIC, Data, K, load, row_batches
 from benchmarks.search_product import build
-from benchmarks.search_report import GOALS, machine, markdown, num, ratios
+from benchmarks.search_report import GOALS, markdown, num, ratios
 from vectorlog import Client
 
-RESULTS = Path(__file__).parent / "results"
 NAME = "glove"
 OVERLAP = {
     True: "the build was still unfinished when that ingest ended",
@@ -132,7 +129,7 @@ def autoindex() -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Runs every part; returns the results."""
-    load_before = [round(v, 2) for v in os.getloadavg()]
+    load_before = save.loadavg()
     data = load(args.rows, args.queries)
     anchor, ours = bare_and_vectorlog(data, args)
     res: dict[str, Any] = {
@@ -156,7 +153,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "goals": GOALS,
         "memory": memory(args),
         "milvus_lite": lite(args, anchor["ef"]),
-        "machine": {**machine(), "loadavg_at_start": load_before},
+        "machine": {**save.machine(), "loadavg_at_start": load_before},
     }
     res["notes"] = notes(res, args)
     return res
@@ -171,13 +168,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lite-queries", type=int, default=200, help="Milvus Lite's query cap")
     ap.add_argument("--lite-timeout", type=float, default=900.0, help="Milvus Lite's time cap")
     ap.add_argument("--index-timeout", type=float, default=600.0, help="wait for Finished")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for search.json/.md")
+    ap.add_argument("--out", type=Path, default=save.RESULTS, help="dir for search.json/.md")
     args = ap.parse_args(argv)
     res = run(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "search.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     table = markdown(res)
-    (args.out / "search.md").write_text(table)
+    save.write("search", res, table, out=args.out)
     print(table)
 
 

@@ -178,9 +178,9 @@ def _head(src: str) -> str:
 def report(results: dict[str, dict[str, Any]], out: Path) -> str:
     """Writes search_calls_ab.json, .md and .png (each setting's per-round CPU ratios, base
     tree and this one) into `out`; returns the page."""
-    from benchmarks.search_report import machine
+    from benchmarks import save  # here: a child runs this module on a tree that may lack it
 
-    m = machine()
+    m = save.machine()
     lines = [
         "# One query per call at Bounded: this tree against a base tree (issue 28)",
         "",
@@ -193,19 +193,14 @@ def report(results: dict[str, dict[str, Any]], out: Path) -> str:
         f"Machine: {m['cpus']} CPUs ({m['cpu']}), Python {m['python']}, git {m['git_head']}; "
         "shared with other agents' work (load below): compare ratios, not µs.",
         "",
-        "| setting | tree | bare faiss CPU µs/call | vectorlog CPU µs/call | ratio (median) | "
-        "ratio (quartiles) | recall@10 bare / vectorlog | load start / end |",
-        "|---|---|---:|---:|---:|---|---|---|",
-    ]
-    for name, r in results.items():
-        for key in ("base", "this"):
-            med, rec = r[f"{key}_median"], r[f"{key}_recall"]
-            q1, q3 = r[f"{key}_quartiles"]
-            lines.append(
-                f"| {name} | {r['trees'][key]} | {med['bare_us']:.0f} | {med['ours_us']:.0f} | "
-                f"{med['ratio']:.3f} | {q1:.3f} - {q3:.3f} | {rec[0]:.3f} / {rec[1]:.3f} | "
-                f"{r['load_start'][0]:.0f} / {r['load_end'][0]:.0f} |"
-            )
+        *save.table(
+            ("setting", "tree", "bare faiss CPU µs/call", "vectorlog CPU µs/call",
+             "ratio (median)", "ratio (quartiles)", "recall@10 bare / vectorlog",
+             "load start / end"),
+            [_row(name, key, r) for name, r in results.items() for key in ("base", "this")],
+            "llrrrlll",
+        ),
+    ]  # fmt: skip
     lines += [
         "",
         "Command: `python -m benchmarks.search_calls_ab prepare --dir D [--rows 400000 "
@@ -214,21 +209,24 @@ def report(results: dict[str, dict[str, Any]], out: Path) -> str:
         "",
     ]
     page = "\n".join(lines)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "search_calls_ab.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "search_calls_ab.md").write_text(page)
-    plot(results, out / "search_calls_ab.png")
+    save.write("search_calls_ab", results, page, plot, out)
     return page
+
+
+def _row(name: str, key: str, r: dict[str, Any]) -> tuple[str, ...]:
+    """Returns the table row of setting `name`'s tree `key` (base, this): its medians."""
+    med, rec = r[f"{key}_median"], r[f"{key}_recall"]
+    q1, q3 = r[f"{key}_quartiles"]
+    return (name, r["trees"][key], f"{med['bare_us']:.0f}", f"{med['ours_us']:.0f}",
+            f"{med['ratio']:.3f}", f"{q1:.3f} - {q3:.3f}", f"{rec[0]:.3f} / {rec[1]:.3f}",
+            f"{r['load_start'][0]:.0f} / {r['load_end'][0]:.0f}")  # fmt: skip
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     """Draws each setting's per-round ratios, base tree and this one, as box plots."""
-    import matplotlib
+    from benchmarks import save  # here: a child runs this module on a tree that may lack it
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.5))
     data, labels = [], []
     for name, r in results.items():
         for key in ("base", "this"):
@@ -238,9 +236,7 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
     ax.axhline(0.8, color="k", linestyle="--", linewidth=0.8)
     ax.set_ylabel("bare faiss CPU / vectorlog CPU per round")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def main() -> None:

@@ -28,14 +28,12 @@ from typing import Any
 import numpy as np
 from pymilvus import MilvusClient
 
-from benchmarks import search_faiss
+from benchmarks import save, search_faiss
 from benchmarks.search_data import Data, K, load, recall, row_batches
 from benchmarks.search_product import build
-from benchmarks.search_report import machine
 from benchmarks.server_serve import Ports, child, free_port, serve_command
 from vectorlog import Client
 
-RESULTS = Path(__file__).parent / "results"
 NAME = "calls"
 #: the large answer: queries per call, top-k, and the output field it carries
 BIG_NQ, BIG_K = 100, 100
@@ -161,7 +159,7 @@ def response_build(hits: int = 1000) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Runs both parts; returns the results."""
-    load_before = [round(v, 2) for v in os.getloadavg()]
+    load_before = save.loadavg()
     data = load(args.rows, args.queries)
     index, anchor = search_faiss.run(data)
     ef = anchor["ef"]
@@ -194,18 +192,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "in_process": float(np.median([r["ratio_cpu"] for r in in_process])),
             "pymilvus": float(np.median([r["ratio_cpu"] for r in wire["rounds"]])),
         },
-        "machine": {**machine(), "loadavg_at_start": load_before},
-        "loadavg_at_end": [round(v, 2) for v in os.getloadavg()],
+        "machine": {**save.machine(), "loadavg_at_start": load_before},
+        "loadavg_at_end": save.loadavg(),
     }
 
 
-def _row(label: str, r: dict[str, Any]) -> str:
+def _row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
     b, o = r["bare"], r["ours"]
-    return (
-        f"| {label} | {b['wall_us']:.0f} | {o['wall_us']:.0f} | {r['ratio_wall']:.2f} | "
-        f"{b['cpu_us']:.0f} | {o['cpu_us']:.0f} | {r['ratio_cpu']:.2f} | "
-        f"{r['recall_bare']:.3f} / {r['recall_ours']:.3f} |"
-    )
+    return (label, f"{b['wall_us']:.0f}", f"{o['wall_us']:.0f}", f"{r['ratio_wall']:.2f}",
+            f"{b['cpu_us']:.0f}", f"{o['cpu_us']:.0f}", f"{r['ratio_cpu']:.2f}",
+            f"{r['recall_bare']:.3f} / {r['recall_ours']:.3f}")  # fmt: skip
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -223,12 +219,15 @@ def markdown(res: dict[str, Any]) -> str:
         f"threads), load average {m['loadavg_at_start']} at the start, "
         f"{res['loadavg_at_end']} at the end (other agents' work: compare ratios).",
         "",
-        "| round | bare faiss µs/call | vectorlog µs/call | ratio (wall) | bare CPU µs | "
-        "vectorlog CPU µs | ratio (CPU) | recall@10 bare / vectorlog |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    lines += [_row(f"in process {i + 1}", r) for i, r in enumerate(res["in_process"])]
-    lines += [_row(f"pymilvus {i + 1}", r) for i, r in enumerate(res["pymilvus"]["rounds"])]
+    rows = [_row(f"in process {i + 1}", r) for i, r in enumerate(res["in_process"])]
+    rows += [_row(f"pymilvus {i + 1}", r) for i, r in enumerate(res["pymilvus"]["rounds"])]
+    lines += save.table(
+        ("round", "bare faiss µs/call", "vectorlog µs/call", "ratio (wall)", "bare CPU µs",
+         "vectorlog CPU µs", "ratio (CPU)", "recall@10 bare / vectorlog"),
+        rows,
+        "lrrrrrrl",
+    )  # fmt: skip
     big = res["pymilvus"]["big_answer_ms"]
     med = res["median_ratio_cpu"]
     lines += [
@@ -283,12 +282,7 @@ def baseline(old: dict[str, Any]) -> dict[str, Any]:
 def plot(res: dict[str, Any], path: Path) -> None:
     """Draws each round's µs per call (wall) of bare faiss and vectorlog, in process and
     through pymilvus."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.5))
     for part, label in (("in_process", "in process"), ("pymilvus", "pymilvus")):
         rs = res[part] if part == "in_process" else res[part]["rounds"]
         xs = [f"{label} {i + 1}" for i in range(len(rs))]
@@ -297,9 +291,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("µs per call (wall); bars: vectorlog, ticks: bare faiss")
     ax.tick_params(axis="x", labelrotation=30)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -309,16 +301,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--index-timeout", type=float, default=600.0)
     ap.add_argument("--baseline", type=Path, help="an earlier run's search_calls.json to quote")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     args = ap.parse_args(argv)
     res = run(args)
     if args.baseline:
         res["baseline"] = baseline(json.loads(args.baseline.read_text()))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "search_calls.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     page = markdown(res)
-    (args.out / "search_calls.md").write_text(page)
-    plot(res, args.out / "search_calls.png")
+    save.write("search_calls", res, page, plot, args.out)
     print(page)
 
 

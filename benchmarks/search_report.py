@@ -1,16 +1,11 @@
-"""The search benchmark's results: the machine, the ratios to bare faiss against issue 8's
-goals, and the Markdown table (benchmarks/results/search.md)."""
+"""The search benchmark's results: the ratios to bare faiss against issue 8's goals, and the
+Markdown table (benchmarks/results/search.md)."""
 
 from __future__ import annotations
 
-import os
-import platform
-import subprocess
-from pathlib import Path
 from typing import Any
 
-import faiss
-import numpy as np
+from benchmarks import save
 
 #: issue 8's goals: vectorlog / bare faiss QPS ratios, filtered recall, ingest during builds
 GOALS = {
@@ -20,30 +15,6 @@ GOALS = {
     "filtered_recall": 0.95,
     "ingest_while_index_builds_rows_per_s": 100_000,
 }
-
-
-def machine() -> dict[str, Any]:
-    """Returns what the figures were measured on."""
-    cpu = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    meminfo = Path("/proc/meminfo").read_text().split()
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return {
-        "cpus": os.cpu_count(),
-        "cpu": cpu,
-        "mem_total_gb": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
-        "python": platform.python_version(),
-        "faiss": faiss.__version__,
-        "faiss_threads": faiss.omp_get_max_threads(),
-        "numpy": np.__version__,
-        "git_head": commit,
-        "loadavg_1_5_15": [round(v, 2) for v in os.getloadavg()],
-    }
 
 
 def ratios(anchor: dict[str, Any], reads: dict[str, Any]) -> dict[str, float | None]:
@@ -167,9 +138,7 @@ def markdown(res: dict[str, Any]) -> str:
         f"{m['git_head']}; load average at the end {m['loadavg_1_5_15']} (other work on the "
         "machine skews absolute figures; ratios are steadier).",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        *("| " + " | ".join(r) + " |" for r in rows),
+        *save.table(head, rows, "l" * len(head)),
         "",
         *(f"- {n}" for n in res["notes"]),
         "",

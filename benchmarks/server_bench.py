@@ -32,7 +32,7 @@ import httpx
 import numpy as np
 from pymilvus import MilvusClient
 
-from benchmarks.search_report import machine
+from benchmarks import save
 from benchmarks.search_timing import per_call
 from benchmarks.server_calls import Grpc, InProcess, Rest, Target, rows_of
 from benchmarks.server_profile import READY, top
@@ -40,7 +40,6 @@ from benchmarks.server_report import GOAL, markdown, ratios
 from benchmarks.server_serve import Ports, child, free_port, serve_command
 from vectorlog import Client
 
-RESULTS = Path(__file__).parent / "results"
 DIM, SEED, BENCH = 128, 0, "bench"
 #: seconds left for background work (data node) after loading, before searches are timed
 SETTLE_S = 3.0
@@ -182,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--skip-profile", action="store_true")
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--out", type=Path, default=save.RESULTS)
     args = p.parse_args(argv)
     base, queries = make_data(args)
     fresh = np.random.default_rng(SEED + 1).random((args.batch * args.batches, DIM), np.float32)
@@ -205,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rounds": ROUNDS,
                 "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
             },
-            "machine": machine(),
+            "machine": save.machine(),
             **figures,
             "ratios": ratios(figures),
             "same_top_k": {k: agreement(found["in_process"], found[k]) for k in ("grpc", "rest")},
@@ -214,9 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         missed = any(v < GOAL for k, v in result["ratios"].items() if k.startswith("grpc"))
         if missed and not args.skip_profile:
             result["grpc_profile"] = profile_grpc(tmp, queries[:200], batches[:6])
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "server.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "server.md").write_text(markdown(result))
+    save.write("server", result, markdown(result), out=args.out)
     print(markdown(result))
     return 0
 

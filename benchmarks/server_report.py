@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchmarks import save
+
 #: issue 9's goal: served / in-process, for search QPS and insert rows/s, on both protocols
 GOAL = 0.7
 MEASURES = {
@@ -37,15 +39,14 @@ def markdown(result: dict[str, Any]) -> str:
         "embedded cluster, `vectorlog serve` in a child process; "
         f"machine: {result['machine']['cpus']} CPUs, load {result['machine']['loadavg_1_5_15']}.",
         "",
-        "| measure | in-process | gRPC | ratio | REST | ratio | goal |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for measure, (key, label) in MEASURES.items():
-        local, grpc, rest = (result[p][key] for p in ("in_process", "grpc", "rest"))
-        lines.append(
-            f"| {label} | {local:,.0f} | {grpc:,.0f} | {r[f'grpc_{measure}']:.2f} | "
-            f"{rest:,.0f} | {r[f'rest_{measure}']:.2f} | >= {GOAL} |"
-        )
+        *save.table(
+            ("measure", "in-process", "gRPC", "ratio", "REST", "ratio", "goal"),
+            [(label, f"{result['in_process'][key]:,.0f}", f"{result['grpc'][key]:,.0f}",
+              f"{r[f'grpc_{measure}']:.2f}", f"{result['rest'][key]:,.0f}",
+              f"{r[f'rest_{measure}']:.2f}", f">= {GOAL}")
+             for measure, (key, label) in MEASURES.items()],
+        ),
+    ]  # fmt: skip
     same = result["same_top_k"]
     lines += [
         "",
@@ -71,13 +72,13 @@ TOP_FUNCTIONS = 8
 def profile_table(pstats_lines: list[str], top: int = TOP_FUNCTIONS) -> list[str]:
     """Returns a Markdown table of the `top` functions of a pstats listing, their paths
     without the machine's folders (site-packages/x -> x, the stdlib -> its module)."""
-    rows = ["| function | calls | own s | with callees s |", "|---|---:|---:|---:|"]
+    rows: list[tuple[str, ...]] = []
     for line in pstats_lines:
         m = _PSTATS.match(line)
-        if m and m.group(1) != "ncalls" and len(rows) < top + 2:
+        if m and m.group(1) != "ncalls" and len(rows) < top:
             calls, own, cumulative, where = m.groups()
-            rows.append(f"| `{short_path(where)}` | {calls} | {own} | {cumulative} |")
-    return rows
+            rows.append((f"`{short_path(where)}`", calls, own, cumulative))
+    return save.table(("function", "calls", "own s", "with callees s"), rows)
 
 
 def short_path(where: str) -> str:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -26,10 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from vectorlog.processors.rootcoord.snapshotkv import LOGICAL_BITS, SnapshotKV
 from vectorlog.state.rocksdb import RocksDBStateStore
 
-RESULTS = Path(__file__).resolve().parent / "results" / "snapshotkv.json"
 BASE_MS = 1_700_000_000_000  # physical ms of the first write
 BATCH_KEYS = 1_000  # keys per multi_save
 STEP_MS = 1  # physical ms between two consecutive multi_save calls
@@ -189,11 +187,10 @@ def main() -> None:
             "batch_keys": BATCH_KEYS,
             "reads": args.reads,
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": save.machine("cpus", "python"),
         **run(args.keys, args.versions, args.reads),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    save.write_json("snapshotkv", result)
     print(json.dumps(result, indent=2))
 
 

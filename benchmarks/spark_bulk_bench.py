@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -24,11 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import save
 from benchmarks.bulkload_bench import count, create, write_files
 from benchmarks.ingest import vectors
 from benchmarks.spark_datanode_bench import child_env
 
-RESULTS = Path(__file__).parent / "results"
 CASES = (("local[2]", None), ("cluster of 2 workers", "cluster"))
 
 
@@ -97,14 +96,10 @@ def main() -> None:
     result = {
         "rows": args.rows,
         "files": args.files,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"load average {os.getloadavg()[0]:.1f} at the end",
+        "machine": save.cores(f"load average {save.load1():.1f} at the end"),
         "cases": cases,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "spark_bulk.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "spark_bulk.md").write_text(markdown(result))
-    plot(result, RESULTS / "spark_bulk.png")
+    save.write("spark_bulk", result, markdown(result), plot)
     print(markdown(result))
 
 
@@ -117,29 +112,21 @@ def markdown(r: dict[str, Any]) -> str:
         f"Machine: {r['machine']}.",
         f"Command: `python -m benchmarks.spark_bulk_bench --rows {r['rows']}`.",
         "",
-        "| Spark master | seconds | rows/s | segments | workers that ran tasks |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for c in r["cases"]:
-        lines.append(
-            f"| {c['master']} | {c['s']} | {c['rows_per_s']:,} | {c['segments']} | {c['workers']} |"
-        )
+        *save.table(
+            ("Spark master", "seconds", "rows/s", "segments", "workers that ran tasks"),
+            [(c["master"], c["s"], f"{c['rows_per_s']:,}", c["segments"], c["workers"])
+             for c in r["cases"]],
+        ),
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def plot(r: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 2.5))
+    fig, ax = save.pyplot().subplots(figsize=(6, 2.5))
     ax.barh([c["master"] for c in r["cases"]], [c["rows_per_s"] for c in r["cases"]])
     ax.set_xlabel(f"bulk insert rows/s ({r['rows']:,} rows of 128-d)")
     ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save.plot(fig, path, dpi=110)
 
 
 if __name__ == "__main__":

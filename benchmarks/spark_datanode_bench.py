@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks import save
+
 DIM = 128
 ENGINES = (
     ("local", "local", None),
@@ -134,14 +134,10 @@ def main() -> None:
         "rows": args.rows,
         "dim": DIM,
         "batch": args.batch,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"load average {os.getloadavg()[0]:.1f} at the end",
+        "machine": save.cores(f"load average {save.load1():.1f} at the end"),
         "cases": cases,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "spark_datanode.json").write_text(json.dumps(result, indent=2))
-    (RESULTS / "spark_datanode.md").write_text(markdown(result))
-    plot(result, RESULTS / "spark_datanode.png")
+    save.write("spark_datanode", result, markdown(result), plot)
     print(markdown(result))
 
 
@@ -153,17 +149,14 @@ def markdown(r: dict[str, Any]) -> str:
         "Spark job running before the first insert (JVM up). Machine: " + r["machine"] + ".",
         "Command: `python -m benchmarks.spark_datanode_bench --rows " + str(r["rows"]) + "`.",
         "",
-        "| engine | inserts s | inserts + flush s | rows/s | micro-batches | parts written by "
-        "executors | their read + decode s | their write s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for c in r["cases"]:
-        lines.append(
-            f"| {c['engine']} | {c['insert_s']} | {c['insert_and_flush_s']} | "
-            f"{c['rows_per_s']:,} | {c.get('micro_batches', '')} | "
-            f"{c['parts_written_by_executors']} | {c.get('task_read_s', '')} | "
-            f"{c.get('task_write_s', '')} |"
-        )
+        *save.table(
+            ("engine", "inserts s", "inserts + flush s", "rows/s", "micro-batches",
+             "parts written by executors", "their read + decode s", "their write s"),
+            [(c["engine"], c["insert_s"], c["insert_and_flush_s"], f"{c['rows_per_s']:,}",
+              c.get("micro_batches", ""), c["parts_written_by_executors"],
+              c.get("task_read_s", ""), c.get("task_write_s", "")) for c in r["cases"]],
+        ),
+    ]  # fmt: skip
     lines += ["", *NOTES]
     return "\n".join(lines) + "\n"
 
@@ -182,19 +175,12 @@ NOTES = [
 
 
 def plot(r: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.5))
     names = [c["engine"] for c in r["cases"]]
     ax.barh(names, [c["rows_per_s"] for c in r["cases"]], color="#4878a8")
     ax.set_xlabel(f"rows/s ({r['rows']:,} rows of {r['dim']}-d, inserts + flush)")
     ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save.plot(fig, path, dpi=110)
 
 
 if __name__ == "__main__":

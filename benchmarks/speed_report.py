@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks import save
+
 #: (label, file, path to the figure in its JSON)
 MEASURES: list[tuple[str, str, tuple[str, ...]]] = [
     (
@@ -88,13 +89,11 @@ def markdown(table: list[dict[str, Any]], before: dict, after: dict, note: str) 
         f"{before['search'].get('machine', {}).get('git_head', '?')}; after: git "
         f"{after['search'].get('machine', {}).get('git_head', '?')}; run back to back.",
         "",
-        "| measure | before | after | after / before |",
-        "|---|---:|---:|---:|",
+        *save.table(
+            ("measure", "before", "after", "after / before"),
+            [(r["measure"], num(r["before"]), num(r["after"]), num(r["change"])) for r in table],
+        ),
     ]
-    for r in table:
-        lines.append(
-            f"| {r['measure']} | {num(r['before'])} | {num(r['after'])} | {num(r['change'])} |"
-        )
     load_b = before["search"].get("machine", {}).get("loadavg_at_start")
     load_a = after["search"].get("machine", {}).get("loadavg_at_start")
     lines += [
@@ -108,35 +107,26 @@ def markdown(table: list[dict[str, Any]], before: dict, after: dict, note: str) 
 
 def plot(table: list[dict[str, Any]], path: Path) -> None:
     """Draws after / before per measure (QPS and rows/s rows) as horizontal bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     shown = [r for r in table if r["change"] is not None and "(" in r["measure"]]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(shown) + 1.2))
+    fig, ax = save.pyplot().subplots(figsize=(8, 0.45 * len(shown) + 1.2))
     ax.barh([r["measure"] for r in shown], [r["change"] for r in shown], color="tab:blue")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("after / before (log scale; > 1 is faster)")
     ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save.plot(fig, path)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=save.RESULTS)
     ap.add_argument("--note", default="", help="extra notes, separated by |")
     args = ap.parse_args(argv)
     before, after = load(args.before), load(args.after)
     table = rows(before, after)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speed.json").write_text(json.dumps({"rows": table}, indent=2) + "\n")
-    (args.out / "speed.md").write_text(markdown(table, before, after, args.note))
+    save.write("speed", {"rows": table}, markdown(table, before, after, args.note), out=args.out)
     plot(table, args.out / "speed.png")
     print((args.out / "speed.md").read_text())
 

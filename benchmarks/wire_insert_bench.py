@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -30,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.server_serve import Ports, child, free_port, serve_command
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "wire_insert"
 SERVERS = ("milvus", "vectorlog")
 
@@ -96,7 +95,7 @@ def drive(python: Path, port: int, pid: int, cfg: dict[str, Any]) -> dict[str, A
     for line in proc.stdout:
         if not line.startswith("GO "):
             raise RuntimeError(f"the workload said {line!r}")
-        load, before = os.getloadavg()[0], cpu_seconds(pid)
+        load, before = save.load1(), cpu_seconds(pid)
         proc.stdin.write("\n")
         proc.stdin.flush()
         got = json.loads(proc.stdout.readline())
@@ -138,8 +137,6 @@ ROWS = (
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (each round's figures, its load) and the plot."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{NAME}.json").write_text(json.dumps(results, indent=2) + "\n")
     rounds = results["rounds"]
     lines = [
         "# Inserts through pymilvus 2.3.8: Milvus 2.3.5 and vectorlog, with the server's CPU",
@@ -150,16 +147,15 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"batches (Milvus / vectorlog): {results['loads']}.",
         f"Command: `python -m benchmarks.wire_insert_bench --rounds {len(rounds)}`.",
         "",
-        "| measure | Milvus 2.3.5 | vectorlog | vectorlog / Milvus |",
-        "|---|---|---|---|",
-    ]
-    for label, phase, key, note in ROWS:
-        cells = [" / ".join(_fmt(r[s][phase][key]) for r in rounds) for s in SERVERS]
-        lines.append(
-            f"| {label} | {cells[0]} | {cells[1]} | {ratio(rounds, phase, key):.2f}{note} |"
-        )
+        *save.table(
+            ("measure", "Milvus 2.3.5", "vectorlog", "vectorlog / Milvus"),
+            [(label, *(" / ".join(_fmt(r[s][phase][key]) for r in rounds) for s in SERVERS),
+              f"{ratio(rounds, phase, key):.2f}{note}") for label, phase, key, note in ROWS],
+            "llll",
+        ),
+    ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![ratios]({NAME}.png)"]
-    (out / f"{NAME}.md").write_text("\n".join(lines) + "\n")
+    save.write(NAME, results, lines, out=out)
     _plot(rounds, out)
 
 
@@ -168,18 +164,11 @@ def _fmt(v: float) -> str:
 
 
 def _plot(rounds: list[dict[str, Any]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.0))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.0))
     ax.barh([r[0].strip() for r in ROWS], [ratio(rounds, p, k) for _, p, k, _ in ROWS])
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("vectorlog / Milvus 2.3.5 (rows/s: higher is better; others: lower)")
-    fig.tight_layout()
-    fig.savefig(out / f"{NAME}.png", dpi=100)
-    plt.close(fig)
+    save.plot(fig, out / f"{NAME}.png")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -187,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--single-rows", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=save.RESULTS)
     args = parser.parse_args(argv)
     python = ensure_venv()
     x, _ = glove(args.rows)
@@ -211,7 +200,7 @@ def finish(results: dict[str, Any], out: Path) -> None:
         f"{r['milvus']['batches']['load']:.0f}/{r['vectorlog']['batches']['load']:.0f}"
         for r in results["rounds"]
     )
-    results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
+    results["machine"] = save.cores()
     write(results, out)
 
 

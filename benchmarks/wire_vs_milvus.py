@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -29,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import save
 from benchmarks.server_serve import Ports, child, free_port, serve_command
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "wire_vs_milvus"
 K = 10
 
@@ -166,8 +164,6 @@ METRICS = (
 
 def write(results: dict[str, Any], out: Path) -> None:
     """Writes the JSON, the markdown table (each round's figures) and the plot."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{NAME}.json").write_text(json.dumps(results, indent=2) + "\n")
     rounds = results["rounds"]
     lines = [
         "# Through the same client: pymilvus 2.3.8 against Milvus 2.3.5 and vectorlog",
@@ -177,17 +173,18 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"interleaved rounds. Machine: {results['machine']}.",
         "Command: `python -m benchmarks.wire_vs_milvus`.",
         "",
-        "| measure | Milvus 2.3.5 | vectorlog | vectorlog / Milvus |",
-        "|---|---|---|---|",
     ]
+    rows = []
     for label, key, higher_better in METRICS:
         m = [r["milvus"][key] for r in rounds]
         v = [r["vectorlog"][key] for r in rounds]
         ratio = np.mean(v) / np.mean(m) if np.mean(m) else float("nan")
         note = "" if higher_better else " (lower is better)"
-        lines.append(f"| {label} | {_fmt(m)} | {_fmt(v)} | {ratio:.2f}{note} |")
-    lines += ["", *results.get("notes", []), "", f"![side by side]({NAME}.png)"]
-    (out / f"{NAME}.md").write_text("\n".join(lines) + "\n")
+        rows.append((label, _fmt(m), _fmt(v), f"{ratio:.2f}{note}"))
+    headers = ("measure", "Milvus 2.3.5", "vectorlog", "vectorlog / Milvus")
+    lines += [*save.table(headers, rows, "llll"), "", *results.get("notes", []), ""]
+    lines.append(f"![side by side]({NAME}.png)")
+    save.write(NAME, results, lines, out=out)
     _plot(rounds, out)
 
 
@@ -196,23 +193,16 @@ def _fmt(values: list[float]) -> str:
 
 
 def _plot(rounds: list[dict[str, Any]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     keys = [(label, key) for label, key, better in METRICS if better and "recall" not in key]
     ratios = [
         np.mean([r["vectorlog"][k] for r in rounds]) / np.mean([r["milvus"][k] for r in rounds])
         for _, k in keys
     ]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = save.pyplot().subplots(figsize=(7, 3.2))
     ax.barh([label.split(" (")[0] for label, _ in keys], ratios)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("vectorlog / Milvus 2.3.5 (higher is better)")
-    fig.tight_layout()
-    fig.savefig(out / f"{NAME}.png", dpi=100)
-    plt.close(fig)
+    save.plot(fig, out / f"{NAME}.png")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -221,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--single-rows", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=save.RESULTS)
     args = parser.parse_args(argv)
     python = ensure_venv()
     x, _ = glove(args.rows + args.queries)
@@ -241,8 +231,7 @@ def main(argv: list[str] | None = None) -> None:
                 r["filtered_recall"] = recall(r.pop("filtered_hits"), ftruth)
             print(f"round {i + 1}: {json.dumps(got)}", flush=True)
             results["rounds"].append(got)
-    load = os.getloadavg()
-    results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f}"
+    results["machine"] = save.cores(f"load {save.load1():.1f}")
     write(results, args.out)
 
 
