@@ -243,12 +243,19 @@ def _runner(
     standby: Any,
     done: threading.Event,
 ) -> Any:
+    """Returns the started ProcessRunner, started again while a peer it called at its start
+    does not answer, until cfg.run_peer_wait_s (runners.peerwait)."""
+    from vectorlog.runners.peerwait import start_patiently
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
     worker = _worker(args.worker)
     address = f"{args.host}:{args.rpc_port}"
-    return ProcessRunner(args.role, cfg, peers, address, name, worker, standby, done)
+
+    def make(left: float) -> ProcessRunner:
+        return ProcessRunner(args.role, cfg, peers, address, name, worker, standby, done, left)
+
+    return start_patiently(args.role, make, cfg.run_peer_wait_s, done)
 
 
 def _worker(text: str) -> tuple[int, int]:
