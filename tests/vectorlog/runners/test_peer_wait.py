@@ -3,7 +3,8 @@ logging one line per retry with rootcoord's address, and starts once rootcoord a
 whose rootcoord never answers within VECTORLOG_RUN_PEER_WAIT_S refuses to start with one line
 naming rootcoord's address (exit code 2), instead of failing at the first timeout. A start that
 a peer's RPC interrupts later is made again until that total has passed (start_patiently);
-bad configuration is refused at once. Real OS processes: tests/vectorlog/cluster/test_start_waits.py."""
+bad configuration is refused at once. With real OS processes:
+tests/vectorlog/cluster/test_start_waits.py."""
 
 from __future__ import annotations
 
