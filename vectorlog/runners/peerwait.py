@@ -92,26 +92,30 @@ def start_patiently(
 ) -> _T:
     """Returns `make(seconds_left)` (a process's start, which closes what it opened when it
     raises), made again while a peer it called fails with RETRIED, one log line each, until
-    `total_s` seconds have passed; then raises PeerUnavailable naming the peer and address
-    of the last failure. What `make` raises otherwise (PeerUnavailable from its own wait,
-    bad configuration) is raised at once; `stopping` set ends the retries, as a failure."""
+    `total_s` seconds have passed since the first failure (a standby's wait for its lease
+    before it does not count); then raises PeerUnavailable naming the peer and address of
+    the last failure. What `make` raises otherwise (PeerUnavailable from its own wait for
+    rootcoord, bad configuration) is raised at once; `stopping` set ends the retries, as a
+    failure."""
     stopping = stopping or threading.Event()
-    start = time.monotonic()
+    first: float | None = None  # when the first attempt failed
     attempt = 0
     while True:
         attempt += 1
+        left = total_s if first is None else first + total_s - time.monotonic()
         try:
-            return make(max(start + total_s - time.monotonic(), 0.1))
+            return make(max(left, 0.1))
         except RETRIED as exc:
             failure = exc
-        left = start + total_s - time.monotonic()
+        first = time.monotonic() if first is None else first
+        left = first + total_s - time.monotonic()
         peer, address = _peer_of(failure)
         if stopping.is_set() or left <= 0:
             why = " ".join(str(failure).split())
             raise PeerUnavailable(who, peer, address, total_s, why) from None
         log.info(
             "%s: waiting for %s at %s (start attempt %d, %.0f s of %.0f s): %s",
-            who, peer, address, attempt, time.monotonic() - start, total_s, failure,
+            who, peer, address, attempt, time.monotonic() - first, total_s, failure,
         )  # fmt: skip
         stopping.wait(min(RETRY_S, left))
 
