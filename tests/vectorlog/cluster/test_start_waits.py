@@ -85,5 +85,4 @@ def test_a_member_whose_rootcoord_never_answers_refuses_naming_it(
         f"vectorlog run datanode: datanode: rootcoord at {address} did not answer in "
         f"{SHORT_WAIT_S} s (VECTORLOG_RUN_PEER_WAIT_S): rootcoord at {address} is unavailable"
     ), text
-    assert f"datanode: waiting for rootcoord at {address} (attempt 1" in text
     assert "Traceback" not in text
