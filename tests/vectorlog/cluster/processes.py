@@ -163,14 +163,16 @@ class ProcessCluster:
         assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
         return m
 
-    def launch(self, name: str) -> subprocess.Popen[bytes]:
-        """Starts one member and returns its process at once (not waiting for anything)."""
+    def launch(self, name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Starts one member and returns its process at once (not waiting for anything);
+        `env`: variables of this start only, over the cluster's."""
         m = self.members[name]
         env = {
             **os.environ,
             "VECTORLOG_TICK_INTERVAL_MS": "100",
             "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN,
             **self.env,
+            **(env or {}),
         }
         with (self.dir / f"{name}.log").open("ab") as err:
             m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)

@@ -4,7 +4,8 @@
 continued, even when rootcoord pauses again right after answering its first wait (the next
 call of its start times out: the start is made again); one whose rootcoord never answers
 refuses to start after VECTORLOG_RUN_PEER_WAIT_S (set short here), exit code 2, with one
-line naming rootcoord and its address."""
+line naming rootcoord and its address; one with another cluster's token is refused without
+waiting."""
 
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def test_a_member_whose_rootcoord_never_answers_refuses_naming_it(
     try:
         cluster.start("rootcoord", START_S)
         address = cluster.members["rootcoord"].rpc
+        wrong = cluster.launch("querynode", {"VECTORLOG_CLUSTER_TOKEN": "another-clusters"})
+        assert wrong.wait(timeout=START_S) == 2, cluster.log("querynode")
         cluster.send("rootcoord", signal.SIGSTOP)
         proc = cluster.launch("datanode")
         assert proc.wait(timeout=START_S) == 2, cluster.log("datanode")
@@ -86,3 +89,9 @@ def test_a_member_whose_rootcoord_never_answers_refuses_naming_it(
         f"{SHORT_WAIT_S} s (VECTORLOG_RUN_PEER_WAIT_S): rootcoord at {address} is unavailable"
     ), text
     assert "Traceback" not in text
+    refused = cluster.log("querynode", whole=True)
+    assert refused.strip().splitlines()[-1] == (
+        "vectorlog run querynode: vectorlog.rpc.v5.RootCoord: the call did not carry the "
+        "cluster's token (VECTORLOG_CLUSTER_TOKEN)"
+    ), refused
+    assert "waiting for" not in refused  # refused at its first answer, not retried
