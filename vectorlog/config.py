@@ -81,10 +81,11 @@ class Config:
     #: read for this long is declared dead and its pchannels go to the live query nodes; lower
     #: fails over sooner, and declares a node that was only slow (a long pause) dead sooner
     querynode_dead_after_s: float = 4.0
-    #: cluster mode: a process (`vectorlog run`, but rootcoord) waits this long at its start
-    #: for rootcoord's RPC to answer, retrying and logging each retry, before it refuses to
-    #: start naming rootcoord's address (a rootcoord slow under load, or started later)
-    run_peer_wait_s: float = 60.0
+    #: cluster mode: a process (`vectorlog run`) waits this long at its start for rootcoord's
+    #: RPC to answer, and makes a start that a peer's RPC interrupted again for this long
+    #: after the first interruption, logging each retry, before it refuses to start naming
+    #: the peer and its address (a peer slow under load, paused, restarting, started later)
+    run_peer_wait_s: float = 300.0
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)

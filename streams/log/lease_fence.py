@@ -17,6 +17,23 @@ record is returned in its place (offsets stay dense, so a read up to an offset e
 TimeTick with ts 0, which every consumer ignores (as `streams.scan`'s end marker), naming the
 lease and epoch it was appended under. A reader that starts past the marker and before a late
 record has not read the marker and cannot hide it (a reader's fence is its own, in memory).
+
+Closing that gap (issue 23, left open): a reader must know the epoch in force AT its start
+position on each partition, i.e. the newest epoch of each role among the records before it.
+Neither cheap source gives it: the lease topic knows the newest claim but not where its marker
+landed (a reader starting before the marker must still admit the older epoch's legitimate
+records between it and the marker), and reading back from the position finds the marker only
+after an unbounded distance (coord carries every query node's heartbeat, untagged; a cluster
+whose leader has run for long has its marker far back). What it would take: the new leader
+records its markers' offsets on the lease topic (a "marked" record after the markers, before
+any other write of its epoch), each log keeps an index of those records followed from the
+lease topic, and a reader hides a record of (role, e) at offset o iff the index has a marker
+of role with an epoch > e before o on its partition; a record of e read while a newer claim
+is known but its "marked" record is not yet, waits for it (or reads back to the claim's
+marker, which is then near). That needs the lease topic's end on Kafka without the high
+watermark and without appending (DESIGN.md s.6b), and tests of a reader created after a
+takeover on both backends; or, instead, every processor stores its readers' fence state with
+its positions (principle 2), snapshots included.
 """
 
 from __future__ import annotations

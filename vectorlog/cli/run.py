@@ -3,6 +3,11 @@ one line per lifecycle change, serving /healthz and /metrics on --metrics-port, 
 or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does, with its
 --token and TLS.
 
+A process whose peers do not answer at its start (rootcoord not up yet, paused, restarting,
+slow under load) waits and makes its start again, a line per wait, for VECTORLOG_RUN_PEER_WAIT_S
+before it refuses naming the peer and its address (runners.peerwait); bad configuration is
+refused at once.
+
 The processes' own RPCs and /metrics ask for the cluster's token, VECTORLOG_CLUSTER_TOKEN
 (from the environment, never the command line, which `ps` shows to every user): a process
 that binds an address other than loopback without it is refused, as `serve` refuses one
@@ -243,12 +248,19 @@ def _runner(
     standby: Any,
     done: threading.Event,
 ) -> Any:
+    """Returns the started ProcessRunner, started again while a peer it called at its start
+    does not answer, until cfg.run_peer_wait_s (runners.peerwait)."""
+    from vectorlog.runners.peerwait import start_patiently
     from vectorlog.runners.process import Peers, ProcessRunner
 
     peers = Peers(args.rootcoord, args.datacoord, args.querynode, args.indexnode, secret)
     worker = _worker(args.worker)
     address = f"{args.host}:{args.rpc_port}"
-    return ProcessRunner(args.role, cfg, peers, address, name, worker, standby, done)
+
+    def make(left: float) -> ProcessRunner:
+        return ProcessRunner(args.role, cfg, peers, address, name, worker, standby, done, left)
+
+    return start_patiently(args.role, make, cfg.run_peer_wait_s, done)
 
 
 def _worker(text: str) -> tuple[int, int]:

@@ -77,7 +77,8 @@ def _simple_attributes(exc: BaseException) -> dict[str, Any]:
 
 def error_of(err: grpc.RpcError, service: str, address: str) -> VectorlogError:
     """Returns the exception a client raises for a failed call: the server's VectorlogError
-    rebuilt, or ServiceUnavailable for a transport failure."""
+    rebuilt (its `answered_by`: the (service, address) that raised it), or
+    ServiceUnavailable for a transport failure."""
     trailing = dict(err.trailing_metadata() or ())
     details = err.details() or ""
     name = trailing.get(CLASS_KEY)
@@ -91,6 +92,7 @@ def error_of(err: grpc.RpcError, service: str, address: str) -> VectorlogError:
     if isinstance(attrs, bytes):
         for key, value in wire.decode_value(attrs).items():
             setattr(exc, key, value)
+    exc.answered_by = (service, address)  # type: ignore[attr-defined]
     return exc
 
 

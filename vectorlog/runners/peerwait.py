@@ -1,14 +1,19 @@
-"""A cluster-mode process's wait for rootcoord at its start: it asks rootcoord's RPC for a
-timestamp until one answers (a rootcoord started later, restarting, or slow under load),
-logging one line per retry with the address, and refuses to start naming rootcoord once the
-configured total (VECTORLOG_RUN_PEER_WAIT_S) has passed, instead of failing at the first
-timeout."""
+"""A cluster-mode process's patience with its peers at its start, as Milvus components have:
+it asks rootcoord's RPC for a timestamp until one answers (a rootcoord started later,
+restarting, or slow under load), logging one line per retry with the address; and a start
+that a peer's RPC interrupts later (a call timing out under load, a rootcoord paused or
+taking over) is closed and made again, logging one line each. Only once the configured total
+(VECTORLOG_RUN_PEER_WAIT_S) has passed does it refuse to start, naming the peer and its
+address. Bad configuration (a refused token, another cluster's lease, a port in use) is not
+retried: it refuses at once."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from vectorlog.core.errors import (
     LeaseUnconfirmed,
@@ -20,6 +25,7 @@ from vectorlog.rpc.channel import DEFAULT_DEADLINE_S
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 
 log = logging.getLogger("vectorlog.run")
+_T = TypeVar("_T")
 #: what rootcoord may answer while it is not up yet, restarting or taking over: retried
 RETRIED = (ServiceUnavailable, LeaseUnconfirmed, RootCoordFenced)
 #: seconds between two attempts (after one that failed at once: nothing listens yet)
@@ -59,6 +65,8 @@ def wait_for_rootcoord(
         rc = RootCoordClient(address, min(DEFAULT_DEADLINE_S, max(left, 0.1)), token=token)
         try:
             rc.allocate_timestamps(1)
+            if attempt > 1:
+                log.info("%s: rootcoord at %s answered (attempt %d)", who, address, attempt)
             return
         except RETRIED as exc:
             why = str(exc)
@@ -74,3 +82,52 @@ def wait_for_rootcoord(
             who, address, attempt, time.monotonic() - start, total_s, why,
         )  # fmt: skip
         stopping.wait(min(RETRY_S, left))
+
+
+def start_patiently(
+    who: str,
+    make: Callable[[float], _T],
+    total_s: float,
+    stopping: threading.Event | None = None,
+) -> _T:
+    """Returns `make(seconds_left)` (a process's start, which closes what it opened when it
+    raises), made again while a peer it called fails with RETRIED, one log line each, until
+    `total_s` seconds have passed since the first failure (a standby's wait for its lease
+    before it does not count); then raises PeerUnavailable naming the peer and address of
+    the last failure. What `make` raises otherwise (PeerUnavailable from its own wait for
+    rootcoord, bad configuration) is raised at once; `stopping` set ends the retries, as a
+    failure."""
+    stopping = stopping or threading.Event()
+    first: float | None = None  # when the first attempt failed
+    attempt = 0
+    while True:
+        attempt += 1
+        left = total_s if first is None else first + total_s - time.monotonic()
+        try:
+            return make(max(left, 0.1))
+        except RETRIED as exc:
+            failure = exc
+        first = time.monotonic() if first is None else first
+        left = first + total_s - time.monotonic()
+        peer, address = _peer_of(failure)
+        if stopping.is_set() or left <= 0:
+            why = " ".join(str(failure).split())
+            raise PeerUnavailable(who, peer, address, total_s, why) from None
+        log.info(
+            "%s: waiting for %s at %s (start attempt %d, %.0f s of %.0f s): %s",
+            who, peer, address, attempt, time.monotonic() - first, total_s, failure,
+        )  # fmt: skip
+        stopping.wait(min(RETRY_S, left))
+
+
+def _peer_of(failure: VectorlogError) -> tuple[str, str]:
+    """Returns the peer and address that `failure` came from: a transport failure names
+    both, an error a peer answered carries them (rpc.errors); else this process's own lease
+    could not be confirmed on the log."""
+    service, address = getattr(failure, "service", None), getattr(failure, "address", None)
+    if isinstance(service, str) and isinstance(address, str):
+        return service, address
+    answered_by = getattr(failure, "answered_by", None)
+    if isinstance(answered_by, tuple):
+        return str(answered_by[0]), str(answered_by[1])
+    return "its own lease", "the log"

@@ -145,17 +145,21 @@ class ProcessRunner:
         worker: tuple[int, int] = (0, 1),
         standby: Standby | None = None,
         stopping: threading.Event | None = None,
+        peer_wait_s: float | None = None,
     ) -> None:
         """`name`: this process's id (its ticks' source); `worker`: an ingest worker's
         (index, count); `standby`: a rootcoord or datacoord waits for the lease (None: one
-        held elsewhere refuses the start); `stopping` set ends the wait for rootcoord.
+        held elsewhere refuses the start); `stopping` set ends the wait for rootcoord;
+        `peer_wait_s`: how long that wait may take (None: cfg.run_peer_wait_s).
         Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), PeerUnavailable
-        (rootcoord did not answer within cfg.run_peer_wait_s: runners.peerwait), ClusterInUse
-        (a second rootcoord or datacoord), StoppedAsStandby, or what recovering a processor
-        raised."""
+        (rootcoord did not answer in time: runners.peerwait), ClusterInUse
+        (a second rootcoord or datacoord), StoppedAsStandby, ServiceUnavailable (a peer's RPC
+        failed: `runners.peerwait.start_patiently` starts again), or what recovering a
+        processor raised. Whatever it raises, what it opened is closed."""
         self.role, self.cfg, self.peers, self.name = role, cfg, peers, name
         self.worker, self.standby, self.stopping = worker, standby, stopping
+        self._peer_wait_s = cfg.run_peer_wait_s if peer_wait_s is None else peer_wait_s
         self.leases: list[Lease] = []
         self.specs = CLUSTER.processors_of(role)
         if not cfg.is_kafka:
@@ -186,7 +190,7 @@ class ProcessRunner:
             from vectorlog.runners.peerwait import wait_for_rootcoord
 
             address, token = self._need("rootcoord"), self.peers.token
-            wait_for_rootcoord(self.role, address, token, cfg.run_peer_wait_s, self.stopping)
+            wait_for_rootcoord(self.role, address, token, self._peer_wait_s, self.stopping)
         self.log = self._opened(open_log(cfg))
         self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)

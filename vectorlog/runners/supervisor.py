@@ -55,8 +55,9 @@ WATCH_S = 0.1
 SPARE_ROLES = ("querynode",)
 #: a spare is started once its child has run this long (seconds)
 SPARE_AFTER_S = 10.0
-#: how long a child may take to answer /healthz at start (seconds)
-START_TIMEOUT_S = 180.0
+#: how long a child may take to answer /healthz at start (seconds): past its own wait for
+#: its peers (VECTORLOG_RUN_PEER_WAIT_S, default 300 s), after which it refuses by itself
+START_TIMEOUT_S = 360.0
 #: how long stopping waits for SIGTERM before SIGKILL (seconds)
 STOP_TIMEOUT_S = 30.0
 

@@ -158,18 +158,25 @@ class ProcessCluster:
         """Starts one member and waits for its /healthz; returns it. Fails the test with its
         log if it exits first."""
         m = self.members[name]
+        proc = self.launch(name)
+        wait_until(lambda: proc.poll() is not None or m.healthy(), timeout, f"{name} healthy")
+        assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
+        return m
+
+    def launch(self, name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Starts one member and returns its process at once (not waiting for anything);
+        `env`: variables of this start only, over the cluster's."""
+        m = self.members[name]
         env = {
             **os.environ,
             "VECTORLOG_TICK_INTERVAL_MS": "100",
             "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN,
             **self.env,
+            **(env or {}),
         }
         with (self.dir / f"{name}.log").open("ab") as err:
             m.proc = subprocess.Popen(self.argv(m), env=env, stderr=err, stdout=err)
-        proc = m.proc
-        wait_until(lambda: proc.poll() is not None or m.healthy(), timeout, f"{name} healthy")
-        assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
-        return m
+        return m.proc
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Sends `sig` (SIGKILL) to one member and reaps it."""

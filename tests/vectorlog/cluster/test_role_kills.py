@@ -34,10 +34,9 @@ from tests.vectorlog.cluster.processes import BACKEND, TOKEN, ProcessCluster
 pytestmark = [pytest.mark.kafka, pytest.mark.xdist_group("process-cluster")]
 #: seconds of load before a kill, with the role dead, and after its restart
 BEFORE_S, DEAD_S = 2.0, 3.0
-#: seconds a member may take to be healthy (a machine at load 100 took over 120)
+#: seconds a member may take to be healthy (a machine at load 100 took over 120; a member
+#: waits up to VECTORLOG_RUN_PEER_WAIT_S, 300 s, for a peer that does not answer)
 START_S = 300
-#: the starts refused (and retried) in this session, printed by each test
-REFUSALS: list[str] = []
 
 
 @pytest.fixture(autouse=True)
@@ -54,8 +53,7 @@ def quiet_pymilvus() -> Iterator[None]:
 def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[ProcessCluster]:
     made = ProcessCluster(kafka_bootstrap, tmp_path, proxies=2)
     try:
-        for name in made.members:
-            restart(made, name, REFUSALS)
+        made.start_all(START_S)
         yield made
     finally:
         made.close()
@@ -89,22 +87,6 @@ def settled(cluster: ProcessCluster, spared: str, load: Load) -> dict[str, objec
     return wait_until(answer, 120, "a Strong read answered")["found"]  # type: ignore[return-value]
 
 
-def restart(cluster: ProcessCluster, name: str, notes: list[str] | None = None) -> None:
-    """Starts `name` again; one that refuses to start (a peer it asked at its start did not
-    answer in time: under load) is started again, as `vectorlog cluster up` would, at most
-    3 times. Each refusal is noted in `notes`."""
-    for attempt in range(3):
-        try:
-            cluster.start(name, timeout=START_S)
-            return
-        except AssertionError as e:
-            if attempt == 2 or "exited" not in str(e):
-                raise
-            if notes is not None:
-                notes.append(f"{name} refused to start: {str(e)[-300:]}")
-            time.sleep(1.0)
-
-
 def progressed(load: Load, since: list[int]) -> bool:
     """Returns whether every writer acknowledged an operation after `since`."""
     return all(now > then for now, then in zip(load.acked(), since, strict=True))
@@ -116,7 +98,7 @@ def kill_and_restart(cluster: ProcessCluster, load: Load, name: str) -> None:
     time.sleep(BEFORE_S)
     cluster.kill(name)
     time.sleep(DEAD_S)
-    restart(cluster, name, REFUSALS)
+    cluster.start(name, START_S)  # it waits for the peers it needs (runners.peerwait)
     since = load.acked()
     wait_until(lambda: progressed(load, since), 120, f"writes acknowledged after {name}")
     load.pause()
@@ -134,7 +116,7 @@ def run_kills(cluster: ProcessCluster, names: tuple[str, ...], seed: int) -> Non
             kill_and_restart(cluster, load, name)
     finally:
         load.stop()
-    print(f"\n{names}: {load.summary()}\nrefused starts: {REFUSALS}")
+    print(f"\n{names}: {load.summary()}")
     print("\n".join(sorted(set(load.errors()))))
     assert all(n > 0 for n in load.acked())
     final_checks(cluster, load)
@@ -225,7 +207,7 @@ class Chaos(threading.Thread):
             return
         last = max(order.index(n) for n in due)
         for name in sorted((n for n in self.down if order.index(n) <= last), key=order.index):
-            restart(self.cluster, name, REFUSALS)
+            self.cluster.start(name, START_S)
             del self.down[name]
             self.did.append(f"start {name}")
 
@@ -247,7 +229,7 @@ def test_a_chaos_minute_of_random_kills_loses_nothing(cluster: ProcessCluster):
         wait_until(lambda: progressed(load, since), 120, "writes acknowledged after the chaos")
     finally:
         load.stop()
-    print(f"seed {seed}: {chaos.did}\n{load.summary()}\nrefused starts: {REFUSALS}")
+    print(f"seed {seed}: {chaos.did}\n{load.summary()}")
     print("\n".join(sorted(set(load.errors()))))
     final_checks(cluster, load, f"chaos seed {seed}, {chaos.did}: ")
     one.close()

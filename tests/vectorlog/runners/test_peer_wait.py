@@ -1,7 +1,10 @@
 """A cluster process started before its rootcoord answers waits for it (runners/peerwait.py),
 logging one line per retry with rootcoord's address, and starts once rootcoord answers; one
 whose rootcoord never answers within VECTORLOG_RUN_PEER_WAIT_S refuses to start with one line
-naming rootcoord's address (exit code 2), instead of failing at the first timeout."""
+naming rootcoord's address (exit code 2), instead of failing at the first timeout. A start that
+a peer's RPC interrupts later is made again until that total has passed (start_patiently);
+bad configuration is refused at once. With real OS processes:
+tests/vectorlog/cluster/test_start_waits.py."""
 
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_until
+from vectorlog.core.errors import ClusterInUse, ServiceUnavailable
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.server import RpcServer
-from vectorlog.runners.peerwait import wait_for_rootcoord
+from vectorlog.runners.peerwait import PeerUnavailable, start_patiently, wait_for_rootcoord
 from vectorlog.runners.ports import free_port
 from vectorlog.state.rocksdb import RocksDBStateStore
 
@@ -85,3 +89,51 @@ def _run_querynode(tmp_path: Path, address: str) -> subprocess.CompletedProcess[
     argv += ["--state-dir", str(tmp_path / "state")]
     env = {**os.environ, "VECTORLOG_RUN_PEER_WAIT_S": "2", "VECTORLOG_CLUSTER_TOKEN": TOKEN}
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+
+
+class _Start:
+    """A process's start whose peer (datacoord at `address`) times out `failures` times."""
+
+    def __init__(self, failures: int, error: Exception | None = None) -> None:
+        self.failures, self.error = failures, error
+        self.calls: list[float] = []
+
+    def __call__(self, left: float) -> str:
+        self.calls.append(left)
+        if self.error is not None:
+            raise self.error
+        if len(self.calls) <= self.failures:
+            raise ServiceUnavailable("datacoord", "10.0.0.7:7002", "deadline_exceeded: ")
+        return "started"
+
+
+def test_a_start_a_peer_interrupts_is_made_again_logging_each_wait(
+    caplog: pytest.LogCaptureFixture,
+):
+    caplog.set_level(logging.INFO, logger="vectorlog.run")
+    start = _Start(failures=2)
+    assert start_patiently("proxy", start, 300) == "started"
+    assert len(start.calls) == 3
+    assert all(0 < left <= 300 for left in start.calls)
+    lines = [r.getMessage() for r in caplog.records]
+    waits = [line for line in lines if "waiting for datacoord at 10.0.0.7:7002" in line]
+    assert [w.split("(")[1].split(",")[0] for w in waits] == ["start attempt 1", "start attempt 2"]
+
+
+def test_a_peer_that_never_answers_refuses_the_start_naming_it_after_the_total():
+    start = _Start(failures=10**6)
+    with pytest.raises(PeerUnavailable) as refused:
+        start_patiently("proxy", start, 1.5)
+    assert str(refused.value) == (
+        "proxy: datacoord at 10.0.0.7:7002 did not answer in 1.5 s (VECTORLOG_RUN_PEER_WAIT_S): "
+        "datacoord at 10.0.0.7:7002 is unavailable: deadline_exceeded:"
+    )
+    assert (refused.value.peer, refused.value.address) == ("datacoord", "10.0.0.7:7002")
+    assert len(start.calls) >= 2
+
+
+def test_bad_configuration_is_refused_at_once():
+    start = _Start(failures=0, error=ClusterInUse("c1", "host:123", "datacoord"))
+    with pytest.raises(ClusterInUse):
+        start_patiently("datacoord", start, 300)
+    assert len(start.calls) == 1
