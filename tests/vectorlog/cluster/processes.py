@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import wait_until
+from tests.support import unused_port, wait_until
 
 #: the roles started before the proxies, in order (each needs those before it)
 BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
@@ -52,42 +52,16 @@ def free_ports(count: int) -> int:
             return base
 
 
-#: the ports handed to Members in this test process (each is bound only once its member starts)
-_HANDED: set[int] = set()
-#: Members' ports: 12,000-19,999 (below free_ports' range), 2,000 for each xdist worker
-MEMBER_PORTS, WORKER_SHARE = 12_000, 2_000
-
-
-def member_port() -> int:
-    """Returns a port for a Member: free now, in this xdist worker's share of MEMBER_PORTS
-    (below the ephemeral range), never handed to another Member of this session. Picked with
-    bind(0), two members' ports were alike in 0.7% of clusters (it hands out a port closed
-    again any number of times), and a member's ports, unbound until it starts (or restarts
-    after a kill), could meanwhile be taken by an outgoing connection. Raises RuntimeError
-    once the share is used up."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
-    low = MEMBER_PORTS + WORKER_SHARE * (int(worker) % 4 if worker.isdigit() else 0)
-    from vectorlog.runners.ports import in_use
-
-    left = [p for p in range(low, low + WORKER_SHARE) if p not in _HANDED]
-    random.shuffle(left)
-    for port in left:
-        _HANDED.add(port)
-        if not in_use("127.0.0.1", port):
-            return port
-    raise RuntimeError(f"every port of {low}..{low + WORKER_SHARE - 1} was handed out")
-
-
 @dataclass
 class Member:
     """One process of the cluster: its role, name, ports and the running process."""
 
     role: str
     name: str
-    rpc_port: int = field(default_factory=member_port)
-    metrics_port: int = field(default_factory=member_port)
-    port: int = field(default_factory=member_port)  # a proxy's gRPC
-    rest_port: int = field(default_factory=member_port)  # a proxy's REST v2
+    rpc_port: int = field(default_factory=unused_port)
+    metrics_port: int = field(default_factory=unused_port)
+    port: int = field(default_factory=unused_port)  # a proxy's gRPC
+    rest_port: int = field(default_factory=unused_port)  # a proxy's REST v2
     worker: str = "0/1"  # an ingest worker's I/N
     proc: subprocess.Popen[bytes] | None = None
 
