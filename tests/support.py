@@ -3,6 +3,8 @@ and waiting on a condition instead of sleeping."""
 
 from __future__ import annotations
 
+import os
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -11,6 +13,7 @@ from typing import TypeVar
 
 import pytest
 
+from vectorlog.runners.ports import in_use
 from vectorlog.storage.objectstore import is_temp
 
 T = TypeVar("T")
@@ -32,6 +35,31 @@ def on_backends(*backends: str) -> pytest.MarkDecorator:
 def unique_topic(prefix: str = "t") -> str:
     """A topic name no other test uses (tests share one broker)."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+#: ports handed out by `unused_port` in this test process (a port is bound only later)
+_HANDED: set[int] = set()
+#: `unused_port`'s ports: 12,000-19,999, below the kernel's ephemeral range (32,768-60,999)
+#: and free_ports' (tests/vectorlog/cluster/processes.py), 2,000 for each xdist worker
+UNUSED_PORTS, WORKER_SHARE = 12_000, 2_000
+
+
+def unused_port() -> int:
+    """Returns a TCP port free now on 127.0.0.1, for a server a test starts later (a child
+    process, or one stopped and started again on it): in this xdist worker's share of
+    UNUSED_PORTS, never handed out before in this session. bind(0) gave out a port closed
+    again, in the ephemeral range: the same port twice in 0.7% of process clusters (~15
+    ports each), and one an outgoing connection could take before the server bound it.
+    Raises RuntimeError once the share is used up."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+    low = UNUSED_PORTS + WORKER_SHARE * (int(worker) % 4 if worker.isdigit() else 0)
+    left = [p for p in range(low, low + WORKER_SHARE) if p not in _HANDED]
+    random.shuffle(left)
+    for port in left:
+        _HANDED.add(port)
+        if not in_use("127.0.0.1", port):
+            return port
+    raise RuntimeError(f"every port of {low}..{low + WORKER_SHARE - 1} was handed out")
 
 
 def stored_files(root: Path) -> list[Path]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
-from tests.vectorlog.server.test_serve import _free_port, _healthy
+from tests.support import unused_port, wait_until
+from tests.vectorlog.server.test_serve import _healthy
 
 DOCS = Path(__file__).parents[1] / "docs"
 SERVE = "vectorlog serve --dir ./vectorlog-data --token root:Milvus"
@@ -32,7 +32,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]
         SERVE in blocks(p, "bash")[0] for p in ("quickstart-pymilvus.md", "quickstart-rest.md")
     )
     cwd = tmp_path_factory.mktemp("quickstart")
-    port, rest = _free_port(), _free_port()
+    port, rest = unused_port(), unused_port()
     argv = [sys.executable, "-m", "vectorlog.cli", *SERVE.split()[1:]]
     proc = subprocess.Popen(
         [*argv, "--port", str(port), "--rest-port", str(rest), "--log-level", "warning"],

@@ -82,7 +82,7 @@ from vectorlog.streams.channels import pchannel_of
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.scan import END_MARKER_SOURCE
+from vectorlog.streams.scan import END_MARKER_SOURCE, settled_end
 from vectorlog.streams.snapshots import read_from
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -385,9 +385,11 @@ class IndexNode(ProcessorBase):
         gone once the consumer applied every coord record there is now: a compaction merged
         it (its binlogs deleted once the merge committed) or it was dropped. Then it is
         skipped quietly (as is any job once the node is stopping); else (or if the consumer
-        does not catch up in time) it failed."""
+        does not catch up in time) it failed. Coord's end is settled past the high watermark
+        (on Tansu it leaves out the rest of the last record batch: streams.scan)."""
         try:
-            end = self.log.end_offsets(self.topics.coord)[0]
+            coord = self.topics.coord
+            end = settled_end(self.log, coord, 0, self.log.end_offsets(coord)[0])
         except LogError as exc:
             log.warning("could not read the end of %s: %s", self.topics.coord, exc)
             end = self.state.position(self.topics.coord)

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import wait_until
+from tests.support import unused_port, wait_until
 from vectorlog import Client
 from vectorlog.cli.main import one_line, version
 from vectorlog.core.errors import CollectionNotFound
@@ -55,14 +55,6 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], command: str) 
     return lines[0]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """A data dir with a collection and a dead letter, held by a running `vectorlog serve`;
@@ -73,7 +65,7 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]
         node = client.cluster
         bad = Record(node.topics.dml, 0, 7, b"\x00garbage")
         node.log.append(node.topics.dlq, [encode(bad, "undecodable", "querynode", 1 << 20)])
-    port, rest = _free_port(), _free_port()
+    port, rest = unused_port(), unused_port()
     err = (data.parent / "serve.err").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "vectorlog.cli", "serve", "--dir", str(data)]

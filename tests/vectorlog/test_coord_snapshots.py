@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ClientFactory
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.test_compaction import answers, build
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client
@@ -109,7 +109,7 @@ def test_on_kafka_snapshots_are_written_and_a_fresh_process_starts_from_them(
     topics = client.cluster.topics
 
     def written() -> bool:
-        return all(list((snapshots / t).glob("*")) for t in (topics.coord, topics.ddl))
+        return all(stored_files(snapshots / t) for t in (topics.coord, topics.ddl))
 
     wait_until(written, 30, "snapshots of coord and ddl", 0.1)
     assert starts(client) == (0, 0)  # nothing deleted on Kafka

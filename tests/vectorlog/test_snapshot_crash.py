@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.clients import ClientFactory
-from tests.support import wait_until
+from tests.support import stored_files, wait_until
 from tests.vectorlog.test_compaction import build
 from tests.vectorlog.test_coord_snapshots import SETTINGS, shapes, starts
 from tests.vectorlog.test_time_travel import caught_up
@@ -48,7 +48,7 @@ def snapshot_sizes(storage: Path, client: Client) -> tuple[int, int]:
     """The record counts of the newest ddl and coord snapshots (where a crash falls)."""
     sizes = []
     for topic in (client.cluster.topics.ddl, client.cluster.topics.coord):
-        data, n, at = max((storage / PREFIX / topic).glob("*")).read_bytes(), 0, 0
+        data, n, at = max(stored_files(storage / PREFIX / topic)).read_bytes(), 0, 0
         while at < len(data):
             at, n = at + 4 + struct.unpack_from(">I", data, at)[0], n + 1
         sizes.append(n)
@@ -72,7 +72,7 @@ def snapshotted(client: Client, storage: Path, kafka: bool) -> bool:
     below them (embedded) or written at them (Kafka)."""
     topics = (client.cluster.topics.ddl, client.cluster.topics.coord)
     if kafka:
-        return all(len(list((storage / PREFIX / t).glob("*"))) >= 1 for t in topics)
+        return all(stored_files(storage / PREFIX / t) for t in topics)
     return 0 not in starts(client)
 
 

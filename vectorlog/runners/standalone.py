@@ -50,6 +50,7 @@ from vectorlog.streams.errors import LogError
 from vectorlog.streams.history import check_history
 from vectorlog.streams.log.base import Truncatable, WakesReaders, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
+from vectorlog.streams.scan import settled_end
 from vectorlog.streams.snapshots import TopicSnapshotter
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -469,11 +470,13 @@ class Standalone:
         """Waits until the query node serves every segment index of the collection recorded
         so far (as Milvus's load returns once its segments are loaded with their indexes);
         returns True then, False after `timeout` seconds (those segments stay on exact
-        search until their indexes load)."""
+        search until their indexes load). Coord's end is settled past the high watermark,
+        which on Tansu leaves out the rest of the last record batch (streams.scan)."""
         querynode = getattr(self, "querynode", None)
         if querynode is None:
             return True
-        end = self.log.end_offsets(self.topics.coord).get(0, 0)
+        coord = self.topics.coord
+        end = settled_end(self.log, coord, 0, self.log.end_offsets(coord).get(0, 0))
         deadline = time.monotonic() + timeout
         while not querynode.indexes_served(collection_id, end):
             if time.monotonic() >= deadline:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import wait_until
+from tests.support import unused_port, wait_until
 
 #: the roles started before the proxies, in order (each needs those before it)
 BACKEND = ("rootcoord", "datacoord", "querynode", "datanode", "indexnode")
@@ -58,10 +58,10 @@ class Member:
 
     role: str
     name: str
-    rpc_port: int = field(default_factory=free_port)
-    metrics_port: int = field(default_factory=free_port)
-    port: int = field(default_factory=free_port)  # a proxy's gRPC
-    rest_port: int = field(default_factory=free_port)  # a proxy's REST v2
+    rpc_port: int = field(default_factory=unused_port)
+    metrics_port: int = field(default_factory=unused_port)
+    port: int = field(default_factory=unused_port)  # a proxy's gRPC
+    rest_port: int = field(default_factory=unused_port)  # a proxy's REST v2
     worker: str = "0/1"  # an ingest worker's I/N
     proc: subprocess.Popen[bytes] | None = None
 

@@ -4,7 +4,6 @@ and RootCoordClient batches allocations without ever handing out a value twice."
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ import pytest
 
 from tests.processors.fakes import FakeDataCoord, FakeQueryNode, FakeRootCoord
 from tests.processors.implementations import served
-from tests.support import wait_until
+from tests.support import unused_port, wait_until
 from vectorlog.core.errors import (
     CollectionNotFound,
     ConsistencyTimeout,
@@ -55,12 +54,6 @@ def remote(fake: CountingRootCoord) -> Iterator[RootCoordClient]:
         client = RootCoordClient(address, ts_max_age_s=3600)
         yield client
         client.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_servers_error_is_raised_as_the_same_class_and_message(remote: RootCoordClient):
@@ -109,7 +102,7 @@ def test_a_method_the_served_object_lacks_is_refused_naming_it_and_the_rest_serv
 
 
 def test_an_unreachable_server_is_service_unavailable_naming_it():
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{unused_port()}"
     client = RootCoordClient(address, deadline_s=2)
     with pytest.raises(ServiceUnavailable, match=f"rootcoord at {address} is unavailable"):
         client.now()
@@ -128,7 +121,7 @@ def test_a_server_that_does_not_answer_in_time_is_service_unavailable(fake: Coun
 
 
 def test_the_client_reconnects_once_the_server_is_back(fake: CountingRootCoord):
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{unused_port()}"
     first = RpcServer(address, rootcoord=fake)
     first.start()
     client = RootCoordClient(address, deadline_s=2, ts_batch=1)
@@ -204,7 +197,7 @@ class FencedRootCoord(FakeRootCoord):
 def test_a_client_of_several_addresses_follows_the_one_that_leads(fake: CountingRootCoord):
     """A role run with a standby: the client goes on past an address that is down, or whose
     process lost its lease, and stays with the one that answered."""
-    down = f"127.0.0.1:{free_port()}"
+    down = f"127.0.0.1:{unused_port()}"
     fenced = FencedRootCoord()
     with served(rootcoord=fenced) as old, served(rootcoord=fake) as leader:
         client = RootCoordClient(f"{down},{old},{leader}", deadline_s=2, ts_batch=1)
@@ -225,7 +218,7 @@ def test_a_second_server_on_a_served_port_is_refused_and_the_first_keeps_its_cli
     a port another one serves then took half of its new connections (seen in the role-kill
     chaos test: a proxy's datacoord calls reached a stranger's server, "Method not
     found"). The second bind is refused instead, naming the address."""
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{unused_port()}"
     first = RpcServer(address, rootcoord=fake)
     first.start()
     second = RpcServer(address, querynode=FakeQueryNode())

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import unused_port, wait_until
 from vectorlog.core.errors import ClusterInUse, ServiceUnavailable
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runners.peerwait import PeerUnavailable, start_patiently, wait_for_rootcoord
-from vectorlog.runners.ports import free_port
 from vectorlog.state.rocksdb import RocksDBStateStore
 
 TOKEN = "cluster-secret"
@@ -46,7 +45,7 @@ def test_a_process_started_before_rootcoord_waits_and_starts_once_it_answers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
     caplog.set_level(logging.INFO, logger="vectorlog.run")
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{unused_port()}"
     outcome: dict[str, object] = {}
 
     def start() -> None:
@@ -71,7 +70,7 @@ def test_a_process_started_before_rootcoord_waits_and_starts_once_it_answers(
 
 
 def test_a_rootcoord_that_never_answers_refuses_the_start_naming_it(tmp_path: Path):
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{unused_port()}"
     done = _run_querynode(tmp_path, address)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]

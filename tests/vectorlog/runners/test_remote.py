@@ -21,7 +21,9 @@ from vectorlog.schemas.serde import EventSerde
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.log.base import Log
 
-LIMIT_S, TS_AGE_S = 0.2, 0.05
+#: the bound must cover a tick's append on the Kafka backend: at load 60 on 2 cores, 2 of 300
+#: appends to Tansu took over 150 ms (at most 353 ms), so a bound of 0.2 s failed the fresh path
+LIMIT_S, TS_AGE_S = 1.0, 0.05
 
 
 class _Clock:
@@ -58,7 +60,7 @@ def test_a_write_in_flight_past_the_bound_has_an_unknown_outcome():
     assert not source.busy()  # and it holds the tick back no longer
 
 
-@pytest.mark.parametrize("heard_ms_ago", [None, 300], ids=["never ticked", "tick 0.3 s old"])
+@pytest.mark.parametrize("heard_ms_ago", [None, 1500], ids=["never ticked", "tick 1.5 s old"])
 def test_a_write_of_a_process_whose_last_tick_is_old_fails(heard_ms_ago: int | None):
     heard = None if heard_ms_ago is None else compose(wall_ms() - heard_ms_ago)
     with pytest.raises(WriteTooSlow), _source(heard).stamp():

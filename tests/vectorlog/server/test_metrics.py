@@ -7,7 +7,6 @@ counts are read incrementally."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -23,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pymilvus import MilvusClient, MilvusException
 from starlette.testclient import TestClient
 
-from tests.support import log_params, wait_until
+from tests.support import log_params, unused_port, wait_until
 from tests.vectorlog.server.cluster import cluster_client
 from tests.vectorlog.server.rest_support import unique
 from vectorlog import Client
@@ -180,7 +179,7 @@ def test_grpc_requests_counted_per_method_and_code(metered: Metered) -> None:
 
 def test_serve_exposes_grpc_requests_at_rest_metrics(tmp_path: Path) -> None:
     # serve's wiring (one registry for both protocols), not a log behaviour: embedded only
-    grpc_port, rest_port = free_port(), free_port()
+    grpc_port, rest_port = unused_port(), unused_port()
     args = ["--dir", str(tmp_path / "db"), "--port", str(grpc_port), "--rest-port", str(rest_port)]
     errors = tmp_path / "serve.err"
     with errors.open("w") as err:
@@ -198,12 +197,6 @@ def test_serve_exposes_grpc_requests_at_rest_metrics(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, errors.read_text()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def healthy(url: str) -> bool:

@@ -16,19 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import log_params, wait_until
+from tests.support import log_params, unused_port, wait_until
 from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.serve import check_open
 
 TOKEN = "root:Milvus"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _healthy(url: str) -> bool:
@@ -54,7 +48,7 @@ def _where(
 def test_serve_starts_answers_and_stops_on_sigterm(
     request: pytest.FixtureRequest, tmp_path: Path, backend: str
 ) -> None:
-    grpc_port, rest_port = _free_port(), _free_port()
+    grpc_port, rest_port = unused_port(), unused_port()
     where, reopen = _where(request, tmp_path, backend)
     env = {**os.environ, "VECTORLOG_DATA_DIR": str(tmp_path / "state"), "VECTORLOG_TOKEN": TOKEN}
     args = ["--port", str(grpc_port), "--rest-port", str(rest_port)]
@@ -97,7 +91,7 @@ def test_serve_refuses_an_open_host_without_a_token(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "VECTORLOG_TOKEN"}
     done = subprocess.run(
         [sys.executable, "-m", "vectorlog.cli", "serve", "--dir", str(tmp_path / "db")]
-        + ["--host", "0.0.0.0", "--port", str(_free_port())],
+        + ["--host", "0.0.0.0", "--port", str(unused_port())],
         env=env,
         capture_output=True,
         text=True,

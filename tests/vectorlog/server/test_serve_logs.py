@@ -18,8 +18,8 @@ import httpx
 import pytest
 from pymilvus import MilvusClient, MilvusException
 
-from tests.support import wait_until
-from tests.vectorlog.server.test_serve import _free_port, _healthy
+from tests.support import unused_port, wait_until
+from tests.vectorlog.server.test_serve import _healthy
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.server.logs import causes
 
@@ -32,7 +32,7 @@ VECTOR = [0.7182818, 0.3141592]
 def serving(tmp_path: Path, *options: str) -> Iterator[tuple[MilvusClient, str, Path]]:
     """Runs `vectorlog serve` with `options`; yields a pymilvus client of it, its REST URL
     and the file its stderr goes to (complete once the block ends: SIGTERM, exit 0)."""
-    port, rest = _free_port(), _free_port()
+    port, rest = unused_port(), unused_port()
     stderr = tmp_path / "serve.err"
     argv = ["serve", "--dir", str(tmp_path / "db"), "--port", str(port)]
     argv += ["--rest-port", str(rest), "--token", TOKEN, *options]

@@ -16,8 +16,8 @@ import pytest
 import trustme
 from pymilvus import MilvusClient, MilvusException
 
-from tests.support import log_params, wait_until
-from tests.vectorlog.server.test_serve import _free_port, _where
+from tests.support import log_params, unused_port, wait_until
+from tests.vectorlog.server.test_serve import _where
 from tests.vectorlog.server.test_tls import write_pems
 
 TOKEN = "root:Milvus"
@@ -44,7 +44,7 @@ def test_serve_with_token_and_tls(
     tls, ca_pem = write_pems(ca, tmp_path)
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
-    grpc_port, rest_port = _free_port(), _free_port()
+    grpc_port, rest_port = unused_port(), unused_port()
     where, _ = _where(request, tmp_path, backend)
     env = {**_without_serve_env(), "VECTORLOG_DATA_DIR": str(tmp_path / "state")}
     env["VECTORLOG_TLS_KEY"] = str(tls.key)  # the key from the environment, the rest as options
@@ -94,7 +94,7 @@ def test_serve_refuses_before_opening_the_cluster(
     tls, _ = write_pems(trustme.CA(), tmp_path)
     paths = {"missing": str(tmp_path / "nope.pem"), "cert": str(tls.cert), "key": str(tls.key)}
     done = subprocess.run(
-        [*SERVE, "--dir", str(tmp_path / "db"), "--port", str(_free_port())]
+        [*SERVE, "--dir", str(tmp_path / "db"), "--port", str(unused_port())]
         + [arg.format(**paths) for arg in extra],
         env=_without_serve_env(),
         capture_output=True,
