@@ -215,3 +215,25 @@ def test_a_node_killed_with_an_entry_half_written_answers_every_row_once(
     got = again.query("c", "id >= 0", output_fields=["id", "vector"], limit=rows_n + 1)
     assert sorted(r["id"] for r in got) == list(range(rows_n))
     assert {r["id"]: r["vector"] for r in got}[11_999] == [11999.0, 1.0, 0.0, 0.5]
+
+
+def test_a_growing_segments_entry_is_written_before_its_seal(open_client: ClientFactory):
+    """The entry of a large Growing segment is appended to as rows come (temporary files,
+    never opened), and committed once the segment is Sealed: the next start maps it."""
+    first = open_client()
+    schema = first.create_schema()  # no index: the segment stays on its flat storage
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    first.create_collection("c", schema=schema, metric_type="L2")
+    n = 12_000  # over cacheload.GROW_MIN_ROWS
+    first.insert("c", [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0]} for i in range(n)])
+    full = flat_header_bytes(4, "L2") + n * 4 * 4
+    grown = lambda: [p for p in cache_dir(first).rglob("*.flat.tmp") if p.stat().st_size == full]  # noqa: E731
+    wait_until(lambda: len(grown()) == 1, 30, "a growing entry holding every row")
+    assert not entries(first)  # none is whole before the seal
+    first.flush("c", timeout=120)
+    written(first, 1)
+    first.close()
+    second = open_client()
+    assert mapped(second) == [s["segment_id"] for s in second.list_segments("c")]
+    assert second.query("c", "", output_fields=["count(*)"]) == [{"count(*)": n}]
