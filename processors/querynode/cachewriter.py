@@ -146,7 +146,8 @@ class CacheWriter:
         every row it has) appended and the rows it held before, or None (abandoned) if the
         segment changed. Call with `_disk`."""
         entry = self._growing.get(key)
-        if entry is not None and (entry.token != rows.token or (upto or entry.rows) < entry.rows):
+        past = entry is not None and upto is not None and upto < entry.rows
+        if entry is not None and (entry.token != rows.token or past):
             self._growing.pop(key).abandon()
             entry = None
         if entry is None:
@@ -161,7 +162,11 @@ class CacheWriter:
                 return None
             if not len(got[0]):
                 break
-            entry.append(*got)
+            try:
+                entry.append(*got)
+            except BaseException:  # a chunk half appended: its files are not aligned any more
+                self._growing.pop(key).abandon()
+                raise
             crash_point("querynode.cache.appended")
         return entry, before
 
