@@ -3,7 +3,7 @@ answered again.
 
     python -m benchmarks.failover_bench [--rows 1000000] [--dim 128] [--dead-after S]
         [--skip-takeover] [--only-takeover] [--only-restart] [--no-spares] [--dir DIR]
-        [--render]
+        [--kill-after S] [--render]
 
 Every process runs on this machine with a local test broker (infra.broker), started by
 `vectorlog cluster up`'s supervisor (vectorlog.runners.supervisor).
@@ -17,7 +17,9 @@ Every process runs on this machine with a local test broker (infra.broker), star
   4-shard collection, flushed, no index; the query node is SIGKILLed and the supervisor
   restarts it (at once: it ran a while; from its spare process unless `--no-spares`); the
   figure is the seconds from the kill to the end of the first Strong count(*) that counted
-  every row. `--only-restart` runs this alone and prints it (no files written).
+  every row. `--only-restart` runs this alone and prints it (no files written);
+  `--kill-after S` kills it S seconds after that first complete read (default 0: right after
+  the flush, while the query node may still be writing what it flushed; 30: at steady state).
 - One of 2 query nodes (no restart): the seconds from querynode2's kill to the end of the
   first Strong count(*) that counted every row (the survivor takes its pchannels).
 - With `--dead-after S`, that again with VECTORLOG_QUERYNODE_DEAD_AFTER_S=S.
@@ -170,6 +172,7 @@ def querynode_restart(bootstrap: str, args: argparse.Namespace, tmp: Path) -> di
         loaded = load(uri, args.rows, args.dim)
         client = MilvusClient(uri)
         until(lambda: count(client) == args.rows, "every row read")
+        time.sleep(args.kill_after)
         killed, busy = kill(sup, "querynode1"), save.load1()
         back = until(lambda: count(client) == args.rows, "every row read after the restart")
         return {
@@ -321,6 +324,7 @@ def main() -> None:
     )
     ap.add_argument("--only-takeover", action="store_true")
     ap.add_argument("--only-restart", action="store_true", help="only the query node restart")
+    ap.add_argument("--kill-after", type=float, default=0.0, help="restart: seconds to wait")
     ap.add_argument("--no-spares", action="store_true", help="the supervisor keeps no spare")
     ap.add_argument("--render", action="store_true", help="only rewrite the .md and .png")
     ap.add_argument("--dir", help="keep the clusters' state and logs here (default: a temp dir)")

@@ -1,24 +1,16 @@
-"""How recovery uses the segment cache (mmapcache.py): which Flushed segments load their vectors
-from an entry, a retry from binlogs alone if one does not match, and the entries written after."""
+"""How the query node uses the segment cache (mmapcache.py): which Flushed segments load their
+vectors from an entry at recovery, a retry from binlogs alone if one does not match, and the
+entries written: grown with the segments (cachewriter.py), committed once they are Sealed."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import cast
-
-import faiss
-import numpy as np
 
 from vectorlog.core.model import CollectionHistory, DataType
-from vectorlog.processors.querynode.mmapcache import (
-    CachedVectors,
-    CacheMismatch,
-    CacheWriter,
-    SegmentCache,
-)
+from vectorlog.processors.querynode.cachewriter import CacheWriter, Chunk, Key
+from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch, SegmentCache
 from vectorlog.processors.querynode.recovery import RecoveryPoint, SegmentFiles
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import IndexFiles
@@ -34,6 +26,10 @@ Restore = Callable[
     [CollectionHistory, list[SegmentFiles], RecoveryPoint, IndexFiles, Cached],
     tuple[Replica, int],
 ]
+#: a segment's entry grows with it from this many rows (a smaller one is written at its seal)
+GROW_MIN_ROWS = 8192
+#: rows copied out of a segment under its replica's lock at a time (16 MB at 128-d)
+CHUNK_ROWS = 32768
 
 
 class CacheLoad:
@@ -42,6 +38,25 @@ class CacheLoad:
     def __init__(self, root: Path) -> None:
         self.files = SegmentCache(root)
         self.writer = CacheWriter(self.files)
+
+    def watch(self, replicas: Callable[[], Iterable[Replica]]) -> None:
+        """Grows the entries of the growing segments of `replicas()` on the writer's thread
+        (every GROW_EVERY_S) from now on."""
+        self.writer.idle = lambda: self._grow(list(replicas()))
+        self.writer.start()
+
+    def _grow(self, replicas: list[Replica]) -> None:
+        for replica in replicas:
+            with replica.lock:
+                found = [
+                    (col, pid, sid, seg)
+                    for col in replica.vectors.values()
+                    for (pid, sid), seg in list(col.segments.items())
+                    if isinstance(seg, Segment) and _plain(seg) and len(seg) >= GROW_MIN_ROWS
+                ]
+            for col, pid, sid, seg in found:
+                key = (replica.collection_id, sid, col.field_id)
+                self.writer.grow(key, _Rows(col, pid, sid, seg), replica.lock)
 
     def restored(
         self,
@@ -104,12 +119,12 @@ class CacheLoad:
                     if rows is None:
                         continue
                     keep.setdefault(cid, set()).add(sid)
-                    if not seg.mapped and len(seg) == rows:
+                    if isinstance(seg, Segment) and not seg.mapped and len(seg) == rows:
                         writes.append((replica, col, pid, sid, seg, rows))
         self.files.retain(keep)
         for replica, col, pid, sid, seg, rows in writes:
-            take = partial(_take, col, pid, sid, seg, rows)
-            self.writer.write(replica.collection_id, sid, col.field_id, take, replica.lock)
+            key: Key = (replica.collection_id, sid, col.field_id)
+            self.writer.write(key, _Rows(col, pid, sid, seg), replica.lock, rows)
 
     def flushed(self, replica: Replica, pid: int, sid: int, rows: int) -> bool:
         """Writes the entry of a segment the live node holds once it is Flushed with `rows`
@@ -120,10 +135,9 @@ class CacheLoad:
             gone = replica.dropped_ts is not None or pid in replica.dropped_partitions
             return all(seg is None for _, seg in segs) and gone
         for col, seg in segs:
-            assert seg is not None
-            take = partial(_take, col, pid, sid, seg, rows)
-            lock = replica.lock
-            self.writer.write_now(replica.collection_id, sid, col.field_id, take, lock, rows)
+            if isinstance(seg, Segment):  # a sparse field's is never cached
+                key: Key = (replica.collection_id, sid, col.field_id)
+                self.writer.write_now(key, _Rows(col, pid, sid, seg), replica.lock, rows)
         return True
 
     def sealed(self, replica: Replica, pid: int, sid: int) -> None:
@@ -135,26 +149,40 @@ class CacheLoad:
         with replica.lock:
             segs = [(c, c.segments.get((pid, sid))) for c in replica.vectors.values()]
         for col, seg in segs:
-            if seg is None:
-                continue
-            rows, lock = len(seg), replica.lock
-            take = partial(_take, col, pid, sid, seg, rows)
-            self.writer.write_now(replica.collection_id, sid, col.field_id, take, lock, rows)
+            if isinstance(seg, Segment):  # a sparse field's is never cached
+                key: Key = (replica.collection_id, sid, col.field_id)
+                self.writer.write_now(key, _Rows(col, pid, sid, seg), replica.lock, len(seg))
 
 
-def _take(
-    col: VectorColumn, pid: int, sid: int, seg: Segment, rows: int
-) -> tuple[faiss.IndexFlat, np.ndarray, np.ndarray, np.ndarray | None] | None:
-    """Returns copies of a segment's (flat storage, row ids, norms, raw vectors or None) to
-    write, None if it changed since (moved by a compaction, served from an index, other
-    rows). Call with the replica's lock: a copy (a memcpy) is all it holds the lock for, not
-    the file writes."""
-    if not isinstance(seg, Segment):  # a sparse field's: never cached
-        return None
-    if col.segments.get((pid, sid)) is not seg or seg.index is not None:
-        return None
-    if seg.flat is None or seg.mapped or len(seg) != rows or seg.flat.ntotal != rows:
-        return None
-    flat = cast(faiss.IndexFlat, faiss.clone_index(seg.flat))
-    raw = None if seg.raw is None else seg.raw.view().copy()
-    return flat, seg.row_ids.view().copy(), seg.norms.view().copy(), raw
+def _plain(seg: Segment) -> bool:
+    """Returns whether a segment serves its own flat storage (no index, not a mapped entry):
+    the only storage an entry is written from."""
+    return seg.index is None and not seg.mapped and seg.flat is not None
+
+
+class _Rows:
+    """A segment's rows for its entry (cachewriter.SegmentRows): valid while the segment is
+    the one its column holds for (pid, sid), in the same layout, served from its flat copy."""
+
+    def __init__(self, col: VectorColumn, pid: int, sid: int, seg: Segment) -> None:
+        self.col, self.pid, self.sid, self.seg = col, pid, sid, seg
+        self.token = (seg.serial, seg.layout)
+        self.dim, self.metric = seg.dim, seg.native
+
+    def read(self, start: int, upto: int | None) -> Chunk | None:
+        """Returns copies of rows [start, start + CHUNK_ROWS) (before `upto`), or None if
+        the segment changed. Call with the replica's lock."""
+        seg = self.seg
+        if self.col.segments.get((self.pid, self.sid)) is not seg or not _plain(seg):
+            return None
+        if (seg.serial, seg.layout) != self.token or seg.flat is None:
+            return None
+        held = min(len(seg), seg.flat.ntotal)
+        end = min(held, start + CHUNK_ROWS, held if upto is None else upto)
+        if end < start:
+            return None
+        stored = seg.stored()
+        assert stored is not None
+        raw = None if seg.raw is None else seg.raw.view()[start:end].copy()
+        ids, norms = seg.row_ids.view()[start:end].copy(), seg.norms.view()[start:end].copy()
+        return ids, norms, stored[start:end].copy(), raw

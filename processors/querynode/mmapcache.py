@@ -6,8 +6,9 @@ Per collection a folder, per segment and vector field five files: the segment's 
 as a faiss IndexFlat file (read back with IO_FLAG_MMAP_IFC: faiss serves it from the mapped
 file, no copy), its row ids, norms and raw vectors (COSINE's vectors as inserted, the output
 vectors; 0 rows for L2 / IP, whose flat storage is the vectors as inserted) as `.npy`, and
-`.sum`, the xxh3-64 checksum of each of the four. Each is written to a temporary file,
-fsynced and renamed; the flat file goes last, so it marks a complete entry. At open, before
+`.sum`, the xxh3-64 checksum of each of the four. They are written to temporary files as
+the segment grows and renamed once it is sealed, the flat file last, so it marks a complete
+entry (growentry.py). At open, before
 anything reads the entry, it is checked (sizes, faiss header, dim, metric, row count,
 dtypes) and every file's checksum is verified (hashing the mapped files: ~10 GB/s from the
 page cache, and the pages read stay cached for the searches); any mismatch deletes it with a
@@ -20,29 +21,25 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import mmap
-import os
-import queue
 import shutil
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import faiss
 import numpy as np
-import xxhash
 
 from vectorlog.core.errors import VectorlogError
+from vectorlog.processors.querynode.growentry import (
+    SUFFIXES,
+    SUM,
+    SUMMED,
+    TMP,
+    GrowingEntry,
+    digest,
+    new_flat,
+)
 
 log = logging.getLogger(__name__)
-TMP = ".tmp"
-#: in write order: the flat file commits
-SUFFIXES = (".ids.npy", ".norms.npy", ".raw.npy", ".sum", ".flat")
-SUM = ".sum"  # {suffix: xxh3-64 hex digest} of the other four files
-SUMMED = (".ids.npy", ".norms.npy", ".raw.npy", ".flat")
-Lock = Any  # a context manager: the lock of the replica a segment is in
 
 
 class CacheMismatch(VectorlogError):
@@ -66,11 +63,6 @@ class CachedVectors:
 def flat_header_bytes(dim: int, metric: str) -> int:
     """Returns the bytes of a faiss IndexFlat file before its vectors."""
     return len(faiss.serialize_index(new_flat(dim, metric)))
-
-
-def new_flat(dim: int, metric: str) -> faiss.IndexFlat:
-    """Returns an empty flat index of a segment's storage metric (L2, else inner product)."""
-    return faiss.IndexFlatL2(dim) if metric == "L2" else faiss.IndexFlatIP(dim)
 
 
 class SegmentCache:
@@ -106,6 +98,10 @@ class SegmentCache:
             self.drop(collection_id, [segment_id])
             return None
 
+    def base(self, collection_id: int, segment_id: int, field_id: int) -> Path:
+        """Returns the path of a segment field's entry without its suffixes."""
+        return self._base(collection_id, segment_id, field_id)
+
     def write(
         self,
         collection_id: int,
@@ -116,51 +112,19 @@ class SegmentCache:
         norms: np.ndarray,
         raw: np.ndarray | None = None,
     ) -> None:
-        """Writes a segment's entry atomically (see the module docstring); `raw` None: no
-        raw vectors (L2 / IP). Raises OSError."""
-        self.commit(self.prepare(collection_id, segment_id, field_id, flat, row_ids, norms, raw))
-
-    def prepare(
-        self,
-        collection_id: int,
-        segment_id: int,
-        field_id: int,
-        flat: faiss.IndexFlat,
-        row_ids: np.ndarray,
-        norms: np.ndarray,
-        raw: np.ndarray | None = None,
-    ) -> Path:
-        """Writes an entry's temporary files (no fsync); returns its base path for `commit`.
-        Raises OSError (its temporary files are removed)."""
-        if raw is None:
-            raw = np.zeros((0, flat.d), dtype=np.float32)
-        base = self._base(collection_id, segment_id, field_id)
-        base.parent.mkdir(parents=True, exist_ok=True)
+        """Writes a segment's entry at once (see the module docstring); `raw` None: no raw
+        vectors (L2 / IP, or a COSINE entry refused at open). Raises OSError."""
+        metric = "L2" if isinstance(flat, faiss.IndexFlatL2) else "IP"
+        metric = "COSINE" if raw is not None else metric
+        n = flat.ntotal
+        stored = faiss.rev_swig_ptr(flat.get_xb(), n * flat.d).reshape(n, flat.d)
+        entry = GrowingEntry(self._base(collection_id, segment_id, field_id), flat.d, metric)
         try:
-            _save(_tmp(base, SUFFIXES[0]), np.asarray(row_ids, dtype=np.int64))
-            _save(_tmp(base, SUFFIXES[1]), np.asarray(norms, dtype=np.float32))
-            _save(_tmp(base, SUFFIXES[2]), np.ascontiguousarray(raw, dtype=np.float32))
-            faiss.write_index(flat, str(_tmp(base, SUFFIXES[-1])))
-            sums = {suffix: digest(_tmp(base, suffix)) for suffix in SUMMED}
-            _tmp(base, SUM).write_bytes(json.dumps(sums).encode())
+            entry.append(row_ids, norms, stored, raw)
         except BaseException:
-            for suffix in SUFFIXES:
-                _remove(_tmp(base, suffix))
+            entry.abandon()
             raise
-        return base
-
-    def commit(self, base: Path) -> None:
-        """Fsyncs an entry's temporary files and renames them in place, the flat file last.
-        Raises OSError."""
-        for suffix in SUFFIXES:
-            fd = os.open(_tmp(base, suffix), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        for suffix in SUFFIXES:
-            os.replace(_tmp(base, suffix), base.with_name(base.name + suffix))
-        _fsync_dir(base.parent)
+        entry.commit()
 
     def exists(
         self, collection_id: int, segment_id: int, field_id: int, rows: int | None = None
@@ -240,16 +204,6 @@ def _opened(base: Path, dim: int, metric: str, rows: int) -> CachedVectors:
     return CachedVectors(flat, row_ids, norms, raw)
 
 
-def digest(path: Path) -> str:
-    """Returns the xxh3-64 hex digest of a file's bytes (hashed through a read-only map: no
-    copy). Raises OSError."""
-    with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return xxhash.xxh3_64_hexdigest(b"")
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return xxhash.xxh3_64_hexdigest(mapped)
-
-
 def _verify(base: Path) -> None:
     """Raises CacheMismatch unless each file of the entry at `base` has the checksum its
     `.sum` file holds."""
@@ -267,106 +221,9 @@ def _verify(base: Path) -> None:
             raise CacheMismatch(f"{base.name}{suffix}: checksum {got}, {want} was written")
 
 
-def _save(path: Path, values: np.ndarray) -> None:
-    with open(path, "wb") as f:
-        np.save(f, values, allow_pickle=False)
-
-
-def _tmp(base: Path, suffix: str) -> Path:
-    return base.with_name(base.name + suffix + TMP)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-
-
-Take = Callable[[], tuple[faiss.IndexFlat, np.ndarray, np.ndarray, np.ndarray | None] | None]
-
-
-class CacheWriter:
-    """Writes and deletes cache entries in order on its own thread, so a start or a read never
-    waits for the disk. `take()` of a write runs under its lock (the segment's replica's) and
-    returns a copy of what to write, or None if the segment changed meanwhile."""
-
-    def __init__(self, cache: SegmentCache) -> None:
-        self.cache = cache
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._mutex = threading.Lock()
-
-    def write(
-        self, collection_id: int, segment_id: int, field_id: int, take: Take, lock: Lock
-    ) -> None:
-        """Queues the write of a segment's entry (a failure is logged, nothing else)."""
-        self._put(lambda: self._write(collection_id, segment_id, field_id, take, lock))
-
-    def drop(self, collection_id: int, segment_ids: list[int]) -> None:
-        """Queues the deletion of segments' entries (after the writes queued before)."""
-        self._put(lambda: self.cache.drop(collection_id, segment_ids))
-
-    def drop_collection(self, collection_id: int) -> None:
-        """Queues the deletion of every entry of a collection."""
-        self._put(lambda: self.cache.drop_collection(collection_id))
-
-    def then(self, job: Callable[[], None]) -> None:
-        """Runs `job` once the writes queued before are done: the query node starts loading
-        segment indexes so (an index that reconstructs exactly frees the segment's flat
-        storage: written first, the next start maps it)."""
-        self._put(job)
-
-    def close(self) -> None:
-        """Returns once every queued write and deletion is done."""
-        with self._mutex:
-            thread, self._thread = self._thread, None
-            if thread is not None:
-                self._work.put(None)
-        if thread is not None:
-            thread.join()
-
-    def _put(self, job: Callable[[], None]) -> None:
-        with self._mutex:
-            self._work.put(job)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="querynode-cache", daemon=True
-                )
-                self._thread.start()
-
-    def _run(self) -> None:
-        while (job := self._work.get()) is not None:
-            try:
-                job()
-            except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
-                log.warning("query node cache: %s", exc)
-
-    def write_now(
-        self, cid: int, sid: int, fid: int, take: Take, lock: Lock, rows: int | None = None
-    ) -> None:
-        """Writes a segment's entry on the calling thread unless it has one already (of
-        `rows` rows, if given: one of other rows is written again); a failure is logged."""
-        try:
-            self._write(cid, sid, fid, take, lock, rows)
-        except Exception as exc:  # a cache is an optimization: the binlogs stay the truth
-            log.warning("query node cache: %s", exc)
-
-    def _write(
-        self, cid: int, sid: int, fid: int, take: Take, lock: Lock, rows: int | None = None
-    ) -> None:
-        if self.cache.exists(cid, sid, fid, rows):
-            return
-        with lock:  # the segment's storage does not change while it is copied out
-            got = take()
-        if got is not None:  # written from the copy: reads go on meanwhile
-            self.cache.commit(self.cache.prepare(cid, sid, fid, *got))

@@ -225,6 +225,8 @@ class QueryNode(ProcessorBase):
             ticks=self._ticks,
         )
         self._loop.start()
+        if self.cache is not None:  # entries grow with their segments from now on
+            self.cache.watch(lambda: self.replicas.copy().values())
         if self.indexes is not None and self.cache is not None:
             self.cache.writer.then(self._start_indexes)  # see CacheWriter.then
         elif self.indexes is not None:

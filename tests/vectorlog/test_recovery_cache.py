@@ -6,9 +6,14 @@ detected and rebuilt from binlogs; entries of compacted-away segments are delete
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,9 +24,11 @@ from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.test_recovery import answers, build, rows
 from tests.vectorlog.test_time_travel import caught_up
 from vectorlog import Client, DataType
-from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
+from vectorlog.core.faults import CRASH_EXIT, ENV, PAUSE_ENV, PAUSE_GO
 from vectorlog.processors.querynode.mmapcache import flat_header_bytes
 from vectorlog.sdk import probes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cache_dir(client: Client) -> Path:
@@ -179,3 +186,54 @@ def test_the_entries_of_compacted_segments_are_deleted(open_client: ClientFactor
     assert compaction.all_answers(reopened, stamps) == before
     reopened.close()
     assert not {int(name.split("_")[0]) for name in entries(reopened)} & merged
+
+
+def test_a_node_killed_with_an_entry_half_written_answers_every_row_once(
+    client_args: dict[str, Any], open_client: ClientFactory
+):
+    """The entry of a segment grows while it is Growing; the process dies right after its
+    first rows were appended (before any entry was whole): the restart reads no part of it,
+    answers every row once, and the entry written after it maps at the next start."""
+    rows_n = 12_000  # over the size at which an entry starts growing (cacheload.GROW_MIN_ROWS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), ENV: "querynode.cache.appended"}
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("cache_writer_child.py")),
+         json.dumps({**client_args, "rows": rows_n})],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert child.returncode == CRASH_EXIT, child.stderr[-2000:]
+    assert json.loads(child.stdout.splitlines()[0]) == {"acked": rows_n}
+    client = open_client()
+    client.flush("c", timeout=120)
+    ids = [r["id"] for r in client.query("c", "id >= 0", output_fields=["id"], limit=rows_n + 1)]
+    assert sorted(ids) == list(range(rows_n))
+    written(client, 1)
+    client.close()
+    assert not list(cache_dir(client).rglob("*.tmp"))
+    again = open_client()
+    assert len(mapped(again)) == 1
+    got = again.query("c", "id >= 0", output_fields=["id", "vector"], limit=rows_n + 1)
+    assert sorted(r["id"] for r in got) == list(range(rows_n))
+    assert {r["id"]: r["vector"] for r in got}[11_999] == [11999.0, 1.0, 0.0, 0.5]
+
+
+def test_a_growing_segments_entry_is_written_before_its_seal(open_client: ClientFactory):
+    """The entry of a large Growing segment is appended to as rows come (temporary files,
+    never opened), and committed once the segment is Sealed: the next start maps it."""
+    first = open_client()
+    schema = first.create_schema()  # no index: the segment stays on its flat storage
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    first.create_collection("c", schema=schema, metric_type="L2")
+    n = 12_000  # over cacheload.GROW_MIN_ROWS
+    first.insert("c", [{"id": i, "vector": [float(i), 1.0, 0.0, 0.0]} for i in range(n)])
+    full = flat_header_bytes(4, "L2") + n * 4 * 4
+    grown = lambda: [p for p in cache_dir(first).rglob("*.flat.tmp") if p.stat().st_size == full]  # noqa: E731
+    wait_until(lambda: len(grown()) == 1, 30, "a growing entry holding every row")
+    assert not entries(first)  # none is whole before the seal
+    first.flush("c", timeout=120)
+    written(first, 1)
+    first.close()
+    second = open_client()
+    assert mapped(second) == [s["segment_id"] for s in second.list_segments("c")]
+    assert second.query("c", "", output_fields=["count(*)"]) == [{"count(*)": n}]

@@ -3,11 +3,14 @@ mismatched or half-written one is refused and deleted, never served."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import faiss
 import numpy as np
+import pytest
 
+from vectorlog.processors.querynode.growentry import GrowingEntry
 from vectorlog.processors.querynode.mmapcache import SegmentCache, new_flat
 
 
@@ -101,3 +104,54 @@ def test_an_entry_whose_bytes_changed_or_without_checksums_is_refused(tmp_path: 
     cache, _ = written(tmp_path)
     (tmp_path / "1" / "7_101.sum").unlink()  # an entry of a version without checksums
     assert cache.open(1, 7, 101, 8, "L2", 50) is None
+
+
+def test_a_growing_entry_is_never_opened_until_committed_then_equals_one_written_at_once(
+    tmp_path: Path,
+):
+    raw = np.random.default_rng(2).standard_normal((60, 8)).astype(np.float32)
+    norms = np.linalg.norm(raw, axis=1).astype(np.float32)
+    unit, ids = raw / norms[:, None], np.arange(60, dtype=np.int64)
+    cache = SegmentCache(tmp_path / "grown")
+    entry = GrowingEntry(cache.base(1, 7, 101), 8, "COSINE")
+    for lo in (0, 25, 50):  # as the segment grows
+        entry.append(ids[lo : lo + 25], norms[lo : lo + 25], unit[lo : lo + 25], raw[lo : lo + 25])
+        assert cache.open(1, 7, 101, 8, "COSINE", entry.rows) is None
+        assert not cache.exists(1, 7, 101)
+    entry.commit()
+    flat = new_flat(8, "COSINE")
+    flat.add(unit)
+    whole = SegmentCache(tmp_path / "whole")
+    whole.write(1, 7, 101, flat, ids, norms, raw)
+    for suffix in (".flat", ".ids.npy", ".norms.npy", ".raw.npy", ".sum"):
+        name = f"1/7_101{suffix}"
+        assert (tmp_path / "grown" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+    got = cache.open(1, 7, 101, 8, "COSINE", 60)
+    assert got is not None and got.raw.tobytes() == raw.tobytes()
+
+
+def test_an_abandoned_entry_leaves_nothing_and_a_killed_ones_files_are_deleted(tmp_path: Path):
+    cache = SegmentCache(tmp_path)
+    x = np.ones((10, 8), dtype=np.float32)
+    entry = GrowingEntry(cache.base(1, 7, 101), 8, "L2")
+    entry.append(np.arange(10), np.ones(10, np.float32), x, None)
+    entry.abandon()
+    assert not list(tmp_path.rglob("7_*"))
+    killed = GrowingEntry(cache.base(1, 8, 101), 8, "L2")  # its process dies here
+    killed.append(np.arange(10), np.ones(10, np.float32), x, None)
+    assert cache.open(1, 8, 101, 8, "L2", 10) is None and cache.open(1, 8, 101, 8, "L2", 0) is None
+    cache.retain({1: {8}})  # what a start does first
+    assert not list(tmp_path.rglob("8_*"))
+
+
+def test_a_truncated_entry_is_ignored_with_a_warning_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    cache, _ = written(tmp_path)
+    ids = tmp_path / "1" / "7_101.ids.npy"
+    ids.write_bytes(ids.read_bytes()[:-8])
+    with caplog.at_level(logging.WARNING, logger="vectorlog.processors.querynode.mmapcache"):
+        assert cache.open(1, 7, 101, 8, "L2", 50) is None
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "segment 7 " in warned and "binlogs are read instead" in warned
+    assert not list(tmp_path.rglob("7_*"))
