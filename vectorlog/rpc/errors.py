@@ -52,6 +52,11 @@ class RemoteError(VectorlogError):
     class and message."""
 
 
+class NotServed(RemoteError):
+    """The server does not serve the method called (gRPC's UNIMPLEMENTED): a process of an
+    older version, or a service it does not run."""
+
+
 def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str, tuple[tuple[str, Any], ...]]:
     """Returns the gRPC status code, details and trailing metadata that carry `exc`."""
     if not isinstance(exc, VectorlogError):
@@ -86,6 +91,8 @@ def error_of(err: grpc.RpcError, service: str, address: str) -> VectorlogError:
         code = err.code()
         if code in _TRANSPORT:
             return ServiceUnavailable(service, address, f"{code.name.lower()}: {details}")
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            return NotServed(f"{service} at {address} answered {code.name}: {details}")
         return RemoteError(f"{service} at {address} answered {code.name}: {details}")
     exc = _rebuild(str(name), details)
     attrs = trailing.get(ATTRS_KEY)

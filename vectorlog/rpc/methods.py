@@ -26,13 +26,14 @@ QueryNode v2. RootCoord v2 added `num_partitions` (partition keys) to CreateColl
 AlterCollection (collection properties: TTL, consistency level); DataCoord v2 and QueryNode
 v2 added `expire_ts` (the collection's TTL horizon) to GetCompactionGroups and to Search,
 Query, Get and Count, and Search's `anns_field` (the vector field of a collection with
-several). IndexNode v1 serves the build progress describe_index reports; QueryShard v1 the
-reads of a query node that holds some of the dml pchannels (the scale-out of
-runners.shards). The other v1s, RootCoord v2 (its callers could not address a database),
-RootCoord v3 and v4 (nothing outside this repository spoke them), are retired, not served:
-a v1 read would have shown expired rows, a v1 create would have ignored the partition
-count, and nothing outside this repository spoke v1; a caller of a retired version gets
-gRPC's UNIMPLEMENTED.
+several). Member v1 (GetClusterName) is served by every cluster process's RpcServer: the
+cluster it serves, checked by a process at its start against its own. IndexNode v1 serves
+the build progress describe_index reports; QueryShard v1 the reads of a query node that
+holds some of the dml pchannels (the scale-out of runners.shards). The other v1s, RootCoord
+v2 (its callers could not address a database), RootCoord v3 and v4 (nothing outside this
+repository spoke them), are retired, not served: a v1 read would have shown expired rows, a
+v1 create would have ignored the partition count, and nothing outside this repository spoke
+v1; a caller of a retired version gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -300,4 +301,8 @@ QUERYSHARD = _service(
         "timeout",
     ),
 )
-SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD)}
+#: what every cluster process's RpcServer answers about itself: the cluster it serves (its
+#: topics' prefix), which a process compares with its own --cluster at its start
+#: (runners.peerwait); a process of a version before it answers UNIMPLEMENTED
+MEMBER = _service("Member", "v1", Method("GetClusterName", "cluster_name", (), STRING))
+SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER)}

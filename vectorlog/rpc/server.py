@@ -1,6 +1,7 @@
 """`RpcServer`: one gRPC server serving processors' services (RootCoordRpc, DataCoordService,
 QueryNodeService, IndexNodeService) to other processes, each call decoded per methods.py and
 forwarded to the implementation it wraps; a raised error travels back as errors.py says.
+Given the cluster's name, it also answers Member.GetClusterName (methods.MEMBER).
 `served` counts the calls per service and method (a process's /metrics shows them)."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from vectorlog.rpc.errors import TOKEN_KEY, ClusterTokenRefused, status_of
 from vectorlog.rpc.methods import (
     DATACOORD,
     INDEXNODE,
+    MEMBER,
     QUERYNODE,
     QUERYSHARD,
     ROOTCOORD,
@@ -108,6 +110,16 @@ def _generic(
     return grpc.method_handlers_generic_handler(service.name, handlers)
 
 
+class _Member:
+    """Member's implementation: the name of the cluster this process serves."""
+
+    def __init__(self, cluster: str) -> None:
+        self._cluster = cluster
+
+    def cluster_name(self) -> str:
+        return self._cluster
+
+
 class RpcServer:
     """A gRPC server for some of a process's services; `start` binds it and returns the port."""
 
@@ -122,12 +134,15 @@ class RpcServer:
         shards: Any = None,
         workers: int = 16,
         token: str | None = None,
+        cluster: str | None = None,
     ) -> None:
         """`address`: host:port to listen on (port 0: any free port); `token`: the cluster's
-        token every call must carry (None: none asked, for loopback only)."""
+        token every call must carry (None: none asked, for loopback only); `cluster`: the
+        name Member.GetClusterName answers (None: Member is not served). Raises
+        InvalidArgument without a service of a role to serve."""
         self._address = address
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
-        served = [
+        served: list[tuple[Service, Any]] = [
             (ROOTCOORD, rootcoord),
             (DATACOORD, datacoord),
             (QUERYNODE, querynode),
@@ -135,9 +150,11 @@ class RpcServer:
             (QUERYSHARD, shards),  # `read(op, pchannels, ts, timeout, args)`
         ]
         self.served = Served()
-        handlers = [_generic(s, t, token, self.served) for s, t in served if t is not None]
-        if not handlers:
+        if not any(t is not None for _, t in served):
             raise InvalidArgument("an RpcServer needs at least one service to serve")
+        if cluster is not None:
+            served.append((MEMBER, _Member(cluster)))
+        handlers = [_generic(s, t, token, self.served) for s, t in served if t is not None]
         self._server.add_generic_rpc_handlers(handlers)
         self.port = 0
 

@@ -4,8 +4,9 @@ restarting, or slow under load), logging one line per retry with the address; an
 that a peer's RPC interrupts later (a call timing out under load, a rootcoord paused or
 taking over) is closed and made again, logging one line each. Only once the configured total
 (VECTORLOG_RUN_PEER_WAIT_S) has passed does it refuse to start, naming the peer and its
-address. Bad configuration (a refused token, another cluster's lease, a port in use) is not
-retried: it refuses at once."""
+address. Bad configuration (a refused token, another cluster's lease, a port in use, a
+rootcoord that serves another cluster than --cluster names) is not retried: it refuses at
+once."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from vectorlog.core.errors import (
     VectorlogError,
 )
 from vectorlog.rpc.channel import DEFAULT_DEADLINE_S
+from vectorlog.rpc.member_client import MemberClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 
 log = logging.getLogger("vectorlog.run")
@@ -43,18 +45,46 @@ class PeerUnavailable(VectorlogError):
         self.peer, self.address = peer, address
 
 
+class OtherCluster(VectorlogError):
+    """A peer serves another cluster than this process's own (--cluster): its topics are
+    other topics, so the process would serve or write a cluster that is not its peers'."""
+
+    def __init__(self, peer: str, address: str, theirs: str | None, ours: str) -> None:
+        if theirs is None:
+            super().__init__(
+                f"{peer} at {address} does not say which cluster it serves (a version "
+                f"before this one): upgrade it first, then start this process of {ours!r}"
+            )
+        else:
+            super().__init__(
+                f"{peer} at {address} serves cluster {theirs!r}, not {ours!r} (--cluster or "
+                "VECTORLOG_CLUSTER): give every process of a cluster the same name"
+            )
+        self.peer, self.address, self.theirs, self.ours = peer, address, theirs, ours
+
+
+def check_cluster(peer: str, address: str, theirs: str | None, ours: str) -> None:
+    """Raises OtherCluster if the peer at `address` serves cluster `theirs` (None: it does
+    not say), not `ours`."""
+    if theirs != ours:
+        raise OtherCluster(peer, address, theirs, ours)
+
+
 def wait_for_rootcoord(
     who: str,
     address: str,
     token: str | None,
     total_s: float,
     stopping: threading.Event | None = None,
+    cluster: str | None = None,
 ) -> None:
-    """Returns once rootcoord at `address` answers an AllocTimestamp (`who`: the waiting
-    process, named in its log lines; `stopping` set ends the wait early, as a failure).
-    Retries RETRIED (unreachable, too slow, a lease unconfirmed or lost), one log line each;
-    raises PeerUnavailable after `total_s` seconds, or another VectorlogError rootcoord
-    answered (a refused token)."""
+    """Returns once rootcoord at `address` answers an AllocTimestamp and, given this
+    process's `cluster`, says it serves that cluster (`who`: the waiting process, named in
+    its log lines; `stopping` set ends the wait early, as a failure). Retries RETRIED
+    (unreachable, too slow, a lease unconfirmed or lost), one log line each; raises
+    PeerUnavailable after `total_s` seconds, OtherCluster (another cluster's rootcoord, or
+    one that does not say), or another VectorlogError rootcoord answered (a refused
+    token)."""
     stopping = stopping or threading.Event()
     start = time.monotonic()
     deadline = start + total_s
@@ -62,9 +92,13 @@ def wait_for_rootcoord(
     while True:
         attempt += 1
         left = deadline - time.monotonic()
-        rc = RootCoordClient(address, min(DEFAULT_DEADLINE_S, max(left, 0.1)), token=token)
+        deadline_s = min(DEFAULT_DEADLINE_S, max(left, 0.1))
+        rc = RootCoordClient(address, deadline_s, token=token)
+        member = MemberClient(address, deadline_s, token)
         try:
             rc.allocate_timestamps(1)
+            if cluster is not None:
+                check_cluster("rootcoord", address, member.cluster_name(), cluster)
             if attempt > 1:
                 log.info("%s: rootcoord at %s answered (attempt %d)", who, address, attempt)
             return
@@ -72,6 +106,7 @@ def wait_for_rootcoord(
             why = str(exc)
         finally:
             rc.close()
+            member.close()
         left = deadline - time.monotonic()
         if stopping.is_set():
             raise PeerUnavailable(who, "rootcoord", address, total_s, f"stopped; {why}")

@@ -153,7 +153,8 @@ class ProcessRunner:
         `peer_wait_s`: how long that wait may take (None: cfg.run_peer_wait_s).
         Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), PeerUnavailable
-        (rootcoord did not answer in time: runners.peerwait), ClusterInUse
+        (rootcoord did not answer in time: runners.peerwait), OtherCluster (rootcoord serves
+        another cluster: before anything is opened), ClusterInUse
         (a second rootcoord or datacoord), StoppedAsStandby, ServiceUnavailable (a peer's RPC
         failed: `runners.peerwait.start_patiently` starts again), or what recovering a
         processor raised. Whatever it raises, what it opened is closed."""
@@ -190,7 +191,8 @@ class ProcessRunner:
             from vectorlog.runners.peerwait import wait_for_rootcoord
 
             address, token = self._need("rootcoord"), self.peers.token
-            wait_for_rootcoord(self.role, address, token, self._peer_wait_s, self.stopping)
+            wait = self._peer_wait_s
+            wait_for_rootcoord(self.role, address, token, wait, self.stopping, cfg.cluster)
         self.log = self._opened(open_log(cfg))
         self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
@@ -223,7 +225,7 @@ class ProcessRunner:
             served["shards"] = self.querynode
         if served:
             address = rpc_address or "127.0.0.1:0"
-            self.rpc = RpcServer(address, token=self.peers.token, **served)
+            self.rpc = RpcServer(address, token=self.peers.token, cluster=cfg.cluster, **served)
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
             log.info("%s: serving its RPCs on %s", self.role, self.rpc.address)

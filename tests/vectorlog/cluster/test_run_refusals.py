@@ -1,12 +1,10 @@
 """`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
 not Kafka, a role started without the address of a peer it needs, an ingest worker outside
 its count, a port another program holds (named with what it was for, before anything is
-opened), and an address other than loopback without the cluster's token (or, for a proxy,
-
-
-its count, an import root that is not a local folder (--import-root as VECTORLOG_IMPORT_ROOT),
-and an address other than loopback without the cluster's token (or, for a proxy,
-the clients' token (a write that may have come too late: tests/vectorlog/runners/
+opened), an import root that is not a local folder (--import-root as VECTORLOG_IMPORT_ROOT),
+a member whose rootcoord serves another cluster than its --cluster (before it opens the log),
+and an address other than loopback without the cluster's token (or, for a proxy, the
+clients' token (a write that may have come too late: tests/vectorlog/runners/
 test_remote.py)."""
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vectorlog.cluster.processes import free_ports
+from tests.vectorlog.cluster.processes import CLUSTER_TOKEN, ProcessCluster, free_ports
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -153,3 +151,63 @@ def test_import_root_flag_is_the_setting_and_refuses_what_it_refuses(tmp_path: P
     )
     assert flag_wins.returncode == 2, flag_wins.stderr
     assert "needs --rootcoord HOST:PORT" in flag_wins.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # a rootcoord process and two refused ones: 30 s at load 30 (the comparison
+# itself: tests/vectorlog/runners/test_peer_wait.py, in `make test`)
+def test_a_member_given_another_cluster_than_its_rootcoords_is_refused(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """A query node and a data node started with another --cluster than the rootcoord they
+    are given each exit 2 with one line naming both names and rootcoord's address, before
+    opening the log: nothing is appended to the rootcoord's cluster's coord topic (where a
+    started member reports), and no topic of the other name is created."""
+    from confluent_kafka.admin import AdminClient
+
+    (tmp_path / "c").mkdir()
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path / "c", proxies=0)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    other, roles = f"{cluster.cluster}-other", ("querynode", "datanode")
+    try:
+        rootcoord = cluster.start("rootcoord")
+        coord = f"{cluster.cluster}.coord"
+        partitions = len(admin.list_topics(coord, timeout=30).topics[coord].partitions)
+        ends = _ends(kafka_bootstrap, coord, partitions)
+        done = {
+            role: _run(
+                role,
+                *("--log", f"kafka://{kafka_bootstrap}", "--cluster", other),
+                *("--storage", str(tmp_path / "s"), "--state-dir", str(tmp_path / role)),
+                *("--rootcoord", rootcoord.rpc, "--datacoord", "127.0.0.1:1"),
+                env={**os.environ, "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN},
+            )
+            for role in roles
+        }
+        assert _ends(kafka_bootstrap, coord, partitions) == ends
+    finally:
+        cluster.close()
+    for role in roles:
+        assert done[role].returncode == 2, done[role].stderr
+        assert done[role].stderr.strip().splitlines()[-1] == (
+            f"vectorlog run {role}: rootcoord at {rootcoord.rpc} serves cluster "
+            f"{cluster.cluster!r}, not {other!r} (--cluster or VECTORLOG_CLUSTER): give "
+            "every process of a cluster the same name"
+        )
+        assert "Traceback" not in done[role].stderr
+        assert not (tmp_path / role).exists()
+    topics = admin.list_topics(timeout=30).topics
+    assert not [t for t in topics if t.startswith(f"{other}.")]
+
+
+def _ends(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """Returns the high watermark of each partition of `topic`."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "refusals-ends"})
+    try:
+        marks = [consumer.get_watermark_offsets(TopicPartition(topic, p), 30) for p in
+                 range(partitions)]  # fmt: skip
+        return [high for _, high in marks]
+    finally:
+        consumer.close()

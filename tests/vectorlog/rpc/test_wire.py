@@ -31,6 +31,7 @@ FINGERPRINTS = {
     "vectorlog.rpc.v3.QueryNode": "4bd33138475c2b9bbdc4c581be2da17d116a08e77d0e1bf52aad5031baeb998d",  # noqa: E501
     "vectorlog.rpc.v1.IndexNode": "825f11c26e1d64511f1f139301353dd6f2b6b92b444efc47d4154a97b18243e0",  # noqa: E501
     "vectorlog.rpc.v2.QueryShard": "f4a8e7ee9c978d75e307e49fcb5eb99ffbe8aae90cd9268fd249923cc95a0d6b",  # noqa: E501
+    "vectorlog.rpc.v1.Member": "8d6572f23e0272b50b43ea4d0eac6947cee88c8cdf393b73816f1f1ff88b07cd",  # noqa: E501
 }
 
 

@@ -3,8 +3,10 @@ logging one line per retry with rootcoord's address, and starts once rootcoord a
 whose rootcoord never answers within VECTORLOG_RUN_PEER_WAIT_S refuses to start with one line
 naming rootcoord's address (exit code 2), instead of failing at the first timeout. A start that
 a peer's RPC interrupts later is made again until that total has passed (start_patiently);
-bad configuration is refused at once. With real OS processes:
-tests/vectorlog/cluster/test_start_waits.py."""
+bad configuration is refused at once: a rootcoord that serves another cluster than the
+process's own (or does not say which: an older version) refuses the start at once, naming
+both. With real OS processes: tests/vectorlog/cluster/test_start_waits.py and
+test_run_refusals.py."""
 
 from __future__ import annotations
 
@@ -21,7 +23,12 @@ from tests.support import unused_port, wait_until
 from vectorlog.core.errors import ClusterInUse, ServiceUnavailable
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.rpc.server import RpcServer
-from vectorlog.runners.peerwait import PeerUnavailable, start_patiently, wait_for_rootcoord
+from vectorlog.runners.peerwait import (
+    OtherCluster,
+    PeerUnavailable,
+    start_patiently,
+    wait_for_rootcoord,
+)
 from vectorlog.state.rocksdb import RocksDBStateStore
 
 TOKEN = "cluster-secret"
@@ -136,3 +143,36 @@ def test_bad_configuration_is_refused_at_once():
     with pytest.raises(ClusterInUse):
         start_patiently("datacoord", start, 300)
     assert len(start.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("serves", "expected"),
+    [
+        ("c-other", "rootcoord at {a} serves cluster 'c-other', not 'c-mine' (--cluster or "
+         "VECTORLOG_CLUSTER): give every process of a cluster the same name"),
+        (None, "rootcoord at {a} does not say which cluster it serves (a version before this "
+         "one): upgrade it first, then start this process of 'c-mine'"),
+        ("c-mine", None),
+    ],
+)  # fmt: skip
+def test_a_rootcoord_of_another_cluster_refuses_the_start_at_once(
+    tmp_path: Path, serves: str | None, expected: str | None
+):
+    """A rootcoord serving `serves` (None: one of a version before Member, which does not
+    answer GetClusterName) against this process's cluster 'c-mine': refused at once with
+    one line naming both, or started when they match."""
+    address = f"127.0.0.1:{unused_port()}"
+    store = RocksDBStateStore(tmp_path / "tso")
+    rootcoord = _TimestampsOnly(TimestampOracle(store))
+    server = RpcServer(address, rootcoord=rootcoord, token=TOKEN, cluster=serves)  # type: ignore[arg-type]
+    server.start()
+    try:
+        if expected is None:
+            wait_for_rootcoord("querynode", address, TOKEN, 300, cluster="c-mine")
+            return
+        with pytest.raises(OtherCluster) as refused:
+            wait_for_rootcoord("querynode", address, TOKEN, 300, cluster="c-mine")
+        assert str(refused.value) == expected.format(a=address)  # not retried for 300 s
+    finally:
+        server.stop()
+        store.close()
