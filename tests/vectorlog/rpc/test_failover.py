@@ -67,6 +67,27 @@ def test_a_refusal_of_the_leader_that_answered_last_does_not_end_at_the_dead_add
             client.close()
 
 
+def test_a_leader_unreachable_for_a_moment_after_it_answered_is_waited_for():
+    """The same, the new leader unreachable for a moment: before the fix the call ended at
+    the dead leader, with its "rootcoord at DEAD is unavailable" (the incident's message)."""
+    dead, address = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    leader = NewLeader()
+    server = RpcServer(address, rootcoord=leader)
+    server.start()
+    client = RootCoordClient(f"{dead},{address}", deadline_s=30, ts_batch=1)
+    back = RpcServer(address, rootcoord=leader)
+    comes_back = threading.Timer(0.3, back.start)
+    try:
+        first = client.allocate_timestamps(1)
+        server.stop(0)
+        comes_back.start()
+        assert client.allocate_timestamps(1) > first
+    finally:
+        comes_back.join()
+        client.close()
+        back.stop(0)
+
+
 class Fenced(FakeRootCoord):
     """A rootcoord whose lease was taken over: it refuses every allocation."""
 
