@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -120,7 +121,7 @@ def test_a_ddl_whose_outcome_is_unknown_is_not_sent_to_the_other_address():
     slow, other = FakeRootCoord(), FakeRootCoord()
     slow_create = slow.create_collection
 
-    def create(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def create(*args: Any, **kwargs: Any) -> Any:
         release.wait(30)
         return slow_create(*args, **kwargs)
 
