@@ -9,7 +9,8 @@ goes round the addresses again, with a short backoff, until one answers or the c
 deadline passes, and then raises the most telling refusal (a process's answer before an
 unreachable address), so the clients find the leader by themselves after a takeover. A call
 whose outcome is unknown (its deadline passed, its connection was lost mid-call) is never
-sent again: it raises at once."""
+sent again: it raises at once, and the next call begins at the next address (a paused leader
+accepts connections and answers nothing)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,8 @@ class RpcChannel:
                     self._current = at
                     return wire.decode_response(self.service.name, m, response)
                 if count == 1 or not may_retry:
+                    if isinstance(error, ServiceUnavailable):  # the caller's retry goes on
+                        self._current = (at + 1) % count
                     raise error
                 refusals.append(error)
             left = end - time.monotonic()

@@ -115,8 +115,9 @@ def test_when_no_address_leads_the_call_fails_at_its_deadline_with_the_process_a
 
 
 def test_a_ddl_whose_outcome_is_unknown_is_not_sent_to_the_other_address():
-    """A CreateCollection that reached the leader and timed out may have been applied: it
-    fails as unavailable, and the other address never sees it."""
+    """A CreateCollection that reached the leader and timed out (a paused leader accepts
+    connections and answers nothing) may have been applied: it fails as unavailable, the
+    other address never sees it, and the caller's retry goes there."""
     release = threading.Event()
     slow, other = FakeRootCoord(), FakeRootCoord()
     slow_create = slow.create_collection
@@ -133,6 +134,8 @@ def test_a_ddl_whose_outcome_is_unknown_is_not_sent_to_the_other_address():
             with pytest.raises(ServiceUnavailable, match=f"at {first} .*deadline_exceeded"):
                 client.create_collection("books", quick_schema(4, "L2"))
             assert not witness.has_collection("books")
+            client.create_collection("books", quick_schema(4, "L2"))  # the caller's retry
+            assert witness.has_collection("books")  # went on to the other address
         finally:
             release.set()
             client.close()
