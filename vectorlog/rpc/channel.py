@@ -2,20 +2,33 @@
 deadline; it reconnects by itself (backoff 0.1-1 s) once the server is back.
 
 A role run with standbys (rootcoord, datacoord: issue 23) is given as several addresses,
-"HOST:PORT,HOST:PORT": a call goes to the one that answered last, and on to the next when it is
-unreachable or answers that it lost its lease (a standby serves nothing until it leads), so
-the clients find the leader by themselves after a takeover."""
+"HOST:PORT,HOST:PORT": a call goes to the one that answered last, and on to the next when it
+was refused before anything was applied: the address is unreachable (a standby serves nothing
+until it leads), or answers that it lost its lease or that its lease is not confirmed yet. It
+goes round the addresses again, with a short backoff, until one answers or the call's
+deadline passes, and then raises the most telling refusal (a process's answer before an
+unreachable address), so the clients find the leader by themselves after a takeover. A call
+whose outcome is unknown (its deadline passed, its connection was lost mid-call) is never
+sent again: it raises at once, and the next call begins at the next address (a paused leader
+accepts connections and answers nothing)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, ClassVar
 
 import grpc
 
-from vectorlog.core.errors import InvalidArgument, RootCoordFenced, ServiceUnavailable
+from vectorlog.core.errors import (
+    InvalidArgument,
+    LeaseUnconfirmed,
+    RootCoordFenced,
+    ServiceUnavailable,
+    VectorlogError,
+)
 from vectorlog.rpc import wire
-from vectorlog.rpc.errors import TOKEN_KEY, error_of
+from vectorlog.rpc.errors import TOKEN_KEY, error_of, never_sent
 from vectorlog.rpc.methods import Service
 from vectorlog.rpc.server import MAX_MESSAGE
 
@@ -33,8 +46,17 @@ OPTIONS = [
 ]
 
 
-#: what makes a call go on to the next address: this one does not lead (or is not up)
-FAILOVER = (ServiceUnavailable, RootCoordFenced)
+#: a process's answers that it does not lead (yet, or any more): nothing was applied; the
+#: first is the most telling when no address leads (the one about to lead says it)
+NOT_LEADING: tuple[type[VectorlogError], ...] = (LeaseUnconfirmed, RootCoordFenced)
+#: seconds between rounds of the addresses when none led: the first, and the most
+BACKOFF_S, MAX_BACKOFF_S = 0.05, 0.5
+
+
+def _rank(error: VectorlogError) -> int:
+    """Returns how telling a refusal is: a process's answer before an unreachable address."""
+    kinds = (*NOT_LEADING, ServiceUnavailable)
+    return next(len(kinds) - i for i, k in enumerate(kinds) if isinstance(error, k))
 
 
 class RpcChannel:
@@ -75,26 +97,50 @@ class RpcChannel:
     def call(self, method: str, **args: Any) -> Any:
         """Calls `method` with `args` (every argument by name); returns its result.
         Raises the server's VectorlogError, ServiceUnavailable if the server was not reached
-        or did not answer in time, InvalidArgument if an argument cannot be encoded."""
+        or did not answer in time, InvalidArgument if an argument cannot be encoded. With
+        several addresses, goes round them until one answers or the deadline passes (the
+        module docstring)."""
         m = self.service.methods[method]
         request = wire.encode_request(self.service.name, m, args)
         deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
-        deadline = min(deadline, MAX_DEADLINE_S)
-        first, count = self._current, len(self.addresses)
-        for k in range(count):
-            at = (first + k) % count
-            try:
-                stub = self._stub(at, method)
-                response = stub(request, timeout=deadline, metadata=self._metadata)
-            except grpc.RpcError as err:
-                name = self.service.name.rpartition(".")[2].lower()
-                error = error_of(err, name, self.addresses[at])
-                if k + 1 < count and isinstance(error, FAILOVER):
-                    continue
-                raise error from None
-            self._current = at
-            return wire.decode_response(self.service.name, m, response)
-        raise AssertionError("unreachable: the last address raises or returns")
+        end = time.monotonic() + min(deadline, MAX_DEADLINE_S)
+        refusals: list[VectorlogError] = []
+        backoff = BACKOFF_S
+        while True:
+            first, count = self._current, len(self.addresses)
+            for at in [(first + k) % count for k in range(count)]:
+                left = end - time.monotonic()
+                if left <= 0 and refusals:
+                    break
+                response, error, may_retry = self._attempt(at, method, request, max(left, 1e-3))
+                if error is None:
+                    self._current = at
+                    return wire.decode_response(self.service.name, m, response)
+                if count == 1 or not may_retry:
+                    if isinstance(error, ServiceUnavailable):  # the caller's retry goes on
+                        self._current = (at + 1) % count
+                    raise error
+                refusals.append(error)
+            left = end - time.monotonic()
+            if left <= 0:
+                raise max(reversed(refusals), key=_rank)  # the latest of the most telling
+            time.sleep(min(backoff, left))
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _attempt(
+        self, at: int, method: str, request: bytes, timeout: float
+    ) -> tuple[Any, VectorlogError | None, bool]:
+        """Returns (the response, None, _) from the address `at`, or (None, the error,
+        whether another address may be tried: this one was never reached, or its process
+        answered that it does not lead; nothing was applied)."""
+        try:
+            stub = self._stub(at, method)
+            return stub(request, timeout=timeout, metadata=self._metadata), None, False
+        except grpc.RpcError as err:
+            name = self.service.name.rpartition(".")[2].lower()
+            error = error_of(err, name, self.addresses[at])
+            unreached = isinstance(error, ServiceUnavailable) and never_sent(err)
+            return None, error, unreached or isinstance(error, NOT_LEADING)
 
     def close(self) -> None:
         """Closes the connections; later calls fail."""

@@ -80,6 +80,15 @@ def _simple_attributes(exc: BaseException) -> dict[str, Any]:
     return {k: v for k, v in vars(exc).items() if not k.startswith("_") and _simple(v)}
 
 
+def never_sent(err: grpc.RpcError) -> bool:
+    """Returns whether a failed call never reached a server: gRPC could not connect (its
+    "failed to connect to all addresses", a fail-fast before anything is sent), so retrying
+    it elsewhere cannot apply it twice. A connection lost mid-call or a deadline passed is an
+    unknown outcome: False."""
+    details = (err.details() or "").lower()
+    return err.code() == grpc.StatusCode.UNAVAILABLE and "failed to connect" in details
+
+
 def error_of(err: grpc.RpcError, service: str, address: str) -> VectorlogError:
     """Returns the exception a client raises for a failed call: the server's VectorlogError
     rebuilt (its `answered_by`: the (service, address) that raised it), or
