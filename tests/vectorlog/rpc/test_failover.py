@@ -14,7 +14,7 @@ import pytest
 
 from tests.processors.fakes import FakeRootCoord
 from tests.processors.implementations import served
-from tests.vectorlog.rpc.test_rpc import free_port
+from tests.support import unused_port
 from vectorlog.core.errors import LeaseUnconfirmed, RootCoordFenced, ServiceUnavailable
 from vectorlog.core.model import quick_schema
 from vectorlog.rpc.rootcoord_client import RootCoordClient
@@ -38,7 +38,7 @@ class NewLeader(FakeRootCoord):
 def test_a_call_during_a_takeover_waits_for_the_new_leader_to_listen_and_lead():
     """The old leader is dead, the standby not listening yet when the call begins, then its
     lease is unconfirmed twice: the call goes round both addresses until it answers."""
-    dead, standby = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    dead, standby = f"127.0.0.1:{unused_port()}", f"127.0.0.1:{unused_port()}"
     leader = NewLeader(unconfirmed=2)
     server = RpcServer(standby, rootcoord=leader)
     takeover = threading.Timer(0.3, server.start)
@@ -56,7 +56,7 @@ def test_a_call_during_a_takeover_waits_for_the_new_leader_to_listen_and_lead():
 def test_a_refusal_of_the_leader_that_answered_last_does_not_end_at_the_dead_address():
     """The incident's shape: the client is with the new leader (it answered last), which
     refuses once more; the dead leader, tried next, must not end the call."""
-    dead = f"127.0.0.1:{free_port()}"
+    dead = f"127.0.0.1:{unused_port()}"
     leader = NewLeader()
     with served(rootcoord=leader) as address:
         client = RootCoordClient(f"{dead},{address}", deadline_s=30, ts_batch=1)
@@ -71,7 +71,7 @@ def test_a_refusal_of_the_leader_that_answered_last_does_not_end_at_the_dead_add
 def test_a_leader_unreachable_for_a_moment_after_it_answered_is_waited_for():
     """The same, the new leader unreachable for a moment: before the fix the call ended at
     the dead leader, with its "rootcoord at DEAD is unavailable" (the incident's message)."""
-    dead, address = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    dead, address = f"127.0.0.1:{unused_port()}", f"127.0.0.1:{unused_port()}"
     leader = NewLeader()
     server = RpcServer(address, rootcoord=leader)
     server.start()
@@ -104,7 +104,7 @@ def test_when_no_address_leads_the_call_fails_at_its_deadline_with_the_process_a
     refusing: Callable[[], FakeRootCoord], expected: type[Exception]
 ):
     """Not the dead address's "unavailable", though it was tried last."""
-    dead = f"127.0.0.1:{free_port()}"
+    dead = f"127.0.0.1:{unused_port()}"
     with served(rootcoord=refusing()) as address:
         client = RootCoordClient(f"{address},{dead}", deadline_s=0.5, ts_batch=1)
         try:
