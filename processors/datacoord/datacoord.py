@@ -203,9 +203,14 @@ class DataCoord(ProcessorBase):
 
     # -- sealing and flush ---------------------------------------------------------------------
     def _seal(self, segments: list[Segment], reason: str) -> None:
-        """Seals Growing segments (caller holds the allocation lock)."""
+        """Seals Growing segments (caller holds the allocation lock), after recording the
+        allocations still pending: a segment's inserts are on coord before its seal (the
+        console's segment history dates a Growing segment from its first insert)."""
         ids = [s.segment_id for s in segments if s.state is SegmentState.GROWING]
         if ids:
+            batch, self._pending_allocations = self._pending_allocations, []
+            if batch:
+                self._append([("SegmentsAllocated", {"allocations": batch})])
             self._append_applied("SegmentsSealed", {"segment_ids": ids, "reason": reason})
             self.rc.request_tick()
 
