@@ -18,12 +18,15 @@ from typing import Any
 
 from vectorlog.jobs.replay import Filters, Positions, replay
 from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.streams.errors import OffsetOutOfRange
 from vectorlog.streams.log.base import Log, Record
 from vectorlog.streams.snapshots import Blobs
 
 #: a follower reads its topic again at most this often (0: on every call; reading nothing
 #: new costs one end-offsets call, and a page must show what was just written)
 REFRESH_S = 0.0
+#: reads of a topic made again when retention deleted records during one
+RETRIES = 3
 #: DDL events that are about the cluster, not one collection's schema
 NOT_MOMENTS = frozenset({"RangeReserved", "TimeTick"})
 
@@ -53,11 +56,22 @@ class Follower:
         with self.lock:
             if time.monotonic() - self._refreshed < self.every_s:
                 return
-            positions, blobs = self._positions, self.blobs
-            items = replay(self.log, self.topic, self.serde, Filters(), positions, _skip, blobs)
-            for item in items:
-                self.apply(item.event)
+            for attempt in range(RETRIES):
+                try:
+                    self._read()
+                    break
+                except OffsetOutOfRange:  # retention ran between replay's check and its read
+                    if attempt == RETRIES - 1:
+                        raise
             self._refreshed = time.monotonic()
+
+    def _read(self) -> None:
+        """Applies the events after the positions (the snapshot first where records were
+        deleted); the positions move as it goes, so a read cut short goes on from there."""
+        positions, blobs = self._positions, self.blobs
+        items = replay(self.log, self.topic, self.serde, Filters(), positions, _skip, blobs)
+        for item in items:
+            self.apply(item.event)
 
 
 def _skip(record: Record, reason: str) -> None:
