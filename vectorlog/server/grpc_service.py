@@ -23,6 +23,7 @@ from vectorlog.server.grpc_databases import DatabaseRpcs
 from vectorlog.server.grpc_hybrid import HybridRpcs
 from vectorlog.server.grpc_import import ImportRpcs
 from vectorlog.server.grpc_iterator import SearchCursors
+from vectorlog.server.grpc_operations import OperationRpcs
 from vectorlog.server.grpc_rpc import CALL_DATABASE, SERVICE, failed, rpc
 from vectorlog.server.grpc_status import ok, unimplemented
 from vectorlog.server.grpc_users import UserRpcs
@@ -44,6 +45,7 @@ class MilvusServicer(
     ImportRpcs,
     CompactionRpcs,
     DatabaseRpcs,
+    OperationRpcs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
     """The MilvusService RPCs vectorlog serves, over one in-process Client."""
