@@ -40,12 +40,13 @@ def data() -> np.ndarray:
     return np.random.default_rng(5).standard_normal((ROWS + QUERIES, DIM)).astype(np.float32)
 
 
-def fill(client: Client, name: str) -> None:
+def fill(client: Client | Any, name: str, types: Any = DataType) -> None:
     """Creates `name` without index, inserts ROWS rows, flushes, builds HNSW (L2) on it and
-    waits until describe_index says Finished for every row."""
+    waits until describe_index says Finished for every row. `client`: a vectorlog Client, or
+    pymilvus's MilvusClient with `types` its DataType (each takes its own enum)."""
     s = client.create_schema()
-    s.add_field("id", DataType.INT64, is_primary=True)
-    s.add_field("vector", DataType.FLOAT_VECTOR, dim=DIM)
+    s.add_field("id", types.INT64, is_primary=True)
+    s.add_field("vector", types.FLOAT_VECTOR, dim=DIM)
     client.create_collection(name, schema=s)
     x = data()
     client.insert(name, [{"id": i, "vector": x[i].tolist()} for i in range(ROWS)])
