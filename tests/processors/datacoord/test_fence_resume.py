@@ -16,9 +16,13 @@ from tests.processors.datacoord.test_coord_followers import (
     read_to_end,
     snapshot,
 )
+from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic
 from vectorlog.processors.datacoord.channels import DataChannelCoord
+from vectorlog.processors.datacoord.datacoord import DataCoord
+from vectorlog.processors.datacoord.settings import DataCoordSettings
 from vectorlog.schemas.serde import Event, EventSerde
+from vectorlog.state.memory import MemoryDisk, MemoryStateStore
 from vectorlog.storage.channel_fence import ChannelFence
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record
@@ -135,3 +139,46 @@ def test_followers_started_from_a_snapshot_after_a_takeover_hide_the_late_record
 def _is_late(rec: Record) -> bool:
     event = EventSerde().decode(rec.value)
     return (event.type, event.body.get("collection_id")) == ("QueryReplicasConfigured", 8)
+
+
+def test_a_datacoord_resuming_from_its_stored_position_ignores_the_old_leaders_late_seals(
+    log: Log,
+):
+    """The new leader's datacoord stops (its position stored past the marker); the paused
+    old leader's seal of a segment lands; it starts again from its stored position, and
+    another late seal lands while it runs: both segments the old leader opened before the
+    takeover stay Growing."""
+    topics = Topics(unique_topic("dr"), dml_partitions=2)
+    topics.ensure(log)
+    rc, new_disk = FakeRootCoord(next_id=7), MemoryDisk()
+    old = datacoord(log, topics, rc, 1, MemoryDisk())
+    segments = [old.assign_segments(1, 2, v, 0, 20, 100, rc.now())[0][0] for v in ("v0", "v1")]
+    old.stop()  # paused: a standby takes over
+    leader(log, 2).append(topics.coord, takeover_marker(1))
+    new = datacoord(log, topics, rc, 2, new_disk)
+    new.stop()
+    late_seal(log, topics, segments[0], rc.now())  # its producer delivers on resume
+    new = datacoord(log, topics, rc, 2, new_disk)  # from its stored position
+    try:
+        late_seal(log, topics, segments[1], rc.now())
+        new.assign_segments(1, 2, "v2", 0, 20, 100, rc.now())  # applied after the late seal
+        assert [s["state"] for s in new.get_segment_info(segments)] == ["Growing", "Growing"]
+    finally:
+        new.stop()
+
+
+def datacoord(log: Log, topics: Topics, rc: FakeRootCoord, epoch: int, disk: MemoryDisk) -> Any:
+    """Returns a recovered, started DataCoord leading with `epoch` on a store on `disk`."""
+    settings = DataCoordSettings(max_segment_bytes=4000)
+    store = MemoryStateStore(disk)
+    dc = DataCoord(leader(log, epoch), topics, Serdes(), store, rc, settings)
+    dc.recover()
+    dc.start()
+    return dc
+
+
+def late_seal(log: Log, topics: Topics, segment: int, ts: int) -> None:
+    """Appends the old leader's (epoch 1) seal of `segment`, as its producer delivers it."""
+    serde = Serdes().for_topic(topics.coord)
+    event = Event("SegmentsSealed", ts, {"segment_ids": [segment], "reason": "size"})
+    leader(log, 1).append(topics.coord, [Append(0, serde.encode(event), serde.key(event))])
