@@ -209,6 +209,29 @@ def _fence_base(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple
     return at, kept_state(values)
 
 
+def take_in(state: FenceState, rec: Record) -> bool:
+    """Takes `rec` into `state`, making it the fence state after `rec`: the state a snapshot
+    record keeps, or the leases of a record of the log. Returns whether `rec` was one of a
+    snapshot's records keeping the state (it is no event)."""
+    kept = kept_lease(rec.value) if is_snapshot(rec) else None
+    if kept is None:
+        fold_leases(state, [rec])
+        return False
+    roles = state.setdefault(rec.partition, {})
+    roles[kept[0]] = max(kept[1], roles.get(kept[0], -1))
+    return True
+
+
+def start_fence(log: Log, topic: str, blobs: Blobs | None, positions: dict[int, int]) -> FenceState:
+    """Returns the lease fence state where a reader of `topic` from `positions` starts (a
+    start below the first kept record: at that record), for a single-partition topic with
+    snapshots in `blobs`; none otherwise. Raises LogError."""
+    first = start_offsets(log, topic)
+    if blobs is None or set(first) != {0}:
+        return {}
+    return fence_at(log, topic, blobs, max(positions.get(0, 0), first[0]))
+
+
 def resume_fence(log: Log, blobs: Blobs | None) -> Callable[[str, dict[int, int]], FenceState]:
     """Returns what gives a reader of a single-partition topic starting at `positions` the
     lease fence state there (`fence_at`; none for a topic of several partitions)."""
@@ -323,11 +346,8 @@ class TopicSnapshotter:
         for rec in read_from(self.log, self.topic, self.blobs, 0):
             if rec.offset >= at:
                 break
-            kept = kept_lease(rec.value) if is_snapshot(rec) else None
-            if kept is not None:  # the fence state the older snapshot kept (its first ones)
-                fence.setdefault(0, {})[kept[0]] = kept[1]
+            if take_in(fence, rec):  # the fence state the older snapshot kept
                 continue
-            fold_leases(fence, [rec])
             try:
                 event = self.serde.decode(rec.value)
             except Exception:  # undecodable (its consumers dead-lettered it)

@@ -18,6 +18,7 @@ from tests.processors.datacoord.test_coord_followers import (
 )
 from tests.processors.fakes import FakeRootCoord
 from tests.support import unique_topic
+from vectorlog.jobs.replay import Filters, Positions, Replayed, replay
 from vectorlog.processors.datacoord.channels import DataChannelCoord
 from vectorlog.processors.datacoord.datacoord import DataCoord
 from vectorlog.processors.datacoord.settings import DataCoordSettings
@@ -81,7 +82,7 @@ def zombie(old: Log, topics: Topics) -> int:
 def collections(records: Any) -> list[int]:
     out = []
     for rec in records:
-        event = EventSerde().decode(rec.value)
+        event = rec.event if isinstance(rec, Replayed) else EventSerde().decode(rec.value)
         if event.type == "QueryReplicasConfigured":
             out.append(event.body["collection_id"])
     return out
@@ -104,6 +105,13 @@ def test_a_reader_resuming_past_the_takeover_hides_the_late_record(log: Log, tmp
     assert collections(read_from(log, topics.coord, blobs, 1)) == [9, 10]  # 7 is at offset 0
     assert collections(read_from(log, topics.coord, blobs, 0)) == [7, 9, 10]
     assert collections(read_whole(log, topics.coord, blobs)) == [7, 9, 10]
+    at = Positions(topics.coord, {0: past_marker})  # `vectorlog replay --from-offset 0:N`
+    replayed = replay(log, topics.coord, EventSerde(), Filters(), at, _corrupt, blobs)
+    assert collections(replayed) == [10]
+
+
+def _corrupt(rec: Record, reason: str) -> None:
+    raise AssertionError(f"{rec.offset}: {reason}")
 
 
 def test_followers_started_from_a_snapshot_after_a_takeover_hide_the_late_record(
