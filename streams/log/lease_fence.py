@@ -18,15 +18,21 @@ consumer ignores (as `streams.scan`'s end marker), naming the lease and epoch it
 under.
 
 Which records a reader hides is a function of the log alone: a record of (role, e) at offset o
-is hidden iff a record of role with an epoch above e lies before o on its partition. The
-fence state at a position (`FenceState`: per partition, the newest epoch of each role before
-it) is therefore the same for every reader there. A reader learns it from what it reads; one
-that starts mid-log is given the state at its start (`seeded`): `streams.snapshots` keeps
-each snapshot's state in the snapshot (`fence_record`) and works out the state at any offset
-from the newest snapshot at or below it and the records from there (`snapshots.fence_at`), so
-every reader of coord and ddl started from a snapshot, from a processor's stored position or
-in a processor's recovery hides a late record of an older epoch as one that read the marker
-does. A reader of another topic (dml: a leader's ticks) keeps its own view from its start.
+is hidden iff a record of role with an epoch above e lies before o on its partition (the
+marker is the first of its epoch). The fence state at a position (`FenceState`: per
+partition, the newest epoch of each role before it) is therefore the same for every reader
+there. A reader learns it from what it reads; one that starts mid-log is given the state at
+its start (`seeded`). For coord and ddl, the topics with markers, `streams.snapshots` keeps
+each snapshot's state in the snapshot (`fence_records`: TimeTicks with ts 0 in the
+TimeTick's own lease and epoch fields) and works out the state at any offset from the newest
+snapshot at or below it and the records from there (`snapshots.fence_at`: at most one
+snapshot interval is read). So a reader that starts past the marker, from a snapshot, from a
+processor's stored position or in a processor's recovery, hides a late record of an older
+epoch as one that read the marker does. That state is derived, never stored with the
+positions: a reader started where no processor stored anything (a snapshot's offset, the end
+of a recovery read) gets it all the same. A reader of the dml topic (the leaders' time ticks)
+keeps the view of what it read since its start; streams.msgstream drops an older epoch's
+ticks from the minimum on its own.
 """
 
 from __future__ import annotations
