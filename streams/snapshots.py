@@ -20,11 +20,11 @@ derived from each record keeps its old position until the whole snapshot is appl
 restart after a partial apply reads the snapshot again from its start (consumers re-apply
 what they already hold idempotently). Each snapshot record has the SNAPSHOT_HEADER.
 
-A snapshot keeps the lease fence state at its offset (streams.log.lease_fence) as its first
-record, a TimeTick with ts 0 that consumers ignore: a reader that goes on from a snapshot, or
-from any offset (`fence_at`: the newest snapshot at or below it, then the records up to it),
-starts with the fence every reader has there, so it hides a fenced leader's late record
-although it never read the takeover marker before it.
+A snapshot keeps the lease fence state at its offset (streams.log.lease_fence) in its first
+records, a TimeTick with ts 0 per role (consumers ignore them): a reader that goes on from a
+snapshot, or from any offset (`fence_at`: the newest snapshot at or below it, then the
+records up to it), starts with the fence every reader has there, so it hides a fenced
+leader's late record although it never read the takeover marker before it.
 """
 
 from __future__ import annotations
