@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError, OffsetOutOfRange, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.log.lease_fence import FenceState, seeded
 
 END_MARKER_SOURCE = "end-marker"
 #: `read_all` stops once no record came for this long after it passed the end offsets
@@ -24,11 +25,16 @@ IDLE_S = 0.25
 
 
 def read_to_end(
-    log: Log, topic: str, timeout: float = 30.0, start: dict[int, int] | None = None
+    log: Log,
+    topic: str,
+    timeout: float = 30.0,
+    start: dict[int, int] | None = None,
+    fence: FenceState | None = None,
 ) -> Iterator[Record]:
     """Yields every record of `topic` appended before this call, from `start` ({partition:
     offset}, default every partition from 0), partitions interleaved as read. Appends an end
-    marker to every partition of `topic`.
+    marker to every partition of `topic`. `fence`: the lease fence state at `start`
+    (streams.log.lease_fence; default: none known).
 
     Raises LogError if the end is not reached within `timeout`.
     """
@@ -36,7 +42,7 @@ def read_to_end(
     start = start if start is not None else {p: 0 for p in range(n)}
     marker = EventSerde().encode(Event("TimeTick", 0, {"source": END_MARKER_SOURCE}))
     ends = log.append(topic, [Append(p, marker) for p in range(n)])
-    reader = log.reader(topic, dict(start))
+    reader = seeded(log.reader(topic, dict(start)), fence)
     done = {p: False for p in start}
     deadline = time.monotonic() + timeout
     try:
@@ -80,13 +86,15 @@ def read_all(
     timeout: float = 30.0,
     idle: float = IDLE_S,
     start: dict[int, int] | None = None,
+    fence: FenceState | None = None,
 ) -> Iterator[Record]:
     """Yields every record of `topic` appended before this call (and maybe some appended
     during it), from `start` ({partition: offset}; partitions not named, and all by
     default, from 0), without writing anything: up to `log.end_offsets(topic)`, then on
     until no record came for `idle` seconds (a Kafka high watermark may lag the real end).
     A topic with nothing past `start` is read without waiting; on a topic appended to
-    without pause, it stops at `timeout` once past the end offsets.
+    without pause, it stops at `timeout` once past the end offsets. `fence`: the lease
+    fence state at `start` (streams.log.lease_fence; default: none known).
 
     Raises TopicNotFound, TopicPartitionNotFound if `start` names a partition the topic
     lacks, or LogError if the end offsets are not reached within `timeout`.
@@ -97,7 +105,7 @@ def read_all(
     begin = {p: (start or {}).get(p, 0) for p in ends}
     if all(begin[p] >= end for p, end in ends.items()):
         return
-    reader = log.reader(topic, begin)
+    reader = seeded(log.reader(topic, begin), fence)
     deadline = time.monotonic() + timeout
     try:
         yield from _up_to(reader, topic, begin, ends, deadline)

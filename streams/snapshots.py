@@ -19,11 +19,18 @@ position the reader started from), so a consumer storing `record.offset + 1` wit
 derived from each record keeps its old position until the whole snapshot is applied, and a
 restart after a partial apply reads the snapshot again from its start (consumers re-apply
 what they already hold idempotently). Each snapshot record has the SNAPSHOT_HEADER.
+
+A snapshot keeps the lease fence state at its offset (streams.log.lease_fence) in its first
+records, a TimeTick with ts 0 per role (consumers ignore them): a reader that goes on from a
+snapshot, or from any offset (`fence_at`: the newest snapshot at or below it, then the
+records up to it), starts with the fence every reader has there, so it hides a fenced
+leader's late record although it never read the takeover marker before it.
 """
 
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
@@ -31,6 +38,8 @@ from vectorlog.core.faults import crash_point
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record, Truncatable, start_offsets
+from vectorlog.streams.log.lease_fence import FenceState, fence_records, kept_lease, kept_state
+from vectorlog.streams.log.lease_fence import fold as fold_leases
 from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end
 
@@ -141,10 +150,96 @@ def read_from(
     snapshot that stands in for the records below where it reads from (`stand_in`). Raises
     SnapshotMissing, LogError."""
     records, offset = stand_in(log, topic, blobs, offset)
+    fence = kept_fence(records) if records else fence_at(log, topic, blobs, offset, timeout)
     for rec in records:
         yield rec
         crash_point(AFTER_RECORD)
-    yield from read_to_end(log, topic, timeout, {0: offset})
+    yield from read_to_end(log, topic, timeout, {0: offset}, fence)
+
+
+def kept_fence(records: Sequence[Record]) -> FenceState:
+    """Returns the lease fence state a snapshot's records keep (empty: none kept)."""
+    return kept_state(r.value for r in records)
+
+
+def fence_at(
+    log: Log,
+    topic: str,
+    blobs: Blobs | None,
+    offset: int,
+    timeout: float = 60.0,
+    since: tuple[int, FenceState] | None = None,
+) -> FenceState:
+    """Returns the lease fence state at `offset` of partition 0 of `topic`: the one kept in
+    the newest snapshot at or below it, with the leases of the records from there up to
+    `offset` taken in (streams.log.lease_fence); `since`: an offset at or below `offset` and
+    the state there (an earlier answer), to read from instead. Raises LogError if those are
+    not read within `timeout`."""
+    if since is not None and since[0] <= offset:
+        base, state = since[0], {p: dict(roles) for p, roles in since[1].items()}
+    else:
+        base, state = _fence_base(log, topic, blobs, offset)
+    if base >= offset:
+        return state
+    reader, deadline = log.reader(topic, {0: base}), time.monotonic() + timeout
+    try:
+        while base < offset:
+            if time.monotonic() > deadline:
+                raise LogError(f"did not read {topic!r} up to offset {offset} in time")
+            got = reader.poll(1000, 0.2)
+            fold_leases(state, [r for r in got if r.offset < offset])
+            base = max([base, *(r.offset + 1 for r in got)])
+    finally:
+        reader.close()
+    return state
+
+
+def _fence_base(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[int, FenceState]:
+    """Returns where `fence_at` reads from and the state there: the newest snapshot at or
+    below `offset` and the state it keeps, else the topic's first kept offset and none."""
+    start = start_offsets(log, topic).get(0, 0)
+    if offset <= 0 or blobs is None:
+        return max(start, 0), {}
+    paths = blobs.list(f"{PREFIX}{topic}/")
+    offsets = [int(p.rpartition("/")[2]) for p in paths if p.rpartition("/")[2].isdigit()]
+    at = max((o for o in offsets if start <= o <= offset), default=None)
+    values = None if at is None else snapshot_at(blobs, topic, at)
+    if at is None or values is None:  # none (or replaced meanwhile): from the first kept
+        return start, {}
+    return at, kept_state(values)
+
+
+def take_in(state: FenceState, rec: Record) -> bool:
+    """Takes `rec` into `state`, making it the fence state after `rec`: the state a snapshot
+    record keeps, or the leases of a record of the log. Returns whether `rec` was one of a
+    snapshot's records keeping the state (it is no event)."""
+    kept = kept_lease(rec.value) if is_snapshot(rec) else None
+    if kept is None:
+        fold_leases(state, [rec])
+        return False
+    roles = state.setdefault(rec.partition, {})
+    roles[kept[0]] = max(kept[1], roles.get(kept[0], -1))
+    return True
+
+
+def start_fence(log: Log, topic: str, blobs: Blobs | None, positions: dict[int, int]) -> FenceState:
+    """Returns the lease fence state where a reader of `topic` from `positions` starts (a
+    start below the first kept record: at that record), for a single-partition topic with
+    snapshots in `blobs`; none otherwise. Raises LogError."""
+    first = start_offsets(log, topic)
+    if blobs is None or set(first) != {0}:
+        return {}
+    return fence_at(log, topic, blobs, max(positions.get(0, 0), first[0]))
+
+
+def resume_fence(log: Log, blobs: Blobs | None) -> Callable[[str, dict[int, int]], FenceState]:
+    """Returns what gives a reader of a single-partition topic starting at `positions` the
+    lease fence state there (`fence_at`; none for a topic of several partitions)."""
+
+    def at(topic: str, positions: dict[int, int]) -> FenceState:
+        return fence_at(log, topic, blobs, positions[0]) if set(positions) == {0} else {}
+
+    return at
 
 
 def snapshot_records(
@@ -247,15 +342,20 @@ class TopicSnapshotter:
         """Writes the snapshot as of `at`: the records below it folded (from the snapshot
         that stands in for the oldest of them)."""
         fold = self.fold()
+        fence: FenceState = {}
         for rec in read_from(self.log, self.topic, self.blobs, 0):
             if rec.offset >= at:
                 break
+            if take_in(fence, rec):  # the fence state the older snapshot kept
+                continue
             try:
                 event = self.serde.decode(rec.value)
             except Exception:  # undecodable (its consumers dead-lettered it)
                 continue
             fold.apply(event)
-        write_snapshot(self.blobs, self.topic, at, [self.serde.encode(e) for e in fold.events()])
+        values = [self.serde.encode(e) for e in fold.events()]
+        head = fence_records(fence)  # the lease fence state as of `at`
+        write_snapshot(self.blobs, self.topic, at, head + values)
         self.snapshots += 1
 
 
@@ -264,6 +364,6 @@ def read_whole(log: Log, topic: str, blobs: Blobs | None) -> Iterator[Record]:
     if records were deleted, then every record kept (see `read_all`). Raises SnapshotMissing,
     LogError."""
     start = start_offsets(log, topic).get(0, 0)
-    if start:
-        yield from snapshot_records(blobs, topic, start)
-    yield from read_all(log, topic, start={0: start})
+    records = snapshot_records(blobs, topic, start) if start else []
+    yield from records
+    yield from read_all(log, topic, start={0: start}, fence=kept_fence(records))

@@ -43,7 +43,7 @@ from vectorlog.state.base import StateStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.periodic import Periodic
-from vectorlog.streams.snapshots import Blobs, read_from
+from vectorlog.streams.snapshots import Blobs, read_from, resume_fence
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,9 @@ class DataCoord(ProcessorBase):
         self._pending_allocations: list[dict[str, int]] = []
         self._current: dict[tuple[int, int, str], Segment] = {}  # channel -> its Growing one
         self._next = 0  # the next coord offset to consume: a record is done once decided on
-        self._source = RecordSource(log, lambda: {self.topic: {0: self._next}})
+        self._source = RecordSource(
+            log, lambda: {self.topic: {0: self._next}}, resume_fence(log, snapshots)
+        )
         self._loop = ProcessorLoop(self, join_timeout_s=10)
         interval = self.settings.background_interval_s
         self._background = Periodic("datacoord-policies", self._background_round, interval)

@@ -62,8 +62,9 @@ from vectorlog.storage.writer import SegmentRef, SegmentWriter
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
+from vectorlog.streams.log.lease_fence import seeded
 from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TickPolicy
-from vectorlog.streams.snapshots import read_from
+from vectorlog.streams.snapshots import fence_at, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -213,7 +214,9 @@ class DataNode(ProcessorBase):
             coord_end = rec.offset + 1
             self.recovered_coord_records += 1
             self._coord_record(rec)
-        self._coord_reader = self.log.reader(self.topics.coord, {0: coord_end})
+        coord = self.topics.coord  # the reader goes on with the lease fence there (lease_fence)
+        fence = fence_at(self.log, coord, self.objects, coord_end, timeout)
+        self._coord_reader = seeded(self.log.reader(coord, {0: coord_end}), fence)
         self._delete_orphans()
         if self.owned is not None:
             self.positions = dict(self._coord_checkpoints)

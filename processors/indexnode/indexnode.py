@@ -83,7 +83,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.scan import END_MARKER_SOURCE, settled_end
-from vectorlog.streams.snapshots import read_from
+from vectorlog.streams.snapshots import read_from, resume_fence
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,9 @@ class IndexNode(ProcessorBase):
         self._changed = threading.Condition()
         self.name = name
         self._source = RecordSource(
-            log, lambda: {t: {0: self.state.position(t)} for t in self.serdes}
+            log,
+            lambda: {t: {0: self.state.position(t)} for t in self.serdes},
+            resume_fence(log, objects),
         )
         self._loop = ProcessorLoop(self, tick_s=RESCHEDULE_S, join_timeout_s=60)
         self._stop = self._loop.stopping

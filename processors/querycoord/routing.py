@@ -14,7 +14,7 @@ from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log
-from vectorlog.streams.snapshots import Blobs, fresh_start
+from vectorlog.streams.snapshots import Blobs, fresh_start, resume_fence
 
 log = logging.getLogger(__name__)
 #: coord records read per round
@@ -51,7 +51,9 @@ class CoordFollower(ProcessorBase):
         self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
         self.changed = threading.Condition()  # notified after each new assignment
-        self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
+        self._source = RecordSource(
+            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs)
+        )
         self.loop = ProcessorLoop(self, tick_s=tick_s, join_timeout_s=10)
 
     def start(self) -> None:

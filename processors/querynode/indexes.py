@@ -29,7 +29,7 @@ from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.storage.channel_fence import ChannelFence
 from vectorlog.streams.log.base import Log
-from vectorlog.streams.snapshots import Blobs, stand_in
+from vectorlog.streams.snapshots import Blobs, resume_fence, stand_in
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,9 @@ class IndexLoader(ProcessorBase):
         self._foreign: set[int] = set()  # segments of other pchannels
         self._fence = ChannelFence()  # data node writes of a pchannel it lost: ignored
         self._snapshot_read = False
-        self._source = RecordSource(log_, lambda: {self._topic: {0: self.offset}})
+        self._source = RecordSource(
+            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, snapshots)
+        )
         self._loop = ProcessorLoop(self, join_timeout_s=10)
 
     def start(self) -> None:

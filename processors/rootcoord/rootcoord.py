@@ -70,7 +70,8 @@ from vectorlog.streams.channels import assign_pchannels, vchannel_name
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
-from vectorlog.streams.snapshots import Blobs, is_snapshot, read_from
+from vectorlog.streams.log.lease_fence import FenceState, seeded
+from vectorlog.streams.snapshots import Blobs, fence_at, is_snapshot, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,8 @@ class RootCoord(RbacDdl):
             tso.guard = ids.guard = lease.check
         self._tail: Reader | None = None  # reads `ddl` records a DDL finds before its own
         self._tail_next = 0
+        #: the `ddl` offset the tail reader last started from and the lease fence there
+        self._tail_fence: tuple[int, FenceState] | None = None
         self._version: int | None = None  # the ddl offset the in-memory meta is at
         self._bounded = (0.0, 0)  # (monotonic s until which it serves, bounded_ts)
 
@@ -696,10 +699,15 @@ class RootCoord(RbacDdl):
         start = self.stored_position()
         if start >= offset:
             return 0
-        if self._tail is None:
-            self._tail = self.log.reader(self.topics.ddl, {0: start})
-        elif self._tail_next != start:
-            self._tail.seek(self.topics.ddl, 0, start)
+        if self._tail is None or self._tail_next != start:  # with the lease fence at start
+            ddl, since = self.topics.ddl, self._tail_fence
+            fence = fence_at(self.log, ddl, self._snapshots, start, since=since)
+            self._tail_fence = (start, fence)
+            if self._tail is None:
+                self._tail = self.log.reader(self.topics.ddl, {0: start})
+            else:
+                self._tail.seek(self.topics.ddl, 0, start)
+            seeded(self._tail, fence)
         self._tail_next, applied = start, 0
         deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
         while self._tail_next < offset:

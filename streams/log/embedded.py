@@ -46,7 +46,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
-from vectorlog.streams.log.lease_fence import LeaseFence
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
 from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
@@ -422,6 +422,10 @@ class EmbeddedReader(PartitionCursor):
     def seek(self, topic: str, partition: int, offset: int) -> None:
         super().seek(topic, partition, offset)
         self._fence.forget(partition)
+
+    def seed_fence(self, state: FenceState) -> None:
+        """Gives the fence the state at this reader's start (lease_fence.seeded)."""
+        self._fence.seed(state)
 
     def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
         return self._log._read(self._topic, partition, offset, max_records)

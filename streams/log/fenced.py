@@ -10,10 +10,10 @@ streams.msgstream). One that lost the lease meanwhile raises WriteOutcomeUnknown
 already handed to the backend when the process was paused is delivered on resume (the one
 window this check cannot close: the broker itself does not know the lease); it is never
 acknowledged. Every record carries the role and epoch of each lease it was appended under
-(`streams.log.lease_fence`), so a reader that read the new leader's takeover marker hides
-such a late record. Pause point `fenced.handed.KIND` (vectorlog.core.faults; KIND: the
-topic's kind, ddl, coord, ...) holds a process between the check and the append, the window
-a producer's queue leaves open."""
+(`streams.log.lease_fence`), so a reader of a topic the new leader marked hides such a late
+record, wherever it started reading. Pause point `fenced.handed.KIND`
+(vectorlog.core.faults; KIND: the topic's kind, ddl, coord, ...) holds a process between the
+check and the append, the window a producer's queue leaves open."""
 
 from __future__ import annotations
 

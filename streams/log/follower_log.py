@@ -12,6 +12,7 @@ from pathlib import Path
 from vectorlog.streams.errors import LogError, OffsetOutOfRange, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, PartitionCursor, Record
 from vectorlog.streams.log.embedded import DEFAULT_MAX_MESSAGE_BYTES
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
 from vectorlog.streams.log.secondary import EmbeddedFollower
 
 #: a poll that found nothing catches up with the primary this often until its timeout
@@ -80,6 +81,15 @@ class FollowerReader(PartitionCursor):
     def __init__(self, follower: EmbeddedFollower, topic: str, positions: dict[int, int]):
         super().__init__(topic, positions)
         self._follower = follower
+        self._fence = LeaseFence()  # hides a fenced leader's late appends (lease_fence)
+
+    def seed_fence(self, state: FenceState) -> None:
+        """Gives the fence the state at this reader's start (lease_fence.seeded)."""
+        self._fence.seed(state)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        super().seek(topic, partition, offset)
+        self._fence.forget(partition)
 
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
         """Returns up to `max_records` next records, waiting up to `timeout` for new ones.
@@ -88,7 +98,7 @@ class FollowerReader(PartitionCursor):
         while True:
             out = self._collect(max_records)
             if out or time.monotonic() >= deadline:
-                return out
+                return self._fence.admit(out)
             time.sleep(min(_RECHECK_S, max(0.0, deadline - time.monotonic())))
             self._follower.catch_up()
 

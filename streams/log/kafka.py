@@ -48,7 +48,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
 from vectorlog.streams.log.kafkagaps import OffsetGaps
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
-from vectorlog.streams.log.lease_fence import LeaseFence
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
@@ -509,6 +509,10 @@ class KafkaReader:
         self._pos[partition] = offset
         self._fence.forget(partition)
         self._assign()
+
+    def seed_fence(self, state: FenceState) -> None:
+        """Gives the fence the state at this reader's start (lease_fence.seeded)."""
+        self._fence.seed(state)
 
     def close(self) -> None:
         if not self._closed:

@@ -23,8 +23,9 @@ from vectorlog.schemas.registry import AVRO_DIR
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import OffsetOutOfRange, TopicPartitionNotFound
 from vectorlog.streams.log.base import Log, Record, start_offsets
+from vectorlog.streams.log.lease_fence import FenceState
 from vectorlog.streams.scan import IDLE_S, read_all, settled_end
-from vectorlog.streams.snapshots import Blobs, read_whole, snapshot_records
+from vectorlog.streams.snapshots import Blobs, read_whole, snapshot_records, start_fence, take_in
 from vectorlog.streams.topics import Topics
 
 TOPIC_KINDS = ("dml", "ddl", "coord")
@@ -74,6 +75,8 @@ class Positions:
 
     topic: str
     next: dict[int, int] = field(default_factory=dict)
+    #: the lease fence state at `next` (streams.log.lease_fence), None until a read found it
+    fence: FenceState | None = None
 
     def save(self, path: str | Path) -> None:
         doc = {"topic": self.topic, "positions": {str(p): o for p, o in sorted(self.next.items())}}
@@ -189,8 +192,12 @@ def replay(
 
     Raises ReplayError on a partition the topic lacks, TopicNotFound, SnapshotMissing, or
     LogError if the end is not reached in time."""
-    for rec in read_from(log, topic, dict(positions.next), blobs=blobs):
+    if positions.fence is None:  # read from where it starts; then kept up as records pass
+        positions.fence = start_fence(log, topic, blobs, positions.next)
+    fence = positions.fence
+    for rec in read_from(log, topic, dict(positions.next), blobs=blobs, fence=dict(fence)):
         positions.next[rec.partition] = rec.offset + 1
+        take_in(fence, rec)
         item = decoded(rec, serde, on_corrupt)
         if item is not None and filters.keep(item.event):
             yield item
@@ -213,6 +220,7 @@ def read_from(
     timeout: float = 60.0,
     idle: float = IDLE_S,
     blobs: Blobs | None = None,
+    fence: FenceState | None = None,
 ) -> Iterator[Record]:
     """Yields the records of `topic` from `start` (every partition; missing ones from their
     first record retention kept) up to its end offsets, then on until idle, as `read_all`
@@ -220,14 +228,15 @@ def read_from(
     yields the snapshot standing in for the deleted records first (at that record's offset
     - 1; the coord and ddl topics are snapshotted). Raises ReplayError if `start` names a
     partition the topic lacks, TopicNotFound, OffsetOutOfRange for a position retention
-    deleted, SnapshotMissing, or LogError if the end offsets are not reached in time."""
+    deleted, SnapshotMissing, or LogError if the end offsets are not reached in time.
+    `fence`: the lease fence state where it reads on from (streams.snapshots.start_fence)."""
     first = start_offsets(log, topic)
     if blobs is not None:
         for p, kept in sorted(first.items()):
             if kept > 0 and start.get(p, 0) < kept:
                 yield from snapshot_records(blobs, topic, kept)
     try:
-        yield from read_all(log, topic, timeout, idle, {**first, **start})
+        yield from read_all(log, topic, timeout, idle, {**first, **start}, fence)
     except TopicPartitionNotFound as exc:
         n = len(log.end_offsets(topic))
         raise ReplayError(f"{topic!r} has no partition {exc.partition} (it has {n})") from None

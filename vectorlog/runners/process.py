@@ -272,7 +272,8 @@ class ProcessRunner:
     def _mark_takeover(self, role: str) -> None:
         """Appends a takeover marker to each partition of the topic `role` leads, before its
         processors recover from it: a late append of the fenced leader after the marker is
-        hidden from every reader that read the marker (streams.log.lease_fence)."""
+        hidden from every reader of the topic, one that starts past the marker too
+        (streams.log.lease_fence, streams.snapshots.fence_at)."""
         topic = {"rootcoord": self.topics.ddl, "datacoord": self.topics.coord}.get(role)
         if topic is not None:
             self.writes.append(topic, takeover_marker(self.log.partitions(topic)))

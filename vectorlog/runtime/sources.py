@@ -10,6 +10,7 @@ from collections.abc import Callable
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Log, Reader, Record
+from vectorlog.streams.log.lease_fence import FenceState, seeded
 from vectorlog.streams.msgstream import StreamPosition, TickPolicy, TtMsgStream
 
 log = logging.getLogger(__name__)
@@ -20,10 +21,17 @@ Positions = dict[str, dict[int, int]]
 
 class RecordSource:
     """Readers of some topics, opened at the positions `positions()` returns (the committed
-    ones); `reset` closes them, so the next `open` starts again from what was committed."""
+    ones); `reset` closes them, so the next `open` starts again from what was committed.
+    `fence(topic, positions)`: the lease fence state there (streams.snapshots.resume_fence),
+    so a reader that starts past a takeover marker hides the fenced leader's late records."""
 
-    def __init__(self, log_: Log, positions: Callable[[], Positions]) -> None:
-        self._log, self._positions = log_, positions
+    def __init__(
+        self,
+        log_: Log,
+        positions: Callable[[], Positions],
+        fence: Callable[[str, dict[int, int]], FenceState] | None = None,
+    ) -> None:
+        self._log, self._positions, self._fence = log_, positions, fence
         self._readers: dict[str, Reader] = {}
 
     @property
@@ -36,7 +44,8 @@ class RecordSource:
             return
         try:
             for topic, at in self._positions().items():
-                self._readers[topic] = self._log.reader(topic, at)
+                state = None if self._fence is None else self._fence(topic, at)
+                self._readers[topic] = seeded(self._log.reader(topic, at), state)
         except Exception:
             self.reset()
             raise
