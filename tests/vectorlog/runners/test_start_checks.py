@@ -65,9 +65,8 @@ def _rootcoord(tmp_path: Path, identity: dict[str, Any] | None) -> Iterator[str]
 @contextlib.contextmanager
 def _member(role: str, cluster: str) -> Iterator[str]:
     """Yields the address of a `role` (datacoord, indexnode) serving `cluster`."""
-    server = RpcServer(
-        f"127.0.0.1:{unused_port()}", token=TOKEN, cluster=cluster, **{role: object()}
-    )
+    service: dict[str, Any] = {role: object()}  # only Member is called
+    server = RpcServer(f"127.0.0.1:{unused_port()}", token=TOKEN, cluster=cluster, **service)
     server.start()
     try:
         yield server.address
