@@ -145,3 +145,15 @@ class AppendOutcomeUnknown(KafkaLogError, WriteOutcomeUnknown):
     the producer was fenced or lost its sequence, purged on close): they may or may not be in
     the log. Raised only when the outcome is unknown; a refusal that wrote nothing raises
     KafkaLogError."""
+
+
+class BrokerUnreachable(LogError):
+    """No broker answered at the log's bootstrap address within the configured wait
+    (VECTORLOG_BROKER_WAIT_S): a cluster-mode process refuses to start, naming it."""
+
+    def __init__(self, bootstrap: str, waited_s: float, reason: str) -> None:
+        super().__init__(
+            f"broker {bootstrap} not reachable after {waited_s:g} s (--log; "
+            f"VECTORLOG_BROKER_WAIT_S sets the wait): {reason}"
+        )
+        self.bootstrap, self.waited_s = bootstrap, waited_s

@@ -86,6 +86,10 @@ class Config:
     #: after the first interruption, logging each retry, before it refuses to start naming
     #: the peer and its address (a peer slow under load, paused, restarting, started later)
     run_peer_wait_s: float = 300.0
+    #: cluster mode: a process (`vectorlog run`, `vectorlog cluster up`) waits this long at
+    #: its start for a broker to answer at --log before it refuses to start naming the
+    #: broker's address (instead of librdkafka's own timeouts, a minute or more)
+    broker_wait_s: float = 10.0
     #: meta snapshot history kept for as-of reads; None keeps everything
     meta_retention_ms: int | None = None
     #: how often old meta versions are pruned (when meta_retention_ms is set)
@@ -293,6 +297,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "lease_ttl_s": (lambda v: 0.05 <= v <= 3600, "0.05..3600 s"),
     "querynode_dead_after_s": (lambda v: 1.5 <= v <= 3600, "1.5..3600 s (heartbeats: 1 s)"),
     "run_peer_wait_s": (lambda v: 0 < v <= 86_400, "> 0 and <= 86400 s"),
+    "broker_wait_s": (lambda v: 0 < v <= 3600, "> 0 and <= 3600 s"),
     "meta_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),
     "meta_gc_interval_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "log_retention_ms": (lambda v: v >= 0, "0 or more ms, or None"),

@@ -20,6 +20,7 @@ def test_environment_variables_are_read_and_typed():
             "VECTORLOG_COMPACTION_INTERVAL_S": "none",
             "VECTORLOG_COMPACTION_ENGINE": "spark",
             "VECTORLOG_RUN_PEER_WAIT_S": "7.5",
+            "VECTORLOG_BROKER_WAIT_S": "2.5",
         }
     )
     assert (cfg.is_kafka, cfg.bootstrap, cfg.tick_interval_ms, cfg.fsync) == (
@@ -30,7 +31,7 @@ def test_environment_variables_are_read_and_typed():
     )
     assert cfg.read_timeout_s == 2.5 and cfg.meta_retention_ms is None
     assert cfg.compaction_interval_s is None and cfg.compaction_engine == "spark"
-    assert cfg.run_peer_wait_s == 7.5
+    assert cfg.run_peer_wait_s == 7.5 and cfg.broker_wait_s == 2.5
 
 
 def test_keywords_override_the_environment():
@@ -65,6 +66,8 @@ def test_bad_environment_is_refused_naming_the_variable(env, message):
         ("querynode_search_threads", -1, "0..1024"),
         ("run_peer_wait_s", 0.0, "> 0 and <= 86400 s"),
         ("run_peer_wait_s", math.inf, "> 0 and <= 86400 s"),
+        ("broker_wait_s", 0.0, "> 0 and <= 3600 s"),
+        ("broker_wait_s", 3601.0, "> 0 and <= 3600 s"),
         ("nope", 1, "unknown setting 'nope'"),
     ],
 )

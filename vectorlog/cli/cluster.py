@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: the exit code of a cluster that refused to start because a port it would bind is taken
-#: (as `vectorlog run`'s and `vectorlog serve`'s refusals)
+#: the exit code of a cluster that refused to start because a port it would bind is taken or
+#: no broker answers at --log (as `vectorlog run`'s and `vectorlog serve`'s refusals)
 REFUSED = 2
 
 
@@ -44,10 +44,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
     """Runs the cluster until SIGINT/SIGTERM; returns 0, 1 if a child could not start, or
-    REFUSED (one line on stderr) if a port a child would bind is taken, before any starts.
-    Raises InvalidArgument (a bad shape, --port or --log) before any child starts."""
+    REFUSED (one line on stderr) if a port a child would bind is taken or no broker answers
+    at --log (within VECTORLOG_BROKER_WAIT_S), before any starts. Raises InvalidArgument (a
+    bad shape, --port, --log or setting) before any child starts."""
+    from vectorlog.config import Config
     from vectorlog.runners.ports import PortInUse
     from vectorlog.runners.supervisor import Shape, Supervisor
+    from vectorlog.streams.errors import BrokerUnreachable
 
     shape = Shape(args.proxies, args.querynodes, args.datanodes, args.indexnodes, args.standby)
     sup = Supervisor(
@@ -59,13 +62,14 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         cluster.get("cluster"),
         say=lambda line: print(f"vectorlog cluster: {line}", flush=True),
         spares=not args.no_spares,
+        broker_wait_s=Config.load(log=args.log, **cluster).broker_wait_s,
     )
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: sup.stopping.set())
     try:
         try:
             started = sup.start_all()
-        except PortInUse as exc:
+        except (PortInUse, BrokerUnreachable) as exc:
             print(f"vectorlog cluster up: {exc}", file=sys.stderr)
             return REFUSED
         if not started:

@@ -6,7 +6,9 @@ or SIGINT. The proxy also serves pymilvus and REST v2 as `vectorlog serve` does,
 A process whose peers do not answer at its start (rootcoord not up yet, paused, restarting,
 slow under load) waits and makes its start again, a line per wait, for VECTORLOG_RUN_PEER_WAIT_S
 before it refuses naming the peer and its address (runners.peerwait); bad configuration is
-refused at once.
+refused at once: a peer (rootcoord; a proxy's datacoord and index node) of another cluster,
+a storage root that is not rootcoord's (runners.identity), and a broker that does not answer
+at --log within VECTORLOG_BROKER_WAIT_S (streams.log.kafkaprobe), each in one line.
 
 The processes' own RPCs and /metrics ask for the cluster's token, VECTORLOG_CLUSTER_TOKEN
 (from the environment, never the command line, which `ps` shows to every user): a process

@@ -27,13 +27,14 @@ AlterCollection (collection properties: TTL, consistency level); DataCoord v2 an
 v2 added `expire_ts` (the collection's TTL horizon) to GetCompactionGroups and to Search,
 Query, Get and Count, and Search's `anns_field` (the vector field of a collection with
 several). Member v1 (GetClusterName) is served by every cluster process's RpcServer: the
-cluster it serves, checked by a process at its start against its own. IndexNode v1 serves
-the build progress describe_index reports; QueryShard v1 the reads of a query node that
-holds some of the dml pchannels (the scale-out of runners.shards). The other v1s, RootCoord
-v2 (its callers could not address a database), RootCoord v3 and v4 (nothing outside this
-repository spoke them), are retired, not served: a v1 read would have shown expired rows, a
-v1 create would have ignored the partition count, and nothing outside this repository spoke
-v1; a caller of a retired version gets gRPC's UNIMPLEMENTED.
+cluster it serves, checked by a process at its start against its own; Member v2 adds
+GetStorageIdentity (the cluster identity object of its storage root), served beside v1.
+IndexNode v1 serves the build progress describe_index reports; QueryShard v1 the reads of a
+query node that holds some of the dml pchannels (the scale-out of runners.shards). The other
+v1s, RootCoord v2 (its callers could not address a database), RootCoord v3 and v4 (nothing
+outside this repository spoke them), are retired, not served: a v1 read would have shown
+expired rows, a v1 create would have ignored the partition count, and nothing outside this
+repository spoke v1; a caller of a retired version gets gRPC's UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -305,4 +306,16 @@ QUERYSHARD = _service(
 #: topics' prefix), which a process compares with its own --cluster at its start
 #: (runners.peerwait); a process of a version before it answers UNIMPLEMENTED
 MEMBER = _service("Member", "v1", Method("GetClusterName", "cluster_name", (), STRING))
-SERVICES = {s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER)}
+#: Member v2 adds GetStorageIdentity: the cluster identity object the process read from its
+#: storage root (storage.cluster_identity: {cluster, id, created_ms} and `root`, where it
+#: read it; None if it has none), which a process compares with its own at its start
+#: (runners.identity). Served beside v1, so a process of the version before asks v1 as before
+MEMBER_V2 = _service(
+    "Member",
+    "v2",
+    Method("GetClusterName", "cluster_name", (), STRING),
+    Method("GetStorageIdentity", "storage_identity", (), VALUE),
+)
+SERVICES = {
+    s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER, MEMBER_V2)
+}

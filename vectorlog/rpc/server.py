@@ -1,7 +1,8 @@
 """`RpcServer`: one gRPC server serving processors' services (RootCoordRpc, DataCoordService,
 QueryNodeService, IndexNodeService) to other processes, each call decoded per methods.py and
 forwarded to the implementation it wraps; a raised error travels back as errors.py says.
-Given the cluster's name, it also answers Member.GetClusterName (methods.MEMBER).
+Given the cluster's name, it also answers Member.GetClusterName (methods.MEMBER, MEMBER_V2)
+and, given its storage identity, Member v2's GetStorageIdentity.
 `served` counts the calls per service and method (a process's /metrics shows them)."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from vectorlog.rpc.methods import (
     DATACOORD,
     INDEXNODE,
     MEMBER,
+    MEMBER_V2,
     QUERYNODE,
     QUERYSHARD,
     ROOTCOORD,
@@ -111,13 +113,17 @@ def _generic(
 
 
 class _Member:
-    """Member's implementation: the name of the cluster this process serves."""
+    """Member's implementation: the name of the cluster this process serves and the
+    identity object of its storage root (None: it has none, or does not say)."""
 
-    def __init__(self, cluster: str) -> None:
-        self._cluster = cluster
+    def __init__(self, cluster: str, identity: dict[str, Any] | None) -> None:
+        self._cluster, self._identity = cluster, identity
 
     def cluster_name(self) -> str:
         return self._cluster
+
+    def storage_identity(self) -> dict[str, Any] | None:
+        return self._identity
 
 
 class RpcServer:
@@ -135,10 +141,13 @@ class RpcServer:
         workers: int = 16,
         token: str | None = None,
         cluster: str | None = None,
+        identity: dict[str, Any] | None = None,
     ) -> None:
         """`address`: host:port to listen on (port 0: any free port); `token`: the cluster's
         token every call must carry (None: none asked, for loopback only); `cluster`: the
-        name Member.GetClusterName answers (None: Member is not served). Raises
+        name Member.GetClusterName answers (None: Member is not served); `identity`: what
+        Member v2's GetStorageIdentity answers (runners.identity's value of the storage
+        root's identity object and where it was read; None: it answers None). Raises
         InvalidArgument without a service of a role to serve."""
         self._address = address
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
@@ -153,7 +162,8 @@ class RpcServer:
         if not any(t is not None for _, t in served):
             raise InvalidArgument("an RpcServer needs at least one service to serve")
         if cluster is not None:
-            served.append((MEMBER, _Member(cluster)))
+            member = _Member(cluster, identity)
+            served += [(MEMBER, member), (MEMBER_V2, member)]
         handlers = [_generic(s, t, token, self.served) for s, t in served if t is not None]
         self._server.add_generic_rpc_handlers(handlers)
         self.port = 0

@@ -1,12 +1,13 @@
 """A cluster-mode process's patience with its peers at its start, as Milvus components have:
-it asks rootcoord's RPC for a timestamp until one answers (a rootcoord started later,
+it asks rootcoord's RPC for a timestamp (and datacoord's and the index node's, which cluster
+they serve, where it calls them) until one answers (a rootcoord started later,
 restarting, or slow under load), logging one line per retry with the address; and a start
 that a peer's RPC interrupts later (a call timing out under load, a rootcoord paused or
 taking over) is closed and made again, logging one line each. Only once the configured total
 (VECTORLOG_RUN_PEER_WAIT_S) has passed does it refuse to start, naming the peer and its
 address. Bad configuration (a refused token, another cluster's lease, a port in use, a
-rootcoord that serves another cluster than --cluster names) is not retried: it refuses at
-once."""
+rootcoord, datacoord or index node that serves another cluster than --cluster names) is
+not retried: it refuses at once."""
 
 from __future__ import annotations
 
@@ -85,6 +86,55 @@ def wait_for_rootcoord(
     PeerUnavailable after `total_s` seconds, OtherCluster (another cluster's rootcoord, or
     one that does not say), or another VectorlogError rootcoord answered (a refused
     token)."""
+
+    def ask(deadline_s: float) -> None:
+        rc = RootCoordClient(address, deadline_s, token=token)
+        member = MemberClient(address, deadline_s, token)
+        try:
+            rc.allocate_timestamps(1)
+            if cluster is not None:
+                check_cluster("rootcoord", address, member.cluster_name(), cluster)
+        finally:
+            rc.close()
+            member.close()
+
+    _wait_for(who, "rootcoord", address, total_s, stopping, ask)
+
+
+def wait_for_member(
+    who: str,
+    peer: str,
+    address: str,
+    token: str | None,
+    total_s: float,
+    stopping: threading.Event | None,
+    cluster: str,
+) -> None:
+    """Returns once the `peer` (datacoord, indexnode) at `address` answers which cluster it
+    serves, and it is `cluster`; waits, raises and logs as wait_for_rootcoord does
+    (OtherCluster at once for another cluster's peer, or one that does not say)."""
+
+    def ask(deadline_s: float) -> None:
+        member = MemberClient(address, deadline_s, token)
+        try:
+            check_cluster(peer, address, member.cluster_name(), cluster)
+        finally:
+            member.close()
+
+    _wait_for(who, peer, address, total_s, stopping, ask)
+
+
+def _wait_for(
+    who: str,
+    peer: str,
+    address: str,
+    total_s: float,
+    stopping: threading.Event | None,
+    ask: Callable[[float], None],
+) -> None:
+    """Calls `ask(deadline_s)` until it returns, retrying RETRIED with one log line each;
+    raises PeerUnavailable naming `peer` at `address` after `total_s` seconds (or once
+    `stopping` is set), and what else `ask` raised at once."""
     stopping = stopping or threading.Event()
     start = time.monotonic()
     deadline = start + total_s
@@ -92,29 +142,21 @@ def wait_for_rootcoord(
     while True:
         attempt += 1
         left = deadline - time.monotonic()
-        deadline_s = min(DEFAULT_DEADLINE_S, max(left, 0.1))
-        rc = RootCoordClient(address, deadline_s, token=token)
-        member = MemberClient(address, deadline_s, token)
         try:
-            rc.allocate_timestamps(1)
-            if cluster is not None:
-                check_cluster("rootcoord", address, member.cluster_name(), cluster)
+            ask(min(DEFAULT_DEADLINE_S, max(left, 0.1)))
             if attempt > 1:
-                log.info("%s: rootcoord at %s answered (attempt %d)", who, address, attempt)
+                log.info("%s: %s at %s answered (attempt %d)", who, peer, address, attempt)
             return
         except RETRIED as exc:
             why = str(exc)
-        finally:
-            rc.close()
-            member.close()
         left = deadline - time.monotonic()
         if stopping.is_set():
-            raise PeerUnavailable(who, "rootcoord", address, total_s, f"stopped; {why}")
+            raise PeerUnavailable(who, peer, address, total_s, f"stopped; {why}")
         if left <= 0:
-            raise PeerUnavailable(who, "rootcoord", address, total_s, why)
+            raise PeerUnavailable(who, peer, address, total_s, why)
         log.info(
-            "%s: waiting for rootcoord at %s (attempt %d, %.0f s of %.0f s): %s",
-            who, address, attempt, time.monotonic() - start, total_s, why,
+            "%s: waiting for %s at %s (attempt %d, %.0f s of %.0f s): %s",
+            who, peer, address, attempt, time.monotonic() - start, total_s, why,
         )  # fmt: skip
         stopping.wait(min(RETRY_S, left))
 

@@ -153,8 +153,11 @@ class ProcessRunner:
         `peer_wait_s`: how long that wait may take (None: cfg.run_peer_wait_s).
         Raises UnknownRole, ConfigError
         (not Kafka; a peer address missing: both before anything is opened), PeerUnavailable
-        (rootcoord did not answer in time: runners.peerwait), OtherCluster (rootcoord serves
-        another cluster: before anything is opened), ClusterInUse
+        (rootcoord did not answer in time: runners.peerwait), OtherCluster (rootcoord, or the
+        datacoord or index node a proxy calls, serves another cluster), StorageRootMismatch
+        (the storage root is not rootcoord's: runners.identity), BrokerUnreachable (no
+        broker at --log within cfg.broker_wait_s; all three before anything is opened),
+        ClusterInUse
         (a second rootcoord or datacoord), StoppedAsStandby, ServiceUnavailable (a peer's RPC
         failed: `runners.peerwait.start_patiently` starts again), or what recovering a
         processor raised. Whatever it raises, what it opened is closed."""
@@ -179,6 +182,10 @@ class ProcessRunner:
         self.tso: Any = None  # the servers' AllocTimestamp: the oracle, or rootcoord's RPC
         self.ddl_watches: list[DdlWatch] = []  # its RemoteRootCoords' (/metrics counts waits)
         self.objects = PyArrowObjectStore(cfg.storage_uri())
+        #: the storage root's identity object as Member v2 serves it (runners.identity):
+        #: rootcoord's, or the one a member checked against rootcoord's; None for a role
+        #: that calls no rootcoord
+        self.identity: dict[str, Any] | None = None
         try:
             self._start(rpc_address)
         except BaseException:
@@ -186,13 +193,12 @@ class ProcessRunner:
             raise
 
     def _start(self, rpc_address: str | None) -> None:
+        from vectorlog.streams.log.kafkaprobe import check_broker
+
         cfg = self.cfg
         if self.role != "rootcoord" and any("rootcoord" in s.needs for s in self.specs):
-            from vectorlog.runners.peerwait import wait_for_rootcoord
-
-            address, token = self._need("rootcoord"), self.peers.token
-            wait = self._peer_wait_s
-            wait_for_rootcoord(self.role, address, token, wait, self.stopping, cfg.cluster)
+            self._check_peers()
+        check_broker(cfg.bootstrap, cfg.broker_wait_s)
         self.log = self._opened(open_log(cfg))
         self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
@@ -225,7 +231,10 @@ class ProcessRunner:
             served["shards"] = self.querynode
         if served:
             address = rpc_address or "127.0.0.1:0"
-            self.rpc = RpcServer(address, token=self.peers.token, cluster=cfg.cluster, **served)
+            self.rpc = RpcServer(
+                address, token=self.peers.token, cluster=cfg.cluster, identity=self.identity,
+                **served,
+            )  # fmt: skip
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
             log.info("%s: serving its RPCs on %s", self.role, self.rpc.address)
@@ -233,6 +242,25 @@ class ProcessRunner:
             assert self.rpc is not None
             self.querynode.address = self.rpc.address
             self._started(self.querynode)
+
+    def _check_peers(self) -> None:
+        """Waits for rootcoord (runners.peerwait), then for the datacoord and index node this
+        role calls, each checked to serve this process's cluster; then checks that this
+        process's storage root is rootcoord's (runners.identity), before anything is opened.
+        Raises PeerUnavailable, OtherCluster, StorageRootMismatch, a StorageError."""
+        from vectorlog.runners.identity import check_identity
+        from vectorlog.runners.peerwait import wait_for_member, wait_for_rootcoord
+
+        cfg, token, wait = self.cfg, self.peers.token, self._peer_wait_s
+        address = self._need("rootcoord")
+        wait_for_rootcoord(self.role, address, token, wait, self.stopping, cfg.cluster)
+        needed = {peer for spec in self.specs for peer in spec.needs}
+        for peer in ("datacoord", "indexnode"):
+            if peer in needed:
+                where = self._need(peer)
+                wait_for_member(self.role, peer, where, token, wait, self.stopping, cfg.cluster)
+        root = cfg.storage_uri()
+        self.identity = check_identity(address, token, wait, self.objects, root)
 
     # -- leading ------------------------------------------------------------------------------
     def _lead(self, role: str) -> Lease:
@@ -301,12 +329,16 @@ class ProcessRunner:
         from vectorlog.processors.rootcoord.rootcoord import RootCoord
         from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
         from vectorlog.processors.rootcoord.tso import TimestampOracle
+        from vectorlog.runners.identity import ensure_identity, served
         from vectorlog.runners.standalone import _claim, _open_state
 
         cfg = self.cfg
         store = self._opened(_open_state(cfg))
         _claim(store, cfg)
         self.lease = self._lead("rootcoord")
+        root = cfg.storage_uri()
+        found = ensure_identity(self.objects, root, cfg.cluster, store, cfg.state_dir())
+        self.identity = served(found, root)
         tso = TimestampOracle(store, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
         serde = self.serdes.for_topic(self.topics.dml)

@@ -133,15 +133,17 @@ class Supervisor:
         cluster: str | None = None,
         say: Callable[[str], None] = print,
         spares: bool = True,
+        broker_wait_s: float = 10.0,
     ) -> None:
-        """`spares`: keep a spare process of each child of SPARE_ROLES (module docstring).
+        """`spares`: keep a spare process of each child of SPARE_ROLES (module docstring);
+        `broker_wait_s`: how long `start_all` waits for the broker at --log to answer.
         Raises InvalidArgument for a --log other than kafka://."""
         if not log.startswith("kafka://"):
             raise InvalidArgument(
                 f"vectorlog cluster up needs --log kafka://HOST:PORT, not {log!r}"
             )
         self.log, self.storage, self.dir, self.cluster = log, storage, dir, cluster
-        self.say = say
+        self.say, self.broker_wait_s = say, broker_wait_s
         # the children's RPCs answer only each other: the operator's cluster token, or one
         # made for this cluster (no other local user can call them)
         token = os.environ.get(CLUSTER_TOKEN_ENV) or secrets.token_urlsafe(32)
@@ -265,8 +267,12 @@ class Supervisor:
         """Checks that every port the children bind is free, then starts every child in
         order, each once the previous is healthy; returns False if one exited first, or
         stopping was asked (the caller stops the rest). Raises PortInUse (or
-        InvalidArgument: a port given twice) before any child starts."""
+        InvalidArgument: a port given twice), then BrokerUnreachable (no broker answered at
+        --log within `broker_wait_s`), before any child starts."""
+        from vectorlog.streams.log.kafkaprobe import check_broker
+
         check_free(self.ports())
+        check_broker(self.log[len("kafka://") :], self.broker_wait_s)
         for c in self.children:
             self.spawn(c)
             deadline = time.monotonic() + START_TIMEOUT_S

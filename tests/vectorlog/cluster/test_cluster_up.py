@@ -1,7 +1,8 @@
 """`vectorlog cluster up` on the test broker: it starts every process (two query nodes), says
 where each listens, serves pymilvus through its proxy, restarts a SIGKILLed child saying so,
 and stops every child on SIGTERM; with standbys, a SIGKILLed rootcoord's standby takes over;
-a shape it cannot run is refused before anything starts."""
+a shape it cannot run, a port in use and a broker that does not answer are refused before
+anything starts."""
 
 from __future__ import annotations
 
@@ -66,6 +67,26 @@ def test_a_port_another_program_holds_is_refused_before_anything_starts(
         f"vectorlog cluster up: port {port + taken} ({what}) is already in use on 127.0.0.1: "
         "stop what holds it or choose other ports"
     ]
+    assert done.stdout == ""
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_broker_that_does_not_answer_is_refused_naming_it_before_anything_starts(
+    tmp_path: Path,
+):
+    """Nothing listens at --log: refused after VECTORLOG_BROKER_WAIT_S (1 s here), naming
+    the broker, with no child started."""
+    argv = [sys.executable, "-m", "vectorlog.cli", "cluster", "up", "--log", "kafka://127.0.0.1:9"]
+    argv += ["--storage", str(tmp_path / "s"), "--dir", str(tmp_path / "d")]
+    argv += ["--port", str(free_ports(2))]
+    env = {**os.environ, "VECTORLOG_BROKER_WAIT_S": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(
+        "vectorlog cluster up: broker 127.0.0.1:9 not reachable after 1 s (--log; "
+        "VECTORLOG_BROKER_WAIT_S sets the wait): "
+    ), line
     assert done.stdout == ""
     assert not (tmp_path / "d").exists()
 

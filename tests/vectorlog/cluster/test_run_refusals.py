@@ -1,10 +1,12 @@
-"""`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is
-not Kafka, a role started without the address of a peer it needs, an ingest worker outside
-its count, a port another program holds (named with what it was for, before anything is
-opened), an import root that is not a local folder (--import-root as VECTORLOG_IMPORT_ROOT),
-a member whose rootcoord serves another cluster than its --cluster (before it opens the log),
-and an address other than loopback without the cluster's token (or, for a proxy, the
-clients' token (a write that may have come too late: tests/vectorlog/runners/
+"""`vectorlog run` refuses, with one line naming the problem and exit code 2, a log that is not
+Kafka, a role started without the address of a peer it needs, an ingest worker outside its
+count, a port another program holds (named with what it was for, before anything is opened),
+an import root that is not a local folder (--import-root as VECTORLOG_IMPORT_ROOT), a member
+whose rootcoord serves another cluster than its --cluster (before it opens the log), a broker
+that does not answer at --log (naming it, after VECTORLOG_BROKER_WAIT_S), a storage root
+holding another cluster's identity (rootcoord) or not rootcoord's (a member; rootcoord on its
+state directory), and an address other than loopback without the cluster's token (or, for a
+proxy, the clients' token (a write that may have come too late: tests/vectorlog/runners/
 test_remote.py)."""
 
 from __future__ import annotations
@@ -211,3 +213,104 @@ def _ends(bootstrap: str, topic: str, partitions: int) -> list[int]:
         return [high for _, high in marks]
     finally:
         consumer.close()
+
+
+def test_a_broker_that_does_not_answer_is_refused_naming_it(tmp_path: Path):
+    """Nothing listens at --log: rootcoord refuses after VECTORLOG_BROKER_WAIT_S (1 s here)
+    naming the broker's address, not a topic after librdkafka's own timeouts; a wait out of
+    range is refused as a setting."""
+    argv = ["rootcoord", "--log", "kafka://127.0.0.1:9", "--storage", str(tmp_path / "s")]
+    argv += ["--state-dir", str(tmp_path / "state")]
+    done = _run(*argv, env={**os.environ, "VECTORLOG_BROKER_WAIT_S": "1"})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "vectorlog run rootcoord: broker 127.0.0.1:9 not reachable after 1 s (--log; "
+            "VECTORLOG_BROKER_WAIT_S sets the wait): "
+        )
+    ), done.stderr
+    bad = _run(*argv, env={**os.environ, "VECTORLOG_BROKER_WAIT_S": "0"})
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "vectorlog run rootcoord: setting broker_wait_s=0.0: must be > 0 and <= 3600 s"
+    )
+
+
+@pytest.mark.kafka
+def test_a_rootcoord_given_another_clusters_storage_root_is_refused(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """A storage root holding the cluster identity of another cluster (its rootcoord wrote
+    it there) is refused by this cluster's rootcoord, naming the root and both clusters."""
+    from vectorlog.storage.cluster_identity import create_identity
+    from vectorlog.storage.objectstore import PyArrowObjectStore
+
+    theirs = create_identity(PyArrowObjectStore(tmp_path / "s"), "c-theirs")
+    done = _run(
+        "rootcoord",
+        *("--log", f"kafka://{kafka_bootstrap}", "--cluster", "c-refused-root"),
+        *("--storage", str(tmp_path / "s"), "--state-dir", str(tmp_path / "state")),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"vectorlog run rootcoord: storage root {tmp_path / 's'} belongs to cluster "
+        f"'c-theirs' (identity {theirs.id}), not 'c-refused-root': give each cluster a "
+        "storage root of its own"
+    )
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # a rootcoord started twice and a refused member: 30 s at load 30 (the
+# member's comparison itself: tests/vectorlog/runners/test_start_checks.py, in `make test`)
+def test_rootcoord_writes_the_identity_and_members_elsewhere_are_refused(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """The first rootcoord writes the cluster identity into its storage root; a query node
+    given another root is refused naming both roots; rootcoord started again on its state
+    directory with another root is refused (it remembers the identity)."""
+    import json
+
+    (tmp_path / "c").mkdir()
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path / "c", proxies=0)
+    env = {**os.environ, "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN}
+    try:
+        rootcoord = cluster.start("rootcoord")
+        identity = json.loads((cluster.storage / "cluster" / "identity.json").read_bytes())
+        assert identity["cluster"] == cluster.cluster
+        member = _run(
+            "querynode",
+            *("--log", f"kafka://{kafka_bootstrap}", "--cluster", cluster.cluster),
+            *("--storage", str(tmp_path / "elsewhere"), "--state-dir", str(tmp_path / "qn")),
+            *("--rootcoord", rootcoord.rpc),
+            env=env,
+        )
+        cluster.kill("rootcoord")
+        again = _run(
+            "rootcoord",
+            *("--log", f"kafka://{kafka_bootstrap}", "--cluster", cluster.cluster),
+            *(
+                "--storage",
+                str(tmp_path / "elsewhere"),
+                "--state-dir",
+                str(tmp_path / "c" / "rootcoord"),
+            ),
+            env=env,
+        )
+    finally:
+        cluster.close()
+    assert member.returncode == 2, member.stderr
+    assert member.stderr.strip().splitlines()[-1] == (
+        f"vectorlog run querynode: storage root {tmp_path / 'elsewhere'} has no cluster "
+        f"identity; rootcoord at {rootcoord.rpc} uses storage root {cluster.storage} "
+        f"(identity {identity['id']}): give every process of the cluster the same --storage"
+    )
+    assert again.returncode == 2, again.stderr
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"vectorlog run rootcoord: storage root {tmp_path / 'elsewhere'} has no cluster "
+        f"identity, but this rootcoord's state directory {tmp_path / 'c' / 'rootcoord'} "
+        f"remembers identity {identity['id']}: --storage is not the root this cluster uses"
+    )
