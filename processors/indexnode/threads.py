@@ -8,7 +8,7 @@ the cores the process may run on). So a build uses the whole machine while it is
 quiet, and one core while ingest or searches (of this process or of any other) keep the others
 busy. One core then is not slower: faiss splits an HNSW add between its OpenMP threads in
 equal static shares, so a build on two cores that are not both free waits for the slower
-share, and costs more CPU besides (100,000 GloVe-50d rows at load 10-60: 12.1-12.4 CPU s and
+share, and costs more CPU besides (100,000 GloVe-50d rows at load 9-25: 12.1-12.4 CPU s and
 39-44 s with one thread, 13.6-15.1 CPU s and 47-78 s with two; benchmarks/results/
 hnsw_build.md). Where /proc/stat cannot be read, the process's own CPU time is sampled instead
 and the build takes the cores it leaves idle.
