@@ -79,8 +79,30 @@ print(json.dumps({"build_s": time.perf_counter() - t}), flush=True)
 
 def cpu_seconds(pid: int) -> float:
     """Returns the user + system CPU seconds of process `pid` (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return cpu_seconds_of(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """Returns the CPU seconds so far of each thread of process `pid` (by thread id)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[task.name] = cpu_seconds_of(task / "stat")
+        except OSError:  # the thread ended meanwhile
+            continue
+    return out
+
+
+def cpu_seconds_of(stat: Path) -> float:
+    """Returns the user + system CPU seconds in a /proc stat file."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def busiest(before: dict[str, float], after: dict[str, float], n: int = 3) -> list[float]:
+    """Returns the `n` largest per-thread CPU seconds between two thread_cpu readings."""
+    spent = sorted((after[t] - before.get(t, 0.0) for t in after), reverse=True)
+    return [round(s, 1) for s in spent[:n]]
 
 
 def load() -> float:
@@ -127,17 +149,18 @@ def through_server(pid: int, python: Path, port: int, vectors: Path) -> dict[str
             raise RuntimeError(f"the workload failed before the build (exit {proc.wait()})")
         idle = cpu_seconds(pid)
         time.sleep(IDLE_S)
-        before, started = load(), cpu_seconds(pid)
+        before, started, threads = load(), cpu_seconds(pid), thread_cpu(pid)
         proc.stdin.write("go\n")
         proc.stdin.flush()
         line = proc.stdout.readline()
-        cpu = cpu_seconds(pid) - started
+        cpu, busy = cpu_seconds(pid) - started, busiest(threads, thread_cpu(pid))
         if proc.wait() != 0 or not line:
             raise RuntimeError(f"the workload failed during the build (exit {proc.returncode})")
     return {
         "wall_s": float(json.loads(line)["build_s"]),
         "cpu_s": cpu,
         "idle_cpu_per_s": (started - idle) / IDLE_S,
+        "busiest_threads_cpu_s": busy,
         "load": [before, load()],
     }
 
@@ -169,9 +192,10 @@ def measure(rows: int, rounds: int, python: Path, tmp: Path) -> dict[str, Any]:
         got = {
             "faiss_1": bare_faiss_apart(vectors, 1),
             f"faiss_{cores}": bare_faiss_apart(vectors, cores),
-            "vectorlog": vectorlog_round(python, vectors, tmp),
-            "milvus": milvus_round(python, vectors, tmp),
         }
+        servers = [("vectorlog", vectorlog_round), ("milvus", milvus_round)]
+        for key, run in servers[:: 1 if i % 2 == 0 else -1]:  # alternate who goes first
+            got[key] = run(python, vectors, tmp)
         print(f"{len(x)} rows, round {i + 1}: {json.dumps(got)}", flush=True)
         out["rounds"].append(got)
     return out
@@ -201,10 +225,11 @@ def write(results: dict[str, Any], out: Path) -> None:
         "normalised rows, this process's CPU seconds. Load: 1-minute average before / after.",
         "",
         *save.table(
-            ("rows", "round", "builder", "wall (s)", "CPU (s)", "idle CPU/s", "load"),
+            ("rows", "round", "builder", "wall (s)", "CPU (s)", "idle CPU/s",
+             "busiest threads (CPU s)", "load"),
             [_row(size["rows"], i, key, r) for size in results["sizes"]
              for i, rnd in enumerate(size["rounds"], 1) for key, r in rnd.items()],
-            align="l" * 7,
+            align="l" * 8,
         ),
     ]  # fmt: skip
     lines += ["", *results.get("notes", []), "", f"![build CPU seconds]({NAME}.png)"]
@@ -215,7 +240,8 @@ def write(results: dict[str, Any], out: Path) -> None:
 def _row(rows: int, i: int, key: str, r: dict[str, Any]) -> tuple[object, ...]:
     """Returns one round's table row for one builder."""
     idle = f"{r['idle_cpu_per_s']:.2f}" if "idle_cpu_per_s" in r else ""
-    return (f"{rows:,}", i, _label(key), f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}", idle,
+    busy = ", ".join(str(s) for s in r.get("busiest_threads_cpu_s", []))
+    return (f"{rows:,}", i, _label(key), f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}", idle, busy,
             f"{r['load'][0]} / {r['load'][1]}")  # fmt: skip
 
 

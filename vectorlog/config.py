@@ -170,9 +170,9 @@ class Config:
     #: where merges run: "local" (in this process) or "spark" (one Spark task per merge, on
     #: `spark_master`; needs the `spark` extra and Java 17)
     compaction_engine: str = "local"
-    #: faiss (OpenMP) threads of one index build; 0 (the default): the cores this process
-    #: leaves idle when the build starts (one while its ingest or searches keep the others
-    #: busy). Builds run one at a time on the index node's worker thread
+    #: faiss (OpenMP) threads of one index build; 0 (the default): the machine's cores found
+    #: idle when the build starts (one while ingest, searches or other processes keep the
+    #: others busy). Builds run one at a time on the index node's worker thread
     index_build_threads: int = 0
     #: a cluster-mode query node (`vectorlog run querynode`) runs at most this many
     #: searches, queries and counts at once (one per pchannel asked), and faiss (OpenMP) in

@@ -30,7 +30,6 @@ direct map; IVF_SQ8 and IVF_PQ are lossy.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -135,37 +134,52 @@ def build_from_parts(
     parts: Iterable[np.ndarray], rows: int, spec: BuildSpec, min_rows: int = MIN_ROWS_TO_INDEX
 ) -> Built:
     """Returns the index of the rows of `parts` ((n_i, dim) float32 arrays, e.g. a segment's
-    insert logs, read one at a time), about `rows` in all. An index that needs no training
-    (FLAT, HNSW) adds each part as it comes, so only one part is held besides the index (and
-    COSINE normalizes a copy of that part only); IVF trains on all the rows at once. The parts
-    are never changed. Raises InvalidIndexParams if the rows do not fit the parameters."""
+    insert logs, read one at a time), about `rows` in all. The parts are copied into one array
+    (COSINE normalizes that copy; the parts are never changed) and added in one faiss call, as
+    Milvus's index node builds from the whole field: an HNSW graph added part by part inserts
+    each part's upper levels before the next part's and loses recall (recall@10 at ef 128 on
+    100,000 GloVe-50d rows: 0.952 in one add, 0.928 in 20,000-row parts; see
+    benchmarks/results/hnsw_build.md). Raises InvalidIndexParams if the rows do not fit the
+    parameters."""
     started = time.monotonic()
-    chunks = (_prepared(part, spec.metric) for part in parts)
-    first = next(chunks, None)
-    if first is None:
-        raise InvalidIndexParams("an index needs at least one vector; the segment has none")
-    kind, params = _effective(spec, rows, first.shape[1], min_rows)
-    index = faiss.index_factory(first.shape[1], _factory(kind, params), METRICS[spec.metric])
+    x = _gathered(parts, rows, spec.metric)
+    kind, params = _effective(spec, len(x), x.shape[1], min_rows)
+    index = faiss.index_factory(x.shape[1], _factory(kind, params), METRICS[spec.metric])
     _configure(index, kind, params)
-    if index.is_trained:
-        for chunk in itertools.chain([first], chunks):
-            index.add(chunk)
-    else:
-        x = np.concatenate([first, *chunks]) if rows > len(first) else first
+    if not index.is_trained:
         _check_trainable(kind, params, len(x))
         index.train(x)
-        index.add(x)
+    index.add(x)
     build_ms = int((time.monotonic() - started) * 1000)
     return Built(index, kind, {k: str(v) for k, v in params.items()}, build_ms)
 
 
-def _prepared(part: np.ndarray, metric: str) -> np.ndarray:
-    """Returns a part as contiguous float32 (normalized, in a copy, for COSINE)."""
-    x = np.ascontiguousarray(part, dtype=np.float32)
-    if x.ndim != 2 or x.shape[1] < 1:
-        raise InvalidIndexParams(f"vectors must be an (n, dim) array, not shape {x.shape}")
+def _gathered(parts: Iterable[np.ndarray], rows: int, metric: str) -> np.ndarray:
+    """Returns the rows of `parts` in one new C-contiguous float32 array (L2-normalized for
+    COSINE), allocated for `rows` rows and grown if there are more. Raises
+    InvalidIndexParams for no rows or a part whose shape is not (n, dim) of the first's dim."""
+    out: np.ndarray | None = None
+    n = 0
+    for part in parts:
+        if (
+            part.ndim != 2
+            or part.shape[1] < 1
+            or (out is not None and part.shape[1] != out.shape[1])
+        ):
+            want = "(n, dim)" if out is None else f"(n, {out.shape[1]})"
+            raise InvalidIndexParams(f"vectors must be an {want} array, not shape {part.shape}")
+        if out is None:
+            out = np.empty((max(rows, len(part)), part.shape[1]), dtype=np.float32)
+        if n + len(part) > len(out):
+            grown = np.empty((max(2 * len(out), n + len(part)), out.shape[1]), dtype=np.float32)
+            grown[:n] = out[:n]
+            out = grown
+        out[n : n + len(part)] = part
+        n += len(part)
+    if out is None or n == 0:
+        raise InvalidIndexParams("an index needs at least one vector; the segment has none")
+    x = out[:n]
     if metric == "COSINE":
-        x = np.array(x, copy=True)
         faiss.normalize_L2(x)
     return x
 

@@ -126,8 +126,8 @@ class IndexNode(ProcessorBase):
         name: str = "indexnode",
         owns: Callable[[int], bool] | None = None,
     ) -> None:
-        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the cores the
-        process leaves idle when it starts (threads.BuildThreads); `min_rows`: below it a
+        """`build_threads`: faiss (OpenMP) threads of one build, 0 for the machine's cores
+        found idle when it starts (threads.BuildThreads); `min_rows`: below it a
         segment's index is an exact FLAT one (builder.MIN_ROWS_TO_INDEX); `owns(pchannel)`:
         one of several index nodes, building only the segments of the pchannels it owns
         (checked at every scheduling: another node's come to it when that one dies)."""

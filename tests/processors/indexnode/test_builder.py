@@ -155,3 +155,29 @@ def test_parts_build_the_same_positions_as_one_array_and_stay_unchanged(kind, pa
     assert all(np.array_equal(a, b) for a, b in zip(parts, before, strict=True))
     _, positions = built.index.search(search_ready(x[[0, 700, 1499]], "COSINE"), 1)
     assert positions[:, 0].tolist() == [0, 700, 1499]
+
+
+def test_an_hnsw_graph_does_not_depend_on_how_the_segment_is_split_into_logs():
+    """A segment's rows arrive as several insert logs; its HNSW graph (and so every search
+    result) is the one built from all its rows at once, even if `rows` undercounts them."""
+    x = np.random.default_rng(7).normal(size=(6000, 16)).astype(np.float32)
+    parts = [x[:1000], x[1000:2500], x[2500:]]
+    spec = parse_spec("HNSW", "L2", {"M": 8, "efConstruction": 40})
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # one thread: a build is deterministic
+    try:
+        whole = build_index(x, spec).index
+        split = build_from_parts(iter(parts), 2000, spec).index
+    finally:
+        faiss.omp_set_num_threads(threads)
+    q = np.random.default_rng(8).normal(size=(300, 16)).astype(np.float32)
+    faiss.ParameterSpace().set_index_parameter(whole, "efSearch", 10)
+    faiss.ParameterSpace().set_index_parameter(split, "efSearch", 10)
+    assert split.ntotal == 6000
+    assert np.array_equal(whole.search(q, 10)[1], split.search(q, 10)[1])
+
+
+def test_parts_of_another_dimension_are_refused():
+    parts = [np.zeros((1200, 8), np.float32), np.zeros((10, 4), np.float32)]
+    with pytest.raises(InvalidIndexParams, match=r"\(n, 8\) array, not shape \(10, 4\)"):
+        build_from_parts(iter(parts), 1210, parse_spec("HNSW", "L2", {}))
