@@ -15,16 +15,56 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from tests.support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 from vectorlog.streams.log.base import Log
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout the executors import
+#: the group of a module whose tests share a module-scoped fixture (see below)
+MODULE_GROUP = "module:"
+#: the last pytest-xdist known to ignore xdist_group on pytest 9.2 (pytest_configure)
+XDIST = Version("3.8.0")
 
 #: clusters opened by tests compact only when a test asks (Client.compact, or its own
 #: compaction_interval_s): a background merge would make other tests' segment lists and
 #: timings depend on when it ran (tests/vectorlog/test_compaction.py tests the policy)
 os.environ.setdefault("VECTORLOG_COMPACTION_INTERVAL_S", "none")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuses `--dist loadgroup` where xdist would ignore the groups: pytest-xdist 3.8 marks
+    a test's group by rewriting its node id, which pytest 9.2's structured ids ignore
+    (pytest-dev/pytest-xdist#1386); every group was then dealt out test by test, process
+    clusters started on several workers at once (pyproject.toml pins pytest below 9.2)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    import xdist
+
+    if Version(pytest.__version__) >= Version("9.2") and Version(xdist.__version__) <= XDIST:
+        raise pytest.UsageError(
+            f"--dist loadgroup ignores xdist_group with pytest {pytest.__version__} and"
+            f" pytest-xdist {xdist.__version__}: install pyproject.toml's pytest (`make install`)"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the xdist_group marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup`, runs a module whose tests use a module-scoped fixture (a
+    shared or served cluster, a module's process) on one xdist worker: dealt out one test at a
+    time, each worker opened that fixture for its share of the module's tests (three opens
+    instead of one on `make test`'s three workers). A test in a group of its own keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and _uses_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(MODULE_GROUP + item.nodeid.split("::")[0]))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    """Returns whether `item` uses a fixture of module scope (of its module or a conftest)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.clients import SharedClusters
 from tests.milvus.cluster_pair import routed_database
 from tests.processors.querynode.index_support import forced_branch
 from tests.support import wait_until
@@ -411,12 +412,15 @@ PAIRS = [
 
 
 @pytest.fixture(params=PAIRS)
-def pair(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Iterator[Pair]:
+def pair(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, shared_clusters: SharedClusters
+) -> Iterator[Pair]:
     """A fresh Milvus Lite database and a fresh vectorlog database: on a cluster the module
     shares (on each log backend; tests/clients.py), reached in-process or through `vectorlog
     serve`'s gRPC by an unmodified pymilvus using that database; or on the module's process
     cluster, pymilvus writing through one proxy and reading through the other (`backend`:
-    the Kafka one for a cluster)."""
+    the Kafka one for a cluster). `shared_clusters` (opened lazily by `shared_client`) is
+    named so that tests/conftest.py runs the module's tests on one xdist worker."""
     lite = pymilvus.MilvusClient(str(tmp_path / "lite.db"))
     if request.param == "cluster":
         fresh = request.node.get_closest_marker("fresh_cluster") is not None
