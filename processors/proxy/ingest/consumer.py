@@ -36,7 +36,12 @@ from vectorlog.processors.proxy.ingest.applied import (
     source_header,
 )
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
-from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, read_batch
+from vectorlog.processors.proxy.ingest.columnar import (
+    Batch,
+    collection_of,
+    read_batch,
+    warm_up,
+)
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
@@ -151,7 +156,9 @@ class IngestConsumer(ProcessorBase):
 
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
-        """Opens a reader per ingest topic at the stored positions (see `_open_positions`)."""
+        """Opens a reader per ingest topic at the stored positions (see `_open_positions`),
+        after the decoder's one-time warm-up (`columnar.warm_up`)."""
+        warm_up()
         self._source.open()
 
     def reset(self) -> None:
