@@ -185,13 +185,16 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def into_ingest_topic(result: dict[str, Any], out: Path) -> None:
-    """Puts the goal counts into ingest_topic.json (key "goals_ab")."""
+    """Puts the goal counts into ingest_topic.json (key "goals_ab") and redraws its plot."""
+    from benchmarks.ingest_topic_report import plot as topic_plot
+
     path = out / "ingest_topic.json"
     if path.exists():
         whole = json.loads(path.read_text())
         whole["goals_ab"] = {"counts": result["counts"], "load": result["load"],
                              "page": "ingest_goals_ab.md"}  # fmt: skip
         path.write_text(json.dumps(whole, indent=2) + "\n")
+        topic_plot(whole, out / "ingest_topic.png")
 
 
 def main(argv: list[str] | None = None) -> None:
