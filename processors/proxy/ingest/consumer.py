@@ -31,6 +31,7 @@ from vectorlog.core.faults import crash_point
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
+    MarkQuery,
     TopicPartition,
     applied_since,
     source_header,
@@ -105,6 +106,7 @@ class IngestConsumer(ProcessorBase):
         self._owned: list[TopicPartition] = []
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
         self._marked_at = self._committed_at = 0.0
+        self._mark_query: MarkQuery | None = None  # the next mark, being asked
         self._pending: dict[TopicPartition, int] = {}  # applied, not committed yet
         self._idle = False
         #: {(topic, partition): an offset below which every record was in the log before
@@ -151,8 +153,9 @@ class IngestConsumer(ProcessorBase):
     def _refresh_mark(self) -> None:
         """Moves the mark to the dml's end (at most every MARK_EVERY_S), while idle, so an
         idle consumer never holds log retention back."""
-        if time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            self._commit({}, force_mark=True)
+        marks = self._due_marks()
+        if marks is not None:
+            self._commit({}, marks)
 
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
@@ -195,7 +198,7 @@ class IngestConsumer(ProcessorBase):
     def _flush(self) -> None:
         """Commits the positions of the batches applied since the last commit."""
         if self._pending:
-            self._commit(self._pending)
+            self._commit(self._pending, self._due_marks())
             self._pending = {}
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
@@ -237,15 +240,27 @@ class IngestConsumer(ProcessorBase):
             if self._applied:
                 log.info("ingest: %s already on dml, not applied again", _count(self._applied))
             return
-        self._commit({}, force_mark=True)
+        self._marked_at = time.monotonic()
+        self._commit({}, self.log.end_offsets(self._dml))
 
-    def _commit(self, positions: dict[TopicPartition, int], force_mark: bool = False) -> None:
-        """Commits `positions` (with a mark: those of every owned partition), with the dml
-        end offsets as the mark if forced or due (every MARK_EVERY_S seconds)."""
-        marks = None
-        if force_mark or time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            marks = self.log.end_offsets(self._dml)
-            self._marked_at = time.monotonic()
+    def _due_marks(self) -> dict[int, int] | None:
+        """Returns the dml end offsets to store as the next mark, asked on a thread of their
+        own (`MarkQuery`) once MARK_EVERY_S passed since the last; None until they came
+        back. Raises what the query raised."""
+        query = self._mark_query
+        if query is None:
+            if time.monotonic() - self._marked_at >= MARK_EVERY_S:
+                self._mark_query = MarkQuery(self.log, self._dml)
+            return None
+        if not query.ready():
+            return None
+        self._mark_query, self._marked_at = None, time.monotonic()
+        return query.result()
+
+    def _commit(self, positions: dict[TopicPartition, int], marks: dict[int, int] | None) -> None:
+        """Commits `positions`, with `marks` (dml end offsets taken before this call) as the
+        mark if given, then with the positions of every owned partition."""
+        if marks is not None:
             committed = self.store.committed()
             positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
         self.store.commit(positions, marks)
