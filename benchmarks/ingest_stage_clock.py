@@ -9,7 +9,8 @@ clock installed; on exit it writes the report to the file INGEST_STAGE_REPORT na
     python -m benchmarks.ingest_stage_clock run ingest --log kafka://... --worker 0/1 ...
 
 Stages: consume (the reader's polls), meta (describe_collection: the consumer's schema
-look-up, the proxy's, its write guard's; in cluster mode the meta cache's GetMetaVersion RPC),
+look-up, the proxy's, its write guard's; in cluster mode the meta cache's GetMetaVersion RPC
+and the wait for the ddl watch, at a batch's start),
 decode (bytes to columns or rows), fit (to the schema), validate (the proxy's
 `rows_to_columns`, `check_unique`), encode (the RowsInserted Avro), append (the dml append),
 ids_ts (id and timestamp allocation), segments (datacoord's segment assignment), write (the
@@ -119,6 +120,7 @@ def install(clock: StageClock) -> None:
     from vectorlog.processors.rootcoord.rootcoord import RootCoord
     from vectorlog.rpc.datacoord_client import DataCoordClient
     from vectorlog.rpc.rootcoord_client import RootCoordClient
+    from vectorlog.runners.ddl_watch import DdlWatch
     from vectorlog.runners.remote import RemoteRootCoord
     from vectorlog.streams.log.embedded import EmbeddedLog
     from vectorlog.streams.log.kafka import KafkaLog
@@ -144,6 +146,7 @@ def install(clock: StageClock) -> None:
     clock.wrap(LogPositions, "check", "check")
     for cls in (RemoteRootCoord, RootCoord):
         clock.wrap(cls, "describe_collection", "meta")
+    clock.wrap(DdlWatch, "_catch_up", "meta")  # at a batch's start since the HWM cover
     clock.wrap(proxy_module.Proxy, "insert", "write")
     for name in ("rows_to_columns", "check_unique"):
         clock.wrap(validation, name, "validate")

@@ -108,11 +108,13 @@ def _parser_lines(parsers: dict[str, float]) -> list[str]:
 
 def plot(result: dict[str, Any], path: Any) -> None:
     """Writes a bar chart of the ratio to insert per format and backend, before and now."""
-    workers = result.get("workers")
-    panels = len(result["results"]) + (1 if workers else 0)
+    workers, goals = result.get("workers"), result.get("goals_ab")
+    panels = len(result["results"]) + (1 if workers else 0) + (1 if goals else 0)
     fig, axes = save.pyplot().subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
     if workers:
-        _workers_panel(axes[0][-1], workers)
+        _workers_panel(axes[0][len(result["results"])], workers)
+    if goals:
+        _goals_panel(axes[0][-1], goals)
     for ax, res in zip(axes[0], result["results"], strict=False):
         fmts = [f for f in FORMATS if "ratio_to_insert" in res.get(f, {})]
         xs = range(len(fmts))
@@ -138,6 +140,20 @@ def _workers_panel(ax: Any, w: dict[str, Any]) -> None:
     ax.set_xticks(list(xs), fmts)
     ax.set_title("kafka, worker processes: rows/s / pymilvus insert")
     ax.set_ylim(0, 1.5)
+    ax.legend(fontsize=8)
+
+
+def _goals_panel(ax: Any, goals: dict[str, Any]) -> None:
+    """Bars of the share of runs that met each goal, per code (benchmarks/ingest_goals_ab)."""
+    codes = list(goals["counts"])
+    keys = list(dict.fromkeys(k for c in goals["counts"].values() for k in c))
+    for i, code in enumerate(codes):
+        c = goals["counts"][code]
+        shares = [c[k]["met"] / max(1, c[k]["runs"]) for k in keys]
+        ax.bar([x + 0.4 * i - 0.2 for x in range(len(keys))], shares, 0.4, label=code)
+    ax.set_xticks(range(len(keys)), [k.replace("_", " ") for k in keys], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_title("share of runs meeting each goal (alternating rounds)")
     ax.legend(fontsize=8)
 
 

@@ -264,10 +264,11 @@ class Proxy:
         return self.rc.list_databases(a.as_of(as_of))
 
     # -- writes ----------------------------------------------------------------------------
-    def meta_point(self) -> AbstractContextManager[None]:
-        """Returns a block within which this thread's latest-meta look-ups are fresh as of
-        the first one, made sure of once (RootCoordService.meta_point)."""
-        return self.rc.meta_point()
+    def meta_point(self, fresh: bool = True) -> AbstractContextManager[None]:
+        """Returns a block within which this thread's latest-meta look-ups see every DDL
+        acknowledged before it began, made sure of once, or if not `fresh` the meta read so
+        far (RootCoordService.meta_point)."""
+        return self.rc.meta_point(fresh)
 
     def insert(
         self,

@@ -102,10 +102,11 @@ class ProxyService(DdlService, DatabaseService, Protocol):
     def list_segments(self, name: str) -> list[dict[str, Any]]: ...
 
     # -- DML and reads -------------------------------------------------------------------------
-    def meta_point(self) -> AbstractContextManager[None]:
+    def meta_point(self, fresh: bool = True) -> AbstractContextManager[None]:
         """Returns a block within which this thread's look-ups of collections see every DDL
-        acknowledged before the block's first look-up, making sure of it once (a unit of
-        work, such as an ingest batch, pays one wait for a cluster process's ddl watch)."""
+        acknowledged before the block began, making sure of it once (a unit of work, such
+        as an ingest batch, pays one wait for a cluster process's ddl watch); not `fresh`:
+        the meta read so far, no wait (work made before an earlier fresh block began)."""
         ...
 
     def insert(

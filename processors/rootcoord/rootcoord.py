@@ -241,7 +241,7 @@ class RootCoord(RbacDdl):
         self._bounded = (now + BOUNDED_REUSE_S, ts)
         return ts
 
-    def meta_point(self) -> contextlib.nullcontext[None]:
+    def meta_point(self, fresh: bool = True) -> contextlib.nullcontext[None]:
         """Returns an empty block: in-process, every look-up reads the meta table itself."""
         return contextlib.nullcontext()
 

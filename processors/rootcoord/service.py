@@ -231,11 +231,12 @@ class RootCoordService(RootCoordRpc, Protocol):
         """Returns a new writer registered with the soft barrier under `name`."""
         ...
 
-    def meta_point(self) -> AbstractContextManager[None]:
-        """Within the block, this thread's look-ups of the latest meta are fresh as of the
-        block's first one: each sees every DDL acknowledged before that look-up, and the
-        cost of making sure (a cluster-mode process's wait for its `ddl` watch) is paid
-        once (in-process: nothing to wait for)."""
+    def meta_point(self, fresh: bool = True) -> AbstractContextManager[None]:
+        """Within the block, this thread's look-ups of the latest meta see every DDL
+        acknowledged before the block began, made sure of once at its start (a cluster-mode
+        process's wait for its `ddl` watch; in-process: nothing to wait for); not `fresh`:
+        the meta read so far, no wait (for work known to be made before an earlier fresh
+        block began). Raises ServiceUnavailable."""
         ...
 
     def write_guard(

@@ -81,6 +81,17 @@ class Reader(Protocol):
 
 
 @runtime_checkable
+class KnowsFetchedEnds(Protocol):
+    """A reader that knows, without asking the broker, how far its partitions reached when it
+    last fetched from them."""
+
+    def fetched_ends(self) -> dict[int, int]:
+        """Returns {partition: an offset such that every record below it was in the log when
+        this reader last fetched} (partitions not fetched yet are absent)."""
+        ...
+
+
+@runtime_checkable
 class Log(Protocol):
     """A partitioned append-only log. Every backend passes tests/streams/test_log_conformance."""
 

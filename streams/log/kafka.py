@@ -503,6 +503,22 @@ class KafkaReader:
             out.append(Record(self._topic, p, off, m.value() or b"", m.key(), _headers(m)))
         return out
 
+    def fetched_ends(self) -> dict[int, int]:
+        """Returns {partition: its high watermark in the last fetch response} (librdkafka's
+        cached figure, no request; on Tansu it lags the real end, which only makes it
+        smaller); partitions not fetched yet are absent."""
+        ends = {}
+        for p in self._pos:
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(self._topic, p), cached=True
+                )
+            except KafkaException:
+                continue
+            if high is not None and high >= 0:
+                ends[p] = int(high)
+        return ends
+
     def seek(self, topic: str, partition: int, offset: int) -> None:
         if topic != self._topic or partition not in self._pos:
             raise TopicPartitionNotFound(topic, partition)

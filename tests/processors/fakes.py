@@ -374,7 +374,7 @@ class FakeRootCoord(RbacDdl):
     def bounded_ts(self) -> int:
         return self.now()
 
-    def meta_point(self) -> contextlib.nullcontext[None]:
+    def meta_point(self, fresh: bool = True) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()
 
     @contextlib.contextmanager

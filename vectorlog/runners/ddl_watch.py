@@ -19,11 +19,14 @@ base offset of the last record batch plus one (measured: a batch of 5 at offsets
 fetched batch whole (librdkafka queues a fetched batch at once and the reader takes what is
 queued), so having read the batch's first record it has read the DDL too.
 
-One catch-up per unit of work: inside `pinned()` the first `latest()` of the thread waits
-as above and the thread's later calls in the block return its answer (an ingest batch made
-three look-ups, each waiting 24-270 ms on Kafka: benchmarks/results/ingest_worker_stages.md).
-Every DDL acknowledged before that first call is still seen; one acknowledged during the
-block may be seen only by the next block (as by a request that began before it).
+One catch-up per unit of work: `pinned()` waits as above at its start and the thread's
+`latest()` calls in the block return its answer (an ingest batch made three look-ups, each
+waiting 24-270 ms on Kafka: benchmarks/results/ingest_worker_stages.md). Every DDL
+acknowledged before the block began is seen; one acknowledged during the block may be seen
+only by the next block (as by a request that began before it). `pinned(fresh=False)` does
+not wait: its caller knows its work was in the log before an earlier block began (an ingest
+batch of a backlog read at once), so every DDL acknowledged before that work was made is
+already read.
 """
 
 from __future__ import annotations
@@ -95,28 +98,29 @@ class DdlWatch:
         self._reader.close()
 
     @contextlib.contextmanager
-    def pinned(self) -> Iterator[None]:
-        """Within the block, this thread's `latest()` waits for the reader once (at its first
-        call) and later calls return that answer; a nested block shares the outer one's."""
+    def pinned(self, fresh: bool = True) -> Iterator[None]:
+        """Within the block, this thread's `latest()` returns one answer: `fresh`, that of a
+        wait for the reader at the block's start (`_catch_up`); else the last DDL the reader
+        has read so far, with no wait (for work a fresh block begun after it was known
+        covers). A nested block shares the outer one's. Raises ServiceUnavailable."""
         if hasattr(self._pins, "last"):
             yield
             return
-        self._pins.last = None
+        self._pins.last = self._catch_up() if fresh else self._read_so_far()
         try:
             yield
         finally:
             del self._pins.last
 
+    def _read_so_far(self) -> int:
+        with self._cond:
+            return self._last_ddl
+
     def latest(self) -> int:
         """Returns the offset of the last DDL event on the topic as of this call, or inside
-        `pinned()` as of the block's first call (see `_catch_up`). Raises ServiceUnavailable."""
+        `pinned()` the block's answer (see `_catch_up`). Raises ServiceUnavailable."""
         pinned: int | None = getattr(self._pins, "last", None)
-        if pinned is not None:
-            return pinned
-        last = self._catch_up()
-        if hasattr(self._pins, "last"):
-            self._pins.last = last
-        return last
+        return self._catch_up() if pinned is None else pinned
 
     def _catch_up(self) -> int:
         """Returns the offset of the last DDL event on the topic as of this call (one before

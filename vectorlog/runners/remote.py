@@ -153,11 +153,11 @@ class RemoteRootCoord:
             return self.client.describe_collection(name, as_of)
         return self.meta_cache.get(name)
 
-    def meta_point(self) -> contextlib.AbstractContextManager[None]:
+    def meta_point(self, fresh: bool = True) -> contextlib.AbstractContextManager[None]:
         """Returns a block within which this thread's latest-meta look-ups wait for the ddl
-        watch once, at the first (DdlWatch.pinned): an ingest batch's three look-ups waited
-        each."""
-        return self.ddl.pinned()
+        watch once, at its start, or not at all if not `fresh` (DdlWatch.pinned): an ingest
+        batch's three look-ups waited each."""
+        return self.ddl.pinned(fresh)
 
     def tick_source(self, name: str) -> BoundedTickSource:
         """Returns a new stamper registered with this process's barrier."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.deadletter import DeadLetterWriter
-from vectorlog.streams.log.base import Log, Reader, Record
+from vectorlog.streams.log.base import KnowsFetchedEnds, Log, Reader, Record
 from vectorlog.streams.log.lease_fence import FenceState, seeded
 from vectorlog.streams.msgstream import StreamPosition, TickPolicy, TtMsgStream
 
@@ -58,6 +58,13 @@ class RecordSource:
         """Returns the next records of `topic` (maybe none after `timeout`). Raises
         KeyError if the source is not open, LogError if the log failed."""
         return self._readers[topic].poll(max_records, timeout)
+
+    def fetched_ends(self, topic: str) -> dict[int, int]:
+        """Returns {partition: an offset every record of `topic` below which was in the log
+        when its reader last fetched} (`KnowsFetchedEnds`; {} from a reader that does not
+        know). Raises KeyError if the source is not open."""
+        reader = self._readers[topic]
+        return reader.fetched_ends() if isinstance(reader, KnowsFetchedEnds) else {}
 
     def reset(self) -> None:
         """Closes the readers (best effort); nothing read since the last commit counts."""

@@ -7,7 +7,8 @@ attempt found in part (a Kafka append that failed between partitions) is applied
 
 The mark is a set of dml end offsets taken before the commit that stores it, so every write
 after that commit lies at or past it; marks are refreshed every `MARK_EVERY_S` seconds (a
-Kafka end-offset query costs a round trip), bounding how much dml a recovery reads. One dml
+Kafka end-offset query costs a round trip: asked on a thread of its own, `MarkQuery`, and
+stored by the first commit after it answered), bounding how much dml a recovery reads. One dml
 append is atomic on the embedded log, so there every attempt found is whole.
 """
 
@@ -17,6 +18,7 @@ import itertools
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterable
 
 from vectorlog.streams.log.base import PART_HEADER, Log, Record
@@ -30,6 +32,38 @@ _PROCESS = os.urandom(8).hex()
 _ATTEMPTS = itertools.count()
 MARK_EVERY_S = 10.0
 TopicPartition = tuple[str, int]
+
+
+class MarkQuery:
+    """The dml end offsets asked on a daemon thread of its own, so the consumer goes on
+    meanwhile (one query, a Kafka round trip, took 150 ms of the consumer thread at the end
+    of a topic under load: py-spy); a later commit stores them: taken before that commit,
+    they are still a floor under every write made after it."""
+
+    def __init__(self, log: Log, topic: str) -> None:
+        self._done = threading.Event()
+        self._ends: dict[int, int] = {}
+        self._error: BaseException | None = None
+        args = (log, topic)
+        threading.Thread(target=self._run, args=args, name="ingest-mark", daemon=True).start()
+
+    def _run(self, log: Log, topic: str) -> None:
+        try:
+            self._ends = log.end_offsets(topic)
+        except BaseException as exc:  # handed to the consumer's thread by `result`
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        """Returns whether the answer (or the query's error) came back."""
+        return self._done.is_set()
+
+    def result(self) -> dict[int, int]:
+        """Returns {dml partition: end offset} once `ready`. Raises what the query raised."""
+        if self._error is not None:
+            raise self._error
+        return dict(self._ends)
 
 
 def source_header(records: Iterable[Record]) -> tuple[str, bytes]:

@@ -114,6 +114,14 @@ def input_fields(schema: CollectionSchema) -> list[FieldSchema]:
     return [f for f in schema.user_fields if f.name not in outputs]
 
 
+def warm_up() -> None:
+    """Makes pyarrow's first conversion of Python values now: it imports pandas (0.3 s on an
+    idle machine, 1-2 s under load; py-spy found it in an ingest worker's first batch, in
+    the records' wait), so the ingest consumer pays it when it opens, not on its first
+    records. Idempotent (later calls cost microseconds)."""
+    pa.array([0], type=pa.int64())
+
+
 def read_batch(
     records: Sequence[Record],
     route: IngestRoute,

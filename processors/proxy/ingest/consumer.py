@@ -2,8 +2,8 @@
 deletes through the proxy's write path, dead-letters bad records, and stores its positions.
 
 Each record is applied once: positions are committed (synced RocksDB, or the positions
-topic) after a batch's writes are durable on dml (at most every COMMIT_EVERY_S while records
-keep coming, and once they stop), and each write names the source records it applies (see
+topic) after a batch's writes are durable on dml (at most every COMMIT_EVERY_S, and within
+that once records stop coming), and each write names the source records it applies (see
 `applied`), so after a crash between the two a restart finds those writes on dml and skips
 their records. Effects are idempotent besides (rows are upserted), so a write found only in
 part (a Kafka append that failed between partitions) is safely applied again. Bad records go
@@ -31,12 +31,18 @@ from vectorlog.core.faults import crash_point
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
+    MarkQuery,
     TopicPartition,
     applied_since,
     source_header,
 )
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
-from vectorlog.processors.proxy.ingest.columnar import Batch, collection_of, read_batch
+from vectorlog.processors.proxy.ingest.columnar import (
+    Batch,
+    collection_of,
+    read_batch,
+    warm_up,
+)
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.fit import fit_columns
 from vectorlog.processors.proxy.ingest.formats import UPSERT, Change, decode
@@ -56,9 +62,11 @@ BAD_INPUT = (InvalidArgument, NotFound)
 PROCESSOR = "proxy-ingest"
 #: how long one round of polls over every ingest topic waits when none had records
 IDLE_WAIT_S = 0.05
-#: while records keep coming, positions are committed at most this often (and once a round
-#: finds no more): a commit is a synced write (on Kafka a round trip and a fencing check),
-#: and what a crash loses by it is found on dml by the source headers, not applied again
+#: positions are committed at most this often, whether records keep coming or a round found
+#: no more (at the end of a topic a commit per small batch cost 13 % of the consumer
+#: thread's time on Kafka): a commit is a synced write (on Kafka a round trip and a fencing
+#: check), and what a crash loses by it is found on dml by the source headers, not applied
+#: again; the loop's end commits what is pending
 COMMIT_EVERY_S = 0.5
 
 
@@ -98,8 +106,12 @@ class IngestConsumer(ProcessorBase):
         self._owned: list[TopicPartition] = []
         self._applied: dict[TopicPartition, set[int]] = {}  # found on dml, not committed
         self._marked_at = self._committed_at = 0.0
+        self._mark_query: MarkQuery | None = None  # the next mark, being asked
         self._pending: dict[TopicPartition, int] = {}  # applied, not committed yet
         self._idle = False
+        #: {(topic, partition): an offset below which every record was in the log before
+        #: the last wait for fresh meta began}: a batch below it needs no new wait
+        self._covered: dict[TopicPartition, int] = {}
         self.batches = 0  # batches applied (a process's /metrics shows them)
         self._source = RecordSource(log, self._open_positions)
         self._loop = ProcessorLoop(self, join_timeout_s=None)
@@ -141,12 +153,15 @@ class IngestConsumer(ProcessorBase):
     def _refresh_mark(self) -> None:
         """Moves the mark to the dml's end (at most every MARK_EVERY_S), while idle, so an
         idle consumer never holds log retention back."""
-        if time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            self._commit({}, force_mark=True)
+        marks = self._due_marks()
+        if marks is not None:
+            self._commit({}, marks)
 
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
-        """Opens a reader per ingest topic at the stored positions (see `_open_positions`)."""
+        """Opens a reader per ingest topic at the stored positions (see `_open_positions`),
+        after the decoder's one-time warm-up (`columnar.warm_up`)."""
+        warm_up()
         self._source.open()
 
     def reset(self) -> None:
@@ -170,16 +185,20 @@ class IngestConsumer(ProcessorBase):
             if records:
                 self._idle = False
                 self._process(route, records)
-        if self._idle and self._pending:  # caught up: commit what was applied
-            self._flush()
+        if self._idle and self._pending:  # caught up: commit what was applied, when due
+            if self._commit_due():
+                self._flush()
         elif self._idle:  # nothing applied and uncommitted: the mark may move up
             self._refresh_mark()
         return not self._idle
 
+    def _commit_due(self) -> bool:
+        return time.monotonic() - self._committed_at >= COMMIT_EVERY_S
+
     def _flush(self) -> None:
         """Commits the positions of the batches applied since the last commit."""
         if self._pending:
-            self._commit(self._pending)
+            self._commit(self._pending, self._due_marks())
             self._pending = {}
 
     def _open_positions(self) -> dict[str, dict[int, int]]:
@@ -221,15 +240,27 @@ class IngestConsumer(ProcessorBase):
             if self._applied:
                 log.info("ingest: %s already on dml, not applied again", _count(self._applied))
             return
-        self._commit({}, force_mark=True)
+        self._marked_at = time.monotonic()
+        self._commit({}, self.log.end_offsets(self._dml))
 
-    def _commit(self, positions: dict[TopicPartition, int], force_mark: bool = False) -> None:
-        """Commits `positions` (with a mark: those of every owned partition), with the dml
-        end offsets as the mark if forced or due (every MARK_EVERY_S seconds)."""
-        marks = None
-        if force_mark or time.monotonic() - self._marked_at >= MARK_EVERY_S:
-            marks = self.log.end_offsets(self._dml)
-            self._marked_at = time.monotonic()
+    def _due_marks(self) -> dict[int, int] | None:
+        """Returns the dml end offsets to store as the next mark, asked on a thread of their
+        own (`MarkQuery`) once MARK_EVERY_S passed since the last; None until they came
+        back. Raises what the query raised."""
+        query = self._mark_query
+        if query is None:
+            if time.monotonic() - self._marked_at >= MARK_EVERY_S:
+                self._mark_query = MarkQuery(self.log, self._dml)
+            return None
+        if not query.ready():
+            return None
+        self._mark_query, self._marked_at = None, time.monotonic()
+        return query.result()
+
+    def _commit(self, positions: dict[TopicPartition, int], marks: dict[int, int] | None) -> None:
+        """Commits `positions`, with `marks` (dml end offsets taken before this call) as the
+        mark if given, then with the positions of every owned partition."""
+        if marks is not None:
             committed = self.store.committed()
             positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
         self.store.commit(positions, marks)
@@ -248,14 +279,17 @@ class IngestConsumer(ProcessorBase):
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
         """Applies a batch and dead-letters its bad records; commits the positions applied
-        if the last commit is COMMIT_EVERY_S old (else once the records stop coming)."""
-        with self.proxy.meta_point():  # one wait for the meta's freshness per batch
+        if the last commit is COMMIT_EVERY_S old."""
+        done = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
+        fresh = any(end > self._covered.get(tp, 0) for tp, end in done.items())
+        ends = self._source.fetched_ends(route.topic) if fresh else {}
+        with self.proxy.meta_point(fresh):  # at most one wait for the meta per batch
             self._apply_batch(route, [rec for rec in records if self._live(rec)])
+        self._covered.update({(route.topic, p): end for p, end in ends.items()})
         self.batches += 1
         crash_point("ingest.before_positions")
-        done = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
         self._pending.update(done)
-        if time.monotonic() - self._committed_at >= COMMIT_EVERY_S:
+        if self._commit_due():
             self._flush()
         for tp, offset in done.items():  # a batch may end inside an earlier attempt
             if tp in self._applied:

@@ -8,7 +8,8 @@ one whole write on dml (the positions, shared on a topic with the dml marks they
 with, survive the move). A worker paused (SIGSTOP) while another is started with its share is
 fenced when it resumes: it exits with code 3 and one line saying who claimed its partitions,
 having written nothing more. A worker's batches wait for its ddl watch once each, not once per
-collection look-up (its /metrics counts both)."""
+collection look-up (its /metrics counts both), and the batches of a backlog that was in the log
+before a wait began need none of their own."""
 
 from __future__ import annotations
 
@@ -162,5 +163,25 @@ def test_a_workers_cached_schema_follows_a_recreate_and_an_added_field(cluster: 
         assert "expected 3" in letters[0].reason
         wait_until(lambda: one_catch_up_per_batch(cluster, "ingest-a") is not None, 30, "3 batches")
         assert one_catch_up_per_batch(cluster, "ingest-a") is True
+    finally:
+        log.close()
+
+
+def test_a_backlog_waits_for_the_ddl_watch_once_not_per_batch(cluster: ProcessCluster):
+    topic = f"{cluster.cluster}.rows"
+    log = open_log(Config.load(log=f"kafka://{cluster.bootstrap}", cluster=cluster.cluster))
+    try:
+        log.create_topic(topic, PARTITIONS)
+        client = MilvusClient(uri=cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("c", dimension=2, metric_type="L2")
+        for first in range(0, 4 * ROUND, ROUND // 4):  # a backlog in 16 produce requests
+            produce(cluster.bootstrap, topic, first, ROUND // 4)
+        cluster.env["VECTORLOG_INGEST_TOPICS"] = f"{topic}=c:json;batch_size=40"
+        start_worker(cluster, "ingest-a", "0/1")
+        wait_until(lambda: ids(client) == list(range(4 * ROUND)), 120, "the backlog visible")
+        text = cluster.metrics("ingest-a")
+        batches = counter(text, "vectorlog_ingest_batches_total")
+        catch_ups = counter(text, "vectorlog_ddl_catch_ups_total")
+        assert batches >= 20 and 1 <= catch_ups <= batches / 4, (batches, catch_ups)
     finally:
         log.close()
