@@ -47,8 +47,28 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def broker_pid() -> int | None:
+    """Returns the pid of the Tansu broker this process started (None: an external broker)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == os.getpid() and b"tansu" in cmdline:
+            return int(entry.name)
+    return None
+
+
 def cpu_by_child(sup: Supervisor) -> dict[str, float]:
-    return {c.name: cpu_s(c.proc.pid) for c in sup.children if c.proc and c.proc.poll() is None}
+    """Returns the CPU seconds so far of every running child, and of the broker ("broker")."""
+    out = {c.name: cpu_s(c.proc.pid) for c in sup.children if c.proc and c.proc.poll() is None}
+    broker = broker_pid()
+    if broker is not None:
+        out["broker"] = cpu_s(broker)
+    return out
 
 
 def insert(uri: str, vectors: np.ndarray, first_id: int, threads: int) -> float:
@@ -162,6 +182,12 @@ def _total_cpu(res: dict[str, Any], mode: str) -> float:
     return sum(totals) / len(totals)
 
 
+def _mean_cpu(res: dict[str, Any], mode: str, name: str) -> float:
+    """Returns the mean CPU seconds per round of one process (0 if not measured), in `mode`."""
+    values = [float(r["cpu_s"].get(name, 0.0)) for r in res["rounds"] if r["datanode"] == mode]
+    return sum(values) / len(values)
+
+
 def report(res: dict[str, Any]) -> str:
     s = res["summary"]
     on_rounds = [r for r in res["rounds"] if r["datanode"] == "on"]
@@ -175,7 +201,8 @@ def report(res: dict[str, Any]) -> str:
         f"{BATCH:,} with {res['threads']} client threads; rows/s over the inserts only (no",
         "flush). Rounds alternate on/off (ABBA); the data node is stopped or started, and a",
         "flush lets it catch up, between rounds, untimed. CPU: seconds each child process used",
-        "during the round (/proc; clients: the benchmark's own process); load: the 1-minute",
+        "during the round (/proc; broker: the Tansu process; clients: the benchmark's own",
+        "process); load: the 1-minute",
         "load average at the round's start and end.",
         "",
         *save.table(
@@ -188,11 +215,12 @@ def report(res: dict[str, Any]) -> str:
                 "proxy",
                 "querynode",
                 "datacoord",
+                "broker",
                 "clients",
                 "load",
             ),
             [_round_row(i, r) for i, r in enumerate(res["rounds"], 1)],
-            align="l" * 10,
+            align="l" * 11,
         ),
     ]
     lines += [
@@ -204,12 +232,13 @@ def report(res: dict[str, Any]) -> str:
         "meanwhile, per on round: "
         + ", ".join(f"{r['flush_s']} s / {r['flush_datanode_cpu_s']} CPU s" for r in on_rounds)
         + ".",
-        f"CPU seconds per round of the cluster's processes and the clients (mean): on "
-        f"{_total_cpu(res, 'on'):.2f}, off {_total_cpu(res, 'off'):.2f}, far less than the",
-        "rounds' wall seconds: at a load average of 50-80 on 2 cores every process mostly waits",
-        "for its turn, so the wall-time ratio says more about the machine's queue than about",
-        "the data node's own cost (its CPU seconds per round are in the table). The broker's",
-        "CPU (it also serves the data node's fetches) is not measured.",
+        f"CPU seconds per round of the cluster's processes, the broker and the clients "
+        f"(mean): on {_total_cpu(res, 'on'):.2f}, off {_total_cpu(res, 'off'):.2f}; the",
+        "broker's alone (it also serves the data node's fetches): on "
+        f"{_mean_cpu(res, 'on', 'broker'):.2f}, off {_mean_cpu(res, 'off', 'broker'):.2f}.",
+        "At a high load average on 2 cores every process mostly waits for its turn, so the",
+        "wall-time ratio says more about the machine's queue than about the data node's own",
+        "cost (its CPU seconds per round are in the table).",
         "The rounds ran while other agents loaded the machine: compare rounds of one run, and",
         "read a difference of a few tens of percent between rounds as noise.",
         "",
@@ -223,7 +252,8 @@ def _round_row(i: int, r: dict[str, Any]) -> tuple[object, ...]:
     c = r["cpu_s"]
     querynode = c.get("querynode1", c.get("querynode", 0.0))
     return (i, r["datanode"], f"{r['rows_s']:,}", r["seconds"], _datanode_cpu(r),
-            c.get("proxy1", 0.0), querynode, c.get("datacoord", 0.0), c.get("client", 0.0),
+            c.get("proxy1", 0.0), querynode, c.get("datacoord", 0.0), c.get("broker", "-"),
+            c.get("client", 0.0),
             f"{r['load'][0]}-{r['load'][1]}")  # fmt: skip
 
 

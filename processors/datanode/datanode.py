@@ -806,7 +806,11 @@ class DataNode(ProcessorBase):
         return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
 
     def _sync_deltas(self) -> None:
-        """Writes the deletes aimed at segments already in binlogs, once they are a second old."""
+        """Writes the deletes aimed at segments already in binlogs, once they are a second old
+        (rootcoord's clock is asked only when some delete is buffered: in cluster mode it is
+        an RPC, and this runs every round of every pchannel's loop)."""
+        if not self.deltas:
+            return
         now = physical_ms(self.rc.now())
         for sid, buf in list(self.deltas.items()):
             view = self.views.by_id.get(sid)
