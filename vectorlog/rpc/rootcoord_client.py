@@ -252,7 +252,8 @@ class RootCoordClient:
     # -- time and ids ------------------------------------------------------------------------
     def now(self) -> int:
         """Returns a timestamp of the oracle, strictly above every one this client returned
-        before (by any method), from a block fetched at most `ts_max_age_s` ago."""
+        before (by any method but `recent`), from a block fetched at most `ts_max_age_s`
+        ago."""
         with self._lock:
             ts = self._ts.take(1, self._ts_age)
             if ts is None:
