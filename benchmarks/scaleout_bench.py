@@ -348,6 +348,20 @@ def reading(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def before(res: dict[str, Any]) -> list[str]:
+    """Returns the lines of the `before` figures kept in the result (an earlier page's
+    medians, 1 node x 1 thread, background included), if any."""
+    b = res.get("before")
+    if not b:
+        return []
+    cells = ", ".join(f"{k} {v}" for k, v in b["cpu_ms_per_search"].items())
+    return [
+        "",
+        f"Before ({b['what']}): 1 node x 1 thread {b['qps']} QPS, CPU ms per search with the",
+        f"background counted in: {cells}; 2 nodes / 1 node {b['ratio']}.",
+    ]
+
+
 def report(res: dict[str, Any]) -> str:
     loads = [m["load1"] for _, run in runs(res) for rnd in run["rounds"] for m in rnd]
     ratio_lines = []
@@ -381,6 +395,7 @@ def report(res: dict[str, Any]) -> str:
             *tables(res),
             "",
             *ratio_lines,
+            *before(res),
             "",
             *reading(res),
             "",
@@ -463,7 +478,8 @@ def kept(res: dict[str, Any]) -> dict[str, Any]:
     path = save.RESULTS / "scaleout.json"
     old = json.loads(path.read_text()) if path.exists() else None
     if res["rows"] == MAIN_ROWS:
-        return res | {"extra": old.get("extra", {}) if old else {}}
+        keep = {k: old[k] for k in ("extra", "before") if old and k in old}
+        return res | {"extra": {}} | keep
     if old is None or old["rows"] != MAIN_ROWS:
         return res
     old.setdefault("extra", {})[str(res["rows"])] = res
