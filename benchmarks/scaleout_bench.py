@@ -23,6 +23,7 @@ partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import threading
@@ -40,6 +41,10 @@ from infra.broker import running_broker
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
 
 DIM, BATCH = 128, 5_000
+#: seconds each process's background CPU is measured, with no search, before a measurement
+IDLE_S = 4.0
+#: the rows of the main measurement; a run with other `--rows` is kept beside it (`extra`)
+MAIN_ROWS = 200_000
 
 
 def load(client: MilvusClient, rows: int) -> np.ndarray:
@@ -77,9 +82,9 @@ def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> f
 
 def searches(
     uris: list[str], vectors: np.ndarray, seconds: float, threads: int
-) -> tuple[float, int]:
-    """Returns (searches per second, searches done) of `threads` clients (spread over
-    `uris`) over `seconds`, after a 2 s warm-up."""
+) -> tuple[float, int, float]:
+    """Returns (searches per second, searches done, seconds) of `threads` clients (spread
+    over `uris`) over `seconds`, after a 2 s warm-up."""
     done, counts = threading.Event(), [0] * threads
 
     def run(i: int) -> None:
@@ -99,7 +104,7 @@ def searches(
     done.set()
     for w in workers:
         w.join(60)
-    return n / span, n
+    return n / span, n, span
 
 
 def failover(sup: Supervisor, client: MilvusClient, rows: int) -> float:
@@ -195,21 +200,33 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 
 def roles(sup: Supervisor) -> dict[str, int]:
-    """Returns {name: pid} of the proxy, the query nodes and rootcoord of `sup`, and this
-    process (the clients)."""
-    measured = ("proxy", "querynode", "rootcoord")
-    pids = {c.name: c.proc.pid for c in sup.children if c.proc and c.role in measured}
+    """Returns {name: pid} of every process of `sup`'s cluster and this process (the
+    clients)."""
+    pids = {c.name: c.proc.pid for c in sup.children if c.proc}
     return {**pids, "clients": os.getpid()}
 
 
 def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Namespace) -> dict:
-    """Returns one QPS measurement with the CPU milliseconds per search of each process."""
+    """Returns one QPS measurement with the CPU milliseconds per search of each process, and
+    each one's background CPU (ms per second, measured for IDLE_S with no search just
+    before): a process's share of a search is what it spent beyond its background."""
     pids = roles(sup)
-    before, load1 = cpu_seconds(pids), save.load1()
-    q, n = searches([uri], vectors, args.seconds, args.threads)
+    before = cpu_seconds(pids)
+    time.sleep(IDLE_S)
+    idle = cpu_seconds(pids)
+    background = {r: round(1000 * (idle[r] - before[r]) / IDLE_S, 1) for r in pids}
+    load1 = save.load1()
+    q, n, span = searches([uri], vectors, args.seconds, args.threads)
     after = cpu_seconds(pids)
-    per = {r: round(1000 * (after[r] - before[r]) / max(n, 1), 2) for r in pids}
-    return {"qps": round(q, 1), "cpu_ms_per_search": per, "load1": round(load1, 2)}
+    per = {r: round(1000 * (after[r] - idle[r]) / max(n, 1), 2) for r in pids}
+    beyond = {r: round(per[r] - background[r] * span / max(n, 1), 2) for r in pids}
+    return {
+        "qps": round(q, 1),
+        "cpu_ms_per_search": per,
+        "cpu_ms_per_search_beyond_background": beyond,
+        "background_cpu_ms_per_s": background,
+        "load1": round(load1, 2),
+    }
 
 
 def rounds(clusters: list[tuple[Supervisor, str]], vectors: np.ndarray, args) -> list[list[dict]]:
@@ -227,16 +244,20 @@ def rounds(clusters: list[tuple[Supervisor, str]], vectors: np.ndarray, args) ->
 
 
 def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Returns per variant its median QPS, median CPU ms per search of each process, and
-    the medians of the 2-node/1-node ratios per round."""
+    """Returns per variant its median QPS and, per process, the medians of its CPU ms per
+    search (`cpu`), of those beyond its background (`beyond`) and of its background CPU ms
+    per second (`background`)."""
     out = []
     for i, v in enumerate(VARIANTS):
         ms = [rnd[i] for rnd in res["rounds"]]
-        roles_ = ms[0]["cpu_ms_per_search"].keys()
-        cpu = {r: float(np.median([m["cpu_ms_per_search"][r] for m in ms])) for r in roles_}
-        out.append(
-            {"variant": v.label, "qps": float(np.median([m["qps"] for m in ms])), "cpu": cpu}
-        )
+        row: dict[str, Any] = {"variant": v.label, "qps": float(np.median([m["qps"] for m in ms]))}
+        for name, key in (
+            ("cpu", "cpu_ms_per_search"),
+            ("beyond", "cpu_ms_per_search_beyond_background"),
+            ("background", "background_cpu_ms_per_s"),
+        ):
+            row[name] = {r: float(np.median([m[key][r] for m in ms])) for r in ms[0][key]}
+        out.append(row)
     return out
 
 
@@ -244,35 +265,115 @@ def ratios(res: dict[str, Any], a: int, b: int) -> list[float]:
     return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"]]
 
 
+GROUPS = ("proxy", "querynode", "rootcoord", "rest", "clients")
+
+
+def grouped(cpu: dict[str, float]) -> dict[str, float]:
+    """Returns `cpu` summed by GROUPS: the proxies, the query nodes, rootcoord, the rest of
+    the cluster (datacoord, data node, index node) and the clients."""
+    out = dict.fromkeys(GROUPS, 0.0)
+    for name, v in cpu.items():
+        group = next((g for g in GROUPS[:3] if name.startswith(g)), None)
+        out[group or ("clients" if name == "clients" else "rest")] += v
+    return out
+
+
 def cpu_cells(cpu: dict[str, float]) -> tuple[str, ...]:
-    """Returns the CPU ms per search of the proxies, the query nodes, rootcoord, the clients."""
-    proxy = sum(v for k, v in cpu.items() if k.startswith("proxy"))
-    nodes = sum(v for k, v in cpu.items() if k.startswith("querynode"))
-    return f"{proxy:.1f}", f"{nodes:.1f}", f"{cpu['rootcoord']:.1f}", f"{cpu['clients']:.1f}"
+    """Returns the cells of `cpu` by GROUPS, then their sum."""
+    g = grouped(cpu)
+    return (*(f"{g[k]:.1f}" for k in GROUPS), f"{sum(g.values()):.1f}")
 
 
-def reading(cpu: dict[str, float]) -> list[str]:
-    """Returns what the CPU split of one search (1 node x 1 thread) says about the ratios."""
-    total = sum(cpu.values())
-    search = sum(v for k, v in cpu.items() if k.startswith("querynode"))
+def runs(res: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Returns (row label prefix, run) of the main run and each kept `extra` run."""
+    out = [("", res)]
+    for rows, run in sorted(res.get("extra", {}).items(), key=lambda kv: int(kv[0])):
+        out.append((f"{int(rows):,} rows: ", run))
+    return out
+
+
+def tables(res: dict[str, Any]) -> list[str]:
+    """Returns the two tables: QPS and CPU ms per search beyond each process's background;
+    each process's background and its CPU ms per search with it."""
+    beyond, background = [], []
+    for prefix, run in runs(res):
+        for r in summary(run):
+            label = prefix + r["variant"]
+            beyond.append((label, f"{r['qps']:.1f}", *cpu_cells(r["beyond"])))
+            bg = grouped(r["background"])
+            background.append(
+                (label, *(f"{bg[k]:.0f}" for k in GROUPS[:4]), *cpu_cells(r["cpu"])[:3])
+            )
+    heads = ("proxy", "query nodes", "rootcoord", "rest of the cluster", "clients", "all")
     return [
-        f"What it shows: one search costs {total:.1f} CPU ms in all (1 node x 1 thread), of which",
-        f"the query node's {search:.1f} ms ({search / total:.0%}); the proxy, rootcoord and the",
-        "clients take the rest, on the same two cores. A second query node can take at most",
-        "the search share off the first, and on a machine shared by other work (the load",
-        "average above) the ratios mostly measure how the scheduler divides its two cores.",
-        "One query node with no limit runs concurrent searches on both cores as well (the",
-        "same CPU per search); whether it then answers more or fewer than two pinned nodes",
-        "changed from run to run here. Scaling out adds cores with more machines (or cores)",
-        "for the query nodes.",
+        *save.table(("cluster", "search QPS via 1 proxy", *heads), beyond, align="l"),
+        "",
+        "Background CPU ms per second of each group with no search (ticks, heartbeats, log",
+        "polling), and the CPU ms per search with it counted in (the previous page's figures:",
+        "a process's background divided by the searches):",
+        "",
+        *save.table(
+            (
+                "cluster",
+                "background ms/s: proxy",
+                "query nodes",
+                "rootcoord",
+                "rest",
+                "ms/search with it: proxy",
+                "query nodes",
+                "rootcoord",
+            ),
+            background,
+            align="l",
+        ),  # fmt: skip
+    ]
+
+
+def reading(res: dict[str, Any]) -> list[str]:
+    """Returns what the CPU split of one search (1 node x 1 thread) says about the ratios."""
+    r = summary(res)[0]
+    g = grouped(r["beyond"])
+    total = sum(g.values())
+    return [
+        f"What it shows: beyond the processes' background, one search costs {total:.1f} CPU",
+        f"ms in all (1 node x 1 thread), of which the query node's {g['querynode']:.1f} ms",
+        f"({g['querynode'] / total:.0%}); the proxy {g['proxy']:.1f}, rootcoord "
+        f"{g['rootcoord']:.1f}, the rest of the cluster {g['rest']:.1f}, the clients",
+        f"{g['clients']:.1f}. Rootcoord serves no RPC per Bounded search: its CPU per search in",
+        "the second table is its background (ticks and the other processes' timestamp",
+        "blocks) divided by the searches, larger the fewer the searches. On 2 cores, a second",
+        "query node can take at most the query node's share off the first, and on a machine",
+        "shared by other work (the load average above) the ratios mostly measure how the",
+        "scheduler divides its two cores.",
+    ]
+
+
+def before(res: dict[str, Any]) -> list[str]:
+    """Returns the lines of the `before` figures kept in the result (an earlier page's
+    medians, 1 node x 1 thread, background included), if any."""
+    b = res.get("before")
+    if not b:
+        return []
+    cells = ", ".join(f"{k} {v}" for k, v in b["cpu_ms_per_search"].items())
+    return [
+        "",
+        f"Before ({b['what']}): 1 node x 1 thread {b['qps']} QPS, CPU ms per search with the",
+        f"background counted in: {cells}; 2 nodes / 1 node {b['ratio']}.",
     ]
 
 
 def report(res: dict[str, Any]) -> str:
-    rows = summary(res)
-    scale, allcores = ratios(res, 1, 0), ratios(res, 1, 2)
-    loads = [m["load1"] for rnd in res["rounds"] for m in rnd]
-    table = [(r["variant"], f"{r['qps']:.1f}", *cpu_cells(r["cpu"])) for r in rows]
+    loads = [m["load1"] for _, run in runs(res) for rnd in run["rounds"] for m in rnd]
+    ratio_lines = []
+    for prefix, run in runs(res):
+        ratio_lines += [
+            f"{prefix or f'{MAIN_ROWS:,} rows: '}2 nodes x 1 thread / 1 node x 1 thread, per "
+            f"round: {ratios(run, 1, 0)}; 2 nodes x 1 thread / 1 node with every core: "
+            f"{ratios(run, 1, 2)}.",
+        ]
+    fails = [
+        f"{prefix or f'{MAIN_ROWS:,} rows: '}{run['failover_s']} s" for prefix, run in runs(res)
+    ]
     return "\n".join(
         [
             "# Scale-out: query nodes (issue 24)",
@@ -281,42 +382,35 @@ def report(res: dict[str, Any]) -> str:
             "on the same machine (rootcoord, datacoord with the query coordinator, query",
             "nodes, data node, index node, one proxy), plus the benchmark's pymilvus clients.",
             f"{res['rows']:,} rows of {DIM}-d vectors in 4 shards, flushed, no index (exact",
-            f"search); {res['threads']} client threads, one vector per search, limit 10.",
-            "The three clusters run side by side on the same broker and are measured in turn,",
-            f"{res['seconds']:.0f} s each, {len(res['rounds'])} rounds (order rotated each round);",
-            f"1-minute load average at each measurement: {min(loads):.1f} to {max(loads):.1f}",
-            "(the machine's 2 cores are shared with other work). Medians over the rounds;",
-            "CPU milliseconds per search from /proc (user + system) of each process.",
+            f"search); {res['threads']} client threads, one vector per search, limit 10,",
+            "Bounded. The three clusters run side by side on the same broker and are measured",
+            f"in turn, {res['seconds']:.0f} s each, {len(res['rounds'])} rounds (order rotated",
+            f"each round); 1-minute load average at each measurement: {min(loads):.1f} to",
+            f"{max(loads):.1f} (the machine's 2 cores are shared with other work). Medians over",
+            "the rounds; CPU milliseconds from /proc (user + system) of each process, beyond",
+            f"its background: its CPU over the {IDLE_S:.0f} s before each measurement, with no",
+            "search, subtracted at that rate.",
+            *([f"Further rows: `{run['command']}`." for p, run in runs(res) if p]),
             "",
-            *save.table(
-                (
-                    "query nodes",
-                    "search QPS via 1 proxy",
-                    "CPU ms/search: proxy",
-                    "query nodes",
-                    "rootcoord",
-                    "clients",
-                ),
-                table,
-                align="l" * 6,
-            ),  # fmt: skip
+            *tables(res),
             "",
-            f"Scale-out, 2 nodes x 1 thread / 1 node x 1 thread, per round: {scale}.",
-            f"2 nodes x 1 thread / 1 node with every core, per round: {allcores}.",
+            *ratio_lines,
+            *before(res),
             "",
-            *reading(rows[0]["cpu"]),
+            *reading(res),
             "",
-            "Failover (2 query nodes x 1 thread): "
-            f"{res['failover_s']} s from querynode2's SIGKILL to the end of the first",
-            "Strong count(*) started after it that counted every row: 4 s of missed heartbeats",
-            "before the coordinator declares the node dead, then the survivor loads the dead",
-            "node's pchannels from binlogs and dml.",
+            "Failover (2 query nodes x 1 thread): " + ", ".join(fails) + " from querynode2's",
+            "SIGKILL to the end of the first Strong count(*) started after it that counted",
+            "every row: 4 s of missed heartbeats before the coordinator declares the node dead,",
+            "then the survivor loads the dead node's pchannels from binlogs and dml.",
         ]
     )
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(9, 3.4))
+    """Draws the QPS of each round and variant, and the CPU ms per search (beyond the
+    background) of each group of processes, stacked, per variant (medians)."""
+    fig, (a, b) = save.pyplot().subplots(1, 2, figsize=(10, 3.8))
     for i, v in enumerate(VARIANTS):
         a.plot(
             range(1, len(res["rounds"]) + 1),
@@ -327,8 +421,15 @@ def plot(res: dict[str, Any], path: Path) -> None:
     a.set_xlabel("round")
     a.set_ylabel("search QPS via 1 proxy")
     a.legend(fontsize=7)
-    b.bar(["SIGKILL -> complete"], [res["failover_s"]], color="tab:orange")
-    b.set_ylabel("seconds")
+    rows = summary(res)
+    bottom = np.zeros(len(rows))
+    for group in GROUPS:
+        heights = np.array([grouped(r["beyond"])[group] for r in rows])
+        b.bar([r["variant"] for r in rows], heights, bottom=bottom, label=group)
+        bottom += heights
+    b.set_ylabel("CPU ms per search, beyond background")
+    b.tick_params(axis="x", labelsize=7)
+    b.legend(fontsize=7)
     fig.suptitle(f"{res['rows']:,} rows, {DIM}-d, exact search, 2 cores shared")
     save.plot(fig, path)
 
@@ -365,8 +466,24 @@ def main() -> None:
         finally:
             for s in sups:
                 s.stop_all()
+    res = kept(res)
     save.write("scaleout", res, report(res), plot)
     print(report(res))
+
+
+def kept(res: dict[str, Any]) -> dict[str, Any]:
+    """Returns the result to write: a run of MAIN_ROWS with the `extra` runs of the page
+    already written; a run of other rows kept as an extra of the page's main run (or,
+    with none yet, as the main run)."""
+    path = save.RESULTS / "scaleout.json"
+    old = json.loads(path.read_text()) if path.exists() else None
+    if res["rows"] == MAIN_ROWS:
+        keep = {k: old[k] for k in ("extra", "before") if old and k in old}
+        return res | {"extra": {}} | keep
+    if old is None or old["rows"] != MAIN_ROWS:
+        return res
+    old.setdefault("extra", {})[str(res["rows"])] = res
+    return old
 
 
 if __name__ == "__main__":

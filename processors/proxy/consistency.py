@@ -7,7 +7,7 @@ applied when that is at most `staleness_ms` behind now, waiting only when the no
 
 Only Strong needs a timestamp asked of the oracle after the read began (past every write
 acknowledged anywhere before it); Bounded's "now" may be a moment old (a proxy's block of
-timestamps: 50 ms at most, against a 5 s bound), and Eventually needs none.
+timestamps: 250 ms at most, against a 5 s bound), and Eventually needs none.
 """
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
 
-#: how long a `bounded_ts` is reused (a proxy of the cluster mode reuses its block of
-#: timestamps for up to TS_MAX_AGE_S; against Bounded's 5 s this is "now")
+#: how long a `bounded_ts` is reused (a proxy of the cluster mode reuses the first of its
+#: block of timestamps for up to BOUNDED_TS_AGE_S; against Bounded's 5 s this is "now")
 BOUNDED_REUSE_S = 0.01
 
 #: Where the consumed `ddl` position was kept before the state store (format 0, a raw key

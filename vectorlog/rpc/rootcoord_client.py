@@ -35,7 +35,7 @@ class _Block:
     """A range [next, end) of values fetched at `fetched` (monotonic seconds)."""
 
     def __init__(self) -> None:
-        self.next = self.end = 0
+        self.first = self.next = self.end = 0
         self.fetched = 0.0
 
     def take(self, count: int, max_age: float | None) -> int | None:
@@ -47,7 +47,8 @@ class _Block:
         return first
 
     def refill(self, first: int, count: int) -> None:
-        self.next, self.end, self.fetched = first, first + count, time.monotonic()
+        self.first, self.next, self.end = first, first, first + count
+        self.fetched = time.monotonic()
 
     def above(self, value: int) -> None:
         """Drops what is left of the block if it would serve `value` or less."""
@@ -251,7 +252,8 @@ class RootCoordClient:
     # -- time and ids ------------------------------------------------------------------------
     def now(self) -> int:
         """Returns a timestamp of the oracle, strictly above every one this client returned
-        before (by any method), from a block fetched at most `ts_max_age_s` ago."""
+        before (by any method but `recent`), from a block fetched at most `ts_max_age_s`
+        ago."""
         with self._lock:
             ts = self._ts.take(1, self._ts_age)
             if ts is None:
@@ -260,6 +262,16 @@ class RootCoordClient:
                 ts = self._ts.take(1, None)
             assert ts is not None
             return ts
+
+    def recent(self, max_age_s: float) -> int:
+        """Returns a timestamp the oracle handed this client at most `max_age_s` ago: the
+        first of its block if fetched since (no RPC; the same one again until the next
+        block), else the first of a new block. Not a fresh stamp: for a read that counts
+        back from about now (Bounded). Never below one it returned before."""
+        with self._lock:
+            if not self._ts.first or time.monotonic() - self._ts.fetched > max_age_s:
+                self._ts.refill(self._alloc_ts(self._ts_batch), self._ts_batch)
+            return self._ts.first
 
     def skip_past(self, ts: int) -> None:
         """Makes every later `now()` answer above `ts` (a DDL this process learned of from

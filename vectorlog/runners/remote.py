@@ -21,11 +21,13 @@ which settle the order from the log.
 Timestamps: writes are stamped from the client's block (RootCoordClient.now: fetched a
 block per RPC, served for at most TS_MAX_AGE_S), as Milvus's proxy allocator does; a write's
 ts needs only to be above what this process stamped before and above the DDL it follows.
-Bounded reads take "now" from that block too (it is at most TS_MAX_AGE_S old, far inside the
-staleness bound), Eventually reads take none. Only a Strong read asks the oracle (one RPC,
-never from a block, shared by concurrent Strong reads: runners.fetched_after): a block
-fetched before another proxy's write was acknowledged may lie below that write's ts, and a
-Strong read must see every write acknowledged anywhere before it began.
+Bounded reads take "now" from that block too, without taking a timestamp from it (the
+block's first, at most BOUNDED_TS_AGE_S old, far inside the staleness bound: the ticker keeps
+the block fresh, so a Bounded read makes no RPC), Eventually reads take none. Only a Strong
+read asks the oracle (one RPC, never from a block, shared by concurrent Strong reads:
+runners.fetched_after): a block fetched before another proxy's write was acknowledged may
+lie below that write's ts, and a Strong read must see every write acknowledged anywhere
+before it began.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ from vectorlog.runners.meta_cache import MetaCache
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
+
+#: how old the "now" a Bounded read counts back from may be (seconds): a little over the
+#: default tick interval, so the block the ticker fetched serves it; against Bounded's 5 s
+BOUNDED_TS_AGE_S = 0.25
 
 
 class WriteTooSlow(WriteOutcomeUnknown):
@@ -179,9 +185,10 @@ class RemoteRootCoord:
         return self._strong.get()
 
     def bounded_ts(self) -> int:
-        """Returns a ts of the client's block (no RPC unless it ran out or is over
-        TS_MAX_AGE_S old): at most that much older than now, inside any staleness bound."""
-        return self.client.now()
+        """Returns a ts the oracle handed this process at most BOUNDED_TS_AGE_S ago (its
+        block, refreshed by its ticker every tick: no RPC per read; each one had fetched a
+        block every TS_MAX_AGE_S, up to 20 AllocTimestamp a second while searching)."""
+        return self.client.recent(BOUNDED_TS_AGE_S)
 
     @contextlib.contextmanager
     def write_guard(self, info: CollectionInfo, partition_id: int = -1) -> Iterator[None]:

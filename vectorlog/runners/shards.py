@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vectorlog.core.errors import CollectionNotFound, InvalidArgument
+from vectorlog.processors.proxy.merge import merge_results
 from vectorlog.processors.querycoord.assignment import Owner
 from vectorlog.processors.querycoord.errors import NotServing
 from vectorlog.processors.querycoord.querycoord import HEARTBEAT_S
@@ -246,7 +247,8 @@ class ShardNode:
         [[pchannel, its tsafe after the read], ...]}: `op` (a QueryNodeService read) with
         `args` on each pchannel's QueryNode, after waiting for its tsafe >= ts; `found` is
         False where the collection is not on that pchannel (its QueryNode raised
-        CollectionNotFound: the proxy raises it if no pchannel has it).
+        CollectionNotFound: the proxy raises it if no pchannel has it); a search's found
+        results are merged into one (`_premerged`).
         Raises NotServing (a pchannel not served here, or this epoch dead),
         ConsistencyTimeout, InvalidArgument (an unknown op), what the read raises."""
         if op not in OPS:
@@ -260,8 +262,25 @@ class ShardNode:
         results = [
             [p, *_read(qn, op, p, ts, timeout, args, self._slots)] for p, qn in nodes.items()
         ]
+        if op == "search":
+            results = _premerged(results, args)
         tsafes = [[p, qn.tsafe([p])] for p, qn in nodes.items() if qn is not None]
         return {"node": self.name, "epoch": epoch, "results": results, "tsafes": tsafes}
+
+
+def _premerged(results: list[list[Any]], args: dict[str, Any]) -> list[list[Any]]:
+    """Returns a search's [pchannel, found, result] with this node's found results merged
+    into the first found one's place (the others' result None: merged there), as Milvus's
+    shard delegator reduces before the proxy does: the answer carries one result to encode
+    and decode instead of one per pchannel, and the proxy merges one per node. The merge
+    is the proxy's own (`args` asks each pchannel for limit + offset from 0, so its top
+    `limit` of the node's are among the overall ones); grouped searches are left to it."""
+    found = [r for _, ok, r in results if ok]
+    if len(found) < 2 or args.get("group_by") is not None:
+        return results
+    merged = merge_results(found, int(args["limit"]), 0, args.get("metric"))
+    first = next(i for i, (_, ok, _) in enumerate(results) if ok)
+    return [[p, ok, merged if i == first else None] for i, (p, ok, _) in enumerate(results)]
 
 
 def _read(

@@ -4,6 +4,7 @@ onto Milvus's MutationResult, QueryResults and SearchResultData."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,12 @@ class DataRpcs:
 
     def _info(self, name: str) -> CollectionInfo:
         return self.client.collection_info(name)
+
+    def _one_meta(self) -> AbstractContextManager[None]:
+        """Returns a block within which a read's meta look-ups make sure of the meta's
+        freshness once (Proxy.meta_point): a search looked its collection up twice (the
+        read, then its response's names), each asking the broker where the ddl topic ends."""
+        return self.client.cluster.proxy.meta_point()
 
     # -- flush ----------------------------------------------------------------------------------
     @rpc
@@ -81,20 +88,21 @@ class DataRpcs:
         as_of = None
         if params.get("iterator", "").lower() == "true":
             as_of = request.guarantee_timestamp or self.client.cluster.proxy.rc.strong_ts()
-        rows = self.client.query(
-            request.collection_name,
-            request.expr,
-            list(request.output_fields) or None,
-            ids=None,
-            partition_names=partition_names(request.partition_names),
-            limit=limit,
-            offset=int(params.get("offset", 0)),
-            consistency_level=None if as_of is not None else read_level(request),
-            as_of=as_of,
-            filter_params=conv.filter_params(request.expr_template_values),
-            timeout=deadline(context),
-        )
-        info = self._info(request.collection_name)
+        with self._one_meta():
+            rows = self.client.query(
+                request.collection_name,
+                request.expr,
+                list(request.output_fields) or None,
+                ids=None,
+                partition_names=partition_names(request.partition_names),
+                limit=limit,
+                offset=int(params.get("offset", 0)),
+                consistency_level=None if as_of is not None else read_level(request),
+                as_of=as_of,
+                filter_params=conv.filter_params(request.expr_template_values),
+                timeout=deadline(context),
+            )
+            info = self._info(request.collection_name)
         columns, names = _result_columns(rows, info, list(request.output_fields))
         return milvus_pb2.QueryResults(
             status=ok(),
@@ -114,8 +122,9 @@ class DataRpcs:
             if function_ranker(request):
                 raise InvalidArgument("function rerank is not supported with search iterator v2")
             return self._iterator_page(request, params, topk, context)
-        found = self._search(request, params, topk, index_search_params(params), context)
-        info = self._info(request.collection_name)
+        with self._one_meta():
+            found = self._search(request, params, topk, index_search_params(params), context)
+            info = self._info(request.collection_name)
         return milvus_pb2.SearchResults(
             status=ok(), results=search_result(found, topk, info), collection_name=info.name
         )

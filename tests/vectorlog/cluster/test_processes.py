@@ -102,6 +102,24 @@ def test_two_proxies_one_database_and_a_query_node_restarted(cluster: ProcessClu
     assert hits[0]["id"] == 22
 
 
+def test_a_search_over_four_shards_equals_the_exact_answer(cluster: ProcessCluster):
+    """The query node answers a search on each of its pchannels and merges them before the
+    proxy does: with an offset, several queries and an output field, the hits are the
+    exact nearest ones in order (growing data: brute force), as one node over all rows."""
+    client = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
+    client.create_collection(
+        "shards", dimension=4, metric_type="L2", consistency_level="Strong", num_shards=4
+    )
+    rows = [{"id": i, "vector": [float(i), 0.0, 0.0, 1.0], "tag": i % 7} for i in range(200)]
+    assert client.insert("shards", rows)["insert_count"] == 200
+    queries = [[100.4, 0.0, 0.0, 1.0], [10.3, 0.0, 0.0, 1.0]]
+    found = client.search("shards", queries, limit=6, offset=3, output_fields=["tag"])
+    expected = [[102, 98, 103, 97, 104, 96], [12, 8, 13, 7, 14, 6]]
+    assert [[h["id"] for h in hits] for hits in found] == expected
+    assert [h["entity"]["tag"] for h in found[0]] == [i % 7 for i in expected[0]]
+    assert found[0][0]["distance"] == pytest.approx(1.6**2, rel=1e-3)  # float32
+
+
 def _served(cluster: ProcessCluster, method: str) -> float:
     """Returns how many `method` calls rootcoord served, from its /metrics."""
     text = cluster.members["rootcoord"].metrics()

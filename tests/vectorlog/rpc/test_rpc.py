@@ -5,6 +5,7 @@ and RootCoordClient batches allocations without ever handing out a value twice."
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -151,6 +152,21 @@ def test_timestamps_come_in_blocks_strictly_increasing(
     stamps = [remote.now() for _ in range(1000)]
     assert all(a < b for a, b in zip(stamps, stamps[1:], strict=False))
     assert fake.allocations == [("ts", 256)] * 4  # ceil(1000 / 256) RPCs
+
+
+def test_a_recent_timestamp_comes_from_the_block_while_it_is_fresh_and_takes_none(
+    fake: CountingRootCoord, remote: RootCoordClient
+):
+    """A Bounded read's "now" (RootCoordClient.recent): the block's first while the block
+    is younger than the age asked, with no RPC and no timestamp taken from it; a new block
+    once it is older, never going back."""
+    first = remote.now()  # the block fetched (a ticker's stamp)
+    assert [remote.recent(3600) for _ in range(5)] == [first] * 5
+    assert remote.now() == first + 1  # nothing taken from the block by the reads
+    assert fake.allocations == [("ts", 256)]
+    time.sleep(0.02)
+    later = remote.recent(0.01)  # the block is older: a new one, above the first
+    assert later > first + 1 and fake.allocations == [("ts", 256)] * 2
 
 
 def test_a_restarted_client_never_reissues_a_timestamp_or_an_id(
