@@ -168,6 +168,8 @@ class RootCoord(RbacDdl):
         self._tail_fence: tuple[int, FenceState] | None = None
         self._version: int | None = None  # the ddl offset the in-memory meta is at
         self._bounded = (0.0, 0)  # (monotonic s until which it serves, bounded_ts)
+        self._strong = 0  # the highest strong_ts returned
+        self._strong_lock = threading.Lock()
 
     # -- RootCoordService: meta reads, timestamps, ids, ticks ------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
@@ -224,9 +226,16 @@ class RootCoord(RbacDdl):
     def strong_ts(self) -> int:
         """Returns the ts a Strong read reads at: the last tick appended, if nothing was
         stamped since it was computed and nothing is in flight (it covers every acknowledged
-        write, and serving at it appends nothing), else a fresh timestamp."""
+        write, and serving at it appends nothing), else a fresh timestamp; never one below a
+        ts it returned before."""
         tick = self._ticker.quiet_tick() if self._ticker is not None else None
-        return self.tso.now() if tick is None else tick
+        ts = self.tso.now() if tick is None else tick
+        # never below one returned before: a fresh ts taken while the ticker appended a tick
+        # it had computed earlier is above that tick, which then reads as quiet (a read at
+        # either sees the same rows: nothing was stamped between them)
+        with self._strong_lock:
+            self._strong = max(ts, self._strong)
+            return self._strong
 
     def bounded_ts(self) -> int:
         """Returns a `strong_ts()` at most BOUNDED_REUSE_S old (on a quiet cluster the last

@@ -174,6 +174,25 @@ def test_strong_timestamps_never_go_back_nor_pass_the_oracle(rootcoord: RootCoor
     assert first <= second < rootcoord.now()
 
 
+@pytest.mark.parametrize("backend", ["embedded"])
+def test_a_strong_ts_never_goes_back_when_an_older_tick_lands_after_a_fresh_one(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The ticker computes a tick, a Strong read meanwhile takes a fresh timestamp (the
+    cluster was not quiet), then the tick lands and the cluster reads as quiet at it: the
+    next Strong read must not go back to that older tick (it failed CI once so)."""
+    client = open_cluster(backend, request, tmp_path)
+    try:
+        rc, ticker = client.cluster.rootcoord, client.cluster.ticker
+        older = rc.now()
+        monkeypatch.setattr(ticker, "quiet_tick", lambda: None)  # not quiet: a fresh ts
+        first = rc.strong_ts()
+        monkeypatch.setattr(ticker, "quiet_tick", lambda: older)  # the older tick landed
+        assert older < first <= rc.strong_ts()
+    finally:
+        client.close()
+
+
 @in_process
 def test_the_write_guard_refuses_a_dropped_collection(rootcoord: RootCoordService):
     info = rootcoord.create_collection("books", SCHEMA)
