@@ -144,6 +144,8 @@ def install(clock: StageClock) -> None:
         clock.wrap(c, name, "fit")
     clock.wrap(c, "source_header", "header")
     clock.wrap(LogPositions, "check", "check")
+    if hasattr(LogPositions, "check_fetched"):  # the check before a dml write since s12
+        clock.wrap(LogPositions, "check_fetched", "check")
     for cls in (RemoteRootCoord, RootCoord):
         clock.wrap(cls, "describe_collection", "meta")
     clock.wrap(DdlWatch, "_catch_up", "meta")  # at a batch's start since the HWM cover

@@ -11,9 +11,14 @@ to the dead-letter topic once each (`DeadLetterWriter` remembers their positions
 rest of the batch proceeds.
 
 A worker sharing its positions on a topic (`LogPositions`) claims its partitions there when
-it opens, and checks before each dml write, dead letter and commit that no newer worker claimed one
-of them since; once one did, it writes and commits nothing more and stops (`fenced` says
-why; `vectorlog run ingest` then exits).
+it opens, then appends a takeover marker under its new epochs to each dml partition, and tags
+each dml write with its epoch of each source partition the write applies: every dml reader
+that read the marker hides a write of an older epoch after it (streams.log.lease_fence), so a
+fenced worker's late writes are never visible nor taken for applied by the new owner's
+recovery. Before each dml write it still checks the claims its positions reader already
+fetched (no request), and before each dead letter and commit, up to the positions topic's
+end, that no newer worker claimed one of its partitions; once one did, it writes and commits
+nothing more and stops (`fenced` says why; `vectorlog run ingest` then exits).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.errors import InvalidArgument, NotFound
-from vectorlog.core.faults import crash_point
+from vectorlog.core.faults import crash_point, pause_point
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
     MARK_EVERY_S,
@@ -53,7 +58,8 @@ from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import TopicNotFound
-from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.log.base import Append, Headers, Log, Record
+from vectorlog.streams.log.lease_fence import TAKEOVER_SOURCE, marker
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +214,7 @@ class IngestConsumer(ProcessorBase):
         LogError or IngestFenced."""
         self._owned = self._assignment()
         self.store.claim(self._owned, "{}/{}".format(*self._worker))
+        self._mark_takeover()
         self.store.refresh()
         self.store.check()
         self._recover()
@@ -216,6 +223,16 @@ class IngestConsumer(ProcessorBase):
         for topic, p in self._owned:
             positions[topic][p] = committed.get((topic, p), 0)
         return positions
+
+    def _mark_takeover(self) -> None:
+        """Appends a takeover marker under this worker's epochs to each dml partition, before
+        it recovers from dml: a fenced worker's write after it is hidden from every reader that
+        read it (streams.log.lease_fence). Raises LogError."""
+        tags = self.store.leases(self._owned)
+        if tags:
+            value = marker(TAKEOVER_SOURCE)
+            n = self.log.partitions(self._dml)
+            self.log.append(self._dml, [Append(p, value, None, tags) for p in range(n)])
 
     def _assignment(self) -> list[TopicPartition]:
         owned = []
@@ -351,11 +368,20 @@ class IngestConsumer(ProcessorBase):
             return
         sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
         try:
-            tag = (source_header(sources),)
-            self.store.check()
-            self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tag)
+            tags = self._tags(sources)
+            self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tags)
         except BAD_INPUT:
             self._apply_records(route, sources)
+
+    def _tags(self, sources: list[Record]) -> Headers:
+        """Returns the headers of a dml write applying `sources` (their positions, this
+        worker's lease of each of their partitions), once the claims fetched show no newer
+        worker. Raises IngestFenced."""
+        self.store.check_fetched()  # a fenced worker stops writing (the fence is the tags)
+        partitions = {(rec.topic, rec.partition) for rec in sources}
+        tags = (source_header(sources), *self.store.leases(partitions))
+        pause_point("ingest.before_dml")  # a test holds a worker here while another claims
+        return tags
 
     def _apply_records(self, route: IngestRoute, records: list[Record]) -> None:
         """Decodes and applies records one by one (runs of one target as one write)."""
@@ -390,9 +416,8 @@ class IngestConsumer(ProcessorBase):
         """Writes changes of one kind and collection through the proxy, tagged with their
         `sources`' positions. Raises what the proxy raises, or IngestFenced."""
         kind, name = changes[0].kind, changes[0].collection
-        tag = (source_header(sources),)
         schema = self.proxy.describe_collection(name).schema
-        self.store.check()  # a fenced worker writes nothing more
+        tag = self._tags(sources)
         if kind == UPSERT:
             fitted = [
                 known_fields(schema, fit_row(schema, c.item, c.json_text), route) for c in changes

@@ -19,6 +19,15 @@ Records, keyed so that compaction keeps the newest of each key (`_fold` reads al
   commit that had one.
 
 Partitions are divided among workers as Kafka's range assignor divides them (`assigned`).
+
+The fence is carried by the dml writes themselves (streams.log.lease_fence): each write names
+the lease `ingest:topic/partition` and the writer's epoch of each source partition it applies
+(`leases`), and a worker that claims partitions appends a takeover marker under its epochs to
+every dml partition before it recovers from dml (the consumer's `_mark_takeover`); so every
+reader of dml that read the marker, the new owner's recovery included, hides a write a fenced
+worker makes after it. The check before a dml write therefore only has to stop a fenced
+worker soon (`check_fetched`: the claims its reader already fetched, no request); a commit
+still reads the topic up to its end first (`check`).
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ from typing import Protocol
 from vectorlog.core.errors import VectorlogError
 from vectorlog.state.base import StateStore
 from vectorlog.streams.errors import LogError, TopicNotFound
-from vectorlog.streams.log.base import Append, Log, Reader, Record
+from vectorlog.streams.log.base import Append, Headers, Log, Reader, Record
+from vectorlog.streams.log.lease_fence import lease_headers
 from vectorlog.streams.scan import read_all
 
 log = logging.getLogger(__name__)
@@ -43,6 +53,8 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 #: the key prefix of a claim record
 CLAIM = "claim:"
+#: the lease prefix of a source partition on dml (`ingest:topic/partition`)
+LEASE = "ingest:"
 #: how long `check` may take to read the positions topic up to its end
 READ_TIMEOUT_S = 30.0
 
@@ -80,6 +92,15 @@ class PositionStore(Protocol):
         """Returns if no newer claim covers this worker's partitions. Raises IngestFenced."""
         ...
 
+    def check_fetched(self) -> None:
+        """As `check`, from the claims already fetched (no request). Raises IngestFenced."""
+        ...
+
+    def leases(self, partitions: Iterable[TopicPartition]) -> Headers:
+        """Returns the lease headers (streams.log.lease_fence) of this worker's claims of
+        `partitions`, for the dml writes applying them (none: not fenced on dml)."""
+        ...
+
     @property
     def fenced(self) -> str | None:
         """Why this worker was fenced (None: it was not)."""
@@ -113,6 +134,12 @@ class LocalPositions:
 
     def check(self) -> None:
         return None
+
+    def check_fetched(self) -> None:
+        return None
+
+    def leases(self, partitions: Iterable[TopicPartition]) -> Headers:
+        return ()
 
     def committed(self) -> dict[TopicPartition, int]:
         return {tp: off for tp, off in self.store.positions().items() if tp[0] != self._dml}
@@ -160,6 +187,7 @@ class LogPositions:
         self._next = 0
         for rec in read_all(self.log, self.topic, timeout=60.0):
             self._fold(rec)
+        self._reader = self.log.reader(self.topic, {0: self._next})  # fetches from now on
 
     def committed(self) -> dict[TopicPartition, int]:
         return dict(self._positions)
@@ -190,6 +218,25 @@ class LogPositions:
         a newer claim covers one of this worker's partitions. Raises LogError."""
         if self._lost is None and self._claims:
             self._catch_up()
+        self._judge()
+
+    def check_fetched(self) -> None:
+        """As `check`, from the records the reader already fetched (no request: the dml
+        writes carry the fence, see the module's docstring). Raises IngestFenced, LogError."""
+        if self._lost is None and self._claims and self._reader is not None:
+            for rec in self._reader.poll(1000, 0.0):
+                self._fold(rec)
+        self._judge()
+
+    def leases(self, partitions: Iterable[TopicPartition]) -> Headers:
+        claims = self._claims
+        return lease_headers(
+            [(f"{LEASE}{t}/{p}", claims[(t, p)]) for t, p in partitions if (t, p) in claims]
+        )
+
+    def _judge(self) -> None:
+        """Raises IngestFenced if a newer claim folded covers one of this worker's partitions."""
+        if self._lost is None:
             for tp, epoch in self._claims.items():
                 owner = self._owners.get(tp)
                 if owner is not None and owner[0] > epoch:
