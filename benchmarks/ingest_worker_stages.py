@@ -8,7 +8,10 @@ the workers started from DIR and from this tree too) go in an order reversed eve
 round, in the same cluster. Writes ingest_worker_stages.json and .md.
 
     python -m benchmarks.ingest_worker_stages [--rows 20000] [--rounds 2] [--workers 1,2]
-        [--formats json,connect,avro,debezium] [--before DIR] [--out DIR]
+        [--formats json,connect,avro,debezium] [--before DIR] [--out DIR] [--profile DIR]
+
+`--profile DIR`: each worker process is sampled by py-spy (100 Hz, $PY_SPY or py-spy on the
+PATH) into DIR/<run>.<worker>.txt, collapsed stacks (`py-spy record -f raw`).
 
 Avro needs a Schema Registry every process reaches: tests/schema_registry.py's server runs in
 this process and every process of the cluster is given its URL. Per run: rows/s from the worker
@@ -73,7 +76,7 @@ def encoders(registry: str) -> dict[str, Encode]:
 
 def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode: Encode,
             x: np.ndarray, tree: str, tmp: Path, n: int = 1,
-            setting: str = "") -> dict[str, Any]:  # fmt: skip
+            setting: str = "", profile: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Returns the anchor's rate, then that of `n` workers (started from source `tree`) on a
     backlog of `x` for new collection `name`, with their stage report (summed)."""
     anchor = w.anchor_rate(client, f"a_{name}", x)
@@ -91,6 +94,8 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
         argv = [argv[0], "-m", "benchmarks.ingest_stage_clock", *argv[3:], "--worker", f"{i}/{n}"]
         with (sup.dir / f"{child.name}.log").open("ab") as out:
             child.proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env, cwd=tree)
+        if profile is not None:
+            sampled(child.proc.pid, profile / f"{name}.{i}.txt")
     try:
         while not all(c.healthy() for c in children):
             if any(c.proc is not None and c.proc.poll() is not None for c in children):
@@ -110,6 +115,26 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     return {"workers": n, "rows_per_s": rate, "anchor_rows_per_s": anchor,
             "ratio": rate / anchor, "load": save.load1(), "process_cpu_s": cpu,
             **stages}  # fmt: skip
+
+
+def sampled(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """Returns py-spy recording process `pid` into `out` (collapsed stacks) until it exits."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = os.environ.get("PY_SPY", "py-spy")
+    argv = [
+        spy,
+        "record",
+        "-p",
+        str(pid),
+        "-r",
+        "100",
+        "-f",
+        "raw",
+        "-o",
+        str(out),
+        "--nonblocking",
+    ]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,8 +157,8 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], workers: list[int],
-        settings: dict[str, str] | None = None,
-        say: Callable[[str], None] = print) -> list[dict[str, Any]]:  # fmt: skip
+        settings: dict[str, str] | None = None, say: Callable[[str], None] = print,
+        profile: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Returns every run: per round, format, tree and number of workers (the order of the
     (tree, workers) runs reversed every other round)."""
     from infra.broker import running_broker
@@ -156,7 +181,7 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
                     try:
                         res = one_run(sup, client, boot, f"{fmt}_{label}_{n}w_{r}", encode[fmt],
                                       x, trees[label], Path(tmp), n,
-                                      (settings or {}).get(label, ""))  # fmt: skip
+                                      (settings or {}).get(label, ""), profile)  # fmt: skip
                     except Exception as exc:  # noqa: BLE001 - a run refused under load: said
                         say(f"{fmt} {label} {n}w round {r}: failed: {str(exc)[:300]}")
                         runs.append({"format": fmt, "code": label, "round": r, "workers": n,
@@ -227,6 +252,7 @@ def main(argv: list[str] | None = None) -> None:
                     " batch_size (instead of --before)")  # fmt: skip
     ap.add_argument("--before", help="another checkout: its worker is run next to this one's")
     ap.add_argument("--out", type=Path, default=save.RESULTS)
+    ap.add_argument("--profile", type=Path, help="py-spy each worker into this folder")
     args = ap.parse_args(argv)
     trees = {"before": args.before, "after": HERE} if args.before else {"this": HERE}
     load = save.load1()
@@ -236,7 +262,8 @@ def main(argv: list[str] | None = None) -> None:
         sizes = args.batch_sizes.split(",")
         trees = {f"b{b}": HERE for b in sizes}
         settings = {f"b{b}": f":auto;batch_size={b}" for b in sizes}
-    runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers, settings)
+    runs = run(args.rows, args.rounds, args.formats.split(","), trees, workers, settings,
+               profile=args.profile)  # fmt: skip
     load_text = f"{load:.0f} before, {save.load1():.0f} after"
     result = {"rows": args.rows, "runs": runs, "load": load_text, "machine": save.machine()}
     save.write("ingest_worker_stages", result, markdown(result, __doc__ or ""), out=args.out)
