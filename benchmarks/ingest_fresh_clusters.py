@@ -16,6 +16,14 @@ the run and where the consumer thread's samples fell from its produce to its rea
 for records, decode, fit, the dml append, the position commit, the rest of the write), and
 how many samples the sampler took there against how many it meant to (SAMPLE_EVERY_S apart:
 fewer means the process got little CPU). The sampler's own cost is in every figure.
+
+Per row, where its time went (`StageTimes`: the consumer's batch handling timed in this
+process): "to poll" is produce -> the consumer's poll returned its batch (the broker's
+delivery and the consumer's idle wait), "apply" is that -> its batch's write to dml came back
+(decode, fit, the proxy's write, the dml append's acknowledgement), "to visible" is that ->
+the first Strong query that returned it came back (the query node's tick and the probe's
+read cadence); each as p50 / p99 over the cluster's rows, and the mean share of each in the
+rows slower than the cluster's p95.
 """
 
 from __future__ import annotations
@@ -54,6 +62,63 @@ STAGES = (
     ("write (rest)", "proxy.py:insert"),
     ("poll", "consumer.py:_gather"),
 )
+
+
+class StageTimes:
+    """Notes, per source offset of the probe's topic, when the ingest consumer's poll handed
+    its batch over and when that batch's writes came back (`IngestConsumer._process`
+    wrapped while in use)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.polled: dict[int, float] = {}
+        self.applied: dict[int, float] = {}
+
+    def __enter__(self) -> StageTimes:
+        from vectorlog.processors.proxy.ingest.consumer import IngestConsumer
+
+        self._orig = process = IngestConsumer._process
+        times = self
+
+        def timed(consumer: Any, route: Any, records: list[Any]) -> None:
+            start = time.perf_counter()
+            process(consumer, route, records)
+            end = time.perf_counter()
+            offsets = [r.offset for r in records if r.topic == times.topic]
+            times.polled.update(dict.fromkeys(offsets, start))
+            times.applied.update(dict.fromkeys(offsets, end))
+
+        IngestConsumer._process = timed  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from vectorlog.processors.proxy.ingest.consumer import IngestConsumer
+
+        IngestConsumer._process = self._orig  # type: ignore[method-assign]
+
+    def split(self, probe: FreshnessProbe, ids: list[int]) -> dict[str, Any]:
+        """Returns p50 / p99 ms of each stage over `ids`, and each stage's mean share of the
+        total in the rows slower than the p95."""
+        rows = []
+        for i in ids:
+            off = probe.offsets.get(i)
+            if off in self.polled and i in probe.seen:
+                t0, t3 = probe.produced[i], probe.seen[i]
+                rows.append((self.polled[off] - t0, self.applied[off] - self.polled[off],
+                             t3 - self.applied[off], t3 - t0))  # fmt: skip
+        if not rows:
+            return {}
+        a = np.array(rows) * 1000
+        slow = a[a[:, 3] >= np.percentile(a[:, 3], 95)]
+        out: dict[str, Any] = {"rows": len(rows)}
+        for k, name in enumerate(SPLIT):
+            out[name] = [float(np.percentile(a[:, k], 50)), float(np.percentile(a[:, k], 99))]
+            out[f"{name} share of the slowest 5 %"] = float(np.mean(slow[:, k] / slow[:, 3]))
+        return out
+
+
+#: the stages of `StageTimes.split`
+SPLIT = ("to poll", "apply", "to visible")
 
 
 class Sampler:
@@ -101,7 +166,11 @@ def stage_of(frame: Any) -> str:
 
 def one_cluster(boot: str | None, x: np.ndarray, seconds: float) -> dict[str, Any]:
     """Returns the probe's figures on a new cluster, with the worst row's samples."""
-    with cluster(boot, "", None) as client, Sampler("proxy-ingest") as sampler:
+    with (
+        cluster(boot, "", None) as client,
+        Sampler("proxy-ingest") as sampler,
+        StageTimes(IngestTopic.default("fresh", client.cfg.cluster).name) as stages,
+    ):
         client.create_collection("fresh", dimension=DIM, metric_type="L2")
         topic = IngestTopic.default("fresh", client.cfg.cluster)
         probe = FreshnessProbe(client, "fresh", topic, FRESH_EVERY_S)
@@ -115,6 +184,7 @@ def one_cluster(boot: str | None, x: np.ndarray, seconds: float) -> dict[str, An
         out |= {
             "load": save.load1(),
             "late_rows": sum(v > GOAL_MS for v in late.values()),
+            "split": stages.split(probe, ids),
             "first_10_mean_ms": float(np.mean([late[i] for i in ids[:10]])),
             "rest_mean_ms": float(np.mean([late[i] for i in ids[10:]])),
             "worst": {
@@ -145,8 +215,20 @@ def run(backends: list[str], clusters: int, seconds: float) -> dict[str, list[di
                       f" {res['rest_mean_ms']:.0f},"
                       f" worst row {w['row']} at +{w['at_ms']:.0f} ms {w['samples']}"
                       f" ({sum(w['samples'].values())} of {w['samples_meant']} samples), load"
-                      f" {res['load']:.0f}", flush=True)  # fmt: skip
+                      f" {res['load']:.0f}; split {_split_text(res['split'])}",
+                      flush=True)  # fmt: skip
     return out
+
+
+def _split_text(split: dict[str, Any]) -> str:
+    """Returns a cluster's stage split as text: p50 / p99 ms (share of the slowest 5 %)."""
+    if not split:
+        return "(none)"
+    return "; ".join(
+        f"{name} {split[name][0]:.0f} / {split[name][1]:.0f}"
+        f" ({100 * split[f'{name} share of the slowest 5 %']:.0f} %)"
+        for name in SPLIT
+    )
 
 
 def markdown(result: dict[str, Any], doc: str) -> str:
@@ -162,6 +244,15 @@ def markdown(result: dict[str, Any], doc: str) -> str:
                  [_row(backend, k, r) for backend, runs in result["clusters"].items()
                   for k, r in enumerate(runs)],
                  "lrlrrrrrrrll",
+             ), "",
+             "Per row: p50 / p99 ms of each stage (its mean share of the time of the rows"
+             " slower than the p95)", "",
+             *save.table(
+                 ("backend", "cluster", *SPLIT),
+                 [(backend, k, *_split_text(r.get("split", {})).split("; "))
+                  for backend, runs in result["clusters"].items() for k, r in enumerate(runs)
+                  if r.get("split")],
+                 "lrlll",
              )]  # fmt: skip
     return "\n".join([*lines, "", "![p99 per cluster](ingest_fresh_clusters.png)", "",
                       "## Method", "", doc.strip(), ""])  # fmt: skip
