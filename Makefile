@@ -49,6 +49,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.ingest_topic_stages
 	$(BIN)/python -m benchmarks.ingest_worker_stages
 	$(BIN)/python -m benchmarks.ingest_fresh_clusters
+	$(BIN)/python -m benchmarks.ingest_worker_fresh
 	$(BIN)/python -m benchmarks.replay_bench
 	$(BIN)/python -m benchmarks.restart_bench
 	$(BIN)/python -m benchmarks.bulkload_bench

@@ -22,6 +22,7 @@ PAGES = {
     "compaction": ("compaction_bench", "markdown", False),
     "datanode_onoff": ("datanode_onoff_bench", "report", True),
     "datanodes": ("datanodes_bench", "report", True),
+    "ingest_worker_fresh": ("ingest_worker_fresh", "markdown", True),
     "open_close": ("open_close_bench", "markdown", True),
     "rebuild": ("rebuild_bench", "markdown", True),
     "restart": ("restart_bench", "report", True),
