@@ -218,6 +218,7 @@ class IngestConsumer(ProcessorBase):
         self.store.refresh()
         self.store.check()
         self._recover()
+        pause_point("ingest.recovered")  # a test holds a new owner here
         committed = self.store.committed()
         positions: dict[str, dict[int, int]] = {r.topic: {} for r in self.routes}
         for topic, p in self._owned:

@@ -3,7 +3,8 @@ backends: a second worker started with the same share claims its partitions; the
 fenced at its next write or commit and writes nothing more, and every source record lands on
 dml exactly once (read back). A write the first worker had in hand when the second took over
 (held at the pause point before its dml append) lands after the second's takeover marker and
-is hidden from every reader: its stale values never show and it is never counted twice."""
+is hidden from every reader: its stale values never show and it is never counted twice, also
+when it lands before the second worker's first write (after its recovery read dml)."""
 
 from __future__ import annotations
 
@@ -128,4 +129,40 @@ def test_a_fenced_workers_write_in_hand_is_hidden_after_the_takeover(
     )
     applied = whole_writes_per_source(client.cluster.log, client.cluster.topics.dml, topic)
     assert sorted(applied) == [(0, o) for o in range(3 * ROUND)]
+    assert set(applied.values()) == {1}
+
+
+def test_a_fenced_workers_write_before_the_new_owners_first_is_hidden(
+    client: Client, workers: Started, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    held, opened = tmp_path / "held", tmp_path / "opened"
+    held.mkdir(), opened.mkdir()
+    topic = unique_topic("marked")
+    client.cluster.log.create_topic(topic, 1)
+    client.create_collection("c", dimension=2, metric_type="L2")
+    first = start_worker(client, topic, workers)
+    last = max(produce(client, topic, rows(0)))
+    wait_until(lambda: first.positions().get((topic, 0), 0) > last, 60, "round 1 consumed")
+    monkeypatch.setenv(PAUSE_ENV, f"ingest.before_dml?={held}")
+    (held / PAUSE_ARM).write_text("")
+    try:
+        last = max(produce(client, topic, rows(ROUND)))  # the first worker holds this write
+        wait_until(lambda: any(held.glob("ingest.before_dml.*")), 60, "the first held")
+        monkeypatch.setenv(PAUSE_ENV, f"ingest.recovered={opened}")
+        second = start_worker(client, topic, workers)  # claims, marks dml, recovers, holds
+        wait_until(lambda: any(opened.glob("ingest.recovered.*")), 60, "the second held")
+        (held / PAUSE_GO).write_text("")  # the first's write lands before any of the second's
+        wait_until(lambda: first.fenced is not None, 60, "the first worker fenced")
+    finally:
+        (held / PAUSE_GO).write_text("")
+        (opened / PAUSE_GO).write_text("")
+    wait_until(
+        lambda: (
+            second.positions().get((topic, 0), 0) > last and ids(client) == list(range(2 * ROUND))
+        ),
+        60,
+        "round 2 applied by the second worker and visible",
+    )
+    applied = whole_writes_per_source(client.cluster.log, client.cluster.topics.dml, topic)
+    assert sorted(applied) == [(0, o) for o in range(2 * ROUND)]
     assert set(applied.values()) == {1}
