@@ -136,7 +136,8 @@ def test_a_fenced_workers_write_before_the_new_owners_first_is_hidden(
     client: Client, workers: Started, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
     held, opened = tmp_path / "held", tmp_path / "opened"
-    held.mkdir(), opened.mkdir()
+    held.mkdir()
+    opened.mkdir()
     topic = unique_topic("marked")
     client.cluster.log.create_topic(topic, 1)
     client.create_collection("c", dimension=2, metric_type="L2")
