@@ -17,6 +17,7 @@ from tests.processors.datacoord.test_coord_followers import (
     snapshot,
 )
 from tests.processors.fakes import FakeRootCoord
+from tests.streams.counting import ReaderLog
 from tests.support import unique_topic
 from vectorlog.jobs.replay import Filters, Positions, Replayed, replay
 from vectorlog.processors.datacoord.channels import DataChannelCoord
@@ -190,3 +191,31 @@ def late_seal(log: Log, topics: Topics, segment: int, ts: int) -> None:
     serde = Serdes().for_topic(topics.coord)
     event = Event("SegmentsSealed", ts, {"segment_ids": [segment], "reason": "size"})
     leader(log, 1).append(topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+
+
+def test_a_datacoord_consumer_starts_with_its_recoverys_fence_state(log: Log):
+    """After a takeover, a datacoord recovers from coord's start through the marker and starts
+    its consumer where the recovery ended, with the fence state the recovery read (not worked
+    out again from coord's start): the old leader's seal landing after the start is ignored,
+    and the only reader of coord opened after the recovery is the consumer's, at its end."""
+    topics = Topics(unique_topic("dk"), dml_partitions=2)
+    topics.ensure(log)
+    rc = FakeRootCoord(next_id=7)
+    old = datacoord(log, topics, rc, 1, MemoryDisk())
+    segment = old.assign_segments(1, 2, "v0", 0, 20, 100, rc.now())[0][0]
+    old.stop()
+    leader(log, 2).append(topics.coord, takeover_marker(1))
+    counted = ReaderLog(log)
+    settings = DataCoordSettings(max_segment_bytes=4000)
+    new = DataCoord(leader(counted, 2), topics, Serdes(), MemoryStateStore(), rc, settings)
+    new.recover()
+    recovery = len(counted.starts(topics.coord))
+    new.start()
+    try:
+        late_seal(log, topics, segment, rc.now())
+        new.assign_segments(1, 2, "v1", 0, 20, 100, rc.now())  # applied after the late seal
+        assert [s["state"] for s in new.get_segment_info([segment])] == ["Growing"]
+        resumed = counted.starts(topics.coord)[recovery:]
+        assert len(resumed) == 1 and resumed[0][0] > 0, resumed
+    finally:
+        new.stop()
