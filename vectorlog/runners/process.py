@@ -396,7 +396,7 @@ class ProcessRunner:
         ddl = (self.topics.ddl, self.serdes.for_topic(self.topics.ddl))
         remote = RemoteRootCoord(
             client, self.writes, self.topics.dml, serde, source, interval,
-            lease=None if lease is None else _epoch(lease), ddl=ddl,
+            lease=None if lease is None else _epoch(lease), ddl=ddl, blobs=self.objects,
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)
