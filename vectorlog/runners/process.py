@@ -247,9 +247,15 @@ class ProcessRunner:
         """Waits for rootcoord (runners.peerwait), then for the datacoord and index node this
         role calls, each checked to serve this process's cluster; then checks that this
         process's storage root is rootcoord's (runners.identity), before anything is opened.
+        A role given several addresses (standbys) has each one that answers checked alike.
         Raises PeerUnavailable, OtherCluster, StorageRootMismatch, a StorageError."""
         from vectorlog.runners.identity import check_identity
-        from vectorlog.runners.peerwait import wait_for_member, wait_for_rootcoord
+        from vectorlog.runners.peerwait import (
+            LISTED_S,
+            check_listed,
+            wait_for_member,
+            wait_for_rootcoord,
+        )
 
         cfg, token, wait = self.cfg, self.peers.token, self._peer_wait_s
         address = self._need("rootcoord")
@@ -259,8 +265,14 @@ class ProcessRunner:
             if peer in needed:
                 where = self._need(peer)
                 wait_for_member(self.role, peer, where, token, wait, self.stopping, cfg.cluster)
+                check_listed(peer, where, token, cfg.cluster)
         root = cfg.storage_uri()
         self.identity = check_identity(address, token, wait, self.objects, root)
+
+        def same_root(one: str) -> None:
+            check_identity(one, token, LISTED_S, self.objects, root)
+
+        check_listed("rootcoord", address, token, cfg.cluster, same_root)
 
     # -- leading ------------------------------------------------------------------------------
     def _lead(self, role: str) -> Lease:
