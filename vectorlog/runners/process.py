@@ -341,7 +341,12 @@ class ProcessRunner:
         from vectorlog.processors.rootcoord.rootcoord import RootCoord
         from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
         from vectorlog.processors.rootcoord.tso import TimestampOracle
-        from vectorlog.runners.identity import ensure_identity, served
+        from vectorlog.runners.identity import (
+            ensure_identity,
+            record_identity,
+            recorded_identity,
+            served,
+        )
         from vectorlog.runners.standalone import _claim, _open_state
 
         cfg = self.cfg
@@ -349,7 +354,12 @@ class ProcessRunner:
         _claim(store, cfg)
         self.lease = self._lead("rootcoord")
         root = cfg.storage_uri()
-        found = ensure_identity(self.objects, root, cfg.cluster, store, cfg.state_dir())
+        coord, coord_serde = self.topics.coord, self.serdes.for_topic(self.topics.coord)
+        recorded = recorded_identity(self.log, coord, coord_serde, self.objects)
+        state_dir = cfg.state_dir()
+        found = ensure_identity(self.objects, root, cfg.cluster, store, state_dir, recorded)
+        if recorded is None:
+            record_identity(self.writes, coord, coord_serde, found, root)
         self.identity = served(found, root)
         tso = TimestampOracle(store, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
