@@ -133,16 +133,6 @@ def stand_in(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[li
     return [], offset
 
 
-def fresh_start(log: Log, topic: str, blobs: Blobs | None) -> tuple[list[Record], int]:
-    """Returns what a follower with no stored position applies first and the offset it reads
-    on from: the newest snapshot (or the one standing in for deleted records) and the offset
-    after it (see `stand_in`); without `blobs`, none and the topic's first kept offset.
-    Raises SnapshotMissing, LogError."""
-    if blobs is None:
-        return [], start_offsets(log, topic).get(0, 0)
-    return stand_in(log, topic, blobs, 0)
-
-
 class FenceMemo:
     """The lease fence state at an offset of each single-partition topic, as a reader left it
     (`read_from` at its end, `resume_fence` at each start): a consumer that goes on from
@@ -158,6 +148,24 @@ class FenceMemo:
     def get(self, topic: str) -> tuple[int, FenceState] | None:
         """Returns (offset, the fence state there) last noted for `topic`, None if none."""
         return self._at.get(topic)
+
+
+def fresh_start(
+    log: Log, topic: str, blobs: Blobs | None, memo: FenceMemo | None = None
+) -> tuple[list[Record], int]:
+    """Returns what a follower with no stored position applies first and the offset it reads
+    on from: the newest snapshot (or the one standing in for deleted records) and the offset
+    after it (see `stand_in`); without `blobs`, none and the topic's first kept offset.
+    `memo`: given the fence state at that offset (the snapshot's; none below a topic's first
+    kept record without one), so the follower's reader does not read the snapshot again.
+    Raises SnapshotMissing, LogError."""
+    if blobs is None:
+        records, offset = [], start_offsets(log, topic).get(0, 0)
+    else:
+        records, offset = stand_in(log, topic, blobs, 0)
+    if memo is not None:
+        memo.note(topic, offset, kept_fence(records))
+    return records, offset
 
 
 def read_from(
