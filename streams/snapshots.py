@@ -159,8 +159,9 @@ def fresh_start(
     `memo`: given the fence state at that offset (the snapshot's; none below a topic's first
     kept record without one), so the follower's reader does not read the snapshot again.
     Raises SnapshotMissing, LogError."""
+    records: list[Record] = []
     if blobs is None:
-        records, offset = [], start_offsets(log, topic).get(0, 0)
+        offset = start_offsets(log, topic).get(0, 0)
     else:
         records, offset = stand_in(log, topic, blobs, 0)
     if memo is not None:
