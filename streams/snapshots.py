@@ -133,28 +133,66 @@ def stand_in(log: Log, topic: str, blobs: Blobs | None, offset: int) -> tuple[li
     return [], offset
 
 
-def fresh_start(log: Log, topic: str, blobs: Blobs | None) -> tuple[list[Record], int]:
+class FenceMemo:
+    """The lease fence state at an offset of each single-partition topic, as a reader left it
+    (`read_from` at its end, `resume_fence` at each start): a consumer that goes on from
+    there takes it instead of working it out again (`fence_at`'s `since`)."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, tuple[int, FenceState]] = {}
+
+    def note(self, topic: str, offset: int, state: FenceState) -> None:
+        """Remembers `state` as the fence state at `offset` of `topic`."""
+        self._at[topic] = (offset, {p: dict(roles) for p, roles in state.items()})
+
+    def get(self, topic: str) -> tuple[int, FenceState] | None:
+        """Returns (offset, the fence state there) last noted for `topic`, None if none."""
+        return self._at.get(topic)
+
+
+def fresh_start(
+    log: Log, topic: str, blobs: Blobs | None, memo: FenceMemo | None = None
+) -> tuple[list[Record], int]:
     """Returns what a follower with no stored position applies first and the offset it reads
     on from: the newest snapshot (or the one standing in for deleted records) and the offset
     after it (see `stand_in`); without `blobs`, none and the topic's first kept offset.
+    `memo`: given the fence state at that offset (the snapshot's; none below a topic's first
+    kept record without one), so the follower's reader does not read the snapshot again.
     Raises SnapshotMissing, LogError."""
+    records: list[Record] = []
     if blobs is None:
-        return [], start_offsets(log, topic).get(0, 0)
-    return stand_in(log, topic, blobs, 0)
+        offset = start_offsets(log, topic).get(0, 0)
+    else:
+        records, offset = stand_in(log, topic, blobs, 0)
+    if memo is not None:
+        memo.note(topic, offset, kept_fence(records))
+    return records, offset
 
 
 def read_from(
-    log: Log, topic: str, blobs: Blobs | None, offset: int = 0, timeout: float = 60.0
+    log: Log,
+    topic: str,
+    blobs: Blobs | None,
+    offset: int = 0,
+    timeout: float = 60.0,
+    memo: FenceMemo | None = None,
 ) -> Iterator[Record]:
     """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`), after the
-    snapshot that stands in for the records below where it reads from (`stand_in`). Raises
-    SnapshotMissing, LogError."""
+    snapshot that stands in for the records below where it reads from (`stand_in`); `memo`:
+    given the fence state after the last record once every record was yielded (a consumer
+    resuming there reads nothing to work it out). Raises SnapshotMissing, LogError."""
     records, offset = stand_in(log, topic, blobs, offset)
     fence = kept_fence(records) if records else fence_at(log, topic, blobs, offset, timeout)
+    state = {p: dict(roles) for p, roles in fence.items()}
     for rec in records:
         yield rec
         crash_point(AFTER_RECORD)
-    yield from read_to_end(log, topic, timeout, {0: offset}, fence)
+    for rec in read_to_end(log, topic, timeout, {0: offset}, fence):
+        fold_leases(state, [rec])
+        offset = rec.offset + 1
+        yield rec
+    if memo is not None:
+        memo.note(topic, offset, state)
 
 
 def kept_fence(records: Sequence[Record]) -> FenceState:
@@ -232,12 +270,21 @@ def start_fence(log: Log, topic: str, blobs: Blobs | None, positions: dict[int, 
     return fence_at(log, topic, blobs, max(positions.get(0, 0), first[0]))
 
 
-def resume_fence(log: Log, blobs: Blobs | None) -> Callable[[str, dict[int, int]], FenceState]:
+def resume_fence(
+    log: Log, blobs: Blobs | None, memo: FenceMemo | None = None
+) -> Callable[[str, dict[int, int]], FenceState]:
     """Returns what gives a reader of a single-partition topic starting at `positions` the
-    lease fence state there (`fence_at`; none for a topic of several partitions)."""
+    lease fence state there (`fence_at`; none for a topic of several partitions): read on
+    from the state `memo` holds at or below them (a recovery read's end, the last start),
+    else worked out from the newest snapshot at or below them; each answer noted in `memo`."""
+    memo = memo if memo is not None else FenceMemo()
 
     def at(topic: str, positions: dict[int, int]) -> FenceState:
-        return fence_at(log, topic, blobs, positions[0]) if set(positions) == {0} else {}
+        if set(positions) != {0}:
+            return {}
+        state = fence_at(log, topic, blobs, positions[0], since=memo.get(topic))
+        memo.note(topic, positions[0], state)
+        return state
 
     return at
 

@@ -29,7 +29,7 @@ from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.channel_fence import ChannelFence, Writer
 from vectorlog.streams.log.base import Append, Log, Record
-from vectorlog.streams.snapshots import Blobs, fresh_start, resume_fence
+from vectorlog.streams.snapshots import Blobs, FenceMemo, fresh_start, resume_fence
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -108,8 +108,9 @@ class DataChannelCoord(ProcessorBase):
         self.offset = -1
         self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
+        self._fences = FenceMemo()  # the fresh start's: its reader starts there
         self._source = RecordSource(
-            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs)
+            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs, self._fences)
         )
         self.loop = ProcessorLoop(self, tick_s=DECIDE_S, join_timeout_s=10)
 
@@ -124,7 +125,7 @@ class DataChannelCoord(ProcessorBase):
 
     def open(self) -> None:
         if self.offset < 0:
-            records, offset = fresh_start(self._log, self._topic, self._blobs)
+            records, offset = fresh_start(self._log, self._topic, self._blobs, self._fences)
             for rec in records:
                 self._apply(rec)
             self.offset = offset

@@ -14,7 +14,8 @@ accepted). For the followers of the assignments (issue 23), last: the newest
 QueryChannelsAssigned, each collection's newest QueryReplicasConfigured, and each node's newest
 heartbeat (QueryNodeReported; DataNodeReported per role) of its newest epoch, after the
 assignments so that a heartbeat of a registration declared dead stays ignored. Then each job's
-newest JobRecorded (the cluster mode's bulk inserts and compactions; the newest MAX_JOBS).
+newest JobRecorded (the cluster mode's bulk inserts and compactions; the newest MAX_JOBS), and
+the newest ClusterIdentityRecorded (the storage root's identity, runners.identity).
 Allocations (SegmentsAllocated) are left out:
 they expire within seconds. Every consumer's appliers are idempotent and monotone, so the
 snapshot then the records after it give the state the whole topic gives.
@@ -48,6 +49,7 @@ class CoordFold:
         self.replicas: dict[int, Event] = {}  # collection -> its newest QueryReplicasConfigured
         self.heartbeats: dict[tuple[str, str, str], Event] = {}  # (type, role, node) -> newest
         self.jobs: dict[int, Event] = {}  # job id -> its newest JobRecorded, oldest job first
+        self.identity: Event | None = None  # the newest ClusterIdentityRecorded
 
     def apply(self, event: Event) -> None:
         """Folds one event in (types that do not belong on coord, and fenced data node
@@ -85,6 +87,7 @@ class CoordFold:
         out += [self.replicas[c] for c in sorted(self.replicas)]
         out += [self.heartbeats[k] for k in sorted(self.heartbeats)]
         out += list(self.jobs.values())
+        out += [self.identity] if self.identity is not None else []
         return out
 
     def _seg(self, sid: int) -> dict[str, Event]:
@@ -152,6 +155,9 @@ class CoordFold:
         self.jobs[e.body["job_id"]] = e  # a job keeps its place: its first record's
         while len(self.jobs) > MAX_JOBS:
             del self.jobs[next(iter(self.jobs))]
+
+    def _ClusterIdentityRecorded(self, e: Event) -> None:  # noqa: N802
+        self.identity = e
 
     def _SegmentIndexed(self, e: Event) -> None:  # noqa: N802
         b = e.body

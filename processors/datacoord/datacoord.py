@@ -43,7 +43,7 @@ from vectorlog.state.base import StateStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.periodic import Periodic
-from vectorlog.streams.snapshots import Blobs, read_from, resume_fence
+from vectorlog.streams.snapshots import Blobs, FenceMemo, read_from, resume_fence
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,9 @@ class DataCoord(ProcessorBase):
         self._pending_allocations: list[dict[str, int]] = []
         self._current: dict[tuple[int, int, str], Segment] = {}  # channel -> its Growing one
         self._next = 0  # the next coord offset to consume: a record is done once decided on
+        self._fences = FenceMemo()  # the recovery read's end: the consumer starts there
         self._source = RecordSource(
-            log, lambda: {self.topic: {0: self._next}}, resume_fence(log, snapshots)
+            log, lambda: {self.topic: {0: self._next}}, resume_fence(log, snapshots, self._fences)
         )
         self._loop = ProcessorLoop(self, join_timeout_s=10)
         interval = self.settings.background_interval_s
@@ -91,7 +92,10 @@ class DataCoord(ProcessorBase):
         decision the state calls for (the replay's commits synced once, at its end)."""
         position = self.meta.position()
         with self.meta.store.synced_once():
-            for rec in read_from(self.log, self.topic, self.snapshots, position, timeout):
+            records = read_from(
+                self.log, self.topic, self.snapshots, position, timeout, self._fences
+            )
+            for rec in records:
                 self._consume(rec)
         self._decide(self.meta.segments.values())
 

@@ -64,7 +64,7 @@ from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.log.lease_fence import seeded
 from vectorlog.streams.msgstream import DEFAULT_MAX_SKEW_MS, MsgPack, StreamPosition, TickPolicy
-from vectorlog.streams.snapshots import fence_at, read_from
+from vectorlog.streams.snapshots import FenceMemo, fence_at, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -209,13 +209,14 @@ class DataNode(ProcessorBase):
             self._load_state()
         else:
             self._seed_collections()
-        coord_end, self.recovered_coord_records = 0, 0
-        for rec in read_from(self.log, self.topics.coord, self.objects, 0, timeout):
+        coord_end, self.recovered_coord_records, memo = 0, 0, FenceMemo()
+        coord = self.topics.coord
+        for rec in read_from(self.log, coord, self.objects, 0, timeout, memo):
             coord_end = rec.offset + 1
             self.recovered_coord_records += 1
             self._coord_record(rec)
-        coord = self.topics.coord  # the reader goes on with the lease fence there (lease_fence)
-        fence = fence_at(self.log, coord, self.objects, coord_end, timeout)
+        # the reader goes on with the lease fence there (lease_fence): the read's own
+        fence = fence_at(self.log, coord, self.objects, coord_end, timeout, memo.get(coord))
         self._coord_reader = seeded(self.log.reader(coord, {0: coord_end}), fence)
         self._delete_orphans()
         if self.owned is not None:

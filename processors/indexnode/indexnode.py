@@ -83,7 +83,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.scan import END_MARKER_SOURCE, settled_end
-from vectorlog.streams.snapshots import read_from, resume_fence
+from vectorlog.streams.snapshots import FenceMemo, read_from, resume_fence
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -145,10 +145,11 @@ class IndexNode(ProcessorBase):
         self._failed: dict[tuple[int, int], str] = {}
         self._changed = threading.Condition()
         self.name = name
+        self._fences = FenceMemo()  # the recovery reads' ends: the consumer starts there
         self._source = RecordSource(
             log,
             lambda: {t: {0: self.state.position(t)} for t in self.serdes},
-            resume_fence(log, objects),
+            resume_fence(log, objects, self._fences),
         )
         self._loop = ProcessorLoop(self, tick_s=RESCHEDULE_S, join_timeout_s=60)
         self._stop = self._loop.stopping
@@ -165,7 +166,8 @@ class IndexNode(ProcessorBase):
         with self.state.store.synced_once():
             for topic in (self.topics.ddl, self.topics.coord):
                 position = self.state.position(topic)
-                for rec in read_from(self.log, topic, self.objects, position, timeout):
+                records = read_from(self.log, topic, self.objects, position, timeout, self._fences)
+                for rec in records:
                     self._consume(topic, rec)
         if self.owns is None:  # several: another node's build may be under way
             self._delete_orphans()

@@ -14,7 +14,7 @@ from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.log.base import Log
-from vectorlog.streams.snapshots import Blobs, fresh_start, resume_fence
+from vectorlog.streams.snapshots import Blobs, FenceMemo, fresh_start, resume_fence
 
 log = logging.getLogger(__name__)
 #: coord records read per round
@@ -51,8 +51,9 @@ class CoordFollower(ProcessorBase):
         self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
         self.changed = threading.Condition()  # notified after each new assignment
+        self._fences = FenceMemo()  # the fresh start's: its reader starts there
         self._source = RecordSource(
-            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs)
+            log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs, self._fences)
         )
         self.loop = ProcessorLoop(self, tick_s=tick_s, join_timeout_s=10)
 
@@ -64,7 +65,7 @@ class CoordFollower(ProcessorBase):
 
     def open(self) -> None:
         if self.offset < 0:
-            records, offset = fresh_start(self._log, self._topic, self._blobs)
+            records, offset = fresh_start(self._log, self._topic, self._blobs, self._fences)
             for rec in records:
                 self._apply(rec.value)
             self.offset = offset

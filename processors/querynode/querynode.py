@@ -34,6 +34,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionHistory, CollectionSchema, FieldSchema
 from vectorlog.core.results import SearchResult
 from vectorlog.processors.querynode.cacheload import CacheLoad
+from vectorlog.processors.querynode.early_stream import EarlyStream
 from vectorlog.processors.querynode.imported import compacted_row_ids, imported_rows
 from vectorlog.processors.querynode.indexes import IndexLoader
 from vectorlog.processors.querynode.mmapcache import CachedVectors
@@ -108,6 +109,7 @@ class QueryNode(ProcessorBase):
         self._only = pchannels  # None: every segment is loaded, whatever its pchannel
         self._start = {p: StreamPosition() for p in served}
         self._stream: TtMsgStream | None = None  # opened by start()
+        self._early: EarlyStream | None = None  # opened by recover() meanwhile (warm-up)
         self._meta_horizon = 0  # unknown collections' events before this are skipped
         self.loaded_rows = 0  # rows loaded from binlogs by recover()
         self._tsafe = [0] * topics.dml_partitions
@@ -163,6 +165,7 @@ class QueryNode(ProcessorBase):
         topic cannot be read."""
         point = read_point(self._log, self._coord, self._coord_serde, self._snapshots, timeout)
         self._meta_horizon = horizon
+        self._open_early(point)
         try:
             loaded = self._load(point, histories, files)
         except Exception as exc:
@@ -212,18 +215,33 @@ class QueryNode(ProcessorBase):
             self.cache.loaded(point, self.replicas)
         return loaded
 
-    def start(self) -> None:
-        """Opens dml at the start positions and starts consuming on the shared loop."""
-        self._stream = tick_aligned(
+    def _open_early(self, point: RecoveryPoint) -> None:
+        """With a warm-up (its ticks read back), starts opening the stream at the positions
+        `point` gives while the segments load (early_stream)."""
+        if self._ticks is None or not self._ticks.warm_up or self._early is not None:
+            return
+        at = {p: point.checkpoints.get(p, pos) for p, pos in self._start.items()}
+        self._early = EarlyStream(at, self._open_stream)
+
+    def _open_stream(self, positions: dict[int, StreamPosition]) -> TtMsgStream:
+        """Returns the dml stream of the pchannels served from `positions`."""
+        return tick_aligned(
             self._log,
             self._topic,
-            dict(self._start),
+            positions,
             self._serde,
             self._dead_letter,
             self._clock,
             self._max_skew_ms,
             ticks=self._ticks,
         )
+
+    def start(self) -> None:
+        """Opens dml at the start positions (or takes the stream `recover` opened there) and
+        starts consuming on the shared loop."""
+        early, self._early = self._early, None
+        stream = early.take(dict(self._start)) if early is not None else None
+        self._stream = stream if stream is not None else self._open_stream(dict(self._start))
         self._loop.start()
         if self.cache is not None:  # entries grow with their segments from now on
             self.cache.watch(lambda: self.replicas.copy().values())
@@ -276,6 +294,9 @@ class QueryNode(ProcessorBase):
     def close(self) -> None:
         """Stops, closes the stream and finishes the cache writes queued."""
         self.stop()
+        early, self._early = self._early, None
+        if early is not None:
+            early.discard()
         if self._stream is not None:
             self._stream.close()
         if self.cache is not None:

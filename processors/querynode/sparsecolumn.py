@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import FieldSchema
@@ -31,6 +30,9 @@ from vectorlog.processors.querynode.vectorcolumn import (
     unload_segment_indexes,
 )
 from vectorlog.storage import sparse_index as inverted
+
+if TYPE_CHECKING:  # annotations only (core.sparse: why scipy.sparse is imported late)
+    import scipy.sparse as sp
 
 Result = tuple[np.ndarray, np.ndarray]
 

@@ -71,7 +71,7 @@ from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError, RecordTooLarge, TopicPartitionNotFound
 from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.log.lease_fence import FenceState, seeded
-from vectorlog.streams.snapshots import Blobs, fence_at, is_snapshot, read_from
+from vectorlog.streams.snapshots import Blobs, FenceMemo, fence_at, is_snapshot, read_from
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger(__name__)
@@ -640,10 +640,13 @@ class RootCoord(RbacDdl):
         return {(self.topics.ddl, 0): self.stored_position()}
 
     def recover(self, timeout: float = 60.0) -> int:
-        """Replays `ddl` from the stored position to its end; returns events applied."""
-        position = self.stored_position()
-        records = read_from(self.log, self.topics.ddl, self._snapshots, position, timeout)
-        return sum(self._replay_one(rec) for rec in records)
+        """Replays `ddl` from the stored position to its end; returns events applied. The
+        catch-up reader goes on with the lease fence state this read ended with."""
+        position, memo = self.stored_position(), FenceMemo()
+        records = read_from(self.log, self.topics.ddl, self._snapshots, position, timeout, memo)
+        applied = sum(self._replay_one(rec) for rec in records)
+        self._tail_fence = memo.get(self.topics.ddl)
+        return applied
 
     def _replay_one(self, rec: Record) -> int:
         """Applies one `ddl` record read from the log; returns 1 for a DDL event applied.

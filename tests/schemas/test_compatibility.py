@@ -465,12 +465,13 @@ def test_v10_appends_the_privilege_group_added_field_and_job_branches_to_v9():
         "UserAltered",
         "RoleAltered",
     ]
-    assert new[len(old) + 7 :] == ["CollectionFieldAdded", "JobRecorded"]
+    assert new[len(old) + 7 :] == ["CollectionFieldAdded", "JobRecorded", "ClusterIdentityRecorded"]
     altered = {"group_name": "g", "added": ["Search", "Query"], "removed": []}
     field = {**v1_events()[0].body["schema"]["fields"][0], "field_id": 102, "name": "tag"}
     field |= {"is_primary_key": False, "params": {"nullable": "true", "default_value": "7"}}
     field |= {"is_dynamic": False, "is_partition_key": False}
     job = {"job_id": 9, "kind": "import", "collection_name": "c"}
+    identity = {"cluster": "c", "id": "3f2a", "created_ms": 1}
     for event in (
         Event("PrivilegeGroupCreated", 110, {"group_name": "g"}),
         Event("PrivilegeGroupAltered", 111, altered),
@@ -482,6 +483,7 @@ def test_v10_appends_the_privilege_group_added_field_and_job_branches_to_v9():
         Event("RoleAltered", 117, {"role_name": "r", "description": ""}),
         Event("CollectionFieldAdded", 118, {"collection_id": 5, "field": field}, 5, "x-dml_0_5v0"),
         Event("JobRecorded", 119, {**job, "state": "Failed", "detail": '{"reason": "x"}'}),
+        Event("ClusterIdentityRecorded", 120, {**identity, "root": "/shared/vl"}),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
 

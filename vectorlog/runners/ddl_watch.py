@@ -1,8 +1,10 @@
 """`DdlWatch`: a process that is not rootcoord's learns of DDL from the log (issue 23: every
 processor is fed by the log), so its cached meta costs no RPC per request.
 
-A background reader follows the `ddl` topic from its end at start and keeps the offset of the
-last DDL event it read (reservations and ticks on `ddl` change no meta and are passed over);
+A background reader follows the `ddl` topic from its end at start (given the lease fence
+state there, streams.snapshots.fence_at: a fenced rootcoord's DDL landing after a takeover
+is hidden from it, as from every reader of ddl) and keeps the offset of the last DDL event it
+read (reservations and ticks on `ddl` change no meta and are passed over);
 each DDL's timestamp is handed to `on_ddl` (the process's timestamp block skips past it, so a
 write stamped after the watch saw a DDL is stamped above it) before its offset counts as read.
 
@@ -43,6 +45,8 @@ from vectorlog.runners.fetched_after import FetchedAfter
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.log.base import Log, Record
+from vectorlog.streams.log.lease_fence import seeded
+from vectorlog.streams.snapshots import Blobs, fence_at
 
 log = logging.getLogger(__name__)
 #: seconds a request waits for the reader to reach the topic's end before it fails
@@ -61,13 +65,17 @@ class DdlWatch:
         serde: EventSerde,
         on_ddl: Callable[[int], None] | None = None,
         catch_up_s: float = CATCH_UP_S,
+        blobs: Blobs | None = None,
     ) -> None:
         """`on_ddl(ts)`: called with each DDL's timestamp before its offset counts as read;
-        `catch_up_s`: how long `latest()` waits for the reader. Raises a LogError."""
+        `catch_up_s`: how long `latest()` waits for the reader; `blobs`: where the topic's
+        snapshots are (the fence state at the start is read from the newest one at or below
+        it; without, from the topic's start). Raises a LogError."""
         self._log, self.topic, self._serde = log_, topic, serde
         self._on_ddl, self.catch_up_s = on_ddl, catch_up_s
         start = log_.end_offsets(topic)[0]
-        self._reader = log_.reader(topic, {0: start})
+        fence = fence_at(log_, topic, blobs, start)
+        self._reader = seeded(log_.reader(topic, {0: start}), fence)
         self._next = start
         #: unknown before the start: as if a DDL had just been read there (runners.meta_cache)
         self._last_ddl = start - 1

@@ -71,6 +71,45 @@ def check_cluster(peer: str, address: str, theirs: str | None, ours: str) -> Non
         raise OtherCluster(peer, address, theirs, ours)
 
 
+#: seconds each address of a role given several (standbys) has to answer `check_listed`
+LISTED_S = 2.0
+
+
+def listed(addresses: str) -> list[str]:
+    """Returns the addresses of a comma-separated list, in order."""
+    return [a.strip() for a in addresses.split(",") if a.strip()]
+
+
+def check_listed(
+    peer: str,
+    addresses: str,
+    token: str | None,
+    cluster: str,
+    also: Callable[[str], None] | None = None,
+) -> list[str]:
+    """For a role given several `addresses` (comma-separated: its standbys), checks every
+    one that answers within LISTED_S, not only the one a client reached first: that it
+    serves `cluster`, then `also(address)` (rootcoord: its storage identity). One that does
+    not answer (a standby serves no RPC, a machine down) is not checked. Returns those that
+    answered. Raises OtherCluster naming the address that disagreed, or what `also`
+    raises."""
+    answered = []
+    for one in listed(addresses) if len(listed(addresses)) > 1 else []:
+        member = MemberClient(one, LISTED_S, token)
+        try:
+            theirs = member.cluster_name()
+        except RETRIED as exc:
+            log.info("%s at %s did not answer (%s): not checked", peer, one, exc)
+            continue
+        finally:
+            member.close()
+        check_cluster(peer, one, theirs, cluster)
+        if also is not None:
+            also(one)
+        answered.append(one)
+    return answered
+
+
 def wait_for_rootcoord(
     who: str,
     address: str,

@@ -247,9 +247,15 @@ class ProcessRunner:
         """Waits for rootcoord (runners.peerwait), then for the datacoord and index node this
         role calls, each checked to serve this process's cluster; then checks that this
         process's storage root is rootcoord's (runners.identity), before anything is opened.
+        A role given several addresses (standbys) has each one that answers checked alike.
         Raises PeerUnavailable, OtherCluster, StorageRootMismatch, a StorageError."""
         from vectorlog.runners.identity import check_identity
-        from vectorlog.runners.peerwait import wait_for_member, wait_for_rootcoord
+        from vectorlog.runners.peerwait import (
+            LISTED_S,
+            check_listed,
+            wait_for_member,
+            wait_for_rootcoord,
+        )
 
         cfg, token, wait = self.cfg, self.peers.token, self._peer_wait_s
         address = self._need("rootcoord")
@@ -259,8 +265,14 @@ class ProcessRunner:
             if peer in needed:
                 where = self._need(peer)
                 wait_for_member(self.role, peer, where, token, wait, self.stopping, cfg.cluster)
+                check_listed(peer, where, token, cfg.cluster)
         root = cfg.storage_uri()
         self.identity = check_identity(address, token, wait, self.objects, root)
+
+        def same_root(one: str) -> None:
+            check_identity(one, token, LISTED_S, self.objects, root)
+
+        check_listed("rootcoord", address, token, cfg.cluster, same_root)
 
     # -- leading ------------------------------------------------------------------------------
     def _lead(self, role: str) -> Lease:
@@ -329,7 +341,12 @@ class ProcessRunner:
         from vectorlog.processors.rootcoord.rootcoord import RootCoord
         from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker
         from vectorlog.processors.rootcoord.tso import TimestampOracle
-        from vectorlog.runners.identity import ensure_identity, served
+        from vectorlog.runners.identity import (
+            ensure_identity,
+            record_identity,
+            recorded_identity,
+            served,
+        )
         from vectorlog.runners.standalone import _claim, _open_state
 
         cfg = self.cfg
@@ -337,7 +354,12 @@ class ProcessRunner:
         _claim(store, cfg)
         self.lease = self._lead("rootcoord")
         root = cfg.storage_uri()
-        found = ensure_identity(self.objects, root, cfg.cluster, store, cfg.state_dir())
+        coord, coord_serde = self.topics.coord, self.serdes.for_topic(self.topics.coord)
+        recorded = recorded_identity(self.log, coord, coord_serde, self.objects)
+        state_dir = cfg.state_dir()
+        found = ensure_identity(self.objects, root, cfg.cluster, store, state_dir, recorded)
+        if recorded is None:
+            record_identity(self.writes, coord, coord_serde, found, root)
         self.identity = served(found, root)
         tso = TimestampOracle(store, cfg.tso_save_window_ms)
         barrier = SoftBarrier()
@@ -396,7 +418,7 @@ class ProcessRunner:
         ddl = (self.topics.ddl, self.serdes.for_topic(self.topics.ddl))
         remote = RemoteRootCoord(
             client, self.writes, self.topics.dml, serde, source, interval,
-            lease=None if lease is None else _epoch(lease), ddl=ddl,
+            lease=None if lease is None else _epoch(lease), ddl=ddl, blobs=self.objects,
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)

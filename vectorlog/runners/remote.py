@@ -55,6 +55,7 @@ from vectorlog.runners.meta_cache import MetaCache
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.streams.log.base import Log
 from vectorlog.streams.msgstream import DEFAULT_LIVENESS_MS
+from vectorlog.streams.snapshots import Blobs
 
 #: how old the "now" a Bounded read counts back from may be (seconds): a little over the
 #: default tick interval, so the block the ticker fetched serves it; against Bounded's 5 s
@@ -131,18 +132,20 @@ class RemoteRootCoord:
         lease: tuple[str, int] | None = None,
         *,
         ddl: tuple[str, EventSerde],
+        blobs: Blobs | None = None,
     ) -> None:
         """`source`: the id this process's ticks carry; `interval`: seconds between them;
         `liveness_ms`: the consumers' liveness window (a write may take half of it); `lease`:
         the role and epoch of the lease this process leads under, if any (its ticks say so);
-        `ddl`: the ddl topic and its serde (the meta cache follows it). Raises a LogError."""
+        `ddl`: the ddl topic and its serde (the meta cache follows it); `blobs`: where its
+        snapshots are (runners.ddl_watch). Raises a LogError."""
         self.client = client
         self.barrier = SoftBarrier()
         self.ticker = Ticker(
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
         )
         self.write_limit_s = liveness_ms / 2000
-        self.ddl = DdlWatch(log, *ddl, on_ddl=client.skip_past)
+        self.ddl = DdlWatch(log, *ddl, on_ddl=client.skip_past, blobs=blobs)
         self.meta_cache = MetaCache(
             client.meta_version, client.describe_collection, self.ddl.latest
         )

@@ -23,16 +23,25 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.sparse import PAIR, to_csr
 
+if TYPE_CHECKING:  # imported where a matrix is made (core.sparse says why)
+    import scipy.sparse as sp
+
 #: drop ratios: name -> (default, lowest, highest exclusive) (Milvus: [0, 1))
 RATIOS = {"drop_ratio_build": (0.0, 0.0, 1.0), "drop_ratio_search": (0.0, 0.0, 1.0)}
+
+
+def _sparse() -> Any:
+    """Returns scipy.sparse (imported at the first matrix made, not with this module)."""
+    import scipy.sparse
+
+    return scipy.sparse
 
 
 def ratio(params: dict[str, Any], name: str) -> float:
@@ -73,7 +82,9 @@ class Postings:
         spans = [np.arange(a, z, dtype=np.int64) for a, z in zip(starts, ends, strict=True)]
         take = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
         indptr = np.concatenate([[0], np.cumsum(sizes)])
-        return sp.csc_array((m.data[take], m.indices[take], indptr), shape=(self.rows, len(terms)))
+        return _sparse().csc_array(
+            (m.data[take], m.indices[take], indptr), shape=(self.rows, len(terms))
+        )
 
 
 def build(rows: Sequence[bytes], drop_ratio_build: float = 0.0) -> Postings:
@@ -88,8 +99,10 @@ def build(rows: Sequence[bytes], drop_ratio_build: float = 0.0) -> Postings:
     if drop_ratio_build > 0 and len(values):
         keep = np.abs(values) >= np.quantile(np.abs(values), drop_ratio_build)
     vocab, cols = np.unique(p["index"][keep].astype(np.int64), return_inverse=True)
-    coo = sp.coo_array((values[keep], (row_of[keep], cols.ravel())), shape=(len(rows), len(vocab)))
-    return Postings(vocab, sp.csc_array(coo), lengths)
+    coo = _sparse().coo_array(
+        (values[keep], (row_of[keep], cols.ravel())), shape=(len(rows), len(vocab))
+    )
+    return Postings(vocab, _sparse().csc_array(coo), lengths)
 
 
 def serialize(index: Postings) -> bytes:
@@ -113,7 +126,9 @@ def deserialize(data: bytes) -> Postings:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             vocab, rows = z["vocab"], int(z["rows"][0])
-            m = sp.csc_array((z["data"], z["indices"], z["indptr"]), shape=(rows, len(vocab)))
+            m = _sparse().csc_array(
+                (z["data"], z["indices"], z["indptr"]), shape=(rows, len(vocab))
+            )
             return Postings(vocab, m, z["lengths"])
     except (ValueError, KeyError, OSError, IndexError) as exc:
         raise InvalidArgument(f"not a sparse inverted index file: {exc}") from None
@@ -178,7 +193,9 @@ def bm25_scores(post: Postings, q: sp.csr_array, stats: BM25Stats) -> tuple[np.n
     tf = sub.data.astype(np.float64)
     k1, b = stats.k1, stats.b
     norm = k1 * (1.0 - b + b * post.lengths[sub.indices] / max(stats.avgdl, 1e-9))
-    sub = sp.csc_array((tf * (k1 + 1.0) / (tf + norm), sub.indices, sub.indptr), shape=sub.shape)
+    sub = _sparse().csc_array(
+        (tf * (k1 + 1.0) / (tf + norm), sub.indices, sub.indptr), shape=sub.shape
+    )
     idf = np.asarray([stats.idf(int(t)) for t in terms], dtype=np.float64)
     return _scored(sub, weights * idf[None, :])
 
@@ -186,7 +203,7 @@ def bm25_scores(post: Postings, q: sp.csr_array, stats: BM25Stats) -> tuple[np.n
 def _scored(sub: sp.csc_array, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Returns (weights @ sub.T, whether each row holds a weighted term), (nq, rows)."""
     product = np.asarray(sub @ weights.T).T.astype(np.float32)
-    held = sp.csc_array((np.ones_like(sub.data), sub.indices, sub.indptr), shape=sub.shape)
+    held = _sparse().csc_array((np.ones_like(sub.data), sub.indices, sub.indptr), shape=sub.shape)
     touched = np.asarray(held @ (weights != 0).T.astype(np.float64)).T > 0
     return product, touched
 

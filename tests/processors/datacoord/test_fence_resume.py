@@ -17,6 +17,7 @@ from tests.processors.datacoord.test_coord_followers import (
     snapshot,
 )
 from tests.processors.fakes import FakeRootCoord
+from tests.streams.counting import ReaderLog
 from tests.support import unique_topic
 from vectorlog.jobs.replay import Filters, Positions, Replayed, replay
 from vectorlog.processors.datacoord.channels import DataChannelCoord
@@ -29,7 +30,7 @@ from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.log.base import Append, Log, Record
 from vectorlog.streams.log.fenced import fenced
 from vectorlog.streams.log.lease_fence import FENCED_SOURCE, lease_headers, takeover_marker
-from vectorlog.streams.snapshots import read_from, read_whole
+from vectorlog.streams.snapshots import read_from, read_whole, snapshot_path
 from vectorlog.streams.topics import Serdes, Topics
 
 
@@ -190,3 +191,62 @@ def late_seal(log: Log, topics: Topics, segment: int, ts: int) -> None:
     serde = Serdes().for_topic(topics.coord)
     event = Event("SegmentsSealed", ts, {"segment_ids": [segment], "reason": "size"})
     leader(log, 1).append(topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+
+
+def test_a_datacoord_consumer_starts_with_its_recoverys_fence_state(log: Log):
+    """After a takeover, a datacoord recovers from coord's start through the marker and starts
+    its consumer where the recovery ended, with the fence state the recovery read (not worked
+    out again from coord's start): the old leader's seal landing after the start is ignored,
+    and the only reader of coord opened after the recovery is the consumer's, at its end."""
+    topics = Topics(unique_topic("dk"), dml_partitions=2)
+    topics.ensure(log)
+    rc = FakeRootCoord(next_id=7)
+    old = datacoord(log, topics, rc, 1, MemoryDisk())
+    segment = old.assign_segments(1, 2, "v0", 0, 20, 100, rc.now())[0][0]
+    old.stop()
+    leader(log, 2).append(topics.coord, takeover_marker(1))
+    counted = ReaderLog(log)
+    settings = DataCoordSettings(max_segment_bytes=4000)
+    new = DataCoord(leader(counted, 2), topics, Serdes(), MemoryStateStore(), rc, settings)
+    new.recover()
+    recovery = len(counted.starts(topics.coord))
+    new.start()
+    try:
+        late_seal(log, topics, segment, rc.now())
+        new.assign_segments(1, 2, "v1", 0, 20, 100, rc.now())  # applied after the late seal
+        assert [s["state"] for s in new.get_segment_info([segment])] == ["Growing"]
+        resumed = counted.starts(topics.coord)[recovery:]
+        assert len(resumed) == 1 and resumed[0][0] > 0, resumed
+    finally:
+        new.stop()
+
+
+class CountedGets(PyArrowObjectStore):
+    """An object store counting the reads of each path."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.gets: dict[str, int] = {}
+
+    def get(self, path: str) -> bytes:
+        self.gets[path] = self.gets.get(path, 0) + 1
+        return super().get(path)
+
+
+def test_followers_started_from_a_snapshot_read_it_once(log: Log, tmp_path: Path):
+    """A query coordinator's follower and a data channel coordinator started fresh take the
+    newest snapshot, then read on from it with the fence state it keeps (not read again to
+    work that state out); they still hide the old leader's late record."""
+    topics = Topics(unique_topic("fo"), 4)
+    topics.ensure(log)
+    old, new, _ = takeover(log, topics)
+    at = snapshot(log, topics, PyArrowObjectStore(tmp_path / "storage"))
+    zombie(old, topics)
+    blobs = CountedGets(tmp_path / "storage")
+    started = QueryFollower(log, topics, blobs)
+    channels = DataChannelCoord(log, topics, Serdes(), lambda: 0, 4.0, lambda: 0.0, blobs=blobs)
+    for reader in (started.follower, channels):
+        read_to_end(reader)
+    assert started.replicas == {7: 1, 9: 1} and started.follower.assignment.version == 2
+    assert channels.fence.version == 2
+    assert blobs.gets == {snapshot_path(topics.coord, at): 2}  # once by each

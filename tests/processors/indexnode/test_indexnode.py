@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.processors.fakes import FakeRootCoord
+from tests.streams.counting import ReaderLog
 from tests.support import unique_topic, wait_until
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.faults import armed
@@ -405,3 +406,29 @@ def test_one_of_several_index_nodes_builds_the_segments_of_its_pchannels_only(lo
         assert {b["segment_id"] for b in cluster.events("SegmentIndexed")} == {501, 502}
     finally:
         cluster.node.stop()
+
+
+def test_a_restarted_node_starts_consuming_with_its_recoverys_fence_state(cluster: Cluster):
+    """The consumer of ddl and coord starts where the recovery read them to, with the fence
+    state the recovery ended with: the only reader of each opened after the recovery is the
+    consumer's, from where the recovery ended (none reads the topic again from its start)."""
+    cluster.create_index()
+    cluster.segment(501, 120)
+    cluster.wait(rows=120)
+    cluster.node.stop()
+    counted = ReaderLog(cluster.log)
+    store = MemoryStateStore(cluster.disk)
+    node = IndexNode(counted, cluster.topics, Serdes(), store, cluster.objects, cluster.rc)
+    cluster.node = node
+    node.recover()
+    topics = (cluster.topics.ddl, cluster.topics.coord)
+    recovery = {t: len(counted.starts(t)) for t in topics}
+    node.start()
+
+    def resumed() -> dict[str, list[dict[int, int]]] | None:
+        got = {t: counted.starts(t)[recovery[t] :] for t in topics}
+        return got if any(at[0] > 0 for at in got[cluster.topics.coord]) else None
+
+    got = wait_until(resumed, 30, "the consumer's reader of coord")
+    assert [len(got[t]) for t in topics] == [1, 1], got
+    assert all(got[t][0][0] > 0 for t in topics), got

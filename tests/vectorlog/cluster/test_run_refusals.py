@@ -314,3 +314,40 @@ def test_rootcoord_writes_the_identity_and_members_elsewhere_are_refused(
         f"identity, but this rootcoord's state directory {tmp_path / 'c' / 'rootcoord'} "
         f"remembers identity {identity['id']}: --storage is not the root this cluster uses"
     )
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # a rootcoord started, killed, and a second one refused: ~20-30 s under load
+# (the comparison itself, on both backends: tests/vectorlog/runners/test_identity_record.py)
+def test_a_rootcoord_taking_over_with_a_fresh_state_and_an_empty_root_is_refused(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    """The first rootcoord writes the identity and records it on coord; once it is gone, a
+    rootcoord with a state directory of its own (a standby's) given an empty storage root
+    is refused naming both roots and the recorded id, and writes nothing there."""
+    import json
+
+    (tmp_path / "c").mkdir()
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path / "c", proxies=0)
+    env = {**os.environ, "VECTORLOG_CLUSTER_TOKEN": CLUSTER_TOKEN}
+    try:
+        cluster.start("rootcoord")
+        identity = json.loads((cluster.storage / "cluster" / "identity.json").read_bytes())
+        cluster.kill("rootcoord")
+        standby = _run(
+            "rootcoord",
+            *("--log", f"kafka://{kafka_bootstrap}", "--cluster", cluster.cluster),
+            *("--storage", str(tmp_path / "empty"), "--state-dir", str(tmp_path / "rc2")),
+            env=env,
+        )
+    finally:
+        cluster.close()
+    assert standby.returncode == 2, standby.stderr
+    assert "Traceback" not in standby.stderr
+    assert standby.stderr.strip().splitlines()[-1] == (
+        f"vectorlog run rootcoord: storage root {tmp_path / 'empty'} has no cluster identity, "
+        f"but the log of cluster {cluster.cluster!r} records identity {identity['id']}, "
+        f"written to storage root {cluster.storage}: give every process of the cluster the "
+        "same --storage"
+    )
+    assert not (tmp_path / "empty" / "cluster" / "identity.json").exists()

@@ -13,6 +13,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,14 +45,16 @@ class _TimestampsOnly:
 
 
 @contextlib.contextmanager
-def _rootcoord(tmp_path: Path, identity: dict[str, Any] | None) -> Iterator[str]:
-    """Yields the address of a rootcoord of CLUSTER whose Member v2 answers `identity`."""
-    store = RocksDBStateStore(tmp_path / "tso")
+def _rootcoord(
+    tmp_path: Path, identity: dict[str, Any] | None, cluster: str = CLUSTER
+) -> Iterator[str]:
+    """Yields the address of a rootcoord of `cluster` whose Member v2 answers `identity`."""
+    store = RocksDBStateStore(tmp_path / f"tso-{uuid.uuid4().hex[:8]}")
     server = RpcServer(
         f"127.0.0.1:{unused_port()}",
         rootcoord=_TimestampsOnly(TimestampOracle(store)),  # type: ignore[arg-type]
         token=TOKEN,
-        cluster=CLUSTER,
+        cluster=cluster,
         identity=identity,
     )
     server.start()
@@ -145,6 +148,59 @@ def test_a_member_on_rootcoords_storage_root_goes_on_to_the_broker_and_names_it(
     assert _refusal(done, "querynode").startswith(
         f"broker {NO_BROKER} not reachable after 1 s (--log; VECTORLOG_BROKER_WAIT_S sets the "
         "wait): "
+    )
+
+
+def test_every_listed_rootcoord_that_answers_is_checked_naming_the_one_that_disagrees(
+    tmp_path: Path,
+):
+    """`--rootcoord A,B` (a leader and its standby's address): the first answers and passes;
+    the second answers too and serves another cluster, or uses another storage root: refused
+    naming it (not only the address a client reached first is checked)."""
+    theirs = _root(tmp_path / "shared")
+    with _rootcoord(tmp_path, theirs) as rc, _rootcoord(tmp_path, theirs, "c-other") as other:
+        done = _run("querynode", tmp_path / "shared", "--rootcoord", f"{rc},{other}")
+    assert _refusal(done, "querynode") == (
+        f"rootcoord at {other} serves cluster 'c-other', not {CLUSTER!r} (--cluster or "
+        "VECTORLOG_CLUSTER): give every process of a cluster the same name"
+    )
+    elsewhere = _root(tmp_path / "elsewhere")
+    with _rootcoord(tmp_path, theirs) as rc, _rootcoord(tmp_path, elsewhere) as other:
+        done = _run("datanode", tmp_path / "shared", "--rootcoord", f"{rc},{other}")
+    assert _refusal(done, "datanode") == (
+        f"storage root {tmp_path / 'shared'} holds cluster identity {theirs['id']} of "
+        f"{CLUSTER!r}; rootcoord at {other} uses storage root {tmp_path / 'elsewhere'} "
+        f"(identity {elsewhere['id']}): give every process of the cluster the same --storage"
+    )
+
+
+def test_a_listed_rootcoord_that_does_not_answer_is_not_checked(tmp_path: Path):
+    """A standby serves no RPC: its address is passed over, and the start goes on (to the
+    broker, where nothing listens here)."""
+    theirs = _root(tmp_path / "shared")
+    standby = f"127.0.0.1:{unused_port()}"
+    with _rootcoord(tmp_path, theirs) as rc:
+        done = _run("querynode", tmp_path / "shared", "--rootcoord", f"{rc},{standby}")
+    assert _refusal(done, "querynode").startswith(f"broker {NO_BROKER} not reachable")
+
+
+def test_a_proxy_given_a_second_datacoord_of_another_cluster_is_refused_naming_it(
+    tmp_path: Path,
+):
+    theirs = _root(tmp_path / "shared")
+    with (
+        _rootcoord(tmp_path, theirs) as rc,
+        _member("datacoord", CLUSTER) as dc,
+        _member("datacoord", "c-other") as other,
+        _member("indexnode", CLUSTER) as ix,
+    ):
+        done = _run(
+            "proxy", tmp_path / "shared", "--rootcoord", rc, "--datacoord", f"{dc},{other}",
+            "--indexnode", ix,
+        )  # fmt: skip
+    assert _refusal(done, "proxy") == (
+        f"datacoord at {other} serves cluster 'c-other', not {CLUSTER!r} (--cluster or "
+        "VECTORLOG_CLUSTER): give every process of a cluster the same name"
     )
 
 
