@@ -6,10 +6,10 @@ and datacoord (`rootcoord-standby`, `datacoord-standby`) wait for the leader's l
 coordinator runs with --standby (a restarted leader waits as well), and every child is given
 every address of each peer role, so the clients follow the leader (or any index node).
 
-Children start in order, each once the previous one answers /healthz. A child that dies
-after running a while (RAN_S) is started again at once, its death seen within WATCH_S; one
-that dies sooner (a crash loop) after a backoff (1 s, doubling to 30 s, reset by a run of
-RAN_S; a rootcoord or datacoord with a standby always waits its backoff, so that the standby
+Children start at once (each waits for the peers it needs by itself), the standbys once the
+others answer /healthz. A child that dies after running a while (RAN_S) is started again at
+once, its death seen within WATCH_S; one that dies sooner (a crash loop) after a backoff
+(1 s, doubling to 30 s, reset by a run of RAN_S; a rootcoord or datacoord with a standby always waits its backoff, so that the standby
 takes the lease over and the restarted one waits as the standby). Each death and restart is
 printed with its exit code, how long it ran, the backoff and the tail of its log: nothing is
 restarted silently. SIGINT or SIGTERM stops them all:
@@ -68,6 +68,8 @@ CLUSTER_TOKEN_ENV = "VECTORLOG_CLUSTER_TOKEN"
 PEERS = ("rootcoord", "datacoord", "indexnode")
 #: the roles that may run with a standby
 LEASED = ("rootcoord", "datacoord")
+#: a standby's name: its role's and this
+STANDBY_SUFFIX = "-standby"
 #: the roles whose children bind --rpc-port
 RPC_BINDING = ("rootcoord", "datacoord", "querynode", "indexnode")
 
@@ -159,7 +161,7 @@ class Supervisor:
         for role in LEASED:
             self.children.append(Child(role, role))
             if shape.standby:
-                self.children.append(Child(role, f"{role}-standby"))
+                self.children.append(Child(role, f"{role}{STANDBY_SUFFIX}"))
         self.children += [
             Child("querynode", f"querynode{i}") for i in range(1, shape.querynodes + 1)
         ]
@@ -264,28 +266,44 @@ class Supervisor:
         self.say(f"{c.name} restarted (pid {c.proc.pid})")
 
     def start_all(self) -> bool:
-        """Checks that every port the children bind is free, then starts every child in
-        order, each once the previous is healthy; returns False if one exited first, or
-        stopping was asked (the caller stops the rest). Raises PortInUse (or
-        InvalidArgument: a port given twice), then BrokerUnreachable (no broker answered at
-        --log within `broker_wait_s`), before any child starts."""
+        """Checks that every port the children bind is free, then starts the children in two
+        waves, each child of a wave at once (each waits for its peers by itself): every
+        child but the standbys, then, once those answer /healthz, the standbys (so that the
+        named leaders take the leases). Returns False if one exited first, or stopping was
+        asked (the caller stops the rest). Raises PortInUse (or InvalidArgument: a port given
+        twice), then BrokerUnreachable (no broker at --log within `broker_wait_s`), before
+        any child starts."""
         from vectorlog.streams.log.kafkaprobe import check_broker
 
         check_free(self.ports())
         check_broker(self.log[len("kafka://") :], self.broker_wait_s)
-        for c in self.children:
+        standbys = [c for c in self.children if c.name.endswith(STANDBY_SUFFIX)]
+        first = [c for c in self.children if c not in standbys]
+        return self._start_wave(first) and self._start_wave(standbys)
+
+    def _start_wave(self, wave: list[Child]) -> bool:
+        """Starts every child of `wave` at once and waits until each answers /healthz, saying
+        where each listens as it does; returns False (having said why) if one exited first,
+        was not healthy within START_TIMEOUT_S, or stopping was asked."""
+        for c in wave:
             self.spawn(c)
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while not c.healthy():
-                if self.stopping.is_set() or c.proc is None or c.proc.poll() is not None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        waiting = list(wave)
+        while waiting:
+            for c in list(waiting):
+                if c.healthy():
+                    self.say(self.where(c))
+                    waiting.remove(c)
+                elif self.stopping.is_set() or c.proc is None or c.proc.poll() is not None:
                     code = None if c.proc is None else c.proc.returncode
                     self.say(f"{c.name} exited {code} while starting: {self.tail(c)}")
                     return False
-                if time.monotonic() > deadline:
-                    self.say(f"{c.name} not healthy after {START_TIMEOUT_S:.0f} s: {self.tail(c)}")
-                    return False
+            if waiting and time.monotonic() > deadline:
+                c = waiting[0]
+                self.say(f"{c.name} not healthy after {START_TIMEOUT_S:.0f} s: {self.tail(c)}")
+                return False
+            if waiting:
                 time.sleep(0.2)
-            self.say(self.where(c))
         return True
 
     def where(self, c: Child) -> str:
