@@ -9,10 +9,11 @@ every address of each peer role, so the clients follow the leader (or any index 
 Children start at once (each waits for the peers it needs by itself), the standbys once the
 others answer /healthz. A child that dies after running a while (RAN_S) is started again at
 once, its death seen within WATCH_S; one that dies sooner (a crash loop) after a backoff
-(1 s, doubling to 30 s, reset by a run of RAN_S; a rootcoord or datacoord with a standby always waits its backoff, so that the standby
-takes the lease over and the restarted one waits as the standby). Each death and restart is
-printed with its exit code, how long it ran, the backoff and the tail of its log: nothing is
-restarted silently. SIGINT or SIGTERM stops them all:
+(1 s, doubling to 30 s, reset by a run of RAN_S; a rootcoord or datacoord with a standby
+always waits its backoff, so that the standby takes the lease over and the restarted one
+waits as the standby). Each death and restart is printed with its exit code, how long it
+ran, the backoff and the tail of its log: nothing is restarted silently. SIGINT or SIGTERM
+stops them all:
 SIGTERM in reverse order (a spare: the end of its stdin), SIGKILL what is still running 30 s
 later.
 
