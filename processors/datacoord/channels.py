@@ -107,7 +107,10 @@ class DataChannelCoord(ProcessorBase):
         self.fence = ChannelFence(role=role)
         self.offset = -1
         self.records_read = 0  # coord records applied (a snapshot's among them)
+        #: set once a round read to coord's end as of `open` (an empty poll alone proves
+        #: nothing: Kafka's first fetch may come back empty)
         self.caught_up = threading.Event()
+        self._end = 0
         self._fences = FenceMemo()  # the fresh start's: its reader starts there
         self._source = RecordSource(
             log_, lambda: {self._topic: {0: self.offset}}, resume_fence(log_, blobs, self._fences)
@@ -129,6 +132,7 @@ class DataChannelCoord(ProcessorBase):
             for rec in records:
                 self._apply(rec)
             self.offset = offset
+        self._end = self._log.end_offsets(self._topic).get(0, 0)
         self._source.open()
 
     def reset(self) -> None:
@@ -139,7 +143,7 @@ class DataChannelCoord(ProcessorBase):
         for rec in records:
             self.offset = rec.offset + 1
             self._apply(rec)
-        if len(records) < 1000:
+        if len(records) < 1000 and self.offset >= self._end:
             self.caught_up.set()
         return bool(records)
 

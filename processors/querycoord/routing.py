@@ -25,7 +25,7 @@ TYPES = frozenset({"QueryNodeReported", "QueryChannelsAssigned", "QueryReplicasC
 
 class CoordFollower(ProcessorBase):
     """Reads coord from its start on its own thread; `assignment` is the newest one read,
-    `caught_up` is set once a round read to the end; `on_event(event)` gets every
+    `caught_up` is set once a round read to coord's end as of `open`; `on_event(event)` gets every
     QueryNodeReported and QueryChannelsAssigned in log order (on the follower's thread)."""
 
     def __init__(
@@ -48,6 +48,9 @@ class CoordFollower(ProcessorBase):
         self.name, self._on_event, self._on_tick = name, on_event, on_tick
         self.assignment = Assignment()
         self.offset = -1  # the next coord offset to read; -1: the topic's start
+        #: coord's end when the follower opened: `caught_up` waits for a read past it (a
+        #: short or empty poll alone proves nothing: Kafka's first fetch may come back empty)
+        self._end = 0
         self.records_read = 0  # coord records applied (a snapshot's among them)
         self.caught_up = threading.Event()
         self.changed = threading.Condition()  # notified after each new assignment
@@ -69,6 +72,7 @@ class CoordFollower(ProcessorBase):
             for rec in records:
                 self._apply(rec.value)
             self.offset = offset
+        self._end = self._log.end_offsets(self._topic).get(0, 0)
         self._source.open()
 
     def reset(self) -> None:
@@ -83,7 +87,7 @@ class CoordFollower(ProcessorBase):
         for rec in records:
             self._apply(rec.value)
             self.offset = rec.offset + 1
-        if len(records) < BATCH:
+        if len(records) < BATCH and self.offset >= self._end:
             self.caught_up.set()
         return bool(records)
 

@@ -2,7 +2,8 @@
 nodes, the query coordinator) and a data channel coordinator started after many coord records,
 with a coord snapshot present, read only the snapshot and the records after it (not coord from
 offset 0) and end in the state reading the whole topic gives: the same assignment, replicas,
-newest heartbeat per node, fence."""
+newest heartbeat per node, fence. Neither counts as caught up before it read to coord's end
+(an empty first fetch, as Kafka's may be, is not the end)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.schemas.serde import Event
 from vectorlog.storage.channel_fence import ChannelFence
 from vectorlog.storage.objectstore import PyArrowObjectStore
-from vectorlog.streams.log.base import Append, Log
+from vectorlog.streams.log.base import Append, Log, Reader, Record
 from vectorlog.streams.snapshots import TopicSnapshotter, newest_snapshot, snapshot_at
 from vectorlog.streams.topics import Serdes, Topics
 
@@ -157,3 +158,55 @@ def test_the_coord_fold_keeps_the_newest_assignments_and_each_nodes_newest_heart
         ("QueryNodeReported", 10),
         ("QueryNodeReported", 13),
     ]
+
+
+class EmptyFirstFetch:
+    """A reader whose first poll returns nothing, as a Kafka consumer's first fetch may."""
+
+    def __init__(self, reader: Reader) -> None:
+        self._reader, self._polled = reader, False
+
+    def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
+        if not self._polled:
+            self._polled = True
+            return []
+        return self._reader.poll(max_records, timeout)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        self._reader.seek(topic, partition, offset)
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class SlowFirstFetchLog:
+    """`log`, its readers' first polls empty."""
+
+    def __init__(self, log: Log) -> None:
+        self._log = log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
+
+    def reader(self, topic: str, positions: dict[int, int]) -> Reader:
+        return EmptyFirstFetch(self._log.reader(topic, positions))
+
+
+def test_followers_are_caught_up_only_once_they_read_to_coords_end(log: Log):
+    topics = Topics(unique_topic("cf"), 4)
+    topics.ensure(log)
+    write_history(log, topics, 1, HEARTBEATS, 1)  # assignments 1, 2, 3
+    slow: Any = SlowFirstFetchLog(log)
+    query = CoordFollower(slow, topics.coord, Serdes().for_topic(topics.coord), "q")
+    data = DataChannelCoord(slow, topics, Serdes(), lambda: 0, 4.0, lambda: 0.0)
+    for reader in (query, data):
+        reader.open()
+        reader.step()  # the empty first fetch
+        assert not reader.caught_up.is_set()
+        for _ in range(1000):
+            if reader.caught_up.is_set():
+                break
+            reader.step()
+        assert reader.caught_up.is_set()
+    assert query.assignment.version == 3
+    assert data.fence.version == 3
