@@ -13,6 +13,7 @@ second over 3 s before create_index) is reported beside it. The load average is 
 and after each figure: CPU seconds hardly move with the machine's load, wall seconds do.
 
     python -m benchmarks.hnsw_build_bench [--rows 100000,399000] [--rounds 1]
+        [--faiss-threads 1,2]
 
 Writes benchmarks/results/hnsw_build.json, .md and .png.
 """
@@ -181,18 +182,17 @@ def milvus_round(python: Path, vectors: Path, tmp: Path) -> dict[str, Any]:
         return through_server(m.proc.pid, python, m.port, vectors)
 
 
-def measure(rows: int, rounds: int, python: Path, tmp: Path) -> dict[str, Any]:
-    """Returns every round's figures for `rows` GloVe rows."""
+def measure(
+    rows: int, rounds: int, python: Path, tmp: Path, faiss_threads: list[int]
+) -> dict[str, Any]:
+    """Returns every round's figures for `rows` GloVe rows (bare faiss with each of
+    `faiss_threads` threads, then both servers)."""
     x, _ = glove(rows)
     vectors = tmp / f"x{rows}.npy"
     np.save(vectors, x)
-    cores = os.cpu_count() or 1
     out: dict[str, Any] = {"rows": len(x), "rounds": []}
     for i in range(rounds):
-        got = {
-            "faiss_1": bare_faiss_apart(vectors, 1),
-            f"faiss_{cores}": bare_faiss_apart(vectors, cores),
-        }
+        got = {f"faiss_{t}": bare_faiss_apart(vectors, t) for t in faiss_threads}
         servers = [("vectorlog", vectorlog_round), ("milvus", milvus_round)]
         for key, run in servers[:: 1 if i % 2 == 0 else -1]:  # alternate who goes first
             got[key] = run(python, vectors, tmp)
@@ -261,12 +261,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="100000", help="comma-separated sizes")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--faiss-threads",
+        default=f"1,{os.cpu_count() or 1}",
+        help="comma-separated thread counts of the bare faiss builds ('' for none)",
+    )
     parser.add_argument("--out", type=Path, default=save.RESULTS)
     args = parser.parse_args(argv)
     python = ensure_venv()
     sizes = [int(r) for r in args.rows.split(",")]
+    threads = [int(t) for t in args.faiss_threads.split(",") if t.strip()]
     with tempfile.TemporaryDirectory() as tmp:
-        measured = [measure(n, args.rounds, python, Path(tmp)) for n in sizes]
+        measured = [measure(n, args.rounds, python, Path(tmp), threads) for n in sizes]
     machine = save.cores(f"faiss {faiss.__version__}")
     write({"machine": machine, "sizes": measured}, args.out)
 
