@@ -81,13 +81,23 @@ def ids(client: Client) -> list[int]:
     return sorted(int(r["id"]) for r in found)
 
 
-def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, workers: Started):
-    topic = unique_topic("fenced")
+def consumed_round_1(
+    client: Client, workers: Started, name: str
+) -> tuple[str, IngestConsumer, int]:
+    """Makes a 1-partition topic `name...` and collection c, starts a worker on it and waits
+    until it consumed round 1 (rows(0)); returns the topic, the worker and round 1's last
+    offset."""
+    topic = unique_topic(name)
     client.cluster.log.create_topic(topic, 1)
     client.create_collection("c", dimension=2, metric_type="L2")
     first = start_worker(client, topic, workers)
     last = max(produce(client, topic, rows(0)))
     wait_until(lambda: first.positions().get((topic, 0), 0) > last, 60, "round 1 consumed")
+    return topic, first, last
+
+
+def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, workers: Started):
+    topic, first, last = consumed_round_1(client, workers, "fenced")
     second = start_worker(client, topic, workers)  # the same share: 0/1
     wait_until(lambda: second.positions().get((topic, 0), 0) > last, 60, "the second opened")
     produce(client, topic, rows(ROUND))
@@ -105,12 +115,7 @@ def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, wo
 def test_a_fenced_workers_write_in_hand_is_hidden_after_the_takeover(
     client: Client, workers: Started, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
-    topic = unique_topic("late")
-    client.cluster.log.create_topic(topic, 1)
-    client.create_collection("c", dimension=2, metric_type="L2")
-    first = start_worker(client, topic, workers)
-    last = max(produce(client, topic, rows(0)))
-    wait_until(lambda: first.positions().get((topic, 0), 0) > last, 60, "round 1 consumed")
+    topic, first, last = consumed_round_1(client, workers, "late")
     monkeypatch.setenv(PAUSE_ENV, f"ingest.before_dml?={tmp_path}")
     (tmp_path / PAUSE_ARM).write_text("")
     try:
@@ -138,12 +143,7 @@ def test_a_fenced_workers_write_before_the_new_owners_first_is_hidden(
     held, opened = tmp_path / "held", tmp_path / "opened"
     held.mkdir()
     opened.mkdir()
-    topic = unique_topic("marked")
-    client.cluster.log.create_topic(topic, 1)
-    client.create_collection("c", dimension=2, metric_type="L2")
-    first = start_worker(client, topic, workers)
-    last = max(produce(client, topic, rows(0)))
-    wait_until(lambda: first.positions().get((topic, 0), 0) > last, 60, "round 1 consumed")
+    topic, first, last = consumed_round_1(client, workers, "marked")
     monkeypatch.setenv(PAUSE_ENV, f"ingest.before_dml?={held}")
     (held / PAUSE_ARM).write_text("")
     try:
