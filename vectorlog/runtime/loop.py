@@ -106,6 +106,9 @@ class ProcessorLoop:
         #: set by `stop`; a processor waits on it (dead-letter retries, backoffs)
         self.stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        #: held by `start` until the thread runs: a `stop` on another thread meanwhile
+        #: waits for it rather than joining a thread not started yet
+        self._starting = threading.Lock()
 
     @property
     def started(self) -> bool:
@@ -119,10 +122,12 @@ class ProcessorLoop:
 
     def start(self) -> None:
         """Starts the thread. Raises RuntimeError if it was started before."""
-        if self._thread is not None:
-            raise RuntimeError(f"the loop of {self.processor.name} was started already")
-        self._thread = threading.Thread(target=self._run, name=self.processor.name, daemon=True)
-        self._thread.start()
+        with self._starting:
+            if self._thread is not None:
+                raise RuntimeError(f"the loop of {self.processor.name} was started already")
+            thread = threading.Thread(target=self._run, name=self.processor.name, daemon=True)
+            self._thread = thread
+            thread.start()
 
     def stop_soon(self) -> None:
         """Asks the thread to end after the round in hand, without waiting (see StopsSoon)."""
@@ -132,11 +137,15 @@ class ProcessorLoop:
         """Ends the rounds after the one in hand; returns whether the thread ended within the
         join timeout (True if it never started). Idempotent."""
         self.stopping.set()
-        if self._thread is None:
+        if self._thread is not None and self._thread is not threading.current_thread():
+            with self._starting:  # a start on another thread: until its thread runs
+                pass
+        thread = self._thread
+        if thread is None:
             return True
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=self.join_timeout_s)
-        return not self._thread.is_alive()
+        if thread is not threading.current_thread():
+            thread.join(timeout=self.join_timeout_s)
+        return not thread.is_alive()
 
     def _run(self) -> None:
         p, opened, failures = self.processor, False, 0

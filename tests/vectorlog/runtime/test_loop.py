@@ -172,6 +172,28 @@ def test_stop_ends_the_thread_is_idempotent_and_a_loop_starts_once(log):
         fresh.loop.start()
 
 
+class SlowStart(threading.Thread):
+    """A thread whose start lingers between being made the loop's and running (the window a
+    stop from another thread used to fall into: joining a thread not started raised)."""
+
+    def start(self) -> None:
+        time.sleep(0.3)
+        super().start()
+
+
+def test_a_stop_while_another_thread_starts_the_loop_waits_for_it_and_stops_it(
+    log, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr("vectorlog.runtime.loop.threading.Thread", SlowStart)
+    summer = Summer(log, MemoryDisk())
+    starter = SlowStart(target=summer.loop.start)  # as a query node's cache writer starts
+    starter.start()  # its index loader: on a thread of its own
+    wait_until(lambda: summer.loop.started, "the start begun")
+    assert summer.loop.stop()  # raised RuntimeError: cannot join thread before it is started
+    starter.join()
+    assert not summer.loop.running
+
+
 def test_a_dead_letter_abandoned_at_stop_ends_the_loop_without_a_retry(log):
     class Abandons(Summer):
         def step(self) -> bool:
