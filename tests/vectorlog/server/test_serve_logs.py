@@ -1,7 +1,8 @@
 """`vectorlog serve`'s logs (a real subprocess, embedded data dir, with a token): lifecycle
 lines, one access line per gRPC call and per HTTP request (method or path, code, latency),
 never the token nor a vector; a failed request logged with its error; `--log-format json`
-gives one JSON object a line; `--log-level warning` silences the access log."""
+gives one JSON object a line. The access log is off unless `--access-log` (Milvus's
+proxy.accessLog.enable is off by default)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def _calls(milvus: MilvusClient, url: str) -> None:
 
 
 def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
-    with serving(tmp_path, "--log-level", "info") as (milvus, url, stderr):
+    with serving(tmp_path, "--log-level", "info", "--access-log") as (milvus, url, stderr):
         _calls(milvus, url)
     text = stderr.read_text()
     access = [
@@ -93,8 +94,8 @@ def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
     assert "0.718" not in text and "0.314" not in text  # no vector payloads
 
 
-def test_json_format_and_a_quieter_level(tmp_path: Path):
-    with serving(tmp_path, "--log-format", "json") as (milvus, url, stderr):
+def test_json_format_and_no_access_log_by_default(tmp_path: Path):
+    with serving(tmp_path, "--log-format", "json", "--access-log") as (milvus, url, stderr):
         _calls(milvus, url)
     records = [json.loads(line) for line in stderr.read_text().splitlines()]
     assert {"time", "level", "logger", "message"} <= set(records[0])
@@ -104,9 +105,11 @@ def test_json_format_and_a_quieter_level(tmp_path: Path):
     )
     quiet = tmp_path / "quiet"
     quiet.mkdir()
-    with serving(quiet, "--log-level", "warning") as (milvus, url, stderr):
+    with serving(quiet, "--log-level", "info") as (milvus, url, stderr):
         _calls(milvus, url)
-    assert "vectorlog.access" not in stderr.read_text()
+    text = stderr.read_text()
+    assert "gRPC on 127.0.0.1" in text  # info lines, but no access line without --access-log
+    assert "vectorlog.access" not in text
 
 
 def test_a_logged_error_names_its_causes():
