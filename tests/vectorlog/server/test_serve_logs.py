@@ -7,6 +7,7 @@ proxy.accessLog.enable is off by default)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -30,15 +31,21 @@ VECTOR = [0.7182818, 0.3141592]
 
 
 @contextmanager
-def serving(tmp_path: Path, *options: str) -> Iterator[tuple[MilvusClient, str, Path]]:
-    """Runs `vectorlog serve` with `options`; yields a pymilvus client of it, its REST URL
-    and the file its stderr goes to (complete once the block ends: SIGTERM, exit 0)."""
+def serving(
+    tmp_path: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[MilvusClient, str, Path]]:
+    """Runs `vectorlog serve` with `options` (and `env` added to the environment); yields a
+    pymilvus client of it, its REST URL and the file its stderr goes to (complete once the
+    block ends: SIGTERM, exit 0)."""
     port, rest = unused_port(), unused_port()
     stderr = tmp_path / "serve.err"
     argv = ["serve", "--dir", str(tmp_path / "db"), "--port", str(port)]
     argv += ["--rest-port", str(rest), "--token", TOKEN, *options]
     with stderr.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "vectorlog.cli", *argv], stderr=err)
+        environ = {**os.environ, **(env or {})}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vectorlog.cli", *argv], stderr=err, env=environ
+        )
     url = f"http://127.0.0.1:{rest}"
     try:
         wait_until(lambda: proc.poll() is not None or _healthy(url), 120, "serve's /healthz")
@@ -95,7 +102,8 @@ def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
 
 
 def test_json_format_and_no_access_log_by_default(tmp_path: Path):
-    with serving(tmp_path, "--log-format", "json", "--access-log") as (milvus, url, stderr):
+    on = {"VECTORLOG_ACCESS_LOG": "1"}  # as --access-log
+    with serving(tmp_path, "--log-format", "json", env=on) as (milvus, url, stderr):
         _calls(milvus, url)
     records = [json.loads(line) for line in stderr.read_text().splitlines()]
     assert {"time", "level", "logger", "message"} <= set(records[0])
