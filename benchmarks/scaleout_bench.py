@@ -369,6 +369,41 @@ def amdahl(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def cuts(res: dict[str, Any]) -> list[str]:
+    """Returns the table of the A/B measurements of cuts of the CPU outside the query node
+    kept in the result (`cuts`: per change, alternating rounds of two 2-node clusters, one
+    on the code before it, one on the code with it)."""
+    rows = []
+    for c in res.get("cuts", []):
+        med = {
+            lab: {k: float(np.median([r[k] for r in c["rounds"] if r["label"] == lab]))
+                  for k in ("qps", "proxy", "querynode")}
+            for lab in ("before", "after")
+        }  # fmt: skip
+        loads = [r["load1"] for r in c["rounds"]]
+        rows.append(
+            (c["change"], str(len(c["rounds"]) // 2), f"{min(loads):.0f}-{max(loads):.0f}",
+             *(f"{med['before'][k]:.2f} -> {med['after'][k]:.2f}" for k in ("proxy", "querynode")),
+             f"{med['before']['qps']:.0f} -> {med['after']['qps']:.0f}")
+        )  # fmt: skip
+    if not rows:
+        return []
+    return [
+        "",
+        "## Cuts of the CPU outside the query node, A/B",
+        "",
+        "Two clusters of 2 query nodes x 1 search thread side by side, one on the code before",
+        "the change and one with it, measured in turn (order alternated each round), 4",
+        "clients, Bounded; medians of CPU ms per search beyond each process's background.",
+        "",
+        *save.table(
+            ("change", "rounds", "load", "proxy ms", "query nodes ms", "QPS"), rows, align="l"
+        ),
+        "",
+        *[f"- {c['change']}: `{c['command']}`" for c in res.get("cuts", [])],
+    ]
+
+
 def history(res: dict[str, Any]) -> list[str]:
     """Returns the sections of the earlier main runs kept in the result, newest first."""
     out: list[str] = []
@@ -455,6 +490,7 @@ def report(res: dict[str, Any]) -> str:
             *reading(res),
             "",
             *amdahl(res),
+            *cuts(res),
             "",
             "Failover (2 query nodes x 1 thread): " + ", ".join(fails) + " from querynode2's",
             "SIGKILL to the end of the first Strong count(*) started after it that counted",
@@ -537,7 +573,7 @@ def kept(res: dict[str, Any]) -> dict[str, Any]:
     path = save.RESULTS / "scaleout.json"
     old = json.loads(path.read_text()) if path.exists() else None
     if res["rows"] == MAIN_ROWS:
-        keep = {k: old[k] for k in ("extra", "before", "history") if old and k in old}
+        keep = {k: old[k] for k in ("extra", "before", "history", "cuts") if old and k in old}
         if old and old["rows"] == MAIN_ROWS:  # the replaced run goes to the history
             when = old.get("when", "before 2026-11-28 (its date was not kept)")
             keep["history"] = [*keep.get("history", []), summarised(old, when)]
