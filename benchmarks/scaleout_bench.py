@@ -400,7 +400,7 @@ def cuts(res: dict[str, Any]) -> list[str]:
             ("change", "rounds", "load", "proxy ms", "query nodes ms", "QPS"), rows, align="l"
         ),
         "",
-        *[f"- {c['change']}: `{c['command']}`" for c in res.get("cuts", [])],
+        *[f"- {c['change']}: `{c['command']}`{c.get('note', '')}" for c in res.get("cuts", [])],
     ]
 
 
