@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -79,7 +78,11 @@ class ShardNode:
         self.failed: dict[int, str] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._slots: Any = Slots(search_threads) if search_threads else contextlib.nullcontext()
+        self._slots: Any = (
+            threading.BoundedSemaphore(search_threads)
+            if search_threads
+            else contextlib.nullcontext()
+        )
         self._loaded = threading.Event()  # a pchannel loaded since the last report
         self._next_beat, self._reconciled = 0.0, -1  # the assignment version reconciled
         self.follower = CoordFollower(
@@ -263,24 +266,6 @@ class ShardNode:
             results = _premerged(results, args)
         tsafes = [[p, qn.tsafe([p])] for p, qn in nodes.items() if qn is not None]
         return {"node": self.name, "epoch": epoch, "results": results, "tsafes": tsafes}
-
-
-class Slots:
-    """A context manager letting at most `n` threads in at once: a counting semaphore on a
-    C queue of tokens. threading.BoundedSemaphore's acquire and release run a Condition in
-    Python (py-spy of a query node with one search thread under the scale-out bench: its
-    release, waking the next read, held the GIL about a seventh of the node's time)."""
-
-    def __init__(self, n: int) -> None:
-        self._free: queue.SimpleQueue[None] = queue.SimpleQueue()
-        for _ in range(n):
-            self._free.put(None)
-
-    def __enter__(self) -> None:
-        self._free.get()
-
-    def __exit__(self, *exc: object) -> None:
-        self._free.put(None)
 
 
 def _premerged(results: list[list[Any]], args: dict[str, Any]) -> list[list[Any]]:
