@@ -32,6 +32,7 @@ from pymilvus import MilvusClient
 from benchmarks import save
 from benchmarks import scaleout_bench as sb
 from infra.broker import running_broker
+from vectorlog.runners.ports import PortInUse
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,8 +61,11 @@ def cluster(bootstrap: str, tmp: Path, label: str, env: dict[str, str]) -> tuple
             say=lambda line: print(f"  {line}", flush=True),
         )
         sup.env |= {"VECTORLOG_QUERYNODE_SEARCH_THREADS": "1", **env}
-        if sup.start_all():
-            return sup, f"http://127.0.0.1:{port}"
+        try:
+            if sup.start_all():
+                return sup, f"http://127.0.0.1:{port}"
+        except PortInUse as exc:  # taken by another program between the pick and the start
+            print(f"  {exc}; again on other ports", flush=True)
         sup.stop_all()
     raise RuntimeError(f"the {label} cluster did not start three times")
 

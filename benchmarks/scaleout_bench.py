@@ -38,6 +38,7 @@ from pymilvus import DataType, MilvusClient, MilvusException
 
 from benchmarks import save
 from infra.broker import running_broker
+from vectorlog.runners.ports import PortInUse
 from vectorlog.runners.supervisor import CLUSTER_TOKEN_ENV, Shape, Supervisor, free_port
 
 DIM, BATCH = 128, 5_000
@@ -167,8 +168,11 @@ def started(
         )
         sup.env["VECTORLOG_QUERYNODE_SEARCH_THREADS"] = str(v.threads)
         sups.append(sup)
-        if sup.start_all():
-            return sup, port
+        try:
+            if sup.start_all():
+                return sup, port
+        except PortInUse as exc:  # taken by another program between the pick and the start
+            print(f"  {exc}; again on other ports", flush=True)
         sup.stop_all()
     raise RuntimeError(f"{v.label}: the cluster did not start three times")
 
