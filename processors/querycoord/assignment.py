@@ -10,6 +10,8 @@ it continues. A pchannel's owner changes only once its new target reported it lo
 caught up (`serving`): a read is routed to a node holding the whole pchannel, never to one
 still loading it. With `replicas` R > 1 each pchannel has R copies (slots (pchannel,
 replica)), each on another node: a read goes to one copy, and to another if its node fails.
+It also carries the numeric ids GetReplicas answers with (querycoord.ids): each live
+registration's node id and each loaded collection's replica ids.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from vectorlog.processors.querycoord.ids import NodeKey, number_nodes, number_replicas
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class Assignment:
     dead: frozenset[tuple[str, int]] = frozenset()
     failed: dict[int, str] = field(default_factory=dict)  # pchannel -> why nowhere loads it
     replicas: int = 1
+    node_ids: dict[NodeKey, int] = field(default_factory=dict)  # live registrations' ids
+    next_node_id: int = 1
+    collections: dict[int, tuple[int, ...]] = field(default_factory=dict)  # replica ids
+    next_replica_id: int = 1
 
     def copies(self, pchannel: int) -> list[Owner]:
         """Returns the owners of a pchannel's copies, by replica."""
@@ -95,6 +103,15 @@ class Assignment:
             "failed": [
                 {"pchannel": p, "node": "", "reason": r} for p, r in sorted(self.failed.items())
             ],
+            "nodes": [
+                {"node": n, "epoch": e, "node_id": i} for (n, e), i in sorted(self.node_ids.items())
+            ],
+            "next_node_id": self.next_node_id,
+            "collections": [
+                {"collection_id": c, "replica_ids": list(ids)}
+                for c, ids in sorted(self.collections.items())
+            ],
+            "next_replica_id": self.next_replica_id,
         }
 
     @staticmethod
@@ -114,6 +131,10 @@ class Assignment:
             frozenset((d["node"], d["epoch"]) for d in b["dead"]),
             {f["pchannel"]: f["reason"] for f in b["failed"]},
             b["replicas"],
+            {(n["node"], n["epoch"]): n["node_id"] for n in b.get("nodes", ())},
+            b.get("next_node_id", 1),
+            {c["collection_id"]: tuple(c["replica_ids"]) for c in b.get("collections", ())},
+            b.get("next_replica_id", 1),
         )
 
 
@@ -127,12 +148,15 @@ def advance(
     live: list[Report],
     dead: Iterable[Report],
     replicas: int | None = None,
+    wanted: dict[int, int] | None = None,
 ) -> Assignment:
     """Returns the next assignment: `dead` reports' epochs declared dead, every copy of
     every pchannel (`replicas` of each; None: as `current`) targeted at a live node (each
     copy of a pchannel on another node, balanced, kept where it is when fair), and each
     owner moved to its target once the target reports serving it (kept on a live old owner
-    until then, none if the old owner is dead: reads wait, or go to another copy)."""
+    until then, none if the old owner is dead: reads wait, or go to another copy). Each
+    live registration has a node id, each collection of `wanted` (collection id ->
+    replica_number; None: as `current`) its replica ids (querycoord.ids)."""
     copies = current.replicas if replicas is None else replicas
     gone = {r.owner.key for r in dead}
     dead_keys = frozenset(sorted(current.dead | gone, key=lambda k: k[1])[-KEEP_DEAD:])
@@ -153,7 +177,15 @@ def advance(
         if (slot[0], o.key) in seen:
             del owners[slot]
         seen.add((slot[0], o.key))
-    nxt = Assignment(current.version, targets, owners, dead_keys, failed, copies)
+    node_ids, next_node = number_nodes(current.node_ids, current.next_node_id, by_key)
+    loaded = {c: len(ids) for c, ids in current.collections.items()} if wanted is None else wanted
+    replica_ids, next_replica = number_replicas(
+        current.collections, current.next_replica_id, loaded
+    )
+    nxt = Assignment(
+        current.version, targets, owners, dead_keys, failed, copies,
+        node_ids, next_node, replica_ids, next_replica,
+    )  # fmt: skip
     return current if nxt.same_as(current) else replace(nxt, version=current.version + 1)
 
 

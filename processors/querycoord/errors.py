@@ -34,3 +34,27 @@ class NoQueryNode(VectorlogError, TimeoutError):
             "(a node died and its channels are still loading elsewhere, or none is running)"
         )
         self.pchannels = pchannels
+
+
+class ReplicaNotFound(VectorlogError, KeyError):
+    """GetReplicas of a collection that was never loaded (no load_collection recorded its
+    replicas): Milvus's ErrReplicaNotFound (code 400), worded as its query coordinator."""
+
+    def __init__(self, collection_id: int) -> None:
+        super().__init__(
+            f"failed to get replicas by collection: replica not found[replica={collection_id}]"
+        )
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class ChannelNotFound(VectorlogError, KeyError):
+    """GetReplicas while a copy of a shard has no query node serving it (its node died and
+    another is loading it): Milvus's ErrChannelNotFound (code 500), as its coordinator."""
+
+    def __init__(self, channel: str) -> None:
+        super().__init__(f"failed to get channel leader: channel not found[channel={channel}]")
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -23,6 +23,10 @@ Replicas: a `QueryReplicasConfigured` (load_collection with replica_number R, ap
 proxy) asks for R copies; every pchannel gets as many copies as the largest replica_number
 asked (the unit is the pchannel, which all collections share), each on another node, as
 far as there are live nodes.
+
+Ids (as Milvus's, for GetReplicas): each registration of a query node gets a numeric node
+id, and each copy of a collection loaded with replica_number R a replica id, both recorded in
+the assignment (querycoord.ids).
 """
 
 from __future__ import annotations
@@ -136,7 +140,8 @@ class QueryCoord:
             del self.reports[r.node]
         dead, self._superseded = dead + self._superseded, []
         copies = max(self.replicas.values(), default=1)
-        nxt = advance(current, self._pchannels, list(self.reports.values()), dead, copies)
+        live = list(self.reports.values())
+        nxt = advance(current, self._pchannels, live, dead, copies, dict(self.replicas))
         if nxt is not current:
             self._append(nxt)
         return nxt

@@ -398,6 +398,9 @@ def test_v9_query_coordination_events_round_trip():
     beat = {"node": "qn1", "epoch": 7, "address": "a", "serving": [1], "failed": [failure]}
     plan = {"version": 3, "replicas": 2, "targets": [owner], "owners": [owner], "dead": []}
     plan["failed"] = []
+    plan["nodes"] = [{"node": "qn1", "epoch": 7, "node_id": 3}]  # v10: node and replica ids
+    plan["collections"] = [{"collection_id": 5, "replica_ids": [9, 10]}]
+    plan |= {"next_node_id": 4, "next_replica_id": 11}
     loaded = {"collection_id": 5, "replica_number": 2}
     for event in (
         Event("QueryNodeReported", 99, beat),
@@ -405,6 +408,15 @@ def test_v9_query_coordination_events_round_trip():
         Event("QueryReplicasConfigured", 99, loaded),
     ):
         assert EventSerde().decode(EventSerde().encode(event)) == event
+
+
+def test_v9_assignments_read_by_v10_have_no_node_or_replica_ids_yet():
+    owner = {"pchannel": 1, "replica": 0, "node": "qn1", "epoch": 7, "address": "a"}
+    plan = {"version": 3, "replicas": 1, "targets": [owner], "owners": [owner], "dead": []}
+    event = Event("QueryChannelsAssigned", 99, {**plan, "failed": []})
+    decoded = EventSerde().decode(EventSerde(registry=V9).encode(event))
+    added = {"nodes": [], "next_node_id": 1, "collections": [], "next_replica_id": 1}
+    assert decoded.body == {**event.body, **added}
 
 
 def _named(reg: SchemaRegistry, name: str) -> dict:

@@ -56,6 +56,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-port", type=int, default=0, help="/healthz and /metrics")
     p.add_argument("--port", type=int, default=19530, help="proxy: gRPC port (default 19530)")
     p.add_argument("--rest-port", type=int, help="proxy: REST v2 port (default --port + 1)")
+    p.add_argument(
+        "--access-log",
+        action="store_true",
+        default=None,
+        help="proxy: a line per call on vectorlog.access (off by default, as Milvus's "
+        "proxy.accessLog.enable; or VECTORLOG_ACCESS_LOG=1)",
+    )
     for peer in ("rootcoord", "datacoord", "indexnode"):
         p.add_argument(f"--{peer}", metavar="HOST:PORT", help=f"the {peer}'s RPC address")
     p.add_argument("--querynode", metavar="HOST:PORT", help="ignored: proxies find query nodes")
@@ -297,6 +304,8 @@ def _serve_proxy(
     from vectorlog.sdk.client import Client
     from vectorlog.server.serve import ServeOptions, serve_client
 
-    options = ServeOptions(host=args.host, port=args.port, rest_port=args.rest_port)
+    options = ServeOptions(
+        host=args.host, port=args.port, rest_port=args.rest_port, access_log=args.access_log
+    )
     client = Client.attached(runner, cfg)
     serve_client(client, options, _proxy_token(args), _proxy_tls(args), ready)  # closes the runner

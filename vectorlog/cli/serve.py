@@ -37,6 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--log-format", default="text", choices=FORMATS, help="text or JSON lines")
     p.add_argument(
+        "--access-log",
+        action="store_true",
+        default=None,
+        help="a line per gRPC call and HTTP request on vectorlog.access (off by default, as "
+        "Milvus's proxy.accessLog.enable; or VECTORLOG_ACCESS_LOG=1)",
+    )
+    p.add_argument(
         "--import-root",
         help="the only folder bulk insert reads from; import paths are relative to it "
         "(or VECTORLOG_IMPORT_ROOT; default: the storage root)",
@@ -60,6 +67,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any]) -> int:
         args.tls_cert,
         args.tls_key,
         args.authorization,
+        args.access_log,
     )
     try:
         return serve(options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import grpc
@@ -126,6 +127,32 @@ class RpcChannel:
                 raise max(reversed(refusals), key=_rank)  # the latest of the most telling
             time.sleep(min(backoff, left))
             backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def start(self, method: str, **args: Any) -> Callable[[], Any]:
+        """Sends `method` with `args` (a channel of one address) and returns at once a
+        function that waits for its result and returns it, raising as `call` does (no
+        retry: its caller decides). The call waits in gRPC, not on a thread of ours, so
+        a caller asking several servers at once hands nothing to a pool. Raises
+        InvalidArgument if an argument cannot be encoded or the channel has several
+        addresses."""
+        if len(self.addresses) != 1:
+            raise InvalidArgument(f"start() needs one address, not {self.address!r}")
+        m = self.service.methods[method]
+        request = wire.encode_request(self.service.name, m, args)
+        deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
+        future = self._stub(0, method).future(
+            request, timeout=min(deadline, MAX_DEADLINE_S), metadata=self._metadata
+        )
+
+        def result() -> Any:
+            try:
+                response = future.result()
+            except grpc.RpcError as err:
+                name = self.service.name.rpartition(".")[2].lower()
+                raise error_of(err, name, self.addresses[0]) from None
+            return wire.decode_response(self.service.name, m, response)
+
+        return result
 
     def _attempt(
         self, at: int, method: str, request: bytes, timeout: float

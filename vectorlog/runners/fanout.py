@@ -31,7 +31,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,14 +74,12 @@ class FanOutQueryNodes:
         self._connect = connect
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(8, thread_name_prefix="fanout")
         self._turns = itertools.count()
         #: pchannel -> (the tsafe its owner last sent, time.monotonic() then)
         self._tsafes: dict[int, tuple[int, float]] = {}
         self.dropped = 0  # answers dropped: a dead epoch, or a node not serving any more
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
         for c in clients:
@@ -164,17 +161,33 @@ class FanOutQueryNodes:
         args: dict[str, Any],
     ) -> list[tuple[Owner, dict[str, Any] | None]]:
         """Returns each owner's answer to `op` on its pchannels (see `_ask`), asked at once:
-        the last owner on this thread, the others on the pool (py-spy of a proxy under 4
-        concurrent searches: a pool thread's hand-off, submit and Future, took a tenth of
-        the proxy's CPU per search; one query node now costs none). Raises what a read
-        raised."""
+        the last owner on this thread, the others sent first and waited for in gRPC (they
+        went through a thread pool: py-spy of a proxy under 4 concurrent searches, its
+        hand-off, submit and Future took a tenth of the proxy's time holding the GIL).
+        Raises what a read raised."""
         *others, (last, ps) = groups
-        futures = [
-            (owner, self._pool.submit(self._ask, owner, op, ps_, ts, deadline, args))
-            for owner, ps_ in others
+        started = [
+            (owner, self._start(owner, op, ps_, ts, deadline, args)) for owner, ps_ in others
         ]
         mine = self._ask(last, op, ps, ts, deadline, args)
-        return [(owner, fut.result()) for owner, fut in futures] + [(last, mine)]
+        return [(owner, wait()) for owner, wait in started] + [(last, mine)]
+
+    def _start(
+        self, owner: Owner, op: str, ps: list[int], ts: int, deadline: float, args: dict[str, Any]
+    ) -> Callable[[], dict[str, Any] | None]:
+        """Sends the owner its read; returns a function that waits for its answer (None as
+        `_ask`)."""
+        left = max(deadline - time.monotonic(), 0.0)
+        wait = self._client(owner.address).start_read(op, ps, ts, left, args)
+
+        def answer() -> dict[str, Any] | None:
+            try:
+                return dict(wait())
+            except (NotServing, ServiceUnavailable) as exc:
+                log.info("proxy: %s dropped from a read: %s", owner.node, exc)
+                return None
+
+        return answer
 
     def _ask(
         self, owner: Owner, op: str, ps: list[int], ts: int, deadline: float, args: dict[str, Any]

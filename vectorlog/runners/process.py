@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
+from vectorlog.processors.querycoord.replicas import Loaded, replicas_of
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runtime.topology import CLUSTER
@@ -710,6 +711,20 @@ class ProcessRunner:
             if left <= 0:
                 raise NotEnoughQueryNodes(replica_number, served, timeout)
             self.routing.wait_change(a.version, min(left, 0.5))
+
+    def replicas(
+        self,
+        collection_id: int,
+        partition_ids: list[int],
+        vchannels: list[str],
+        pchannels: list[int],
+    ) -> list[dict[str, Any]]:
+        """Returns GetReplicas' answer for a collection (its id, partition ids, vchannels and
+        their pchannels) from the query assignment followed (querycoord.replicas). Raises
+        ReplicaNotFound, ChannelNotFound."""
+        assert self.routing is not None, "a proxy follows the query assignment"
+        loaded = Loaded(collection_id, partition_ids, vchannels, pchannels)
+        return replicas_of(self.routing.assignment, loaded)
 
     def load_state(self, pchannels: list[int]) -> str:
         """Returns Milvus's load state of a collection on `pchannels` in the query

@@ -33,6 +33,7 @@ from vectorlog.processors.proxy.ingest.avro import WriterSchemas
 from vectorlog.processors.proxy.ingest.consumer import PROCESSOR, IngestConsumer
 from vectorlog.processors.proxy.ingest.positions import LocalPositions
 from vectorlog.processors.proxy.proxy import Proxy
+from vectorlog.processors.querycoord.replicas import Loaded, single_node
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
 from vectorlog.processors.rootcoord.gc import MetaGC
@@ -465,6 +466,18 @@ class Standalone:
         processor.start()
         self._running.append(processor)
         self._stack.callback(processor.stop)
+
+    def replicas(
+        self,
+        collection_id: int,
+        partition_ids: list[int],
+        vchannels: list[str],
+        pchannels: list[int],
+    ) -> list[dict[str, Any]]:
+        """Returns GetReplicas' answer for a collection (its id, partition ids, vchannels and
+        their pchannels): one replica, the in-process query node serving every shard
+        (querycoord.replicas.single_node)."""
+        return single_node(Loaded(collection_id, partition_ids, vchannels, pchannels))
 
     def wait_indexes_served(self, collection_id: int, timeout: float) -> bool:
         """Waits until the query node serves every segment index of the collection recorded

@@ -476,6 +476,23 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             return {"state": "Loaded"}
         return {"state": state(self._proxy.describe_collection(self._q(collection_name)).pchannels)}
 
+    def describe_replica(
+        self, collection_name: str, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Returns the replicas of a loaded collection (MilvusClient's describe_replica): per
+        replica its replica_id, collection_id, partition_ids, node_ids, resource_group and
+        shards (channel_name, leader_id, leader_address, node_ids). In cluster mode, from
+        the query coordinator's assignment (raises ReplicaNotFound for a collection never
+        loaded, ChannelNotFound while a shard of a replica has no query node); embedded,
+        one replica (the collection's id) on one query node (node id 1). Raises
+        CollectionNotFound."""
+        info = self._proxy.describe_collection(self._q(collection_name))
+        partitions = sorted(info.partitions.values())
+        found = self._cluster.replicas(
+            info.collection_id, partitions, info.vchannels, info.pchannels
+        )
+        return list(found)
+
     def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
         """Raises CollectionNotFound, or PartitionNotFound for the first of `partition_names`
         the collection (a plain name of this client's database) lacks."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
-from pymilvus.grpc_gen import common_pb2, schema_pb2
+from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
 from vectorlog.core import sparse
 from vectorlog.core.errors import InvalidArgument
@@ -84,6 +84,28 @@ def kv_dict(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, str]:
 def kv_pairs(d: dict[str, Any]) -> list[common_pb2.KeyValuePair]:
     """Returns a dict as key/value pairs (values as strings)."""
     return [common_pb2.KeyValuePair(key=str(k), value=str(v)) for k, v in d.items()]
+
+
+def replica_info(r: dict[str, Any], with_shard_nodes: bool) -> milvus_pb2.ReplicaInfo:
+    """Returns Milvus's ReplicaInfo of one of Client.describe_replica's replicas (each shard's
+    node ids only `with_shard_nodes`, as Milvus's query coordinator)."""
+    shards = [
+        milvus_pb2.ShardReplica(
+            leaderID=s["leader_id"],
+            leader_addr=s["leader_address"],
+            dm_channel_name=s["channel_name"],
+            node_ids=s["node_ids"] if with_shard_nodes else [],
+        )
+        for s in r["shards"]
+    ]
+    return milvus_pb2.ReplicaInfo(
+        replicaID=r["replica_id"],
+        collectionID=r["collection_id"],
+        partition_ids=r["partition_ids"],
+        shard_replicas=shards,
+        node_ids=r["node_ids"],
+        resource_group_name=r["resource_group"],
+    )
 
 
 def data_type(code: int) -> DataType:

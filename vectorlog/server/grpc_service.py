@@ -14,6 +14,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc
 from vectorlog.core.errors import CollectionNotFound, IndexNotFound, InvalidArgument
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.types import CONSISTENCY_PROPERTY, LEVEL_CODES, IndexSpec, collection_level
+from vectorlog.processors.querycoord.errors import ReplicaNotFound
 from vectorlog.sdk.client import Client, IndexParams
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server.grpc_access import Authorizer, caller
@@ -219,6 +220,16 @@ class MilvusServicer(
         return milvus_pb2.GetLoadingProgressResponse(
             status=ok(), progress=100, refresh_progress=100
         )
+
+    @rpc
+    def GetReplicas(self, request: Any, context: Any) -> Any:
+        try:
+            name = request.collection_name or self._name_of(request.collectionID)
+        except CollectionNotFound:  # Milvus's query coordinator knows no replica of it
+            raise ReplicaNotFound(request.collectionID) from None
+        found = self.client.describe_replica(name)
+        replicas = [conv.replica_info(r, request.with_shard_nodes) for r in found]
+        return milvus_pb2.GetReplicasResponse(status=ok(), replicas=replicas)
 
     # -- partitions -----------------------------------------------------------------------------
     @rpc

@@ -9,6 +9,7 @@ import concurrent.futures
 from pymilvus.grpc_gen import common_pb2
 
 from vectorlog.core import errors
+from vectorlog.processors.querycoord.errors import ChannelNotFound, ReplicaNotFound
 
 #: merr codes of Milvus (pkg/util/merr/errors.go)
 INTERNAL, UNIMPLEMENTED = 5, 10
@@ -20,10 +21,13 @@ FIELD_NAME_INVALID = 1701
 PERMISSION_DENIED = 65535  # Milvus answers it as gRPC PERMISSION_DENIED, not in a status
 PARAMETER_MISSING = 1101
 ALIAS_NAME_CONFLICT = 1601
+REPLICA_NOT_FOUND, CHANNEL_NOT_FOUND = 400, 500
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (errors.CollectionNotFound, COLLECTION_NOT_FOUND, common_pb2.CollectionNotExists),
+    (ReplicaNotFound, REPLICA_NOT_FOUND, common_pb2.UnexpectedError),
+    (ChannelNotFound, CHANNEL_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.PartitionNotFound, PARTITION_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.DatabaseNotFound, DATABASE_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.DatabaseLimitExceeded, DATABASE_LIMIT, common_pb2.UnexpectedError),

@@ -207,17 +207,18 @@ def rest_app(
     token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     authorization: bool = False,
+    access_log: bool = True,
 ) -> Starlette:
     """Returns the ASGI app serving Milvus's REST v2 API over `client` (the caller closes
     the client); with `token`, every /v2 call and /metrics need `Authorization: Bearer
     <token>` (/healthz does not: it tells nothing but that the server answers); with
     `authorization`, `Bearer user:password` of a user who holds each call's privilege; a
-    request body over `max_body_bytes` is refused (1801) while it is read. Every request is
-    logged on `vectorlog.access` (server/access_log.py)."""
+    request body over `max_body_bytes` is refused (1801) while it is read. With `access_log`,
+    every request is logged on `vectorlog.access` (server/access_log.py)."""
     api = RestApi(client, token, max_body_bytes, authorization)
     app = Starlette(
         exception_handlers={404: _http_error, 405: _http_error},
-        middleware=[Middleware(HttpAccessLog)],
+        middleware=[Middleware(HttpAccessLog)] if access_log else [],
         routes=[
             Route("/v2/vectordb/{group}/{action}", api.vectordb, methods=["POST"]),
             Route("/v2/vectordb/{group}/{sub}/{action}", api.vectordb, methods=["POST"]),

@@ -56,3 +56,35 @@ def test_a_node_registered_again_takes_its_pchannels_at_once_and_its_old_epoch_i
     served = decided(coord)
     assert {o.key for o in served.owners.values()} == {("qn", 2)} and len(served.owners) == P
     coord.close()
+
+
+def configure(log: Log, topics: Topics, collection_id: int, replica_number: int) -> None:
+    serde = Serdes().for_topic(topics.coord)
+    body = {"collection_id": collection_id, "replica_number": replica_number}
+    event = Event("QueryReplicasConfigured", 5, body)
+    log.append(topics.coord, [Append(0, serde.encode(event), serde.key(event))])
+
+
+def test_node_and_replica_ids_are_recorded_on_coord_and_kept_by_a_new_coordinator(log: Log):
+    topics = Topics(unique_topic("qcid"), P)
+    topics.ensure(log)
+    coord = QueryCoord(log, topics, Serdes(), lambda: 1, dead_after_s=4.0, clock=lambda: 0.0)
+    coord.follower.open()
+    report(log, topics, 1, [])
+    configure(log, topics, 7, 1)
+    configure(log, topics, 8, 1)
+    first = decided(coord)
+    assert first.node_ids == {("qn", 1): 1}
+    assert first.collections == {7: (1,), 8: (2,)}
+    report(log, topics, 2, [])  # restarted: a new registration, a new node id (as Milvus's)
+    restarted = decided(coord)
+    assert restarted.node_ids == {("qn", 2): 2}
+    coord.close()
+
+    again = QueryCoord(log, topics, Serdes(), lambda: 1, dead_after_s=4.0, clock=lambda: 0.0)
+    again.follower.open()
+    kept = decided(again)  # a new coordinator reads the ids back from coord
+    assert (kept.node_ids, kept.collections) == ({("qn", 2): 2}, {7: (1,), 8: (2,)})
+    configure(log, topics, 7, 2)  # a second copy of 7: a new id, never one used before
+    assert decided(again).collections == {7: (1, 3), 8: (2,)}
+    again.close()

@@ -59,6 +59,12 @@ class Node:
         tsafes = [[p, self.tsafe] for p in ps]
         return {"node": self.name, "epoch": self.epoch, "results": results, "tsafes": tsafes}
 
+    def start_read(
+        self, op: str, ps: list[int], ts: int, timeout: float, args: dict[str, Any]
+    ) -> Any:
+        """As QueryShardClient's: the answer (or the failure) comes when waited for."""
+        return lambda: self.read(op, ps, ts, timeout, args)
+
     def _one(self, op: str, p: int, args: dict[str, Any]) -> Any:
         if op == "tsafe":
             return self.tsafe

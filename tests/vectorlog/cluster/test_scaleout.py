@@ -139,10 +139,12 @@ def test_with_two_replicas_a_killed_query_node_costs_no_read_an_error(cluster):
     one.flush("docs")
     one.load_collection("docs", replica_number=2)  # returns once both copies are served
     assert served(cluster) == {"querynode1": 4, "querynode2": 4}
+    two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
+    before = replicas_of(two)
+    assert len(before) == 2 and len({r.id for r in before}) == 2
+    assert len(replica_nodes_of(before)) == 2
 
-    readers = Readers(
-        MilvusClient(cluster.members["proxy2"].uri, token=TOKEN), vectors, rows, probes
-    )
+    readers = Readers(two, vectors, rows, probes)
     try:
         wait_until(lambda: readers.reads >= 3 or bool(readers.problems), 120, "reads")
         at = readers.reads
@@ -152,3 +154,40 @@ def test_with_two_replicas_a_killed_query_node_costs_no_read_an_error(cluster):
     finally:
         readers.stop()
     assert readers.problems == []  # not one read failed or answered partially
+
+    cluster.start("querynode2")  # a new session: a new node id, as Milvus's
+    wait_until(lambda: served(cluster) == {"querynode1": 4, "querynode2": 4}, 120, "back")
+    wait_until(lambda: len(replica_nodes(two)) == 2, 60, "both copies described")
+    after = replicas_of(two)
+    assert {r.id for r in after} == {r.id for r in before}  # the replicas stay
+    old, new = replica_nodes_of(before), replica_nodes_of(after)
+    assert len(old & new) == 1 and max(new) > max(old)  # querynode1 kept its id
+
+
+def replicas_of(client: MilvusClient) -> list:
+    """Returns describe_replica's answer, checked: each replica has the 4 shards, each led
+    by a node of the replica that alone serves it, and the copies of a shard are led by
+    different nodes."""
+    found = client.describe_replica("docs")
+    for r in found:
+        assert len(r.shards) == 4
+        assert all(s.shard_leader in r.group_nodes for s in r.shards)
+        assert all(s.shard_nodes == {s.shard_leader} for s in r.shards)
+    leaders: dict[str, set[int]] = {}
+    for r in found:
+        for s in r.shards:
+            leaders.setdefault(s.channel_name, set()).add(s.shard_leader)
+    assert all(len(nodes) == len(found) for nodes in leaders.values())
+    return found
+
+
+def replica_nodes_of(found: list) -> set[int]:
+    return {n for r in found for n in r.group_nodes}
+
+
+def replica_nodes(client: MilvusClient) -> set[int]:
+    """Returns the node ids of describe_replica's answer; none while a copy has no node."""
+    try:
+        return replica_nodes_of(client.describe_replica("docs"))
+    except Exception:  # a shard without its leader yet (Milvus's code 500)
+        return set()

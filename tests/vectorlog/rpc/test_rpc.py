@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -22,9 +23,11 @@ from vectorlog.core.errors import (
     ServiceUnavailable,
 )
 from vectorlog.core.model import quick_schema
+from vectorlog.processors.querycoord.errors import NotServing
 from vectorlog.rpc.datacoord_client import DataCoordClient
 from vectorlog.rpc.errors import RemoteError
 from vectorlog.rpc.querynode_client import QueryNodeClient
+from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 
@@ -248,3 +251,35 @@ def test_a_second_server_on_a_served_port_is_refused_and_the_first_keeps_its_cli
     finally:
         second.stop(0)
         first.stop(0)
+
+
+class Shards:
+    """A query node's ShardRead: answers its pchannels, or refuses them as not served."""
+
+    def read(self, op: str, pchannels: list[int], ts: int, timeout: float, args: Any) -> Any:
+        if 3 in pchannels:
+            raise NotServing("qn1", 7, [3])
+        return {"node": "qn1", "epoch": 7, "results": [[p, True, args["k"] * p] for p in pchannels]}
+
+
+def test_a_started_read_answers_when_waited_for_and_raises_the_servers_error():
+    with served(shards=Shards()) as address:
+        client = QueryShardClient(address)
+        try:
+            first = client.start_read("count", [1, 2], 5, 1.0, {"k": 10})
+            refused = client.start_read("count", [3], 5, 1.0, {"k": 10})
+            assert first()["results"] == [[1, True, 10], [2, True, 20]]
+            with pytest.raises(NotServing, match=r"qn1 \(epoch 7\) does not serve pchannels \[3\]"):
+                refused()
+        finally:
+            client.close()
+
+
+def test_a_started_read_of_an_unreachable_node_is_service_unavailable():
+    client = QueryShardClient(f"127.0.0.1:{unused_port()}", deadline_s=1.0)
+    try:
+        wait = client.start_read("count", [1], 5, 0.0, {"k": 1})
+        with pytest.raises(ServiceUnavailable):
+            wait()
+    finally:
+        client.close()

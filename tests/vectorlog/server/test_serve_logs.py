@@ -1,11 +1,13 @@
 """`vectorlog serve`'s logs (a real subprocess, embedded data dir, with a token): lifecycle
 lines, one access line per gRPC call and per HTTP request (method or path, code, latency),
 never the token nor a vector; a failed request logged with its error; `--log-format json`
-gives one JSON object a line; `--log-level warning` silences the access log."""
+gives one JSON object a line. The access log is off unless `--access-log` (Milvus's
+proxy.accessLog.enable is off by default)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -29,15 +31,21 @@ VECTOR = [0.7182818, 0.3141592]
 
 
 @contextmanager
-def serving(tmp_path: Path, *options: str) -> Iterator[tuple[MilvusClient, str, Path]]:
-    """Runs `vectorlog serve` with `options`; yields a pymilvus client of it, its REST URL
-    and the file its stderr goes to (complete once the block ends: SIGTERM, exit 0)."""
+def serving(
+    tmp_path: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[MilvusClient, str, Path]]:
+    """Runs `vectorlog serve` with `options` (and `env` added to the environment); yields a
+    pymilvus client of it, its REST URL and the file its stderr goes to (complete once the
+    block ends: SIGTERM, exit 0)."""
     port, rest = unused_port(), unused_port()
     stderr = tmp_path / "serve.err"
     argv = ["serve", "--dir", str(tmp_path / "db"), "--port", str(port)]
     argv += ["--rest-port", str(rest), "--token", TOKEN, *options]
     with stderr.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "vectorlog.cli", *argv], stderr=err)
+        environ = {**os.environ, **(env or {})}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vectorlog.cli", *argv], stderr=err, env=environ
+        )
     url = f"http://127.0.0.1:{rest}"
     try:
         wait_until(lambda: proc.poll() is not None or _healthy(url), 120, "serve's /healthz")
@@ -69,7 +77,7 @@ def _calls(milvus: MilvusClient, url: str) -> None:
 
 
 def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
-    with serving(tmp_path, "--log-level", "info") as (milvus, url, stderr):
+    with serving(tmp_path, "--log-level", "info", "--access-log") as (milvus, url, stderr):
         _calls(milvus, url)
     text = stderr.read_text()
     access = [
@@ -93,8 +101,9 @@ def test_access_lines_errors_and_lifecycle_without_secrets(tmp_path: Path):
     assert "0.718" not in text and "0.314" not in text  # no vector payloads
 
 
-def test_json_format_and_a_quieter_level(tmp_path: Path):
-    with serving(tmp_path, "--log-format", "json") as (milvus, url, stderr):
+def test_json_format_and_no_access_log_by_default(tmp_path: Path):
+    on = {"VECTORLOG_ACCESS_LOG": "1"}  # as --access-log
+    with serving(tmp_path, "--log-format", "json", env=on) as (milvus, url, stderr):
         _calls(milvus, url)
     records = [json.loads(line) for line in stderr.read_text().splitlines()]
     assert {"time", "level", "logger", "message"} <= set(records[0])
@@ -104,9 +113,11 @@ def test_json_format_and_a_quieter_level(tmp_path: Path):
     )
     quiet = tmp_path / "quiet"
     quiet.mkdir()
-    with serving(quiet, "--log-level", "warning") as (milvus, url, stderr):
+    with serving(quiet, "--log-level", "info") as (milvus, url, stderr):
         _calls(milvus, url)
-    assert "vectorlog.access" not in stderr.read_text()
+    text = stderr.read_text()
+    assert "gRPC on 127.0.0.1" in text  # info lines, but no access line without --access-log
+    assert "vectorlog.access" not in text
 
 
 def test_a_logged_error_names_its_causes():
