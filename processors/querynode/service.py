@@ -60,6 +60,22 @@ class QueryNodeService(Protocol):
         none expired). `anns_field`: the vector field searched (None: the first)."""
         ...
 
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns what `search` returns for a search of dense field `anns_field` with no
+        filter, partitions, output fields, offset, grouping, range or expiry, where this node
+        answers it in one call (the collection held here, nothing it applied hidden at `ts`);
+        None where it does not (the caller then calls `search`)."""
+        ...
+
     def query(
         self,
         collection_id: int,

@@ -68,6 +68,19 @@ class QueryNodeClient(ServiceClient):
         )
         return result
 
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns None: a remote node takes `search` (QueryNodeService.search_common)."""
+        return None
+
     def query(
         self,
         collection_id: int,

@@ -287,6 +287,20 @@ class FanOutQueryNodes:
                 entity.pop(group_by, None)
         return result
 
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns None: a search over several nodes takes `search`
+        (QueryNodeService.search_common)."""
+        return None
+
     def query(
         self,
         collection_id: int,

@@ -789,6 +789,25 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         """Returns the hits `search` returns (same arguments, same order) as arrays: a
         SearchResult (ids, distances, per-query offsets, output fields as columns; its
         `hits()` are `search`'s). Raises as `search`."""
+        if (
+            type(filter) is str
+            and not filter
+            and output_fields is None
+            and timeout is None
+            and partition_names is None
+            and as_of is None
+            and filter_params is None
+            and type(offset) is int
+            and not offset
+            and group_by_field is None
+            and group_size is None
+            and ranker is None
+        ):  # the common search: answered in one call when the proxy can (else None)
+            found = self._proxy.search_common(
+                self._q(collection_name), data, limit, search_params, consistency_level, anns_field
+            )
+            if found is not None:
+                return found
         at = read_at(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
