@@ -12,15 +12,19 @@ the caller takes the general path, which checks, caches, waits and raises as it 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from vectorlog.core.errors import VectorlogError
+from vectorlog.core.hybridts import LOGICAL_BITS
 from vectorlog.core.model import DataType
 from vectorlog.core.properties import TTL_PROPERTY
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import RADIUS, collection_level
 from vectorlog.processors.proxy import plancache
-from vectorlog.processors.proxy.consistency import guarantee
+from vectorlog.processors.proxy.consistency import DEFAULT_STALENESS_MS, guarantee
 from vectorlog.processors.proxy.hybrid import SearchPlan
 from vectorlog.processors.proxy.search_shape import MAX_NQ
 
@@ -29,6 +33,9 @@ if TYPE_CHECKING:
 
 #: the read levels served here (Session reads at its own ts: the general path)
 LEVELS = frozenset({"Strong", "Bounded", "Eventually", "strong", "bounded", "eventually"})
+#: how far back a Bounded read's guarantee is (consistency.guarantee's), in ts units
+_STALENESS = DEFAULT_STALENESS_MS << LOGICAL_BITS
+_F32 = np.dtype(np.float32)
 
 
 def common_plan(plan: SearchPlan) -> bool:
@@ -68,12 +75,14 @@ def search(
     plan = px._plans.common(info, key)
     if plan is None or TTL_PROPERTY in info.properties:
         return None
-    try:
-        queries = px._queries(plan.field, data)
-    except VectorlogError:
-        return None
-    if not 0 < len(queries) <= MAX_NQ:
-        return None
+    queries = _one_vector(data, plan.field.dim)
+    if queries is None:
+        try:
+            queries = px._queries(plan.field, data)
+        except VectorlogError:
+            return None
+        if not 0 < len(queries) <= MAX_NQ:
+            return None
     ts = _read_ts(px, info, level)
     if ts is None:
         return None
@@ -87,11 +96,27 @@ def _read_ts(px: Proxy, info: Any, level: str | None) -> int | None:
     guarantee ts; None if it must wait (or the level is not served here)."""
     if level is None:
         level = collection_level(info.properties)
-    if level not in LEVELS:
+    if level == "Bounded":  # consistency.guarantee's Bounded, without its Guarantee
+        wait_for, applied = max(px.rc.bounded_ts() - _STALENESS, 0), True
+    elif level in LEVELS:
+        g = guarantee(level, px.rc.strong_ts, recent=px.rc.bounded_ts)
+        wait_for, applied = g.wait_for, g.read_applied
+    else:
         return None
-    g = guarantee(level, px.rc.strong_ts, recent=px.rc.bounded_ts)
-    ts = max(g.wait_for, info.created_ts, info.schema_ts)
+    ts = max(wait_for, info.created_ts, info.schema_ts)
     tsafe = px.qn.tsafe(info.pchannels)
     if tsafe < ts:
         return None
-    return max(tsafe, ts) if g.read_applied else ts
+    return max(tsafe, ts) if applied else ts
+
+
+def _one_vector(data: Any, dim: int | None) -> np.ndarray | None:
+    """Returns the 1 x dim query `Proxy._queries` makes of `data` (a view of it) when
+    `data` is a list of one float32 vector of `dim` finite values (its checks, in one
+    numpy call), else None (it then converts and checks `data` itself)."""
+    if type(data) is not list or len(data) != 1:
+        return None
+    x = data[0]
+    if type(x) is not np.ndarray or x.dtype is not _F32 or x.shape != (dim,):
+        return None
+    return x[None, :] if math.isfinite(float(x.dot(x))) else None
