@@ -682,7 +682,7 @@ class Replica:
         if ids.dtype.kind != "i":
             ids = self.columns.values(self.pk_name, rows)
         columns = {name: self._values(name, rows) for name in fields}
-        return SearchResult(ids, dist, offsets, columns)
+        return SearchResult.of_arrays(ids, dist, offsets, columns)
 
     def _hits_of_all(
         self, labels: np.ndarray, dist: np.ndarray, offset: int, fields: list[str]
