@@ -1,7 +1,8 @@
 """Where one query per call at Bounded spends its CPU (issue 28): on a cluster prepared by
 `search_calls_ab prepare`, times one-query calls entered at each layer of
 `Client.search` (faiss's C++ search on the segment's own index, Replica.search,
-QueryNode.search, Proxy.search_result, its hits(), Client.search_result, Client.search)
+QueryNode.search, the one-call path's Replica/QueryNode/Proxy.search_common,
+Proxy.search_result, its hits(), Client.search_result, Client.search)
 next to bare faiss, in rounds of 100 queries whose order alternates, CPU time of the
 calling thread; prints each layer's median µs per call and what it adds to the one below.
 
@@ -65,15 +66,31 @@ def layers(c: Any, index: Any, ef: int, qs: np.ndarray, qn: np.ndarray) -> list[
     def proxy_hits(q: np.ndarray) -> Any:
         return px.search(name, [q], 10, at=at, options=opts)
 
+    metric, field = rep.metric, rep.vec.name
+
+    def replica_common(q: np.ndarray) -> Any:
+        return rep.search_common(q[None], 10, ts, knobs, metric, field)
+
+    def node_common(q: np.ndarray) -> Any:
+        return node.search_common(cid, q[None], 10, ts, knobs, metric, field)
+
+    def proxy_common(q: np.ndarray) -> Any:
+        return px.search_common(name, [q], 10, params, "Bounded")
+
+    if px.search_common(name, [qs[0]], 10, params, "Bounded") is None:
+        raise SystemExit("the one-call path did not answer this search: nothing to time")
     return [
         ("bare faiss (its Python search)", lambda q: index.search(q[None], 10), qn),
         ("faiss search_c on vectorlog's index", floor, qn),
-        ("Replica.search", lambda q: rep.search(q[None], 10, ts, params=knobs), qs),
-        ("QueryNode.search", node_search, qs),
+        ("Replica.search_common", replica_common, qs),
+        ("QueryNode.search_common", node_common, qs),
+        ("Proxy.search_common", proxy_common, qs),
         ("Proxy.search_result", lambda q: px.search_result(name, [q], 10, at=at, options=opts), qs),
         ("Proxy.search_result().hits()", proxy_hits, qs),
         ("Client.search_result", result, qs),
         ("Client.search", search, qs),
+        ("general path: Replica.search", lambda q: rep.search(q[None], 10, ts, params=knobs), qs),
+        ("general path: QueryNode.search", node_search, qs),
     ]  # fmt: skip
 
 
