@@ -77,6 +77,13 @@ def layers(c: Any, index: Any, ef: int, qs: np.ndarray, qn: np.ndarray) -> list[
     def proxy_common(q: np.ndarray) -> Any:
         return px.search_common(name, [q], 10, params, "Bounded")
 
+    def general(q: np.ndarray) -> Any:  # the one-call path turned off for this call
+        px.search_common = _not_answered
+        try:
+            return search(q)
+        finally:
+            del px.search_common
+
     if px.search_common(name, [qs[0]], 10, params, "Bounded") is None:
         raise SystemExit("the one-call path did not answer this search: nothing to time")
     return [
@@ -89,9 +96,15 @@ def layers(c: Any, index: Any, ef: int, qs: np.ndarray, qn: np.ndarray) -> list[
         ("Proxy.search_result().hits()", proxy_hits, qs),
         ("Client.search_result", result, qs),
         ("Client.search", search, qs),
+        ("general path: Client.search", general, qs),
         ("general path: Replica.search", lambda q: rep.search(q[None], 10, ts, params=knobs), qs),
         ("general path: QueryNode.search", node_search, qs),
     ]  # fmt: skip
+
+
+def _not_answered(*args: Any) -> None:
+    """Proxy.search_common's None: the caller takes the general path."""
+    return None
 
 
 def run(d: Path, rounds: int) -> list[tuple[str, float]]:
