@@ -46,15 +46,16 @@ def child(src: str, d: Path, rounds: int) -> dict[str, float]:
     return {m.group(1).strip(): float(m.group(2)) for m in found if m}
 
 
-def run(d: Path, base: str, pairs: int, rounds: int) -> dict[str, Any]:
-    """Returns every child's layers, by tree, with the load before each."""
+def run(d: Path, base: str, pairs: int, rounds: int, label: str | None) -> dict[str, Any]:
+    """Returns every child's layers, by tree, with the load before each (`label`: the base
+    tree's name, default its git HEAD)."""
     res: dict[str, Any] = {"base": [], "this": [], "loads": []}
     for _ in range(pairs):
         for key, src in (("base", base), ("this", HERE)):
             res["loads"].append(round(save.load1(), 1))
             res[key].append(child(src, d, rounds))
             print(key, res[key][-1].get(TOP), file=sys.stderr)
-    res["trees"] = {k: _head(s) for k, s in (("base", base), ("this", HERE))}
+    res["trees"] = {"base": label or _head(base), "this": _head(HERE)}
     res["machine"] = save.machine()
     return res
 
@@ -108,8 +109,9 @@ def page(res: dict[str, Any], d: Path, rounds: int) -> list[str]:
         "- The one-call path (Proxy/QueryNode/Replica.search_common) exists in this tree only; "
         "the general path's layers are timed in both.",
         "",
-        f"Command: `python -m benchmarks.search_layers_ab --dir D --base SRC --pairs "
-        f"{len(res['base'])} --rounds {rounds}`.",
+        "Command: `python -m benchmarks.search_layers_ab --dir D --base SRC --base-label L --pairs "
+        f"{len(res['base'])} --rounds {rounds}` (D: `search_calls_ab prepare --dir D`; SRC: "
+        "`git archive` of the base commit).",
     ]
 
 
@@ -137,11 +139,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--dir", type=Path, required=True)
     ap.add_argument("--base", required=True, help="a checkout of the base tree")
+    ap.add_argument("--base-label", help="the base tree's name (default: its git HEAD)")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--out", type=Path, default=save.RESULTS)
     a = ap.parse_args()
-    res = run(a.dir, a.base, a.pairs, a.rounds)
+    res = run(a.dir, a.base, a.pairs, a.rounds, a.base_label)
     text = page(res, a.dir, a.rounds)
     save.write("search_layers", res, text, draw, a.out)
     print("\n".join(text))
