@@ -65,7 +65,7 @@ def search(
     consistency_level=level, anns_field=anns_field) with every other argument at its
     default, or None where it is not answered here (the caller then takes the general path,
     which raises what it raises)."""
-    if type(name) is not str or type(limit) is not int:
+    if type(name) is not str or type(limit) is not int or not px.qn.one_call:
         return None
     try:
         info = px.rc.describe_collection(name)

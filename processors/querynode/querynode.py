@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 class QueryNode(ProcessorBase):
     """Serves reads for every collection in the dml topic."""
 
+    one_call = True  # search_common answers in-process (QueryNodeService)
+
     def __init__(
         self,
         log: Log,

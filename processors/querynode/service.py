@@ -22,6 +22,10 @@ class QueryNodeService(Protocol):
     (naming the id) for a collection that did not exist at that ts. A dropped collection
     still answers reads as of before its drop, inside the meta retention window."""
 
+    #: whether `search_common` may answer (False: it always returns None, so a caller asks
+    #: nothing of it, not even tsafe, and calls `search`)
+    one_call: bool
+
     def tsafe(self, pchannels: Sequence[int]) -> int:
         """Returns the ts up to which every given pchannel has been applied."""
         ...

@@ -20,6 +20,7 @@ class QueryNodeClient(ServiceClient):
     """QueryNodeService of the query node serving at `address` (an RpcServer)."""
 
     SERVICE = QUERYNODE
+    one_call = False  # no search_common over the network: `search`
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return int(self._rpc.call("GetTSafe", pchannels=list(pchannels)))

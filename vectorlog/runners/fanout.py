@@ -64,6 +64,8 @@ class FanOutQueryNodes:
     """QueryNodeService over the query nodes of the assignment `follower` follows; every
     read waits at most `timeout` seconds for owners (and tsafe on them)."""
 
+    one_call = False  # no search_common: the owners' answers are merged by `search`
+
     def __init__(
         self,
         follower: CoordFollower,
