@@ -1,7 +1,8 @@
 """Where one query per call at Bounded spends its CPU (issue 28): on a cluster prepared by
 `search_calls_ab prepare`, times one-query calls entered at each layer of
 `Client.search` (faiss's C++ search on the segment's own index, Replica.search,
-QueryNode.search, Proxy.search_result, its hits(), Client.search_result, Client.search)
+QueryNode.search, the one-call path's Replica/QueryNode/Proxy.search_common,
+Proxy.search_result, its hits(), Client.search_result, Client.search)
 next to bare faiss, in rounds of 100 queries whose order alternates, CPU time of the
 calling thread; prints each layer's median µs per call and what it adds to the one below.
 
@@ -65,16 +66,45 @@ def layers(c: Any, index: Any, ef: int, qs: np.ndarray, qn: np.ndarray) -> list[
     def proxy_hits(q: np.ndarray) -> Any:
         return px.search(name, [q], 10, at=at, options=opts)
 
+    metric, field = rep.metric, rep.vec.name
+
+    def replica_common(q: np.ndarray) -> Any:
+        return rep.search_common(q[None], 10, ts, knobs, metric, field)
+
+    def node_common(q: np.ndarray) -> Any:
+        return node.search_common(cid, q[None], 10, ts, knobs, metric, field)
+
+    def proxy_common(q: np.ndarray) -> Any:
+        return px.search_common(name, [q], 10, params, "Bounded")
+
+    def general(q: np.ndarray) -> Any:  # the one-call path turned off for this call
+        px.search_common = _not_answered
+        try:
+            return search(q)
+        finally:
+            del px.search_common
+
+    if px.search_common(name, [qs[0]], 10, params, "Bounded") is None:
+        raise SystemExit("the one-call path did not answer this search: nothing to time")
     return [
         ("bare faiss (its Python search)", lambda q: index.search(q[None], 10), qn),
         ("faiss search_c on vectorlog's index", floor, qn),
-        ("Replica.search", lambda q: rep.search(q[None], 10, ts, params=knobs), qs),
-        ("QueryNode.search", node_search, qs),
+        ("Replica.search_common", replica_common, qs),
+        ("QueryNode.search_common", node_common, qs),
+        ("Proxy.search_common", proxy_common, qs),
         ("Proxy.search_result", lambda q: px.search_result(name, [q], 10, at=at, options=opts), qs),
         ("Proxy.search_result().hits()", proxy_hits, qs),
         ("Client.search_result", result, qs),
         ("Client.search", search, qs),
+        ("general path: Client.search", general, qs),
+        ("general path: Replica.search", lambda q: rep.search(q[None], 10, ts, params=knobs), qs),
+        ("general path: QueryNode.search", node_search, qs),
     ]  # fmt: skip
+
+
+def _not_answered(*args: Any) -> None:
+    """Proxy.search_common's None: the caller takes the general path."""
+    return None
 
 
 def run(d: Path, rounds: int) -> list[tuple[str, float]]:

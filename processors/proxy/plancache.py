@@ -12,7 +12,7 @@ None/bool/int/float/str and lists, tuples and dicts of them) are not cached.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from vectorlog.core.errors import VectorlogError
@@ -67,11 +67,7 @@ def search_key(
         and type(o.filter) is str
         and (o.anns_field is None or type(o.anns_field) is str)
     ):
-        try:
-            params = frozen(o.search_params)
-        except Unkeyable:
-            return None
-        return info.collection_id, limit, o.offset, o.filter, o.anns_field, params
+        return flat_key(info, limit, o.offset, o.filter, o.anns_field, o.search_params)
     try:
         return info.collection_id, frozen(
             (limit, output_fields, partition_names, o.filter, o.filter_params, o.search_params)
@@ -81,11 +77,30 @@ def search_key(
         return None
 
 
-class PlanCache:
-    """Checked search plans by key, each valid for one CollectionInfo object."""
+def flat_key(
+    info: CollectionInfo,
+    limit: int,
+    offset: int,
+    filter: str,  # noqa: A002 (the search's argument)
+    anns_field: str | None,
+    search_params: Any,
+) -> Hashable | None:
+    """Returns the key of the common shape's search (see `search_key`; None: search_params
+    cannot be keyed)."""
+    try:
+        params = frozen(search_params)
+    except Unkeyable:
+        return None
+    return info.collection_id, limit, offset, filter, anns_field, params
 
-    def __init__(self) -> None:
-        self._plans: dict[Hashable, tuple[CollectionInfo, SearchPlan]] = {}
+
+class PlanCache:
+    """Checked search plans by key, each valid for one CollectionInfo object, with whether
+    it is of the common shape (`common`: the one-call path's)."""
+
+    def __init__(self, common: Callable[[SearchPlan], bool] = lambda plan: False) -> None:
+        self._plans: dict[Hashable, tuple[CollectionInfo, SearchPlan, bool]] = {}
+        self._is_common = common
 
     def get(self, info: CollectionInfo, key: Hashable | None) -> SearchPlan | None:
         """Returns the plan cached under `key` for this very `info`, else None."""
@@ -94,10 +109,16 @@ class PlanCache:
         hit = self._plans.get(key)
         return hit[1] if hit is not None and hit[0] is info else None
 
+    def common(self, info: CollectionInfo, key: Hashable | None) -> SearchPlan | None:
+        """Returns the plan cached under `key` for this very `info` if it is of the common
+        shape, else None."""
+        hit = None if key is None else self._plans.get(key)
+        return hit[1] if hit is not None and hit[0] is info and hit[2] else None
+
     def put(self, info: CollectionInfo, key: Hashable | None, plan: SearchPlan) -> None:
         """Keeps `plan` (its queries are not reused) for `info` under `key` (None: nothing)."""
         if key is None:
             return
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()
-        self._plans[key] = (info, plan)
+        self._plans[key] = (info, plan, self._is_common(plan))

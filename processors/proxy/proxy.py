@@ -65,8 +65,8 @@ from vectorlog.expr import Expr
 from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
+from vectorlog.processors.proxy import common_search, dynamic, hybrid, imports, plancache
 from vectorlog.processors.proxy import compaction_requests as compactions
-from vectorlog.processors.proxy import dynamic, hybrid, imports, plancache
 from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy import indexes as ix
 from vectorlog.processors.proxy import partition_key as pkey
@@ -119,7 +119,7 @@ class Proxy:
         self.serde = serdes.for_topic(self.topic)
         self.source = rootcoord.tick_source(name)
         self.read_timeout = read_timeout
-        self._plans = plancache.PlanCache()
+        self._plans = plancache.PlanCache(common_search.common_plan)
 
     # -- DDL and meta reads: forwarded to rootcoord ----------------------------------------
     def create_collection(
@@ -579,6 +579,19 @@ class Proxy:
         function `ranker` (function_rank.py), the hits reranked by it, as Milvus reranks
         the hits a search found. Raises InvalidArgument, InvalidExpression, RerankRefused
         before reading anything."""
+        if (
+            ranker is None
+            and output_fields is None
+            and partition_names is None
+            and at.as_of is None
+            and at.timeout is None
+            and _common_options(options)
+        ):
+            found = self.search_common(
+                name, data, limit, options.search_params, at.consistency_level, options.anns_field
+            )
+            if found is not None:
+                return found
         info = self._info(name, at.as_of)
         specs = None if ranker is None else fr.specs_of(ranker)
         if ranker is not None and specs is None:
@@ -597,6 +610,23 @@ class Proxy:
             hits = [rank.fuse([q], [plan.metric], len(q)) for q in hits]
             fr.drop_input(hits, output_fields, rank)
         return SearchResult.of_hits(plan.out.hits(hits))
+
+    def search_common(
+        self,
+        name: str,
+        data: Any,
+        limit: int,
+        search_params: dict[str, Any] | None,
+        consistency_level: str | None,
+        anns_field: str | None = None,
+    ) -> SearchResult | None:
+        """Returns `search_result(name, data, limit, at=read_at(consistency_level),
+        options=SearchOptions(search_params=search_params, anns_field=anns_field))` in one
+        call where the common search allows (common_search.py), else None (the caller then
+        calls `search_result`)."""
+        return common_search.search(
+            self, name, data, limit, search_params, consistency_level, anns_field
+        )
 
     def hybrid_search(
         self,
@@ -856,6 +886,20 @@ class Proxy:
         """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument
         for a malformed name or ts, CollectionNotFound."""
         return self.rc.describe_collection(a.name("collection", name), a.as_of(as_of))
+
+
+def _common_options(o: SearchOptions) -> bool:
+    """Returns whether search options leave all but search_params and anns_field at their
+    defaults (the common search's)."""
+    return (
+        type(o.filter) is str
+        and not o.filter
+        and o.filter_params is None
+        and type(o.offset) is int
+        and o.offset == 0
+        and o.group_by_field is None
+        and o.group_size is None
+    )
 
 
 def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:

@@ -166,6 +166,21 @@ class ProxyService(DdlService, DatabaseService, Protocol):
         offsets, output field columns). Raises as `search`."""
         ...
 
+    def search_common(
+        self,
+        name: str,
+        data: Any,
+        limit: int,
+        search_params: dict[str, Any] | None,
+        consistency_level: str | None,
+        anns_field: str | None = None,
+    ) -> SearchResult | None:
+        """Returns what `search_result` returns for this search (every other argument at
+        its default) where it is answered in one call (the common search: its shape checked
+        before, no filter, output fields, partitions, offset, grouping or waiting), else
+        None: the caller then calls `search_result`."""
+        ...
+
     def hybrid_search(
         self,
         name: str,

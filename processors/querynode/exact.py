@@ -35,6 +35,7 @@ def normalized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 #: faiss untyped (its stubs lack fvec_renorm_L2)
 _FAISS: Any = faiss
+_PTR = _FAISS.swigfaiss._swigfaiss.swig_ptr  # faiss.swig_ptr without its Python wrapper
 
 
 def unit_queries(q: np.ndarray) -> np.ndarray:
@@ -42,7 +43,7 @@ def unit_queries(q: np.ndarray) -> np.ndarray:
     than numpy on one query; a zero query stays zero)."""
     qn = np.array(q, dtype=np.float32, order="C", copy=True)
     if qn.ndim == 2 and qn.size:  # faiss.normalize_L2's own call, without its wrapper
-        _FAISS.fvec_renorm_L2(qn.shape[1], qn.shape[0], faiss.swig_ptr(qn))
+        _FAISS.fvec_renorm_L2(qn.shape[1], qn.shape[0], _PTR(qn))
     else:
         faiss.normalize_L2(qn)
     return qn

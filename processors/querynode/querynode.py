@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 class QueryNode(ProcessorBase):
     """Serves reads for every collection in the dml topic."""
 
+    one_call = True  # search_common answers in-process (QueryNodeService)
+
     def __init__(
         self,
         log: Log,
@@ -518,6 +520,24 @@ class QueryNode(ProcessorBase):
             expire_ts,
             anns_field,
         )
+
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns `search`'s answer to the common search (QueryNodeService.search_common),
+        or None where it takes `search` (no replica readable at `ts`, or see
+        Replica.search_common)."""
+        replica = self.replicas.get(collection_id)
+        if replica is None or not replica.readable(ts):
+            return None
+        return replica.search_common(queries, limit, ts, params, metric, anns_field)
 
     def query(
         self,

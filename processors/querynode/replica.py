@@ -498,6 +498,34 @@ class Replica:
                 found = self._groups(col, q, qn, metric, knobs, plan, total, grouping)
             return self._result(found, output_fields or [])
 
+    def search_common(
+        self,
+        queries: np.ndarray,
+        k: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns what `search(queries, k, ts, params=params, metric=metric,
+        anns_field=anns_field)` returns when that is a plain top-k search (no filter,
+        partitions, output fields, offset, grouping, range or expiry: the proxy checked) of a
+        dense float field at or after the newest change of visibility (each segment searched
+        with its alive bitmap); None otherwise (the caller then calls `search`)."""
+        col = self.vectors.get(anns_field)
+        if type(col) is not VectorColumn or ts < self.changed_ts:
+            return None
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        qn = unit_queries(q)
+        knobs = _knobs(params, k)
+        metric = metric.upper()
+        with self.lock:
+            if ts < self.changed_ts:  # a delete or upsert applied meanwhile
+                return None
+            plan: Plan = [(s, None) for s in col.planned(None, metric)]
+            dist, labels = col.knn(q, qn, metric, k, knobs, plan)
+            return self._hits_of_all(labels, dist, 0, [])
+
     def _narrowed(
         self,
         labels: np.ndarray,
@@ -654,7 +682,7 @@ class Replica:
         if ids.dtype.kind != "i":
             ids = self.columns.values(self.pk_name, rows)
         columns = {name: self._values(name, rows) for name in fields}
-        return SearchResult(ids, dist, offsets, columns)
+        return SearchResult.of_arrays(ids, dist, offsets, columns)
 
     def _hits_of_all(
         self, labels: np.ndarray, dist: np.ndarray, offset: int, fields: list[str]

@@ -401,7 +401,7 @@ class Segment:
         if mask is None:  # the fast path: cached parameters over the bitmap itself
             sel = self.alive.selector() if self.alive.dead else None
             raise_by = boost(frac)
-            key = (knobs, id(sel), raise_by)
+            key = (knobs.ef, knobs.nprobe, id(sel), raise_by)  # ints: no dataclass hash
             cached = self._params.get(key)
             if cached is None:
                 cached = self._params[key] = (faiss_params(self.index, knobs, sel, raise_by), sel)
@@ -413,6 +413,8 @@ class Segment:
         return out
 
 
+#: faiss.swig_ptr's C function itself (its Python wrapper costs a call per array)
+_ptr: Any = faiss.swigfaiss._swigfaiss.swig_ptr  # type: ignore[attr-defined]
 _F32 = np.dtype(np.float32)  # native float32 (another byte order goes through the wrapper)
 
 
@@ -434,7 +436,7 @@ def _search(index: Any, x: np.ndarray, want: int, params: Any) -> Result:
         return dist, labels
     n = len(x)
     dist, labels = np.empty((n, want), np.float32), np.empty((n, want), np.int64)
-    search_c(n, faiss.swig_ptr(x), want, faiss.swig_ptr(dist), faiss.swig_ptr(labels), params)
+    search_c(n, _ptr(x), want, _ptr(dist), _ptr(labels), params)
     return dist, labels
 
 

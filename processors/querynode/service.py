@@ -22,6 +22,10 @@ class QueryNodeService(Protocol):
     (naming the id) for a collection that did not exist at that ts. A dropped collection
     still answers reads as of before its drop, inside the meta retention window."""
 
+    #: whether `search_common` may answer (False: it always returns None, so a caller asks
+    #: nothing of it, not even tsafe, and calls `search`)
+    one_call: bool
+
     def tsafe(self, pchannels: Sequence[int]) -> int:
         """Returns the ts up to which every given pchannel has been applied."""
         ...
@@ -58,6 +62,22 @@ class QueryNodeService(Protocol):
         the collection's vector index (L2, IP, COSINE; None: the vector field's, else L2).
         Every read hides rows inserted at or before `expire_ts` (the collection's TTL; 0:
         none expired). `anns_field`: the vector field searched (None: the first)."""
+        ...
+
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns what `search` returns for a search of dense field `anns_field` with no
+        filter, partitions, output fields, offset, grouping, range or expiry, where this node
+        answers it in one call (the collection held here, nothing it applied hidden at `ts`);
+        None where it does not (the caller then calls `search`)."""
         ...
 
     def query(

@@ -502,6 +502,11 @@ class FakeQueryNode:
     #: the partitions the last search, query or count read (None: every one)
     last_partitions: list[int] | None = None
     loaded: dict[int, FakeCollection] = field(default_factory=dict)
+    one_call = False  # no search_common: every search goes through `search`
+
+    def search_common(self, *args: Any) -> None:
+        """Returns None: the fake answers searches only through `search`."""
+        return None
 
     def load(self, info: CollectionInfo, rows: list[dict[str, Any]], ts: int) -> None:
         """Adds `rows` written at `ts`, and applies everything up to `ts`."""

@@ -31,6 +31,18 @@ class SearchResult:
     fields: dict[str, Any]
     entities: list[dict[str, Any]] | None = None
 
+    @classmethod
+    def of_arrays(
+        cls, ids: Any, distances: np.ndarray, offsets: np.ndarray, fields: dict[str, Any]
+    ) -> SearchResult:
+        """Returns SearchResult(ids, distances, offsets, fields), made without the frozen
+        dataclass's __init__ (one attribute set at a time: a µs of every search)."""
+        result = object.__new__(cls)
+        result.__dict__.update(
+            ids=ids, distances=distances, offsets=offsets, fields=fields, entities=None
+        )
+        return result
+
     @property
     def nq(self) -> int:
         return len(self.offsets) - 1

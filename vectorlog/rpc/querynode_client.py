@@ -20,6 +20,7 @@ class QueryNodeClient(ServiceClient):
     """QueryNodeService of the query node serving at `address` (an RpcServer)."""
 
     SERVICE = QUERYNODE
+    one_call = False  # no search_common over the network: `search`
 
     def tsafe(self, pchannels: Sequence[int]) -> int:
         return int(self._rpc.call("GetTSafe", pchannels=list(pchannels)))
@@ -67,6 +68,19 @@ class QueryNodeClient(ServiceClient):
             anns_field=anns_field,
         )
         return result
+
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns None: a remote node takes `search` (QueryNodeService.search_common)."""
+        return None
 
     def query(
         self,

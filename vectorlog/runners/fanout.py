@@ -63,6 +63,8 @@ class FanOutQueryNodes:
     """QueryNodeService over the query nodes of the assignment `follower` follows; every
     read waits at most `timeout` seconds for owners (and tsafe on them)."""
 
+    one_call = False  # no search_common: the owners' answers are merged by `search`
+
     def __init__(
         self,
         follower: CoordFollower,
@@ -299,6 +301,20 @@ class FanOutQueryNodes:
             for entity in result.entity_list():  # a grouped merge's result holds entities
                 entity.pop(group_by, None)
         return result
+
+    def search_common(
+        self,
+        collection_id: int,
+        queries: np.ndarray,
+        limit: int,
+        ts: int,
+        params: dict[str, Any] | None,
+        metric: str,
+        anns_field: str,
+    ) -> SearchResult | None:
+        """Returns None: a search over several nodes takes `search`
+        (QueryNodeService.search_common)."""
+        return None
 
     def query(
         self,

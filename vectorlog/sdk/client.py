@@ -762,6 +762,16 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         "decay", ...})`) reranks each query's hits, its score as `distance`, as Milvus does.
         Raises InvalidArgument, InvalidExpression (with the error's position), RerankRefused,
         ConsistencyTimeout."""
+        if _plain(
+            filter, output_fields, timeout, partition_names, as_of, filter_params
+        ) and _plain_shape(
+            offset, group_by_field, group_size, ranker
+        ):  # the common search (as in search_result, without its call)
+            found = self._proxy.search_common(
+                self._q(collection_name), data, limit, search_params, consistency_level, anns_field
+            )
+            if found is not None:
+                return found.hits()
         return self.search_result(
             collection_name,
             data,
@@ -806,6 +816,16 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         """Returns the hits `search` returns (same arguments, same order) as arrays: a
         SearchResult (ids, distances, per-query offsets, output fields as columns; its
         `hits()` are `search`'s). Raises as `search`."""
+        if _plain(
+            filter, output_fields, timeout, partition_names, as_of, filter_params
+        ) and _plain_shape(
+            offset, group_by_field, group_size, ranker
+        ):  # the common search: answered in one call when the proxy can (else None)
+            found = self._proxy.search_common(
+                self._q(collection_name), data, limit, search_params, consistency_level, anns_field
+            )
+            if found is not None:
+                return found
         at = read_at(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
@@ -1001,3 +1021,35 @@ def function_description(fn: FunctionSchema) -> dict[str, Any]:
         "output_field_names": list(fn.output_field_names),
         "params": dict(fn.params),
     }
+
+
+def _plain(
+    filter: Any,  # noqa: A002 (MilvusClient's name)
+    output_fields: Any,
+    timeout: Any,
+    partition_names: Any,
+    as_of: Any,
+    filter_params: Any,
+) -> bool:
+    """Returns whether a search names no filter, output fields, timeout, partitions, as_of
+    or filter params (with `_plain_shape`: the common search, see Proxy.search_common)."""
+    return (
+        type(filter) is str
+        and not filter
+        and output_fields is None
+        and timeout is None
+        and partition_names is None
+        and as_of is None
+        and filter_params is None
+    )
+
+
+def _plain_shape(offset: Any, group_by_field: Any, group_size: Any, ranker: Any) -> bool:
+    """Returns whether a search skips no hits and neither groups nor reranks them."""
+    return (
+        type(offset) is int
+        and not offset
+        and group_by_field is None
+        and group_size is None
+        and ranker is None
+    )
