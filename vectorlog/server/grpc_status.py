@@ -12,7 +12,7 @@ from vectorlog.core import errors
 from vectorlog.processors.querycoord.errors import ChannelNotFound, ReplicaNotFound
 
 #: merr codes of Milvus (pkg/util/merr/errors.go)
-INTERNAL, UNIMPLEMENTED = 5, 10
+SERVICE_UNAVAILABLE, INTERNAL, UNIMPLEMENTED = 2, 5, 10
 COLLECTION_NOT_FOUND, PARTITION_NOT_FOUND, INDEX_NOT_FOUND = 100, 200, 700
 DATABASE_NOT_FOUND, DATABASE_LIMIT, DATABASE_NAME_INVALID = 800, 801, 802
 PARAMETER_INVALID, ALIAS_NOT_FOUND, ALIAS_EXISTS, TIMEOUT = 1100, 1600, 1602, 10001
@@ -25,6 +25,9 @@ REPLICA_NOT_FOUND, CHANNEL_NOT_FOUND = 400, 500
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
+    # a peer of the cluster (rootcoord, datacoord, a query node) did not answer: Milvus's
+    # retriable "service unavailable", not 5 ("never return this error out of Milvus")
+    (errors.ServiceUnavailable, SERVICE_UNAVAILABLE, common_pb2.UnexpectedError),
     (errors.CollectionNotFound, COLLECTION_NOT_FOUND, common_pb2.CollectionNotExists),
     (ReplicaNotFound, REPLICA_NOT_FOUND, common_pb2.UnexpectedError),
     (ChannelNotFound, CHANNEL_NOT_FOUND, common_pb2.UnexpectedError),
@@ -76,9 +79,12 @@ def status_of(exc: BaseException) -> common_pb2.Status:
 
 def milvus_reason(code: int, reason: str) -> str:
     """Returns `reason` as Milvus words it: merr wraps every message of code 1100 as
-    "<detail>: invalid parameter" (merr.WrapErrParameterInvalidMsg), once."""
+    "<detail>: invalid parameter" (merr.WrapErrParameterInvalidMsg), and of code 2 as
+    "<detail>: service unavailable", once."""
     if code == PARAMETER_INVALID and "invalid parameter" not in reason:
         return f"{reason}: invalid parameter"
+    if code == SERVICE_UNAVAILABLE and "service unavailable" not in reason:
+        return f"{reason}: service unavailable"
     return reason
 
 

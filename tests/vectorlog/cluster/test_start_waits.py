@@ -5,7 +5,9 @@ continued, even when rootcoord pauses again right after answering its first wait
 call of its start times out: the start is made again); one whose rootcoord never answers
 refuses to start after VECTORLOG_RUN_PEER_WAIT_S (set short here), exit code 2, with one
 line naming rootcoord and its address; one with another cluster's token is refused without
-waiting."""
+waiting. A proxy whose rootcoord is paused answers a call that needs rootcoord with Milvus's
+"service unavailable" (merr 2) once the call's deadline passes, never hanging its client, and
+serves it again by itself once rootcoord is continued."""
 
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pymilvus import MilvusClient, MilvusException
 
 from tests.support import wait_until
-from tests.vectorlog.cluster.processes import ProcessCluster
+from tests.vectorlog.cluster.processes import TOKEN, ProcessCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.xdist_group("process-cluster")]
 #: seconds a member may take to be healthy on a loaded machine
@@ -95,3 +98,39 @@ def test_a_member_whose_rootcoord_never_answers_refuses_naming_it(
         "cluster's token (VECTORLOG_CLUSTER_TOKEN)"
     ), refused
     assert "waiting for" not in refused  # refused at its first answer, not retried
+
+
+def test_a_proxy_whose_rootcoord_is_paused_answers_service_unavailable_then_recovers(
+    kafka_bootstrap: str, tmp_path: Path
+):
+    cluster = ProcessCluster(kafka_bootstrap, tmp_path, proxies=1)
+    try:
+        cluster.start_all(START_S)
+        client = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+        client.create_collection("books", dimension=4)
+        cluster.send("rootcoord", signal.SIGSTOP)
+        began = time.monotonic()
+        with pytest.raises(MilvusException) as refused:
+            client.create_collection("films", dimension=4)  # DDL: rootcoord's RPC
+        waited = time.monotonic() - began
+        assert refused.value.code == 2, refused.value  # Milvus's retriable "service unavailable"
+        assert "service unavailable" in refused.value.message
+        assert "rootcoord" in refused.value.message
+        print(f"\nrefused after {waited:.1f} s")
+        cluster.send("rootcoord", signal.SIGCONT)
+        wait_until(lambda: created(client, "films"), START_S, "films created once continued")
+        assert sorted(client.list_collections()) == ["books", "films"]
+        client.close()
+    finally:
+        if cluster.members["rootcoord"].proc is not None:
+            cluster.send("rootcoord", signal.SIGCONT)
+        cluster.close()
+
+
+def created(client: MilvusClient, name: str) -> bool:
+    """Returns whether creating collection `name` succeeded (or it exists already)."""
+    try:
+        client.create_collection(name, dimension=4)
+    except MilvusException:
+        return client.has_collection(name)
+    return True
