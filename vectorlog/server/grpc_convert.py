@@ -502,11 +502,19 @@ def search_params(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, Any]:
     that is not JSON stays a string)."""
     out: dict[str, Any] = {}
     for key, value in kv_dict(pairs).items():
+        if value.lstrip(_JSON_SPACE)[:1] not in _JSON_STARTS:  # json.loads would raise
+            out[key] = value  # ("COSINE", "False", a field name: no exception per value)
+            continue
         try:
             out[key] = json.loads(value)
         except ValueError:
             out[key] = value
     return out
+
+
+#: what json.loads skips before a value, and the characters a value it accepts can start with
+#: (objects, arrays, strings, numbers, true, false, null, and Python's NaN and Infinity)
+_JSON_SPACE, _JSON_STARTS = " \t\n\r", frozenset('{["-0123456789tfnNI')
 
 
 # -- filter templates -----------------------------------------------------------------------------
