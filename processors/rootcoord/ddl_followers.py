@@ -106,12 +106,11 @@ class DdlFollowers:
         now = self._clock()
         lapses = [self._grace_until - now] if self._grace_until > now else []
         for name, f in list(self._followers.items()):
-            if f.read_through > offset or f.fence >= offset:
-                continue
-            if f.seen + self.ttl_s <= now:
+            told = f.read_through > offset or f.fence >= offset
+            if f.seen + self.ttl_s <= now:  # gone (a released lease too): forgotten
                 del self._followers[name]
-                self.lapsed += 1
-            else:
+                self.lapsed += not told
+            elif not told:
                 lapses.append(f.seen + self.ttl_s - now)
         return min(lapses, default=0.0)
 

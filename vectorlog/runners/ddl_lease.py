@@ -35,6 +35,8 @@ POLL_S = 1.0
 LOCAL_VALIDITY = 0.9
 #: seconds the renewals wait after a failed one
 RETRY_S = 0.2
+#: the fence a stopping follower renews with: past every offset, so no DDL waits for it
+RELEASED = (1 << 63) - 1
 
 Renew = Callable[[str, int, int, float], dict[str, Any]]
 
@@ -107,6 +109,16 @@ class DdlLease:
         return False
 
     def stop(self) -> None:
+        """Stops renewing and gives the lease up: from here on `fence()` is None, and a last
+        renewal with the fence RELEASED tells rootcoord that this follower needs no DDL's
+        notice (its DDLs wait for it no more; a failure leaves the lease to lapse)."""
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join(self.poll_s + 1)  # a daemon: a renewal in flight is let go
+        with self._lock:
+            self._until = -math.inf
+        if self.served and self.renewals:
+            try:
+                self._renew(self.follower, self._read_through(), RELEASED, 0.0)
+            except Exception as exc:  # rootcoord away: the lease lapses by itself
+                log.debug("ddl lease: release failed: %r", exc)

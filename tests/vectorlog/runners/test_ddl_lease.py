@@ -10,13 +10,16 @@ cluster's own Client (another proxy):
   (it waits for the reader, and fails if the reader does not get there);
 - a follower that stopped renewing (unreachable, paused) does not let the DDL return while
   its lease could still let it answer from its cache: by then its lease has lapsed, and it
-  asks the broker where the ddl topic ends, seeing the DDL too."""
+  asks the broker where the ddl topic ends, seeing the DDL too; one stopped cleanly gives
+  its lease up, and DDLs wait for it no more."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +31,7 @@ from vectorlog.processors.rootcoord.ddl_followers import DdlFollowers
 from vectorlog.rpc.ddllease_client import DdlLeaseClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
-from vectorlog.runners.ddl_lease import DdlLease
+from vectorlog.runners.ddl_lease import RELEASED, DdlLease
 from vectorlog.runners.ddl_watch import DdlWatch
 from vectorlog.runners.remote import RemoteRootCoord
 
@@ -41,11 +44,20 @@ class Setup:
     leases: DdlLeaseClient
     followers: DdlFollowers
 
-    def follower(self, name: str, catch_up_s: float = 10.0) -> tuple[DdlWatch, DdlLease]:
+    def follower(
+        self, name: str, catch_up_s: float = 10.0, cut: threading.Event | None = None
+    ) -> tuple[DdlWatch, DdlLease]:
         """Returns the ddl watch (not started: its reader reads nothing yet) and the lease
-        (started) of another follower."""
+        (started) of another follower; once `cut` is set, its renewals fail as if rootcoord
+        could not be reached."""
         cluster, held = self.other.cluster, list[DdlWatch]()
-        lease = DdlLease(self.leases.renew, name, lambda: held[0].next_offset, poll_s=0.2)
+
+        def renew(follower: str, read_through: int, fence: int, wait_s: float) -> Any:
+            if cut is not None and cut.is_set():
+                raise ServiceUnavailable("rootcoord", self.server.address, "cut off (test)")
+            return self.leases.renew(follower, read_through, fence, wait_s)
+
+        lease = DdlLease(renew, name, lambda: held[0].next_offset, poll_s=0.2)
         serde = cluster.serdes.for_topic(cluster.topics.ddl)
         watch = DdlWatch(
             cluster.log, cluster.topics.ddl, serde, catch_up_s=catch_up_s, fence=lease.fence
@@ -124,6 +136,10 @@ def test_a_follower_whose_reader_has_not_read_the_ddl_waits_for_it(setup: Setup)
             watch.latest()
         watch.start()
         assert watch.latest() > before
+        lease.stop()  # a clean stop gives the lease up: no DDL waits for it to lapse
+        assert s.followers.followers()[lease.follower][1] == RELEASED
+        s.other.create_collection("books", dimension=4)
+        assert s.followers.lapsed == 0
     finally:
         lease.stop()
         watch.close()
@@ -134,11 +150,12 @@ def test_a_follower_that_stopped_renewing_has_lost_its_lease_when_the_ddl_return
 ):
     s = setup
     s.other.create_collection("books", dimension=4)
-    watch, lease = s.follower("paused")
+    cut = threading.Event()
+    watch, lease = s.follower("cut-off", catch_up_s=60.0, cut=cut)  # its reader starts late
     try:
         assert lease.fence() is not None
         before = watch.latest()
-        lease.stop()  # unreachable from here on: it renews no more
+        cut.set()  # unreachable from here on: it renews no more
         s.other.drop_collection("books")
         assert lease.fence() is None  # the DDL waited for its lease to lapse
         assert s.followers.lapsed == 1
