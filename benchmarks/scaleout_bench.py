@@ -266,7 +266,9 @@ def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def ratios(res: dict[str, Any], a: int, b: int) -> list[float]:
-    return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"]]
+    """Returns variant `a`'s QPS over `b`'s per round, leaving out a round where `b` did no
+    search (on an overloaded machine a node can be declared dead for a whole measurement)."""
+    return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"] if rnd[b]["qps"]]
 
 
 GROUPS = ("proxy", "querynode", "rootcoord", "rest", "clients")
