@@ -4,7 +4,7 @@ change and one with it, measured in turn with the order alternated each round; t
 per search of each process beyond its background, as benchmarks.scaleout_bench measures it.
 
     python -m benchmarks.scaleout_ab --change TEXT (--before COMMIT | --env NAME=A,B)
-        [--rows 50000] [--seconds 10] [--rounds 6]
+        [--rows 50000] [--seconds 10] [--rounds 6] [--threads 4] [--out DIR]
 
 `--before COMMIT`: the "before" cluster runs that commit's code (`git archive` into a temporary
 folder, put first on its processes' PYTHONPATH), the "after" cluster this checkout's. `--env
@@ -104,8 +104,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=50_000)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=4, help="pymilvus clients searching")
+    ap.add_argument(
+        "--out", type=Path, default=save.RESULTS, help="where the pages go (a scratch folder "
+        "while the machine is loaded; default benchmarks/results)",
+    )  # fmt: skip
     args = ap.parse_args()
-    args.threads = 4
     with tempfile.TemporaryDirectory() as t, running_broker() as bootstrap:
         tmp, sups = Path(t), []
         try:
@@ -125,13 +129,16 @@ def main() -> None:
     command = (
         f"python -m benchmarks.scaleout_ab --change '{args.change}' {how} --rows {args.rows} "
         f"--seconds {args.seconds} --rounds {args.rounds}"
+        + ("" if args.threads == 4 else f" --threads {args.threads}")
+        + ("" if args.out == save.RESULTS else f" --out {args.out}")
     )
-    res = json.loads((save.RESULTS / "scaleout.json").read_text())
+    page = args.out / "scaleout.json"
+    res = json.loads((page if page.exists() else save.RESULTS / "scaleout.json").read_text())
     res["cuts"] = [
         *res.get("cuts", []),
         {"change": args.change, "command": command, "rounds": rounds},
     ]
-    save.write("scaleout", res, sb.report(res), sb.plot)
+    save.write("scaleout", res, sb.report(res), sb.plot, args.out)
 
 
 if __name__ == "__main__":

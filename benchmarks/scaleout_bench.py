@@ -266,7 +266,9 @@ def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def ratios(res: dict[str, Any], a: int, b: int) -> list[float]:
-    return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"]]
+    """Returns variant `a`'s QPS over `b`'s per round, leaving out a round where `b` did no
+    search (on an overloaded machine a node can be declared dead for a whole measurement)."""
+    return [round(rnd[a]["qps"] / rnd[b]["qps"], 2) for rnd in res["rounds"] if rnd[b]["qps"]]
 
 
 GROUPS = ("proxy", "querynode", "rootcoord", "rest", "clients")
@@ -538,10 +540,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--out", type=Path, default=save.RESULTS, help="where the pages go (a scratch folder "
+        "while the machine is loaded; default benchmarks/results)",
+    )  # fmt: skip
     args = ap.parse_args()
+    where = "" if args.out == save.RESULTS else f" --out {args.out}"
     res: dict[str, Any] = {
         "command": f"python -m benchmarks.scaleout_bench --rows {args.rows} --seconds "
-        f"{args.seconds} --threads {args.threads} --rounds {args.rounds}",
+        f"{args.seconds} --threads {args.threads} --rounds {args.rounds}{where}",
         "machine": save.cores(shared=True),
         "rows": args.rows,
         "threads": args.threads,
@@ -565,16 +572,16 @@ def main() -> None:
         finally:
             for s in sups:
                 s.stop_all()
-    res = kept(res)
-    save.write("scaleout", res, report(res), plot)
+    res = kept(res, args.out)
+    save.write("scaleout", res, report(res), plot, args.out)
     print(report(res))
 
 
-def kept(res: dict[str, Any]) -> dict[str, Any]:
-    """Returns the result to write: a run of MAIN_ROWS with the `extra` runs of the page
-    already written; a run of other rows kept as an extra of the page's main run (or,
-    with none yet, as the main run)."""
-    path = save.RESULTS / "scaleout.json"
+def kept(res: dict[str, Any], out: Path = save.RESULTS) -> dict[str, Any]:
+    """Returns the result to write into `out`: a run of MAIN_ROWS with the `extra` runs of
+    the page already written there; a run of other rows kept as an extra of the page's main
+    run (or, with none yet, as the main run)."""
+    path = out / "scaleout.json"
     old = json.loads(path.read_text()) if path.exists() else None
     if res["rows"] == MAIN_ROWS:
         keep = {k: old[k] for k in ("extra", "before", "history", "cuts") if old and k in old}

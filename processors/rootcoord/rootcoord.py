@@ -52,6 +52,7 @@ from vectorlog.core.model import (
 )
 from vectorlog.core.properties import checked
 from vectorlog.core.types import IndexSpec
+from vectorlog.processors.rootcoord.ddl_followers import DdlFollowers
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
@@ -170,6 +171,8 @@ class RootCoord(RbacDdl):
         self._bounded = (0.0, 0)  # (monotonic s until which it serves, bounded_ts)
         self._strong = 0  # the highest strong_ts returned
         self._strong_lock = threading.Lock()
+        #: cluster mode: the DDL leases of the processes caching the meta (ddl_followers)
+        self.followers: DdlFollowers | None = None
 
     # -- RootCoordService: meta reads, timestamps, ids, ticks ------------------------------
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
@@ -554,6 +557,8 @@ class RootCoord(RbacDdl):
             except Exception as exc:  # it may be on the log: replay before the next DDL
                 self._dirty = True
                 raise DdlOutcomeUnknown(event_type, exc) from exc
+        if self.followers is not None:  # the caches of the meta know it before it returns
+            self.followers.settle(offset)
         return ts
 
     def _check_sizes(self, event: Event) -> None:

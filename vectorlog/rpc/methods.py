@@ -316,6 +316,22 @@ MEMBER_V2 = _service(
     Method("GetClusterName", "cluster_name", (), STRING),
     Method("GetStorageIdentity", "storage_identity", (), VALUE),
 )
+#: the leading rootcoord's DDL leases (processors.rootcoord.ddl_followers): a process caching
+#: the meta renews its lease (a long poll of up to `wait_s`), saying how far its ddl reader
+#: read and the fence it holds; the answer is {required, ttl_ms}. Served beside RootCoord v5
+#: (a rootcoord of the version before answers UNIMPLEMENTED: the follower asks the broker)
+DDLLEASE = _service(
+    "DdlLease",
+    "v1",
+    Method(
+        "RenewDdlLease",
+        "renew",
+        (("follower", STRING), ("read_through", LONG), ("fence", LONG), ("wait_s", DOUBLE)),
+        VALUE,
+        "wait_s",
+    ),
+)
 SERVICES = {
-    s.name: s for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER, MEMBER_V2)
+    s.name: s
+    for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER, MEMBER_V2, DDLLEASE)
 }

@@ -26,6 +26,7 @@ from vectorlog.rpc import wire
 from vectorlog.rpc.errors import TOKEN_KEY, ClusterTokenRefused, status_of
 from vectorlog.rpc.methods import (
     DATACOORD,
+    DDLLEASE,
     INDEXNODE,
     MEMBER,
     MEMBER_V2,
@@ -138,6 +139,7 @@ class RpcServer:
         querynode: QueryNodeService | None = None,
         indexnode: IndexNodeService | None = None,
         shards: Any = None,
+        ddl_leases: Any = None,
         workers: int = 16,
         token: str | None = None,
         cluster: str | None = None,
@@ -157,6 +159,7 @@ class RpcServer:
             (QUERYNODE, querynode),
             (INDEXNODE, indexnode),
             (QUERYSHARD, shards),  # `read(op, pchannels, ts, timeout, args)`
+            (DDLLEASE, ddl_leases),  # rootcoord's DdlFollowers: long polls, a thread each
         ]
         self.served = Served()
         if not any(t is not None for _, t in served):

@@ -9,13 +9,17 @@ each DDL's timestamp is handed to `on_ddl` (the process's timestamp block skips 
 write stamped after the watch saw a DDL is stamped above it) before its offset counts as read.
 
 Read-your-DDL across processes: a DDL acknowledged by rootcoord (through any proxy) before a
-request began is on the `ddl` topic then. `latest()` asks the topic's end (`Log.end_offsets`,
-a watermark query to the broker, shared by concurrent requests: runners.fetched_after; py-spy
-of a proxy under 4 concurrent searches showed queries made each on its own taking most of a
-search's wall time, the broker answering them one after another) and waits until the reader
-has read that far, so the last DDL it returns includes every DDL acknowledged before the
-call. On the embedded log the end is exact; on Apache Kafka the high
-watermark covers every record acknowledged with acks=all. Tansu (the test broker) reports the
+request began is on the `ddl` topic then. In cluster mode the process holds a DDL lease from
+rootcoord (runners.ddl_lease): rootcoord returns a DDL only once every follower's fence is
+at or past it (or its lease lapsed), so while the lease is valid `latest()` waits only for
+the reader to pass the fence, a local read. Without a valid lease (or outside cluster mode),
+`latest()` asks the topic's end (`Log.end_offsets`, a watermark query to the broker, shared
+by concurrent requests: runners.fetched_after; py-spy of a proxy under 4 concurrent searches
+showed queries made each on its own taking most of a search's wall time, the broker
+answering them one after another) and waits until the reader has read that far, so the last
+DDL it returns includes every DDL acknowledged before the call (the fence is a DDL's own
+offset: exact on either backend). On the embedded log the end is exact; on Apache Kafka the
+high watermark covers every record acknowledged with acks=all. Tansu (the test broker) reports the
 base offset of the last record batch plus one (measured: a batch of 5 at offsets 6-10 gave
 7): a DDL batched with other `ddl` records may lie past that end, but the reader consumes a
 fetched batch whole (librdkafka queues a fetched batch at once and the reader takes what is
@@ -66,16 +70,20 @@ class DdlWatch:
         on_ddl: Callable[[int], None] | None = None,
         catch_up_s: float = CATCH_UP_S,
         blobs: Blobs | None = None,
+        fence: Callable[[], int | None] | None = None,
     ) -> None:
         """`on_ddl(ts)`: called with each DDL's timestamp before its offset counts as read;
         `catch_up_s`: how long `latest()` waits for the reader; `blobs`: where the topic's
         snapshots are (the fence state at the start is read from the newest one at or below
-        it; without, from the topic's start). Raises a LogError."""
+        it; without, from the topic's start); `fence`: the process's DDL lease
+        (runners.ddl_lease.DdlLease.fence: the offset to read past, None while it is not
+        valid; without, or while None, the broker is asked where the topic ends). Raises a
+        LogError."""
         self._log, self.topic, self._serde = log_, topic, serde
-        self._on_ddl, self.catch_up_s = on_ddl, catch_up_s
+        self._on_ddl, self.catch_up_s, self._fence = on_ddl, catch_up_s, fence
         start = log_.end_offsets(topic)[0]
-        fence = fence_at(log_, topic, blobs, start)
-        self._reader = seeded(log_.reader(topic, {0: start}), fence)
+        epochs = fence_at(log_, topic, blobs, start)
+        self._reader = seeded(log_.reader(topic, {0: start}), epochs)
         self._next = start
         #: unknown before the start: as if a DDL had just been read there (runners.meta_cache)
         self._last_ddl = start - 1
@@ -86,6 +94,12 @@ class DdlWatch:
         self._thread = threading.Thread(target=self._run, name="ddl-watch", daemon=True)
         self._pins = threading.local()  # this thread's `pinned()` answer (None: not taken)
         self.catch_ups = 0  # `latest()` calls that waited for the reader (not pinned answers)
+        self.leased = 0  # of those, the ones the DDL lease answered (no query to the broker)
+
+    @property
+    def next_offset(self) -> int:
+        """Returns the next offset the reader reads (everything below it is read)."""
+        return self._next
 
     @property
     def end_queries(self) -> int:
@@ -135,19 +149,27 @@ class DdlWatch:
         where the watch started if none since), once the reader has read up to the topic's
         end as of the call. Raises ServiceUnavailable if the broker did not say where the
         topic ends (Milvus's "service unavailable": a client retries), or the reader did not
-        get there within `catch_up_s`."""
-        try:
-            end = self._end.get()
-        except LogError as exc:
-            raise ServiceUnavailable("the ddl topic", self.topic, str(exc)) from exc
+        get there within `catch_up_s`. With a valid DDL lease the end is past its fence, and
+        the broker is not asked (runners.ddl_lease)."""
+        fence = None if self._fence is None else self._fence()
+        end = self._broker_end() if fence is None else fence + 1
         with self._cond:
             self.catch_ups += 1
+            self.leased += fence is not None
             if not self._cond.wait_for(lambda: self._next >= end, self.catch_up_s):
                 why = f"its reader is at offset {self._next}, the topic ends at {end}"
                 if self._error is not None:
                     why += f" ({self._error!r})"
                 raise ServiceUnavailable("the ddl topic", self.topic, why)
             return self._last_ddl
+
+    def _broker_end(self) -> int:
+        """Returns where the topic ends now (a query to the broker, shared by concurrent
+        callers). Raises ServiceUnavailable."""
+        try:
+            return self._end.get()
+        except LogError as exc:
+            raise ServiceUnavailable("the ddl topic", self.topic, str(exc)) from exc
 
     def _run(self) -> None:
         while not self._stopping.is_set():

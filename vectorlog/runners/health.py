@@ -76,6 +76,11 @@ def _ingest_counters(runner: Any) -> Iterator[CounterMetricFamily]:
             "look-ups of the latest meta that waited for the ddl watch to reach the topic's end",
             value=sum(w.catch_ups for w in watches),
         )
+        yield CounterMetricFamily(
+            "vectorlog_ddl_end_queries",
+            "queries to the broker for the ddl topic's end (made while no DDL lease is valid)",
+            value=sum(w.end_queries for w in watches),
+        )
     ingest = getattr(runner, "ingest", None)
     if ingest is not None:
         yield CounterMetricFamily(

@@ -7,11 +7,12 @@ proxy made one, an ingest batch three. Now the process follows the `ddl` topic
 (runners.ddl_watch): an entry is tagged with rootcoord's meta version when it was fetched (the
 `ddl` offset after the last record its meta reflects, read before the describe it tags), and
 it is the latest while no DDL at or past that offset has been read. `latest_ddl()` waits until
-the watch has read the topic up to its end as of the call, so a DDL acknowledged anywhere in
-the cluster before a read (a drop and recreate with another dimension, an added field, altered
-properties, an alias) makes that read fetch again. A miss costs GetMetaVersion plus
-DescribeCollection; a hit costs no RPC (one end-of-topic query to the log, shared by
-concurrent reads).
+the watch has read every DDL acknowledged before the call (past its DDL lease's fence, or to
+the topic's end as the broker reports it while no lease is valid: runners.ddl_lease), so a
+DDL acknowledged anywhere in the cluster before a read (a drop and recreate with another
+dimension, an added field, altered properties, an alias) makes that read fetch again. A miss
+costs GetMetaVersion plus DescribeCollection; a hit costs no RPC (with a valid lease no
+query to the broker either; without, one end-of-topic query, shared by concurrent reads).
 """
 
 from __future__ import annotations

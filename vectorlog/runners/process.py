@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from vectorlog.config import Config, ConfigError, open_log
 from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.querycoord.replicas import Loaded, replicas_of
+from vectorlog.rpc.ddllease_client import DdlLeaseClient
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runtime.topology import CLUSTER
@@ -230,11 +231,14 @@ class ProcessRunner:
             served["datacoord"] = ServedDataCoord(self.datacoord, self.jobs)
         if "querynode" in names:
             served["shards"] = self.querynode
+        workers = 16
+        if "rootcoord" in names:  # each DDL lease's long poll holds a worker
+            served["ddl_leases"], workers = self.ddl_followers, 64
         if served:
             address = rpc_address or "127.0.0.1:0"
             self.rpc = RpcServer(
                 address, token=self.peers.token, cluster=cfg.cluster, identity=self.identity,
-                **served,
+                workers=workers, **served,
             )  # fmt: skip
             self.rpc.start()
             self._stack.callback(self.rpc.stop)
@@ -336,6 +340,7 @@ class ProcessRunner:
 
     # -- the roles ---------------------------------------------------------------------------
     def _rootcoord(self) -> None:
+        from vectorlog.processors.rootcoord.ddl_followers import DdlFollowers
         from vectorlog.processors.rootcoord.ddl_snapshot import DdlFold
         from vectorlog.processors.rootcoord.gc import MetaGC
         from vectorlog.processors.rootcoord.idalloc import IdAllocator
@@ -388,6 +393,8 @@ class ProcessRunner:
         self._stack.callback(self.rootcoord.close)
         applied = self.rootcoord.recover()
         at = self.rootcoord.stored_position()
+        self.ddl_followers = DdlFollowers(at - 1, check=self.lease.check)
+        self.rootcoord.followers = self.ddl_followers  # DDLs return once the caches know
         log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)
         self._snapshots(self.topics.ddl, DdlFold)
@@ -416,10 +423,13 @@ class ProcessRunner:
         serde = self.serdes.for_topic(self.topics.dml)
         interval = self.cfg.tick_interval_ms / 1000
         client = RootCoordClient(address, token=self.peers.token)
+        leases = DdlLeaseClient(address, token=self.peers.token)
+        self._stack.callback(leases.close)
         ddl = (self.topics.ddl, self.serdes.for_topic(self.topics.ddl))
         remote = RemoteRootCoord(
             client, self.writes, self.topics.dml, serde, source, interval,
             lease=None if lease is None else _epoch(lease), ddl=ddl, blobs=self.objects,
+            renew_lease=leases.renew,
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)

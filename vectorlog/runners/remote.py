@@ -10,7 +10,8 @@ consumers already passed and be dead-lettered: such a write fails with WriteOutc
 instead of being acknowledged (`BoundedTickSource`).
 
 Meta: the latest meta comes from a cache kept fresh by following the `ddl` topic
-(runners.meta_cache, runners.ddl_watch), not an RPC per request; each DDL the watch reads
+(runners.meta_cache, runners.ddl_watch; read-your-DDL across processes through the DDL lease,
+runners.ddl_lease), not an RPC per request; each DDL the watch reads
 makes the timestamp block skip past the DDL's ts, so a write that follows a DDL acknowledged
 anywhere is stamped above it.
 
@@ -49,6 +50,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionInfo
 from vectorlog.processors.rootcoord.timesync import Clock, SoftBarrier, Ticker, TickSource
 from vectorlog.rpc.rootcoord_client import TS_MAX_AGE_S, RootCoordClient
+from vectorlog.runners.ddl_lease import DdlLease, Renew
 from vectorlog.runners.ddl_watch import DdlWatch
 from vectorlog.runners.fetched_after import FetchedAfter
 from vectorlog.runners.meta_cache import MetaCache
@@ -133,19 +135,25 @@ class RemoteRootCoord:
         *,
         ddl: tuple[str, EventSerde],
         blobs: Blobs | None = None,
+        renew_lease: Renew | None = None,
     ) -> None:
         """`source`: the id this process's ticks carry; `interval`: seconds between them;
         `liveness_ms`: the consumers' liveness window (a write may take half of it); `lease`:
         the role and epoch of the lease this process leads under, if any (its ticks say so);
         `ddl`: the ddl topic and its serde (the meta cache follows it); `blobs`: where its
-        snapshots are (runners.ddl_watch). Raises a LogError."""
+        snapshots are (runners.ddl_watch); `renew_lease`: rootcoord's DdlLease renewal
+        (runners.ddl_lease; None: the broker is asked per request). Raises a LogError."""
         self.client = client
         self.barrier = SoftBarrier()
         self.ticker = Ticker(
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
         )
         self.write_limit_s = liveness_ms / 2000
-        self.ddl = DdlWatch(log, *ddl, on_ddl=client.skip_past, blobs=blobs)
+        self.lease: DdlLease | None = None
+        if renew_lease is not None:
+            self.lease = DdlLease(renew_lease, source, lambda: self.ddl.next_offset)
+        fence = None if self.lease is None else self.lease.fence
+        self.ddl = DdlWatch(log, *ddl, on_ddl=client.skip_past, blobs=blobs, fence=fence)
         self.meta_cache = MetaCache(
             client.meta_version, client.describe_collection, self.ddl.latest
         )
@@ -215,10 +223,14 @@ class RemoteRootCoord:
 
     def start(self) -> None:
         self.ddl.start()
+        if self.lease is not None:
+            self.lease.start()
         self.ticker.start()
 
     def stop(self) -> None:
         self.ticker.stop()
+        if self.lease is not None:
+            self.lease.stop()
         self.ddl.stop()
 
     def close(self) -> None:

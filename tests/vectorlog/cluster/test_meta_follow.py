@@ -9,6 +9,7 @@ they ask are counted by benchmarks/rpc_counts_bench.py: other processes ask some
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,3 +84,58 @@ def test_searches_of_unchanged_meta_ask_rootcoord_for_no_meta(
         (hits,) = proxy.search("c", [[2.0, 0.0, 0.0, 1.0]], limit=3, consistency_level="Strong")
         assert hits[0]["id"] == 2
     assert [served(cluster, m) for m in meta] == before
+
+
+def counter(text: str, name: str) -> float:
+    """Returns the value of the counter `name` (without labels) in /metrics `text`."""
+    found = re.search(rf"^{name}_total (\S+)$", text, re.M)
+    assert found is not None, name
+    return float(found.group(1))
+
+
+def test_reads_and_ddl_ask_the_broker_nothing_while_the_ddl_lease_holds(cluster: ProcessCluster):
+    """Each DDL through proxy 1 (a drop and recreate with another dimension, a dropped index,
+    altered properties) is seen by the next request through proxy 2, whose reads wait only
+    for their own ddl reader to pass the fence rootcoord's DDL lease gave it: no query to
+    the broker for the ddl topic's end (processors/rootcoord/ddl_followers.py)."""
+    one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+    two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
+    one.create_collection("c", dimension=4, consistency_level="Strong")
+    two.describe_collection("c")
+    ends = counter(cluster.metrics("proxy2"), "vectorlog_ddl_end_queries")
+    for dim in (3, 6):
+        one.drop_collection("c")
+        one.create_collection("c", dimension=dim, consistency_level="Strong")
+        assert two.insert("c", [{"id": dim, "vector": [1.0] * dim}])["insert_count"] == 1
+        (hits,) = two.search("c", [[1.0] * dim], limit=1)
+        assert [h["id"] for h in hits] == [dim]
+    assert two.list_indexes("c") == ["vector"]
+    one.release_collection("c")
+    one.drop_index("c", "vector")
+    assert two.list_indexes("c") == []
+    one.alter_collection_properties("c", {"collection.ttl.seconds": 60})
+    props = two.describe_collection("c")["properties"]
+    assert props["collection.ttl.seconds"] == "60"
+    assert counter(cluster.metrics("proxy2"), "vectorlog_ddl_end_queries") == ends
+
+
+def test_a_ddl_while_a_proxy_is_paused_is_seen_by_it_when_it_resumes(cluster: ProcessCluster):
+    """Proxy 2 paused (SIGSTOP: it renews no lease, reads nothing): a drop and recreate with
+    another dimension through proxy 1 returns only once proxy 2's lease lapsed (as Milvus's
+    DDL waits for InvalidateCollectionMetaCache on every proxy whose session is live; Milvus
+    then fails the DDL, here the lapsed lease fences the proxy), and proxy 2's first request
+    once resumed sees it (its lease lapsed: it asks the broker where the ddl topic ends
+    until rootcoord renews it)."""
+    one = MilvusClient(cluster.members["proxy1"].uri, token=TOKEN)
+    two = MilvusClient(cluster.members["proxy2"].uri, token=TOKEN)
+    one.create_collection("c", dimension=4, consistency_level="Strong")
+    two.insert("c", [{"id": 4, "vector": [1.0] * 4}])
+    cluster.send("proxy2", signal.SIGSTOP)
+    try:
+        one.drop_collection("c")
+        one.create_collection("c", dimension=5, consistency_level="Strong")
+    finally:
+        cluster.send("proxy2", signal.SIGCONT)
+    assert two.insert("c", [{"id": 5, "vector": [1.0] * 5}])["insert_count"] == 1
+    (hits,) = two.search("c", [[1.0] * 5], limit=2)
+    assert [h["id"] for h in hits] == [5]
