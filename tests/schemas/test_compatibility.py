@@ -69,8 +69,9 @@ def without_v4_defaults(decoded: Event) -> Event:
         assert decoded.body.pop("writer") is None  # v10: a single data node's, never fenced
     if decoded.type == "CollectionCreated":
         assert decoded.body.pop("db_name") == "default"  # v9: collections of old are default's
-    if decoded.type == "TimeTick":  # v10: a tick of old ticked under no lease
+    if decoded.type == "TimeTick":  # v10: a tick of old ticked under no lease, never idle
         assert (decoded.body.pop("lease"), decoded.body.pop("epoch")) == ("", 0)
+        assert decoded.body.pop("idle") is False
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
         assert schema.pop("functions") == []
