@@ -22,9 +22,10 @@ next one.
 
 Idle writers (several writers, docs/cluster.md "Strong reads and idle writers"): a writer of
 several ticks at once when its last stamp in flight ends, and once nothing was stamped for
-IDLE_AFTER_S (`idle_after`) its next tick is idle (`TimeTick.idle`): a promise to
-append nothing before a tick without the flag, so the consumers leave it out of their minimum
-and a Strong read waits only for the writers busy when it began. A writer is idle from its
+IDLE_AFTER_S (`idle_after`; doubled, up to the interval, while it wakes up again within an
+interval of its idle ticks: a trickle of writes) its next tick is idle (`TimeTick.idle`): a
+promise to append nothing before a tick without the flag, so the consumers leave it out of
+their minimum and a Strong read waits only for the writers busy when it began. A writer is idle from its
 start. Its next stamp first appends an active tick (not below its last) and waits for it to be
 on the log, then moves its clock past every timestamp the oracle gave out until then
 (`fresh`), and only then stamps: every tick another writer appended before that active tick
@@ -252,7 +253,7 @@ class Ticker:
             return None
         t = max(t, self._last)
         self._append(t, idle)
-        self._covered, self._ticked_at = (t, activity), time.monotonic()
+        self._covered = (t, activity)
         return t
 
     @contextlib.contextmanager
@@ -262,6 +263,7 @@ class Ticker:
         the log or the oracle raised (nothing was stamped)."""
         with self._gate:
             if self.idle:
+                self._adapt()
                 self._append(max(self._barrier.tick() or 0, self._last), idle=False)
                 try:
                     self._fresh()
@@ -270,6 +272,15 @@ class Ticker:
                     raise
             yield
 
+    def _adapt(self) -> None:
+        """On waking up: a writer that went idle less than an interval ago (a trickle of
+        writes) waits twice as long before its next idle tick, up to the interval, so it
+        stops paying a wake-up per write; one idle longer starts again at IDLE_AFTER_S."""
+        if time.monotonic() - self._ticked_at < self._interval:
+            self.idle_after = min(self._interval, self.idle_after * 2)
+        else:
+            self.idle_after = min(self._interval, IDLE_AFTER_S)
+
     def _append(self, t: int, idle: bool) -> None:
         """Appends the tick `t` to every partition, idle or not."""
         tick = Event("TimeTick", t, {**self._tag, "idle": idle})
@@ -277,6 +288,7 @@ class Ticker:
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
         self._last, self.heard, self.idle = t, t, idle
+        self._ticked_at = time.monotonic()
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import unique_topic, wait_until
-from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
+from vectorlog.processors.rootcoord.timesync import IDLE_AFTER_S, SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.state.rocksdb import RocksDBStateStore
@@ -461,3 +461,31 @@ def test_no_stamp_starts_while_an_idle_tick_is_appended(log: Log, dml: str, tso:
     writer.join(10)
     assert [idle for _, idle in flagged(log, dml)] == [True, False]
     assert stamped and stamped[0] > flagged(log, dml)[-1][0]
+
+
+def test_a_trickle_of_writes_lengthens_the_wait_before_an_idle_tick(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """Each wake-up costs an active tick and a fresh clock: a writer woken again within an
+    interval of its idle tick waits twice as long before the next one, up to the interval;
+    one idle longer than an interval starts again at IDLE_AFTER_S."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600, source="p", heartbeat=True)
+    assert ticker.idle_after == IDLE_AFTER_S
+    wakes = []
+    assert ticker.tick_once() is not None and ticker.idle  # an idle tick
+    for _ in range(3):
+        with source.stamp():  # woken at once: a trickle
+            wakes.append(ticker.idle_after)
+        ticker.idle_after = 0  # (the test ticks idle at once)
+        ticker.tick_once()  # after the stamp
+        ticker.tick_once()  # idle
+        assert ticker.idle
+        ticker.idle_after = wakes[-1]
+    assert wakes == [IDLE_AFTER_S * 2, IDLE_AFTER_S * 4, IDLE_AFTER_S * 8]
+    ticker = Ticker(log, dml, SERDE, barrier, interval=0.001, source="q", heartbeat=True)
+    ticker.tick_once()
+    time.sleep(0.01)  # longer than the interval
+    with source.stamp():
+        assert ticker.idle_after == 0.001  # back to the shortest (the interval here)
