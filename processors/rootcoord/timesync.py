@@ -25,13 +25,13 @@ several ticks at once when its last stamp in flight ends, and once nothing was s
 IDLE_AFTER_S (`idle_after`; doubled, up to the interval, while it wakes up again within an
 interval of its idle ticks: a trickle of writes) its next tick is idle (`TimeTick.idle`): a
 promise to append nothing before a tick without the flag, so the consumers leave it out of
-their minimum and a Strong read waits only for the writers busy when it began. A writer is idle from its
-start. Its next stamp first appends an active tick (not below its last) and waits for it to be
-on the log, then moves its clock past every timestamp the oracle gave out until then
-(`fresh`), and only then stamps: every tick another writer appended before that active tick
-was computed before it, so the stamp is above it. The gate orders stamps against the idle
-ticks: an idle tick is appended only while no stamp is in flight, and a stamp waits while one
-is being appended.
+their minimum and a Strong read waits only for the writers busy when it began. A writer is idle
+from its start. Its next stamp first appends an active tick (not below its last) and waits for
+it to be on the log, then moves its clock past every timestamp the oracle gave out until then
+(`fresh`), and only then stamps: every tick another writer appended before that active tick was
+computed before it, so the stamp is above it. The gate orders stamps against the idle ticks: an
+idle tick is appended only while no stamp is in flight, and a stamp waits while one is being
+appended.
 """
 
 from __future__ import annotations
