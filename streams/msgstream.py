@@ -33,6 +33,12 @@ window may begin before the resume offset: a stream resumed at a tick first read
 ticks of the liveness window before it (`streams.tickback`; their events are not delivered
 again), so it cuts at once rather than a liveness window of new ticks later.
 
+Idle sources: a tick with `idle` set says its source has nothing in flight and appends nothing
+before a tick without the flag (processors.rootcoord.timesync): the source leaves the minimum
+until such a tick, so a Strong read waits only for the sources busy when it began. With every
+live source idle, the partition's tick is the newest tick read: a source that becomes busy
+again stamps only after its active tick is on the log, above every tick before it.
+
 Leases (rootcoord's, datacoord's): a source that ticks under a lease names it and its epoch.
 The first tick of a newer epoch read on a partition drops every source of an older epoch of
 that lease from the partition's minimum at once, and later ticks of an older epoch are
@@ -127,6 +133,7 @@ class _PartitionState:
     resumed: StreamPosition
     cut_tick: int = 0  # the end of the last pack cut
     sources: dict[str, int] = field(default_factory=dict)  # live source -> its latest tick
+    idle: dict[str, int] = field(default_factory=dict)  # live idle source -> its latest tick
     heard: dict[str, int] = field(default_factory=dict)  # every source -> its latest tick
     read_to: int = -1  # the offset of the last record read
     warm_from: int | None = None  # the first tick read after resuming, while warming up
@@ -217,7 +224,7 @@ class TtMsgStream:
                 self._batches.add(tag, rec, event.ts)
             st.pending.append((rec.offset, event, tag.id if tag is not None else None))
         elif event.ts > 0 and _current(st, event.body):  # else an end marker, or fenced
-            self._tick(st, str(event.body.get("source", "")), event.ts, rec.offset)
+            self._tick(st, event, rec.offset)
 
     def _resumed(self, partition: int, pos: StreamPosition) -> _PartitionState:
         st = _PartitionState(pos.tick, pos, pos.tick)
@@ -237,7 +244,7 @@ class TtMsgStream:
         )
         for offset, event in back:
             if _current(st, event.body):
-                self._tick(st, str(event.body.get("source", "")), event.ts, offset, cut=False)
+                self._tick(st, event, offset, cut=False)
 
     def _back_tick(self, rec: Record) -> Event | None:
         """Returns the tick `rec` holds as the stream would count it, else None."""
@@ -250,25 +257,30 @@ class TtMsgStream:
         ok = event.type == TIME_TICK and event.ts > 0 and not self._ahead(event.ts)
         return event if ok else None
 
-    def _tick(
-        self, st: _PartitionState, source: str, ts: int, offset: int, cut: bool = True
-    ) -> None:
-        """Folds one source's tick into the partition's: the minimum over live sources (a
-        source whose latest tick is a liveness window behind the newest is dropped).
-        `cut` False: a tick read back, which moves nothing past the resumed tick."""
-        if ts > st.sources.get(source, 0):
-            st.sources[source] = ts
+    def _tick(self, st: _PartitionState, event: Event, offset: int, cut: bool = True) -> None:
+        """Folds one source's tick into the partition's: the minimum over live sources that
+        are not idle, else the newest tick (a source whose latest tick is a liveness window
+        behind the newest is dropped). `cut` False: a tick read back, which moves nothing
+        past the resumed tick."""
+        source, ts = str(event.body.get("source", "")), event.ts
+        if event.body.get("idle"):
+            st.sources.pop(source, None)
+            st.idle[source] = max(ts, st.idle.get(source, 0))
+        else:
+            st.idle.pop(source, None)
+            st.sources[source] = max(ts, st.sources.get(source, 0))
         st.heard[source] = max(ts, st.heard.get(source, 0))
-        newest = max(st.sources.values())
+        newest = max([*st.sources.values(), *st.idle.values()])
         floor = newest - (self._ticks.liveness_ms << LOGICAL_BITS)
         st.sources = {s: t for s, t in st.sources.items() if t >= floor}
+        st.idle = {s: t for s, t in st.idle.items() if t >= floor}
         if st.warm_from is not None:
             if st.warm_from < 0:
                 st.warm_from = ts
             if newest - st.warm_from < self._ticks.liveness_ms << LOGICAL_BITS:
                 return  # a live source may not have been heard yet
             st.warm_from = None
-        tick = min(st.sources.values())
+        tick = min(st.sources.values(), default=newest)  # every live source idle: the newest
         if cut and tick > st.last_tick:  # else a repeated or stale tick, or a source behind
             st.last_tick = tick
             st.ticks.append((tick, offset))
@@ -396,6 +408,7 @@ def _current(st: _PartitionState, body: dict[str, object]) -> bool:
     if epoch > newest:
         for source in sources:
             st.sources.pop(source, None)
+            st.idle.pop(source, None)
         st.epochs[lease] = (epoch, sources := set())
     sources.add(str(body.get("source", "")))
     return True

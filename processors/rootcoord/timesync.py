@@ -19,6 +19,19 @@ tick (`Ticker.quiet_tick`). One of several writers (a process of the cluster mod
 interval even when idle: its ticks are its heartbeat, and consumers drop a silent source from
 the minimum. Requests for a tick made while one is being appended are served together by the
 next one.
+
+Idle writers (several writers, docs/cluster.md "Strong reads and idle writers"): a writer of
+several ticks at once when its last stamp in flight ends, and once nothing was stamped for
+IDLE_AFTER_S (`idle_after`; doubled, up to the interval, while it wakes up again within an
+interval of its idle ticks: a trickle of writes) its next tick is idle (`TimeTick.idle`): a
+promise to append nothing before a tick without the flag, so the consumers leave it out of
+their minimum and a Strong read waits only for the writers busy when it began. A writer is idle
+from its start. Its next stamp first appends an active tick (not below its last) and waits for
+it to be on the log, then moves its clock past every timestamp the oracle gave out until then
+(`fresh`), and only then stamps: every tick another writer appended before that active tick was
+computed before it, so the stamp is above it. The gate orders stamps against the idle ticks: an
+idle tick is appended only while no stamp is in flight, and a stamp waits while one is being
+appended.
 """
 
 from __future__ import annotations
@@ -26,7 +39,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from vectorlog.schemas.serde import Event, EventSerde
@@ -36,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: how often the ticker looks again while a requested tick is not yet covered
 RETRY_S = 0.002
+#: a writer of several goes idle once nothing was stamped for this long (or the interval)
+IDLE_AFTER_S = 0.05
 
 
 class Clock(Protocol):
@@ -52,11 +69,15 @@ class TickSource:
         self._lock = threading.Lock()
         self._inflight: dict[int, int] = {}  # ts -> count
         self.activity = 0  # stamps begun + ended: unchanged means nothing new to promise
+        #: entered around each stamp's start (the barrier's gate: a Ticker's idle protocol)
+        self.gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        #: called when a stamp ends with none of this source's in flight
+        self.settled: Callable[[], None] = lambda: None
 
     @contextlib.contextmanager
     def stamp(self) -> Iterator[int]:
         """Yields a fresh ts that stays in flight (holding the tick back) until exit."""
-        with self._lock:
+        with self.gate(), self._lock:
             ts = self._tso.now()
             self._inflight[ts] = self._inflight.get(ts, 0) + 1
             self.activity += 1
@@ -68,6 +89,9 @@ class TickSource:
                 self.activity += 1
                 if not self._inflight[ts]:
                     del self._inflight[ts]
+                settled = not self._inflight
+            if settled:
+                self.settled()
 
     def tick(self) -> int:
         """Returns a ts no future append of this source will be at or below."""
@@ -88,11 +112,29 @@ class SoftBarrier:
     def __init__(self) -> None:
         self._sources: list[TickSource] = []
         self._lock = threading.Lock()
+        self._gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+        self._settled: Callable[[], None] = lambda: None
 
     def register(self, source: TickSource) -> TickSource:
+        """Returns `source`, its stamps now counted in the barrier's tick."""
+        source.gate, source.settled = self.gate, self.settled
         with self._lock:
             self._sources.append(source)
         return source
+
+    def guard(
+        self, gate: Callable[[], AbstractContextManager[object]], settled: Callable[[], None]
+    ) -> None:
+        """Makes every stamp start inside `gate()` and call `settled()` when no stamp of
+        any source is left in flight (a Ticker's idle protocol)."""
+        self._gate, self._settled = gate, settled
+
+    def gate(self) -> AbstractContextManager[object]:
+        return self._gate()
+
+    def settled(self) -> None:
+        if not self.busy():
+            self._settled()
 
     def activity(self) -> int:
         """Returns a number that changes whenever any source stamps or finishes a request."""
@@ -127,12 +169,24 @@ class Ticker:
         source: str = "rootcoord",
         heartbeat: bool = False,
         lease: tuple[str, int] | None = None,
+        fresh: Callable[[], object] | None = None,
     ) -> None:
         """`source`: the id the ticks carry (one per writing process); `heartbeat`: tick every
-        interval even when nothing was stamped (one of several writers); `lease`: the role and
-        epoch of the lease this process writes under (its ticks carry them, so consumers drop
-        an older epoch's ticks at once, streams.msgstream)."""
+        interval even when nothing was stamped, idle ticks while nothing is in flight (one of
+        several writers: module docstring); `lease`: the role and epoch of the lease this
+        process writes under (its ticks carry them, so consumers drop an older epoch's ticks
+        at once, streams.msgstream); `fresh()`: makes the barrier's sources stamp above every
+        timestamp the oracle gave out before the call (None: they do already, the oracle in
+        this process)."""
         self.source, self._heartbeat = source, heartbeat
+        self._fresh = fresh or (lambda: None)
+        self._gate = threading.Lock()  # orders stamps' starts against idle ticks
+        self.idle = heartbeat  # the last tick appended was idle (from the start: none yet)
+        #: seconds without a stamp after which a writer of several ticks idle
+        self.idle_after = min(interval, IDLE_AFTER_S)
+        self._ticked_at = 0.0  # time.monotonic() of the last tick appended
+        if heartbeat:
+            barrier.guard(self._active, self.request)
         role, epoch = lease or ("", 0)
         self._tag = {"source": source, "lease": role, "epoch": epoch}
         self._log, self._topic, self._serde, self._barrier = log, topic, serde, barrier
@@ -178,24 +232,67 @@ class Ticker:
         return None
 
     def tick_once(self) -> int | None:
-        """Appends one tick to every partition if it advanced; returns it."""
+        """Appends one tick to every partition if it advanced, or if it is the first idle
+        one (one of several writers, once nothing was stamped for `idle_after` seconds:
+        module docstring); returns it."""
         activity = self._barrier.activity()  # before the tick: see quiet_tick
+        if self._heartbeat and (self.idle or self._settled(activity)):
+            with self._gate:  # no stamp starts until the idle tick is on the log
+                if not self._barrier.busy() and (self.idle or self._barrier.activity() == activity):
+                    return self._tick(activity, idle=True)
+        return self._tick(activity, idle=False)
+
+    def _settled(self, activity: int) -> bool:
+        """Whether nothing was stamped since the last tick, `idle_after` seconds ago."""
+        quiet = activity == self._covered[1] and not self._barrier.busy()
+        return quiet and time.monotonic() - self._ticked_at >= self.idle_after
+
+    def _tick(self, activity: int, idle: bool) -> int | None:
         t = self._barrier.tick()
-        if t is None or t <= self._last:
+        if t is None or (t <= self._last and not (idle and not self.idle)):
             return None
-        tick = Event("TimeTick", t, dict(self._tag))
+        t = max(t, self._last)
+        self._append(t, idle)
+        self._covered = (t, activity)
+        return t
+
+    @contextlib.contextmanager
+    def _active(self) -> Iterator[None]:
+        """Holds the gate while a stamp starts; after an idle tick, first appends an active
+        one and moves the sources' clocks past the oracle's (module docstring). Raises what
+        the log or the oracle raised (nothing was stamped)."""
+        with self._gate:
+            if self.idle:
+                self._adapt()
+                self._append(max(self._barrier.tick() or 0, self._last), idle=False)
+                try:
+                    self._fresh()
+                except BaseException:
+                    self.idle = True  # the next stamp appends and moves the clocks again
+                    raise
+            yield
+
+    def _adapt(self) -> None:
+        """On waking up: a writer that went idle less than an interval ago (a trickle of
+        writes) waits twice as long before its next idle tick, up to the interval, so it
+        stops paying a wake-up per write; one idle longer starts again at IDLE_AFTER_S."""
+        if time.monotonic() - self._ticked_at < self._interval:
+            self.idle_after = min(self._interval, self.idle_after * 2)
+        else:
+            self.idle_after = min(self._interval, IDLE_AFTER_S)
+
+    def _append(self, t: int, idle: bool) -> None:
+        """Appends the tick `t` to every partition, idle or not."""
+        tick = Event("TimeTick", t, {**self._tag, "idle": idle})
         body, key = self._serde.encode(tick), self._serde.key(tick)
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
-        self._last = t
-        self._covered = (t, activity)
-        self.heard = t
-        return t
+        self._last, self.heard, self.idle = t, t, idle
+        self._ticked_at = time.monotonic()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pending = self._wanted > self._last  # a read waits for a tick not yet covered
-            self._wake.wait(RETRY_S if pending else self._interval)
+            self._wake.wait(self._wait_s())
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -212,6 +309,17 @@ class Ticker:
                 log.warning("time tick failed: %s", exc)
                 if self._on_error:
                     self._on_error(exc)
+
+    def _wait_s(self) -> float:
+        """Returns how long to sleep: RETRY_S while a read waits for a tick not yet covered;
+        till the idle tick is due while a writer of several has nothing in flight; else the
+        interval."""
+        if self._wanted > self._last:
+            return RETRY_S
+        if self._heartbeat and not self.idle and not self._barrier.busy():
+            due = self._ticked_at + self.idle_after - time.monotonic()
+            return min(self._interval, max(RETRY_S, due))
+        return self._interval
 
     def stop(self) -> None:
         self._stop.set()

@@ -69,8 +69,9 @@ def without_v4_defaults(decoded: Event) -> Event:
         assert decoded.body.pop("writer") is None  # v10: a single data node's, never fenced
     if decoded.type == "CollectionCreated":
         assert decoded.body.pop("db_name") == "default"  # v9: collections of old are default's
-    if decoded.type == "TimeTick":  # v10: a tick of old ticked under no lease
+    if decoded.type == "TimeTick":  # v10: a tick of old ticked under no lease, never idle
         assert (decoded.body.pop("lease"), decoded.body.pop("epoch")) == ("", 0)
+        assert decoded.body.pop("idle") is False
     schema = decoded.body.get("schema") if isinstance(decoded.body, dict) else None
     if schema is not None:
         assert schema.pop("functions") == []
@@ -545,3 +546,14 @@ def test_v9_checkpoints_have_no_writer_and_v10_ones_name_theirs():
     new.body["writer"] = {"node": "dn1", "epoch": 7}
     decoded = EventSerde().decode(EventSerde().encode(new)).body["writer"]
     assert decoded == ("io.vectorlog.events.DataNodeEpoch", {"node": "dn1", "epoch": 7})
+
+
+V10 = SchemaRegistry(AVRO_DIR / "v10")
+
+
+def test_v10_ticks_are_never_idle_and_v11_ones_say_so():
+    tag = {"source": "proxy1", "lease": "", "epoch": 0}
+    assert read_by_current(V10, Event("TimeTick", 130, dict(tag))).body["idle"] is False
+    idle = Event("TimeTick", 131, {**tag, "idle": True})
+    assert EventSerde().decode(EventSerde().encode(idle)) == idle
+    assert V10.current.fingerprint != default_registry().current.fingerprint

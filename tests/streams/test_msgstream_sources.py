@@ -189,3 +189,43 @@ def test_each_lease_keeps_its_own_epochs(log: Log):
     s = stream(log, topic, letters)
     assert [p.end_ts for p in drain(s, 2)] == [at(10), at(30)]
     s.close()
+
+
+def idle(source: str, ms: int) -> Append:
+    return Append(0, SERDE.encode(Event("TimeTick", at(ms), {"source": source, "idle": True})))
+
+
+def test_an_idle_source_leaves_the_minimum_until_its_next_tick(log: Log):
+    # b went idle at 12: a alone moves the tick (50) though b is live; b's active tick (40,
+    # below the partition's tick: it never goes back) puts it back, so its row at 60 waits
+    # for b's next tick, and b's idle tick at 70 lets a's 80 through
+    records = [tick("a", 10), tick("b", 10), idle("b", 12), tick("a", 50), tick("b", 40)]
+    records += [row(60), tick("a", 80), idle("b", 70), tick("a", 90)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    packs = drain(s, 4)
+    assert [p.end_ts for p in packs] == [at(10), at(50), at(80), at(90)]
+    assert [[e.ts for e in p.events] for p in packs] == [[], [], [at(60)], []]
+    assert letters == []
+    s.close()
+
+
+def test_with_every_source_idle_the_partition_takes_the_newest_tick(log: Log):
+    records = [idle("a", 10), idle("b", 30), idle("a", 20), tick("a", 25), row(40), idle("a", 50)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    packs = drain(s, 3)
+    assert [p.end_ts for p in packs] == [at(10), at(30), at(50)]  # a's 25 held nothing back
+    assert [e.ts for e in packs[2].events] == [at(40)]
+    assert letters == []
+    s.close()
+
+
+def test_a_busy_source_that_falls_silent_leaves_the_minimum_after_the_window(log: Log):
+    # b crashed busy at 10; the idle heartbeats of a move the newest tick on, and b leaves the
+    # minimum once a liveness window (1 s) behind it, as a silent source always did
+    records = [tick("b", 10), idle("a", 20), idle("a", 600), idle("a", 1_011)]
+    topic, letters = setup(log, records), list[str]()
+    s = stream(log, topic, letters)
+    assert [p.end_ts for p in drain(s, 2)] == [at(10), at(1_011)]
+    s.close()

@@ -2,8 +2,10 @@
 to rootcoord over the network, and the in-process constructs are this process's own.
 
 Time: the process's writes are stamped by its own soft barrier and ticked onto every dml
-pchannel by its own `Ticker`, with its source id, every interval (its heartbeat); consumers
-take the minimum over the live sources (streams.msgstream). A source whose ticks stay more
+pchannel by its own `Ticker`, with its source id, every interval (its heartbeat) and at once
+when its last write in flight ends (idle then: consumers leave it out of their minimum until
+its next write, whose first stamp comes from a fresh block; timesync); consumers take the
+minimum over the live sources that are not idle (streams.msgstream). A source whose ticks stay more
 than the liveness window behind the newest leaves that minimum, so a write held in flight that
 long, or written while the process's ticks stalled that long, may land below a tick the
 consumers already passed and be dead-lettered: such a write fails with WriteOutcomeUnknown
@@ -146,8 +148,9 @@ class RemoteRootCoord:
         self.client = client
         self.barrier = SoftBarrier()
         self.ticker = Ticker(
-            log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease
-        )
+            log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease,
+            fresh=lambda: client.allocate_timestamps(1),
+        )  # fmt: skip
         self.write_limit_s = liveness_ms / 2000
         self.lease: DdlLease | None = None
         if renew_lease is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import unique_topic, wait_until
-from vectorlog.processors.rootcoord.timesync import SoftBarrier, Ticker, TickSource
+from vectorlog.processors.rootcoord.timesync import IDLE_AFTER_S, SoftBarrier, Ticker, TickSource
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.state.rocksdb import RocksDBStateStore
@@ -366,3 +366,126 @@ def test_one_of_several_writers_heartbeats_with_its_source_id_while_idle(
     sources = {SERDE.decode(r.value).body["source"] for r in read_to_end(log, dml)}
     assert sources - {END_MARKER_SOURCE} == {"proxy-7"}
     assert all(t == sorted(set(t)) for t in ticks(log, dml).values())  # each advances
+
+
+# -- idle writers (one of several) -------------------------------------------------------------
+def flagged(log: Log, topic: str, partition: int = 0) -> list[tuple[int, bool]]:
+    """(ts, idle) of the ticks on one partition of `topic`, in offset order."""
+    recs = sorted((r for r in read_to_end(log, topic) if r.partition == partition),
+                  key=lambda r: r.offset)  # fmt: skip
+    events = [SERDE.decode(r.value) for r in recs]
+    return [(e.ts, e.body["idle"]) for e in events if e.body["source"] != END_MARKER_SOURCE]
+
+
+def test_a_writer_of_several_ticks_idle_once_its_last_stamp_ended(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """No periodic tick (an hour): the idle tick comes from the stamp's end, so a Strong read
+    elsewhere need not wait for this writer's next interval."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600, source="p", heartbeat=True)
+    with running(ticker):
+        with source.stamp() as ts:
+            pass
+        wait_until(lambda: (flagged(log, dml) or [(0, False)])[-1][1], 10.0, "an idle tick")
+    for p in range(PARTITIONS):
+        got = flagged(log, dml, p)
+        assert [idle for _, idle in got][0] is False and got[-1][1] is True
+        assert got[0][0] < ts <= got[-1][0]  # the active tick before the stamp, idle after it
+        assert all(not idle for _, idle in got[:-1])
+
+
+def test_a_stamp_after_an_idle_tick_waits_for_an_active_tick_and_a_fresh_clock(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    seen: list[list[tuple[int, bool]]] = []  # the ticks on the log when `fresh` was called
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600, source="p", heartbeat=True,
+                    fresh=lambda: seen.append(flagged(log, dml)))  # fmt: skip
+    assert ticker.tick_once() is not None and ticker.idle  # idle from the start
+    with source.stamp() as ts:
+        assert not ticker.idle and len(seen) == 1
+        assert [idle for _, idle in seen[0]] == [True, False]  # the active tick was on the log
+        assert ticker.tick_once() == ts - 1  # busy: an active tick below the stamp
+        assert not flagged(log, dml)[-1][1]
+    assert len(seen) == 1  # the next stamps, not idle, move no clock
+    with source.stamp():
+        pass
+    assert len(seen) == 1
+    ticker.idle_after = 0
+    assert ticker.tick_once() is not None and not flagged(log, dml)[-1][1]  # after the stamps
+    assert ticker.tick_once() is not None and flagged(log, dml)[-1][1]  # then idle again
+    with source.stamp():
+        assert len(seen) == 2
+
+
+def test_no_stamp_starts_while_an_idle_tick_is_appended(log: Log, dml: str, tso: TimestampOracle):
+    """A stamp begun while the idle tick is being appended waits for it, then appends an
+    active tick before it stamps: no write lands after an idle tick without one between."""
+    gate_held = threading.Event()
+    release = threading.Event()
+
+    class SlowLog:
+        def __init__(self, inner: Log) -> None:
+            self.inner = inner
+
+        def partitions(self, topic: str) -> int:
+            return self.inner.partitions(topic)
+
+        def append(self, topic: str, records: list) -> list[int]:
+            if SERDE.decode(records[0].value).body.get("idle"):
+                gate_held.set()
+                release.wait(10)
+            return self.inner.append(topic, records)
+
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(SlowLog(log), dml, SERDE, barrier, 3600, source="p", heartbeat=True)  # type: ignore[arg-type]
+    idle_tick = threading.Thread(target=ticker.tick_once)
+    idle_tick.start()
+    assert gate_held.wait(10)
+    stamped: list[int] = []
+
+    def stamp() -> None:
+        with source.stamp() as ts:
+            stamped.append(ts)
+
+    writer = threading.Thread(target=stamp)
+    writer.start()
+    writer.join(0.2)
+    assert stamped == []  # waiting at the gate
+    release.set()
+    idle_tick.join(10)
+    writer.join(10)
+    assert [idle for _, idle in flagged(log, dml)] == [True, False]
+    assert stamped and stamped[0] > flagged(log, dml)[-1][0]
+
+
+def test_a_trickle_of_writes_lengthens_the_wait_before_an_idle_tick(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """Each wake-up costs an active tick and a fresh clock: a writer woken again within an
+    interval of its idle tick waits twice as long before the next one, up to the interval;
+    one idle longer than an interval starts again at IDLE_AFTER_S."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600, source="p", heartbeat=True)
+    assert ticker.idle_after == IDLE_AFTER_S
+    wakes = []
+    assert ticker.tick_once() is not None and ticker.idle  # an idle tick
+    for _ in range(3):
+        with source.stamp():  # woken at once: a trickle
+            wakes.append(ticker.idle_after)
+        ticker.idle_after = 0  # (the test ticks idle at once)
+        ticker.tick_once()  # after the stamp
+        ticker.tick_once()  # idle
+        assert ticker.idle
+        ticker.idle_after = wakes[-1]
+    assert wakes == [IDLE_AFTER_S * 2, IDLE_AFTER_S * 4, IDLE_AFTER_S * 8]
+    ticker = Ticker(log, dml, SERDE, barrier, interval=0.001, source="q", heartbeat=True)
+    ticker.tick_once()
+    time.sleep(0.01)  # longer than the interval
+    with source.stamp():
+        assert ticker.idle_after == 0.001  # back to the shortest (the interval here)
