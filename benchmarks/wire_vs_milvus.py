@@ -7,10 +7,14 @@ times: inserts of 1,000-row column batches; flush; an HNSW build (M 16, efConstr
 COSINE) to "Finished"; load; one query per call (ef 128) with its recall@10 against exact
 COSINE neighbours computed here; 1,000 queries in one call; one query per call filtered by
 `tag == 3` (10 % of the rows); single-row inserts (p50/p99 of a call). Every server runs on
-this machine, one at a time, each from an empty data directory.
+this machine, one at a time, each from an empty data directory. `--parts` times only some
+phases after the insert (the HNSW build and load run when a search phase is asked for).
+The insert and the batch search are also split: pymilvus's own CPU building the request
+(timed alone, nothing sent) and the server's answer to the same request prebuilt (a raw
+gRPC call, the response left as bytes), so a serial client's bound shows in the same run.
 
-    python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 500] [--rounds 2]
-        [--out benchmarks/results]
+    python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 1000] [--rounds 2]
+        [--parts insert,batch,one,filtered,single] [--out benchmarks/results]
 
 Writes wire_vs_milvus.json, .md and .png. Building Milvus's venv takes a few minutes once
 (cached under ~/.cache/vectorlog-test).
