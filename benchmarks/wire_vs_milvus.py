@@ -7,10 +7,14 @@ times: inserts of 1,000-row column batches; flush; an HNSW build (M 16, efConstr
 COSINE) to "Finished"; load; one query per call (ef 128) with its recall@10 against exact
 COSINE neighbours computed here; 1,000 queries in one call; one query per call filtered by
 `tag == 3` (10 % of the rows); single-row inserts (p50/p99 of a call). Every server runs on
-this machine, one at a time, each from an empty data directory.
+this machine, one at a time, each from an empty data directory. `--parts` times only some
+phases after the insert (the HNSW build and load run when a search phase is asked for).
+The insert and the batch search are also split: pymilvus's own CPU building the request
+(timed alone, nothing sent) and the server's answer to the same request prebuilt (a raw
+gRPC call, the response left as bytes), so a serial client's bound shows in the same run.
 
-    python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 500] [--rounds 2]
-        [--out benchmarks/results]
+    python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 1000] [--rounds 2]
+        [--parts insert,batch,one,filtered,single] [--out benchmarks/results]
 
 Writes wire_vs_milvus.json, .md and .png. Building Milvus's venv takes a few minutes once
 (cached under ~/.cache/vectorlog-test).
@@ -34,61 +38,106 @@ from vectorlog.demo.datasets import glove
 
 NAME = "wire_vs_milvus"
 K = 10
+#: the phases timed after the timed insert: its split (client / server), the batch search,
+#: one query per call, the filtered one, single-row inserts
+PARTS = ("insert", "batch", "one", "filtered", "single")
 
 WORKLOAD = r"""
 import json, sys, time
+import grpc
 import numpy as np
 from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
                       utility)
+from pymilvus.client.prepare import Prepare
+from pymilvus.orm.prepare import Prepare as Columns
 
 host, port = sys.argv[1].split(":")
 cfg = json.loads(sys.stdin.read())
+parts = set(cfg["parts"])
 connections.connect(host=host, port=port)
+conn = connections._fetch_handler("default")
+raw = grpc.insecure_channel(f"{host}:{port}", options=[("grpc.max_send_message_length", -1),
+                                                      ("grpc.max_receive_message_length", -1)])
+def raw_call(method, request_bytes):  # a prebuilt request, the response left as bytes
+    return raw.unary_unary("/milvus.proto.milvus.MilvusService/" + method)(request_bytes)
 x = np.load(cfg["vectors"]); q = np.load(cfg["queries"]); k = cfg["k"]
 n, dim = x.shape
 fields = [FieldSchema("id", DataType.INT64, is_primary=True),
           FieldSchema("tag", DataType.INT64),
           FieldSchema("vector", DataType.FLOAT_VECTOR, dim=dim)]
-if utility.has_collection("wire"):
-    utility.drop_collection("wire")
+for name in ("wire", "wire_raw"):
+    if utility.has_collection(name):
+        utility.drop_collection(name)
 c = Collection("wire", CollectionSchema(fields), consistency_level="Bounded")
 out = {}
 ids = np.arange(n, dtype=np.int64)
+def columns(lo):
+    hi = min(n, lo + 1000)
+    return [ids[lo:hi].tolist(), (ids[lo:hi] % 10).tolist(), x[lo:hi]]
 t = time.perf_counter()
 for lo in range(0, n, 1000):
-    hi = min(n, lo + 1000)
-    c.insert([ids[lo:hi].tolist(), (ids[lo:hi] % 10).tolist(), x[lo:hi]])
+    c.insert(columns(lo))
 out["insert_rows_per_s"] = n / (time.perf_counter() - t)
+if "insert" in parts:  # one batch's wall split: pymilvus building it, the server answering it
+    r = Collection("wire_raw", CollectionSchema(fields), consistency_level="Bounded")
+    t, built = time.perf_counter(), []
+    for lo in range(0, n, 1000):
+        req = conn._prepare_batch_insert_request("wire_raw", Columns.prepare_insert_data(
+            columns(lo), r.schema), None, schema=r._schema_dict)
+        built.append(req.SerializeToString())
+    out["insert_client_ms"] = (time.perf_counter() - t) * 1e3 / len(built)
+    t = time.perf_counter()
+    for b in built:
+        raw_call("Insert", b)
+    out["insert_server_ms"] = (time.perf_counter() - t) * 1e3 / len(built)
+    r.drop()
 t = time.perf_counter(); c.flush(); out["flush_s"] = time.perf_counter() - t
-t = time.perf_counter()
-c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
-                          "params": {"M": 16, "efConstruction": 100}})
-utility.wait_for_index_building_complete("wire")
-out["index_build_s"] = time.perf_counter() - t
-t = time.perf_counter(); c.load(); out["load_s"] = time.perf_counter() - t
+if parts & {"batch", "one", "filtered"}:
+    t = time.perf_counter()
+    c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
+                              "params": {"M": 16, "efConstruction": 100}})
+    utility.wait_for_index_building_complete("wire")
+    out["index_build_s"] = time.perf_counter() - t
+    t = time.perf_counter(); c.load(); out["load_s"] = time.perf_counter() - t
 param = {"metric_type": "COSINE", "params": {"ef": 128}}
-c.search(q[:10].tolist(), "vector", param, limit=k)  # warm up
+if parts & {"batch", "one", "filtered"}:
+    c.search(q[:10].tolist(), "vector", param, limit=k)  # warm up
 def one_per_call(expr):
     got, t = [], time.perf_counter()
     for v in q:
         r = c.search([v.tolist()], "vector", param, limit=k, expr=expr)
         got.append([h.id for h in r[0]])
     return len(q) / (time.perf_counter() - t), got
-out["one_per_call_qps"], got = one_per_call(None)
-out["hits"] = got
-out["filtered_qps"], fgot = one_per_call("tag == 3")
-out["filtered_hits"] = fgot
-t = time.perf_counter()
-c.search(q.tolist(), "vector", param, limit=k)
-out["batch_qps"] = len(q) / (time.perf_counter() - t)
-lat = []
-for i in range(cfg["single_rows"]):
+if "one" in parts:
+    out["one_per_call_qps"], out["hits"] = one_per_call(None)
+if "filtered" in parts:
+    out["filtered_qps"], out["filtered_hits"] = one_per_call("tag == 3")
+if "batch" in parts:  # best of 3 calls; then the same call split as the insert's
+    best = 0.0
+    for _ in range(3):
+        t = time.perf_counter()
+        c.search(q.tolist(), "vector", param, limit=k)
+        best = max(best, len(q) / (time.perf_counter() - t))
+    out["batch_qps"] = best
     t = time.perf_counter()
-    c.insert([[n + i], [0], x[i : i + 1]])
-    lat.append(time.perf_counter() - t)
-lat.sort()
-out["single_insert_p50_ms"] = lat[len(lat) // 2] * 1e3
-out["single_insert_p99_ms"] = lat[int(0.99 * (len(lat) - 1))] * 1e3
+    req = Prepare.search_requests_with_expr("wire", q.tolist(), "vector", param, k)
+    built = req.SerializeToString()
+    out["batch_client_ms"] = (time.perf_counter() - t) * 1e3
+    server = []
+    for _ in range(3):
+        t = time.perf_counter()
+        raw_call("Search", built)
+        server.append((time.perf_counter() - t) * 1e3)
+    out["batch_server_ms"] = min(server)
+if "single" in parts:
+    lat = []
+    for i in range(cfg["single_rows"]):
+        t = time.perf_counter()
+        c.insert([[n + i], [0], x[i : i + 1]])
+        lat.append(time.perf_counter() - t)
+    lat.sort()
+    out["single_insert_p50_ms"] = lat[len(lat) // 2] * 1e3
+    out["single_insert_p99_ms"] = lat[int(0.99 * (len(lat) - 1))] * 1e3
 print(json.dumps(out))
 """
 
@@ -150,11 +199,16 @@ class _Remote:
 METRICS = (
     ("insert, 1,000-row column batches (rows/s)", "insert_rows_per_s", True),
     ("flush (s)", "flush_s", False),
+    ("load average at the round's start", "load1", False),
     ("HNSW build to Finished (s)", "index_build_s", False),
     ("load (s)", "load_s", False),
     ("one query per call, ef 128 (QPS)", "one_per_call_qps", True),
     ("  its recall@10", "recall", True),
-    ("1,000 queries in one call (QPS)", "batch_qps", True),
+    ("  pymilvus building one batch's request (ms)", "insert_client_ms", False),
+    ("  the server answering it, request prebuilt (ms)", "insert_server_ms", False),
+    ("all held-out queries in one call (QPS, best of 3)", "batch_qps", True),
+    ("  pymilvus building the call's request (ms)", "batch_client_ms", False),
+    ("  the server answering it, request prebuilt (ms)", "batch_server_ms", False),
     ("one query per call, tag == 3 (QPS)", "filtered_qps", True),
     ("  its recall@10", "filtered_recall", True),
     ("single-row insert p50 (ms)", "single_insert_p50_ms", False),
@@ -171,11 +225,13 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"{results['rows']:,} GloVe-6B-50d rows, {results['queries']} held-out queries, COSINE,",
         "HNSW M 16 efConstruction 100, search ef 128, k 10; the servers ran one at a time, in",
         f"interleaved rounds. Machine: {results['machine']}.",
-        "Command: `python -m benchmarks.wire_vs_milvus`.",
+        f"Command: `python -m benchmarks.wire_vs_milvus{results.get('options', '')}`.",
         "",
     ]
     rows = []
     for label, key, higher_better in METRICS:
+        if key not in rounds[0]["milvus"]:
+            continue
         m = [r["milvus"][key] for r in rounds]
         v = [r["vectorlog"][key] for r in rounds]
         ratio = np.mean(v) / np.mean(m) if np.mean(m) else float("nan")
@@ -193,7 +249,11 @@ def _fmt(values: list[float]) -> str:
 
 
 def _plot(rounds: list[dict[str, Any]], out: Path) -> None:
-    keys = [(label, key) for label, key, better in METRICS if better and "recall" not in key]
+    keys = [
+        (label, key)
+        for label, key, better in METRICS
+        if better and "recall" not in key and key in rounds[0]["milvus"]
+    ]
     ratios = [
         np.mean([r["vectorlog"][k] for r in rounds]) / np.mean([r["milvus"][k] for r in rounds])
         for _, k in keys
@@ -208,11 +268,19 @@ def _plot(rounds: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--single-rows", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=save.RESULTS)
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="comma-separated phases to time after the insert (default all): " + ", ".join(PARTS),
+    )
     args = parser.parse_args(argv)
+    parts = [p for p in args.parts.split(",") if p]
+    if not set(parts) <= set(PARTS):
+        parser.error(f"--parts takes {', '.join(PARTS)}")
     python = ensure_venv()
     x, _ = glove(args.rows + args.queries)
     base, queries = x[: args.rows], x[args.rows :]
@@ -223,15 +291,23 @@ def main(argv: list[str] | None = None) -> None:
         np.save(Path(tmp) / "x.npy", base)
         np.save(Path(tmp) / "q.npy", queries)
         data = {"vectors": f"{tmp}/x.npy", "queries": f"{tmp}/q.npy", "k": K}
-        data["single_rows"] = args.single_rows
+        data["single_rows"], data["parts"] = args.single_rows, parts
         for i in range(args.rounds):
-            got = {s: one_round(s, python, data, Path(tmp)) for s in ("milvus", "vectorlog")}
+            got = {
+                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp))
+                for s in ("milvus", "vectorlog")
+            }
             for r in got.values():
-                r["recall"] = recall(r.pop("hits"), truth)
-                r["filtered_recall"] = recall(r.pop("filtered_hits"), ftruth)
+                if "hits" in r:
+                    r["recall"] = recall(r.pop("hits"), truth)
+                if "filtered_hits" in r:
+                    r["filtered_recall"] = recall(r.pop("filtered_hits"), ftruth)
             print(f"round {i + 1}: {json.dumps(got)}", flush=True)
             results["rounds"].append(got)
     results["machine"] = save.cores(f"load {save.load1():.1f}")
+    results["options"] = "".join(
+        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
+    )
     write(results, args.out)
 
 

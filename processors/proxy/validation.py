@@ -308,6 +308,12 @@ def _checked(f: FieldSchema, values: list[Any], ok: Any, what: str, dtype: Any) 
     return np.asarray(values, dtype=dtype)
 
 
+def _fits(arr: np.ndarray, f: FieldSchema) -> bool:
+    """Whether every value of an integer array is in the field's range by its type alone
+    (empty, or int64 values of an INT64 field: no min/max pass)."""
+    return not arr.size or (arr.dtype == np.int64 and f.dtype is DataType.INT64)
+
+
 def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
     """Returns the integers of an INT8/16/32/64 field as int64. Raises SchemaMismatch naming
     the first row that is not an integer or is outside the type's range."""
@@ -318,7 +324,7 @@ def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
         and arr.ndim == 1
         and (isinstance(values, np.ndarray) or {bool, np.bool_}.isdisjoint(map(type, values)))
     )
-    if fast and (not arr.size or lo <= arr.min() <= arr.max() <= hi):  # numpy sees True as 1
+    if fast and (_fits(arr, f) or lo <= arr.min() <= arr.max() <= hi):  # numpy sees True as 1
         return arr.astype(np.int64)
     kind = f.dtype.value
     for i, v in enumerate(values):
@@ -488,9 +494,20 @@ def primary_keys(f: FieldSchema, ids: Any) -> Any:
     return _strings(f, ids)
 
 
+def _distinct_ints(keys: np.ndarray) -> bool:
+    """Returns whether a 1-d integer array holds no value twice (ascending keys, the usual
+    batch, without sorting)."""
+    if keys.ndim != 1:
+        return False
+    return bool((keys[1:] > keys[:-1]).all()) or len(np.unique(keys)) == len(keys)
+
+
 def check_unique(pk: FieldSchema, keys: Any) -> None:
     """Raises SchemaMismatch if a primary key repeats within one request (Milvus's upsert
-    message first)."""
+    message first). Integer keys in an array are checked in numpy (no Python int per row);
+    only a batch with a repeat is walked to name its first one."""
+    if isinstance(keys, np.ndarray) and keys.dtype.kind == "i" and _distinct_ints(keys):
+        return
     seen: set[Any] = set()
     for i, k in enumerate(keys.tolist() if isinstance(keys, np.ndarray) else keys):
         if k in seen:

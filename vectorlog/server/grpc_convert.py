@@ -452,8 +452,11 @@ def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
     out = schema_pb2.IDs()
     if ids and isinstance(ids[0], str):
         out.str_id.data.extend(ids)
-    elif isinstance(ids, list) and all(type(i) is int for i in ids):
-        out.int_id.data.extend(ids)  # an insert's keys: one call, no generator
+    elif isinstance(ids, list):
+        try:  # an insert's keys: one call, no per-key check (nothing added if it raises)
+            out.int_id.data.extend(ids)
+        except TypeError:
+            out.int_id.data.extend(int(i) for i in ids)
     else:
         out.int_id.data.extend(int(i) for i in ids)
     return out

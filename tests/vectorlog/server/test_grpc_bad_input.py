@@ -78,8 +78,13 @@ def test_a_malformed_schema_is_refused_and_creates_nothing(served: Served, stub)
             "the length(3) of float data should divide the dim(2)",
         ),
         ([id_column([1, 2])], 2, "missing field"),  # no vector column
+        (  # a key repeated out of order: the first repeat named
+            [id_column([5, 3, 9, 3]), vector_column([1.0] * 8)],
+            4,
+            "row 3: primary key 'id' value 3 repeats",
+        ),
     ],
-    ids=["num_rows", "lengths", "dim", "ragged", "missing-field"],
+    ids=["num_rows", "lengths", "dim", "ragged", "missing-field", "repeated-key"],
 )
 def test_a_malformed_insert_is_refused_and_writes_nothing(
     served: Served, stub, name: str, columns: list, num_rows: int, says: str
@@ -90,6 +95,23 @@ def test_a_malformed_insert_is_refused_and_writes_nothing(
     assert res.status.code == 1100 and says in res.status.reason, res.status
     assert len(data_events(served.client)) == before
     assert served.client.query(name, output_fields=["count(*)"])[0]["count(*)"] == 0
+
+
+def test_distinct_keys_out_of_order_are_inserted_and_answered_in_their_order(
+    served: Served, stub, name: str
+) -> None:
+    keys = [7, -2, 2**62, 0, 5]
+    req = milvus_pb2.InsertRequest(
+        collection_name=name,
+        fields_data=[id_column(keys), vector_column([0.5] * 10)],
+        num_rows=5,
+    )
+    res = stub.Insert(req)
+    assert res.status.code == 0, res.status
+    assert list(res.IDs.int_id.data) == keys and res.insert_cnt == 5
+    assert list(res.succ_index) == [0, 1, 2, 3, 4]
+    got = served.client.query(name, filter="id >= -10", output_fields=["id"])
+    assert sorted(r["id"] for r in got) == sorted(keys)
 
 
 def meta_column(docs: list[bytes]) -> schema_pb2.FieldData:
