@@ -5,6 +5,7 @@ written all the same and a process with fresh state starts from them (issue 23).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 from pathlib import Path
@@ -145,7 +146,7 @@ def test_ddl_goes_on_after_the_ddl_topic_was_folded_into_a_snapshot(tmp_path: Pa
 
         for _ in range(3):
             first = starts(client)[1]
-            wait_until(lambda f=first: ddl_until_folded(f), 60, "a ddl snapshot", 0.05)
+            wait_until(functools.partial(ddl_until_folded, first), 60, "a ddl snapshot", 0.05)
             client.drop_partition("c", made.pop(0))
         assert sorted(client.list_partitions("c")) == sorted(["_default", *made])
         assert client.query("c", "", ["count(*)"]) == [{"count(*)": next(rows)}]
