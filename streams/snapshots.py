@@ -36,7 +36,7 @@ from typing import Protocol
 
 from vectorlog.core.faults import crash_point
 from vectorlog.schemas.serde import Event, EventSerde
-from vectorlog.streams.errors import LogError
+from vectorlog.streams.errors import LogError, OffsetOutOfRange
 from vectorlog.streams.log.base import Append, Log, Record, Truncatable, start_offsets
 from vectorlog.streams.log.lease_fence import FenceState, fence_records, kept_lease, kept_state
 from vectorlog.streams.log.lease_fence import fold as fold_leases
@@ -211,12 +211,24 @@ def fence_at(
     """Returns the lease fence state at `offset` of partition 0 of `topic`: the one kept in
     the newest snapshot at or below it, with the leases of the records from there up to
     `offset` taken in (streams.log.lease_fence); `since`: an offset at or below `offset` and
-    the state there (an earlier answer), to read from instead. Raises LogError if those are
-    not read within `timeout`."""
+    the state there (an earlier answer), to read from instead while its records are kept (a
+    snapshot may have deleted them since). Raises LogError if those are not read within
+    `timeout`."""
     if since is not None and since[0] <= offset:
-        base, state = since[0], {p: dict(roles) for p, roles in since[1].items()}
-    else:
-        base, state = _fence_base(log, topic, blobs, offset)
+        try:
+            return _fence_from(log, topic, offset, timeout, since)
+        except OffsetOutOfRange:  # folded into a snapshot since: start from that
+            pass
+    return _fence_from(log, topic, offset, timeout, _fence_base(log, topic, blobs, offset))
+
+
+def _fence_from(
+    log: Log, topic: str, offset: int, timeout: float, start: tuple[int, FenceState]
+) -> FenceState:
+    """Returns the lease fence state at `offset`, read from `start` (an offset at or below
+    it and the state there). Raises LogError, OffsetOutOfRange (the records from there
+    were deleted)."""
+    base, state = start[0], {p: dict(roles) for p, roles in start[1].items()}
     if base >= offset:
         return state
     reader, deadline = log.reader(topic, {0: base}), time.monotonic() + timeout

@@ -430,8 +430,9 @@ class Proxy:
         """Deletes rows by primary key, or those matching `filter` (exactly one of the two);
         returns {delete_count, timestamp} once durable; its dml records carry `headers`.
 
-        A filter naming only primary keys (`pk in [...]`, `pk == v`, an `or` of those: what
-        pymilvus sends for ids=) deletes those keys without reading, each counted, as Milvus.
+        A filter that is one `pk in [...]` (what pymilvus sends for ids=) or `pk == v` deletes
+        those keys without reading, each counted, as Milvus's simple delete (an `or` of them
+        is read like any other filter, as there).
         Another filter is evaluated by a Strong read on the query node; the keys it matched
         are deleted like `ids` (key deletes on the log, so a replay deletes the same rows),
         and delete_count is their number. Raises InvalidArgument, InvalidExpression."""
@@ -470,7 +471,7 @@ class Proxy:
         expr = r.expression(info.schema, text, params)
         if expr is None:
             raise InvalidArgument("delete filter must be a non-empty expression")
-        listed = expr.primary_keys(pk.name)
+        listed = expr.listed_keys(pk.name)
         if listed is not None:
             return v.primary_keys(pk, listed), 0
         return self._matching_keys(info, expr, partition)

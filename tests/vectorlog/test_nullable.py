@@ -47,6 +47,18 @@ FILTERS = {
     "j is null": [1, 3, 4],
     "d == 7": [1, 3],
     "b is null": [1, 2, 3, 4],
+    # `not` of a comparison on a null is unknown, and a filter keeps true rows only (Milvus
+    # Lite's answers; `in` and `is null` are never unknown there)
+    "not (n < 10)": [],
+    "not (s == 'x')": [4],
+    "not (n > 0 and id > 1)": [1, 4],
+    "not (n > 0 or id == 3)": [4],
+    "not (n is null)": [2, 4],
+    "not (n in [5])": [1, 3, 4],
+    "not (f + 1 > 1)": [4],
+    "not (s like 'x%')": [4],
+    "not (not (n != 5))": [4],
+    "(n > 0) == false": [4],
 }
 
 

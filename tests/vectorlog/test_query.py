@@ -158,13 +158,17 @@ def test_delete_takes_ids_or_a_filter(client: Client):
 
 def test_a_filter_naming_only_keys_counts_every_key_as_milvus(client: Client):
     """pymilvus sends delete(ids=...) as `pk in [...]`: Milvus deletes those keys without a
-    read and counts each, present or not (a read-based filter counts what it matched)."""
+    read and counts each, present or not, as for `pk == v`; any other filter, an `or` of those
+    too, is read and counts what it matched."""
     rows = make_collection(client)
     assert client.delete("things", filter="pk in [1, 2, 9999]")["delete_count"] == 3
-    assert client.delete("things", filter="pk == 3 or pk in [4]")["delete_count"] == 2
+    assert client.delete("things", filter="pk == 9997")["delete_count"] == 1
+    assert client.delete("things", filter="pk in [7, 7, 9994]")["delete_count"] == 3
+    assert client.delete("things", filter="pk == 3 or pk in [4, 9999]")["delete_count"] == 2
+    assert client.delete("things", filter="pk in [9996] or pk == 9995")["delete_count"] == 0
     assert client.delete("things", filter="pk in [5] and n >= 0")["delete_count"] == 1
     assert client.delete("things", filter="pk in [6, 9998] and n >= 0")["delete_count"] == 1
-    check_deleted(client, rows, {1, 2, 3, 4, 5, 6})
+    check_deleted(client, rows, {1, 2, 3, 4, 5, 6, 7})
 
 
 def test_a_bounded_read_sees_rows_the_node_applied_at_once(client: Client):

@@ -5,7 +5,10 @@ json/array_contains and comparisons of two JSON values test rows one by one.
 
 Semantics as Milvus's: a JSON value that is missing or of another type compares false, while
 `!=` on a JSON key and every `not in` are the negations of `==` / `in` (a missing key is "not
-equal"); an ARRAY element past the end compares false, `!=` included.
+equal"); an ARRAY element past the end compares false, `!=` included. A comparison or `like`
+of a null in a nullable field is unknown: no row matches it nor its `not` (SQL's three-valued
+logic through `and`/`or`, as Milvus's segcore keeps valid bits; `in` and `is null` are never
+unknown, as there).
 Integer `/` truncates toward zero and `%` takes the dividend's sign (C++ int64, as segcore);
 a row dividing by zero has no value. A FLOAT column compares with constants in float32.
 """
@@ -103,11 +106,49 @@ class Evaluator:
     def logic(self, node: n.Node) -> Any:
         assert isinstance(node, n.Logic)
         combine = np.logical_and if node.op == "and" else np.logical_or
-        return functools.reduce(combine, (self.mask(i) for i in node.items))
+        return functools.reduce(combine, (self._mask_once(i) for i in node.items))
 
     def not_(self, node: n.Node) -> Any:
+        """`not` of a predicate: the rows where it is false. A row where it is unknown (it
+        compares a null) stays out, as in Milvus's three-valued logic."""
         assert isinstance(node, n.Not)
-        return ~self.mask(node.operand)
+        out = ~self._mask_once(node.operand)
+        unknown = self.unknown(node.operand)
+        return out if unknown is None else out & ~unknown
+
+    def _mask_once(self, node: n.Node) -> np.ndarray:
+        return self._cached(("mask", id(node)), lambda: self.mask(node))
+
+    def unknown(self, node: n.Node) -> np.ndarray | None:
+        """Returns the rows where predicate `node` is unknown, neither true nor false (None:
+        no row): a comparison or `like` of a null of a nullable field; `and`/`or` of
+        unknowns as SQL's (Milvus's segcore keeps the same valid bits). `in` and `is null`
+        are never unknown (as Milvus; JSON keys keep their own semantics, see above)."""
+        if isinstance(node, n.Not):
+            return self.unknown(node.operand)
+        if isinstance(node, n.Logic):
+            return self._logic_unknown(node)
+        if isinstance(node, n.Compare | n.Like):
+            nulls = [cols.nulls(self.column(f)) for f in _nullable_operands(node)]
+            operands = (getattr(node, a, None) for a in ("left", "right"))
+            nested = (self.unknown(o) for o in operands if isinstance(o, n.PREDICATES))
+            nulls += [u for u in nested if u is not None]
+            found = functools.reduce(np.logical_or, nulls) if nulls else None
+            return found if found is not None and found.any() else None
+        return None
+
+    def _logic_unknown(self, node: n.Logic) -> np.ndarray | None:
+        """The rows where an `and`/`or` is unknown: not decided by a false (and) or true (or)
+        item, with an unknown item."""
+        unknowns = [self.unknown(i) for i in node.items]
+        if all(u is None for u in unknowns):
+            return None
+        masks = [self._mask_once(i) for i in node.items]
+        unknown = functools.reduce(np.logical_or, [u for u in unknowns if u is not None])
+        if node.op == "or":
+            return unknown & ~functools.reduce(np.logical_or, masks)
+        falses = [~m if u is None else ~m & ~u for m, u in zip(masks, unknowns, strict=True)]
+        return unknown & ~functools.reduce(np.logical_or, falses)
 
     def compare(self, node: n.Node) -> Any:
         assert isinstance(node, n.Compare)
@@ -266,8 +307,9 @@ class Evaluator:
     # -- values -----------------------------------------------------------------------------
     def value(self, node: n.Node) -> Val:
         """The value of a checked value node (a predicate gives a bool mask)."""
-        if isinstance(node, n.PREDICATES):
-            return Val("bool", self.mask(node))
+        if isinstance(node, n.PREDICATES):  # invalid where unknown (a null compared)
+            unknown = self.unknown(node)
+            return Val("bool", self._mask_once(node), None if unknown is None else ~unknown)
         if isinstance(node, n.Literal):
             return Val(KIND_OF[node.ty], node.value)
         if isinstance(node, n.ListLit):
@@ -324,3 +366,18 @@ class Evaluator:
             else:
                 out = np.true_divide(a, b) if node.op == "/" else np.fmod(a, b)
         return Val("num", out, valid)
+
+
+def _nullable_operands(node: n.Node) -> set[str]:
+    """Returns the names of the scalar fields (not JSON or ARRAY) a comparison or `like`
+    reads, outside nested predicates: where one is null, the predicate is unknown."""
+    found: set[str] = set()
+    stack = [getattr(node, a) for a in ("left", "right", "value") if hasattr(node, a)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, n.Field):
+            if item.ty not in (n.Ty.JSON, n.Ty.ARRAY):
+                found.add(item.name)
+        elif isinstance(item, n.Node) and not isinstance(item, n.PREDICATES):
+            stack.extend(v for v in vars(item).values() if isinstance(v, n.Node))
+    return found

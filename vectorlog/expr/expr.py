@@ -89,6 +89,12 @@ class Expr:
         keys = _key_literals(self.tree, pk_name)
         return None if keys is None else list(dict.fromkeys(keys))
 
+    def listed_keys(self, pk_name: str) -> list[Any] | None:
+        """Returns the keys as listed (a repeated one repeated: Milvus's delete counts each)
+        if the whole expression is `pk in [...]` or `pk == v` (what Milvus's delete takes as
+        keys without a read); None otherwise, an `or` of those included."""
+        return None if isinstance(self.tree, n.Logic) else _key_literals(self.tree, pk_name)
+
     def key_values(self, field: str) -> list[Any] | None:
         """Returns the values (deduplicated, in order) `field` must hold for a row to match:
         `field == v`, `field in [...]`, `or`s of those and `and`s holding one; None if the
