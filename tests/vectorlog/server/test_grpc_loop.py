@@ -64,7 +64,13 @@ def test_calls_are_answered_while_a_flush_waits(
             flushing = pool.submit(milvus.flush, "held", timeout=300)
             try:
                 wait_until(lambda: any(tmp_path.glob(f"{HELD}.*")), 120, "the flush held")
-                hits = milvus.search("held", [rows[3].tolist()], limit=1, timeout=ANSWER_S)
+                hits = milvus.search(
+                    "held",
+                    [rows[3].tolist()],
+                    limit=1,
+                    timeout=ANSWER_S,
+                    consistency_level="Strong",
+                )
                 described = milvus.describe_collection("held", timeout=ANSWER_S)
                 inserted = milvus.insert(
                     "held", [{"id": 500, "vector": rows[0].tolist()}], timeout=ANSWER_S
@@ -143,7 +149,9 @@ def test_the_loop_server_keeps_the_token_check_and_error_codes(client: Client):
             with pytest.raises(MilvusException) as missing:
                 milvus.search("nothing_here", [rows[0].tolist()], filter=expr, limit=1)
             assert missing.value.code == 100
-        got = milvus.search("guarded", [rows[5].tolist()], filter="id >= 0", limit=1)
+        got = milvus.search(
+            "guarded", [rows[5].tolist()], filter="id >= 0", limit=1, consistency_level="Strong"
+        )
         assert got[0][0]["id"] == 5
         milvus.close()
     finally:
