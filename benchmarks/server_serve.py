@@ -53,18 +53,25 @@ def serve_command(data_dir: str, ports: Ports) -> list[str]:
 
 @contextlib.contextmanager
 def child(
-    cmd: list[str], health_url: str | None, ready: str | None = None, new_session: bool = False
+    cmd: list[str],
+    health_url: str | None,
+    ready: str | None = None,
+    new_session: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[str]]:
     """Runs `cmd` until the block ends (then SIGTERM, killed after 30 s) and gives the block its
     process; `new_session`: in a session of its own (the kernel's autogroup scheduling makes a
     session one CPU-sharing group), as infra.milvus_server starts Milvus. First waits until
     `health_url` answers 200, or until the child writes a line containing `ready` to stderr
-    (kept in a temporary file). Raises RuntimeError if the child exits or is not ready in
+    (kept in a temporary file); `env`: the child's environment (None: this process's).
+    Raises RuntimeError if the child exits or is not ready in
     START_TIMEOUT_S."""
     with tempfile.TemporaryDirectory() as tmp:
         err = Path(tmp) / "stderr"
         with err.open("w") as sink:
-            proc = subprocess.Popen(cmd, stderr=sink, text=True, start_new_session=new_session)
+            proc = subprocess.Popen(
+                cmd, stderr=sink, text=True, start_new_session=new_session, env=env
+            )
         try:
             _wait_ready(proc, err, health_url, ready)
             yield proc

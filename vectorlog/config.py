@@ -25,8 +25,8 @@ from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points
-#: (vectorlog/core/faults.py), `vectorlog serve`'s secret token and TLS files and access
-#: log switch, and the cluster token of `vectorlog run`
+#: (vectorlog/core/faults.py), `vectorlog serve`'s secret token and TLS files, access
+#: log switch and gRPC server kind, and the cluster token of `vectorlog run`
 #: (vectorlog/server/serve.py: not Config's)
 NOT_SETTINGS = frozenset(
     {
@@ -36,6 +36,7 @@ NOT_SETTINGS = frozenset(
         "VECTORLOG_TLS_CERT",
         "VECTORLOG_TLS_KEY",
         "VECTORLOG_ACCESS_LOG",
+        "VECTORLOG_GRPC_SERVER",
         "VECTORLOG_CLUSTER_TOKEN",
     }
 )

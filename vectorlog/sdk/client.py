@@ -816,16 +816,26 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         """Returns the hits `search` returns (same arguments, same order) as arrays: a
         SearchResult (ids, distances, per-query offsets, output fields as columns; its
         `hits()` are `search`'s). Raises as `search`."""
-        if _plain(
-            filter, output_fields, timeout, partition_names, as_of, filter_params
-        ) and _plain_shape(
-            offset, group_by_field, group_size, ranker
-        ):  # the common search: answered in one call when the proxy can (else None)
-            found = self._proxy.search_common(
-                self._q(collection_name), data, limit, search_params, consistency_level, anns_field
-            )
-            if found is not None:
-                return found
+        found = self.search_now(
+            collection_name,
+            data,
+            filter,
+            limit,
+            output_fields,
+            search_params,
+            timeout,
+            partition_names,
+            anns_field,
+            consistency_level=consistency_level,
+            as_of=as_of,
+            filter_params=filter_params,
+            offset=offset,
+            group_by_field=group_by_field,
+            group_size=group_size,
+            ranker=ranker,
+        )
+        if found is not None:
+            return found
         at = read_at(consistency_level, self._session_ts, as_of, timeout)
         options = SearchOptions(
             filter,
@@ -846,6 +856,39 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             at,
             options,
             ranker,
+        )
+
+    def search_now(
+        self,
+        collection_name: str,
+        data: Any,
+        filter: str = "",  # noqa: A002 (MilvusClient's name)
+        limit: int = 10,
+        output_fields: list[str] | None = None,
+        search_params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        partition_names: list[str] | None = None,
+        anns_field: str | None = None,
+        *,
+        consistency_level: str | None = None,
+        as_of: int | None = None,
+        filter_params: dict[str, Any] | None = None,
+        offset: int = 0,
+        group_by_field: str | None = None,
+        group_size: int | None = None,
+        ranker: Any = None,
+    ) -> SearchResult | None:
+        """Returns what `search_result` with these arguments returns when the one-call path
+        answers it at once (the common search, its read's guarantee ts already applied:
+        Proxy.search_common), else None, having waited for nothing (`search_result` then
+        answers, or raises what is wrong). Raises InvalidName as `search_result` does."""
+        if not (
+            _plain(filter, output_fields, timeout, partition_names, as_of, filter_params)
+            and _plain_shape(offset, group_by_field, group_size, ranker)
+        ):
+            return None
+        return self._proxy.search_common(
+            self._q(collection_name), data, limit, search_params, consistency_level, anns_field
         )
 
     def hybrid_search(

@@ -5,6 +5,7 @@ string or a body: no token, no vectors."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -12,7 +13,8 @@ from typing import Any
 
 import grpc
 
-from vectorlog.server.grpc_metrics import grpc_code, method_label, response_code
+from vectorlog.server.grpc_metrics import method_label
+from vectorlog.server.grpc_observe import observing
 
 log = logging.getLogger("vectorlog.access")
 #: where a REST handler leaves the Milvus code of its answer (Starlette's request.state)
@@ -32,28 +34,13 @@ class GrpcAccessLog(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        return grpc.unary_unary_rpc_method_handler(
-            _logged(method_label(handler_call_details.method), handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
+        return observing(
+            handler, functools.partial(_log_call, method_label(handler_call_details.method))
         )
 
 
-def _logged(method: str, behaviour: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def logged(request: Any, context: grpc.ServicerContext) -> Any:
-        started, code = time.perf_counter(), grpc.StatusCode.UNKNOWN.name
-        try:
-            response = behaviour(request, context)
-            code = response_code(response, context)
-            return response
-        except Exception:
-            code = grpc_code(context, grpc.StatusCode.UNKNOWN)
-            raise
-        finally:
-            ms = (time.perf_counter() - started) * 1000
-            log.info("grpc %s code=%s %.1fms peer=%s", method, code, ms, context.peer())
-
-    return logged
+def _log_call(method: str, request: Any, context: Any, code: str, seconds: float) -> None:
+    log.info("grpc %s code=%s %.1fms peer=%s", method, code, seconds * 1000, context.peer())
 
 
 class HttpAccessLog:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,12 @@ def refusing(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHand
     def refuse(request: Any, context: grpc.ServicerContext) -> Any:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
+    async def refuse_on_loop(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
     serializer = handler.response_serializer
+    if inspect.iscoroutinefunction(handler.unary_unary):  # the asyncio server's (grpc_loop)
+        return grpc.unary_unary_rpc_method_handler(refuse_on_loop, None, serializer)
     if handler.request_streaming and handler.response_streaming:
         return grpc.stream_stream_rpc_method_handler(refuse, None, serializer)
     if handler.request_streaming:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.errors import InvalidArgument, VectorlogError
 from vectorlog.core.model import CollectionInfo
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit
@@ -19,7 +19,7 @@ from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
-from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc
+from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc, rpc_of
 from vectorlog.server.grpc_status import ok
 from vectorlog.server.grpc_unserved import function_ranker, refuse_unserved
 
@@ -124,7 +124,30 @@ class DataRpcs:
             return self._iterator_page(request, params, topk, context)
         with self._one_meta():
             found = self._search(request, params, topk, index_search_params(params), context)
-            info = self._info(request.collection_name)
+            return self._search_results(request, found, topk)
+
+    @rpc_of("Search")
+    def search_now(self, request: Any, context: Any) -> Any:
+        """Returns Search's response to `request` when the one-call path answers it at once
+        (Client.search_now: nothing to wait for), else None (Search then answers it)."""
+        try:
+            refuse_unserved(request)
+            params = conv.search_params(request.search_params)
+            topk = int(params.get("topk", 10))
+            if iterators.wants_v2(params):
+                return None
+            found = self.client.search_now(
+                request.collection_name,
+                conv.vectors_from_placeholder(request.placeholder_group),
+                **_search_arguments(request, params, topk, index_search_params(params), context),
+            )
+        except VectorlogError:  # Search says what is wrong
+            return None
+        return None if found is None else self._search_results(request, found, topk)
+
+    def _search_results(self, request: Any, found: SearchResult, topk: int) -> Any:
+        """Returns the SearchResults of a search's result."""
+        info = self._info(request.collection_name)
         return milvus_pb2.SearchResults(
             status=ok(), results=search_result(found, topk, info), collection_name=info.name
         )
@@ -142,21 +165,8 @@ class DataRpcs:
         return self.client.search_result(
             request.collection_name,
             conv.vectors_from_placeholder(request.placeholder_group),
-            filter=request.dsl,
-            limit=topk,
-            output_fields=list(request.output_fields) or None,
-            search_params=index_params,
-            partition_names=partition_names(request.partition_names),
-            anns_field=params.get("anns_field") or None,
-            consistency_level=None if as_of is not None else read_level(request),
-            as_of=as_of,
-            offset=int(params.get("offset", 0)),
-            group_by_field=params.get("group_by_field") or None,
-            group_size=params.get("group_size"),
             strict_group_size=str(params.get("strict_group_size")).lower() == "true",
-            filter_params=conv.filter_params(request.expr_template_values),
-            timeout=deadline(context),
-            ranker=function_ranker(request),
+            **_search_arguments(request, params, topk, index_params, context, as_of),
         )
 
     def _iterator_page(self, request: Any, params: dict[str, Any], topk: int, context: Any) -> Any:
@@ -180,6 +190,35 @@ class DataRpcs:
         return milvus_pb2.SearchResults(
             status=ok(), results=results, collection_name=info.name, session_ts=ts
         )
+
+
+def _search_arguments(
+    request: Any,
+    params: dict[str, Any],
+    topk: int,
+    index_params: dict[str, Any],
+    context: Any,
+    as_of: int | None = None,
+) -> dict[str, Any]:
+    """Returns the keyword arguments of Client.search_result / search_now a SearchRequest
+    makes with these index params (as of `as_of`), but its collection, vectors and strict
+    grouping."""
+    return {
+        "filter": request.dsl,
+        "limit": topk,
+        "output_fields": list(request.output_fields) or None,
+        "search_params": index_params,
+        "partition_names": partition_names(request.partition_names),
+        "anns_field": params.get("anns_field") or None,
+        "consistency_level": None if as_of is not None else read_level(request),
+        "as_of": as_of,
+        "offset": int(params.get("offset", 0)),
+        "group_by_field": params.get("group_by_field") or None,
+        "group_size": params.get("group_size"),
+        "filter_params": conv.filter_params(request.expr_template_values),
+        "timeout": deadline(context),
+        "ranker": function_ranker(request),
+    }
 
 
 def index_search_params(params: dict[str, Any]) -> dict[str, Any]:

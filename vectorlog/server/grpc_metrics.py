@@ -3,14 +3,15 @@ and code and timing them, into the registry the REST app exposes at /metrics (re
 
 from __future__ import annotations
 
-import time
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 from prometheus_client import Counter, Histogram
-from pymilvus.grpc_gen import common_pb2, milvus_pb2
+from pymilvus.grpc_gen import milvus_pb2
 
+from vectorlog.server.grpc_observe import observing
 from vectorlog.server.milvus_metrics import ProxyMetrics, grpc_vectors
 from vectorlog.server.rest_metrics import Metrics
 
@@ -54,31 +55,15 @@ class GrpcMetrics(grpc.ServerInterceptor):
             return None
         if handler.unary_unary is None:
             return handler
-        return grpc.unary_unary_rpc_method_handler(
-            self._timed(method, handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return observing(handler, functools.partial(self._record, method))
 
-    def _timed(self, method: str, behaviour: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-        def timed(request: Any, context: grpc.ServicerContext) -> Any:
-            started, code = time.perf_counter(), grpc.StatusCode.UNKNOWN.name
-            try:
-                response = behaviour(request, context)
-                code = response_code(response, context)
-                return response
-            except Exception:
-                code = grpc_code(context, grpc.StatusCode.UNKNOWN)
-                raise
-            finally:
-                seconds = time.perf_counter() - started
-                self.requests.labels(method, code).inc()
-                self.seconds.labels(method).observe(seconds)
-                if method != UNKNOWN:
-                    vectors = grpc_vectors(method, request) if code == "0" else 0
-                    self.milvus.observe(method, code == "0", seconds, vectors)
-
-        return timed
+    def _record(self, method: str, request: Any, context: Any, code: str, seconds: float) -> None:
+        """Records one call of `method` answered with `code` after `seconds`."""
+        self.requests.labels(method, code).inc()
+        self.seconds.labels(method).observe(seconds)
+        if method != UNKNOWN:
+            vectors = grpc_vectors(method, request) if code == "0" else 0
+            self.milvus.observe(method, code == "0", seconds, vectors)
 
 
 def metering(app: Any) -> GrpcMetrics:
@@ -92,21 +77,3 @@ def method_label(full: str | None) -> str:
     "unknown" for a method MilvusService does not have (bounded label values)."""
     name = (full or "").rpartition("/")[2]
     return name if name in METHODS else UNKNOWN
-
-
-def response_code(response: Any, context: grpc.ServicerContext) -> str:
-    """Returns the Milvus status code of `response` (itself a Status, or one with a `status`
-    field): its merr `code`, else its legacy `error_code`; else the gRPC code's name."""
-    status = response
-    if not isinstance(response, common_pb2.Status):
-        fields = getattr(getattr(response, "DESCRIPTOR", None), "fields_by_name", {})
-        if "status" not in fields:
-            return grpc_code(context, grpc.StatusCode.OK)
-        status = response.status
-    return str(status.code or status.error_code)
-
-
-def grpc_code(context: grpc.ServicerContext, default: grpc.StatusCode) -> str:
-    """Returns the name of the gRPC code the handler set on `context` (`default` if none)."""
-    code = getattr(context, "code", lambda: None)()
-    return code.name if isinstance(code, grpc.StatusCode) else default.name

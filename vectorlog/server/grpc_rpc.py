@@ -67,29 +67,38 @@ def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     the handler runs with CALL_DATABASE set to the call's database (`call_database`); any
     exception becomes the Milvus error status of its response
     (logged with their cause: server/logs.py); nothing escapes to gRPC."""
+    return rpc_of(method.__name__)(method)
 
-    @functools.wraps(method)
-    def handler(self: Any, request: Any, context: Any) -> Any:
-        db = call_database(request, context, method.__name__)
-        authorizer = getattr(self, "authorizer", None)
-        if authorizer is not None:
+
+def rpc_of(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Returns `rpc` for a handler of the RPC `name` whose method is named otherwise (such
+    as `search_now`, a first try at Search: grpc_inline.py)."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def handler(self: Any, request: Any, context: Any) -> Any:
+            db = call_database(request, context, name)
+            authorizer = getattr(self, "authorizer", None)
+            if authorizer is not None:
+                try:
+                    authorizer.check(name, request, context, db)
+                except PermissionDenied as exc:  # as Milvus's interceptor: no response at all
+                    context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+                except Exception as exc:  # the check itself failed: refuse, never let it through
+                    log_failure(log, f"gRPC {name} authorization", exc)
+                    return failed(name, status_of(exc), context)
+            token = CALL_DATABASE.set(db)
             try:
-                authorizer.check(method.__name__, request, context, db)
-            except PermissionDenied as exc:  # as Milvus's interceptor: no response at all
-                context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
-            except Exception as exc:  # the check itself failed: refuse, never let it through
-                log_failure(log, f"gRPC {method.__name__} authorization", exc)
-                return failed(method.__name__, status_of(exc), context)
-        token = CALL_DATABASE.set(db)
-        try:
-            return method(self, request, context)
-        except Exception as exc:
-            log_failure(log, f"gRPC {method.__name__}", exc)
-            return failed(method.__name__, status_of(exc), context)
-        finally:
-            CALL_DATABASE.reset(token)
+                return method(self, request, context)
+            except Exception as exc:
+                log_failure(log, f"gRPC {name}", exc)
+                return failed(name, status_of(exc), context)
+            finally:
+                CALL_DATABASE.reset(token)
 
-    return handler
+        return handler
+
+    return wrap
 
 
 #: the RPCs whose db_name is their argument (grpc_databases.py), not the database used
