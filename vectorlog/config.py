@@ -65,9 +65,10 @@ class Config:
     #: a Schema Registry URL switches the wire format to Confluent's (mock:// in tests)
     schema_registry_url: str | None = None
     #: give vectorlog's own records Kafka keys (dml: the vchannel; DDL: the collection id),
-    #: for sinks that need them. Off by default; the keyed SIGKILL failures once seen were
-    #: the campaign's own (no writer ever created the collection), see docs/kafka-connect.md
-    record_keys: bool = False
+    #: for sinks that need them. On by default since 30 keyed SIGKILL runs lost nothing (the
+    #: failures once seen were the campaign's own), see docs/kafka-connect.md; false writes
+    #: records with null keys
+    record_keys: bool = True
     #: how long a read waits for the query node to reach its guarantee ts
     read_timeout_s: float = 30.0
     #: an event on dml (a TimeTick too) whose ts is more than this ahead of the timestamp

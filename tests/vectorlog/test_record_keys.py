@@ -1,6 +1,7 @@
-"""With `record_keys`, records on vectorlog's topics carry keys a sink can read (UTF-8
-text): dml records their vchannel, DDL events their collection id, segment events their
-vchannel or segment id, cluster-wide events their type; without it, none."""
+"""With `record_keys` (on by default), records on vectorlog's topics carry keys a sink
+can read (UTF-8 text): dml records their vchannel, DDL events their collection id,
+segment events their vchannel or segment id, cluster-wide events their type; with it
+off, none."""
 
 from __future__ import annotations
 
@@ -26,16 +27,16 @@ def ends(client: Client, topic: str) -> list[int]:
     ]
 
 
-def test_without_record_keys_no_event_record_is_keyed(open_client: ClientFactory):
-    client = open_client()
+def test_with_record_keys_off_no_event_record_is_keyed(open_client: ClientFactory):
+    client = open_client(record_keys=False)
     client.create_collection("c", dimension=2, metric_type="L2")
     client.insert("c", [{"id": 1, "vector": [1.0, 1.0]}])
     topics = client.cluster.topics
     assert {key for t in (topics.dml, topics.ddl) for _, key in keyed(client, t)} == {None}
 
 
-def test_every_event_record_is_keyed(open_client: ClientFactory):
-    client = open_client(record_keys=True)
+def test_every_event_record_is_keyed_by_default(open_client: ClientFactory):
+    client = open_client()
     client.create_collection("c", dimension=2, metric_type="L2")
     client.insert("c", [{"id": i, "vector": [float(i), 1.0]} for i in range(4)])
     client.delete("c", ids=[1])
