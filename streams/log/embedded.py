@@ -123,7 +123,8 @@ class EmbeddedLog:
         self._wopts = WriteOptions()
         self._wopts.sync = fsync
         self._lock = threading.Lock()
-        self._appended = threading.Condition(self._lock)
+        #: per topic, woken by its appends: a reader of one topic sleeps through the others'
+        self._appended: dict[str, threading.Condition] = {}
         self._group: GroupCommit[tuple[str, Sequence[Append]], list[int]] = GroupCommit(
             self._commit
         )
@@ -257,7 +258,8 @@ class EmbeddedLog:
                 self._write(wb, appends[0][0])
                 self._next.update(nxt)
                 self._pos.update(pos)
-                self._appended.notify_all()
+                for topic in {topic for topic, _ in appends}:
+                    self._appended_to(topic).notify_all()
             return out
 
     def _stage(
@@ -375,11 +377,23 @@ class EmbeddedLog:
     def _wait(self, topic: str, positions: dict[int, int], timeout: float) -> None:
         """Waits up to `timeout` for an append, unless a partition of `topic` already holds
         records at or past `positions` (checked under the append lock: no wakeup is lost)."""
-        with self._appended:
+        with self._lock:
             self._check_open()
             if any(self._next[(topic, p)] > off for p, off in positions.items()):
                 return
-            self._appended.wait(timeout)
+            self._appended_to(topic).wait(timeout)
+
+    def _appended_to(self, topic: str) -> threading.Condition:
+        """Returns the condition `topic`'s appends notify (on the append lock; held)."""
+        cond = self._appended.get(topic)
+        if cond is None:
+            cond = self._appended[topic] = threading.Condition(self._lock)
+        return cond
+
+    def _wake_all(self) -> None:
+        """Wakes every waiting reader, whatever its topic (the append lock held)."""
+        for cond in self._appended.values():
+            cond.notify_all()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -387,15 +401,15 @@ class EmbeddedLog:
 
     def wake_readers(self) -> None:
         """See WakesReaders: a woken `poll` returns what is there, as after its timeout."""
-        with self._appended:
-            self._appended.notify_all()
+        with self._lock:
+            self._wake_all()
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._appended.notify_all()
+            self._wake_all()
             try:
                 if not close_or_abandon(self._dir, self._db):
                     LOG.warning("embedded log %s: directory gone, handle abandoned", self.path)
