@@ -9,7 +9,9 @@ Key layout (all big-endian so RocksDB iterates in offset order):
                                                            (streams/log/sizeindex.py)
 An append of any number of records across partitions is one WriteBatch written with
 sync=True: it is on disk before `append` returns, and it lands whole or not at all;
-concurrent appends share one such write (group commit, `group_stats`). Once
+concurrent appends share one such write (group commit, `group_stats`). An append wakes
+only the readers of its topic (a single-row insert need not take every processor's thread
+through the GIL). Once
 the directory is deleted or replaced under a running process every write is refused
 (`LogDirGone`) and the handle is abandoned at close, never flushed into a new database at
 that path (see `streams.rocksdir`).
