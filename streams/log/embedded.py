@@ -9,7 +9,9 @@ Key layout (all big-endian so RocksDB iterates in offset order):
                                                            (streams/log/sizeindex.py)
 An append of any number of records across partitions is one WriteBatch written with
 sync=True: it is on disk before `append` returns, and it lands whole or not at all;
-concurrent appends share one such write (group commit, `group_stats`). Once
+concurrent appends share one such write (group commit, `group_stats`). An append wakes
+only the readers of its topic (a single-row insert need not take every processor's thread
+through the GIL). Once
 the directory is deleted or replaced under a running process every write is refused
 (`LogDirGone`) and the handle is abandoned at close, never flushed into a new database at
 that path (see `streams.rocksdir`).
@@ -123,7 +125,8 @@ class EmbeddedLog:
         self._wopts = WriteOptions()
         self._wopts.sync = fsync
         self._lock = threading.Lock()
-        self._appended = threading.Condition(self._lock)
+        #: per topic, woken by its appends: a reader of one topic sleeps through the others'
+        self._appended: dict[str, threading.Condition] = {}
         self._group: GroupCommit[tuple[str, Sequence[Append]], list[int]] = GroupCommit(
             self._commit
         )
@@ -257,7 +260,8 @@ class EmbeddedLog:
                 self._write(wb, appends[0][0])
                 self._next.update(nxt)
                 self._pos.update(pos)
-                self._appended.notify_all()
+                for topic in {topic for topic, _ in appends}:
+                    self._appended_to(topic).notify_all()
             return out
 
     def _stage(
@@ -375,11 +379,23 @@ class EmbeddedLog:
     def _wait(self, topic: str, positions: dict[int, int], timeout: float) -> None:
         """Waits up to `timeout` for an append, unless a partition of `topic` already holds
         records at or past `positions` (checked under the append lock: no wakeup is lost)."""
-        with self._appended:
+        with self._lock:
             self._check_open()
             if any(self._next[(topic, p)] > off for p, off in positions.items()):
                 return
-            self._appended.wait(timeout)
+            self._appended_to(topic).wait(timeout)
+
+    def _appended_to(self, topic: str) -> threading.Condition:
+        """Returns the condition `topic`'s appends notify (on the append lock; held)."""
+        cond = self._appended.get(topic)
+        if cond is None:
+            cond = self._appended[topic] = threading.Condition(self._lock)
+        return cond
+
+    def _wake_all(self) -> None:
+        """Wakes every waiting reader, whatever its topic (the append lock held)."""
+        for cond in self._appended.values():
+            cond.notify_all()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -387,15 +403,15 @@ class EmbeddedLog:
 
     def wake_readers(self) -> None:
         """See WakesReaders: a woken `poll` returns what is there, as after its timeout."""
-        with self._appended:
-            self._appended.notify_all()
+        with self._lock:
+            self._wake_all()
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._appended.notify_all()
+            self._wake_all()
             try:
                 if not close_or_abandon(self._dir, self._db):
                     LOG.warning("embedded log %s: directory gone, handle abandoned", self.path)

@@ -1,6 +1,6 @@
 """Creating several topics at once (`streams.log.base.create_topics`: one request on Kafka) and
 waking the readers that wait for appends (`WakesReaders`: the embedded log, at a cluster's
-close), on every backend."""
+close) and only those of the topic appended to, on every backend."""
 
 from __future__ import annotations
 
@@ -73,4 +73,23 @@ def test_woken_readers_return_before_their_timeout_and_still_read_later_appends(
     assert got == [[]]
     log.append(topic, [Append(0, b"after")])
     assert [r.value for r in reader.poll(timeout=10)] == [b"after"]
+    reader.close()
+
+
+@on_backends("embedded")  # Kafka readers wait in librdkafka
+def test_a_waiting_reader_sleeps_through_appends_to_other_topics(log: Log) -> None:
+    mine, other = unique_topic(), unique_topic()
+    create_topics(log, [TopicSpec(mine, 1), TopicSpec(other, 1)])
+    reader = log.reader(mine, {0: 0})
+    got: list[list[Record]] = []
+    poller = threading.Thread(target=lambda: got.append(reader.poll(timeout=120)), daemon=True)
+    poller.start()
+    paced = threading.Event()
+    for i in range(100):  # spread out, so the poll is waiting while most of them land
+        log.append(other, [Append(0, b"%d" % i)])
+        paced.wait(0.005)
+    assert poller.is_alive() and not got  # an append to another topic woke nothing
+    log.append(mine, [Append(0, b"mine")])
+    wait_until(lambda: not poller.is_alive(), 10, "the poll to return its topic's append")
+    assert [[r.value for r in records] for records in got] == [[b"mine"]]
     reader.close()
