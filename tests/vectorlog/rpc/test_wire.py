@@ -222,7 +222,7 @@ def test_shared_read_arguments_are_the_bytes_of_a_plain_request_and_round_trip()
     from vectorlog.rpc.methods import QUERYSHARD
 
     method = QUERYSHARD.methods["ShardRead"]
-    args = {
+    args: dict[str, Any] = {
         "collection_id": 5,
         "queries": np.arange(8, dtype=np.float32).reshape(2, 4),
         "limit": 10,
