@@ -164,9 +164,8 @@ class FanOutQueryNodes:
         args: dict[str, Any],
     ) -> list[tuple[Owner, dict[str, Any] | None]]:
         """Returns each owner's answer to `op` on its pchannels (see `_ask`), asked at once:
-        the last owner on this thread, the others sent first and waited for in gRPC (they
-        went through a thread pool: py-spy of a proxy under 4 concurrent searches, its
-        hand-off, submit and Future took a tenth of the proxy's time holding the GIL).
+        the last owner on this thread, the others sent first on their channel's Callers
+        threads (rpc.callers: no executor's Future, no grpcio spin thread per call).
         Raises what a read raised."""
         *others, (last, ps) = groups
         started = [
