@@ -29,6 +29,7 @@ from vectorlog.core.errors import (
     VectorlogError,
 )
 from vectorlog.rpc import wire
+from vectorlog.rpc.callers import Callers
 from vectorlog.rpc.errors import TOKEN_KEY, error_of, never_sent
 from vectorlog.rpc.methods import Service
 from vectorlog.rpc.server import MAX_MESSAGE
@@ -86,6 +87,7 @@ class RpcChannel:
         self._lock = threading.Lock()
         self._metadata = ((TOKEN_KEY, token),) if token else None
         self._current = 0  # the index of the address that answered last
+        self._callers = Callers(f"rpc-{service.name.rpartition('.')[2]}-{self.addresses[0]}")
 
     def _stub(self, at: int, method: str) -> Any:
         with self._lock:
@@ -131,8 +133,8 @@ class RpcChannel:
     def start(self, method: str, **args: Any) -> Callable[[], Any]:
         """Sends `method` with `args` (a channel of one address) and returns at once a
         function that waits for its result and returns it, raising as `call` does (no
-        retry: its caller decides). The call waits in gRPC, not on a thread of ours, so
-        a caller asking several servers at once hands nothing to a pool. Raises
+        retry: its caller decides). The call is made on one of the channel's Callers
+        threads (grpcio's future() would start a thread per call on an idle channel). Raises
         InvalidArgument if an argument cannot be encoded or the channel has several
         addresses."""
         if len(self.addresses) != 1:
@@ -140,13 +142,12 @@ class RpcChannel:
         m = self.service.methods[method]
         request = wire.encode_request(self.service.name, m, args)
         deadline = self.deadline_s + (float(args[m.waits]) if m.waits else 0.0)
-        future = self._stub(0, method).future(
-            request, timeout=min(deadline, MAX_DEADLINE_S), metadata=self._metadata
-        )
+        stub, timeout = self._stub(0, method), min(deadline, MAX_DEADLINE_S)
+        wait = self._callers.start(lambda: stub(request, timeout=timeout, metadata=self._metadata))
 
         def result() -> Any:
             try:
-                response = future.result()
+                response = wait()
             except grpc.RpcError as err:
                 name = self.service.name.rpartition(".")[2].lower()
                 raise error_of(err, name, self.addresses[0]) from None
@@ -171,6 +172,7 @@ class RpcChannel:
 
     def close(self) -> None:
         """Closes the connections; later calls fail."""
+        self._callers.close()
         for channel in self._channels:
             channel.close()
 

@@ -100,11 +100,56 @@ def _read(schema: Any, data: bytes) -> dict[str, Any]:
     return schemaless_reader(io.BytesIO(data), schema, None, return_record_name=True)  # type: ignore[return-value]
 
 
+class Shared(dict[str, Any]):
+    """A string-keyed map sent as the `Value` argument of several calls (a read's arguments,
+    asked of every query node): encoded on its first call only, and its bytes spliced into
+    the others' (an Avro record is its fields' encodings one after the other, so the bytes
+    are the same). It must not change once sent."""
+
+    _encoded: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """Returns this map's bytes as a `Value` (encoded once). Raises InvalidArgument."""
+        if self._encoded is None:
+            self._encoded = _write(_parsed_value(), values.encode(dict(self)), "a value")
+        return self._encoded
+
+
 def encode_request(service: str, method: Method, args: dict[str, Any]) -> bytes:
-    """Returns the request of `method` with `args` (every argument by name) as bytes.
+    """Returns the request of `method` with `args` (every argument by name) as bytes; a
+    `Value` argument given as a Shared is spliced in as encoded once.
     Raises InvalidArgument if an argument does not fit its type."""
+    if any(t == VALUE and type(args[name]) is Shared for name, t in method.args):
+        return _spliced(service, method, args)
     datum = {name: _to_avro(t, args[name]) for name, t in method.args}
     return _write(_parsed(service, method.name, False), datum, f"a {method.name} request")
+
+
+def _spliced(service: str, method: Method, args: dict[str, Any]) -> bytes:
+    """Returns `encode_request`'s bytes: each run of fields between the Shared ones written
+    as a record of that run, the Shared ones' bytes as they are."""
+    parts: list[bytes] = []
+    run: list[tuple[str, Any]] = []
+    for name, t in (*method.args, ("", None)):  # the sentinel ends the last run
+        shared = t == VALUE and type(args.get(name)) is Shared
+        if (shared or not name) and run:
+            datum = {n: _to_avro(t_, args[n]) for n, t_ in run}
+            schema = _parsed_run(service, method.name, tuple(n for n, _ in run))
+            parts.append(_write(schema, datum, f"a {method.name} request"))
+            run = []
+        if shared:
+            parts.append(args[name].encoded())
+        elif name:
+            run.append((name, t))
+    return b"".join(parts)
+
+
+@functools.cache
+def _parsed_run(service: str, method: str, names: tuple[str, ...]) -> Any:
+    """Returns the parsed schema of a record of `method`'s request fields `names`."""
+    types = dict(SERVICES[service].methods[method].args)
+    schema = _record(f"{method}Request", [(n, types[n]) for n in names])
+    return parse_schema(schema, named_schemas=dict(_named()))
 
 
 def decode_request(service: str, method: Method, data: bytes) -> dict[str, Any]:

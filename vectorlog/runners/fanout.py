@@ -47,6 +47,7 @@ from vectorlog.processors.querycoord.assignment import Owner
 from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, SegmentsNotLoadable
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.rpc.queryshard_client import QueryShardClient
+from vectorlog.rpc.wire import Shared
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
@@ -163,9 +164,8 @@ class FanOutQueryNodes:
         args: dict[str, Any],
     ) -> list[tuple[Owner, dict[str, Any] | None]]:
         """Returns each owner's answer to `op` on its pchannels (see `_ask`), asked at once:
-        the last owner on this thread, the others sent first and waited for in gRPC (they
-        went through a thread pool: py-spy of a proxy under 4 concurrent searches, its
-        hand-off, submit and Future took a tenth of the proxy's time holding the GIL).
+        the last owner on this thread, the others sent first on their channel's Callers
+        threads (rpc.callers: no executor's Future, no grpcio spin thread per call).
         Raises what a read raised."""
         *others, (last, ps) = groups
         started = [
@@ -278,22 +278,24 @@ class FanOutQueryNodes:
         fields = list(output_fields)
         if group_by is not None and group_by not in fields:
             fields.append(group_by)  # each hit says its group, for the merge
-        args = {
-            "collection_id": collection_id,
-            "queries": np.asarray(queries),
-            "limit": wide,
-            "ts": ts,
-            "partitions": partitions,
-            "output_fields": fields,
-            "expr": expr,
-            "offset": 0,
-            "group_by": group_by,
-            "params": params,
-            "metric": metric,
-            "group_size": group_size,
-            "expire_ts": expire_ts,
-            "anns_field": anns_field,
-        }
+        args = Shared(
+            {
+                "collection_id": collection_id,
+                "queries": np.asarray(queries),
+                "limit": wide,
+                "ts": ts,
+                "partitions": partitions,
+                "output_fields": fields,
+                "expr": expr,
+                "offset": 0,
+                "group_by": group_by,
+                "params": params,
+                "metric": metric,
+                "group_size": group_size,
+                "expire_ts": expire_ts,
+                "anns_field": anns_field,
+            }
+        )
         found = self._found(self.fan("search", ts, args), collection_id)
         shares = [r for r in found if r is not None]  # None: merged by its node (shards.py)
         result = merge_results(shares, limit, offset, metric, group_by, group_size)
@@ -331,17 +333,19 @@ class FanOutQueryNodes:
     ) -> list[dict[str, Any]]:
         """Returns the merged rows in primary-key order (see QueryNodeService)."""
         wide, _ = widened(limit, offset)
-        args = {
-            "collection_id": collection_id,
-            "ts": ts,
-            "output_fields": list(output_fields),
-            "partitions": partitions,
-            "expr": expr,
-            "keys": keys,
-            "limit": wide,
-            "offset": 0,
-            "expire_ts": expire_ts,
-        }
+        args = Shared(
+            {
+                "collection_id": collection_id,
+                "ts": ts,
+                "output_fields": list(output_fields),
+                "partitions": partitions,
+                "expr": expr,
+                "keys": keys,
+                "limit": wide,
+                "offset": 0,
+                "expire_ts": expire_ts,
+            }
+        )
         shares = self._found(self.fan("query", ts, args), collection_id)
         return merge_rows(shares, output_fields[0], limit, offset if limit is not None else 0)
 
@@ -355,13 +359,15 @@ class FanOutQueryNodes:
         expire_ts: int = 0,
     ) -> list[dict[str, Any]]:
         """Returns the rows with `keys`, in their order (see QueryNodeService)."""
-        args = {
-            "collection_id": collection_id,
-            "keys": keys,
-            "ts": ts,
-            "output_fields": list(output_fields),
-            "expire_ts": expire_ts,
-        }
+        args = Shared(
+            {
+                "collection_id": collection_id,
+                "keys": keys,
+                "ts": ts,
+                "output_fields": list(output_fields),
+                "expire_ts": expire_ts,
+            }
+        )
         shares = self._found(self.fan("get", ts, args), collection_id)
         return rows_in_key_order(shares, output_fields[0], keys)
 
@@ -376,12 +382,14 @@ class FanOutQueryNodes:
         expire_ts: int = 0,
     ) -> int:
         """Returns the sum of the owners' counts (see QueryNodeService)."""
-        args = {
-            "collection_id": collection_id,
-            "ts": ts,
-            "partitions": partitions,
-            "expr": expr,
-            "keys": keys,
-            "expire_ts": expire_ts,
-        }
+        args = Shared(
+            {
+                "collection_id": collection_id,
+                "ts": ts,
+                "partitions": partitions,
+                "expr": expr,
+                "keys": keys,
+                "expire_ts": expire_ts,
+            }
+        )
         return sum(int(n) for n in self._found(self.fan("count", ts, args), collection_id))

@@ -17,6 +17,8 @@ from vectorlog.core.errors import CollectionNotFound, ServiceUnavailable
 from vectorlog.core.results import SearchResult
 from vectorlog.processors.querycoord.assignment import Assignment, Owner
 from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, SegmentsNotLoadable
+from vectorlog.rpc import wire
+from vectorlog.rpc.methods import QUERYSHARD
 from vectorlog.runners import fanout as fanout_module
 from vectorlog.runners.fanout import FanOutQueryNodes
 
@@ -174,3 +176,30 @@ def test_the_tsafe_a_read_needs_comes_with_the_last_answers_while_they_are_fresh
     monkeypatch.setattr(fanout_module, "TSAFE_FRESH_S", -1.0)  # too old: asked of the owners
     assert f.tsafe(range(P)) == 50
     assert nodes["a"].ops["tsafe"] == nodes["b"].ops["tsafe"] == 1
+
+
+class WireNode(Node):
+    """A fake node reading its request as it crossed the network (QueryShard ShardRead)."""
+
+    def read(self, op: str, ps: list[int], ts: int, timeout: float, args: dict[str, Any]) -> Any:
+        method = QUERYSHARD.methods["ShardRead"]
+        sent = {"op": op, "pchannels": ps, "ts": ts, "timeout": timeout, "args": args}
+        request = wire.encode_request(QUERYSHARD.name, method, sent)
+        got = wire.decode_request(QUERYSHARD.name, method, request)
+        return super().read(op, got["pchannels"], got["ts"], got["timeout"], got["args"])
+
+
+def test_a_search_over_two_nodes_answers_as_one_node_with_its_arguments_sent_once_encoded():
+    """The search's arguments, encoded once for both nodes, reach each as sent: the merged
+    answer over two nodes equals one node's over every pchannel."""
+    one = fanout(Assignment(1, owners=owners("a")), {"a": WireNode("a", 1)})
+    two = fanout(
+        Assignment(1, owners=owners("a", "b")), {"a": WireNode("a", 1), "b": WireNode("b", 1)}
+    )
+    queries = np.zeros((1, 4), np.float32)
+    for limit, offset in ((5, 0), (7, 3), (40, 10)):
+        expected = one.search(5, queries, limit, 10, None, [], offset=offset, metric="L2")
+        found = two.search(5, queries, limit, 10, None, [], offset=offset, metric="L2")
+        assert [[h["id"] for h in q] for q in found] == [[h["id"] for h in q] for q in expected]
+        assert [h["id"] for h in found[0]] == list(range(offset, offset + limit))
+    assert two.count(5, ts=10) == one.count(5, ts=10) == 100

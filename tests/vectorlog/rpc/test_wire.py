@@ -214,3 +214,38 @@ def test_nested_values_are_the_bytes_an_older_peer_writes_and_reads(value: Any):
     schemaless_writer(older, wire._parsed_value(), _untagged(values.encode(value)))
     assert wire.encode_value(value) == older.getvalue()  # a mixed-version cluster agrees
     assert wire.decode_value(older.getvalue()) == value
+
+
+def test_shared_read_arguments_are_the_bytes_of_a_plain_request_and_round_trip():
+    """A read's arguments asked of several query nodes are encoded once (wire.Shared): every
+    request carrying them is byte for byte the one a plain map gives, and decodes to them."""
+    from vectorlog.rpc.methods import QUERYSHARD
+
+    method = QUERYSHARD.methods["ShardRead"]
+    args: dict[str, Any] = {
+        "collection_id": 5,
+        "queries": np.arange(8, dtype=np.float32).reshape(2, 4),
+        "limit": 10,
+        "expr": parse("id > 3", SCHEMA),
+        "params": {"nprobe": 8},
+        "partitions": None,
+    }
+    shared = wire.Shared(args)
+    for ps, ts in (([0, 2], 7), ([1], 1 << 40)):
+        plain = {"op": "search", "pchannels": ps, "ts": ts, "timeout": 2.5, "args": args}
+        request = wire.encode_request(QUERYSHARD.name, method, {**plain, "args": shared})
+        assert request == wire.encode_request(QUERYSHARD.name, method, plain)
+        back = wire.decode_request(QUERYSHARD.name, method, request)
+        assert back["pchannels"] == ps and back["ts"] == ts
+        assert back["args"]["queries"].tolist() == args["queries"].tolist()
+        assert back["args"]["expr"].tree == args["expr"].tree
+        assert back["args"]["params"] == {"nprobe": 8} and back["args"]["partitions"] is None
+
+
+def test_a_shared_argument_that_cannot_be_encoded_is_refused():
+    from vectorlog.rpc.methods import QUERYSHARD
+
+    method = QUERYSHARD.methods["ShardRead"]
+    plain = {"op": "search", "pchannels": [0], "ts": 1, "timeout": 1.0}
+    with pytest.raises(InvalidArgument, match="cannot cross an RPC"):
+        wire.encode_request(QUERYSHARD.name, method, {**plain, "args": wire.Shared(x=object())})
