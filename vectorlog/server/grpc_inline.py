@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 from google.protobuf.message_factory import GetMessageClass
 
+from vectorlog.core.errors import VectorlogError
 from vectorlog.server.grpc_rpc import SERVICE
 
 #: the RPCs answered inline when the cluster is in this process: reads of the in-memory meta,
@@ -44,9 +45,11 @@ Handler = Callable[[Any, Any], Any]
 AsyncHandler = Callable[[Any, Any], Awaitable[Any]]
 
 
-class Abort(Exception):  # noqa: N818 (an abort, not an error: it carries the call's status)
+class Abort(VectorlogError):  # noqa: N818 (an abort, not an error: it carries the call's status)
     """A handler's `context.abort(code, details)`, raised out of the handler and sent by the
-    loop (the aio context's abort is a coroutine)."""
+    loop (the aio context's abort is a coroutine). Rooted in VectorlogError as every product
+    exception is (the inline first try at Search, which declines on any VectorlogError, leaves
+    the call to the executor path, which aborts the same way)."""
 
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         super().__init__(details)
