@@ -762,17 +762,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         "decay", ...})`) reranks each query's hits, its score as `distance`, as Milvus does.
         Raises InvalidArgument, InvalidExpression (with the error's position), RerankRefused,
         ConsistencyTimeout."""
-        if _plain(
-            filter, output_fields, timeout, partition_names, as_of, filter_params
-        ) and _plain_shape(
-            offset, group_by_field, group_size, ranker
-        ):  # the common search (as in search_result, without its call)
-            found = self._proxy.search_common(
-                self._q(collection_name), data, limit, search_params, consistency_level, anns_field
-            )
-            if found is not None:
-                return found.hits()
-        return self.search_result(
+        return self.search_result(  # the common search in one call first (search_now)
             collection_name,
             data,
             filter,
