@@ -211,10 +211,11 @@ class Ticker:
         served together by the next one."""
         if after is not None and after <= self._last:
             return
-        if after is not None:
+        if after is None:
+            self._requested.set()
+        else:  # served by the first tick at or past `after`, not by one more after it
             with self._wanted_lock:
                 self._wanted = max(self._wanted, after)
-        self._requested.set()
         self._wake.set()
 
     def quiet_tick(self) -> int | None:

@@ -12,7 +12,7 @@ import functools
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from vectorlog.processors.rootcoord.timesync import IDLE_AFTER_S, SoftBarrier, T
 from vectorlog.processors.rootcoord.tso import TimestampOracle
 from vectorlog.schemas.serde import EventSerde
 from vectorlog.state.rocksdb import RocksDBStateStore
-from vectorlog.streams.log.base import Log
+from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_to_end
 
 PARTITIONS = 3
@@ -279,15 +279,71 @@ def test_the_last_tick_serves_reads_until_something_is_stamped(
 def test_a_requested_tick_is_skipped_when_the_last_one_covers_it(
     log: Log, dml: str, tso: TimestampOracle
 ):
-    barrier = SoftBarrier()
+    barrier = CountingBarrier()
     barrier.register(TickSource("proxy", tso))
-    ticker = Ticker(log, dml, SERDE, barrier, interval=3600)
-    tick = ticker.tick_once()
-    assert tick is not None
-    ticker.request(after=tick)  # not started: a request would stay pending
-    assert not ticker._requested.is_set()
-    ticker.request(after=tick + 1)
-    assert ticker._requested.is_set()
+    with running(Ticker(log, dml, SERDE, barrier, interval=3600)) as ticker:
+        ticker.request()
+        first = wait_until(lambda: every_pchannel_ticked(log, dml), 5.0, "the first tick")
+        tick = first[0][-1]
+        looks = barrier.looks
+        for _ in range(20):  # covered by the last tick: no round, nothing appended
+            ticker.request(after=tick)
+        ticker.request()  # one round, to show the ones before were not pending
+        wait_until(lambda: barrier.looks > looks, 5.0, "the round of the plain request")
+        second = wait_until(
+            lambda: ticks(log, dml) if ticked_past(log, dml, tick + 1) else None,
+            5.0,
+            "the plain request's tick",
+        )
+        assert all(len(t) == 2 for t in second.values())
+        ticker.request(after=second[0][-1] + 1)
+        wait_until(lambda: ticked_past(log, dml, second[0][-1] + 1), 5.0, "a tick past it")
+
+
+class GatedLog:
+    """A log whose appends wait for `gate` while it is armed (a slow broker's append)."""
+
+    def __init__(self, log: Log) -> None:
+        self._log, self.gate, self.armed = log, threading.Event(), False
+        self.entered = threading.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._log, name)
+
+    def append(self, topic: str, records: Sequence[Append]) -> list[int]:
+        if self.armed:
+            self.entered.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+        return self._log.append(topic, records)
+
+
+def test_requests_covered_by_the_tick_being_appended_add_no_tick_after_it(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """Strong reads that ask for a tick while one past their ts is being appended (a slow
+    broker: Kafka) are served by it; before, each such request made one more tick."""
+    gated = GatedLog(log)
+    barrier = CountingBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    with running(Ticker(gated, dml, SERDE, barrier, interval=3600)) as ticker:  # type: ignore[arg-type]
+        with source.stamp():
+            pass
+        wanted = tso.now()  # the reads' ts: below the tick about to be computed
+        gated.armed = True
+        ticker.request(after=wanted)
+        assert gated.entered.wait(5), "the requested tick's append"
+        for _ in range(10):  # more reads at `wanted` while the tick is on its way
+            ticker.request(after=wanted)
+        gated.armed = False
+        looks = barrier.looks
+        gated.gate.set()
+        wait_until(lambda: ticked_past(log, dml, wanted), 5.0, f"a tick >= {wanted}")
+        # the requests woke the ticker again: its next round looks and finds nothing wanted
+        wait_until(lambda: barrier.looks > looks, 5.0, "the ticker's next round")
+        time.sleep(0.1)
+        assert {p: len(t) for p, t in ticks(log, dml).items()} == dict.fromkeys(
+            range(PARTITIONS), 1
+        )
 
 
 def test_a_strong_ts_covers_every_stamp_that_ended_before_it(
