@@ -5,6 +5,8 @@ them. On both log backends."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.clients import ClientFactory, ddl_changes
@@ -110,17 +112,23 @@ def test_compaction_removes_expired_rows_and_a_restart_keeps_them_gone(
     client.create_collection("c", dimension=2, consistency_level="Strong")
     client.insert("c", rows(range(20)))
     client.flush("c")
-    client.alter_collection_properties("c", {TTL: 1})
-    wait_until(lambda: seen(client)["count"] == 0, 20.0, "the rows to expire")
+    client.alter_collection_properties("c", {TTL: 3})
+    wait_until(lambda: seen(client)["count"] == 0, 30.0, "the rows to expire")
+    written = time.time()
     client.insert("c", rows(range(20, 25)))
     client.flush("c")
     job = client.get_compaction_plans(client.compact("c", wait=True))
-    assert job["state"] == "Completed" and job["dropped_rows"] == 20
+    # the new rows expire too if flush and compaction took the TTL (a loaded machine)
+    young = time.time() - written < 3
+    assert job["state"] == "Completed" and job["dropped_rows"] in ((20,) if young else (20, 25))
+    kept = list(range(20, 25)) if job["dropped_rows"] == 20 else []
     wait_until(
-        lambda: sum(s["num_rows"] for s in client.list_segments("c")) == 5, 20.0, "the merge"
+        lambda: sum(s["num_rows"] for s in client.list_segments("c")) == len(kept),
+        20.0,
+        "the merge",
     )
     client.drop_collection_properties("c", [TTL])  # removed rows do not come back
-    assert seen(client) == keys_only(list(range(20, 25)))
+    assert seen(client) == keys_only(kept)
     client.close()
     reopened = open_client(**settings)
-    assert seen(reopened) == keys_only(list(range(20, 25)))
+    assert seen(reopened) == keys_only(kept)
