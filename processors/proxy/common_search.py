@@ -111,9 +111,17 @@ def _read_ts(px: Proxy, info: Any, level: str | None) -> int | None:
 
 
 def _one_vector(data: Any, dim: int | None) -> np.ndarray | None:
-    """Returns the 1 x dim query `Proxy._queries` makes of `data` (a view of it) when
-    `data` is a list of one float32 vector of `dim` finite values (its checks, in one
-    numpy call), else None (it then converts and checks `data` itself)."""
+    """Returns the nq x dim queries `Proxy._queries` makes of `data` (a view of it, or
+    `data` itself) when `data` is a list of one float32 vector of `dim` values, or a
+    C-contiguous nq x dim float32 array (a gRPC request's placeholder), of finite values
+    (its checks, in one numpy call), else None (it then converts and checks `data`)."""
+    if type(data) is np.ndarray:
+        if data.dtype is not _F32 or data.ndim != 2 or data.shape[1] != dim:
+            return None
+        if not 0 < len(data) <= MAX_NQ or not data.flags.c_contiguous:
+            return None
+        flat = data.reshape(-1)
+        return data if math.isfinite(float(flat.dot(flat))) else None
     if type(data) is not list or len(data) != 1:
         return None
     x = data[0]

@@ -78,7 +78,8 @@ class SearchResult:
 
     def topks(self) -> list[int]:
         """Returns the number of hits of each query."""
-        return np.diff(self.offsets).tolist()
+        ends = self.offsets
+        return (ends[1:] - ends[:-1]).tolist()
 
     def id_list(self) -> list[Any]:
         """Returns the primary keys as Python ints or strs."""

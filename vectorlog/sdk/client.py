@@ -1064,13 +1064,15 @@ def _plain(
     as_of: Any,
     filter_params: Any,
 ) -> bool:
-    """Returns whether a search names no filter, output fields, timeout, partitions, as_of
-    or filter params (with `_plain_shape`: the common search, see Proxy.search_common)."""
+    """Returns whether a search names no filter, output fields, partitions, as_of or filter
+    params, and no timeout or a valid one (with `_plain_shape`: the common search, see
+    Proxy.search_common, which waits for nothing: a timeout bounds only a wait). A gRPC call
+    without a deadline has one far in the future (grpc_rpc.deadline)."""
     return (
         type(filter) is str
         and not filter
         and output_fields is None
-        and timeout is None
+        and (timeout is None or (type(timeout) in (int, float) and timeout > 0))
         and partition_names is None
         and as_of is None
         and filter_params is None

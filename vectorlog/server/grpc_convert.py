@@ -469,35 +469,47 @@ def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray] | list
     are all as long (no Python float per value), else one array each (the proxy names the
     one of another dim); or its sparse rows (a SparseFloatVector placeholder's, Milvus's row
     format), or its texts (a VarChar placeholder's: BM25). Raises InvalidArgument."""
-    c = common_pb2
     try:
-        group = c.PlaceholderGroup.FromString(raw)
+        group = common_pb2.PlaceholderGroup.FromString(raw)
     except DecodeError as exc:
         raise InvalidArgument(f"the placeholder group is not a valid protobuf: {exc}") from None
     if len(group.placeholders) != 1:
         raise InvalidArgument(f"a search needs one placeholder, not {len(group.placeholders)}")
     ph = group.placeholders[0]
+    if ph.type != _FLOAT_VECTOR:
+        return _other_placeholder(ph)
+    values = ph.values
+    sizes = {len(v) for v in values}
+    if any(n % 4 or not n for n in sizes):
+        raise InvalidArgument("a float vector placeholder must hold float32 bytes")
+    if len(sizes) == 1:
+        flat = np.frombuffer(values[0] if len(values) == 1 else b"".join(values), dtype="<f4")
+        return flat.reshape(len(values), -1).astype(np.float32)
+    return [np.frombuffer(v, dtype="<f4").astype(np.float32) for v in values]
+
+
+_PH = common_pb2.PlaceholderType
+_FLOAT_VECTOR = _PH.FloatVector
+
+
+def _other_placeholder(ph: common_pb2.PlaceholderValue) -> list[bytes] | list[str]:
+    """Returns the rows of a placeholder of other than float vectors: sparse, half-float and
+    binary rows as bytes (the field's type reads them), or a VarChar one's texts (a BM25
+    function output's search). Raises InvalidArgument for another type."""
     if ph.type in (
-        c.PlaceholderType.SparseFloatVector,
-        c.PlaceholderType.Float16Vector,
-        c.PlaceholderType.BFloat16Vector,
-        c.PlaceholderType.BinaryVector,
+        _PH.SparseFloatVector,
+        _PH.Float16Vector,
+        _PH.BFloat16Vector,
+        _PH.BinaryVector,
     ):
-        return list(ph.values)  # rows as bytes: the field's type reads them
-    if ph.type == c.PlaceholderType.VarChar:  # raw text: a BM25 function output's search
+        return list(ph.values)
+    if ph.type == _PH.VarChar:
         try:
             return [v.decode() for v in ph.values]
         except UnicodeDecodeError:
             raise InvalidArgument("a text query is not valid UTF-8") from None
-    if ph.type != c.PlaceholderType.FloatVector:
-        kind = c.PlaceholderType.Name(ph.type) if ph.type in c.PlaceholderType.values() else ph.type
-        raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
-    if any(len(v) % 4 or not v for v in ph.values):
-        raise InvalidArgument("a float vector placeholder must hold float32 bytes")
-    if len({len(v) for v in ph.values}) == 1:
-        flat = np.frombuffer(b"".join(ph.values), dtype="<f4")
-        return flat.reshape(len(ph.values), -1).astype(np.float32)
-    return [np.frombuffer(v, dtype="<f4").astype(np.float32) for v in ph.values]
+    kind = _PH.Name(ph.type) if ph.type in _PH.values() else ph.type
+    raise InvalidArgument(f"vectorlog searches float vectors only, not {kind}")
 
 
 def search_params(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, Any]:

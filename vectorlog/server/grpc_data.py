@@ -19,6 +19,7 @@ from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
+from vectorlog.server.grpc_common import common_shape, index_search_params
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc, rpc_of
 from vectorlog.server.grpc_status import ok
 from vectorlog.server.grpc_unserved import function_ranker, refuse_unserved
@@ -115,6 +116,9 @@ class DataRpcs:
 
     @rpc
     def Search(self, request: Any, context: Any) -> Any:
+        common = self._common_search(request)
+        if common is not None:
+            return common
         refuse_unserved(request)
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))
@@ -130,20 +134,33 @@ class DataRpcs:
     def search_now(self, request: Any, context: Any) -> Any:
         """Returns Search's response to `request` when the one-call path answers it at once
         (Client.search_now: nothing to wait for), else None (Search then answers it)."""
+        return self._common_search(request)
+
+    def _common_search(self, request: Any) -> Any:
+        """Returns Search's response to a common search (grpc_common.py) the one-call path
+        answers at once, else None, having waited for nothing (a deadline bounds only a
+        wait: none is passed on). Raises nothing a request could cause (Search then
+        answers, or refuses it)."""
+        shape = common_shape(request)
+        if shape is None:
+            return None
+        client = self.client
         try:
-            refuse_unserved(request)
-            params = conv.search_params(request.search_params)
-            topk = int(params.get("topk", 10))
-            if iterators.wants_v2(params):
-                return None
-            found = self.client.search_now(
-                request.collection_name,
-                conv.vectors_from_placeholder(request.placeholder_group),
-                **_search_arguments(request, params, topk, index_search_params(params), context),
-            )
+            with self._one_meta():
+                found = client.search_now(
+                    request.collection_name,
+                    conv.vectors_from_placeholder(request.placeholder_group),
+                    limit=shape.topk,
+                    search_params=shape.index_params,
+                    anns_field=shape.anns_field,
+                    consistency_level=read_level(request),
+                )
+                if found is None:
+                    return None
+                info = client.collection_info(request.collection_name)
         except VectorlogError:  # Search says what is wrong
             return None
-        return None if found is None else self._search_results(request, found, topk)
+        return search_results(found, shape.topk, info)
 
     def _search_results(self, request: Any, found: SearchResult, topk: int) -> Any:
         """Returns the SearchResults of a search's result."""
@@ -221,18 +238,6 @@ def _search_arguments(
     }
 
 
-def index_search_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Returns a SearchRequest's {"params", "metric_type"} (search_params of a search).
-    Raises InvalidArgument if its params are not a JSON object."""
-    inner = params.get("params") or {}
-    if not isinstance(inner, dict):
-        raise InvalidArgument(f"search params must be a JSON object, not {inner!r:.60}")
-    out: dict[str, Any] = {"params": inner}
-    if params.get("metric_type"):
-        out["metric_type"] = params["metric_type"]
-    return out
-
-
 def _rows(request: Any) -> Any:
     """Returns an Insert/Upsert request's rows: its columns as arrays (conv.column_batch),
     or row dicts when it carries the dynamic field."""
@@ -274,15 +279,30 @@ def search_result(
     and output field columns flattened, `topks` the number of hits of each query; built
     from the result's arrays (repeated fields extended from lists: the fastest measured,
     benchmarks/results/search_calls.md), entities only where hits were reshaped."""
+    return fill_search_result(schema_pb2.SearchResultData(), found, topk, info)
+
+
+def search_results(found: SearchResult, topk: int, info: CollectionInfo) -> Any:
+    """Returns Search's successful response holding `found` (search_result's, built in
+    place: the result data is not copied into the response)."""
+    out = milvus_pb2.SearchResults(collection_name=info.name)
+    out.status.SetInParent()  # ok(): every field at its default
+    fill_search_result(out.results, found, topk, info)
+    return out
+
+
+def fill_search_result(
+    out: Any, found: SearchResult | list[list[Hit]], topk: int, info: CollectionInfo
+) -> Any:
+    """Fills an empty SearchResultData `out` as `search_result` returns it; returns `out`."""
     res = found if isinstance(found, SearchResult) else SearchResult.of_hits(found)
-    columns, names = _hit_columns(res, info)
-    out = schema_pb2.SearchResultData(
-        num_queries=res.nq,
-        top_k=topk,
-        fields_data=columns,
-        output_fields=names,
-        primary_field_name=info.schema.primary.name,
-    )
+    out.num_queries = res.nq
+    out.top_k = topk
+    out.primary_field_name = info.schema.primary.name
+    if len(res.distances):
+        columns, names = _hit_columns(res, info)
+        out.fields_data.extend(columns)
+        out.output_fields.extend(names)
     out.scores.extend(res.distances.tolist())
     ids = res.id_list()
     if ids and isinstance(ids[0], str):

@@ -39,6 +39,10 @@ PERSISTENT = {common_pb2.Sealed, common_pb2.Flushing, common_pb2.Flushed}
 STATES: dict[str, int] = dict(common_pb2.SegmentState.items())
 
 
+#: the per-database Clients kept (beyond it they are made again)
+MAX_DATABASE_CLIENTS = 64
+
+
 class MilvusServicer(
     UserRpcs,
     DataRpcs,
@@ -54,13 +58,21 @@ class MilvusServicer(
     def __init__(self, client: Client, authorization: bool = False) -> None:
         """`authorization`: every RPC's privilege is checked (grpc_access.Authorizer)."""
         self.base = client
+        self._clients: dict[str, Client] = {}
         self.cursors = SearchCursors()
         self.authorizer = Authorizer(client) if authorization else None
 
     @property
     def client(self) -> Client:  # type: ignore[override]
-        """The Client of the call being served: the base one, in the call's database."""
-        return self.base.in_database(CALL_DATABASE.get())
+        """The Client of the call being served: the base one, in the call's database (one
+        per database, made once: they share the base's cluster and session)."""
+        db = CALL_DATABASE.get()
+        client = self._clients.get(db)
+        if client is None:
+            if len(self._clients) >= MAX_DATABASE_CLIENTS:  # names a caller made up
+                self._clients.clear()
+            client = self._clients[db] = self.base.in_database(db)
+        return client
 
     # -- connection -----------------------------------------------------------------------------
     @rpc
