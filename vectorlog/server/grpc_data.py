@@ -4,6 +4,7 @@ onto Milvus's MutationResult, QueryResults and SearchResultData."""
 
 from __future__ import annotations
 
+import functools
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -246,13 +247,21 @@ def _rows(request: Any) -> Any:
 
 
 def _mutation(ids: list[Any], ts: int, **counts: int) -> Any:
-    return milvus_pb2.MutationResult(
-        status=ok(),
-        IDs=conv.ids_proto(ids),
-        succ_index=range(len(ids)),
-        timestamp=ts,
-        **counts,
-    )
+    """Returns the MutationResult of a write of `ids` stamped `ts`: succ_index 0..n-1 parsed
+    from its cached wire bytes (filling it from a range made a Python int per row)."""
+    res = milvus_pb2.MutationResult.FromString(_succ_index(len(ids)))
+    res.status.CopyFrom(ok())
+    res.IDs.CopyFrom(conv.ids_proto(ids))
+    res.timestamp = ts
+    for name, count in counts.items():
+        setattr(res, name, count)
+    return res
+
+
+@functools.lru_cache(maxsize=16)
+def _succ_index(n: int) -> bytes:
+    """Returns the wire bytes of a MutationResult holding only succ_index 0..n-1."""
+    return bytes(milvus_pb2.MutationResult(succ_index=range(n)).SerializeToString())
 
 
 def _result_columns(
