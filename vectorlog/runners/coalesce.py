@@ -107,7 +107,8 @@ class Coalescer:
         #: the value also holds the in-flight batch's args (keeping its filter alive: its id
         #: is in the key)
         self._queues: dict[Hashable, tuple[dict[str, Any], list[_Member]]] = {}
-        self.batches = 0  # searches sent (for tests and benchmarks)
+        self.searches = 0  # searches asked (for /metrics and benchmarks)
+        self.batches = 0  # searches sent (a batch counts once)
         self.coalesced = 0  # searches that went in a batch of several
 
     def queued(self) -> int:
@@ -123,6 +124,7 @@ class Coalescer:
         searches of equal `key` queued meanwhile. Raises what `run` raised for it."""
         me = _Member(queries, ts, time.monotonic() + self.budget)
         with self._lock:
+            self.searches += 1
             queued = self._queues.get(key)
             if queued is None:
                 self._queues[key] = (args, [])
@@ -152,8 +154,9 @@ class Coalescer:
         )
         parts: list[tuple[bool, Any]] | None = None
         error: Exception | None = None
+        left = min(m.deadline for m in batch) - time.monotonic()  # queued ones waited
         try:
-            parts = run(queries, ts, None)
+            parts = run(queries, ts, max(left, 0.0))
         except Exception as exc:  # given to the members below, never lost
             error = exc
         finally:
@@ -187,14 +190,18 @@ def _deliver(
     lo = 0
     for m in batch:
         hi = lo + len(m.queries)
-        if error is None and parts is not None:
-            m.parts = [(found, _rows(r, lo, hi)) for found, r in parts]
-        elif len(batch) == 1 or isinstance(error, SHARED_ERRORS):
-            m.error = error
-        else:
-            m.alone = True
+        try:
+            if error is None and parts is not None:
+                m.parts = [(found, _rows(r, lo, hi)) for found, r in parts]
+            elif len(batch) == 1 or isinstance(error, SHARED_ERRORS):
+                m.error = error
+            else:
+                m.alone = True
+        except Exception as exc:  # an answer not of this batch's shape: never hang a member
+            m.error = exc
+        finally:
+            m.done.set()
         lo = hi
-        m.done.set()
 
 
 def _rows(result: Any, lo: int, hi: int) -> Any:

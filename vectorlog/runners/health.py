@@ -11,8 +11,9 @@ query assignment (datacoord, proxy) the gauges of query_metrics.py; in a process
 following the `ddl` topic (not rootcoord), `vectorlog_ddl_catch_ups_total` (look-ups of the
 latest meta that waited for the watch to reach the topic's end); in an ingest worker,
 `vectorlog_ingest_batches_total` (batches of records applied); in a proxy,
-`vectorlog_proxy_search_batches_total` and `vectorlog_proxy_searches_coalesced_total`
-(searches sent to the query nodes, and those sent in a batch of several)."""
+`vectorlog_proxy_coalescible_searches_total`, `vectorlog_proxy_search_batches_total` and
+`vectorlog_proxy_searches_coalesced_total` (searches that could be coalesced, the searches
+sent to the query nodes for them, and those sent in a batch of several)."""
 
 from __future__ import annotations
 
@@ -98,8 +99,13 @@ def _search_batches(runner: Any) -> Iterator[CounterMetricFamily]:
     if coalescer is None:
         return
     yield CounterMetricFamily(
+        "vectorlog_proxy_coalescible_searches",
+        "searches a proxy asked of the query nodes that could go in a batch (runners.coalesce)",
+        value=coalescer.searches,
+    )
+    yield CounterMetricFamily(
         "vectorlog_proxy_search_batches",
-        "searches a proxy sent to the query nodes (a batch of coalesced ones counts once)",
+        "searches a proxy sent to the query nodes for those (a batch counts once)",
         value=coalescer.batches,
     )
     yield CounterMetricFamily(
