@@ -5,8 +5,8 @@ searches with the same key queue; when it returns, the queued ones go as ONE sea
 queries are theirs concatenated (nq = the sum of theirs, at most MAX_NQ a call: the rest
 waits for the next), and each gets back its own rows of every pchannel's answer. An idle
 proxy sends a search at once: nothing waits for company, and a busy one makes one RPC to
-each owner per batch instead of one per search (the query node answers a batch with one
-faiss call of nq queries).
+each owner per batch instead of one per search (the query node searches a batch's nq
+queries in one faiss call per segment).
 
 Why a batch may read at the greatest guarantee ts of its members: every member is a read
 whose guarantee ts is a lower bound (Strong: "now" when it arrived; Session: the client's
