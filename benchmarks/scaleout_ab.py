@@ -80,6 +80,7 @@ def measured(
             m = sb.measure(sup, uri, vectors, args)
             g = sb.grouped(m["cpu_ms_per_search_beyond_background"])
             row = {"label": label, "round": r, "qps": m["qps"], "load1": m["load1"]}
+            row["per_fanout"] = m["searches_per_fanout"]  # 0.0: a proxy that does not count
             out.append(row | {k: round(g[k], 2) for k in ("proxy", "querynode", "clients")})
             print(f"  {json.dumps(out[-1])}", flush=True)
     return out
@@ -89,7 +90,13 @@ def environments(args: argparse.Namespace, tmp: Path) -> dict[str, dict[str, str
     """Returns the environment added to the before and after clusters' processes."""
     if args.before:
         code = exported(args.before, tmp / "before-code")
-        return {"before": {"PYTHONPATH": str(code)}, "after": {"PYTHONPATH": str(ROOT)}}
+        # PYTHONSAFEPATH: `python -m` would put the working directory (this checkout) first on
+        # sys.path, before PYTHONPATH: the "before" cluster ran this checkout's code
+        safe = {"PYTHONSAFEPATH": "1"}
+        return {
+            "before": {"PYTHONPATH": str(code)} | safe,
+            "after": {"PYTHONPATH": str(ROOT)} | safe,
+        }
     name, _, values = args.env.partition("=")
     a, b = values.split(",")
     return {"before": {name: a}, "after": {name: b}}

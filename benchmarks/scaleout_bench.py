@@ -193,6 +193,21 @@ def up(
     return sup, uri, loaded
 
 
+def coalesced(sup: Supervisor) -> tuple[float, float]:
+    """Returns the proxy's (searches asked, searches sent for them) so far: several asked at
+    once go in one batch (runners.coalesce)."""
+    proxy = next(c for c in sup.children if c.name == "proxy1")
+    auth = {"Authorization": f"Bearer {sup.env[CLUSTER_TOKEN_ENV]}"}
+    url = f"http://127.0.0.1:{proxy.metrics_port}/metrics"
+    text = httpx.get(url, headers=auth, timeout=5).text
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        values[name] = float(value or 0) if not name.startswith("#") else 0.0
+    asked = values.get("vectorlog_proxy_coalescible_searches_total", 0.0)
+    return asked, values.get("vectorlog_proxy_search_batches_total", asked)
+
+
 def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     """Returns the user + system CPU seconds each process used so far (from /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -220,8 +235,10 @@ def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Names
     idle = cpu_seconds(pids)
     background = {r: round(1000 * (idle[r] - before[r]) / IDLE_S, 1) for r in pids}
     load1 = save.load1()
+    asked, sent = coalesced(sup)
     q, n, span = searches([uri], vectors, args.seconds, args.threads)
     after = cpu_seconds(pids)
+    asked2, sent2 = coalesced(sup)
     per = {r: round(1000 * (after[r] - idle[r]) / max(n, 1), 2) for r in pids}
     beyond = {r: round(per[r] - background[r] * span / max(n, 1), 2) for r in pids}
     return {
@@ -230,6 +247,8 @@ def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Names
         "cpu_ms_per_search_beyond_background": beyond,
         "background_cpu_ms_per_s": background,
         "load1": round(load1, 2),
+        # searches per fan-out to the query nodes (1.0: none coalesced; the warm-up counts)
+        "searches_per_fanout": round((asked2 - asked) / max(sent2 - sent, 1.0), 2),
     }
 
 
@@ -255,6 +274,8 @@ def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
     for i, v in enumerate(VARIANTS):
         ms = [rnd[i] for rnd in res["rounds"]]
         row: dict[str, Any] = {"variant": v.label, "qps": float(np.median([m["qps"] for m in ms]))}
+        # runs before coalescing (runners.coalesce) sent every search alone
+        row["per_fanout"] = float(np.median([m.get("searches_per_fanout", 1.0) for m in ms]))
         for name, key in (
             ("cpu", "cpu_ms_per_search"),
             ("beyond", "cpu_ms_per_search_beyond_background"),
@@ -305,14 +326,19 @@ def tables(res: dict[str, Any]) -> list[str]:
     for prefix, run in runs(res):
         for r in summary(run):
             label = prefix + r["variant"]
-            beyond.append((label, f"{r['qps']:.1f}", *cpu_cells(r["beyond"])))
+            cells = (f"{r['qps']:.1f}", f"{r['per_fanout']:.2f}", *cpu_cells(r["beyond"]))
+            beyond.append((label, *cells))
             bg = grouped(r["background"])
             background.append(
                 (label, *(f"{bg[k]:.0f}" for k in GROUPS[:4]), *cpu_cells(r["cpu"])[:3])
             )
     heads = ("proxy", "query nodes", "rootcoord", "rest of the cluster", "clients", "all")
     return [
-        *save.table(("cluster", "search QPS via 1 proxy", *heads), beyond, align="l"),
+        *save.table(
+            ("cluster", "search QPS via 1 proxy", "searches per fan-out", *heads),
+            beyond,
+            align="l",
+        ),
         "",
         "Background CPU ms per second of each group with no search (ticks, heartbeats, log",
         "polling), and the CPU ms per search with it counted in (the previous page's figures:",

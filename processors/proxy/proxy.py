@@ -731,7 +731,9 @@ class Proxy:
     def _run(self, info: CollectionInfo, p: hybrid.SearchPlan, ts: int, at: ReadAt) -> SearchResult:
         """Returns the query node's result of a planned search at `ts`. Raises
         CollectionNotFound by the collection's name (as _named, without its generator: this
-        runs once per search)."""
+        runs once per search). A fan-out that coalesces searches may read one later than
+        `ts` unless it is a time-travel read (runners.coalesce says why that is safe)."""
+        later = {"read_later": at.as_of is None} if getattr(self.qn, "coalesces", False) else {}
         try:
             return self.qn.search(
                 info.collection_id,
@@ -748,6 +750,7 @@ class Proxy:
                 group_size=p.group_size,
                 expire_ts=_expired(info, at, ts),
                 anns_field=p.field.name,
+                **later,
             )
         except CollectionNotFound:
             raise CollectionNotFound(qualified(info.db, info.name)) from None

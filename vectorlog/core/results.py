@@ -76,6 +76,19 @@ class SearchResult:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def queries(self, lo: int, hi: int) -> SearchResult:
+        """Returns the result of queries lo:hi only (their hits, fields and entities)."""
+        if lo == 0 and hi == self.nq:
+            return self
+        a, b = int(self.offsets[lo]), int(self.offsets[hi])
+        return SearchResult(
+            self.ids[a:b],
+            self.distances[a:b],
+            self.offsets[lo : hi + 1] - a,
+            {n: self.fields[n][a:b] for n in self.fields},
+            None if self.entities is None else self.entities[a:b],
+        )
+
     def topks(self) -> list[int]:
         """Returns the number of hits of each query."""
         ends = self.offsets

@@ -19,6 +19,10 @@ first (its consistency check) is taken from answers received within TSAFE_FRESH_
 proxy asks the owners once per read, not twice (a tsafe only grows: an older one is a lower
 bound, and reading at it is safe).
 
+Searches of one kind asked while one is in flight go to the owners as one search
+(runners.coalesce: fewer RPCs per search for the proxy and the nodes); a time-travel read,
+a grouping or range search goes alone.
+
 The collection may be on a few of the pchannels only (its shards): every pchannel is asked,
 and those without it answer "not found"; CollectionNotFound is raised if none has it. The
 primary key is the first output field of a query or get (as the proxy asks).
@@ -48,6 +52,7 @@ from vectorlog.processors.querycoord.errors import NoQueryNode, NotServing, Segm
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.rpc.queryshard_client import QueryShardClient
 from vectorlog.rpc.wire import Shared
+from vectorlog.runners.coalesce import Coalescer, search_key
 
 if TYPE_CHECKING:
     from vectorlog.expr import Expr
@@ -65,6 +70,7 @@ class FanOutQueryNodes:
     read waits at most `timeout` seconds for owners (and tsafe on them)."""
 
     one_call = False  # no search_common: the owners' answers are merged by `search`
+    coalesces = True  # `search` takes read_later (runners.coalesce)
 
     def __init__(
         self,
@@ -81,6 +87,7 @@ class FanOutQueryNodes:
         #: pchannel -> (the tsafe its owner last sent, time.monotonic() then)
         self._tsafes: dict[int, tuple[int, float]] = {}
         self.dropped = 0  # answers dropped: a dead epoch, or a node not serving any more
+        self.coalescer = Coalescer(timeout)
 
     def close(self) -> None:
         with self._lock:
@@ -272,37 +279,51 @@ class FanOutQueryNodes:
         group_size: int = 1,
         expire_ts: int = 0,
         anns_field: str | None = None,
+        read_later: bool = False,
     ) -> SearchResult:
-        """Returns the merged top-`limit` hits of every owner (see QueryNodeService)."""
+        """Returns the merged top-`limit` hits of every owner (see QueryNodeService);
+        `read_later`: whether it may read at a ts later than `ts` (not a time-travel read),
+        and so be sent with others of the same kind in one search (runners.coalesce)."""
         wide, _ = widened(limit, offset)
         fields = list(output_fields)
         if group_by is not None and group_by not in fields:
             fields.append(group_by)  # each hit says its group, for the merge
-        args = Shared(
-            {
-                "collection_id": collection_id,
-                "queries": np.asarray(queries),
-                "limit": wide,
-                "ts": ts,
-                "partitions": partitions,
-                "output_fields": fields,
-                "expr": expr,
-                "offset": 0,
-                "group_by": group_by,
-                "params": params,
-                "metric": metric,
-                "group_size": group_size,
-                "expire_ts": expire_ts,
-                "anns_field": anns_field,
-            }
-        )
-        found = self._found(self.fan("search", ts, args), collection_id)
+        args = {
+            "collection_id": collection_id,
+            "limit": wide,
+            "partitions": partitions,
+            "output_fields": fields,
+            "expr": expr,
+            "offset": 0,
+            "group_by": group_by,
+            "params": params,
+            "metric": metric,
+            "group_size": group_size,
+            "expire_ts": expire_ts,
+            "anns_field": anns_field,
+        }
+        queries = queries if isinstance(queries, list) else np.asarray(queries)
+        key = search_key(args, queries, read_later)
+        if key is None:
+            parts = self._search(args, queries, ts, None)
+        else:
+            parts = self.coalescer.search(
+                key, args, queries, ts, lambda q, t, left: self._search(args, q, t, left)
+            )
+        found = self._found(parts, collection_id)
         shares = [r for r in found if r is not None]  # None: merged by its node (shards.py)
         result = merge_results(shares, limit, offset, metric, group_by, group_size)
         if group_by is not None and group_by not in output_fields:
             for entity in result.entity_list():  # a grouped merge's result holds entities
                 entity.pop(group_by, None)
         return result
+
+    def _search(
+        self, args: dict[str, Any], queries: Any, ts: int, timeout: float | None
+    ) -> list[tuple[bool, Any]]:
+        """Returns (found, result) of each pchannel for a search of `queries` at `ts` (`fan`
+        with `args`, the queries and ts added)."""
+        return self.fan("search", ts, Shared({**args, "queries": queries, "ts": ts}), timeout)
 
     def search_common(
         self,

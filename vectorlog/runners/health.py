@@ -10,7 +10,10 @@ query assignment (datacoord, proxy) the gauges of query_metrics.py; in a process
 `vectorlog_rpc_served_total{service, method}` (calls served since it started); in a process
 following the `ddl` topic (not rootcoord), `vectorlog_ddl_catch_ups_total` (look-ups of the
 latest meta that waited for the watch to reach the topic's end); in an ingest worker,
-`vectorlog_ingest_batches_total` (batches of records applied)."""
+`vectorlog_ingest_batches_total` (batches of records applied); in a proxy,
+`vectorlog_proxy_coalescible_searches_total`, `vectorlog_proxy_search_batches_total` and
+`vectorlog_proxy_searches_coalesced_total` (searches that could be coalesced, the searches
+sent to the query nodes for them, and those sent in a batch of several)."""
 
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ class _Gauges(Collector):
         if rpc is not None:
             yield _served(rpc.served.counts())
         yield from _ingest_counters(runner)
+        yield from _search_batches(runner)
 
 
 def _ingest_counters(runner: Any) -> Iterator[CounterMetricFamily]:
@@ -86,6 +90,29 @@ def _ingest_counters(runner: Any) -> Iterator[CounterMetricFamily]:
         yield CounterMetricFamily(
             "vectorlog_ingest_batches", "batches of ingest records applied", value=ingest.batches
         )
+
+
+def _search_batches(runner: Any) -> Iterator[CounterMetricFamily]:
+    """Yields a proxy's searches sent to the query nodes and the searches that went in a
+    batch of several (runners.coalesce), where the process has a proxy."""
+    coalescer = getattr(getattr(getattr(runner, "proxy", None), "qn", None), "coalescer", None)
+    if coalescer is None:
+        return
+    yield CounterMetricFamily(
+        "vectorlog_proxy_coalescible_searches",
+        "searches a proxy asked of the query nodes that could go in a batch (runners.coalesce)",
+        value=coalescer.searches,
+    )
+    yield CounterMetricFamily(
+        "vectorlog_proxy_search_batches",
+        "searches a proxy sent to the query nodes for those (a batch counts once)",
+        value=coalescer.batches,
+    )
+    yield CounterMetricFamily(
+        "vectorlog_proxy_searches_coalesced",
+        "searches a proxy sent in a batch of several (runners.coalesce)",
+        value=coalescer.coalesced,
+    )
 
 
 def _served(counts: dict[tuple[str, str], int]) -> CounterMetricFamily:
