@@ -55,10 +55,17 @@ def ids_present(client: Any, hi: int) -> set[int]:
     indirect=["backend"],
 )
 def test_a_write_cut_short_by_a_crash_between_partitions_is_all_or_nothing(
-    backend: str, client_args: dict[str, Any], open_client: ClientFactory, datanode: str
+    backend: str,
+    client_args: dict[str, Any],
+    open_client: ClientFactory,
+    datanode: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     """With the Spark data node too: its feed carries the batch headers, and the binlogs it
-    writes (what the last restart loads) hold no row of the torn insert."""
+    writes (what the last restart loads) hold no row of the torn insert. Its Client joins the
+    worker's running SparkSession (tests/conftest.py) instead of starting and stopping a JVM."""
+    if datanode == "spark":
+        request.getfixturevalue("spark")
     assert crash_mid_write(dict(client_args)) == [[0, 100]]  # the second insert was never acked
     client = open_client(datanode=datanode)
     present = ids_present(client, 400)
