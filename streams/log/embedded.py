@@ -7,8 +7,11 @@ Key layout (all big-endian so RocksDB iterates in offset order):
                                                            absent: 0), set by `truncate`
     SIZE + topic + SEP + partition(4) + offset(8)       -> the record's byte position
                                                            (streams/log/sizeindex.py)
-An append of any number of records across partitions is one WriteBatch written with
-sync=True: it is on disk before `append` returns, and it lands whole or not at all;
+An append of any number of records across partitions is one WriteBatch, then the WAL synced
+(`flush_wal(True)`, which lets go of the GIL while the disk syncs, where a write with
+sync=True holds it and stalls every thread of the process): it is on disk before `append`
+returns, no reader sees it before (readers stop at `_next`, moved after the sync), and it
+lands whole or not at all;
 concurrent appends share one such write (group commit, `group_stats`). An append wakes
 only the readers of its topic (a single-row insert need not take every processor's thread
 through the GIL). Once
@@ -122,8 +125,9 @@ class EmbeddedLog:
         self.path = str(path)
         self.max_message_bytes = max_message_bytes
         self._db, self._dir = _open(Path(path))
-        self._wopts = WriteOptions()
-        self._wopts.sync = fsync
+        self._fsync = fsync
+        self._wopts = WriteOptions()  # unsynced: `_write` syncs the WAL without the GIL
+        self._wopts.sync = False
         self._lock = threading.Lock()
         #: per topic, woken by its appends: a reader of one topic sleeps through the others'
         self._appended: dict[str, threading.Condition] = {}
@@ -220,6 +224,8 @@ class EmbeddedLog:
             raise LogDirGone(self.path, topic, gone)
         try:
             self._db.write(wb, self._wopts)
+            if self._fsync:
+                self._db.flush_wal(True)
         except Exception as exc:  # rocksdict raises plain Exceptions with RocksDB's message
             raise self._write_error(topic, exc) from exc
 

@@ -1,10 +1,13 @@
 """`RocksDBStateStore`: the state store on RocksDB (rocksdict), the one users run.
 
 State lives in the default column family, positions and the format version in `__meta__`;
-a commit is one `WriteBatch` across both, written with `sync=True`. Open and write failures
-are classified from RocksDB's message into the errors of `errors.py`. Once the directory is
-deleted or replaced under a running process every write is refused (`StateDirGone`) and the
-handle is abandoned at close, never flushed into a new store at that path (`streams.rocksdir`).
+a commit is one `WriteBatch` across both, then the WAL synced (`flush_wal(True)`: it lets go
+of the GIL while the disk syncs, where a write with sync=True holds it and stalls every
+thread of the process; after a crash the batch is there whole or not at all). Open and
+write failures are classified from RocksDB's message into the errors of `errors.py`. Once
+the directory is deleted or replaced under a running process every write is refused
+(`StateDirGone`) and the handle is abandoned at close, never flushed into a new store at
+that path (`streams.rocksdir`).
 """
 
 from __future__ import annotations
@@ -124,8 +127,9 @@ class RocksDBStateStore(StateStore):
         # Kept for the store's life: rocksdict flushes a column family when the Rdict bound to
         # it is dropped, so a fresh one per read would flush `__meta__` on every read.
         self._meta = self._db.get_column_family(META_CF)
-        self._sync = WriteOptions()
-        self._sync.sync = True
+        self._wopts = WriteOptions()  # unsynced: `_write` syncs the WAL after, without the GIL
+        self._wopts.sync = False
+        self._syncing = True  # False inside `synced_once`
         try:
             self._version = self._open_format(legacy_positions)
         except BaseException:
@@ -183,12 +187,11 @@ class RocksDBStateStore(StateStore):
     def synced_once(self) -> Iterator[None]:
         """See StateStore.synced_once: the WAL is synced once at the end. Raises what a
         commit raises, or StateWriteFailed when the final sync fails."""
-        synced, self._sync = self._sync, WriteOptions()
-        self._sync.sync = False
+        syncing, self._syncing = self._syncing, False
         try:
             yield
         finally:
-            self._sync = synced
+            self._syncing = syncing
         self._check_writable()
         try:
             self._db.flush_wal(True)
@@ -204,11 +207,14 @@ class RocksDBStateStore(StateStore):
             raise StateDirGone(self.path, gone)
 
     def _write(self, batch: WriteBatch) -> None:
-        """Writes `batch` with sync=True. Raises StateStoreClosed, StateDirGone (nothing
-        written), StateDiskFull, StateWriteReadOnly or StateWriteFailed (outcome unknown)."""
+        """Writes `batch`, then syncs the WAL (not inside `synced_once`). Raises
+        StateStoreClosed, StateDirGone (nothing written), StateDiskFull, StateWriteReadOnly or
+        StateWriteFailed (outcome unknown)."""
         self._check_writable()
         try:
-            self._db.write(batch, self._sync)
+            self._db.write(batch, self._wopts)
+            if self._syncing:
+                self._db.flush_wal(True)
         except DbClosedError as exc:
             raise StateStoreClosed(self.path) from exc
         except Exception as exc:
