@@ -37,8 +37,12 @@ def create(m: MilvusClient, rows: int = 300) -> tuple[str, np.ndarray]:
     return name, x
 
 
-def answer(hits: Any) -> list[list[tuple[int, float]]]:
-    return [[(h["id"], round(h["distance"], 5)) for h in q] for q in hits]
+def same(got: Any, want: Any) -> bool:
+    """Whether two answers hold the same ids in order and distances 1e-5 apart at most (an
+    index and a scan of the same rows differ in the last bits)."""
+    ids = [[h["id"] for h in q] for q in got] == [[h["id"] for h in q] for q in want]
+    d = [[h["distance"] for h in q] for q in got], [[h["distance"] for h in q] for q in want]
+    return ids and bool(np.allclose(d[0], d[1], rtol=0, atol=1e-5))
 
 
 @pytest.mark.parametrize("level", ["Strong", "Bounded", "Session", "Eventually"])
@@ -52,7 +56,7 @@ def test_repeated_searches_answer_as_the_general_path(served: Served, level: str
         for batch in [[q.tolist()] for q in queries[:6]] + [[q.tolist() for q in queries]]:
             general = m.search(name, batch, partition_names=["_default"], **args)
             for _ in range(3):  # the first call of a shape prepares the common path's plan
-                assert answer(m.search(name, batch, **args)) == answer(general)
+                assert same(m.search(name, batch, **args), general)
 
 
 def test_a_common_search_sees_a_strong_write_at_once(served: Served) -> None:
@@ -88,9 +92,10 @@ def test_a_client_search_with_a_timeout_answers_as_without(served: Served) -> No
     name, x = create(served.milvus, rows=50)
     q = [x[1]]
     want = client.search(name, q, limit=5, consistency_level="Strong")
-    for _ in range(3):
-        assert client.search(name, q, limit=5, timeout=30, consistency_level="Strong") == want
-        assert client.search(name, q, limit=5, timeout=0.5) == want
+    for _ in range(3):  # the flushed segment's index may be built between calls: 1e-7 apart
+        strong = client.search(name, q, limit=5, timeout=30, consistency_level="Strong")
+        assert same(strong, want)
+        assert same(client.search(name, q, limit=5, timeout=0.5), want)
         for bad in (0, -1.0, True, float("nan")):
             with pytest.raises(InvalidArgument, match="timeout"):
                 client.search(name, q, limit=5, timeout=bad)
