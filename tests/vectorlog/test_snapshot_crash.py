@@ -55,6 +55,13 @@ def snapshot_sizes(storage: Path, client: Client) -> tuple[int, int]:
     return sizes[0], sizes[1]
 
 
+def big_enough(storage: Path, client: Client) -> bool:
+    """Whether the newest ddl and coord snapshots hold more than 4 and 2 records (a crash
+    halfway through each then falls inside it)."""
+    n_ddl, n_coord = snapshot_sizes(storage, client)
+    return n_ddl > 4 and n_coord > 2
+
+
 def catalog(client: Client) -> list[Any]:
     """Every collection with its description and partitions."""
     names = sorted(client.list_collections())
@@ -86,11 +93,17 @@ def test_a_crash_partway_through_a_snapshot_loses_no_collection_or_segment(
     for i in range(8):  # collections and partitions applied from the ddl snapshot
         client.create_collection(f"k{i}", dimension=4)
         client.create_partition(f"k{i}", "p")
-    wait_until(lambda: snapshotted(client, storage, kafka), 30, "snapshots of coord and ddl", 0.1)
+    # the newest snapshots hold the collections above (on Kafka an earlier, smaller one may
+    # be the newest for a moment: snapshots are written in the background)
+    wait_until(
+        lambda: snapshotted(client, storage, kafka) and big_enough(storage, client),
+        30,
+        "snapshots of coord and ddl with more than 4 and 2 records",
+        0.1,
+    )
     caught_up(client)
     before, segments, letters = catalog(client), shapes(client), dead_letters(client)
     n_ddl, n_coord = snapshot_sizes(storage, client)
-    assert n_ddl > 4 and n_coord > 2
     client.close()
     state = Path(args.get("data_dir", args["uri"]))
     # rootcoord dies after half the ddl snapshot; then datacoord after half the coord one
