@@ -165,10 +165,7 @@ class DataRpcs:
 
     def _search_results(self, request: Any, found: SearchResult, topk: int) -> Any:
         """Returns the SearchResults of a search's result."""
-        info = self._info(request.collection_name)
-        return milvus_pb2.SearchResults(
-            status=ok(), results=search_result(found, topk, info), collection_name=info.name
-        )
+        return search_results(found, topk, self._info(request.collection_name))
 
     def _search(
         self,
