@@ -65,7 +65,7 @@ from vectorlog.expr import Expr
 from vectorlog.processors.datacoord.service import DataCoordService
 from vectorlog.processors.indexnode.service import IndexNodeService
 from vectorlog.processors.proxy import arguments as a
-from vectorlog.processors.proxy import common_search, dynamic, hybrid, imports, plancache
+from vectorlog.processors.proxy import common_search, dynamic, hybrid, imports, loaded, plancache
 from vectorlog.processors.proxy import compaction_requests as compactions
 from vectorlog.processors.proxy import function_rank as fr
 from vectorlog.processors.proxy import indexes as ix
@@ -184,6 +184,17 @@ class Proxy:
     def drop_partition(self, collection: str, partition: str) -> None:
         check_qualified("collection", collection)
         self.rc.drop_partition(collection, partition_tag(partition))
+
+    def load_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        """Loads the collection (or alias target), or those `partitions`. Raises
+        InvalidName, CollectionNotFound, PartitionNotFound, LoadRefused."""
+        self.rc.load_collection(check_qualified("collection", name), partitions)
+
+    def release_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        """Releases the collection (or alias target), or those `partitions`: their reads are
+        refused until a load, writes go on. Raises InvalidName, CollectionNotFound,
+        PartitionNotFound, InvalidArgument, LoadRefused."""
+        self.rc.release_collection(check_qualified("collection", name), partitions)
 
     def create_alias(self, collection: str, alias: str) -> None:
         check_qualified("alias", alias)
@@ -602,6 +613,7 @@ class Proxy:
             raise InvalidArgument("vectorlog does not serve a function ranker in a grouping search")
         wanted = fr.with_input(output_fields, rank)
         plan = self._plan(info, data, limit, wanted, partition_names, options)
+        plan = loaded.loaded_plan(self._now(info, at), plan)
         ts = self.read_ts(info, at)
         found = self._run(info, plan, ts, at)
         if rank is None and not plan.out.lift:
@@ -662,6 +674,8 @@ class Proxy:
             for q in reqs
         ]
         nq = hybrid.same_nq([len(p.queries) for p in plans])
+        now = self._now(info, at)
+        plans = [loaded.loaded_plan(now, p) for p in plans]
         ts = self.read_ts(info, at)
         routes = [self._run(info, p, ts, at).hits() for p in plans]
         metrics = [p.metric for p in plans]
@@ -784,6 +798,7 @@ class Proxy:
             raise InvalidArgument("query takes ids= or filter=, not both (as Milvus)")
         if keys is None and expr is None and lim is None and fields is not None:
             raise InvalidArgument("empty expression should be used with limit")  # Milvus's words
+        parts = loaded.read_partitions(self._now(info, at), parts, loaded.QUERY)
         ts = self.read_ts(info, at)
         cid, expired = info.collection_id, _expired(info, at, ts)
         with _named(info):
@@ -812,17 +827,26 @@ class Proxy:
         pk = info.schema.primary.name
         fields = [pk, *(f for f in fields if f != pk)]  # results name their key, first
         out = dynamic.output(info.schema, fields)
+        parts = loaded.read_partitions(self._now(info, at), None, loaded.QUERY)
         with _named(info):
             expired = _expired(info, at, ts)
-            rows = self.qn.get(info.collection_id, keys, ts, out.fields, expire_ts=expired)
+            if parts is None:
+                rows = self.qn.get(info.collection_id, keys, ts, out.fields, expire_ts=expired)
+            else:  # some partitions released: the loaded ones' rows, in the order of `ids`
+                found = self.qn.query(
+                    info.collection_id, ts, out.fields, parts, keys=keys, expire_ts=expired
+                )
+                rows = _in_order_of(keys, pk, found)
             return out.rows(rows)
 
     def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
         """Returns the number of rows visible at the read's guarantee ts."""
         info = self._info(name, at.as_of)
+        parts = loaded.read_partitions(self._now(info, at), None, loaded.QUERY)
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
-            return self.qn.count(info.collection_id, ts, expire_ts=_expired(info, at, ts))
+            expired = _expired(info, at, ts)
+            return self.qn.count(info.collection_id, ts, parts, expire_ts=expired)
 
     @staticmethod
     def _keys(info: CollectionInfo, ids: Any) -> list[Any]:
@@ -886,6 +910,17 @@ class Proxy:
         except PartitionNotFound:
             raise InvalidArgument(f"partition name {name} not found") from None
 
+    def _now(self, info: CollectionInfo, at: ReadAt) -> CollectionInfo:
+        """Returns the latest meta of a read's collection (`info` itself unless the read is
+        a time-travel one): what its load state is checked against."""
+        if at.as_of is None:
+            return info
+        try:
+            now = self.rc.describe_collection(qualified(info.db, info.name))
+        except CollectionNotFound:  # dropped or renamed since: the read then says so
+            return info
+        return now if now.collection_id == info.collection_id else info
+
     def _info(self, name: str, as_of: int | None = None) -> CollectionInfo:
         """Returns the collection (or alias target) as of `as_of`. Raises InvalidArgument
         for a malformed name or ts, CollectionNotFound."""
@@ -914,6 +949,12 @@ def _expired(info: CollectionInfo, at: ReadAt, ts: int) -> int:
         return 0
     now = ts if at.as_of is not None else max(ts, compose(wall_ms()))
     return expire_ts(info.properties, now)
+
+
+def _in_order_of(keys: list[Any], pk: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Returns `rows` (each with primary key field `pk`) in the order of `keys`."""
+    by_key = {row[pk]: row for row in rows}
+    return [by_key[k] for k in keys if k in by_key]
 
 
 @contextmanager

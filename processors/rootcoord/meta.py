@@ -10,7 +10,7 @@ applies it.
 
 Key layout (under the SnapshotKV namespace):
     COLLECTION_KEY + id      -> JSON collection record (schema, channels, partitions, aliases,
-                                indexes, properties, created ts, database)
+                                indexes, properties, created ts, database, load state)
     COLLECTION_NAME_KEY + n  -> collection id of the live collection whose qualified name
                                 (core/databases.py: `db.name`, or `name` in default) is n
     ALIAS_KEY + a            -> collection id qualified alias a names
@@ -52,6 +52,7 @@ from vectorlog.core.errors import (
     PartitionExists,
     PartitionNotFound,
 )
+from vectorlog.core.load_state import LOADED, after_drop, after_load, after_release
 from vectorlog.core.model import (
     DEFAULT_PARTITION,
     ROW_ID_FIELD,
@@ -158,6 +159,7 @@ def info_of(rec: Record, schema: CollectionSchema | None = None) -> CollectionIn
         copy.deepcopy(rec["indexes"]),
         rec.get("db", DEFAULT_DATABASE),
         rec.get("schema_ts") or rec["created_ts"],
+        copy.deepcopy(rec.get("load", LOADED)),
     )
 
 
@@ -188,6 +190,8 @@ class MetaTable:
             "IndexDropped": self._index_dropped,
             "CollectionPropertiesAltered": self._properties_altered,
             "CollectionFieldAdded": self._field_added,
+            "CollectionLoaded": self._loaded,
+            "CollectionReleased": self._released,
             "DatabaseCreated": self._database_created,
             "DatabaseDropped": self._database_dropped,
             "DatabasePropertiesAltered": self._database_altered,
@@ -475,6 +479,8 @@ class MetaTable:
         if rec["partitions"].get(name) != e.body["partition_id"]:
             raise PartitionNotFound(rec["name"], name)
         del rec["partitions"][name]
+        if rec.get("load"):
+            rec["load"] = after_drop(rec["load"], name, rec["partitions"])
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
 
     def _alias_created(self, e: Event) -> Writes:
@@ -565,6 +571,28 @@ class MetaTable:
         rec["schema"], rec["schema_ts"] = with_field(schema, new).to_avro(), e.ts
         rec["added_fields"] = [*rec.get("added_fields", []), new.field_id]
         return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _loaded(self, e: Event) -> Writes:
+        """Loads the collection (no partition names) or the partitions named."""
+        rec = self._live(e.body["collection_id"])
+        names = self._named_partitions(rec, e.body.get("partition_names") or [])
+        rec["load"] = after_load(rec.get("load", LOADED), names)
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    def _released(self, e: Event) -> Writes:
+        """Releases the collection (no partition names) or the partitions named."""
+        rec = self._live(e.body["collection_id"])
+        names = self._named_partitions(rec, e.body.get("partition_names") or [])
+        rec["load"] = after_release(rec.get("load", LOADED), names, rec["partitions"])
+        return {collection_key(rec["collection_id"]): _dump(rec)}, []
+
+    @staticmethod
+    def _named_partitions(rec: Record, names: list[str]) -> list[str]:
+        """Returns `names`; raises PartitionNotFound for the first the collection lacks."""
+        for name in names:
+            if name not in rec["partitions"]:
+                raise PartitionNotFound(rec["name"], name)
+        return names
 
     def _database_created(self, e: Event) -> Writes:
         name = e.body["db_name"]

@@ -55,6 +55,7 @@ from vectorlog.core.types import IndexSpec
 from vectorlog.processors.rootcoord.ddl_followers import DdlFollowers
 from vectorlog.processors.rootcoord.idalloc import IdAllocator
 from vectorlog.processors.rootcoord.lease import Lease
+from vectorlog.processors.rootcoord.load_ddl import LoadDdl
 from vectorlog.processors.rootcoord.meta import MAX_PARTITIONS, MetaTable
 from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
 from vectorlog.processors.rootcoord.reserve import ReservationFailed
@@ -124,7 +125,7 @@ DEFAULT_MAX_SKEW_MS = 60_000
 CATCH_UP_TIMEOUT_S = 30.0
 
 
-class RootCoord(RbacDdl):
+class RootCoord(RbacDdl, LoadDdl):
     """Owns the TSO, the ID allocator and the meta table; executes DDL through the log."""
 
     def __init__(

@@ -55,6 +55,17 @@ class DdlService(Protocol):
     def alter_alias(self, collection: str, alias: str) -> None: ...
     def create_index(self, collection: str, spec: IndexSpec) -> None: ...
     def drop_index(self, collection: str, index_name: str) -> None: ...
+    def load_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        """Loads the collection, or (`partitions` not None) those partitions (a
+        CollectionLoaded event; none if nothing changes). Raises CollectionNotFound,
+        PartitionNotFound, LoadRefused."""
+        ...
+
+    def release_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        """Releases the collection, or (`partitions` not None) those partitions: reads of
+        them are refused until a load (a CollectionReleased event). Raises
+        CollectionNotFound, PartitionNotFound, InvalidArgument, LoadRefused."""
+        ...
 
 
 class DatabaseService(Protocol):

@@ -28,6 +28,7 @@ from vectorlog.core.errors import (
     PartitionNotFound,
 )
 from vectorlog.core.hybridts import compose, wall_ms
+from vectorlog.core.load_state import after_load, after_release
 from vectorlog.core.model import (
     CollectionHistory,
     CollectionInfo,
@@ -39,6 +40,7 @@ from vectorlog.core.model import (
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit, IndexSpec
 from vectorlog.processors.indexnode.service import FAILED, FINISHED, IN_PROGRESS, IndexProgress
+from vectorlog.processors.rootcoord.load_ddl import partition_names_of
 from vectorlog.processors.rootcoord.rbac_ddl import RbacDdl
 from vectorlog.processors.rootcoord.rbac_meta import RbacMeta
 from vectorlog.schemas.serde import Event
@@ -305,6 +307,17 @@ class FakeRootCoord(RbacDdl):
         info = self.describe_collection(collection)
         if info.indexes.pop(index_name, None) is None:
             raise IndexNotFound(info.name, index_name)
+
+    def load_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        self.ddl.append(("load_collection", (name, partitions)))
+        info = self.describe_collection(name)
+        info.load = after_load(info.load, partition_names_of(info, partitions, "load"))
+
+    def release_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        self.ddl.append(("release_collection", (name, partitions)))
+        info = self.describe_collection(name)
+        names = partition_names_of(info, partitions, "release")
+        info.load = after_release(info.load, names, info.partitions)
 
     def describe_collection(self, name: str, as_of: int | None = None) -> CollectionInfo:
         self.describe_database(split(name)[0])

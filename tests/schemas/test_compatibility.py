@@ -478,7 +478,11 @@ def test_v10_appends_the_privilege_group_added_field_and_job_branches_to_v9():
         "UserAltered",
         "RoleAltered",
     ]
-    assert new[len(old) + 7 :] == ["CollectionFieldAdded", "JobRecorded", "ClusterIdentityRecorded"]
+    assert new[len(old) + 7 : len(old) + 10] == [
+        "CollectionFieldAdded",
+        "JobRecorded",
+        "ClusterIdentityRecorded",
+    ]
     altered = {"group_name": "g", "added": ["Search", "Query"], "removed": []}
     field = {**v1_events()[0].body["schema"]["fields"][0], "field_id": 102, "name": "tag"}
     field |= {"is_primary_key": False, "params": {"nullable": "true", "default_value": "7"}}
@@ -557,3 +561,16 @@ def test_v10_ticks_are_never_idle_and_v11_ones_say_so():
     idle = Event("TimeTick", 131, {**tag, "idle": True})
     assert EventSerde().decode(EventSerde().encode(idle)) == idle
     assert V10.current.fingerprint != default_registry().current.fingerprint
+
+
+def test_v11_appends_the_load_state_branches_to_v10_and_reads_v10_data():
+    old, new = _branches(V10), _branches(default_registry())
+    assert new[: len(old)] == old
+    assert new[len(old) :] == ["CollectionLoaded", "CollectionReleased"]
+    for event in (
+        Event("CollectionReleased", 140, {"collection_id": 5, "partition_names": []}, 5),
+        Event("CollectionLoaded", 141, {"collection_id": 5, "partition_names": ["p1"]}, 5),
+    ):
+        assert EventSerde().decode(EventSerde().encode(event)) == event
+    renamed = {"collection_id": 5, "old_name": "c", "new_name": "d"}
+    assert read_by_current(V10, Event("CollectionRenamed", 142, renamed, 5)).body == renamed

@@ -160,6 +160,46 @@ class RbacRefused(InvalidArgument):
     65535): a user or role that exists or does not, a default role or root dropped."""
 
 
+class LoadRefused(InvalidArgument):
+    """A load or release Milvus's proxy refuses with a plain error (code 65535): no
+    partition named to load_partitions, partitions of a partition-key collection."""
+
+
+class NotLoaded(VectorlogError):
+    """A read of a collection or partition that is released (not loaded), refused before
+    any work until a load, as Milvus."""
+
+
+class CollectionNotLoaded(NotLoaded):
+    """A read of a released collection (merr 101, "failed to search: collection not
+    loaded[collection=ID]"; without `op`, GetLoadingProgress's words)."""
+
+    def __init__(self, collection_id: int, op: str | None = None) -> None:
+        words = f"collection not loaded[collection={collection_id}]"
+        super().__init__(words if op is None else f"failed to {op}: {words}")
+        self.collection_id = collection_id
+
+
+class PartitionNotLoaded(NotLoaded):
+    """GetLoadingProgress of a released partition (merr 201, Milvus's message)."""
+
+    def __init__(self, partition_id: int) -> None:
+        super().__init__(f"partition not loaded[partition={partition_id}]")
+
+
+class PartitionsNotLoaded(NotLoaded):
+    """A read naming a released partition of a loaded collection: Milvus's shard delegator
+    refuses it (code 65535), naming every partition the read named."""
+
+    def __init__(self, vchannel: str, op: str, partition_ids: list[int]) -> None:
+        ids = " ".join(map(str, partition_ids))
+        node = "QueryNode ID=1" if op == "Search" else "QueryNode ID = 1"  # Milvus's words
+        super().__init__(
+            f"failed to search/query delegator 1 for channel {vchannel}: fail to {op}, "
+            f"{node}, reason=partition not loaded[partition=[{ids}]]"
+        )
+
+
 class PermissionDenied(VectorlogError):
     """The caller lacks the privilege a call needs (Milvus's privilege interceptor: gRPC
     PERMISSION_DENIED, "PrivilegeX: permission deny to U in the `db` database")."""

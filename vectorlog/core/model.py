@@ -570,6 +570,8 @@ class CollectionInfo:
     #: the ts of its schema's last change (a field added; else its creation): a read at an
     #: earlier ts may find a query node that does not have the newest field yet
     schema_ts: int = 0
+    #: which partitions are loaded (core/load_state.py; {}: every one, the default)
+    load: dict[str, Any] = field(default_factory=dict)
 
 
 #: per ValueField member (the kind of a default value on the wire), the field types it may

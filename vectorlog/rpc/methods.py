@@ -331,7 +331,28 @@ DDLLEASE = _service(
         "wait_s",
     ),
 )
+#: rootcoord's load and release requests (processors.rootcoord.load_ddl): `partitions` None
+#: for the whole collection. Served beside RootCoord v5 (a rootcoord of the version before
+#: answers UNIMPLEMENTED)
+LOADSTATE = _service(
+    "LoadState",
+    "v1",
+    Method("LoadCollection", "load_collection", (("name", STRING), ("partitions", VALUE)), NULL),
+    Method(
+        "ReleaseCollection", "release_collection", (("name", STRING), ("partitions", VALUE)), NULL
+    ),
+)
 SERVICES = {
     s.name: s
-    for s in (ROOTCOORD, DATACOORD, QUERYNODE, INDEXNODE, QUERYSHARD, MEMBER, MEMBER_V2, DDLLEASE)
+    for s in (
+        ROOTCOORD,
+        LOADSTATE,
+        DATACOORD,
+        QUERYNODE,
+        INDEXNODE,
+        QUERYSHARD,
+        MEMBER,
+        MEMBER_V2,
+        DDLLEASE,
+    )
 }

@@ -11,7 +11,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionHistory, CollectionInfo, CollectionSchema, FieldSchema
 from vectorlog.core.types import IndexSpec
 from vectorlog.rpc.channel import DEFAULT_DEADLINE_S, RpcChannel
-from vectorlog.rpc.methods import ROOTCOORD
+from vectorlog.rpc.methods import LOADSTATE, ROOTCOORD
 
 #: timestamps fetched per AllocTimestamp RPC by `now()`
 TS_BATCH = 256
@@ -73,6 +73,7 @@ class RootCoordClient:
         `ts_max_age_s`: how long a block of timestamps is served; `token`: the cluster's
         token, sent with every call (None: none)."""
         self._rpc = RpcChannel(ROOTCOORD, address, deadline_s, token=token)
+        self._load = RpcChannel(LOADSTATE, address, deadline_s, token=token)
         self._ts_batch, self._ts_age = _count(ts_batch, MAX_TS_COUNT), ts_max_age_s
         self._id_batch = _count(id_batch)
         self._ts, self._ids = _Block(), _Block()
@@ -85,6 +86,7 @@ class RootCoordClient:
     def close(self) -> None:
         """Closes the connection; the unused rest of each block is never handed out."""
         self._rpc.close()
+        self._load.close()
 
     # -- DDL -------------------------------------------------------------------------------
     def create_collection(
@@ -126,6 +128,12 @@ class RootCoordClient:
 
     def drop_partition(self, collection: str, partition: str) -> None:
         self._rpc.call("DropPartition", collection=collection, partition=partition)
+
+    def load_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        self._load.call("LoadCollection", name=name, partitions=partitions)
+
+    def release_collection(self, name: str, partitions: list[str] | None = None) -> None:
+        self._load.call("ReleaseCollection", name=name, partitions=partitions)
 
     def create_alias(self, collection: str, alias: str) -> None:
         self._rpc.call("CreateAlias", collection=collection, alias=alias)

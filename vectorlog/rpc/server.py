@@ -28,6 +28,7 @@ from vectorlog.rpc.methods import (
     DATACOORD,
     DDLLEASE,
     INDEXNODE,
+    LOADSTATE,
     MEMBER,
     MEMBER_V2,
     QUERYNODE,
@@ -155,6 +156,7 @@ class RpcServer:
         self._server = grpc.server(ThreadPoolExecutor(workers), options=OPTIONS)
         served: list[tuple[Service, Any]] = [
             (ROOTCOORD, rootcoord),
+            (LOADSTATE, rootcoord),  # its load and release requests
             (DATACOORD, datacoord),
             (QUERYNODE, querynode),
             (INDEXNODE, indexnode),

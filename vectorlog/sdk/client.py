@@ -14,10 +14,13 @@ from vectorlog.config import Config
 from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
 from vectorlog.core.errors import (
     CollectionNotFound,
+    CollectionNotLoaded,
     InvalidArgument,
     InvalidName,
     PartitionNotFound,
+    PartitionNotLoaded,
 )
+from vectorlog.core.load_state import loaded_names
 from vectorlog.core.model import (
     DENSE_TYPES,
     CollectionInfo,
@@ -426,23 +429,25 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         partition_tag(partition_name)
         return partition_name in self._proxy.describe_collection(name, as_of).partitions
 
-    # -- loading: vectorlog keeps every collection loaded (the query node holds them all) ------
+    # -- loading: a collection is loaded from its creation on; a release refuses its reads ----
     def load_collection(
         self, collection_name: str, timeout: float | None = None, replica_number: int = 1
     ) -> None:
-        """As MilvusClient's: every collection is served loaded. In cluster mode with query
-        nodes, `replica_number` copies of each of its channels are served, each on another
-        query node (returns once they are; raises NotEnoughQueryNodes after `timeout`,
-        default 60 s); embedded, one query node serves everything and it is accepted, and
-        it returns once the segment indexes built so far are served (as Milvus's load), or
-        after `timeout` (default 60 s; segments whose index is not loaded yet are searched
-        exactly meanwhile). Raises CollectionNotFound, InvalidArgument (a replica_number
-        below 1)."""
+        """As MilvusClient's: the collection's reads are served again after a release (a
+        CollectionLoaded event; a new collection is loaded already). In cluster mode with
+        query nodes, `replica_number` copies of each of its channels are served, each on
+        another query node (returns once they are; raises NotEnoughQueryNodes after
+        `timeout`, default 60 s); embedded, one query node serves everything and it is
+        accepted, and it returns once the segment indexes built so far are served (as
+        Milvus's load), or after `timeout` (default 60 s; segments whose index is not loaded
+        yet are searched exactly meanwhile). Raises CollectionNotFound, InvalidArgument (a
+        replica_number below 1)."""
         info = self._proxy.describe_collection(self._q(collection_name))
         if not isinstance(replica_number, int) or replica_number < 1:
             raise InvalidArgument(
                 f"replica_number must be a positive integer, not {replica_number!r}"
             )
+        self._proxy.load_collection(self._q(collection_name))
         configure = getattr(self._cluster, "configure_replicas", None)
         if configure is not None:
             configure(info.collection_id, info.pchannels, replica_number, timeout or 60.0)
@@ -451,30 +456,63 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             wait(info.collection_id, timeout or 60.0)
 
     def release_collection(self, collection_name: str, timeout: float | None = None) -> None:
-        """Accepted, with nothing done: reads stay served (Milvus refuses them until a load).
-        Raises CollectionNotFound."""
-        self._proxy.describe_collection(self._q(collection_name))
+        """Releases the collection, as Milvus: its searches, queries, gets and counts are
+        refused (CollectionNotLoaded) until `load_collection` or `load_partitions`; writes go
+        on. Raises CollectionNotFound."""
+        self._proxy.release_collection(self._q(collection_name))
 
-    def load_partitions(self, collection_name: str, partition_names: list[str]) -> None:
-        """Accepted, with nothing to do. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(collection_name, partition_names)
+    def load_partitions(
+        self, collection_name: str, partition_names: list[str] | str, timeout: float | None = None
+    ) -> None:
+        """Loads these partitions (of a released collection: only these are read). Raises
+        CollectionNotFound, PartitionNotFound, LoadRefused (none named, partition keys)."""
+        names = [partition_names] if isinstance(partition_names, str) else partition_names
+        self._proxy.load_collection(self._q(collection_name), names)
 
-    def release_partitions(self, collection_name: str, partition_names: list[str]) -> None:
-        """Accepted, with nothing done. Raises CollectionNotFound, PartitionNotFound."""
-        self._known_partitions(collection_name, partition_names)
+    def release_partitions(
+        self, collection_name: str, partition_names: list[str] | str, timeout: float | None = None
+    ) -> None:
+        """Releases these partitions: reads naming them are refused (PartitionsNotLoaded),
+        reads naming none read the others; releasing the last loaded one releases the
+        collection. Raises CollectionNotFound, PartitionNotFound, InvalidArgument (none
+        named), LoadRefused (partition keys)."""
+        names = [partition_names] if isinstance(partition_names, str) else partition_names
+        self._proxy.release_collection(self._q(collection_name), names)
 
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
     ) -> dict[str, str]:
-        """Returns {"state": "Loaded"}; in cluster mode with the query nodes' assignment,
-        "Loading" while a pchannel of the collection has no query node serving it and
-        "NotLoad" if no query node could load one. Raises CollectionNotFound,
-        PartitionNotFound."""
-        self._known_partitions(collection_name, [partition_name] if partition_name else [])
+        """Returns {"state": "NotLoad"} for a released collection (or partition), else
+        {"state": "Loaded"}; in cluster mode with the query nodes' assignment, "Loading"
+        while a pchannel of the collection has no query node serving it and "NotLoad" if no
+        query node could load one. Raises CollectionNotFound, PartitionNotFound."""
+        info = self._proxy.describe_collection(self._q(collection_name))
+        if partition_name and partition_name not in info.partitions:
+            raise PartitionNotFound(collection_name, partition_name)
+        loaded = loaded_names(info.load, info.partitions)
+        if partition_name not in loaded if partition_name else not loaded:
+            return {"state": "NotLoad"}
         state = getattr(self._cluster, "load_state", None)
         if state is None:
             return {"state": "Loaded"}
-        return {"state": state(self._proxy.describe_collection(self._q(collection_name)).pchannels)}
+        return {"state": state(info.pchannels)}
+
+    def get_loading_progress(
+        self, collection_name: str, partition_names: list[str] | None = None
+    ) -> int:
+        """Returns the loading progress in percent (Milvus's GetLoadingProgress): 100 once
+        loaded. Raises CollectionNotFound, PartitionNotFound, PartitionNotLoaded (a named
+        partition is released), CollectionNotLoaded (no partition named, none loaded)."""
+        info = self._proxy.describe_collection(self._q(collection_name))
+        loaded = loaded_names(info.load, info.partitions)
+        for name in partition_names or []:
+            if name not in info.partitions:
+                raise PartitionNotFound(collection_name, name)
+            if name not in loaded:
+                raise PartitionNotLoaded(info.partitions[name])
+        if not loaded:
+            raise CollectionNotLoaded(info.collection_id)
+        return 100
 
     def describe_replica(
         self, collection_name: str, timeout: float | None = None
@@ -492,14 +530,6 @@ class Client(AdminCalls, PrivilegeGroupCalls):
             info.collection_id, partitions, info.vchannels, info.pchannels
         )
         return list(found)
-
-    def _known_partitions(self, collection_name: str, partition_names: list[str]) -> None:
-        """Raises CollectionNotFound, or PartitionNotFound for the first of `partition_names`
-        the collection (a plain name of this client's database) lacks."""
-        parts = self._proxy.describe_collection(self._q(collection_name)).partitions
-        for name in partition_names:
-            if name not in parts:
-                raise PartitionNotFound(collection_name, name)
 
     def list_partitions(self, collection_name: str, as_of: int | None = None) -> list[str]:
         parts = self._proxy.describe_collection(self._q(collection_name), as_of).partitions

@@ -196,7 +196,7 @@ class MilvusServicer(
         pairs = conv.kv_pairs({"row_count": stats["row_count"]})
         return milvus_pb2.GetPartitionStatisticsResponse(status=ok(), stats=pairs)
 
-    # -- loading: vectorlog serves every collection loaded --------------------------------------
+    # -- loading: a collection is loaded from its creation on, until released ------------------
     @rpc
     def LoadCollection(self, request: Any, context: Any) -> Any:
         self._info(request.collection_name)
@@ -206,31 +206,39 @@ class MilvusServicer(
 
     @rpc
     def ReleaseCollection(self, request: Any, context: Any) -> Any:
-        self._info(request.collection_name)
+        self.client.release_collection(request.collection_name)
         return ok()
 
     @rpc
     def LoadPartitions(self, request: Any, context: Any) -> Any:
-        self._info(request.collection_name)
+        self.client.load_partitions(request.collection_name, list(request.partition_names))
         return ok()
 
     @rpc
     def ReleasePartitions(self, request: Any, context: Any) -> Any:
-        self._info(request.collection_name)
+        self.client.release_partitions(request.collection_name, list(request.partition_names))
         return ok()
 
     @rpc
     def GetLoadState(self, request: Any, context: Any) -> Any:
+        """NotLoad if the collection (or a partition named) is released, as Milvus."""
         self._info(request.collection_name)
-        state = self.client.get_load_state(request.collection_name)["state"]
+        states = [
+            self.client.get_load_state(request.collection_name, p)["state"]
+            for p in list(request.partition_names) or [""]
+        ]
+        state = "NotLoad" if "NotLoad" in states else states[0]
         named = common_pb2.LoadState.Value(f"LoadState{state}")
         return milvus_pb2.GetLoadStateResponse(status=ok(), state=named)
 
     @rpc
     def GetLoadingProgress(self, request: Any, context: Any) -> Any:
+        """100 once loaded; a released collection or partition is refused, as Milvus."""
         self._info(request.collection_name)
+        names = list(request.partition_names)
+        progress = self.client.get_loading_progress(request.collection_name, names)
         return milvus_pb2.GetLoadingProgressResponse(
-            status=ok(), progress=100, refresh_progress=100
+            status=ok(), progress=progress, refresh_progress=progress
         )
 
     @rpc

@@ -22,6 +22,7 @@ PERMISSION_DENIED = 65535  # Milvus answers it as gRPC PERMISSION_DENIED, not in
 PARAMETER_MISSING = 1101
 ALIAS_NAME_CONFLICT = 1601
 REPLICA_NOT_FOUND, CHANNEL_NOT_FOUND = 400, 500
+COLLECTION_NOT_LOADED, PARTITION_NOT_LOADED = 101, 201
 
 #: (vectorlog error, merr code, legacy ErrorCode), most specific first
 _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
@@ -32,6 +33,10 @@ _TABLE: tuple[tuple[type[BaseException], int, int], ...] = (
     (ReplicaNotFound, REPLICA_NOT_FOUND, common_pb2.UnexpectedError),
     (ChannelNotFound, CHANNEL_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.PartitionNotFound, PARTITION_NOT_FOUND, common_pb2.UnexpectedError),
+    (errors.CollectionNotLoaded, COLLECTION_NOT_LOADED, common_pb2.UnexpectedError),
+    (errors.PartitionNotLoaded, PARTITION_NOT_LOADED, common_pb2.UnexpectedError),
+    (errors.PartitionsNotLoaded, UNEXPECTED, common_pb2.UnexpectedError),
+    (errors.LoadRefused, UNEXPECTED, common_pb2.UnexpectedError),
     (errors.DatabaseNotFound, DATABASE_NOT_FOUND, common_pb2.UnexpectedError),
     (errors.DatabaseLimitExceeded, DATABASE_LIMIT, common_pb2.UnexpectedError),
     (errors.InvalidDatabaseName, DATABASE_NAME_INVALID, common_pb2.UnexpectedError),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vectorlog.core.errors import CollectionNotFound, PartitionNotFound
+from vectorlog.core.errors import CollectionNotFound
 from vectorlog.core.types import level_name
 from vectorlog.sdk.client import Client, IndexParams, SchemaBuilder
 from vectorlog.server.rest_convert import (
@@ -25,6 +25,7 @@ Handler = Callable[[Client, Any], Any]
 NAME = {"collectionName": Field("str", required=True)}
 PARTITION = {**NAME, "partitionName": Field("str", required=True)}
 LOADED = {"loadState": "LoadStateLoaded", "loadProgress": 100}
+NOT_LOADED = "LoadStateNotLoad"
 
 
 def _name(body: Any, **extra: Field) -> str:
@@ -60,13 +61,21 @@ def drop_properties(c: Client, body: Any) -> Any:
 
 
 def load_collection(c: Client, body: Any) -> Any:
-    """vectorlog serves every collection loaded: load and release only check it exists."""
-    c.describe_collection(_name(body))
+    c.load_collection(_name(body))
+
+
+def release_collection(c: Client, body: Any) -> Any:
+    c.release_collection(_name(body))
 
 
 def get_load_state(c: Client, body: Any) -> Any:
+    """Returns {"loadState", "loadProgress"}; {"loadState": "LoadStateNotLoad"} (no progress,
+    as Milvus) if the collection or a partition named is released."""
     args = parse(body, {**NAME, "partitionNames": Field("list")})
-    c.describe_collection(args["collectionName"])
+    name = args["collectionName"]
+    names = [str(p) for p in args.get("partitionNames") or []] or [""]
+    if any(c.get_load_state(name, p)["state"] == "NotLoad" for p in names):
+        return {"loadState": NOT_LOADED}
     return dict(LOADED)
 
 
@@ -102,7 +111,7 @@ def describe_collection(c: Client, body: Any) -> Any:
         "autoId": d["auto_id"],
         "fields": fields,
         "indexes": indexes,
-        "load": LOADED["loadState"],
+        "load": NOT_LOADED if _released(c, d["collection_name"]) else LOADED["loadState"],
         "shardsNum": d["num_shards"],
         "partitionsNum": d["num_partitions"],
         "consistencyLevel": level_name(d["consistency_level"]),
@@ -110,6 +119,10 @@ def describe_collection(c: Client, body: Any) -> Any:
         "aliases": d["aliases"],
         "properties": [{"key": k, "value": v} for k, v in d["properties"].items()],
     }
+
+
+def _released(c: Client, name: str) -> bool:
+    return c.get_load_state(name)["state"] == "NotLoad"
 
 
 def _field(f: dict[str, Any]) -> dict[str, Any]:
@@ -322,13 +335,13 @@ def create_partition(c: Client, body: Any) -> Any:
 
 
 def load_partitions(c: Client, body: Any) -> Any:
-    """Every partition is served loaded: load and release only check they exist."""
     args = parse(body, {**NAME, "partitionNames": Field("list", required=True)})
-    collection = args["collectionName"]
-    known = set(c.list_partitions(collection))
-    for name in args["partitionNames"]:
-        if name not in known:
-            raise PartitionNotFound(collection, str(name))
+    c.load_partitions(args["collectionName"], [str(p) for p in args["partitionNames"]])
+
+
+def release_partitions(c: Client, body: Any) -> Any:
+    args = parse(body, {**NAME, "partitionNames": Field("list", required=True)})
+    c.release_partitions(args["collectionName"], [str(p) for p in args["partitionNames"]])
 
 
 def drop_partition(c: Client, body: Any) -> Any:
@@ -410,7 +423,7 @@ ROUTES: dict[str, Handler] = {
     "collections/drop_properties": drop_properties,
     "collections/fields/add": add_field,
     "collections/load": load_collection,
-    "collections/release": load_collection,
+    "collections/release": release_collection,
     "collections/get_load_state": get_load_state,
     "collections/get_stats": get_stats,
     "collections/flush": flush,
@@ -419,7 +432,7 @@ ROUTES: dict[str, Handler] = {
     "partitions/create": create_partition,
     "partitions/drop": drop_partition,
     "partitions/load": load_partitions,
-    "partitions/release": load_partitions,
+    "partitions/release": release_partitions,
     "indexes/list": list_indexes,
     "indexes/describe": describe_index,
     "indexes/create": create_index,

@@ -20,7 +20,8 @@ from vectorlog.rpc.methods import QUERYNODE, ROOTCOORD
 
 SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
 #: the digest of each served service's schemas: a change to one must be a new version of that
-#: service (new paths). DdlLease v1 is rootcoord's DDL leases (served beside RootCoord v5);
+#: service (new paths). LoadState v1 is rootcoord's load and release requests, DdlLease v1 its
+#: DDL leases (both served beside RootCoord v5);
 #: Member v2 added GetStorageIdentity (served beside v1); RootCoord v5
 #: added GetMetaVersion, v4 privilege groups, descriptions
 #: and AddCollectionField, v2 num_partitions and AlterCollection, DataCoord v3 the cluster
@@ -36,6 +37,7 @@ FINGERPRINTS = {
     "vectorlog.rpc.v1.Member": "8d6572f23e0272b50b43ea4d0eac6947cee88c8cdf393b73816f1f1ff88b07cd",  # noqa: E501
     "vectorlog.rpc.v2.Member": "c244402c6c1b7f7c445d763f46121030a063fdd36eff71048b281359379c14e0",  # noqa: E501
     "vectorlog.rpc.v1.DdlLease": "245b335a82ef3de55ef50872b0f7a5008d2c11858201807a75b6bafbf112ff71",  # noqa: E501
+    "vectorlog.rpc.v1.LoadState": "5c0fe62346a618cb30e13bf76fe2e15fb70e4c041f3cc4926341ff0658db8b2a",  # noqa: E501
 }
 
 
