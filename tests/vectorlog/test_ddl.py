@@ -365,26 +365,6 @@ def test_ddl_records_appended_by_another_writer_are_not_skipped_by_the_next_ddl(
     assert again.list_collections() == ["a2", "b"] and len(ddl_letters(again)) == 1
 
 
-def test_loading_calls_are_accepted_and_check_names(client: Client):
-    """Every collection stays loaded: load/release are accepted (MilvusClient's calls), the
-    state is Loaded, and unknown collections or partitions are refused."""
-    client.create_collection("c", dimension=2)
-    client.release_collection("c")
-    client.load_collection("c")
-    client.load_partitions("c", ["_default"])
-    client.release_partitions("c", ["_default"])
-    assert client.get_load_state("c") == {"state": "Loaded"}
-    assert client.get_load_state("c", partition_name="_default") == {"state": "Loaded"}
-    with pytest.raises(CollectionNotFound):
-        client.load_collection("nope")
-    with pytest.raises(CollectionNotFound):
-        client.get_load_state("nope")
-    with pytest.raises(PartitionNotFound):
-        client.load_partitions("c", ["_default", "nope"])
-    with pytest.raises(PartitionNotFound):
-        client.get_load_state("c", partition_name="nope")
-
-
 def test_dropping_a_missing_collection_is_a_no_op_as_milvus(client: Client):
     client.drop_collection("never")  # Milvus 2.4: drops are idempotent
     client.create_collection("c", dimension=2)
