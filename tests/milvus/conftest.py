@@ -1,5 +1,6 @@
-"""Fixtures of the differential tests: the clients of tests/clients.py, and the process cluster
-a module's "cluster" pairs share (tests/milvus/cluster_pair.py)."""
+"""Fixtures of the differential tests: the clients of tests/clients.py, the process cluster
+a module's "cluster" pairs share (tests/milvus/cluster_pair.py), and the real Milvus 2.3.5
+(infra/milvus_server.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from infra.milvus_server import MilvusServer, MilvusUnavailable, ensure_venv
 from tests.clients import (  # noqa: F401
     backend,
     client_args,
@@ -29,6 +31,23 @@ def process_cluster(
         yield made
     finally:
         made.close()
+
+
+@pytest.fixture(scope="module")
+def milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServer]:
+    """A Milvus 2.3.5 standalone on free ports; fails (never skips) if it cannot be had."""
+    server, reason = None, ""
+    try:
+        server = MilvusServer(tmp_path_factory.mktemp("milvus"), ensure_venv())
+        server.start()
+    except MilvusUnavailable as exc:
+        reason = str(exc)
+    if server is None or server.proc is None:
+        pytest.fail(f"the real Milvus 2.3.5 is required by this test: {reason}", pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 #: the "cluster" pairs `make test` runs (one cluster start, reads, writes and partitions, flush,

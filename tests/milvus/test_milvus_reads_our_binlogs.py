@@ -22,18 +22,12 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra.milvus_server import (
-    MilvusScriptError,
-    MilvusServer,
-    MilvusUnavailable,
-    ensure_venv,
-)
+from infra.milvus_server import MilvusScriptError, MilvusServer
 from tests.support import wait_until
 from vectorlog import Client
 from vectorlog.core.model import DataType
@@ -161,23 +155,6 @@ for name, files in spec["imports"].items():
     report[name] = r
 print(json.dumps(report))
 """
-
-
-@pytest.fixture(scope="module")
-def milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServer]:
-    """A Milvus 2.3.5 standalone on free ports; fails (never skips) if it cannot be had."""
-    server, reason = None, ""
-    try:
-        server = MilvusServer(tmp_path_factory.mktemp("milvus"), ensure_venv())
-        server.start()
-    except MilvusUnavailable as exc:
-        reason = str(exc)
-    if server is None or server.proc is None:
-        pytest.fail(f"the real Milvus 2.3.5 is required by this test: {reason}", pytrace=False)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def schema() -> Any:

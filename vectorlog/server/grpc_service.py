@@ -221,8 +221,13 @@ class MilvusServicer(
 
     @rpc
     def GetLoadState(self, request: Any, context: Any) -> Any:
-        """NotLoad if the collection (or a partition named) is released, as Milvus."""
-        self._info(request.collection_name)
+        """NotLoad if the collection (or a partition named) is released; NotExist (not an
+        error) for a missing collection, as Milvus."""
+        try:
+            self._info(request.collection_name)
+        except CollectionNotFound:
+            state = common_pb2.LoadState.Value("LoadStateNotExist")
+            return milvus_pb2.GetLoadStateResponse(status=ok(), state=state)
         states = [
             self.client.get_load_state(request.collection_name, p)["state"]
             for p in list(request.partition_names) or [""]
