@@ -48,16 +48,13 @@ DIFFERENCES: dict[str, str] = {
     "too: n in {2, 3}); milvus-lite 3.2.2 divides as floats (n == 2 only)",
     'filter[meta["nested"]["v"] in [1, 2]]': "Milvus 2.4 accepts `in` on a JSON path "
     "(vectorlog too); milvus-lite 3.2.2 wants a field on the left of `in`",
-    # vectorlog keeps every collection loaded (its query node holds them all): a release is
-    # accepted and changes nothing, reads stay served
-    "load_state.released": "Milvus 2.4 reports NotLoad after release_collection and refuses "
-    "reads until a load (milvus-lite too); vectorlog's collections stay Loaded and readable",
+    # load and release: vectorlog follows Milvus (tests/milvus/test_load_state_vs_milvus.py)
     "rename.query": "milvus-lite 3.2.2 releases a renamed collection (reads refused until a "
-    "load); Milvus 2.4 keeps its load state, and vectorlog's stay loaded",
+    "load); Milvus keeps its load state, vectorlog too",
     "partition.release": "milvus-lite 3.2.2 refuses partition-level release (UNIMPLEMENTED); "
-    "Milvus 2.4 accepts it, vectorlog too (nothing to release)",
+    "Milvus accepts it, vectorlog too",
     "partition.load": "milvus-lite 3.2.2 refuses partition-level load (UNIMPLEMENTED); Milvus "
-    "2.4 accepts it, vectorlog too (already loaded)",
+    "accepts it, vectorlog too",
     # index semantics: milvus-lite 3.2.2 departs from Milvus 2.4, which vectorlog follows
     "index.metric_mismatch": "Milvus 2.4 refuses a search whose metric_type is not the "
     'index\'s ("metric type not match"; vectorlog too); milvus-lite 3.2.2 searches with the '
@@ -870,6 +867,12 @@ def test_aliases_rename_load_flush_and_stats(pair: Pair) -> None:
     d.check("load_state", each(load_state, pair.both("get_load_state", "a")), eq)
     d.check("release", pair.both("release_collection", "a"), eq)
     d.check("load_state.released", each(load_state, pair.both("get_load_state", "a")), eq)
+    got = pair.both("search", "a", [plain[0]["vector"]], limit=3)
+    d.check("released.search.refused", got, eq)
+    got = pair.both("query", "a", filter="id < 5", output_fields=["id"])
+    d.check("released.query.refused", got, eq)
+    got = pair.both("insert", "a", [{**plain[0], "id": 10_000}])
+    d.check("released.insert", each(results(lambda r: r["insert_count"]), got), eq)
     d.check("load", pair.both("load_collection", "a"), eq)
     d.check("load_state.loaded", each(load_state, pair.both("get_load_state", "a")), eq)
     d.check("alias.create", pair.both("create_alias", "a", "al"), eq)
