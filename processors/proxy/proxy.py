@@ -839,10 +839,14 @@ class Proxy:
                 rows = _in_order_of(keys, pk, found)
             return out.rows(rows)
 
-    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
-        """Returns the number of rows visible at the read's guarantee ts."""
+    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL, partition: str | None = None) -> int:
+        """Returns the number of rows (of `partition`) visible at the read's guarantee ts:
+        statistics, served loaded or released (Milvus's come from its data coordinator).
+        Raises CollectionNotFound, InvalidArgument (no such partition)."""
         info = self._info(name, at.as_of)
-        parts = loaded.read_partitions(self._now(info, at), None, loaded.QUERY)
+        if partition is not None:
+            partition = a.name("partition", partition)
+        parts = None if partition is None else [self._read_partition(info, partition)]
         ts = self.read_ts(info, at)  # first: the replica may appear only once tsafe passes
         with _named(info):
             expired = _expired(info, at, ts)

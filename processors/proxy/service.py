@@ -225,6 +225,7 @@ class ProxyService(DdlService, DatabaseService, Protocol):
         """Returns the visible entities with these primary keys."""
         ...
 
-    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
-        """Returns the number of rows visible at the read's guarantee ts."""
+    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL, partition: str | None = None) -> int:
+        """Returns the number of rows (of `partition`) visible at the read's guarantee ts,
+        loaded or released (statistics)."""
         ...

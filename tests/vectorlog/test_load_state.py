@@ -26,7 +26,7 @@ from vectorlog.core.errors import (
 from vectorlog.core.model import DataType
 
 Q = [[1.0, 1.0, 0.0, 0.0]]
-STRONG = {"consistency_level": "Strong"}
+STRONG: dict[str, Any] = {"consistency_level": "Strong"}
 
 
 @pytest.fixture
@@ -80,6 +80,9 @@ def test_a_released_collection_refuses_every_read_until_loaded(client: Client):
         assert str(exc.value) == f"failed to {op}: collection not loaded[collection={cid}]"
     with pytest.raises(CollectionNotLoaded, match=rf"^collection not loaded\[collection={cid}\]"):
         client.get_loading_progress("c")
+    # statistics are served released, as Milvus's (its data coordinator's)
+    assert client.get_collection_stats("c") == {"row_count": 9}
+    assert client.get_partition_stats("c", "p1") == {"row_count": 3}
     # bad arguments are still named first, as Milvus's proxy checks them before the load
     with pytest.raises(InvalidArgument, match="topk"):
         client.search("c", Q, limit=0)

@@ -611,10 +611,11 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         return {"row_count": self._proxy.count(self._q(collection_name), at)}
 
     def get_partition_stats(self, collection_name: str, partition_name: str) -> dict[str, int]:
-        """Returns {"row_count": rows of the partition visible now}. Raises
-        CollectionNotFound, InvalidArgument naming a partition that does not exist."""
-        rows = self.query(collection_name, "", ["count(*)"], partition_names=[partition_name])
-        return {"row_count": int(rows[0]["count(*)"])}
+        """Returns {"row_count": rows of the partition visible now}, loaded or released.
+        Raises CollectionNotFound, InvalidArgument naming a partition that does not exist."""
+        at = ReadAt(session_ts=self._session_ts)
+        name = self._q(collection_name)
+        return {"row_count": self._proxy.count(name, at, partition_name)}
 
     # -- flush and segments --------------------------------------------------------------------
     def flush(

@@ -255,7 +255,10 @@ class MilvusProxy:
         with _mapped():
             return [dict(r) for r in self.milvus.get(name, ids, output_fields, **_level(at))]
 
-    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL) -> int:
+    def count(self, name: str, at: ReadAt = COLLECTION_LEVEL, partition: str | None = None) -> int:
+        if partition is not None:
+            with _mapped():
+                return int(self.milvus.get_partition_stats(name, partition)["row_count"])
         return int(self.query(name, "", ["count(*)"], at=at)[0]["count(*)"])
 
     def flush(self, name: str, wait: bool = True, timeout: float | None = None) -> list[int]:

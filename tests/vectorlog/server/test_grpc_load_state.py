@@ -17,7 +17,7 @@ from tests.vectorlog.server.rest_support import Rest, rest_fixture
 
 rest = rest_fixture()
 Q = [[1.0, 1.0, 0.0, 0.0]]
-STRONG = {"consistency_level": "Strong"}
+STRONG: dict[str, Any] = {"consistency_level": "Strong"}
 
 
 def unique() -> str:
