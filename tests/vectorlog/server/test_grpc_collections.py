@@ -124,7 +124,8 @@ def test_rename_load_release_and_loading_progress(served: Served) -> None:
     m.rename_collection(old, new)
     assert m.has_collection(new) and not m.has_collection(old)
     m.release_collection(new)
-    m.load_collection(new)  # vectorlog serves every collection loaded
+    assert m.get_load_state(new)["state"].name == "NotLoad"
+    m.load_collection(new)
     assert m.get_load_state(new)["state"].name == "Loaded"
     with pytest.raises(MilvusException) as exc:
         m.load_collection(old)
