@@ -227,3 +227,16 @@ def test_the_load_state_survives_a_restart(open_client: ClientFactory):
     assert found(again, "e") == [1, 2, 3, 10, 11, 12]
     again.load_collection("c")
     assert found(again) == [1, 2, 3, 10, 11, 12, 20, 21, 22]
+
+
+def test_a_time_travel_read_of_a_released_collection_is_refused(client: Client):
+    make(client)
+    ts = client.insert("c", [{"id": 7, "vector": [7, 1, 0, 0]}])["timestamp"]
+    assert found(client, as_of=ts) == [1, 2, 3, 7, 10, 11, 12, 20, 21, 22]
+    client.release_partitions("c", ["p2"])
+    assert found(client, as_of=ts) == [1, 2, 3, 7, 10, 11, 12]  # the load state is now's
+    client.release_collection("c")
+    with pytest.raises(CollectionNotLoaded):
+        found(client, as_of=ts)
+    with pytest.raises(CollectionNotLoaded):
+        client.query("c", filter="id > 0", as_of=ts)
