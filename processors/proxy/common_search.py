@@ -1,14 +1,13 @@
-"""The one-call path of the common search (issue 28): query vectors of a dense float field, no
-filter, output fields, partitions, offset, grouping, range, ranker, TTL, as_of or released
-partition (core/load_state.py), read at Strong, Bounded or Eventually, where the query node has
-already applied the read's guarantee ts. It answers exactly as the general path
-(`Proxy.search_result`) does, with the same pieces and without its layers: the plan the general
-path checked and cached for this very collection version (plancache.py: any DDL makes a new
-CollectionInfo, so a plan of the old one is never used), the same conversion and checks of the
-query vectors, the same read ts, and the query node's search of every segment with its alive
-bitmap. Anything else (first search of a shape, a read that must wait, a node that answers
-otherwise) returns None, and the caller takes the general path, which checks, caches, waits and
-raises as it always did.
+"""The one-call path of the common search (issue 28): query vectors of a dense float field,
+no filter, output fields, partitions, offset, grouping, range, ranker, TTL or as_of, read at
+Strong, Bounded or Eventually, where the query node has already applied the read's guarantee
+ts. It answers exactly as the general path (`Proxy.search_result`) does, with the same
+pieces and without its layers: the plan the general path checked and cached for this very
+collection version (plancache.py: any DDL makes a new CollectionInfo, so a plan of the old
+one is never used), the same conversion and checks of the query vectors, the same read ts,
+and the query node's search of every segment with its alive bitmap. Anything else (first
+search of a shape, a read that must wait, a node that answers otherwise) returns None, and
+the caller takes the general path, which checks, caches, waits and raises as it always did.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def test_released_partitions_are_left_out_and_refused_when_named(client: Client)
     assert client.get_load_state("c") == {"state": "Loaded"}
     assert client.get_load_state("c", partition_name="p1") == {"state": "NotLoad"}
     assert client.get_load_state("c", partition_name="p2") == {"state": "Loaded"}
-    assert found(client) == [1, 2, 3, 20, 21, 22]
+    for _ in range(3):  # again: the one-call common search path reads the loaded ones too
+        assert found(client) == [1, 2, 3, 20, 21, 22]
     assert client.query("c", output_fields=["count(*)"], **STRONG) == [{"count(*)": 6}]
     assert [r["id"] for r in client.get("c", ids=[21, 11, 1])] == [21, 1]
     vchannel = client.collection_info("c").vchannels[0]
