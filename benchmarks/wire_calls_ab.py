@@ -13,7 +13,8 @@ builds HNSW (M 16, efConstruction 100, COSINE), loads it, then times: one query 
         [--out benchmarks/results]
 
 A variant is NAME=TREE[:KIND]: the server runs with PYTHONPATH=TREE (a checkout of vectorlog),
-VECTORLOG_GRPC_SERVER=KIND if given. Writes wire_calls_ab.json and .md.
+VECTORLOG_GRPC_SERVER=KIND if given, with the VAR=VALUE pairs in its environment (e.g.
+`si1=.:threads:VECTORLOG_GIL_SWITCH_INTERVAL_MS=1`). Writes wire_calls_ab.json and .md.
 """
 
 from __future__ import annotations
@@ -123,24 +124,27 @@ METRICS = (
 @dataclass(frozen=True)
 class Variant:
     """A server to measure: `tree` (PYTHONPATH of `vectorlog serve`), `kind` (its
-    VECTORLOG_GRPC_SERVER, None: its default)."""
+    VECTORLOG_GRPC_SERVER, None: its default), `env` (more of its environment)."""
 
     name: str
     tree: Path
     kind: str | None
+    env: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def parse(text: str) -> Variant:
-        """Returns the variant of "NAME=TREE[:KIND]"."""
+        """Returns the variant of "NAME=TREE[:KIND[:VAR=VALUE,...]]"."""
         name, _, rest = text.partition("=")
-        tree, _, kind = rest.partition(":")
-        return Variant(name, Path(tree).resolve(), kind or None)
+        tree, _, rest = rest.partition(":")
+        kind, _, env = rest.partition(":")
+        pairs = tuple((k, val) for k, _, val in (kv.partition("=") for kv in env.split(",") if kv))
+        return Variant(name, Path(tree).resolve(), kind or None, pairs)
 
 
 def run_variant(variant: Variant, python: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Runs the program once against a fresh `vectorlog serve` of `variant`; returns its
     figures and the 1-minute load average at the start."""
-    env = {**os.environ, "PYTHONPATH": str(variant.tree)}
+    env = {**os.environ, "PYTHONPATH": str(variant.tree), **dict(variant.env)}
     if variant.kind:
         env["VECTORLOG_GRPC_SERVER"] = variant.kind
     with tempfile.TemporaryDirectory(prefix="wire-ab-") as d:
@@ -184,7 +188,10 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"{min(loads):.1f}-{max(loads):.1f}.",
         "Variants: "
         + "; ".join(
-            f"`{v['name']}` = {v['tree']} ({v['kind'] or 'default'})" for v in results["variants"]
+            f"`{v['name']}` = {v['tree']} ({v['kind'] or 'default'}"
+            + "".join(f", {k}={val}" for k, val in v.get("env", {}).items())
+            + ")"
+            for v in results["variants"]
         ),
         "",
         *save.table(("measure", *names, f"{names[-1]} / {names[0]} (medians)"), rows, "l"),
@@ -208,7 +215,10 @@ def main(argv: list[str] | None = None) -> None:
         "rows": args.rows,
         "queries": args.queries,
         "single_rows": args.single_rows,
-        "variants": [{"name": v.name, "tree": str(v.tree), "kind": v.kind} for v in args.variant],
+        "variants": [
+            {"name": v.name, "tree": str(v.tree), "kind": v.kind, "env": dict(v.env)}
+            for v in args.variant
+        ],
         "rounds": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
