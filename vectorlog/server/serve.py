@@ -139,6 +139,7 @@ def serve_client(
     both ports accept calls. Raises InvalidArgument for an address that cannot be bound."""
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
     sys.setswitchinterval(client.cfg.gil_switch_interval_ms / 1000)
+    log.info("GIL switch interval %g ms", client.cfg.gil_switch_interval_ms)
     grpc_server: GrpcServer | None = None
     try:
         logged = access_logged(options)
