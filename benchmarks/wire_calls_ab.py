@@ -12,8 +12,10 @@ builds HNSW (M 16, efConstruction 100, COSINE), loads it, then times: one query 
         --variant aio=.:aio [--rows 20000] [--queries 1000] [--single-rows 300] [--rounds 3]
         [--out benchmarks/results]
 
-A variant is NAME=TREE[:KIND]: the server runs with PYTHONPATH=TREE (a checkout of vectorlog),
-VECTORLOG_GRPC_SERVER=KIND if given. Writes wire_calls_ab.json and .md.
+A variant is NAME=TREE[:KIND[:VAR=VALUE,...]]: the server runs with PYTHONPATH=TREE (a checkout
+of vectorlog, or a commit of this repository, exported with `git archive`),
+VECTORLOG_GRPC_SERVER=KIND if given, with the VAR=VALUE pairs in its environment (e.g.
+`si1=.:threads:VECTORLOG_GIL_SWITCH_INTERVAL_MS=1`). Writes wire_calls_ab.json and .md.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import save
+from benchmarks.scaleout_ab import exported
 from benchmarks.server_serve import Ports, child, free_port
 from infra.milvus_server import ensure_venv
 from vectorlog.demo.datasets import glove
@@ -123,24 +126,36 @@ METRICS = (
 @dataclass(frozen=True)
 class Variant:
     """A server to measure: `tree` (PYTHONPATH of `vectorlog serve`), `kind` (its
-    VECTORLOG_GRPC_SERVER, None: its default)."""
+    VECTORLOG_GRPC_SERVER, None: its default), `env` (more of its environment)."""
 
     name: str
-    tree: Path
+    tree: str
     kind: str | None
+    env: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def parse(text: str) -> Variant:
-        """Returns the variant of "NAME=TREE[:KIND]"."""
+        """Returns the variant of "NAME=TREE[:KIND[:VAR=VALUE,...]]"."""
         name, _, rest = text.partition("=")
-        tree, _, kind = rest.partition(":")
-        return Variant(name, Path(tree).resolve(), kind or None)
+        tree, _, rest = rest.partition(":")
+        kind, _, env = rest.partition(":")
+        pairs = tuple((k, val) for k, _, val in (kv.partition("=") for kv in env.split(",") if kv))
+        path = Path(tree)
+        return Variant(name, str(path.resolve()) if path.is_dir() else tree, kind or None, pairs)
+
+    def source(self, scratch: Path) -> Path:
+        """Returns the folder of its code: `tree` if a folder, else that commit's tree
+        exported into `scratch`."""
+        path = Path(self.tree)
+        return path if path.is_dir() else exported(self.tree, scratch)
 
 
-def run_variant(variant: Variant, python: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """Runs the program once against a fresh `vectorlog serve` of `variant`; returns its
-    figures and the 1-minute load average at the start."""
-    env = {**os.environ, "PYTHONPATH": str(variant.tree)}
+def run_variant(
+    variant: Variant, source: Path, python: Path, data: dict[str, Any]
+) -> dict[str, Any]:
+    """Runs the program once against a fresh `vectorlog serve` of `variant` (its code in
+    `source`); returns its figures and the 1-minute load average at the start."""
+    env = {**os.environ, "PYTHONPATH": str(source), **dict(variant.env)}
     if variant.kind:
         env["VECTORLOG_GRPC_SERVER"] = variant.kind
     with tempfile.TemporaryDirectory(prefix="wire-ab-") as d:
@@ -184,7 +199,10 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"{min(loads):.1f}-{max(loads):.1f}.",
         "Variants: "
         + "; ".join(
-            f"`{v['name']}` = {v['tree']} ({v['kind'] or 'default'})" for v in results["variants"]
+            f"`{v['name']}` = {v['tree']} ({v['kind'] or 'default'}"
+            + "".join(f", {k}={val}" for k, val in v.get("env", {}).items())
+            + ")"
+            for v in results["variants"]
         ),
         "",
         *save.table(("measure", *names, f"{names[-1]} / {names[0]} (medians)"), rows, "l"),
@@ -208,7 +226,10 @@ def main(argv: list[str] | None = None) -> None:
         "rows": args.rows,
         "queries": args.queries,
         "single_rows": args.single_rows,
-        "variants": [{"name": v.name, "tree": str(v.tree), "kind": v.kind} for v in args.variant],
+        "variants": [
+            {"name": v.name, "tree": str(v.tree), "kind": v.kind, "env": dict(v.env)}
+            for v in args.variant
+        ],
         "rounds": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -216,9 +237,10 @@ def main(argv: list[str] | None = None) -> None:
         np.save(Path(tmp) / "q.npy", x[args.rows :])
         data = {"vectors": f"{tmp}/x.npy", "queries": f"{tmp}/q.npy"}
         data["single_rows"] = args.single_rows
+        sources = {v.name: v.source(Path(tmp) / v.name) for v in args.variant}
         for i in range(args.rounds):
             order = args.variant if i % 2 == 0 else args.variant[::-1]
-            got = {v.name: run_variant(v, python, data) for v in order}
+            got = {v.name: run_variant(v, sources[v.name], python, data) for v in order}
             print(f"round {i + 1}: {json.dumps(got)}", flush=True)
             results["rounds"].append(got)
             time.sleep(1)

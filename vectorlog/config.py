@@ -187,6 +187,13 @@ class Config:
     #: entries separated by commas (format: auto, json or debezium; default auto), e.g.
     #: `shop.products=products,cdc.docs=docs:debezium`
     ingest_topics: str = ""
+    #: `vectorlog serve` (and a cluster-mode proxy) sets Python's GIL switch interval to
+    #: this many milliseconds at its start (`sys.setswitchinterval`; Python's default is 5).
+    #: Every role runs as a thread of one process: a thread waiting for the GIL (a request
+    #: back from its synced log write) waits up to this long each time for a thread that
+    #: keeps it (a query node applying a tick's rows), so a shorter interval shortens the
+    #: slowest single-row inserts
+    gil_switch_interval_ms: float = 5.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -278,6 +285,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "spark_job_timeout_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "spark_master": (lambda v: bool(v.strip()), "a Spark master URL (local[N], spark://host:port)"),
     "segment_max_size_mb": (lambda v: 1 <= v <= 1 << 20, "1..1048576 MB"),
+    "gil_switch_interval_ms": (lambda v: 0.01 <= v <= 1000, "0.01..1000 ms"),
     "datanode_buffer_mb": (lambda v: 0 < v <= 1 << 20, "> 0 and <= 1048576 MB"),
     "segment_seal_proportion": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "segment_allocation_expiry_ms": (lambda v: 1 <= v <= 3_600_000, "1..3600000 ms"),

@@ -1011,25 +1011,37 @@ class DataNode(ProcessorBase):
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
         """Stages each key changed before the checkpoint with its entry as of the checkpoint
         (a later change's previous entry, else the current one); keeps the later changes.
-        Per vchannel, in bulk: no Python loop per key when every changed key is an int."""
+        Per vchannel, in bulk: no Python loop per key when every changed key is an int. A
+        tick that commits no change (rows still buffered) costs one pass over them."""
         done: dict[str, dict[Any, None]] = {}
-        as_of: dict[str, dict[Any, Entry | None]] = {}
+        later: list[Change] = []
         for p, changes in self._changes.items():
             point = points.get(p, StreamPosition())
-            later = [c for c in changes if not c.delivered_before(point)]
+            kept = []
             for c in changes:
                 if c.delivered_before(point):
                     done.setdefault(c.vchannel, {}).update(dict.fromkeys(c.pks))
-            for c in reversed(later):  # the first later change holds the entry as of point
-                prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
-                as_of.setdefault(c.vchannel, {}).update(zip(c.pks, prevs, strict=True))
-            self._changes[p] = later
+                else:
+                    kept.append(c)
+            self._changes[p] = kept
+            later += kept
         for vch, keys in done.items():
             entries = dict(zip(keys, map(self.newest.get(vch, {}).get, keys), strict=True))
-            earlier = as_of.get(vch, {})
+            earlier = _entries_before(vch, later)
             for pk in earlier.keys() & entries.keys():
                 entries[pk] = earlier[pk]
             _stage_entries(txn, vch, entries)
+
+
+def _entries_before(vch: str, later: list[Change]) -> dict[Any, Entry | None]:
+    """Returns the entries of the keys of vchannel `vch` that `later` changes changed, as
+    before the first of them."""
+    as_of: dict[Any, Entry | None] = {}
+    for c in reversed(later):  # the first later change holds the entry as of the point
+        if c.vchannel == vch:
+            prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
+            as_of.update(zip(c.pks, prevs, strict=True))
+    return as_of
 
 
 def _stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) -> None:

@@ -38,6 +38,7 @@ from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
 from vectorlog.processors.querynode.filtercache import FilterCache, Selection
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.insertruns import Rows, runs
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.ranged import RangeBounds
 from vectorlog.processors.querynode.scalarindex import ScalarFile, ScalarIndexes
@@ -102,22 +103,42 @@ class Replica:
         partition or collection are discarded; rows stamped before a partition drop that
         arrive after it are visible until it. Raises InvalidArgument or MalformedEvent
         before changing anything."""
+        rows = self.prepared(ts, body)
+        if rows is not None:
+            self.append(rows)
+
+    def prepared(self, ts: int, body: dict[str, Any]) -> Rows | None:
+        """Returns a RowsInserted body at `ts` decoded and checked for `append` (None: its
+        rows are discarded, stamped at or after their partition's or collection's drop).
+        Changes nothing. Raises InvalidArgument or MalformedEvent."""
         n, partition = body["num_rows"], body["partition_id"]
         cols = self._checked_columns(ts, n, body["columns"])
         until = self._dropped_at(partition)
         if until is not None and ts >= until:
-            return
+            return None
         vectors = {c.name: _vector_values(c, cols.pop(c.name)) for c in self._vcols}
         pks = cols[self.pk_name]
         pks = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
         seg_id, first_id = body.get("segment_id", 0), body.get("first_row_id", 0)
+        return Rows(ts, n, partition, seg_id, first_id, pks, stored, vectors, until)
+
+    def insert_all(self, parts: list[Rows]) -> None:
+        """Appends prepared inserts (in ts order) as `append` would one at a time; those of
+        one segment with distinct keys in one append (insertruns.py)."""
+        for rows in runs(parts):
+            self.append(rows)
+
+    def append(self, rows: Rows) -> None:
+        """Appends prepared rows (each at its insert ts, superseding the rows of its key)."""
+        n = rows.n
         with self.lock:
-            self._append(ts, partition, pks, stored)
-            self._to_segment(seg_id, partition, first_id, n, vectors, until is None)
-            if until is not None and n:  # stamped before the drop, visible until it
-                self._sup.view()[len(self) - n :] = np.uint64(until)
-            self.changed_ts = max(self.changed_ts, ts, until or 0)
+            self._append(rows.ts, rows.partition, rows.pks, rows.stored)
+            alive = rows.until is None
+            self._to_segment(rows.seg_id, rows.partition, rows.ids, n, rows.vectors, alive)
+            if rows.until is not None and n:  # stamped before the drop, visible until it
+                self._sup.view()[len(self) - n :] = np.uint64(rows.until)
+            self.changed_ts = max(self.changed_ts, rows.top_ts, rows.until or 0)
 
     def load_rows(
         self,
@@ -139,7 +160,7 @@ class Replica:
         n = len(pks)
         stored = {name: self.columns.stored(name, col, n) for name, col in columns.items()}
         with self.lock:
-            self._append(ts, partition, pks, stored)
+            self._append(ts, partition, pks, stored, new_keys=isinstance(ts, np.ndarray))
             self._to_segment(seg_id, partition, row_ids, n, vectors, True, later)
             top = int(ts) if isinstance(ts, int) else int(ts.max(initial=0))
             self.changed_ts = max(self.changed_ts, top)
@@ -240,10 +261,17 @@ class Replica:
         return cols
 
     def _append(
-        self, ts: int | np.ndarray, partition: int, pks: Keys, cols: dict[str, Any]
+        self,
+        ts: int | np.ndarray,
+        partition: int,
+        pks: Keys,
+        cols: dict[str, Any],
+        new_keys: bool = False,
     ) -> None:
+        """Appends rows at `ts` (one, or one per row); `new_keys`: keys this replica never
+        held (load_rows), none to supersede."""
         base, n = len(self), len(pks)
-        if isinstance(ts, np.ndarray):  # rows of new keys only (load_rows): none to supersede
+        if new_keys:
             prev = np.full(n, -1, dtype=np.int64)
             self._keys.add_new(pks, base)
         else:
@@ -257,19 +285,22 @@ class Replica:
         ins = ts.astype(np.uint64) if isinstance(ts, np.ndarray) else np.full(n, ts, np.uint64)
         self._ins.extend(ins)  # last: len(self) counts it
 
-    def _supersede(self, rows: np.ndarray, ts: int) -> None:
-        """Ends at `ts` the visibility of those `rows` (-1 = none) still visible then.
+    def _supersede(self, rows: np.ndarray, ts: int | np.ndarray) -> None:
+        """Ends at `ts` (one, or one per row) the visibility of those `rows` (-1 = none)
+        still visible then.
 
         Only a key's newest row can be visible: every older one was superseded when the
         newer one arrived, as a key's events are applied in ts order.
         """
-        rows = rows[rows >= 0]
+        held = rows >= 0
+        rows = rows[held]
         if len(rows):
-            ins, sup, t = self._ins.view(), self._sup.view(), np.uint64(ts)
-            ended = rows[(ins[rows] < t) & (sup[rows] > t)]
-            sup[ended] = t
-            self._kill(ended)
-            self.changed_ts = max(self.changed_ts, ts)
+            ins, sup = self._ins.view(), self._sup.view()
+            t = ts[held].astype(np.uint64) if isinstance(ts, np.ndarray) else np.uint64(ts)
+            ending = (ins[rows] < t) & (sup[rows] > t)
+            sup[rows[ending]] = t[ending] if isinstance(t, np.ndarray) else t
+            self._kill(rows[ending])
+            self.changed_ts = max(self.changed_ts, int(np.max(t)))
 
     def _kill(self, rows: np.ndarray) -> None:
         """Clears the alive bits of `rows` in their segments (in place: no rebuild)."""

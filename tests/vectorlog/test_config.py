@@ -21,6 +21,7 @@ def test_environment_variables_are_read_and_typed():
             "VECTORLOG_COMPACTION_ENGINE": "spark",
             "VECTORLOG_RUN_PEER_WAIT_S": "7.5",
             "VECTORLOG_BROKER_WAIT_S": "2.5",
+            "VECTORLOG_GIL_SWITCH_INTERVAL_MS": "0.5",
         }
     )
     assert (cfg.is_kafka, cfg.bootstrap, cfg.tick_interval_ms, cfg.fsync) == (
@@ -32,6 +33,7 @@ def test_environment_variables_are_read_and_typed():
     assert cfg.read_timeout_s == 2.5 and cfg.meta_retention_ms is None
     assert cfg.compaction_interval_s is None and cfg.compaction_engine == "spark"
     assert cfg.run_peer_wait_s == 7.5 and cfg.broker_wait_s == 2.5
+    assert cfg.gil_switch_interval_ms == 0.5
 
 
 def test_keywords_override_the_environment():
@@ -68,6 +70,8 @@ def test_bad_environment_is_refused_naming_the_variable(env, message):
         ("run_peer_wait_s", math.inf, "> 0 and <= 86400 s"),
         ("broker_wait_s", 0.0, "> 0 and <= 3600 s"),
         ("broker_wait_s", 3601.0, "> 0 and <= 3600 s"),
+        ("gil_switch_interval_ms", 0.0, "0.01..1000 ms"),
+        ("gil_switch_interval_ms", math.nan, "0.01..1000 ms"),
         ("nope", 1, "unknown setting 'nope'"),
     ],
 )

@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -137,6 +138,8 @@ def serve_client(
     on both ports until SIGTERM/SIGINT, then closes it; returns 0. `ready` is called once
     both ports accept calls. Raises InvalidArgument for an address that cannot be bound."""
     rest_port = options.port + 1 if options.rest_port is None else options.rest_port
+    sys.setswitchinterval(client.cfg.gil_switch_interval_ms / 1000)
+    log.info("GIL switch interval %g ms", client.cfg.gil_switch_interval_ms)
     grpc_server: GrpcServer | None = None
     try:
         logged = access_logged(options)

@@ -111,13 +111,16 @@ def test_json_format_and_no_access_log_by_default(tmp_path: Path):
         r["logger"] == "vectorlog.access" and r["message"].startswith("grpc Search code=0 ")
         for r in records
     )
+    assert any(r["message"] == "GIL switch interval 5 ms" for r in records)  # Python's
     quiet = tmp_path / "quiet"
     quiet.mkdir()
-    with serving(quiet, "--log-level", "info") as (milvus, url, stderr):
+    shorter = {"VECTORLOG_GIL_SWITCH_INTERVAL_MS": "0.5"}
+    with serving(quiet, "--log-level", "info", env=shorter) as (milvus, url, stderr):
         _calls(milvus, url)
     text = stderr.read_text()
     assert "gRPC on 127.0.0.1" in text  # info lines, but no access line without --access-log
     assert "vectorlog.access" not in text
+    assert "GIL switch interval 0.5 ms" in text
 
 
 def test_a_logged_error_names_its_causes():

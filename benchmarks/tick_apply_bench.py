@@ -1,0 +1,126 @@
+"""The query node's work at a time tick after single-row inserts (issue 28): the thread CPU
+of one `QueryNode.apply` of a tick's pack of N one-row RowsInserted events (the wire
+benchmark's schema: id INT64, tag INT64, vector FLOAT_VECTOR(50)), in this tree and in a
+commit before. Every role of `vectorlog serve` is a thread of one process, so this burst
+holds the GIL the request threads wait for. Thread CPU, not wall time: other processes'
+load barely moves it.
+
+    python -m benchmarks.tick_apply_bench [--baseline f37f0ac] [--events 50] [--packs 60]
+
+Writes tick_apply.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks import save
+from benchmarks.scaleout_ab import ROOT, exported
+
+NAME = "tick_apply"
+
+PROGRAM = r"""
+import json, statistics, sys, tempfile, time
+import numpy as np
+from vectorlog.core.hybridts import compose
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.schemas.columns import encode_column
+from vectorlog.schemas.serde import Event
+from vectorlog.streams.log.embedded import EmbeddedLog
+from vectorlog.streams.msgstream import MsgPack
+from vectorlog.streams.topics import Serdes, Topics
+
+n, packs = int(sys.argv[1]), int(sys.argv[2])
+schema = CollectionSchema((
+    FieldSchema("id", DataType.INT64, is_primary=True), FieldSchema("tag", DataType.INT64),
+    FieldSchema("vector", DataType.FLOAT_VECTOR, dim=50, metric_type="COSINE"))).validated()
+rng, cid, t0 = np.random.default_rng(0), 7, compose(1_000_000)
+def body(pk):
+    cols = {"id": np.array([pk]), "tag": np.array([pk % 10]),
+            "vector": rng.random((1, 50), dtype=np.float32)}
+    columns = [{"field_id": f.field_id, "field_name": f.name,
+                "column": encode_column(f.dtype, cols[f.name], f.dim)} for f in schema.fields]
+    return {"collection_id": cid, "partition_id": 1, "segment_id": 1, "first_row_id": pk,
+            "num_rows": 1, "columns": columns}
+with tempfile.TemporaryDirectory() as d:
+    log = EmbeddedLog(d)
+    topics = Topics("tick", 1)
+    topics.ensure(log)
+    node = QueryNode(log, topics, Serdes())
+    created = {"collection_id": cid, "schema": schema.to_avro()}
+    node.apply(MsgPack(0, 0, t0, [Event("CollectionCreated", t0 - 1, created, cid)], 0, -1))
+    cpu, ts = [], t0
+    for p in range(packs):
+        events = [Event("RowsInserted", ts + i + 1, body(p * n + i), cid) for i in range(n)]
+        ts += n
+        start = time.thread_time()
+        node.apply(MsgPack(0, ts - n, ts, events, 0, -1))
+        cpu.append(time.thread_time() - start)
+    node.close()
+    log.close()
+cpu.sort()
+p90 = cpu[int(0.9 * len(cpu))]
+print(json.dumps({"median_ms": statistics.median(cpu) * 1e3, "p90_ms": p90 * 1e3}))
+"""
+
+
+def measure(tree: Path, events: int, packs: int) -> dict[str, Any]:
+    """Returns the apply CPU (median, p90 per pack) measured with `tree`'s code."""
+    res = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(events), str(packs)],
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        cwd=tree,  # `python -c` puts its working directory first on sys.path
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"the measurement failed in {tree}: {res.stderr[-2000:]}")
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="f37f0ac", help="the commit before")
+    parser.add_argument("--events", type=int, default=50, help="one-row inserts per pack")
+    parser.add_argument("--packs", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=save.RESULTS)
+    args = parser.parse_args(argv)
+    rows, results = [], {"events": args.events, "packs": args.packs, "rounds": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": exported(args.baseline, Path(tmp)), "after": ROOT}
+        for _ in range(args.rounds):  # alternated, so the machine's load falls on both
+            got = {name: measure(tree, args.events, args.packs) for name, tree in trees.items()}
+            results["rounds"].append(got | {"load1": save.load1()})
+            rows.append(
+                (
+                    f"{got['before']['median_ms']:.2f} (p90 {got['before']['p90_ms']:.2f})",
+                    f"{got['after']['median_ms']:.2f} (p90 {got['after']['p90_ms']:.2f})",
+                    f"{got['after']['median_ms'] / got['before']['median_ms']:.2f}",
+                    f"{save.load1():.0f}",
+                )
+            )
+    lines = [
+        "# The query node's apply of a tick's single-row inserts: thread CPU per pack",
+        "",
+        f"{args.events} one-row RowsInserted per pack, {args.packs} packs a round; before = "
+        f"{args.baseline}, after = this tree. Machine: {save.cores()}.",
+        f"Command: `python -m benchmarks.tick_apply_bench --baseline {args.baseline}`.",
+        "",
+        *save.table(("before: ms", "after: ms", "after / before", "load"), rows, "l"),
+        "",
+    ]
+    save.write(NAME, results, lines, out=args.out)
+
+
+if __name__ == "__main__":
+    main()
