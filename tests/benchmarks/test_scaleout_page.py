@@ -1,0 +1,33 @@
+"""The scale-out page (benchmarks.scaleout_bench) names the row count each of its runs
+measured: its ratio and failover lines say a run's own rows, whatever size is main."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from benchmarks import save
+from benchmarks import scaleout_bench as sb
+
+
+def committed() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((save.RESULTS / "scaleout.json").read_text())
+    return data
+
+
+def test_a_run_of_other_rows_says_its_own_rows_on_its_ratio_and_failover_lines() -> None:
+    res = committed() | {"rows": 1_000_000, "extra": {}}
+    page = sb.report(res)
+    assert "1,000,000 rows: 2 nodes x 1 thread / 1 node x 1 thread" in page
+    assert f"1,000,000 rows: {res['failover_s']} s" in page
+    assert "200,000 rows: 2 nodes" not in page
+
+
+def test_an_extra_run_is_named_by_its_rows_beside_the_main_run() -> None:
+    main = committed() | {"extra": {}}
+    big = copy.deepcopy(main) | {"rows": 1_000_000, "failover_s": 9.5}
+    page = sb.report(main | {"extra": {"1000000": big}})
+    assert f"{main['rows']:,} rows: 2 nodes x 1 thread" in page
+    assert "1,000,000 rows: 2 nodes x 1 thread" in page
+    assert "1,000,000 rows: 9.5 s" in page
