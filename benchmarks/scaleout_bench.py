@@ -411,14 +411,34 @@ def reading(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def loaded(run: dict[str, Any]) -> str:
+    """Returns the range of the 1-minute load average over `run`'s measurements, as words."""
+    loads = [m["load1"] for rnd in run["rounds"] for m in rnd]
+    return f"1-minute load average {min(loads):.1f} to {max(loads):.1f}"
+
+
+def bound(run: dict[str, Any]) -> tuple[float, float, float]:
+    """Returns (q, o, the bound on 2 nodes / 1 node) of `run` (see `amdahl`)."""
+    g = grouped(summary(run)[0]["beyond"])
+    q, o = g["querynode"], sum(g.values()) - g["querynode"]
+    return q, o, (2000 / (q + o)) / min(1000 / q, 2000 / (q + o))
+
+
 def amdahl(res: dict[str, Any]) -> list[str]:
     """Returns the bound the measured CPU per search puts on 2 nodes / 1 node on 2 cores:
     with q the query node's ms per search and o everyone else's (proxy, rootcoord, the rest,
     the clients), 1 node with one search thread does at most min(1000 / q, 2000 / (q + o))
-    searches a second, 2 nodes at most 2000 / (q + o) (both cores busy)."""
-    g = grouped(summary(res)[0]["beyond"])
-    q, o = g["querynode"], sum(g.values()) - g["querynode"]
+    searches a second, 2 nodes at most 2000 / (q + o) (both cores busy); then the same
+    bound of each further run (other rows)."""
+    q, o, _ = bound(res)
     one, two = min(1000 / q, 2000 / (q + o)), 2000 / (q + o)
+    further = [
+        f"- {run['rows']:,} rows: q = {b[0]:.1f} ms, o = {b[1]:.1f} ms, so 2 nodes / 1 node "
+        f"<= {b[2]:.2f} x (1.6 x needs o <= {b[0] / 4:.1f} ms)."
+        for p, run in runs(res)
+        if p
+        for b in [bound(run)]
+    ]
     return [
         "Amdahl on 2 cores, from this run's CPU per search (1 node x 1 thread, beyond the",
         f"background): the query node q = {q:.1f} ms, everything else o = {o:.1f} ms (proxy,",
@@ -429,6 +449,7 @@ def amdahl(res: dict[str, Any]) -> list[str]:
         f"The goal's 1.6 x needs o <= q / 4 = {q / 4:.1f} ms. The bound holds when both cores",
         "are ours: on the shared machine a round can pass it (the other work, not this",
         "cluster, decides how the cores are divided).",
+        *(["", "The same bound from the further runs:", "", *further] if further else []),
     ]
 
 
@@ -514,7 +535,7 @@ def before(res: dict[str, Any]) -> list[str]:
 
 
 def report(res: dict[str, Any]) -> str:
-    loads = [m["load1"] for _, run in runs(res) for rnd in run["rounds"] for m in rnd]
+    loads = [m["load1"] for rnd in res["rounds"] for m in rnd]
     ratio_lines = []
     for _, run in runs(res):
         ratio_lines += [
@@ -542,7 +563,7 @@ def report(res: dict[str, Any]) -> str:
             "the rounds; CPU milliseconds from /proc (user + system) of each process, beyond",
             f"its background: its CPU over the {IDLE_S:.0f} s before each measurement, with no",
             "search, subtracted at that rate.",
-            *([f"Further rows: `{run['command']}`." for p, run in runs(res) if p]),
+            *[f"Further rows: `{run['command']}`, {loaded(run)}." for p, run in runs(res) if p],
             "",
             *tables(res),
             "",

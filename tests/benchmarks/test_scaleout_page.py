@@ -31,3 +31,17 @@ def test_an_extra_run_is_named_by_its_rows_beside_the_main_run() -> None:
     assert f"{main['rows']:,} rows: 2 nodes x 1 thread" in page
     assert "1,000,000 rows: 2 nodes x 1 thread" in page
     assert "1,000,000 rows: 9.5 s" in page
+
+
+def test_an_extra_run_has_its_own_load_and_its_own_amdahl_bound() -> None:
+    main = committed() | {"extra": {}}
+    big = copy.deepcopy(main) | {"rows": 1_000_000}
+    for rnd in big["rounds"]:
+        for m in rnd:
+            m["load1"] = 70.0
+    page = sb.report(main | {"extra": {"1000000": big}})
+    assert f"`{big['command']}`, 1-minute load average 70.0 to 70.0." in page
+    assert "to\n70.0" not in page and "to 70.0 (the machine" not in page  # not the main run's
+    q, o, most = sb.bound(big)
+    assert f"- 1,000,000 rows: q = {q:.1f} ms, o = {o:.1f} ms" in page
+    assert f"<= {most:.2f} x" in page
