@@ -37,6 +37,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,10 +110,16 @@ def qps(uris: list[str], vectors: np.ndarray, seconds: float, threads: int) -> f
 
 
 def searches(
-    uris: list[str], vectors: np.ndarray, seconds: float, threads: int
+    uris: list[str],
+    vectors: np.ndarray,
+    seconds: float,
+    threads: int,
+    window: Callable[[], None] = lambda: None,
 ) -> tuple[float, int, float]:
     """Returns (searches per second, searches done, seconds) of `threads` clients (spread
-    over `uris`) over `seconds`, after a 2 s warm-up."""
+    over `uris`) over `seconds`, after a 2 s warm-up; `window()` is called as those
+    `seconds` begin and as they end (where a caller reads the CPU the searches counted
+    cost: not the clients' start, the warm-up or the last searches' ends)."""
     done, counts = threading.Event(), [0] * threads
 
     def run(i: int) -> None:
@@ -126,9 +133,11 @@ def searches(
     for w in workers:
         w.start()
     time.sleep(2)  # warm-up
+    window()
     start, before = time.monotonic(), sum(counts)
     time.sleep(seconds)
     n, span = sum(counts) - before, time.monotonic() - start
+    window()
     done.set()
     for w in workers:
         w.join(60)
@@ -265,7 +274,10 @@ def roles(sup: Supervisor) -> dict[str, int]:
 def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Namespace) -> dict:
     """Returns one QPS measurement with the CPU milliseconds per search of each process, and
     each one's background CPU (ms per second, measured for IDLE_S with no search just
-    before): a process's share of a search is what it spent beyond its background."""
+    before): a process's share of a search is what it spent beyond its background. The CPU
+    counted is that of the seconds whose searches are counted (`searches`' window); pages
+    before 2026-11-28 11:00 counted from the end of the idle seconds to the clients' end,
+    the clients' start and 2 s of warm-up included, against the searches of the window."""
     pids = roles(sup)
     before = cpu_seconds(pids)
     time.sleep(IDLE_S)
@@ -273,10 +285,13 @@ def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Names
     background = {r: round(1000 * (idle[r] - before[r]) / IDLE_S, 1) for r in pids}
     load1 = save.load1()
     asked, sent = coalesced(sup)
-    q, n, span = searches([uri], vectors, args.seconds, args.threads)
-    after = cpu_seconds(pids)
+    marks: list[dict[str, float]] = []  # CPU as the counted searches begin and end
+    q, n, span = searches(
+        [uri], vectors, args.seconds, args.threads, lambda: marks.append(cpu_seconds(pids))
+    )
     asked2, sent2 = coalesced(sup)
-    per = {r: round(1000 * (after[r] - idle[r]) / max(n, 1), 2) for r in pids}
+    first, last = marks
+    per = {r: round(1000 * (last[r] - first[r]) / max(n, 1), 2) for r in pids}
     beyond = {r: round(per[r] - background[r] * span / max(n, 1), 2) for r in pids}
     return {
         "qps": round(q, 1),
