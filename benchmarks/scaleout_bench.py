@@ -8,7 +8,7 @@ answers again.
 The CPU outside the query nodes per search (proxy, clients) does not grow with the rows and
 an exact search's does: at 200k rows the query node's share bounds 2 nodes / 1 node on 2
 cores near 1.3-1.5 x; at 1M rows (the size issue 24 measures failover at) the bound is about
-1.7-1.8 x (see the page's Amdahl lines).
+1.8-1.9 x (see the page's Amdahl lines).
 
 Three clusters run side by side, each started by `vectorlog cluster up`'s supervisor
 (vectorlog.runners.supervisor) on a local test broker of its own (infra.broker: Tansu keeps
