@@ -125,7 +125,7 @@ def main() -> None:
                 sup, uri = cluster(bootstrap, tmp, label, env)
                 sups.append(sup)
                 vectors = sb.load(MilvusClient(uri), args.rows)
-                while not (sb.served(sup, 2) and sb.count(MilvusClient(uri)) == args.rows):
+                while not sb.ready(sup, MilvusClient(uri), 2, args.rows):
                     time.sleep(0.5)
                 clusters.append((label, sup, uri))
             rounds = measured(clusters, vectors, args)
