@@ -30,6 +30,12 @@ XDIST = Version("3.8.0")
 #: compaction_interval_s): a background merge would make other tests' segment lists and
 #: timings depend on when it ran (tests/vectorlog/test_compaction.py tests the policy)
 os.environ.setdefault("VECTORLOG_COMPACTION_INTERVAL_S", "none")
+#: the tests' JVMs (each xdist worker's Spark session, a child's, the standalone cluster's
+#: daemons) live seconds to minutes: compiling with C1 only and collecting on one thread, they
+#: spend less CPU of a 2-core machine than C2's compiler and parallel GC threads do (the Spark
+#: data node's source and failed-batch tests, alternated under load: 16-19 s of JVM CPU, not
+#: 28-33 s)
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 def pytest_configure(config: pytest.Config) -> None:
