@@ -1014,7 +1014,7 @@ class DataNode(ProcessorBase):
         Per vchannel, in bulk: no Python loop per key when every changed key is an int. A
         tick that commits no change (rows still buffered) costs one pass over them."""
         done: dict[str, dict[Any, None]] = {}
-        later: list[Change] = []
+        later: list[list[Change]] = []  # per stream partition, in order
         for p, changes in self._changes.items():
             point = points.get(p, StreamPosition())
             kept = []
@@ -1024,7 +1024,7 @@ class DataNode(ProcessorBase):
                 else:
                     kept.append(c)
             self._changes[p] = kept
-            later += kept
+            later.append(kept)
         for vch, keys in done.items():
             entries = dict(zip(keys, map(self.newest.get(vch, {}).get, keys), strict=True))
             earlier = _entries_before(vch, later)
@@ -1033,14 +1033,16 @@ class DataNode(ProcessorBase):
             _stage_entries(txn, vch, entries)
 
 
-def _entries_before(vch: str, later: list[Change]) -> dict[Any, Entry | None]:
-    """Returns the entries of the keys of vchannel `vch` that `later` changes changed, as
-    before the first of them."""
+def _entries_before(vch: str, later: list[list[Change]]) -> dict[Any, Entry | None]:
+    """Returns the entries of the keys of vchannel `vch` that the `later` changes (per
+    stream partition, in order) changed, as before the first of them in each partition (a
+    later partition's taking precedence, as the per-partition staging had it)."""
     as_of: dict[Any, Entry | None] = {}
-    for c in reversed(later):  # the first later change holds the entry as of the point
-        if c.vchannel == vch:
-            prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
-            as_of.update(zip(c.pks, prevs, strict=True))
+    for kept in later:
+        for c in reversed(kept):  # the first later change holds the entry as of the point
+            if c.vchannel == vch:
+                prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
+                as_of.update(zip(c.pks, prevs, strict=True))
     return as_of
 
 
