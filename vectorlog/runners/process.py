@@ -393,7 +393,17 @@ class ProcessRunner:
         self._stack.callback(self.rootcoord.close)
         applied = self.rootcoord.recover()
         at = self.rootcoord.stored_position()
-        self.ddl_followers = DdlFollowers(at - 1, check=self.lease.check)
+        # the first leader of a cluster (its claim is the lease topic's first record) has no
+        # predecessor whose follower leases could still run: its DDLs need not wait them out
+        grace = 0.0 if self.lease.epoch == 0 else None
+        self.ddl_followers = DdlFollowers(at - 1, check=self.lease.check, grace_s=grace)
+        if grace is None:
+            log.info(
+                "rootcoord: DDLs wait up to %.1f s for the follower leases a predecessor granted",
+                self.ddl_followers.ttl_s,
+            )
+        else:
+            log.info("rootcoord: the cluster's first leader: no follower lease to wait out")
         self.rootcoord.followers = self.ddl_followers  # DDLs return once the caches know
         log.info("rootcoord: recovered ddl to offset %d (%d DDL events applied)", at, applied)
         self._started(ticker)

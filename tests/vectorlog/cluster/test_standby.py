@@ -87,6 +87,9 @@ def test_a_standby_rootcoord_takes_over_from_a_killed_leader(coords: ProcessClus
     assert client.list_collections() == ["books"]  # the new leader recovered the DDL
     assert "rootcoord: became leader" in coords.log("rootcoord-standby")
     assert health(coords, "rootcoord-standby") == "ok"
+    # the first leader's DDLs wait for no predecessor's follower leases; its successor's do
+    assert "the cluster's first leader: no follower lease to wait out" in coords.log("rootcoord")
+    assert "wait up to 4.0 s for the follower leases" in coords.log("rootcoord-standby")
     client.close()
 
 
