@@ -466,8 +466,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
     ) -> None:
         """Loads these partitions (of a released collection: only these are read). Raises
         CollectionNotFound, PartitionNotFound, LoadRefused (none named, partition keys)."""
-        names = [partition_names] if isinstance(partition_names, str) else partition_names
-        self._proxy.load_collection(self._q(collection_name), names)
+        self._proxy.load_collection(self._q(collection_name), _names(partition_names))
 
     def release_partitions(
         self, collection_name: str, partition_names: list[str] | str, timeout: float | None = None
@@ -476,8 +475,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         reads naming none read the others; releasing the last loaded one releases the
         collection. Raises CollectionNotFound, PartitionNotFound, InvalidArgument (none
         named), LoadRefused (partition keys)."""
-        names = [partition_names] if isinstance(partition_names, str) else partition_names
-        self._proxy.release_collection(self._q(collection_name), names)
+        self._proxy.release_collection(self._q(collection_name), _names(partition_names))
 
     def get_load_state(
         self, collection_name: str, partition_name: str = "", timeout: float | None = None
@@ -490,7 +488,8 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         if partition_name and partition_name not in info.partitions:
             raise PartitionNotFound(collection_name, partition_name)
         loaded = loaded_names(info.load, info.partitions)
-        if partition_name not in loaded if partition_name else not loaded:
+        released = partition_name not in loaded if partition_name else not loaded
+        if released:
             return {"state": "NotLoad"}
         state = getattr(self._cluster, "load_state", None)
         if state is None:
@@ -1119,3 +1118,8 @@ def _plain_shape(offset: Any, group_by_field: Any, group_size: Any, ranker: Any)
         and group_size is None
         and ranker is None
     )
+
+
+def _names(partition_names: list[str] | str) -> list[str]:
+    """Returns MilvusClient's `partition_names` argument (a name or a list) as a list."""
+    return [partition_names] if isinstance(partition_names, str) else partition_names
