@@ -10,19 +10,19 @@ an exact search's does: at 200k rows the query node's share bounds 2 nodes / 1 n
 cores near 1.3-1.5 x; at 1M rows (the size issue 24 measures failover at) the bound is about
 1.8-1.9 x (see the page's Amdahl lines).
 
-Three clusters run side by side, each started by `vectorlog cluster up`'s supervisor
-(vectorlog.runners.supervisor) on a local test broker of its own (infra.broker: Tansu keeps
-every record in memory, and one broker holding three clusters of 1M rows answered appends so
-slowly, seconds per time tick, that the proxies refused writes as too slow): 1 query node
-pinned to one search thread, 2 query nodes each pinned to one
-(VECTORLOG_QUERYNODE_SEARCH_THREADS=1: the scale-out, each node adding a core), and 1 query
-node with no limit (faiss and concurrent reads on every core). `--rows` rows of 128-d float
-vectors are inserted through pymilvus into a 4-shard collection of each (no index: exact
-search, which divides with the rows) and flushed. QPS: `--threads` pymilvus clients search
-one vector, limit 10, Bounded consistency, for `--seconds`; the clusters are measured in
-turn, `--rounds` times (the machine is shared: alternating spreads its load over all three),
-with the CPU seconds per search of the proxy, the query nodes and the clients. Failover
-(2 query nodes, the other clusters stopped): a client counts rows Strong in a loop;
+Three clusters run one after the other, each started by `vectorlog cluster up`'s supervisor
+(vectorlog.runners.supervisor) on a local test broker of its own (infra.broker), and each
+alone on the machine: 1 query node pinned to one search thread, 2 query nodes each pinned to
+one (VECTORLOG_QUERYNODE_SEARCH_THREADS=1: the scale-out, each node adding a core), and 1
+query node with no limit (faiss and concurrent reads on every core). Side by side (the
+layout of the runs before 2026-11-28 14:30), the two idle clusters and the three brokers took
+about 1.2 of the 2 cores from the cluster measured: each broker spent 200-290 CPU ms a second
+serving its idle cluster's fetches and ticks, and each idle cluster's processes about 160.
+`--rows` rows of 128-d float vectors are inserted through pymilvus into a 4-shard collection
+of each (no index: exact search, which divides with the rows) and flushed. QPS: `--threads`
+pymilvus clients search one vector, limit 10, Bounded consistency, for `--seconds`,
+`--rounds` times, with the CPU seconds per search of the proxy, the query nodes and the
+clients. Failover (2 query nodes, after their rounds): a client counts rows Strong in a loop;
 querynode2 is SIGKILLed; the figure is the seconds from the kill to the end of the first
 read started after it that answered every row (reads in between wait: none answers
 partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
@@ -31,13 +31,12 @@ partially). Writes benchmarks/results/scaleout.json, scaleout.md, scaleout.png.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,9 +56,14 @@ DIM, BATCH = 128, 5_000
 RETRY_S, MAX_RETRY_S, RETRIES = 1.0, 16.0, 12
 #: seconds each process's background CPU is measured, with no search, before a measurement
 IDLE_S = 4.0
-#: how the page names the brokers: one for the three clusters (runs before 2026-11-28 11:00),
-#: one per cluster
-BROKERS = ("one local Tansu broker", "a local Tansu broker per cluster")
+#: how the page names the brokers and clusters: one broker for the three clusters side by
+#: side (runs before 2026-11-28 11:00), one per cluster side by side (before 2026-11-28
+#: 14:30), one cluster at a time alone with its broker
+BROKERS = (
+    "one local Tansu broker",
+    "a local Tansu broker per cluster",
+    "one cluster at a time, alone on the machine with a local Tansu broker of its own",
+)
 #: the rows of the main measurement; a run with other `--rows` is kept beside it (`extra`)
 MAIN_ROWS = 200_000
 
@@ -309,69 +313,27 @@ def measure(sup: Supervisor, uri: str, vectors: np.ndarray, args: argparse.Names
     }
 
 
-def rounds(clusters: list[tuple[Supervisor, str]], vectors: np.ndarray, args) -> list[list[dict]]:
-    """Returns `args.rounds` rounds of one measurement per variant, the order rotated each
-    round so no variant always runs first."""
-    out = []
-    for r in range(args.rounds):
-        order = [(r + i) % len(clusters) for i in range(len(clusters))]
-        got: dict[int, dict] = {}
-        for i in order:
-            with favoured(clusters, i):
-                got[i] = measure(*clusters[i], vectors, args)
-            print(f"  round {r + 1} {VARIANTS[i].label}: {got[i]}", flush=True)
-        out.append([got[i] for i in range(len(clusters))])
-    return out
-
-
-#: how the page says whether the clusters not measured were reniced (runs before 2026-11-28
-#: 14:00 were not)
-NICED = {
-    False: "",
-    True: ", the threads of the two clusters not measured at nice 19 meanwhile (their ticks and"
-    " polling ceded the cores to the measured one)",
-}
-
-
-def can_renice() -> bool:
-    """Returns whether this process may give a thread its priority back (root or
-    CAP_SYS_NICE: raising a nice value needs nothing, lowering it again does)."""
-    return os.geteuid() == 0
-
-
-@contextlib.contextmanager
-def favoured(clusters: list[tuple[Supervisor, str]], i: int) -> Iterator[None]:
-    """Runs the block with every thread of the other clusters' processes at nice 19, their
-    nice values restored after (if this process may restore them, else nothing is changed):
-    the clusters not measured keep ticking, but cede the cores to the one measured when both
-    want them (three idle clusters' ticks and polling took ~0.5 of the 2 cores)."""
-    if not can_renice():
-        yield
-        return
-    changed: list[tuple[int, int]] = []
-    for j, (sup, _) in enumerate(clusters):
-        if j != i:
-            changed += reniced([c.proc.pid for c in sup.children if c.proc], 19)
-    try:
-        yield
-    finally:
-        for tid, nice in changed:
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-
-
-def reniced(pids: list[int], nice: int) -> list[tuple[int, int]]:
-    """Sets every thread of `pids` (Linux's nice is per thread) to `nice`; returns (thread id,
-    nice before) of those it changed."""
-    out = []
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for tid in map(int, os.listdir(f"/proc/{pid}/task")):
-                with contextlib.suppress(OSError):
-                    before = os.getpriority(os.PRIO_PROCESS, tid)
-                    os.setpriority(os.PRIO_PROCESS, tid, nice)
-                    out.append((tid, before))
-    return out
+def alone(
+    v: Variant, vectors: np.ndarray, tmp: Path, args: argparse.Namespace
+) -> tuple[list[dict], float | None]:
+    """Starts `v`'s cluster on a broker of its own, loads it, measures it `args.rounds`
+    times and, with 2 query nodes, its failover, then stops it and its broker; returns (the
+    measurements, the failover seconds or None)."""
+    with running_broker() as bootstrap:
+        sups: list[Supervisor] = []  # also holds failed starts
+        try:
+            sup, uri, loaded = up(bootstrap, v, args.rows, tmp, sups)
+            print(f"  {v.label}: loaded in {loaded:.1f} s", flush=True)
+            got = []
+            for r in range(args.rounds):
+                got.append(measure(sup, uri, vectors, args))
+                print(f"  round {r + 1} {v.label}: {got[-1]}", flush=True)
+            if v.nodes != 2:
+                return got, None
+            return got, round(failover(sup, MilvusClient(uri), args.rows), 2)
+        finally:
+            for s in sups:
+                s.stop_all()
 
 
 def summary(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -611,6 +573,22 @@ def before(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def layout(res: dict[str, Any]) -> list[str]:
+    """Returns the lines saying how the clusters were run and measured."""
+    rounds, seconds = len(res["rounds"]), f"{res['seconds']:.0f} s"
+    if res.get("brokers") != BROKERS[2]:
+        return [
+            f"The three clusters run side by side and are measured in turn, {seconds} each,",
+            f"{rounds} rounds (order rotated each round);",
+        ]
+    return [
+        "The three clusters run one at a time, each alone on the machine with its broker,",
+        f"measured {rounds} times {seconds} each: side by side, the two idle clusters and",
+        "the three brokers took about 1.2 of the 2 cores from the one measured (each",
+        "broker 200-290 CPU ms a second serving its idle cluster's fetches and ticks);",
+    ]
+
+
 def report(res: dict[str, Any]) -> str:
     loads = [m["load1"] for rnd in res["rounds"] for m in rnd]
     ratio_lines = []
@@ -633,10 +611,9 @@ def report(res: dict[str, Any]) -> str:
             "pymilvus clients.",
             f"{res['rows']:,} rows of {DIM}-d vectors in 4 shards, flushed, no index (exact",
             f"search); {res['threads']} client threads, one vector per search, limit 10,",
-            "Bounded. The three clusters run side by side and are measured",
-            f"in turn, {res['seconds']:.0f} s each, {len(res['rounds'])} rounds (order rotated",
-            f"each round){NICED[bool(res.get('others_niced'))]}; 1-minute load average at",
-            f"each measurement: {min(loads):.1f} to",
+            "Bounded.",
+            *layout(res),
+            f"1-minute load average at each measurement: {min(loads):.1f} to",
             f"{max(loads):.1f} (the machine's 2 cores are shared with other work). Medians over",
             "the rounds; CPU milliseconds from /proc (user + system) of each process, beyond",
             f"its background: its CPU over the {IDLE_S:.0f} s before each measurement, with no",
@@ -706,31 +683,21 @@ def main() -> None:
         f"{args.seconds} --threads {args.threads} --rounds {args.rounds}{where}",
         "machine": save.cores(shared=True),
         "rows": args.rows,
-        "brokers": BROKERS[1],
+        "brokers": BROKERS[2],
         "threads": args.threads,
         "seconds": args.seconds,
         "variants": [v.__dict__ for v in VARIANTS],
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "others_niced": can_renice(),
     }
-    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as brokers:
-        sups: list[Supervisor] = []
-        try:
-            clusters = []
-            for v in VARIANTS:  # a broker each: see the module docstring
-                bootstrap = brokers.enter_context(running_broker())
-                sup, uri, loaded = up(bootstrap, v, args.rows, Path(tmp), sups)
-                clusters.append((sup, uri))
-                print(f"  {v.label}: loaded in {loaded:.1f} s", flush=True)
-            vectors = np.random.default_rng(1).random((args.rows, DIM), dtype=np.float32)
-            res["rounds"] = rounds(clusters, vectors, args)
-            for s, _ in (clusters[0], clusters[2]):  # `sups` also holds failed starts
-                s.stop_all()  # the failover is measured alone
-            sup, uri = clusters[1]
-            res["failover_s"] = round(failover(sup, MilvusClient(uri), args.rows), 2)
-        finally:
-            for s in sups:
-                s.stop_all()
+    vectors = np.random.default_rng(1).random((args.rows, DIM), dtype=np.float32)
+    per_variant = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in VARIANTS:  # one at a time: see the module docstring
+            got, fail = alone(v, vectors, Path(tmp), args)
+            per_variant.append(got)
+            if fail is not None:
+                res["failover_s"] = fail
+    res["rounds"] = [list(r) for r in zip(*per_variant, strict=True)]
     res = kept(res, args.out)
     save.write("scaleout", res, report(res), plot, args.out)
     print(report(res))

@@ -45,3 +45,12 @@ def test_an_extra_run_has_its_own_load_and_its_own_amdahl_bound() -> None:
     q, o, most = sb.bound(big)
     assert f"- 1,000,000 rows: q = {q:.1f} ms, o = {o:.1f} ms" in page
     assert f"<= {most:.2f} x" in page
+
+
+def test_a_page_says_whether_its_clusters_ran_alone_or_side_by_side() -> None:
+    side = committed() | {"brokers": sb.BROKERS[1], "extra": {}}
+    alone = side | {"brokers": sb.BROKERS[2]}
+    assert "run side by side" in sb.report(side)
+    page = sb.report(alone)
+    assert "run one at a time, each alone on the machine" in page
+    assert "side by side and are measured" not in page

@@ -19,7 +19,7 @@ first (its consistency check) is taken from answers received within TSAFE_FRESH_
 proxy asks the owners once per read, not twice (a tsafe only grows: an older one is a lower
 bound, and reading at it is safe).
 
-Searches of one kind asked while one is in flight go to the owners as one search
+Searches of one kind asked while two are in flight go to the owners as one search
 (runners.coalesce: fewer RPCs per search for the proxy and the nodes); a time-travel read,
 a grouping or range search goes alone.
 

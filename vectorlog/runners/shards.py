@@ -19,7 +19,6 @@ and loads from scratch: it never serves an ownership it lost).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -33,6 +32,7 @@ from vectorlog.processors.querycoord.errors import NotServing
 from vectorlog.processors.querycoord.querycoord import HEARTBEAT_S
 from vectorlog.processors.querycoord.routing import CoordFollower
 from vectorlog.processors.querynode.querynode import QueryNode
+from vectorlog.runners.search_slots import SearchSlots
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.log.base import Append, Log
 from vectorlog.streams.snapshots import Blobs
@@ -78,11 +78,7 @@ class ShardNode:
         self.failed: dict[int, str] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._slots: Any = (
-            threading.BoundedSemaphore(search_threads)
-            if search_threads
-            else contextlib.nullcontext()
-        )
+        self._slots = SearchSlots(search_threads)
         self._loaded = threading.Event()  # a pchannel loaded since the last report
         self._next_beat, self._reconciled = 0.0, -1  # the assignment version reconciled
         self.follower = CoordFollower(
@@ -290,7 +286,7 @@ def _read(
     ts: int,
     timeout: float,
     args: dict[str, Any],
-    slots: contextlib.AbstractContextManager[Any],
+    slots: SearchSlots,
 ) -> tuple[bool, Any]:
     """Returns (found, the result) of one pchannel's read (see ShardNode.read); the read
     itself (not its wait for tsafe) runs holding one of `slots`."""

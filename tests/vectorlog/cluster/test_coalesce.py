@@ -1,6 +1,7 @@
-"""Coalesced searches of the proxy's fan-out (runners.coalesce) with fake query nodes: the
-searches queued while one of the same kind is in flight go as one search (nq the sum of
-theirs, at the greatest ts), and each gets what it would have got alone; a failing batch
+"""Coalesced searches of the proxy's fan-out (runners.coalesce) with fake query nodes: two
+searches of a kind go at once, the searches queued while two of the same kind are in flight
+go as one search (nq the sum of theirs, at the greatest ts), and each gets what it would
+have got alone; a failing batch
 does not give one search's error to the others; the nq limit splits batches; searches of
 other kinds (time travel, grouping, range, other filters) are not mixed."""
 
@@ -43,13 +44,11 @@ class Node:
         self.name = name
         self.searches: list[tuple[int, int]] = []
         self.gate: threading.Event | None = None
-        self.entered = threading.Event()
         self.fail: Exception | None = None
 
     def read(self, op: str, ps: list[int], ts: int, timeout: float, args: dict[str, Any]) -> Any:
         if op == "search":
             self.searches.append((len(args["queries"]), ts))
-            self.entered.set()
             if self.gate is not None:
                 self.gate.wait()
             if self.fail is not None:
@@ -97,16 +96,19 @@ def search(f: FanOutQueryNodes, q: float, ts: int = 10, **kw: Any) -> Any:
 
 
 class Searches:
-    """Searches started on threads while `node` holds the first one at its gate; `run`
-    releases it once the others are queued behind it, and returns every answer (or
+    """Searches started on threads while `node` holds those sent at its gate; `run`
+    releases them once the others are queued behind them, and returns every answer (or
     error) in the order started."""
 
     def __init__(self, f: FanOutQueryNodes, node: Node) -> None:
         self.f, self.node, self.threads = f, node, []  # type: ignore[var-annotated]
         self.answers: dict[int, Any] = {}
+        self.sent = 0
         node.gate = threading.Event()
 
-    def start(self, q: float, **kw: Any) -> None:
+    def start(self, q: float, sent: bool = False, **kw: Any) -> None:
+        """Starts a search of (q, 0); `sent`: it is to reach the node at once (this waits
+        until it did), else it is to queue."""
         i = len(self.threads)
 
         def one() -> None:
@@ -118,8 +120,9 @@ class Searches:
         t = threading.Thread(target=one, daemon=True)
         self.threads.append(t)
         t.start()
-        if i == 0:
-            self.node.entered.wait()
+        if sent:
+            self.sent += 1
+            wait_until(lambda: len(self.node.searches) == self.sent, 60, f"search {i} sent")
 
     def run(self, queued: int) -> list[Any]:
         wait_until(lambda: self.f.coalescer.queued() == queued, 60, f"{queued} searches queued")
@@ -130,68 +133,74 @@ class Searches:
         return [self.answers[i] for i in range(len(self.threads))]
 
 
-def test_searches_queued_behind_one_in_flight_go_as_one_and_each_gets_its_own_hits():
+def test_searches_queued_behind_two_in_flight_go_as_one_and_each_gets_its_own_hits():
     f, nodes = fanout("a", "b")
-    alone = {q: search(fanout("a", "b")[0], q) for q in (3, 50, 101, 150.5)}
+    alone = {q: search(fanout("a", "b")[0], q) for q in (3, 50, 101, 150.5, 7)}
     s = Searches(f, nodes["a"])
-    s.start(3, ts=10)
-    s.start(50, ts=12)
+    s.start(3, sent=True, ts=10)
+    s.start(50, sent=True, ts=12)  # the second of its kind goes at once too
     s.start(101, ts=17)
     s.start(150.5, ts=11)
-    assert s.run(queued=3) == [alone[3], alone[50], alone[101], alone[150.5]]
-    # the first alone, then the three queued as one search of nq 3 at the greatest ts
-    assert nodes["a"].searches == nodes["b"].searches == [(1, 10), (3, 17)]
+    s.start(7, ts=13)
+    assert s.run(queued=3) == [alone[3], alone[50], alone[101], alone[150.5], alone[7]]
+    # the first two alone, then the three queued as one search of nq 3 at the greatest ts
+    assert nodes["a"].searches == nodes["b"].searches == [(1, 10), (1, 12), (3, 17)]
 
 
 def test_searches_of_other_kinds_are_not_mixed():
     f, nodes = fanout("a")
     s = Searches(f, nodes["a"])
-    s.start(3)
-    s.start(50, limit=7)  # another limit
-    s.start(60, expr=object())  # a filter
-    s.start(70, read_later=False)  # time travel: its own ts
-    s.start(80, group_by="g")  # grouping
-    s.start(90, params={"radius": 5.0})  # a range search
-    s.start(100)
+    s.start(3, sent=True)
+    s.start(50, sent=True, limit=7)  # another limit
+    s.start(60, sent=True, expr=object())  # a filter
+    s.start(70, sent=True, read_later=False)  # time travel: its own ts
+    s.start(80, sent=True, group_by="g")  # grouping
+    s.start(90, sent=True, params={"radius": 5.0})  # a range search
+    s.start(100, sent=True)  # the second of s.start(3)'s kind
     s.start(110)
-    answers = s.run(queued=2)  # the two of s.start(3)'s kind; the others are sent at once
+    s.start(120)
+    answers = s.run(queued=2)  # the two more of s.start(3)'s kind
     assert not any(isinstance(a, Exception) for a in answers[:3])
-    assert sorted(nq for nq, _ in nodes["a"].searches) == [1, 1, 1, 1, 1, 1, 2]
+    assert sorted(nq for nq, _ in nodes["a"].searches) == [1, 1, 1, 1, 1, 1, 1, 2]
 
 
 def test_a_failing_batch_gives_no_member_another_ones_error():
     f, nodes = fanout("a")
     alone = search(fanout("a")[0], 50)
     s = Searches(f, nodes["a"])
-    s.start(3)
+    s.start(3, sent=True)
+    s.start(4, sent=True)
     s.start(-1)  # fails its search, and the batch it is in
     s.start(50)
-    first, bad, good = s.run(queued=2)
+    *_, bad, good = s.run(queued=2)
     assert isinstance(bad, InvalidArgument)
     assert good == alone
-    assert [nq for nq, _ in nodes["a"].searches] == [1, 2, 1, 1]  # the batch, then each alone
+    # the batch, then each alone
+    assert [nq for nq, _ in nodes["a"].searches] == [1, 1, 2, 1, 1]
 
 
 def test_an_error_of_the_pchannels_owners_is_each_members_own():
     f, nodes = fanout("a")
     s = Searches(f, nodes["a"])
     nodes["a"].fail = NoQueryNode([1], 30)
-    s.start(3)
-    s.start(4)
+    s.start(3, sent=True)
+    s.start(4, sent=True)
     s.start(5)
+    s.start(6)
     assert all(isinstance(a, NoQueryNode) for a in s.run(queued=2))
-    assert [nq for nq, _ in nodes["a"].searches] == [1, 2]  # not asked again alone
+    assert [nq for nq, _ in nodes["a"].searches] == [1, 1, 2]  # not asked again alone
 
 
 def test_a_batch_holds_at_most_max_nq_queries(monkeypatch):
     monkeypatch.setattr(coalesce, "MAX_NQ", 2)
     f, nodes = fanout("a")
     s = Searches(f, nodes["a"])
-    for q in (3, 4, 5, 6, 7, 8):
-        s.start(q)
+    for q in (3, 4, 5, 6, 7, 8, 9):
+        s.start(q, sent=q < 5)
     answers = s.run(queued=5)
-    assert answers == [search(fanout("a")[0], q) for q in (3, 4, 5, 6, 7, 8)]
-    assert [nq for nq, _ in nodes["a"].searches] == [1, 2, 2, 1]
+    assert answers == [search(fanout("a")[0], q) for q in (3, 4, 5, 6, 7, 8, 9)]
+    # two alone, then the five queued in batches of at most 2 (two batches in flight at once)
+    assert sorted(nq for nq, _ in nodes["a"].searches) == [1, 1, 1, 2, 2]
 
 
 @pytest.mark.parametrize("nq", [1, 3])
