@@ -204,15 +204,17 @@ class IngestConsumer(ProcessorBase):
             self._opened.set()
 
     def _warm_meta(self) -> None:
-        """Looks up each route's collection once (a cluster process's meta cache fills, its
-        ddl watch catches up); a collection missing or a lookup failing is left to the
-        batches (their records are dead-lettered or retried there)."""
+        """Looks up each route's collection once, in the meta read so far (a cluster
+        process's meta cache fills; each batch still waits for the ddl watch as before); a
+        collection missing or a look-up failing is left to the batches."""
         for route in self.routes:
-            if route.collection is not None:
-                try:
+            if route.collection is None:
+                continue
+            try:
+                with self.proxy.meta_point(fresh=False):
                     self.proxy.describe_collection(route.collection)
-                except VectorlogError as exc:
-                    log.debug("ingest: %s not looked up at open: %s", route.collection, exc)
+            except VectorlogError as exc:
+                log.debug("ingest: %s not looked up at open: %s", route.collection, exc)
 
     def reset(self) -> None:
         """Commits the positions of the batches applied (their writes are durable), then
