@@ -87,8 +87,9 @@ COMMIT_EVERY_S = 0.5
 @dataclass
 class _InFlight:
     """A write on the write-behind thread: what to apply record by record if the proxy
-    refuses it, and, if it is its batch's last effect, the positions the batch applied
-    (counted once it is durable; {} while the batch goes on)."""
+    refuses it, and, if it is its batch's last effect, the positions the batch (and any
+    after it with no effect of their own) applied, counted once it is durable ({} while
+    its batch goes on)."""
 
     route: IngestRoute
     sources: list[Record]
@@ -196,10 +197,16 @@ class IngestConsumer(ProcessorBase):
         """Opens a reader per ingest topic at the stored positions (see `_open_positions`),
         after the decoder's one-time warm-up (`columnar.warm_up`), then looks up the routes'
         collections (the first batch finds them cached)."""
+        began = time.monotonic()
         try:
             warm_up()
+            warmed = time.monotonic()
             self._source.open()
             self._warm_meta()
+            log.info(
+                "ingest: opened %d partitions in %.2f s (the decoder's warm-up %.2f s)",
+                len(self._owned), time.monotonic() - began, warmed - began,
+            )  # fmt: skip
         finally:
             self._opened.set()
 
@@ -363,8 +370,9 @@ class IngestConsumer(ProcessorBase):
         self.batches += 1
         if self._flight is None:  # nothing behind: applied now
             self._applied_through(done)
-        else:  # the batch's last effect: its positions count once that write is durable
-            self._flight.done = done
+        else:  # its last effect (or an earlier batch's, if it had none) is behind: its
+            # positions count once that write is durable
+            self._flight.done = {**self._flight.done, **done}
         if self._commit_due():
             self._flush()
 
