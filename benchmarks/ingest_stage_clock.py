@@ -132,7 +132,7 @@ class StageClock:
 
 def install(clock: StageClock) -> None:
     """Patches the consumer's, the proxy's and the RPC clients' stage functions (the whole
-    process: every ingest consumer's thread that steps becomes the clock's thread)."""
+    process: a consumer's step and a write-behind job are rounds of their threads)."""
     from vectorlog.processors.proxy import proxy as proxy_module
     from vectorlog.processors.proxy import validation
     from vectorlog.processors.proxy.ingest import consumer as c
