@@ -15,7 +15,10 @@ decode (bytes to columns or rows), fit (to the schema), validate (the proxy's
 `rows_to_columns`, `check_unique`), encode (the RowsInserted Avro), append (the dml append),
 ids_ts (id and timestamp allocation), segments (datacoord's segment assignment), write (the
 rest of the proxy's insert), header (the source header), check (a worker's fencing check of
-the positions topic), commit (storing positions), other (the rest of the consumer's loop).
+the positions topic), commit (storing positions), behind (the consumer thread's wait for the
+write it runs behind it: processors/proxy/ingest/behind.py), other (the rest of the consumer's
+loop). The write-behind thread's time is charged by stage too (its walls overlap the consumer
+thread's).
 """
 
 from __future__ import annotations
@@ -32,21 +35,20 @@ from typing import Any
 from benchmarks import save
 
 ORDER = ("consume", "meta", "decode", "fit", "validate", "encode", "append", "ids_ts",
-         "segments", "write", "header", "check", "commit", "other")  # fmt: skip
+         "segments", "write", "header", "check", "commit", "behind", "other")  # fmt: skip
 
 
 class StageClock:
-    """Charges the CPU (`time.thread_time`) and wall time of the consumer thread to the
-    innermost stage it is in."""
+    """Charges the CPU (`time.thread_time`) and wall time of each thread that `begin`s a
+    round (the consumer thread, the write-behind thread) to the innermost stage it is in."""
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = defaultdict(float)
         self.wall: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
-        self.thread: int | None = None
         self.rows = 0
-        self._stack: list[str] = []
-        self._t = self._w = 0.0
+        self._local = threading.local()  # per thread: stack, t, w
+        self._lock = threading.Lock()
 
     def reset(self) -> None:
         """Forgets what was counted (the next run's figures start from zero)."""
@@ -56,33 +58,51 @@ class StageClock:
         self.rows = 0
 
     def enter(self, stage: str, within: tuple[str, ...] = ()) -> bool:
-        """Enters `stage` if on the consumer thread (and, given `within`, inside one of
+        """Enters `stage` if on a thread in a round (and, given `within`, inside one of
         those stages); returns whether it did."""
-        if threading.get_ident() != self.thread or not self._stack:
-            return False  # another thread (maybe one given an ended consumer thread's ident)
-        if within and self._stack[-1] not in within:
+        local = self._local
+        stack: list[str] | None = getattr(local, "stack", None)
+        if not stack or (within and stack[-1] not in within):
             return False
         now, wall = time.thread_time(), time.perf_counter()
-        if self._stack:
-            self.cpu[self._stack[-1]] += now - self._t
-            self.wall[self._stack[-1]] += wall - self._w
-        self._stack.append(stage)
-        self.calls[stage] += 1
-        self._t, self._w = now, wall
+        self._charge(stack[-1], now - local.t, wall - local.w)
+        stack.append(stage)
+        with self._lock:
+            self.calls[stage] += 1
+        local.t, local.w = now, wall
         return True
 
     def begin(self) -> None:
-        """Enters the consumer loop's round ("other": what no stage below takes)."""
-        self._stack = ["other"]
-        self.calls["other"] += 1
-        self._t, self._w = time.thread_time(), time.perf_counter()
+        """Enters a round of this thread ("other": what no stage below takes)."""
+        local = self._local
+        local.stack = ["other"]
+        with self._lock:
+            self.calls["other"] += 1
+        local.t, local.w = time.thread_time(), time.perf_counter()
 
     def leave(self) -> None:
+        local = self._local
         now, wall = time.thread_time(), time.perf_counter()
-        stage = self._stack.pop()
-        self.cpu[stage] += now - self._t
-        self.wall[stage] += wall - self._w
-        self._t, self._w = now, wall
+        self._charge(local.stack.pop(), now - local.t, wall - local.w)
+        local.t, local.w = now, wall
+
+    def _charge(self, stage: str, cpu: float, wall: float) -> None:
+        with self._lock:
+            self.cpu[stage] += cpu
+            self.wall[stage] += wall
+
+    def root(self, owner: Any, attr: str) -> None:
+        """Times each call of `owner.attr` as a round of its thread (see `begin`)."""
+        fn = getattr(owner, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self.begin()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.leave()
+
+        setattr(owner, attr, timed)
 
     def wrap(self, owner: Any, attr: str, stage: str, within: tuple[str, ...] = ()) -> None:
         """Times `owner.attr` (a class's or a module's) as `stage`."""
@@ -112,7 +132,7 @@ class StageClock:
 
 def install(clock: StageClock) -> None:
     """Patches the consumer's, the proxy's and the RPC clients' stage functions (the whole
-    process: every ingest consumer's thread that steps becomes the clock's thread)."""
+    process: a consumer's step and a write-behind job are rounds of their threads)."""
     from vectorlog.processors.proxy import proxy as proxy_module
     from vectorlog.processors.proxy import validation
     from vectorlog.processors.proxy.ingest import consumer as c
@@ -125,17 +145,12 @@ def install(clock: StageClock) -> None:
     from vectorlog.streams.log.embedded import EmbeddedLog
     from vectorlog.streams.log.kafka import KafkaLog
 
-    step = c.IngestConsumer.step
+    clock.root(c.IngestConsumer, "step")
+    if hasattr(c, "WriteBehind"):  # the write run behind the consumer since s16
+        from vectorlog.processors.proxy.ingest import behind
 
-    def timed_step(self: Any) -> bool:
-        clock.thread = threading.get_ident()
-        clock.begin()
-        try:
-            return step(self)
-        finally:
-            clock.leave()
-
-    c.IngestConsumer.step = timed_step  # type: ignore[method-assign]
+        clock.root(behind.WriteBehind, "_run")
+        clock.wrap(behind.WriteBehind, "wait", "behind")
     clock.wrap(c.IngestConsumer, "_gather", "consume")
     clock.wrap(c.IngestConsumer, "_commit", "commit")
     for name in ("read_batch", "decode"):

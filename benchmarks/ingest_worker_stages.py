@@ -15,7 +15,8 @@ PATH) into DIR/<run>.<worker>.txt, collapsed stacks (`py-spy record -f raw`).
 
 Avro needs a Schema Registry every process reaches: tests/schema_registry.py's server runs in
 this process and every process of the cluster is given its URL. Per run: rows/s from the worker
-healthy to the last row visible to a Strong get, its ratio to the anchor next to it, the
+healthy to the last row visible to a Strong get, its ratio to the anchor next to it (and,
+counted from the workers' launch instead, the seconds to healthy and that ratio), the
 consumer threads' CPU seconds per 100k rows and by stage (µs per row, CPU and wall; with 2
 workers, of both), and the worker processes' whole CPU (their start included).
 """
@@ -87,6 +88,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     reports = [tmp / f"{name}.{i}.stages.json" for i in range(n)]
     children = [Child("ingest", f"ingest-{name}-{i}") for i in range(n)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    launched = time.perf_counter()
     for i, child in enumerate(children):
         env = {**sup.env, "VECTORLOG_INGEST_TOPICS": f"{topic.name}={name}{setting}",
                "INGEST_STAGE_REPORT": str(reports[i]), "PYTHONPATH": tree}  # fmt: skip
@@ -103,7 +105,8 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
             time.sleep(0.01)
         start = time.perf_counter()
         w.visible(client, name, last)
-        rate = len(x) / (time.perf_counter() - start)
+        end = time.perf_counter()
+        rate, launch_rate = len(x) / (end - start), len(x) / (end - launched)
     finally:
         for c in children:
             if c.proc is not None:
@@ -114,7 +117,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     stages = summed([json.loads(r.read_text()) for r in reports])
     return {"workers": n, "rows_per_s": rate, "anchor_rows_per_s": anchor,
             "ratio": rate / anchor, "load": save.load1(), "process_cpu_s": cpu,
-            **stages}  # fmt: skip
+            "start_s": start - launched, "launch_rows_per_s": launch_rate, **stages}  # fmt: skip
 
 
 def sampled(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -144,7 +147,8 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
     rows = sum(r["rows"] for r in reports)
 
     def per_row(key: str) -> dict[str, float]:
-        return {s: sum(r[key][s] * r["rows"] for r in reports) / max(1, rows) for s in ORDER}
+        return {s: sum(r[key].get(s, 0.0) * r["rows"] for r in reports) / max(1, rows)
+                for s in ORDER}  # fmt: skip
 
     calls: dict[str, int] = {}
     for r in reports:
@@ -208,15 +212,21 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     lines += save.table(
         ("format", "code", "workers", "runs", "rows/s (median)",
          "ratio to pymilvus insert (median; each)", "consumer CPU s / 100k rows (median)",
-         "worker processes' CPU s"),
+         "worker processes' CPU s", "launch to healthy s", "ratio from launch"),
         medians,
-        "llrrrl",
+        "llrrrlrrrr",
     )  # fmt: skip
-    lines += ["", "Per run, µs per row by stage: CPU / wall (the consumer thread)", ""]
+    lines += [
+        "",
+        "Per run, µs per row by stage: CPU / wall (the consumer thread, and the"
+        " thread its writes run on behind it where there is one: walls overlap)",
+        "",
+    ]
     lines += save.table(
         ("format", "code", "workers", "round", "batches", *ORDER),
         [(r["format"], r["code"], r.get("workers", 1), r["round"], r["calls"].get("write", 0),
-          *(f"{r['cpu_us_per_row'][s]:.1f} / {r['wall_us_per_row'][s]:.0f}" for s in ORDER))
+          *(f"{r['cpu_us_per_row'].get(s, 0):.1f} / {r['wall_us_per_row'].get(s, 0):.0f}"
+            for s in ORDER))
          for r in runs],
         "llrrr" + "l" * len(ORDER),
     )  # fmt: skip
@@ -235,7 +245,19 @@ def _median_row(key: tuple[str, str, int], sel: list[dict[str, Any]]) -> tuple[o
     return (*key, len(sel), f"{np.median([r['rows_per_s'] for r in sel]):,.0f}",
             f"{np.median([r['ratio'] for r in sel]):.2f} ({ratios})",
             f"{np.median([r['cpu_s_per_100k'] for r in sel]):.2f}",
-            f"{np.median([r['process_cpu_s'] for r in sel]):.1f}")  # fmt: skip
+            f"{np.median([r['process_cpu_s'] for r in sel]):.1f}",
+            _median(sel, "start_s", "{:.2f}"),
+            _median(sel, "launch_rows_per_s", "{:.2f}",
+                    [r["anchor_rows_per_s"] for r in sel]))  # fmt: skip
+
+
+def _median(sel: list[dict[str, Any]], key: str, fmt: str, per: list[float] | None = None) -> str:
+    """Returns the median of `key` over the runs (each divided by `per`'s), "" if a run
+    lacks it (a report written before it was measured)."""
+    if not sel or any(key not in r for r in sel):
+        return ""
+    values = [r[key] / (per[i] if per else 1.0) for i, r in enumerate(sel)]
+    return fmt.format(float(np.median(values)))
 
 
 def main(argv: list[str] | None = None) -> None:

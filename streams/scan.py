@@ -87,6 +87,7 @@ def read_all(
     idle: float = IDLE_S,
     start: dict[int, int] | None = None,
     fence: FenceState | None = None,
+    floor: dict[int, int] | None = None,
 ) -> Iterator[Record]:
     """Yields every record of `topic` appended before this call (and maybe some appended
     during it), from `start` ({partition: offset}; partitions not named, and all by
@@ -94,7 +95,10 @@ def read_all(
     until no record came for `idle` seconds (a Kafka high watermark may lag the real end).
     A topic with nothing past `start` is read without waiting; on a topic appended to
     without pause, it stops at `timeout` once past the end offsets. `fence`: the lease
-    fence state at `start` (streams.log.lease_fence; default: none known).
+    fence state at `start` (streams.log.lease_fence; default: none known). `floor`:
+    {partition: an offset the caller knows the partition's end is at or past} (records it
+    appended or read itself), read up to when the end offsets lag it; with `idle` 0, what
+    the reader fetched past the ends is taken without waiting for more.
 
     Raises TopicNotFound, TopicPartitionNotFound if `start` names a partition the topic
     lacks, or LogError if the end offsets are not reached within `timeout`.
@@ -102,6 +106,7 @@ def read_all(
     ends = log.end_offsets(topic)
     for p in sorted(set(start or {}) - set(ends)):
         raise TopicPartitionNotFound(topic, p)
+    ends = {p: max(end, (floor or {}).get(p, 0)) for p, end in ends.items()}
     begin = {p: (start or {}).get(p, 0) for p in ends}
     if all(begin[p] >= end for p, end in ends.items()):
         return

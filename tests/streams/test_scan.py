@@ -1,4 +1,5 @@
-"""Reading a whole topic without writing to it (`read_all`, `Log.end_offsets`), both backends."""
+"""Reading a whole topic without writing to it (`read_all`, `Log.end_offsets`; with no idle
+wait, up to a floor its caller knows), both backends."""
 
 from __future__ import annotations
 
@@ -43,3 +44,15 @@ def test_read_all_of_an_empty_topic_yields_nothing(log: Log):
     log.create_topic(topic, 3)
     assert list(read_all(log, topic)) == []
     assert log.end_offsets(topic) == {0: 0, 1: 0, 2: 0}
+
+
+@on_backends()
+def test_read_all_without_an_idle_wait_reads_up_to_a_floor_its_caller_knows(log: Log):
+    topic = unique_topic()
+    log.create_topic(topic, 2)
+    log.append(topic, [Append(0, b"first")])
+    appended = log.append(topic, [Append(0, b"v%d" % i) for i in range(40)])  # one batch
+    floor = {0: appended[-1] + 1}  # the caller appended these (a broker's end may lag)
+    got = list(read_all(log, topic, idle=0.0, floor=floor))
+    assert [(r.partition, r.offset) for r in got] == [(0, o) for o in range(41)]
+    assert got[-1].value == b"v39"

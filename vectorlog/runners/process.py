@@ -24,10 +24,11 @@ writer of dml (rootcoord, datacoord, each proxy) ticks with its own source id
 The ingest role runs a proxy of its own (no server) and the ingest consumer, consuming its
 worker's range of each ingest topic's partitions (`--worker I/N`), its positions shared with
 the other workers on `<ingest>.positions`, where each claims its partitions: a worker whose
-partitions a newer one claimed is fenced and `fenced` says why. The leading datacoord runs
-the bulk inserts and compactions (and the background compaction policy), recorded on coord;
-the proxies ask for them and for their states over datacoord's RPC (runners.jobs,
-runners.jobs_client). The leading rootcoord runs the meta GC (with
+partitions a newer one claimed is fenced and `fenced` says why; its start returns (and its
+/healthz says ok) once its consumer opened: claimed, recovered from dml, reading. The
+leading datacoord runs the bulk inserts and compactions (and the background compaction
+policy), recorded on coord; the proxies ask for them and for their states over datacoord's
+RPC (runners.jobs, runners.jobs_client). The leading rootcoord runs the meta GC (with
 meta_retention_ms); dml retention is the Kafka topics' own. The leading rootcoord and
 datacoord write the ddl and coord topics' snapshots to the storage root (Kafka keeps the
 records; a fresh reader starts from the newest snapshot).
@@ -80,6 +81,9 @@ SEVERAL_WRITERS = TickPolicy(warm_up=True)
 RPC_ROLES = ("rootcoord", "datacoord", "indexnode")
 #: how long a proxy waits at start to read the query assignment on coord (seconds)
 FOLLOW_TIMEOUT_S = 30.0
+#: how long an ingest worker's start waits for its consumer's first open (its claims, its
+#: recovery from dml, its readers fetching), so /healthz says ok once it consumes (seconds)
+INGEST_OPEN_WAIT_S = 30.0
 #: the modules a role imports as it starts, beyond this module's (`import_role`: a spare
 #: process imports them ahead; each builder below imports its own)
 ROLE_MODULES = {
@@ -779,6 +783,8 @@ class ProcessRunner:
             self.worker,
         )
         self._started(self.ingest)
+        if not self.ingest.wait_opened(INGEST_OPEN_WAIT_S):  # healthy once it consumes
+            log.warning("ingest: not open after %.0f s; going on", INGEST_OPEN_WAIT_S)
         log.info("ingest: worker %d of %d started", *self.worker)
 
     # -- helpers -----------------------------------------------------------------------------

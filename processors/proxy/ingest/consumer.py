@@ -19,11 +19,18 @@ recovery. Before each dml write it still checks the claims its positions reader 
 fetched (no request), and before each dead letter and commit, up to the positions topic's
 end, that no newer worker claimed one of its partitions; once one did, it writes and commits
 nothing more and stops (`fenced` says why; `vectorlog run ingest` then exits).
+
+A batch's write as columns goes on behind the consumer (`behind.WriteBehind`): while the log
+makes it durable, the consumer thread polls, decodes and fits the next batch; before anything
+else with an effect (a dead letter, a write, a commit) it waits for that write (`_settle`),
+and only then counts the batch's positions applied. A write the proxy refuses as bad input is
+applied record by record then, before the next batch's effects.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from vectorlog.core.errors import InvalidArgument, NotFound
+from vectorlog.core.errors import InvalidArgument, NotFound, VectorlogError
 from vectorlog.core.faults import crash_point, pause_point
 from vectorlog.core.model import CollectionSchema
 from vectorlog.processors.proxy.ingest.applied import (
@@ -42,6 +49,7 @@ from vectorlog.processors.proxy.ingest.applied import (
     source_header,
 )
 from vectorlog.processors.proxy.ingest.avro import WriterSchemas
+from vectorlog.processors.proxy.ingest.behind import WriteBehind
 from vectorlog.processors.proxy.ingest.columnar import (
     Batch,
     collection_of,
@@ -74,6 +82,18 @@ IDLE_WAIT_S = 0.05
 #: check), and what a crash loses by it is found on dml by the source headers, not applied
 #: again; the loop's end commits what is pending
 COMMIT_EVERY_S = 0.5
+
+
+@dataclass
+class _InFlight:
+    """A write on the write-behind thread: what to apply record by record if the proxy
+    refuses it, and, if it is its batch's last effect, the positions the batch (and any
+    after it with no effect of their own) applied, counted once it is durable ({} while
+    its batch goes on)."""
+
+    route: IngestRoute
+    sources: list[Record]
+    done: dict[TopicPartition, int]
 
 
 @dataclass
@@ -121,6 +141,15 @@ class IngestConsumer(ProcessorBase):
         self.batches = 0  # batches applied (a process's /metrics shows them)
         self._source = RecordSource(log, self._open_positions)
         self._loop = ProcessorLoop(self, join_timeout_s=None)
+        self._behind = WriteBehind(f"{PROCESSOR}-write")
+        self._flight: _InFlight | None = None  # the batch whose write is behind
+        self._opened = threading.Event()  # set once the first `open` ended
+
+    def wait_opened(self, timeout: float) -> bool:
+        """Waits until the consumer's first `open` ended: its partitions claimed, what was
+        applied past their positions found, its readers open (fetching), or the open
+        failed (the loop retries it). Returns whether it ended within `timeout` seconds."""
+        return self._opened.wait(timeout)
 
     def start(self) -> None:
         """Starts consuming on the shared loop's thread."""
@@ -166,18 +195,47 @@ class IngestConsumer(ProcessorBase):
     # -- the consumer (a Processor on the shared loop) ----------------------------------------
     def open(self) -> None:
         """Opens a reader per ingest topic at the stored positions (see `_open_positions`),
-        after the decoder's one-time warm-up (`columnar.warm_up`)."""
-        warm_up()
-        self._source.open()
+        after the decoder's one-time warm-up (`columnar.warm_up`), then looks up the routes'
+        collections (the first batch finds them cached)."""
+        began = time.monotonic()
+        try:
+            warm_up()
+            warmed = time.monotonic()
+            self._source.open()
+            self._warm_meta()
+            log.info(
+                "ingest: opened %d partitions in %.2f s (the decoder's warm-up %.2f s)",
+                len(self._owned), time.monotonic() - began, warmed - began,
+            )  # fmt: skip
+        finally:
+            self._opened.set()
+
+    def _warm_meta(self) -> None:
+        """Looks up each route's collection once, in the meta read so far (a cluster
+        process's meta cache fills; each batch still waits for the ddl watch as before); a
+        collection missing or a look-up failing is left to the batches."""
+        for route in self.routes:
+            if route.collection is None:
+                continue
+            try:
+                with self.proxy.meta_point(fresh=False):
+                    self.proxy.describe_collection(route.collection)
+            except VectorlogError as exc:
+                log.debug("ingest: %s not looked up at open: %s", route.collection, exc)
 
     def reset(self) -> None:
         """Commits the positions of the batches applied (their writes are durable), then
         closes the readers (after a failed round, and when the loop ends). Positions it
         could not commit are found again on dml when the consumer reopens."""
         try:
+            try:
+                self._settle()
+            except Exception as exc:  # its positions stay uncommitted; the rest are committed
+                log.warning("ingest: the last write failed: %s", exc)
             self._flush()
         finally:
             self._pending = {}
+            self._behind.close()
             self._source.reset()
 
     def step(self) -> bool:
@@ -191,6 +249,8 @@ class IngestConsumer(ProcessorBase):
             if records:
                 self._idle = False
                 self._process(route, records)
+        if self._idle:  # the last batch's positions count once its write is durable
+            self._settle()
         if self._idle and self._pending:  # caught up: commit what was applied, when due
             if self._commit_due():
                 self._flush()
@@ -202,7 +262,9 @@ class IngestConsumer(ProcessorBase):
         return time.monotonic() - self._committed_at >= COMMIT_EVERY_S
 
     def _flush(self) -> None:
-        """Commits the positions of the batches applied since the last commit."""
+        """Commits the positions of the batches applied since the last commit, once the
+        write behind is durable."""
+        self._settle()
         if self._pending:
             self._commit(self._pending, self._due_marks())
             self._pending = {}
@@ -277,7 +339,8 @@ class IngestConsumer(ProcessorBase):
 
     def _commit(self, positions: dict[TopicPartition, int], marks: dict[int, int] | None) -> None:
         """Commits `positions`, with `marks` (dml end offsets taken before this call) as the
-        mark if given, then with the positions of every owned partition."""
+        mark if given, then with the positions of every owned partition. Called with no
+        write behind (`_settle`): a mark must not pass a write whose positions it omits."""
         if marks is not None:
             committed = self.store.committed()
             positions = {tp: committed.get(tp, 0) for tp in self._owned} | positions
@@ -296,8 +359,8 @@ class IngestConsumer(ProcessorBase):
         return records
 
     def _process(self, route: IngestRoute, records: list[Record]) -> None:
-        """Applies a batch and dead-letters its bad records; commits the positions applied
-        if the last commit is COMMIT_EVERY_S old."""
+        """Applies a batch and dead-letters its bad records (its write as columns maybe still
+        behind); commits the positions applied if the last commit is COMMIT_EVERY_S old."""
         done = {(rec.topic, rec.partition): rec.offset + 1 for rec in records}
         fresh = any(end > self._covered.get(tp, 0) for tp, end in done.items())
         ends = self._source.fetched_ends(route.topic) if fresh else {}
@@ -305,13 +368,35 @@ class IngestConsumer(ProcessorBase):
             self._apply_batch(route, [rec for rec in records if self._live(rec)])
         self._covered.update({(route.topic, p): end for p, end in ends.items()})
         self.batches += 1
-        crash_point("ingest.before_positions")
-        self._pending.update(done)
+        if self._flight is None:  # nothing behind: applied now
+            self._applied_through(done)
+        else:  # its last effect (or an earlier batch's, if it had none) is behind: its
+            # positions count once that write is durable
+            self._flight.done = {**self._flight.done, **done}
         if self._commit_due():
             self._flush()
+
+    def _applied_through(self, done: dict[TopicPartition, int]) -> None:
+        """Counts a batch's positions applied (its writes are durable)."""
+        crash_point("ingest.before_positions")
+        self._pending.update(done)
         for tp, offset in done.items():  # a batch may end inside an earlier attempt
             if tp in self._applied:
                 self._applied[tp] = {o for o in self._applied[tp] if o >= offset}
+
+    def _settle(self) -> None:
+        """Waits for the write behind, if any; applies its records one by one if the proxy
+        refused it as bad input; then counts its batch's positions applied. Raises what
+        the write raised otherwise (its positions are not counted)."""
+        flight, self._flight = self._flight, None
+        if flight is None:
+            return
+        try:
+            self._behind.wait()
+        except BAD_INPUT:
+            self._apply_records(flight.route, flight.sources)
+        if flight.done:  # else its batch goes on: `_process` counts the batch at its end
+            self._applied_through(flight.done)
 
     def _live(self, rec: Record) -> bool:
         """Returns False for a record dead-lettered before (a decision to dead-letter is
@@ -322,6 +407,7 @@ class IngestConsumer(ProcessorBase):
 
     def _dead(self, rec: Record, reason: str) -> None:
         """Dead-letters `rec` unless this worker was fenced. Raises IngestFenced."""
+        self._settle()
         self.store.check()
         self._dead_letter(rec, reason)
 
@@ -361,18 +447,24 @@ class IngestConsumer(ProcessorBase):
         records: list[Record],
     ) -> None:
         """Writes the rows that fit as one upsert and dead-letters each row that does not,
-        with its reason; if the proxy refuses the write, applies its records one by one."""
+        with its reason; if the proxy refuses the write, applies its records one by one.
+        The write of a batch's last segment goes on behind (`_settle` waits for it)."""
         fitted = fit_columns(schema, batch.table, rows)
         for i, why in sorted(fitted.bad.items()):
             self._dead(records[i], f"SchemaMismatch: {why}")
         if fitted.write is None:
             return
         sources = [records[i] for i in rows.tolist() if i not in fitted.bad]
-        try:
-            tags = self._tags(sources)
-            self.proxy.insert(batch.collection, fitted.write, upsert=True, headers=tags)
-        except BAD_INPUT:
-            self._apply_records(route, sources)
+        self._settle()
+        tags = self._tags(sources)
+        name, columns = batch.collection, fitted.write
+
+        def write() -> None:
+            with self.proxy.meta_point(fresh=False):  # the meta read so far: this batch's
+                self.proxy.insert(name, columns, upsert=True, headers=tags)
+
+        self._flight = _InFlight(route, sources, {})
+        self._behind.submit(write)
 
     def _tags(self, sources: list[Record]) -> Headers:
         """Returns the headers of a dml write applying `sources` (their positions, this
@@ -418,6 +510,7 @@ class IngestConsumer(ProcessorBase):
         `sources`' positions. Raises what the proxy raises, or IngestFenced."""
         kind, name = changes[0].kind, changes[0].collection
         schema = self.proxy.describe_collection(name).schema
+        self._settle()
         tag = self._tags(sources)
         if kind == UPSERT:
             fitted = [

@@ -5,7 +5,8 @@ consumes every partition of a 4-partition ingest topic; it is
 SIGKILLed while rows flow and two workers take its partitions over (a rebalance: each its
 range); every produced row is visible once and every source record was applied by exactly
 one whole write on dml (the positions, shared on a topic with the dml marks they were taken
-with, survive the move). A worker paused (SIGSTOP) while another is started with its share is
+with, survive the move). A worker is healthy once its consumer opened: its claims are on the
+positions topic by then. A worker paused (SIGSTOP) while another is started with its share is
 fenced when it resumes: it exits with code 3 and one line saying who claimed its partitions,
 having written nothing more. A worker's batches wait for its ddl watch once each, not once per
 collection look-up (its /metrics counts both), and the batches of a backlog that was in the log
@@ -31,6 +32,7 @@ from vectorlog.cli.run import FENCED
 from vectorlog.config import Config, open_log
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.log.base import Log
+from vectorlog.streams.scan import read_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 PARTITIONS = 4
@@ -106,11 +108,18 @@ def start_worker(cluster: ProcessCluster, name: str, worker: str) -> None:
     cluster.start(name)
 
 
+def claims(log: Log, cluster: ProcessCluster) -> list[str]:
+    """Returns the keys of the claims on the ingest workers' positions topic."""
+    found = read_all(log, f"{cluster.cluster}.ingest.positions")
+    return [r.key.decode() for r in found if r.key is not None and r.key.startswith(b"claim:")]
+
+
 def test_two_workers_take_over_a_killed_workers_partitions_exactly_once(
     cluster: ProcessCluster, setup: Setup
 ):
     topic, log, client = setup.topic, setup.log, setup.client
-    start_worker(cluster, "ingest-a", "0/1")
+    start_worker(cluster, "ingest-a", "0/1")  # healthy: its partitions claimed
+    assert {f"claim:{topic}/{p}" for p in range(PARTITIONS)} <= set(claims(log, cluster))
     produce(cluster.bootstrap, topic, 0, ROUND)
     wait_until(lambda: ids(client) == list(range(ROUND)), 120, "round 1 visible")
     produce(cluster.bootstrap, topic, ROUND, ROUND)

@@ -1,6 +1,8 @@
 """A crash of the proxy while it consumes ingest loses no row and writes none twice: the
 batch whose writes were on dml but whose positions were not stored is found there at restart
-and not applied again (exactly once)."""
+and not applied again (exactly once); a batch whose write was still in flight on the thread
+that runs it behind the consumer has no position stored (however long it is held), so a
+kill then applies it once after the restart."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,9 +21,11 @@ import pytest
 from tests.clients import ClientFactory, data_events
 from tests.processors.proxy.ingest.crash_ingest import expected
 from tests.processors.proxy.ingest.producer import wait_consumed
+from tests.support import wait_until
 from vectorlog import Client
-from vectorlog.core.faults import CRASH_EXIT, ENV
+from vectorlog.core.faults import CRASH_EXIT, ENV, PAUSE_ARM, PAUSE_ENV
 from vectorlog.processors.proxy.ingest.applied import SOURCE_HEADER, parse_sources
+from vectorlog.processors.proxy.ingest.consumer import COMMIT_EVERY_S
 from vectorlog.streams.log.base import PART_HEADER
 from vectorlog.streams.scan import read_all
 
@@ -46,7 +51,9 @@ def reopened_rows(
     client = open_client(**settings)
     topic = client.cluster.topics.ingest
     wait_consumed(client, topic, [r.offset for r in read_all(client.cluster.log, topic)])
-    found = client.query("c", filter="id >= 0", output_fields=["id", "vector"])
+    found = client.query(
+        "c", filter="id >= 0", output_fields=["id", "vector"], consistency_level="Strong"
+    )  # (rows written after the restart too)
     assert client.query("c", output_fields=["count(*)"])[0]["count(*)"] == len(found)
     return client, {r["id"]: [float(x) for x in r["vector"]] for r in found}
 
@@ -125,3 +132,22 @@ def test_sigkill_while_consuming_loses_nothing_and_duplicates_nothing(
     assert counts == Counter(range(20 * produced))  # each record applied by one whole write
     if not client.cfg.is_kafka:  # one append is atomic; on Kafka a kill between partitions
         assert partial == 0  # leaves part of one, and that write is made again whole
+
+
+def test_a_kill_while_a_write_is_in_flight_applies_its_batch_once_after_the_restart(
+    client_args: dict[str, Any], open_client: ClientFactory, tmp_path: Path
+):
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / PAUSE_ARM).write_text("")  # batch 0's write is held before its dml append
+    env = {PAUSE_ENV: f"ingest.write_behind?={held}"}
+    child = start_child({**client_args, "batches": 2, "wait": True}, env)
+    wait_until(lambda: any(held.glob("ingest.write_behind.*")), 60, "batch 0's write held")
+    time.sleep(3 * COMMIT_EVERY_S)  # (room for a commit that must not come while it is held)
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate(timeout=30)
+    assert [json.loads(line)["produced"] for line in out.splitlines()] == [0]
+    client, rows = reopened_rows(open_client)
+    assert rows == expected(1)
+    assert inserted_rows(client) == 20  # batch 0 written once, after the restart
+    assert writes_per_source(client) == (Counter(range(20)), 0)

@@ -4,7 +4,9 @@ fenced at its next write or commit and writes nothing more, and every source rec
 dml exactly once (read back). A write the first worker had in hand when the second took over
 (held at the pause point before its dml append) lands after the second's takeover marker and
 is hidden from every reader: its stale values never show and it is never counted twice, also
-when it lands before the second worker's first write (after its recovery read dml)."""
+when it lands before the second worker's first write (after its recovery read dml), and also
+when it was held on the thread that runs a batch's write behind the consumer (after the
+fencing check, its consumer thread already at the next batch)."""
 
 from __future__ import annotations
 
@@ -112,15 +114,16 @@ def test_a_second_worker_with_the_same_share_fences_the_first(client: Client, wo
     assert set(applied.values()) == {1}
 
 
+@pytest.mark.parametrize("point", ["ingest.before_dml", "ingest.write_behind"])
 def test_a_fenced_workers_write_in_hand_is_hidden_after_the_takeover(
-    client: Client, workers: Started, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    client: Client, workers: Started, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, point: str
 ):
     topic, first, last = consumed_round_1(client, workers, "late")
-    monkeypatch.setenv(PAUSE_ENV, f"ingest.before_dml?={tmp_path}")
+    monkeypatch.setenv(PAUSE_ENV, f"{point}?={tmp_path}")
     (tmp_path / PAUSE_ARM).write_text("")
     try:
         produce(client, topic, rows(0, 2.0))  # the first worker holds this write
-        wait_until(lambda: any(tmp_path.glob("ingest.before_dml.*")), 60, "the first held")
+        wait_until(lambda: any(tmp_path.glob(f"{point}.*")), 60, "the first held")
         second = start_worker(client, topic, workers)  # the same share: 0/1
         last = max(produce(client, topic, rows(0, 3.0)))
         wait_until(lambda: second.positions().get((topic, 0), 0) > last, 60, "rounds 2-3")
