@@ -246,6 +246,9 @@ def test_an_insert_allocates_rows_while_a_coord_event_is_being_committed(cluster
     the lock an insert's allocation takes: an insert waits for no state-store sync (a disk
     held here, as a slow sync would hold it)."""
     ((segment, _),) = assign(cluster, 1)
+    wait_until(lambda: allocated(cluster, segment), 10, "the allocation batch logged")
+    end = cluster.log.end_offsets(cluster.topics.coord)[0]
+    wait_until(lambda: cluster.dc.meta.position() >= end, 10, "coord consumed")
     tick = cluster.rc.now()
     done: list[list[tuple[int, int]]] = []
     inserting = threading.Thread(target=lambda: done.append(assign(cluster, 1)), daemon=True)
