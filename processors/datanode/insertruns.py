@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.model import CollectionSchema
-from vectorlog.schemas.columns import decode_column, with_dynamic
+from vectorlog.schemas.columns import decode_column, joined_columns, with_dynamic
 from vectorlog.schemas.serde import Event
 
 INSERTED = "RowsInserted"
@@ -74,18 +74,22 @@ def decoded_run(events: list[Event], schema: CollectionSchema) -> InsertRun | No
 
 
 def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
-    decoded = [_decoded(e, schema) for e in events]
-    parts = [d for d in decoded if d is not None]
-    if len(parts) != len(events):
-        return None
-    pks = [pk for pk, _ in parts]
+    joined = _joined(events, schema)
+    if joined is not None:
+        pks, columns = joined
+    else:
+        decoded = [_decoded(e, schema) for e in events]
+        parts = [d for d in decoded if d is not None]
+        if len(parts) != len(events):
+            return None
+        pks = [pk for pk, _ in parts]
+        columns = {f.field_id: _chunks([c[f.field_id] for _, c in parts]) for f in schema.fields}
     counts = [len(p) for p in pks]
     total = sum(counts)
     if len({k for keys in pks for k in keys}) != total:
         return None
     firsts = np.array([int(e.body["first_row_id"]) for e in events], dtype=np.int64)
     starts = np.repeat(firsts - np.cumsum([0, *counts[:-1]]), counts)
-    columns = {f.field_id: _chunks([cols[f.field_id] for _, cols in parts]) for f in schema.fields}
     return InsertRun(
         events,
         pks,
@@ -94,6 +98,21 @@ def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
         columns,
         total,
     )
+
+
+def _joined(
+    events: list[Event], schema: CollectionSchema
+) -> tuple[list[list[Any]], dict[int, list[Any]]] | None:
+    """Returns each event's primary keys and every field's rows as one array, decoded a field
+    at a time (`joined_columns`); None if they cannot be (each event is then decoded alone)."""
+    joined = joined_columns(schema, [e.body for e in events])
+    if joined is None:
+        return None
+    counts, columns = joined
+    keys = columns[schema.primary.name].tolist()
+    ends = np.cumsum(counts).tolist()
+    pks = [keys[end - n : end] for end, n in zip(ends, counts, strict=True)]
+    return pks, {f.field_id: [columns[f.name]] for f in schema.fields}
 
 
 def _decoded(event: Event, schema: CollectionSchema) -> tuple[list[Any], dict[int, Any]] | None:
