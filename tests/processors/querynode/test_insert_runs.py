@@ -141,7 +141,7 @@ def numeric(ts: int, ids: list[int], partition: int = P1, vectors: Any = None) -
         }
         for f in s.fields
     ]
-    body = {"collection_id": CID, "partition_id": partition, "num_rows": len(ids)}
+    body: dict[str, Any] = {"collection_id": CID, "partition_id": partition, "num_rows": len(ids)}
     body |= {"segment_id": 100 + partition, "first_row_id": ids[0] * 10, "columns": columns}
     return Event("RowsInserted", ts, body, CID)
 
