@@ -55,9 +55,9 @@ def created_event() -> Event:
     return Event("CollectionCreated", T0 - 1, {"collection_id": CID, "schema": schema().to_avro()})
 
 
-def served(node: QueryNode, ts: int) -> tuple[Any, ...]:
+def served(node: QueryNode, ts: int, fields: list[str] = FIELDS) -> tuple[Any, ...]:
     """What a reader sees at `ts`: the count, every key's row, a search's ids and distances."""
-    rows = node.get(CID, list(range(12)), ts, FIELDS)
+    rows = node.get(CID, list(range(12)), ts, fields)
     rows = sorted(({**r, "vec": list(np.asarray(r["vec"]))} for r in rows), key=str)
     (hits,) = node.search(CID, np.full((1, DIM), 2.5), 20, ts, None, [])
     return node.count(CID, ts), rows, [(h["id"], round(h["distance"], 4)) for h in hits]
@@ -110,6 +110,9 @@ def test_a_bad_insert_among_a_ticks_inserts_is_dead_lettered_alone(log: Log):
         node.close()
 
 
+NUMERIC = ["id", "vec", "n", "x", "flag"]
+
+
 def numeric_schema() -> CollectionSchema:
     """Fields whose columns a run decodes a field at a time (schemas.columns.joined_columns)."""
     return CollectionSchema(
@@ -146,13 +149,6 @@ def numeric(ts: int, ids: list[int], partition: int = P1, vectors: Any = None) -
     return Event("RowsInserted", ts, body, CID)
 
 
-def served_numeric(node: QueryNode, ts: int) -> tuple[Any, ...]:
-    rows = node.get(CID, list(range(12)), ts, ["id", "vec", "n", "x", "flag"])
-    rows = sorted(({**r, "vec": list(np.asarray(r["vec"]))} for r in rows), key=str)
-    (hits,) = node.search(CID, np.full((1, DIM), 2.5), 20, ts, None, [])
-    return node.count(CID, ts), rows, [(h["id"], round(h["distance"], 4)) for h in hits]
-
-
 def test_a_ticks_numeric_inserts_decoded_a_field_at_a_time_serve_what_they_serve_one_by_one(
     nodes: tuple[QueryNode, QueryNode],
 ):
@@ -177,5 +173,5 @@ def test_a_ticks_numeric_inserts_decoded_a_field_at_a_time_serve_what_they_serve
     for e in events:
         alone.apply(MsgPack(0, e.ts - 1, e.ts, [e], 0, -1))
     for ts in range(T0, T0 + 11):
-        assert served_numeric(together, ts) == served_numeric(alone, ts), f"at T0 + {ts - T0}"
-    assert served_numeric(together, T0 + 10)[0] == 8
+        assert served(together, ts, NUMERIC) == served(alone, ts, NUMERIC), f"at T0 + {ts - T0}"
+    assert served(together, T0 + 10, NUMERIC)[0] == 8
