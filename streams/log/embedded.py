@@ -14,8 +14,7 @@ returns, no reader sees it before (readers stop at `_next`, moved after the sync
 lands whole or not at all;
 concurrent appends share one such write (group commit, `group_stats`). An append wakes
 only the readers of its topic (a single-row insert need not take every processor's thread
-through the GIL), and of a topic with deferred wake-ups (`defer_wakes`) only an append of an
-urgent record does. Once
+through the GIL). Once
 the directory is deleted or replaced under a running process every write is refused
 (`LogDirGone`) and the handle is abandoned at close, never flushed into a new database at
 that path (see `streams.rocksdir`).
@@ -26,7 +25,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
@@ -132,8 +131,6 @@ class EmbeddedLog:
         self._lock = threading.Lock()
         #: per topic, woken by its appends: a reader of one topic sleeps through the others'
         self._appended: dict[str, threading.Condition] = {}
-        #: per topic, which of its appends wake its readers (`defer_wakes`; absent: each)
-        self._urgent: dict[str, Callable[[Append], bool]] = {}
         self._group: GroupCommit[tuple[str, Sequence[Append]], list[int]] = GroupCommit(
             self._commit
         )
@@ -269,24 +266,9 @@ class EmbeddedLog:
                 self._write(wb, appends[0][0])
                 self._next.update(nxt)
                 self._pos.update(pos)
-                for topic in {topic for topic, records in appends if self._wakes(topic, records)}:
+                for topic in {topic for topic, _ in appends}:
                     self._appended_to(topic).notify_all()
             return out
-
-    def defer_wakes(self, topic: str, urgent: Callable[[Append], bool]) -> None:
-        """Makes an append to `topic` wake the topic's waiting readers only if one of its
-        records is `urgent`; the others are read at a reader's next poll (`poll` returns what
-        is there at once, else at the latest when its timeout ends). For a topic whose readers
-        deliver nothing before a record of one kind: the dml topic's tick-aligned consumers
-        release nothing before a time tick, so a single-row insert need not wake each of them
-        (two GIL hand-offs and a decode per reader per insert; they then read in batches)."""
-        with self._lock:
-            self._urgent[topic] = urgent
-
-    def _wakes(self, topic: str, records: Sequence[Append]) -> bool:
-        """Returns whether an append of `records` to `topic` wakes its readers."""
-        urgent = self._urgent.get(topic)
-        return urgent is None or any(urgent(r) for r in records)
 
     def _stage(
         self,

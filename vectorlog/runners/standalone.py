@@ -49,7 +49,7 @@ from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import DeadLetterWriter
 from vectorlog.streams.errors import LogError
 from vectorlog.streams.history import check_history
-from vectorlog.streams.log.base import Log, Truncatable, WakesReaders, start_offsets
+from vectorlog.streams.log.base import Truncatable, WakesReaders, start_offsets
 from vectorlog.streams.retention import RetentionSweeper
 from vectorlog.streams.scan import settled_end
 from vectorlog.streams.snapshots import TopicSnapshotter
@@ -125,7 +125,6 @@ class Standalone:
         self.topology = CLUSTER
         self._take_lease(cfg)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
-        _wake_dml_readers_at_ticks(self.log, self.topics, self.serdes)
         self.objects: PyArrowObjectStore | None = None
         if cfg.datanode in ("local", "spark"):
             self.objects = PyArrowObjectStore(cfg.storage_uri())
@@ -512,16 +511,3 @@ class Standalone:
             self.log.wake_readers()
         self._running.clear()
         self._stack.close()
-
-
-def _wake_dml_readers_at_ticks(log_: Log, topics: Topics, serdes: Serdes) -> None:
-    """On the embedded log with record keys, makes only a dml append holding a time tick wake
-    the dml readers (EmbeddedLog.defer_wakes): every one of them is tick-aligned, so a row
-    before a tick is delivered with that tick whenever it is read; they read the rows between
-    ticks at their polls' timeouts, in batches, not once per single-row insert."""
-    from vectorlog.schemas.serde import Event
-    from vectorlog.streams.log.embedded import EmbeddedLog
-
-    tick_key = serdes.for_topic(topics.dml).key(Event("TimeTick", 1, {}))
-    if isinstance(log_, EmbeddedLog) and tick_key is not None:
-        log_.defer_wakes(topics.dml, lambda record: record.key == tick_key)
