@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
             )
     who = "query node" if args.node == "querynode" else "data node"
     flag = "" if args.node == "querynode" else " --node datanode"
+    flag += f" --events {args.events} --packs {args.packs} --rounds {args.rounds}"
     lines = [
         f"# The {who}'s apply of a tick's single-row inserts: thread CPU per pack",
         "",
