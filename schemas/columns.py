@@ -122,6 +122,72 @@ def decode_column(column: Any, num_rows: int) -> Any:
     return list(values)
 
 
+#: column kinds whose values from several events join into one numpy array (`joined_column`)
+JOINABLE: dict[str, Any] = {"Int64Column": np.int64, "DoubleColumn": np.float64, "BoolColumn": bool}
+
+
+def joined_column(columns: list[Any], counts: list[int]) -> np.ndarray | None:
+    """Returns one field's encoded columns of consecutive events (`counts[i]` rows in the
+    i-th) as one array, what concatenating each one's `decode_column` gives; None unless each
+    is a number or bool column without null flags, or float vectors of one dim, holding its
+    event's row count (a run of single-row inserts is decoded a field at a time)."""
+    kind, first = column_kind(columns[0])
+    if kind == "FloatVectorColumn":
+        return _joined_vectors(columns, counts, int(first["dim"]))
+    dtype = JOINABLE.get(kind)
+    if dtype is None:
+        return None
+    values: list[Any] = []
+    for column, n in zip(columns, counts, strict=True):
+        other, body = column_kind(column)
+        if other != kind or body.get("valid") is not None or len(body["values"]) != n:
+            return None
+        values.extend(body["values"])
+    return np.asarray(values, dtype=dtype)
+
+
+def joined_columns(
+    schema: CollectionSchema, bodies: list[dict[str, Any]]
+) -> tuple[list[int], dict[str, np.ndarray]] | None:
+    """Returns the rows of consecutive RowsInserted `bodies` decoded a field at a time: each
+    body's row count, and every field's values as one array (`joined_column`); None unless
+    each body holds exactly the schema's fields (by name and id), each in its type's column
+    kind (COLUMN_TYPE) and joinable (then each body is decoded on its own)."""
+    fields = {f.name: f for f in schema.fields}
+    counts = [int(b["num_rows"]) for b in bodies]
+    by_name: dict[str, list[Any]] = {name: [] for name in fields}
+    for body in bodies:
+        if len(body["columns"]) != len(fields):
+            return None
+        for c in body["columns"]:
+            f = fields.get(c["field_name"])
+            if f is None or f.field_id != c["field_id"]:
+                return None
+            by_name[f.name].append(c["column"])
+    out: dict[str, np.ndarray] = {}
+    for name, got in by_name.items():
+        if len(got) != len(bodies) or column_kind(got[0])[0] != COLUMN_TYPE[fields[name].dtype]:
+            return None
+        values = joined_column(got, counts)
+        if values is None:
+            return None
+        out[name] = values
+    return counts, out
+
+
+def _joined_vectors(columns: list[Any], counts: list[int], dim: int) -> np.ndarray | None:
+    """`joined_column` of FloatVectorColumns: None unless every one has `dim` and its rows."""
+    if dim <= 0:
+        return None
+    data = []
+    for column, n in zip(columns, counts, strict=True):
+        kind, body = column_kind(column)
+        if kind != "FloatVectorColumn" or body["dim"] != dim or len(body["data"]) != n * dim * 4:
+            return None
+        data.append(body["data"])
+    return np.frombuffer(b"".join(data), dtype="<f4").reshape(sum(counts), dim)
+
+
 def with_dynamic(schema: CollectionSchema, columns: list[dict], num_rows: int) -> list[dict]:
     """Returns a RowsInserted's `columns` with the dynamic field's column added (`{}` for
     every row) if the collection has one and the event left it out (no row had a dynamic

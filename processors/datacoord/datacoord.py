@@ -152,7 +152,7 @@ class DataCoord(ProcessorBase):
 
     def _allocate(self, seg: Segment, rows: int, ts: int, expire: int) -> None:
         with self.meta.lock:
-            seg.allocations[str(ts)] = Allocation(rows, ts, expire)
+            seg.allocate(Allocation(rows, ts, expire))
             seg.last_expire_ts = max(seg.last_expire_ts, expire)
         self._pending_allocations.append(
             {"segment_id": seg.segment_id, "rows": rows, "insert_ts": ts, "expire_ts": expire}

@@ -40,6 +40,7 @@ from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
+from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -390,8 +391,11 @@ class DataNode(ProcessorBase):
 
         Raises DeadLetterAbandoned if the node stops first (the position stays behind)."""
         before = self.positions.get(pack.partition, StreamPosition())
-        for event in pack.events:
-            self._applier.apply(event, lambda e: self._apply_event(e, pack.partition, before))
+        for group in insert_groups(pack.events):
+            if len(group) > 1 and self._inserted_run(group, pack.partition, before):
+                continue
+            for event in group:
+                self._applier.apply(event, lambda e: self._apply_event(e, pack.partition, before))
         self.positions[pack.partition] = pack.position
         self.ticks[pack.partition] = pack.end_ts
 
@@ -505,6 +509,34 @@ class DataNode(ProcessorBase):
         buf.append(
             b["first_row_id"], event.ts, {f.field_id: by_id[f.field_id] for f in schema.fields}, n
         )
+
+    def _inserted_run(self, events: list[Event], pchannel: int, before: StreamPosition) -> bool:
+        """Buffers consecutive RowsInserted events of one segment as one chunk (insertruns.py);
+        returns False, having changed nothing, unless they are new rows (not a replay) of a
+        live collection with keys never seen, on the local engine (each event is then applied
+        on its own, as `_inserted` does)."""
+        first = events[0]
+        cid, sid = first.body["collection_id"], first.body["segment_id"]
+        schema = self.schemas.get(cid)
+        newest = self.newest.get(first.vchannel)  # not loaded yet: `_index` loads it
+        if self.rows_writer is not None or schema is None or cid in self.dropped or newest is None:
+            return False
+        if any(self._written(sid, e.ts) for e in events):
+            return False
+        run = decoded_run(events, schema)
+        if run is None or not newest.keys().isdisjoint(run.keys()):
+            return False
+        self.pchannel_of[first.vchannel] = pchannel
+        ref = SegmentRef(cid, first.body["partition_id"], sid, first.vchannel)
+        self.refs.setdefault(sid, ref)
+        for event, pks in zip(events, run.pks, strict=True):
+            self._record(event, pks, None)
+            newest.update(dict.fromkeys(pks, (sid, event.ts)))
+        buf = self.buffers.get(sid)
+        if not isinstance(buf, InsertBuffer):
+            buf = self.buffers[sid] = InsertBuffer(before)
+        buf.append_rows(run.row_ids, run.timestamps, run.columns, run.n)
+        return True
 
     def _inserted_ref(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
         """`_inserted` with a RowsWriter: buffers where the rows lie, decoding only the keys."""

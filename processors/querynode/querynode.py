@@ -422,6 +422,13 @@ class QueryNode(ProcessorBase):
         if replica is None:
             return False
         try:
+            run = replica.prepared_run([(e.ts, e.body) for e in events])
+        except Exception:  # noqa: BLE001 (as below: each is then applied on its own)
+            run = None
+        if run is not None:
+            replica.append(run)
+            return True
+        try:
             parts = [replica.prepared(e.ts, e.body) for e in events]
         except Exception:  # noqa: BLE001 (the event's own failure shows when applied alone)
             return False

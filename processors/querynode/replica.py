@@ -47,7 +47,13 @@ from vectorlog.processors.querynode.segment import DeferredAppends, Segment
 from vectorlog.processors.querynode.sparsecolumn import SparseColumn, SparseSegmentIndex
 from vectorlog.processors.querynode.topk import grouped, ranked
 from vectorlog.processors.querynode.vectorcolumn import Plan, VectorColumn, positions_of
-from vectorlog.schemas.columns import COLUMN_TYPE, column_kind, decode_column, with_dynamic
+from vectorlog.schemas.columns import (
+    COLUMN_TYPE,
+    column_kind,
+    decode_column,
+    joined_columns,
+    with_dynamic,
+)
 from vectorlog.storage import sparse_index
 
 if TYPE_CHECKING:
@@ -122,6 +128,35 @@ class Replica:
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
         seg_id, first_id = body.get("segment_id", 0), body.get("first_row_id", 0)
         return Rows(ts, n, partition, seg_id, first_id, pks, stored, vectors, until)
+
+    def prepared_run(self, parts: list[tuple[int, dict[str, Any]]]) -> Rows | None:
+        """Returns RowsInserted bodies at their ts (in ts order) as one prepared run, decoded
+        a field at a time (schemas.columns.joined_columns), as `prepared` and `insert_all`
+        would take them one at a time; None if they cannot be one (each is then prepared on
+        its own): another partition or segment, a dropped partition, an event without rows,
+        a key twice, a field of another kind or dim than the schema's. Changes nothing."""
+        first = parts[0][1]
+        where = (first["partition_id"], first.get("segment_id", 0))
+        if any((b["partition_id"], b.get("segment_id", 0)) != where for _, b in parts):
+            return None
+        if self._dropped_at(where[0]) is not None or not all(0 <= t < 2**64 for t, _ in parts):
+            return None
+        joined = joined_columns(self.schema, [b for _, b in parts])
+        if joined is None or min(joined[0]) <= 0:
+            return None
+        counts, cols = joined
+        if any(cols[c.name].shape[1] != c.dim for c in self._vcols):
+            return None
+        pks = cols[self.pk_name].tolist()
+        n = len(pks)
+        if len(set(pks)) != n:
+            return None
+        vectors = {c.name: _vector_values(c, cols.pop(c.name)) for c in self._vcols}
+        stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
+        ts = np.repeat(np.array([t for t, _ in parts], dtype=np.uint64), counts)
+        firsts = np.array([b.get("first_row_id", 0) for _, b in parts], dtype=np.int64)
+        ids = np.repeat(firsts - np.cumsum([0, *counts[:-1]]), counts) + np.arange(n)
+        return Rows(ts, n, where[0], where[1], ids, pks, stored, vectors, None)
 
     def insert_all(self, parts: list[Rows]) -> None:
         """Appends prepared inserts (in ts order) as `append` would one at a time; those of

@@ -25,11 +25,21 @@ class InsertBuffer:
 
     def append(self, first_row_id: int, ts: int, columns: dict[int, Any], n: int) -> None:
         """Adds `n` rows inserted at `ts` with row ids from `first_row_id`."""
-        self.row_ids.append(np.arange(first_row_id, first_row_id + n, dtype=np.int64))
-        self.timestamps.append(np.full(n, ts, dtype=np.int64))
-        for fid, values in columns.items():
-            self.columns.setdefault(fid, []).append(values)
-            self.nbytes += values.nbytes if isinstance(values, np.ndarray) else 32 * len(values)
+        ids = np.arange(first_row_id, first_row_id + n, dtype=np.int64)
+        chunks = {fid: [values] for fid, values in columns.items()}
+        self.append_rows(ids, np.full(n, ts, dtype=np.int64), chunks, n)
+
+    def append_rows(
+        self, row_ids: np.ndarray, timestamps: np.ndarray, columns: dict[int, list[Any]], n: int
+    ) -> None:
+        """Adds `n` rows with their own row ids and insert timestamps (int64 arrays), each
+        field's values in chunks (numpy arrays or lists) of `n` rows together."""
+        self.row_ids.append(row_ids)
+        self.timestamps.append(timestamps)
+        for fid, chunks in columns.items():
+            self.columns.setdefault(fid, []).extend(chunks)
+            for values in chunks:
+                self.nbytes += values.nbytes if isinstance(values, np.ndarray) else 32 * len(values)
         self.num_rows += n
         self.nbytes += 16 * n
 

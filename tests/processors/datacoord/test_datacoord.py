@@ -3,6 +3,7 @@ flush against a data node played by the test, and recovery from the coord topic.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -238,3 +239,24 @@ def binlogs_saved(segment_id: int, rows: int) -> dict[str, Any]:
         "end_position": None,
         "flushed": True,
     }
+
+
+def test_an_insert_allocates_rows_while_a_coord_event_is_being_committed(cluster: Cluster):
+    """Datacoord commits what a coord event changed after applying it in memory, outside
+    the lock an insert's allocation takes: an insert waits for no state-store sync (a disk
+    held here, as a slow sync would hold it)."""
+    ((segment, _),) = assign(cluster, 1)
+    wait_until(lambda: allocated(cluster, segment), 10, "the allocation batch logged")
+    end = cluster.log.end_offsets(cluster.topics.coord)[0]
+    wait_until(lambda: cluster.dc.meta.position() >= end, 10, "coord consumed")
+    tick = cluster.rc.now()
+    done: list[list[tuple[int, int]]] = []
+    inserting = threading.Thread(target=lambda: done.append(assign(cluster, 1)), daemon=True)
+    with cluster.disk.lock:  # every commit of datacoord's state waits
+        rows = [{"segment_id": segment, "num_rows": 1}]
+        cluster.report("DataNodeTicked", {"vchannel": "v0", "tick": tick, "segments": rows})
+        wait_until(lambda: cluster.dc.meta.ticks.get("v0") == tick, 10, "the tick applied")
+        inserting.start()
+        inserting.join(timeout=10)  # a deadlock detector, not a timing: it never waits
+        assert done == [[(segment, 1)]], "the allocation waited for the commit"
+    assert cluster.dc.get_segment_info([segment])[0]["num_rows"] == 1

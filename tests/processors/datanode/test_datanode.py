@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.processors.fakes import FakeRootCoord
@@ -17,6 +18,7 @@ from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event
 from vectorlog.state.memory import MemoryDisk, MemoryStateStore
+from vectorlog.storage.buffers import InsertBuffer
 from vectorlog.storage.objectstore import PyArrowObjectStore
 from vectorlog.streams.deadletter import read_dead_letters
 from vectorlog.streams.log.base import Log
@@ -135,3 +137,64 @@ def test_a_dropped_collection_discards_its_buffers_and_later_rows(node: Node):
     node.apply(inserted(node.ts(), 500, [2]))
     assert not node.dn.buffers and CID in node.dn.dropped
     assert node.dn.checkpoints()[0] == node.dn.positions[0] != StreamPosition()
+
+
+def buffered(node: Node, segment: int) -> dict[str, Any]:
+    """Returns what a segment's buffer holds, as its binlogs would be written from it."""
+    buf = node.dn.buffers[segment]
+    assert isinstance(buf, InsertBuffer)
+    return {
+        "row_ids": np.concatenate(buf.row_ids).tolist(),
+        "timestamps": np.concatenate(buf.timestamps).tolist(),
+        "columns": {fid: np.asarray(buf.column(fid)).tolist() for fid in buf.columns},
+        "num_rows": buf.num_rows,
+        "nbytes": buf.nbytes,
+    }
+
+
+def test_a_pack_of_one_row_inserts_buffers_what_one_pack_per_insert_buffers(
+    log: Log, topics: Topics, tmp_path: Path
+):
+    """A tick's pack of single-row inserts is buffered as one run (datanode/insertruns.py):
+    the rows, ids, timestamps, key index and checkpoint are those of the inserts applied
+    one pack each."""
+    other = Topics(unique_topic("dn"), 1)
+    other.ensure(log)
+    one, each = (Node(log, t, MemoryDisk(), tmp_path / n) for t, n in ((topics, "a"), (other, "b")))
+    try:
+        for node in (one, each):
+            node.apply(created(10))
+            node.apply(inserted(11, 500, [1]))  # the first loads the vchannel's key index
+        events = [inserted(20 + i, 500, [100 + i]) for i in range(30)]
+        one.apply(*events)
+        for e in [inserted(20 + i, 500, [100 + i]) for i in range(30)]:
+            each.apply(e)
+        assert buffered(one, 500) == buffered(each, 500)
+        assert buffered(one, 500)["row_ids"] == [1, *range(100, 130)]
+        assert one.dn.newest == each.dn.newest and one.dn.newest[VCH][129] == (500, 49)
+        assert one.dn.checkpoints() == {0: StreamPosition()} == each.dn.checkpoints()
+    finally:
+        one.dn.close()
+        each.dn.close()
+
+
+def test_a_key_inserted_twice_in_one_pack_is_an_upsert(node: Node):
+    node.apply(created(node.ts()))
+    node.apply(inserted(node.ts(), 500, [1]))
+    first, second, again = node.ts(), node.ts(), node.ts()
+    node.apply(inserted(first, 500, [2]), inserted(second, 500, [3]), inserted(again, 500, [2]))
+    assert node.dn.deltas[500].pks == [2] and node.dn.deltas[500].tss == [again]
+    assert node.dn.buffers[500].num_rows == 4 and node.dn.newest[VCH][2] == (500, again)
+
+
+def test_an_event_it_cannot_apply_in_a_pack_of_inserts_is_dead_lettered_alone(
+    node: Node, log: Log, topics: Topics
+):
+    node.apply(created(node.ts()))
+    node.apply(inserted(node.ts(), 500, [1]))
+    bad = inserted(node.ts(), 500, [3])
+    bad.body["columns"] = bad.body["columns"][:1]  # only its key column
+    node.apply(inserted(node.ts(), 500, [2]), bad, inserted(node.ts(), 500, [4]))
+    assert buffered(node, 500)["row_ids"] == [1, 2, 4]
+    (letter,) = read_dead_letters(log, topics.dlq, timeout=10)
+    assert letter.offset == bad.source[1] and "lacks fields" in letter.reason

@@ -16,7 +16,7 @@ from tests.processors.querynode.test_querynode_dead_letters import inserted as o
 from tests.processors.querynode.test_replica import DIM, P1, P2, rows_inserted, schema
 from tests.support import on_backends, unique_topic
 from vectorlog.core.hybridts import compose, wall_ms
-from vectorlog.core.model import DataType
+from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.schemas.columns import encode_column
 from vectorlog.schemas.serde import Event
@@ -55,9 +55,9 @@ def created_event() -> Event:
     return Event("CollectionCreated", T0 - 1, {"collection_id": CID, "schema": schema().to_avro()})
 
 
-def served(node: QueryNode, ts: int) -> tuple[Any, ...]:
+def served(node: QueryNode, ts: int, fields: list[str] = FIELDS) -> tuple[Any, ...]:
     """What a reader sees at `ts`: the count, every key's row, a search's ids and distances."""
-    rows = node.get(CID, list(range(12)), ts, FIELDS)
+    rows = node.get(CID, list(range(12)), ts, fields)
     rows = sorted(({**r, "vec": list(np.asarray(r["vec"]))} for r in rows), key=str)
     (hits,) = node.search(CID, np.full((1, DIM), 2.5), 20, ts, None, [])
     return node.count(CID, ts), rows, [(h["id"], round(h["distance"], 4)) for h in hits]
@@ -108,3 +108,70 @@ def test_a_bad_insert_among_a_ticks_inserts_is_dead_lettered_alone(log: Log):
         assert letter.offset == offsets[2] and letter.processor == "querynode"
     finally:
         node.close()
+
+
+NUMERIC = ["id", "vec", "n", "x", "flag"]
+
+
+def numeric_schema() -> CollectionSchema:
+    """Fields whose columns a run decodes a field at a time (schemas.columns.joined_columns)."""
+    return CollectionSchema(
+        (
+            FieldSchema("id", DataType.INT64, is_primary=True),
+            FieldSchema("vec", FLOAT_VECTOR, dim=DIM, metric_type="L2"),
+            FieldSchema("n", DataType.INT64),
+            FieldSchema("x", DataType.DOUBLE),
+            FieldSchema("flag", DataType.BOOL),
+        )
+    ).validated()
+
+
+def numeric(ts: int, ids: list[int], partition: int = P1, vectors: Any = None) -> Event:
+    s = numeric_schema()
+    vecs = np.asarray(vectors if vectors is not None else [[float(i)] * DIM for i in ids])
+    cols = {
+        "id": ids,
+        "vec": vecs,
+        "n": [i * 10 + ts % 7 for i in ids],
+        "x": [i / 4 for i in ids],
+        "flag": [i % 2 == 0 for i in ids],
+    }
+    columns = [
+        {
+            "field_id": f.field_id,
+            "field_name": f.name,
+            "column": encode_column(f.dtype, cols[f.name], f.dim),
+        }
+        for f in s.fields
+    ]
+    body: dict[str, Any] = {"collection_id": CID, "partition_id": partition, "num_rows": len(ids)}
+    body |= {"segment_id": 100 + partition, "first_row_id": ids[0] * 10, "columns": columns}
+    return Event("RowsInserted", ts, body, CID)
+
+
+def test_a_ticks_numeric_inserts_decoded_a_field_at_a_time_serve_what_they_serve_one_by_one(
+    nodes: tuple[QueryNode, QueryNode],
+):
+    events = [
+        numeric(T0 + 1, [1]),
+        numeric(T0 + 2, [2]),
+        numeric(T0 + 3, [3, 4]),
+        numeric(T0 + 4, [2], vectors=[[9.0] * DIM]),  # the same key again: runs split here
+        numeric(T0 + 5, [5]),
+        numeric(T0 + 6, [6], partition=P2),
+        numeric(T0 + 7, [7]),
+        numeric(T0 + 8, [8]),
+    ]
+    together, alone = nodes
+    created = {"collection_id": CID, "schema": numeric_schema().to_avro()}
+    for node in nodes:
+        node.apply(MsgPack(0, 0, T0, [Event("CollectionCreated", T0 - 1, created)], 0, -1))
+    replica = together.replicas[CID]
+    assert replica.prepared_run([(e.ts, e.body) for e in events[:3]]) is not None
+    assert replica.prepared_run([(e.ts, e.body) for e in events[:4]]) is None  # key 2 twice
+    together.apply(MsgPack(0, T0, T0 + 10, events, 0, -1))
+    for e in events:
+        alone.apply(MsgPack(0, e.ts - 1, e.ts, [e], 0, -1))
+    for ts in range(T0, T0 + 11):
+        assert served(together, ts, NUMERIC) == served(alone, ts, NUMERIC), f"at T0 + {ts - T0}"
+    assert served(together, T0 + 10, NUMERIC)[0] == 8
