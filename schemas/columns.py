@@ -10,6 +10,7 @@ RowsInserted without it means `{}` for every row (`with_dynamic` puts it back on
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -173,6 +174,30 @@ def joined_columns(
             return None
         out[name] = values
     return counts, out
+
+
+def run_row_ids(firsts: list[int], counts: list[int]) -> np.ndarray:
+    """Returns the row ids of consecutive RowsInserted events as one array: the i-th event's
+    `counts[i]` rows numbered from its `firsts[i]` (its first_row_id) on."""
+    starts = np.asarray(firsts, dtype=np.int64) - np.cumsum([0, *counts[:-1]], dtype=np.int64)
+    return np.repeat(starts, counts) + np.arange(sum(counts), dtype=np.int64)
+
+
+def inserts_grouped(events: list[Any], key: Callable[[Any], Any]) -> list[list[Any]]:
+    """Returns `events` in order, consecutive RowsInserted events with equal `key(event)`
+    grouped (a run a node may apply as one), every other event alone."""
+    groups: list[list[Any]] = []
+    for event in events:
+        last = groups[-1][-1] if groups else None
+        if (
+            last is not None
+            and event.type == last.type == "RowsInserted"
+            and key(event) == key(last)
+        ):
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    return groups
 
 
 def _joined_vectors(columns: list[Any], counts: list[int], dim: int) -> np.ndarray | None:

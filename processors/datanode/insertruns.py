@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.model import CollectionSchema
-from vectorlog.schemas.columns import decode_column, joined_columns, with_dynamic
+from vectorlog.schemas.columns import (
+    decode_column,
+    inserts_grouped,
+    joined_columns,
+    run_row_ids,
+    with_dynamic,
+)
 from vectorlog.schemas.serde import Event
 
 INSERTED = "RowsInserted"
@@ -44,23 +50,11 @@ class InsertRun:
 def insert_groups(events: list[Event]) -> list[list[Event]]:
     """Returns `events` in order, consecutive RowsInserted events of one collection, segment
     and vchannel grouped (a candidate run), every other event alone."""
-    groups: list[list[Event]] = []
-    for event in events:
-        last = groups[-1][-1] if groups else None
-        if last is not None and _same_segment(last, event):
-            groups[-1].append(event)
-        else:
-            groups.append([event])
-    return groups
+    return inserts_grouped(events, _segment_of)
 
 
-def _same_segment(a: Event, b: Event) -> bool:
-    return (
-        a.type == b.type == INSERTED
-        and a.vchannel == b.vchannel
-        and a.body.get("collection_id") == b.body.get("collection_id")
-        and a.body.get("segment_id") == b.body.get("segment_id")
-    )
+def _segment_of(e: Event) -> tuple[str, Any, Any]:
+    return e.vchannel, e.body.get("collection_id"), e.body.get("segment_id")
 
 
 def decoded_run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
@@ -88,12 +82,11 @@ def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
     total = sum(counts)
     if len({k for keys in pks for k in keys}) != total:
         return None
-    firsts = np.array([int(e.body["first_row_id"]) for e in events], dtype=np.int64)
-    starts = np.repeat(firsts - np.cumsum([0, *counts[:-1]]), counts)
+    firsts = [int(e.body["first_row_id"]) for e in events]
     return InsertRun(
         events,
         pks,
-        starts + np.arange(total, dtype=np.int64),
+        run_row_ids(firsts, counts),
         np.repeat(np.array([e.ts for e in events], dtype=np.int64), counts),
         columns,
         total,

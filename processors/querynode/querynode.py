@@ -50,7 +50,7 @@ from vectorlog.processors.querynode.sealed import IndexFiles
 from vectorlog.runtime.events import EventApplier
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import tick_aligned
-from vectorlog.schemas.columns import column_kind, decode_column
+from vectorlog.schemas.columns import column_kind, decode_column, inserts_grouped
 from vectorlog.schemas.errors import MalformedEvent
 from vectorlog.schemas.serde import Event
 from vectorlog.streams.deadletter import DeadLetterWriter
@@ -662,15 +662,4 @@ def _replica_of(h: CollectionHistory) -> Replica:
 def _insert_groups(events: list[Event]) -> list[list[Event]]:
     """Returns `events` in order, consecutive RowsInserted events of one collection grouped
     (a query node applies such a group as one run), every other event alone."""
-    groups: list[list[Event]] = []
-    for event in events:
-        last = groups[-1][-1] if groups else None
-        if (
-            last is not None
-            and event.type == last.type == "RowsInserted"
-            and event.body.get("collection_id") == last.body.get("collection_id")
-        ):
-            groups[-1].append(event)
-        else:
-            groups.append([event])
-    return groups
+    return inserts_grouped(events, lambda e: e.body.get("collection_id"))

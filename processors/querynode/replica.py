@@ -52,6 +52,7 @@ from vectorlog.schemas.columns import (
     column_kind,
     decode_column,
     joined_columns,
+    run_row_ids,
     with_dynamic,
 )
 from vectorlog.storage import sparse_index
@@ -154,8 +155,7 @@ class Replica:
         vectors = {c.name: _vector_values(c, cols.pop(c.name)) for c in self._vcols}
         stored = {name: self.columns.stored(name, col, n) for name, col in cols.items()}
         ts = np.repeat(np.array([t for t, _ in parts], dtype=np.uint64), counts)
-        firsts = np.array([b.get("first_row_id", 0) for _, b in parts], dtype=np.int64)
-        ids = np.repeat(firsts - np.cumsum([0, *counts[:-1]]), counts) + np.arange(n)
+        ids = run_row_ids([b.get("first_row_id", 0) for _, b in parts], counts)
         return Rows(ts, n, where[0], where[1], ids, pks, stored, vectors, None)
 
     def insert_all(self, parts: list[Rows]) -> None:
