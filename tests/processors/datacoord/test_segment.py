@@ -4,7 +4,10 @@ read back from its stored JSON), and a batch of allocations is released as of th
 
 from __future__ import annotations
 
-from vectorlog.processors.datacoord.segment import Allocation, Segment
+import json
+from dataclasses import fields
+
+from vectorlog.processors.datacoord.segment import Allocation, Segment, SegmentState
 from vectorlog.processors.datacoord.segment_meta import SegmentMeta
 from vectorlog.schemas.serde import Event
 from vectorlog.state.memory import MemoryStateStore
@@ -35,6 +38,23 @@ def test_allocated_rows_of_a_segment_read_back_from_json():
     back = Segment.from_json(seg.to_json())
     assert back == seg and back.allocated == 5
     assert b"_allocated" not in seg.to_json()
+
+
+def test_a_segment_stored_by_an_earlier_version_reads_back_whole():
+    """The state store holds records written with json.dumps before the switch to orjson."""
+    seg = growing(
+        state=SegmentState.FLUSHED,
+        binlogs={"insert": {"101": ["a/b/1"]}, "rows": 7},
+        dml_position={"offset": 9},
+    )
+    seg.allocate(Allocation(2, 200, 900))
+    d = {f.name: getattr(seg, f.name) for f in fields(seg)}
+    d["state"] = int(seg.state)
+    d["allocations"] = {k: vars(a) for k, a in seg.allocations.items()}
+    earlier = json.dumps(d, separators=(",", ":")).encode()
+    back = Segment.from_json(earlier)
+    assert back == seg and back.allocated == 2 and back.state is SegmentState.FLUSHED
+    assert Segment.from_json(back.to_json()) == seg
 
 
 def test_a_batch_of_allocations_keeps_only_those_past_the_data_nodes_tick():
