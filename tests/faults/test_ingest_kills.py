@@ -25,7 +25,7 @@ from vectorlog.core.faults import ENV
 from vectorlog.streams.batches import BETWEEN_PARTITIONS
 
 pytestmark = pytest.mark.slow
-ROUNDS = 6
+ROUNDS = 20  # issue 29: 20 SIGKILL rounds per backend
 
 
 def run_round(args: dict[str, Any], kill_after_s: float, env: dict[str, str]) -> list[int]:
