@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import Any
 
@@ -29,19 +30,46 @@ ROUNDS = 20  # issue 29: 20 SIGKILL rounds per backend
 
 
 def run_round(args: dict[str, Any], kill_after_s: float, env: dict[str, str]) -> list[int]:
-    """Runs the producing child (its own proxy consumes), kills it; returns the batches it
-    printed as produced (the next one may be on the topic in part)."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.processors.proxy.ingest.crash_ingest", json.dumps(args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT,
-    )  # fmt: skip
-    timer = threading.Timer(kill_after_s, child.kill)
-    timer.start()
-    out, err = child.communicate(timeout=300)
-    timer.cancel()
+    """Runs the producing child (its own proxy consumes) and kills it `kill_after_s` after it
+    printed its first batch as produced (not after its start: on a loaded machine a child may
+    take longer than that to start); returns the batches it printed as produced (the next one
+    may be on the topic in part)."""
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.processors.proxy.ingest.crash_ingest", json.dumps(args)],
+            stdout=subprocess.PIPE, stderr=errors, text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT,
+        )  # fmt: skip
+        produced, first, reader = _printed(child)
+        assert first.wait(300), "the child produced nothing in 300 s"
+        timer = threading.Timer(kill_after_s, child.kill)
+        timer.start()
+        child.wait(timeout=300)
+        timer.cancel()
+        reader.join(30)
+        errors.seek(0)
+        err = errors.read()
     assert child.returncode in (-signal.SIGKILL, 137, 0), err[-3000:]  # 0: done in time
-    return [json.loads(line)["produced"] for line in out.splitlines()]
+    assert produced, f"the child ended before producing a batch: {err[-3000:]}"
+    return list(produced)
+
+
+def _printed(child: subprocess.Popen) -> tuple[list[int], threading.Event, threading.Thread]:
+    """Starts reading the batches `child` prints as produced; returns them (a list that
+    fills), an event set at the first one (or at the child's end) and the reading thread."""
+    produced: list[int] = []
+    first = threading.Event()
+
+    def read_stdout() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            produced.append(json.loads(line)["produced"])
+            first.set()
+        first.set()  # ended: done, or failed (its stderr says why)
+
+    reader = threading.Thread(target=read_stdout, daemon=True)
+    reader.start()
+    return produced, first, reader
 
 
 def test_ingest_consumers_killed_mid_batch_apply_every_record_once(
@@ -53,7 +81,7 @@ def test_ingest_consumers_killed_mid_batch_apply_every_record_once(
     for rnd in range(ROUNDS):
         env = {ENV: f"{BETWEEN_PARTITIONS}:{rng.randint(2, 30)}"} if rnd % 3 == 2 else {}
         args = {**client_args, "batches": 400, "wait": rnd % 2 == 0}
-        done = run_round(args, rng.uniform(4.0, 12.0), env)
+        done = run_round(args, rng.uniform(0.5, 8.0), env)
         for k in range(len(done) + 1):  # the one after the last printed: maybe in part
             for _, value in batch(k):
                 row = json.loads(value or b"")
