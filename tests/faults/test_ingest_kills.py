@@ -25,7 +25,7 @@ from tests.processors.proxy.ingest.test_crash import reopened_rows
 from vectorlog.core.faults import ENV
 from vectorlog.streams.batches import BETWEEN_PARTITIONS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # 20 rounds, each a child start
 ROUNDS = 20  # issue 29: 20 SIGKILL rounds per backend
 
 
