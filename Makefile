@@ -73,6 +73,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.exactvec_bench
 	$(BIN)/python -m benchmarks.wire_vs_milvus
 	$(BIN)/python -m benchmarks.wire_insert_bench
+	$(BIN)/python -m benchmarks.insert_threads
 	$(BIN)/python -m benchmarks.hnsw_build_bench
 	$(BIN)/python -m benchmarks.filter_bench
 	$(BIN)/python -m benchmarks.open_close_bench
