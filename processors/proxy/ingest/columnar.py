@@ -157,7 +157,7 @@ def _json_batch(
     at a time: a chunk's parsed documents are let go once they are columns (parsing a whole
     batch of 2000 records at once took 1.5x the CPU per record of chunks: fresh memory)."""
     prefix = envelope_prefix(values[0])
-    if not packed:  # a batch of plain rows or of one schema's envelopes: native first
+    if route.json_reader == "arrow" and not packed:  # rows or one schema's envelopes
         batch = _arrow_batch(values, fields, collection, route, prefix)
         if batch is not None:
             return batch
