@@ -3,20 +3,21 @@ Arrow column per field (`pa.array` per column, native), fitted to the schema as 
 (`fit.fit_columns`) and written as one `Validated` upsert, instead of a dict per row through
 the proxy's row validation.
 
-JSON rows, and the payloads of Connect envelopes that repeat the batch's first schema byte for
-byte (`envelope_prefix`), are read by pyarrow's JSON reader into the collection's Arrow schema
-(`_arrow_batch`): it parses without the GIL and makes no Python object per value. In one
-process the consumer shares the GIL with the producer, the proxy and the nodes, and GIL time
-is what bounds it: orjson plus `pa.array` held the GIL for all of its ~9-10 µs per row (the
-issue-29 measurements below), the reader holds it for a join and one small parse per batch,
-at a like CPU cost (19-27 µs/row thread CPU either way on 2,000 GloVe rows, load 25-43). A
-batch the reader refuses (a value of another type, an unknown field, a key twice, a record
-over several lines or of several documents) and Debezium events go through orjson, then each
-field's values become one Arrow array. Earlier measurements of that choice: on 1000 rows of
-128-d float32 vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where
-pyarrow's reader took 25-37 ms (one thread; machine load 7-18); on 500 of the benchmark's
-records orjson took 4.0-4.6 ms of CPU and the reader 6.6-7.0 ms (load 84). orjson also
-handles a record of another shape without failing the batch.
+With `ingest_json_reader=arrow` (a route's `json_reader`), JSON rows, and the payloads of
+Connect envelopes that repeat the batch's first schema byte for byte (`envelope_prefix`), are
+read by pyarrow's JSON reader into the collection's Arrow schema (`_arrow_batch`): it parses
+without the GIL and makes no Python object per value, where orjson plus `pa.array` hold the
+GIL for all of their ~9-10 µs per row. Its CPU is like or higher (19-27 µs/row either way on
+2,000 GloVe rows at load 25-43; in the benchmark's process at load 30-75 the consumer thread
+took 30-34 µs/row with it, 24-27 with orjson, and the rate fell: benchmarks/
+ingest_topic_threads.py), so it pays only where a core is idle while the GIL is the bound;
+orjson is the default. A batch the reader refuses (a value of another type, an unknown
+field, a key twice, a record over several lines or of several documents) and Debezium events
+go through orjson, then each field's values become one Arrow array. Earlier measurements of
+that choice: on 1000 rows of 128-d float32 vectors written with 17 digits, orjson plus
+`pa.array` took 8-12 ms where pyarrow's reader took 25-37 ms (one thread; machine load 7-18);
+on 500 of the benchmark's records orjson took 4.0-4.6 ms of CPU and the reader 6.6-7.0 ms
+(load 84). orjson also handles a record of another shape without failing the batch.
 Confluent-framed Avro is read by fastavro, its `bytes` vectors joined and read with
 `numpy.frombuffer`; Debezium's `after` rows are taken by column, its other events marked to
 go record by record.
