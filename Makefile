@@ -47,6 +47,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.rpc_bench
 	$(BIN)/python -m benchmarks.ingest_topic_bench
 	$(BIN)/python -m benchmarks.ingest_topic_stages
+	$(BIN)/python -m benchmarks.ingest_topic_threads
 	$(BIN)/python -m benchmarks.ingest_worker_stages
 	$(BIN)/python -m benchmarks.ingest_fresh_clusters
 	$(BIN)/python -m benchmarks.ingest_worker_fresh

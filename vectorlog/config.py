@@ -11,7 +11,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from vectorlog.streams.log.base import Log
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.datacoord.settings import DataCoordSettings
-from vectorlog.processors.proxy.ingest.config import IngestRoute, parse_routes
+from vectorlog.processors.proxy.ingest.config import JSON_READERS, IngestRoute, parse_routes
 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points
@@ -187,6 +187,11 @@ class Config:
     #: entries separated by commas (format: auto, json or debezium; default auto), e.g.
     #: `shop.products=products,cdc.docs=docs:debezium`
     ingest_topics: str = ""
+    #: what reads a batch of JSON rows or Connect payloads off the ingest topics: "orjson"
+    #: (orjson, then one Arrow array per field) or "arrow" (pyarrow's JSON reader: it holds
+    #: the GIL for a join per batch instead of ~10 µs per row, at a like or higher CPU cost;
+    #: for a consumer in a process whose GIL is its bound, with a core to spare)
+    ingest_json_reader: str = "orjson"
     #: `vectorlog serve` (and a cluster-mode proxy) sets Python's GIL switch interval to
     #: this many milliseconds at its start (`sys.setswitchinterval`; Python's default is 5).
     #: Every role runs as a thread of one process: a thread waiting for the GIL (a request
@@ -226,7 +231,8 @@ class Config:
         those of `ingest_topics`."""
         mapped = parse_routes(self.ingest_topics)
         default = [] if any(r.topic == default_topic for r in mapped) else [default_topic]
-        return [*(IngestRoute(t, None) for t in default), *mapped]
+        routes = [*(IngestRoute(t, None) for t in default), *mapped]
+        return [replace(r, json_reader=self.ingest_json_reader) for r in routes]
 
     def storage_uri(self) -> str:
         """Returns where binlogs go: `storage`, or the storage folder in the state directory."""
@@ -316,6 +322,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "snapshot_records": (lambda v: v >= 1, "1 or more records"),
     "log_retention_check_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "ingest_topics": (lambda v: _routes_ok(v), "topic=collection[:format] entries"),
+    "ingest_json_reader": (lambda v: v in JSON_READERS, f"one of {JSON_READERS}"),
 }
 
 

@@ -52,7 +52,7 @@ from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_si
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
 from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
-from vectorlog.streams.log.sizeindex import backfill, packed, position_at, size_key
+from vectorlog.streams.log.sizeindex import backfill, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
 
@@ -62,6 +62,8 @@ START = b"\x03s:"
 SEP = b"\x00"
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 LOG = logging.getLogger(__name__)
+#: an offset (or a position) in a key or value: big-endian u64
+_OFFSET = struct.Struct(">Q")
 
 
 def record_prefix(topic: str, partition: int) -> bytes:
@@ -281,15 +283,21 @@ class EmbeddedLog:
         """Puts one append's records into `wb` after what `nxt`/`pos` staged so far; returns
         their offsets."""
         offsets: list[int] = []
+        put, offset_bytes = wb.put, _OFFSET.pack
+        last = -1  # the partition of the records before (their keys' prefixes below)
         for i, r in enumerate(records):
-            tp = (topic, r.partition)
-            between_partitions(records, i)  # nothing is written before the whole batch
-            off, at = nxt.get(tp, self._next[tp]), pos.get(tp, self._pos[tp])
+            if r.partition != last:
+                between_partitions(records, i)  # nothing is written before the whole batch
+                last, tp = r.partition, (topic, r.partition)
+                off, at = nxt.get(tp, self._next[tp]), pos.get(tp, self._pos[tp])
+                records_at = record_key(topic, last, 0)[:-8]
+                sizes_at = size_key(topic, last, 0)[:-8]
             stored = frame(r.key, r.value, r.headers)
-            wb.put(record_key(topic, r.partition, off), stored)
-            wb.put(size_key(topic, r.partition, off), packed(at))
-            nxt[tp], pos[tp] = off + 1, at + len(stored)
+            put(records_at + offset_bytes(off), stored)
+            put(sizes_at + offset_bytes(off), offset_bytes(at))
             offsets.append(off)
+            off, at = off + 1, at + len(stored)
+            nxt[tp], pos[tp] = off, at
         return offsets
 
     @property

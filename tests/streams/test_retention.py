@@ -96,6 +96,24 @@ def test_the_log_tells_the_bytes_a_partition_holds_from_an_offset_on(tmp_path: P
     log.close()
 
 
+def test_each_partition_counts_its_own_bytes_in_an_append_that_goes_back_and_forth(
+    tmp_path: Path,
+):
+    log = EmbeddedLog(tmp_path / "log")
+    log.create_topic("t", 2)
+    small, large = (
+        log.append("t", [Append(0, b"x" * 100)]),
+        log.append("t", [Append(1, b"y" * 300)]),
+    )
+    size0, size1 = log.bytes_from("t", 0, 0), log.bytes_from("t", 1, 0)
+    mixed = [Append(i % 2, b"x" * 100 if i % 2 == 0 else b"y" * 300) for i in range(9)]
+    assert log.append("t", mixed) == [1, 1, 2, 2, 3, 3, 4, 4, 5]
+    assert (small, large) == ([0], [0])
+    assert [log.bytes_from("t", 0, o) for o in range(7)] == [size0 * (6 - o) for o in range(7)]
+    assert [log.bytes_from("t", 1, o) for o in range(6)] == [size1 * (5 - o) for o in range(6)]
+    log.close()
+
+
 def test_a_log_written_before_the_size_index_gets_it_at_open(tmp_path: Path):
     log = EmbeddedLog(tmp_path / "log")
     log.create_topic("t", 1)

@@ -3,17 +3,21 @@ Arrow column per field (`pa.array` per column, native), fitted to the schema as 
 (`fit.fit_columns`) and written as one `Validated` upsert, instead of a dict per row through
 the proxy's row validation.
 
-JSON (rows, Kafka Connect envelopes, Debezium events) is parsed by orjson, then each field's
-values become one Arrow array. Why not pyarrow's JSON reader: on 1000 rows of 128-d float32
-vectors written with 17 digits, orjson plus `pa.array` took 8-12 ms where pyarrow's reader
-took 25-37 ms (one thread; machine load 7-18); on the benchmark's GloVe rows (short floats, as
-`json_row` writes them) the two were within 2x of each other either way under a load of 55
-(benchmarks/results/ingest_topic.md, "JSON parsers"): not settled on this machine. Issue 29
-tried pyarrow's reader straight into the batch's columns in the consumer (no Python float per
-value): on 500 of the benchmark's records (2.6 KB each) it took 6.6-7.0 ms of CPU where orjson
-plus `pa.array` took 4.0-4.6 ms (30 interleaved runs, load 84), so orjson stays. orjson also
-handles a record of another shape without failing the batch. Connect envelopes that repeat
-the batch's first schema byte for byte are parsed from their payload on (`envelope_prefix`).
+With `ingest_json_reader=arrow` (a route's `json_reader`), JSON rows, and the payloads of
+Connect envelopes that repeat the batch's first schema byte for byte (`envelope_prefix`), are
+read by pyarrow's JSON reader into the collection's Arrow schema (`_arrow_batch`): it parses
+without the GIL and makes no Python object per value, where orjson plus `pa.array` hold the
+GIL for all of their ~9-10 µs per row. Its CPU is like or higher (19-27 µs/row either way on
+2,000 GloVe rows at load 25-43; in the benchmark's process at load 30-75 the consumer thread
+took 30-34 µs/row with it, 24-27 with orjson, and the rate fell: benchmarks/
+ingest_topic_threads.py), so it pays only where a core is idle while the GIL is the bound;
+orjson is the default. A batch the reader refuses (a value of another type, an unknown
+field, a key twice, a record over several lines or of several documents) and Debezium events
+go through orjson, then each field's values become one Arrow array. Earlier measurements of
+that choice: on 1000 rows of 128-d float32 vectors written with 17 digits, orjson plus
+`pa.array` took 8-12 ms where pyarrow's reader took 25-37 ms (one thread; machine load 7-18);
+on 500 of the benchmark's records orjson took 4.0-4.6 ms of CPU and the reader 6.6-7.0 ms
+(load 84). orjson also handles a record of another shape without failing the batch.
 Confluent-framed Avro is read by fastavro, its `bytes` vectors joined and read with
 `numpy.frombuffer`; Debezium's `after` rows are taken by column, its other events marked to
 go record by record.
@@ -36,6 +40,7 @@ from typing import Any, cast
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.json as pa_json
 
 from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
@@ -152,8 +157,13 @@ def _json_batch(
     shape (a record of another shape makes the batch go record by record), CHUNK records
     at a time: a chunk's parsed documents are let go once they are columns (parsing a whole
     batch of 2000 records at once took 1.5x the CPU per record of chunks: fresh memory)."""
+    prefix = envelope_prefix(values[0])
+    if route.json_reader == "arrow" and not packed:  # rows or one schema's envelopes
+        batch = _arrow_batch(values, fields, collection, route, prefix)
+        if batch is not None:
+            return batch
     shape: tuple[bool, bool] | None = None
-    chunks, prefix = [], envelope_prefix(values[0])
+    chunks: list[Chunk] = []
     for lo in range(0, len(values), CHUNK):
         docs = _payloads(values[lo : lo + CHUNK], prefix)
         if docs is not None:  # the payloads of envelopes of one schema
@@ -173,6 +183,58 @@ def _json_batch(
             return None
         chunks.append(chunk)
     return _joined(collection, fields, chunks)
+
+
+def _arrow_batch(
+    values: list[bytes],
+    fields: pa.Schema,
+    collection: str,
+    route: IngestRoute,
+    prefix: bytes | None,
+) -> Batch | None:
+    """Returns JSON rows (or the payloads of Connect envelopes that all start with `prefix`)
+    read by pyarrow's JSON reader into `fields`, without the GIL and with no Python object
+    per value; None if the batch is of another shape (Debezium events, a record over several
+    lines or of several documents) or Arrow refuses a value (another type, an unknown field,
+    a key twice): the orjson path then reads it, or goes record by record."""
+    rows = _row_texts(values, prefix, route)
+    if rows is None:
+        return None
+    text = b"\n".join(rows)
+    if text.count(b"\n") != len(rows) - 1:  # a record over lines: not one row per line
+        return None
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(text),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=max(len(text), 1)),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=fields, unexpected_field_behavior="error"
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    if table.num_rows != len(rows):  # a record of two documents
+        return None
+    return Batch(collection, table.select(fields.names), np.ones(len(rows), dtype=bool))
+
+
+def _row_texts(
+    values: list[bytes], prefix: bytes | None, route: IngestRoute
+) -> list[bytes] | list[memoryview] | None:
+    """Returns each record's row as JSON text (an envelope's payload), if the first record
+    is a row or an envelope of rows (not a Debezium event), else None."""
+    head: list[memoryview] | None = None
+    if prefix is not None and all(v.startswith(prefix) and v[-1:] == b"}" for v in values):
+        cut = len(prefix)
+        head = [memoryview(v)[cut:-1] for v in values]
+    try:
+        doc = orjson.loads(head[0] if head is not None else values[0])
+    except ValueError:
+        return None
+    shape = _json_shape(doc, route, envelope=head is not None)
+    if shape is None or shape[1] or (shape[0] and head is None):
+        return None
+    return head if head is not None else values
 
 
 _ENVELOPE_START = re.compile(rb'\{\s*"schema"\s*:\s*')

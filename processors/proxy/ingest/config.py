@@ -14,6 +14,8 @@ FORMATS = ("auto", "json", "avro", "debezium")
 #: without one refuses the row: it is dead-lettered), are dropped with a warning, or
 #: dead-letter the record even where a dynamic field would take them
 UNKNOWN_POLICIES = ("dynamic", "drop", "dead-letter")
+#: the readers of a batch of JSON rows (`IngestRoute.json_reader`)
+JSON_READERS = ("orjson", "arrow")
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _SYNTAX = "topic=collection[:format][;unknown=...][;batch_size=N][;linger_ms=N]"
@@ -32,6 +34,9 @@ class IngestRoute:
     unknown: str = "dynamic"
     batch_size: int = 2000
     linger_ms: int = 0
+    #: what reads a batch of JSON rows: "orjson" (the default), or "arrow": pyarrow's JSON
+    #: reader, which parses without the GIL (see `columnar._arrow_batch`)
+    json_reader: str = "orjson"
 
 
 def parse_routes(text: str) -> tuple[IngestRoute, ...]:

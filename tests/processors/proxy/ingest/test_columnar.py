@@ -19,6 +19,7 @@ from tests.processors.proxy.ingest.producer import Raw, produce, wait_consumed
 from tests.support import unique_topic
 from vectorlog import Client, DataType
 from vectorlog.processors.proxy.ingest.columnar import CHUNK
+from vectorlog.processors.proxy.ingest.config import JSON_READERS
 from vectorlog.streams.deadletter import read_dead_letters
 
 
@@ -60,8 +61,12 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("reader", JSON_READERS)
 @pytest.mark.parametrize("envelope", [False, True], ids=["rows", "connect"])
-def test_a_json_row_that_does_not_fit_is_dead_lettered_alone(client: Client, envelope: bool):
+def test_a_json_row_that_does_not_fit_is_dead_lettered_alone(
+    open_client: ClientFactory, envelope: bool, reader: str
+):
+    client = open_client(ingest_json_reader=reader)
     create(client)
     wrap = (lambda d: {"schema": {"type": "struct"}, "payload": d}) if envelope else dict
     good = [row(i) for i in range(4)]
@@ -78,12 +83,15 @@ def test_a_json_row_that_does_not_fit_is_dead_lettered_alone(client: Client, env
         assert why in reason
 
 
+@pytest.mark.parametrize("reader", JSON_READERS)
 def test_json_rows_the_columnar_reader_refuses_are_still_read_or_dead_lettered_alone(
-    client: Client,
+    open_client: ClientFactory, reader: str
 ):
-    """Plain JSON rows go through pyarrow's JSON reader; a batch it refuses (a record over
-    several lines, one of two objects, a bool for a number, a field the collection lacks)
-    is read as before: the good records applied, each bad one dead-lettered with its reason."""
+    """A batch of JSON rows that either reader (orjson, pyarrow's JSON reader) refuses as a
+    whole (a record over several lines, one of two objects, a bool for a number, a field the
+    collection lacks) is read as before: the good records applied, each bad one
+    dead-lettered with its reason."""
+    client = open_client(ingest_json_reader=reader)
     create(client)
     values = [
         j(row(0)),
@@ -100,6 +108,40 @@ def test_json_rows_the_columnar_reader_refuses_are_still_read_or_dead_lettered_a
     letters = letters_of(client)
     assert [off for off, _ in letters] == offsets[2:5]
     assert "extra" in letters[2][1]
+
+
+@pytest.mark.parametrize("odd", ["two_documents", "over_lines", "key_twice", "bool_in_vector"])
+def test_one_odd_json_record_in_a_batch_of_good_rows_is_read_as_it_would_be_alone(
+    open_client: ClientFactory, odd: str
+):
+    """With pyarrow's JSON reader, a batch of good rows with one odd record, nothing else
+    that the reader refuses: the rows land at their own keys (no row shifted onto another
+    record's place), and the odd record is what it is alone: two documents dead-lettered, a
+    record over several lines or with a key twice read as JSON reads it (the last value), a
+    bool in a vector taken as a number."""
+    client = open_client(ingest_json_reader="arrow")
+    create(client)
+    odd_value = {
+        "two_documents": j(row(90)) + j(row(91)),
+        "over_lines": json.dumps(row(90), indent=2).encode(),
+        "key_twice": j(row(90))[:-1] + b', "title": "last"}',
+        "bool_in_vector": j(row(90, vector=[True, 0.5])),
+    }[odd]
+    values = [j(row(i)) for i in range(3)] + [odd_value] + [j(row(i)) for i in range(3, 6)]
+    ingest = client.cluster.topics.ingest
+    offsets = produce(client, ingest, [(b"c", v) for v in values])
+    wait_consumed(client, ingest, offsets)
+    found = visible(client)
+    expected = {i: ([float(i), 0.5], i, f"t{i}") for i in range(6)}
+    letters = letters_of(client)
+    if odd == "two_documents":
+        assert [off for off, _ in letters] == [offsets[3]]
+    else:
+        vector = [1.0, 0.5] if odd == "bool_in_vector" else [90.0, 0.5]
+        title = "last" if odd == "key_twice" else "t90"
+        expected[90] = (vector, 90, title)
+        assert letters == []
+    assert found == expected
 
 
 def test_a_batch_over_several_decoding_chunks_keeps_order_and_dead_letters_bad_rows_alone(

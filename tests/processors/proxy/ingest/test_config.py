@@ -49,3 +49,11 @@ def test_the_default_topic_comes_first_and_a_mapping_of_it_replaces_it():
     ]
     mapped = Config.load({"VECTORLOG_INGEST_TOPICS": "vl.ingest=c"})
     assert mapped.ingest_routes("vl.ingest") == [IngestRoute("vl.ingest", "c")]
+
+
+def test_the_json_reader_setting_reaches_every_route_and_a_bad_one_is_refused():
+    cfg = Config(log="/tmp/x", ingest_topics="a=b", ingest_json_reader="arrow")
+    assert [r.json_reader for r in cfg.ingest_routes("c.ingest")] == ["arrow", "arrow"]
+    assert {r.json_reader for r in Config(log="/tmp/x").ingest_routes("c.ingest")} == {"orjson"}
+    with pytest.raises(ConfigError, match="ingest_json_reader='simdjson'"):
+        Config(log="/tmp/x", ingest_json_reader="simdjson")
