@@ -30,7 +30,7 @@ run-kafka: install ## run the same demo on the Kafka backend, against the broker
 TEST_WORKERS ?= 3
 
 test: install ## run the test suite on both log backends (the broker is started by the fixture)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-all: install ## the suite plus the slow soak/crash tests
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m ''

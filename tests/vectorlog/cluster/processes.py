@@ -128,9 +128,17 @@ class ProcessCluster:
             self.members[f"proxy{i}"] = Member("proxy", f"proxy{i}")
 
     def start_all(self, timeout: float = 120) -> None:
-        """Starts every member in order, each once the previous one is healthy."""
+        """Starts the coordinators in order, each once the one before is healthy (a leader
+        before its standby), then every other member at once (each waits for the peers it
+        needs: runners/peerwait.py); returns once all are healthy."""
+        others = [name for name, m in self.members.items() if m.role not in LEASED]
         for name in self.members:
-            self.start(name, timeout)
+            if name not in others:
+                self.start(name, timeout)
+        for name in others:
+            self.launch(name)
+        for name in others:
+            self.wait_healthy(name, timeout)
 
     def argv(self, m: Member) -> list[str]:
         args = [sys.executable, "-m", "vectorlog.cli", "run", m.role]
@@ -157,8 +165,15 @@ class ProcessCluster:
     def start(self, name: str, timeout: float = 120) -> Member:
         """Starts one member and waits for its /healthz; returns it. Fails the test with its
         log if it exits first."""
+        self.launch(name)
+        return self.wait_healthy(name, timeout)
+
+    def wait_healthy(self, name: str, timeout: float = 120) -> Member:
+        """Waits for a launched member's /healthz; returns it. Fails the test with its log if
+        it exits first."""
         m = self.members[name]
-        proc = self.launch(name)
+        proc = m.proc
+        assert proc is not None
         wait_until(lambda: proc.poll() is not None or m.healthy(), timeout, f"{name} healthy")
         assert proc.poll() is None, f"{name} exited {proc.returncode}: {self.log(name)}"
         return m

@@ -50,7 +50,8 @@ def test_serve_starts_answers_and_stops_on_sigterm(
 ) -> None:
     grpc_port, rest_port = unused_port(), unused_port()
     where, reopen = _where(request, tmp_path, backend)
-    env = {**os.environ, "VECTORLOG_DATA_DIR": str(tmp_path / "state"), "VECTORLOG_TOKEN": TOKEN}
+    env = {k: v for k, v in os.environ.items() if k != "VECTORLOG_ACCESS_LOG"}
+    env.update(VECTORLOG_DATA_DIR=str(tmp_path / "state"), VECTORLOG_TOKEN=TOKEN)
     args = ["--port", str(grpc_port), "--rest-port", str(rest_port)]
     errors = tmp_path / "serve.err"
     with errors.open("w") as err:
@@ -83,6 +84,8 @@ def test_serve_starts_answers_and_stops_on_sigterm(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    logged = errors.read_text()  # info lines, but no access line without --access-log
+    assert "gRPC on 127.0.0.1" in logged and "vectorlog.access" not in logged, logged
     with Client(reopen.pop("uri"), **reopen) as client:  # closed cleanly: it opens again
         assert client.list_collections() == ["served"]
 
