@@ -125,6 +125,12 @@ class Broker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._container: Any = None
 
+    @property
+    def pid(self) -> int | None:
+        """Returns the process id of the Tansu broker this object started (None: an external
+        broker, a container, or none started)."""
+        return self._proc.pid if self._proc is not None else None
+
     def start(self) -> str:
         if self.bootstrap:
             return self.bootstrap

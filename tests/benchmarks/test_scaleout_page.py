@@ -42,9 +42,23 @@ def test_an_extra_run_has_its_own_load_and_its_own_amdahl_bound() -> None:
     page = sb.report(main | {"extra": {"1000000": big}})
     assert f"`{big['command']}`, 1-minute load average 70.0 to 70.0." in page
     assert "to\n70.0" not in page and "to 70.0 (the machine" not in page  # not the main run's
-    q, o, most = sb.bound(big)
-    assert f"- 1,000,000 rows: q = {q:.1f} ms, o = {o:.1f} ms" in page
+    q, o, _, b2, most = sb.bound(big)
+    assert f"- 1,000,000 rows: q = {q:.1f} ms, o = {o:.1f} ms, background {b2:.0f} ms/s" in page
     assert f"<= {most:.2f} x" in page
+
+
+def test_the_bound_leaves_the_cores_the_background_takes_to_the_searches() -> None:
+    """The 2-node figure can use only the CPU the processes' background (ticks, polling,
+    the broker's) leaves: the more the background, the lower the bound on the ratio."""
+    run = committed() | {"extra": {}}
+    busier = copy.deepcopy(run)
+    for rnd in busier["rounds"]:
+        rnd[1]["background_cpu_ms_per_s"]["broker"] = 300.0
+    q, o, _, b2, most = sb.bound(run)
+    *_, b2_busier, most_busier = sb.bound(busier)
+    assert b2_busier == b2 + 300.0
+    assert most_busier < most
+    assert f"b2 = {b2_busier:.0f} (2 nodes)" in sb.report(busier)
 
 
 def test_a_page_says_whether_its_clusters_ran_alone_or_side_by_side() -> None:
