@@ -255,8 +255,9 @@ class ShardNode:
         missing = sorted(p for p, qn in nodes.items() if qn is None)
         if missing or (self.name, epoch) in self.follower.assignment.dead:
             raise NotServing(self.name, epoch, missing or sorted(pchannels))
-        served = [(p, qn) for p, qn in nodes.items() if qn is not None]
-        results = _reads(served, op, ts, timeout, args, self._slots)
+        results = [
+            [p, *_read(qn, op, p, ts, timeout, args, self._slots)] for p, qn in nodes.items()
+        ]
         if op == "search":
             results = _premerged(results, args)
         tsafes = [[p, qn.tsafe([p])] for p, qn in nodes.items() if qn is not None]
@@ -278,35 +279,25 @@ def _premerged(results: list[list[Any]], args: dict[str, Any]) -> list[list[Any]
     return [[p, ok, merged if i == first else None] for i, (p, ok, _) in enumerate(results)]
 
 
-def _reads(
-    nodes: list[tuple[int, QueryNode]],
+def _read(
+    qn: QueryNode | None,
     op: str,
+    p: int,
     ts: int,
     timeout: float,
     args: dict[str, Any],
     slots: SearchSlots,
-) -> list[list[Any]]:
-    """Returns [pchannel, found, result] of each of `nodes`' read (see ShardNode.read):
-    every pchannel's tsafe waited for first, then their reads one after the other, holding
-    ONE of `slots` for them all. A node with one search thread so answers the reads it was
-    sent in turn, each whole: taken per pchannel, the slot passed between two reads of
-    several pchannels, both finished at about twice one's time, and the batch the proxy
-    sends when the first returns (runners.coalesce keeps two in flight to have the next
-    one on the node) came to an idle node."""
+) -> tuple[bool, Any]:
+    """Returns (found, the result) of one pchannel's read (see ShardNode.read); the read
+    itself (not its wait for tsafe) runs holding one of `slots`."""
+    assert qn is not None
     if op == "tsafe":
-        return [[p, True, qn.tsafe([p])] for p, qn in nodes]
-    for p, qn in nodes:
-        qn.wait_tsafe([p], ts, timeout)
+        return True, qn.tsafe([p])
+    qn.wait_tsafe([p], ts, timeout)
     if op == "wait_tsafe":
-        return [[p, True, None] for p, _ in nodes]
-    with slots:
-        return [[p, *_read(qn, op, args)] for p, qn in nodes]
-
-
-def _read(qn: QueryNode, op: str, args: dict[str, Any]) -> tuple[bool, Any]:
-    """Returns (found, the result) of one pchannel's read `op` with `args`: found False
-    where its QueryNode does not hold the collection (CollectionNotFound)."""
+        return True, None
     try:
-        return True, getattr(qn, op)(**args)
+        with slots:
+            return True, getattr(qn, op)(**args)
     except CollectionNotFound:
         return False, None
