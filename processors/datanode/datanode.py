@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import json
 import logging
-import struct
 import time
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +39,10 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
+from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
+from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
+from vectorlog.processors.datanode.pkindex import pk_key as pk_key
+from vectorlog.processors.datanode.pkindex import pk_keys as pk_keys
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -74,7 +76,6 @@ NOT_THE_EVENTS_FAULT = (StateError, LogError, StorageError, OSError, MemoryError
 
 COLLECTION_PREFIX = b"collection/"
 CHECKPOINT_PREFIX = b"checkpoint/"
-PK_PREFIX = b"pk/"
 DELTA_SYNC_S = 1.0
 #: with no binlog written since, a moved checkpoint is published on coord at most this often
 #: (the query node's replay after a restart is at most this much log time of ticks)
@@ -94,33 +95,6 @@ DDL_CODES = {
     "PartitionCreated": EventTypeCode.CREATE_PARTITION,
     "PartitionDropped": EventTypeCode.DROP_PARTITION,
 }  # deletes aimed at written segments reach their delta logs this fast
-
-
-def pk_key(vchannel: str, pk: Any) -> bytes:
-    """Returns the state key of a primary key's newest-row entry in a vchannel."""
-    raw = (
-        b"i" + int(pk).to_bytes(8, "big", signed=True)
-        if isinstance(pk, int)
-        else b"s" + str(pk).encode()
-    )
-    return PK_PREFIX + vchannel.encode() + b"\x00" + raw
-
-
-def pk_keys(vchannel: str, pks: list[Any]) -> list[bytes]:
-    """Returns `pk_key(vchannel, pk)` of each pk, built in one numpy pass if all are ints."""
-    if not pks or set(map(type, pks)) != {int}:
-        return [pk_key(vchannel, pk) for pk in pks]
-    head = PK_PREFIX + vchannel.encode() + b"\x00i"
-    rows = np.empty((len(pks), len(head) + 8), np.uint8)
-    rows[:, : len(head)] = np.frombuffer(head, np.uint8)
-    rows[:, len(head) :] = np.array(pks, ">i8").view(np.uint8).reshape(-1, 8)
-    raw, width = rows.tobytes(), rows.shape[1]
-    return [raw[i : i + width] for i in range(0, len(raw), width)]
-
-
-def _pk_of(raw: bytes) -> Any:
-    kind, body = raw[:1], raw[1:]
-    return int.from_bytes(body, "big", signed=True) if kind == b"i" else body.decode()
 
 
 class DataNode(ProcessorBase):
@@ -306,12 +280,7 @@ class DataNode(ProcessorBase):
         loads it."""
         index = self.newest.get(vchannel)
         if index is None:
-            index = {}
-            for key, raw in self.state.items(PK_PREFIX + vchannel.encode() + b"\x00"):
-                index[_pk_of(key[len(PK_PREFIX) + len(vchannel.encode()) + 1 :])] = ENTRY.unpack(
-                    raw
-                )
-            self.newest[vchannel] = index
+            index = self.newest[vchannel] = read_index(self.state, vchannel)
         return index
 
     def _delete_orphans(self) -> None:
@@ -1041,54 +1010,8 @@ class DataNode(ProcessorBase):
         return list(range(self.topics.dml_partitions))
 
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
-        """Stages each key changed before the checkpoint with its entry as of the checkpoint
-        (a later change's previous entry, else the current one); keeps the later changes.
-        Per vchannel, in bulk: no Python loop per key when every changed key is an int. A
-        tick that commits no change (rows still buffered) costs one pass over them."""
-        done: dict[str, dict[Any, None]] = {}
-        later: list[list[Change]] = []  # per stream partition, in order
-        for p, changes in self._changes.items():
-            point = points.get(p, StreamPosition())
-            kept = []
-            for c in changes:
-                if c.delivered_before(point):
-                    done.setdefault(c.vchannel, {}).update(dict.fromkeys(c.pks))
-                else:
-                    kept.append(c)
-            self._changes[p] = kept
-            later.append(kept)
-        for vch, keys in done.items():
-            entries = dict(zip(keys, map(self.newest.get(vch, {}).get, keys), strict=True))
-            earlier = _entries_before(vch, later)
-            for pk in earlier.keys() & entries.keys():
-                entries[pk] = earlier[pk]
-            _stage_entries(txn, vch, entries)
-
-
-def _entries_before(vch: str, later: list[list[Change]]) -> dict[Any, Entry | None]:
-    """Returns the entries of the keys of vchannel `vch` that the `later` changes (per
-    stream partition, in order) changed, as before the first of them in each partition (a
-    later partition's taking precedence, as the per-partition staging had it)."""
-    as_of: dict[Any, Entry | None] = {}
-    for kept in later:
-        for c in reversed(kept):  # the first later change holds the entry as of the point
-            if c.vchannel == vch:
-                prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
-                as_of.update(zip(c.pks, prevs, strict=True))
-    return as_of
-
-
-def _stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) -> None:
-    """Stages a vchannel's keys: a put of each entry, a delete of each None."""
-    gone = [pk for pk, e in entries.items() if e is None] if None in entries.values() else []
-    for pk in gone:
-        del entries[pk]
-        txn.delete(pk_key(vch, pk))
-    kept = cast(dict[Any, Entry], entries)  # every None was taken out above
-    packed = {entry: ENTRY.pack(*entry) for entry in set(kept.values())}
-    values = map(packed.__getitem__, kept.values())
-    for key, value in zip(pk_keys(vch, list(kept)), values, strict=True):
-        txn.put(key, value)
+        """Stages the primary-key index as of the checkpoint `points` (pkindex.stage_index)."""
+        stage_index(txn, self._changes, self.newest, points)
 
 
 def _stats_logs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1124,28 +1047,6 @@ def _merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]
         body[kind] = [{"field_id": fid, "binlogs": logs} for fid, logs in by_field.items()]
     body["num_rows"] = sum(part.get("num_rows", 0) for part in parts)
     return body
-
-
-Entry = tuple[int, int]  # (segment id, ts) of a key's newest row
-ENTRY = struct.Struct(">qQ")
-
-
-@dataclass(frozen=True)
-class Change:
-    """Keys whose newest-row entries the event at (its pchannel's) `offset`, `ts` changed;
-    `prevs[i]` is pks[i]'s entry before (prevs None: no key had one)."""
-
-    offset: int
-    ts: int
-    vchannel: str
-    pks: list[Any]
-    prevs: list[Entry | None] | None
-
-    def delivered_before(self, point: StreamPosition) -> bool:
-        """Whether a replay from `point` would not redeliver the change's event."""
-        return self.offset < point.offset or (
-            self.ts <= point.tick and self.offset < point.tick_offset
-        )
 
 
 _EMPTY = CollectionSchema(())
