@@ -39,6 +39,7 @@ from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
+from vectorlog.processors.datanode.parts import discard, merged, stats_logs, time_span
 from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
 from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
 from vectorlog.processors.datanode.pkindex import pk_key as pk_key
@@ -787,7 +788,7 @@ class DataNode(ProcessorBase):
                 self._write(seg, flushed, written.pop(seg.segment_id, None))
         except BaseException:
             for parts in written.values():
-                _discard(self.objects, parts)
+                discard(self.objects, parts)
             raise
 
     def _write_rows_of(
@@ -884,19 +885,19 @@ class DataNode(ProcessorBase):
         if parts is None:
             parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
         try:
-            stats = [json.loads(self.objects.get(log["path"])) for log in _stats_logs(parts)]
+            stats = [json.loads(self.objects.get(log["path"])) for log in stats_logs(parts)]
             body = self.writer.write(ref, schema, None, deltas, False)
             if flushed and (stats or earlier):
                 pk = schema.primary.field_id
-                span = _span(parts) or (self.rc.now(), self.rc.now())
+                span = time_span(parts) or (self.rc.now(), self.rc.now())
                 every, n = [*earlier, *stats], rows_before + rows.num_rows
                 compound = self.writer.write_compound(ref, pk, every, n, span)
                 parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
         except Exception:
-            _discard(self.objects, parts)
+            discard(self.objects, parts)
             raise
         body["flushed"] = flushed
-        return _merged(body, parts)
+        return merged(body, parts)
 
     def _pchannel(self, ref: SegmentRef) -> int:
         return self.pchannel_of.get(ref.vchannel, 0)
@@ -1012,41 +1013,6 @@ class DataNode(ProcessorBase):
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
         """Stages the primary-key index as of the checkpoint `points` (pkindex.stage_index)."""
         stage_index(txn, self._changes, self.newest, points)
-
-
-def _stats_logs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [log for part in parts for f in part["stats_binlogs"] for log in f["binlogs"]]
-
-
-def _span(parts: list[dict[str, Any]]) -> tuple[int, int] | None:
-    logs = _stats_logs(parts)
-    if not logs:
-        return None
-    return min(x["timestamp_from"] for x in logs), max(x["timestamp_to"] for x in logs)
-
-
-def _discard(objects: ObjectStore, parts: list[dict[str, Any]]) -> None:
-    """Deletes the files of written parts (best effort: recovery deletes what is left)."""
-    for part in parts:
-        for kind in ("field_binlogs", "stats_binlogs"):
-            for f in part.get(kind, []):
-                for x in f["binlogs"]:
-                    try:
-                        objects.delete(x["path"])
-                    except Exception as exc:
-                        log.warning("could not delete %s after a failed write: %s", x["path"], exc)
-
-
-def _merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Folds the parts' insert and stats logs into `body`, one entry per field, in order."""
-    for kind in ("field_binlogs", "stats_binlogs"):
-        by_field: dict[int, list[dict[str, Any]]] = {}
-        for part in parts:
-            for f in part.get(kind, []):
-                by_field.setdefault(f["field_id"], []).extend(f["binlogs"])
-        body[kind] = [{"field_id": fid, "binlogs": logs} for fid, logs in by_field.items()]
-    body["num_rows"] = sum(part.get("num_rows", 0) for part in parts)
-    return body
 
 
 _EMPTY = CollectionSchema(())
