@@ -37,6 +37,7 @@ from vectorlog.core.added_fields import absent_values, with_field
 from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
+from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
 from vectorlog.processors.datanode.parts import discard, merged, stats_logs, time_span
@@ -57,7 +58,6 @@ from vectorlog.state.errors import StateError
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.buffers import DdlBuffer, DeltaBuffer, InsertBuffer
 from vectorlog.storage.channel_fence import writer_body
-from vectorlog.storage.column_read import read_delta_binlog
 from vectorlog.storage.errors import InvalidObjectPath, StorageError
 from vectorlog.storage.merge import check_compactable, compacted_body
 from vectorlog.storage.objectstore import ObjectStore
@@ -147,7 +147,7 @@ class DataNode(ProcessorBase):
         self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
         #: (pchannel, offset, paths): files of segments a compaction at that dml position
         #: merged, deleted once the committed checkpoint is past it (no replay reads them)
-        self._retired: list[tuple[int, int, list[str]]] = []
+        self._retired: list[Retired] = []
         self.positions: dict[int, StreamPosition] = {}
         self._coord_next = 0  # the next coord offset to read
         #: coord records the last recover read: coord's newest snapshot, then the records after
@@ -632,7 +632,8 @@ class DataNode(ProcessorBase):
         if first:
             check_compactable(self.views, b, event.vchannel)
         self._repoint(event, olds, new)
-        self._carry_deltas(olds, new, set(b["consumed_deltas"]), before)
+        consumed = set(b["consumed_deltas"])
+        carry_deltas(self.deltas, self.views, self.objects, olds, new, consumed, before)
         p, offset = event.source or (-1, -1)
         paths = sorted(path for sid in olds for path in self.views.get(sid).paths)
         self._retired.append((p, offset, paths))
@@ -653,35 +654,8 @@ class DataNode(ProcessorBase):
 
     def _repoint(self, event: Event, olds: set[int], new: int) -> None:
         """Points every key whose newest row is in `olds` at segment `new` (same ts)."""
-        newest = self._newest(event.vchannel)
-        moved = [pk for pk, (sid, _) in newest.items() if sid in olds]
-        prevs: list[Entry | None] = [newest[pk] for pk in moved]
-        for pk, prev in zip(moved, prevs, strict=True):
-            newest[pk] = (new, prev[1] if prev else 0)
+        moved, prevs = repoint(self._newest(event.vchannel), olds, new)
         self._record(event, moved, prevs)
-
-    def _carry_deltas(
-        self, olds: set[int], new: int, consumed: set[str], before: StreamPosition
-    ) -> None:
-        """Moves the merged segments' buffered deletes, and the records of their delta logs
-        the job did not read, into segment `new`'s delta buffer."""
-        carried = [self.deltas.pop(sid) for sid in sorted(olds) if sid in self.deltas]
-        extra = [
-            p for sid in sorted(olds) for p in self.views.get(sid).delta_paths if p not in consumed
-        ]
-        if not carried and not extra:
-            return
-        start = min([before, *(d.start for d in carried)], key=lambda pos: pos.offset)
-        buf = self.deltas.get(new) or DeltaBuffer(start)
-        buf.start = min(buf.start, start, key=lambda pos: pos.offset)
-        for d in carried:
-            for pk, ts in zip(d.pks, d.tss, strict=True):
-                buf.add(pk, ts)
-        for path in extra:
-            pks, tss = read_delta_binlog(self.objects.get(path), path)
-            for pk, ts in zip(pks, tss.tolist(), strict=True):
-                buf.add(pk, ts)
-        self.deltas[new] = buf
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)
@@ -942,20 +916,7 @@ class DataNode(ProcessorBase):
                 txn.set_position(self.topics.dml, p, pos.offset)
             self._stage_index(txn, points)
         self._committed = points
-        self._delete_retired()
-
-    def _delete_retired(self) -> None:
-        """Deletes the files of merged segments whose compaction no replay brings again."""
-        done = [
-            r for r in self._retired if r[1] < self._committed.get(r[0], StreamPosition()).offset
-        ]
-        for _, _, paths in done:
-            for path in paths:
-                try:
-                    self.objects.delete(path)
-                except Exception as exc:  # left behind, never read again
-                    log.warning("could not delete %s of a merged segment: %s", path, exc)
-        self._retired = [r for r in self._retired if r not in done]
+        self._retired = delete_retired(self.objects, self._retired, self._committed)
 
     def publish(self, force: bool = False) -> bool:
         """Appends `ChannelCheckpointed` to coord with the checkpoints of rows and deletes
