@@ -45,6 +45,7 @@ from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
 from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
 from vectorlog.processors.datanode.pkindex import pk_key as pk_key
 from vectorlog.processors.datanode.pkindex import pk_keys as pk_keys
+from vectorlog.processors.datanode.reports import TickReports
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -83,9 +84,6 @@ DELTA_SYNC_S = 1.0
 CHECKPOINT_PUBLISH_S = 60.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
-#: how often the rows of growing segments are reported to datacoord, when they changed (as
-#: Milvus's data node sends its segments' stats with its time tick, dataNode.timetick.interval)
-ROWS_REPORT_EVERY_S = 1.0
 LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
@@ -155,9 +153,9 @@ class DataNode(ProcessorBase):
         self.recovered_coord_records = 0
         self._coord_checkpoints: dict[int, StreamPosition] = {}  # the last admitted ones
         self.ticks: dict[int, int] = {}
-        self._reported: dict[str, int] = {}
-        self._rows_reported: dict[int, int] = {}  # segment -> the rows last reported
-        self._rows_reported_at = 0.0  # time.monotonic() of the last rows report
+        self._reports = TickReports(
+            log, topics.coord, self.coord_serde, self.views, self.buffers, self.refs, self.tick_of
+        )
         self._committed: dict[int, StreamPosition] = {}
         self._published: dict[int, StreamPosition] = {}
         #: the newest checkpoint coord holds per pchannel (a rebuilt cluster's, before this
@@ -320,8 +318,8 @@ class DataNode(ProcessorBase):
         for pack in packs:
             self.apply(pack)
         self._write_full_buffers()
-        self._report_ticks()
-        self._report_rows()
+        self._reports.report_ticks()
+        self._reports.report_rows()
         self._flush_ready()
         self._sync_deltas()
         return bool(packs)
@@ -439,7 +437,7 @@ class DataNode(ProcessorBase):
         for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
             self.buffers.pop(sid, None)
             self.deltas.pop(sid, None)
-            self._rows_reported.pop(sid, None)
+            self._reports.forget(sid)
         self.ddl.pop(cid, None)
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), b'{"dropped":true}')
@@ -676,62 +674,6 @@ class DataNode(ProcessorBase):
         p = self.pchannel_of.get(vchannel)
         return self.ticks.get(p, 0) if p is not None else 0
 
-    def _report_ticks(self) -> None:
-        """Tells datacoord a vchannel's tick once it passed the seal ts of a segment there."""
-        due: dict[str, int] = {}
-        for seg in (self.views.by_id[sid] for sid in self.views.pending):
-            if seg.seal_ts is None or seg.flush_started or seg.flushed or not seg.vchannel:
-                continue
-            tick = self.tick_of(seg.vchannel)
-            if tick >= seg.seal_ts and self._reported.get(seg.vchannel, 0) < seg.seal_ts:
-                due[seg.vchannel] = tick
-        self._append_ticks(due)
-
-    def _report_rows(self) -> None:
-        """Tells datacoord, at most once every ROWS_REPORT_EVERY_S, the rows of the growing
-        segments of each vchannel where some gained rows since its last report (with the
-        vchannel's tick), so that a Growing segment's num_rows is right without a flush."""
-        now = time.monotonic()
-        if now - self._rows_reported_at < ROWS_REPORT_EVERY_S:
-            return
-        self._rows_reported_at = now
-        changed = {
-            self.refs[sid].vchannel
-            for sid in self.buffers
-            if self._rows_reported.get(sid) != self._rows_of(sid)
-        }
-        self._append_ticks({vch: self.tick_of(vch) for vch in changed})
-
-    def _append_ticks(self, due: dict[str, int]) -> None:
-        """Appends a DataNodeTicked per vchannel of `due` ({vchannel: tick}) to coord."""
-        events = [self._ticked(vch, tick) for vch, tick in due.items()]
-        if events:
-            self.log.append(
-                self.topics.coord,
-                [Append(0, self.coord_serde.encode(e), self.coord_serde.key(e)) for e in events],
-            )
-            for vch, tick in due.items():
-                self._reported[vch] = max(self._reported.get(vch, 0), tick)
-            for e in events:
-                self._rows_reported.update(
-                    (r["segment_id"], r["num_rows"]) for r in e.body["segments"]
-                )
-
-    def _ticked(self, vch: str, tick: int) -> Event:
-        """Returns the DataNodeTicked of `vch` at `tick`: the rows of each of its buffered
-        segments (those in its binlogs already, and those buffered)."""
-        rows = [
-            {"segment_id": sid, "num_rows": self._rows_of(sid)}
-            for sid in self.buffers
-            if self.refs[sid].vchannel == vch
-        ]
-        return Event("DataNodeTicked", tick, {"vchannel": vch, "tick": tick, "segments": rows})
-
-    def _rows_of(self, sid: int) -> int:
-        """Returns the rows of a buffered segment: written to its binlogs and buffered."""
-        view = self.views.by_id.get(sid)
-        return (view.rows_written if view is not None else 0) + self.buffers[sid].num_rows
-
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
         due = []
@@ -835,7 +777,7 @@ class DataNode(ProcessorBase):
         self.buffers.pop(seg.segment_id, None)
         self.deltas.pop(seg.segment_id, None)
         if flushed:  # its rows reach datacoord in SegmentFlushed now
-            self._rows_reported.pop(seg.segment_id, None)
+            self._reports.forget(seg.segment_id)
         if body["ddl_binlogs"]:
             self.ddl.pop(ref.collection_id, None)
         self._wrote = True
