@@ -40,7 +40,7 @@ from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
-from vectorlog.processors.datanode.parts import discard, merged, stats_logs, time_span
+from vectorlog.processors.datanode.parts import discard, write_remote, write_together
 from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
 from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
 from vectorlog.processors.datanode.pkindex import pk_key as pk_key
@@ -698,7 +698,11 @@ class DataNode(ProcessorBase):
         several segments, their rows are written first, all at once (the executors write
         the parts in parallel), then each segment is committed as `_write` does; parts not
         committed after a failure are deleted."""
-        written = self._write_rows_of(due) if self.rows_writer is not None else {}
+        written = (
+            write_together(self.rows_writer, due, self.buffers, self.refs, self.schemas)
+            if self.rows_writer is not None
+            else {}
+        )
         try:
             for seg, flushed in due:
                 self._write(seg, flushed, written.pop(seg.segment_id, None))
@@ -706,23 +710,6 @@ class DataNode(ProcessorBase):
             for parts in written.values():
                 discard(self.objects, parts)
             raise
-
-    def _write_rows_of(
-        self, due: list[tuple[SegmentView, bool]]
-    ) -> dict[int, list[dict[str, Any]]]:
-        """Returns, per segment of `due` with buffered rows as positions, the part bodies
-        the RowsWriter wrote in one go (nothing for a single segment: `_write` does it)."""
-        assert self.rows_writer is not None
-        writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
-        for seg, _ in due:
-            rows, ref = self.buffers.get(seg.segment_id), self.refs.get(seg.segment_id)
-            schema = self.schemas.get(ref.collection_id) if ref is not None else None
-            if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
-                writes.append((ref, schema, rows))
-        if len(writes) < 2:
-            return {}
-        bodies = self.rows_writer.write_many(writes)
-        return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
 
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old
@@ -755,8 +742,20 @@ class DataNode(ProcessorBase):
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         elif isinstance(rows, RefBuffer):
-            body = self._write_remote(
-                ref, schema, rows, deltas, flushed, stats, seg.rows_written, parts
+            assert self.rows_writer is not None
+            body = write_remote(
+                self.rows_writer,
+                self.writer,
+                self.objects,
+                self.rc.now,
+                ref,
+                schema,
+                rows,
+                deltas,
+                flushed,
+                stats,
+                seg.rows_written,
+                parts,
             )
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)
@@ -782,38 +781,6 @@ class DataNode(ProcessorBase):
             self.ddl.pop(ref.collection_id, None)
         self._wrote = True
         self.checkpoint()
-
-    def _write_remote(
-        self,
-        ref: SegmentRef,
-        schema: CollectionSchema,
-        rows: RefBuffer,
-        deltas: DeltaBuffer | None,
-        flushed: bool,
-        earlier: list[dict[str, Any]],
-        rows_before: int,
-        parts: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
-        stats logs, then here the delta log and (flushed) the compound stats log of every
-        write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
-        assert self.rows_writer is not None
-        if parts is None:
-            parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
-        try:
-            stats = [json.loads(self.objects.get(log["path"])) for log in stats_logs(parts)]
-            body = self.writer.write(ref, schema, None, deltas, False)
-            if flushed and (stats or earlier):
-                pk = schema.primary.field_id
-                span = time_span(parts) or (self.rc.now(), self.rc.now())
-                every, n = [*earlier, *stats], rows_before + rows.num_rows
-                compound = self.writer.write_compound(ref, pk, every, n, span)
-                parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
-        except Exception:
-            discard(self.objects, parts)
-            raise
-        body["flushed"] = flushed
-        return merged(body, parts)
 
     def _pchannel(self, ref: SegmentRef) -> int:
         return self.pchannel_of.get(ref.vchannel, 0)

@@ -1,13 +1,21 @@
-"""The parts of a segment's rows a RowsWriter wrote (service.py), as the data node commits
-them: their stats logs and time span, their insert and stats logs folded into one
-BinlogPathsSaved body, and their files deleted after a failed write."""
+"""The rows a data node writes through a RowsWriter (service.py) in parts: several segments'
+parts written together, a segment's parts completed into its BinlogPathsSaved body (their
+insert and stats logs folded in, with its delta log and compound stats log), and their files
+deleted after a failed write."""
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from vectorlog.core.model import CollectionSchema
+from vectorlog.processors.datanode.service import RefBuffer, RowsWriter
+from vectorlog.storage.buffers import DeltaBuffer, InsertBuffer
 from vectorlog.storage.objectstore import ObjectStore
+from vectorlog.storage.segment_views import SegmentView
+from vectorlog.storage.writer import SegmentRef, SegmentWriter
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +55,59 @@ def merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
         body[kind] = [{"field_id": fid, "binlogs": logs} for fid, logs in by_field.items()]
     body["num_rows"] = sum(part.get("num_rows", 0) for part in parts)
     return body
+
+
+def write_together(
+    rows_writer: RowsWriter,
+    due: list[tuple[SegmentView, bool]],
+    buffers: dict[int, InsertBuffer | RefBuffer],
+    refs: dict[int, SegmentRef],
+    schemas: dict[int, CollectionSchema],
+) -> dict[int, list[dict[str, Any]]]:
+    """Returns, per segment of `due` with buffered rows as positions, the part bodies
+    the RowsWriter wrote in one go (nothing for a single segment: the node's `_write` does it)."""
+    writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
+    for seg, _ in due:
+        rows, ref = buffers.get(seg.segment_id), refs.get(seg.segment_id)
+        schema = schemas.get(ref.collection_id) if ref is not None else None
+        if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
+            writes.append((ref, schema, rows))
+    if len(writes) < 2:
+        return {}
+    bodies = rows_writer.write_many(writes)
+    return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
+
+
+def write_remote(
+    rows_writer: RowsWriter,
+    writer: SegmentWriter,
+    objects: ObjectStore,
+    now: Callable[[], int],
+    ref: SegmentRef,
+    schema: CollectionSchema,
+    rows: RefBuffer,
+    deltas: DeltaBuffer | None,
+    flushed: bool,
+    earlier: list[dict[str, Any]],
+    rows_before: int,
+    parts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
+    stats logs, then here the delta log and (flushed) the compound stats log of every
+    write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
+    if parts is None:
+        parts = rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
+    try:
+        stats = [json.loads(objects.get(log["path"])) for log in stats_logs(parts)]
+        body = writer.write(ref, schema, None, deltas, False)
+        if flushed and (stats or earlier):
+            pk = schema.primary.field_id
+            span = time_span(parts) or (now(), now())
+            every, n = [*earlier, *stats], rows_before + rows.num_rows
+            compound = writer.write_compound(ref, pk, every, n, span)
+            parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
+    except Exception:
+        discard(objects, parts)
+        raise
+    body["flushed"] = flushed
+    return merged(body, parts)
