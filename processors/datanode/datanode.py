@@ -40,6 +40,7 @@ from vectorlog.core.model import CollectionSchema, FieldSchema
 from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
+from vectorlog.processors.datanode.orphans import delete_orphans
 from vectorlog.processors.datanode.parts import discard, write_remote, write_together
 from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
 from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
@@ -84,7 +85,6 @@ DELTA_SYNC_S = 1.0
 CHECKPOINT_PUBLISH_S = 60.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
-LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
 #: broadcast DDL events and their Milvus DDL binlog event type codes
@@ -192,7 +192,7 @@ class DataNode(ProcessorBase):
         # the reader goes on with the lease fence there (lease_fence): the read's own
         fence = fence_at(self.log, coord, self.objects, coord_end, timeout, memo.get(coord))
         self._coord_reader = seeded(self.log.reader(coord, {0: coord_end}), fence)
-        self._delete_orphans()
+        delete_orphans(self.objects, self.views, self.owned, self.pchannel_of)
         if self.owned is not None:
             self.positions = dict(self._coord_checkpoints)
             self._rebuild_index()
@@ -281,32 +281,6 @@ class DataNode(ProcessorBase):
         if index is None:
             index = self.newest[vchannel] = read_index(self.state, vchannel)
         return index
-
-    def _delete_orphans(self) -> None:
-        """Deletes the files, under the collections it knows, that no BinlogPathsSaved
-        references (written by a write that crashed before reporting them): one listing per
-        collection and kind of log, not per segment. Files of segments coord never named are
-        left: a bulk insert's, which its SegmentImported on dml (maybe not yet applied) may
-        reference."""
-        referenced = self.views.referenced()
-        collections = {seg.collection_id for seg in self.views.by_id.values() if seg.collection_id}
-        for cid in sorted(collections):
-            for kind in LOG_KINDS:
-                for path in self.objects.list(f"{kind}/{cid}/"):
-                    if path not in referenced and self._of_my_segment(kind, path):
-                        log.info("deleting orphaned binlog %s", path)
-                        self.objects.delete(path)
-
-    def _of_my_segment(self, kind: str, path: str) -> bool:
-        """Whether a file lies under a segment coord named (DDL binlogs: always), of a
-        pchannel this node writes (another data node may be writing the others')."""
-        if kind == "data_definition_log":
-            return self.owned is None
-        parts = path.split("/")  # kind/coll/part/seg/...
-        if len(parts) <= 3 or not parts[3].isdigit() or int(parts[3]) not in self.views.by_id:
-            return False
-        vch = self.views.by_id[int(parts[3])].vchannel
-        return self.owned is None or self.pchannel_of.get(vch) in self.owned.pchannels
 
     # -- the loop ------------------------------------------------------------------------
     def step(self, timeout: float = 0.05) -> bool:
