@@ -37,6 +37,15 @@ from vectorlog.core.added_fields import absent_values, with_field
 from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
+from vectorlog.processors.datanode.checkpoints import (
+    CHECKPOINT_PUBLISH_S,
+    checkpointed,
+    not_behind,
+    oldest_pending,
+    read_checkpoints,
+    retention_floor,
+    stage_checkpoint,
+)
 from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
@@ -78,11 +87,7 @@ log = logging.getLogger(__name__)
 NOT_THE_EVENTS_FAULT = (StateError, LogError, StorageError, OSError, MemoryError, CrashPointReached)
 
 COLLECTION_PREFIX = b"collection/"
-CHECKPOINT_PREFIX = b"checkpoint/"
 DELTA_SYNC_S = 1.0
-#: with no binlog written since, a moved checkpoint is published on coord at most this often
-#: (the query node's replay after a restart is at most this much log time of ticks)
-CHECKPOINT_PUBLISH_S = 60.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
@@ -246,9 +251,7 @@ class DataNode(ProcessorBase):
                 self.dropped.add(cid)
             else:
                 self.schemas[cid] = CollectionSchema.from_avro(d["schema"])
-        for key, raw in self.state.items(CHECKPOINT_PREFIX):
-            p = int.from_bytes(key[len(CHECKPOINT_PREFIX) :], "big")
-            self.positions[p] = StreamPosition(*json.loads(raw))
+        self.positions.update(read_checkpoints(self.state))
 
     def _seed_collections(self) -> None:
         """Takes the collections from rootcoord's meta (a takeover starts with an empty
@@ -770,16 +773,12 @@ class DataNode(ProcessorBase):
         """Per pchannel, where a restart must replay from: the position before the oldest row
         or delete still only in memory (or, with `ddl`, DDL not yet in DDL binlogs), else the
         position after the last applied pack."""
-        out = dict(self.positions)
         pending = [(sid, b.start) for sid, b in self.buffers.items()]
         pending += [(sid, d.start) for sid, d in self.deltas.items()]
         points = [(self.pchannel_of.get(self._vchannel_of(sid), -1), st) for sid, st in pending]
         if ddl:
             points += [(d.pchannel, d.start) for d in self.ddl.values()]
-        for p, start in points:
-            if p in out and start.offset < out[p].offset:
-                out[p] = start
-        return out
+        return oldest_pending(self.positions, points)
 
     def _vchannel_of(self, sid: int) -> str:
         ref, view = self.refs.get(sid), self.views.by_id.get(sid)
@@ -793,10 +792,7 @@ class DataNode(ProcessorBase):
         if points == self._committed:
             return
         with self.state.transaction() as txn:
-            for p, pos in points.items():
-                key = CHECKPOINT_PREFIX + p.to_bytes(4, "big")
-                txn.put(key, json.dumps([pos.offset, pos.tick, pos.tick_offset]).encode())
-                txn.set_position(self.topics.dml, p, pos.offset)
+            stage_checkpoint(txn, self.topics.dml, points)
             self._stage_index(txn, points)
         self._committed = points
         self._retired = delete_retired(self.objects, self._retired, self._committed)
@@ -807,45 +803,24 @@ class DataNode(ProcessorBase):
         binlog was written since the last publication, or CHECKPOINT_PUBLISH_S passed, or
         `force`. Everything at or below a position's tick is then in binlogs referenced by
         earlier coord events. Returns whether it appended. Raises LogError."""
-        points = self._not_behind_coord(self.checkpoints(ddl=False))
+        points = not_behind(self.checkpoints(ddl=False), self._on_coord)
         if not points or points == self._published:
             return False
         elapsed = time.monotonic() - self._published_at
         if not (force or self._wrote or elapsed >= CHECKPOINT_PUBLISH_S):
             return False
-        positions = [
-            {"pchannel": p, "offset": pos.offset, "tick": pos.tick, "tick_offset": pos.tick_offset}
-            for p, pos in sorted(points.items())
-        ]
-        body = {"positions": positions, "writer": writer_body(self.registration)}
-        event = Event("ChannelCheckpointed", self.rc.now(), body)
+        event = checkpointed(points, writer_body(self.registration), self.rc.now())
         record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
         return True
-
-    def _not_behind_coord(self, points: dict[int, StreamPosition]) -> dict[int, StreamPosition]:
-        """Returns `points` with each pchannel behind the checkpoint coord holds at that one:
-        its claim (rows and deletes up to its tick are in binlogs) stays true, and a query
-        node never replays from further back than it."""
-        return {
-            p: self._on_coord[p]
-            if p in self._on_coord and self._on_coord[p].offset > pos.offset
-            else pos
-            for p, pos in points.items()
-        }
 
     def retention_floor(self) -> dict[int, int]:
         """Returns, per dml pchannel, the first offset a restart may need: below both the
         committed checkpoint (this node's restart) and the published one (query nodes');
         0 for a pchannel with either missing. Records below it may be deleted."""
         committed, published = dict(self._committed), dict(self._published)
-        return {
-            p: min(committed[p].offset, published[p].offset)
-            if p in committed and p in published
-            else 0
-            for p in self.pchannels
-        }
+        return retention_floor(committed, published, self.pchannels)
 
     @property
     def pchannels(self) -> list[int]:
