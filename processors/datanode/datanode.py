@@ -47,6 +47,7 @@ from vectorlog.processors.datanode.checkpoints import (
     stage_checkpoint,
 )
 from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
+from vectorlog.processors.datanode.ddl import DDL_CODES, ddl_request
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
 from vectorlog.processors.datanode.orphans import delete_orphans
@@ -87,18 +88,12 @@ log = logging.getLogger(__name__)
 NOT_THE_EVENTS_FAULT = (StateError, LogError, StorageError, OSError, MemoryError, CrashPointReached)
 
 COLLECTION_PREFIX = b"collection/"
+#: deletes aimed at written segments reach their delta logs this fast
 DELTA_SYNC_S = 1.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
-#: broadcast DDL events and their Milvus DDL binlog event type codes
-DDL_CODES = {
-    "CollectionCreated": EventTypeCode.CREATE_COLLECTION,
-    "CollectionDropped": EventTypeCode.DROP_COLLECTION,
-    "PartitionCreated": EventTypeCode.CREATE_PARTITION,
-    "PartitionDropped": EventTypeCode.DROP_PARTITION,
-}  # deletes aimed at written segments reach their delta logs this fast
 
 
 class DataNode(ProcessorBase):
@@ -375,8 +370,7 @@ class DataNode(ProcessorBase):
         buf = self.ddl.get(cid)
         if buf is None:
             buf = self.ddl[cid] = DdlBuffer(before, pchannel)
-        request = json.dumps({"event_type": event.type, **_plain(event.body)}, sort_keys=True)
-        buf.add(event.ts, DDL_CODES[event.type], request)
+        buf.add(event.ts, DDL_CODES[event.type], ddl_request(event))
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
@@ -839,17 +833,6 @@ _EMPTY = CollectionSchema(())
 
 def _view(ref: SegmentRef) -> SegmentView:
     return SegmentView(ref.segment_id, ref.collection_id, ref.partition_id, ref.vchannel)
-
-
-def _plain(value: Any) -> Any:
-    """Returns a decoded event body as plain JSON values (Avro unions as their value)."""
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
-        return _plain(value[1])
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value.hex() if isinstance(value, bytes) else value
 
 
 def _collection_key(cid: int) -> bytes:
