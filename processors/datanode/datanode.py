@@ -51,7 +51,7 @@ from vectorlog.processors.datanode.ddl import DDL_CODES, ddl_request
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
 from vectorlog.processors.datanode.orphans import delete_orphans
-from vectorlog.processors.datanode.parts import discard, write_remote, write_together
+from vectorlog.processors.datanode.parts import RemoteWrites, discard
 from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
 from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
 from vectorlog.processors.datanode.pkindex import pk_key as pk_key
@@ -132,6 +132,11 @@ class DataNode(ProcessorBase):
         self.dml_serde = serdes.for_topic(topics.dml)
         self.coord_serde = serdes.for_topic(topics.coord)
         self.writer = SegmentWriter(objects, rootcoord.allocate_ids, rootcoord.now)
+        self._remote = (
+            None
+            if rows_writer is None
+            else RemoteWrites(rows_writer, self.writer, objects, rootcoord.now)
+        )
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         self.views = SegmentViews()
         self.schemas: dict[int, CollectionSchema] = {}
@@ -669,11 +674,9 @@ class DataNode(ProcessorBase):
         several segments, their rows are written first, all at once (the executors write
         the parts in parallel), then each segment is committed as `_write` does; parts not
         committed after a failure are deleted."""
-        written = (
-            write_together(self.rows_writer, due, self.buffers, self.refs, self.schemas)
-            if self.rows_writer is not None
-            else {}
-        )
+        written: dict[int, list[dict[str, Any]]] = {}
+        if self._remote is not None:
+            written = self._remote.write_together(due, self.buffers, self.refs, self.schemas)
         try:
             for seg, flushed in due:
                 self._write(seg, flushed, written.pop(seg.segment_id, None))
@@ -713,20 +716,9 @@ class DataNode(ProcessorBase):
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         elif isinstance(rows, RefBuffer):
-            assert self.rows_writer is not None
-            body = write_remote(
-                self.rows_writer,
-                self.writer,
-                self.objects,
-                self.rc.now,
-                ref,
-                schema,
-                rows,
-                deltas,
-                flushed,
-                stats,
-                seg.rows_written,
-                parts,
+            assert self._remote is not None
+            body = self._remote.write(
+                ref, schema, rows, deltas, flushed, stats, seg.rows_written, parts
             )
         else:
             body = self.writer.write(ref, schema, rows, deltas, flushed, stats, seg.rows_written)

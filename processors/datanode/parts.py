@@ -57,57 +57,66 @@ def merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
     return body
 
 
-def write_together(
-    rows_writer: RowsWriter,
-    due: list[tuple[SegmentView, bool]],
-    buffers: dict[int, InsertBuffer | RefBuffer],
-    refs: dict[int, SegmentRef],
-    schemas: dict[int, CollectionSchema],
-) -> dict[int, list[dict[str, Any]]]:
-    """Returns, per segment of `due` with buffered rows as positions, the part bodies
-    the RowsWriter wrote in one go (nothing for a single segment: the node's `_write` does it)."""
-    writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
-    for seg, _ in due:
-        rows, ref = buffers.get(seg.segment_id), refs.get(seg.segment_id)
-        schema = schemas.get(ref.collection_id) if ref is not None else None
-        if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
-            writes.append((ref, schema, rows))
-    if len(writes) < 2:
-        return {}
-    bodies = rows_writer.write_many(writes)
-    return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
+class RemoteWrites:
+    """Writes segments whose rows a RowsWriter writes (the rows buffered as log positions),
+    with the node's segment writer, object store and clock (rootcoord's `now`)."""
 
+    def __init__(
+        self,
+        rows_writer: RowsWriter,
+        writer: SegmentWriter,
+        objects: ObjectStore,
+        now: Callable[[], int],
+    ) -> None:
+        self.rows_writer, self.writer, self.objects, self.now = rows_writer, writer, objects, now
 
-def write_remote(
-    rows_writer: RowsWriter,
-    writer: SegmentWriter,
-    objects: ObjectStore,
-    now: Callable[[], int],
-    ref: SegmentRef,
-    schema: CollectionSchema,
-    rows: RefBuffer,
-    deltas: DeltaBuffer | None,
-    flushed: bool,
-    earlier: list[dict[str, Any]],
-    rows_before: int,
-    parts: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
-    stats logs, then here the delta log and (flushed) the compound stats log of every
-    write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
-    if parts is None:
-        parts = rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
-    try:
-        stats = [json.loads(objects.get(log["path"])) for log in stats_logs(parts)]
-        body = writer.write(ref, schema, None, deltas, False)
-        if flushed and (stats or earlier):
-            pk = schema.primary.field_id
-            span = time_span(parts) or (now(), now())
-            every, n = [*earlier, *stats], rows_before + rows.num_rows
-            compound = writer.write_compound(ref, pk, every, n, span)
-            parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
-    except Exception:
-        discard(objects, parts)
-        raise
-    body["flushed"] = flushed
-    return merged(body, parts)
+    def write_together(
+        self,
+        due: list[tuple[SegmentView, bool]],
+        buffers: dict[int, InsertBuffer | RefBuffer],
+        refs: dict[int, SegmentRef],
+        schemas: dict[int, CollectionSchema],
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Returns, per segment of `due` with buffered rows as positions, the part bodies
+        the RowsWriter wrote in one go (nothing for a single segment: `write` does it)."""
+        writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
+        for seg, _ in due:
+            rows, ref = buffers.get(seg.segment_id), refs.get(seg.segment_id)
+            schema = schemas.get(ref.collection_id) if ref is not None else None
+            if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
+                writes.append((ref, schema, rows))
+        if len(writes) < 2:
+            return {}
+        bodies = self.rows_writer.write_many(writes)
+        return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
+
+    def write(
+        self,
+        ref: SegmentRef,
+        schema: CollectionSchema,
+        rows: RefBuffer,
+        deltas: DeltaBuffer | None,
+        flushed: bool,
+        earlier: list[dict[str, Any]],
+        rows_before: int,
+        parts: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
+        stats logs, then here the delta log and (flushed) the compound stats log of every
+        write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
+        if parts is None:
+            parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
+        try:
+            stats = [json.loads(self.objects.get(log["path"])) for log in stats_logs(parts)]
+            body = self.writer.write(ref, schema, None, deltas, False)
+            if flushed and (stats or earlier):
+                pk = schema.primary.field_id
+                span = time_span(parts) or (self.now(), self.now())
+                every, n = [*earlier, *stats], rows_before + rows.num_rows
+                compound = self.writer.write_compound(ref, pk, every, n, span)
+                parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
+        except Exception:
+            discard(self.objects, parts)
+            raise
+        body["flushed"] = flushed
+        return merged(body, parts)
