@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import json
 import logging
-import struct
 import time
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +37,26 @@ from vectorlog.core.added_fields import absent_values, with_field
 from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
+from vectorlog.processors.datanode.checkpoints import (
+    CHECKPOINT_PUBLISH_S,
+    checkpointed,
+    not_behind,
+    oldest_pending,
+    read_checkpoints,
+    retention_floor,
+    stage_checkpoint,
+)
+from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
+from vectorlog.processors.datanode.ddl import DDL_CODES, ddl_request
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
 from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
+from vectorlog.processors.datanode.orphans import delete_orphans
+from vectorlog.processors.datanode.parts import RemoteWrites, discard
+from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
+from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
+from vectorlog.processors.datanode.pkindex import pk_key as pk_key
+from vectorlog.processors.datanode.pkindex import pk_keys as pk_keys
+from vectorlog.processors.datanode.reports import TickReports
 from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
 from vectorlog.processors.rootcoord.service import RootCoordService
@@ -54,7 +70,6 @@ from vectorlog.state.errors import StateError
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.buffers import DdlBuffer, DeltaBuffer, InsertBuffer
 from vectorlog.storage.channel_fence import writer_body
-from vectorlog.storage.column_read import read_delta_binlog
 from vectorlog.storage.errors import InvalidObjectPath, StorageError
 from vectorlog.storage.merge import check_compactable, compacted_body
 from vectorlog.storage.objectstore import ObjectStore
@@ -73,54 +88,12 @@ log = logging.getLogger(__name__)
 NOT_THE_EVENTS_FAULT = (StateError, LogError, StorageError, OSError, MemoryError, CrashPointReached)
 
 COLLECTION_PREFIX = b"collection/"
-CHECKPOINT_PREFIX = b"checkpoint/"
-PK_PREFIX = b"pk/"
+#: deletes aimed at written segments reach their delta logs this fast
 DELTA_SYNC_S = 1.0
-#: with no binlog written since, a moved checkpoint is published on coord at most this often
-#: (the query node's replay after a restart is at most this much log time of ticks)
-CHECKPOINT_PUBLISH_S = 60.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
-#: how often the rows of growing segments are reported to datacoord, when they changed (as
-#: Milvus's data node sends its segments' stats with its time tick, dataNode.timetick.interval)
-ROWS_REPORT_EVERY_S = 1.0
-LOG_KINDS = ("insert_log", "delta_log", "stats_log", "data_definition_log")
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
-#: broadcast DDL events and their Milvus DDL binlog event type codes
-DDL_CODES = {
-    "CollectionCreated": EventTypeCode.CREATE_COLLECTION,
-    "CollectionDropped": EventTypeCode.DROP_COLLECTION,
-    "PartitionCreated": EventTypeCode.CREATE_PARTITION,
-    "PartitionDropped": EventTypeCode.DROP_PARTITION,
-}  # deletes aimed at written segments reach their delta logs this fast
-
-
-def pk_key(vchannel: str, pk: Any) -> bytes:
-    """Returns the state key of a primary key's newest-row entry in a vchannel."""
-    raw = (
-        b"i" + int(pk).to_bytes(8, "big", signed=True)
-        if isinstance(pk, int)
-        else b"s" + str(pk).encode()
-    )
-    return PK_PREFIX + vchannel.encode() + b"\x00" + raw
-
-
-def pk_keys(vchannel: str, pks: list[Any]) -> list[bytes]:
-    """Returns `pk_key(vchannel, pk)` of each pk, built in one numpy pass if all are ints."""
-    if not pks or set(map(type, pks)) != {int}:
-        return [pk_key(vchannel, pk) for pk in pks]
-    head = PK_PREFIX + vchannel.encode() + b"\x00i"
-    rows = np.empty((len(pks), len(head) + 8), np.uint8)
-    rows[:, : len(head)] = np.frombuffer(head, np.uint8)
-    rows[:, len(head) :] = np.array(pks, ">i8").view(np.uint8).reshape(-1, 8)
-    raw, width = rows.tobytes(), rows.shape[1]
-    return [raw[i : i + width] for i in range(0, len(raw), width)]
-
-
-def _pk_of(raw: bytes) -> Any:
-    kind, body = raw[:1], raw[1:]
-    return int.from_bytes(body, "big", signed=True) if kind == b"i" else body.decode()
 
 
 class DataNode(ProcessorBase):
@@ -159,6 +132,11 @@ class DataNode(ProcessorBase):
         self.dml_serde = serdes.for_topic(topics.dml)
         self.coord_serde = serdes.for_topic(topics.coord)
         self.writer = SegmentWriter(objects, rootcoord.allocate_ids, rootcoord.now)
+        self._remote = (
+            None
+            if rows_writer is None
+            else RemoteWrites(rows_writer, self.writer, objects, rootcoord.now)
+        )
         self._dead_letter = DeadLetterWriter(log, topics.dlq, name)
         self.views = SegmentViews()
         self.schemas: dict[int, CollectionSchema] = {}
@@ -172,7 +150,7 @@ class DataNode(ProcessorBase):
         self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
         #: (pchannel, offset, paths): files of segments a compaction at that dml position
         #: merged, deleted once the committed checkpoint is past it (no replay reads them)
-        self._retired: list[tuple[int, int, list[str]]] = []
+        self._retired: list[Retired] = []
         self.positions: dict[int, StreamPosition] = {}
         self._coord_next = 0  # the next coord offset to read
         #: coord records the last recover read: coord's newest snapshot, then the records after
@@ -180,9 +158,9 @@ class DataNode(ProcessorBase):
         self.recovered_coord_records = 0
         self._coord_checkpoints: dict[int, StreamPosition] = {}  # the last admitted ones
         self.ticks: dict[int, int] = {}
-        self._reported: dict[str, int] = {}
-        self._rows_reported: dict[int, int] = {}  # segment -> the rows last reported
-        self._rows_reported_at = 0.0  # time.monotonic() of the last rows report
+        self._reports = TickReports(
+            log, topics.coord, self.coord_serde, self.views, self.buffers, self.refs, self.tick_of
+        )
         self._committed: dict[int, StreamPosition] = {}
         self._published: dict[int, StreamPosition] = {}
         #: the newest checkpoint coord holds per pchannel (a rebuilt cluster's, before this
@@ -219,7 +197,7 @@ class DataNode(ProcessorBase):
         # the reader goes on with the lease fence there (lease_fence): the read's own
         fence = fence_at(self.log, coord, self.objects, coord_end, timeout, memo.get(coord))
         self._coord_reader = seeded(self.log.reader(coord, {0: coord_end}), fence)
-        self._delete_orphans()
+        delete_orphans(self.objects, self.views, self.owned, self.pchannel_of)
         if self.owned is not None:
             self.positions = dict(self._coord_checkpoints)
             self._rebuild_index()
@@ -273,9 +251,7 @@ class DataNode(ProcessorBase):
                 self.dropped.add(cid)
             else:
                 self.schemas[cid] = CollectionSchema.from_avro(d["schema"])
-        for key, raw in self.state.items(CHECKPOINT_PREFIX):
-            p = int.from_bytes(key[len(CHECKPOINT_PREFIX) :], "big")
-            self.positions[p] = StreamPosition(*json.loads(raw))
+        self.positions.update(read_checkpoints(self.state))
 
     def _seed_collections(self) -> None:
         """Takes the collections from rootcoord's meta (a takeover starts with an empty
@@ -306,39 +282,8 @@ class DataNode(ProcessorBase):
         loads it."""
         index = self.newest.get(vchannel)
         if index is None:
-            index = {}
-            for key, raw in self.state.items(PK_PREFIX + vchannel.encode() + b"\x00"):
-                index[_pk_of(key[len(PK_PREFIX) + len(vchannel.encode()) + 1 :])] = ENTRY.unpack(
-                    raw
-                )
-            self.newest[vchannel] = index
+            index = self.newest[vchannel] = read_index(self.state, vchannel)
         return index
-
-    def _delete_orphans(self) -> None:
-        """Deletes the files, under the collections it knows, that no BinlogPathsSaved
-        references (written by a write that crashed before reporting them): one listing per
-        collection and kind of log, not per segment. Files of segments coord never named are
-        left: a bulk insert's, which its SegmentImported on dml (maybe not yet applied) may
-        reference."""
-        referenced = self.views.referenced()
-        collections = {seg.collection_id for seg in self.views.by_id.values() if seg.collection_id}
-        for cid in sorted(collections):
-            for kind in LOG_KINDS:
-                for path in self.objects.list(f"{kind}/{cid}/"):
-                    if path not in referenced and self._of_my_segment(kind, path):
-                        log.info("deleting orphaned binlog %s", path)
-                        self.objects.delete(path)
-
-    def _of_my_segment(self, kind: str, path: str) -> bool:
-        """Whether a file lies under a segment coord named (DDL binlogs: always), of a
-        pchannel this node writes (another data node may be writing the others')."""
-        if kind == "data_definition_log":
-            return self.owned is None
-        parts = path.split("/")  # kind/coll/part/seg/...
-        if len(parts) <= 3 or not parts[3].isdigit() or int(parts[3]) not in self.views.by_id:
-            return False
-        vch = self.views.by_id[int(parts[3])].vchannel
-        return self.owned is None or self.pchannel_of.get(vch) in self.owned.pchannels
 
     # -- the loop ------------------------------------------------------------------------
     def step(self, timeout: float = 0.05) -> bool:
@@ -350,8 +295,8 @@ class DataNode(ProcessorBase):
         for pack in packs:
             self.apply(pack)
         self._write_full_buffers()
-        self._report_ticks()
-        self._report_rows()
+        self._reports.report_ticks()
+        self._reports.report_rows()
         self._flush_ready()
         self._sync_deltas()
         return bool(packs)
@@ -430,8 +375,7 @@ class DataNode(ProcessorBase):
         buf = self.ddl.get(cid)
         if buf is None:
             buf = self.ddl[cid] = DdlBuffer(before, pchannel)
-        request = json.dumps({"event_type": event.type, **_plain(event.body)}, sort_keys=True)
-        buf.add(event.ts, DDL_CODES[event.type], request)
+        buf.add(event.ts, DDL_CODES[event.type], ddl_request(event))
 
     def _created(self, event: Event) -> None:
         cid = event.body["collection_id"]
@@ -469,7 +413,7 @@ class DataNode(ProcessorBase):
         for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
             self.buffers.pop(sid, None)
             self.deltas.pop(sid, None)
-            self._rows_reported.pop(sid, None)
+            self._reports.forget(sid)
         self.ddl.pop(cid, None)
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), b'{"dropped":true}')
@@ -662,7 +606,8 @@ class DataNode(ProcessorBase):
         if first:
             check_compactable(self.views, b, event.vchannel)
         self._repoint(event, olds, new)
-        self._carry_deltas(olds, new, set(b["consumed_deltas"]), before)
+        consumed = set(b["consumed_deltas"])
+        carry_deltas(self.deltas, self.views, self.objects, olds, new, consumed, before)
         p, offset = event.source or (-1, -1)
         paths = sorted(path for sid in olds for path in self.views.get(sid).paths)
         self._retired.append((p, offset, paths))
@@ -683,35 +628,8 @@ class DataNode(ProcessorBase):
 
     def _repoint(self, event: Event, olds: set[int], new: int) -> None:
         """Points every key whose newest row is in `olds` at segment `new` (same ts)."""
-        newest = self._newest(event.vchannel)
-        moved = [pk for pk, (sid, _) in newest.items() if sid in olds]
-        prevs: list[Entry | None] = [newest[pk] for pk in moved]
-        for pk, prev in zip(moved, prevs, strict=True):
-            newest[pk] = (new, prev[1] if prev else 0)
+        moved, prevs = repoint(self._newest(event.vchannel), olds, new)
         self._record(event, moved, prevs)
-
-    def _carry_deltas(
-        self, olds: set[int], new: int, consumed: set[str], before: StreamPosition
-    ) -> None:
-        """Moves the merged segments' buffered deletes, and the records of their delta logs
-        the job did not read, into segment `new`'s delta buffer."""
-        carried = [self.deltas.pop(sid) for sid in sorted(olds) if sid in self.deltas]
-        extra = [
-            p for sid in sorted(olds) for p in self.views.get(sid).delta_paths if p not in consumed
-        ]
-        if not carried and not extra:
-            return
-        start = min([before, *(d.start for d in carried)], key=lambda pos: pos.offset)
-        buf = self.deltas.get(new) or DeltaBuffer(start)
-        buf.start = min(buf.start, start, key=lambda pos: pos.offset)
-        for d in carried:
-            for pk, ts in zip(d.pks, d.tss, strict=True):
-                buf.add(pk, ts)
-        for path in extra:
-            pks, tss = read_delta_binlog(self.objects.get(path), path)
-            for pk, ts in zip(pks, tss.tolist(), strict=True):
-                buf.add(pk, ts)
-        self.deltas[new] = buf
 
     def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
         view = self.views.by_id.get(sid)
@@ -731,62 +649,6 @@ class DataNode(ProcessorBase):
     def tick_of(self, vchannel: str) -> int:
         p = self.pchannel_of.get(vchannel)
         return self.ticks.get(p, 0) if p is not None else 0
-
-    def _report_ticks(self) -> None:
-        """Tells datacoord a vchannel's tick once it passed the seal ts of a segment there."""
-        due: dict[str, int] = {}
-        for seg in (self.views.by_id[sid] for sid in self.views.pending):
-            if seg.seal_ts is None or seg.flush_started or seg.flushed or not seg.vchannel:
-                continue
-            tick = self.tick_of(seg.vchannel)
-            if tick >= seg.seal_ts and self._reported.get(seg.vchannel, 0) < seg.seal_ts:
-                due[seg.vchannel] = tick
-        self._append_ticks(due)
-
-    def _report_rows(self) -> None:
-        """Tells datacoord, at most once every ROWS_REPORT_EVERY_S, the rows of the growing
-        segments of each vchannel where some gained rows since its last report (with the
-        vchannel's tick), so that a Growing segment's num_rows is right without a flush."""
-        now = time.monotonic()
-        if now - self._rows_reported_at < ROWS_REPORT_EVERY_S:
-            return
-        self._rows_reported_at = now
-        changed = {
-            self.refs[sid].vchannel
-            for sid in self.buffers
-            if self._rows_reported.get(sid) != self._rows_of(sid)
-        }
-        self._append_ticks({vch: self.tick_of(vch) for vch in changed})
-
-    def _append_ticks(self, due: dict[str, int]) -> None:
-        """Appends a DataNodeTicked per vchannel of `due` ({vchannel: tick}) to coord."""
-        events = [self._ticked(vch, tick) for vch, tick in due.items()]
-        if events:
-            self.log.append(
-                self.topics.coord,
-                [Append(0, self.coord_serde.encode(e), self.coord_serde.key(e)) for e in events],
-            )
-            for vch, tick in due.items():
-                self._reported[vch] = max(self._reported.get(vch, 0), tick)
-            for e in events:
-                self._rows_reported.update(
-                    (r["segment_id"], r["num_rows"]) for r in e.body["segments"]
-                )
-
-    def _ticked(self, vch: str, tick: int) -> Event:
-        """Returns the DataNodeTicked of `vch` at `tick`: the rows of each of its buffered
-        segments (those in its binlogs already, and those buffered)."""
-        rows = [
-            {"segment_id": sid, "num_rows": self._rows_of(sid)}
-            for sid in self.buffers
-            if self.refs[sid].vchannel == vch
-        ]
-        return Event("DataNodeTicked", tick, {"vchannel": vch, "tick": tick, "segments": rows})
-
-    def _rows_of(self, sid: int) -> int:
-        """Returns the rows of a buffered segment: written to its binlogs and buffered."""
-        view = self.views.by_id.get(sid)
-        return (view.rows_written if view is not None else 0) + self.buffers[sid].num_rows
 
     def _flush_ready(self) -> None:
         """Writes every segment whose flush datacoord started, once consumed past its seal."""
@@ -812,31 +674,16 @@ class DataNode(ProcessorBase):
         several segments, their rows are written first, all at once (the executors write
         the parts in parallel), then each segment is committed as `_write` does; parts not
         committed after a failure are deleted."""
-        written = self._write_rows_of(due) if self.rows_writer is not None else {}
+        written: dict[int, list[dict[str, Any]]] = {}
+        if self._remote is not None:
+            written = self._remote.write_together(due, self.buffers, self.refs, self.schemas)
         try:
             for seg, flushed in due:
                 self._write(seg, flushed, written.pop(seg.segment_id, None))
         except BaseException:
             for parts in written.values():
-                _discard(self.objects, parts)
+                discard(self.objects, parts)
             raise
-
-    def _write_rows_of(
-        self, due: list[tuple[SegmentView, bool]]
-    ) -> dict[int, list[dict[str, Any]]]:
-        """Returns, per segment of `due` with buffered rows as positions, the part bodies
-        the RowsWriter wrote in one go (nothing for a single segment: `_write` does it)."""
-        assert self.rows_writer is not None
-        writes: list[tuple[SegmentRef, CollectionSchema, RefBuffer]] = []
-        for seg, _ in due:
-            rows, ref = self.buffers.get(seg.segment_id), self.refs.get(seg.segment_id)
-            schema = self.schemas.get(ref.collection_id) if ref is not None else None
-            if isinstance(rows, RefBuffer) and rows.num_rows and ref and schema is not None:
-                writes.append((ref, schema, rows))
-        if len(writes) < 2:
-            return {}
-        bodies = self.rows_writer.write_many(writes)
-        return {ref.segment_id: parts for (ref, _, _), parts in zip(writes, bodies, strict=True)}
 
     def _sync_deltas(self) -> None:
         """Writes the deletes aimed at segments already in binlogs, once they are a second old
@@ -869,7 +716,8 @@ class DataNode(ProcessorBase):
         if schema is None:
             body = self.writer.write(ref, _EMPTY, None, None, flushed)
         elif isinstance(rows, RefBuffer):
-            body = self._write_remote(
+            assert self._remote is not None
+            body = self._remote.write(
                 ref, schema, rows, deltas, flushed, stats, seg.rows_written, parts
             )
         else:
@@ -891,43 +739,11 @@ class DataNode(ProcessorBase):
         self.buffers.pop(seg.segment_id, None)
         self.deltas.pop(seg.segment_id, None)
         if flushed:  # its rows reach datacoord in SegmentFlushed now
-            self._rows_reported.pop(seg.segment_id, None)
+            self._reports.forget(seg.segment_id)
         if body["ddl_binlogs"]:
             self.ddl.pop(ref.collection_id, None)
         self._wrote = True
         self.checkpoint()
-
-    def _write_remote(
-        self,
-        ref: SegmentRef,
-        schema: CollectionSchema,
-        rows: RefBuffer,
-        deltas: DeltaBuffer | None,
-        flushed: bool,
-        earlier: list[dict[str, Any]],
-        rows_before: int,
-        parts: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        """`SegmentWriter.write` with the rows written by the RowsWriter: its parts' insert and
-        stats logs, then here the delta log and (flushed) the compound stats log of every
-        write. A failure deletes what the parts wrote. Returns the BinlogPathsSaved body."""
-        assert self.rows_writer is not None
-        if parts is None:
-            parts = self.rows_writer.write_rows(ref, schema, rows) if rows.num_rows else []
-        try:
-            stats = [json.loads(self.objects.get(log["path"])) for log in _stats_logs(parts)]
-            body = self.writer.write(ref, schema, None, deltas, False)
-            if flushed and (stats or earlier):
-                pk = schema.primary.field_id
-                span = _span(parts) or (self.rc.now(), self.rc.now())
-                every, n = [*earlier, *stats], rows_before + rows.num_rows
-                compound = self.writer.write_compound(ref, pk, every, n, span)
-                parts.append({"stats_binlogs": [{"field_id": pk, "binlogs": [compound]}]})
-        except Exception:
-            _discard(self.objects, parts)
-            raise
-        body["flushed"] = flushed
-        return _merged(body, parts)
 
     def _pchannel(self, ref: SegmentRef) -> int:
         return self.pchannel_of.get(ref.vchannel, 0)
@@ -943,16 +759,12 @@ class DataNode(ProcessorBase):
         """Per pchannel, where a restart must replay from: the position before the oldest row
         or delete still only in memory (or, with `ddl`, DDL not yet in DDL binlogs), else the
         position after the last applied pack."""
-        out = dict(self.positions)
         pending = [(sid, b.start) for sid, b in self.buffers.items()]
         pending += [(sid, d.start) for sid, d in self.deltas.items()]
         points = [(self.pchannel_of.get(self._vchannel_of(sid), -1), st) for sid, st in pending]
         if ddl:
             points += [(d.pchannel, d.start) for d in self.ddl.values()]
-        for p, start in points:
-            if p in out and start.offset < out[p].offset:
-                out[p] = start
-        return out
+        return oldest_pending(self.positions, points)
 
     def _vchannel_of(self, sid: int) -> str:
         ref, view = self.refs.get(sid), self.views.by_id.get(sid)
@@ -966,26 +778,10 @@ class DataNode(ProcessorBase):
         if points == self._committed:
             return
         with self.state.transaction() as txn:
-            for p, pos in points.items():
-                key = CHECKPOINT_PREFIX + p.to_bytes(4, "big")
-                txn.put(key, json.dumps([pos.offset, pos.tick, pos.tick_offset]).encode())
-                txn.set_position(self.topics.dml, p, pos.offset)
+            stage_checkpoint(txn, self.topics.dml, points)
             self._stage_index(txn, points)
         self._committed = points
-        self._delete_retired()
-
-    def _delete_retired(self) -> None:
-        """Deletes the files of merged segments whose compaction no replay brings again."""
-        done = [
-            r for r in self._retired if r[1] < self._committed.get(r[0], StreamPosition()).offset
-        ]
-        for _, _, paths in done:
-            for path in paths:
-                try:
-                    self.objects.delete(path)
-                except Exception as exc:  # left behind, never read again
-                    log.warning("could not delete %s of a merged segment: %s", path, exc)
-        self._retired = [r for r in self._retired if r not in done]
+        self._retired = delete_retired(self.objects, self._retired, self._committed)
 
     def publish(self, force: bool = False) -> bool:
         """Appends `ChannelCheckpointed` to coord with the checkpoints of rows and deletes
@@ -993,45 +789,24 @@ class DataNode(ProcessorBase):
         binlog was written since the last publication, or CHECKPOINT_PUBLISH_S passed, or
         `force`. Everything at or below a position's tick is then in binlogs referenced by
         earlier coord events. Returns whether it appended. Raises LogError."""
-        points = self._not_behind_coord(self.checkpoints(ddl=False))
+        points = not_behind(self.checkpoints(ddl=False), self._on_coord)
         if not points or points == self._published:
             return False
         elapsed = time.monotonic() - self._published_at
         if not (force or self._wrote or elapsed >= CHECKPOINT_PUBLISH_S):
             return False
-        positions = [
-            {"pchannel": p, "offset": pos.offset, "tick": pos.tick, "tick_offset": pos.tick_offset}
-            for p, pos in sorted(points.items())
-        ]
-        body = {"positions": positions, "writer": writer_body(self.registration)}
-        event = Event("ChannelCheckpointed", self.rc.now(), body)
+        event = checkpointed(points, writer_body(self.registration), self.rc.now())
         record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
         self._published, self._published_at, self._wrote = points, time.monotonic(), False
         return True
-
-    def _not_behind_coord(self, points: dict[int, StreamPosition]) -> dict[int, StreamPosition]:
-        """Returns `points` with each pchannel behind the checkpoint coord holds at that one:
-        its claim (rows and deletes up to its tick are in binlogs) stays true, and a query
-        node never replays from further back than it."""
-        return {
-            p: self._on_coord[p]
-            if p in self._on_coord and self._on_coord[p].offset > pos.offset
-            else pos
-            for p, pos in points.items()
-        }
 
     def retention_floor(self) -> dict[int, int]:
         """Returns, per dml pchannel, the first offset a restart may need: below both the
         committed checkpoint (this node's restart) and the published one (query nodes');
         0 for a pchannel with either missing. Records below it may be deleted."""
         committed, published = dict(self._committed), dict(self._published)
-        return {
-            p: min(committed[p].offset, published[p].offset)
-            if p in committed and p in published
-            else 0
-            for p in self.pchannels
-        }
+        return retention_floor(committed, published, self.pchannels)
 
     @property
     def pchannels(self) -> list[int]:
@@ -1041,111 +816,8 @@ class DataNode(ProcessorBase):
         return list(range(self.topics.dml_partitions))
 
     def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
-        """Stages each key changed before the checkpoint with its entry as of the checkpoint
-        (a later change's previous entry, else the current one); keeps the later changes.
-        Per vchannel, in bulk: no Python loop per key when every changed key is an int. A
-        tick that commits no change (rows still buffered) costs one pass over them."""
-        done: dict[str, dict[Any, None]] = {}
-        later: list[list[Change]] = []  # per stream partition, in order
-        for p, changes in self._changes.items():
-            point = points.get(p, StreamPosition())
-            kept = []
-            for c in changes:
-                if c.delivered_before(point):
-                    done.setdefault(c.vchannel, {}).update(dict.fromkeys(c.pks))
-                else:
-                    kept.append(c)
-            self._changes[p] = kept
-            later.append(kept)
-        for vch, keys in done.items():
-            entries = dict(zip(keys, map(self.newest.get(vch, {}).get, keys), strict=True))
-            earlier = _entries_before(vch, later)
-            for pk in earlier.keys() & entries.keys():
-                entries[pk] = earlier[pk]
-            _stage_entries(txn, vch, entries)
-
-
-def _entries_before(vch: str, later: list[list[Change]]) -> dict[Any, Entry | None]:
-    """Returns the entries of the keys of vchannel `vch` that the `later` changes (per
-    stream partition, in order) changed, as before the first of them in each partition (a
-    later partition's taking precedence, as the per-partition staging had it)."""
-    as_of: dict[Any, Entry | None] = {}
-    for kept in later:
-        for c in reversed(kept):  # the first later change holds the entry as of the point
-            if c.vchannel == vch:
-                prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
-                as_of.update(zip(c.pks, prevs, strict=True))
-    return as_of
-
-
-def _stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) -> None:
-    """Stages a vchannel's keys: a put of each entry, a delete of each None."""
-    gone = [pk for pk, e in entries.items() if e is None] if None in entries.values() else []
-    for pk in gone:
-        del entries[pk]
-        txn.delete(pk_key(vch, pk))
-    kept = cast(dict[Any, Entry], entries)  # every None was taken out above
-    packed = {entry: ENTRY.pack(*entry) for entry in set(kept.values())}
-    values = map(packed.__getitem__, kept.values())
-    for key, value in zip(pk_keys(vch, list(kept)), values, strict=True):
-        txn.put(key, value)
-
-
-def _stats_logs(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [log for part in parts for f in part["stats_binlogs"] for log in f["binlogs"]]
-
-
-def _span(parts: list[dict[str, Any]]) -> tuple[int, int] | None:
-    logs = _stats_logs(parts)
-    if not logs:
-        return None
-    return min(x["timestamp_from"] for x in logs), max(x["timestamp_to"] for x in logs)
-
-
-def _discard(objects: ObjectStore, parts: list[dict[str, Any]]) -> None:
-    """Deletes the files of written parts (best effort: recovery deletes what is left)."""
-    for part in parts:
-        for kind in ("field_binlogs", "stats_binlogs"):
-            for f in part.get(kind, []):
-                for x in f["binlogs"]:
-                    try:
-                        objects.delete(x["path"])
-                    except Exception as exc:
-                        log.warning("could not delete %s after a failed write: %s", x["path"], exc)
-
-
-def _merged(body: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Folds the parts' insert and stats logs into `body`, one entry per field, in order."""
-    for kind in ("field_binlogs", "stats_binlogs"):
-        by_field: dict[int, list[dict[str, Any]]] = {}
-        for part in parts:
-            for f in part.get(kind, []):
-                by_field.setdefault(f["field_id"], []).extend(f["binlogs"])
-        body[kind] = [{"field_id": fid, "binlogs": logs} for fid, logs in by_field.items()]
-    body["num_rows"] = sum(part.get("num_rows", 0) for part in parts)
-    return body
-
-
-Entry = tuple[int, int]  # (segment id, ts) of a key's newest row
-ENTRY = struct.Struct(">qQ")
-
-
-@dataclass(frozen=True)
-class Change:
-    """Keys whose newest-row entries the event at (its pchannel's) `offset`, `ts` changed;
-    `prevs[i]` is pks[i]'s entry before (prevs None: no key had one)."""
-
-    offset: int
-    ts: int
-    vchannel: str
-    pks: list[Any]
-    prevs: list[Entry | None] | None
-
-    def delivered_before(self, point: StreamPosition) -> bool:
-        """Whether a replay from `point` would not redeliver the change's event."""
-        return self.offset < point.offset or (
-            self.ts <= point.tick and self.offset < point.tick_offset
-        )
+        """Stages the primary-key index as of the checkpoint `points` (pkindex.stage_index)."""
+        stage_index(txn, self._changes, self.newest, points)
 
 
 _EMPTY = CollectionSchema(())
@@ -1153,17 +825,6 @@ _EMPTY = CollectionSchema(())
 
 def _view(ref: SegmentRef) -> SegmentView:
     return SegmentView(ref.segment_id, ref.collection_id, ref.partition_id, ref.vchannel)
-
-
-def _plain(value: Any) -> Any:
-    """Returns a decoded event body as plain JSON values (Avro unions as their value)."""
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
-        return _plain(value[1])
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value.hex() if isinstance(value, bytes) else value
 
 
 def _collection_key(cid: int) -> bytes:
