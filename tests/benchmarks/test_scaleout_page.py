@@ -53,7 +53,8 @@ def test_the_bound_leaves_the_cores_the_background_takes_to_the_searches() -> No
     run = committed() | {"extra": {}}
     busier = copy.deepcopy(run)
     for rnd in busier["rounds"]:
-        rnd[1]["background_cpu_ms_per_s"]["broker"] = 300.0
+        background = rnd[1]["background_cpu_ms_per_s"]
+        background["broker"] = background.get("broker", 0.0) + 300.0  # measured since 11-28
     q, o, _, b2, most = sb.bound(run)
     *_, b2_busier, most_busier = sb.bound(busier)
     assert b2_busier == b2 + 300.0
