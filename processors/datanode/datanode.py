@@ -14,9 +14,9 @@ At start it reads the coord topic to learn every segment's state, and replays dm
 checkpoint; rows of segments already written are not buffered again, and a delete already in a
 segment's delta logs is not written again.
 
-Deletes and upserts: a delete at ts d hides rows of its key inserted before d (strictly), so
-the node keeps, per vchannel, each key's newest row (segment, ts); a delete, or an insert of a
-key that exists (an upsert), adds a delete record to that row's segment.
+Deletes and upserts (writebuffer.py): a delete at ts d hides rows of its key inserted before d
+(strictly), so the node keeps, per vchannel, each key's newest row (segment, ts; pkindex.py); a
+delete, or an insert of a key that exists (an upsert), adds a delete record to that row's segment.
 
 Bulk inserts (SegmentImported) and compactions (SegmentsCompacted) arrive on dml in ts order
 too: their segments are in binlogs already; the node indexes their keys (a compaction points
@@ -31,9 +31,7 @@ import logging
 import time
 from typing import Any
 
-import numpy as np
-
-from vectorlog.core.added_fields import absent_values, with_field
+from vectorlog.core.added_fields import with_field
 from vectorlog.core.faults import CrashPointReached, crash_point, pause_point
 from vectorlog.core.hybridts import physical_ms
 from vectorlog.core.model import CollectionSchema, FieldSchema
@@ -49,23 +47,25 @@ from vectorlog.processors.datanode.checkpoints import (
 from vectorlog.processors.datanode.compaction import Retired, carry_deltas, delete_retired, repoint
 from vectorlog.processors.datanode.ddl import DDL_CODES, ddl_request
 from vectorlog.processors.datanode.imported import imported_keys, saved_body
-from vectorlog.processors.datanode.insertruns import decoded_run, insert_groups
+from vectorlog.processors.datanode.insertruns import insert_groups
 from vectorlog.processors.datanode.orphans import delete_orphans
 from vectorlog.processors.datanode.parts import RemoteWrites, discard
 from vectorlog.processors.datanode.pkindex import ENTRY as ENTRY
-from vectorlog.processors.datanode.pkindex import Change, Entry, read_index, stage_index
+from vectorlog.processors.datanode.pkindex import Change as Change
+from vectorlog.processors.datanode.pkindex import Entry as Entry
+from vectorlog.processors.datanode.pkindex import KeyIndex
 from vectorlog.processors.datanode.pkindex import pk_key as pk_key
 from vectorlog.processors.datanode.pkindex import pk_keys as pk_keys
 from vectorlog.processors.datanode.reports import TickReports
-from vectorlog.processors.datanode.service import RefBuffer, RowsRef, RowsWriter, row_bytes
+from vectorlog.processors.datanode.service import RefBuffer, RowsWriter
 from vectorlog.processors.datanode.takeover import Owned, rebuild_index
+from vectorlog.processors.datanode.writebuffer import WriteBuffer
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.runtime.events import EventApplier
 from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import tick_aligned
-from vectorlog.schemas.columns import decode_column, with_dynamic
 from vectorlog.schemas.serde import Event
-from vectorlog.state.base import StateStore, Transaction
+from vectorlog.state.base import StateStore
 from vectorlog.state.errors import StateError
 from vectorlog.storage.binlog import EventTypeCode
 from vectorlog.storage.buffers import DdlBuffer, DeltaBuffer, InsertBuffer
@@ -141,13 +141,10 @@ class DataNode(ProcessorBase):
         self.views = SegmentViews()
         self.schemas: dict[int, CollectionSchema] = {}
         self.dropped: set[int] = set()
-        self.buffers: dict[int, InsertBuffer | RefBuffer] = {}
-        self.deltas: dict[int, DeltaBuffer] = {}
+        self.keys = KeyIndex(state)
+        self.buffer = WriteBuffer(self.views, self.keys, rows_writer)
         self.ddl: dict[int, DdlBuffer] = {}  # collection -> DDL not yet in its DDL binlogs
-        self.refs: dict[int, SegmentRef] = {}
         self.pchannel_of: dict[str, int] = {}
-        self.newest: dict[str, dict[Any, tuple[int, int]]] = {}  # vch -> pk -> (seg, ts)
-        self._changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
         #: (pchannel, offset, paths): files of segments a compaction at that dml position
         #: merged, deleted once the committed checkpoint is past it (no replay reads them)
         self._retired: list[Retired] = []
@@ -180,6 +177,26 @@ class DataNode(ProcessorBase):
             events_fault=(InvalidObjectPath,),
             on_failure=self._failed,
         )
+
+    @property
+    def buffers(self) -> dict[int, InsertBuffer | RefBuffer]:
+        """Returns the rows buffered, by segment (the write buffer's)."""
+        return self.buffer.buffers
+
+    @property
+    def deltas(self) -> dict[int, DeltaBuffer]:
+        """Returns the deletes buffered, by segment (the write buffer's)."""
+        return self.buffer.deltas
+
+    @property
+    def refs(self) -> dict[int, SegmentRef]:
+        """Returns the segments buffered rows or deletes were for (the write buffer's)."""
+        return self.buffer.refs
+
+    @property
+    def newest(self) -> dict[str, dict[Any, Entry]]:
+        """Returns the primary-key index loaded, per vchannel (KeyIndex.newest)."""
+        return self.keys.newest
 
     # -- lifecycle ------------------------------------------------------------------------
     def recover(self, timeout: float = 60.0) -> None:
@@ -274,16 +291,6 @@ class DataNode(ProcessorBase):
         self.newest.update(rebuild_index(self.objects, mine, self.schemas))
         keys = sum(map(len, self.newest.values()))
         log.info("data node %s: index of %d keys read back from binlogs", self.name, keys)
-
-    def _newest(self, vchannel: str) -> dict[Any, Entry]:
-        """Returns a vchannel's primary-key index (key -> its newest row's segment and ts),
-        read from the state store at its first use: one record per key, seconds for
-        millions, so a restart waits for none of it and a vchannel without writes never
-        loads it."""
-        index = self.newest.get(vchannel)
-        if index is None:
-            index = self.newest[vchannel] = read_index(self.state, vchannel)
-        return index
 
     # -- the loop ------------------------------------------------------------------------
     def step(self, timeout: float = 0.05) -> bool:
@@ -398,10 +405,7 @@ class DataNode(ProcessorBase):
         if grown is schema:
             return
         self.schemas[cid] = grown
-        for sid, buf in self.buffers.items():
-            ref = self.refs.get(sid)
-            if isinstance(buf, InsertBuffer) and ref is not None and ref.collection_id == cid:
-                buf.columns[field.field_id] = [absent_values(field, buf.num_rows)]
+        self.buffer.add_field(cid, field)
         with self.state.transaction() as txn:
             txn.put(_collection_key(cid), json.dumps({"schema": grown.to_avro()}).encode())
 
@@ -410,9 +414,7 @@ class DataNode(ProcessorBase):
             return
         self.dropped.add(cid)
         self.schemas.pop(cid, None)
-        for sid in [s for s, ref in self.refs.items() if ref.collection_id == cid]:
-            self.buffers.pop(sid, None)
-            self.deltas.pop(sid, None)
+        for sid in self.buffer.drop(cid):
             self._reports.forget(sid)
         self.ddl.pop(cid, None)
         with self.state.transaction() as txn:
@@ -427,147 +429,23 @@ class DataNode(ProcessorBase):
         return self.schemas[cid]
 
     def _inserted(self, event: Event, before: StreamPosition) -> None:
-        b = event.body
-        schema = self._schema(b["collection_id"])
-        if schema is None:
-            return
-        sid, n = b["segment_id"], b["num_rows"]
-        if self._written(sid, event.ts):
-            self._replayed(event, schema, before)
-            return
-        if self.rows_writer is not None:
-            self._inserted_ref(event, schema, before)
-            return
-        columns = with_dynamic(schema, b["columns"], n)  # a left-out $meta: {} per row
-        by_id = {c["field_id"]: decode_column(c["column"], n) for c in columns}
-        missing = [f.name for f in schema.fields if f.field_id not in by_id]
-        if missing:
-            raise ValueError(f"RowsInserted lacks fields {missing}")
-        ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
-        self.refs.setdefault(sid, ref)
-        pks = by_id[schema.primary.field_id]
-        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else pks, sid, before)
-        buf = self.buffers.get(sid)
-        if not isinstance(buf, InsertBuffer):
-            buf = self.buffers[sid] = InsertBuffer(before)
-        buf.append(
-            b["first_row_id"], event.ts, {f.field_id: by_id[f.field_id] for f in schema.fields}, n
-        )
+        schema = self._schema(event.body["collection_id"])
+        if schema is not None:
+            self.buffer.insert(event, schema, before)
 
     def _inserted_run(self, events: list[Event], pchannel: int, before: StreamPosition) -> bool:
-        """Buffers consecutive RowsInserted events of one segment as one chunk (insertruns.py);
-        returns False, having changed nothing, unless they are new rows (not a replay) of a
-        live collection with keys never seen, on the local engine (each event is then applied
-        on its own, as `_inserted` does)."""
-        first = events[0]
-        cid, sid = first.body["collection_id"], first.body["segment_id"]
-        schema = self.schemas.get(cid)
-        newest = self.newest.get(first.vchannel)  # not loaded yet: `_index` loads it
-        if self.rows_writer is not None or schema is None or cid in self.dropped or newest is None:
+        """Buffers consecutive RowsInserted events of one segment as one chunk, if it may
+        (WriteBuffer.insert_run). Returns whether it did."""
+        cid = events[0].body["collection_id"]
+        schema = None if cid in self.dropped else self.schemas.get(cid)
+        if not self.buffer.insert_run(events, schema, before):
             return False
-        if any(self._written(sid, e.ts) for e in events):
-            return False
-        run = decoded_run(events, schema)
-        if run is None or not newest.keys().isdisjoint(run.keys()):
-            return False
-        self.pchannel_of[first.vchannel] = pchannel
-        ref = SegmentRef(cid, first.body["partition_id"], sid, first.vchannel)
-        self.refs.setdefault(sid, ref)
-        for event, pks in zip(events, run.pks, strict=True):
-            self._record(event, pks, None)
-            newest.update(dict.fromkeys(pks, (sid, event.ts)))
-        buf = self.buffers.get(sid)
-        if not isinstance(buf, InsertBuffer):
-            buf = self.buffers[sid] = InsertBuffer(before)
-        buf.append_rows(run.row_ids, run.timestamps, run.columns, run.n)
+        self.pchannel_of[events[0].vchannel] = pchannel
         return True
 
-    def _inserted_ref(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
-        """`_inserted` with a RowsWriter: buffers where the rows lie, decoding only the keys."""
-        assert self.rows_writer is not None
-        b, pk_id = event.body, schema.primary.field_id
-        sid, n, (p, offset) = b["segment_id"], b["num_rows"], event.source or (-1, -1)
-        present = {c["field_id"] for c in with_dynamic(schema, b["columns"], n)}
-        missing = [f.name for f in schema.fields if f.field_id not in present]
-        if missing and not self.rows_writer.stripped(p, offset):
-            raise ValueError(f"RowsInserted lacks fields {missing}")
-        column = next(c["column"] for c in b["columns"] if c["field_id"] == pk_id)
-        pks = decode_column(column, n)
-        ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
-        self.refs.setdefault(sid, ref)
-        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
-        buf = self.buffers.get(sid)
-        if not isinstance(buf, RefBuffer):
-            buf = self.buffers[sid] = RefBuffer(before)
-        rows = RowsRef(p, offset, event.ts, b["first_row_id"], n)
-        buf.append(rows, row_bytes(schema))
-
-    def _replayed(self, event: Event, schema: CollectionSchema, before: StreamPosition) -> None:
-        """Replayed rows of a segment already in binlogs: only their keys are indexed, so the
-        record may carry its primary keys alone (a rebuild's copy, vectorlog/jobs/rebuild.py).
-        Raises ValueError if it lacks them."""
-        b, pk_id = event.body, schema.primary.field_id
-        column = next((c["column"] for c in b["columns"] if c["field_id"] == pk_id), None)
-        if column is None:
-            raise ValueError(f"RowsInserted lacks fields {[schema.primary.name]}")
-        sid = b["segment_id"]
-        self.refs.setdefault(
-            sid, SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
-        )
-        pks = decode_column(column, b["num_rows"])
-        self._index(event, pks.tolist() if isinstance(pks, np.ndarray) else list(pks), sid, before)
-
-    def _index(self, event: Event, pks: list[Any], sid: int, before: StreamPosition) -> None:
-        """Records each key's newest row; a key that had an older row is an upsert: that row's
-        segment gets a delete record at the event's ts. Keys never seen (the common case) take
-        a path without a Python loop per row."""
-        newest = self._newest(event.vchannel)
-        entry = (sid, event.ts)
-        if newest.keys().isdisjoint(pks):
-            self._record(event, pks, None)
-            newest.update(dict.fromkeys(pks, entry))
-            return
-        changed, prevs = [], []
-        for pk in pks:
-            prev = newest.get(pk)
-            if prev is not None and prev[1] >= event.ts:
-                continue  # a replayed older row
-            if prev is not None:
-                self._delete_in(prev[0], pk, event.ts, before)
-            changed.append(pk)
-            prevs.append(prev)
-            newest[pk] = entry
-        self._record(event, changed, prevs)
-
-    def _record(self, event: Event, pks: list[Any], prevs: list[Entry | None] | None) -> None:
-        """Remembers that an event changed these keys' entries (from `prevs`; None: none had
-        one) until the change is committed with the checkpoint."""
-        if pks:
-            p, offset = event.source or (-1, -1)
-            change = Change(offset, event.ts, event.vchannel, list(pks), prevs)
-            self._changes.setdefault(p, []).append(change)
-
     def _deleted(self, event: Event, before: StreamPosition) -> None:
-        b = event.body
-        if self._schema(b["collection_id"]) is None:
-            return
-        pks = decode_column(b["primary_keys"], b["num_rows"])
-        newest = self._newest(event.vchannel)
-        gone: list[Any] = []
-        prevs: list[Entry | None] = []
-        for pk in pks.tolist() if isinstance(pks, np.ndarray) else pks:
-            prev = newest.get(pk)
-            if prev is None or prev[1] >= event.ts:
-                continue
-            ref = self.refs.get(prev[0])
-            view = self.views.by_id.get(prev[0])
-            part = ref.partition_id if ref else (view.partition_id if view else -1)
-            if b["partition_id"] not in (-1, part):
-                continue
-            self._delete_in(prev[0], pk, event.ts, before)
-            gone.append(pk)
-            prevs.append(newest.pop(pk))
-        self._record(event, gone, prevs)
+        if self._schema(event.body["collection_id"]) is not None:
+            self.buffer.delete(event, before)
 
     def _imported(self, event: Event, before: StreamPosition) -> None:
         """Records a bulk insert's segments (already in binlogs): their keys supersede older
@@ -579,7 +457,7 @@ class DataNode(ProcessorBase):
             return
         for seg in b["segments"]:
             sid = seg["segment_id"]
-            self._index(event, imported_keys(self.objects, schema, seg), sid, before)
+            self.buffer.index(event, imported_keys(self.objects, schema, seg), sid, before)
             view = self.views.by_id.get(sid)
             if view is not None and view.flushed:
                 continue  # a replay
@@ -628,22 +506,8 @@ class DataNode(ProcessorBase):
 
     def _repoint(self, event: Event, olds: set[int], new: int) -> None:
         """Points every key whose newest row is in `olds` at segment `new` (same ts)."""
-        moved, prevs = repoint(self._newest(event.vchannel), olds, new)
-        self._record(event, moved, prevs)
-
-    def _delete_in(self, sid: int, pk: Any, ts: int, before: StreamPosition) -> None:
-        view = self.views.by_id.get(sid)
-        if view is not None and ts <= view.written_tick:
-            return  # already in its delta logs (a replay)
-        buf = self.deltas.get(sid)
-        if buf is None:
-            buf = self.deltas[sid] = DeltaBuffer(before)
-        buf.add(pk, ts)
-
-    def _written(self, sid: int, ts: int) -> bool:
-        """Whether a row of segment `sid` at `ts` is in its binlogs already (a replay)."""
-        view = self.views.by_id.get(sid)
-        return view is not None and (view.flushed or ts <= view.written_tick)
+        moved, prevs = repoint(self.keys.of(event.vchannel), olds, new)
+        self.keys.record(event, moved, prevs)
 
     # -- reports and flushes ---------------------------------------------------------------
     def tick_of(self, vchannel: str) -> int:
@@ -736,8 +600,7 @@ class DataNode(ProcessorBase):
         record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
         self.log.append(self.topics.coord, [record])
         self.views.apply(event)
-        self.buffers.pop(seg.segment_id, None)
-        self.deltas.pop(seg.segment_id, None)
+        self.buffer.forget(seg.segment_id)
         if flushed:  # its rows reach datacoord in SegmentFlushed now
             self._reports.forget(seg.segment_id)
         if body["ddl_binlogs"]:
@@ -759,16 +622,10 @@ class DataNode(ProcessorBase):
         """Per pchannel, where a restart must replay from: the position before the oldest row
         or delete still only in memory (or, with `ddl`, DDL not yet in DDL binlogs), else the
         position after the last applied pack."""
-        pending = [(sid, b.start) for sid, b in self.buffers.items()]
-        pending += [(sid, d.start) for sid, d in self.deltas.items()]
-        points = [(self.pchannel_of.get(self._vchannel_of(sid), -1), st) for sid, st in pending]
+        points = [(self.pchannel_of.get(vch, -1), st) for vch, st in self.buffer.pending()]
         if ddl:
             points += [(d.pchannel, d.start) for d in self.ddl.values()]
         return oldest_pending(self.positions, points)
-
-    def _vchannel_of(self, sid: int) -> str:
-        ref, view = self.refs.get(sid), self.views.by_id.get(sid)
-        return ref.vchannel if ref else (view.vchannel if view else "")
 
     def checkpoint(self) -> None:
         """Commits the checkpoint, and the primary-key index as of it, in one write; changes
@@ -779,7 +636,7 @@ class DataNode(ProcessorBase):
             return
         with self.state.transaction() as txn:
             stage_checkpoint(txn, self.topics.dml, points)
-            self._stage_index(txn, points)
+            self.keys.stage(txn, points)
         self._committed = points
         self._retired = delete_retired(self.objects, self._retired, self._committed)
 
@@ -814,10 +671,6 @@ class DataNode(ProcessorBase):
         if self.owned is not None:
             return sorted(self.owned.pchannels)
         return list(range(self.topics.dml_partitions))
-
-    def _stage_index(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
-        """Stages the primary-key index as of the checkpoint `points` (pkindex.stage_index)."""
-        stage_index(txn, self._changes, self.newest, points)
 
 
 _EMPTY = CollectionSchema(())

@@ -1,7 +1,7 @@
 """The data node's primary-key index: per vchannel, each key's newest row (segment, ts), kept
 in the state store one record per key (`pk_key`), and the changes to it staged with the
 checkpoint that covers them (`stage_index`): a replay from the checkpoint redelivers the
-events of every change left out."""
+events of every change left out. `KeyIndex` is the node's copy in memory."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.msgstream import StreamPosition
 
@@ -128,3 +129,58 @@ def stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) 
     values = map(packed.__getitem__, kept.values())
     for key, value in zip(pk_keys(vch, list(kept)), values, strict=True):
         txn.put(key, value)
+
+
+class KeyIndex:
+    """The primary-key index in memory: per vchannel, each key's newest row (segment, ts),
+    read from the state store at its first use, and the changes to it not yet committed."""
+
+    def __init__(self, state: StateStore) -> None:
+        self.state = state
+        self.newest: dict[str, dict[Any, Entry]] = {}  # vch -> pk -> (seg, ts)
+        self.changes: dict[int, list[Change]] = {}  # per pchannel, not yet committed
+
+    def of(self, vchannel: str) -> dict[Any, Entry]:
+        """Returns a vchannel's primary-key index (key -> its newest row's segment and ts),
+        read from the state store at its first use: one record per key, seconds for
+        millions, so a restart waits for none of it and a vchannel without writes never
+        loads it."""
+        index = self.newest.get(vchannel)
+        if index is None:
+            index = self.newest[vchannel] = read_index(self.state, vchannel)
+        return index
+
+    def index(self, event: Event, pks: list[Any], sid: int) -> list[tuple[int, Any]]:
+        """Records each key's newest row. Returns (segment, key) of each older row a key had:
+        an upsert, that row's segment gets a delete record at the event's ts. Keys never seen
+        (the common case) take a path without a Python loop per row."""
+        newest = self.of(event.vchannel)
+        entry = (sid, event.ts)
+        if newest.keys().isdisjoint(pks):
+            self.record(event, pks, None)
+            newest.update(dict.fromkeys(pks, entry))
+            return []
+        changed, prevs, superseded = [], [], []
+        for pk in pks:
+            prev = newest.get(pk)
+            if prev is not None and prev[1] >= event.ts:
+                continue  # a replayed older row
+            if prev is not None:
+                superseded.append((prev[0], pk))
+            changed.append(pk)
+            prevs.append(prev)
+            newest[pk] = entry
+        self.record(event, changed, prevs)
+        return superseded
+
+    def record(self, event: Event, pks: list[Any], prevs: list[Entry | None] | None) -> None:
+        """Remembers that an event changed these keys' entries (from `prevs`; None: none had
+        one) until the change is committed with the checkpoint."""
+        if pks:
+            p, offset = event.source or (-1, -1)
+            change = Change(offset, event.ts, event.vchannel, list(pks), prevs)
+            self.changes.setdefault(p, []).append(change)
+
+    def stage(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:
+        """Stages the primary-key index as of the checkpoint `points` (`stage_index`)."""
+        stage_index(txn, self.changes, self.newest, points)

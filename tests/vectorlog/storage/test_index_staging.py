@@ -4,21 +4,13 @@ staging held: each key changed before the checkpoint with its entry as of the ch
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from vectorlog.processors.datanode.datanode import (
-    ENTRY,
-    Change,
-    DataNode,
-    Entry,
-    pk_key,
-    pk_keys,
-)
+from vectorlog.processors.datanode.pkindex import ENTRY, Change, Entry, KeyIndex, pk_key, pk_keys
 from vectorlog.schemas.serde import Event
-from vectorlog.state.base import Transaction
-from vectorlog.storage.segment_views import SegmentViews
+from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.msgstream import StreamPosition
 
 
@@ -69,19 +61,14 @@ def reference(
     return ops
 
 
-def bare_node() -> DataNode:
-    """A data node with only what indexing needs (no log, store or object store)."""
-    node = DataNode.__new__(DataNode)
-    node.newest, node._changes, node.views, node.deltas = (
-        {"v0": {}, "v1": {}},
-        {},
-        SegmentViews(),
-        {},
-    )
-    return node
+def bare_index() -> KeyIndex:
+    """A data node's key index with both vchannels loaded (its state store is never read)."""
+    index = KeyIndex(cast(StateStore, None))
+    index.newest.update({"v0": {}, "v1": {}})
+    return index
 
 
-def drive(node: DataNode, seed: int, keys: list[Any]) -> None:
+def drive(index: KeyIndex, seed: int, keys: list[Any]) -> None:
     """Applies random inserts (upserts of known keys among them) and deletes to the index."""
     rng = random.Random(seed)
     for offset in range(40):
@@ -89,26 +76,26 @@ def drive(node: DataNode, seed: int, keys: list[Any]) -> None:
         event = Event("RowsInserted", ts, {}, 1, vch, source=(offset % 2, offset))
         pks = list(dict.fromkeys(rng.sample(keys, rng.randrange(1, 12))))
         if rng.random() < 0.25:
-            newest = node.newest.setdefault(vch, {})
+            newest = index.newest.setdefault(vch, {})
             gone = [pk for pk in pks if pk in newest]
-            node._record(event, gone, [newest.pop(pk) for pk in gone])
+            index.record(event, gone, [newest.pop(pk) for pk in gone])
         else:
-            node._index(event, pks, rng.randrange(3), StreamPosition())
+            index.index(event, pks, rng.randrange(3))
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_bulk_staging_equals_the_per_key_staging(seed: int) -> None:
     keys: list[Any] = list(range(-5, 30)) if seed % 3 else [f"k{i}" for i in range(30)]
-    node = bare_node()
-    drive(node, seed, keys)
+    index = bare_index()
+    drive(index, seed, keys)
     points = {0: StreamPosition(20 + seed, 1000 + seed, 30), 1: StreamPosition(10 + 2 * seed)}
-    changes = {p: list(cs) for p, cs in node._changes.items()}
-    expected = reference(changes, {v: dict(d) for v, d in node.newest.items()}, points)
+    changes = {p: list(cs) for p, cs in index.changes.items()}
+    expected = reference(changes, {v: dict(d) for v, d in index.newest.items()}, points)
     txn = Recording()
-    node._stage_index(txn, points)
+    index.stage(txn, points)
     assert txn.ops == expected
     kept = {p: [c for c in cs if not c.delivered_before(points[p])] for p, cs in changes.items()}
-    assert node._changes == kept
+    assert index.changes == kept
 
 
 def test_pk_keys_are_the_per_key_state_keys() -> None:
@@ -128,10 +115,9 @@ def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path
             txn.put(pk_key("v0", 7), ENTRY.pack(11, 1000))
             txn.put(pk_key("v0", "s"), ENTRY.pack(12, 1001))
             txn.put(pk_key("v01", 8), ENTRY.pack(13, 1002))  # another vchannel, same prefix
-        node = bare_node()
-        node.newest, node.state = {}, store
-        assert node._newest("v0") == {7: (11, 1000), "s": (12, 1001)}
-        assert node._newest("v01") == {8: (13, 1002)}
-        assert node._newest("v2") == {}
+        index = KeyIndex(store)
+        assert index.of("v0") == {7: (11, 1000), "s": (12, 1001)}
+        assert index.of("v01") == {8: (13, 1002)}
+        assert index.of("v2") == {}
     finally:
         store.close()
