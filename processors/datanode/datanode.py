@@ -462,13 +462,7 @@ class DataNode(ProcessorBase):
             if view is not None and view.flushed:
                 continue  # a replay
             ref = SegmentRef(b["collection_id"], b["partition_id"], sid, event.vchannel)
-            end = self._position(ref, self.positions.get(self._pchannel(ref)))
-            body = {**saved_body(event, seg, end), "writer": writer_body(self.registration)}
-            saved = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
-            record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
-            self.log.append(self.topics.coord, [record])
-            self.views.apply(saved)
-            self._wrote = True
+            self._save(ref, saved_body(event, seg, self._end(ref)))
 
     def _compacted(self, event: Event, before: StreamPosition) -> None:
         """Swaps a compaction's segments (vectorlog/storage/merge.py): keys of the
@@ -491,18 +485,7 @@ class DataNode(ProcessorBase):
         self._retired.append((p, offset, paths))
         if first:
             ref = SegmentRef(b["collection_id"], b["partition_id"], new, event.vchannel)
-            end = self._position(ref, self.positions.get(self._pchannel(ref)))
-            saved = Event(
-                "BinlogPathsSaved",
-                self.rc.now(),
-                {**compacted_body(event, end), "writer": writer_body(self.registration)},
-                ref.collection_id,
-                ref.vchannel,
-            )
-            record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
-            self.log.append(self.topics.coord, [record])
-            self.views.apply(saved)
-            self._wrote = True
+            self._save(ref, compacted_body(event, self._end(ref)))
 
     def _repoint(self, event: Event, olds: set[int], new: int) -> None:
         """Points every key whose newest row is in `olds` at segment `new` (same ts)."""
@@ -593,23 +576,33 @@ class DataNode(ProcessorBase):
             body["ddl_binlogs"] = self.writer.write_ddl(ref.collection_id, events)
         if rows is not None:
             body["start_position"] = self._position(ref, rows.start)
-        body["end_position"] = self._position(ref, self.positions.get(self._pchannel(ref)))
+        body["end_position"] = self._end(ref)
         crash_point("datanode.write.after_files")
-        body["writer"] = writer_body(self.registration)
-        event = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
-        record = Append(0, self.coord_serde.encode(event), self.coord_serde.key(event))
-        self.log.append(self.topics.coord, [record])
-        self.views.apply(event)
+        self._save(ref, body)
         self.buffer.forget(seg.segment_id)
         if flushed:  # its rows reach datacoord in SegmentFlushed now
             self._reports.forget(seg.segment_id)
         if body["ddl_binlogs"]:
             self.ddl.pop(ref.collection_id, None)
-        self._wrote = True
         self.checkpoint()
+
+    def _save(self, ref: SegmentRef, body: dict[str, Any]) -> None:
+        """Step 2 of the module docstring: appends a segment's BinlogPathsSaved (`body`, with
+        this node's registration as its writer) to coord and applies it to the views.
+        Raises LogError."""
+        body = {**body, "writer": writer_body(self.registration)}
+        saved = Event("BinlogPathsSaved", self.rc.now(), body, ref.collection_id, ref.vchannel)
+        record = Append(0, self.coord_serde.encode(saved), self.coord_serde.key(saved))
+        self.log.append(self.topics.coord, [record])
+        self.views.apply(saved)
+        self._wrote = True
 
     def _pchannel(self, ref: SegmentRef) -> int:
         return self.pchannel_of.get(ref.vchannel, 0)
+
+    def _end(self, ref: SegmentRef) -> dict[str, Any]:
+        """Returns the ChannelPosition after the last pack applied of a segment's pchannel."""
+        return self._position(ref, self.positions.get(self._pchannel(ref)))
 
     def _position(self, ref: SegmentRef, pos: StreamPosition | None) -> dict[str, Any]:
         """Returns a ChannelPosition record: resuming there redelivers what follows `pos`."""
