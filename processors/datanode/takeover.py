@@ -19,14 +19,12 @@ from typing import Any
 import numpy as np
 
 from vectorlog.core.model import TIMESTAMP_FIELD, CollectionHistory, CollectionSchema
+from vectorlog.processors.datanode.pkindex import Entry
 from vectorlog.storage.binlog_read import int64s, read_insert_binlog
 from vectorlog.storage.channel_fence import Writer
 from vectorlog.storage.column_read import field_values, read_delta_binlog
 from vectorlog.storage.objectstore import ObjectStore
 from vectorlog.storage.segment_views import SegmentView
-
-#: (segment id, ts) of a key's newest row
-Entry = tuple[int, int]
 
 
 @dataclass(frozen=True)
