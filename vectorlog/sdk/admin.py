@@ -7,21 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from vectorlog.core.databases import DEFAULT_DATABASE, in_database
+from vectorlog.core.databases import DEFAULT_DATABASE
 from vectorlog.core.model import CollectionInfo
-from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.sdk.calls import Calls
 
 
-class AdminCalls:
+class AdminCalls(Calls):
     """Database and access calls of a Client (which sets `_proxy` and `db`)."""
-
-    _proxy: ProxyService
-    db: str
-
-    def _q(self, collection_name: Any) -> str:
-        """Returns the qualified name of a collection (or alias) of this client's database.
-        Raises InvalidName (not a name a collection can have)."""
-        return in_database(self.db, "collection", collection_name)
 
     # -- databases ----------------------------------------------------------------------------
     def use_database(self, db_name: str) -> None:

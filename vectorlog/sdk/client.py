@@ -32,6 +32,7 @@ from vectorlog.processors.proxy.service import Grouping, ProxyService
 from vectorlog.runners.standalone import Standalone
 from vectorlog.sdk.admin import AdminCalls
 from vectorlog.sdk.builders import IndexParams, SchemaBuilder, check_indexes, index_specs
+from vectorlog.sdk.calls import Session
 from vectorlog.sdk.describe import describe
 from vectorlog.sdk.privilege_groups import PrivilegeGroupCalls
 
@@ -52,14 +53,6 @@ from vectorlog.core.types import (
 )
 
 
-class _Session:
-    """The ts of a client's last write (Session reads wait for it), shared by the clients
-    `Client.in_database` returns."""
-
-    def __init__(self) -> None:
-        self.ts = 0
-
-
 class Client(AdminCalls, PrivilegeGroupCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
@@ -73,7 +66,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         self.cfg = Config.load(**settings) if uri is None else Config.load(log=uri, **settings)
         self._cluster = Standalone(self.cfg)
         self._proxy: ProxyService = self._cluster.proxy
-        self._session = _Session()
+        self._session = Session()
         self.db = DEFAULT_DATABASE
         if db_name:
             try:
@@ -89,7 +82,7 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         `compactor`); closing the client closes it."""
         client = cls.__new__(cls)
         client.cfg, client._cluster = cfg, cluster
-        client._proxy, client._session = cluster.proxy, _Session()
+        client._proxy, client._session = cluster.proxy, Session()
         client.db = DEFAULT_DATABASE
         return client
 
@@ -101,14 +94,6 @@ class Client(AdminCalls, PrivilegeGroupCalls):
         client = copy.copy(self)
         client.db = db_name or DEFAULT_DATABASE
         return client
-
-    @property
-    def _session_ts(self) -> int:
-        return self._session.ts
-
-    @_session_ts.setter
-    def _session_ts(self, ts: int) -> None:
-        self._session.ts = ts
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
