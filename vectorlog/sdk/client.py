@@ -7,8 +7,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vectorlog.config import Config
 from vectorlog.core.databases import DEFAULT_DATABASE, in_database, split
@@ -28,18 +27,6 @@ from vectorlog.core.model import (
     partition_tag,
     quick_schema,
 )
-from vectorlog.processors.proxy.service import ProxyService
-from vectorlog.runners.standalone import Standalone
-from vectorlog.sdk.admin import AdminCalls
-from vectorlog.sdk.builders import IndexParams, SchemaBuilder, check_indexes, index_specs
-from vectorlog.sdk.calls import Session
-from vectorlog.sdk.describe import describe
-from vectorlog.sdk.privilege_groups import PrivilegeGroupCalls
-from vectorlog.sdk.reads import ReadCalls
-
-if TYPE_CHECKING:
-    from vectorlog.jobs.bulkinsert import BulkInserter
-    from vectorlog.jobs.compaction import Compactor
 from vectorlog.core.scalar_index import shown_field
 from vectorlog.core.types import (
     DeleteResult,
@@ -48,9 +35,18 @@ from vectorlog.core.types import (
     ReadAt,
     with_level,
 )
+from vectorlog.processors.proxy.service import ProxyService
+from vectorlog.runners.standalone import Standalone
+from vectorlog.sdk.admin import AdminCalls
+from vectorlog.sdk.builders import IndexParams, SchemaBuilder, check_indexes, index_specs
+from vectorlog.sdk.calls import Session
+from vectorlog.sdk.describe import describe
+from vectorlog.sdk.jobs import JobCalls
+from vectorlog.sdk.privilege_groups import PrivilegeGroupCalls
+from vectorlog.sdk.reads import ReadCalls
 
 
-class Client(AdminCalls, PrivilegeGroupCalls, ReadCalls):
+class Client(AdminCalls, PrivilegeGroupCalls, ReadCalls, JobCalls):
     """A connection to a vectorlog cluster; a context manager."""
 
     def __init__(self, uri: str | None = None, **settings: Any) -> None:
@@ -463,82 +459,6 @@ class Client(AdminCalls, PrivilegeGroupCalls, ReadCalls):
         Flushed (their binlogs written); returns their ids. With `wait=False` it returns the
         ids at once (seed 003's asynchronous flush). Raises CollectionNotFound, FlushTimeout."""
         return self._proxy.flush(self._q(collection_name), wait, timeout)
-
-    def bulk_insert(
-        self,
-        collection_name: str,
-        files: list[Any],
-        partition_name: str | None = None,
-        wait: bool = True,
-        progress: Callable[[int, int], None] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Imports files in Milvus's bulk insert formats (each entry a .parquet or .json path,
-        or a list of `<field>.npy` paths) as Flushed segments, through a Spark job that writes
-        binlogs directly; only the commit goes on the log. With `wait`, returns the task's
-        state once Completed: every row is visible, at one ts (`timestamp`), to any read
-        after the call. Without, returns at once ({"task_id", "state": "Importing", ...};
-        poll `get_bulk_insert_state`). `progress(units done, units)` is called as files (or
-        Parquet row groups) are written. `options={"backup": True}` (Milvus's) imports Milvus
-        binlog segments instead: each entry [insert_log segment dir, delta_log segment dir].
-        Raises InvalidArgument (ImportFileError naming the file), CollectionNotFound before
-        anything is written; with `wait`, the job's error, after deleting what it wrote: a
-        failed import leaves nothing visible."""
-        job = self._bulk().submit(
-            self._q(collection_name), files, partition_name, progress, options, wait
-        )
-        if not wait:
-            return job.as_dict()
-        self._session_ts = max(self._session_ts, job.timestamp)
-        return job.as_dict()
-
-    def get_bulk_insert_state(self, task_id: int) -> dict[str, Any]:
-        """Returns a bulk insert task's state (Pending, Importing, Committing, Completed,
-        Failed), progress in percent, row_count and failed_reason. Raises NotFound for a
-        task this process did not start (task states are not kept across its restarts; in
-        cluster mode datacoord runs every task and keeps their states on coord)."""
-        return self._bulk().state(task_id).as_dict()
-
-    def list_bulk_insert_tasks(self, collection_name: str | None = None) -> list[dict[str, Any]]:
-        """Returns the bulk insert tasks this process started, oldest first."""
-        return [
-            job.as_dict()
-            for job in self._bulk().jobs_of(collection_name and self._q(collection_name))
-        ]
-
-    def _bulk(self) -> BulkInserter:
-        if self._cluster.bulk is None:
-            raise InvalidArgument(f"bulk insert {self._no_jobs()}")
-        return self._cluster.bulk
-
-    def compact(self, collection_name: str, wait: bool = False) -> int:
-        """Starts a compaction of the collection (Milvus's `compact`): its small Flushed
-        segments of each partition and vchannel are merged, and rows deleted or replaced
-        before the log retention horizon are dropped; reads give the same answers before and
-        after, as of any ts within retention. Returns the job id (`get_compaction_state`);
-        with `wait`, once the job ended. Raises CollectionNotFound, InvalidArgument (data
-        node off)."""
-        return self._compactor().compact(self._q(collection_name), wait).job_id
-
-    def get_compaction_state(self, job_id: int) -> str:
-        """Returns a compaction job's state: "Executing", "Completed" or "Failed". Raises
-        NotFound for a job this process did not start."""
-        return self._compactor().state(job_id).state
-
-    def get_compaction_plans(self, job_id: int) -> dict[str, Any]:
-        """Returns a compaction job: its state, plans (groups merged), what each new segment
-        merged (`merged`: new id -> old ids), rows dropped, failures. Raises NotFound."""
-        return self._compactor().state(job_id).as_dict()
-
-    def _no_jobs(self) -> str:
-        """Returns why this process runs no bulk insert or compaction jobs."""
-        why = getattr(self._cluster, "jobs_refused", None)
-        return why if isinstance(why, str) else "needs the data node (datanode is 'off')"
-
-    def _compactor(self) -> Compactor:
-        if self._cluster.compactor is None:
-            raise InvalidArgument(f"compaction {self._no_jobs()}")
-        return self._cluster.compactor
 
     def get_flush_state(self, segment_ids: list[int]) -> bool:
         """Returns whether every given segment is Flushed."""
