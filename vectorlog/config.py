@@ -60,6 +60,11 @@ class Config:
     dml_partitions: int = 4
     #: how often time ticks are broadcast to every pchannel
     tick_interval_ms: int = 200
+    #: how often an idle writer other than rootcoord (a proxy, datacoord, an ingest worker in
+    #: cluster mode) ticks: its heartbeat. Rootcoord's ticks every tick_interval_ms carry the
+    #: pchannels' time while every writer is idle; fewer tick batches keep the broker's
+    #: fetches cheap (docs/cluster.md "Idle writers' heartbeats")
+    idle_tick_interval_ms: int = 1000
     #: no record on the log is larger than this; larger insert batches are split
     max_message_bytes: int = 1 << 20
     #: a Schema Registry URL switches the wire format to Confluent's (mock:// in tests)
@@ -307,6 +312,7 @@ _RULES: dict[str, tuple[Any, str]] = {
     "cluster": (lambda v: re.fullmatch(r"[A-Za-z0-9_-]{1,100}", v), "letters, digits, _ or -"),
     "dml_partitions": (lambda v: 1 <= v <= 1024, "1..1024"),
     "tick_interval_ms": (lambda v: 5 <= v <= 60_000, "5..60000 ms"),
+    "idle_tick_interval_ms": (lambda v: 5 <= v <= 60_000, "5..60000 ms"),
     "max_message_bytes": (lambda v: 16 << 10 <= v <= 1 << 30, "16 KiB..1 GiB"),
     "read_timeout_s": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "max_clock_skew_ms": (lambda v: 1000 <= v <= 31_536_000_000, "1000..31536000000 ms"),

@@ -170,6 +170,7 @@ class Ticker:
         heartbeat: bool = False,
         lease: tuple[str, int] | None = None,
         fresh: Callable[[], object] | None = None,
+        idle_every: float | None = None,
     ) -> None:
         """`source`: the id the ticks carry (one per writing process); `heartbeat`: tick every
         interval even when nothing was stamped, idle ticks while nothing is in flight (one of
@@ -177,8 +178,10 @@ class Ticker:
         process writes under (its ticks carry them, so consumers drop an older epoch's ticks
         at once, streams.msgstream); `fresh()`: makes the barrier's sources stamp above every
         timestamp the oracle gave out before the call (None: they do already, the oracle in
-        this process)."""
+        this process); `idle_every`: seconds between a heartbeat writer's ticks while it is
+        idle (None: the interval; never shorter)."""
         self.source, self._heartbeat = source, heartbeat
+        self._idle_every = max(interval, idle_every or interval)
         self._fresh = fresh or (lambda: None)
         self._gate = threading.Lock()  # orders stamps' starts against idle ticks
         self.idle = heartbeat  # the last tick appended was idle (from the start: none yet)
@@ -313,13 +316,15 @@ class Ticker:
 
     def _wait_s(self) -> float:
         """Returns how long to sleep: RETRY_S while a read waits for a tick not yet covered;
-        till the idle tick is due while a writer of several has nothing in flight; else the
-        interval."""
+        till the idle tick is due while a writer of several has nothing in flight; till its
+        next heartbeat (`idle_every`) while it is idle; else the interval."""
         if self._wanted > self._last:
             return RETRY_S
         if self._heartbeat and not self.idle and not self._barrier.busy():
             due = self._ticked_at + self.idle_after - time.monotonic()
             return min(self._interval, max(RETRY_S, due))
+        if self._heartbeat and self.idle and self._ticked_at:  # a stamp or a request wakes it
+            return max(RETRY_S, self._ticked_at + self._idle_every - time.monotonic())
         return self._interval
 
     def stop(self) -> None:

@@ -443,7 +443,7 @@ class ProcessRunner:
         remote = RemoteRootCoord(
             client, self.writes, self.topics.dml, serde, source, interval,
             lease=None if lease is None else _epoch(lease), ddl=ddl, blobs=self.objects,
-            renew_lease=leases.renew,
+            renew_lease=leases.renew, idle_every=self.cfg.idle_tick_interval_ms / 1000,
         )  # fmt: skip
         self._opened(remote)
         self._started(remote)

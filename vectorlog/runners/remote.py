@@ -138,18 +138,20 @@ class RemoteRootCoord:
         ddl: tuple[str, EventSerde],
         blobs: Blobs | None = None,
         renew_lease: Renew | None = None,
+        idle_every: float | None = None,
     ) -> None:
         """`source`: the id this process's ticks carry; `interval`: seconds between them;
         `liveness_ms`: the consumers' liveness window (a write may take half of it); `lease`:
         the role and epoch of the lease this process leads under, if any (its ticks say so);
         `ddl`: the ddl topic and its serde (the meta cache follows it); `blobs`: where its
         snapshots are (runners.ddl_watch); `renew_lease`: rootcoord's DdlLease renewal
-        (runners.ddl_lease; None: the broker is asked per request). Raises a LogError."""
+        (runners.ddl_lease; None: the broker is asked per request); `idle_every`: seconds
+        between its ticks while it is idle (None: `interval`). Raises a LogError."""
         self.client = client
         self.barrier = SoftBarrier()
         self.ticker = Ticker(
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease,
-            fresh=lambda: client.allocate_timestamps(1),
+            fresh=lambda: client.allocate_timestamps(1), idle_every=idle_every,
         )  # fmt: skip
         self.write_limit_s = liveness_ms / 2000
         self.lease: DdlLease | None = None

@@ -424,6 +424,30 @@ def test_one_of_several_writers_heartbeats_with_its_source_id_while_idle(
     assert all(t == sorted(set(t)) for t in ticks(log, dml).values())  # each advances
 
 
+def test_an_idle_writer_heartbeats_every_idle_every_yet_ticks_at_once_when_asked_or_written(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """A proxy's idle heartbeat comes every `idle_every` (VECTORLOG_IDLE_TICK_INTERVAL_MS),
+    not every interval: fewer tick batches on the broker. A read's request and a write still
+    get their ticks at once."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    ticker = Ticker(log, dml, SERDE, barrier, interval=0.01, source="p", heartbeat=True,
+                    idle_every=3600)  # fmt: skip
+    with running(ticker):
+        wait_until(lambda: len(flagged(log, dml)) == 1, 10.0, "the first idle tick")
+        time.sleep(0.5)  # 50 intervals
+        assert flagged(log, dml)[0][1] and len(flagged(log, dml)) == 1
+        ticker.request()
+        wait_until(lambda: len(flagged(log, dml)) == 2, 10.0, "a requested tick")
+        with source.stamp() as ts:
+            pass
+        last = lambda: flagged(log, dml)[-1]  # noqa: E731
+        wait_until(lambda: last()[0] > ts and last()[1], 10.0, "an idle tick past the write")
+    for p in range(PARTITIONS):  # two idle ticks, the active one the write woke, the rest
+        assert [idle for _, idle in flagged(log, dml, p)][:3] == [True, True, False]
+
+
 # -- idle writers (one of several) -------------------------------------------------------------
 def flagged(log: Log, topic: str, partition: int = 0) -> list[tuple[int, bool]]:
     """(ts, idle) of the ticks on one partition of `topic`, in offset order."""
