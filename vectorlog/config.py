@@ -374,8 +374,11 @@ def open_log(cfg: Config) -> Log:
     embedded log under its directory. Raises LogError (a LogOpenError) if it cannot open."""
     if cfg.is_kafka:
         from vectorlog.streams.log.kafka import KafkaLog
+        from vectorlog.streams.topics import Topics
 
-        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes)
+        topics = Topics(cfg.cluster)  # rarely written: readers' idle fetches wait longer
+        quiet = (topics.ddl, topics.coord, topics.dlq)
+        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes, quiet_topics=quiet)
     from vectorlog.streams.log.embedded import EmbeddedLog
 
     return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -74,12 +74,18 @@ OFFSET_LATEST = -1
 
 #: how long the broker may hold a fetch that found nothing (a reader's idle fetch rate: 1/this)
 FETCH_WAIT_MS = 100
+#: the same for readers of the log's quiet topics (`KafkaLog(quiet_topics=...)`): a record
+#: still ends the wait at once (measured on Tansu: 1-13 ms from append to poll); what waits
+#: longer is a seek, which first waits out the fetch in flight (~200 ms measured)
+QUIET_FETCH_WAIT_MS = 500
 
 
-def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, Any]:
+def reader_config(
+    bootstrap: str, client_id: str, fetch_max: int, wait_ms: int = FETCH_WAIT_MS
+) -> dict[str, Any]:
     """Returns the config of a consumer that reads with `assign()` from positions its caller
     stores: a throwaway group, nothing committed, no auto-created topics, an empty fetch held
-    FETCH_WAIT_MS by the broker."""
+    `wait_ms` by the broker."""
     return {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
@@ -92,7 +98,7 @@ def reader_config(bootstrap: str, client_id: str, fetch_max: int) -> dict[str, A
         # the broker holds an empty fetch this long and answers at once when records come
         # (Kafka's long poll; Tansu's too, measured: 0-14 ms from append to poll at 500 ms):
         # at 10 ms every idle reader sent 100 fetches a second, much of the broker's CPU
-        "fetch.wait.max.ms": FETCH_WAIT_MS,
+        "fetch.wait.max.ms": wait_ms,
         "fetch.message.max.bytes": fetch_max,
         "fetch.max.bytes": max(fetch_max, 50 << 20),
         "receive.message.max.bytes": max(fetch_max, 50 << 20) + (1 << 20),
@@ -109,13 +115,18 @@ class KafkaLog:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         client_id: str = "vectorlog",
         delivery_timeout_ms: int | None = None,
+        quiet_topics: Collection[str] = (),
     ) -> None:
         """`delivery_timeout_ms` (default DELIVERY_TIMEOUT_MS) bounds how long an append waits
-        for an unreachable broker before raising AppendOutcomeUnknown."""
+        for an unreachable broker before raising AppendOutcomeUnknown. `quiet_topics`: topics
+        written a few times a second at most, whose readers' empty fetches the broker holds
+        QUIET_FETCH_WAIT_MS (every idle reader's fetches cost the broker: a cluster's processes
+        tail the coord topic with about twenty readers)."""
         self.bootstrap = bootstrap
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
         self.delivery_timeout_ms = delivery_timeout_ms or DELIVERY_TIMEOUT_MS
+        self.quiet_topics = frozenset(quiet_topics)
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
         admin_conf: Any = {
             "bootstrap.servers": bootstrap,
@@ -152,8 +163,10 @@ class KafkaLog:
             "logger": LIBRDKAFKA_LOG,
         }
 
-    def _consumer_config(self) -> dict[str, Any]:
-        return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20))
+    def _consumer_config(self, topic: str | None = None) -> dict[str, Any]:
+        """Returns the config of a reader of `topic` (None: of offset queries)."""
+        wait = QUIET_FETCH_WAIT_MS if topic in self.quiet_topics else FETCH_WAIT_MS
+        return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20), wait)
 
     def _serve_delivery_reports(self) -> None:
         """Serves delivery reports until the log closes. Every append waits on this thread,
@@ -343,7 +356,7 @@ class KafkaLog:
     def reader(self, topic: str, positions: dict[int, int]) -> KafkaReader:
         self._check_partitions(topic, sorted(positions))
         self._check_open()
-        consumer = Consumer(self._consumer_config())
+        consumer = Consumer(self._consumer_config(topic))
         return KafkaReader(consumer, topic, positions, self._is_compacted(topic))
 
     def _is_compacted(self, topic: str) -> bool:

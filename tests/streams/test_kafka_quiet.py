@@ -1,0 +1,53 @@
+"""Readers of a Kafka log's quiet topics (coord, ddl, dlq: `KafkaLog(quiet_topics=...)`) let the
+broker hold their empty fetches longer, and still see every record: one appended while the
+reader waits, and those before a seek back."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support import unique_topic, wait_until
+from vectorlog.config import Config, open_log
+from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.log.kafka import KafkaLog
+from vectorlog.streams.topics import Topics
+
+pytestmark = pytest.mark.kafka
+
+
+def test_a_quiet_topics_reader_sees_a_record_appended_while_it_waits_and_after_a_seek(
+    kafka_bootstrap: str,
+) -> None:
+    topic = unique_topic("quiet")
+    log = KafkaLog(kafka_bootstrap, quiet_topics={topic})
+    try:
+        log.create_topic(topic, 1)
+        log.append(topic, [Append(0, b"first")])
+        reader, got = log.reader(topic, {0: 0}), list[Record]()
+        wait_until(lambda: bool(got.extend(reader.poll(10, 0.2)) or got), 30, "the first")
+        time.sleep(1.2)  # idle: more than two of the broker's held fetches
+        log.append(topic, [Append(0, b"second")])
+        wait_until(lambda: bool(got.extend(reader.poll(10, 0.2)) or len(got) > 1), 30, "second")
+        reader.seek(topic, 0, 0)
+        again = list[Record]()
+        wait_until(lambda: bool(again.extend(reader.poll(10, 0.2)) or len(again) > 1), 30, "all")
+        reader.close()
+    finally:
+        log.close()
+    assert [r.value for r in got] == [b"first", b"second"]
+    assert [r.value for r in again] == [b"first", b"second"]
+
+
+def test_a_kafka_config_opens_its_log_with_the_rarely_written_topics_quiet(
+    kafka_bootstrap: str,
+) -> None:
+    cfg = Config(log=f"kafka://{kafka_bootstrap}", cluster="quietcfg")
+    log = open_log(cfg)
+    try:
+        assert isinstance(log, KafkaLog)
+        topics = Topics("quietcfg")
+        assert log.quiet_topics == {topics.ddl, topics.coord, topics.dlq}
+    finally:
+        log.close()
