@@ -60,10 +60,10 @@ class Config:
     dml_partitions: int = 4
     #: how often time ticks are broadcast to every pchannel
     tick_interval_ms: int = 200
-    #: how often an idle writer other than rootcoord (a proxy, datacoord, an ingest worker in
-    #: cluster mode) ticks: its heartbeat. Rootcoord's ticks every tick_interval_ms carry the
-    #: pchannels' time while every writer is idle; fewer tick batches keep the broker's
-    #: fetches cheap (docs/cluster.md "Idle writers' heartbeats")
+    #: how often an idle writer of the cluster mode (rootcoord, a proxy, datacoord, an ingest
+    #: worker) ticks: its heartbeat, at most 1/5 of Bounded's 5 s; a read that needs a newer
+    #: tick asks for one. Fewer tick batches keep the broker's fetches cheap (docs/cluster.md
+    #: "Idle writers' heartbeats")
     idle_tick_interval_ms: int = 1000
     #: no record on the log is larger than this; larger insert batches are split
     max_message_bytes: int = 1 << 20

@@ -377,7 +377,7 @@ class ProcessRunner:
         interval = cfg.tick_interval_ms / 1000
         ticker = Ticker(
             self.writes, self.topics.dml, serde, barrier, interval, source=self.name,
-            heartbeat=True, lease=_epoch(self.lease),
+            heartbeat=True, lease=_epoch(self.lease), idle_every=cfg.idle_tick_interval_ms / 1000,
         )  # fmt: skip
         self.tso = tso
         self.rootcoord: Any = RootCoord(
