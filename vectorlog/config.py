@@ -376,9 +376,11 @@ def open_log(cfg: Config) -> Log:
         from vectorlog.streams.log.kafka import KafkaLog
         from vectorlog.streams.topics import Topics
 
-        topics = Topics(cfg.cluster)  # rarely written: readers' idle fetches wait longer
-        quiet = (topics.ddl, topics.coord, topics.dlq)
-        return KafkaLog(cfg.bootstrap, max_message_bytes=cfg.max_message_bytes, quiet_topics=quiet)
+        topics = Topics(cfg.cluster)  # every topic but those whose readers seek (lease, ingest)
+        held = (topics.dml, topics.ddl, topics.coord, topics.dlq)
+        return KafkaLog(
+            cfg.bootstrap, max_message_bytes=cfg.max_message_bytes, long_poll_topics=held
+        )
     from vectorlog.streams.log.embedded import EmbeddedLog
 
     return EmbeddedLog(Path(cfg.log) / "log", cfg.max_message_bytes, cfg.fsync)

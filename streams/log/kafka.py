@@ -74,10 +74,10 @@ OFFSET_LATEST = -1
 
 #: how long the broker may hold a fetch that found nothing (a reader's idle fetch rate: 1/this)
 FETCH_WAIT_MS = 100
-#: the same for readers of the log's quiet topics (`KafkaLog(quiet_topics=...)`): a record
-#: still ends the wait at once (measured on Tansu: 1-13 ms from append to poll); what waits
-#: longer is a seek, which first waits out the fetch in flight (~200 ms measured)
-QUIET_FETCH_WAIT_MS = 500
+#: the same for readers of the log's long-poll topics (`KafkaLog(long_poll_topics=...)`): a
+#: record still ends the wait at once (measured on Tansu: 1-13 ms from append to poll); what
+#: waits longer is a seek, which first waits out the fetch in flight (~200 ms measured)
+LONG_POLL_WAIT_MS = 500
 
 
 def reader_config(
@@ -115,18 +115,19 @@ class KafkaLog:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         client_id: str = "vectorlog",
         delivery_timeout_ms: int | None = None,
-        quiet_topics: Collection[str] = (),
+        long_poll_topics: Collection[str] = (),
     ) -> None:
         """`delivery_timeout_ms` (default DELIVERY_TIMEOUT_MS) bounds how long an append waits
-        for an unreachable broker before raising AppendOutcomeUnknown. `quiet_topics`: topics
-        written a few times a second at most, whose readers' empty fetches the broker holds
-        QUIET_FETCH_WAIT_MS (every idle reader's fetches cost the broker: a cluster's processes
-        tail the coord topic with about twenty readers)."""
+        for an unreachable broker before raising AppendOutcomeUnknown. `long_poll_topics`: topics
+        whose readers rarely seek: the broker holds their empty fetches LONG_POLL_WAIT_MS
+        (every idle reader's fetches cost the broker: the processes of a 1-node cluster tail
+        the coord topic with 19 readers, and a fetch of a partition costs Tansu more the more
+        batches it holds)."""
         self.bootstrap = bootstrap
         self.max_message_bytes = max_message_bytes
         self.client_id = client_id
         self.delivery_timeout_ms = delivery_timeout_ms or DELIVERY_TIMEOUT_MS
-        self.quiet_topics = frozenset(quiet_topics)
+        self.long_poll_topics = frozenset(long_poll_topics)
         self._wire_max = max(max_message_bytes + FRAMING_BYTES, 1000)
         admin_conf: Any = {
             "bootstrap.servers": bootstrap,
@@ -165,7 +166,7 @@ class KafkaLog:
 
     def _consumer_config(self, topic: str | None = None) -> dict[str, Any]:
         """Returns the config of a reader of `topic` (None: of offset queries)."""
-        wait = QUIET_FETCH_WAIT_MS if topic in self.quiet_topics else FETCH_WAIT_MS
+        wait = LONG_POLL_WAIT_MS if topic in self.long_poll_topics else FETCH_WAIT_MS
         return reader_config(self.bootstrap, self.client_id, max(self._wire_max, 1 << 20), wait)
 
     def _serve_delivery_reports(self) -> None:

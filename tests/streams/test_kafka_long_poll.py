@@ -1,6 +1,6 @@
-"""Readers of a Kafka log's quiet topics (coord, ddl, dlq: `KafkaLog(quiet_topics=...)`) let the
-broker hold their empty fetches longer, and still see every record: one appended while the
-reader waits, and those before a seek back."""
+"""Readers of a Kafka log's long-poll topics (`KafkaLog(long_poll_topics=...)`: dml, coord, ddl,
+dlq) let the broker hold their empty fetches longer, and still see every record: one appended while
+the reader waits, and those before a seek back."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from vectorlog.streams.topics import Topics
 pytestmark = pytest.mark.kafka
 
 
-def test_a_quiet_topics_reader_sees_a_record_appended_while_it_waits_and_after_a_seek(
+def test_a_long_poll_topics_reader_sees_a_record_appended_while_it_waits_and_after_a_seek(
     kafka_bootstrap: str,
 ) -> None:
-    topic = unique_topic("quiet")
-    log = KafkaLog(kafka_bootstrap, quiet_topics={topic})
+    topic = unique_topic("longpoll")
+    log = KafkaLog(kafka_bootstrap, long_poll_topics={topic})
     try:
         log.create_topic(topic, 1)
         log.append(topic, [Append(0, b"first")])
@@ -40,7 +40,7 @@ def test_a_quiet_topics_reader_sees_a_record_appended_while_it_waits_and_after_a
     assert [r.value for r in again] == [b"first", b"second"]
 
 
-def test_a_kafka_config_opens_its_log_with_the_rarely_written_topics_quiet(
+def test_a_kafka_config_long_polls_every_topic_but_lease_and_ingest(
     kafka_bootstrap: str,
 ) -> None:
     cfg = Config(log=f"kafka://{kafka_bootstrap}", cluster="quietcfg")
@@ -48,6 +48,6 @@ def test_a_kafka_config_opens_its_log_with_the_rarely_written_topics_quiet(
     try:
         assert isinstance(log, KafkaLog)
         topics = Topics("quietcfg")
-        assert log.quiet_topics == {topics.ddl, topics.coord, topics.dlq}
+        assert log.long_poll_topics == {topics.dml, topics.ddl, topics.coord, topics.dlq}
     finally:
         log.close()
