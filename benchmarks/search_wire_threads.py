@@ -286,6 +286,16 @@ def by_name(
     }
 
 
+def handler_seconds(registry: Any) -> dict[str, float]:
+    """Returns the seconds the handlers of the CAPTURED RPCs took so far (wall, from the
+    interceptor's vectorlog_grpc_request_seconds): the time inside the servicer's call."""
+    return {
+        name: registry.get_sample_value("vectorlog_grpc_request_seconds_sum", {"method": name})
+        or 0.0
+        for name in CAPTURED
+    }
+
+
 def py_spy(seconds: float, out: Path) -> subprocess.Popen[bytes]:
     """Starts py-spy sampling this process for `seconds` into `out` (raw collapsed stacks)."""
     exe = Path(sys.executable).with_name("py-spy")
@@ -345,6 +355,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         np.save(f"{tmp}/x.npy", x[: args.rows])
         np.save(f"{tmp}/q.npy", x[args.rows :])
         config = rest_config(client, "127.0.0.1", 0, None, None)
+        registry = config.app.state.api.metrics.registry
         capture = Capture()
         server = start_grpc(
             client, "127.0.0.1:0", interceptors=[capture, metering(config.app)], kind=args.kind
@@ -370,10 +381,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     spy = py_spy(args.queries / 400 + 2, Path(f"{tmp}/spy.txt"))
                     time.sleep(1.0)
                 load, before = save.load1(), schedstat()
+                handled = handler_seconds(registry)
                 child.stdin.write("go\n")
                 child.stdin.flush()
                 done = json.loads(child.stdout.readline())
                 after = schedstat()
+                handled = {
+                    k: round((v - handled[k]) / max(1, args.queries) * 1e6, 1)
+                    for k, v in handler_seconds(registry).items()
+                }
                 calls = max(1, int(args.idle)) if name == "idle" else args.queries
                 results["phases"][name] = {
                     "load1": load,
@@ -381,6 +397,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "client_cpu_s": done["cpu"],
                     "per_s": calls / done["wall"],
                     "threads": by_name(before, after, calls),
+                    "handler_wall_us": handled,
                     "out": done["out"],
                 }
                 if spy is not None:
@@ -412,7 +429,7 @@ def show(results: dict[str, Any]) -> None:
             f"{ph['client_cpu_s'] / max(1, results['queries']) * 1e6:.0f} µs/call"
         )
         total = sum(t["cpu_us"] for t in ph["threads"].values())
-        print(f"  server CPU µs {unit}: {total:.0f}")
+        print(f"  server CPU µs {unit}: {total:.0f}; handlers' wall µs: {ph['handler_wall_us']}")
         for t, fig in sorted(ph["threads"].items(), key=lambda kv: -kv[1]["cpu_us"]):
             print(f"    {t:40s} cpu {fig['cpu_us']:8.1f}  run-queue wait {fig['wait_us']:8.1f}")
     if "layers" in results:
