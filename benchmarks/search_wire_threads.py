@@ -8,7 +8,7 @@ the search phase is also sampled by py-spy (--native, 250 Hz: the functions
 holding the CPU, per thread).
 
     python -m benchmarks.search_wire_threads [--rows 100000] [--queries 2000] [--py-spy]
-        [--out /tmp/oneq-threads.json]
+        [--kind threads|aio] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from vectorlog.server.grpc_server import server_kind, start_grpc
 from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.server.serve import rest_config
 
+NAME = "search_wire_threads"
 #: the RPCs whose requests are kept (as sent) for the in-process layer timings
 CAPTURED = ("Search", "DescribeCollection")
 
@@ -355,10 +356,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         np.save(f"{tmp}/x.npy", x[: args.rows])
         np.save(f"{tmp}/q.npy", x[args.rows :])
         config = rest_config(client, "127.0.0.1", 0, None, None)
-        registry = config.app.state.api.metrics.registry
+        app: Any = config.app
+        registry = app.state.api.metrics.registry
         capture = Capture()
         server = start_grpc(
-            client, "127.0.0.1:0", interceptors=[capture, metering(config.app)], kind=args.kind
+            client, "127.0.0.1:0", interceptors=[capture, metering(app)], kind=args.kind
         )
         sys.setswitchinterval(client.cfg.gil_switch_interval_ms / 1000)
         cfg = {
@@ -420,22 +422,66 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def show(results: dict[str, Any]) -> None:
-    """Prints each phase's rate and its threads' CPU per call, then the layer timings."""
+def page(results: dict[str, Any]) -> list[str]:
+    """Returns the markdown lines of a run: each phase's rate, the server's CPU per call by
+    thread (and run-queue wait), the handlers' wall time, then the in-process layers."""
+    lines = [
+        "# Where one search per call spends the server's time, by thread (issue 28)",
+        "",
+        f"pymilvus 2.3.8 (the Milvus venv) against `vectorlog serve`'s gRPC server "
+        f"({results['kind'] or 'default'} server) in one process; {results['rows']:,} "
+        f"GloVe-6B-50d rows, HNSW M16 efC100 COSINE, {results['queries']:,} queries one per "
+        f"call (ef 128, k 10), then DescribeCollection per call (pymilvus's has_collection). "
+        f"Machine: {results['machine']}; git {results['git']}.",
+        "",
+    ]
     for name, ph in results["phases"].items():
-        unit = "per second of idle" if name == "idle" else "per call"
-        print(
-            f"{name}: {ph['per_s']:.0f}/s, load {ph['load1']}, client CPU "
-            f"{ph['client_cpu_s'] / max(1, results['queries']) * 1e6:.0f} µs/call"
-        )
+        per = "per second" if name == "idle" else "per call"
         total = sum(t["cpu_us"] for t in ph["threads"].values())
-        print(f"  server CPU µs {unit}: {total:.0f}; handlers' wall µs: {ph['handler_wall_us']}")
-        for t, fig in sorted(ph["threads"].items(), key=lambda kv: -kv[1]["cpu_us"]):
-            print(f"    {t:40s} cpu {fig['cpu_us']:8.1f}  run-queue wait {fig['wait_us']:8.1f}")
+        lines += [
+            f"## {name}: {ph['per_s']:,.0f} calls/s, 1-min load {ph['load1']:.1f}"
+            if name != "idle"
+            else f"## idle server, 1-min load {ph['load1']:.1f}",
+            "",
+            f"Server CPU {per}: {total:,.0f} µs; client CPU "
+            f"{ph['client_cpu_s'] / max(1, results['queries']) * 1e6:,.0f} µs per call; "
+            f"handlers' wall per call (µs): {ph['handler_wall_us']}.",
+            "",
+            *save.table(
+                ("thread", f"CPU µs {per}", f"run-queue wait µs {per}"),
+                [
+                    (t, f"{fig['cpu_us']:,.1f}", f"{fig['wait_us']:,.1f}")
+                    for t, fig in sorted(ph["threads"].items(), key=lambda kv: -kv[1]["cpu_us"])
+                    if fig["cpu_us"] >= 1.0
+                ],
+            ),
+            "",
+        ]
+    for name, ph in results["phases"].items():
+        spy = ph.get("py_spy")
+        if spy is None:
+            continue
+        lines += [
+            f"## py-spy --gil during {name} ({spy['samples']:,} samples of the GIL's holder)",
+            "",
+            "By thread: " + ", ".join(f"{k} {v:.1%}" for k, v in spy["threads"].items()),
+            "",
+            *save.table(("frame (own time)", "share"), [(k, f"{v:.1%}") for k, v in spy["own"]]),
+            "",
+            *save.table(
+                ("frame (with callees)", "share"), [(k, f"{v:.1%}") for k, v in spy["inclusive"]]
+            ),
+            "",
+        ]
     if "layers" in results:
-        print(f"in process, CPU µs per call (load {results['layers_load1']}):")
-        for label, us in results["layers"].items():
-            print(f"    {label:60s} {us:8.1f}")
+        lines += [
+            f"## In process: CPU µs per call of a captured request's pieces "
+            f"(load {results['layers_load1']:.1f}; median of rounds, pieces alternating)",
+            "",
+            *save.table(("piece", "µs"), [(k, f"{v:,.1f}") for k, v in results["layers"].items()]),
+            "",
+        ]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -447,11 +493,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--layer-rounds", type=int, default=9)
     p.add_argument("--profile", action="store_true", help="cProfile the captured search")
     p.add_argument("--kind", choices=("threads", "aio"), default=None, help="the gRPC server")
-    p.add_argument("--out", type=Path, default=Path("/tmp/oneq-threads.json"))
+    p.add_argument("--out", type=Path, default=save.RESULTS)
     args = p.parse_args(argv)
     results = measure(args)
-    args.out.write_text(json.dumps(results, indent=1))
-    show(results)
+    results["machine"], results["git"] = save.cores(), save._git_head()
+    lines = page(results)
+    save.write(NAME, results, lines, out=args.out)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
