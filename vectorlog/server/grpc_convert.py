@@ -479,6 +479,11 @@ def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray] | list
     if ph.type != _FLOAT_VECTOR:
         return _other_placeholder(ph)
     values = ph.values
+    if len(values) == 1:  # one query (the common call): no set of sizes to build
+        only = values[0]
+        if len(only) % 4 or not only:
+            raise InvalidArgument("a float vector placeholder must hold float32 bytes")
+        return np.frombuffer(only, dtype="<f4").reshape(1, -1).astype(np.float32)
     sizes = {len(v) for v in values}
     if any(n % 4 or not n for n in sizes):
         raise InvalidArgument("a float vector placeholder must hold float32 bytes")
