@@ -32,6 +32,7 @@ import grpc
 import numpy as np
 
 from benchmarks import save
+from benchmarks.wire_calls_ab import COLLECTION, INDEXED
 from infra.milvus_server import ensure_venv
 from vectorlog import Client
 from vectorlog.demo.datasets import glove
@@ -193,7 +194,8 @@ def layers(capture: Capture, servicer: Any, rounds: int, calls: int) -> dict[str
     return {k: round(float(np.median(v)), 1) for k, v in out.items()}
 
 
-WORKLOAD = r"""
+WORKLOAD = (
+    r"""
 import json, sys, time
 import numpy as np
 from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
@@ -203,20 +205,13 @@ cfg = json.loads(sys.stdin.readline())
 connections.connect(host="127.0.0.1", port=cfg["port"])
 x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
 n, dim = x.shape
-fields = [FieldSchema("id", DataType.INT64, is_primary=True),
-          FieldSchema("tag", DataType.INT64),
-          FieldSchema("vector", DataType.FLOAT_VECTOR, dim=dim)]
-c = Collection("wire", CollectionSchema(fields), consistency_level="Bounded")
-ids = np.arange(n, dtype=np.int64)
-for lo in range(0, n, 1000):
+"""
+    + COLLECTION
+    + r"""for lo in range(0, n, 1000):
     c.insert([ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000]])
-c.flush()
-c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
-                          "params": {"M": 16, "efConstruction": 100}})
-utility.wait_for_index_building_complete("wire")
-c.load()
-param = {"metric_type": "COSINE", "params": {"ef": 128}}
-for v in q[:200]:
+"""
+    + INDEXED
+    + r"""for v in q[:200]:
     c.search([v.tolist()], "vector", param, limit=10)
 qs = [[v.tolist()] for v in q]
 def phase(name, call):
@@ -237,6 +232,7 @@ if cfg["spy"]:
 phase("has_collection", lambda: [utility.has_collection("wire") for _ in qs] and None)
 print(json.dumps({"phase": None}), flush=True)
 """
+)
 
 CLK = 1e-9  # schedstat's unit: ns
 
