@@ -42,7 +42,27 @@ from vectorlog.demo.datasets import glove
 
 NAME = "wire_calls_ab"
 
-WORKLOAD = r"""
+#: the program's collection {id, tag, vector} (x: its rows; ids: their keys), as pymilvus
+#: 2.3.8 makes it
+COLLECTION = r"""
+fields = [FieldSchema("id", DataType.INT64, is_primary=True),
+          FieldSchema("tag", DataType.INT64),
+          FieldSchema("vector", DataType.FLOAT_VECTOR, dim=dim)]
+c = Collection("wire", CollectionSchema(fields), consistency_level="Bounded")
+ids = np.arange(n, dtype=np.int64)
+"""
+#: flushing, HNSW (M 16, efConstruction 100, COSINE) built and loaded; `param`: ef 128
+INDEXED = r"""
+c.flush()
+c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
+                          "params": {"M": 16, "efConstruction": 100}})
+utility.wait_for_index_building_complete("wire")
+c.load()
+param = {"metric_type": "COSINE", "params": {"ef": 128}}
+"""
+
+WORKLOAD = (
+    r"""
 import json, os, sys, time
 import numpy as np
 from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
@@ -53,11 +73,9 @@ cfg = json.loads(sys.stdin.read())
 connections.connect(host=host, port=port)
 x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
 n, dim = x.shape
-fields = [FieldSchema("id", DataType.INT64, is_primary=True),
-          FieldSchema("tag", DataType.INT64),
-          FieldSchema("vector", DataType.FLOAT_VECTOR, dim=dim)]
-c = Collection("wire", CollectionSchema(fields), consistency_level="Bounded")
-ids = np.arange(n, dtype=np.int64)
+"""
+    + COLLECTION
+    + r"""
 batches = [(ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000])
            for lo in range(0, n, 1000)]
 def server_use():
@@ -88,12 +106,9 @@ out = {}
 proc = f"/proc/{cfg['server_pid']}"
 timed("batch_insert", len(batches), lambda i: c.insert(list(batches[i])))
 out["batch_insert_rows_per_s"] = out["batch_insert_per_s"] * n / len(batches)
-c.flush()
-c.create_index("vector", {"index_type": "HNSW", "metric_type": "COSINE",
-                          "params": {"M": 16, "efConstruction": 100}})
-utility.wait_for_index_building_complete("wire")
-c.load()
-param = {"metric_type": "COSINE", "params": {"ef": 128}}
+"""
+    + INDEXED
+    + r"""
 for v in q[:50]:
     c.search([v.tolist()], "vector", param, limit=10)
 timed("search", len(q), lambda i: c.search([q[i].tolist()], "vector", param, limit=10))
@@ -109,6 +124,7 @@ out["single_insert_p50_ms"] = lat[len(lat) // 2] * 1e3
 out["single_insert_p99_ms"] = lat[int(0.99 * (len(lat) - 1))] * 1e3
 print(json.dumps(out))
 """
+)
 
 METRICS = (
     ("1,000-row batch inserts (rows/s)", "batch_insert_rows_per_s"),

@@ -92,6 +92,9 @@ class SearchResult:
     def topks(self) -> list[int]:
         """Returns the number of hits of each query."""
         ends = self.offsets
+        if len(ends) == 2:  # one query: no arrays to subtract
+            lo, hi = ends.tolist()
+            return [hi - lo]
         return (ends[1:] - ends[:-1]).tolist()
 
     def id_list(self) -> list[Any]:

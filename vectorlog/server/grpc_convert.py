@@ -479,6 +479,12 @@ def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray] | list
     if ph.type != _FLOAT_VECTOR:
         return _other_placeholder(ph)
     values = ph.values
+    if len(values) == 1:  # one query (the common call): no set of sizes to build
+        only = values[0]
+        if len(only) % 4 or not only:
+            raise InvalidArgument("a float vector placeholder must hold float32 bytes")
+        out = np.frombuffer(bytearray(only), _LE_F32).reshape(1, -1)  # a writable copy
+        return out if _LE_F32 is _NATIVE_F32 else out.astype(np.float32)
     sizes = {len(v) for v in values}
     if any(n % 4 or not n for n in sizes):
         raise InvalidArgument("a float vector placeholder must hold float32 bytes")
@@ -490,6 +496,9 @@ def vectors_from_placeholder(raw: bytes) -> np.ndarray | list[np.ndarray] | list
 
 _PH = common_pb2.PlaceholderType
 _FLOAT_VECTOR = _PH.FloatVector
+#: the placeholder's float32s (little-endian), and numpy's own (the same on this machine's
+#: byte order, where reading them needs no conversion)
+_LE_F32, _NATIVE_F32 = np.dtype("<f4"), np.dtype(np.float32)
 
 
 def _other_placeholder(ph: common_pb2.PlaceholderValue) -> list[bytes] | list[str]:

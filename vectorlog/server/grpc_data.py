@@ -305,7 +305,7 @@ def fill_search_result(
     out.num_queries = res.nq
     out.top_k = topk
     out.primary_field_name = info.schema.primary.name
-    if len(res.distances):
+    if len(res.distances) and (res.fields or res.entities is not None):
         columns, names = _hit_columns(res, info)
         out.fields_data.extend(columns)
         out.output_fields.extend(names)

@@ -3,7 +3,6 @@ and code and timing them, into the registry the REST app exposes at /metrics (re
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,7 @@ import grpc
 from prometheus_client import Counter, Histogram
 from pymilvus.grpc_gen import milvus_pb2
 
-from vectorlog.server.grpc_observe import observing
+from vectorlog.server.grpc_observe import Done, observing
 from vectorlog.server.milvus_metrics import ProxyMetrics, grpc_vectors
 from vectorlog.server.rest_metrics import Metrics
 
@@ -34,6 +33,8 @@ class GrpcMetrics(grpc.ServerInterceptor):
             ["method", "code"],
             registry=metrics.registry,
         )
+        #: per method: (the handler as served, it observed)
+        self._observed: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
         self.seconds = Histogram(
             "vectorlog_grpc_request_seconds",
             "gRPC request latency by method",
@@ -55,15 +56,37 @@ class GrpcMetrics(grpc.ServerInterceptor):
             return None
         if handler.unary_unary is None:
             return handler
-        return observing(handler, functools.partial(self._record, method))
+        return self._observing(method, handler)
 
-    def _record(self, method: str, request: Any, context: Any, code: str, seconds: float) -> None:
-        """Records one call of `method` answered with `code` after `seconds`."""
-        self.requests.labels(method, code).inc()
-        self.seconds.labels(method).observe(seconds)
-        if method != UNKNOWN:
-            vectors = grpc_vectors(method, request) if code == "0" else 0
-            self.milvus.observe(method, code == "0", seconds, vectors)
+    def _observing(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """Returns `handler` observed for `method`: made once per method and handler (the
+        servers hand the same handler to every call of a method; the interceptor runs per
+        call, on the thread-pool server's polling thread)."""
+        made = self._observed.get(method)
+        if made is not None and made[0] is handler:
+            return made[1]
+        observed = observing(handler, self._recorder(method))
+        self._observed[method] = (handler, observed)
+        return observed
+
+    def _recorder(self, method: str) -> Done:
+        """Returns the callback recording one call of `method` answered with a code after
+        some seconds (its label children looked up once per method and code)."""
+        seconds = self.seconds.labels(method)
+        counts: dict[str, Any] = {}
+        milvus = self.milvus.function(method) if method != UNKNOWN else None
+
+        def record(request: Any, context: Any, code: str, took: float) -> None:
+            count = counts.get(code)
+            if count is None:
+                count = counts[code] = self.requests.labels(method, code)
+            count.inc()
+            seconds.observe(took)
+            if milvus is not None:
+                vectors = grpc_vectors(method, request) if code == "0" else 0
+                milvus.observe(code == "0", took, vectors)
+
+        return record
 
 
 def metering(app: Any) -> GrpcMetrics:

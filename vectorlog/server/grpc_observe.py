@@ -67,13 +67,30 @@ def observed(behaviour: Callable[[Any, Any], Any], done: Done) -> Callable[[Any,
 def response_code(response: Any, context: Any) -> str:
     """Returns the Milvus status code of `response` (itself a Status, or one with a `status`
     field): its merr `code`, else its legacy `error_code`; else the gRPC code's name."""
-    status = response
-    if not isinstance(response, common_pb2.Status):
-        fields = getattr(getattr(response, "DESCRIPTOR", None), "fields_by_name", {})
-        if "status" not in fields:
-            return grpc_code(context, grpc.StatusCode.OK)
-        status = response.status
+    kind = type(response)
+    status_of = _STATUS_OF.get(kind)
+    if status_of is None:
+        status_of = _STATUS_OF[kind] = _status_reader(kind)
+    status = status_of(response)
+    if status is None:
+        return grpc_code(context, grpc.StatusCode.OK)
     return str(status.code or status.error_code)
+
+
+#: per response type: how to read its Status (looked up once per type: a call's response
+#: type is one of MilvusService's)
+_STATUS_OF: dict[type, Callable[[Any], Any]] = {}
+
+
+def _status_reader(kind: type) -> Callable[[Any], Any]:
+    """Returns the function reading the Status of a response of type `kind` (None: it has
+    none): the response itself for a Status, its `status` field if it has one."""
+    if issubclass(kind, common_pb2.Status):
+        return lambda response: response
+    fields = getattr(getattr(kind, "DESCRIPTOR", None), "fields_by_name", {})
+    if "status" in fields:
+        return lambda response: response.status
+    return lambda response: None
 
 
 def grpc_code(context: Any, default: grpc.StatusCode) -> str:

@@ -73,6 +73,12 @@ class UntypedCounter(Collector):
         with self._lock:
             self._values[values] = self._values.get(values, 0.0) + amount
 
+    def inc_each(self, each: tuple[tuple[str, ...], ...]) -> None:
+        """Adds 1 to each sample of label values in `each` (under one hold of the lock)."""
+        with self._lock:
+            for values in each:
+                self._values[values] = self._values.get(values, 0.0) + 1.0
+
     def collect(self) -> Iterator[Metric]:
         family = Metric(self.name, self.doc, "unknown")
         with self._lock:
@@ -114,24 +120,63 @@ class ProxyMetrics:
         self.mutation = _histogram(
             registry, "mutation_latency", "latency of insert or delete successfully", "msg_type"
         )
+        self._functions: dict[str, FunctionMetrics] = {}
+
+    def function(self, name: str) -> FunctionMetrics:
+        """Returns the metrics of MilvusService function `name` (made once per name: the
+        callers' names are MilvusService's and REST's, a bounded set)."""
+        made = self._functions.get(name)
+        if made is None:
+            made = self._functions[name] = FunctionMetrics(self, name)
+        return made
 
     def observe(self, function: str, ok: bool, seconds: float, vectors: int = 0) -> None:
         """Counts one call of MilvusService `function` (ok: answered with code 0) that took
         `seconds`, carrying `vectors` search or insert vectors."""
+        self.function(function).observe(ok, seconds, vectors)
+
+
+class FunctionMetrics:
+    """ProxyMetrics of one function, its label values and children looked up once (a series
+    appears at its first sample, as when each call looked it up)."""
+
+    def __init__(self, proxy: ProxyMetrics, name: str) -> None:
+        self.proxy, self.name = proxy, name
+        self._total, self._success = (NODE_ID, name, TOTAL), (NODE_ID, name, SUCCESS)
+        self._fail = (NODE_ID, name, FAIL)
+        self._latency = proxy.latency.labels(NODE_ID, name)
+        self._ok: tuple[Any, Any, UntypedCounter | None] | None = None
+
+    def observe(self, ok: bool, seconds: float, vectors: int = 0) -> None:
+        """Counts one call (ok: answered with code 0) that took `seconds`, carrying
+        `vectors` search or insert vectors."""
         ms = seconds * 1000
-        self.requests.inc((NODE_ID, function, TOTAL))
-        self.requests.inc((NODE_ID, function, SUCCESS if ok else FAIL))
-        self.latency.labels(NODE_ID, function).observe(ms)
+        self.proxy.requests.inc_each((self._total, self._success if ok else self._fail))
+        self._latency.observe(ms)
         if not ok:
             return
-        if function in QUERY_TYPES:
-            self.sq.labels(NODE_ID, QUERY_TYPES[function]).observe(ms)
-        if function in MSG_TYPES:
-            self.mutation.labels(NODE_ID, MSG_TYPES[function]).observe(ms)
-        if function in ("Search", "HybridSearch") and vectors:
-            self.searched.inc((NODE_ID,), vectors)
-        if function in ("Insert", "Upsert") and vectors:
-            self.inserted.inc((NODE_ID,), vectors)
+        if self._ok is None:
+            self._ok = self._ok_metrics()
+        sq, mutation, vector_count = self._ok
+        if sq is not None:
+            sq.observe(ms)
+        if mutation is not None:
+            mutation.observe(ms)
+        if vector_count is not None and vectors:
+            vector_count.inc((NODE_ID,), vectors)
+
+    def _ok_metrics(self) -> tuple[Any, Any, UntypedCounter | None]:
+        """Returns the (sq latency, mutation latency, vector counter) children a successful
+        call of this function records into (None: not of this function)."""
+        proxy, name = self.proxy, self.name
+        sq = proxy.sq.labels(NODE_ID, QUERY_TYPES[name]) if name in QUERY_TYPES else None
+        mutation = proxy.mutation.labels(NODE_ID, MSG_TYPES[name]) if name in MSG_TYPES else None
+        vector_count = None
+        if name in ("Search", "HybridSearch"):
+            vector_count = proxy.searched
+        elif name in ("Insert", "Upsert"):
+            vector_count = proxy.inserted
+        return sq, mutation, vector_count
 
 
 def _histogram(registry: CollectorRegistry, name: str, doc: str, label: str) -> Histogram:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc, schema_pb2
+from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
 from tests.clients import data_events, ddl_changes
 from tests.vectorlog.server.conftest import Served
@@ -154,6 +154,17 @@ def test_garbage_bytes_get_a_grpc_error_and_the_server_keeps_serving(
 def test_a_garbled_search_vector_is_refused(stub, name: str) -> None:
     req = milvus_pb2.SearchRequest(collection_name=name, placeholder_group=b"\x01\x02", nq=1)
     assert stub.Search(req).status.code == 1100
+
+
+@pytest.mark.parametrize("raw", [b"\x00\x00\x80?\x00\x00", b""], ids=["6 bytes", "empty"])
+def test_one_search_vector_not_of_float32_bytes_is_refused(stub, name: str, raw: bytes) -> None:
+    ph = common_pb2.PlaceholderValue(tag="$0", type=common_pb2.PlaceholderType.FloatVector)
+    ph.values.append(raw)
+    group = common_pb2.PlaceholderGroup(placeholders=[ph]).SerializeToString()
+    req = milvus_pb2.SearchRequest(collection_name=name, placeholder_group=group, nq=1)
+    res = stub.Search(req)
+    assert res.status.code == 1100
+    assert "float32 bytes" in res.status.reason
 
 
 def test_rpcs_vectorlog_does_not_serve_answer_unimplemented(stub) -> None:
