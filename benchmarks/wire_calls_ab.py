@@ -7,11 +7,12 @@ The program (run by the Milvus venv's python, as benchmarks/wire_vs_milvus does)
 collection {id INT64 primary, tag INT64, vector FLOAT_VECTOR(50)}, times inserting its GloVe-6B-50d
 rows in 1,000-row column batches (the lists built before the clock), builds HNSW (M 16,
 efConstruction 100, COSINE), loads it, then times: one query per call
-(ef 128), describe_collection per call, and sequential single-row inserts (p50/p99).
+(ef 128), describe_collection per call, and sequential single-row inserts (p50/p99);
+with `--insert-only` it stops after the batch inserts (their rows/s and each side's CPU).
 
     python -m benchmarks.wire_calls_ab --variant main=/work/main:threads \\
         --variant aio=.:aio [--rows 20000] [--queries 1000] [--single-rows 300] [--rounds 3]
-        [--out benchmarks/results]
+        [--insert-only] [--out benchmarks/results]
 
 A variant is NAME=TREE[:KIND[:VAR=VALUE,...]]: the server runs with PYTHONPATH=TREE (a checkout
 of vectorlog, or a commit of this repository, exported with `git archive`),
@@ -106,6 +107,9 @@ out = {}
 proc = f"/proc/{cfg['server_pid']}"
 timed("batch_insert", len(batches), lambda i: c.insert(list(batches[i])))
 out["batch_insert_rows_per_s"] = out["batch_insert_per_s"] * n / len(batches)
+if cfg.get("insert_only"):
+    print(json.dumps(out))
+    sys.exit(0)
 """
     + INDEXED
     + r"""
@@ -129,6 +133,7 @@ print(json.dumps(out))
 METRICS = (
     ("1,000-row batch inserts (rows/s)", "batch_insert_rows_per_s"),
     ("  server CPU per batch (µs)", "batch_insert_server_cpu_us"),
+    ("  client CPU per batch (µs)", "batch_insert_client_cpu_us"),
     ("one query per call, ef 128 (QPS)", "search_per_s"),
     ("  server CPU per call (µs)", "search_server_cpu_us"),
     ("  client CPU per call (µs)", "search_client_cpu_us"),
@@ -203,6 +208,8 @@ def write(results: dict[str, Any], out: Path) -> None:
     names = [v["name"] for v in results["variants"]]
     rows = []
     for label, key in METRICS:
+        if any(key not in r[n] for r in results["rounds"] for n in names):
+            continue  # a phase not run (--insert-only)
         per = {n: [r[n][key] for r in results["rounds"]] for n in names}
         cells = [" / ".join(f"{x:,.3g}" if x < 100 else f"{x:,.0f}" for x in per[n]) for n in names]
         medians = [float(np.median(per[n])) for n in names]
@@ -212,9 +219,14 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines = [
         "# Per-call wall time through pymilvus 2.3.8: vectorlog A/B",
         "",
-        f"{results['rows']:,} GloVe-6B-50d rows, HNSW M 16 efConstruction 100, COSINE, "
-        f"{results['queries']:,} queries one per call (ef 128, k 10), "
-        f"{results['single_rows']} single-row inserts; variants alternated, each server fresh.",
+        f"{results['rows']:,} GloVe-6B-50d rows in 1,000-row batches"
+        + (
+            " only (--insert-only)"
+            if results.get("insert_only")
+            else f", HNSW M 16 efConstruction 100, COSINE, {results['queries']:,} queries one "
+            f"per call (ef 128, k 10), {results['single_rows']} single-row inserts"
+        )
+        + "; variants alternated, each server fresh.",
         f"Machine: {results['machine']}; 1-minute load at each run's start "
         f"{min(loads):.1f}-{max(loads):.1f}.",
         "Variants: "
@@ -239,10 +251,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--single-rows", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=save.RESULTS)
+    parser.add_argument(
+        "--insert-only", action="store_true", help="time the 1,000-row batch inserts alone"
+    )
     args = parser.parse_args(argv)
     python = ensure_venv()
     x, _ = glove(args.rows + args.queries)
     results: dict[str, Any] = {
+        "insert_only": args.insert_only,
         "rows": args.rows,
         "queries": args.queries,
         "single_rows": args.single_rows,
@@ -256,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         np.save(Path(tmp) / "x.npy", x[: args.rows])
         np.save(Path(tmp) / "q.npy", x[args.rows :])
         data = {"vectors": f"{tmp}/x.npy", "queries": f"{tmp}/q.npy"}
-        data["single_rows"] = args.single_rows
+        data["single_rows"], data["insert_only"] = args.single_rows, args.insert_only
         sources = {v.name: v.source(Path(tmp) / v.name) for v in args.variant}
         for i in range(args.rounds):
             order = args.variant if i % 2 == 0 else args.variant[::-1]
