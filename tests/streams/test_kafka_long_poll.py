@@ -10,11 +10,17 @@ import pytest
 
 from tests.support import unique_topic, wait_until
 from vectorlog.config import Config, open_log
-from vectorlog.streams.log.base import Append, Record
+from vectorlog.streams.log.base import Append, Reader, Record
 from vectorlog.streams.log.kafka import KafkaLog
 from vectorlog.streams.topics import Topics
 
 pytestmark = pytest.mark.kafka
+
+
+def read_into(reader: Reader, got: list[Record], n: int) -> bool:
+    """Polls `reader` into `got`; returns whether it holds `n` records."""
+    got.extend(reader.poll(10, 0.2))
+    return len(got) >= n
 
 
 def test_a_long_poll_topics_reader_sees_a_record_appended_while_it_waits_and_after_a_seek(
@@ -26,13 +32,13 @@ def test_a_long_poll_topics_reader_sees_a_record_appended_while_it_waits_and_aft
         log.create_topic(topic, 1)
         log.append(topic, [Append(0, b"first")])
         reader, got = log.reader(topic, {0: 0}), list[Record]()
-        wait_until(lambda: bool(got.extend(reader.poll(10, 0.2)) or got), 30, "the first")
+        wait_until(lambda: read_into(reader, got, 1), 30, "the first")
         time.sleep(1.2)  # idle: more than two of the broker's held fetches
         log.append(topic, [Append(0, b"second")])
-        wait_until(lambda: bool(got.extend(reader.poll(10, 0.2)) or len(got) > 1), 30, "second")
+        wait_until(lambda: read_into(reader, got, 2), 30, "the second")
         reader.seek(topic, 0, 0)
         again = list[Record]()
-        wait_until(lambda: bool(again.extend(reader.poll(10, 0.2)) or len(again) > 1), 30, "all")
+        wait_until(lambda: read_into(reader, again, 2), 30, "both again")
         reader.close()
     finally:
         log.close()
