@@ -398,3 +398,32 @@ def test_sparse_binary_and_half_vectors_round_trip_through_json_lines_and_parque
     run(client_args, capsys, *DATA, "--format", "parquet", "--out", str(out))
     parquet = [{**r, "body": json.loads(r["body"])} for r in pq.read_table(out).to_pylist()]
     assert read_back(parquet) == rows
+
+
+def test_a_nullable_fields_nulls_come_out_as_null_not_their_placeholders(
+    open_client: ClientFactory, client_args: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    from vectorlog import DataType
+
+    client = open_client()
+    schema = client.create_schema()
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("n", DataType.INT64, nullable=True)
+    schema.add_field("s", DataType.VARCHAR, max_length=8, nullable=True)
+    schema.add_field("j", DataType.JSON, nullable=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=2)
+    client.create_collection("nulls", schema=schema)
+    rows = [
+        {"id": 0, "n": 7, "s": "a", "j": {"k": 1}, "vector": [0.0, 1.0]},
+        {"id": 1, "n": None, "s": None, "j": None, "vector": [1.0, 0.0]},
+    ]
+    client.insert("nulls", rows)
+    client.close()
+    events, err = run(client_args, capsys, "--type", "RowsInserted")
+    (event,) = events
+    cols = {c["field_name"]: c["column"]["values"] for c in event["body"]["columns"]}
+    assert err == "" and (cols["n"], cols["s"], cols["j"]) == (
+        [7, None],
+        ["a", None],
+        [{"k": 1}, None],
+    )

@@ -346,7 +346,8 @@ def column_json(kind: str, body: dict[str, Any], num_rows: int | None = None) ->
     """Returns a column as {"type", "values"}: float vectors as an (n, dim) float32 array
     (`dumps` writes it as lists of floats), JSON parsed; as Milvus's JSON has them, sparse
     vectors as {"index": value} objects and binary / float16 / bfloat16 vectors as the base64
-    text of each row's bytes (of the whole column if `num_rows` is not known)."""
+    text of each row's bytes (of the whole column if `num_rows` is not known); a nullable
+    field's null rows as null."""
     if kind == "FloatVectorColumn":
         dim = int(body["dim"])
         flat = np.frombuffer(body["data"], dtype="<f4")
@@ -360,8 +361,13 @@ def column_json(kind: str, body: dict[str, Any], num_rows: int | None = None) ->
         parts = [data[i : i + width] for i in range(0, len(data), width)] if width else []
         return {"type": kind, "dim": int(body["dim"]), "values": [_b64(p) for p in parts]}
     if kind == "JsonColumn":
-        return {"type": kind, "values": [json.loads(v) for v in body["values"]]}
-    return {"type": kind, "values": jsonable(list(body["values"]))}
+        values = [json.loads(v) for v in body["values"]]
+    else:
+        values = jsonable(list(body["values"]))
+    valid = body.get("valid")
+    if valid is not None:  # a nullable field's nulls, not their placeholders
+        values = [v if ok else None for v, ok in zip(values, valid, strict=True)]
+    return {"type": kind, "values": values}
 
 
 def _sparse_json(row: bytes) -> dict[str, float]:
