@@ -11,6 +11,7 @@ then in Confluent's wire format, the envelope registered under `{cluster}.dml-va
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -44,18 +45,37 @@ def changes(event: dict[str, Any]) -> Iterator[dict[str, Any]]:
     "key": k} per key of a RowsDeleted; nothing for other events (ticks, DDL copies)."""
     body = event["payload"]
     if event["event_type"] == "RowsInserted":
-        columns = {c["field_name"]: _values(c["column"]) for c in body["columns"]}
-        for i in range(body["num_rows"]):
+        n = body["num_rows"]
+        columns = {c["field_name"]: _values(c["column"], n) for c in body["columns"]}
+        for i in range(n):
             yield {"op": "insert", "row": {name: v[i] for name, v in columns.items()}}
     elif event["event_type"] == "RowsDeleted":
         for key in body["primary_keys"]["values"]:
             yield {"op": "delete", "key": key}
 
 
-def _values(column: dict[str, Any]) -> list[Any]:
-    if "dim" in column:  # FloatVectorColumn: row-major little-endian float32
-        return np.frombuffer(column["data"], dtype="<f4").reshape(-1, column["dim"]).tolist()
-    return list(column["values"])
+def _values(column: dict[str, Any], num_rows: int) -> list[Any]:
+    """Returns a column's value per row: float vectors as lists of floats; float16, bfloat16
+    and binary vectors (PackedVectorColumn: the same fields, 2 x dim or dim / 8 bytes a row)
+    and sparse rows as the base64 text of their bytes; a nullable field's nulls as None."""
+    if "dim" in column:
+        data, dim = bytes(column["data"]), int(column["dim"])
+        if num_rows and len(data) == 4 * dim * num_rows:  # FloatVectorColumn: float32
+            return np.frombuffer(data, dtype="<f4").reshape(-1, dim).tolist()
+        width = len(data) // num_rows if num_rows else 0
+        return [_b64(data[i * width : (i + 1) * width]) for i in range(num_rows)]
+    if "rows" in column:  # SparseFloatVectorColumn
+        return [_b64(row) for row in column["rows"]]
+    values, valid = list(column["values"]), column.get("valid")
+    return (
+        values
+        if valid is None
+        else [v if ok else None for v, ok in zip(values, valid, strict=True)]
+    )
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
 
 
 def consume(bootstrap: str, topic: str, decode: Decoder, idle_s: float = 2.0) -> Iterator[Any]:
