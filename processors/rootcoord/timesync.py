@@ -15,10 +15,11 @@ Each process that writes dml has its own barrier and `Ticker`, whose ticks carry
 source id: consumers take the minimum over the live sources (streams.msgstream). A lone writer
 (`Standalone`, holding the cluster's only lease) skips ticks while nothing was stamped, and a
 Strong read appends nothing when nothing was stamped since the last tick: it is served at that
-tick (`Ticker.quiet_tick`). One of several writers (a process of the cluster mode) ticks every
-interval even when idle: its ticks are its heartbeat, and consumers drop a silent source from
-the minimum. Requests for a tick made while one is being appended are served together by the
-next one.
+tick (`Ticker.quiet_tick`). One of several writers (a process of the cluster mode) ticks even
+when idle, every `idle_every` (VECTORLOG_IDLE_TICK_INTERVAL_MS) rather than every interval: its
+ticks are its heartbeat, and consumers drop a silent source from the minimum; a read that
+needs a newer tick asks for one. Requests for a tick made while one is being appended are
+served together by the next one.
 
 Idle writers (several writers, docs/cluster.md "Strong reads and idle writers"): a writer of
 several ticks at once when its last stamp in flight ends, and once nothing was stamped for
