@@ -68,6 +68,38 @@ def one_query(
     return heap_top(d, want, metric)
 
 
+#: bytes of stored rows a query scans before the next query scans the same rows (half the
+#: L2 cache of this machine's cores): `few_queries` reads each row from memory once
+CHUNK_BYTES = 512 * 1024
+#: at most this many queries are scanned by `few_queries` (beyond, faiss's flat search: its
+#: BLAS blocks serve many queries better)
+FEW_QUERIES = 16
+
+
+def few_queries(
+    x: np.ndarray, v: np.ndarray, l2: bool, want: int, metric: str, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Returns (distances, row positions), nq x `want`, of `one_query` for each query row of
+    `x` (the same kernel and heap: each query's answer is the one it gets alone), scanning
+    `v` in chunks of CHUNK_BYTES that every query reads while the chunk is in cache: one
+    pass over memory for the nq queries (faiss's flat search of a few queries made one
+    pass per query: 2 queries over 250k x 128 floats 17.6 ms, chunked 13.6; 4: 34 -> 20)."""
+    n, dim = v.shape
+    d = np.empty((len(x), n), dtype=np.float32)
+    kernel = faiss.fvec_L2sqr_ny if l2 else faiss.fvec_inner_products_ny  # type: ignore[attr-defined]
+    # whole blocks of 8 rows: faiss's kernels of small dimensions take 8 rows at a time and
+    # the rest one by one, which rounds the last bit otherwise (one_query's blocks start at 0)
+    ptr, step = faiss.swig_ptr, max(CHUNK_BYTES // (4 * dim) // 8 * 8, 8)
+    for lo in range(0, n, step):
+        rows = v[lo : lo + step]
+        for i in range(len(x)):
+            kernel(ptr(d[i, lo : lo + len(rows)]), ptr(x[i]), ptr(rows), dim, len(rows))
+    if mask is not None:
+        d[:, ~mask] = worst(metric)
+    tops = [heap_top(row, want, metric) for row in d]
+    return np.concatenate([t[0] for t in tops]), np.concatenate([t[1] for t in tops])
+
+
 def heap_top(d: np.ndarray, want: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Returns (distances, columns), 1 x `want`, of the best `want` of the float32 distances
     `d` (nearest first, ties in any order), by faiss's heap on this thread alone; slots past

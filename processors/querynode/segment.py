@@ -30,7 +30,9 @@ import numpy as np
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.querynode.bitmap import AliveBitmap, packed_selector
 from vectorlog.processors.querynode.exact import (
+    FEW_QUERIES,
     exact_search,
+    few_queries,
     normalized,
     one_query,
     one_thread,
@@ -363,9 +365,10 @@ class Segment:
             sel = self._selection(mask) if some else None
             return exact_search(q, qn, stored, self.norms.view(), metric, want, sel, self.unit)
         x = qn if self.unit else q
-        if len(q) == 1:
+        if len(q) <= FEW_QUERIES:  # faiss's flat search makes one pass a query
             sel = self._selection(mask) if some else None
-            return one_query(x, stored, metric == "L2", want, metric, sel)
+            search = one_query if len(q) == 1 else few_queries
+            return search(x, stored, metric == "L2", want, metric, sel)
         if not some:
             return _search(self.flat, x, want, None)
         if mask is None:

@@ -14,6 +14,7 @@ import pytest
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.querynode import exact
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.schemas.columns import encode_column
 
@@ -266,6 +267,26 @@ def test_search_matches_a_brute_force_top_k_among_visible_rows(metric):
             assert [h["id"] for h in got] == keys[rows][order].tolist(), (metric, ts)
             np.testing.assert_allclose([h["distance"] for h in got], dist, rtol=1e-4, atol=1e-4)
             assert all(h["entity"] == {} for h in got)
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
+def test_a_search_of_several_queries_answers_each_as_it_would_alone(metric, monkeypatch):
+    # the proxy sends coalesced searches as one of several queries: each scanned chunk by
+    # chunk (here 8 rows a chunk, the last one partial), deleted rows masked
+    monkeypatch.setattr(exact, "CHUNK_BYTES", 12 * DIM * 4)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, DIM)).astype(np.float32)
+    queries = rng.normal(size=(6, DIM)).astype(np.float32)
+    r = replica(metric)
+    r.insert(100, rows_inserted(r.schema, list(range(300)), x))
+    r.delete(200, list(range(0, 300, 5)))
+    for ts in (150, 200):
+        together = r.search(queries, 10, ts)
+        alone = [r.search(queries[i : i + 1], 10, ts)[0] for i in range(len(queries))]
+        assert together == alone
+        order, _ = brute_force(x, queries[0], 10, metric)
+        if ts == 150:
+            assert [h["id"] for h in together[0]] == order.tolist()
 
 
 def test_search_returns_fewer_than_k_hits_when_fewer_rows_are_visible():
