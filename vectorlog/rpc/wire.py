@@ -7,13 +7,19 @@ import hashlib
 import io
 import json
 import numbers
+import struct
 from typing import Any
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.rpc import values
-from vectorlog.rpc.methods import SERVICES, VALUE, Method
+from vectorlog.rpc.methods import LONGS, SERVICES, VALUE, Method
+from vectorlog.rpc.values import INT64
+
+#: the range of each Avro integer type
+_INTEGERS = {"long": INT64, "int": (-(1 << 31), (1 << 31) - 1)}
+_DOUBLE = struct.Struct("<d")
 
 
 def _record(name: str, fields: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -121,8 +127,51 @@ def encode_request(service: str, method: Method, args: dict[str, Any]) -> bytes:
     Raises InvalidArgument if an argument does not fit its type."""
     if any(t == VALUE and type(args[name]) is Shared for name, t in method.args):
         return _spliced(service, method, args)
+    plain = _plain_run(method.args, args)
+    if plain is not None:
+        return plain
     datum = {name: _to_avro(t, args[name]) for name, t in method.args}
     return _write(_parsed(service, method.name, False), datum, f"a {method.name} request")
+
+
+def _plain_run(run: Any, args: dict[str, Any]) -> bytes | None:
+    """Returns the Avro bytes of the fields `run` ((name, type) pairs) of `args` when each
+    is a plain value of a plain type (a long or int, a double, a string, an array of longs:
+    what a read's routing arguments are), written here as fastavro writes them (a few µs
+    instead of fastavro's writer and the checks of `_to_avro`); None for anything else (the
+    caller then writes them with fastavro, which checks and refuses as it always did)."""
+    out = bytearray()
+    for name, t in run:
+        v = args[name]
+        kind = type(v)
+        bounds = _INTEGERS.get(t) if type(t) is str else None
+        if bounds is not None and kind is int and bounds[0] <= v <= bounds[1]:
+            _long(out, v)
+        elif t == "double" and (kind is float or kind is int and abs(v) <= 1 << 53):
+            out += _DOUBLE.pack(float(v))
+        elif t == "string" and kind is str and v.isascii():
+            _long(out, len(v))
+            out += v.encode()
+        elif t == LONGS and kind is list and all(type(x) is int for x in v):
+            if not all(INT64[0] <= x <= INT64[1] for x in v):
+                return None
+            if v:
+                _long(out, len(v))
+                for x in v:
+                    _long(out, x)
+            out.append(0)
+        else:
+            return None
+    return bytes(out)
+
+
+def _long(out: bytearray, n: int) -> None:
+    """Appends Avro's zigzag varint of the 64-bit integer `n`."""
+    z = (n << 1) ^ (n >> 63)
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
 
 
 def _spliced(service: str, method: Method, args: dict[str, Any]) -> bytes:
@@ -133,9 +182,12 @@ def _spliced(service: str, method: Method, args: dict[str, Any]) -> bytes:
     for name, t in (*method.args, ("", None)):  # the sentinel ends the last run
         shared = t == VALUE and type(args.get(name)) is Shared
         if (shared or not name) and run:
-            datum = {n: _to_avro(t_, args[n]) for n, t_ in run}
-            schema = _parsed_run(service, method.name, tuple(n for n, _ in run))
-            parts.append(_write(schema, datum, f"a {method.name} request"))
+            plain = _plain_run(run, args)
+            if plain is None:
+                datum = {n: _to_avro(t_, args[n]) for n, t_ in run}
+                schema = _parsed_run(service, method.name, tuple(n for n, _ in run))
+                plain = _write(schema, datum, f"a {method.name} request")
+            parts.append(plain)
             run = []
         if shared:
             parts.append(args[name].encoded())

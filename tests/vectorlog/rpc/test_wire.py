@@ -251,3 +251,52 @@ def test_a_shared_argument_that_cannot_be_encoded_is_refused():
     plain = {"op": "search", "pchannels": [0], "ts": 1, "timeout": 1.0}
     with pytest.raises(InvalidArgument, match="cannot cross an RPC"):
         wire.encode_request(QUERYSHARD.name, method, {**plain, "args": wire.Shared(x=object())})
+
+
+@pytest.mark.parametrize(
+    "values_",
+    [
+        (0, 0, 0.0, "", []),
+        (-1, 63, -2.5, "search", [0]),
+        (-(1 << 63), -(1 << 31), 1e300, "x" * 200, list(range(-70, 200))),
+        ((1 << 63) - 1, (1 << 31) - 1, 7, "wait_tsafe", [(1 << 63) - 1, -(1 << 63)]),
+    ],
+)
+def test_plain_arguments_are_the_bytes_fastavro_writes(values_: tuple[Any, ...]):
+    """A request's plain arguments (a read's routing: op, pchannels, ts, timeout) are written
+    without fastavro's writer, byte for byte as it writes them."""
+    import io
+
+    from fastavro import parse_schema, schemaless_writer
+
+    from vectorlog.rpc.methods import LONGS
+
+    run = [("a", "long"), ("b", "int"), ("c", "double"), ("d", "string"), ("e", LONGS)]
+    args = dict(zip("abcde", values_, strict=True))
+    schema = {"type": "record", "name": "R", "fields": [{"name": n, "type": t} for n, t in run]}
+    out = io.BytesIO()
+    schemaless_writer(out, parse_schema(schema), {**args, "c": float(args["c"])})
+    assert wire._plain_run(run, args) == out.getvalue()
+
+
+def test_arguments_that_are_not_plain_are_left_to_fastavro():
+    """Anything but a plain value of a plain type (True for a long, a float for a long, an
+    integer out of range, a non-ASCII string, an array holding a non-integer) is not written
+    by hand: fastavro writes or refuses it as before."""
+    from vectorlog.rpc.methods import LONGS
+
+    for t, v in [
+        ("long", True),
+        ("long", 2.0),
+        ("long", 1 << 63),
+        ("int", 1 << 31),
+        ("double", 1 << 60),
+        ("string", "é"),
+        (LONGS, [1, "2"]),
+        (LONGS, (1, 2)),
+        (LONGS, [1 << 64]),
+    ]:
+        assert wire._plain_run([("x", t)], {"x": v}) is None, (t, v)
+    alloc = ROOTCOORD.methods["AllocTimestamp"]
+    with pytest.raises(InvalidArgument, match="a boolean where an integer is expected"):
+        wire.encode_request(ROOTCOORD.name, alloc, {"count": True})
