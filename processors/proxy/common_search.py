@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vectorlog.core.errors import VectorlogError
+from vectorlog.core.errors import CollectionNotFound, VectorlogError
 from vectorlog.core.hybridts import LOGICAL_BITS
 from vectorlog.core.model import DataType
 from vectorlog.core.properties import TTL_PROPERTY
@@ -65,7 +65,8 @@ def search(
     consistency_level=level, anns_field=anns_field) with every other argument at its
     default, or None where it is not answered here (the caller then takes the general path,
     which raises what it raises)."""
-    if type(name) is not str or type(limit) is not int or not px.qn.one_call:
+    fanned = getattr(px.qn, "coalesces", False)  # a cluster's fan-out (runners.fanout)
+    if type(name) is not str or type(limit) is not int or not (px.qn.one_call or fanned):
         return None
     try:
         info = px.rc.describe_collection(name)
@@ -86,9 +87,42 @@ def search(
     ts = _read_ts(px, info, level)
     if ts is None:
         return None
+    if not px.qn.one_call:
+        return _fanned_out(px, info.collection_id, queries, plan, ts)
     return px.qn.search_common(
         info.collection_id, queries, plan.limit, ts, plan.params, plan.metric, plan.field.name
     )
+
+
+def _fanned_out(
+    px: Proxy, collection_id: int, queries: np.ndarray, plan: SearchPlan, ts: int
+) -> SearchResult | None:
+    """Returns the query nodes' merged answer (runners.fanout) to the common `plan` at `ts`,
+    asked with the arguments `Proxy._run` gives a common plan (no as_of: it may be read
+    later, with other searches); None if the collection is not found (the general path
+    says so by its name)."""
+    fan: Any = px.qn  # runners.fanout's (`coalesces`): its search takes read_later
+    try:
+        found: SearchResult = fan.search(
+            collection_id,
+            queries,
+            plan.limit,
+            ts,
+            None,
+            list(plan.out.fields),
+            expr=None,
+            offset=0,
+            group_by=None,
+            params=plan.params,
+            metric=plan.metric,
+            group_size=plan.group_size,
+            expire_ts=0,  # no TTL on a common plan's collection
+            anns_field=plan.field.name,
+            read_later=True,
+        )
+    except CollectionNotFound:
+        return None
+    return found
 
 
 def _read_ts(px: Proxy, info: Any, level: str | None) -> int | None:
