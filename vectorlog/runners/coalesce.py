@@ -6,7 +6,8 @@ returns, the queued ones go in its place as ONE search whose queries are theirs 
 (nq = the sum of theirs, at most MAX_NQ a call: the rest waits for the next), and each gets
 back its own rows of every pchannel's answer. An idle proxy sends a search at once: nothing
 waits for company, and a busy one makes one RPC to each owner per batch instead of one per
-search (the query node searches a batch's nq queries in one faiss call per segment).
+search (the query node searches a batch's nq queries in one call per segment; an exact
+scan of up to 16 reads each stored row from memory once for all of them: exact.few_queries).
 
 Why two in flight, not one: with one, a query node searched a batch and then sat idle while
 its answer went back, the proxy handed the queue on and the next batch came: measured on
