@@ -405,6 +405,7 @@ class TopicSnapshotter:
         self.fold, self.floors, self.min_records = fold, list(floors), min_records
         self.snapshots = 0
         self._noted: int | None = None  # the end the last run noted (a log keeping records)
+        self._seen: int | None = None  # the high watermark just after that end marker
         self._periodic = Periodic(f"{topic} snapshots", self.snapshot, interval_s)
         self.start, self.stop, self.close = (
             self._periodic.start,
@@ -431,6 +432,7 @@ class TopicSnapshotter:
         at = self._noted
         if self._moved_on():
             self._noted = mark_end(self.log, self.topic)
+            self._seen = self.log.end_offsets(self.topic)[0]
         if at is None or at - (newest_snapshot(self.blobs, self.topic) or 0) < self.min_records:
             return None
         self._write(at)
@@ -440,10 +442,12 @@ class TopicSnapshotter:
         return at
 
     def _moved_on(self) -> bool:
-        """Returns whether a record may lie past the end marker the last run appended (none
-        appended yet): an idle topic gets no marker, so a snapshot never makes another one
-        due. A lagging high watermark only puts the marker off to a later run."""
-        return self._noted is None or self.log.end_offsets(self.topic)[0] > self._noted + 1
+        """Returns whether something was appended since the last end marker (or none was
+        appended yet): the high watermark moved past the one read just after it. It may lag
+        the real end (Tansu's, by a whole batch, until the next append), but it moves with
+        every append: an idle topic gets no marker, so a snapshot never makes another one
+        due."""
+        return self._seen is None or self.log.end_offsets(self.topic)[0] > self._seen
 
     def _write(self, at: int) -> None:
         """Writes the snapshot as of `at`: the records below it folded (from the snapshot
