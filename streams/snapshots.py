@@ -38,7 +38,13 @@ from vectorlog.core.faults import crash_point
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.streams.errors import LogError, OffsetOutOfRange
 from vectorlog.streams.log.base import Append, Log, Record, Truncatable, start_offsets
-from vectorlog.streams.log.lease_fence import FenceState, fence_records, kept_lease, kept_state
+from vectorlog.streams.log.lease_fence import (
+    FenceState,
+    fence_records,
+    kept_lease,
+    kept_state,
+    seeded,
+)
 from vectorlog.streams.log.lease_fence import fold as fold_leases
 from vectorlog.streams.periodic import Periodic
 from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end
@@ -176,23 +182,52 @@ def read_from(
     offset: int = 0,
     timeout: float = 60.0,
     memo: FenceMemo | None = None,
+    before: int | None = None,
 ) -> Iterator[Record]:
     """Yields partition 0 of `topic` from `offset` to its end (see `read_to_end`), after the
     snapshot that stands in for the records below where it reads from (`stand_in`); `memo`:
     given the fence state after the last record once every record was yielded (a consumer
-    resuming there reads nothing to work it out). Raises SnapshotMissing, LogError."""
+    resuming there reads nothing to work it out). `before`: read only up to that offset
+    (records known to be on the log), appending no end marker. Raises SnapshotMissing,
+    LogError."""
     records, offset = stand_in(log, topic, blobs, offset)
     fence = kept_fence(records) if records else fence_at(log, topic, blobs, offset, timeout)
     state = {p: dict(roles) for p, roles in fence.items()}
     for rec in records:
         yield rec
         crash_point(AFTER_RECORD)
-    for rec in read_to_end(log, topic, timeout, {0: offset}, fence):
+    if before is None:
+        tail = read_to_end(log, topic, timeout, {0: offset}, fence)
+    else:
+        tail = _read_below(log, topic, offset, before, fence, timeout)
+    for rec in tail:
         fold_leases(state, [rec])
         offset = rec.offset + 1
         yield rec
     if memo is not None:
         memo.note(topic, offset, state)
+
+
+def _read_below(
+    log: Log, topic: str, offset: int, before: int, fence: FenceState, timeout: float
+) -> Iterator[Record]:
+    """Yields partition 0 of `topic` from `offset` up to `before`, appending nothing. Raises
+    LogError if it is not read within `timeout` seconds."""
+    if offset >= before:
+        return
+    reader = seeded(log.reader(topic, {0: offset}), fence)
+    deadline = time.monotonic() + timeout
+    try:
+        while offset < before:
+            if time.monotonic() > deadline:
+                raise LogError(f"did not read {topic!r} up to offset {before} in {timeout} s")
+            for rec in reader.poll(1000, 0.2):
+                if rec.offset >= before:
+                    return
+                offset = rec.offset + 1
+                yield rec
+    finally:
+        reader.close()
 
 
 def kept_fence(records: Sequence[Record]) -> FenceState:
@@ -345,10 +380,15 @@ class TopicSnapshotter:
     below it, on a log that deletes records on request (the embedded log).
 
     On a log that keeps them (Kafka) no record is deleted and the floors do not matter: each
-    run notes the topic's end (an end marker), and writes the snapshot as of the end the run
-    before noted (so what it folds is at least `interval_s` old: coord's allocations
-    expired), once that is `min_records` past the newest snapshot; it folds that snapshot
-    and the records after it, and keeps the newest KEPT_SNAPSHOTS."""
+    run notes the topic's end (an end marker; none while nothing came after the last one),
+    and writes the snapshot as of the end the run before noted (so what it folds is at
+    least `interval_s` old: coord's allocations expired), once that is `min_records` past
+    the newest snapshot; it folds that snapshot and the records after it, and keeps the
+    newest KEPT_SNAPSHOTS.
+
+    Writing a snapshot appends nothing to the topic (it reads only up to the snapshot's
+    offset): a record of its own would make the next snapshot due, with a small
+    `min_records` an idle cluster appending every `interval_s` for ever."""
 
     def __init__(
         self,
@@ -365,6 +405,7 @@ class TopicSnapshotter:
         self.fold, self.floors, self.min_records = fold, list(floors), min_records
         self.snapshots = 0
         self._noted: int | None = None  # the end the last run noted (a log keeping records)
+        self._seen: int | None = None  # the high watermark just after that end marker
         self._periodic = Periodic(f"{topic} snapshots", self.snapshot, interval_s)
         self.start, self.stop, self.close = (
             self._periodic.start,
@@ -388,7 +429,10 @@ class TopicSnapshotter:
 
     def _snapshot_kept(self) -> int | None:
         """The keeping mode (see the class docstring)."""
-        at, self._noted = self._noted, mark_end(self.log, self.topic)
+        at = self._noted
+        if self._moved_on():
+            self._noted = mark_end(self.log, self.topic)
+            self._seen = self.log.end_offsets(self.topic)[0]
         if at is None or at - (newest_snapshot(self.blobs, self.topic) or 0) < self.min_records:
             return None
         self._write(at)
@@ -397,12 +441,20 @@ class TopicSnapshotter:
             self.blobs.delete(path)
         return at
 
+    def _moved_on(self) -> bool:
+        """Returns whether something was appended since the last end marker (or none was
+        appended yet): the high watermark moved past the one read just after it. It may lag
+        the real end (Tansu's, by a whole batch, until the next append), but it moves with
+        every append: an idle topic gets no marker, so a snapshot never makes another one
+        due."""
+        return self._seen is None or self.log.end_offsets(self.topic)[0] > self._seen
+
     def _write(self, at: int) -> None:
         """Writes the snapshot as of `at`: the records below it folded (from the snapshot
         that stands in for the oldest of them)."""
         fold = self.fold()
         fence: FenceState = {}
-        for rec in read_from(self.log, self.topic, self.blobs, 0):
+        for rec in read_from(self.log, self.topic, self.blobs, 0, before=at):
             if rec.offset >= at:
                 break
             if take_in(fence, rec):  # the fence state the older snapshot kept

@@ -153,9 +153,10 @@ class EmbeddedLog:
             it.next()
         for topic, n in self._topics.items():
             for p in range(n):
-                self._next[(topic, p)] = self._end_on_disk(topic, p)
                 raw = self._db.get(start_key(topic, p))
                 self._start[(topic, p)] = struct.unpack(">Q", raw)[0] if raw else 0
+                # every record deleted: the end is the start, never back at offset 0
+                self._next[(topic, p)] = max(self._end_on_disk(topic, p), self._start[(topic, p)])
                 self._pos[(topic, p)] = self._end_position(topic, p)
 
     def _end_on_disk(self, topic: str, partition: int) -> int:

@@ -59,6 +59,24 @@ def test_truncate_deletes_below_an_offset_and_keeps_the_others_offsets(tmp_path:
     reopened.close()
 
 
+def test_a_partition_whose_every_record_was_deleted_goes_on_from_its_end_after_a_reopen(
+    tmp_path: Path,
+):
+    """Offsets are never handed out twice: a reopen found no record of the partition and
+    started it at offset 0 again, below its start (a reader at its position never saw the
+    next record; a snapshot deleting every record of coord or ddl left them so)."""
+    log = EmbeddedLog(tmp_path / "log")
+    log.create_topic("t", 1)
+    log.append("t", [Append(0, b"%d" % i) for i in range(5)])
+    assert log.truncate("t", 0, 5) == 5
+    log.close()
+    reopened = EmbeddedLog(tmp_path / "log")
+    assert reopened.end_offsets("t") == {0: 5} and reopened.start_offsets("t") == {0: 5}
+    assert reopened.append("t", [Append(0, b"next")]) == [5]
+    assert values(reopened, "t", 0, 5) == [(5, b"next")]
+    reopened.close()
+
+
 @on_backends()
 def test_a_topic_no_one_truncated_starts_at_zero(log: Log):
     topic = unique_topic()

@@ -87,6 +87,29 @@ def test_records_below_every_floor_become_a_snapshot_read_before_the_tail(setup)
     assert [n for _, _, n in decoded(read_from(log, "t", blobs, 25))] == list(range(25, 30))
 
 
+@on_backends()
+def test_an_idle_topics_snapshots_append_nothing_to_it(log: Log, tmp_path: Path):
+    """A record of the snapshotter's own (an end marker) made the next snapshot due: with a
+    small `snapshot_records` an idle cluster appended to coord and ddl every interval for
+    ever. Once the topic is idle, however often it runs, the topic's end stays put."""
+    topic = unique_topic("idle")
+    log.create_topic(topic, 1)
+    log.append(topic, [Append(0, flushed(i % 3, i)) for i in range(30)])
+    blobs = PyArrowObjectStore(str(tmp_path / "storage"))
+    floor = [lambda: log.end_offsets(topic)[0]]  # every consumer read all there is
+    snap = TopicSnapshotter(log, topic, SERDE, blobs, LastOfEach, floor, 1)
+    snapshots = [snap.snapshot() for _ in range(3)]
+    assert any(at is not None for at in snapshots)
+    end = log.end_offsets(topic)
+    assert [snap.snapshot() for _ in range(5)] == [None] * 5
+    assert log.end_offsets(topic) == end
+    assert [(s, n) for _, s, n in decoded(read_from(log, topic, blobs, 0))] == [
+        (0, 27),
+        (1, 28),
+        (2, 29),
+    ]
+
+
 def test_a_later_snapshot_folds_the_earlier_one_and_replaces_it(setup):
     log, blobs = setup
     floor = [12]
