@@ -41,11 +41,18 @@ def carry_deltas(
     new: int,
     consumed: set[str],
     before: StreamPosition,
+    replay: bool = False,
 ) -> None:
     """Moves the merged segments' buffered deletes, and the records of their delta logs
-    the job did not read, into segment `new`'s delta buffer (in `deltas`)."""
+    the job did not read, into segment `new`'s delta buffer (in `deltas`). On a `replay`
+    (the new segment already Flushed), a delta log no longer stored is skipped: it was
+    deleted by `delete_retired`, only once the checkpoint passed this compaction, which the
+    deletes carried from it held back until they were flushed into the new segment's own
+    delta logs (a data node with fresh state replays the compaction from further back)."""
     carried = [deltas.pop(sid) for sid in sorted(olds) if sid in deltas]
     extra = [p for sid in sorted(olds) for p in views.get(sid).delta_paths if p not in consumed]
+    if replay:
+        extra = [p for p in extra if objects.exists(p)]
     if not carried and not extra:
         return
     start = min([before, *(d.start for d in carried)], key=lambda pos: pos.offset)

@@ -479,7 +479,9 @@ class DataNode(ProcessorBase):
             check_compactable(self.views, b, event.vchannel)
         self._repoint(event, olds, new)
         consumed = set(b["consumed_deltas"])
-        carry_deltas(self.deltas, self.views, self.objects, olds, new, consumed, before)
+        carry_deltas(
+            self.deltas, self.views, self.objects, olds, new, consumed, before, replay=not first
+        )
         p, offset = event.source or (-1, -1)
         paths = sorted(path for sid in olds for path in self.views.get(sid).paths)
         self._retired.append((p, offset, paths))
