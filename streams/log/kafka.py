@@ -48,7 +48,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
 from vectorlog.streams.log.kafkagaps import OffsetGaps
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
-from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence, NoFence
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
@@ -551,6 +551,10 @@ class KafkaReader:
     def seed_fence(self, state: FenceState) -> None:
         """Gives the fence the state at this reader's start (lease_fence.seeded)."""
         self._fence.seed(state)
+
+    def drop_fence(self) -> None:
+        """Returns every record as it is on the log from now on (lease_fence.Unfenceable)."""
+        self._fence = NoFence()
 
     def close(self) -> None:
         if not self._closed:
