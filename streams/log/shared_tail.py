@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from vectorlog.streams.errors import LogClosed, TopicPartitionNotFound
@@ -37,6 +37,9 @@ WINDOW = 20_000
 POLL_S = 0.5
 #: seconds the shared reader pauses after a failed poll
 RETRY_S = 0.2
+#: seconds a SharedTail with no reader left goes on reading (a reader made again soon after
+#: finds it); then it closes (one read of a topic keeps no consumer for good)
+LINGER_S = 10.0
 
 
 def unfenced(reader: Reader) -> Reader:
@@ -50,8 +53,13 @@ class SharedTail:
     """Reads `topic`'s partitions from `positions` on, on a thread of its own, and keeps the
     last WINDOW records of each partition for the TailReaders of the process."""
 
-    def __init__(self, inner: Log, topic: str, positions: dict[int, int]) -> None:
-        self.topic = topic
+    def __init__(
+        self, inner: Log, topic: str, positions: dict[int, int], retire: Callable[[], bool]
+    ) -> None:
+        """`retire()`: called while no reader is left for LINGER_S; True: close."""
+        self.topic, self._retire = topic, retire
+        #: TailReaders open on this tail, and time.monotonic() when the last one closed
+        self.readers, self.left_at = 0, time.monotonic()
         self._reader = unfenced(inner.reader(topic, positions))
         self._cond = threading.Condition()
         self._offsets: dict[int, list[int]] = {p: [] for p in positions}
@@ -104,6 +112,10 @@ class SharedTail:
 
     def _run(self) -> None:
         while not self._closed:
+            if not self.readers and time.monotonic() - self.left_at > LINGER_S and self._retire():
+                self._closed = True
+                self._reader.close()
+                return
             try:
                 got = self._reader.poll(1000, POLL_S)
             except Exception as exc:  # the broker gone: told to the readers polling
@@ -141,7 +153,8 @@ class SharedTail:
             self._closed = True
             self._cond.notify_all()
         self._thread.join(POLL_S + 5.0)
-        self._reader.close()
+        if not self._thread.is_alive():  # else it closes the reader on its way out
+            self._reader.close()
 
 
 class TailReader:
@@ -154,8 +167,12 @@ class TailReader:
         self._tail = shared.tail(topic, positions)
         self._own: Reader | None = None
         self._closed = False
-        if not self._tail.covers(self._pos):
-            self._own = unfenced(shared.inner.reader(topic, self._pos))
+        try:
+            if not self._tail.covers(self._pos):
+                self._own = unfenced(shared.inner.reader(topic, self._pos))
+        except BaseException:
+            shared.leave(self._tail)
+            raise
 
     def poll(self, max_records: int = 1000, timeout: float = 0.1) -> list[Record]:
         """Returns the next records (up to `max_records`), waiting up to `timeout` s for the
@@ -207,7 +224,9 @@ class TailReader:
         return {p: e for p, e in ends.items() if p in self._pos}
 
     def close(self) -> None:
-        self._closed = True
+        if not self._closed:
+            self._closed = True
+            self._shared.leave(self._tail)
         if self._own is not None:
             self._own.close()
             self._own = None
@@ -234,13 +253,34 @@ class SharedTailLog:
         return TailReader(self, topic, positions)
 
     def tail(self, topic: str, positions: dict[int, int]) -> SharedTail:
-        """Returns the SharedTail of `topic`, started at `positions` if there is none (one of
-        every partition of the topic: the first reader's for those it reads)."""
+        """Returns the SharedTail of `topic`, a reader more counted on it; started at
+        `positions` if there is none (one of every partition of the topic: the first
+        reader's for those it reads)."""
         with self._lock:
             if topic not in self._tails:
                 start = self.inner.end_offsets(topic) | positions
-                self._tails[topic] = SharedTail(self.inner, topic, start)
-            return self._tails[topic]
+                self._tails[topic] = SharedTail(
+                    self.inner, topic, start, lambda: self._retire(topic)
+                )
+            tail = self._tails[topic]
+            tail.readers += 1
+            return tail
+
+    def leave(self, tail: SharedTail) -> None:
+        """Counts a reader of `tail` fewer."""
+        with self._lock:
+            tail.readers -= 1
+            if not tail.readers:
+                tail.left_at = time.monotonic()
+
+    def _retire(self, topic: str) -> bool:
+        """Forgets `topic`'s SharedTail if no reader is left on it; returns whether it did."""
+        with self._lock:
+            tail = self._tails.get(topic)
+            if tail is None or tail.readers:
+                return False
+            del self._tails[topic]
+            return True
 
     def wake_readers(self) -> None:
         """Wakes the readers waiting in `poll`, the backend's too (WakesReaders)."""

@@ -4,6 +4,7 @@ its own position, past a window it fell out of, and with its own lease fence."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -81,3 +82,24 @@ def test_each_reader_hides_a_fenced_leaders_record_by_its_own_seeded_fence(log: 
     assert FENCED_SOURCE.encode() in read(seeded_late, 1)[0].value
     for r in (tailing, unseeded, seeded_late):
         r.close()
+
+
+def test_a_shared_reader_left_without_readers_closes_and_a_new_reader_starts_another(
+    log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shared_tail, "LINGER_S", 0.2)
+    topic = unique_topic()
+    log.create_topic(topic, 1)
+    log.append(topic, [Append(0, b"a")])
+    once = log.reader(topic, {0: 0})
+    assert values(read(once, 1)) == [b"a"]
+    once.close()
+    tails = log._tails  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while topic in tails:
+        assert time.monotonic() < deadline, "the shared reader was not closed"
+        time.sleep(0.05)
+    log.append(topic, [Append(0, b"b")])
+    again = log.reader(topic, {0: 0})
+    assert values(read(again, 2)) == [b"a", b"b"]
+    again.close()
