@@ -3,10 +3,10 @@ second, from /proc, with nothing running, for a cluster of 2 query nodes loaded 
 with `--before COMMIT`, an A/B of that commit's code against this checkout's.
 
     python -m benchmarks.idle_cluster [--before COMMIT | --env NAME=A,B] [--rows 200000]
-        [--seconds 40] [--rounds 4] [--querynodes 2] [--out DIR]
+        [--seconds 40] [--rounds 4] [--out DIR]
 
 Each cluster runs under `vectorlog cluster up`'s supervisor (vectorlog.runners.supervisor) on
-a local Tansu broker of its own (infra.broker), 1 proxy, `--querynodes` query nodes, one
+a local Tansu broker of its own (infra.broker), 1 proxy, 2 query nodes, one
 data node and index node: `--rows` rows of 128-d vectors are inserted through pymilvus into a
 4-shard collection, flushed and loaded (as benchmarks.scaleout_bench loads its clusters), then
 nothing is asked of it. With `--before`, two clusters run side by side, one on that commit's
@@ -14,14 +14,14 @@ code (`git archive`, first on its processes' PYTHONPATH) and one on this checkou
 round measures both one after the other for `--seconds` each, the order alternated each round
 (the machine's other work falls on both alike); `--env NAME=A,B` runs this checkout in both,
 one with the variable NAME=A and one with NAME=B. Groups as the scale-out page's: the broker,
-the proxy, the query nodes, rootcoord, the rest (datacoord, data node, index node), and the
-query nodes' spares. Writes <out>/idle_cluster.json and idle_cluster.md.
+the proxy, the query nodes, rootcoord, the rest (datacoord, data node, index node). Writes
+<out>/idle_cluster.json and idle_cluster.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
@@ -33,56 +33,30 @@ from pymilvus import MilvusClient
 
 from benchmarks import save
 from benchmarks import scaleout_bench as sb
-from benchmarks.scaleout_ab import exported
+from benchmarks.scaleout_ab import cluster, exported
 from infra.broker import Broker
-from vectorlog.runners.ports import PortInUse
-from vectorlog.runners.supervisor import Shape, Supervisor, free_port
+from vectorlog.runners.supervisor import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 #: seconds a cluster idles after it is loaded before the first measurement (the load's
 #: flushes, index builds and compactions end)
 SETTLE_S = 20.0
-GROUPS = ("broker", "proxy", "querynode", "rootcoord", "rest", "spares")
+GROUPS = ("broker", "proxy", "querynode", "rootcoord", "rest")
 
 
-def started(bootstrap: str, tmp: Path, label: str, env: dict[str, str], nodes: int) -> Supervisor:
-    """Starts a cluster of `nodes` query nodes with `env` added to its processes' environment
-    (three tries on new ports); returns its supervisor (its proxy on `sup.port`)."""
-    for attempt in range(3):
-        port, key = free_port(), f"{label}{attempt}"
-        sup = Supervisor(
-            f"kafka://{bootstrap}",
-            str(tmp / f"s{key}"),
-            tmp / f"n{key}",
-            Shape(proxies=1, querynodes=nodes),
-            port,
-            f"idle{key}x{os.getpid()}",
-            say=lambda line: print(f"  {line}", flush=True),
-        )
-        sup.env |= env
-        try:
-            if sup.start_all():
-                sup.port = port  # type: ignore[attr-defined]
-                return sup
-        except PortInUse as exc:  # taken by another program between the pick and the start
-            print(f"  {exc}; again on other ports", flush=True)
-        sup.stop_all()
-    raise RuntimeError(f"the {label} cluster did not start three times")
-
-
-def loaded(sup: Supervisor, rows: int, nodes: int) -> None:
-    """Inserts `rows` rows into a 4-shard collection of `sup`'s cluster, flushes and waits
-    until its query nodes serve them."""
-    client = MilvusClient(f"http://127.0.0.1:{sup.port}")  # type: ignore[attr-defined]
+def loaded(sup: Supervisor, uri: str, rows: int) -> None:
+    """Inserts `rows` rows into a 4-shard collection of `sup`'s cluster (2 query nodes),
+    flushes and waits until its query nodes serve them."""
+    client = MilvusClient(uri)
     sb.load(client, rows)
-    while not sb.ready(sup, client, nodes, rows):
+    while not sb.ready(sup, client, 2, rows):
         time.sleep(0.5)
 
 
 def pids(sup: Supervisor, broker: int | None) -> dict[str, int]:
-    """Returns {name: pid} of the cluster's processes, their spares and its broker."""
+    """Returns {name: pid} of the cluster's processes and its broker (the query nodes'
+    spares are started by the supervisor's watch, which a benchmark does not run)."""
     out = {c.name: c.proc.pid for c in sup.children if c.proc}
-    out |= {f"spare:{c.name}": c.spare.pid for c in sup.children if c.spare}
     return out | ({"broker": broker} if broker else {})
 
 
@@ -103,7 +77,7 @@ def grouped(ms: dict[str, float]) -> dict[str, float]:
     out = dict.fromkeys(GROUPS, 0.0)
     for name, v in ms.items():
         group = next((g for g in GROUPS[:4] if name.startswith(g)), None)
-        out[group or ("spares" if name.startswith("spare:") else "rest")] += v
+        out[group or "rest"] += v
     return out | {"all": round(sum(out.values()), 1)}
 
 
@@ -134,10 +108,16 @@ def report(res: dict[str, Any]) -> list[str]:
     lines = [
         "# The CPU an idle cluster spends (issue 24's b2)",
         "",
-        f"Run {res['when']}. `{res['command']}` on {save.cores(shared=True)}; 1-minute load",
+        f"Run {res['when']}. `{res['command']}` on {save.cores(shared=True)}"
+        + (
+            f" (before: {res['before_commit']}, after: {res['machine']['git_head']})"
+            if res.get("before_commit")
+            else ""
+        )
+        + "; 1-minute load",
         f"average during the measurements {min(loads):.1f} to {max(loads):.1f}.",
         f"{res['rows']:,} rows of 128-d vectors in 4 shards, flushed and loaded, 1 proxy,",
-        f"{res['querynodes']} query nodes, each cluster on a Tansu broker of its own; nothing",
+        "2 query nodes, each cluster on a Tansu broker of its own; nothing",
         f"asked of it. {res['rounds_n']} rounds of {res['seconds']:.0f} s per cluster, the order",
         "alternated each round; CPU ms per second (user + system, /proc), medians over rounds.",
         "",
@@ -159,11 +139,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Starts the clusters, loads them, measures them; returns the results."""
     with tempfile.TemporaryDirectory(prefix="idle-cluster-") as t, ExitStack() as stack:
         tmp, clusters = Path(t), []
-        for label, env in environments(args, tmp).items():
+        for i, (label, env) in enumerate(environments(args, tmp).items()):
             broker = stack.enter_context(Broker())
-            sup = started(broker.bootstrap, tmp, label, env, args.querynodes)
+            sup, uri = cluster(broker.bootstrap, tmp, f"idle{i}", env)  # 2 query nodes
             stack.callback(sup.stop_all)
-            loaded(sup, args.rows, args.querynodes)
+            loaded(sup, uri, args.rows)
             clusters.append((label, sup, broker.pid))
         time.sleep(SETTLE_S)
         rounds = []
@@ -183,7 +163,6 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--querynodes", type=int, default=2)
     ap.add_argument("--out", type=Path, default=save.RESULTS, help="where the page goes")
     args = ap.parse_args()
     res = measure(args)
@@ -191,8 +170,16 @@ def main() -> None:
         f" --{k} {v}" for k, v in vars(args).items() if v is not None and k != "out"
     )
     res |= {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    res |= {"rows": args.rows, "querynodes": args.querynodes, "seconds": args.seconds}
+    res |= {"rows": args.rows, "seconds": args.seconds}
     res |= {"rounds_n": args.rounds, "machine": save.machine()}
+    if args.before:  # the commit it named then
+        res["before_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", args.before],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     save.write("idle_cluster", res, report(res), out=args.out)
 
 
