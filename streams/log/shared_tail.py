@@ -67,6 +67,7 @@ class SharedTail:
         self._next = dict(positions)  # the offset the shared reader reads next, per partition
         self._error: Exception | None = None
         self._closed = False
+        self._wakes = 0  # `wake` calls so far
         self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
         self._thread.start()
 
@@ -87,12 +88,13 @@ class SharedTail:
         shared reader last raised while there is nothing to return."""
         deadline = time.monotonic() + timeout
         with self._cond:
+            wakes = self._wakes
             while True:
                 if not all(off >= self._start(p) for p, off in positions.items()):
                     return None
                 out = self._slice(positions, max_records)
                 left = deadline - time.monotonic()
-                if out or left <= 0 or self._closed:
+                if out or left <= 0 or self._closed or self._wakes != wakes:
                     return out
                 if self._error is not None:
                     raise self._error
@@ -111,10 +113,16 @@ class SharedTail:
         return reader.fetched_ends() if isinstance(reader, KnowsFetchedEnds) else {}
 
     def _run(self) -> None:
+        """Reads until closed or retired, then closes the shared reader (this thread's)."""
+        try:
+            self._follow()
+        finally:
+            self._reader.close()
+
+    def _follow(self) -> None:
         while not self._closed:
             if not self.readers and time.monotonic() - self.left_at > LINGER_S and self._retire():
                 self._closed = True
-                self._reader.close()
                 return
             try:
                 got = self._reader.poll(1000, POLL_S)
@@ -146,15 +154,15 @@ class SharedTail:
     def wake(self) -> None:
         """Makes the TailReaders waiting now return what they have."""
         with self._cond:
+            self._wakes += 1
             self._cond.notify_all()
 
     def close(self) -> None:
+        """Stops the thread, which closes the shared reader (waits up to one poll more)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join(POLL_S + 5.0)
-        if not self._thread.is_alive():  # else it closes the reader on its way out
-            self._reader.close()
 
 
 class TailReader:

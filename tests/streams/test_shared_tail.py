@@ -4,6 +4,7 @@ its own position, past a window it fell out of, and with its own lease fence."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -103,3 +104,18 @@ def test_a_shared_reader_left_without_readers_closes_and_a_new_reader_starts_ano
     again = log.reader(topic, {0: 0})
     assert values(read(again, 2)) == [b"a", b"b"]
     again.close()
+
+
+def test_waking_the_readers_ends_a_waiting_poll(log: Log) -> None:
+    topic = unique_topic()
+    log.create_topic(topic, 1)
+    reader = log.reader(topic, {0: 0})
+    got: list[list] = []
+    waiting = threading.Thread(target=lambda: got.append(reader.poll(timeout=120.0)))
+    waiting.start()
+    deadline = time.monotonic() + 60.0  # woken until it returns: it may not wait yet
+    while waiting.is_alive() and time.monotonic() < deadline:
+        log.wake_readers()  # type: ignore[attr-defined]
+        waiting.join(0.5)
+    assert got == [[]]  # it returned, with nothing, long before its timeout
+    reader.close()
