@@ -9,7 +9,9 @@ Each cluster runs under `vectorlog cluster up`'s supervisor (vectorlog.runners.s
 a local Tansu broker of its own (infra.broker), 1 proxy, 2 query nodes, one
 data node and index node: `--rows` rows of 128-d vectors are inserted through pymilvus into a
 4-shard collection, flushed and loaded (as benchmarks.scaleout_bench loads its clusters), then
-nothing is asked of it. With `--before`, two clusters run side by side, one on that commit's
+nothing is asked of it (a broker's CPU grows with the batches its partitions hold, so with
+two clusters both start before either is loaded). With `--before`, two clusters run side by
+side, one on that commit's
 code (`git archive`, first on its processes' PYTHONPATH) and one on this checkout's, and each
 round measures both one after the other for `--seconds` each, the order alternated each round
 (the machine's other work falls on both alike); `--env NAME=A,B` runs this checkout in both,
@@ -139,12 +141,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Starts the clusters, loads them, measures them; returns the results."""
     with tempfile.TemporaryDirectory(prefix="idle-cluster-") as t, ExitStack() as stack:
         tmp, clusters = Path(t), []
+        started = []  # all started before any is loaded: their partitions age alike
         for i, (label, env) in enumerate(environments(args, tmp).items()):
             broker = stack.enter_context(Broker())
             sup, uri = cluster(broker.bootstrap, tmp, f"idle{i}", env)  # 2 query nodes
             stack.callback(sup.stop_all)
+            started.append((label, sup, uri, broker.pid))
+        for label, sup, uri, broker_pid in started:
             loaded(sup, uri, args.rows)
-            clusters.append((label, sup, broker.pid))
+            clusters.append((label, sup, broker_pid))
         time.sleep(SETTLE_S)
         rounds = []
         for r in range(args.rounds):
