@@ -65,6 +65,10 @@ class Config:
     #: tick asks for one. Fewer tick batches keep the broker's fetches cheap (docs/cluster.md
     #: "Idle writers' heartbeats")
     idle_tick_interval_ms: int = 1000
+    #: on Kafka, a cluster process reads the coord and ddl topics with one consumer each,
+    #: shared by every reader of the process (streams.log.shared_tail): each reader's own
+    #: consumer fetched the same records again, the broker's largest idle cost
+    shared_tails: bool = True
     #: no record on the log is larger than this; larger insert batches are split
     max_message_bytes: int = 1 << 20
     #: a Schema Registry URL switches the wire format to Confluent's (mock:// in tests)

@@ -371,6 +371,12 @@ class DataCoord(ProcessorBase):
             self._append([("SegmentsAllocated", {"allocations": batch})])
 
     def _seal_expired_lifetimes(self) -> None:
+        """Seals the Growing segments opened more than max_lifetime_s ago. Asks rootcoord the
+        time only while there is a Growing segment (an idle cluster has none once flushed:
+        two timestamp RPCs a second saved)."""
+        with self.meta.lock:
+            if not any(s.state is SegmentState.GROWING for s in self.meta.segments.values()):
+                return
         horizon = self.rc.now() - (int(self.settings.max_lifetime_s * 1000) << LOGICAL_BITS)
         with self._alloc_lock:
             with self.meta.lock:

@@ -9,7 +9,9 @@ by wall clock, or its holder releases it at close; a holder on this host whose p
 gone (SIGKILLed) is evicted at once. The holder renews every ttl/3; a renewal that finds a
 later claim won fences this process: every later DDL, id and timestamp raises RootCoordFenced.
 Between renewals the holder trusts its lease for LOCAL_VALIDITY of the ttl; past that (a long
-pause, a slow log), an allocation renews first (LeaseUnconfirmed if the renewal fails).
+pause, a slow log), an allocation renews first (LeaseUnconfirmed if the renewal fails). A
+holder's reader of the topic is open only while it claims or renews (on Kafka an assigned
+consumer fetches all the time: ten fetches a second of the broker's, idle).
 
 On a log that is exclusive by itself (the embedded log's directory lock) claims are forced and
 never expire: no renewals are written, and a crash never leaves a claim that blocks anyone.
@@ -113,6 +115,7 @@ class Lease:
             raise ClusterInUse(self.cluster, self._describe(holder), self.role)
         self.epoch = offset
         self._confirmed(started)
+        self._close_reader()  # a holder reads only at its renewals (`renew`)
 
     def _gone(self, holder: Holder) -> bool:
         """Returns whether the holder is a process of this host that no longer runs."""
@@ -153,8 +156,7 @@ class Lease:
         lease, is gone from this host, or its last renewal is older than its ttl."""
         while not stopping.is_set():
             with self._io:
-                assert self._reader is not None
-                for r in self._reader.poll(1000, STANDBY_POLL_S):
+                for r in self._opened_reader().poll(1000, STANDBY_POLL_S):
                     rec = self._decode(r.value)
                     if r.offset >= self._next and rec is not None:
                         self.state.apply(rec, r.offset)
@@ -203,6 +205,8 @@ class Lease:
             except LogError as exc:
                 log.warning("lease renewal of cluster %r failed: %s", self.cluster, exc)
                 return True
+            finally:  # an assigned consumer fetches meanwhile: 10 fetches a second, idle
+                self._close_reader()
             if self._fenced_by_state():
                 return False
             self._confirmed(started)
@@ -320,20 +324,26 @@ class Lease:
             if rec is not None:
                 self.state.apply(rec, at)
 
+    def _opened_reader(self) -> Reader:
+        """Returns the reader of the topic, opened at the next record to apply if closed."""
+        if self._reader is None:
+            self._reader = self._log.reader(self.topic, {0: self._next})
+        return self._reader
+
     def _read_until(self, offset: int) -> list[tuple[int, LeaseRecord | None]]:
-        assert self._reader is not None
+        reader = self._opened_reader()
         out: list[tuple[int, LeaseRecord | None]] = []
         deadline, overshot = time.monotonic() + READ_TIMEOUT_S, False
         while self._next <= offset:
             if time.monotonic() > deadline:
                 raise LogError(f"did not read {self.topic!r} up to offset {offset} in time")
-            for r in self._reader.poll(1000, 0.2):
+            for r in reader.poll(1000, 0.2):
                 overshot |= r.offset > offset
                 if self._next <= r.offset <= offset:
                     out.append((r.offset, self._decode(r.value)))
                     self._next = r.offset + 1
         if overshot:  # the next read starts right after `offset`
-            self._reader.seek(self.topic, 0, self._next)
+            reader.seek(self.topic, 0, self._next)
         return out
 
     def _decode(self, raw: bytes) -> LeaseRecord | None:

@@ -51,7 +51,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, PartitionCursor, Record, check_sizes
 from vectorlog.streams.log.frame import frame, unframe
 from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
-from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence, NoFence
 from vectorlog.streams.log.sizeindex import backfill, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
 from vectorlog.streams.rocksopen import OpenFailure, classify
@@ -457,6 +457,10 @@ class EmbeddedReader(PartitionCursor):
     def seed_fence(self, state: FenceState) -> None:
         """Gives the fence the state at this reader's start (lease_fence.seeded)."""
         self._fence.seed(state)
+
+    def drop_fence(self) -> None:
+        """Returns every record as it is on the log from now on (lease_fence.Unfenceable)."""
+        self._fence = NoFence()
 
     def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:
         return self._log._read(self._topic, partition, offset, max_records)

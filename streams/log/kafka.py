@@ -48,7 +48,7 @@ from vectorlog.streams.errors import (
 from vectorlog.streams.log.base import Append, Headers, Record, TopicSpec, check_sizes
 from vectorlog.streams.log.kafkagaps import OffsetGaps
 from vectorlog.streams.log.kafkaproduce import Acks, Producers
-from vectorlog.streams.log.lease_fence import FenceState, LeaseFence
+from vectorlog.streams.log.lease_fence import FenceState, LeaseFence, NoFence
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 # Room for Kafka's record and batch framing on top of key + value.
@@ -61,8 +61,9 @@ DELIVERY_TIMEOUT_MS = 30_000
 CLOSE_FLUSH_S = 10.0
 #: The longest a wait of the delivery-report thread lasts while nothing is delivered: `close`
 #: joins that thread before closing the producers, so it waits up to this much (librdkafka's
-#: poll cannot be woken); a report ends a wait at once, whatever this is.
-DELIVERY_POLL_S = 0.02
+#: poll cannot be woken); a report ends a wait at once, whatever this is. Each wait is a
+#: wake-up of an idle process's Python (at 20 ms: 50 a second, each KafkaLog).
+DELIVERY_POLL_S = 0.1
 #: librdkafka's own log lines go to Python logging (not straight to stderr)
 LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
 logger = logging.getLogger(__name__)
@@ -551,6 +552,10 @@ class KafkaReader:
     def seed_fence(self, state: FenceState) -> None:
         """Gives the fence the state at this reader's start (lease_fence.seeded)."""
         self._fence.seed(state)
+
+    def drop_fence(self) -> None:
+        """Returns every record as it is on the log from now on (lease_fence.Unfenceable)."""
+        self._fence = NoFence()
 
     def close(self) -> None:
         if not self._closed:

@@ -156,6 +156,21 @@ class LeaseFence:
         self._newest.pop(partition, None)
 
 
+class NoFence(LeaseFence):
+    """A fence that hides nothing: a reader whose records are fenced by their readers
+    (streams.log.shared_tail)."""
+
+    def admit(self, records: list[Record]) -> list[Record]:
+        return records
+
+
+@runtime_checkable
+class Unfenceable(Protocol):
+    """A reader whose fence can be dropped: it returns every record as it is on the log."""
+
+    def drop_fence(self) -> None: ...
+
+
 @runtime_checkable
 class Seedable(Protocol):
     """A reader with a `LeaseFence` that can be given the fence state at its start."""

@@ -200,14 +200,16 @@ class ProcessRunner:
 
     def _start(self, rpc_address: str | None) -> None:
         from vectorlog.streams.log.kafkaprobe import check_broker
+        from vectorlog.streams.log.shared_tail import shared_tails
 
         cfg = self.cfg
         if self.role != "rootcoord" and any("rootcoord" in s.needs for s in self.specs):
             self._check_peers()
         check_broker(cfg.bootstrap, cfg.broker_wait_s)
-        self.log = self._opened(open_log(cfg))
-        self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics = Topics(cfg.cluster, cfg.dml_partitions)
+        shared = (self.topics.coord, self.topics.ddl) if cfg.is_kafka and cfg.shared_tails else ()
+        self.log = self._opened(shared_tails(open_log(cfg), shared))
+        self.writes: Log = self.log  # what the processors append through (see _lead)
         self.topics.ensure(self.log, cfg.log_retention_ms, cfg.log_retention_bytes)
         self.serdes = Serdes(cfg.schema_registry_url, cfg.record_keys)
         self._rpc_address = rpc_address
