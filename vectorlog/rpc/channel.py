@@ -53,6 +53,10 @@ OPTIONS = [
 NOT_LEADING: tuple[type[VectorlogError], ...] = (LeaseUnconfirmed, RootCoordFenced)
 #: seconds between rounds of the addresses when none led: the first, and the most
 BACKOFF_S, MAX_BACKOFF_S = 0.05, 0.5
+#: seconds of its deadline a call must have left to try another address after a refusal:
+#: an attempt given less would mostly time out, and its outcome be unknown where the
+#: refusals already say why no address answered
+MIN_ATTEMPT_S = 0.05
 
 
 def _rank(error: VectorlogError) -> int:
@@ -113,7 +117,7 @@ class RpcChannel:
             first, count = self._current, len(self.addresses)
             for at in [(first + k) % count for k in range(count)]:
                 left = end - time.monotonic()
-                if left <= 0 and refusals:
+                if left <= MIN_ATTEMPT_S and refusals:
                     break
                 response, error, may_retry = self._attempt(at, method, request, max(left, 1e-3))
                 if error is None:
