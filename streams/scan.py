@@ -113,14 +113,14 @@ def read_all(
     reader = seeded(log.reader(topic, begin), fence)
     deadline = time.monotonic() + timeout
     try:
-        yield from _up_to(reader, topic, begin, ends, deadline)
+        yield from up_to(reader, topic, begin, ends, deadline)
         while time.monotonic() < deadline and (batch := reader.poll(1000, idle)):
             yield from batch  # past the watermark: stop once idle (or busy past the deadline)
     finally:
         reader.close()
 
 
-def _up_to(
+def up_to(
     reader: Reader, topic: str, begin: dict[int, int], ends: dict[int, int], deadline: float
 ) -> Iterator[Record]:
     """Yields the records of `reader` until every partition passed its end offset."""

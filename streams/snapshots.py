@@ -47,7 +47,7 @@ from vectorlog.streams.log.lease_fence import (
 )
 from vectorlog.streams.log.lease_fence import fold as fold_leases
 from vectorlog.streams.periodic import Periodic
-from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end
+from vectorlog.streams.scan import END_MARKER_SOURCE, read_all, read_to_end, up_to
 
 PREFIX = "log_snapshots/"
 #: the header every snapshot record has (a consumer may tell one from a record of the log)
@@ -216,16 +216,12 @@ def _read_below(
     if offset >= before:
         return
     reader = seeded(log.reader(topic, {0: offset}), fence)
-    deadline = time.monotonic() + timeout
     try:
-        while offset < before:
-            if time.monotonic() > deadline:
-                raise LogError(f"did not read {topic!r} up to offset {before} in {timeout} s")
-            for rec in reader.poll(1000, 0.2):
-                if rec.offset >= before:
-                    return
-                offset = rec.offset + 1
-                yield rec
+        deadline = time.monotonic() + timeout
+        for rec in up_to(reader, topic, {0: offset}, {0: before}, deadline):
+            if rec.offset >= before:
+                return
+            yield rec
     finally:
         reader.close()
 
