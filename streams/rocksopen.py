@@ -1,11 +1,29 @@
-"""What a failed RocksDB open or write was, read from RocksDB's (or the OS's) message: the store
-is in use, corrupt, cannot be written, or the disk is full. Shared by the embedded log and the
-state stores, which each raise their own error for each kind."""
+"""Opening RocksDB where this process writes: the options every synced store opens with, and
+what a failed open or write was, read from RocksDB's (or the OS's) message: the store is in use,
+corrupt, cannot be written, or the disk is full. Shared by the embedded log and the state
+stores, which each raise their own error for each kind."""
 
 from __future__ import annotations
 
 import enum
 import errno
+
+from rocksdict import Options
+
+#: WAL files RocksDB keeps to reuse instead of creating new ones. Every append and commit syncs
+#: the WAL; a sync of a file that grew also writes its new size through the file system's
+#: journal, while a reused file already has its size, so the sync writes data blocks only.
+#: Measured on this VM's ext4 (200 KB appends, p50 under load): 2.6-5.1 -> 0.9-1.6 ms.
+#: Records in a reused file carry their log's number, so recovery stops at the old tail.
+RECYCLED_WAL_FILES = 4
+
+
+def synced_store_options() -> Options:
+    """Returns raw-mode options for a RocksDB this process writes and syncs (the embedded log,
+    the state stores): WAL files reused, see RECYCLED_WAL_FILES."""
+    options = Options(raw_mode=True)
+    options.set_recycle_log_file_num(RECYCLED_WAL_FILES)
+    return options
 
 
 class OpenFailure(enum.Enum):

@@ -30,7 +30,7 @@ log.create_topic({TOPIC!r}, {PARTITIONS})
 batch = 0
 while True:
     records = [
-        Append((batch + i) % {PARTITIONS}, f"{{batch}}:{{i}};".encode() * 20,
+        Append((batch + i) % {PARTITIONS}, f"{{batch}}:{{i}};".encode() * int(sys.argv[2]),
                key=f"k{{i}}".encode() if i % 2 else None)
         for i in range({BATCH})
     ]
@@ -40,22 +40,24 @@ while True:
 """
 
 
-def expected_batch(batch: int) -> list[Append]:
-    """The records the writer appended as batch number `batch`."""
+def expected_batch(batch: int, repeat: int) -> list[Append]:
+    """The records the writer appended as batch number `batch`, each text `repeat` times."""
     return [
         Append(
             (batch + i) % PARTITIONS,
-            f"{batch}:{i};".encode() * 20,
+            f"{batch}:{i};".encode() * repeat,
             key=f"k{i}".encode() if i % 2 else None,
         )
         for i in range(BATCH)
     ]
 
 
-def run_writer_until_acks(path: Path, acks: int, timeout: float = 20.0) -> list[dict]:
+def run_writer_until_acks(
+    path: Path, acks: int, repeat: int = 20, timeout: float = 60.0
+) -> list[dict]:
     """Starts the writer, reads `acks` acknowledgements, then SIGKILLs it mid-stream."""
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)],
+        [sys.executable, "-c", WRITER, str(path), str(repeat)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=Path(__file__).resolve().parents[2],
@@ -86,10 +88,17 @@ def read_partition(log: EmbeddedLog, partition: int) -> list[Record]:
     return out
 
 
-def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
+#: (text repeats per record, acknowledgements before the kill): small records; and ~100 KB
+#: records, 240 MB in all: the fourth 64 MB memtable's WAL is a reused file (RocksDB's LOG:
+#: "reusing log 8 from recycle list"), and the kill lands in it
+SIZES = [(20, ACKS_BEFORE_KILL), (16_000, 340)]
+
+
+@pytest.mark.parametrize(("repeat", "acks"), SIZES, ids=["small", "past-reused-wal-files"])
+def test_acknowledged_appends_survive_sigkill(tmp_path: Path, repeat: int, acks: int) -> None:
     path = tmp_path / "log"
-    acked = run_writer_until_acks(path, ACKS_BEFORE_KILL)
-    assert [a["batch"] for a in acked] == list(range(ACKS_BEFORE_KILL))
+    acked = run_writer_until_acks(path, acks, repeat)
+    assert [a["batch"] for a in acked] == list(range(acks))
 
     log = EmbeddedLog(path)
     try:
@@ -99,7 +108,7 @@ def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
             assert log.end_offset(TOPIC, p) == len(records)
         stored = {(r.partition, r.offset): (r.key, r.value) for rs in on_disk.values() for r in rs}
         for ack in acked:  # every acknowledged record, at its offset, with its content
-            for a, off in zip(expected_batch(ack["batch"]), ack["offsets"], strict=True):
+            for a, off in zip(expected_batch(ack["batch"], repeat), ack["offsets"], strict=True):
                 assert stored[(a.partition, off)] == (a.key, a.value)
         # Unacknowledged batches are all-or-nothing: the log holds whole batches 0..n-1.
         batches: dict[int, int] = {}

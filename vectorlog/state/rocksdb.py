@@ -35,7 +35,7 @@ from vectorlog.state.errors import (
 )
 from vectorlog.state.metadata import META_CF, LegacyPositions
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
-from vectorlog.streams.rocksopen import OpenFailure, classify
+from vectorlog.streams.rocksopen import OpenFailure, classify, synced_store_options
 
 LOG = logging.getLogger(__name__)
 _ERRORS: dict[OpenFailure, type[StateStoreOpenError]] = {
@@ -78,7 +78,7 @@ def _open_rdict(path: Path, max_total_wal_bytes: int) -> tuple[Rdict, PinnedDir]
     try:
         path.mkdir(parents=True, exist_ok=True)
         pinned = PinnedDir(path)
-        options = Options(raw_mode=True)
+        options = synced_store_options()
         options.create_if_missing(True)
         options.create_missing_column_families(True)
         # The meta column family takes a few bytes per commit and would never fill a memtable;
