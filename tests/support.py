@@ -21,10 +21,14 @@ T = TypeVar("T")
 LOG_BACKENDS = ["embedded", "kafka"]
 
 
-def log_params(*backends: str) -> list[object]:
-    """`pytest.param`s of the backends (all by default); the kafka one carries the kafka mark."""
+def log_params(*backends: str, slow: tuple[str, ...] = ()) -> list[object]:
+    """`pytest.param`s of the backends (all by default); the kafka one carries the kafka mark,
+    those named in `slow` the slow mark (they run in make test-all only)."""
     marks = {"kafka": [pytest.mark.kafka]}
-    return [pytest.param(b, id=b, marks=marks.get(b, [])) for b in backends or LOG_BACKENDS]
+    return [
+        pytest.param(b, id=b, marks=marks.get(b, []) + ([pytest.mark.slow] if b in slow else []))
+        for b in backends or LOG_BACKENDS
+    ]
 
 
 def on_backends(*backends: str) -> pytest.MarkDecorator:
