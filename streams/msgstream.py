@@ -205,7 +205,7 @@ class TtMsgStream:
                 self._batches.add(tag, rec, self._serde.stamp(rec.value))
             return
         try:
-            event = self._serde.decode(rec.value)
+            event = self._serde.decode_at((self._topic, rec.partition, rec.offset), rec.value)
         except MalformedEvent as exc:
             if tag is not None:
                 self._batches.add(tag, rec, None)
