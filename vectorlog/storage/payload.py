@@ -50,9 +50,13 @@ class DataTypeCode(IntEnum):
 
 
 #: Parquet options matching Milvus's payload writer: format 2.6, data page v1, no stored schema.
+#: A column's dictionary falls back to plain pages past 64 KiB (Parquet's rule, at a lower
+#: limit than the 1 MiB default): a segment's row ids and keys, all distinct, took twice the
+#: CPU and 2.5 x the bytes dictionary-encoded; columns of few values keep their dictionary.
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "use_dictionary": True,
+    "dictionary_pagesize_limit": 64 << 10,
     "write_statistics": True,
     "data_page_version": "1.0",
     "version": "2.6",
