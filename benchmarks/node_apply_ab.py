@@ -123,7 +123,7 @@ def summary(records: list[dict[str, Any]]) -> list[tuple[str, ...]]:
         got = [r[key] for r in records if (r["dim"], r["datanode"], r["side"]) == (dim, dn, side)]
         return statistics.median(got) if got else float("nan")
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for dim in sorted({r["dim"] for r in records}):
         for key, label, dn in (
             ("datanode_ms", "data node CPU ms / batch", "local"),
