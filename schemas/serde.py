@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,10 +117,10 @@ class EventSerde:
             raise MalformedEvent(f"{len(data) - buf.tell()} trailing bytes after the event")
         return _from_avro(rec)  # type: ignore[arg-type]
 
-    def decode_at(self, where: Hashable, data: bytes) -> Event:
-        """Returns `decode(data)` for the record at log position `where` (any hashable,
-        such as (topic, partition, offset)), decoded once for every reader of this serde
-        that reads those same bytes there (shared_decodes.py). Raises MalformedEvent."""
+    def decode_at(self, where: tuple[str, int, int], data: bytes) -> Event:
+        """Returns `decode(data)` for the record at log position `where` (topic, partition,
+        offset), decoded once for the readers of that topic joined to `shared` that read
+        those same bytes there (shared_decodes.py). Raises MalformedEvent."""
         event = self.shared.get(where, data)
         if event is None:
             event = self.shared.put(where, data, self.decode(data))

@@ -65,8 +65,14 @@ def test_two_streams_of_one_serde_get_equal_events_decoded_once(log: Log) -> Non
         s.close()
 
 
+def two_readers(shared: SharedDecodes, topic: str = "t") -> SharedDecodes:
+    shared.join(topic)
+    shared.join(topic)
+    return shared
+
+
 def test_other_bytes_at_a_kept_position_are_decoded_afresh() -> None:
-    serde, shared = EventSerde(), SharedDecodes()
+    serde, shared = EventSerde(), two_readers(SharedDecodes())
     one, other = serde.encode(rows(0)), serde.encode(rows(7))
     kept = shared.put(("t", 0, 5), one, serde.decode(one))
     assert shared.get(("t", 0, 5), other) is None  # another log's (or a rewritten) record
@@ -78,11 +84,22 @@ def test_small_records_are_not_kept_and_the_budget_drops_the_oldest() -> None:
     serde = EventSerde()
     small = serde.encode(rows(0, n=3))
     big = [serde.encode(rows(i * 100_000)) for i in range(3)]
-    shared = SharedDecodes(budget_bytes=len(big[1]) + len(big[2]))
-    shared.put("s", small, serde.decode(small))
-    assert shared.get("s", small) is None
+    shared = two_readers(SharedDecodes(budget_bytes=len(big[1]) + len(big[2])))
+    shared.put(("t", 0, 9), small, serde.decode(small))
+    assert shared.get(("t", 0, 9), small) is None
     for i, data in enumerate(big):
-        shared.put(i, data, serde.decode(data))
-    assert shared.get(0, big[0]) is None  # the oldest went over the budget
-    assert shared.get(1, big[1]) == serde.decode(big[1])
-    assert shared.get(2, big[2]) == serde.decode(big[2])
+        shared.put(("t", 0, i), data, serde.decode(data))
+    assert shared.get(("t", 0, 0), big[0]) is None  # the oldest went over the budget
+    assert shared.get(("t", 0, 1), big[1]) == serde.decode(big[1])
+    assert shared.get(("t", 0, 2), big[2]) == serde.decode(big[2])
+
+
+def test_a_topic_with_one_reader_keeps_nothing() -> None:
+    serde, shared = EventSerde(), SharedDecodes()
+    data = serde.encode(rows(0))
+    shared.join("t")
+    shared.put(("t", 0, 0), data, serde.decode(data))
+    assert shared.get(("t", 0, 0), data) is None
+    two_readers(shared, "u").leave("u")  # two joined, one left: "u" has one reader
+    shared.put(("u", 0, 0), data, serde.decode(data))
+    assert shared.get(("u", 0, 0), data) is None
