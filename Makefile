@@ -60,6 +60,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.querynode_bench
 	$(BIN)/python -m benchmarks.tick_apply_bench
 	$(BIN)/python -m benchmarks.tick_apply_bench --node datanode --baseline 81523cb
+	$(BIN)/python -m benchmarks.node_apply_ab --baseline 86a9790
 	$(BIN)/python -m benchmarks.scaleout_bench
 	$(BIN)/python -m benchmarks.scaleout_bench --rows 1000000
 	$(BIN)/python -m benchmarks.idle_cluster

@@ -19,6 +19,7 @@ import fastavro
 
 from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE, SchemaRegistry, default_registry
+from vectorlog.schemas.shared_decodes import SharedDecodes
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
@@ -71,6 +72,7 @@ class EventSerde:
             else None
         )
         self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
+        self.shared = SharedDecodes()
 
     def key(self, event: Event) -> bytes | None:
         """Returns the record key of `event` with `keyed` (else None), UTF-8 text so Kafka
@@ -114,6 +116,15 @@ class EventSerde:
         if buf.tell() != len(data):
             raise MalformedEvent(f"{len(data) - buf.tell()} trailing bytes after the event")
         return _from_avro(rec)  # type: ignore[arg-type]
+
+    def decode_at(self, where: tuple[str, int, int], data: bytes) -> Event:
+        """Returns `decode(data)` for the record at log position `where` (topic, partition,
+        offset), decoded once for the readers of that topic joined to `shared` that read
+        those same bytes there (shared_decodes.py). Raises MalformedEvent."""
+        event = self.shared.get(where, data)
+        if event is None:
+            event = self.shared.put(where, data, self.decode(data))
+        return event
 
     def stamp(self, data: bytes) -> int | None:
         """Returns the ts of the event in `data`; None if it does not decode (a poison

@@ -175,6 +175,7 @@ class TtMsgStream:
         #: torn batches whose parts are being dead-lettered -> why (named in the letters)
         self._torn: dict[str, str] = {}
         self._reader = log.reader(topic, {p: pos.offset for p, pos in positions.items()})
+        serde.shared.join(topic)  # its other readers in this process share large decodes
 
     def consume(self, timeout: float = 0.1, max_records: int = 2000) -> list[MsgPack]:
         """Returns the packs completed by the records read within `timeout` (maybe none).
@@ -205,7 +206,7 @@ class TtMsgStream:
                 self._batches.add(tag, rec, self._serde.stamp(rec.value))
             return
         try:
-            event = self._serde.decode(rec.value)
+            event = self._serde.decode_at((self._topic, rec.partition, rec.offset), rec.value)
         except MalformedEvent as exc:
             if tag is not None:
                 self._batches.add(tag, rec, None)
@@ -393,6 +394,7 @@ class TtMsgStream:
 
     def close(self) -> None:
         self._reader.close()
+        self._serde.shared.leave(self._topic)
 
 
 def _current(st: _PartitionState, body: dict[str, object]) -> bool:

@@ -12,6 +12,7 @@ a burst that holds the GIL the request threads of the same process wait for."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ INSERTED = "RowsInserted"
 class InsertRun:
     """The decoded rows of a run: each event's primary keys, then every row's id, insert ts
     and field values (field id -> its chunks: one array, or the events' own chunks when one
-    is a list), `n` rows in all."""
+    is a list), `n` rows in all, and every primary key in row order (`all_keys`)."""
 
     events: list[Event]
     pks: list[list[Any]]
@@ -41,10 +42,11 @@ class InsertRun:
     timestamps: np.ndarray
     columns: dict[int, list[Any]]
     n: int
+    all_keys: list[Any]
 
     def keys(self) -> list[Any]:
         """Returns the run's primary keys, in row order."""
-        return [pk for pks in self.pks for pk in pks]
+        return self.all_keys
 
 
 def insert_groups(events: list[Event]) -> list[list[Event]]:
@@ -70,7 +72,7 @@ def decoded_run(events: list[Event], schema: CollectionSchema) -> InsertRun | No
 def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
     joined = _joined(events, schema)
     if joined is not None:
-        pks, columns = joined
+        pks, columns, keys = joined
     else:
         decoded = [_decoded(e, schema) for e in events]
         parts = [d for d in decoded if d is not None]
@@ -78,9 +80,10 @@ def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
             return None
         pks = [pk for pk, _ in parts]
         columns = {f.field_id: _chunks([c[f.field_id] for _, c in parts]) for f in schema.fields}
+        keys = list(chain.from_iterable(pks))
     counts = [len(p) for p in pks]
     total = sum(counts)
-    if len({k for keys in pks for k in keys}) != total:
+    if len(set(keys)) != total:
         return None
     firsts = [int(e.body["first_row_id"]) for e in events]
     return InsertRun(
@@ -90,14 +93,16 @@ def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
         np.repeat(np.array([e.ts for e in events], dtype=np.int64), counts),
         columns,
         total,
+        keys,
     )
 
 
 def _joined(
     events: list[Event], schema: CollectionSchema
-) -> tuple[list[list[Any]], dict[int, list[Any]]] | None:
-    """Returns each event's primary keys and every field's rows as one array, decoded a field
-    at a time (`joined_columns`); None if they cannot be (each event is then decoded alone)."""
+) -> tuple[list[list[Any]], dict[int, list[Any]], list[Any]] | None:
+    """Returns each event's primary keys, every field's rows as one array, decoded a field
+    at a time (`joined_columns`), and all the keys in row order; None if they cannot be
+    (each event is then decoded alone)."""
     joined = joined_columns(schema, [e.body for e in events])
     if joined is None:
         return None
@@ -105,7 +110,7 @@ def _joined(
     keys = columns[schema.primary.name].tolist()
     ends = np.cumsum(counts).tolist()
     pks = [keys[end - n : end] for end, n in zip(ends, counts, strict=True)]
-    return pks, {f.field_id: [columns[f.name]] for f in schema.fields}
+    return pks, {f.field_id: [columns[f.name]] for f in schema.fields}, keys
 
 
 def _decoded(event: Event, schema: CollectionSchema) -> tuple[list[Any], dict[int, Any]] | None:

@@ -57,8 +57,7 @@ def pk_keys(vchannel: str, pks: list[Any]) -> list[bytes]:
     rows = np.empty((len(pks), len(head) + 8), np.uint8)
     rows[:, : len(head)] = np.frombuffer(head, np.uint8)
     rows[:, len(head) :] = np.array(pks, ">i8").view(np.uint8).reshape(-1, 8)
-    raw, width = rows.tobytes(), rows.shape[1]
-    return [raw[i : i + width] for i in range(0, len(raw), width)]
+    return cast(list[bytes], rows.view(f"V{rows.shape[1]}").ravel().tolist())  # bytes each
 
 
 def pk_of(raw: bytes) -> Any:
@@ -126,9 +125,7 @@ def stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) 
         txn.delete(pk_key(vch, pk))
     kept = cast(dict[Any, Entry], entries)  # every None was taken out above
     packed = {entry: ENTRY.pack(*entry) for entry in set(kept.values())}
-    values = map(packed.__getitem__, kept.values())
-    for key, value in zip(pk_keys(vch, list(kept)), values, strict=True):
-        txn.put(key, value)
+    txn.put_many(pk_keys(vch, list(kept)), list(map(packed.__getitem__, kept.values())))
 
 
 class KeyIndex:

@@ -10,7 +10,7 @@ data only, never what a transaction has staged.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import Protocol
@@ -77,6 +77,21 @@ class Transaction(ABC):
             _checked("value", value)
         self._stage_put(key, value)
         self._staged += 1
+
+    def put_many(self, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+        """Stages `keys[i]` = `values[i]` for every i, as `put` of each would (an index's
+        records in bulk: the backend stages them without a Python call per pair). Raises
+        InvalidStateKey (a key or value not bytes, or the lengths differ; nothing is staged
+        then), TransactionFinished."""
+        self._check_open()
+        if len(keys) != len(values):
+            raise InvalidStateKey(f"{len(keys)} state keys but {len(values)} values")
+        for what, items in (("key", keys), ("value", values)):
+            if items and set(map(type, items)) != {bytes}:  # a pass in C, not a loop
+                for item in items:
+                    _checked(what, item)
+        self._stage_puts(keys, values)
+        self._staged += len(keys)
 
     def delete(self, key: bytes) -> None:
         """Stages the deletion of `key` (absent or not). Raises InvalidStateKey,
@@ -161,6 +176,11 @@ class Transaction(ABC):
 
     @abstractmethod
     def _stage_put(self, key: bytes, value: bytes) -> None: ...
+
+    def _stage_puts(self, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+        """Stages checked pairs of equal-length sequences (a backend may do it in bulk)."""
+        for key, value in zip(keys, values, strict=True):
+            self._stage_put(key, value)
 
     @abstractmethod
     def _stage_delete(self, key: bytes) -> None: ...

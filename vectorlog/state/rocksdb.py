@@ -13,7 +13,8 @@ that path (`streams.rocksdir`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -251,6 +252,10 @@ class _RocksDBTransaction(Transaction):
 
     def _stage_put(self, key: bytes, value: bytes) -> None:
         self._batch.put(key, value)
+
+    def _stage_puts(self, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+        """Stages the (checked) pairs with no Python bytecode per pair."""
+        deque(map(self._batch.put, keys, values), maxlen=0)
 
     def _stage_delete(self, key: bytes) -> None:
         self._batch.delete(key)

@@ -35,6 +35,7 @@ import pyarrow as pa
 from vectorlog.storage.errors import InvalidPayload
 from vectorlog.storage.payload import (
     DataTypeCode,
+    parquet_buffer,
     parquet_payload,
     payload_array,
     payload_size,
@@ -115,7 +116,7 @@ class _Event:
     type: EventTypeCode
     start_ts: int
     end_ts: int
-    payload: bytes
+    payload: bytes | pa.Buffer  # a Parquet file (parquet_buffer: maybe not copied to bytes)
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -158,7 +159,7 @@ def insert_binlog(
         payload_size(data_type, array),
         nullable,
     )
-    event = _Event(EventTypeCode.INSERT, start_ts, end_ts, parquet_payload(array, nullable))
+    event = _Event(EventTypeCode.INSERT, start_ts, end_ts, parquet_buffer(array, nullable))
     return _binlog(descriptor, [event], write_ts)
 
 

@@ -202,6 +202,28 @@ class StateStoreConformance:
         assert list(store.items()) == [(b"b", b"2")]
         assert store.get(b"a") is None and store.get(b"c") is None
 
+    def test_put_many_stages_like_puts_and_the_last_write_wins(self, store: StateStore) -> None:
+        with store.transaction() as txn:
+            txn.put(b"a", b"0")
+            txn.put_many([b"a", b"c", b"b"], [b"1", b"3", b"2"])
+            txn.put_many([], [])
+            txn.put_many([b"c"], [b"4"])
+            assert len(txn) == 5
+        assert list(store.items()) == [(b"a", b"1"), (b"b", b"2"), (b"c", b"4")]
+
+    def test_put_many_refuses_bad_pairs_and_stages_none_of_them(self, store: StateStore) -> None:
+        txn = store.transaction()
+        for keys, values in (
+            ([b"k", "x"], [b"1", b"2"]),
+            ([b"k", b"x"], [b"1", bytearray(b"2")]),
+            ([b"k", b"x"], [b"1"]),
+        ):
+            with pytest.raises(InvalidStateKey):
+                txn.put_many(keys, values)  # type: ignore[arg-type]
+        assert len(txn) == 0
+        txn.commit()
+        assert list(store.items()) == []
+
     def test_bad_keys_values_and_positions_are_refused(self, store: StateStore) -> None:
         txn = store.transaction()
         bad_calls = [
