@@ -45,6 +45,7 @@ import pyarrow.json as pa_json
 from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.core.vector_json import GO_TYPES, packed_row
+from vectorlog.processors.proxy.ingest import native_json
 from vectorlog.processors.proxy.ingest.avro import MAGIC, WriterSchemas
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import COLLECTION_HEADER
@@ -162,27 +163,82 @@ def _json_batch(
         batch = _arrow_batch(values, fields, collection, route, prefix)
         if batch is not None:
             return batch
-    shape: tuple[bool, bool] | None = None
+    shape = _head_shape(values[:CHUNK], prefix, route)
+    if shape is None:
+        return None
     chunks: list[Chunk] = []
     for lo in range(0, len(values), CHUNK):
-        docs = _payloads(values[lo : lo + CHUNK], prefix)
-        if docs is not None:  # the payloads of envelopes of one schema
-            shape = shape or _json_shape(docs[0], route, envelope=True)
-        else:
-            try:
-                docs = [orjson.loads(v) for v in values[lo : lo + CHUNK]]
-            except ValueError:
-                return None
-            shape = shape or _json_shape(docs[0], route)
-            if shape is not None and shape[0]:  # in a Connect envelope
-                docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
-        if shape is None:
-            return None
-        chunk = _rows_chunk(docs, fields, shape[1], packed)
+        part = values[lo : lo + CHUNK]
+        chunk = None if packed else _native_chunk(part, prefix, shape, fields)
+        if chunk is None:
+            chunk = _orjson_chunk(part, prefix, shape, fields, packed)
         if chunk is None:
             return None
         chunks.append(chunk)
     return _joined(collection, fields, chunks)
+
+
+def _head_shape(
+    part: list[bytes], prefix: bytes | None, route: IngestRoute
+) -> tuple[bool, bool] | None:
+    """Returns the batch's shape (`_json_shape`) from its first record, read as the first
+    chunk `part` is read (its payload if every record of `part` is an envelope of `prefix`),
+    or None if the first record does not parse or is of no shape read here."""
+    payloads = _enveloped(part, prefix)
+    try:
+        if payloads is not None:
+            return _json_shape(orjson.loads(payloads[0]), route, envelope=True)
+    except ValueError:  # not a payload alone: the whole record is read, as orjson's path does
+        pass
+    try:
+        return _json_shape(orjson.loads(part[0]), route)
+    except ValueError:
+        return None
+
+
+def _native_chunk(
+    part: list[bytes], prefix: bytes | None, shape: tuple[bool, bool], fields: pa.Schema
+) -> Chunk | None:
+    """Returns the columns of a chunk of rows (or of one schema's envelopes of rows) read by
+    `native_json` (float vectors with no Python float per element), or None if it does not
+    read them exactly as `_orjson_chunk` would: that then reads them."""
+    docs: list[bytes] | list[memoryview] | None = _enveloped(part, prefix)
+    if docs is None and not shape[0]:
+        docs = part
+    if docs is None:
+        return None
+    vectors = [f.name for f in fields if f.type == _ARROW[DataType.FLOAT_VECTOR]]
+    scalars = [f.name for f in fields if f.name not in vectors]
+    parsed = native_json.read_rows(docs, scalars, vectors, shape[1])
+    if parsed is None:
+        return None
+    values, arrays = parsed
+    columns = [
+        arrays[f.name] if f.name in arrays else _column(f, values[f.name], None) for f in fields
+    ]
+    if any(c is None for c in columns):
+        return None
+    return cast(list[pa.Array], columns), np.ones(len(part), dtype=bool)
+
+
+def _orjson_chunk(
+    part: list[bytes],
+    prefix: bytes | None,
+    shape: tuple[bool, bool],
+    fields: pa.Schema,
+    packed: Packed,
+) -> Chunk | None:
+    """Returns the columns of a chunk of records read by orjson, or None if one does not
+    parse or a row does not make columns."""
+    docs = _payloads(part, prefix)
+    if docs is None:
+        try:
+            docs = [orjson.loads(v) for v in part]
+        except ValueError:
+            return None
+        if shape[0]:  # in a Connect envelope
+            docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
+    return _rows_chunk(docs, fields, shape[1], packed)
 
 
 def _arrow_batch(
@@ -264,13 +320,22 @@ def _payloads(values: list[bytes], prefix: bytes | None) -> list[Any] | None:
     """Returns the payloads of Connect envelopes that all start with `prefix` (the schema
     then not parsed again: a third of an envelope's objects), or None if one does not, or
     its rest is not one JSON value and a closing brace (then the whole record is parsed)."""
+    payloads = _enveloped(values, prefix)
+    if payloads is None:
+        return None
+    try:
+        return [orjson.loads(p) for p in payloads]
+    except ValueError:
+        return None
+
+
+def _enveloped(values: list[bytes], prefix: bytes | None) -> list[memoryview] | None:
+    """Returns the payloads' bytes of Connect envelopes that all start with `prefix` and end
+    with their closing brace, or None if one does not."""
     if prefix is None or not all(v.startswith(prefix) and v[-1:] == b"}" for v in values):
         return None
     cut = len(prefix)
-    try:
-        return [orjson.loads(memoryview(v)[cut:-1]) for v in values]
-    except ValueError:
-        return None
+    return [memoryview(v)[cut:-1] for v in values]
 
 
 def _json_shape(doc: Any, route: IngestRoute, envelope: bool = False) -> tuple[bool, bool] | None:
