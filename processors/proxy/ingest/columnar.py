@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import fastavro
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -407,12 +408,10 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
     """Returns a list<float32> column of JSON arrays or Avro `bytes` (little-endian
     float32, read with numpy.frombuffer), or None for values of another kind."""
     kinds = {type(v) for v in values} - {type(None)}
-    if kinds == {bytes} and all(len(v) % 4 == 0 for v in values if v is not None):
-        sizes = [0 if v is None else len(v) // 4 for v in values]
-        flat = np.frombuffer(b"".join(v for v in values if v is not None), dtype="<f4")
-        offsets = pa.array(np.cumsum([0, *sizes], dtype=np.int32))
-        mask = pa.array([v is None for v in values])
-        return pa.ListArray.from_arrays(offsets, pa.array(flat, type=pa.float32()), mask=mask)
+    if kinds == {bytes}:
+        column = _bytes_vectors(values)
+        if column is not None:
+            return column
     if not kinds <= {list}:
         return None
     rows = _rectangular(values) if None not in values else None
@@ -424,6 +423,21 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
         return pa.array(values, type=pa.list_(pa.float32()))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+
+
+def _bytes_vectors(values: list[bytes | None]) -> pa.Array | None:
+    """Returns Avro `bytes` vectors (little-endian float32; None: null) as list<float32>, or
+    None if one's size is not a whole number of floats."""
+    sizes = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+    if (sizes % 4).any():
+        return None
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(sizes // 4, out=offsets[1:])
+    flat = np.frombuffer(b"".join(v for v in values if v is not None), dtype="<f4")
+    nulls = [v is None for v in values]
+    mask = pa.array(nulls) if any(nulls) else None
+    vectors = pa.array(flat, type=pa.float32())
+    return pa.ListArray.from_arrays(pa.array(offsets), vectors, mask=mask)
 
 
 def _rectangular(values: list[Any]) -> np.ndarray | None:
@@ -469,9 +483,10 @@ def _avro_batch(
     chunks, debezium = [], None
     for lo in range(0, len(values), CHUNK):
         try:
-            writer = schemas.get(schema_id)
-            data: list[Any] = [_datum(v, writer) for v in values[lo : lo + CHUNK]]
+            data = _data(values[lo : lo + CHUNK], schemas.get(schema_id))
         except Exception:  # noqa: BLE001 - the record-by-record path names what is wrong
+            return None
+        if data is None:
             return None
         if debezium is None:
             debezium = route.format == "debezium" or (
@@ -484,10 +499,20 @@ def _avro_batch(
     return _joined(collection, fields, chunks)
 
 
-def _datum(value: bytes, writer: Any) -> Any:
-    import fastavro
-
-    return fastavro.schemaless_reader(io.BytesIO(value[5:]), writer, None)
+def _data(values: list[bytes], writer: Any) -> list[Any] | None:
+    """Returns the datums of Confluent-framed records, read from one stream of their bytes
+    (a stream per record cost as much as its read), or None if a read goes past its own
+    record's end (read alone, it would fail). Raises what fastavro raises on a bad body."""
+    stream = io.BytesIO(b"".join(values))
+    seek, tell = stream.seek, stream.tell
+    out, end = [], 0
+    for value in values:
+        seek(end + 5)
+        end += len(value)
+        out.append(fastavro.schemaless_reader(stream, writer, None))
+        if tell() > end:
+            return None
+    return out
 
 
 def _is_debezium(doc: Any) -> bool:

@@ -285,13 +285,16 @@ def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
         datum = {**row(i), "vector": np.array(vector, dtype="<f4").tobytes()}
         return (b"c", serialize(ingest, datum))
 
-    records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), avro(4, 4.0, 0.5)]
-    offsets = produce(client, ingest, records)
+    value = serialize(ingest, {**row(5), "vector": np.array([5.0, 0.5], "<f4").tobytes()})
+    cut: Raw = (b"c", value[:-3])  # its score cut short: the batch's next record follows it
+    records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), cut]
+    offsets = produce(client, ingest, [*records, avro(4, 4.0, 0.5)])
     wait_consumed(client, ingest, offsets)
     assert visible(client) == {1: ([1.0, 0.5], 1, "t1"), 4: ([4.0, 0.5], 4, "t4")}
     letters = letters_of(client)
-    assert [off for off, _ in letters] == offsets[1:3]
+    assert [off for off, _ in letters] == offsets[1:4]
     assert "NaN or infinite" in letters[0][1] and "has dim 3, expected 2" in letters[1][1]
+    assert "undecodable Avro body" in letters[2][1]
 
 
 def create_types(client: Client) -> None:
