@@ -8,7 +8,9 @@ are the collection's fields, each once; scalar field values; float vectors that 
 numbers, all of one non-zero length; Debezium events that all upsert. Anything else (a
 duplicate key, where orjson keeps the last and simdjson finds the first; a record either
 parser refuses; a bool in a vector; a missing or ragged vector; a delete) returns None, and
-the chunk goes through orjson, which decides as before.
+the chunk goes through orjson, which decides as before. (One difference is left: an integer
+element beyond 2^53 is rounded to a double, then to float32; orjson's path rounds a vector of
+only integers to float32 once. The two can differ in the last bit of such an element.)
 """
 
 from __future__ import annotations
