@@ -10,7 +10,10 @@ ingest_topic.json and ingest_topic.md (default: benchmarks/results/).
 The Schema Registry is by default confluent-kafka's in-process mock, one client shared by the
 benchmark's producer and the cluster (the consumer fetches a writer schema once per id, so a
 real registry would not change the rate); the cluster has `schema_registry_url` set, so its own
-topics use the Confluent wire format in every figure of the run, the anchor's too.
+topics use the Confluent wire format in every figure of the run, the anchor's too. The
+worker-process table's processes cannot share that mock: they are given a registry over HTTP
+(`--registry http://...`, else the project's own, tests/schema_registry.py, run in this
+process), so its Confluent Avro row runs too.
 
 Formats: JSON rows, Kafka Connect envelopes (`connect_row`), Debezium create events
 (`debezium_change`, op c) and Confluent Avro with `bytes` vectors; since issue 29 the consumer
@@ -70,7 +73,7 @@ from benchmarks.ingest import vectors
 from benchmarks.ingest_topic_fresh import FreshnessProbe
 from benchmarks.ingest_topic_parsers import json_parsers
 from benchmarks.ingest_topic_report import FORMATS, GOALS, markdown, plot
-from benchmarks.ingest_topic_workers import run_workers
+from benchmarks.ingest_topic_workers import run_workers, shared_registry
 from vectorlog import Client
 from vectorlog.core.model import quick_schema
 from vectorlog.producer import (
@@ -254,20 +257,26 @@ def measure(client: Client, name: str, serialize: Serializer, x: np.ndarray) -> 
 
 def workers(rows: int, registry: str | None) -> dict[str, Any]:
     """The worker-process mode's figures (benchmarks/ingest_topic_workers.py) on a fresh
-    broker; Avro only with a registry other than the in-process mock."""
+    broker. Avro needs a registry every process reaches: `registry` if it is one over HTTP,
+    else (the in-process mock, or none) the project's own HTTP registry
+    (tests/schema_registry.py) in this process, its URL given to every process of the
+    cluster; the workers fetch their writer schemas from it as from Confluent's."""
     formats: dict[str, Any] = {
         "json": json_row,
         "connect": connect_row,
         "debezium": lambda t, row: debezium_change(t, "c", None, row),
     }
-    if registry and not registry.startswith("mock://"):
-        avro: dict[str, AvroRows] = {}  # one serializer per topic
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        http = registry if registry and not registry.startswith("mock://") else None
+        url = shared_registry(stack, http)
+        avro: dict[str, AvroRows] = {}  # one serializer per topic (each registers once)
 
         def avro_row(t: IngestTopic, row: Any) -> IngestRecord:
-            return avro.setdefault(t.name, AvroRows(t, schema(), registry)).row(row)
+            if t.name not in avro:
+                avro[t.name] = AvroRows(t, schema(), url)
+            return avro[t.name].row(row)
 
         formats["avro"] = avro_row
-    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         return run_workers(_broker(stack), Path(tmp), vectors(rows), formats)
 
 

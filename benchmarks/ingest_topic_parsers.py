@@ -1,7 +1,9 @@
 """The JSON parsers the ingest consumer could read a batch with, timed on the same records:
-orjson per record then one `pa.array` per field (what processors/proxy/ingest/columnar.py
-does) against pyarrow's JSON reader on the newline-joined batch (one thread, and its
-threads), each ending in an (n, dim) float32 vector array and an int64 id column."""
+pysimdjson per record with each vector read as a buffer of doubles (what
+processors/proxy/ingest/columnar.py does since session 20: native_json), orjson per record
+then one `pa.array` per field (its way before), and pyarrow's JSON reader on the
+newline-joined batch (one thread, and its threads), each ending in an (n, dim) float32
+vector array and an int64 id column."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 
+from vectorlog.processors.proxy.ingest import native_json
+
 #: repetitions; the best time is kept
 REPEAT = 15
 
@@ -23,6 +27,7 @@ def json_parsers(x: np.ndarray) -> dict[str, float]:
     """Returns rows/s of each way of reading JSON rows {id, vector} of `x` into columns."""
     values = [orjson.dumps({"id": i, "vector": x[i].tolist()}) for i in range(len(x))]
     ways: dict[str, Callable[[list[bytes]], Any]] = {
+        "pysimdjson, vectors as buffers (native_json)": _simdjson,
         "orjson + pa.array per field": _orjson,
         "pyarrow.json.read_json, 1 thread": lambda v: _pyarrow(v, threads=False),
         "pyarrow.json.read_json, threads": lambda v: _pyarrow(v, threads=True),
@@ -44,6 +49,14 @@ def _orjson(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     ids = pa.array([d.get("id") for d in docs], type=pa.int64())
     vectors = pa.array([d.get("vector") for d in docs], type=pa.list_(pa.float32()))
     return ids.to_numpy(), _matrix(vectors, len(docs))
+
+
+def _simdjson(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    parsed = native_json.read_rows(values, ["id"], ["vector"], debezium=False)
+    assert parsed is not None, "rows native_json reads"
+    scalars, vectors = parsed
+    ids = pa.array(scalars["id"], type=pa.int64())
+    return ids.to_numpy(), _matrix(vectors["vector"], len(values))
 
 
 def _pyarrow(values: list[bytes], threads: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,8 @@ The anchor inserts the same rows with pymilvus in batches of BATCH into a new co
 ends on the same Strong get; it runs right before each ingest run (alternating: the machine
 is shared with other work), and each ratio is to the anchor run next to it. The cluster mode
 needs Kafka: there is no embedded-log figure here. Confluent Avro needs a Schema Registry
-every process reaches (`--registry http://...`); with the in-process mock it is left out.
+every process reaches (`shared_registry`: `--registry http://...`, else the project's own
+HTTP registry, tests/schema_registry.py, run in the benchmark's process).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ from vectorlog.config import Config, open_log
 from vectorlog.producer import IngestProducer, IngestRecord, IngestTopic
 from vectorlog.runners.supervisor import Child, Shape, Supervisor, free_port
 
+#: the setting every process of the cluster reads its Schema Registry URL from
+REGISTRY_ENV = "VECTORLOG_SCHEMA_REGISTRY_URL"
 #: rows per pymilvus insert of the anchor
 BATCH = 1000
 #: partitions of each mapped ingest topic (two workers take one each)
@@ -137,6 +140,28 @@ def workers_rate(sup: Supervisor, client: MilvusClient, topic: str, name: str, n
             if c.proc is not None:
                 c.proc.send_signal(signal.SIGTERM)
                 c.proc.wait(60)
+
+
+def shared_registry(stack: ExitStack, url: str | None = None) -> str:
+    """Returns the URL of a Schema Registry every process reaches, given to the cluster's
+    processes (VECTORLOG_SCHEMA_REGISTRY_URL, inherited) until `stack` closes: `url` (a
+    real registry over HTTP), else the project's own (tests/schema_registry.py: Confluent's
+    REST API over HTTP, in memory) started in this process and stopped with `stack`."""
+    if url is None:
+        from tests.schema_registry import SchemaRegistryServer
+
+        url = stack.enter_context(SchemaRegistryServer()).url
+    before = os.environ.get(REGISTRY_ENV)
+    os.environ[REGISTRY_ENV] = url
+    stack.callback(_restore, REGISTRY_ENV, before)
+    return url
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def run_workers(bootstrap: str, tmp: Path, x: np.ndarray, formats: dict[str, Encode],

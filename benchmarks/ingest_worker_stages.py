@@ -166,14 +166,12 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
     """Returns every run: per round, format, tree and number of workers (the order of the
     (tree, workers) runs reversed every other round)."""
     from infra.broker import running_broker
-    from tests.schema_registry import SchemaRegistryServer
 
     x, runs = vectors(rows), []
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         registry = ""
         if "avro" in formats:  # the cluster's processes use the registry too
-            registry = stack.enter_context(SchemaRegistryServer()).url
-            os.environ["VECTORLOG_SCHEMA_REGISTRY_URL"] = registry
+            registry = w.shared_registry(stack)
         boot = str(stack.enter_context(running_broker()))
         sup = stack.enter_context(w.process_cluster(boot, Path(tmp), lambda _: None))
         client = MilvusClient(w.proxy_uri(sup))

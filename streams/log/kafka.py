@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -504,7 +504,11 @@ class KafkaReader:
         return msgs
 
     def _records(self, msgs: list[Message]) -> list[Record]:
+        """Returns the messages as records, up to an error or a gap to fetch again. (It runs
+        once per record read: the loop keeps to locals and calls only what a record needs.)"""
         out: list[Record] = []
+        topic, pos, gaps = self._topic, self._pos, self.gaps
+        waiting = gaps.waiting  # (changed only by `passes`)
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -513,17 +517,21 @@ class KafkaReader:
                 self._assign()  # drop what was consumed past `out`; fetch it again
                 if out:  # the error comes back on the next poll
                     return out
-                raise KafkaLogError.wrap(f"read {self._topic}[{m.partition()}]", err)
+                raise KafkaLogError.wrap(f"read {topic}[{m.partition()}]", err)
             p, off = m.partition(), m.offset()
             if p is None or off is None:
                 continue
-            expected = self._pos.get(p, -1)
-            checked = off != expected or self.gaps.waiting  # (a call per record costs)
-            if checked and expected >= 0 and not self.gaps.passes(p, expected, off):
-                self._assign()  # drop what was fetched past `out`; fetch the gap again
-                return out
-            self._pos[p] = off + 1
-            out.append(Record(self._topic, p, off, m.value() or b"", m.key(), _headers(m)))
+            expected = pos.get(p, -1)
+            if (off != expected or waiting) and expected >= 0:
+                passed = gaps.passes(p, expected, off)
+                waiting = gaps.waiting
+                if not passed:
+                    self._assign()  # drop what was fetched past `out`; fetch the gap again
+                    return out
+            pos[p] = off + 1
+            raw = m.headers()
+            headers = _headers(raw) if raw else ()
+            out.append(Record(topic, p, off, m.value() or b"", m.key(), headers))
         return out
 
     def fetched_ends(self) -> dict[int, int]:
@@ -563,9 +571,9 @@ class KafkaReader:
             self._consumer.close()
 
 
-def _headers(m: Message) -> Headers:
+def _headers(pairs: Iterable[tuple[str, str | bytes | None]] | dict[str, Any]) -> Headers:
     """Returns a message's headers as (name, bytes) pairs (librdkafka gives None for b"")."""
-    return tuple((pair[0], _bytes(pair[1])) for pair in m.headers() or ())
+    return tuple((pair[0], _bytes(pair[1])) for pair in pairs)
 
 
 def _bytes(value: str | bytes | None) -> bytes:

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import fastavro
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -45,6 +46,7 @@ import pyarrow.json as pa_json
 from vectorlog.core.errors import SchemaMismatch
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.core.vector_json import GO_TYPES, packed_row
+from vectorlog.processors.proxy.ingest import native_json
 from vectorlog.processors.proxy.ingest.avro import MAGIC, WriterSchemas
 from vectorlog.processors.proxy.ingest.config import IngestRoute
 from vectorlog.processors.proxy.ingest.formats import COLLECTION_HEADER
@@ -162,27 +164,82 @@ def _json_batch(
         batch = _arrow_batch(values, fields, collection, route, prefix)
         if batch is not None:
             return batch
-    shape: tuple[bool, bool] | None = None
+    shape = _head_shape(values[:CHUNK], prefix, route)
+    if shape is None:
+        return None
     chunks: list[Chunk] = []
     for lo in range(0, len(values), CHUNK):
-        docs = _payloads(values[lo : lo + CHUNK], prefix)
-        if docs is not None:  # the payloads of envelopes of one schema
-            shape = shape or _json_shape(docs[0], route, envelope=True)
-        else:
-            try:
-                docs = [orjson.loads(v) for v in values[lo : lo + CHUNK]]
-            except ValueError:
-                return None
-            shape = shape or _json_shape(docs[0], route)
-            if shape is not None and shape[0]:  # in a Connect envelope
-                docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
-        if shape is None:
-            return None
-        chunk = _rows_chunk(docs, fields, shape[1], packed)
+        part = values[lo : lo + CHUNK]
+        chunk = None if packed else _native_chunk(part, prefix, shape, fields)
+        if chunk is None:
+            chunk = _orjson_chunk(part, prefix, shape, fields, packed)
         if chunk is None:
             return None
         chunks.append(chunk)
     return _joined(collection, fields, chunks)
+
+
+def _head_shape(
+    part: list[bytes], prefix: bytes | None, route: IngestRoute
+) -> tuple[bool, bool] | None:
+    """Returns the batch's shape (`_json_shape`) from its first record, read as the first
+    chunk `part` is read (its payload if every record of `part` is an envelope of `prefix`),
+    or None if the first record does not parse or is of no shape read here."""
+    payloads = _enveloped(part, prefix)
+    try:
+        if payloads is not None:
+            return _json_shape(orjson.loads(payloads[0]), route, envelope=True)
+    except ValueError:  # not a payload alone: the whole record is read, as orjson's path does
+        pass
+    try:
+        return _json_shape(orjson.loads(part[0]), route)
+    except ValueError:
+        return None
+
+
+def _native_chunk(
+    part: list[bytes], prefix: bytes | None, shape: tuple[bool, bool], fields: pa.Schema
+) -> Chunk | None:
+    """Returns the columns of a chunk of rows (or of one schema's envelopes of rows) read by
+    `native_json` (float vectors with no Python float per element), or None if it does not
+    read them exactly as `_orjson_chunk` would: that then reads them."""
+    docs: list[bytes] | list[memoryview] | None = _enveloped(part, prefix)
+    if docs is None and not shape[0]:
+        docs = part
+    if docs is None:
+        return None
+    vectors = [f.name for f in fields if f.type == _ARROW[DataType.FLOAT_VECTOR]]
+    scalars = [f.name for f in fields if f.name not in vectors]
+    parsed = native_json.read_rows(docs, scalars, vectors, shape[1])
+    if parsed is None:
+        return None
+    values, arrays = parsed
+    columns = [
+        arrays[f.name] if f.name in arrays else _column(f, values[f.name], None) for f in fields
+    ]
+    if any(c is None for c in columns):
+        return None
+    return cast(list[pa.Array], columns), np.ones(len(part), dtype=bool)
+
+
+def _orjson_chunk(
+    part: list[bytes],
+    prefix: bytes | None,
+    shape: tuple[bool, bool],
+    fields: pa.Schema,
+    packed: Packed,
+) -> Chunk | None:
+    """Returns the columns of a chunk of records read by orjson, or None if one does not
+    parse or a row does not make columns."""
+    docs = _payloads(part, prefix)
+    if docs is None:
+        try:
+            docs = [orjson.loads(v) for v in part]
+        except ValueError:
+            return None
+        if shape[0]:  # in a Connect envelope
+            docs = [d.get("payload") if type(d) is dict and len(d) == 2 else None for d in docs]
+    return _rows_chunk(docs, fields, shape[1], packed)
 
 
 def _arrow_batch(
@@ -264,13 +321,22 @@ def _payloads(values: list[bytes], prefix: bytes | None) -> list[Any] | None:
     """Returns the payloads of Connect envelopes that all start with `prefix` (the schema
     then not parsed again: a third of an envelope's objects), or None if one does not, or
     its rest is not one JSON value and a closing brace (then the whole record is parsed)."""
+    payloads = _enveloped(values, prefix)
+    if payloads is None:
+        return None
+    try:
+        return [orjson.loads(p) for p in payloads]
+    except ValueError:
+        return None
+
+
+def _enveloped(values: list[bytes], prefix: bytes | None) -> list[memoryview] | None:
+    """Returns the payloads' bytes of Connect envelopes that all start with `prefix` and end
+    with their closing brace, or None if one does not."""
     if prefix is None or not all(v.startswith(prefix) and v[-1:] == b"}" for v in values):
         return None
     cut = len(prefix)
-    try:
-        return [orjson.loads(memoryview(v)[cut:-1]) for v in values]
-    except ValueError:
-        return None
+    return [memoryview(v)[cut:-1] for v in values]
 
 
 def _json_shape(doc: Any, route: IngestRoute, envelope: bool = False) -> tuple[bool, bool] | None:
@@ -342,12 +408,10 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
     """Returns a list<float32> column of JSON arrays or Avro `bytes` (little-endian
     float32, read with numpy.frombuffer), or None for values of another kind."""
     kinds = {type(v) for v in values} - {type(None)}
-    if kinds == {bytes} and all(len(v) % 4 == 0 for v in values if v is not None):
-        sizes = [0 if v is None else len(v) // 4 for v in values]
-        flat = np.frombuffer(b"".join(v for v in values if v is not None), dtype="<f4")
-        offsets = pa.array(np.cumsum([0, *sizes], dtype=np.int32))
-        mask = pa.array([v is None for v in values])
-        return pa.ListArray.from_arrays(offsets, pa.array(flat, type=pa.float32()), mask=mask)
+    if kinds == {bytes}:
+        column = _bytes_vectors(values)
+        if column is not None:
+            return column
     if not kinds <= {list}:
         return None
     rows = _rectangular(values) if None not in values else None
@@ -359,6 +423,21 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
         return pa.array(values, type=pa.list_(pa.float32()))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+
+
+def _bytes_vectors(values: list[bytes | None]) -> pa.Array | None:
+    """Returns Avro `bytes` vectors (little-endian float32; None: null) as list<float32>, or
+    None if one's size is not a whole number of floats."""
+    sizes = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+    if (sizes % 4).any():
+        return None
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(sizes // 4, out=offsets[1:])
+    flat = np.frombuffer(b"".join(v for v in values if v is not None), dtype="<f4")
+    nulls = [v is None for v in values]
+    mask = pa.array(nulls) if any(nulls) else None
+    vectors = pa.array(flat, type=pa.float32())
+    return pa.ListArray.from_arrays(pa.array(offsets), vectors, mask=mask)
 
 
 def _rectangular(values: list[Any]) -> np.ndarray | None:
@@ -404,9 +483,10 @@ def _avro_batch(
     chunks, debezium = [], None
     for lo in range(0, len(values), CHUNK):
         try:
-            writer = schemas.get(schema_id)
-            data: list[Any] = [_datum(v, writer) for v in values[lo : lo + CHUNK]]
+            data = _data(values[lo : lo + CHUNK], schemas.get(schema_id))
         except Exception:  # noqa: BLE001 - the record-by-record path names what is wrong
+            return None
+        if data is None:
             return None
         if debezium is None:
             debezium = route.format == "debezium" or (
@@ -419,10 +499,20 @@ def _avro_batch(
     return _joined(collection, fields, chunks)
 
 
-def _datum(value: bytes, writer: Any) -> Any:
-    import fastavro
-
-    return fastavro.schemaless_reader(io.BytesIO(value[5:]), writer, None)
+def _data(values: list[bytes], writer: Any) -> list[Any] | None:
+    """Returns the datums of Confluent-framed records, read from one stream of their bytes
+    (a stream per record cost as much as its read), or None if a read goes past its own
+    record's end (read alone, it would fail). Raises what fastavro raises on a bad body."""
+    stream = io.BytesIO(b"".join(values))
+    seek, tell = stream.seek, stream.tell
+    out, end = [], 0
+    for value in values:
+        seek(end + 5)
+        end += len(value)
+        out.append(fastavro.schemaless_reader(stream, writer, None))
+        if tell() > end:
+            return None
+    return out
 
 
 def _is_debezium(doc: Any) -> bool:

@@ -110,22 +110,27 @@ def test_json_rows_the_columnar_reader_refuses_are_still_read_or_dead_lettered_a
     assert "extra" in letters[2][1]
 
 
-@pytest.mark.parametrize("odd", ["two_documents", "over_lines", "key_twice", "bool_in_vector"])
+@pytest.mark.parametrize("reader", JSON_READERS)
+@pytest.mark.parametrize(
+    "odd", ["two_documents", "over_lines", "key_twice", "bool_in_vector", "int_vector"]
+)
 def test_one_odd_json_record_in_a_batch_of_good_rows_is_read_as_it_would_be_alone(
-    open_client: ClientFactory, odd: str
+    open_client: ClientFactory, odd: str, reader: str
 ):
-    """With pyarrow's JSON reader, a batch of good rows with one odd record, nothing else
-    that the reader refuses: the rows land at their own keys (no row shifted onto another
-    record's place), and the odd record is what it is alone: two documents dead-lettered, a
-    record over several lines or with a key twice read as JSON reads it (the last value), a
-    bool in a vector taken as a number."""
-    client = open_client(ingest_json_reader="arrow")
+    """With either reader (orjson's rows have their vectors parsed natively, pyarrow's JSON
+    reader), a batch of good rows with one odd record, nothing else that the reader refuses:
+    the rows land at their own keys (no row shifted onto another record's place), and the
+    odd record is what it is alone: two documents dead-lettered, a record over several lines
+    or with a key twice read as JSON reads it (the last value), a bool in a vector taken as
+    a number, a vector of integers as floats."""
+    client = open_client(ingest_json_reader=reader)
     create(client)
     odd_value = {
         "two_documents": j(row(90)) + j(row(91)),
         "over_lines": json.dumps(row(90), indent=2).encode(),
         "key_twice": j(row(90))[:-1] + b', "title": "last"}',
         "bool_in_vector": j(row(90, vector=[True, 0.5])),
+        "int_vector": j(row(90, vector=[1, 0])),
     }[odd]
     values = [j(row(i)) for i in range(3)] + [odd_value] + [j(row(i)) for i in range(3, 6)]
     ingest = client.cluster.topics.ingest
@@ -137,7 +142,7 @@ def test_one_odd_json_record_in_a_batch_of_good_rows_is_read_as_it_would_be_alon
     if odd == "two_documents":
         assert [off for off, _ in letters] == [offsets[3]]
     else:
-        vector = [1.0, 0.5] if odd == "bool_in_vector" else [90.0, 0.5]
+        vector = {"bool_in_vector": [1.0, 0.5], "int_vector": [1.0, 0.0]}.get(odd, [90.0, 0.5])
         title = "last" if odd == "key_twice" else "t90"
         expected[90] = (vector, 90, title)
         assert letters == []
@@ -226,6 +231,33 @@ def test_a_debezium_batch_applies_in_order_and_a_bad_after_row_is_dead_lettered(
     assert "value -129 is outside INT8" in letters[0][1]
 
 
+def test_debezium_upserts_with_a_key_twice_read_as_json_reads_them(open_client: ClientFactory):
+    """A batch of upsert events only (their rows' vectors parsed natively): an event or an
+    `after` row with a key given twice takes its last value, as JSON does (the native
+    parser finds the first one: such a batch is read by orjson); a bad row is dead-lettered
+    alone (an event whose last op is a delete without a `before` row, too)."""
+    cdc = unique_topic("cdc")
+    client = open_client(ingest_topics=f"{cdc}=c:debezium")
+    create(client)
+    client.cluster.log.create_topic(cdc, 1)
+    twice_in_after = debezium("c", None, row(2))
+    at = twice_in_after.index(b'"op"') - 3  # the end of the after row
+    events: list[Raw] = [
+        (None, debezium("c", None, row(1))),
+        (None, twice_in_after[:at] + b', "title": "last"' + twice_in_after[at:]),
+        (None, debezium("c", None, row(3)).replace(b'"op": "c"', b'"op": "c", "op": "d"')),
+        (None, debezium("c", None, row(4, n=-129))),
+        (None, debezium("r", None, row(5))),
+    ]
+    offsets = produce(client, cdc, events)
+    wait_consumed(client, cdc, offsets)
+    found = visible(client)
+    assert found == {1: ([1.0, 0.5], 1, "t1"), 2: ([2.0, 0.5], 2, "last"), 5: ([5.0, 0.5], 5, "t5")}
+    letters = letters_of(client)
+    assert [off for off, _ in letters] == offsets[2:4]
+    assert "delete without a `before`" in letters[0][1] and "outside INT8" in letters[1][1]
+
+
 AVRO_ROW = json.dumps(
     {
         "type": "record",
@@ -253,13 +285,16 @@ def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
         datum = {**row(i), "vector": np.array(vector, dtype="<f4").tobytes()}
         return (b"c", serialize(ingest, datum))
 
-    records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), avro(4, 4.0, 0.5)]
-    offsets = produce(client, ingest, records)
+    value = serialize(ingest, {**row(5), "vector": np.array([5.0, 0.5], "<f4").tobytes()})
+    cut: Raw = (b"c", value[:-3])  # its score cut short: the batch's next record follows it
+    records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), cut]
+    offsets = produce(client, ingest, [*records, avro(4, 4.0, 0.5)])
     wait_consumed(client, ingest, offsets)
     assert visible(client) == {1: ([1.0, 0.5], 1, "t1"), 4: ([4.0, 0.5], 4, "t4")}
     letters = letters_of(client)
-    assert [off for off, _ in letters] == offsets[1:3]
+    assert [off for off, _ in letters] == offsets[1:4]
     assert "NaN or infinite" in letters[0][1] and "has dim 3, expected 2" in letters[1][1]
+    assert "undecodable Avro body" in letters[2][1]
 
 
 def create_types(client: Client) -> None:
