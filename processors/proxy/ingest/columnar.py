@@ -501,8 +501,9 @@ def _avro_batch(
 
 def _data(values: list[bytes], writer: Any) -> list[Any] | None:
     """Returns the datums of Confluent-framed records, read from one stream of their bytes
-    (a stream per record cost as much as its read), or None if a read goes past its own
-    record's end (read alone, it would fail). Raises what fastavro raises on a bad body."""
+    (a stream per record cost as much as its read), or None if a read ends anywhere but at its
+    own record's end (read alone, a record cut short or with bytes after its datum is
+    dead-lettered). Raises what fastavro raises on a bad body."""
     stream = io.BytesIO(b"".join(values))
     seek, tell = stream.seek, stream.tell
     out, end = [], 0
@@ -510,7 +511,7 @@ def _data(values: list[bytes], writer: Any) -> list[Any] | None:
         seek(end + 5)
         end += len(value)
         out.append(fastavro.schemaless_reader(stream, writer, None))
-        if tell() > end:
+        if tell() != end:
             return None
     return out
 

@@ -290,11 +290,15 @@ def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
     records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), cut]
     offsets = produce(client, ingest, [*records, avro(4, 4.0, 0.5)])
     wait_consumed(client, ingest, offsets)
-    assert visible(client) == {1: ([1.0, 0.5], 1, "t1"), 4: ([4.0, 0.5], 4, "t4")}
+    tail: Raw = (b"c", avro(6, 6.0, 0.5)[1] + b"\x00\x01")  # bytes after its datum
+    offsets += produce(client, ingest, [avro(7, 7.0, 0.5), tail, avro(8, 8.0, 0.5)])
+    wait_consumed(client, ingest, offsets)
+    assert visible(client) == {n: ([n, 0.5], n, f"t{n}") for n in (1, 4, 7, 8)}
     letters = letters_of(client)
-    assert [off for off, _ in letters] == offsets[1:4]
+    assert [off for off, _ in letters] == [*offsets[1:4], offsets[6]]
     assert "NaN or infinite" in letters[0][1] and "has dim 3, expected 2" in letters[1][1]
     assert "undecodable Avro body" in letters[2][1]
+    assert "2 bytes after the Avro datum" in letters[3][1]
 
 
 def create_types(client: Client) -> None:
