@@ -290,7 +290,8 @@ def test_avro_bytes_vectors_a_nan_and_a_wrong_size_are_dead_lettered_alone(
     records = [avro(1, 1.0, 0.5), avro(2, float("nan"), 0.5), avro(3, 1, 2, 3), cut]
     offsets = produce(client, ingest, [*records, avro(4, 4.0, 0.5)])
     wait_consumed(client, ingest, offsets)
-    tail: Raw = (b"c", avro(6, 6.0, 0.5)[1] + b"\x00\x01")  # bytes after its datum
+    six = serialize(ingest, {**row(6), "vector": np.array([6.0, 0.5], "<f4").tobytes()})
+    tail: Raw = (b"c", six + b"\x00\x01")  # two bytes after its datum
     offsets += produce(client, ingest, [avro(7, 7.0, 0.5), tail, avro(8, 8.0, 0.5)])
     wait_consumed(client, ingest, offsets)
     assert visible(client) == {n: ([n, 0.5], n, f"t{n}") for n in (1, 4, 7, 8)}
