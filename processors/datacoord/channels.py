@@ -139,7 +139,7 @@ class DataChannelCoord(ProcessorBase):
         self._source.reset()
 
     def step(self) -> bool:
-        records = self._source.poll(self._topic, 1000, timeout=0.1)
+        records = self._source.poll(self._topic, 1000, timeout=self.loop.idle_wait_s)
         for rec in records:
             self.offset = rec.offset + 1
             self._apply(rec)

@@ -303,7 +303,7 @@ class DataCoord(ProcessorBase):
     # -- the consumer (a Processor on the shared loop) ------------------------------------
     def step(self) -> bool:
         """Consumes the coord records there are; each commits its position with the state."""
-        records = self._source.poll(self.topic, 1000, timeout=0.1)
+        records = self._source.poll(self.topic, 1000, timeout=self._loop.idle_wait_s)
         for rec in records:
             self._consume(rec)
             self._next = rec.offset + 1

@@ -92,6 +92,10 @@ COLLECTION_PREFIX = b"collection/"
 DELTA_SYNC_S = 1.0
 #: how often the loop commits a moved checkpoint (and publishes it when due)
 CHECKPOINT_EVERY_S = 0.5
+#: the longest a round waits for dml: coord, read without waiting, is seen at the next round
+#: (this late at most while no dml comes; idle, a time tick comes about every 0.3 s); at
+#: 50 ms each pchannel's loop woke the process 20 times a second (issue 24)
+ROUND_WAIT_S = 0.25
 #: a segment's buffered rows are written once they pass this (Milvus insertBufSize: 16 MB)
 DEFAULT_BUFFER_BYTES = 16 << 20
 
@@ -293,7 +297,7 @@ class DataNode(ProcessorBase):
         log.info("data node %s: index of %d keys read back from binlogs", self.name, keys)
 
     # -- the loop ------------------------------------------------------------------------
-    def step(self, timeout: float = 0.05) -> bool:
+    def step(self, timeout: float = ROUND_WAIT_S) -> bool:
         """One round: new coord events, new dml packs, tick reports, ready flushes. Returns
         whether a dml pack came."""
         for rec in self._coord_reader.poll(1000, 0):

@@ -256,11 +256,12 @@ class IndexNode(ProcessorBase):
     def step(self) -> bool:
         """Consumes the ddl and coord records there are (each committed with its position),
         then schedules the builds they call for."""
-        got = False
-        for topic in self._source.topics():
+        got, topics = False, self._source.topics()
+        wait = self._loop.idle_wait_s / max(1, len(topics))  # a record waits out the others'
+        for topic in topics:
             if self._stop.is_set():  # closing: the next topic's wait would only delay it
                 break
-            for rec in self._source.poll(topic, 1000, 0.05):
+            for rec in self._source.poll(topic, 1000, wait):
                 self._consume(topic, rec)
                 got = True
         if got:

@@ -83,7 +83,7 @@ class CoordFollower(ProcessorBase):
             self._on_tick()
 
     def step(self) -> bool:
-        records = self._source.poll(self._topic, BATCH, timeout=0.1)
+        records = self._source.poll(self._topic, BATCH, timeout=self.loop.idle_wait_s)
         for rec in records:
             self._apply(rec.value)
             self.offset = rec.offset + 1

@@ -119,7 +119,7 @@ class IndexLoader(ProcessorBase):
         self._source.open()
 
     def step(self) -> bool:
-        records = self._source.poll(self._topic, BATCH, timeout=0.1)
+        records = self._source.poll(self._topic, BATCH, timeout=self._loop.idle_wait_s)
         self.apply_records(records)
         return bool(records)
 

@@ -309,7 +309,7 @@ class QueryNode(ProcessorBase):
         """Applies the dml packs completed since the last round (its tsafe stays behind a
         pack it stopped in). Returns whether any came."""
         assert self._stream is not None, "opened by start()"
-        packs = self._stream.consume(timeout=0.05)
+        packs = self._stream.consume(timeout=self._loop.idle_wait_s)
         for pack in packs:
             self.apply(pack)
         return bool(packs)

@@ -19,6 +19,12 @@ log = logging.getLogger(__name__)
 #: after a round that succeeds
 RETRY_S = 0.5
 MAX_RETRY_S = 8.0
+#: the longest a round of a loop waits for its first record (`ProcessorLoop.idle_wait_s`): a
+#: record ends the wait at once (a reader's poll returns it), so a longer wait delays only a
+#: stop (the round in hand ends first) and a tick (capped at `tick_s`). Each round of an idle
+#: loop wakes its process's Python: at 50-100 ms, 10-20 rounds a second per loop, most of an
+#: idle cluster process's CPU (issue 24)
+IDLE_WAIT_S = 0.5
 
 
 class Processor(Protocol):
@@ -101,6 +107,8 @@ class ProcessorLoop:
         round in a row up to the max;
         `join_timeout_s`: how long `stop` waits for the round in hand (None: until done)."""
         self.processor, self.tick_s, self.retry_s = processor, tick_s, retry_s
+        #: how long a round waits for its first record (IDLE_WAIT_S, at most `tick_s`)
+        self.idle_wait_s = IDLE_WAIT_S if tick_s is None else min(IDLE_WAIT_S, tick_s)
         self.max_retry_s = max(max_retry_s, retry_s)
         self.join_timeout_s = join_timeout_s
         #: set by `stop`; a processor waits on it (dead-letter retries, backoffs)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from vectorlog.runtime.events import EventApplier, skip_past
-from vectorlog.runtime.loop import ProcessorBase, ProcessorLoop
+from vectorlog.runtime.loop import IDLE_WAIT_S, ProcessorBase, ProcessorLoop
 from vectorlog.runtime.sources import RecordSource
 from vectorlog.schemas.serde import Event, EventSerde
 from vectorlog.state.errors import StateError
@@ -292,3 +292,10 @@ def test_failed_rounds_in_a_row_back_off_and_a_good_round_resets_the_pause(log, 
     said = [r.getMessage() for r in caplog.records if "step failed" in r.getMessage()]
     in_a_row = [s.split("(")[1].split(")")[0] for s in said]
     assert in_a_row == ["1 in a row", "2 in a row", "3 in a row", "1 in a row"]
+
+
+def test_a_round_waits_idle_wait_s_at_most_tick_s():
+    disk = MemoryDisk()
+    assert Summer(MemoryLog(), disk).loop.idle_wait_s == IDLE_WAIT_S
+    assert Summer(MemoryLog(), disk, tick_s=IDLE_WAIT_S / 2).loop.idle_wait_s == IDLE_WAIT_S / 2
+    assert Summer(MemoryLog(), disk, tick_s=IDLE_WAIT_S * 2).loop.idle_wait_s == IDLE_WAIT_S
