@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks import save
 from benchmarks.scaleout_ab import ROOT, exported
+from benchmarks.tick_apply_bench import run_in_tree
 
 NAME = "node_apply_ab"
 
@@ -87,18 +86,8 @@ print(json.dumps({"rows_per_s": batches * 1000 / wall, "load1": load,
 
 def measure(tree: Path, dim: int, batches: int, warm: int, datanode: str) -> dict[str, Any]:
     """Returns one round's figures measured with `tree`'s code."""
-    res = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(dim), str(batches), str(warm), datanode],
-        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"},
-        cwd=tree,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
-    if res.returncode != 0:
-        raise RuntimeError(f"the measurement failed in {tree}: {res.stderr[-2000:]}")
-    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+    args = (str(dim), str(batches), str(warm), datanode)
+    return run_in_tree(tree, PROGRAM, *args, PYTHONSAFEPATH="1")
 
 
 def rounds(args: argparse.Namespace, trees: dict[str, Path]) -> list[dict[str, Any]]:

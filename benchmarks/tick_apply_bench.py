@@ -90,9 +90,15 @@ print(json.dumps({"median_ms": statistics.median(cpu) * 1e3, "p90_ms": p90 * 1e3
 
 def measure(tree: Path, events: int, packs: int, node: str) -> dict[str, Any]:
     """Returns the apply CPU (median, p90 per pack) of `node` measured with `tree`'s code."""
+    return run_in_tree(tree, PROGRAM, str(events), str(packs), node)
+
+
+def run_in_tree(tree: Path, program: str, *args: str, **env: str) -> dict[str, Any]:
+    """Runs `program` with `tree`'s code (and `env` added); returns the JSON object it printed
+    last. Raises RuntimeError with its stderr's tail if it failed."""
     res = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(events), str(packs), node],
-        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        [sys.executable, "-c", program, *args],
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", **env},
         cwd=tree,  # `python -c` puts its working directory first on sys.path
         capture_output=True,
         text=True,
