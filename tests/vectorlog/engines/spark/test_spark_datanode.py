@@ -146,7 +146,7 @@ def log_uri(log: Log) -> str:
     return f"kafka://{log.bootstrap}" if isinstance(log, KafkaLog) else str(log.path)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("log", log_params(), indirect=True)
+@pytest.mark.parametrize("log", log_params(slow=("kafka",)), indirect=True)
 def test_the_log_source_reads_every_record_once_in_order_while_appends_go_on(spark: Any, log: Log):
     from vectorlog.engines.spark.logsource import NAME, offsets_json, register
 
@@ -281,9 +281,18 @@ ENGINES = (("local", "driver"), ("spark", "executors"), ("spark", "driver"))
 def test_both_engines_write_the_same_rows_into_the_same_segments(
     spark: Any, client_args: dict[str, Any], tmp_path: Path, backend: str
 ):
-    """Every way of writing, against the local engine (on Kafka in make test-all: three
-    clusters, each a minute and more on a busy machine)."""
-    compare(client_args, tmp_path, ENGINES)
+    """Every way of writing, against the local engine: the executors' writes (the default);
+    the driver's writes, and every way on Kafka, in make test-all (each cluster a minute and
+    more on a busy machine)."""
+    compare(client_args, tmp_path, ENGINES[:2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", log_params(), indirect=True)
+def test_the_drivers_writes_match_the_local_engines(
+    spark: Any, client_args: dict[str, Any], tmp_path: Path, backend: str
+):
+    compare(client_args, tmp_path, (ENGINES[0], ENGINES[2]))
 
 
 def compare(
