@@ -213,9 +213,12 @@ def _native_chunk(
     parsed = native_json.read_rows(docs, scalars, vectors, shape[1])
     if parsed is None:
         return None
-    values, arrays = parsed
+    values, vector_rows = parsed
     columns = [
-        arrays[f.name] if f.name in arrays else _column(f, values[f.name], None) for f in fields
+        _rows_column(vector_rows[f.name])
+        if f.name in vector_rows
+        else _column(f, values[f.name], None)
+        for f in fields
     ]
     if any(c is None for c in columns):
         return None
@@ -416,13 +419,17 @@ def _vector_column(values: list[Any]) -> pa.Array | None:
         return None
     rows = _rectangular(values) if None not in values else None
     if rows is not None:  # every row a list of numbers, of one length: through numpy
-        step = rows.shape[1]
-        offsets = pa.array(np.arange(0, rows.size + 1, step, dtype=np.int32))
-        return pa.ListArray.from_arrays(offsets, pa.array(rows.ravel(), type=pa.float32()))
+        return _rows_column(rows)
     try:
         return pa.array(values, type=pa.list_(pa.float32()))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+
+
+def _rows_column(rows: np.ndarray) -> pa.Array:
+    """Returns (n, dim) float32 rows as a list<float32> column."""
+    offsets = pa.array(np.arange(0, rows.size + 1, rows.shape[1], dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(rows.ravel(), type=pa.float32()))
 
 
 def _bytes_vectors(values: list[bytes | None]) -> pa.Array | None:

@@ -20,21 +20,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import simdjson
 
 #: the Debezium ops that upsert their `after` row
 UPSERT_OPS = ("c", "r", "u")
 #: one parser per thread (a parser's buffers are reused from one record to the next)
 _LOCAL = threading.local()
-#: a parse's outcome: {field: values} of the scalar fields, {field: column} of the vectors
-Parsed = tuple[dict[str, list[Any]], dict[str, pa.Array]]
+#: a parse's outcome: {field: values} of the scalar fields, {field: (n, dim) float32 rows}
+#: of the vectors
+Parsed = tuple[dict[str, list[Any]], dict[str, np.ndarray]]
 
 
 def read_rows(
     values: Sequence[bytes | memoryview], scalars: list[str], vectors: list[str], debezium: bool
 ) -> Parsed | None:
-    """Returns the scalar fields' values and the float vector fields' list<float32> columns
+    """Returns the scalar fields' values and the float vector fields' (n, dim) float32 rows
     of JSON rows (`debezium`: the `after` rows of upsert events), or None if a record is not
     one this module reads exactly as orjson would (see the module's docstring)."""
     parser = _parser()
@@ -49,10 +49,10 @@ def read_rows(
         return None  # a record simdjson refuses, or a value of another kind
     out = {}
     for name, bufs in buffers.items():
-        column = _vector_column(bufs)
-        if column is None:
+        rows = _vector_rows(bufs)
+        if rows is None:
             return None
-        out[name] = column
+        out[name] = rows
     return columns, out
 
 
@@ -103,15 +103,12 @@ def _after(doc: Any) -> Any:
     return doc.get("after")
 
 
-def _vector_column(buffers: list[Any]) -> pa.Array | None:
-    """Returns the rows' vectors (each a buffer of doubles) as list<float32>, or None if
-    they are not all of one non-zero length."""
+def _vector_rows(buffers: list[Any]) -> np.ndarray | None:
+    """Returns the rows' vectors (each a buffer of doubles) as an (n, dim) float32 array, or
+    None if they are not all of one non-zero length."""
     sizes = {memoryview(b).nbytes for b in buffers}
     if len(sizes) != 1 or 0 in sizes:
         return None
     flat = np.frombuffer(b"".join(buffers), dtype=np.float64)
     with np.errstate(over="ignore"):  # beyond float32: inf, as the orjson path gives
-        rows = flat.astype(np.float32)
-    step = sizes.pop() // 8
-    offsets = pa.array(np.arange(0, rows.size + 1, step, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(rows, type=pa.float32()))
+        return flat.astype(np.float32).reshape(len(buffers), -1)
