@@ -57,6 +57,10 @@ FRAGMENTS: tuple[tuple[tuple[str, ...], OpenFailure], ...] = (
 )
 _READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: the OS's own answer (an OSError, never RocksDB's message) that the store's path cannot exist
+#: (a parent missing where it cannot be created, or a file where a directory should be): the
+#: path is wrong, nothing is corrupt, and moving the "corrupt" directory away would not help
+_BAD_PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
 def classify(exc: BaseException) -> tuple[OpenFailure, str]:
@@ -66,6 +70,8 @@ def classify(exc: BaseException) -> tuple[OpenFailure, str]:
         return OpenFailure.DISK_FULL, message
     if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
         return OpenFailure.READ_ONLY, message
+    if isinstance(exc, OSError) and exc.errno in _BAD_PATH_ERRNOS:
+        return OpenFailure.OTHER, message
     lowered = message.lower()
     for fragments, kind in FRAGMENTS:
         if any(fragment in lowered for fragment in fragments):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vectorlog.core.errors import VectorlogError
-from vectorlog.streams.errors import LogCorrupt, LogInUse
+from vectorlog.streams.errors import LogCorrupt, LogInUse, LogOpenError
 from vectorlog.streams.log.base import Append, Record
 from vectorlog.streams.log.embedded import EmbeddedLog
 
@@ -142,3 +142,15 @@ def test_a_damaged_log_directory_is_reported_corrupt_not_in_use(tmp_path: Path):
     with pytest.raises(LogCorrupt, match="is corrupt") as err:
         EmbeddedLog(tmp_path / "log")
     assert isinstance(err.value, VectorlogError) and "CURRENT" in str(err.value)
+
+
+@pytest.mark.parametrize("where", ["under /proc", "under a file"])
+def test_a_log_path_that_cannot_be_a_directory_is_named_not_called_corrupt(
+    tmp_path: Path, where: str
+):
+    (tmp_path / "file").write_text("")
+    parent = Path("/proc/vectorlog-no-such-dir") if where == "under /proc" else tmp_path / "file"
+    with pytest.raises(LogOpenError) as err:
+        EmbeddedLog(parent / "log")
+    assert not isinstance(err.value, LogCorrupt), err.value
+    assert str(parent / "log") in str(err.value)

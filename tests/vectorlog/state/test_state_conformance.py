@@ -32,6 +32,7 @@ from vectorlog.state.errors import (
     StateStoreClosed,
     StateStoreCorrupt,
     StateStoreInUse,
+    StateStoreOpenError,
     TransactionFinished,
 )
 from vectorlog.state.memory import MemoryDisk, MemoryStateStore
@@ -427,6 +428,21 @@ class TestRocksDBStateStore(StateStoreConformance):
             RocksDBStateStore(location)
         assert str(location) in str(err.value) and "rebuilt" in str(err.value)
         assert err.value.cause in str(err.value)
+
+    @pytest.mark.parametrize("where", ["under /proc", "under a file"])
+    def test_a_path_that_cannot_be_a_directory_is_named_not_called_corrupt(
+        self, tmp_path: Path, where: str
+    ) -> None:
+        # a mistyped --dir must not be reported as a corrupt store to be moved away
+        (tmp_path / "file").write_text("")
+        parent = (
+            Path("/proc/vectorlog-no-such-dir") if where == "under /proc" else tmp_path / "file"
+        )
+        with pytest.raises(StateStoreOpenError) as err:
+            RocksDBStateStore(parent / "rootcoord")
+        assert not isinstance(err.value, StateStoreCorrupt), err.value
+        assert str(parent / "rootcoord") in str(err.value)
+        assert "No such file or directory" in str(err.value) or "Not a directory" in str(err.value)
 
     # -- migration of format 0 -----------------------------------------------------------
     def write_old_layout(self, path: Path) -> None:
