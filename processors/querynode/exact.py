@@ -71,6 +71,10 @@ def one_query(
 #: bytes of stored rows a query scans before the next query scans the same rows (half the
 #: L2 cache of this machine's cores): `few_queries` reads each row from memory once
 CHUNK_BYTES = 512 * 1024
+#: `few_queries` cuts the stored rows into chunks of a multiple of this many rows, so each
+#: row goes through the same path of faiss's kernel as in `one_query` (a multiple of every
+#: SIMD level's block: 8 rows with AVX2, 16 with AVX-512)
+KERNEL_BLOCK = 64
 #: at most this many queries are scanned by `few_queries` (beyond, faiss's flat search: its
 #: BLAS blocks serve many queries better)
 FEW_QUERIES = 16
@@ -87,9 +91,11 @@ def few_queries(
     n, dim = v.shape
     d = np.empty((len(x), n), dtype=np.float32)
     kernel = faiss.fvec_L2sqr_ny if l2 else faiss.fvec_inner_products_ny  # type: ignore[attr-defined]
-    # whole blocks of 8 rows: faiss's kernels of small dimensions take 8 rows at a time and
-    # the rest one by one, which rounds the last bit otherwise (one_query's blocks start at 0)
-    ptr, step = faiss.swig_ptr, max(CHUNK_BYTES // (4 * dim) // 8 * 8, 8)
+    # whole blocks of KERNEL_BLOCK rows: faiss's kernels of small dimensions take 8 (AVX2) or
+    # 16 (AVX-512) rows at a time and the rest one by one, which rounds the last bit
+    # otherwise (one_query's blocks start at 0)
+    block = KERNEL_BLOCK
+    ptr, step = faiss.swig_ptr, max(CHUNK_BYTES // (4 * dim) // block * block, block)
     for lo in range(0, n, step):
         rows = v[lo : lo + step]
         for i in range(len(x)):

@@ -269,11 +269,15 @@ def test_search_matches_a_brute_force_top_k_among_visible_rows(metric):
             assert all(h["entity"] == {} for h in got)
 
 
+@pytest.mark.parametrize("chunk_rows", [1, 12, 70, 130])
 @pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
-def test_a_search_of_several_queries_answers_each_as_it_would_alone(metric, monkeypatch):
+def test_a_search_of_several_queries_answers_each_as_it_would_alone(
+    metric, chunk_rows, monkeypatch
+):
     # the proxy sends coalesced searches as one of several queries: each scanned chunk by
-    # chunk (here 8 rows a chunk, the last one partial), deleted rows masked
-    monkeypatch.setattr(exact, "CHUNK_BYTES", 12 * DIM * 4)
+    # chunk (here 64 or 128 rows a chunk, whole kernel blocks on AVX2 and AVX-512 alike, the
+    # last one partial), deleted rows masked: the distances bit for bit as alone
+    monkeypatch.setattr(exact, "CHUNK_BYTES", chunk_rows * DIM * 4)
     rng = np.random.default_rng(5)
     x = rng.normal(size=(300, DIM)).astype(np.float32)
     queries = rng.normal(size=(6, DIM)).astype(np.float32)
