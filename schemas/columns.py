@@ -132,9 +132,20 @@ def joined_column(columns: list[Any], counts: list[int]) -> np.ndarray | None:
     i-th) as one array, what concatenating each one's `decode_column` gives; None unless each
     is a number or bool column without null flags, or float vectors of one dim, holding its
     event's row count (a run of single-row inserts is decoded a field at a time)."""
+    chunks = column_chunks(columns, counts)
+    if chunks is None or len(chunks) == 1:
+        return None if chunks is None else chunks[0]
+    return np.concatenate(chunks)
+
+
+def column_chunks(columns: list[Any], counts: list[int]) -> list[np.ndarray] | None:
+    """Returns `joined_column`'s values in chunks that concatenate to them: one array, but
+    float vectors as each event's own rows, views of its decoded bytes (not copied: a
+    buffer that joins its chunks later, as the data node's binlog write does, copies each
+    vector once, not twice). None where `joined_column` gives None."""
     kind, first = column_kind(columns[0])
     if kind == "FloatVectorColumn":
-        return _joined_vectors(columns, counts, int(first["dim"]))
+        return _vector_chunks(columns, counts, int(first["dim"]))
     dtype = JOINABLE.get(kind)
     if dtype is None:
         return None
@@ -144,7 +155,7 @@ def joined_column(columns: list[Any], counts: list[int]) -> np.ndarray | None:
         if other != kind or body.get("valid") is not None or len(body["values"]) != n:
             return None
         values.extend(body["values"])
-    return np.asarray(values, dtype=dtype)
+    return [np.asarray(values, dtype=dtype)]
 
 
 def joined_columns(
@@ -154,6 +165,18 @@ def joined_columns(
     body's row count, and every field's values as one array (`joined_column`); None unless
     each body holds exactly the schema's fields (by name and id), each in its type's column
     kind (COLUMN_TYPE) and joinable (then each body is decoded on its own)."""
+    chunked = chunked_columns(schema, bodies)
+    if chunked is None:
+        return None
+    counts, out = chunked
+    return counts, {name: c[0] if len(c) == 1 else np.concatenate(c) for name, c in out.items()}
+
+
+def chunked_columns(
+    schema: CollectionSchema, bodies: list[dict[str, Any]]
+) -> tuple[list[int], dict[str, list[np.ndarray]]] | None:
+    """`joined_columns` with every field's values in chunks (`column_chunks`: float vectors
+    as each body's own rows, not copied), None where it gives None."""
     fields = {f.name: f for f in schema.fields}
     counts = [int(b["num_rows"]) for b in bodies]
     by_name: dict[str, list[Any]] = {name: [] for name in fields}
@@ -165,11 +188,11 @@ def joined_columns(
             if f is None or f.field_id != c["field_id"]:
                 return None
             by_name[f.name].append(c["column"])
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, list[np.ndarray]] = {}
     for name, got in by_name.items():
         if len(got) != len(bodies) or column_kind(got[0])[0] != COLUMN_TYPE[fields[name].dtype]:
             return None
-        values = joined_column(got, counts)
+        values = column_chunks(got, counts)
         if values is None:
             return None
         out[name] = values
@@ -200,8 +223,9 @@ def inserts_grouped(events: list[Any], key: Callable[[Any], Any]) -> list[list[A
     return groups
 
 
-def _joined_vectors(columns: list[Any], counts: list[int], dim: int) -> np.ndarray | None:
-    """`joined_column` of FloatVectorColumns: None unless every one has `dim` and its rows."""
+def _vector_chunks(columns: list[Any], counts: list[int], dim: int) -> list[np.ndarray] | None:
+    """`column_chunks` of FloatVectorColumns: each one's (rows, dim) float32 view; None
+    unless every one has `dim` and its rows."""
     if dim <= 0:
         return None
     data = []
@@ -209,8 +233,8 @@ def _joined_vectors(columns: list[Any], counts: list[int], dim: int) -> np.ndarr
         kind, body = column_kind(column)
         if kind != "FloatVectorColumn" or body["dim"] != dim or len(body["data"]) != n * dim * 4:
             return None
-        data.append(body["data"])
-    return np.frombuffer(b"".join(data), dtype="<f4").reshape(sum(counts), dim)
+        data.append(np.frombuffer(body["data"], dtype="<f4").reshape(n, dim))
+    return data
 
 
 def with_dynamic(schema: CollectionSchema, columns: list[dict], num_rows: int) -> list[dict]:

@@ -19,9 +19,9 @@ import numpy as np
 
 from vectorlog.core.model import CollectionSchema
 from vectorlog.schemas.columns import (
+    chunked_columns,
     decode_column,
     inserts_grouped,
-    joined_columns,
     run_row_ids,
     with_dynamic,
 )
@@ -100,17 +100,19 @@ def _run(events: list[Event], schema: CollectionSchema) -> InsertRun | None:
 def _joined(
     events: list[Event], schema: CollectionSchema
 ) -> tuple[list[list[Any]], dict[int, list[Any]], list[Any]] | None:
-    """Returns each event's primary keys, every field's rows as one array, decoded a field
-    at a time (`joined_columns`), and all the keys in row order; None if they cannot be
-    (each event is then decoded alone)."""
-    joined = joined_columns(schema, [e.body for e in events])
-    if joined is None:
+    """Returns each event's primary keys, every field's rows in chunks decoded a field at
+    a time (`chunked_columns`: one array, float vectors each event's own rows, joined once
+    by the binlog write, not also here), and all the keys in row order; None if they cannot
+    be (each event is then decoded alone)."""
+    chunked = chunked_columns(schema, [e.body for e in events])
+    if chunked is None:
         return None
-    counts, columns = joined
-    keys = columns[schema.primary.name].tolist()
+    counts, columns = chunked
+    (pk_values,) = columns[schema.primary.name]  # numbers: one array
+    keys = pk_values.tolist()
     ends = np.cumsum(counts).tolist()
     pks = [keys[end - n : end] for end, n in zip(ends, counts, strict=True)]
-    return pks, {f.field_id: [columns[f.name]] for f in schema.fields}, keys
+    return pks, {f.field_id: columns[f.name] for f in schema.fields}, keys
 
 
 def _decoded(event: Event, schema: CollectionSchema) -> tuple[list[Any], dict[int, Any]] | None:

@@ -1,4 +1,4 @@
-"""Columns of consecutive inserts decoded a field at a time (`joined_column`,
+"""Columns of consecutive inserts decoded a field at a time (`joined_column`, `chunked_columns`,
 `joined_columns`): the same values as decoding each event's column and concatenating them,
 and None for every column such a join cannot take (it is then decoded event by event)."""
 
@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
-from vectorlog.schemas.columns import decode_column, encode_column, joined_column, joined_columns
+from vectorlog.schemas.columns import (
+    chunked_columns,
+    decode_column,
+    encode_column,
+    joined_column,
+    joined_columns,
+)
 
 DIM = 3
 
@@ -82,3 +88,18 @@ def test_joined_columns_of_bodies_with_exactly_the_schemas_fields():
     assert counts == [1, 2] and cols["id"].tolist() == [1, 2, 3] and cols["vec"].shape == (3, DIM)
     id_only = [schema().fields[0]]
     assert joined_columns(schema(), [body([1]), body([2], id_only)]) is None  # a field left out
+
+
+def test_chunked_columns_keep_each_bodys_vectors_uncopied():
+    bodies = [body([1]), body([2, 3])]
+    counts, cols = chunked_columns(schema(), bodies) or ([], {})
+    assert counts == [1, 2] and [c.tolist() for c in cols["id"]] == [[1, 2, 3]]
+    vecs = cols["vec"]
+    assert [v.shape for v in vecs] == [(1, DIM), (2, DIM)]
+    for v, b in zip(vecs, bodies, strict=True):  # a view of the decoded bytes, not a copy
+        data = b["columns"][1]["column"][1]["data"]
+        assert np.shares_memory(v, np.frombuffer(data, np.uint8))
+    joined = (joined_columns(schema(), bodies) or ([], {}))[1]
+    assert np.array_equal(np.concatenate(vecs), joined["vec"])
+    id_only = [schema().fields[0]]
+    assert chunked_columns(schema(), [body([1]), body([2], id_only)]) is None
