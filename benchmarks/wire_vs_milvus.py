@@ -228,7 +228,35 @@ def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dic
             started = time.perf_counter()
             proxy = _Remote(python, ports.grpc)
             got = proxy.run(WORKLOAD, data | {"server_pid": proc.pid})
-            return got | {"wall_s": time.perf_counter() - started}
+            got |= {"wall_s": time.perf_counter() - started}
+            _name_threads(got, proc.pid)
+            return got
+
+
+def _name_threads(got: dict[str, Any], pid: int) -> None:
+    """Names the server threads of `got`'s phases by their Python thread names, read with
+    py-spy (`VECTORLOG_PYSPY`: its path) from the server still running; without it, nothing."""
+    import os
+    import re
+    import subprocess
+
+    pyspy = os.environ.get("VECTORLOG_PYSPY")
+    if not pyspy:
+        return
+    res = subprocess.run(
+        [pyspy, "dump", "--nonblocking", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    names = {
+        int(t): n for t, n in re.findall(r'^Thread (\d+) \([^)]*\): "([^"]*)"', res.stdout, re.M)
+    }
+    for note in got.get("phases", {}).values():
+        note["server_threads"] = [
+            [tid, names.get(tid, name), share] for tid, name, share in note["server_threads"]
+        ]
 
 
 class _Remote:
@@ -359,8 +387,7 @@ def main(argv: list[str] | None = None) -> None:
         data["single_rows"], data["parts"] = args.single_rows, parts
         for i in range(args.rounds):
             got = {
-                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp))
-                for s in servers
+                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp)) for s in servers
             }
             for r in got.values():
                 if "hits" in r:
