@@ -11,7 +11,9 @@ this machine, one at a time, each from an empty data directory. `--parts` times 
 phases after the insert (the HNSW build and load run when a search phase is asked for);
 `--servers vectorlog` runs one server alone (its rounds go to wire_vs_milvus_<server>.json).
 Each search phase notes the load at its start, the segments the server lists with the index
-progress at its start and end, and the busiest processes and server threads (CPU share).
+progress at its start and end, the machine's busy and stolen CPU, the cores the server, the
+client and every other process took, and the busiest processes and server threads; the
+Milvus round waits until no process of its server's session is left (`left_behind`).
 The insert and the batch search are also split: pymilvus's own CPU building the request
 (timed alone, nothing sent) and the server's answer to the same request prebuilt (a raw
 gRPC call, the response left as bytes), so a serial client's bound shows in the same run.
@@ -36,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import save
-from benchmarks.server_serve import Ports, child, free_port, serve_command
+from benchmarks.server_serve import Ports, child, end_group, free_port, serve_command
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
@@ -145,7 +147,12 @@ def phase(name, fn):  # runs fn, noting the load, segments and busiest processes
     hz, cores = os.sysconf("SC_CLK_TCK"), os.cpu_count()
     note["busy"], note["idle"], note["steal"] = [
         round((b - a) / hz / dt / cores, 3) for a, b in zip(m0, m1)]
-    note["processes"] = busiest(p0, ticks("/proc"), dt)
+    p1 = ticks("/proc")
+    note["processes"] = busiest(p0, p1, dt)
+    shares = busiest(p0, p1, dt, top=len(p1))  # cores: ours (server, client), the others'
+    note["server_cpu"] = sum(c for i, _, c in shares if i == spid)
+    note["client_cpu"] = sum(c for i, _, c in shares if i == os.getpid())
+    note["others_cpu"] = round(sum(c for i, _, c in shares if i not in (spid, os.getpid())), 2)
     if spid:
         note["server_threads"] = busiest(t0, ticks(tasks), dt, top=10)
     note["at_end"] = segments()
@@ -218,10 +225,10 @@ def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dic
         if server == "milvus":
             with MilvusServer(Path(d), python) as m:
                 assert m.proc is not None
-                started = time.perf_counter()
-                return m.run(WORKLOAD, data | {"server_pid": m.proc.pid}, timeout=7200) | {
-                    "wall_s": time.perf_counter() - started
-                }
+                pid, started = m.proc.pid, time.perf_counter()
+                got = m.run(WORKLOAD, data | {"server_pid": pid}, timeout=7200)
+                got |= {"wall_s": time.perf_counter() - started}
+            return got | {"left_behind": end_group(pid)}  # its session: no process may stay
         ports = Ports(free_port(), free_port())
         health = f"http://127.0.0.1:{ports.rest}/healthz"
         with child(serve_command(d, ports), health, new_session=True) as proc:  # as Milvus
