@@ -218,9 +218,12 @@ def recall(got: list[list[int]], truth: list[list[int]]) -> float:
     return float(np.mean([len(set(g) & set(t)) / K for g, t in zip(got, truth, strict=True)]))
 
 
-def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dict[str, Any]:
+def one_round(
+    server: str, python: Path, data: dict[str, Any], tmp: Path, pyspy: str | None = None
+) -> dict[str, Any]:
     """Runs the workload once against a fresh `server` ("milvus" or "vectorlog"), its
-    process id given to the workload (which notes its threads' CPU in each search phase)."""
+    process id given to the workload (which notes its threads' CPU in each search phase);
+    `pyspy`: py-spy's path, to name vectorlog's threads."""
     with tempfile.TemporaryDirectory(dir=tmp) as d:
         if server == "milvus":
             with MilvusServer(Path(d), python) as m:
@@ -236,20 +239,17 @@ def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dic
             proxy = _Remote(python, ports.grpc)
             got = proxy.run(WORKLOAD, data | {"server_pid": proc.pid})
             got |= {"wall_s": time.perf_counter() - started}
-            _name_threads(got, proc.pid)
+            if pyspy:
+                _name_threads(got, proc.pid, pyspy)
             return got
 
 
-def _name_threads(got: dict[str, Any], pid: int) -> None:
+def _name_threads(got: dict[str, Any], pid: int, pyspy: str) -> None:
     """Names the server threads of `got`'s phases by their Python thread names, read with
-    py-spy (`VECTORLOG_PYSPY`: its path) from the server still running; without it, nothing."""
-    import os
+    py-spy (at `pyspy`) from the server still running."""
     import re
     import subprocess
 
-    pyspy = os.environ.get("VECTORLOG_PYSPY")
-    if not pyspy:
-        return
     res = subprocess.run(
         [pyspy, "dump", "--nonblocking", "-p", str(pid)],
         capture_output=True,
@@ -374,6 +374,7 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(SERVERS),
         help="comma-separated servers to run, in this order (default both): " + ", ".join(SERVERS),
     )
+    parser.add_argument("--py-spy", help="py-spy's path: names vectorlog's busiest threads")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     if not set(parts) <= set(PARTS):
@@ -394,7 +395,8 @@ def main(argv: list[str] | None = None) -> None:
         data["single_rows"], data["parts"] = args.single_rows, parts
         for i in range(args.rounds):
             got = {
-                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp)) for s in servers
+                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp), args.py_spy)
+                for s in servers
             }
             for r in got.values():
                 if "hits" in r:
@@ -405,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
             results["rounds"].append(got)
     results["machine"] = save.cores(f"load {save.load1():.1f}")
     results["options"] = "".join(
-        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
+        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "py_spy")
     )
     if len(servers) == len(SERVERS):
         write(results, args.out)
