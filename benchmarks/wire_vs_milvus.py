@@ -157,6 +157,7 @@ def phase(name, fn):  # runs fn, noting the load, segments and busiest processes
         note["server_threads"] = busiest(t0, ticks(tasks), dt, top=10)
     note["at_end"] = segments()
     out.setdefault("phases", {})[name] = note
+    out[f"{name}_others_cpu"] = note["others_cpu"]
     return result
 if parts & {"batch", "one", "filtered"}:
     c.search(q[:10].tolist(), "vector", param, limit=k)  # warm up
@@ -296,13 +297,16 @@ METRICS = (
     ("load (s)", "load_s", False),
     ("one query per call, ef 128 (QPS)", "one_per_call_qps", True),
     ("  its recall@10", "recall", True),
+    ("  other processes' CPU meanwhile (cores)", "one_others_cpu", False),
     ("  pymilvus building one batch's request (ms)", "insert_client_ms", False),
     ("  the server answering it, request prebuilt (ms)", "insert_server_ms", False),
     ("all held-out queries in one call (QPS, best of 3)", "batch_qps", True),
+    ("  other processes' CPU meanwhile (cores)", "batch_others_cpu", False),
     ("  pymilvus building the call's request (ms)", "batch_client_ms", False),
     ("  the server answering it, request prebuilt (ms)", "batch_server_ms", False),
     ("one query per call, tag == 3 (QPS)", "filtered_qps", True),
     ("  its recall@10", "filtered_recall", True),
+    ("  other processes' CPU meanwhile (cores)", "filtered_others_cpu", False),
     ("single-row insert p50 (ms)", "single_insert_p50_ms", False),
     ("single-row insert p99 (ms)", "single_insert_p99_ms", False),
 )
