@@ -52,19 +52,26 @@ def exists_already(info: CollectionInfo, spec: IndexSpec) -> bool:
     return same is not None and all(same[k] == body[k] for k in COMPARED)
 
 
+#: the segment states whose rows an index build counts (Milvus datacoord's isFlush: its
+#: DescribeIndex and GetIndexState total the Flushing segments' rows too, pending until indexed)
+COUNTED = frozenset({"Flushed", "Flushing"})
+
+
 def flushed_rows(info: CollectionInfo, segments: list[dict[str, Any]]) -> int:
-    """Returns the rows of the Flushed `segments` (datacoord's infos) in live partitions."""
+    """Returns the rows of the Flushed and Flushing `segments` (datacoord's infos) in live
+    partitions."""
     live = set(info.partitions.values())
     return sum(
         int(s["num_rows"])
         for s in segments
-        if s.get("state") == "Flushed" and s.get("partition_id") in live
+        if s.get("state") in COUNTED and s.get("partition_id") in live
     )
 
 
 def progress(p: IndexProgress, flushed: int) -> IndexProgress:
-    """Returns `p` counting at least `flushed` rows: a segment datacoord reports Flushed is
-    pending until the index node (which may not have read its flush yet) indexed it."""
+    """Returns `p` counting at least `flushed` rows: a segment datacoord reports Flushed (or
+    Flushing) is pending until the index node (which may not have read its flush yet)
+    indexed it."""
     total = max(p.total_rows, flushed)
     done = FINISHED if p.indexed_rows >= total else IN_PROGRESS
     state = FAILED if p.state == FAILED else done
@@ -81,7 +88,8 @@ def describe(
     indexes only; a scalar index has none), params (as created, integers as ints),
     field_name, index_name, total_rows, indexed_rows, pending_index_rows, state (and
     index_state_fail_reason once Failed);
-    `flushed`: rows datacoord reports Flushed, pending until the index node indexed them.
+    `flushed`: rows datacoord reports Flushed or Flushing, pending until the index node
+    indexed them.
     Raises IndexNotFound."""
     ix = info.indexes.get(index_name) if isinstance(index_name, str) else None
     if ix is None:

@@ -1,5 +1,5 @@
-"""describe_index's progress at the proxy: datacoord's Flushed rows count as pending until
-the index node has read their flush and indexed them."""
+"""describe_index's progress at the proxy: datacoord's Flushed and Flushing rows count as
+pending until the index node has read their flush and indexed them (Milvus's isFlush)."""
 
 from __future__ import annotations
 
@@ -25,3 +25,22 @@ def test_rows_datacoord_reports_flushed_are_pending_until_the_index_node_indexed
     assert done.state == FINISHED and done.pending_index_rows == 0
     failed = ix.progress(IndexProgress(0, 100, 100, FAILED, "boom"), flushed)
     assert failed.state == FAILED and failed.fail_reason == "boom"
+
+
+def test_a_flushing_segment_keeps_the_index_in_progress_as_in_milvus():
+    """Milvus's DescribeIndex totals Flushed and Flushing segments (datacoord isFlush): rows
+    sealed and being written are not indexed yet, so the build is not Finished."""
+    schema = CollectionSchema(())
+    info = CollectionInfo(1, "c", schema, 1, ["v"], [0], 0, partitions={"_default": 7})
+    segments = [
+        {"state": "Flushed", "partition_id": 7, "num_rows": 100},
+        {"state": "Flushing", "partition_id": 7, "num_rows": 40},
+        {"state": "Sealed", "partition_id": 7, "num_rows": 20},  # Milvus leaves Sealed out
+    ]
+    flushed = ix.flushed_rows(info, segments)
+    assert flushed == 140
+    indexed_the_flushed_one = ix.progress(IndexProgress(100, 100, 0, FINISHED), flushed)
+    assert indexed_the_flushed_one.state == IN_PROGRESS
+    assert indexed_the_flushed_one.pending_index_rows == 40
+    both = ix.progress(IndexProgress(140, 140, 0, FINISHED), flushed)
+    assert both.state == FINISHED and both.pending_index_rows == 0
