@@ -4,6 +4,7 @@ for the server benchmark: free ports, waiting for its health endpoint, SIGTERM a
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -82,6 +83,38 @@ def child(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            if new_session:
+                end_group(proc.pid)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Returns the ids of the live processes of process group `pgid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def end_group(pgid: int, timeout: float = 30.0) -> int:
+    """Kills what is left of process group `pgid` (a server started in a session of its own,
+    its leader already reaped) and waits until none of it runs, so the next server's round
+    does not share the CPU with it; returns how many processes were left."""
+    left = group_members(pgid)
+    if left:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(left)
 
 
 def _wait_ready(

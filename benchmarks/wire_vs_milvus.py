@@ -8,13 +8,19 @@ COSINE) to "Finished"; load; one query per call (ef 128) with its recall@10 agai
 COSINE neighbours computed here; 1,000 queries in one call; one query per call filtered by
 `tag == 3` (10 % of the rows); single-row inserts (p50/p99 of a call). Every server runs on
 this machine, one at a time, each from an empty data directory. `--parts` times only some
-phases after the insert (the HNSW build and load run when a search phase is asked for).
+phases after the insert (the HNSW build and load run when a search phase is asked for);
+`--servers vectorlog` runs one server alone (its rounds go to wire_vs_milvus_<server>.json).
+Each search phase notes the load at its start, the segments the server lists with the index
+progress at its start and end, the machine's busy and stolen CPU, the cores the server, the
+client and every other process took, and the busiest processes and server threads; the
+Milvus round waits until no process of its server's session is left (`left_behind`).
 The insert and the batch search are also split: pymilvus's own CPU building the request
 (timed alone, nothing sent) and the server's answer to the same request prebuilt (a raw
 gRPC call, the response left as bytes), so a serial client's bound shows in the same run.
 
     python -m benchmarks.wire_vs_milvus [--rows 100000] [--queries 1000] [--rounds 2]
-        [--parts insert,batch,one,filtered,single] [--out benchmarks/results]
+        [--parts insert,batch,one,filtered,single] [--servers milvus,vectorlog]
+        [--out benchmarks/results]
 
 Writes wire_vs_milvus.json, .md and .png. Building Milvus's venv takes a few minutes once
 (cached under ~/.cache/vectorlog-test).
@@ -32,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import save
-from benchmarks.server_serve import Ports, child, free_port, serve_command
+from benchmarks.server_serve import Ports, child, end_group, free_port, serve_command
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
@@ -41,9 +47,11 @@ K = 10
 #: the phases timed after the timed insert: its split (client / server), the batch search,
 #: one query per call, the filtered one, single-row inserts
 PARTS = ("insert", "batch", "one", "filtered", "single")
+#: the servers a round runs, one after the other
+SERVERS = ("milvus", "vectorlog")
 
 WORKLOAD = r"""
-import json, sys, time
+import json, os, sys, time
 import grpc
 import numpy as np
 from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
@@ -100,6 +108,57 @@ if parts & {"batch", "one", "filtered"}:
     out["index_build_s"] = time.perf_counter() - t
     t = time.perf_counter(); c.load(); out["load_s"] = time.perf_counter() - t
 param = {"metric_type": "COSINE", "params": {"ef": 128}}
+def ticks(root):  # {pid or tid: (name, CPU ticks)} of the processes (or threads) under root
+    got = {}
+    for p in os.listdir(root):
+        try:
+            with open(f"{root}/{p}/stat") as f:
+                s = f.read()
+        except (OSError, ValueError):
+            continue
+        if p.isdigit():
+            f = s[s.rindex(")") + 2 :].split()
+            got[int(p)] = (s[s.index("(") + 1 : s.rindex(")")], int(f[11]) + int(f[12]))
+    return got
+def busiest(before, after, dt, top=6):  # [(id, name, CPU share)] over the interval
+    hz = os.sysconf("SC_CLK_TCK")
+    d = [(i, nm, (t - before.get(i, (nm, 0))[1]) / hz / dt) for i, (nm, t) in after.items()]
+    return [(i, nm, round(c, 2)) for i, nm, c in sorted(d, key=lambda r: -r[2])[:top] if c > 0]
+def segments():  # the server's segments as pymilvus sees them, and the index progress
+    try:
+        segs = utility.get_query_segment_info("wire")
+        prog = utility.index_building_progress("wire")
+    except Exception as exc:
+        return {"error": str(exc)}
+    return {"segments": [(s.segmentID, s.num_rows, s.index_name, s.state) for s in segs],
+            "index": dict(prog)}
+def machine():  # the machine's CPU ticks: busy, idle (with I/O wait), stolen by the host
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v[:3]) + sum(v[5:7]), v[3] + v[4], v[7]
+def phase(name, fn):  # runs fn, noting the load, segments and busiest processes/threads
+    spid = cfg.get("server_pid")
+    tasks = f"/proc/{spid}/task"
+    note = {"load1": os.getloadavg()[0], "at_start": segments()}
+    p0, t0, w0 = ticks("/proc"), ticks(tasks) if spid else {}, time.perf_counter()
+    m0 = machine()
+    result = fn()
+    dt, m1 = time.perf_counter() - w0, machine()
+    hz, cores = os.sysconf("SC_CLK_TCK"), os.cpu_count()
+    note["busy"], note["idle"], note["steal"] = [
+        round((b - a) / hz / dt / cores, 3) for a, b in zip(m0, m1)]
+    p1 = ticks("/proc")
+    note["processes"] = busiest(p0, p1, dt)
+    shares = busiest(p0, p1, dt, top=len(p1))  # cores: ours (server, client), the others'
+    note["server_cpu"] = sum(c for i, _, c in shares if i == spid)
+    note["client_cpu"] = sum(c for i, _, c in shares if i == os.getpid())
+    note["others_cpu"] = round(sum(c for i, _, c in shares if i not in (spid, os.getpid())), 2)
+    if spid:
+        note["server_threads"] = busiest(t0, ticks(tasks), dt, top=10)
+    note["at_end"] = segments()
+    out.setdefault("phases", {})[name] = note
+    out[f"{name}_others_cpu"] = note["others_cpu"]
+    return result
 if parts & {"batch", "one", "filtered"}:
     c.search(q[:10].tolist(), "vector", param, limit=k)  # warm up
 def one_per_call(expr):
@@ -109,16 +168,19 @@ def one_per_call(expr):
         got.append([h.id for h in r[0]])
     return len(q) / (time.perf_counter() - t), got
 if "one" in parts:
-    out["one_per_call_qps"], out["hits"] = one_per_call(None)
+    out["one_per_call_qps"], out["hits"] = phase("one", lambda: one_per_call(None))
 if "filtered" in parts:
-    out["filtered_qps"], out["filtered_hits"] = one_per_call("tag == 3")
+    out["filtered_qps"], out["filtered_hits"] = phase("filtered",
+                                                      lambda: one_per_call("tag == 3"))
 if "batch" in parts:  # best of 3 calls; then the same call split as the insert's
-    best = 0.0
-    for _ in range(3):
-        t = time.perf_counter()
-        c.search(q.tolist(), "vector", param, limit=k)
-        best = max(best, len(q) / (time.perf_counter() - t))
-    out["batch_qps"] = best
+    def best_of_3():
+        best = 0.0
+        for _ in range(3):
+            t = time.perf_counter()
+            c.search(q.tolist(), "vector", param, limit=k)
+            best = max(best, len(q) / (time.perf_counter() - t))
+        return best
+    out["batch_qps"] = phase("batch", best_of_3)
     t = time.perf_counter()
     req = Prepare.search_requests_with_expr("wire", q.tolist(), "vector", param, k)
     built = req.SerializeToString()
@@ -157,21 +219,52 @@ def recall(got: list[list[int]], truth: list[list[int]]) -> float:
     return float(np.mean([len(set(g) & set(t)) / K for g, t in zip(got, truth, strict=True)]))
 
 
-def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dict[str, Any]:
-    """Runs the workload once against a fresh `server` ("milvus" or "vectorlog")."""
+def one_round(
+    server: str, python: Path, data: dict[str, Any], tmp: Path, pyspy: str | None = None
+) -> dict[str, Any]:
+    """Runs the workload once against a fresh `server` ("milvus" or "vectorlog"), its
+    process id given to the workload (which notes its threads' CPU in each search phase);
+    `pyspy`: py-spy's path, to name vectorlog's threads."""
     with tempfile.TemporaryDirectory(dir=tmp) as d:
         if server == "milvus":
             with MilvusServer(Path(d), python) as m:
-                started = time.perf_counter()
-                return m.run(WORKLOAD, data, timeout=7200) | {
-                    "wall_s": time.perf_counter() - started
-                }
+                assert m.proc is not None
+                pid, started = m.proc.pid, time.perf_counter()
+                got = m.run(WORKLOAD, data | {"server_pid": pid}, timeout=7200)
+                got |= {"wall_s": time.perf_counter() - started}
+            return got | {"left_behind": end_group(pid)}  # its session: no process may stay
         ports = Ports(free_port(), free_port())
         health = f"http://127.0.0.1:{ports.rest}/healthz"
-        with child(serve_command(d, ports), health, new_session=True):  # as Milvus runs
+        with child(serve_command(d, ports), health, new_session=True) as proc:  # as Milvus
             started = time.perf_counter()
             proxy = _Remote(python, ports.grpc)
-            return proxy.run(WORKLOAD, data) | {"wall_s": time.perf_counter() - started}
+            got = proxy.run(WORKLOAD, data | {"server_pid": proc.pid})
+            got |= {"wall_s": time.perf_counter() - started}
+            if pyspy:
+                _name_threads(got, proc.pid, pyspy)
+            return got
+
+
+def _name_threads(got: dict[str, Any], pid: int, pyspy: str) -> None:
+    """Names the server threads of `got`'s phases by their Python thread names, read with
+    py-spy (at `pyspy`) from the server still running."""
+    import re
+    import subprocess
+
+    res = subprocess.run(
+        [pyspy, "dump", "--nonblocking", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    names = {
+        int(t): n for t, n in re.findall(r'^Thread (\d+) \([^)]*\): "([^"]*)"', res.stdout, re.M)
+    }
+    for note in got.get("phases", {}).values():
+        note["server_threads"] = [
+            [tid, names.get(tid, name), share] for tid, name, share in note["server_threads"]
+        ]
 
 
 class _Remote:
@@ -204,13 +297,16 @@ METRICS = (
     ("load (s)", "load_s", False),
     ("one query per call, ef 128 (QPS)", "one_per_call_qps", True),
     ("  its recall@10", "recall", True),
+    ("  other processes' CPU meanwhile (cores)", "one_others_cpu", False),
     ("  pymilvus building one batch's request (ms)", "insert_client_ms", False),
     ("  the server answering it, request prebuilt (ms)", "insert_server_ms", False),
     ("all held-out queries in one call (QPS, best of 3)", "batch_qps", True),
+    ("  other processes' CPU meanwhile (cores)", "batch_others_cpu", False),
     ("  pymilvus building the call's request (ms)", "batch_client_ms", False),
     ("  the server answering it, request prebuilt (ms)", "batch_server_ms", False),
     ("one query per call, tag == 3 (QPS)", "filtered_qps", True),
     ("  its recall@10", "filtered_recall", True),
+    ("  other processes' CPU meanwhile (cores)", "filtered_others_cpu", False),
     ("single-row insert p50 (ms)", "single_insert_p50_ms", False),
     ("single-row insert p99 (ms)", "single_insert_p99_ms", False),
 )
@@ -277,10 +373,19 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(PARTS),
         help="comma-separated phases to time after the insert (default all): " + ", ".join(PARTS),
     )
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help="comma-separated servers to run, in this order (default both): " + ", ".join(SERVERS),
+    )
+    parser.add_argument("--py-spy", help="py-spy's path: names vectorlog's busiest threads")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     if not set(parts) <= set(PARTS):
         parser.error(f"--parts takes {', '.join(PARTS)}")
+    servers = [s for s in args.servers.split(",") if s]
+    if not servers or not set(servers) <= set(SERVERS):
+        parser.error(f"--servers takes {', '.join(SERVERS)}")
     python = ensure_venv()
     x, _ = glove(args.rows + args.queries)
     base, queries = x[: args.rows], x[args.rows :]
@@ -294,8 +399,8 @@ def main(argv: list[str] | None = None) -> None:
         data["single_rows"], data["parts"] = args.single_rows, parts
         for i in range(args.rounds):
             got = {
-                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp))
-                for s in ("milvus", "vectorlog")
+                s: {"load1": save.load1()} | one_round(s, python, data, Path(tmp), args.py_spy)
+                for s in servers
             }
             for r in got.values():
                 if "hits" in r:
@@ -306,9 +411,12 @@ def main(argv: list[str] | None = None) -> None:
             results["rounds"].append(got)
     results["machine"] = save.cores(f"load {save.load1():.1f}")
     results["options"] = "".join(
-        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
+        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "py_spy")
     )
-    write(results, args.out)
+    if len(servers) == len(SERVERS):
+        write(results, args.out)
+    else:  # no side by side: the rounds' figures alone, not the results page
+        save.write_json(f"{NAME}_{'_'.join(servers)}", results, out=args.out)
 
 
 if __name__ == "__main__":

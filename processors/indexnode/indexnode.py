@@ -209,14 +209,18 @@ class IndexNode(ProcessorBase):
             ]
             total = sum(s.num_rows for s in segs)
             index = self.state.indexes.get((collection_id, index_id))
-            if index is None or not buildable(index):
-                return IndexProgress(total if index else 0, total if index else 0, 0, FINISHED)
+            if index is None:
+                return IndexProgress(0, 0, 0, FINISHED)
+            if not buildable(index):
+                every = tuple(s.segment_id for s in segs)
+                return IndexProgress(total, total, 0, FINISHED, built=every)
             done = [s for s in segs if self.state.built.get((s.segment_id, index_id))]
             failed = [(s.segment_id, self._failed.get((s.segment_id, index_id))) for s in segs]
         indexed = sum(s.num_rows for s in done)
         reasons = "".join(f"{sid}: {why};" for sid, why in failed if why)
         state = FAILED if reasons else FINISHED if indexed == total else IN_PROGRESS
-        return IndexProgress(indexed, total, total - indexed, state, reasons)
+        built = tuple(s.segment_id for s in done)
+        return IndexProgress(indexed, total, total - indexed, state, reasons, built)
 
     def wait_finished(self, collection_id: int, index_id: int, timeout: float) -> IndexProgress:
         """Returns the progress once the node consumed everything appended to ddl and coord

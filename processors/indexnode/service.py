@@ -3,7 +3,7 @@ indexed_rows, total_rows, pending_index_rows and state). Others depend on this o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from vectorlog.processors.indexnode.files import verify_build as verify_build
@@ -17,13 +17,15 @@ class IndexProgress:
     """How far an index's segment builds are: rows of Flushed segments (`total_rows`), rows
     of the segments whose index is built (`indexed_rows`), the rest (`pending_index_rows`),
     and the state: Finished once every Flushed segment is indexed, Failed (with the reason)
-    if a build failed for good, else InProgress."""
+    if a build failed for good, else InProgress; `built`: the ids of those indexed segments
+    (the proxy counts them against the segments datacoord lists now; not compared)."""
 
     indexed_rows: int
     total_rows: int
     pending_index_rows: int
     state: str
     fail_reason: str = ""
+    built: tuple[int, ...] = field(default=(), compare=False)
 
 
 class IndexNodeService(Protocol):

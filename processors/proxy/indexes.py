@@ -52,36 +52,51 @@ def exists_already(info: CollectionInfo, spec: IndexSpec) -> bool:
     return same is not None and all(same[k] == body[k] for k in COMPARED)
 
 
-def flushed_rows(info: CollectionInfo, segments: list[dict[str, Any]]) -> int:
-    """Returns the rows of the Flushed `segments` (datacoord's infos) in live partitions."""
+#: the segment states whose rows an index build counts (Milvus datacoord's isFlush: its
+#: DescribeIndex and GetIndexState total the Flushing segments' rows too, pending until indexed)
+COUNTED = frozenset({"Flushed", "Flushing"})
+
+
+def counted_segments(info: CollectionInfo, segments: list[dict[str, Any]]) -> dict[int, int]:
+    """Returns segment id -> rows of the Flushed and Flushing `segments` (datacoord's infos)
+    in live partitions: the segments an index build counts."""
     live = set(info.partitions.values())
-    return sum(
-        int(s["num_rows"])
+    return {
+        int(s["segment_id"]): int(s["num_rows"])
         for s in segments
-        if s.get("state") == "Flushed" and s.get("partition_id") in live
-    )
+        if s.get("state") in COUNTED and s.get("partition_id") in live
+    }
 
 
-def progress(p: IndexProgress, flushed: int) -> IndexProgress:
-    """Returns `p` counting at least `flushed` rows: a segment datacoord reports Flushed is
-    pending until the index node (which may not have read its flush yet) indexed it."""
-    total = max(p.total_rows, flushed)
-    done = FINISHED if p.indexed_rows >= total else IN_PROGRESS
+def progress(p: IndexProgress, counted: dict[int, int]) -> IndexProgress:
+    """Returns `p` checked against the segments datacoord counts now (`counted`: id -> rows,
+    its Flushed and Flushing ones): each is pending until the index node reports it built
+    (`p.built`), as when it has not read the segment's flush yet or a compaction has just
+    made it (the node may still count the merged-away sources, all built); the total is
+    at least their rows. Finished once none is pending; Failed stays Failed."""
+    built = set(p.built) & counted.keys()
+    unbuilt = sum(rows for sid, rows in counted.items() if sid not in built)
+    total = max(p.total_rows, sum(counted.values()))
+    indexed = max(0, min(p.indexed_rows, total - unbuilt))
+    done = FINISHED if indexed >= total else IN_PROGRESS
     state = FAILED if p.state == FAILED else done
-    return IndexProgress(p.indexed_rows, total, total - p.indexed_rows, state, p.fail_reason)
+    return IndexProgress(
+        indexed, total, total - indexed, state, p.fail_reason, tuple(sorted(built))
+    )
 
 
 def describe(
     info: CollectionInfo,
     index_name: str,
     indexnode: IndexNodeService | None,
-    flushed: int = 0,
+    counted: dict[int, int] | None = None,
 ) -> dict[str, Any]:
     """Returns describe_index's answer, with Milvus's keys: index_type, metric_type (vector
     indexes only; a scalar index has none), params (as created, integers as ints),
     field_name, index_name, total_rows, indexed_rows, pending_index_rows, state (and
     index_state_fail_reason once Failed);
-    `flushed`: rows datacoord reports Flushed, pending until the index node indexed them.
+    `counted`: datacoord's Flushed and Flushing segments (id -> rows; counted_segments),
+    each pending until the index node indexed it.
     Raises IndexNotFound."""
     ix = info.indexes.get(index_name) if isinstance(index_name, str) else None
     if ix is None:
@@ -89,7 +104,7 @@ def describe(
     if indexnode is None:
         p = NO_BUILDS
     else:
-        p = progress(indexnode.progress(info.collection_id, ix["index_id"]), flushed)
+        p = progress(indexnode.progress(info.collection_id, ix["index_id"]), counted or {})
     out: dict[str, Any] = {"index_type": ix["index_type"]}
     if ix["metric_type"]:
         out["metric_type"] = ix["metric_type"]

@@ -219,8 +219,8 @@ class Proxy:
         """Returns the index's description with Milvus's keys and its build progress.
         Raises CollectionNotFound, IndexNotFound."""
         info = self._info(collection, as_of)
-        flushed = ix.flushed_rows(info, self.dc.list_segments(info.collection_id))
-        return ix.describe(info, index_name, self.indexnode, flushed)
+        counted = ix.counted_segments(info, self.dc.list_segments(info.collection_id))
+        return ix.describe(info, index_name, self.indexnode, counted)
 
     def drop_index(self, collection: str, index_name: str) -> None:
         """Drops an index; dropping one that does not exist is a no-op, as in Milvus (its

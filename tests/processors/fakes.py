@@ -688,4 +688,5 @@ class FakeIndexNode:
             f"{s}: {self.failed[(s, index_id)]};" for s in segments if (s, index_id) in self.failed
         )
         state = FAILED if reasons else FINISHED if indexed == total else IN_PROGRESS
-        return IndexProgress(indexed, total, total - indexed, state, reasons)
+        built = tuple(s for s in segments if (s, index_id) in self.built)
+        return IndexProgress(indexed, total, total - indexed, state, reasons, built)
