@@ -48,6 +48,6 @@ def quicken_pymilvus_polls() -> None:
     shim: Any = types.SimpleNamespace(**{k: getattr(time, k) for k in dir(time) if k[0] != "_"})
     shim.sleep = _sleep
     for name in POLLING_MODULES:
-        module = importlib.import_module(name)
+        module: Any = importlib.import_module(name)
         if getattr(module, "time", None) is time:
-            setattr(module, "time", shim)
+            module.time = shim
