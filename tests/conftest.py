@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from tests.pymilvus_polls import quicken_pymilvus_polls
 from tests.support import LOG_BACKENDS, log_params, on_backends, unique_topic  # noqa: F401
 from vectorlog.streams.log.base import Log
 
@@ -42,7 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Refuses `--dist loadgroup` where xdist would ignore the groups: pytest-xdist 3.8 marks
     a test's group by rewriting its node id, which pytest 9.2's structured ids ignore
     (pytest-dev/pytest-xdist#1386); every group was then dealt out test by test, process
-    clusters started on several workers at once (pyproject.toml pins pytest below 9.2)."""
+    clusters started on several workers at once (pyproject.toml pins pytest below 9.2).
+    Shortens pymilvus's fixed status polls in this process (tests/pymilvus_polls.py)."""
+    quicken_pymilvus_polls()
     if config.getoption("dist", "no") != "loadgroup":
         return
     import xdist
