@@ -181,8 +181,8 @@ def _check_open(args: argparse.Namespace, secret: str | None) -> None:
     missing or mismatched TLS file."""
     from vectorlog.core.errors import InvalidArgument
 
-    if not secret:  # the server's modules only where needed: they take long to import
-        from vectorlog.server.serve import is_loopback
+    if not secret:
+        from vectorlog.server.exposure import is_loopback
 
         if not is_loopback(args.host):
             raise InvalidArgument(
@@ -190,7 +190,7 @@ def _check_open(args: argparse.Namespace, secret: str | None) -> None:
                 f"{CLUSTER_TOKEN_ENV} in the environment of every process of the cluster"
             )
     if args.role == "proxy":
-        from vectorlog.server.serve import check_open
+        from vectorlog.server.exposure import check_open
 
         check_open(args.host, _proxy_token(args))
         _proxy_tls(args)
@@ -217,13 +217,13 @@ def _check_ports(args: argparse.Namespace) -> None:
 
 
 def _proxy_token(args: argparse.Namespace) -> str | None:
-    from vectorlog.server.serve import TOKEN_ENV
+    from vectorlog.server.exposure import TOKEN_ENV
 
     return str(args.token or os.environ.get(TOKEN_ENV) or "") or None
 
 
 def _proxy_tls(args: argparse.Namespace) -> Any:
-    from vectorlog.server.serve import TLS_CERT_ENV, TLS_KEY_ENV
+    from vectorlog.server.exposure import TLS_CERT_ENV, TLS_KEY_ENV
     from vectorlog.server.tls import tls_files
 
     return tls_files(

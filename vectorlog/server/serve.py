@@ -6,7 +6,6 @@ a token both protocols ask for it; with a certificate and key both speak TLS onl
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -19,18 +18,14 @@ from typing import Any
 
 import uvicorn
 
-from vectorlog.core.errors import InvalidArgument
 from vectorlog.sdk.client import Client
 from vectorlog.server.access_log import GrpcAccessLog
+from vectorlog.server.exposure import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, check_open
 from vectorlog.server.grpc_metrics import metering
 from vectorlog.server.grpc_server import GrpcServer, start_grpc
 from vectorlog.server.rest_app import rest_app
 from vectorlog.server.tls import TlsFiles, tls_files
 
-#: the variable holding the token when --token is not given ("user:password" or an API key)
-TOKEN_ENV = "VECTORLOG_TOKEN"
-#: the variables naming the PEM certificate and key when --tls-cert / --tls-key are not given
-TLS_CERT_ENV, TLS_KEY_ENV = "VECTORLOG_TLS_CERT", "VECTORLOG_TLS_KEY"
 #: the environment variable that turns the access log on (as --access-log)
 ACCESS_LOG_ENV = "VECTORLOG_ACCESS_LOG"
 GRPC_PORT = 19530  # Milvus's port
@@ -64,26 +59,6 @@ def access_logged(options: ServeOptions) -> bool:
     if options.access_log is not None:
         return options.access_log
     return os.environ.get(ACCESS_LOG_ENV, "").lower() in ("1", "true", "yes", "on")
-
-
-def is_loopback(host: str) -> bool:
-    """Returns whether `host` names this machine only (localhost or a loopback address)."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_open(host: str, token: str | None, authorization: bool = False) -> None:
-    """Raises InvalidArgument if `host` is not a loopback address and there is neither a
-    token nor authorization: without them vectorlog serves only this machine (with TLS too:
-    TLS hides the traffic, it does not say who may call)."""
-    if token and authorization:
-        raise InvalidArgument("--token and --authorization exclude each other: users log in")
-    if not (token or authorization) and not is_loopback(host):
-        raise InvalidArgument(
-            f"serving {host!r} without a token is refused: pass --token or set {TOKEN_ENV}"
-        )
 
 
 class _Rest(uvicorn.Server):

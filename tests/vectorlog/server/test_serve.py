@@ -19,7 +19,7 @@ import pytest
 from tests.support import log_params, unused_port, wait_until
 from vectorlog import Client
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.server.serve import check_open
+from vectorlog.server.exposure import check_open
 
 TOKEN = "root:Milvus"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
