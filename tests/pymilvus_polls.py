@@ -48,6 +48,9 @@ def quicken_pymilvus_polls() -> None:
     shim: Any = types.SimpleNamespace(**{k: getattr(time, k) for k in dir(time) if k[0] != "_"})
     shim.sleep = _sleep
     for name in POLLING_MODULES:
-        module: Any = importlib.import_module(name)
+        try:  # a pymilvus that moved a module polls at its own pace: test_pymilvus_polls says so
+            module: Any = importlib.import_module(name)
+        except ImportError:
+            continue
         if getattr(module, "time", None) is time:
             module.time = shim
