@@ -35,11 +35,11 @@ from pymilvus import MilvusClient
 
 from benchmarks import save
 from benchmarks import scaleout_bench as sb
-from benchmarks.scaleout_ab import cluster, exported
+from benchmarks.scaleout_ab import cluster
+from benchmarks.trees import ROOT, exported
 from infra.broker import Broker
 from vectorlog.runners.supervisor import Supervisor
 
-ROOT = Path(__file__).resolve().parent.parent
 #: seconds a cluster idles after it is loaded before the first measurement (the load's
 #: flushes, index builds and compactions end)
 SETTLE_S = 20.0

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import save
-from benchmarks.scaleout_ab import ROOT, exported
-from benchmarks.tick_apply_bench import run_in_tree
+from benchmarks.trees import ROOT, exported, run_in_tree
 
 NAME = "node_apply_ab"
 

@@ -28,7 +28,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.trees import ROOT
+
 BACKENDS = ("embedded", "kafka")
 #: the close steps that are RocksDB closes (their flush's fsyncs: what other agents' disk
 #: load on this machine makes vary most)

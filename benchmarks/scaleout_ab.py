@@ -16,11 +16,8 @@ rewrites scaleout.md and scaleout.png (benchmarks.scaleout_bench renders them).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
-import subprocess
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -31,19 +28,10 @@ from pymilvus import MilvusClient
 
 from benchmarks import save
 from benchmarks import scaleout_bench as sb
+from benchmarks.trees import ROOT, exported
 from infra.broker import running_broker
 from vectorlog.runners.ports import PortInUse
 from vectorlog.runners.supervisor import Shape, Supervisor, free_port
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def exported(commit: str, into: Path) -> Path:
-    """Returns a folder holding `commit`'s tree (git archive of this repository)."""
-    tar = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as t:
-        t.extractall(into, filter="tar")
-    return into
 
 
 def cluster(bootstrap: str, tmp: Path, label: str, env: dict[str, str]) -> tuple[Supervisor, str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import save
-from benchmarks.scaleout_ab import exported
+from benchmarks.trees import exported
 
 #: the request: search_wire_threads' capture (collection "wire", one query, ef 128, k 10)
 CAPTURE = save.RESULTS / "search_wire_threads.json"

@@ -14,15 +14,12 @@ Writes tick_apply.json and .md (tick_apply_datanode.* for the data node).
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks import save
-from benchmarks.scaleout_ab import ROOT, exported
+from benchmarks.trees import ROOT, exported, run_in_tree
 
 NAME = "tick_apply"
 
@@ -91,23 +88,6 @@ print(json.dumps({"median_ms": statistics.median(cpu) * 1e3, "p90_ms": p90 * 1e3
 def measure(tree: Path, events: int, packs: int, node: str) -> dict[str, Any]:
     """Returns the apply CPU (median, p90 per pack) of `node` measured with `tree`'s code."""
     return run_in_tree(tree, PROGRAM, str(events), str(packs), node)
-
-
-def run_in_tree(tree: Path, program: str, *args: str, **env: str) -> dict[str, Any]:
-    """Runs `program` with `tree`'s code (and `env` added); returns the JSON object it printed
-    last. Raises RuntimeError with its stderr's tail if it failed."""
-    res = subprocess.run(
-        [sys.executable, "-c", program, *args],
-        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", **env},
-        cwd=tree,  # `python -c` puts its working directory first on sys.path
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
-    if res.returncode != 0:
-        raise RuntimeError(f"the measurement failed in {tree}: {res.stderr[-2000:]}")
-    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks import save
-from benchmarks.scaleout_ab import exported
 from benchmarks.server_serve import Ports, child, free_port
+from benchmarks.trees import exported
 from infra.milvus_server import ensure_venv
 from vectorlog.demo.datasets import glove
 
