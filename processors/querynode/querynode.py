@@ -210,7 +210,7 @@ class QueryNode(ProcessorBase):
                 replica, n = self.cache.restored(h, segs, point, _restored, files)
             for pid, ts in h.partition_drops.items():  # ends the loaded rows' visibility
                 replica.drop_partition(ts, pid)
-            self.replicas[h.collection_id], loaded = replica, loaded + n
+            self.replicas[h.collection_id], loaded = self._retiring(replica), loaded + n
             if h.dropped_ts is not None:
                 self._kept[h.collection_id] = h.dropped_ts
         if self.cache is not None:
@@ -361,7 +361,16 @@ class QueryNode(ProcessorBase):
         if cid not in self.replicas and event.ts < self._meta_horizon:
             self._freed.add(cid)  # before the meta's horizon, not in it: dropped and pruned
         if cid not in self.replicas and cid not in self._freed:
-            self.replicas[cid] = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
+            replica = Replica(cid, CollectionSchema.from_avro(event.body["schema"]))
+            self.replicas[cid] = self._retiring(replica)
+
+    def _retiring(self, replica: Replica) -> Replica:
+        """Returns `replica`, the cache entries of its segments merged away dropped once
+        none of its vector fields serves from them (handoff.py)."""
+        cache, cid = self.cache, replica.collection_id
+        if cache is not None:
+            replica.on_retired = lambda sids: cache.writer.drop(cid, sids)
+        return replica
 
     def _field_added(self, event: Event) -> None:
         """Adds the field to the replica (rows held read as its default value, else None)."""
@@ -458,7 +467,10 @@ class QueryNode(ProcessorBase):
 
     def _compacted(self, event: Event) -> None:
         """Moves the rows a compaction merged into its new segment (row ids read from its
-        binlogs), so that segment's index, once built, serves them; reads see no change."""
+        binlogs), so that segment's index serves them: at once, or, for a vector field whose
+        compacted-from segments serve their indexes, once its index is loaded (handoff.py;
+        their cache entries are dropped once no field serves from them: `_retiring`);
+        reads see no change."""
         replica = self._target(event)
         if replica is None or self._files is None:
             return  # without binlogs the rows stay where they are: still correct, unindexed
@@ -470,8 +482,6 @@ class QueryNode(ProcessorBase):
             compacted_row_ids(b["segment"], self._files),
             b["horizon"],
         )
-        if self.cache is not None:
-            self.cache.writer.drop(replica.collection_id, list(b["compacted_from"]))
 
     def _deleted(self, event: Event) -> None:
         replica = self._target(event)

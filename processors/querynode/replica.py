@@ -24,6 +24,7 @@ below a drop may arrive after it: it is applied as of its ts, never discarded.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -38,6 +39,7 @@ from vectorlog.processors.querynode.columns import ScalarColumns
 from vectorlog.processors.querynode.exact import unit_queries
 from vectorlog.processors.querynode.filtercache import FilterCache, Selection
 from vectorlog.processors.querynode.growarray import GrowArray
+from vectorlog.processors.querynode.handoff import Handoffs
 from vectorlog.processors.querynode.insertruns import Rows, runs
 from vectorlog.processors.querynode.keyindex import KeyIndex, Keys
 from vectorlog.processors.querynode.ranged import RangeBounds
@@ -86,6 +88,9 @@ class Replica:
         self.lock = threading.RLock()
         self.scalar = ScalarIndexes()  # loaded scalar indexes, which filters use
         self.filters = FilterCache()  # filter selections per (expression, segment version)
+        self.handoffs = Handoffs()  # merged segments waiting for their indexes
+        #: called (lock held) with the segments merged away that nothing serves from any more
+        self.on_retired: Callable[[list[int]], None] | None = None
 
     @property
     def segments(self) -> dict[tuple[int, int], Segment]:
@@ -228,22 +233,28 @@ class Replica:
     def rehome(
         self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray, horizon: int
     ) -> int:
-        """Moves the rows of segments `olds` whose row ids are in `row_ids` into segment
-        `new_id` (a compaction merged them into it: its index covers exactly those rows);
-        the others (rows the compaction dropped: deleted, or expired by the collection's
-        TTL, by its `horizon`) stay in a smaller copy of their segment, invisible from the
-        horizon on, as after a restart from the binlogs. Returns the rows moved (each
-        vector field's segments hold the same rows)."""
+        """Applies a compaction that merged segments `olds` into segment `new_id` holding the
+        rows with row ids `row_ids` (its index covers exactly those rows): the others (rows
+        the compaction dropped: deleted, or expired by the collection's TTL, by its
+        `horizon`) become invisible from the horizon on, as after a restart from the
+        binlogs, and stay in a smaller copy of their segment. Each vector field moves the
+        rows into the new segment now, or, if a segment holding them serves an index, once
+        the new segment's index for that field loads (handoff.py). Returns the rows merged."""
         with self.lock:
-            first = self._first
-            for sid in olds:
-                seg = first.segments.get((partition, sid))
-                if seg is not None and len(seg):
-                    held = seg.rows.view()
-                    going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
-                    self._end(held[~going & (held >= 0)], horizon)
-            moved = [col.rehome(partition, olds, new_id, row_ids) for col in self._vcols]
-        return moved[0]
+            rows, ids = self.handoffs.members(self._first, partition, olds)
+            going = np.isin(ids, row_ids)
+            self._end(rows[~going], horizon)
+            for col in self._vcols:
+                self.handoffs.compact(col, partition, olds, new_id, row_ids)
+            self._retire()
+        return int(np.count_nonzero(going))
+
+    def _retire(self) -> None:
+        """Hands the segments merged away that no vector field serves from any more to
+        `on_retired`."""
+        sids = self.handoffs.retired()
+        if sids and self.on_retired is not None:
+            self.on_retired(sids)
 
     def _end(self, rows: np.ndarray, ts: int) -> None:
         """Ends at `ts` the visibility of those `rows` still visible then (dropped rows)."""
@@ -802,14 +813,23 @@ class Replica:
         `index` (mapped to the replica's rows by row id). Returns False if the replica has
         not applied every row of the index yet (try again later), True once done: loaded,
         already loaded (same index id), or nothing to load (the partition or collection was
-        dropped, or the segment holds rows the index lacks: it stays on exact search).
+        dropped, the segment was merged away, or it holds rows the index lacks: it stays on
+        exact search). A merged segment's rows that wait for its index (handoff.py) move to
+        it first, under the same hold of the lock: a search sees them once, in the
+        compacted-from segments' indexes before, in this one after.
         Raises InvalidArgument if its dim is not the vector field's, or if `field_id` is
         no vector field's."""
         col: Any = self._by_id(field_id)  # a VectorColumn or a SparseColumn
         col.check_dim(segment_id, index)
         with self.lock:
             gone = self.dropped_ts is not None or partition in self.dropped_partitions
-            return col.load_index(partition, segment_id, index, gone)
+            if self.handoffs.switch(col, partition, segment_id):  # its rows move to it now
+                done = col.load_index(partition, segment_id, index, gone)
+                self._retire()
+                return bool(done)
+            if self.handoffs.gone(col, partition, segment_id):
+                return True  # merged away: its rows are served by the merged segment
+            return bool(col.load_index(partition, segment_id, index, gone))
 
     def load_scalar_index(self, partition: int, segment_id: int, file: ScalarFile) -> bool:
         """Serves a segment's scalar index to filters (mapped to the replica's rows by row
@@ -818,6 +838,7 @@ class Replica:
         with self.lock:
             seg = self.segments.get((partition, segment_id))
             gone = self.dropped_ts is not None or partition in self.dropped_partitions
+            gone = gone or self.handoffs.gone(self._first, partition, segment_id)
             if gone or self.scalar.has(file.index_id, segment_id):
                 return True
             if seg is None or len(seg) < len(file.row_ids):
@@ -838,11 +859,14 @@ class Replica:
 
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their
-        segments go back to exact search."""
+        segments go back to exact search, and the merged segments waiting for an index
+        behind segments none of which serves one any more take their rows now."""
         with self.lock:
             self.scalar.drop(index_id)
             for col in self._vcols:
                 col.unload_indexes(index_id)
+                self.handoffs.unblocked(col)  # nothing to wait for where none is left
+            self._retire()
 
     def _by_id(self, field_id: int | None) -> VectorColumn:
         """Returns the vector field with id `field_id` (None: the first). Raises
