@@ -76,6 +76,22 @@ def segment_files(client: Client, segment_ids: list[int]) -> list[str]:
     return [str(p) for p in found if ids & set(p.parts)]
 
 
+def served(client: Client) -> dict[int, bool]:
+    """Returns the segments of "c" holding rows on the query node, and whether each is
+    searched with its index."""
+    cid = client.describe_collection("c")["collection_id"]
+    return {s.segment_id: s.indexed for s in probes.served_segments(client, cid) if s.rows}
+
+
+def handed_off(client: Client, timeout: float = 30.0) -> None:
+    """Returns once the query node serves every Flushed segment of "c" with its index (a
+    merged one once its index is built and loaded: the compacted-from ones serve until
+    then, with theirs, and their cache entries are kept)."""
+    flushed = {s["segment_id"] for s in client.list_segments("c") if s["state"] == "Flushed"}
+    done = lambda: all(served(client).get(s) for s in flushed)  # noqa: E731
+    wait_until(done, timeout, "the merged segments served with their indexes")
+
+
 def answers(client: Client, as_of: int | None = None) -> dict[str, Any]:
     """What a user reads: every row, a count, a filtered query, a search and a get."""
     every = client.query("c", "id >= 0", output_fields=["id", "tag", "n"], as_of=as_of)
@@ -146,6 +162,32 @@ def test_rows_deleted_before_the_horizon_are_dropped_and_reads_do_not_change(
     caught_up(reopened)
     assert answers(reopened) == before
     assert reopened.compact("c", wait=True) and len(reopened.list_segments("c")) == 2
+
+
+def test_the_old_segments_serve_with_their_indexes_until_the_merged_index_is_built(
+    open_client: ClientFactory,
+):
+    """Milvus 2.3's handoff: with the index node held back, the merged segments have no
+    index; the compacted-from segments go on serving every read with theirs (reads as
+    before). A restart then loads the merged segments, which serve with their indexes once
+    built."""
+    client = open_client(**SETTINGS)
+    stamps = build(client)
+    handed_off(client)
+    olds = set(served(client))
+    before = all_answers(client, stamps)
+    client.cluster.indexnode.stop()  # no index of the merged segments is built
+    job = client.compact("c", wait=True)
+    merged = {s["segment_id"] for s in client.list_segments("c")}
+    assert client.get_compaction_state(job) == "Completed" and not merged & olds
+    caught_up(client)
+    assert served(client) == dict.fromkeys(olds, True)
+    assert all_answers(client, stamps) == before
+    client.close()
+    reopened = open_client(**SETTINGS)
+    handed_off(reopened)
+    assert served(reopened) == dict.fromkeys(merged, True)
+    assert all_answers(reopened, stamps) == before
 
 
 def test_the_background_policy_merges_small_segments_while_reads_go_on(

@@ -178,6 +178,7 @@ def test_the_entries_of_compacted_segments_are_deleted(open_client: ClientFactor
     assert merged and merged <= olds
     caught_up(client)
     assert compaction.all_answers(client, stamps) == before
+    compaction.handed_off(client)  # the compacted-from segments served until then
     client.close()
     left = {int(name.split("_")[0]) for name in entries(client)}
     assert not left & merged
