@@ -176,7 +176,9 @@ def test_the_old_segments_serve_with_their_indexes_until_the_merged_index_is_bui
     handed_off(client)
     olds = set(served(client))
     before = all_answers(client, stamps)
-    client.cluster.indexnode.stop()  # no index of the merged segments is built
+    indexnode = client.cluster.indexnode
+    assert indexnode is not None
+    indexnode.stop()  # no index of the merged segments is built
     job = client.compact("c", wait=True)
     merged = {s["segment_id"] for s in client.list_segments("c")}
     assert client.get_compaction_state(job) == "Completed" and not merged & olds
