@@ -6,7 +6,8 @@ keeps no durable state, so a restart replays it) for SegmentIndexed and SegmentI
 A SegmentIndexed is pending until its files are read and every row of the index has been
 applied by the replica (the coord topic can run ahead of the dml one); it is retried after
 each applied dml pack. SegmentIndexesDropped unloads (segments go back to exact search) and
-forgets pending ones. Undecodable coord records are skipped here: DataCoord, which owns the
+forgets pending ones. A compaction's merged segment whose rows wait for its index (handoff.py)
+takes them as its index loads; an index of a segment merged away has nothing left to load. Undecodable coord records are skipped here: DataCoord, which owns the
 coord topic, dead-letters them.
 """
 
