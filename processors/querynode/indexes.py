@@ -7,8 +7,9 @@ A SegmentIndexed is pending until its files are read and every row of the index 
 applied by the replica (the coord topic can run ahead of the dml one); it is retried after
 each applied dml pack. SegmentIndexesDropped unloads (segments go back to exact search) and
 forgets pending ones. A compaction's merged segment whose rows wait for its index (handoff.py)
-takes them as its index loads; an index of a segment merged away has nothing left to load. Undecodable coord records are skipped here: DataCoord, which owns the
-coord topic, dead-letters them.
+takes them as its index loads; an index of a segment merged away has nothing left to load.
+Undecodable coord records are skipped here: DataCoord, which owns the coord topic,
+dead-letters them.
 """
 
 from __future__ import annotations
