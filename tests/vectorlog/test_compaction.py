@@ -92,6 +92,12 @@ def handed_off(client: Client, timeout: float = 30.0) -> None:
     wait_until(done, timeout, "the merged segments served with their indexes")
 
 
+def cached(client: Client) -> set[int]:
+    """Returns the ids of the segments the query node's cache holds an entry of."""
+    folder = Path(client.cfg.state_dir()) / "querynode"
+    return {int(p.name.split("_")[0]) for p in folder.rglob("*.flat")}
+
+
 def answers(client: Client, as_of: int | None = None) -> dict[str, Any]:
     """What a user reads: every row, a count, a filtered query, a search and a get."""
     every = client.query("c", "id >= 0", output_fields=["id", "tag", "n"], as_of=as_of)
@@ -169,12 +175,13 @@ def test_the_old_segments_serve_with_their_indexes_until_the_merged_index_is_bui
 ):
     """Milvus 2.3's handoff: with the index node held back, the merged segments have no
     index; the compacted-from segments go on serving every read with theirs (reads as
-    before). A restart then loads the merged segments, which serve with their indexes once
-    built."""
+    before), their cache entries kept. A restart then loads the merged segments, which serve
+    with their indexes once built."""
     client = open_client(**SETTINGS)
     stamps = build(client)
     handed_off(client)
     olds = set(served(client))
+    wait_until(lambda: olds <= cached(client), 30, "the segments' cache entries written")
     before = all_answers(client, stamps)
     indexnode = client.cluster.indexnode
     assert indexnode is not None
@@ -185,7 +192,8 @@ def test_the_old_segments_serve_with_their_indexes_until_the_merged_index_is_bui
     caught_up(client)
     assert served(client) == dict.fromkeys(olds, True)
     assert all_answers(client, stamps) == before
-    client.close()
+    client.close()  # (its cache writes and deletions queued are done)
+    assert olds <= cached(client)
     reopened = open_client(**SETTINGS)
     handed_off(reopened)
     assert served(reopened) == dict.fromkeys(merged, True)
