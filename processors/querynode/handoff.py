@@ -17,6 +17,11 @@ where they are. A second compaction of a merged segment still waiting takes over
 they are. The segments merged away (`compacted`) take no index load any more once no field
 waits on them (`gone`), and are handed to the replica's `on_retired` (the query node drops
 their cache entries) once no field serves from them.
+
+Nothing of it is durable: a restart loads the segments of its binlog checkpoint, the
+compacted-from ones if it is before the compaction (replayed from dml then, waiting again if
+their indexes loaded first), else the merged one, searched exactly until its index loads
+(Milvus would load the compacted-from ones: their files may be deleted here by then).
 """
 
 from __future__ import annotations
