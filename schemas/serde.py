@@ -12,13 +12,14 @@ from __future__ import annotations
 import io
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import fastavro
 
 from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE, SchemaRegistry, default_registry
+from vectorlog.schemas.rowswriter import RowsInsertedWriter, listed
 from vectorlog.schemas.shared_decodes import SharedDecodes
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
@@ -73,6 +74,8 @@ class EventSerde:
         )
         self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
         self.shared = SharedDecodes()
+        #: writes RowsInserted events (fastavro's bytes, ~4 x faster); None: fastavro does
+        self._rows = RowsInsertedWriter.of(self.registry.current.parsed)
 
     def key(self, event: Event) -> bytes | None:
         """Returns the record key of `event` with `keyed` (else None), UTF-8 text so Kafka
@@ -96,9 +99,16 @@ class EventSerde:
         return vchannel.encode() if self.keyed else None
 
     def encode(self, event: Event) -> bytes:
-        """Returns the event's bytes in the configured wire format."""
+        """Returns the event's bytes in the configured wire format. A RowsInserted column
+        may hold numpy arrays (`encode_column(..., arrays=True)`)."""
+        header = self._sr.header if self._sr else self._header
+        if event.type == "RowsInserted":
+            if self._rows is not None:
+                b = event.body
+                return self._rows.write(header, event.ts, event.collection_id, event.vchannel, b)
+            event = replace(event, body=listed(event.body))
         buf = io.BytesIO()
-        buf.write(self._sr.header if self._sr else self._header)
+        buf.write(header)
         fastavro.schemaless_writer(buf, self.registry.current.parsed, event.to_avro())
         return buf.getvalue()
 
