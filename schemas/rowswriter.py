@@ -44,9 +44,9 @@ NUMERIC = {"Int64Column": "long", "DoubleColumn": "double", "BoolColumn": "boole
 PACKED = ("FloatVectorColumn", "PackedVectorColumn")
 _PACKED_LAYOUT = (("dim", "int"), ("data", "bytes"))
 #: 7-bit digit shifts of a varint (a 64-bit value has at most 10 digits)
-_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
+DIGIT_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
 #: the smallest value of 2, 3, ... 10 digits
-_STEPS = np.uint64(1) << _SHIFTS[1:]
+_STEPS = np.uint64(1) << DIGIT_SHIFTS[1:]
 _SEVEN_BITS = np.uint64(0x7F)
 
 
@@ -72,7 +72,7 @@ def varints(values: np.ndarray) -> bytes:
     if top < 0x80:  # every value one byte (e.g. a small tag)
         return z.astype(np.uint8).tobytes()
     width = -(-top.bit_length() // 7)
-    digits = ((z[:, None] >> _SHIFTS[None, :width]) & _SEVEN_BITS).astype(np.uint8)
+    digits = ((z[:, None] >> DIGIT_SHIFTS[None, :width]) & _SEVEN_BITS).astype(np.uint8)
     if int(z.min()) >> (7 * (width - 1)):  # every value `width` digits (e.g. ids of a run)
         digits[:, :-1] |= 0x80
         return digits.tobytes()
@@ -113,12 +113,12 @@ class RowsInsertedWriter:
         """`envelope`: the parsed envelope schema; `records`: its named types by full name
         (fastavro's parse keeps them, each referring to the others by name)."""
         payload = envelope["fields"][4]["type"]
-        self._payload = varint(_branch_names(payload).index(f"{NAMESPACE}.RowsInserted"))
+        self.payload_index = varint(_branch_names(payload).index(f"{NAMESPACE}.RowsInserted"))
         column = records[f"{NAMESPACE}.FieldColumn"]["fields"][2]["type"]
-        #: per column kind: its union index's encoding, how this writer writes it ("long",
-        #: "double", "boolean": values from an array; "packed": dim and bytes; "": fastavro
-        #: writes it), and its record's schema as fastavro parsed it
-        self._columns: dict[str, tuple[bytes, str, Any]] = {}
+        #: per column kind (full name): its union index's encoding, how this writer writes
+        #: it ("long", "double", "boolean": values from an array; "packed": dim and bytes;
+        #: "": fastavro writes it), and its record's schema as fastavro parsed it
+        self.columns: dict[str, tuple[bytes, str, Any]] = {}
         for i, name in enumerate(_branch_names(column)):
             kind, rec = name.rsplit(".", 1)[-1], records[name]
             own = ""
@@ -127,7 +127,7 @@ class RowsInsertedWriter:
             elif kind in PACKED and _layout(rec) == _PACKED_LAYOUT:
                 own = "packed"
             schema = fastavro.parse_schema(rec, named_schemas=dict(records))
-            self._columns[name] = (varint(i), own, schema)
+            self.columns[name] = (varint(i), own, schema)
 
     @staticmethod
     def of(parsed: dict[str, Any]) -> RowsInsertedWriter | None:
@@ -156,7 +156,7 @@ class RowsInsertedWriter:
             varint(ts),
             varint(collection_id),
             string(vchannel),
-            self._payload,
+            self.payload_index,
             varint(body["collection_id"]),
             varint(body["partition_id"]),
             varint(body["segment_id"]),
@@ -174,7 +174,7 @@ class RowsInsertedWriter:
 
     def _column(self, parts: list[Any], name: str, value: dict[str, Any]) -> None:
         """Appends one FieldColumn's union value (`name`: its branch's full name)."""
-        index, how, schema = self._columns[name]
+        index, how, schema = self.columns[name]
         parts.append(index)
         if how == "packed":
             data = value["data"]
