@@ -52,19 +52,24 @@ PLACEHOLDER: dict[str, Any] = {"Int64Column": 0, "DoubleColumn": 0.0, "BoolColum
 PLACEHOLDER |= {"StringColumn": "", "JsonColumn": "null"}
 
 
-def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple[str, dict]:
+def encode_column(
+    dtype: DataType, values: Any, dim: int | None = None, arrays: bool = False
+) -> tuple[str, dict]:
     """Returns the Avro union value of one column (values: numpy array or list; a list
-    holding None, a nullable field's, travels with `valid` flags and placeholders)."""
+    holding None, a nullable field's, travels with `valid` flags and placeholders).
+    `arrays`: a numpy array's numbers stay that array and vectors a contiguous array, not
+    a list and bytes (what EventSerde writes for RowsInserted without a Python object per
+    value: schemas/rowswriter.py)."""
     kind = COLUMN_TYPE[dtype]
     name = f"{NAMESPACE}.{kind}"
     if dtype is DataType.FLOAT_VECTOR:
-        data = np.ascontiguousarray(values, dtype="<f4").tobytes()
-        return name, {"dim": dim, "data": data}
+        data = np.ascontiguousarray(values, dtype="<f4")
+        return name, {"dim": dim, "data": data if arrays else data.tobytes()}
     if dtype is DataType.SPARSE_FLOAT_VECTOR:  # rows in Milvus's format (core/sparse.py)
         return name, {"rows": list(values)}
     if kind == "PackedVectorColumn":  # (n, bytes per row) uint8: core/halfvec.py
-        data = np.ascontiguousarray(values, dtype=np.uint8).tobytes()
-        return name, {"dim": dim, "data": data}
+        data = np.ascontiguousarray(values, dtype=np.uint8)
+        return name, {"dim": dim, "data": data if arrays else data.tobytes()}
     valid = None
     if isinstance(values, list) and any(v is None for v in values):
         valid = [v is not None for v in values]
@@ -72,7 +77,7 @@ def encode_column(dtype: DataType, values: Any, dim: int | None = None) -> tuple
         values = [blank if v is None else v for v in values]
     if dtype in (DataType.JSON, DataType.ARRAY):
         return name, {"values": [_json_text(v) for v in values], "valid": valid}
-    if isinstance(values, np.ndarray):
+    if isinstance(values, np.ndarray) and not (arrays and values.dtype.kind in "biuf"):
         values = values.tolist()
     return name, {"values": values, "valid": valid}
 

@@ -12,17 +12,22 @@ from __future__ import annotations
 import io
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import fastavro
 
 from vectorlog.schemas.errors import IncompatibleSchema, MalformedEvent
 from vectorlog.schemas.registry import NAMESPACE, SchemaRegistry, default_registry
+from vectorlog.schemas.rowsreader import RowsInsertedReader
+from vectorlog.schemas.rowswriter import RowsInsertedWriter, listed
 from vectorlog.schemas.shared_decodes import SharedDecodes
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
+#: events of at least this many bytes are first tried by the RowsInserted reader (smaller ones
+#: are ticks, DDL, single rows: fastavro reads them at once)
+READ_ROWS_FROM = 2048
 
 
 @dataclass(slots=True)
@@ -73,6 +78,10 @@ class EventSerde:
         )
         self._header = SINGLE_OBJECT_MAGIC + self.registry.current.fingerprint
         self.shared = SharedDecodes()
+        #: writes RowsInserted events (fastavro's bytes, ~4 x faster); None: fastavro does
+        self._rows = RowsInsertedWriter.of(self.registry.current.parsed)
+        #: reads them back (fastavro's result, ~4 x faster); None: fastavro does
+        self._read_rows = RowsInsertedReader.of(self.registry.current.parsed)
 
     def key(self, event: Event) -> bytes | None:
         """Returns the record key of `event` with `keyed` (else None), UTF-8 text so Kafka
@@ -96,17 +105,33 @@ class EventSerde:
         return vchannel.encode() if self.keyed else None
 
     def encode(self, event: Event) -> bytes:
-        """Returns the event's bytes in the configured wire format."""
+        """Returns the event's bytes in the configured wire format. A RowsInserted column
+        may hold numpy arrays (`encode_column(..., arrays=True)`)."""
+        header = self._sr.header if self._sr else self._header
+        if event.type == "RowsInserted":
+            if self._rows is not None:
+                b = event.body
+                return self._rows.write(header, event.ts, event.collection_id, event.vchannel, b)
+            event = replace(event, body=listed(event.body))
         buf = io.BytesIO()
-        buf.write(self._sr.header if self._sr else self._header)
+        buf.write(header)
         fastavro.schemaless_writer(buf, self.registry.current.parsed, event.to_avro())
         return buf.getvalue()
 
     def decode(self, data: bytes) -> Event:
         """Returns the event in `data`. Raises MalformedEvent naming what was wrong."""
         writer = self._writer_schema(data)
+        start = 10 if data[:2] == SINGLE_OBJECT_MAGIC else 5
+        current = writer is self.registry.current.parsed
+        if current and type(data) is bytes and len(data) >= READ_ROWS_FROM:
+            got = self._read_rows.read(data, start) if self._read_rows else None
+            if got is not None:  # a RowsInserted: what fastavro would return, faster
+                record, end = got
+                if end != len(data):
+                    raise MalformedEvent(f"{len(data) - end} trailing bytes after the event")
+                return _from_avro(record)
         buf = io.BytesIO(data)
-        buf.seek(10 if data[:2] == SINGLE_OBJECT_MAGIC else 5)
+        buf.seek(start)
         try:
             rec = fastavro.schemaless_reader(
                 buf, writer, self.registry.current.parsed, return_record_name=True

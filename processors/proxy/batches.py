@@ -87,7 +87,7 @@ def insert_events(
             {
                 "field_id": f.field_id,
                 "field_name": f.name,
-                "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim),
+                "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim, arrays=True),
             }
             for f in info.schema.fields
             if f.name in cols  # all but a left-out $meta (schemas.columns.with_dynamic)
