@@ -13,8 +13,8 @@ from typing import Any
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from vectorlog.core.errors import InvalidArgument
-from vectorlog.rpc import values
-from vectorlog.rpc.methods import LONGS, SERVICES, VALUE, Method
+from vectorlog.rpc import valuebytes, values
+from vectorlog.rpc.methods import BOOL, DOUBLE, INT, LONG, LONGS, SERVICES, STRING, VALUE, Method
 from vectorlog.rpc.values import INT64
 
 #: the range of each Avro integer type
@@ -117,7 +117,7 @@ class Shared(dict[str, Any]):
     def encoded(self) -> bytes:
         """Returns this map's bytes as a `Value` (encoded once). Raises InvalidArgument."""
         if self._encoded is None:
-            self._encoded = _write(_parsed_value(), values.encode(dict(self)), "a value")
+            self._encoded = encode_value(dict(self))
         return self._encoded
 
 
@@ -137,9 +137,11 @@ def encode_request(service: str, method: Method, args: dict[str, Any]) -> bytes:
 def _plain_run(run: Any, args: dict[str, Any]) -> bytes | None:
     """Returns the Avro bytes of the fields `run` ((name, type) pairs) of `args` when each
     is a plain value of a plain type (a long or int, a double, a string, an array of longs:
-    what a read's routing arguments are), written here as fastavro writes them (a few µs
-    instead of fastavro's writer and the checks of `_to_avro`); None for anything else (the
-    caller then writes them with fastavro, which checks and refuses as it always did)."""
+    what a read's routing arguments are) or a Value (rpc.valuebytes), written here as
+    fastavro writes them (a few µs instead of fastavro's writer and the checks of
+    `_to_avro`); None for anything else (the caller then writes them with fastavro, which
+    checks and refuses as it always did). Raises InvalidArgument for a Value that cannot
+    cross an RPC."""
     out = bytearray()
     for name, t in run:
         v = args[name]
@@ -152,6 +154,11 @@ def _plain_run(run: Any, args: dict[str, Any]) -> bytes | None:
         elif t == "string" and kind is str and v.isascii():
             _long(out, len(v))
             out += v.encode()
+        elif t == VALUE:
+            try:
+                out += valuebytes.write(v)
+            except valuebytes.Generic:
+                return None
         elif t == LONGS and kind is list and all(type(x) is int for x in v):
             if not all(INT64[0] <= x <= INT64[1] for x in v):
                 return None
@@ -205,31 +212,78 @@ def _parsed_run(service: str, method: str, names: tuple[str, ...]) -> Any:
 
 
 def decode_request(service: str, method: Method, data: bytes) -> dict[str, Any]:
-    """Returns the arguments, by name, of a request of `method`."""
+    """Returns the arguments, by name, of a request of `method` (read here when every
+    argument is of a type `_FIELD_READERS` reads, else by fastavro)."""
+    if _direct(method):
+        return _read_fields(method, data)
     datum = _read(_parsed(service, method.name, False), data)
     return {name: _from_avro(t, datum[name]) for name, t in method.args}
 
 
+#: how `decode_request` reads an argument of each type it reads itself (rpc.valuebytes)
+_FIELD_READERS: dict[str, Any] = {
+    LONG: valuebytes.Reader.long,
+    INT: valuebytes.Reader.long,
+    DOUBLE: valuebytes.Reader.double,
+    STRING: valuebytes.Reader.text,
+    BOOL: valuebytes.Reader.flag,
+    VALUE: valuebytes.Reader.value,
+}
+
+
+#: id(method) -> (the method, whether `decode_request` reads its requests itself)
+_DIRECT: dict[int, tuple[Method, bool]] = {}
+
+
+def _direct(method: Method) -> bool:
+    """Whether every argument of `method` is of a type `decode_request` reads itself."""
+    known = _DIRECT.get(id(method))
+    if known is None or known[0] is not method:
+        direct = all(t == LONGS or (type(t) is str and t in _FIELD_READERS) for _, t in method.args)
+        known = _DIRECT[id(method)] = (method, direct)
+    return known[1]
+
+
+def _read_fields(method: Method, data: bytes) -> dict[str, Any]:
+    """Returns the arguments of a request of `method` read by rpc.valuebytes. Raises
+    InvalidArgument for bytes that are not such a request."""
+    r = valuebytes.Reader(data)
+    try:
+        return {name: r.longs() if t == LONGS else _FIELD_READERS[t](r) for name, t in method.args}
+    except (IndexError, KeyError, ValueError, TypeError, struct.error) as exc:
+        if isinstance(exc, InvalidArgument):
+            raise
+        raise InvalidArgument(f"a {method.name} request cannot be read: {exc}") from None
+
+
 def encode_response(service: str, method: Method, result: Any) -> bytes:
     """Returns `method`'s result as bytes. Raises InvalidArgument if it does not fit."""
+    if method.result == VALUE:  # the response record is its one field
+        return encode_value(result)
     datum = {"result": _to_avro(method.result, result)}
     return _write(_parsed(service, method.name, True), datum, f"a {method.name} response")
 
 
 def decode_response(service: str, method: Method, data: bytes) -> Any:
     """Returns the result carried by a response of `method`."""
+    if method.result == VALUE:
+        return valuebytes.read(data)[0]
     datum = _read(_parsed(service, method.name, True), data)
     return _from_avro(method.result, datum["result"])
 
 
 def encode_value(value: Any) -> bytes:
-    """Returns one `Value` as bytes (error attributes travel so)."""
-    return _write(_parsed_value(), values.encode(value), "a value")
+    """Returns one `Value` as bytes (error attributes travel so): written by
+    rpc.valuebytes, or fastavro where it leaves a value to it. Raises InvalidArgument."""
+    try:
+        return valuebytes.write(value)
+    except valuebytes.Generic:
+        return _write(_parsed_value(), values.encode(value), "a value")
 
 
 def decode_value(data: bytes) -> Any:
     """Returns the value of `encode_value`'s bytes."""
-    return values.decode(_read(_parsed_value(), data))
+    return valuebytes.read(data)[0]
 
 
 @functools.cache
