@@ -22,6 +22,7 @@ from typing import Any
 import fastavro
 import numpy as np
 
+from vectorlog.core.errors import VectorlogError
 from vectorlog.schemas.registry import NAMESPACE
 from vectorlog.schemas.rowswriter import DIGIT_SHIFTS, RowsInsertedWriter
 
@@ -29,7 +30,7 @@ ROWS_INSERTED = f"{NAMESPACE}.RowsInserted"
 _ENVELOPE_FIELDS = ("collection_id", "partition_id", "segment_id", "num_rows", "first_row_id")
 
 
-class LeftToFastavro(Exception):  # noqa: N818 (internal: a decode fastavro does instead)
+class LeftToFastavro(VectorlogError):  # noqa: N818 (internal: a decode fastavro does instead)
     """Raised inside the reader for input it leaves to fastavro; never escapes `read`."""
 
 
