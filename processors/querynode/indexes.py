@@ -130,11 +130,20 @@ class IndexLoader(ProcessorBase):
 
     def served(self, collection_id: int, upto: int) -> bool:
         """Returns whether every segment index of the collection on coord below offset `upto`
-        is served (or given up on): read that far, none of them pending."""
+        is served (or given up on): read that far, none of them pending but those of a
+        compaction's merged segment that serves nothing yet (its rows wait for its vector
+        index in the compacted-from segments, which serve them: handoff.py), as Milvus's
+        load waits for the segments its query nodes serve."""
         if self.offset < upto:
             return False
-        keys = list(self.pending)  # one copy in C, never torn by the loader's thread
-        return not any(k[0] == collection_id for k in keys)
+        keys = [k for k in list(self.pending) if k[0] == collection_id]  # one copy in C
+        if not keys:
+            return True
+        try:
+            replica = self._replica_of(collection_id)
+        except KeyError:
+            return True  # the collection was freed
+        return replica is not None and all(replica.awaits_handoff(k[1], k[2]) for k in keys)
 
     def apply_records(self, records: list[Any]) -> None:
         """Applies coord `records`, then retries the pending loads if the dml side applied
@@ -206,9 +215,9 @@ class IndexLoader(ProcessorBase):
             replica.unload_indexes(index_id)
 
     def retry(self) -> None:
-        """Tries every pending load once: done ones (or hopeless ones) are forgotten. The
-        segments sealed and flushed go first: a loaded index may free the vectors they
-        keep."""
+        """Tries every pending load once, vector indexes before scalar ones: done ones (or
+        hopeless ones) are forgotten. The segments sealed and flushed go first: a loaded
+        index may free the vectors they keep."""
         for key, seal in list(self.sealed.items()):
             if self._loop.stopping.is_set():
                 return
@@ -221,7 +230,9 @@ class IndexLoader(ProcessorBase):
             left[1] -= 1
             if self._flushed(key, left[0]) or not left[1]:
                 del self.flushed[key]  # done, or its rows never came (merged, dropped)
-        for at, p in list(self.pending.items()):
+        # vector indexes first: a merged segment's scalar index loads once its rows moved to
+        # it, which its vector index's load does (handoff.py)
+        for at, p in sorted(self.pending.items(), key=lambda kv: not kv[1].body["metric_type"]):
             if self._loop.stopping.is_set():
                 return
             if self._attempt(p):

@@ -857,6 +857,12 @@ class Replica:
         first) is served from, None if exact."""
         return self._by_id(field_id).serving(partition, segment_id)
 
+    def awaits_handoff(self, partition: int, segment_id: int) -> bool:
+        """Returns whether the rows of segment `segment_id`, a compaction's merged segment,
+        still wait for one of its vector indexes (handoff.py): it serves nothing yet."""
+        with self.lock:
+            return any(key[1:] == (partition, segment_id) for key in self.handoffs.pending)
+
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their
         segments go back to exact search, and the merged segments waiting for an index

@@ -8,6 +8,7 @@ topic with indexes from the coord topic, on both log backends."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.processors.querynode.test_querynode import pack
 from tests.processors.querynode.test_replica import P1, brute_force
 from tests.support import unique_topic, wait_until
 from vectorlog.core.model import ROW_ID_FIELD, CollectionSchema, DataType, FieldSchema
+from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import read_index
@@ -35,6 +37,7 @@ A, B, C, GROWING, MERGED, MERGED2 = 1, 2, 3, 4, 10, 11  # segment ids
 KEYS = {A: range(0, 400), B: range(400, 800), C: range(800, 900), GROWING: range(900, 1000)}
 INSERT_TS, DELETE_TS, HORIZON, COMPACT_TS = 100, 110, 120, 130
 DROPPED = [*range(20), 25]  # not in the merged segment
+SCALAR_ID = 77  # a scalar index of the primary key
 
 
 def two_vectors() -> CollectionSchema:
@@ -370,3 +373,54 @@ def test_the_query_node_hands_off_once_the_merged_index_is_on_coord(
     assert served(replica) == {A: None, MERGED: INDEX_ID}  # A: key 25, from the horizon on
     answers()
     wait_until(lambda: node.indexes_served(CID, 3), 30, "every index served")
+
+
+def scalar_indexed(
+    log: Log, topics: Topics, files: DictFiles, keys: list[int], segment: int
+) -> None:
+    """Builds a scalar index of the primary key over `keys` in `segment`, records it on coord."""
+    data, _ = build_scalar([list(keys)], {"field_name": "id", "params": {}}, DataType.INT64)
+    base = f"index_files/{CID}/{P1}/{segment}/{SCALAR_ID}"
+    ids = io.BytesIO()
+    np.save(ids, 1000 + np.asarray(keys, dtype=np.int64))
+    files.put(f"{base}/index.arrow", data)
+    files.put(f"{base}/row_ids.npy", ids.getvalue())
+    body = segment_indexed(files, "FLAT", np.zeros((1, DIM), "f4"), np.zeros(1), "L2", segment, P1)
+    body |= {"field_id": one_vector().fields[0].field_id, "index_id": SCALAR_ID}
+    body |= {"index_name": "id", "index_type": "STL_SORT", "metric_type": ""}
+    body |= {"params": {"field_name": "id"}, "num_rows": len(keys)}
+    body |= {"index_file": f"{base}/index.arrow", "row_id_file": f"{base}/row_ids.npy"}
+    event = Event("SegmentIndexed", T0, body, CID)
+    log.append(topics.coord, [Append(0, Serdes().for_topic(topics.coord).encode(event))])
+
+
+def test_a_load_does_not_wait_for_the_scalar_index_of_a_merged_segment_that_serves_nothing_yet(
+    node: QueryNode, log: Log, topics: Topics, files: DictFiles
+):
+    """Milvus's load returns once the segments its query nodes serve are loaded with their
+    indexes: while the compacted-from segments serve, the merged segment's scalar index (built
+    before its vector index) does not hold a load back; it loads with the switch."""
+    schema, oracle = one_vector(), Oracle(one_vector())
+    created = Event(
+        "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
+    )
+    node.apply(pack(0, T0, created))
+    for seg in (A, B):
+        body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
+        node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
+        indexed(log, topics, files, oracle, list(KEYS[seg]), seg)
+    loader, replica = node.indexes, node.replicas[CID]
+    assert loader is not None
+    loader.start()
+    wait_until(lambda: node.indexes_served(CID, 2), 30, "the indexes of A and B served")
+    keys = list(range(800))
+    node.apply(pack(0, T0 + COMPACT_TS, compacted(files, [A, B], MERGED, keys)))
+    scalar_indexed(log, topics, files, keys, MERGED)
+    wait_until(lambda: loader.offset >= 3, 30, "the scalar index read")
+    assert replica.awaits_handoff(P1, MERGED)
+    wait_until(lambda: node.indexes_served(CID, 3), 30, "a load served without the merged index")
+    indexed(log, topics, files, oracle, keys, MERGED)
+    wait_until(lambda: replica.serving(P1, MERGED) == INDEX_ID, 30, "the merged index loaded")
+    assert not replica.awaits_handoff(P1, MERGED)
+    wait_until(lambda: node.indexes_served(CID, 4), 30, "every index served")
+    assert replica.scalar.has(SCALAR_ID, MERGED)
