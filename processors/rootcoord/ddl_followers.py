@@ -59,7 +59,11 @@ class DdlFollowers:
         self._required = required
         self._grace_until = clock() + (ttl_s if grace_s is None else grace_s)
         self._followers: dict[str, _Follower] = {}
-        self._cond = threading.Condition()
+        #: one lock, two waits: `renew`s wait for a DDL (`_appended`), `settle`s for the
+        #: followers (`_cond`); a renewal wakes only the settles (with one wait, each
+        #: renewal woke every other follower's long poll, which went back to waiting)
+        lock = threading.RLock()
+        self._cond, self._appended = threading.Condition(lock), threading.Condition(lock)
         self.waits = 0  # DDLs that waited for a follower or the grace
         self.lapsed = 0  # followers a DDL passed over because their lease lapsed
 
@@ -73,7 +77,7 @@ class DdlFollowers:
         with self._cond:
             self._note(follower, read_through, fence)
             while self._required <= fence and self._clock() < deadline:
-                self._cond.wait(deadline - self._clock())
+                self._appended.wait(deadline - self._clock())
             self._note(follower, read_through, fence)
             required = self._required
         if self._check is not None:  # never grant a lease after losing the cluster's
@@ -90,7 +94,7 @@ class DdlFollowers:
         cap = self._clock() + SETTLE_CAP_S
         with self._cond:
             self._required = max(self._required, offset)
-            self._cond.notify_all()
+            self._appended.notify_all()
             waited = False
             while self._clock() < cap:
                 left = self._pending(offset)

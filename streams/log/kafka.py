@@ -59,11 +59,14 @@ METADATA_TIMEOUT = 10.0
 DELIVERY_TIMEOUT_MS = 30_000
 #: How long `close` waits for records in flight before purging them.
 CLOSE_FLUSH_S = 10.0
-#: The longest a wait of the delivery-report thread lasts while nothing is delivered: `close`
-#: joins that thread before closing the producers, so it waits up to this much (librdkafka's
-#: poll cannot be woken); a report ends a wait at once, whatever this is. Each wait is a
-#: wake-up of an idle process's Python (at 20 ms: 50 a second, each KafkaLog).
+#: The longest a wait of the delivery-report thread lasts while records are in flight and
+#: none is delivered (librdkafka's poll cannot be woken: `close` may wait this much); a report
+#: ends a wait at once, whatever this is.
 DELIVERY_POLL_S = 0.1
+#: How often the delivery-report thread polls while nothing is in flight (librdkafka's error
+#: and log callbacks; an append or `close` ends the wait at once). At DELIVERY_POLL_S each
+#: KafkaLog of an idle process woke its Python 10 times a second for nothing (issue 24).
+IDLE_DELIVERY_POLL_S = 1.0
 #: librdkafka's own log lines go to Python logging (not straight to stderr)
 LIBRDKAFKA_LOG = logging.getLogger("vectorlog.librdkafka")
 logger = logging.getLogger(__name__)
@@ -143,6 +146,9 @@ class KafkaLog:
         self._lost: LogHistoryLost | None = None
         self._compacted: dict[str, bool] = {}  # topic -> whether compacted (readers' gaps)
         self._closed = threading.Event()
+        #: set after records are queued to a producer (and at close): it ends the delivery-report
+        #: thread's idle wait
+        self._produced = threading.Event()
         #: the consumer watermark queries go through (made at the first; a new one per query
         #: cost a connection: a proxy asks the ddl topic's end on every request)
         self._marks: Consumer | None = None
@@ -174,10 +180,17 @@ class KafkaLog:
         """Serves delivery reports until the log closes. Every append waits on this thread,
         so an error raised out of one poll (a callback's, a retired producer's close) is
         logged and the service goes on: a Client whose thread died hung for good in its
-        next append (seen once under load, in a broker-restart test's close)."""
+        next append (seen once under load, in a broker-restart test's close). While nothing
+        is in flight it waits for an append (cleared before it looks, so one queued
+        meanwhile ends the wait) rather than polling every DELIVERY_POLL_S."""
         while not self._closed.is_set():
             try:
-                self._producers.poll(DELIVERY_POLL_S)
+                self._produced.clear()
+                if self._producers.pending():
+                    self._producers.poll(DELIVERY_POLL_S)
+                else:
+                    self._produced.wait(IDLE_DELIVERY_POLL_S)
+                    self._producers.poll(0)
             except Exception:
                 logger.exception(
                     "%s: serving Kafka delivery reports failed; going on", self.bootstrap
@@ -297,6 +310,7 @@ class KafkaLog:
             except KafkaException as exc:  # not queued: nor are the records after it
                 acks.refuse_rest(i, exc.args[0])
                 break
+        self._produced.set()
         self._wait(acks, topic)
         broken = acks.broken()
         if broken is not None:
@@ -447,6 +461,7 @@ class KafkaLog:
         if self._closed.is_set():
             return
         self._closed.set()
+        self._produced.set()
         self._poller.join()
         self._producers.close(CLOSE_FLUSH_S)
         with self._marks_lock:

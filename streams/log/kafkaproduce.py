@@ -163,6 +163,11 @@ class Producers:
             self._retired.append(broken)
         LOG.warning("%s: new Kafka producer, the last one reported %s", self._name, why.str())
 
+    def pending(self) -> bool:
+        """Returns whether a record is queued or in flight, or a delivery report or a
+        retired producer is waiting to be served."""
+        return len(self._current.client) > 0 or bool(self._retired)
+
     def poll(self, timeout: float) -> None:
         """Serves delivery reports (of the current producer, and of the retired ones)."""
         self._current.client.poll(timeout)

@@ -262,8 +262,14 @@ class RootCoordClient:
         """Returns a timestamp of the oracle, strictly above every one this client returned
         before (by any method but `recent`), from a block fetched at most `ts_max_age_s`
         ago."""
+        return self.stamp(self._ts_age)
+
+    def stamp(self, max_age_s: float) -> int:
+        """Returns a timestamp as `now` does, from a block fetched at most `max_age_s` ago:
+        for an event that needs a stamp of its own, above this client's earlier ones, but
+        not a fresh one (a heartbeat: one RPC per block instead of one per beat)."""
         with self._lock:
-            ts = self._ts.take(1, self._ts_age)
+            ts = self._ts.take(1, max_age_s)
             if ts is None:
                 first = self._alloc_ts(self._ts_batch)
                 self._ts.refill(first, self._ts_batch)

@@ -47,11 +47,14 @@ class ChannelDataNode:
         make: MakeDataNode,
         allocate: Callable[[], int],
         blobs: Blobs | None = None,
+        stamp: Callable[[], int] | None = None,
     ) -> None:
-        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
+        """`blobs`: where coord's snapshots are (its follower starts from the newest);
+        `stamp()` (default `allocate`): its heartbeats' timestamps (need not be fresh)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._dir, self._make, self._allocate = state_dir, make, allocate
+        self._stamp = stamp or allocate
         self.epoch = allocate()
         self.fence = ChannelFence()
         self.instances: dict[int, DataNode] = {}
@@ -121,7 +124,7 @@ class ChannelDataNode:
         with self._lock:
             writing = sorted(self.instances)
         body = {"node": self.name, "epoch": self.epoch, "writing": writing}
-        event = Event("DataNodeReported", self._allocate(), body)
+        event = Event("DataNodeReported", self._stamp(), body)
         self._log.append(
             self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
         )
@@ -194,11 +197,13 @@ class IndexNodeMember:
         serdes: Serdes,
         allocate: Callable[[], int],
         blobs: Blobs | None = None,
+        stamp: Callable[[], int] | None = None,
     ) -> None:
-        """`blobs`: where coord's snapshots are (its follower starts from the newest)."""
+        """`blobs`: where coord's snapshots are (its follower starts from the newest);
+        `stamp()` (default `allocate`): its heartbeats' timestamps (need not be fresh)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
-        self._allocate = allocate
+        self._allocate, self._stamp = allocate, stamp or allocate
         self.epoch = allocate()
         self.fence = ChannelFence(role=self.ROLE)
         self.follower = CoordFollower(
@@ -237,7 +242,7 @@ class IndexNodeMember:
             log.warning("indexnode %s: epoch %d declared dead; now %d", self.name, old, self.epoch)
         mine = sorted(p for p in self.fence.owners if self.owns(p))
         body = {"node": self.name, "epoch": self.epoch, "writing": mine, "role": self.ROLE}
-        event = Event("DataNodeReported", self._allocate(), body)
+        event = Event("DataNodeReported", self._stamp(), body)
         self._log.append(
             self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
         )

@@ -79,6 +79,11 @@ SEVERAL_WRITERS = TickPolicy(warm_up=True)
 #: the roles whose services other processes call over RPC at the --ROLE address (query
 #: nodes are found on coord: each reports its address, the proxies follow the assignment)
 RPC_ROLES = ("rootcoord", "datacoord", "indexnode")
+#: how long a node's heartbeats are stamped from one block of the oracle's timestamps
+#: (seconds; a block holds rpc.rootcoord_client.TS_BATCH): a heartbeat needs a stamp of its
+#: own, not a fresh one (its readers go by its epoch and by when they read it). At one RPC
+#: per beat, the 4 nodes of an idle 2-query-node cluster asked rootcoord 4 times a second.
+HEARTBEAT_STAMP_AGE_S = 30.0
 #: how long a proxy waits at start to read the query assignment on coord (seconds)
 FOLLOW_TIMEOUT_S = 30.0
 #: how long an ingest worker's start waits for its consumer's first open (its claims, its
@@ -571,6 +576,7 @@ class ProcessRunner:
             lambda: rc.allocate_timestamps(1),
             self.objects,
             self.cfg.querynode_search_threads,
+            stamp=functools.partial(rc.stamp, HEARTBEAT_STAMP_AGE_S),
         )
         if self.cfg.querynode_search_threads:
             faiss.omp_set_num_threads(self.cfg.querynode_search_threads)
@@ -643,8 +649,17 @@ class ProcessRunner:
 
         folder = self.cfg.state_dir() / "datanode"
         allocate = functools.partial(rc.allocate_timestamps, 1)
+        stamp = functools.partial(rc.stamp, HEARTBEAT_STAMP_AGE_S)
         self.datanode: Any = ChannelDataNode(
-            self.name, self.log, self.topics, self.serdes, folder, one, allocate, self.objects
+            self.name,
+            self.log,
+            self.topics,
+            self.serdes,
+            folder,
+            one,
+            allocate,
+            self.objects,
+            stamp,
         )
         self._stack.callback(self.datanode.close)
         self._started(self.datanode)
@@ -659,8 +674,9 @@ class ProcessRunner:
         self._stack.callback(rc.close)
         store = self._opened(RocksDBStateStore(self.cfg.state_dir() / "indexnode"))
         allocate = functools.partial(rc.allocate_timestamps, 1)
+        stamp = functools.partial(rc.stamp, HEARTBEAT_STAMP_AGE_S)
         member = IndexNodeMember(
-            self.name, self.log, self.topics, self.serdes, allocate, self.objects
+            self.name, self.log, self.topics, self.serdes, allocate, self.objects, stamp
         )
         self.indexnode: Any = IndexNode(
             self.log,

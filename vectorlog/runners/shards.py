@@ -52,7 +52,8 @@ class ShardNode:
     """The pchannels this query node serves, loads and reports (see the module docstring).
 
     `make(pchannel)` returns a recovered, unstarted QueryNode of one pchannel; `allocate()`
-    a fresh timestamp of the oracle (epochs, catch-up targets); `address` where this node's
+    a fresh timestamp of the oracle (epochs, catch-up targets); `stamp()` (default
+    `allocate`) one for its heartbeats, which need no fresh one; `address` where this node's
     RPC listens (reported, so proxies can call it)."""
 
     def __init__(
@@ -65,12 +66,14 @@ class ShardNode:
         allocate: Callable[[], int],
         blobs: Blobs | None = None,
         search_threads: int = 0,
+        stamp: Callable[[], int] | None = None,
     ) -> None:
         """`blobs`: where coord's snapshots are (its follower starts from the newest);
         `search_threads`: at most this many pchannel reads run at once (0: no limit)."""
         self.name, self._log, self._topic = name, log_, topics.coord
         self._serde = serdes.for_topic(topics.coord)
         self._make, self._allocate = make, allocate
+        self._stamp = stamp or allocate
         self.address = ""
         self.epoch = allocate()
         self.instances: dict[int, QueryNode] = {}
@@ -153,7 +156,7 @@ class ShardNode:
             "serving": serving,
             "failed": [{"pchannel": p, "node": self.name, "reason": r} for p, r in failed.items()],
         }
-        event = Event("QueryNodeReported", self._allocate(), body)
+        event = Event("QueryNodeReported", self._stamp(), body)
         self._log.append(
             self._topic, [Append(0, self._serde.encode(event), self._serde.key(event))]
         )

@@ -5,6 +5,7 @@ a token both protocols ask for it; with a certificate and key both speak TLS onl
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -29,6 +30,10 @@ from vectorlog.server.tls import TlsFiles, tls_files
 #: the environment variable that turns the access log on (as --access-log)
 ACCESS_LOG_ENV = "VECTORLOG_ACCESS_LOG"
 GRPC_PORT = 19530  # Milvus's port
+#: how often the REST server's loop wakes to refresh its Date header and look at
+#: `should_exit` (a signal wakes it at once); uvicorn's own loop wakes every 0.1 s, most of an
+#: idle proxy process's Python time (py-spy --gil, issue 24)
+REST_TICK_S = 1.0
 log = logging.getLogger("vectorlog.serve")
 
 
@@ -64,11 +69,26 @@ def access_logged(options: ServeOptions) -> bool:
 class _Rest(uvicorn.Server):
     """uvicorn, with SIGTERM/SIGINT ending the serve loop without re-raising the signal
     afterwards (uvicorn's default), so the process can close the cluster and exit 0, and
-    `ready` called once it listens."""
+    `ready` called once it listens. Its loop wakes every REST_TICK_S, not every 0.1 s; a
+    signal ends the wait at once (`should_exit` set from elsewhere: at the next tick)."""
 
     def __init__(self, config: uvicorn.Config, ready: Callable[[], None] | None = None) -> None:
         super().__init__(config)
         self.ready = ready
+        self._exit: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop, ticking every REST_TICK_S: `on_tick` counts 0.1 s ticks and
+        refreshes the Date header every 10th, so it is handed a multiple of 10."""
+        self._exit, self._loop = asyncio.Event(), asyncio.get_running_loop()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), REST_TICK_S)
+            should_exit = await self.on_tick(counter)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -79,6 +99,8 @@ class _Rest(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         def stop(sig: int, frame: FrameType | None) -> None:
             self.should_exit = True
+            if self._loop is not None and self._exit is not None:
+                self._loop.call_soon_threadsafe(self._exit.set)
 
         previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:

@@ -172,6 +172,24 @@ def test_a_recent_timestamp_comes_from_the_block_while_it_is_fresh_and_takes_non
     assert later > first + 1 and fake.allocations == [("ts", 256)] * 2
 
 
+def test_a_stamp_comes_from_a_block_as_old_as_it_allows(fake: CountingRootCoord):
+    """A heartbeat's stamp (RootCoordClient.stamp): from the block while it is younger than
+    the age asked, however stale for `now`; strictly increasing, mixed with `now` too."""
+    with served(rootcoord=fake) as address:
+        client = RootCoordClient(address, ts_max_age_s=0.0)  # `now` never serves a block
+        try:
+            stamps = [client.stamp(3600) for _ in range(10)]
+            assert fake.allocations == [("ts", 256)]
+            fresh = client.now()
+            assert fake.allocations == [("ts", 256)] * 2
+            later = client.stamp(3600)  # from the block `now` fetched
+            assert fake.allocations == [("ts", 256)] * 2
+            every = [*stamps, fresh, later]
+            assert all(a < b for a, b in zip(every, every[1:], strict=False))
+        finally:
+            client.close()
+
+
 def test_a_restarted_client_never_reissues_a_timestamp_or_an_id(
     fake: CountingRootCoord, remote: RootCoordClient
 ):

@@ -16,6 +16,7 @@ cluster's own Client (another proxy):
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,3 +167,34 @@ def test_a_follower_that_stopped_renewing_has_lost_its_lease_when_the_ddl_return
     finally:
         lease.stop()
         watch.close()
+
+
+def test_a_renewal_wakes_no_other_followers_long_poll():
+    """Each renewal woke every other follower's long poll, which found no new DDL and went
+    back to waiting (the waiting renewal's clock reads count its wake-ups)."""
+    waiter: list[int] = []
+    reads = [0]
+
+    def clock() -> float:
+        if waiter and threading.get_ident() == waiter[0]:
+            reads[0] += 1
+        return time.monotonic()
+
+    followers = DdlFollowers(-1, ttl_s=60.0, clock=clock, grace_s=0.0)
+    answers: list[dict[str, Any]] = []
+
+    def long_poll() -> None:
+        waiter.append(threading.get_ident())
+        answers.append(followers.renew("waiting", 1, -1, 60.0))
+
+    t = threading.Thread(target=long_poll, daemon=True)
+    t.start()
+    while "waiting" not in followers.followers():  # noted under the lock it waits on
+        time.sleep(0.01)
+    for _ in range(40):  # another follower renews, again and again
+        followers.renew("busy", 0, 10, 0.0)
+        time.sleep(0.005)
+    followers.settle(0)  # a DDL at offset 0 ends the long poll (both read past it)
+    t.join(30)
+    assert answers == [{"required": 0, "ttl_ms": 60_000}]
+    assert reads[0] < 10  # old code: about 2 per renewal of the other follower
