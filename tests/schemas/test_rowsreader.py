@@ -63,7 +63,10 @@ def by_fastavro(data: bytes) -> str:
         return failed(str(MalformedEvent(f"undecodable Avro body ({type(exc).__name__}: {exc})")))
     if end != len(data):
         return failed(str(MalformedEvent(f"{len(data) - end} trailing bytes after the event")))
-    return repr(_from_avro(rec))
+    try:
+        return repr(_from_avro(rec))
+    except MalformedEvent as exc:  # an event_type its payload does not match
+        return failed(str(exc))
 
 
 def batch(n: int = 300) -> Event:
