@@ -20,6 +20,7 @@ from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.model import DataType
 from vectorlog.expr import nodes
 from vectorlog.rpc import valuebytes, wire
+from vectorlog.rpc.methods import BOOL, DOUBLE, INT, LONG, LONGS, SERVICES, STRING, VALUE
 
 INT_EDGES = [0, 1, -1, 63, 64, -64, -65, 2**31, -(2**31) - 1, 2**53 + 1, 2**62]
 INT_EDGES += [2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**64, 10**30, -(10**30)]
@@ -172,8 +173,64 @@ def test_corrupted_values_read_as_fastavro_reads_them_or_are_refused(seed):
             if rng.random() < 0.4:
                 del b[at:]
             else:
-                b[at] = int(rng.choice([0, 1, 2, 0x7F, 0x80, 0xFF, rng.integers(0, 256)]))
+                b[at] = [0, 1, 2, 0x7F, 0x80, 0xFF, int(rng.integers(0, 256))][rng.integers(7)]
             ok, got = read_or_refused(bytes(b))
             fast_ok, want = fastavro_or_failed(bytes(b))
             if ok:  # what valuebytes reads is what fastavro reads
                 assert fast_ok and same(got, want), bytes(b).hex()
+
+
+def argument(rng: np.random.Generator, t: Any) -> Any:
+    """Returns a random argument of Avro type `t` (a method's), in range or not."""
+    if t == VALUE:
+        return tree(rng)
+    if t == LONGS:
+        return [scalar_int(rng) for _ in range(rng.integers(0, 4))]
+    if t in (LONG, INT):
+        return scalar_int(rng) if rng.random() < 0.8 else np.int64(rng.integers(-9, 9))
+    if t == DOUBLE:
+        return [rng.standard_normal(), math.nan, 2**60 + 1, 3, -0.0][rng.integers(5)]
+    if t == STRING:
+        return "".join(TEXTS[i] for i in rng.integers(0, len(TEXTS) - 1, rng.integers(0, 5)))
+    if t == BOOL:
+        return bool(rng.integers(0, 2))
+    if isinstance(t, list):  # ["null", T]
+        return None if rng.random() < 0.3 else argument(rng, t[1])
+    return [argument(rng, t["items"]) for _ in range(rng.integers(0, 3))]  # an array
+
+
+def scalar_int(rng: np.random.Generator) -> int:
+    if rng.random() < 0.3:
+        return INT_EDGES[rng.integers(len(INT_EDGES))]
+    return int(rng.integers(-(2**40), 2**40))
+
+
+def old_request(service: str, m: Any, args: dict[str, Any]) -> tuple[str, bytes | None]:
+    """Returns the request's bytes as fastavro wrote them for every argument, or the error."""
+    try:
+        datum = {name: wire._to_avro(t, args[name]) for name, t in m.args}
+        return "", wire._write(wire._parsed(service, m.name, False), datum, m.name)
+    except Exception as exc:
+        return type(exc).__name__, None
+
+
+def new_request(service: str, m: Any, args: dict[str, Any]) -> tuple[str, bytes | None]:
+    try:
+        return "", wire.encode_request(service, m, args)
+    except Exception as exc:
+        return type(exc).__name__, None
+
+
+def test_random_requests_are_written_and_read_as_fastavro_does():
+    rng = np.random.default_rng(11)
+    methods = [(s, m) for s, service in SERVICES.items() for m in service.methods.values()]
+    for _ in range(1500):
+        service, m = methods[rng.integers(len(methods))]
+        args = {name: argument(rng, t) for name, t in m.args}
+        got, want = new_request(service, m, args), old_request(service, m, args)
+        assert got[1] == want[1] and bool(got[0]) == bool(want[0]), (m.name, args)
+        if got[1] is None:
+            continue
+        datum = wire._read(wire._parsed(service, m.name, False), got[1])
+        old = {name: wire._from_avro(t, datum[name]) for name, t in m.args}
+        assert same(wire.decode_request(service, m, got[1]), old), (m.name, args)
