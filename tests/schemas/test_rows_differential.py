@@ -357,3 +357,14 @@ def test_arrays_of_varints_of_any_digits_read_as_fastavro_reads_them():
             continue
         assert got.tolist() == fastavro.schemaless_reader(io.BytesIO(data), schema)
         assert end == len(data) - 1
+
+
+@pytest.mark.parametrize("rows", [0, 5])
+def test_an_event_without_columns_reads_as_fastavro_reads_it(rows):
+    # long enough for the reader (a long vchannel): its columns an empty array, one 0 byte
+    ev = event([], rows, arrays=True)
+    ev.vchannel = "v" * READ_ROWS_FROM
+    data = EventSerde().encode(ev)
+    assert data == fastavro_or_refused(ev)[1]
+    assert decoded(EventSerde(), data) == by_fastavro(data)
+    assert EventSerde().decode(data).body["columns"] == []
