@@ -7,8 +7,9 @@ per value (the columns' `tolist()`), and its buffer's growth around the vector b
 writer joins the parts once: the envelope and record framing written here, numeric columns
 given as numpy arrays encoded with numpy (zigzag varints for longs, raw little-endian
 doubles, one byte per boolean), vector bytes copied once. Every other column (strings,
-JSON, sparse rows, a column with `valid` flags, values given as a list) is written by
-fastavro with its own record schema, so its bytes are fastavro's by construction.
+JSON, sparse rows, a column with `valid` flags, values given as a list, an array that is not
+1-D or whose values a long does not hold as they are: uint64, floats) is written by fastavro
+with its own record schema, so its bytes are fastavro's by construction.
 
 The writer reads the layout it relies on from the envelope schema it is given (the union
 indexes of RowsInserted and of each column kind, the field order of each record): a schema
