@@ -44,6 +44,8 @@ def read_long(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         z |= (b & 0x7F) << shift
         if b < 0x80:
+            if z >> 64:  # a tenth byte past bit 64: fastavro drops those bits
+                raise LeftToFastavro
             return (z >> 1) ^ -(z & 1), pos
         shift += 7
 
@@ -161,12 +163,20 @@ class RowsInsertedReader:
         elif how:
             value, pos = _numeric(how, data, pos)
         else:
-            buf = io.BytesIO(data)
-            buf.seek(pos)
-            read: Any = fastavro.schemaless_reader(buf, schema, schema, return_record_name=True)
-            value = read
-            pos = buf.tell()
+            value, pos = _by_fastavro(schema, data, pos)
         return {"field_id": field_id, "field_name": field_name, "column": (name, value)}, pos
+
+
+def _by_fastavro(schema: Any, data: bytes, pos: int) -> tuple[Any, int]:
+    """Reads a column record fastavro reads (its schema `schema`) at `pos`. Raises
+    LeftToFastavro where fastavro fails (a truncated body: decode names its error)."""
+    buf = io.BytesIO(data)
+    buf.seek(pos)
+    try:
+        value = fastavro.schemaless_reader(buf, schema, schema, return_record_name=True)
+    except Exception:  # fastavro raises many types on corrupt bodies (EOFError, ...)
+        raise LeftToFastavro from None
+    return value, buf.tell()
 
 
 def _numeric(item: str, data: bytes, pos: int) -> tuple[dict[str, Any], int]:

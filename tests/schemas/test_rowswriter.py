@@ -171,3 +171,54 @@ def test_varints_of_every_width_and_mixed_widths(width):
         fastavro.schemaless_writer(buf, {"type": "array", "items": "long"}, arr.tolist())
         assert buf.getvalue() == varint(len(arr)) + varints(arr) + b"\x00"
         assert b"".join(varint(int(x)) for x in arr) == varints(arr)
+
+
+def written_or_refused(ev: Event) -> tuple[str, bytes | None]:
+    """Returns ("", bytes) written by EventSerde, or (the error's type, None)."""
+    try:
+        return "", EventSerde().encode(ev)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        return type(exc).__name__, None
+
+
+def fastavro_or_refused(ev: Event) -> tuple[str, bytes | None]:
+    current = default_registry().current
+    try:
+        return "", SINGLE_OBJECT_MAGIC + current.fingerprint + fastavro_bytes(current, ev)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        return type(exc).__name__, None
+
+
+@pytest.mark.parametrize(
+    "dtype,array",
+    [
+        (DataType.INT64, np.array([2**63 + 5, 1], dtype=np.uint64)),  # wrapped to negative
+        (DataType.INT64, np.array([np.nan, 1e19, -1e19, 2.5])),  # numpy's INT64_MIN
+        (DataType.INT64, np.arange(4, dtype=np.int64).reshape(2, 2)),  # 2 rows, 4 values
+        (DataType.DOUBLE, np.ones((2, 3))),
+        (DataType.BOOL, np.ones((2, 3), dtype=bool)),
+    ],
+    ids=["uint64-past-int64", "floats-in-int64", "int-2d", "double-2d", "bool-2d"],
+)
+def test_an_array_fastavro_refuses_or_writes_otherwise_is_not_written_as_numpy_sees_it(
+    dtype, array
+):
+    ev = event([(dtype, array)], len(array), arrays=True)
+    got, want = written_or_refused(ev), fastavro_or_refused(ev)
+    assert got[1] == want[1] and bool(got[0]) == bool(want[0])
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("first_row_id", 2**63), ("segment_id", -(2**63) - 1), ("ts", np.int64(2**62 + 1))],
+)
+def test_an_envelope_long_past_int64_is_refused_and_a_numpy_one_written(field, value):
+    # 2**63 was written as a 10-byte varint fastavro reads back as -1; a numpy int64 past
+    # 2**62 overflowed the zigzag shift (ValueError) where fastavro writes it
+    ev = event([(DataType.INT64, np.arange(3))], 3, arrays=True)
+    if field == "ts":
+        ev.ts = value
+    else:
+        ev.body[field] = value
+    got, want = written_or_refused(ev), fastavro_or_refused(ev)
+    assert got[1] == want[1] and bool(got[0]) == bool(want[0])

@@ -26,6 +26,7 @@ from vectorlog.rpc.values import INT64
 
 _DOUBLE = struct.Struct("<d")
 _LO, _HI = INT64
+_MASK64 = (1 << 64) - 1
 # the union branches of Value.v (values.VALUE_SCHEMA), as the zigzag byte that names each
 _NULL, _TRUE, _FALSE = b"\x00", b"\x02\x01", b"\x02\x00"
 _LONG, _DBL, _STR, _BYTES, _ARRAY, _MAP = 4, 6, 8, 10, 12, 14
@@ -205,6 +206,10 @@ class Reader:
             pos += 1
             n |= (b & 0x7F) << shift
             shift += 7
+        if shift > 63:  # ten bytes: fastavro keeps the low 64 bits; more: not a long
+            if shift > 70:
+                raise ValueError("a long of more than 10 bytes")
+            n &= _MASK64
         self.pos = pos
         return (n >> 1) ^ -(n & 1)
 

@@ -132,3 +132,17 @@ def test_a_shard_read_request_and_answer_cross_as_before():
     assert same(wire.decode_request(QUERYSHARD.name, m, data), request)
     answer = VALUES[-1]
     assert wire.encode_response(QUERYSHARD.name, m, answer) == fastavro_bytes(answer)
+
+
+@pytest.mark.parametrize("last", [1, 2, 3, 0x7F])
+def test_a_ten_byte_long_keeps_fastavros_64_bits(last):
+    # a long's tenth byte past bit 64: fastavro keeps the low 64 bits; read here it was an
+    # int past int64 (b"\x04" + 80*9 + 02: 2**63 where fastavro reads 0)
+    for digits in (b"\x80" * 9, b"\xff" * 9):
+        data = b"\x04" + digits + bytes([last])
+        assert valuebytes.read(data) == (fastavro_value(data), len(data))
+
+
+def test_a_long_of_more_than_ten_bytes_is_not_a_value():
+    with pytest.raises(InvalidArgument):
+        valuebytes.read(b"\x04" + b"\x80" * 10 + b"\x01")
