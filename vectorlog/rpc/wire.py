@@ -97,7 +97,7 @@ def _write(schema: Any, datum: dict[str, Any], what: str) -> bytes:
     out = io.BytesIO()
     try:
         schemaless_writer(out, schema, datum)
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise InvalidArgument(f"{what} cannot be encoded: {exc}") from None
     return out.getvalue()
 

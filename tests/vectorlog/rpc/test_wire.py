@@ -112,6 +112,8 @@ def test_a_request_round_trips_and_a_mistyped_argument_is_refused():
     alloc = ROOTCOORD.methods["AllocTimestamp"]
     with pytest.raises(InvalidArgument, match="AllocTimestamp request"):
         wire.encode_request(ROOTCOORD.name, alloc, {"count": "many"})
+    with pytest.raises(InvalidArgument, match="AllocTimestamp request"):  # beyond its int
+        wire.encode_request(ROOTCOORD.name, alloc, {"count": 2**64})
 
 
 def test_the_served_schemas_never_change():
