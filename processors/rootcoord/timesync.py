@@ -32,7 +32,11 @@ it to be on the log, then moves its clock past every timestamp the oracle gave o
 (`fresh`), and only then stamps: every tick another writer appended before that active tick was
 computed before it, so the stamp is above it. The gate orders stamps against the idle ticks: an
 idle tick is appended only while no stamp is in flight, and a stamp waits while one is being
-appended.
+appended. A writer whose last tick's value is `stalled_after` old (its process was paused or
+starved: the consumers may have dropped it from their minimum as a silent source, and a tick
+computed before a pause may be appended after it) re-enters the same way: its next tick is idle
+(if nothing is in flight), and its next stamp moves the clocks, appends an active tick of a
+fresh value and moves them again, whichever of the two comes first.
 """
 
 from __future__ import annotations
@@ -172,6 +176,7 @@ class Ticker:
         lease: tuple[str, int] | None = None,
         fresh: Callable[[], object] | None = None,
         idle_every: float | None = None,
+        stalled_after: float | None = None,
     ) -> None:
         """`source`: the id the ticks carry (one per writing process); `heartbeat`: tick every
         interval even when nothing was stamped, idle ticks while nothing is in flight (one of
@@ -180,7 +185,9 @@ class Ticker:
         at once, streams.msgstream); `fresh()`: makes the barrier's sources stamp above every
         timestamp the oracle gave out before the call (None: they do already, the oracle in
         this process); `idle_every`: seconds between a heartbeat writer's ticks while it is
-        idle (None: the interval; never shorter)."""
+        idle (None: the interval; never shorter); `stalled_after`: how old (seconds) the value
+        of a heartbeat writer's last tick may be before its next stamp re-enters as an idle
+        writer's does (module docstring; None: never)."""
         self.source, self._heartbeat = source, heartbeat
         self._idle_every = max(interval, idle_every or interval)
         self._fresh = fresh or (lambda: None)
@@ -189,6 +196,8 @@ class Ticker:
         #: seconds without a stamp after which a writer of several ticks idle
         self.idle_after = min(interval, IDLE_AFTER_S)
         self._ticked_at = 0.0  # time.monotonic() of the last tick appended
+        self._stalled_after = stalled_after
+        self._value_at = 0.0  # time.monotonic() when the last tick's value was computed
         if heartbeat:
             barrier.guard(self._active, self.request)
         role, epoch = lease or ("", 0)
@@ -238,12 +247,14 @@ class Ticker:
 
     def tick_once(self) -> int | None:
         """Appends one tick to every partition if it advanced, or if it is the first idle
-        one (one of several writers, once nothing was stamped for `idle_after` seconds:
-        module docstring); returns it."""
+        one (one of several writers, once nothing was stamped for `idle_after` seconds, or
+        once its last tick's value is `stalled_after` old: module docstring); returns it."""
         activity = self._barrier.activity()  # before the tick: see quiet_tick
-        if self._heartbeat and (self.idle or self._settled(activity)):
+        stalled = self._stalled()  # its first tick after a stall is idle: stamps re-enter
+        if self._heartbeat and (self.idle or stalled or self._settled(activity)):
             with self._gate:  # no stamp starts until the idle tick is on the log
-                if not self._barrier.busy() and (self.idle or self._barrier.activity() == activity):
+                quiet = self.idle or stalled or self._barrier.activity() == activity
+                if not self._barrier.busy() and quiet:
                     return self._tick(activity, idle=True)
         return self._tick(activity, idle=False)
 
@@ -253,11 +264,12 @@ class Ticker:
         return quiet and time.monotonic() - self._ticked_at >= self.idle_after
 
     def _tick(self, activity: int, idle: bool) -> int | None:
+        at = time.monotonic()
         t = self._barrier.tick()
         if t is None or (t <= self._last and not (idle and not self.idle)):
             return None
         t = max(t, self._last)
-        self._append(t, idle)
+        self._append(t, idle, at)
         self._covered = (t, activity)
         return t
 
@@ -267,15 +279,27 @@ class Ticker:
         one and moves the sources' clocks past the oracle's (module docstring). Raises what
         the log or the oracle raised (nothing was stamped)."""
         with self._gate:
-            if self.idle:
+            stalled = self._stalled()
+            if self.idle or stalled:
                 self._adapt()
-                self._append(max(self._barrier.tick() or 0, self._last), idle=False)
+                if stalled:  # the clocks may serve a block from before the stall: a tick of
+                    self._fresh()  # it would be that old; a fresh one keeps the writer live
+                at = time.monotonic()
+                self._append(max(self._barrier.tick() or 0, self._last), idle=False, at=at)
                 try:
                     self._fresh()
                 except BaseException:
                     self.idle = True  # the next stamp appends and moves the clocks again
                     raise
             yield
+
+    def _stalled(self) -> bool:
+        """Whether the last tick's value was computed `stalled_after` seconds ago or more (the
+        ticker did not run: the process was paused or starved; module docstring)."""
+        after = self._stalled_after
+        if after is None or self.heard is None:  # none appended yet: idle from the start
+            return False
+        return time.monotonic() - self._value_at > after
 
     def _adapt(self) -> None:
         """On waking up: a writer that went idle less than an interval ago (a trickle of
@@ -286,14 +310,16 @@ class Ticker:
         else:
             self.idle_after = min(self._interval, IDLE_AFTER_S)
 
-    def _append(self, t: int, idle: bool) -> None:
-        """Appends the tick `t` to every partition, idle or not."""
+    def _append(self, t: int, idle: bool, at: float | None = None) -> None:
+        """Appends the tick `t` to every partition, idle or not; `at`: the time.monotonic()
+        its value was computed at (None: now)."""
         tick = Event("TimeTick", t, {**self._tag, "idle": idle})
         body, key = self._serde.encode(tick), self._serde.key(tick)
         n = self._log.partitions(self._topic)
         self._log.append(self._topic, [Append(p, body, key) for p in range(n)])
         self._last, self.heard, self.idle = t, t, idle
         self._ticked_at = time.monotonic()
+        self._value_at = self._ticked_at if at is None else at
 
     def _run(self) -> None:
         while not self._stop.is_set():

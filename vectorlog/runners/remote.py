@@ -84,7 +84,8 @@ class WriteTooSlow(WriteOutcomeUnknown):
 class BoundedTickSource(TickSource):
     """A TickSource whose stamp fails with WriteTooSlow, after the block, unless the block
     ended within `limit_s` seconds of log time after the value of this process's last tick
-    appended before the stamp (`heard()`, a ts; None: no tick appended yet).
+    appended before the stamp's write (`heard()`, a ts, read once the stamp is drawn: past
+    the active tick an idle or stalled writer appends first; None: no tick appended yet).
 
     A write is safe when its writer is live for the consumers where the write lands: the
     writer's latest tick on the log is then less than the liveness window behind the newest.
@@ -110,8 +111,9 @@ class BoundedTickSource(TickSource):
     def stamp(self) -> Iterator[int]:
         """Yields a fresh ts held in flight until exit. Raises WriteTooSlow on a clean exit
         that came too late (the block's effects happened: the outcome is unknown)."""
-        heard, begun = self._heard(), time.monotonic()
+        begun = time.monotonic()
         with super().stamp() as ts:
+            heard = self._heard()  # after the gate: an idle or stalled writer's active tick
             yield ts
         since = math.inf
         if heard is not None:
@@ -149,11 +151,12 @@ class RemoteRootCoord:
         between its ticks while it is idle (None: `interval`). Raises a LogError."""
         self.client = client
         self.barrier = SoftBarrier()
+        self.write_limit_s = liveness_ms / 2000
         self.ticker = Ticker(
             log, dml, serde, self.barrier, interval, source=source, heartbeat=True, lease=lease,
             fresh=lambda: client.allocate_timestamps(1), idle_every=idle_every,
+            stalled_after=self.write_limit_s / 2,
         )  # fmt: skip
-        self.write_limit_s = liveness_ms / 2000
         self.lease: DdlLease | None = None
         if renew_lease is not None:
             self.lease = DdlLease(renew_lease, source, lambda: self.ddl.next_offset)

@@ -505,6 +505,34 @@ def test_a_stamp_after_an_idle_tick_waits_for_an_active_tick_and_a_fresh_clock(
         assert len(seen) == 2
 
 
+def test_a_writer_whose_ticks_stalled_re_enters_as_an_idle_one_before_it_stamps(
+    log: Log, dml: str, tso: TimestampOracle
+):
+    """A paused process: its ticks stopped, so the consumers may have dropped it as a silent
+    source and passed ticks drawn after its last; its next stamp first appends an active tick
+    and moves the clocks past the oracle's (as after an idle tick), whether the stamp or the
+    ticker's own tick comes first after the pause."""
+    barrier = SoftBarrier()
+    source = barrier.register(TickSource("proxy", tso))
+    moved: list[int] = []
+    ticker = Ticker(log, dml, SERDE, barrier, interval=3600, source="p", heartbeat=True,
+                    fresh=lambda: moved.append(1), stalled_after=1.0)  # fmt: skip
+    with source.stamp():  # active from here
+        pass
+    assert ticker.tick_once() is not None and len(moved) == 1
+    time.sleep(1.1)  # stalled: the stamp comes first
+    with source.stamp() as ts:
+        assert len(moved) == 3  # before and after its active tick
+        assert flagged(log, dml)[-1][0] < ts and not flagged(log, dml)[-1][1]  # active, below
+    assert ticker.tick_once() is not None
+    time.sleep(1.1)  # stalled: the ticker's tick comes first, and is idle
+    assert ticker.tick_once() is not None and ticker.idle and flagged(log, dml)[-1][1]
+    with source.stamp() as ts:
+        assert len(moved) == 4 and flagged(log, dml)[-1][0] < ts and not flagged(log, dml)[-1][1]
+    with source.stamp():  # not stalled: no clock moves
+        assert len(moved) == 4
+
+
 def test_no_stamp_starts_while_an_idle_tick_is_appended(log: Log, dml: str, tso: TimestampOracle):
     """A stamp begun while the idle tick is being appended waits for it, then appends an
     active tick before it stamps: no write lands after an idle tick without one between."""
