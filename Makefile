@@ -64,6 +64,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.scaleout_bench
 	$(BIN)/python -m benchmarks.scaleout_bench --rows 1000000
 	$(BIN)/python -m benchmarks.idle_cluster
+	$(BIN)/python -m benchmarks.handoff_ab
 	$(BIN)/python -m benchmarks.rpc_counts_bench
 	$(BIN)/python -m benchmarks.cluster_bench
 	$(BIN)/python -m benchmarks.datanode_onoff_bench
