@@ -49,7 +49,7 @@ def write(value: Any) -> bytes:
     return bytes(out)
 
 
-def _long(out: bytearray, n: int) -> None:
+def put_long(out: bytearray, n: int) -> None:
     """Appends Avro's zigzag varint of the 64-bit integer `n`."""
     z = (n << 1) ^ (n >> 63)
     while z > 0x7F:
@@ -60,7 +60,7 @@ def _long(out: bytearray, n: int) -> None:
 
 def _text(out: bytearray, s: str) -> None:
     b = s.encode()
-    _long(out, len(b))
+    put_long(out, len(b))
     out += b
 
 
@@ -70,7 +70,7 @@ def _put(out: bytearray, value: Any) -> None:
     if kind is int:
         if _LO <= value <= _HI:
             out.append(_LONG)
-            _long(out, value)
+            put_long(out, value)
         else:
             out.append(_BIGINT)
             _text(out, str(value))
@@ -98,7 +98,7 @@ def _put(out: bytearray, value: Any) -> None:
 def _items(out: bytearray, items: Any) -> None:
     """Appends an array of Values (one block, as fastavro writes it)."""
     if items:
-        _long(out, len(items))
+        put_long(out, len(items))
         for v in items:
             _put(out, v)
     out.append(0)
@@ -108,7 +108,7 @@ def _mapping(out: bytearray, value: dict[Any, Any]) -> None:
     if all(type(k) is str for k in value):
         out.append(_MAP)
         if value:
-            _long(out, len(value))
+            put_long(out, len(value))
             for k, v in value.items():
                 _text(out, k)
                 _put(out, v)
@@ -126,16 +126,16 @@ def _ndarray(out: bytearray, a: np.ndarray, scalar: bool) -> None:
     _text(out, a.dtype.str)
     _items_long(out, a.shape)
     data = np.ascontiguousarray(a).tobytes()
-    _long(out, len(data))
+    put_long(out, len(data))
     out += data
     out += b"\x01" if scalar else b"\x00"
 
 
 def _items_long(out: bytearray, ns: Any) -> None:
     if ns:
-        _long(out, len(ns))
+        put_long(out, len(ns))
         for n in ns:
-            _long(out, int(n))
+            put_long(out, int(n))
     out.append(0)
 
 
@@ -148,7 +148,7 @@ def _other(out: bytearray, value: Any) -> None:
         _ndarray(out, np.asarray(value), True)
     elif kind is bytes:
         out.append(_BYTES)
-        _long(out, len(value))
+        put_long(out, len(value))
         out += value
     elif isinstance(value, bool | int | float | str | bytes):
         raise Generic(kind.__name__)  # a subclass: fastavro resolves its branch
@@ -177,7 +177,7 @@ def _other(out: bytearray, value: Any) -> None:
 
 def _mapping_fields(out: bytearray, fields: dict[str, Any]) -> None:
     if fields:
-        _long(out, len(fields))
+        put_long(out, len(fields))
         for k, v in fields.items():
             _text(out, k)
             _put(out, v)

@@ -15,6 +15,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.rpc import valuebytes, values
 from vectorlog.rpc.methods import BOOL, DOUBLE, INT, LONG, LONGS, SERVICES, STRING, VALUE, Method
+from vectorlog.rpc.valuebytes import put_long
 from vectorlog.rpc.values import INT64
 
 #: the range of each Avro integer type
@@ -148,11 +149,11 @@ def _plain_run(run: Any, args: dict[str, Any]) -> bytes | None:
         kind = type(v)
         bounds = _INTEGERS.get(t) if type(t) is str else None
         if bounds is not None and kind is int and bounds[0] <= v <= bounds[1]:
-            _long(out, v)
+            put_long(out, v)
         elif t == "double" and (kind is float or kind is int and abs(v) <= 1 << 53):
             out += _DOUBLE.pack(float(v))
         elif t == "string" and kind is str and v.isascii():
-            _long(out, len(v))
+            put_long(out, len(v))
             out += v.encode()
         elif t == VALUE:
             try:
@@ -163,22 +164,13 @@ def _plain_run(run: Any, args: dict[str, Any]) -> bytes | None:
             if not all(INT64[0] <= x <= INT64[1] for x in v):
                 return None
             if v:
-                _long(out, len(v))
+                put_long(out, len(v))
                 for x in v:
-                    _long(out, x)
+                    put_long(out, x)
             out.append(0)
         else:
             return None
     return bytes(out)
-
-
-def _long(out: bytearray, n: int) -> None:
-    """Appends Avro's zigzag varint of the 64-bit integer `n`."""
-    z = (n << 1) ^ (n >> 63)
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
 
 
 def _spliced(service: str, method: Method, args: dict[str, Any]) -> bytes:

@@ -21,6 +21,7 @@ from tests.processors.querynode.test_replica import P1, brute_force
 from tests.support import unique_topic, wait_until
 from vectorlog.core.model import ROW_ID_FIELD, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.indexnode.scalar import build_scalar
+from vectorlog.processors.querynode.indexes import IndexLoader
 from vectorlog.processors.querynode.querynode import QueryNode
 from vectorlog.processors.querynode.replica import Replica
 from vectorlog.processors.querynode.sealed import read_index
@@ -326,9 +327,11 @@ def compacted(files: DictFiles, olds: list[int], new: int, keys: list[int]) -> E
     return Event("SegmentsCompacted", T0 + COMPACT_TS, body, CID)
 
 
-def test_the_query_node_hands_off_once_the_merged_index_is_on_coord(
+def two_indexed_segments(
     node: QueryNode, log: Log, topics: Topics, files: DictFiles
-):
+) -> tuple[Oracle, IndexLoader, Replica]:
+    """Applies a collection with segments A and B to `node`, records their indexes on coord
+    and starts its index loader; returns (the oracle, the loader, the replica)."""
     schema, oracle = one_vector(), Oracle(one_vector())
     created = Event(
         "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
@@ -341,6 +344,13 @@ def test_the_query_node_hands_off_once_the_merged_index_is_on_coord(
     loader, replica = node.indexes, node.replicas[CID]
     assert loader is not None
     loader.start()
+    return oracle, loader, replica
+
+
+def test_the_query_node_hands_off_once_the_merged_index_is_on_coord(
+    node: QueryNode, log: Log, topics: Topics, files: DictFiles
+):
+    oracle, loader, replica = two_indexed_segments(node, log, topics, files)
     wait_until(lambda: served(replica) == {A: INDEX_ID, B: INDEX_ID}, 30, "the indexes loaded")
     keys = [k for k in range(800) if k != 25]
     node.apply(pack(0, T0 + COMPACT_TS, compacted(files, [A, B], MERGED, keys)))
@@ -400,18 +410,7 @@ def test_a_load_does_not_wait_for_the_scalar_index_of_a_merged_segment_that_serv
     """Milvus's load returns once the segments its query nodes serve are loaded with their
     indexes: while the compacted-from segments serve, the merged segment's scalar index (built
     before its vector index) does not hold a load back; it loads with the switch."""
-    schema, oracle = one_vector(), Oracle(one_vector())
-    created = Event(
-        "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
-    )
-    node.apply(pack(0, T0, created))
-    for seg in (A, B):
-        body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
-        node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
-        indexed(log, topics, files, oracle, list(KEYS[seg]), seg)
-    loader, replica = node.indexes, node.replicas[CID]
-    assert loader is not None
-    loader.start()
+    oracle, loader, replica = two_indexed_segments(node, log, topics, files)
     wait_until(lambda: node.indexes_served(CID, 2), 30, "the indexes of A and B served")
     keys = list(range(800))
     node.apply(pack(0, T0 + COMPACT_TS, compacted(files, [A, B], MERGED, keys)))
