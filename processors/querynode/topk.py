@@ -38,7 +38,10 @@ def merged(
     parts: list[tuple[np.ndarray, np.ndarray]], nq: int, want: int, larger_is_nearer: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Returns the top `want` (distances, labels) per query of several top-k answers (each
-    queries x some k, empty slots labelled -1 with distances that sort last)."""
+    queries x some k, empty slots labelled -1 with distances that sort last). Hits at the
+    same distance rank by label (the replica row: the order rows were applied in), so a
+    query's ties answer the same whichever segments hold the rows (before and after a
+    compaction, or its handoff)."""
     if not parts:
         worst = -np.inf if larger_is_nearer else np.inf
         return np.full((nq, want), worst, np.float32), np.full((nq, want), -1, np.int64)
@@ -46,5 +49,5 @@ def merged(
         return parts[0]
     dist = np.concatenate([d for d, _ in parts], axis=1)
     labels = np.concatenate([lab for _, lab in parts], axis=1)
-    order = np.argsort(-dist if larger_is_nearer else dist, axis=1, kind="stable")[:, :want]
+    order = np.lexsort((labels, -dist if larger_is_nearer else dist), axis=1)[:, :want]
     return np.take_along_axis(dist, order, 1), np.take_along_axis(labels, order, 1)
