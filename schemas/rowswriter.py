@@ -67,13 +67,18 @@ def varint(n: int) -> bytes:
         n = operator.index(n)  # a numpy integer: its shifts would overflow
     if not LONG_MIN <= n <= LONG_MAX:
         raise OverflowError(f"{n} is not a long (64-bit)")
-    z = (n << 1) ^ (n >> 63)
     out = bytearray()
+    put_long(out, n)
+    return bytes(out)
+
+
+def put_long(out: bytearray, n: int) -> None:
+    """Appends Avro's zigzag varint of the 64-bit integer `n` (unchecked: see `varint`)."""
+    z = (n << 1) ^ (n >> 63)
     while z > 0x7F:
         out.append((z & 0x7F) | 0x80)
         z >>= 7
     out.append(z)
-    return bytes(out)
 
 
 def varints(values: np.ndarray) -> bytes:

@@ -23,6 +23,7 @@ import numpy as np
 from vectorlog.core.errors import InvalidArgument, VectorlogError
 from vectorlog.rpc.registry import ENUMS, OBJECTS, object_fields
 from vectorlog.rpc.values import INT64
+from vectorlog.schemas.rowswriter import put_long
 
 _DOUBLE = struct.Struct("<d")
 _LO, _HI = INT64
@@ -47,15 +48,6 @@ def write(value: Any) -> bytes:
     except (UnicodeEncodeError, OverflowError) as exc:
         raise Generic from exc
     return bytes(out)
-
-
-def put_long(out: bytearray, n: int) -> None:
-    """Appends Avro's zigzag varint of the 64-bit integer `n`."""
-    z = (n << 1) ^ (n >> 63)
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
 
 
 def _text(out: bytearray, s: str) -> None:
@@ -223,13 +215,7 @@ class Reader:
         return self.data[start:end]
 
     def text(self) -> str:
-        n = self.long()
-        start = self.pos
-        end = start + n
-        if n < 0 or end > len(self.data):
-            raise ValueError("a length past the end")
-        self.pos = end
-        return self.data[start:end].decode()
+        return self.raw().decode()
 
     def flag(self) -> bool:
         b = self.data[self.pos]

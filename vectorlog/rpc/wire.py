@@ -15,8 +15,8 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.rpc import valuebytes, values
 from vectorlog.rpc.methods import BOOL, DOUBLE, INT, LONG, LONGS, SERVICES, STRING, VALUE, Method
-from vectorlog.rpc.valuebytes import put_long
 from vectorlog.rpc.values import INT64
+from vectorlog.schemas.rowswriter import put_long
 
 #: the range of each Avro integer type
 _INTEGERS = {"long": INT64, "int": (-(1 << 31), (1 << 31) - 1)}

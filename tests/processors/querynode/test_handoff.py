@@ -9,16 +9,14 @@ topic with indexes from the coord topic, on both log backends."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pytest
 
 from tests.processors.querynode.index_support import CID, INDEX_ID, DictFiles, segment_indexed
 from tests.processors.querynode.test_querynode import pack
 from tests.processors.querynode.test_replica import P1, brute_force
-from tests.support import unique_topic, wait_until
+from tests.support import wait_until
 from vectorlog.core.model import ROW_ID_FIELD, CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.indexnode.scalar import build_scalar
 from vectorlog.processors.querynode.indexes import IndexLoader
@@ -250,25 +248,6 @@ def test_a_second_compaction_before_the_merged_index_takes_the_rows_where_they_a
 
 # -- the query node: SegmentsCompacted on dml, the indexes on coord --------------------------
 T0 = 1 << 20
-
-
-@pytest.fixture
-def files() -> DictFiles:
-    return DictFiles()
-
-
-@pytest.fixture
-def topics(log: Log) -> Topics:
-    topics = Topics(unique_topic("handoff"), 1)
-    topics.ensure(log)
-    return topics
-
-
-@pytest.fixture
-def node(log: Log, topics: Topics, files: DictFiles) -> Iterator[QueryNode]:
-    qn = QueryNode(log, topics, Serdes(), index_files=files)
-    yield qn
-    qn.close()
 
 
 def indexed(

@@ -4,8 +4,6 @@ SegmentIndexed events are replayed from offset 0, wait for their rows, load once
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -19,7 +17,7 @@ from tests.processors.querynode.index_support import (
 )
 from tests.processors.querynode.test_querynode import pack
 from tests.processors.querynode.test_replica import P1, schema
-from tests.support import unique_topic, wait_until
+from tests.support import wait_until
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.core.hybridts import compose
 from vectorlog.demo.datasets import glove
@@ -30,25 +28,6 @@ from vectorlog.streams.topics import Serdes, Topics
 
 DIM, SEG, T0 = 50, 1, compose(2_000_000)
 SCHEMA = schema("L2", DIM)
-
-
-@pytest.fixture
-def files() -> DictFiles:
-    return DictFiles()
-
-
-@pytest.fixture
-def topics(log: Log) -> Topics:
-    topics = Topics(unique_topic("qni"), 1)
-    topics.ensure(log)
-    return topics
-
-
-@pytest.fixture
-def node(log: Log, topics: Topics, files: DictFiles) -> Iterator[QueryNode]:
-    qn = QueryNode(log, topics, Serdes(), index_files=files)
-    yield qn
-    qn.close()
 
 
 @pytest.fixture(scope="module")
