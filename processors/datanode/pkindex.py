@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, cast
 
 import numpy as np
@@ -24,13 +25,21 @@ ENTRY = struct.Struct(">qQ")
 @dataclass(frozen=True)
 class Change:
     """Keys whose newest-row entries the event at (its pchannel's) `offset`, `ts` changed;
-    `prevs[i]` is pks[i]'s entry before (prevs None: no key had one)."""
+    `prevs[i]` is pks[i]'s entry before (prevs None: no key had one); `entry` the one entry
+    every key got (None: not one for all, or none: a delete)."""
 
     offset: int
     ts: int
     vchannel: str
     pks: list[Any]
     prevs: list[Entry | None] | None
+    entry: Entry | None = None
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the change gave keys that had no entry one entry: such keys are in no
+        other change of its vchannel (one that changed them after holds prevs)."""
+        return self.prevs is None and self.entry is not None
 
     def delivered_before(self, point: StreamPosition) -> bool:
         """Whether a replay from `point` would not redeliver the change's event."""
@@ -83,20 +92,30 @@ def stage_index(
     """Stages each key changed before the checkpoint with its entry as of the checkpoint
     (a later change's previous entry, else the current one); keeps the later changes.
     Per vchannel, in bulk: no Python loop per key when every changed key is an int. A
-    tick that commits no change (rows still buffered) costs one pass over them."""
-    done: dict[str, dict[Any, None]] = {}
+    tick that commits no change (rows still buffered) costs one pass over them. A vchannel
+    whose changes are all `fresh` (new keys only: inserts) stages each change's keys with
+    its entry, looking no key up (`stage_fresh`)."""
+    done: dict[str, list[Change]] = {}
     later: list[list[Change]] = []  # per stream partition, in order
     for p, changes in changes_by_p.items():
         point = points.get(p, StreamPosition())
         kept = []
         for c in changes:
             if c.delivered_before(point):
-                done.setdefault(c.vchannel, {}).update(dict.fromkeys(c.pks))
+                done.setdefault(c.vchannel, []).append(c)
             else:
                 kept.append(c)
         changes_by_p[p] = kept
         later.append(kept)
-    for vch, keys in done.items():
+    for vch, changed in done.items():
+        if all(c.fresh for c in changed) and all(
+            c.prevs is None for kept in later for c in kept if c.vchannel == vch
+        ):  # no key in two changes: each one's entry is its keys' entry as of the point
+            stage_fresh(txn, vch, changed)
+            continue
+        keys: dict[Any, None] = {}
+        for c in changed:
+            keys.update(dict.fromkeys(c.pks))
         entries = dict(zip(keys, map(newest.get(vch, {}).get, keys), strict=True))
         earlier = entries_before(vch, later)
         for pk in earlier.keys() & entries.keys():
@@ -115,6 +134,17 @@ def entries_before(vch: str, later: list[list[Change]]) -> dict[Any, Entry | Non
                 prevs = c.prevs if c.prevs is not None else [None] * len(c.pks)
                 as_of.update(zip(c.pks, prevs, strict=True))
     return as_of
+
+
+def stage_fresh(txn: Transaction, vch: str, changes: list[Change]) -> None:
+    """Stages the keys of `fresh` changes of vchannel `vch`, each with its change's entry
+    (a checkpoint after a write of inserted rows: ~90k keys took 26 ms of CPU with the
+    GIL held looking each one up, the data node's longest hold)."""
+    pks: list[Any] = list(chain.from_iterable(c.pks for c in changes))
+    values: list[bytes] = []
+    for c in changes:
+        values += [ENTRY.pack(*cast(Entry, c.entry))] * len(c.pks)
+    txn.put_many(pk_keys(vch, pks), values)
 
 
 def stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) -> None:
@@ -154,7 +184,7 @@ class KeyIndex:
         newest = self.of(event.vchannel)
         entry = (sid, event.ts)
         if newest.keys().isdisjoint(pks):
-            self.record(event, pks, None)
+            self.record(event, pks, None, entry)
             newest.update(dict.fromkeys(pks, entry))
             return []
         changed, prevs, superseded = [], [], []
@@ -167,15 +197,22 @@ class KeyIndex:
             changed.append(pk)
             prevs.append(prev)
             newest[pk] = entry
-        self.record(event, changed, prevs)
+        self.record(event, changed, prevs, entry)
         return superseded
 
-    def record(self, event: Event, pks: list[Any], prevs: list[Entry | None] | None) -> None:
+    def record(
+        self,
+        event: Event,
+        pks: list[Any],
+        prevs: list[Entry | None] | None,
+        entry: Entry | None = None,
+    ) -> None:
         """Remembers that an event changed these keys' entries (from `prevs`; None: none had
-        one) until the change is committed with the checkpoint."""
+        one; to `entry` if it gave them all that one) until the change is committed with the
+        checkpoint."""
         if pks:
             p, offset = event.source or (-1, -1)
-            change = Change(offset, event.ts, event.vchannel, list(pks), prevs)
+            change = Change(offset, event.ts, event.vchannel, list(pks), prevs, entry)
             self.changes.setdefault(p, []).append(change)
 
     def stage(self, txn: Transaction, points: dict[int, StreamPosition]) -> None:

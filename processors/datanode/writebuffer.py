@@ -86,7 +86,7 @@ class WriteBuffer:
         ref = SegmentRef(cid, first.body["partition_id"], sid, first.vchannel)
         self.refs.setdefault(sid, ref)
         for event, pks in zip(events, run.pks, strict=True):
-            self.keys.record(event, pks, None)
+            self.keys.record(event, pks, None, (sid, event.ts))
             newest.update(dict.fromkeys(pks, (sid, event.ts)))
         buf = self.buffers.get(sid)
         if not isinstance(buf, InsertBuffer):

@@ -121,3 +121,32 @@ def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path
         assert index.of("v2") == {}
     finally:
         store.close()
+
+
+def insert_new_keys(index: KeyIndex, seed: int, str_keys: bool) -> None:
+    """Applies inserts of keys never seen (inserts only, as a bulk load's) to both
+    vchannels: every change is `fresh`."""
+    rng = random.Random(seed)
+    fresh = iter(range(10_000))
+    for offset in range(30):
+        vch, ts = rng.choice(["v0", "v1"]), 1000 + offset
+        event = Event("RowsInserted", ts, {}, 1, vch, source=(offset % 2, offset))
+        pks: list[Any] = [next(fresh) for _ in range(rng.randrange(1, 40))]
+        index.index(event, [f"k{pk}" for pk in pks] if str_keys else pks, rng.randrange(3))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_staging_of_inserted_keys_equals_the_per_key_staging(seed: int) -> None:
+    index = bare_index()
+    insert_new_keys(index, seed, str_keys=seed % 4 == 3)
+    assert all(c.fresh for cs in index.changes.values() for c in cs)
+    if seed % 2:  # a later upsert of a key a committed change gave: not fresh
+        event = Event("RowsInserted", 2000, {}, 1, "v0", source=(0, 99))
+        index.index(event, list(index.newest["v0"])[:3], 5)
+    points = {0: StreamPosition(10 + seed, 1000 + seed, 20), 1: StreamPosition(5 + 2 * seed)}
+    changes = {p: list(cs) for p, cs in index.changes.items()}
+    expected = reference(changes, {v: dict(d) for v, d in index.newest.items()}, points)
+    txn = Recording()
+    index.stage(txn, points)
+    assert txn.ops == expected
+    assert txn.ops and None not in txn.ops.values()
