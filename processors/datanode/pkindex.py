@@ -141,10 +141,29 @@ def stage_fresh(txn: Transaction, vch: str, changes: list[Change]) -> None:
     (a checkpoint after a write of inserted rows: ~90k keys took 26 ms of CPU with the
     GIL held looking each one up, the data node's longest hold)."""
     pks: list[Any] = list(chain.from_iterable(c.pks for c in changes))
+    packed = [ENTRY.pack(*cast(Entry, c.entry)) for c in changes]
+    order = key_order(pks)
     values: list[bytes] = []
-    for c in changes:
-        values += [ENTRY.pack(*cast(Entry, c.entry))] * len(c.pks)
+    if order is None:
+        for c, value in zip(changes, packed, strict=True):
+            values += [value] * len(c.pks)
+    else:  # in key order: RocksDB puts 90k keys in ~10 ms so, 50-100 ms shuffled
+        which = np.repeat(np.arange(len(changes)), [len(c.pks) for c in changes])[order]
+        pks = [pks[i] for i in order.tolist()]
+        values = [packed[i] for i in which.tolist()]
     txn.put_many(pk_keys(vch, pks), values)
+
+
+def key_order(pks: list[Any]) -> np.ndarray | None:
+    """Returns the permutation that puts int keys in the byte order of their state keys
+    (`pk_key`: big-endian two's complement), None if they are in it already or are not all
+    ints (then they are staged as they come)."""
+    if not pks or set(map(type, pks)) != {int}:
+        return None
+    bits = np.array(pks, np.int64).view(np.uint64)
+    if bool(np.all(bits[1:] >= bits[:-1])):
+        return None
+    return np.argsort(bits, kind="stable")
 
 
 def stage_entries(txn: Transaction, vch: str, entries: dict[Any, Entry | None]) -> None:

@@ -150,3 +150,22 @@ def test_staging_of_inserted_keys_equals_the_per_key_staging(seed: int) -> None:
     index.stage(txn, points)
     assert txn.ops == expected
     assert txn.ops and None not in txn.ops.values()
+
+
+def test_inserted_int_keys_are_staged_in_the_byte_order_of_their_state_keys() -> None:
+    """RocksDB puts a batch of keys in their order several times faster than shuffled (a
+    checkpoint of random ids held the GIL 50-100 ms for 80k keys, ~10 ms in order)."""
+    rng = random.Random(5)
+    pool = rng.sample(range(-(2**40), 2**40), 3000)  # random ids, negative ones among them
+    index = bare_index()
+    for offset in range(30):
+        event = Event("RowsInserted", 1000 + offset, {}, 1, "v0", source=(0, offset))
+        index.index(event, pool[offset * 100 : (offset + 1) * 100], offset % 3)
+    changes = {p: list(cs) for p, cs in index.changes.items()}
+    expected = reference(
+        changes, {v: dict(d) for v, d in index.newest.items()}, {0: StreamPosition(40)}
+    )
+    txn = Recording()
+    index.stage(txn, {0: StreamPosition(40)})
+    assert txn.ops == expected
+    assert list(txn.ops) == sorted(txn.ops)
