@@ -37,8 +37,9 @@ class Change:
 
     @property
     def fresh(self) -> bool:
-        """Whether the change gave keys that had no entry one entry: such keys are in no
-        other change of its vchannel (one that changed them after holds prevs)."""
+        """Whether every key of the change had no entry before it and got `entry`: such a
+        key is in no other change of its vchannel (a change of it after this one holds
+        prevs)."""
         return self.prevs is None and self.entry is not None
 
     def delivered_before(self, point: StreamPosition) -> bool:
