@@ -129,7 +129,9 @@ def measure(
         for name, source in variants:
             d = stack.enter_context(tempfile.TemporaryDirectory(prefix="insert-ab-"))
             ports = Ports(free_port(), free_port())
-            cmd = [sys.executable, "-m", "vectorlog.cli", "serve", "--dir", d]
+            # -P: `python -m` would put the working directory first on sys.path, before
+            # PYTHONPATH, and every variant would run the checkout the benchmark ran from
+            cmd = [sys.executable, "-P", "-m", "vectorlog.cli", "serve", "--dir", d]
             cmd += ["--port", str(ports.grpc), "--rest-port", str(ports.rest)]
             env = {**os.environ, **(envs or {}).get(name, {}), "PYTHONPATH": str(source)}
             health = f"http://127.0.0.1:{ports.rest}/healthz"
