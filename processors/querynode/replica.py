@@ -863,6 +863,13 @@ class Replica:
         with self.lock:
             return any(key[1:] == (partition, segment_id) for key in self.handoffs.pending)
 
+    def holds_segment(self, partition: int, segment_id: int) -> bool:
+        """Returns whether a segment holds rows here (of the first vector field), the
+        merged segment of a compaction only once they moved to it."""
+        with self.lock:
+            seg = self.segments.get((partition, segment_id))
+            return seg is not None and len(seg) > 0
+
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their
         segments go back to exact search, and the merged segments waiting for an index
