@@ -16,12 +16,17 @@ horizon when it is applied, whether their field waits or not; deletes in between
 where they are. A second compaction of a merged segment still waiting takes over its rows where
 they are. The segments merged away (`compacted`) take no index load any more once no field
 waits on them (`gone`), and are handed to the replica's `on_retired` (the query node drops
-their cache entries) once no field serves from them.
+their cache entries) once no field serves from them. A drop of the partition or collection
+gives the handoffs up (`forget`): nothing is attached to it any more, and the compacted-from
+segments keep their rows and indexes for reads as of before the drop (as every segment of a
+dropped partition does: time travel).
 
 Nothing of it is durable: a restart loads the segments of its binlog checkpoint, the
 compacted-from ones if it is before the compaction (replayed from dml then, waiting again if
 their indexes loaded first), else the merged one, searched exactly until its index loads
-(Milvus would load the compacted-from ones: their files may be deleted here by then).
+(Milvus would load the compacted-from ones: their files may be deleted here by then); the
+compacted-from segments' indexes on coord then have nothing to serve (indexes.py forgets
+them, so a load does not wait for them).
 """
 
 from __future__ import annotations
@@ -108,6 +113,14 @@ class Handoffs:
         for key, h in list(self.pending.items()):
             if key[0] == col.field_id and not any(_indexed(col, h.partition, s) for s in h.olds):
                 self.switch(col, h.partition, key[2])
+
+    def forget(self, partition: int | None) -> None:
+        """Forgets the merged segments of `partition` (None: every one) still waiting for an
+        index: it was dropped, so none will be attached. Their rows stay where they are (in
+        the compacted-from segments, with their indexes) for reads as of before the drop."""
+        for key, h in list(self.pending.items()):
+            if partition is None or h.partition == partition:
+                del self.pending[key]
 
     def gone(self, col: Any, partition: int, segment_id: int) -> bool:
         """Returns whether a segment was merged away and column `col` no longer serves its

@@ -198,10 +198,10 @@ class VectorColumn:
                 f"the vector field {self.name!r} {self.dim}"
             )
 
-    def load_index(self, partition: int, segment_id: int, index: SegmentIndex, gone: bool) -> bool:
-        """Serves a segment from `index` (see Replica.load_index; `gone`: its partition or
-        collection was dropped). Call with the replica's lock held."""
-        return load_segment_index(self, partition, segment_id, index, gone)
+    def load_index(self, partition: int, segment_id: int, index: SegmentIndex) -> bool:
+        """Serves a segment from `index` (see Replica.load_index). Call with the replica's
+        lock held."""
+        return load_segment_index(self, partition, segment_id, index)
 
     def serving(self, partition: int, segment_id: int) -> int | None:
         """Returns the id of the index a segment is served from, None if exact."""
@@ -212,21 +212,21 @@ class VectorColumn:
         unload_segment_indexes(self, index_id)
 
 
-def load_segment_index(col: Any, partition: int, segment_id: int, index: Any, gone: bool) -> bool:
+def load_segment_index(col: Any, partition: int, segment_id: int, index: Any) -> bool:
     """Serves a segment of column `col` (dense or sparse: its `segments`, `pos`) from
-    `index` once every row of the index is held (or the segment is `gone`); returns whether
-    the load is done with (loaded, already served, or nothing left to serve)."""
+    `index` once every row of the index is held; returns whether the load is done with
+    (loaded, already served, or nothing left to serve: the segment holds rows the index
+    lacks)."""
     seg = col.segments.get((partition, segment_id))
     if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
         return True
-    if not gone and (seg is None or len(seg) < len(index.row_ids)):
+    if seg is None or len(seg) < len(index.row_ids):
         return False  # rows still missing: no need to look them up
-    held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
-    current = positions_of(held, index.row_ids)
+    current = positions_of(seg.row_ids.view(), index.row_ids)
     found = int(np.count_nonzero(current >= 0))
-    if found < len(index.row_ids) and not gone:
+    if found < len(index.row_ids):
         return False
-    if seg is None or found < len(seg):
+    if found < len(seg):
         return True
     rows = seg.load(index, current)
     at = rows >= 0

@@ -246,6 +246,72 @@ def test_a_second_compaction_before_the_merged_index_takes_the_rows_where_they_a
     check(r, oracle)
 
 
+def exact_as_of(r: Replica, oracle: Oracle, stamps: tuple[int, ...]) -> None:
+    """Every search as of `stamps` answers as the exact oracle."""
+    for key in (30, 500, 850, 950, 25, 5):
+        q = oracle.vectors(key) + 0.01
+        for ts in stamps:
+            assert found(r, q, ts) == oracle.top(q, ts), (key, ts)
+
+
+def test_a_partition_dropped_while_the_merged_index_is_awaited_attaches_nothing_more():
+    """The compacted-from segments keep serving reads as of before the drop, with their
+    indexes (as every segment of a dropped partition does); the merged segment's index,
+    coming after the drop, is not attached, and the handoff is given up (its cache entries
+    go)."""
+    r, oracle = filled(one_vector())
+    retired: list[list[int]] = []
+    r.on_retired = retired.append
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    drop_ts = COMPACT_TS + 5
+    r.drop_partition(drop_ts, P1)
+    oracle.delete(list(range(1000)), drop_ts)
+    assert retired == [[A, B]] and not r.awaits_handoff(P1, MERGED)
+    assert r.load_index(P1, MERGED, index_of(DictFiles(), oracle, keys, MERGED, "vec"))
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, (INSERT_TS + 5, HORIZON - 1, HORIZON, drop_ts - 1))
+    assert r.count(drop_ts) == 0
+
+
+def test_a_collection_dropped_while_the_merged_index_is_awaited_attaches_nothing_more():
+    r, oracle = filled(two_vectors())
+    retired: list[list[int]] = []
+    r.on_retired = retired.append
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    r.drop(COMPACT_TS + 5)
+    assert retired == [[A, B]]
+    for name, col in r.vectors.items():
+        index = index_of(DictFiles(), oracle, keys, MERGED, name)
+        assert r.load_index(P1, MERGED, index, col.field_id)
+        assert served(r, name) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, (INSERT_TS + 5, HORIZON - 1, HORIZON, COMPACT_TS + 4))
+
+
+def test_rows_deleted_while_waiting_and_dropped_by_a_second_compaction_answer_exactly():
+    """A, B indexed merge into MERGED (waiting); keys 30-39 are deleted; MERGED and C (no
+    index) merge into MERGED2, which drops them (its horizon is past the delete); MERGED's
+    index comes late and serves nothing; MERGED2's takes every row."""
+    r, oracle = filled(one_vector(), indexed=(A, B))
+    compact(r, oracle, [A, B], MERGED, merged_keys(A, B))
+    stamps = (INSERT_TS + 5, HORIZON - 1, HORIZON, COMPACT_TS, COMPACT_TS + 1, END)
+    r.delete(COMPACT_TS + 1, list(range(30, 40)))
+    oracle.delete(list(range(30, 40)), COMPACT_TS + 1)
+    exact_as_of(r, oracle, stamps)
+    keys = [k for k in merged_keys(A, B, C) if not 30 <= k < 40]
+    ids = 1000 + np.asarray(keys, dtype=np.int64)
+    assert r.rehome(P1, [MERGED, C], MERGED2, ids, COMPACT_TS + 2) == len(keys)
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, stamps)
+    files = DictFiles()
+    assert r.load_index(P1, MERGED, index_of(files, oracle, merged_keys(A, B), MERGED, "vec"))
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    assert r.load_index(P1, MERGED2, index_of(files, oracle, keys, MERGED2, "vec"))
+    assert served(r) == {A: None, GROWING: None, MERGED2: INDEX_ID}  # A: the rows dropped
+    exact_as_of(r, oracle, stamps)
+
+
 # -- the query node: SegmentsCompacted on dml, the indexes on coord --------------------------
 T0 = 1 << 20
 
