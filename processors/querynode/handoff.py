@@ -114,6 +114,14 @@ class Handoffs:
             if key[0] == col.field_id and not any(_indexed(col, h.partition, s) for s in h.olds):
                 self.switch(col, h.partition, key[2])
 
+    def sources(self, partition: int, segment_id: int) -> list[int]:
+        """Returns the segments that hold merged segment `segment_id`'s rows while one of its
+        vector fields waits for its index ([] if none does)."""
+        for key, h in self.pending.items():
+            if key[1:] == (partition, segment_id):
+                return list(h.olds)
+        return []
+
     def forget(self, partition: int | None) -> None:
         """Forgets the merged segments of `partition` (None: every one) still waiting for an
         index: it was dropped, so none will be attached. Their rows stay where they are (in

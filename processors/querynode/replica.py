@@ -868,6 +868,17 @@ class Replica:
         with self.lock:
             return any(key[1:] == (partition, segment_id) for key in self.handoffs.pending)
 
+    def handoff_sources(self, partition: int, segment_id: int) -> dict[int, int]:
+        """Returns {segment: rows held} of the compacted-from segments that serve the rows
+        of merged segment `segment_id` while it waits for an index (handoff.py; {} when it
+        serves them itself)."""
+        with self.lock:
+            out = {}
+            for sid in self.handoffs.sources(partition, segment_id):
+                seg = self.segments.get((partition, sid))
+                out[sid] = 0 if seg is None else int(np.count_nonzero(seg.rows.view() >= 0))
+            return out
+
     def holds_segment(self, partition: int, segment_id: int) -> bool:
         """Returns whether a segment holds rows here (of the first vector field), the
         merged segment of a compaction only once they moved to it."""
