@@ -285,7 +285,10 @@ class IndexLoader(ProcessorBase):
         b = p.body
         if replica.dropped_ts is not None or b["partition_id"] in replica.dropped_partitions:
             return True  # nothing to serve: its files may be deleted already
-        if self._superseded(replica, b["collection_id"], b["partition_id"], b["segment_id"]):
+        field = b["field_id"] if b["metric_type"] else None  # a scalar index: the first's
+        if self._superseded(
+            replica, (b["collection_id"], b["partition_id"], b["segment_id"]), field
+        ):
             return True  # merged away before this node's checkpoint: its files may be gone
         if not b["metric_type"]:  # a scalar index: filters use it
             if p.scalar is None:
@@ -298,18 +301,22 @@ class IndexLoader(ProcessorBase):
             p.index = _reader(b["index_type"])(p.body, self._files)
         return replica.load_index(at[0], at[1], p.index, at[2])
 
-    def _superseded(self, replica: Replica, cid: int, pid: int, sid: int) -> bool:
-        """Returns whether segment `sid` was merged away (coord says so) and the replica
-        holds none of its rows but those of a segment it was merged into: a restart past the
+    def _superseded(
+        self, replica: Replica, key: tuple[int, int, int], field_id: int | None
+    ) -> bool:
+        """Returns whether segment `key` (collection, partition, segment) was merged away
+        (coord says so) and the replica holds none of its rows in vector field `field_id`
+        (None: the first) but those of a segment it was merged into: a restart past the
         compaction loaded the merged segment from its binlogs, and never the compacted-from
         ones, whose indexes have nothing to serve (they would stay pending: a load would
         wait for them until its timeout)."""
-        into = self._merged_into.get((cid, pid, sid))
-        if into is None or replica.holds_segment(pid, sid):
+        cid, pid, sid = key
+        into = self._merged_into.get(key)
+        if into is None or replica.holds_segment(pid, sid, field_id):
             return False
         seen = {sid}
         while into is not None and into not in seen:
-            if replica.holds_segment(pid, into):
+            if replica.holds_segment(pid, into, field_id):
                 return True
             seen.add(into)
             into = self._merged_into.get((cid, pid, into))

@@ -879,11 +879,13 @@ class Replica:
                 out[sid] = 0 if seg is None else int(np.count_nonzero(seg.rows.view() >= 0))
             return out
 
-    def holds_segment(self, partition: int, segment_id: int) -> bool:
-        """Returns whether a segment holds rows here (of the first vector field), the
-        merged segment of a compaction only once they moved to it."""
+    def holds_segment(self, partition: int, segment_id: int, field_id: int | None = None) -> bool:
+        """Returns whether a segment holds rows here in vector field `field_id` (None: the
+        first), the merged segment of a compaction only once they moved to it. Raises
+        InvalidArgument if `field_id` is no vector field's."""
+        col = self._by_id(field_id)
         with self.lock:
-            seg = self.segments.get((partition, segment_id))
+            seg = col.segments.get((partition, segment_id))
             return seg is not None and len(seg) > 0
 
     def unload_indexes(self, index_id: int) -> None:
