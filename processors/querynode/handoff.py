@@ -97,15 +97,31 @@ class Handoffs:
         col.rehome(partition, holding, new_id, row_ids)
         return False
 
-    def switch(self, col: Any, partition: int, segment_id: int) -> bool:
+    def switch(self, col: Any, partition: int, segment_id: int, index: Any = None) -> bool:
         """Moves the rows of merged segment `segment_id` into it in column `col` if they
-        wait for its index (which the caller loads next, under the same lock); returns
-        whether they did."""
+        wait for its index (`index`, which the caller loads next, under the same lock);
+        returns whether they did. Without their vectors if `index` holds exactly those rows
+        and reconstructs them exactly (its load would free the flat copy they make)."""
         h = self.pending.pop((col.field_id, partition, segment_id), None)
         if h is None:
             return False
-        col.rehome(partition, h.olds, segment_id, h.row_ids)
+        if index is not None and self._bare(col, partition, segment_id, h, index):
+            col.rehome(partition, h.olds, segment_id, h.row_ids, bare=True)
+        else:
+            col.rehome(partition, h.olds, segment_id, h.row_ids)
         return True
+
+    def _bare(self, col: Any, partition: int, segment_id: int, h: Handoff, index: Any) -> bool:
+        """Returns whether the rows of `h` may move without their vectors: column `col` can
+        (dense: `bare_switch`) and `index` will load over exactly the rows that move."""
+        can = getattr(col, "bare_switch", None)
+        if can is None or not can(partition, segment_id, index):
+            return False
+        _, ids = self.members(col, partition, h.olds)
+        moving = np.unique(ids[np.isin(ids, h.row_ids)])
+        return len(index.row_ids) == len(moving) and np.array_equal(
+            moving, np.unique(index.row_ids)
+        )
 
     def unblocked(self, col: Any) -> None:
         """Moves the rows of every merged segment of column `col` none of whose holding

@@ -828,7 +828,7 @@ class Replica:
         with self.lock:
             if self.dropped_ts is not None or partition in self.dropped_partitions:
                 return True  # nothing to serve: reads before the drop keep what serves them
-            if self.handoffs.switch(col, partition, segment_id):  # its rows move to it now
+            if self.handoffs.switch(col, partition, segment_id, index):  # its rows move now
                 done = col.load_index(partition, segment_id, index)
                 self._retire()
                 return bool(done)

@@ -9,9 +9,11 @@ topic with indexes from the coord topic, on both log backends."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.processors.querynode.index_support import CID, INDEX_ID, DictFiles, segment_indexed
 from tests.processors.querynode.test_querynode import pack
@@ -310,6 +312,39 @@ def test_rows_deleted_while_waiting_and_dropped_by_a_second_compaction_answer_ex
     assert r.load_index(P1, MERGED2, index_of(files, oracle, keys, MERGED2, "vec"))
     assert served(r) == {A: None, GROWING: None, MERGED2: INDEX_ID}  # A: the rows dropped
     exact_as_of(r, oracle, stamps)
+
+
+@pytest.mark.parametrize(
+    ("kind", "metric"),
+    [("FLAT", "L2"), ("HNSW", "IP"), ("IVF_SQ8", "L2"), ("FLAT", "COSINE")],
+)
+def test_the_switched_rows_keep_their_vectors_as_inserted(kind: str, metric: str):
+    """The switch moves the rows without their vectors when the merged index reconstructs
+    them exactly and the field stores them as inserted (FLAT L2, HNSW IP: no flat copy of
+    the merged segment beside both indexes), else with them (IVF_SQ8 keeps its exact copy,
+    COSINE its inserted vectors): either way every row is there with its vectors."""
+    fields = one_vector().fields
+    schema = CollectionSchema((fields[0], replace(fields[1], metric_type=metric))).validated()
+    r, oracle = filled(schema, indexed=())
+    files = DictFiles()
+    for seg in (A, B):
+        x = np.stack([oracle.vectors(k) for k in KEYS[seg]])
+        body = segment_indexed(files, kind, x, 1000 + np.asarray(KEYS[seg]), metric, seg, P1)
+        assert r.load_index(P1, seg, read_index(body, files))
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    x = np.stack([oracle.vectors(k) for k in keys])
+    body = segment_indexed(files, kind, x, 1000 + np.asarray(keys), metric, MERGED, P1)
+    assert r.load_index(P1, MERGED, read_index(body, files))
+    assert served(r) == {A: None, C: None, GROWING: None, MERGED: INDEX_ID}
+    got = r.get(list(range(1000)), END, ["id", "vec"])
+    assert [g["id"] for g in got] == [k for k in range(20, 1000) if k != 25]
+    for g in got:
+        assert np.array_equal(np.asarray(g["vec"], np.float32), oracle.vectors(g["id"]))
+    if metric != "IP":  # (a row is not its own nearest by inner product)
+        q = oracle.vectors(500)[None, :]
+        (hits,) = r.search(q, K, END, params={"nprobe": 64, "ef": 256})
+        assert hits[0]["id"] == 500
 
 
 # -- the query node: SegmentsCompacted on dml, the indexes on coord --------------------------
