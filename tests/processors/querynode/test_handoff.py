@@ -503,3 +503,72 @@ def test_a_load_does_not_wait_for_the_scalar_index_of_a_merged_segment_that_serv
     assert not replica.awaits_handoff(P1, MERGED)
     wait_until(lambda: node.indexes_served(CID, 4), 30, "every index served")
     assert replica.scalar.has(SCALAR_ID, MERGED)
+
+
+def field_indexed(
+    log: Log, topics: Topics, files: DictFiles, oracle: Oracle, segment: int, field: str
+) -> None:
+    """Builds the FLAT index of `segment`'s keys (KEYS, or every key of A and B for the merged
+    one) in vector field `field` and records it on coord."""
+    keys = list(KEYS[segment]) if segment in KEYS else [*KEYS[A], *KEYS[B]]
+    x = np.stack([oracle.vectors(k, field) for k in keys])
+    body = segment_indexed(files, "FLAT", x, 1000 + np.asarray(keys), "L2", segment, P1)
+    body["field_id"] = two_vectors().field(field).field_id
+    event = Event("SegmentIndexed", T0, body, CID)
+    log.append(topics.coord, [Append(0, Serdes().for_topic(topics.coord).encode(event))])
+
+
+def merged_saved(log: Log, topics: Topics, olds: list[int], new: int, rows: int) -> None:
+    """Records on coord the merged segment's binlogs, naming the segments it merged."""
+    body = {
+        "segment_id": new,
+        "collection_id": CID,
+        "partition_id": P1,
+        "vchannel": "v0",
+        "field_binlogs": [],
+        "delta_binlogs": [],
+        "stats_binlogs": [],
+        "ddl_binlogs": [],
+        "num_rows": rows,
+        "start_position": None,
+        "end_position": None,
+        "flushed": True,
+        "compacted_from": olds,
+    }
+    event = Event("BinlogPathsSaved", T0 + COMPACT_TS, body, CID)
+    log.append(topics.coord, [Append(0, Serdes().for_topic(topics.coord).encode(event))])
+
+
+def test_a_late_index_of_a_field_still_waiting_loads_after_another_field_switched(
+    node: QueryNode, log: Log, topics: Topics, files: DictFiles
+):
+    """Two vector fields: "vec" of A and B indexed, "vec2" of B only. A and B merge; "vec"
+    switches once its merged index loads (A and B hold none of its rows then), "vec2" still
+    waits in A and B: A's "vec2" index, built late, serves there until then (the index
+    loader forgets a merged-away segment's index only where its field holds none of it)."""
+    schema, oracle = two_vectors(), Oracle(two_vectors())
+    created = Event(
+        "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
+    )
+    node.apply(pack(0, T0, created))
+    for seg in (A, B):
+        body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
+        node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
+    for seg, field in ((A, "vec"), (B, "vec"), (B, "vec2")):
+        field_indexed(log, topics, files, oracle, seg, field)
+    assert node.indexes is not None
+    node.indexes.start()
+    replica = node.replicas[CID]
+    wait_until(lambda: served(replica, "vec2") == {A: None, B: INDEX_ID}, 30, "B's vec2 index")
+    wait_until(lambda: served(replica) == {A: INDEX_ID, B: INDEX_ID}, 30, "the vec indexes")
+    keys = list(range(800))
+    node.apply(pack(0, T0 + COMPACT_TS, compacted(files, [A, B], MERGED, keys)))
+    merged_saved(log, topics, [A, B], MERGED, len(keys))
+    field_indexed(log, topics, files, oracle, MERGED, "vec")
+    wait_until(lambda: served(replica) == {MERGED: INDEX_ID}, 30, "vec switched")
+    field_indexed(log, topics, files, oracle, A, "vec2")
+    wait_until(lambda: served(replica, "vec2") == {A: INDEX_ID, B: INDEX_ID}, 30, "A's vec2")
+    for key in (30, 500):
+        q = oracle.vectors(key, "vec2") + 0.01
+        hits = node.search(CID, q[None, :], K, T0 + END, None, [], anns_field="vec2")
+        assert [h["id"] for h in hits[0]] == oracle.top(q, T0 + END, "vec2")
