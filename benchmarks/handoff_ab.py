@@ -6,7 +6,9 @@ indexes (nlist 1024, searched with nprobe 8), then the compaction merging them
 (`Replica.rehome`), then the merged segment's index. Median single-query top-10 latency is
 timed before the compaction, right after it, and after the merged index loaded; and the wall
 times of the compaction and of that load, each under the replica's lock (the rows move in the
-first before, in the second in this tree).
+first before, in the second in this tree), and the peak RSS over the process's RSS before it
+during that load (sampled every 0.5 ms: the flat copy of the merged segment, if the rows
+moved with their vectors, beside both indexes).
 
     python -m benchmarks.handoff_ab [--baseline e6b77f8] [--rows 100000] [--dim 128]
         [--rounds 2] [--out benchmarks/results]
@@ -28,7 +30,7 @@ from benchmarks.trees import ROOT, exported, run_in_tree
 NAME = "handoff_ab"
 
 PROGRAM = r"""
-import json, sys, time
+import json, os, sys, threading, time
 import faiss, numpy as np
 from vectorlog.core.model import CollectionSchema, DataType, FieldSchema
 from vectorlog.processors.querynode.replica import Replica
@@ -45,8 +47,9 @@ rng = np.random.default_rng(1)
 x = rng.normal(size=(2 * rows, dim)).astype(np.float32)
 r = Replica(7, schema)
 CHUNK = 10_000
-for lo in range(0, 2 * rows, CHUNK):
-    keys = list(range(lo, min(lo + CHUNK, 2 * rows)))
+starts = [lo for seg in (0, 1) for lo in range(seg * rows, (seg + 1) * rows, CHUNK)]
+for lo in starts:  # no chunk across the two segments
+    keys = list(range(lo, min(lo + CHUNK, (lo // rows + 1) * rows)))
     cols = [
         {"field_id": f.field_id, "field_name": f.name,
          "column": encode_column(f.dtype, keys if f.name == "id" else x[keys], f.dim)}
@@ -77,14 +80,34 @@ def latency_ms():
         took.append(time.perf_counter() - t)
     return 1000 * sorted(took)[len(took) // 2]
 
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+def peak_over(work):  # runs work(); returns the peak RSS over the RSS before it, in MB
+    base, top, done = rss_mb(), [0.0], threading.Event()
+    def sample():
+        while not done.is_set():
+            top[0] = max(top[0], rss_mb())
+            time.sleep(0.0005)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        work()
+    finally:
+        done.set()
+        t.join()
+    return max(top[0], rss_mb()) - base
+
 out = {"before_compaction_ms": latency_ms()}
 t = time.perf_counter()
 r.rehome(1, [1, 2], 3, np.arange(2 * rows, dtype=np.int64), 0)
 out["compaction_s"] = time.perf_counter() - t
 out["after_compaction_ms"] = latency_ms()
 t = time.perf_counter()
-assert r.load_index(1, 3, merged)
+out["merged_load_peak_mb"] = peak_over(lambda: r.load_index(1, 3, merged))
 out["merged_load_s"] = time.perf_counter() - t
+assert r.serving(1, 3) == 1
 out["after_merged_index_ms"] = latency_ms()
 print(json.dumps(out))
 """
@@ -117,6 +140,7 @@ def main() -> None:
         "compaction_s",
         "after_compaction_ms",
         "merged_load_s",
+        "merged_load_peak_mb",
         "after_merged_index_ms",
     )
     rows = [[name, *(f"{m[k]:.2f}" for k in keys)] for name, m in medians.items()]

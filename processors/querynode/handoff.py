@@ -16,12 +16,17 @@ horizon when it is applied, whether their field waits or not; deletes in between
 where they are. A second compaction of a merged segment still waiting takes over its rows where
 they are. The segments merged away (`compacted`) take no index load any more once no field
 waits on them (`gone`), and are handed to the replica's `on_retired` (the query node drops
-their cache entries) once no field serves from them.
+their cache entries) once no field serves from them. A drop of the partition or collection
+gives the handoffs up (`forget`): nothing is attached to it any more, and the compacted-from
+segments keep their rows and indexes for reads as of before the drop (as every segment of a
+dropped partition does: time travel).
 
 Nothing of it is durable: a restart loads the segments of its binlog checkpoint, the
 compacted-from ones if it is before the compaction (replayed from dml then, waiting again if
 their indexes loaded first), else the merged one, searched exactly until its index loads
-(Milvus would load the compacted-from ones: their files may be deleted here by then).
+(Milvus would load the compacted-from ones: their files may be deleted here by then); the
+compacted-from segments' indexes on coord then have nothing to serve (indexes.py forgets
+them, so a load does not wait for them).
 """
 
 from __future__ import annotations
@@ -92,15 +97,31 @@ class Handoffs:
         col.rehome(partition, holding, new_id, row_ids)
         return False
 
-    def switch(self, col: Any, partition: int, segment_id: int) -> bool:
+    def switch(self, col: Any, partition: int, segment_id: int, index: Any = None) -> bool:
         """Moves the rows of merged segment `segment_id` into it in column `col` if they
-        wait for its index (which the caller loads next, under the same lock); returns
-        whether they did."""
+        wait for its index (`index`, which the caller loads next, under the same lock);
+        returns whether they did. Without their vectors if `index` holds exactly those rows
+        and reconstructs them exactly (its load would free the flat copy they make)."""
         h = self.pending.pop((col.field_id, partition, segment_id), None)
         if h is None:
             return False
-        col.rehome(partition, h.olds, segment_id, h.row_ids)
+        if index is not None and self._bare(col, partition, segment_id, h, index):
+            col.rehome(partition, h.olds, segment_id, h.row_ids, bare=True)
+        else:
+            col.rehome(partition, h.olds, segment_id, h.row_ids)
         return True
+
+    def _bare(self, col: Any, partition: int, segment_id: int, h: Handoff, index: Any) -> bool:
+        """Returns whether the rows of `h` may move without their vectors: column `col` can
+        (dense: `bare_switch`) and `index` will load over exactly the rows that move."""
+        can = getattr(col, "bare_switch", None)
+        if can is None or not can(partition, segment_id, index):
+            return False
+        _, ids = self.members(col, partition, h.olds)
+        moving = np.unique(ids[np.isin(ids, h.row_ids)])
+        return len(index.row_ids) == len(moving) and np.array_equal(
+            moving, np.unique(index.row_ids)
+        )
 
     def unblocked(self, col: Any) -> None:
         """Moves the rows of every merged segment of column `col` none of whose holding
@@ -108,6 +129,22 @@ class Handoffs:
         for key, h in list(self.pending.items()):
             if key[0] == col.field_id and not any(_indexed(col, h.partition, s) for s in h.olds):
                 self.switch(col, h.partition, key[2])
+
+    def sources(self, partition: int, segment_id: int) -> list[int]:
+        """Returns the segments that hold merged segment `segment_id`'s rows while one of its
+        vector fields waits for its index ([] if none does)."""
+        for key, h in self.pending.items():
+            if key[1:] == (partition, segment_id):
+                return list(h.olds)
+        return []
+
+    def forget(self, partition: int | None) -> None:
+        """Forgets the merged segments of `partition` (None: every one) still waiting for an
+        index: it was dropped, so none will be attached. Their rows stay where they are (in
+        the compacted-from segments, with their indexes) for reads as of before the drop."""
+        for key, h in list(self.pending.items()):
+            if partition is None or h.partition == partition:
+                del self.pending[key]
 
     def gone(self, col: Any, partition: int, segment_id: int) -> bool:
         """Returns whether a segment was merged away and column `col` no longer serves its

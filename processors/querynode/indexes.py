@@ -87,6 +87,8 @@ class IndexLoader(ProcessorBase):
         #: segment id -> (collection, partition, pchannel) of the segments opened on the
         #: pchannels it serves, while on_sealed may want them
         self._opened: dict[int, tuple[int, int, int]] = {}
+        #: (collection, partition, segment) -> the segment a compaction merged it into
+        self._merged_into: dict[tuple[int, int, int], int] = {}
         self.applied = threading.Event()  # set by the dml side after each applied pack
         self.offset = 0  # the next coord offset to read
         #: the dml pchannels whose segments' indexes it loads (None: every one)
@@ -176,6 +178,11 @@ class IndexLoader(ProcessorBase):
             return  # another query node serves its pchannel
         if event.type in ("SegmentOpened", "SegmentsSealed", "BinlogPathsSaved"):
             self._seals(event.type, event.ts, body)
+        if event.type == "BinlogPathsSaved":
+            for sid in body.get("compacted_from") or []:
+                self._merged_into[body["collection_id"], body["partition_id"], sid] = body[
+                    "segment_id"
+                ]
         if event.type == "SegmentIndexed":
             at = (*_index_key(body), body["index_id"])
             if at not in self.pending:
@@ -278,6 +285,11 @@ class IndexLoader(ProcessorBase):
         b = p.body
         if replica.dropped_ts is not None or b["partition_id"] in replica.dropped_partitions:
             return True  # nothing to serve: its files may be deleted already
+        field = b["field_id"] if b["metric_type"] else None  # a scalar index: the first's
+        if self._superseded(
+            replica, (b["collection_id"], b["partition_id"], b["segment_id"]), field
+        ):
+            return True  # merged away before this node's checkpoint: its files may be gone
         if not b["metric_type"]:  # a scalar index: filters use it
             if p.scalar is None:
                 p.scalar = read_scalar_index(b, self._files)
@@ -288,6 +300,27 @@ class IndexLoader(ProcessorBase):
         if p.index is None:
             p.index = _reader(b["index_type"])(p.body, self._files)
         return replica.load_index(at[0], at[1], p.index, at[2])
+
+    def _superseded(
+        self, replica: Replica, key: tuple[int, int, int], field_id: int | None
+    ) -> bool:
+        """Returns whether segment `key` (collection, partition, segment) was merged away
+        (coord says so) and the replica holds none of its rows in vector field `field_id`
+        (None: the first) but those of a segment it was merged into: a restart past the
+        compaction loaded the merged segment from its binlogs, and never the compacted-from
+        ones, whose indexes have nothing to serve (they would stay pending: a load would
+        wait for them until its timeout)."""
+        cid, pid, sid = key
+        into = self._merged_into.get(key)
+        if into is None or replica.holds_segment(pid, sid, field_id):
+            return False
+        seen = {sid}
+        while into is not None and into not in seen:
+            if replica.holds_segment(pid, into, field_id):
+                return True
+            seen.add(into)
+            into = self._merged_into.get((cid, pid, into))
+        return False
 
 
 def _reader(index_type: str) -> Any:

@@ -389,12 +389,16 @@ class Replica:
             sup[rows] = ts
             self._kill(np.flatnonzero(rows))
             self.changed_ts = max(self.changed_ts, ts)
+            self.handoffs.forget(partition)  # no index of it is attached any more
+            self._retire()
 
     def drop(self, ts: int) -> None:
         """Marks the collection dropped at `ts`: reads as of `ts` or later are refused (see
         `readable`), reads before it answer as before; later events are discarded."""
         with self.lock:
             self.dropped_ts = ts if self.dropped_ts is None else min(ts, self.dropped_ts)
+            self.handoffs.forget(None)  # no index of it is attached any more
+            self._retire()
 
     # -- which rows a read sees ---------------------------------------------------------
     def readable(self, ts: int) -> bool:
@@ -822,14 +826,15 @@ class Replica:
         col: Any = self._by_id(field_id)  # a VectorColumn or a SparseColumn
         col.check_dim(segment_id, index)
         with self.lock:
-            gone = self.dropped_ts is not None or partition in self.dropped_partitions
-            if self.handoffs.switch(col, partition, segment_id):  # its rows move to it now
-                done = col.load_index(partition, segment_id, index, gone)
+            if self.dropped_ts is not None or partition in self.dropped_partitions:
+                return True  # nothing to serve: reads before the drop keep what serves them
+            if self.handoffs.switch(col, partition, segment_id, index):  # its rows move now
+                done = col.load_index(partition, segment_id, index)
                 self._retire()
                 return bool(done)
             if self.handoffs.gone(col, partition, segment_id):
                 return True  # merged away: its rows are served by the merged segment
-            return bool(col.load_index(partition, segment_id, index, gone))
+            return bool(col.load_index(partition, segment_id, index))
 
     def load_scalar_index(self, partition: int, segment_id: int, file: ScalarFile) -> bool:
         """Serves a segment's scalar index to filters (mapped to the replica's rows by row
@@ -862,6 +867,26 @@ class Replica:
         still wait for one of its vector indexes (handoff.py): it serves nothing yet."""
         with self.lock:
             return any(key[1:] == (partition, segment_id) for key in self.handoffs.pending)
+
+    def handoff_sources(self, partition: int, segment_id: int) -> dict[int, int]:
+        """Returns {segment: rows held} of the compacted-from segments that serve the rows
+        of merged segment `segment_id` while it waits for an index (handoff.py; {} when it
+        serves them itself)."""
+        with self.lock:
+            out = {}
+            for sid in self.handoffs.sources(partition, segment_id):
+                seg = self.segments.get((partition, sid))
+                out[sid] = 0 if seg is None else int(np.count_nonzero(seg.rows.view() >= 0))
+            return out
+
+    def holds_segment(self, partition: int, segment_id: int, field_id: int | None = None) -> bool:
+        """Returns whether a segment holds rows here in vector field `field_id` (None: the
+        first), the merged segment of a compaction only once they moved to it. Raises
+        InvalidArgument if `field_id` is no vector field's."""
+        col = self._by_id(field_id)
+        with self.lock:
+            seg = col.segments.get((partition, segment_id))
+            return seg is not None and len(seg) > 0
 
     def unload_indexes(self, index_id: int) -> None:
         """Takes the segment indexes of `index_id` (-1: every one) out of service: their

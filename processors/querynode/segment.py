@@ -138,6 +138,23 @@ class Segment:
         self.rows.extend(rows)  # last: len(self) counts it
         return first
 
+    def append_bare(
+        self, rows: np.ndarray, row_ids: np.ndarray, norms: np.ndarray, alive: np.ndarray
+    ) -> int:
+        """Adds rows without their vectors (a handoff's switch, handoff.py); returns the
+        position of the first. The segment then has no storage until `load` serves it from an
+        index that reconstructs exactly, under the same hold of the replica's lock (nothing
+        reads it in between). Only for a segment that had no row, storing the vectors as
+        inserted (not COSINE's normalized copy), not mapping a cache entry."""
+        assert self.raw is None and self.index is None and not self.mapped
+        assert self.flat is None or not len(self)
+        self.flat, first = None, len(self)
+        self.norms.extend(norms)
+        self.row_ids.extend(row_ids)
+        self.alive.append(alive)
+        self.rows.extend(rows)  # last: len(self) counts it
+        return first
+
     def _append_cached(
         self, rows: np.ndarray, row_ids: np.ndarray, vectors: np.ndarray | None, alive: np.ndarray
     ) -> int:

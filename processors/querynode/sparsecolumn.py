@@ -308,11 +308,9 @@ class SparseColumn:
                 f"field {self.name!r}"
             )
 
-    def load_index(
-        self, partition: int, segment_id: int, index: SparseSegmentIndex, gone: bool
-    ) -> bool:
+    def load_index(self, partition: int, segment_id: int, index: SparseSegmentIndex) -> bool:
         """Serves a segment from `index` (see VectorColumn.load_index)."""
-        return load_segment_index(self, partition, segment_id, index, gone)
+        return load_segment_index(self, partition, segment_id, index)
 
     def serving(self, partition: int, segment_id: int) -> int | None:
         return serving_index(self, partition, segment_id)

@@ -90,10 +90,13 @@ class VectorColumn:
         for ordinal in np.unique(segs).tolist():
             self.segs[ordinal].alive.clear(pos[segs == ordinal])
 
-    def rehome(self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray) -> int:
+    def rehome(
+        self, partition: int, olds: list[int], new_id: int, row_ids: np.ndarray, bare: bool = False
+    ) -> int:
         """Moves the rows of segments `olds` whose row ids are in `row_ids` into segment
         `new_id`; the others stay in a smaller copy of their segment. Returns the rows
-        moved (see Replica.rehome)."""
+        moved (see Replica.rehome). `bare`: without their vectors (`bare_switch`): the
+        caller loads the segment's index next, under the same hold of the lock."""
         moved = 0
         for sid in olds:
             seg = self.segments.get((partition, sid))
@@ -103,21 +106,35 @@ class VectorColumn:
             going = np.isin(seg.row_ids.view(), row_ids) & (held >= 0)
             if going.any():
                 left = np.flatnonzero(~going & (held >= 0))
-                self._move(seg, np.flatnonzero(going), self.segment(partition, new_id))
+                self._move(seg, np.flatnonzero(going), self.segment(partition, new_id), bare)
                 rest = Segment(sid, partition, self.dim, seg.ordinal, self.metric)
                 self._move(seg, left, rest)
                 self.segments[partition, sid] = self.segs[seg.ordinal] = rest
                 moved += int(np.count_nonzero(going))
         return moved
 
-    def _move(self, seg: Segment, pos: np.ndarray, to: Segment) -> None:
-        """Appends the rows at `pos` of `seg` to segment `to`, pointing them there."""
+    def _move(self, seg: Segment, pos: np.ndarray, to: Segment, bare: bool = False) -> None:
+        """Appends the rows at `pos` of `seg` to segment `to` (`bare`: without their
+        vectors), pointing them there."""
         if not len(pos):
             return
-        rows = seg.rows.view()[pos]
-        first = to.append(rows, seg.row_ids.view()[pos], seg.originals(pos), seg.alive.alive(pos))
+        rows, ids, alive = seg.rows.view()[pos], seg.row_ids.view()[pos], seg.alive.alive(pos)
+        if bare:
+            first = to.append_bare(rows, ids, seg.norms.view()[pos], alive)
+        else:
+            first = to.append(rows, ids, seg.originals(pos), alive)
         self.seg.view()[rows] = to.ordinal
         self.pos.view()[rows] = np.arange(first, first + len(pos), dtype=np.int64)
+
+    def bare_switch(self, partition: int, new_id: int, index: SegmentIndex) -> bool:
+        """Returns whether a handoff's switch may move rows into segment `new_id` without
+        their vectors (`rehome(..., bare=True)`), `index` loading next: it reconstructs them
+        exactly (the flat copy would be freed by its load), the storage is the vectors as
+        inserted (not COSINE's, which keeps them besides), and the segment is new. Memory:
+        no flat copy of the merged segment beside both indexes at the switch."""
+        key = (partition, new_id)
+        fresh = key not in self.segments and key not in self.cached
+        return fresh and index.exact and self.metric != "COSINE"
 
     def values(self, rows: np.ndarray) -> list[list[float]]:
         """Returns the vectors of replica `rows` as inserted."""
@@ -198,10 +215,10 @@ class VectorColumn:
                 f"the vector field {self.name!r} {self.dim}"
             )
 
-    def load_index(self, partition: int, segment_id: int, index: SegmentIndex, gone: bool) -> bool:
-        """Serves a segment from `index` (see Replica.load_index; `gone`: its partition or
-        collection was dropped). Call with the replica's lock held."""
-        return load_segment_index(self, partition, segment_id, index, gone)
+    def load_index(self, partition: int, segment_id: int, index: SegmentIndex) -> bool:
+        """Serves a segment from `index` (see Replica.load_index). Call with the replica's
+        lock held."""
+        return load_segment_index(self, partition, segment_id, index)
 
     def serving(self, partition: int, segment_id: int) -> int | None:
         """Returns the id of the index a segment is served from, None if exact."""
@@ -212,21 +229,21 @@ class VectorColumn:
         unload_segment_indexes(self, index_id)
 
 
-def load_segment_index(col: Any, partition: int, segment_id: int, index: Any, gone: bool) -> bool:
+def load_segment_index(col: Any, partition: int, segment_id: int, index: Any) -> bool:
     """Serves a segment of column `col` (dense or sparse: its `segments`, `pos`) from
-    `index` once every row of the index is held (or the segment is `gone`); returns whether
-    the load is done with (loaded, already served, or nothing left to serve)."""
+    `index` once every row of the index is held; returns whether the load is done with
+    (loaded, already served, or nothing left to serve: the segment holds rows the index
+    lacks)."""
     seg = col.segments.get((partition, segment_id))
     if seg is not None and seg.index is not None and seg.index.index_id == index.index_id:
         return True
-    if not gone and (seg is None or len(seg) < len(index.row_ids)):
+    if seg is None or len(seg) < len(index.row_ids):
         return False  # rows still missing: no need to look them up
-    held = seg.row_ids.view() if seg is not None else np.zeros(0, np.int64)
-    current = positions_of(held, index.row_ids)
+    current = positions_of(seg.row_ids.view(), index.row_ids)
     found = int(np.count_nonzero(current >= 0))
-    if found < len(index.row_ids) and not gone:
+    if found < len(index.row_ids):
         return False
-    if seg is None or found < len(seg):
+    if found < len(seg):
         return True
     rows = seg.load(index, current)
     at = rows >= 0

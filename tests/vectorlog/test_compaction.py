@@ -258,3 +258,46 @@ def test_the_spark_engine_merges_as_the_local_one(tmp_path: Path):
         assert all_answers(client, stamps) == before
     finally:
         client.close()
+
+
+def test_a_restart_past_a_compaction_serves_the_merged_segments_and_loads_without_the_old_indexes(
+    open_client: ClientFactory,
+):
+    """A restart whose binlog checkpoint is past a compaction whose merged segments have no
+    index yet loads the merged segments (searched exactly until their indexes load; the
+    compacted-from ones' files may be gone), and a load returns once those are served: the
+    indexes of the compacted-from segments, on coord, have nothing to serve (they stayed
+    pending, and a load waited for them until its timeout)."""
+    client = open_client(**SETTINGS)
+    stamps = build(client)
+    handed_off(client)
+    olds = set(served(client))
+    indexnode = client.cluster.indexnode
+    assert indexnode is not None
+    indexnode.stop()  # no index of the merged segments is built
+    client.compact("c", wait=True)
+    caught_up(client)
+    ends = client.cluster.log.end_offsets(client.cluster.topics.dml)
+    past = {p: ends.get(p, 0) for p in probes.pchannels(client, "c")}  # SegmentsCompacted below
+    client.insert("c", rows(range(200, 205), "late"))  # a flush after the compaction: the
+    client.flush("c")  # data node's published checkpoint passes it
+    caught_up(client)
+
+    def passed() -> bool:
+        floor = probes.retention_floor(client)
+        return all(floor.get(p, 0) >= offset for p, offset in past.items())
+
+    wait_until(passed, 30, "the data node's checkpoint past the compaction")
+    before = all_answers(client, stamps)
+    client.close()
+    reopened = open_client(**SETTINGS)
+    held = reopened.cluster.indexnode
+    assert held is not None
+    held.stop()  # (it may have built a merged segment's index already)
+    caught_up(reopened)
+    assert probes.loaded_rows(reopened) and not olds & set(served(reopened))
+    assert all_answers(reopened, stamps) == before
+    cid = reopened.describe_collection("c")["collection_id"]
+    assert reopened.cluster.wait_indexes_served(cid, 30)  # as load_collection waits
+    assert reopened.get_load_state("c") == {"state": "Loaded"}
+    assert all_answers(reopened, stamps) == before

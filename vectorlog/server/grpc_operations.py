@@ -82,22 +82,33 @@ class OperationRpcs:
         """The collection's Flushed segments, which the query node serves from binlogs, with
         their rows, state Sealed (as Milvus's query nodes report them) and the vector index
         they are searched with once every one is indexed (describe_index Finished; while a
-        build runs, no index is named). Index ids, memory sizes and node ids are not reported
-        (0)."""
+        build runs, no index is named). With the query node in this process (embedded), a
+        compaction's merged segment whose rows the compacted-from segments still serve, with
+        their indexes, until its index loads (handoff) is listed as those segments, as
+        Milvus lists what its query nodes serve (in cluster mode, datacoord's Flushed
+        segments). Index ids, memory sizes and node ids are not reported (0)."""
         name = request.collectionName
         index_name = _finished_index(self.client, name)
-        infos = [
-            milvus_pb2.QuerySegmentInfo(
-                segmentID=s["segment_id"],
-                collectionID=s["collection_id"],
-                partitionID=s["partition_id"],
-                num_rows=s["num_rows"],
-                index_name=index_name,
-                state=common_pb2.Sealed,
+        served = _handoff_sources(self.base)
+        infos: list[Any] = []
+        for s in self.client.list_segments(name):
+            if s["state"] not in _LOADED:
+                continue
+            cid, pid = s["collection_id"], s["partition_id"]
+            olds = served(cid, pid, s["segment_id"])
+            shown = olds or {s["segment_id"]: s["num_rows"]}
+            named = _vector_index(self.client, name) if olds else index_name
+            infos.extend(
+                milvus_pb2.QuerySegmentInfo(
+                    segmentID=sid,
+                    collectionID=cid,
+                    partitionID=pid,
+                    num_rows=rows,
+                    index_name=named,
+                    state=common_pb2.Sealed,
+                )
+                for sid, rows in shown.items()
             )
-            for s in self.client.list_segments(name)
-            if s["state"] in _LOADED
-        ]
         return milvus_pb2.GetQuerySegmentInfoResponse(status=ok(), infos=infos)
 
     @rpc
@@ -144,6 +155,29 @@ def _index_of(client: Client, request: Any) -> str:
             f"collection {name} has {len(names)} indexes ({', '.join(names)}): name one"
         )
     return names[0]
+
+
+def _handoff_sources(client: Client) -> Any:
+    """Returns `sources(collection, partition, segment)`: {segment: rows} of the segments
+    the in-process query node serves a merged segment's rows from until its index loads
+    ({} when it serves them itself, or without a query node in this process)."""
+    querynode = getattr(client.cluster, "querynode", None)
+
+    def sources(cid: int, pid: int, sid: int) -> dict[int, int]:
+        replica = None if querynode is None else querynode.replicas.get(cid)
+        return {} if replica is None else dict(replica.handoff_sources(pid, sid))
+
+    return sources
+
+
+def _vector_index(client: Client, name: str) -> str:
+    """Returns the name of the collection's (first) vector index, "" if none. Raises
+    CollectionNotFound."""
+    vectors = {f["name"] for f in client.describe_collection(name)["fields"] if _is_vector(f)}
+    for index_name in client.list_indexes(name):
+        if client.describe_index(name, index_name)["field_name"] in vectors:
+            return index_name
+    return ""
 
 
 def _finished_index(client: Client, name: str) -> str:

@@ -9,9 +9,11 @@ topic with indexes from the coord topic, on both log backends."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.processors.querynode.index_support import CID, INDEX_ID, DictFiles, segment_indexed
 from tests.processors.querynode.test_querynode import pack
@@ -246,6 +248,105 @@ def test_a_second_compaction_before_the_merged_index_takes_the_rows_where_they_a
     check(r, oracle)
 
 
+def exact_as_of(r: Replica, oracle: Oracle, stamps: tuple[int, ...]) -> None:
+    """Every search as of `stamps` answers as the exact oracle."""
+    for key in (30, 500, 850, 950, 25, 5):
+        q = oracle.vectors(key) + 0.01
+        for ts in stamps:
+            assert found(r, q, ts) == oracle.top(q, ts), (key, ts)
+
+
+def test_a_partition_dropped_while_the_merged_index_is_awaited_attaches_nothing_more():
+    """The compacted-from segments keep serving reads as of before the drop, with their
+    indexes (as every segment of a dropped partition does); the merged segment's index,
+    coming after the drop, is not attached, and the handoff is given up (its cache entries
+    go)."""
+    r, oracle = filled(one_vector())
+    retired: list[list[int]] = []
+    r.on_retired = retired.append
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    drop_ts = COMPACT_TS + 5
+    r.drop_partition(drop_ts, P1)
+    oracle.delete(list(range(1000)), drop_ts)
+    assert retired == [[A, B]] and not r.awaits_handoff(P1, MERGED)
+    assert r.load_index(P1, MERGED, index_of(DictFiles(), oracle, keys, MERGED, "vec"))
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, (INSERT_TS + 5, HORIZON - 1, HORIZON, drop_ts - 1))
+    assert r.count(drop_ts) == 0
+
+
+def test_a_collection_dropped_while_the_merged_index_is_awaited_attaches_nothing_more():
+    r, oracle = filled(two_vectors())
+    retired: list[list[int]] = []
+    r.on_retired = retired.append
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    r.drop(COMPACT_TS + 5)
+    assert retired == [[A, B]]
+    for name, col in r.vectors.items():
+        index = index_of(DictFiles(), oracle, keys, MERGED, name)
+        assert r.load_index(P1, MERGED, index, col.field_id)
+        assert served(r, name) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, (INSERT_TS + 5, HORIZON - 1, HORIZON, COMPACT_TS + 4))
+
+
+def test_rows_deleted_while_waiting_and_dropped_by_a_second_compaction_answer_exactly():
+    """A, B indexed merge into MERGED (waiting); keys 30-39 are deleted; MERGED and C (no
+    index) merge into MERGED2, which drops them (its horizon is past the delete); MERGED's
+    index comes late and serves nothing; MERGED2's takes every row."""
+    r, oracle = filled(one_vector(), indexed=(A, B))
+    compact(r, oracle, [A, B], MERGED, merged_keys(A, B))
+    stamps = (INSERT_TS + 5, HORIZON - 1, HORIZON, COMPACT_TS, COMPACT_TS + 1, END)
+    r.delete(COMPACT_TS + 1, list(range(30, 40)))
+    oracle.delete(list(range(30, 40)), COMPACT_TS + 1)
+    exact_as_of(r, oracle, stamps)
+    keys = [k for k in merged_keys(A, B, C) if not 30 <= k < 40]
+    ids = 1000 + np.asarray(keys, dtype=np.int64)
+    assert r.rehome(P1, [MERGED, C], MERGED2, ids, COMPACT_TS + 2) == len(keys)
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    exact_as_of(r, oracle, stamps)
+    files = DictFiles()
+    assert r.load_index(P1, MERGED, index_of(files, oracle, merged_keys(A, B), MERGED, "vec"))
+    assert served(r) == {A: INDEX_ID, B: INDEX_ID, C: None, GROWING: None}
+    assert r.load_index(P1, MERGED2, index_of(files, oracle, keys, MERGED2, "vec"))
+    assert served(r) == {A: None, GROWING: None, MERGED2: INDEX_ID}  # A: the rows dropped
+    exact_as_of(r, oracle, stamps)
+
+
+@pytest.mark.parametrize(
+    ("kind", "metric"),
+    [("FLAT", "L2"), ("HNSW", "IP"), ("IVF_SQ8", "L2"), ("FLAT", "COSINE")],
+)
+def test_the_switched_rows_keep_their_vectors_as_inserted(kind: str, metric: str):
+    """The switch moves the rows without their vectors when the merged index reconstructs
+    them exactly and the field stores them as inserted (FLAT L2, HNSW IP: no flat copy of
+    the merged segment beside both indexes), else with them (IVF_SQ8 keeps its exact copy,
+    COSINE its inserted vectors): either way every row is there with its vectors."""
+    fields = one_vector().fields
+    schema = CollectionSchema((fields[0], replace(fields[1], metric_type=metric))).validated()
+    r, oracle = filled(schema, indexed=())
+    files = DictFiles()
+    for seg in (A, B):
+        x = np.stack([oracle.vectors(k) for k in KEYS[seg]])
+        body = segment_indexed(files, kind, x, 1000 + np.asarray(KEYS[seg]), metric, seg, P1)
+        assert r.load_index(P1, seg, read_index(body, files))
+    keys = merged_keys(A, B)
+    compact(r, oracle, [A, B], MERGED, keys)
+    x = np.stack([oracle.vectors(k) for k in keys])
+    body = segment_indexed(files, kind, x, 1000 + np.asarray(keys), metric, MERGED, P1)
+    assert r.load_index(P1, MERGED, read_index(body, files))
+    assert served(r) == {A: None, C: None, GROWING: None, MERGED: INDEX_ID}
+    got = r.get(list(range(1000)), END, ["id", "vec"])
+    assert [g["id"] for g in got] == [k for k in range(20, 1000) if k != 25]
+    for g in got:
+        assert np.array_equal(np.asarray(g["vec"], np.float32), oracle.vectors(g["id"]))
+    if metric != "IP":  # (a row is not its own nearest by inner product)
+        q = oracle.vectors(500)[None, :]
+        (hits,) = r.search(q, K, END, params={"nprobe": 64, "ef": 256})
+        assert hits[0]["id"] == 500
+
+
 # -- the query node: SegmentsCompacted on dml, the indexes on coord --------------------------
 T0 = 1 << 20
 
@@ -402,3 +503,72 @@ def test_a_load_does_not_wait_for_the_scalar_index_of_a_merged_segment_that_serv
     assert not replica.awaits_handoff(P1, MERGED)
     wait_until(lambda: node.indexes_served(CID, 4), 30, "every index served")
     assert replica.scalar.has(SCALAR_ID, MERGED)
+
+
+def field_indexed(
+    log: Log, topics: Topics, files: DictFiles, oracle: Oracle, segment: int, field: str
+) -> None:
+    """Builds the FLAT index of `segment`'s keys (KEYS, or every key of A and B for the merged
+    one) in vector field `field` and records it on coord."""
+    keys = list(KEYS[segment]) if segment in KEYS else [*KEYS[A], *KEYS[B]]
+    x = np.stack([oracle.vectors(k, field) for k in keys])
+    body = segment_indexed(files, "FLAT", x, 1000 + np.asarray(keys), "L2", segment, P1)
+    body["field_id"] = two_vectors().field(field).field_id
+    event = Event("SegmentIndexed", T0, body, CID)
+    log.append(topics.coord, [Append(0, Serdes().for_topic(topics.coord).encode(event))])
+
+
+def merged_saved(log: Log, topics: Topics, olds: list[int], new: int, rows: int) -> None:
+    """Records on coord the merged segment's binlogs, naming the segments it merged."""
+    body = {
+        "segment_id": new,
+        "collection_id": CID,
+        "partition_id": P1,
+        "vchannel": "v0",
+        "field_binlogs": [],
+        "delta_binlogs": [],
+        "stats_binlogs": [],
+        "ddl_binlogs": [],
+        "num_rows": rows,
+        "start_position": None,
+        "end_position": None,
+        "flushed": True,
+        "compacted_from": olds,
+    }
+    event = Event("BinlogPathsSaved", T0 + COMPACT_TS, body, CID)
+    log.append(topics.coord, [Append(0, Serdes().for_topic(topics.coord).encode(event))])
+
+
+def test_a_late_index_of_a_field_still_waiting_loads_after_another_field_switched(
+    node: QueryNode, log: Log, topics: Topics, files: DictFiles
+):
+    """Two vector fields: "vec" of A and B indexed, "vec2" of B only. A and B merge; "vec"
+    switches once its merged index loads (A and B hold none of its rows then), "vec2" still
+    waits in A and B: A's "vec2" index, built late, serves there until then (the index
+    loader forgets a merged-away segment's index only where its field holds none of it)."""
+    schema, oracle = two_vectors(), Oracle(two_vectors())
+    created = Event(
+        "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
+    )
+    node.apply(pack(0, T0, created))
+    for seg in (A, B):
+        body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
+        node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
+    for seg, field in ((A, "vec"), (B, "vec"), (B, "vec2")):
+        field_indexed(log, topics, files, oracle, seg, field)
+    assert node.indexes is not None
+    node.indexes.start()
+    replica = node.replicas[CID]
+    wait_until(lambda: served(replica, "vec2") == {A: None, B: INDEX_ID}, 30, "B's vec2 index")
+    wait_until(lambda: served(replica) == {A: INDEX_ID, B: INDEX_ID}, 30, "the vec indexes")
+    keys = list(range(800))
+    node.apply(pack(0, T0 + COMPACT_TS, compacted(files, [A, B], MERGED, keys)))
+    merged_saved(log, topics, [A, B], MERGED, len(keys))
+    field_indexed(log, topics, files, oracle, MERGED, "vec")
+    wait_until(lambda: served(replica) == {MERGED: INDEX_ID}, 30, "vec switched")
+    field_indexed(log, topics, files, oracle, A, "vec2")
+    wait_until(lambda: served(replica, "vec2") == {A: INDEX_ID, B: INDEX_ID}, 30, "A's vec2")
+    for key in (30, 500):
+        q = oracle.vectors(key, "vec2") + 0.01
+        hits = node.search(CID, q[None, :], K, T0 + END, None, [], anns_field="vec2")
+        assert [h["id"] for h in hits[0]] == oracle.top(q, T0 + END, "vec2")

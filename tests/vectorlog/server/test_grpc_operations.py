@@ -1,6 +1,7 @@
 """Milvus's operations RPCs over gRPC, called as pymilvus calls them: CheckHealth and
 GetComponentStates answer healthy, `flush_all` leaves every segment of the database Flushed,
-`list_loaded_segments` lists the Flushed segments with their rows and index, GetIndexState
+`list_loaded_segments` lists the Flushed segments with their rows and index (during a
+compaction's handoff, the compacted-from segments the query node still serves), GetIndexState
 and GetIndexBuildProgress say how far an index is."""
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from pymilvus.client.types import SegmentState
 from pymilvus.exceptions import MilvusException
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc
 
+from tests.clients import ClientFactory
 from tests.support import wait_until
+from tests.vectorlog import test_compaction as compaction
 from tests.vectorlog.server.conftest import Served
+from tests.vectorlog.test_time_travel import caught_up
+from vectorlog.server.grpc_server import start_grpc
 
 
 def _stub(served: Served) -> tuple[grpc.Channel, milvus_pb2_grpc.MilvusServiceStub]:
@@ -74,6 +79,33 @@ def test_list_loaded_segments_lists_the_flushed_ones_with_their_index(served: Se
     _wait_finished(served, name, "vix")
     infos = _query_segment_info(served, name)
     assert [(i.num_rows, i.state, i.index_name) for i in infos] == [(120, common_pb2.Sealed, "vix")]
+
+
+def test_list_loaded_segments_lists_the_compacted_from_segments_until_the_merged_index_loads(
+    open_client: ClientFactory,
+) -> None:
+    """Milvus lists the segments its query nodes serve: during a handoff, the compacted-from
+    segments (with their indexes), not the merged ones datacoord lists Flushed."""
+    client = open_client(**compaction.SETTINGS)
+    compaction.build(client)
+    compaction.handed_off(client)
+    olds = compaction.served(client)
+    indexnode = client.cluster.indexnode
+    assert indexnode is not None
+    indexnode.stop()  # no index of the merged segments is built: they serve nothing yet
+    client.compact("c", wait=True)
+    caught_up(client)
+    assert compaction.served(client) == olds
+    server = start_grpc(client, "127.0.0.1:0", max_workers=2)
+    milvus = MilvusClient(f"http://127.0.0.1:{server.port}")
+    try:
+        loaded = milvus.list_loaded_segments("c")
+    finally:
+        milvus.close()
+        server.stop(grace=1.0)
+    assert sorted(s.segment_id for s in loaded) == sorted(olds)
+    assert sum(s.num_rows for s in loaded) == 200 + 10  # 10 upserted: both versions held
+    assert {s.index_name for s in loaded} == {"vector"}
 
 
 def _query_segment_info(served: Served, name: str) -> list[milvus_pb2.QuerySegmentInfo]:
