@@ -234,6 +234,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from vectorlog.processors.querynode.segment import Segment
 
+    if args.no_advice:  # as before hugepages.py: the index on the pages malloc gave it
+        from vectorlog.processors.querynode import sealed
+
+        sealed.advise_index = lambda index: 0
     python = ensure_venv()
     x, _ = glove(args.rows + args.queries)
     base, queries = x[: args.rows], x[args.rows :]
@@ -277,6 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", type=Path, default=save.RESULTS)
+    parser.add_argument("--no-advice", action="store_true", help="loaded indexes not advised")
     args = parser.parse_args(argv)
     got = measure(args)
     print(json.dumps(got, indent=1))
