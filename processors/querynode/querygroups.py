@@ -34,9 +34,13 @@ Result = tuple[np.ndarray, np.ndarray]
 def pivots(index: object, ntotal: int) -> np.ndarray:
     """Returns up to PIVOTS vectors of `index` (a faiss index reconstructing by position) at
     evenly spread positions as the columns of a float32 matrix, its last row their halved
-    squared norms negated (a query with a 1 appended times it: the pivots by nearness)."""
+    squared norms negated (a query with a 1 appended times it: the pivots by nearness);
+    empty if the index cannot reconstruct its vectors."""
     at = np.unique(np.linspace(0, max(ntotal - 1, 0), min(PIVOTS, ntotal)).astype(np.int64))
-    vectors = np.asarray(index.reconstruct_batch(at), dtype=np.float32)  # type: ignore[attr-defined]
+    try:
+        vectors = np.asarray(index.reconstruct_batch(at), dtype=np.float32)  # type: ignore[attr-defined]
+    except RuntimeError:  # an index that cannot reconstruct: no pivots, no grouping
+        return np.zeros((0, 0), np.float32)
     half = -0.5 * np.einsum("ij,ij->i", vectors, vectors)
     return np.ascontiguousarray(np.vstack([vectors.T, half[None, :]]), dtype=np.float32)
 
@@ -56,7 +60,10 @@ def order_of(x: np.ndarray, piv: np.ndarray) -> np.ndarray:
 
 def grouped(search: Callable[[np.ndarray], Result], x: np.ndarray, piv: np.ndarray) -> Result:
     """Returns `search(x)` (faiss's (distances, labels), a row per query) computed on the
-    queries in their grouped order, its rows put back in the order of `x`."""
+    queries in their grouped order, its rows put back in the order of `x` (`piv` empty: in
+    the order of `x`)."""
+    if not piv.size:
+        return search(x)
     order = order_of(x, piv)
     dist, labels = search(np.ascontiguousarray(x[order]))
     out_d, out_l = np.empty_like(dist), np.empty_like(labels)

@@ -13,7 +13,7 @@ import pytest
 from tests.processors.querynode.test_replica import P1
 from tests.processors.querynode.test_replica_indexes import SEALED, fill, load
 from vectorlog.demo.datasets import glove
-from vectorlog.processors.querynode.querygroups import GROUPED_FROM, order_of, pivots
+from vectorlog.processors.querynode.querygroups import GROUPED_FROM, grouped, order_of, pivots
 from vectorlog.processors.querynode.replica import Replica
 
 K, TS = 10, 10**6
@@ -78,3 +78,24 @@ def test_a_grouped_batch_answers_the_same_on_one_or_two_threads(replica) -> None
     finally:
         faiss.omp_set_num_threads(before)
     assert got[0] == got[1]
+
+
+class NoReconstruct:
+    """An index that cannot give its vectors back (faiss raises RuntimeError)."""
+
+    def reconstruct_batch(self, at: np.ndarray) -> np.ndarray:
+        raise RuntimeError("reconstruct not implemented for this type of index")
+
+
+def test_an_index_without_its_vectors_searches_the_batch_in_the_order_asked() -> None:
+    piv = pivots(NoReconstruct(), 1000)
+    assert piv.size == 0
+    x = np.arange(200, dtype=np.float32).reshape(100, 2)
+    seen = []
+
+    def search(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        seen.append(y)
+        return y[:, :1], y[:, 1:].astype(np.int64)
+
+    dist, labels = grouped(search, x, piv)
+    assert seen[0] is x and np.array_equal(dist, x[:, :1])
