@@ -7,8 +7,9 @@ tables; with 2 MB pages a 100,000-row GloVe index (33 MB) fits the TLB. faiss al
 arrays with malloc, which the kernel backs with 4 KB pages unless asked (THP "madvise", the
 common default), so a loaded index is asked once: MADV_HUGEPAGE on the 2 MB-aligned part of
 each array, then MADV_COLLAPSE (Linux 6.1) to move its pages to huge ones at once. Only the
-page size changes, not a byte of the index: searches answer exactly as before (faiss's
-1,000-query search on 2 threads took 0.8-0.9 x the CPU: benchmarks/search_batch_layers).
+page size changes, not a byte of the index: searches answer exactly as before (1,000 GloVe
+queries in one call through pymilvus: 0.96 x the answer's time, benchmarks/search_batch_ab;
+bare faiss on one thread: 0.95 x).
 Best effort: where the kernel cannot (no THP, an older kernel, memory too fragmented), the
 index stays on the pages it has.
 """
