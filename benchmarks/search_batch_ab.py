@@ -5,7 +5,9 @@ batches, flush, HNSW M 16 efConstruction 100 COSINE, load); then one client send
 prebuilt SearchRequest (the held-out queries, ef 128, limit 10; pymilvus builds it once) to
 the servers in turn, the order reversed each round, so each pair of calls sees the same load.
 Per call: the wall ms of the answer (a raw gRPC call, the response left as bytes) and the
-server's CPU ms; and once per variant the full pymilvus call (request built, hits parsed).
+server's CPU ms (its threads' schedstat); once per variant the full pymilvus call (request
+built, hits parsed) and the sha256 of the answer's bytes (servers on the same graph, e.g.
+VECTORLOG_INDEX_BUILD_THREADS=1: the same bytes if they answer the same).
 
     python -m benchmarks.search_batch_ab --variant main=/work/main --variant new=. \\
         [--rows 100000] [--queries 1000] [--calls 40] [--out benchmarks/results]
@@ -71,10 +73,14 @@ q = np.load(cfg["queries"])
 param = {"metric_type": "COSINE", "params": {"ef": 128}}
 built = Prepare.search_requests_with_expr("wire", q.tolist(), "vector", param, 10)
 built = built.SerializeToString()
-hz = os.sysconf("SC_CLK_TCK")
-def cpu(pid):
-    stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(stat[11]) + int(stat[12])) / hz
+def cpu(pid):  # the server's CPU seconds so far: its threads' schedstat (ns, not ticks)
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{task}/schedstat").read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended: its time is gone from both readings alike
+    return total / 1e9
 servers = cfg["servers"]  # [(name, port, pid)]
 calls = {}
 for name, port, pid in servers:
@@ -179,14 +185,16 @@ def write(results: dict[str, Any], out: Path) -> None:
     for n in names:
         wall, cpu = np.asarray(calls[n]["wall_ms"]), np.asarray(calls[n]["cpu_ms"])
         ratio = wall / first
+        cpu_ratio = cpu / np.asarray(calls[names[0]]["cpu_ms"])
         rows.append(
             (
                 n,
                 f"{np.median(wall):.1f}",
                 f"{np.percentile(wall, 25):.1f} / {np.percentile(wall, 75):.1f}",
                 f"{np.min(wall):.1f}",
-                f"{np.mean(cpu):.1f}",
+                f"{np.median(cpu):.1f}",
                 f"{np.median(ratio):.3f}",
+                f"{np.median(cpu_ratio):.3f}",
                 f"{calls[n]['pymilvus_ms'][0]:.1f}",
                 calls[n]["response_sha256"][:12],
             )
@@ -207,8 +215,9 @@ def write(results: dict[str, Any], out: Path) -> None:
                 "answer wall ms (median)",
                 "p25 / p75",
                 "min",
-                "server CPU ms (mean: 10 ms ticks)",
+                "server CPU ms (median)",
                 f"wall / {names[0]}'s in the same round (median)",
+                f"CPU / {names[0]}'s in the same round (median)",
                 "one full pymilvus call (ms)",
                 "response sha256",
             ),
