@@ -185,7 +185,9 @@ def run_variant(
         env["VECTORLOG_GRPC_SERVER"] = variant.kind
     with tempfile.TemporaryDirectory(prefix="wire-ab-") as d:
         ports = Ports(free_port(), free_port())
-        cmd = [sys.executable, "-m", "vectorlog.cli", "serve", "--dir", d]
+        # -P: the variant's tree (PYTHONPATH) first; -m alone puts this process's folder ahead
+        # of it, and every variant ran the code of the checkout this runs in
+        cmd = [sys.executable, "-P", "-m", "vectorlog.cli", "serve", "--dir", d]
         cmd += ["--port", str(ports.grpc), "--rest-port", str(ports.rest)]
         health = f"http://127.0.0.1:{ports.rest}/healthz"
         with child(cmd, health, new_session=True, env=env) as server:

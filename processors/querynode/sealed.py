@@ -12,6 +12,7 @@ import numpy as np
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.processors.indexnode.service import verify_build
+from vectorlog.processors.querynode.hugepages import advise_index
 
 DEFAULT_EF = 64  # HNSW efSearch when none is given (raised to the number of hits wanted)
 DEFAULT_NPROBE = 8  # IVF lists probed when none is given (Milvus's default)
@@ -65,6 +66,7 @@ def read_index(body: dict[str, Any], files: IndexFiles) -> SegmentIndex:
         )
     if isinstance(index, faiss.IndexIVF):
         index.make_direct_map()  # reconstruct() by position
+    advise_index(index)  # HNSW: its graph and vectors on huge pages (hugepages.py)
     return SegmentIndex(
         body["index_id"],
         body["metric_type"].upper(),

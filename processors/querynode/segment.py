@@ -48,6 +48,7 @@ from vectorlog.processors.querynode.filterplan import (
 )
 from vectorlog.processors.querynode.growarray import GrowArray, GrowRows
 from vectorlog.processors.querynode.mmapcache import CachedVectors, CacheMismatch
+from vectorlog.processors.querynode.querygroups import GROUPED_FROM, grouped, pivots
 from vectorlog.processors.querynode.sealed import SearchKnobs, SegmentIndex, faiss_params
 
 #: the positions a selection of a segment covers: a mask, a cached selection, None (alive)
@@ -76,6 +77,7 @@ class Segment:
         self.alive = AliveBitmap()
         self.index: SegmentIndex | None = None
         self._params: dict[tuple[Any, ...], tuple[faiss.SearchParameters, Any]] = {}
+        self._pivots: np.ndarray | None = None  # of the loaded index (querygroups.py)
         self.mapped = False  # `flat` maps a cache file (mmapcache.py): copied before an add
         self._cached_ids: np.ndarray | None = None  # row ids of a cache entry still loading
 
@@ -239,6 +241,7 @@ class Segment:
         self.alive = AliveBitmap(len(rows))
         self.alive.append(alive)
         self.flat, self.index, self._params, self.mapped = flat, index, {}, False
+        self._pivots = None
         self.layout += 1
         return rows
 
@@ -251,7 +254,7 @@ class Segment:
             flat = self.new_flat()
             flat.add(np.ascontiguousarray(self.stored_at(np.arange(len(self)))))
             self.flat = flat
-        self.index, self._params = None, {}
+        self.index, self._params, self._pivots = None, {}, None
 
     # -- search --------------------------------------------------------------------------
     def search(
@@ -425,12 +428,23 @@ class Segment:
             cached = self._params.get(key)
             if cached is None:
                 cached = self._params[key] = (faiss_params(self.index, knobs, sel, raise_by), sel)
-            return _search(self.index.index, x, want, cached[0])
+            return self._index_search(x, want, cached[0])
         sel, bits = packed_selector(mask)
         params = faiss_params(self.index, knobs, sel, boost(frac))
-        out = _search(self.index.index, x, want, params)
+        out = self._index_search(x, want, params)
         del bits
         return out
+
+    def _index_search(self, x: np.ndarray, want: int, params: Any) -> Result:
+        """Returns `_search` of the loaded index; a large batch on an HNSW index searched
+        with similar queries together (querygroups.py: the same answers)."""
+        index = self.index
+        assert index is not None
+        if len(x) < GROUPED_FROM or not index.hnsw:
+            return _search(index.index, x, want, params)
+        if self._pivots is None:
+            self._pivots = pivots(index.index, index.index.ntotal)
+        return grouped(lambda y: _search(index.index, y, want, params), x, self._pivots)
 
 
 #: faiss.swig_ptr's C function itself (its Python wrapper costs a call per array)
