@@ -206,6 +206,7 @@ def _worker() -> None:
         out = insert(self, name, rows, *args, **kwargs)
         clock.rows += int(out["insert_count"])
         times["last_write_at"] = time.time()  # the write is durable: it returned
+        times["last_write_cpu_s"] = time.process_time()
         return out
 
     proxy_module.Proxy.insert = counted  # type: ignore[method-assign]
@@ -217,8 +218,9 @@ def _worker() -> None:
 
 def _timeline() -> dict[str, float]:
     """Returns {"first_records_at": the wall-clock time (`time.time`, comparable across
-    processes) the consumer's first poll with records returned}, filled in as it happens
-    (the caller adds "last_write_at": when the last dml write returned durable)."""
+    processes) the consumer's first poll with records returned, "first_records_cpu_s": the
+    process's CPU seconds then}, filled in as it happens (the caller adds "last_write_at"
+    and "last_write_cpu_s": the same when the last dml write returned durable)."""
     from vectorlog.processors.proxy.ingest import consumer as c
 
     times: dict[str, float] = {}
@@ -228,6 +230,7 @@ def _timeline() -> dict[str, float]:
         records = gather(self, route, wait)
         if records and "first_records_at" not in times:
             times["first_records_at"] = time.time()
+            times["first_records_cpu_s"] = time.process_time()
         return records
 
     c.IngestConsumer._gather = noted  # type: ignore[method-assign]

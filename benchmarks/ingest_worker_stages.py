@@ -124,13 +124,16 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
 
 def own_time(stages: dict[str, Any], rows: int, visible_at: float) -> dict[str, float]:
     """Returns the workers' own seconds (their first records polled to their last dml write
-    durable), rows/s over them, and the tail (seconds from that write to the last row
+    durable), rows/s over them, their processes' CPU µs per row over them (of one worker:
+    the first report's), and the tail (seconds from that write to the last row
     visible to a Strong get), from the stage reports' wall-clock times ({} if absent)."""
     first, last = stages.get("first_records_at"), stages.get("last_write_at")
     if first is None or last is None:
         return {}
     own = max(last - first, 1e-6)
-    return {"own_s": own, "own_rows_per_s": rows / own, "tail_s": visible_at - last}
+    cpu = stages.get("last_write_cpu_s", 0.0) - stages.get("first_records_cpu_s", 0.0)
+    return {"own_s": own, "own_rows_per_s": rows / own, "tail_s": visible_at - last,
+            "own_cpu_us_per_row": cpu * 1e6 / rows}  # fmt: skip
 
 
 def sampled(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -161,7 +164,10 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
     times = {}
     if all("first_records_at" in r and "last_write_at" in r for r in reports):
         times = {"first_records_at": min(r["first_records_at"] for r in reports),
-                 "last_write_at": max(r["last_write_at"] for r in reports)}  # fmt: skip
+                 "last_write_at": max(r["last_write_at"] for r in reports),
+                 "first_records_cpu_s": sum(r.get("first_records_cpu_s", 0) for r in reports),
+                 "last_write_cpu_s": sum(r.get("last_write_cpu_s", 0) for r in reports),
+                 }  # fmt: skip
 
     def per_row(key: str) -> dict[str, float]:
         return {s: sum(r[key].get(s, 0.0) * r["rows"] for r in reports) / max(1, rows)
@@ -240,12 +246,12 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     ]
     lines += save.table(
         ("format", "code", "workers", "round", "rows/s", "ratio", "workers' own s",
-         "workers' own rows/s", "own rows/s / anchor rows/s", "tail s", "anchor's inserts s",
-         "anchor's tail s", "load"),
+         "workers' own rows/s", "own rows/s / anchor rows/s", "own CPU µs / row", "tail s",
+         "anchor's inserts s", "anchor's tail s", "load"),
         [(r["format"], r["code"], r.get("workers", 1), r["round"], f"{r['rows_per_s']:,.0f}",
           f"{r['ratio']:.2f}", *_split(r), f"{r['load']:.0f}")
          for r in runs],
-        "llrrrrrrrrrrr",
+        "llrrrrrrrrrrrr",
     )  # fmt: skip
     lines += [
         "",
@@ -270,16 +276,18 @@ def _own(res: dict[str, Any]) -> str:
     """Returns the run's own rate and tail as words ("" for a report without them)."""
     if "own_rows_per_s" not in res:
         return "own time not reported"
-    return f"own {res['own_rows_per_s']:,.0f} rows/s, tail {res['tail_s']:.2f} s"
+    return (f"own {res['own_rows_per_s']:,.0f} rows/s, {res.get('own_cpu_us_per_row', 0):.1f}"
+            f" CPU µs/row, tail {res['tail_s']:.2f} s")  # fmt: skip
 
 
 def _split(run: dict[str, Any]) -> tuple[str, ...]:
-    """Returns a run's own seconds, own rows/s, its ratio to the anchor, its tail and the
+    """Returns a run's own seconds, own rows/s, its ratio to the anchor, own CPU, its tail, the
     anchor's inserts and tail, as table cells ("" where a report lacks them)."""
     if "own_s" not in run:
-        return ("",) * 6
+        return ("",) * 7
     return (f"{run['own_s']:.2f}", f"{run['own_rows_per_s']:,.0f}",
-            f"{run['own_rows_per_s'] / run['anchor_rows_per_s']:.2f}", f"{run['tail_s']:.2f}",
+            f"{run['own_rows_per_s'] / run['anchor_rows_per_s']:.2f}",
+            f"{run.get('own_cpu_us_per_row', 0.0):.1f}", f"{run['tail_s']:.2f}",
             f"{run['anchor_inserts_s']:.2f}", f"{run['anchor_tail_s']:.2f}")  # fmt: skip
 
 
