@@ -205,12 +205,36 @@ def _worker() -> None:
     def counted(self: Any, name: str, rows: Any, *args: Any, **kwargs: Any) -> Any:
         out = insert(self, name, rows, *args, **kwargs)
         clock.rows += int(out["insert_count"])
+        times["last_write_at"] = time.time()  # the write is durable: it returned
+        times["last_write_cpu_s"] = time.process_time()
         return out
 
     proxy_module.Proxy.insert = counted  # type: ignore[method-assign]
+    times = _timeline()
     path = os.environ["INGEST_STAGE_REPORT"]
-    atexit.register(lambda: _write(path, clock.report(clock.rows)))
+    atexit.register(lambda: _write(path, {**clock.report(clock.rows), **times}))
     sys.exit(main(sys.argv[1:]))
+
+
+def _timeline() -> dict[str, float]:
+    """Returns {"first_records_at": the wall-clock time (`time.time`, comparable across
+    processes) the consumer's first poll with records returned, "first_records_cpu_s": the
+    process's CPU seconds then}, filled in as it happens (the caller adds "last_write_at"
+    and "last_write_cpu_s": the same when the last dml write returned durable)."""
+    from vectorlog.processors.proxy.ingest import consumer as c
+
+    times: dict[str, float] = {}
+    gather = c.IngestConsumer._gather
+
+    def noted(self: Any, route: Any, wait: float) -> Any:
+        records = gather(self, route, wait)
+        if records and "first_records_at" not in times:
+            times["first_records_at"] = time.time()
+            times["first_records_cpu_s"] = time.process_time()
+        return records
+
+    c.IngestConsumer._gather = noted  # type: ignore[method-assign]
+    return times
 
 
 def _write(path: str, report: dict[str, Any]) -> None:

@@ -80,7 +80,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
             setting: str = "", profile: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Returns the anchor's rate, then that of `n` workers (started from source `tree`) on a
     backlog of `x` for new collection `name`, with their stage report (summed)."""
-    anchor = w.anchor_rate(client, f"a_{name}", x)
+    anchor, anchor_inserts_s, anchor_tail_s = w.anchor_timed(client, f"a_{name}", x)
     client.create_collection(name, dimension=x.shape[1], metric_type="L2")
     topic = IngestTopic.mapped(f"{sup.cluster}.{name}")
     w.create_topic(boot, sup.cluster, topic.name)
@@ -105,7 +105,7 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
             time.sleep(0.01)
         start = time.perf_counter()
         w.visible(client, name, last)
-        end = time.perf_counter()
+        end, visible_at = time.perf_counter(), time.time()
         rate, launch_rate = len(x) / (end - start), len(x) / (end - launched)
     finally:
         for c in children:
@@ -117,7 +117,23 @@ def one_run(sup: Supervisor, client: MilvusClient, boot: str, name: str, encode:
     stages = summed([json.loads(r.read_text()) for r in reports])
     return {"workers": n, "rows_per_s": rate, "anchor_rows_per_s": anchor,
             "ratio": rate / anchor, "load": save.load1(), "process_cpu_s": cpu,
-            "start_s": start - launched, "launch_rows_per_s": launch_rate, **stages}  # fmt: skip
+            "start_s": start - launched, "launch_rows_per_s": launch_rate,
+            "anchor_inserts_s": anchor_inserts_s, "anchor_tail_s": anchor_tail_s,
+            **own_time(stages, len(x), visible_at), **stages}  # fmt: skip
+
+
+def own_time(stages: dict[str, Any], rows: int, visible_at: float) -> dict[str, float]:
+    """Returns the workers' own seconds (their first records polled to their last dml write
+    durable), rows/s over them, their processes' CPU µs per row over them (of one worker:
+    the first report's), and the tail (seconds from that write to the last row
+    visible to a Strong get), from the stage reports' wall-clock times ({} if absent)."""
+    first, last = stages.get("first_records_at"), stages.get("last_write_at")
+    if first is None or last is None:
+        return {}
+    own = max(last - first, 1e-6)
+    cpu = stages.get("last_write_cpu_s", 0.0) - stages.get("first_records_cpu_s", 0.0)
+    return {"own_s": own, "own_rows_per_s": rows / own, "tail_s": visible_at - last,
+            "own_cpu_us_per_row": cpu * 1e6 / rows}  # fmt: skip
 
 
 def sampled(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -145,6 +161,13 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
     if len(reports) == 1:
         return reports[0]
     rows = sum(r["rows"] for r in reports)
+    times = {}
+    if all("first_records_at" in r and "last_write_at" in r for r in reports):
+        times = {"first_records_at": min(r["first_records_at"] for r in reports),
+                 "last_write_at": max(r["last_write_at"] for r in reports),
+                 "first_records_cpu_s": sum(r.get("first_records_cpu_s", 0) for r in reports),
+                 "last_write_cpu_s": sum(r.get("last_write_cpu_s", 0) for r in reports),
+                 }  # fmt: skip
 
     def per_row(key: str) -> dict[str, float]:
         return {s: sum(r[key].get(s, 0.0) * r["rows"] for r in reports) / max(1, rows)
@@ -157,7 +180,7 @@ def summed(reports: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows,
             "cpu_s_per_100k": sum(r["cpu_s_per_100k"] * r["rows"] for r in reports) / max(1, rows),
             "cpu_us_per_row": per_row("cpu_us_per_row"),
-            "wall_us_per_row": per_row("wall_us_per_row"), "calls": calls}  # fmt: skip
+            "wall_us_per_row": per_row("wall_us_per_row"), "calls": calls, **times}  # fmt: skip
 
 
 def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], workers: list[int],
@@ -192,8 +215,8 @@ def run(rows: int, rounds: int, formats: list[str], trees: dict[str, str], worke
                     runs.append({"format": fmt, "code": label, "round": r, **res})
                     say(f"{fmt} {label} {n}w round {r}: {res['rows_per_s']:,.0f} rows/s, anchor"
                         f" {res['anchor_rows_per_s']:,.0f}, ratio {res['ratio']:.2f}, consumer"
-                        f" CPU {res['cpu_s_per_100k']:.2f} s/100k rows, load"
-                        f" {res['load']:.0f}")  # fmt: skip
+                        f" CPU {res['cpu_s_per_100k']:.2f} s/100k rows,"
+                        f" {_own(res)}, load {res['load']:.0f}")  # fmt: skip
     return runs
 
 
@@ -216,6 +239,22 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     )  # fmt: skip
     lines += [
         "",
+        "Per run, where its time went: the workers' own time (their first records"
+        " polled to their last dml write durable) and the tail after it (to the last row"
+        " visible to a Strong get); the anchor's inserts and its tail the same way",
+        "",
+    ]
+    lines += save.table(
+        ("format", "code", "workers", "round", "rows/s", "ratio", "workers' own s",
+         "workers' own rows/s", "own rows/s / anchor rows/s", "own CPU µs / row", "tail s",
+         "anchor's inserts s", "anchor's tail s", "load"),
+        [(r["format"], r["code"], r.get("workers", 1), r["round"], f"{r['rows_per_s']:,.0f}",
+          f"{r['ratio']:.2f}", *_split(r), f"{r['load']:.0f}")
+         for r in runs],
+        "llrrrrrrrrrrrr",
+    )  # fmt: skip
+    lines += [
+        "",
         "Per run, µs per row by stage: CPU / wall (the consumer thread, and the"
         " thread its writes run on behind it where there is one: walls overlap)",
         "",
@@ -231,6 +270,25 @@ def markdown(result: dict[str, Any], doc: str) -> str:
     lines += [f"- failed: {r['format']} {r['code']} {r['workers']} worker(s), round {r['round']}:"
               f" {r['failed']}" for r in failed]  # fmt: skip
     return "\n".join([*lines, "", "## Method", "", doc.strip(), ""])
+
+
+def _own(res: dict[str, Any]) -> str:
+    """Returns the run's own rate and tail as words ("" for a report without them)."""
+    if "own_rows_per_s" not in res:
+        return "own time not reported"
+    return (f"own {res['own_rows_per_s']:,.0f} rows/s, {res.get('own_cpu_us_per_row', 0):.1f}"
+            f" CPU µs/row, tail {res['tail_s']:.2f} s")  # fmt: skip
+
+
+def _split(run: dict[str, Any]) -> tuple[str, ...]:
+    """Returns a run's own seconds, own rows/s, its ratio to the anchor, own CPU, its tail, the
+    anchor's inserts and tail, as table cells ("" where a report lacks them)."""
+    if "own_s" not in run:
+        return ("",) * 7
+    return (f"{run['own_s']:.2f}", f"{run['own_rows_per_s']:,.0f}",
+            f"{run['own_rows_per_s'] / run['anchor_rows_per_s']:.2f}",
+            f"{run.get('own_cpu_us_per_row', 0.0):.1f}", f"{run['tail_s']:.2f}",
+            f"{run['anchor_inserts_s']:.2f}", f"{run['anchor_tail_s']:.2f}")  # fmt: skip
 
 
 def _key(run: dict[str, Any]) -> tuple[str, str, int]:

@@ -238,27 +238,35 @@ def fence_at(
     offset: int,
     timeout: float = 60.0,
     since: tuple[int, FenceState] | None = None,
+    seen: Callable[[Record], None] | None = None,
 ) -> FenceState:
     """Returns the lease fence state at `offset` of partition 0 of `topic`: the one kept in
     the newest snapshot at or below it, with the leases of the records from there up to
     `offset` taken in (streams.log.lease_fence); `since`: an offset at or below `offset` and
     the state there (an earlier answer), to read from instead while its records are kept (a
-    snapshot may have deleted them since). Raises LogError if those are not read within
-    `timeout`."""
+    snapshot may have deleted them since); `seen`: called with each record read below
+    `offset`, in order (as they are on the log: no fence applied). Raises LogError if those
+    are not read within `timeout`."""
     if since is not None and since[0] <= offset:
         try:
-            return _fence_from(log, topic, offset, timeout, since)
+            return _fence_from(log, topic, offset, timeout, since, seen)
         except OffsetOutOfRange:  # folded into a snapshot since: start from that
             pass
-    return _fence_from(log, topic, offset, timeout, _fence_base(log, topic, blobs, offset))
+    base = _fence_base(log, topic, blobs, offset)
+    return _fence_from(log, topic, offset, timeout, base, seen)
 
 
 def _fence_from(
-    log: Log, topic: str, offset: int, timeout: float, start: tuple[int, FenceState]
+    log: Log,
+    topic: str,
+    offset: int,
+    timeout: float,
+    start: tuple[int, FenceState],
+    seen: Callable[[Record], None] | None = None,
 ) -> FenceState:
     """Returns the lease fence state at `offset`, read from `start` (an offset at or below
-    it and the state there). Raises LogError, OffsetOutOfRange (the records from there
-    were deleted)."""
+    it and the state there), handing `seen` each record read below `offset`. Raises
+    LogError, OffsetOutOfRange (the records from there were deleted)."""
     base, state = start[0], {p: dict(roles) for p, roles in start[1].items()}
     if base >= offset:
         return state
@@ -268,7 +276,11 @@ def _fence_from(
             if time.monotonic() > deadline:
                 raise LogError(f"did not read {topic!r} up to offset {offset} in time")
             got = reader.poll(1000, 0.2)
-            fold_leases(state, [r for r in got if r.offset < offset])
+            below = [r for r in got if r.offset < offset]
+            fold_leases(state, below)
+            if seen is not None:
+                for rec in below:
+                    seen(rec)
             base = max([base, *(r.offset + 1 for r in got)])
     finally:
         reader.close()

@@ -1,7 +1,8 @@
 """A cluster process's meta (runners/remote.py, meta_cache.py, ddl_watch.py): the latest
 collection meta is served from a cache that follows the `ddl` topic, with no RPC to rootcoord
 per read, yet a DDL acknowledged elsewhere before a read (a drop and recreate with another
-dimension, an added field, altered properties, an alias moved) is seen by that read at once;
+dimension, an added field, altered properties, an alias moved) is seen by that read at once,
+and a process started after a DDL reads the cached meta with no RPC as well;
 a write stamped after it is stamped above the DDL; a Strong read's timestamp is asked of the
 oracle, a Bounded one's is not; look-ups inside one `meta_point()` block (an ingest batch)
 wait for the ddl watch once. On both log backends: rootcoord of a cluster serves its RPCs
@@ -20,13 +21,15 @@ from tests.clients import cluster_args
 from tests.support import log_params
 from vectorlog import Client
 from vectorlog.core.errors import CollectionNotFound, SchemaMismatch, ServiceUnavailable
+from vectorlog.core.hybridts import compose, wall_ms
 from vectorlog.core.model import DataType
 from vectorlog.rpc.methods import ROOTCOORD
 from vectorlog.rpc.rootcoord_client import RootCoordClient
 from vectorlog.rpc.server import RpcServer
 from vectorlog.runners.remote import RemoteRootCoord
+from vectorlog.schemas.serde import Event
 from vectorlog.streams.errors import LogError
-from vectorlog.streams.log.base import Log
+from vectorlog.streams.log.base import Append, Log
 
 
 @dataclass
@@ -192,6 +195,35 @@ def test_a_read_while_the_broker_is_unreachable_fails_as_service_unavailable(set
             remote.describe_collection("books")
         log.down = False
         assert dim(view, "books") == 4  # back by itself
+    finally:
+        remote.stop()
+        remote.close()
+
+
+def test_a_process_started_after_the_ddl_reads_cached_meta_with_no_rpc(setup: Setup):
+    # an ingest worker started after its collection was made: rootcoord's tick on ddl after
+    # the DDL made every look-up of its watch fetch again (GetMetaVersion + describe)
+    s = setup
+    s.other.create_collection("books", dimension=4)
+    cluster = s.other.cluster
+    ddl, serde = cluster.topics.ddl, cluster.serdes.for_topic(cluster.topics.ddl)
+    tick = Event("TimeTick", compose(wall_ms()), {"source": "rootcoord"})
+    cluster.log.append(ddl, [Append(0, serde.encode(tick))])
+    remote = RemoteRootCoord(
+        RootCoordClient(s.server.address), cluster.log, cluster.topics.dml,
+        cluster.serdes.for_topic(cluster.topics.dml), "test-proxy-2", 3600.0, ddl=(ddl, serde),
+    )  # fmt: skip
+    remote.start()
+    view = Setup(s.other, remote, s.server)
+    try:
+        assert dim(view, "books") == 4  # fetched once
+        before = s.rpcs()
+        for _ in range(20):
+            assert dim(view, "books") == 4
+        assert s.rpcs() == before
+        s.other.drop_collection("books")
+        s.other.create_collection("books", dimension=8)
+        assert dim(view, "books") == 8  # a DDL after its start: fetched again
     finally:
         remote.stop()
         remote.close()
