@@ -20,31 +20,31 @@ HAS_HEADERS = 0xFFFFFFFE
 
 
 def frame(key: bytes | None, value: bytes, headers: Sequence[tuple[str, bytes]] = ()) -> bytes:
-    """Returns the stored form of one record."""
-    body = struct.pack(">I", NO_KEY if key is None else len(key)) + (key or b"") + value
-    if not headers:
-        return body
-    parts = [struct.pack(">IH", HAS_HEADERS, len(headers))]
+    """Returns the stored form of one record (one join: the value copied once)."""
+    parts = [struct.pack(">IH", HAS_HEADERS, len(headers))] if headers else []
     for name, raw in headers:
         encoded = name.encode()
         parts.append(struct.pack(">H", len(encoded)) + encoded + struct.pack(">I", len(raw)) + raw)
-    return b"".join(parts) + body
+    parts += [struct.pack(">I", NO_KEY if key is None else len(key)), key or b"", value]
+    return b"".join(parts)
 
 
 def unframe(data: bytes) -> tuple[bytes | None, bytes, Headers]:
-    """Returns (key, value, headers) of a stored record. Raises RecordDamaged on a short frame."""
+    """Returns (key, value, headers) of a stored record. Raises RecordDamaged on a short frame.
+    The value is the one copy made of its bytes (a record of a 1,000-row insert is ~200 KB,
+    read by every consumer of its topic)."""
     try:
         (n,) = struct.unpack_from(">I", data)
         headers: Headers = ()
+        pos = 0
         if n == HAS_HEADERS:
             headers, pos = _headers(data)
-            data = data[pos:]
-            (n,) = struct.unpack_from(">I", data)
+            (n,) = struct.unpack_from(">I", data, pos)
     except (struct.error, UnicodeDecodeError) as exc:
         raise RecordDamaged(str(exc)) from exc
     if n == NO_KEY:
-        return None, data[4:], headers
-    return data[4 : 4 + n], data[4 + n :], headers
+        return None, data[pos + 4 :], headers
+    return data[pos + 4 : pos + 4 + n], data[pos + 4 + n :], headers
 
 
 def _headers(data: bytes) -> tuple[Headers, int]:

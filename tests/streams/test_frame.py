@@ -30,3 +30,11 @@ def test_a_truncated_header_block_is_reported_as_damage() -> None:
     damaged = frame(b"k", b"v", (("collection", b"books"),))[:7]
     with pytest.raises(RecordDamaged, match="damaged"):
         unframe(damaged)
+
+
+@pytest.mark.parametrize("key", [None, b"", b"pk-7"])
+@pytest.mark.parametrize("headers", [(), (("batch", b"\x00\x01"), ("empty", b""))])
+def test_every_frame_reads_back_its_key_value_and_headers(key, headers) -> None:
+    value = bytes(range(256)) * 800  # a large value: one copy of it read back whole
+    assert unframe(frame(key, value, headers)) == (key, value, headers)
+    assert unframe(frame(key, b"", headers)) == (key, b"", headers)
