@@ -32,29 +32,26 @@ import numpy as np
 
 from benchmarks import save
 from benchmarks.server_serve import Ports, child, free_port
-from benchmarks.wire_calls_ab import COLLECTION, INDEXED, Variant
+from benchmarks.wire_calls_ab import (
+    ARGV_CONNECT,
+    COLLECTION,
+    DATA,
+    INDEXED,
+    INSERTED,
+    PYMILVUS,
+    Variant,
+)
 from infra.milvus_server import ensure_venv
 from vectorlog.demo.datasets import glove
 
 NAME = "search_batch_ab"
 
 LOADER = (
-    r"""
-import json, sys
-import numpy as np
-from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
-                      utility)
-
-host, port = sys.argv[1].split(":")
-cfg = json.loads(sys.stdin.read())
-connections.connect(host=host, port=port)
-x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
-n, dim = x.shape
-"""
+    PYMILVUS
+    + ARGV_CONNECT
+    + DATA
     + COLLECTION
-    + r"""for lo in range(0, n, 1000):
-    c.insert([ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000]])
-"""
+    + INSERTED
     + INDEXED
     + r"""c.search(q[:10].tolist(), "vector", param, limit=10)
 print(json.dumps({"segments": len(utility.get_query_segment_info("wire"))}))

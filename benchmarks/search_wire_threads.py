@@ -32,7 +32,14 @@ import grpc
 import numpy as np
 
 from benchmarks import save
-from benchmarks.wire_calls_ab import COLLECTION, INDEXED
+from benchmarks.wire_calls_ab import (
+    COLLECTION,
+    DATA,
+    INDEXED,
+    INSERTED,
+    PYMILVUS,
+    STDIN_CONNECT,
+)
 from infra.milvus_server import ensure_venv
 from vectorlog import Client
 from vectorlog.demo.datasets import glove
@@ -195,21 +202,11 @@ def layers(capture: Capture, servicer: Any, rounds: int, calls: int) -> dict[str
 
 
 WORKLOAD = (
-    r"""
-import json, sys, time
-import numpy as np
-from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
-                      utility)
-
-cfg = json.loads(sys.stdin.readline())
-connections.connect(host="127.0.0.1", port=cfg["port"])
-x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
-n, dim = x.shape
-"""
+    PYMILVUS
+    + STDIN_CONNECT
+    + DATA
     + COLLECTION
-    + r"""for lo in range(0, n, 1000):
-    c.insert([ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000]])
-"""
+    + INSERTED
     + INDEXED
     + r"""for v in q[:200]:
     c.search([v.tolist()], "vector", param, limit=10)

@@ -62,19 +62,37 @@ c.load()
 param = {"metric_type": "COSINE", "params": {"ef": 128}}
 """
 
-WORKLOAD = (
-    r"""
+#: a program's imports (it runs in the Milvus venv, pymilvus 2.3.8)
+PYMILVUS = r"""
 import json, os, sys, time
 import numpy as np
 from pymilvus import (Collection, CollectionSchema, DataType, FieldSchema, connections,
                       utility)
-
+"""
+#: connecting to the server at argv[1] (HOST:PORT), the program's cfg on stdin
+ARGV_CONNECT = r"""
 host, port = sys.argv[1].split(":")
 cfg = json.loads(sys.stdin.read())
 connections.connect(host=host, port=port)
-x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
+"""
+#: connecting to the server at cfg's port, cfg the first line on stdin
+STDIN_CONNECT = r"""
+cfg = json.loads(sys.stdin.readline())
+connections.connect(host="127.0.0.1", port=cfg["port"])
+"""
+#: the rows (x) and the queries (q) cfg names
+DATA = r"""x = np.load(cfg["vectors"]); q = np.load(cfg["queries"])
 n, dim = x.shape
 """
+#: every row of x inserted into the collection, 1,000 a call
+INSERTED = r"""for lo in range(0, n, 1000):
+    c.insert([ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000]])
+"""
+
+WORKLOAD = (
+    PYMILVUS
+    + ARGV_CONNECT
+    + DATA
     + COLLECTION
     + r"""
 batches = [(ids[lo:lo + 1000].tolist(), (ids[lo:lo + 1000] % 10).tolist(), x[lo:lo + 1000])
