@@ -56,7 +56,7 @@ def _simdjson(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     assert parsed is not None, "rows native_json reads"
     scalars, vectors = parsed
     ids = pa.array(scalars["id"], type=pa.int64())
-    return ids.to_numpy(), _matrix(vectors["vector"], len(values))
+    return ids.to_numpy(), vectors["vector"]  # already (n, dim) float32 rows
 
 
 def _pyarrow(values: list[bytes], threads: bool) -> tuple[np.ndarray, np.ndarray]:
