@@ -6,6 +6,7 @@ GetIndexState and GetIndexBuildProgress (the older index progress calls)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
@@ -88,7 +89,8 @@ class OperationRpcs:
         Milvus lists what its query nodes serve (in cluster mode, datacoord's Flushed
         segments). Index ids, memory sizes and node ids are not reported (0)."""
         name = request.collectionName
-        index_name = _finished_index(self.client, name)
+        index_name = _vector_index(self.client, name, finished=True)
+        serving = functools.cache(lambda: _vector_index(self.client, name))  # asked once
         served = _handoff_sources(self.base)
         infos: list[Any] = []
         for s in self.client.list_segments(name):
@@ -97,7 +99,7 @@ class OperationRpcs:
             cid, pid = s["collection_id"], s["partition_id"]
             olds = served(cid, pid, s["segment_id"])
             shown = olds or {s["segment_id"]: s["num_rows"]}
-            named = _vector_index(self.client, name) if olds else index_name
+            named = serving() if olds else index_name
             infos.extend(
                 milvus_pb2.QuerySegmentInfo(
                     segmentID=sid,
@@ -170,23 +172,14 @@ def _handoff_sources(client: Client) -> Any:
     return sources
 
 
-def _vector_index(client: Client, name: str) -> str:
-    """Returns the name of the collection's (first) vector index, "" if none. Raises
+def _vector_index(client: Client, name: str, finished: bool = False) -> str:
+    """Returns the name of the collection's (first) vector index, "" if none (`finished`:
+    only if every Flushed segment is indexed, describe_index's Finished). Raises
     CollectionNotFound."""
     vectors = {f["name"] for f in client.describe_collection(name)["fields"] if _is_vector(f)}
     for index_name in client.list_indexes(name):
-        if client.describe_index(name, index_name)["field_name"] in vectors:
-            return index_name
-    return ""
-
-
-def _finished_index(client: Client, name: str) -> str:
-    """Returns the name of the collection's vector index if every Flushed segment is
-    indexed, else "". Raises CollectionNotFound."""
-    vectors = {f["name"] for f in client.describe_collection(name)["fields"] if _is_vector(f)}
-    for index_name in client.list_indexes(name):
         d = client.describe_index(name, index_name)
-        if d["field_name"] in vectors and d.get("state") == "Finished":
+        if d["field_name"] in vectors and (not finished or d.get("state") == "Finished"):
             return index_name
     return ""
 

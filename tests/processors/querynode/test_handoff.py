@@ -407,12 +407,10 @@ def compacted(files: DictFiles, olds: list[int], new: int, keys: list[int]) -> E
     return Event("SegmentsCompacted", T0 + COMPACT_TS, body, CID)
 
 
-def two_indexed_segments(
-    node: QueryNode, log: Log, topics: Topics, files: DictFiles
-) -> tuple[Oracle, IndexLoader, Replica]:
-    """Applies a collection with segments A and B to `node`, records their indexes on coord
-    and starts its index loader; returns (the oracle, the loader, the replica)."""
-    schema, oracle = one_vector(), Oracle(one_vector())
+def inserted_a_and_b(node: QueryNode, schema: CollectionSchema) -> Oracle:
+    """Applies to `node` a collection of `schema` with segments A and B inserted; returns
+    its oracle."""
+    oracle = Oracle(schema)
     created = Event(
         "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
     )
@@ -420,6 +418,16 @@ def two_indexed_segments(
     for seg in (A, B):
         body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
         node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
+    return oracle
+
+
+def two_indexed_segments(
+    node: QueryNode, log: Log, topics: Topics, files: DictFiles
+) -> tuple[Oracle, IndexLoader, Replica]:
+    """Applies a collection with segments A and B to `node`, records their indexes on coord
+    and starts its index loader; returns (the oracle, the loader, the replica)."""
+    oracle = inserted_a_and_b(node, one_vector())
+    for seg in (A, B):
         indexed(log, topics, files, oracle, list(KEYS[seg]), seg)
     loader, replica = node.indexes, node.replicas[CID]
     assert loader is not None
@@ -546,14 +554,7 @@ def test_a_late_index_of_a_field_still_waiting_loads_after_another_field_switche
     switches once its merged index loads (A and B hold none of its rows then), "vec2" still
     waits in A and B: A's "vec2" index, built late, serves there until then (the index
     loader forgets a merged-away segment's index only where its field holds none of it)."""
-    schema, oracle = two_vectors(), Oracle(two_vectors())
-    created = Event(
-        "CollectionCreated", T0, {"collection_id": CID, "schema": schema.to_avro()}, CID
-    )
-    node.apply(pack(0, T0, created))
-    for seg in (A, B):
-        body = oracle.body(list(KEYS[seg]), seg, T0 + INSERT_TS)
-        node.apply(pack(0, T0 + INSERT_TS, Event("RowsInserted", T0 + INSERT_TS, body, CID)))
+    oracle = inserted_a_and_b(node, two_vectors())
     for seg, field in ((A, "vec"), (B, "vec"), (B, "vec2")):
         field_indexed(log, topics, files, oracle, seg, field)
     assert node.indexes is not None
