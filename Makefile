@@ -76,7 +76,7 @@ bench: install ## benchmarks; results land in benchmarks/results/*.json, with .m
 	$(BIN)/python -m benchmarks.group_commit_bench
 	$(BIN)/python -m benchmarks.exactvec_bench
 	$(BIN)/python -m benchmarks.wire_vs_milvus
-	$(BIN)/python -m benchmarks.insert_floor
+	$(BIN)/python -m benchmarks.wire_floor
 	$(BIN)/python -m benchmarks.wire_insert_bench
 	$(BIN)/python -m benchmarks.insert_threads
 	$(BIN)/python -m benchmarks.hnsw_build_bench
