@@ -73,26 +73,3 @@ def zigzag_varints(values: np.ndarray) -> bytes:
     while data[head] & 0x80:
         head += 1
     return data[head + 1 :]
-
-
-def int64s(repeated: Any) -> np.ndarray:
-    """Returns the values of a protobuf repeated int64 field (upb's container) as a read-only
-    int64 array: copied into a packed sfixed64 field (the same 64-bit values in memory) whose
-    serialised payload is their little-endian bytes. numpy's own copy (`np.asarray`) lets go
-    of the GIL; this keeps it."""
-    fixed = _FIXED()
-    fixed.values.extend(repeated)
-    return packed_values(fixed, "<i8", len(repeated))
-
-
-def packed_values(message: Any, dtype: str, n: int) -> np.ndarray:
-    """Returns the `n` values of a message holding only a packed repeated fixed-width field 1
-    (a FloatArray, DoubleArray, or the sfixed64 above) as a read-only array of `dtype` over
-    its serialised bytes (one copy, the GIL kept). Raises ValueError if its bytes are not that
-    field alone (unknown fields kept by the parser: the caller copies another way)."""
-    raw: bytes = message.SerializeToString()
-    size = np.dtype(dtype).itemsize * n
-    start = len(raw) - size
-    if n and raw[:start] != _FIELD_1 + _length(size):
-        raise ValueError("not one packed field")
-    return np.frombuffer(raw, dtype, offset=start)

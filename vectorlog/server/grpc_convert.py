@@ -27,7 +27,6 @@ from vectorlog.core.model import (
     default_kind,
 )
 from vectorlog.processors.proxy.columnar import ColumnBatch
-from vectorlog.schemas.zigzag import int64s, packed_values
 from vectorlog.server.grpc_functions import (
     analyzer_settings,
     function_from_proto,
@@ -313,7 +312,7 @@ def float_vectors(fd: schema_pb2.FieldData) -> np.ndarray:
     dim, flat = fd.vectors.dim, fd.vectors.float_vector.data
     if dim <= 0 or len(flat) % dim:
         raise InvalidArgument(f"the length({len(flat)}) of float data should divide the dim({dim})")
-    return _fixed_width(fd.vectors.float_vector, "<f4", np.float32).reshape(-1, dim)
+    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
 
 
 def column_array(fd: schema_pb2.FieldData) -> Any:
@@ -325,23 +324,8 @@ def column_array(fd: schema_pb2.FieldData) -> Any:
         return float_vectors(fd)
     numeric = _NUMPY.get(dtype)
     if numeric is not None and not fd.valid_data:
-        slot = getattr(fd.scalars, _SCALAR_SLOT[dtype])
-        if dtype is DataType.INT64:
-            return int64s(slot.data)
-        if dtype in (DataType.FLOAT, DataType.DOUBLE):
-            return _fixed_width(slot, "<f4" if dtype is DataType.FLOAT else "<f8", numeric)
-        return np.asarray(slot.data, dtype=numeric)
+        return np.asarray(getattr(fd.scalars, _SCALAR_SLOT[dtype]).data, dtype=numeric)
     return column_values(fd)
-
-
-def _fixed_width(message: Any, wire: str, numeric: Any) -> np.ndarray:
-    """Returns a FloatArray's or DoubleArray's values as a `numeric` array, read-only, over
-    the message's serialised bytes (zigzag.packed_values: no numpy copy, which would let go
-    of the GIL mid-handler); numpy's copy if the message holds unknown fields too."""
-    try:
-        return packed_values(message, wire, len(message.data)).astype(numeric, copy=False)
-    except ValueError:
-        return np.asarray(message.data, dtype=numeric)
 
 
 def column_batch(columns: Sequence[schema_pb2.FieldData], num_rows: int) -> ColumnBatch | None:
