@@ -5,8 +5,9 @@ A RowsInserted event is mostly raw vector bytes and a few numeric columns. fasta
 ~0.25 ms on a 1,000-row 50-d batch of {id, tag, vector}: its union look-ups, a Python int
 per value (the columns' `tolist()`), and its buffer's growth around the vector bytes. This
 writer joins the parts once: the envelope and record framing written here, numeric columns
-given as numpy arrays encoded with numpy (zigzag varints for longs, raw little-endian
-doubles, one byte per boolean), vector bytes copied once. Every other column (strings,
+given as numpy arrays encoded without a Python object per value (zigzag varints for longs by
+protobuf's packed sint64 encoder, schemas/zigzag.py; raw little-endian doubles, one byte per
+boolean), vector bytes copied once. Every other column (strings,
 JSON, sparse rows, a column with `valid` flags, values given as a list, an array that is not
 1-D or whose values a long does not hold as they are: uint64, floats) is written by fastavro
 with its own record schema, so its bytes are fastavro's by construction.
@@ -19,12 +20,8 @@ writes it: a long or int is a zigzag varint; a string or bytes its length then i
 a union the branch index then the value; an array one block (its count, the items) then 0,
 an empty array only 0; a record its fields in order.
 
-numpy lets go of the GIL in an operation over more than 500 elements, which fastavro never
-does: a 1,000-value column's varints do so ~9 times, and with a thread waiting that keeps the
-GIL (pure Python) each can cost a switch interval (one call 0.02 ms alone, 5.3 ms beside a
-spinning thread, fastavro's whole encode 0.68). In vectorlog serve no such loss showed:
-fastavro for the long columns (GIL kept, 0.1 ms more CPU) against this, alternated, answered
-in 3.19 / 2.73 against 3.08 / 3.16 ms p50 (two runs, load 4.5-5).
+The longs' varints were numpy's until session 24 (~10 operations and temporaries a column);
+protobuf's encoder writes them in a third to a half of the time (schemas/zigzag.py).
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ import fastavro
 import numpy as np
 
 from vectorlog.schemas.registry import NAMESPACE
+from vectorlog.schemas.zigzag import zigzag_varints
 
 #: the fields (name, Avro type) of the records whose layout the writer writes itself
 Layout = tuple[tuple[str, str], ...]
@@ -52,11 +50,8 @@ _VALUES = (("values", "array"), ("valid", "union"))
 NUMERIC = {"Int64Column": "long", "DoubleColumn": "double", "BoolColumn": "boolean"}
 PACKED = ("FloatVectorColumn", "PackedVectorColumn")
 _PACKED_LAYOUT = (("dim", "int"), ("data", "bytes"))
-#: 7-bit digit shifts of a varint (a 64-bit value has at most 10 digits)
+#: 7-bit digit shifts of a varint (a 64-bit value has at most 10 digits; rowsreader's)
 DIGIT_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
-#: the smallest value of 2, 3, ... 10 digits
-_STEPS = np.uint64(1) << DIGIT_SHIFTS[1:]
-_SEVEN_BITS = np.uint64(0x7F)
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -82,24 +77,9 @@ def put_long(out: bytearray, n: int) -> None:
 
 
 def varints(values: np.ndarray) -> bytes:
-    """Returns Avro's encoding of each long of an int64 array, concatenated: each value's
-    7-bit digits, low first, the high bit set on every digit but its last."""
-    v = values.astype(np.int64, copy=False)
-    z = ((v << 1) ^ (v >> 63)).view(np.uint64)  # zigzag
-    if not len(z):
-        return b""
-    top = int(z.max())
-    if top < 0x80:  # every value one byte (e.g. a small tag)
-        return z.astype(np.uint8).tobytes()
-    width = -(-top.bit_length() // 7)
-    digits = ((z[:, None] >> DIGIT_SHIFTS[None, :width]) & _SEVEN_BITS).astype(np.uint8)
-    if int(z.min()) >> (7 * (width - 1)):  # every value `width` digits (e.g. ids of a run)
-        digits[:, :-1] |= 0x80
-        return digits.tobytes()
-    lengths = np.searchsorted(_STEPS[: width - 1], z, side="right") + 1
-    keep = np.arange(width)[None, :] < lengths[:, None]
-    digits[:, :-1] |= keep[:, 1:].view(np.uint8) << 7
-    return digits[keep].tobytes()
+    """Returns Avro's encoding of each long of an integer array, concatenated: each value's
+    zigzag, 7 bits a byte, low first, the high bit set on every byte but its last."""
+    return zigzag_varints(values)
 
 
 def string(text: str) -> bytes:

@@ -325,7 +325,7 @@ def _ints(f: FieldSchema, values: list[Any]) -> np.ndarray:
         and (isinstance(values, np.ndarray) or {bool, np.bool_}.isdisjoint(map(type, values)))
     )
     if fast and (_fits(arr, f) or lo <= arr.min() <= arr.max() <= hi):  # numpy sees True as 1
-        return arr.astype(np.int64)
+        return arr.astype(np.int64, copy=False)  # an int64 column as it is: no copy
     kind = f.dtype.value
     for i, v in enumerate(values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
