@@ -15,6 +15,11 @@ from rocksdict import Options
 #: journal, while a reused file already has its size, so the sync writes data blocks only.
 #: Measured on this VM's ext4 (200 KB appends, p50 under load): 2.6-5.1 -> 0.9-1.6 ms.
 #: Records in a reused file carry their log's number, so recovery stops at the old tail.
+#: RocksDB reuses a WAL file only once the memtable it held is flushed, never one of an earlier
+#: session: after every open the first two memtables (2 x 64 MB) of appends go to growing files
+#: (same minutes, 203 KB appends: sync p50 0.32 ms growing, 0.15 reused; the GIL-held write
+#: 0.20, 0.16). 16 MB memtables (L0 counts x4, same disk writes) reuse from 32 MB on, but ran
+#: 1 GB of appends slower in 6 of 7 alternated pairs (~1.3x, compaction CPU +7%): not taken.
 RECYCLED_WAL_FILES = 4
 
 
@@ -23,35 +28,6 @@ def synced_store_options() -> Options:
     the state stores): WAL files reused, see RECYCLED_WAL_FILES."""
     options = Options(raw_mode=True)
     options.set_recycle_log_file_num(RECYCLED_WAL_FILES)
-    return options
-
-
-#: The embedded log's memtable (RocksDB's default: 64 MB). A WAL file is reused only once the
-#: memtable it holds is flushed, and never from an earlier session, so after every open the
-#: first two memtables' worth of appends go to growing WAL files (and to memtable memory the
-#: process touches for the first time: 50 page faults a 200 KB append, with the GIL held).
-#: 16 MB: reuse from 32 MB of appends on, not 128. Measured (/tmp/walsync/micro.py, the first
-#: 120 MB of 203 KB appends to a fresh log, medians of 6 alternated rounds, load 9-12 with
-#: other helpers' disk I/O): append p50 2.69 -> 1.19 ms, mean 5.70 -> 2.86; quiet (load 0.3):
-#: growing WAL write + sync p50 0.31 + 0.30 ms, reused 0.18 + 0.18.
-LOG_WRITE_BUFFER_BYTES = 16 << 20
-#: RocksDB's L0 file counts (compaction trigger, slowdown, stop: 4, 20, 36) scaled by 64 MB /
-#: LOG_WRITE_BUFFER_BYTES, so compaction runs after as many bytes as with 64 MB memtables:
-#: disk writes for 600 MB of appends 1,909 MB, as with the defaults (1,906; 2,615 unscaled).
-#: The price: up to 15 L0 files, a reader's seek 4.7 -> 10.8 us at 14 of them.
-LOG_L0_FILES = (16, 80, 144)
-
-
-def log_store_options() -> Options:
-    """Returns the embedded log's options: `synced_store_options` with memtables of
-    LOG_WRITE_BUFFER_BYTES (its WAL files reused early) and L0 counts LOG_L0_FILES. Options
-    only, the stored format unchanged: logs written with either open with the other."""
-    options = synced_store_options()
-    options.set_write_buffer_size(LOG_WRITE_BUFFER_BYTES)
-    trigger, slowdown, stop = LOG_L0_FILES
-    options.set_level_zero_file_num_compaction_trigger(trigger)
-    options.set_level_zero_slowdown_writes_trigger(slowdown)
-    options.set_level_zero_stop_writes_trigger(stop)
     return options
 
 

@@ -54,7 +54,7 @@ from vectorlog.streams.log.groupcommit import GroupCommit, GroupStats
 from vectorlog.streams.log.lease_fence import FenceState, LeaseFence, NoFence
 from vectorlog.streams.log.sizeindex import backfill, position_at, size_key
 from vectorlog.streams.rocksdir import PinnedDir, abandoned_note, close_or_abandon
-from vectorlog.streams.rocksopen import OpenFailure, classify, log_store_options
+from vectorlog.streams.rocksopen import OpenFailure, classify, synced_store_options
 
 TOPIC_META = b"\x01t:"
 RECORD = b"\x02r:"
@@ -105,7 +105,7 @@ def _open(path: Path) -> tuple[Rdict, PinnedDir]:
     try:
         path.mkdir(parents=True, exist_ok=True)
         pinned = PinnedDir(path)
-        return Rdict(pinned.rocks_path, log_store_options()), pinned
+        return Rdict(pinned.rocks_path, synced_store_options()), pinned
     except Exception as exc:
         if pinned is not None:
             pinned.close()

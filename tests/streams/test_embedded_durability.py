@@ -95,13 +95,15 @@ def wal_files_reused(path: Path) -> int:
 
 
 #: (text repeats per record, acknowledgements before the kill, WAL files reused by then):
-#: small records; and ~80 KB records, 68 MB in all: the log's 16 MB memtables
-#: (rocksopen.LOG_WRITE_BUFFER_BYTES) have their WAL files reused from 32 MB on, and the kill
-#: lands in a reused one (with RocksDB's 64 MB memtables, reuse began at 128 MB)
-SIZES = [(20, ACKS_BEFORE_KILL, False), (16_000, 120, True)]
+#: small records; and ~80 KB records, 216 MB in all: RocksDB reuses a WAL file once the
+#: memtable it held is flushed (64 MB memtables: from 128 MB of appends on), and the kill lands
+#: in a reused one ("reusing log 8 from recycle list")
+SIZES = [(20, ACKS_BEFORE_KILL, False), (16_000, 340, True)]
 
 
-@pytest.mark.parametrize(("repeat", "acks", "reused"), SIZES, ids=["small", "in-a-reused-wal-file"])
+@pytest.mark.parametrize(
+    ("repeat", "acks", "reused"), SIZES, ids=["small", "past-reused-wal-files"]
+)
 def test_acknowledged_appends_survive_sigkill(
     tmp_path: Path, repeat: int, acks: int, reused: bool
 ) -> None:
