@@ -14,6 +14,8 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2
 
+from vectorlog.server.grpc_poller import Declined
+
 #: told of each call: (request, context, code, seconds)
 Done = Callable[[Any, Any, str, float], None]
 
@@ -58,8 +60,12 @@ def observed(behaviour: Callable[[Any, Any], Any], done: Done) -> Callable[[Any,
         except Exception:
             code = grpc_code(context, grpc.StatusCode.UNKNOWN)
             raise
+        except Declined:  # tried on the poller, answered by a worker: that one is observed
+            code = ""
+            raise
         finally:
-            done(request, context, code, time.perf_counter() - started)
+            if code:
+                done(request, context, code, time.perf_counter() - started)
 
     return call
 

@@ -1,0 +1,188 @@
+"""Answering the short RPCs of gRPC's thread-pool server on its polling thread (issue 28).
+
+The thread-pool server hands each call to a worker: the poller wakes the worker, the worker
+asks for the request message and sleeps until the poller hands it over, and the poller then
+wakes for the response's completion, every hand-off a futex wake, a context switch and a
+GIL hand-over between two threads. A bare grpcio server answering fixed bytes after 100 µs of
+Python took 406-539 µs a call that way against 349-367 µs answered on the poller (server CPU
+288-354 vs 222-232 µs, context switches 13-22 vs 6 a call; /tmp/s1/g/srv.py, load ~1).
+
+`PollerExecutor` is the executor handed to `grpc.server`: a unary call of a method it
+answers inline (the reads of grpc_inline.INLINE; Search, tried first) asks for its request
+message on the poller, and the poller runs the handler once the message is there. Search
+is tried only for a small request (a few query vectors); when its one-call path declines
+(`Declined`, raised by the servicer where `on_poller()`) the call goes to a worker, which
+answers it as before. Everything else, and everything when gRPC's internals are not the
+ones this was written against, goes to the worker pool unchanged.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+from grpc import _server as _grpc_server  # written against grpcio 1.85: `_method` checks
+from grpc._cython import cygrpc as _cygrpc  # the call's shape, else the call goes to the pool
+
+from vectorlog.server.grpc_inline import INLINE, TRIED_INLINE
+from vectorlog.server.grpc_rpc import SERVICE
+
+#: the largest Search request tried on the poller: a few query vectors (one GloVe-50d query
+#: is ~230 bytes, one 1,024-d query 4 KB); a batch goes to a worker (it may take ms)
+MAX_TRIED_BYTES = 16 * 1024
+#: the most query vectors of a Search tried on the poller (0: the client did not say)
+MAX_TRIED_NQ = 4
+
+
+class Declined(BaseException):  # noqa: N818 (a hand-over, not an error: see below)
+    """Raised by a handler tried on the poller when it would wait or take long: the call
+    is then answered by a worker. A BaseException as GeneratorExit is, so no handler or
+    interceptor catching Exception takes it for the call's failure; grpc_observe passes it
+    on unobserved (the worker's answer is the call observed)."""
+
+
+_local = threading.local()
+
+
+def on_poller() -> bool:
+    """Returns whether this handler runs as a try on the poller (it may raise Declined)."""
+    return bool(getattr(_local, "trying", False))
+
+
+def _method_path(name: str) -> str:
+    return f"/{SERVICE.full_name}/{name}"
+
+
+#: the method paths answered on the poller: those always, and those tried (Search)
+ANSWERED = frozenset(_method_path(name) for name in INLINE)
+TRIED = frozenset(_method_path(name) for name in TRIED_INLINE)
+
+
+#: the method of the call whose handler gRPC looked up (set in the call's own context)
+_METHOD: contextvars.ContextVar[str] = contextvars.ContextVar("vectorlog_grpc_method")
+
+
+class MethodNoting(grpc.ServerInterceptor):
+    """The first interceptor of a server with a PollerExecutor: notes the called method in
+    the call's context (gRPC runs the interceptors in it, and hands the executor its `run`;
+    a registered method's call event does not name its method)."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        """Returns the method's handler, the method noted."""
+        _METHOD.set(handler_call_details.method)
+        return continuation(handler_call_details)
+
+
+class PollerExecutor(futures.Executor):
+    """The executor of gRPC's thread-pool server: the calls it answers inline (see the
+    module) on the poller, every other one on `pool`."""
+
+    def __init__(self, pool: futures.ThreadPoolExecutor) -> None:
+        self.pool = pool
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
+        """Answers a call inline on the poller (fn: the call's context's run, args
+        `_unary_response_in_pool`'s) when its method is one answered here; else submits to
+        the pool."""
+        if kwargs or _method(fn, args) is None:
+            return self.pool.submit(fn, *args, **kwargs)
+        done: futures.Future[Any] = futures.Future()
+        _InlineCall(self.pool, fn, args, done).start()
+        return done
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait, cancel_futures=cancel_futures)
+
+
+def _method(run: Callable[..., Any], args: tuple[Any, ...]) -> str | None:
+    """Returns the method of a unary call gRPC submits (`run`: its context's run; args:
+    `_unary_response_in_pool`, rpc_event, state, behaviour, request thunk, deserializer,
+    serializer) when it is one answered on the poller; else None."""
+    if len(args) != 7:
+        return None
+    if args[0] is not getattr(_grpc_server, "_unary_response_in_pool", None):
+        return None
+    context = getattr(run, "__self__", None)
+    if not isinstance(context, contextvars.Context):
+        return None
+    method = context.get(_METHOD, None)
+    return method if method in ANSWERED or method in TRIED else None
+
+
+class _InlineCall:
+    """One call answered on the poller: its request message asked for, then its handler
+    run when the message is there (the poller runs the tag's callbacks)."""
+
+    def __init__(
+        self,
+        pool: futures.ThreadPoolExecutor,
+        run: Callable[..., Any],
+        args: tuple[Any, ...],
+        done: futures.Future[Any],
+    ) -> None:
+        self.pool, self.run, self.args, self.done = pool, run, args, done
+        _, self.event, self.state, _, _, self.decode, _ = args
+        self.tried = _method(run, args) in TRIED
+
+    def start(self) -> None:
+        """Asks for the request message (gRPC holds the call's condition here, as its own
+        request thunk does when it asks)."""
+        received = _grpc_server._receive_message(self.state, self.event.call, self.decode)
+
+        def tag(event: Any) -> tuple[Any, tuple[Callable[[], None], ...]]:
+            finished, callbacks = received(event)
+            return finished, (*callbacks, self.answer)
+
+        self.event.call.start_server_batch(
+            (_cygrpc.ReceiveMessageOperation(_grpc_server._EMPTY_FLAGS),), tag
+        )
+        self.state.due.add(_grpc_server._RECEIVE_MESSAGE_TOKEN)
+
+    def answer(self) -> None:
+        """Runs the handler on the poller with the request received; a missing request
+        (closed, cancelled or undecodable: gRPC's thunk says so), a large Search or a
+        declined one goes to the pool."""
+        request = self._take()
+        if request is None or (self.tried and not _small(request)):
+            self._to_pool(request)
+            return
+        _local.trying = self.tried
+        try:
+            self.run(
+                _grpc_server._unary_response_in_pool,
+                *self.args[1:4],
+                lambda: request,
+                *self.args[5:],
+            )
+        except Declined:
+            self._to_pool(request)
+            return
+        finally:
+            _local.trying = False
+        self.done.set_result(None)
+
+    def _take(self) -> Any:
+        with self.state.condition:
+            request, self.state.request = self.state.request, None
+        return request
+
+    def _to_pool(self, request: Any) -> None:
+        """Submits the call to the pool: with `request`, else with gRPC's own request
+        thunk (it answers a closed or cancelled call as it always does)."""
+        args = self.args if request is None else (*self.args[:4], lambda: request, *self.args[5:])
+        worker = self.pool.submit(self.run, *args)
+        worker.add_done_callback(lambda _finished: self.done.set_result(None))
+
+
+def _small(request: Any) -> bool:
+    """Returns whether a Search request is small enough to try on the poller."""
+    nq = int(getattr(request, "nq", 0) or 0)
+    return nq <= MAX_TRIED_NQ and len(getattr(request, "placeholder_group", b"")) <= MAX_TRIED_BYTES
