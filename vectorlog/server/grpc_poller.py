@@ -92,10 +92,11 @@ class PollerExecutor(futures.Executor):
         """Answers a call inline on the poller (fn: the call's context's run, args
         `_unary_response_in_pool`'s) when its method is one answered here; else submits to
         the pool."""
-        if kwargs or _method(fn, args) is None:
+        method = None if kwargs else _method(fn, args)
+        if method is None:
             return self.pool.submit(fn, *args, **kwargs)
         done: futures.Future[Any] = futures.Future()
-        _InlineCall(self.pool, fn, args, done).start()
+        _InlineCall(self.pool, fn, args, done, method in TRIED).start()
         return done
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -127,10 +128,10 @@ class _InlineCall:
         run: Callable[..., Any],
         args: tuple[Any, ...],
         done: futures.Future[Any],
+        tried: bool,
     ) -> None:
-        self.pool, self.run, self.args, self.done = pool, run, args, done
+        self.pool, self.run, self.args, self.done, self.tried = pool, run, args, done, tried
         _, self.event, self.state, _, _, self.decode, _ = args
-        self.tried = _method(run, args) in TRIED
 
     def start(self) -> None:
         """Asks for the request message (gRPC holds the call's condition here, as its own
