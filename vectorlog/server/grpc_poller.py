@@ -18,8 +18,8 @@ ones this was written against, goes to the worker pool unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-import threading
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -28,6 +28,7 @@ import grpc
 from grpc import _server as _grpc_server  # written against grpcio 1.85: `_method` checks
 from grpc._cython import cygrpc as _cygrpc  # the call's shape, else the call goes to the pool
 
+from vectorlog.core.inline import inline, running_inline
 from vectorlog.server.grpc_inline import INLINE, TRIED_INLINE
 from vectorlog.server.grpc_rpc import SERVICE
 
@@ -45,12 +46,10 @@ class Declined(BaseException):  # noqa: N818 (a hand-over, not an error: see bel
     on unobserved (the worker's answer is the call observed)."""
 
 
-_local = threading.local()
-
-
 def on_poller() -> bool:
-    """Returns whether this handler runs as a try on the poller (it may raise Declined)."""
-    return bool(getattr(_local, "trying", False))
+    """Returns whether this handler runs as a try on the poller (it may raise Declined; code
+    below it declines rather than wait on another thread: core.inline)."""
+    return inline()
 
 
 def _method_path(name: str) -> str:
@@ -155,19 +154,17 @@ class _InlineCall:
         if request is None or (self.tried and not _small(request)):
             self._to_pool(request)
             return
-        _local.trying = self.tried
         try:
-            self.run(
-                _grpc_server._unary_response_in_pool,
-                *self.args[1:4],
-                lambda: request,
-                *self.args[5:],
-            )
+            with running_inline() if self.tried else contextlib.nullcontext():
+                self.run(
+                    _grpc_server._unary_response_in_pool,
+                    *self.args[1:4],
+                    lambda: request,
+                    *self.args[5:],
+                )
         except Declined:
             self._to_pool(request)
             return
-        finally:
-            _local.trying = False
         self.done.set_result(None)
 
     def _take(self) -> Any:

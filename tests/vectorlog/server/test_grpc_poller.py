@@ -1,6 +1,7 @@
 """The thread-pool server answering short RPCs on its polling thread (grpc_poller.py): a
 one-query Search and the meta reads answer there, a batch, a filtered search and an insert on
-a worker; every answer, refusal and undecodable request is answered byte for byte as with
+a worker, and a search whose replica is busy declines there rather than hold up other calls;
+every answer, refusal and undecodable request is answered byte for byte as with
 VECTORLOG_GRPC_POLLER_ANSWERS=0 (every call on a worker, gRPC's way); an interceptor hears
 each call once, a declined try included."""
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -16,9 +19,10 @@ import pytest
 from pymilvus import MilvusClient
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from tests.support import log_params
+from tests.support import log_params, wait_until
 from tests.vectorlog.server.cluster import cluster_client
 from vectorlog import Client
+from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
 from vectorlog.server.grpc_observe import observing
 from vectorlog.server.grpc_server import POLLER_ENV, GrpcServer, start_grpc
 
@@ -26,6 +30,10 @@ SERVICE = "/milvus.proto.milvus.MilvusService/"
 DIM = 8
 #: the pool's thread names (start_grpc's thread_name_prefix)
 WORKER = "vectorlog-grpc"
+#: where a test holds a search with its collection's replica locked
+HELD = "querynode.search.locked"
+#: the longest a call the test expects an answer to may take (a stalled poller never answers)
+ANSWER_S = 30.0
 
 
 class Threads(grpc.ServerInterceptor):
@@ -176,3 +184,33 @@ def test_without_it_every_call_runs_on_a_worker(
         milvus.close()
         server.stop(1.0)
     assert [t.startswith(WORKER) for _, t in threads.calls] == [True, True]
+
+
+def test_a_search_waiting_for_the_replica_holds_up_no_other_call(
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """While a filtered search holds the collection's replica (held at a pause point), a
+    one-query search declines on the poller and waits on a worker: a describe answers
+    meanwhile, then both searches answer as they would have."""
+    server, _ = serve(client, "1", monkeypatch)
+    milvus = MilvusClient(f"http://127.0.0.1:{server.port}")
+    q = np.random.default_rng(9).random((1, DIM), dtype=np.float32).tolist()
+    try:
+        want_one = milvus.search("p", q, limit=5)
+        want_filtered = milvus.search("p", q, filter="tag > 2", limit=5)
+        monkeypatch.setenv(PAUSE_ENV, f"{HELD}={tmp_path}")
+        with ThreadPoolExecutor(2) as pool:
+            filtered = pool.submit(milvus.search, "p", q, filter="tag > 2", limit=5)
+            try:
+                wait_until(lambda: any(tmp_path.glob(f"{HELD}.*")), 60, "the search held")
+                one = pool.submit(milvus.search, "p", q, limit=5)
+                described = milvus.describe_collection("p", timeout=ANSWER_S)
+                assert not one.done()  # waiting for the replica, on a worker
+            finally:
+                (tmp_path / PAUSE_GO).write_text("")
+            assert one.result(timeout=ANSWER_S) == want_one
+            assert filtered.result(timeout=ANSWER_S) == want_filtered
+        assert described["collection_name"] == "p"
+    finally:
+        milvus.close()
+        server.stop(1.0)
