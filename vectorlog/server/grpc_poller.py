@@ -5,15 +5,18 @@ asks for the request message and sleeps until the poller hands it over, and the 
 wakes for the response's completion, every hand-off a futex wake, a context switch and a
 GIL hand-over between two threads. A bare grpcio server answering fixed bytes after 100 µs of
 Python took 406-539 µs a call that way against 349-367 µs answered on the poller (server CPU
-288-354 vs 222-232 µs, context switches 13-22 vs 6 a call; /tmp/s1/g/srv.py, load ~1).
+288-354 vs 222-232 µs, context switches 13-22 vs 6 a call; load ~1).
 
 `PollerExecutor` is the executor handed to `grpc.server`: a unary call of a method it
 answers inline (the reads of grpc_inline.INLINE; Search, tried first) asks for its request
 message on the poller, and the poller runs the handler once the message is there. Search
-is tried only for a small request (a few query vectors); when its one-call path declines
-(`Declined`, raised by the servicer where `on_poller()`) the call goes to a worker, which
-answers it as before. Everything else, and everything when gRPC's internals are not the
-ones this was written against, goes to the worker pool unchanged.
+is tried only for a small request (a few query vectors); where its one-call path declines,
+or would wait on another thread (core.inline: a replica lock held elsewhere), the servicer
+raises `Declined` and the call goes to a worker, which answers it as before. Everything
+else goes to the worker pool unchanged, and so does every call with a grpcio lacking the
+internals used here (`supported`). Calls answered inline are answered one at a time: many
+clients' one-query searches at once share the poller's one core (set
+VECTORLOG_GRPC_POLLER_ANSWERS=0 to leave them to the pool).
 """
 
 from __future__ import annotations
@@ -44,6 +47,22 @@ class Declined(BaseException):  # noqa: N818 (a hand-over, not an error: see bel
     is then answered by a worker. A BaseException as GeneratorExit is, so no handler or
     interceptor catching Exception takes it for the call's failure; grpc_observe passes it
     on unobserved (the worker's answer is the call observed)."""
+
+
+#: the internals of gRPC's thread-pool server the poller's answers use
+_INTERNALS = (
+    "_unary_response_in_pool",
+    "_receive_message",
+    "_EMPTY_FLAGS",
+    "_RECEIVE_MESSAGE_TOKEN",
+)
+
+
+def supported() -> bool:
+    """Returns whether this grpcio has what the poller's answers use (else start_grpc
+    leaves every call to gRPC's pool, as without them)."""
+    found = all(hasattr(_grpc_server, name) for name in _INTERNALS)
+    return found and hasattr(_cygrpc, "ReceiveMessageOperation")
 
 
 def on_poller() -> bool:

@@ -17,7 +17,7 @@ from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_access import UserAuth
 from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_loop import LoopServer
-from vectorlog.server.grpc_poller import MethodNoting, PollerExecutor
+from vectorlog.server.grpc_poller import MethodNoting, PollerExecutor, supported
 from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.server.tls import TlsFiles
 
@@ -142,9 +142,10 @@ def server_kind(kind: str | None) -> str:
 
 def _poller_answers() -> bool:
     """Returns whether the thread-pool server answers short RPCs on its polling thread
-    (VECTORLOG_GRPC_POLLER_ANSWERS, default on; "0", "false", "no", "off": not)."""
+    (VECTORLOG_GRPC_POLLER_ANSWERS, default on; "0", "false", "no", "off": not; nor with a
+    grpcio lacking what it uses)."""
     value = os.environ.get(POLLER_ENV, "1").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    return value not in ("0", "false", "no", "off") and supported()
 
 
 def _start_pool(
