@@ -22,6 +22,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 from tests.support import log_params, wait_until
 from tests.vectorlog.server.cluster import cluster_client
 from vectorlog import Client
+from vectorlog.config import Config
 from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
 from vectorlog.server.grpc_observe import observing
 from vectorlog.server.grpc_server import POLLER_ENV, GrpcServer, start_grpc
@@ -63,7 +64,9 @@ def client(
         c.create_collection("p", dimension=DIM, consistency_level="Bounded")
         rows = np.random.default_rng(5).random((300, DIM), dtype=np.float32)
         c.insert("p", [{"id": i, "vector": v.tolist(), "tag": i % 7} for i, v in enumerate(rows)])
-        c.flush("p")
+        # not flushed: every answer from the one growing segment (a flush hands it over to
+        # an index, whose distances differ from the scan's in the last bits, at a moment
+        # of its own)
         yield c
     finally:
         c.close()
@@ -92,7 +95,8 @@ def raw(server: GrpcServer, method: str, body: bytes) -> tuple[str, bytes]:
 
 
 def search(vectors: np.ndarray, **more: Any) -> bytes:
-    """A SearchRequest of `vectors` on collection p (ef 64, limit 5) as pymilvus makes it."""
+    """A SearchRequest of `vectors` on collection p (ef 64, limit 5) as pymilvus makes it,
+    read Strong (every write acknowledged before it seen: the same rows on every call)."""
     group = common_pb2.PlaceholderGroup(
         placeholders=[
             common_pb2.PlaceholderValue(
@@ -109,6 +113,8 @@ def search(vectors: np.ndarray, **more: Any) -> bytes:
         dsl_type=common_pb2.DslType.BoolExprV1,
         search_params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in params.items()],
         nq=len(vectors),
+        consistency_level=common_pb2.ConsistencyLevel.Strong,
+        use_default_consistency=False,
     ).SerializeToString()
 
 
@@ -191,19 +197,20 @@ def test_a_search_waiting_for_the_replica_holds_up_no_other_call(
 ) -> None:
     """While a filtered search holds the collection's replica (held at a pause point), a
     one-query search declines on the poller and waits on a worker: a describe answers
-    meanwhile, then both searches answer as they would have."""
+    meanwhile, then both searches answer as they would have (Strong reads: the same rows)."""
     server, _ = serve(client, "1", monkeypatch)
     milvus = MilvusClient(f"http://127.0.0.1:{server.port}")
     q = np.random.default_rng(9).random((1, DIM), dtype=np.float32).tolist()
     try:
-        want_one = milvus.search("p", q, limit=5)
-        want_filtered = milvus.search("p", q, filter="tag > 2", limit=5)
+        strong = {"limit": 5, "consistency_level": "Strong"}
+        want_one = milvus.search("p", q, **strong)
+        want_filtered = milvus.search("p", q, filter="tag > 2", **strong)
         monkeypatch.setenv(PAUSE_ENV, f"{HELD}={tmp_path}")
         with ThreadPoolExecutor(2) as pool:
-            filtered = pool.submit(milvus.search, "p", q, filter="tag > 2", limit=5)
+            filtered = pool.submit(milvus.search, "p", q, filter="tag > 2", **strong)
             try:
                 wait_until(lambda: any(tmp_path.glob(f"{HELD}.*")), 60, "the search held")
-                one = pool.submit(milvus.search, "p", q, limit=5)
+                one = pool.submit(milvus.search, "p", q, **strong)
                 described = milvus.describe_collection("p", timeout=ANSWER_S)
                 assert not one.done()  # waiting for the replica, on a worker
             finally:
@@ -214,3 +221,9 @@ def test_a_search_waiting_for_the_replica_holds_up_no_other_call(
     finally:
         milvus.close()
         server.stop(1.0)
+
+
+def test_the_switch_is_no_setting() -> None:
+    """`vectorlog serve` reads its settings from VECTORLOG_* and refuses unknown ones: the
+    switch is not one (the server reads it)."""
+    assert Config.load({POLLER_ENV: "0"}) == Config.load({})
