@@ -5,7 +5,10 @@ asks for the request message and sleeps until the poller hands it over, and the 
 wakes for the response's completion, every hand-off a futex wake, a context switch and a
 GIL hand-over between two threads. A bare grpcio server answering fixed bytes after 100 µs of
 Python took 406-539 µs a call that way against 349-367 µs answered on the poller (server CPU
-288-354 vs 222-232 µs, context switches 13-22 vs 6 a call; load ~1).
+288-354 vs 222-232 µs, context switches 13-22 vs 6 a call; load ~1). Through pymilvus
+2.3.8 (benchmarks/wire_calls_ab, this tree with VECTORLOG_GRPC_POLLER_ANSWERS=0 against
+without, both orders, load 2.8-3.4): one query per call 1.10-1.27 x the QPS, server CPU
+0.79-0.85 x, context switches 33 -> 6 a call; has_collection server CPU 0.73-0.81 x.
 
 `PollerExecutor` is the executor handed to `grpc.server`: a unary call of a method it
 answers inline (the reads of grpc_inline.INLINE; Search, tried first) asks for its request
