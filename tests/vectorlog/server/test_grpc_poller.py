@@ -73,14 +73,12 @@ def client(
 
 
 def serve(
-    client: Client, poller: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, poller: str, monkeypatch: pytest.MonkeyPatch, kind: str = "threads"
 ) -> tuple[GrpcServer, Threads]:
-    """Starts a thread-pool server over `client` with VECTORLOG_GRPC_POLLER_ANSWERS=`poller`."""
+    """Starts a `kind` server over `client` with VECTORLOG_GRPC_POLLER_ANSWERS=`poller`."""
     monkeypatch.setenv(POLLER_ENV, poller)
     threads = Threads()
-    server = start_grpc(
-        client, "127.0.0.1:0", max_workers=4, kind="threads", interceptors=[threads]
-    )
+    server = start_grpc(client, "127.0.0.1:0", max_workers=4, kind=kind, interceptors=[threads])
     return server, threads
 
 
@@ -192,13 +190,15 @@ def test_without_it_every_call_runs_on_a_worker(
     assert [t.startswith(WORKER) for _, t in threads.calls] == [True, True]
 
 
+@pytest.mark.parametrize("kind", ["threads", "aio"])
 def test_a_search_waiting_for_the_replica_holds_up_no_other_call(
-    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
 ) -> None:
     """While a filtered search holds the collection's replica (held at a pause point), a
     one-query search declines on the poller and waits on a worker: a describe answers
-    meanwhile, then both searches answer as they would have (Strong reads: the same rows)."""
-    server, _ = serve(client, "1", monkeypatch)
+    meanwhile, then both searches answer as they would have (Strong reads: the same rows).
+    The asyncio server's loop, which tries the search first too, declines it the same way."""
+    server, _ = serve(client, "1", monkeypatch, kind)
     milvus = MilvusClient(f"http://127.0.0.1:{server.port}")
     q = np.random.default_rng(9).random((1, DIM), dtype=np.float32).tolist()
     try:
