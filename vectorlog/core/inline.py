@@ -9,7 +9,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from vectorlog.core.errors import VectorlogError
+
 _local = threading.local()
+
+
+class Declined(VectorlogError):  # noqa: N818 (a hand-over, not a failure)
+    """Raised by a handler run inline where it would wait or take long: the call is then
+    answered on a worker (vectorlog/server/grpc_poller.py). The handler's wrappers pass it
+    on as it is: rpc_of does not answer it as a failure, grpc_observe does not observe it
+    (the worker's answer is the call observed)."""
 
 
 def inline() -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from vectorlog.core.errors import InvalidArgument, VectorlogError
+from vectorlog.core.inline import Declined, inline
 from vectorlog.core.model import CollectionInfo
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit
@@ -21,7 +22,6 @@ from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
 from vectorlog.server.grpc_common import common_shape, index_search_params
-from vectorlog.server.grpc_poller import Declined, on_poller
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc, rpc_of
 from vectorlog.server.grpc_status import ok
 from vectorlog.server.grpc_unserved import function_ranker, refuse_unserved
@@ -121,8 +121,8 @@ class DataRpcs:
         common = self._common_search(request)
         if common is not None:
             return common
-        if on_poller():
-            raise Declined  # answered by a worker (grpc_poller.py)
+        if inline():
+            raise Declined("the common path declined")  # a worker answers (grpc_poller.py)
         refuse_unserved(request)
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))

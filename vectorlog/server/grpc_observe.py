@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2
 
-from vectorlog.server.grpc_poller import Declined
+from vectorlog.core.inline import Declined
 
 #: told of each call: (request, context, code, seconds)
 Done = Callable[[Any, Any, str, float], None]
@@ -57,11 +57,11 @@ def observed(behaviour: Callable[[Any, Any], Any], done: Done) -> Callable[[Any,
             response = behaviour(request, context)
             code = response_code(response, context)
             return response
+        except Declined:  # tried inline, answered by a worker: that one is observed
+            code = ""
+            raise
         except Exception:
             code = grpc_code(context, grpc.StatusCode.UNKNOWN)
-            raise
-        except Declined:  # tried on the poller, answered by a worker: that one is observed
-            code = ""
             raise
         finally:
             if code:

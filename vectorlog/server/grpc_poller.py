@@ -14,12 +14,13 @@ without, both orders, load 2.8-3.4): one query per call 1.10-1.27 x the QPS, ser
 answers inline (the reads of grpc_inline.INLINE; Search, tried first) asks for its request
 message on the poller, and the poller runs the handler once the message is there. Search
 is tried only for a small request (a few query vectors); where its one-call path declines,
-or would wait on another thread (core.inline: a replica lock held elsewhere), the servicer
-raises `Declined` and the call goes to a worker, which answers it as before. Everything
+or would wait on another thread (a replica lock held elsewhere), the servicer raises
+core.inline's `Declined` and the call goes to a worker, which answers it as before. All
 else goes to the worker pool unchanged, and so does every call with a grpcio lacking the
 internals used here (`supported`). Calls answered inline are answered one at a time: many
 clients' one-query searches at once share the poller's one core (set
-VECTORLOG_GRPC_POLLER_ANSWERS=0 to leave them to the pool).
+VECTORLOG_GRPC_POLLER_ANSWERS=0 to leave them to the pool). An interceptor that catches a
+handler's exceptions must let `Declined` through (grpc_observe's wrappers do).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import grpc
 from grpc import _server as _grpc_server  # written against grpcio 1.85: `_method` checks
 from grpc._cython import cygrpc as _cygrpc  # the call's shape, else the call goes to the pool
 
-from vectorlog.core.inline import inline, running_inline
+from vectorlog.core.inline import Declined, running_inline
 from vectorlog.server.grpc_inline import INLINE, TRIED_INLINE
 from vectorlog.server.grpc_rpc import SERVICE
 
@@ -45,17 +46,13 @@ MAX_TRIED_BYTES = 16 * 1024
 MAX_TRIED_NQ = 4
 
 
-class Declined(BaseException):  # noqa: N818 (a hand-over, not an error: see below)
-    """Raised by a handler tried on the poller when it would wait or take long: the call
-    is then answered by a worker. A BaseException as GeneratorExit is, so no handler or
-    interceptor catching Exception takes it for the call's failure; grpc_observe passes it
-    on unobserved (the worker's answer is the call observed)."""
-
-
 #: the internals of gRPC's thread-pool server the poller's answers use
 _INTERNALS = (
     "_unary_response_in_pool",
     "_receive_message",
+    "_call_behavior",
+    "_serialize_response",
+    "_status",
     "_EMPTY_FLAGS",
     "_RECEIVE_MESSAGE_TOKEN",
 )
@@ -65,13 +62,8 @@ def supported() -> bool:
     """Returns whether this grpcio has what the poller's answers use (else start_grpc
     leaves every call to gRPC's pool, as without them)."""
     found = all(hasattr(_grpc_server, name) for name in _INTERNALS)
-    return found and hasattr(_cygrpc, "ReceiveMessageOperation")
-
-
-def on_poller() -> bool:
-    """Returns whether this handler runs as a try on the poller (it may raise Declined; code
-    below it declines rather than wait on another thread: core.inline)."""
-    return inline()
+    needed = ("ReceiveMessageOperation", "install_context_from_request_call_event")
+    return found and all(hasattr(_cygrpc, name) for name in (*needed, "uninstall_context"))
 
 
 def _method_path(name: str) -> str:
@@ -176,18 +168,40 @@ class _InlineCall:
         if request is None or (self.tried and not _small(request)):
             self._to_pool(request)
             return
-        try:
-            with running_inline() if self.tried else contextlib.nullcontext():
-                self.run(
-                    _grpc_server._unary_response_in_pool,
-                    *self.args[1:4],
-                    lambda: request,
-                    *self.args[5:],
-                )
-        except Declined:
+        with running_inline() if self.tried else contextlib.nullcontext():
+            answered = self._respond(request)
+        if answered:
+            self.done.set_result(None)
+        else:
             self._to_pool(request)
-            return
-        self.done.set_result(None)
+
+    def _respond(self, request: Any) -> bool:
+        """Answers the call as gRPC's `_unary_response_in_pool` does (the handler called,
+        its response serialized and sent with the status), unless the handler declined;
+        returns whether it answered."""
+        _, event, state, behaviour, _, decode, encode = self.args
+        declined = False
+
+        def tried(request: Any, context: Any) -> Any:
+            nonlocal declined
+            try:
+                return behaviour(request, context)
+            except Declined:
+                declined = True
+                return None
+
+        _cygrpc.install_context_from_request_call_event(event)
+        try:
+            response, proceed = _grpc_server._call_behavior(event, state, tried, request, decode)
+            if declined:
+                return False
+            if proceed:
+                serialized = _grpc_server._serialize_response(event, state, response, encode)
+                if serialized is not None:
+                    _grpc_server._status(event, state, serialized)
+            return True
+        finally:
+            _cygrpc.uninstall_context()
 
     def _take(self) -> Any:
         with self.state.condition:
