@@ -26,7 +26,8 @@ from vectorlog.processors.proxy.ingest.config import JSON_READERS, IngestRoute, 
 ENV_PREFIX = "VECTORLOG_"
 #: VECTORLOG_* variables that are not settings: the test-only crash points
 #: (vectorlog/core/faults.py), `vectorlog serve`'s secret token and TLS files, access
-#: log switch and gRPC server kind, and the cluster token of `vectorlog run`
+#: log switch, gRPC server kind and its poller's answers (grpc_poller.py), and the cluster
+#: token of `vectorlog run`
 #: (vectorlog/server/serve.py: not Config's)
 NOT_SETTINGS = frozenset(
     {
@@ -37,6 +38,7 @@ NOT_SETTINGS = frozenset(
         "VECTORLOG_TLS_KEY",
         "VECTORLOG_ACCESS_LOG",
         "VECTORLOG_GRPC_SERVER",
+        "VECTORLOG_GRPC_POLLER_ANSWERS",
         "VECTORLOG_CLUSTER_TOKEN",
     }
 )

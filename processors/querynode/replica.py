@@ -31,7 +31,9 @@ import numpy as np
 
 from vectorlog.core.added_fields import with_field
 from vectorlog.core.errors import InvalidArgument
+from vectorlog.core.faults import pause_point
 from vectorlog.core.halfvec import from_float32, to_float32
+from vectorlog.core.inline import inline
 from vectorlog.core.model import HALF_TYPES, CollectionSchema, DataType, FieldSchema
 from vectorlog.core.results import SearchResult
 from vectorlog.processors.querynode.binarycolumn import BinaryColumn, BinarySegmentIndex
@@ -562,6 +564,7 @@ class Replica:
         knobs = _knobs(params, want)
         bounds = RangeBounds.of(params, metric)
         with self.lock:
+            pause_point("querynode.search.locked")  # a test holds a search here
             plan, total = self._plan(col, ts, partitions, expr, metric, expire_ts)
             if bounds is not None:
                 found = col.in_range(q, qn, metric, bounds, plan)
@@ -600,12 +603,16 @@ class Replica:
         qn = unit_queries(q)
         knobs = _knobs(params, k)
         metric = metric.upper()
-        with self.lock:
+        if not self.lock.acquire(blocking=not inline()):
+            return None  # held by another thread: the caller's worker waits for it
+        try:
             if ts < self.changed_ts:  # a delete or upsert applied meanwhile
                 return None
             plan: Plan = [(s, None) for s in col.planned(None, metric)]
             dist, labels = col.knn(q, qn, metric, k, knobs, plan)
             return self._hits_of_all(labels, dist, 0, [])
+        finally:
+            self.lock.release()
 
     def _narrowed(
         self,

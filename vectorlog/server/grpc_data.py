@@ -12,6 +12,7 @@ import numpy as np
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from vectorlog.core.errors import InvalidArgument, VectorlogError
+from vectorlog.core.inline import Declined, inline
 from vectorlog.core.model import CollectionInfo
 from vectorlog.core.results import SearchResult
 from vectorlog.core.types import Hit
@@ -120,6 +121,8 @@ class DataRpcs:
         common = self._common_search(request)
         if common is not None:
             return common
+        if inline():
+            raise Declined("the common path declined")  # a worker answers (grpc_poller.py)
         refuse_unserved(request)
         params = conv.search_params(request.search_params)
         topk = int(params.get("topk", 10))

@@ -17,6 +17,7 @@ import grpc
 from google.protobuf.message_factory import GetMessageClass
 
 from vectorlog.core.errors import VectorlogError
+from vectorlog.core.inline import running_inline
 from vectorlog.server.grpc_rpc import SERVICE
 
 #: the RPCs answered inline when the cluster is in this process: reads of the in-memory meta,
@@ -164,12 +165,14 @@ def on_executor(method: Handler, executor: Executor) -> AsyncHandler:
 
 def tried_on_loop(now: Handler, method: Handler, executor: Executor) -> AsyncHandler:
     """Returns a coroutine handler answering with `now` on the loop when it answers (not
-    None), else with `method` on `executor`."""
+    None, and without waiting on another thread: core.inline), else with `method` on
+    `executor`."""
     later = on_executor(method, executor)
 
     async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            response = now(request, CallContext(context))
+            with running_inline():
+                response = now(request, CallContext(context))
         except Abort as abort:
             await context.abort(abort.code, abort.details)
             raise  # not reached: the aio abort raises

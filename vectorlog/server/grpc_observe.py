@@ -14,6 +14,8 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2
 
+from vectorlog.core.inline import Declined
+
 #: told of each call: (request, context, code, seconds)
 Done = Callable[[Any, Any, str, float], None]
 
@@ -55,11 +57,15 @@ def observed(behaviour: Callable[[Any, Any], Any], done: Done) -> Callable[[Any,
             response = behaviour(request, context)
             code = response_code(response, context)
             return response
+        except Declined:  # tried inline, answered by a worker: that one is observed
+            code = ""
+            raise
         except Exception:
             code = grpc_code(context, grpc.StatusCode.UNKNOWN)
             raise
         finally:
-            done(request, context, code, time.perf_counter() - started)
+            if code:
+                done(request, context, code, time.perf_counter() - started)
 
     return call
 

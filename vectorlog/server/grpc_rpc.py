@@ -17,6 +17,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from vectorlog.core.databases import DEFAULT_DATABASE
 from vectorlog.core.errors import PermissionDenied
+from vectorlog.core.inline import Declined
 from vectorlog.core.types import level_name
 from vectorlog.server.grpc_status import UNIMPLEMENTED, status_of
 from vectorlog.server.logs import log_failure
@@ -66,7 +67,8 @@ def rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     caller's privilege is checked first (refused: gRPC PERMISSION_DENIED, nothing done);
     the handler runs with CALL_DATABASE set to the call's database (`call_database`); any
     exception becomes the Milvus error status of its response
-    (logged with their cause: server/logs.py); nothing escapes to gRPC."""
+    (logged with their cause: server/logs.py); nothing escapes to gRPC but core.inline's
+    Declined (a handler tried inline leaves the call to a worker)."""
     return rpc_of(method.__name__)(method)
 
 
@@ -90,6 +92,8 @@ def rpc_of(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             token = CALL_DATABASE.set(db)
             try:
                 return method(self, request, context)
+            except Declined:
+                raise  # no failure: a worker answers the call (core.inline)
             except Exception as exc:
                 log_failure(log, f"gRPC {name}", exc)
                 return failed(name, status_of(exc), context)

@@ -17,6 +17,7 @@ from vectorlog.sdk.client import Client
 from vectorlog.server.grpc_access import UserAuth
 from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_loop import LoopServer
+from vectorlog.server.grpc_poller import MethodNoting, PollerExecutor, supported
 from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.server.tls import TlsFiles
 
@@ -28,6 +29,9 @@ SERVER_KINDS = ("aio", "threads")
 #: the thread-pool server until the asyncio one is measured faster through pymilvus on a
 #: quiet machine (benchmarks/wire_calls_ab.py: under load it used more CPU per call)
 DEFAULT_KIND = "threads"
+#: the environment variable turning off answering short RPCs on the thread-pool server's
+#: polling thread (grpc_poller.py; "0": every call on a worker, as gRPC does)
+POLLER_ENV = "VECTORLOG_GRPC_POLLER_ANSWERS"
 
 
 class _Running(Protocol):
@@ -107,10 +111,13 @@ def start_grpc(
         chain.append(UserAuth(client))
     pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vectorlog-grpc")
     servicer = MilvusServicer(client, authorization)
+    inline = isinstance(client.cluster, Standalone)  # no peer to wait for inline
     if server_kind(kind) == "threads":
+        if inline and _poller_answers():  # the method noted before any other interceptor
+            executor, chain = PollerExecutor(pool), [MethodNoting(), *chain]
+            return _start_pool(servicer, executor, options, chain, address, tls)
         return _start_pool(servicer, pool, options, chain, address, tls)
     loop = LoopServer(pool)
-    inline = isinstance(client.cluster, Standalone)  # no peer to wait for on the loop
     try:
         port = loop.start(servicer, inline, options, chain, lambda s: _bind(s, address, tls))
     except RuntimeError as exc:
@@ -133,9 +140,17 @@ def server_kind(kind: str | None) -> str:
     return name
 
 
+def _poller_answers() -> bool:
+    """Returns whether the thread-pool server answers short RPCs on its polling thread
+    (VECTORLOG_GRPC_POLLER_ANSWERS, default on; "0", "false", "no", "off": not; nor with a
+    grpcio lacking what it uses)."""
+    value = os.environ.get(POLLER_ENV, "1").strip().lower()
+    return value not in ("0", "false", "no", "off") and supported()
+
+
 def _start_pool(
     servicer: MilvusServicer,
-    pool: futures.ThreadPoolExecutor,
+    pool: futures.Executor,
     options: list[tuple[str, Any]],
     chain: list[grpc.ServerInterceptor],
     address: str,
