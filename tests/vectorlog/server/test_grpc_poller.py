@@ -25,6 +25,7 @@ from vectorlog import Client
 from vectorlog.config import Config
 from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
 from vectorlog.server.grpc_observe import observing
+from vectorlog.server.grpc_poller import supported
 from vectorlog.server.grpc_server import POLLER_ENV, GrpcServer, start_grpc
 
 SERVICE = "/milvus.proto.milvus.MilvusService/"
@@ -227,3 +228,40 @@ def test_the_switch_is_no_setting() -> None:
     """`vectorlog serve` reads its settings from VECTORLOG_* and refuses unknown ones: the
     switch is not one (the server reads it)."""
     assert Config.load({POLLER_ENV: "0"}) == Config.load({})
+
+
+def test_calls_of_clients_at_once_run_on_the_workers(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls that wait behind the one the poller answers go to the workers, which answer
+    them side by side, not one at a time on the poller; each gets its answer."""
+    server, threads = serve(client, "1", monkeypatch)
+    q = np.random.default_rng(10).random((8, DIM), dtype=np.float32)
+    bodies = [search(q[i : i + 1]) for i in range(len(q))]
+    want = [raw(server, "Search", b) for b in bodies]
+    threads.calls.clear()
+
+    def calls(k: int) -> list[tuple[str, bytes]]:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            call = channel.unary_unary(SERVICE + "Search")
+            return [("OK", call(bodies[(i + k) % len(bodies)], timeout=30)) for i in range(150)]
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(calls, range(4)))
+    finally:
+        server.stop(1.0)
+    for k, answers in enumerate(got):
+        assert answers == [want[(i + k) % len(bodies)] for i in range(150)]
+    places = [t.startswith(WORKER) for m, t in threads.calls if m == "Search"]
+    assert len(places) == 600
+    assert any(places) and not all(places)  # some waited (workers), some did not (poller)
+
+
+@pytest.mark.parametrize(
+    ("version", "answers"), [("1.85.3", True), ("1.86.0", False), ("1.60.1", False)]
+)
+def test_only_a_tested_grpcio_answers_on_the_poller(version: str, answers: bool) -> None:
+    """The poller's answers use grpcio's private internals: on a release they were not
+    tested on, every call goes to the pool."""
+    assert supported(version) is answers
