@@ -16,13 +16,16 @@ them in one call (best of 3). The servers, each fresh, one at a time, in interle
   the answer (what acknowledging only what is on disk costs), a Search parsed, its vectors
   normalised and searched in one faiss HNSW index (M 16, efConstruction 100, the rows built at
   start) with its ef, the hits put in the response from numpy.
+- `log`: the `floor` server, but each insert appended through the embedded log
+  (streams.log.EmbeddedLog: RocksDB, its WAL synced), as DESIGN.md has `vectorlog serve` do:
+  the least any server of this design does for an insert.
 - `vectorlog`: `vectorlog serve`, its collection created, flushed, indexed and loaded by the
   program between the inserts and the searches (as wire_vs_milvus).
 - `milvus`: Milvus 2.3.5 standalone, likewise (it acknowledges an insert once rocksmq wrote,
   without an fsync).
 
     python -m benchmarks.wire_floor [--rows 100000] [--queries 1000] [--rounds 2]
-        [--servers bare,floor,vectorlog,milvus] [--out benchmarks/results]
+        [--servers bare,floor,log,vectorlog,milvus] [--out benchmarks/results]
 
 Writes wire_floor.json, .md and .png.
 """
@@ -47,7 +50,7 @@ from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
 NAME = "wire_floor"
-SERVERS = ("bare", "floor", "vectorlog", "milvus")
+SERVERS = ("bare", "floor", "log", "vectorlog", "milvus")
 #: what a floor server writes to stderr once it listens
 READY = "wire floor server ready"
 SERVICE = "milvus.proto.milvus.MilvusService"
@@ -141,7 +144,7 @@ print(json.dumps(out))
 
 
 class FloorServer:
-    """The `bare` or `floor` server's answers (see the module docstring)."""
+    """The `bare`, `floor` or `log` server's answers (see the module docstring)."""
 
     def __init__(self, mode: str, appends: str, vectors: str, nq: int) -> None:
         from pymilvus.grpc_gen import common_pb2, milvus_pb2
@@ -154,7 +157,8 @@ class FloorServer:
             n: self._results(np.zeros((n, K), np.int64), np.zeros((n, K))) for n in {1, nq}
         }
         self.fd = os.open(appends, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self.index = _hnsw(np.load(vectors)) if mode == "floor" else None
+        self.log = _embedded_log(appends + ".log") if mode == "log" else None
+        self.index = _hnsw(np.load(vectors)) if mode != "bare" else None
 
     def _mutation(self) -> bytes:
         from pymilvus.grpc_gen import schema_pb2
@@ -174,8 +178,13 @@ class FloorServer:
         return self.pb.SearchResults(status=self.ok, results=data).SerializeToString()
 
     def insert(self, request: bytes, context: Any) -> bytes:
-        """Returns the prebuilt answer; `floor` first appends `request` and fdatasyncs it."""
-        if self.mode == "floor":
+        """Returns the prebuilt answer; `floor` first appends `request` to its file and
+        fdatasyncs it, `log` appends it to its embedded log."""
+        if self.log is not None:
+            from vectorlog.streams.log.base import Append
+
+            self.log.append("appends", [Append(0, request)])
+        elif self.mode == "floor":
             os.write(self.fd, request)
             os.fdatasync(self.fd)
         return self.inserted
@@ -199,6 +208,16 @@ class FloorServer:
         knobs.efSearch = int(ef)
         scores, ids = self.index.search(queries, int(params["topk"]), params=knobs)
         return self._results(ids, scores)
+
+
+def _embedded_log(path: str) -> Any:
+    """Returns an embedded log (fsync'd RocksDB) at `path` with a one-partition topic
+    "appends"."""
+    from vectorlog.streams.log.embedded import EmbeddedLog
+
+    log = EmbeddedLog(path)
+    log.create_topic("appends", 1)
+    return log
 
 
 def _hnsw(vectors: np.ndarray) -> Any:
@@ -361,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--prebuilt", type=int, default=50)
     p.add_argument("--servers", default=",".join(SERVERS))
     p.add_argument("--out", type=Path, default=save.RESULTS)
-    p.add_argument("--serve", choices=("bare", "floor"), help=argparse.SUPPRESS)
+    p.add_argument("--serve", choices=("bare", "floor", "log"), help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--appends", help=argparse.SUPPRESS)
     p.add_argument("--vectors", help=argparse.SUPPRESS)

@@ -1,6 +1,6 @@
 """The wire floor's servers: they answer pymilvus's Insert and Search as pymilvus reads them;
-the floor server has each insert's bytes in its file before it answers, and its searches find
-the rows asked for."""
+the floor server has each insert's bytes in its file before it answers (the log server in its
+embedded log), and their searches find the rows asked for."""
 
 from __future__ import annotations
 
@@ -34,7 +34,21 @@ def search_request(vectors: np.ndarray) -> bytes:
     ).SerializeToString()
 
 
-@pytest.mark.parametrize("mode", ["bare", "floor"])
+def logged(path: Path) -> list[bytes]:
+    """Returns the values the log server's embedded log holds, in order."""
+    from vectorlog.streams.log.embedded import EmbeddedLog
+
+    log = EmbeddedLog(path)
+    try:
+        reader = log.reader("appends", {0: 0})
+        values = [r.value for r in reader.poll(timeout=1.0)]
+        reader.close()
+        return values
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize("mode", ["bare", "floor", "log"])
 def test_floor_servers_answer(mode: str, tmp_path: Path) -> None:
     rows = np.random.default_rng(7).standard_normal((500, 8)).astype(np.float32)
     np.save(tmp_path / "x.npy", rows)
@@ -54,9 +68,11 @@ def test_floor_servers_answer(mode: str, tmp_path: Path) -> None:
         assert (answer.status.code, answer.insert_cnt) == (0, 1000)
         assert list(answer.IDs.int_id.data) == list(range(1000))
     assert written == (insert * 2 if mode == "floor" else b"")
+    if mode == "log":  # acknowledged once the log has them: both there after the server ends
+        assert logged(tmp_path / "appends.log") == [insert, insert]
     assert (found.results.num_queries, found.results.top_k) == (3, K)
     assert list(found.results.topks) == [K] * 3
     hits = np.array(found.results.ids.int_id.data).reshape(3, K)
-    if mode == "floor":  # each query is a row: its nearest by cosine is itself
+    if mode != "bare":  # each query is a row: its nearest by cosine is itself
         assert hits[:, 0].tolist() == [5, 17, 400]
         assert found.results.scores[0] == pytest.approx(1.0, abs=1e-5)
