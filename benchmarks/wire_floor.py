@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from concurrent import futures
@@ -46,6 +45,7 @@ import numpy as np
 
 from benchmarks import save
 from benchmarks.server_serve import Ports, child, free_port, serve_command
+from benchmarks.wire_vs_milvus import PymilvusProgram
 from infra.milvus_server import MilvusServer, ensure_venv
 from vectorlog.demo.datasets import glove
 
@@ -282,22 +282,7 @@ def one_round(server: str, python: Path, data: dict[str, Any], tmp: Path) -> dic
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
         with child(cmd, health, ready=ready, new_session=True, env=env):
             load = save.load1()
-            return _run(python, port, payload) | {"load1": load}
-
-
-def _run(python: Path, port: int, payload: dict[str, Any]) -> dict[str, Any]:
-    """Runs WORKLOAD with `python` against 127.0.0.1:`port`; returns its figures."""
-    res = subprocess.run(
-        [str(python), "-c", WORKLOAD, f"127.0.0.1:{port}"],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    if res.returncode != 0:
-        raise RuntimeError(f"the client program failed: {res.stderr[-3000:]}")
-    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+            return PymilvusProgram(python, port).run(WORKLOAD, payload) | {"load1": load}
 
 
 #: the page's rows: label, key, whether a ratio to Milvus is shown (higher is better)

@@ -237,7 +237,7 @@ def one_round(
         health = f"http://127.0.0.1:{ports.rest}/healthz"
         with child(serve_command(d, ports), health, new_session=True) as proc:  # as Milvus
             started = time.perf_counter()
-            proxy = _Remote(python, ports.grpc)
+            proxy = PymilvusProgram(python, ports.grpc)
             got = proxy.run(WORKLOAD, data | {"server_pid": proc.pid})
             got |= {"wall_s": time.perf_counter() - started}
             if pyspy:
@@ -267,13 +267,16 @@ def _name_threads(got: dict[str, Any], pid: int, pyspy: str) -> None:
         ]
 
 
-class _Remote:
-    """Runs the workload with the Milvus venv's python against `vectorlog serve`."""
+class PymilvusProgram:
+    """Runs a pymilvus program with the Milvus venv's python against a server on this machine
+    (`vectorlog serve`, or wire_floor's)."""
 
     def __init__(self, python: Path, port: int) -> None:
         self.python, self.port = python, port
 
     def run(self, script: str, payload: Any) -> Any:
+        """Returns the JSON value `script` prints last, given `payload` (JSON) on stdin and
+        the server as argv[1]. Raises RuntimeError if it fails."""
         import subprocess
 
         res = subprocess.run(
@@ -285,7 +288,9 @@ class _Remote:
             check=False,
         )
         if res.returncode != 0:
-            raise RuntimeError(f"the workload failed against vectorlog: {res.stderr[-3000:]}")
+            raise RuntimeError(
+                f"the pymilvus program failed on port {self.port}: {res.stderr[-3000:]}"
+            )
         return json.loads(res.stdout.strip().splitlines()[-1])
 
 
