@@ -65,6 +65,11 @@ if TYPE_CHECKING:
     from vectorlog.expr import Expr
 
 NEVER = np.uint64(np.iinfo(np.uint64).max)
+#: the most exact-scan work (rows x dimensions x queries, over segments without an index or
+#: with a FLAT one) a search answered inline may do, on a server thread every other call also
+#: needs (core.inline: gRPC's polling thread): beyond it (a few ms) the search declines there
+#: and a worker answers it, so one scan of a large unindexed segment holds up no other call
+INLINE_SCAN_LIMIT = 8_000_000
 #: vectors of rows by vector field name (None: every field's are in the cache entries)
 Vectors = dict[str, np.ndarray] | None
 
@@ -609,6 +614,8 @@ class Replica:
             if ts < self.changed_ts:  # a delete or upsert applied meanwhile
                 return None
             plan: Plan = [(s, None) for s in col.planned(None, metric)]
+            if inline() and _scan_work(plan, len(q)) > INLINE_SCAN_LIMIT:
+                return None  # too long for a thread every other call needs: a worker's
             dist, labels = col.knn(q, qn, metric, k, knobs, plan)
             return self._hits_of_all(labels, dist, 0, [])
         finally:
@@ -937,6 +944,13 @@ def _knobs(params: dict[str, Any] | None, want: int) -> SearchKnobs:
             _KNOBS.clear()
         _KNOBS[key] = knobs
     return knobs
+
+
+def _scan_work(plan: Plan, nq: int) -> int:
+    """Returns the rows x dimensions x `nq` a search of `plan` scans exactly (its segments
+    without an index or with a FLAT one)."""
+    exact = (s for s, _ in plan if s.index is None or s.index.index_type.upper() == "FLAT")
+    return sum(len(s) * s.dim for s in exact) * nq
 
 
 _KEYED = (int, str, type(None))

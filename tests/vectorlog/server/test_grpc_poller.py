@@ -24,6 +24,8 @@ from tests.vectorlog.server.cluster import cluster_client
 from vectorlog import Client
 from vectorlog.config import Config
 from vectorlog.core.faults import PAUSE_ENV, PAUSE_GO
+from vectorlog.processors.querynode import replica
+from vectorlog.server import grpc_poller
 from vectorlog.server.grpc_observe import observing
 from vectorlog.server.grpc_poller import supported
 from vectorlog.server.grpc_server import POLLER_ENV, GrpcServer, start_grpc
@@ -74,10 +76,17 @@ def client(
 
 
 def serve(
-    client: Client, poller: str, monkeypatch: pytest.MonkeyPatch, kind: str = "threads"
+    client: Client,
+    poller: str,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str = "threads",
+    queued_s: float = 0.0,
 ) -> tuple[GrpcServer, Threads]:
-    """Starts a `kind` server over `client` with VECTORLOG_GRPC_POLLER_ANSWERS=`poller`."""
+    """Starts a `kind` server over `client` with VECTORLOG_GRPC_POLLER_ANSWERS=`poller`;
+    `queued_s`: grpc_poller.QUEUED_S (0: a call's place depends on what it is alone, not on
+    how soon it came after the last one, which a fast client's next call may undercut)."""
     monkeypatch.setenv(POLLER_ENV, poller)
+    monkeypatch.setattr(grpc_poller, "QUEUED_S", queued_s)
     threads = Threads()
     server = start_grpc(client, "127.0.0.1:0", max_workers=4, kind=kind, interceptors=[threads])
     return server, threads
@@ -235,7 +244,7 @@ def test_calls_of_clients_at_once_run_on_the_workers(
 ) -> None:
     """Calls that wait behind the one the poller answers go to the workers, which answer
     them side by side, not one at a time on the poller; each gets its answer."""
-    server, threads = serve(client, "1", monkeypatch)
+    server, threads = serve(client, "1", monkeypatch, queued_s=grpc_poller.QUEUED_S)
     q = np.random.default_rng(10).random((8, DIM), dtype=np.float32)
     bodies = [search(q[i : i + 1]) for i in range(len(q))]
     want = [raw(server, "Search", b) for b in bodies]
@@ -265,3 +274,23 @@ def test_only_a_tested_grpcio_answers_on_the_poller(version: str, answers: bool)
     """The poller's answers use grpcio's private internals: on a release they were not
     tested on, every call goes to the pool."""
     assert supported(version) is answers
+
+
+def test_a_search_scanning_much_runs_on_a_worker(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-query search whose exact scan (here: the growing segment's 300 rows) is over
+    the inline limit runs on a worker, not on the thread every other call needs, and
+    answers the same."""
+    q = search(np.random.default_rng(11).random((1, DIM), dtype=np.float32))
+    server, threads = serve(client, "1", monkeypatch)
+    try:
+        raw(server, "Search", q)  # the shape's first search: its plan made
+        threads.calls.clear()
+        under = raw(server, "Search", q)
+        monkeypatch.setattr(replica, "INLINE_SCAN_LIMIT", 300 * DIM - 1)
+        over = raw(server, "Search", q)
+    finally:
+        server.stop(1.0)
+    assert over == under and over[0] == "OK"
+    assert [t.startswith(WORKER) for _, t in threads.calls] == [False, True]
