@@ -5,6 +5,9 @@ ddl after a DDL (rootcoord appends them) left every cached meta stale until the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from tests.support import on_backends, unique_topic
 from tests.vectorlog.runners.test_ddl_watch_batches import SERDE, database, tick
 from vectorlog.core.hybridts import compose, wall_ms
@@ -18,10 +21,15 @@ def reservation() -> bytes:
     return SERDE.encode(Event("RangeReserved", compose(wall_ms()), body))
 
 
-def started(log: Log, topic: str) -> DdlWatch:
+@contextmanager
+def started(log: Log, topic: str) -> Iterator[DdlWatch]:
+    """A DdlWatch of `topic` started for the block, closed after it."""
     watch = DdlWatch(log, topic, SERDE)
     watch.start()
-    return watch
+    try:
+        yield watch
+    finally:
+        watch.close()
 
 
 @on_backends()
@@ -30,30 +38,21 @@ def test_a_watch_started_after_ticks_and_reservations_knows_the_last_ddl(log: Lo
     log.create_topic(topic, 1)
     ddl = log.append(topic, [Append(0, tick()), Append(0, database(1))])[1]
     log.append(topic, [Append(0, reservation()), Append(0, tick()), Append(0, tick())])
-    watch = started(log, topic)
-    try:
+    with started(log, topic) as watch:
         assert watch.latest() == ddl
         later = log.append(topic, [Append(0, tick()), Append(0, database(2))])[1]
         assert watch.latest() == later  # DDLs after the start as before
-    finally:
-        watch.close()
 
 
 @on_backends()
 def test_a_watch_started_on_a_topic_with_no_ddl_or_none_yet(log: Log):
     topic = unique_topic("ddl")
     log.create_topic(topic, 1)
-    watch = started(log, topic)
-    try:
+    with started(log, topic) as watch:
         assert watch.latest() == -1  # an empty topic: no DDL
-    finally:
-        watch.close()
     log.append(topic, [Append(0, tick()), Append(0, reservation())])
-    watch = started(log, topic)
-    try:
+    with started(log, topic) as watch:
         assert watch.latest() == -1  # ticks and reservations only: no DDL either
-    finally:
-        watch.close()
 
 
 @on_backends()
@@ -62,8 +61,5 @@ def test_a_watch_started_right_after_a_ddl_knows_it(log: Log):
     log.create_topic(topic, 1)
     log.append(topic, [Append(0, tick())])
     ddl = log.append(topic, [Append(0, database(1))])[0]  # a batch of its own: Tansu's end
-    watch = started(log, topic)  # is its batch's base + 1 (the reader reads on past it)
-    try:
+    with started(log, topic) as watch:  # is its batch's base + 1 (the reader reads on past it)
         assert watch.latest() == ddl
-    finally:
-        watch.close()

@@ -74,6 +74,20 @@ def dim(s: Setup, name: str) -> int | None:
     return s.remote.describe_collection(name).schema.field("vector").dim
 
 
+def cached_until_the_next_ddl(s: Setup, view: Setup) -> dict[str, int]:
+    """Checks that 20 reads of "books" (dimension 4, already fetched) through `view` make no
+    RPC of `s`'s server, then that a DDL made elsewhere (books again, dimension 8) is read
+    at once; returns the RPC counts from before the reads."""
+    before = s.rpcs()
+    for _ in range(20):
+        assert dim(view, "books") == 4
+    assert s.rpcs() == before
+    s.other.drop_collection("books")
+    s.other.create_collection("books", dimension=8)
+    assert dim(view, "books") == 8
+    return before
+
+
 def test_a_ddl_made_elsewhere_is_seen_by_the_next_read_at_once(setup: Setup):
     s = setup
     s.other.create_collection("books", dimension=4)
@@ -99,13 +113,7 @@ def test_reads_of_unchanged_meta_make_no_rpc(setup: Setup):
     s = setup
     s.other.create_collection("books", dimension=4)
     s.remote.describe_collection("books")
-    before = s.rpcs()
-    for _ in range(20):
-        assert dim(s, "books") == 4
-    assert s.rpcs() == before
-    s.other.drop_collection("books")
-    s.other.create_collection("books", dimension=8)
-    assert dim(s, "books") == 8  # fetched once again after the DDL
+    before = cached_until_the_next_ddl(s, s)
     assert s.rpcs()["DescribeCollection"] == before["DescribeCollection"] + 1
 
 
@@ -217,13 +225,7 @@ def test_a_process_started_after_the_ddl_reads_cached_meta_with_no_rpc(setup: Se
     view = Setup(s.other, remote, s.server)
     try:
         assert dim(view, "books") == 4  # fetched once
-        before = s.rpcs()
-        for _ in range(20):
-            assert dim(view, "books") == 4
-        assert s.rpcs() == before
-        s.other.drop_collection("books")
-        s.other.create_collection("books", dimension=8)
-        assert dim(view, "books") == 8  # a DDL after its start: fetched again
+        cached_until_the_next_ddl(s, view)  # a DDL after its start: fetched again
     finally:
         remote.stop()
         remote.close()

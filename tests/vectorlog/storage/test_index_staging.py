@@ -61,6 +61,19 @@ def reference(
     return ops
 
 
+def staged_as_the_reference(
+    index: KeyIndex, points: dict[int, StreamPosition]
+) -> dict[bytes, bytes | None]:
+    """Stages `index` at `points`, checks its ops equal the per-key oracle's (from the
+    changes and entries before the staging), and returns them."""
+    changes = {p: list(cs) for p, cs in index.changes.items()}
+    expected = reference(changes, {v: dict(d) for v, d in index.newest.items()}, points)
+    txn = Recording()
+    index.stage(txn, points)
+    assert txn.ops == expected
+    return txn.ops
+
+
 def bare_index() -> KeyIndex:
     """A data node's key index with both vchannels loaded (its state store is never read)."""
     index = KeyIndex(cast(StateStore, None))
@@ -90,10 +103,7 @@ def test_bulk_staging_equals_the_per_key_staging(seed: int) -> None:
     drive(index, seed, keys)
     points = {0: StreamPosition(20 + seed, 1000 + seed, 30), 1: StreamPosition(10 + 2 * seed)}
     changes = {p: list(cs) for p, cs in index.changes.items()}
-    expected = reference(changes, {v: dict(d) for v, d in index.newest.items()}, points)
-    txn = Recording()
-    index.stage(txn, points)
-    assert txn.ops == expected
+    staged_as_the_reference(index, points)
     kept = {p: [c for c in cs if not c.delivered_before(points[p])] for p, cs in changes.items()}
     assert index.changes == kept
 
@@ -144,12 +154,8 @@ def test_staging_of_inserted_keys_equals_the_per_key_staging(seed: int) -> None:
         event = Event("RowsInserted", 2000, {}, 1, "v0", source=(0, 99))
         index.index(event, list(index.newest["v0"])[:3], 5)
     points = {0: StreamPosition(10 + seed, 1000 + seed, 20), 1: StreamPosition(5 + 2 * seed)}
-    changes = {p: list(cs) for p, cs in index.changes.items()}
-    expected = reference(changes, {v: dict(d) for v, d in index.newest.items()}, points)
-    txn = Recording()
-    index.stage(txn, points)
-    assert txn.ops == expected
-    assert txn.ops and None not in txn.ops.values()
+    ops = staged_as_the_reference(index, points)
+    assert ops and None not in ops.values()
 
 
 def test_inserted_int_keys_are_staged_in_the_byte_order_of_their_state_keys() -> None:
