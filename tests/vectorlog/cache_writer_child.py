@@ -1,13 +1,18 @@
 """Child process of test_recovery_cache: inserts enough rows into one segment that its cache
-entry grows while it is Growing, then flushes; the parent sets VECTORLOG_CRASH_AT so the process
-dies with the entry half written."""
+entry grows while it is Growing, then flushes and waits; the parent sets VECTORLOG_CRASH_AT so
+the process dies with the entry half written. The entry is appended on the cache writer's thread
+(every 0.5 s, and at the seal), after flush has answered: the child waits for it rather than exit
+first (it exits 0 after WAIT_S, which the parent reports as no crash)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 from vectorlog import Client, DataType
+
+WAIT_S = 60.0
 
 
 def main() -> None:
@@ -24,6 +29,7 @@ def main() -> None:
     print(json.dumps({"acked": rows}), flush=True)
     client.flush("c", timeout=120)
     print(json.dumps({"flushed": True}), flush=True)
+    time.sleep(WAIT_S)  # the crash point ends the process before this does
 
 
 if __name__ == "__main__":
