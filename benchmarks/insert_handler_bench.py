@@ -2,8 +2,7 @@
 pymilvus-shaped 1,000-row InsertRequests ({id INT64 primary, tag INT64, vector
 FLOAT_VECTOR(50)}, ~203 KB, keys never sent before), the calling thread's CPU per call (the
 request parsed, the handler, the response serialised: what a gRPC server thread does) and
-each phase's: the request's parsing (the tree's Insert deserializer: grpc_wire.read_insert,
-else protobuf's), its columns (grpc_data._rows), their validation
+each phase's: the request's parsing, its columns (grpc_data._rows), their validation
 (validation.rows_to_columns), the key check (Proxy._primary_keys), the event's encoding
 (EventSerde.encode), RocksDB's write and its WAL sync (the embedded log's Rdict.write and
 flush_wal), the response (grpc_data._mutation); "other" is the rest.
@@ -47,10 +46,6 @@ from vectorlog.server.grpc_service import MilvusServicer
 from vectorlog.streams.log.embedded import EmbeddedLog
 
 cfg = json.loads(sys.argv[1])
-try:  # the server's Insert deserializer (a tree without one: protobuf's)
-    from vectorlog.server.grpc_wire import read_insert as decode
-except ImportError:
-    decode = milvus_pb2.InsertRequest.FromString
 x = np.random.default_rng(7).random((1000, 50), dtype=np.float32).ravel().tolist()
 
 def request(b):
@@ -109,7 +104,7 @@ with tempfile.TemporaryDirectory(dir=cfg.get("scratch")) as d, Client(d) as c:
     servicer = MilvusServicer(c)
     def call(b):
         t = time.thread_time()
-        r = decode(b)
+        r = milvus_pb2.InsertRequest.FromString(b)
         spent["parse"] = time.thread_time() - t
         return servicer.Insert(r, ctx).SerializeToString()
     reqs = raw
