@@ -433,7 +433,7 @@ class Proxy:
         over the segments datacoord assigns them."""
         vch, pch = info.vchannels[shard], info.pchannels[shard]
         sub = cols if idx is None else {k: take(c, idx) for k, c in cols.items()}
-        n = len(next(iter(sub.values()))) if idx is None else len(idx)
+        n = len(sub[info.schema.primary.name]) if idx is None else len(idx)
         limit, key = self.log.max_message_bytes, self.serde.vchannel_key(vch)
         out, lo = [], 0
         for seg, count in self.dc.assign_segments(
