@@ -21,7 +21,6 @@ from vectorlog.processors.proxy.reads import MAX_WINDOW, anns_field
 from vectorlog.sdk.client import Client
 from vectorlog.server import grpc_convert as conv
 from vectorlog.server import grpc_iterator as iterators
-from vectorlog.server import grpc_wire
 from vectorlog.server.grpc_common import common_shape, index_search_params
 from vectorlog.server.grpc_rpc import deadline, partition_names, read_level, rpc, rpc_of
 from vectorlog.server.grpc_status import ok
@@ -243,11 +242,6 @@ def _search_arguments(
 def _rows(request: Any) -> Any:
     """Returns an Insert/Upsert request's rows: its columns as arrays (conv.column_batch),
     or row dicts when it carries the dynamic field."""
-    if isinstance(request, grpc_wire.LeanRequest):
-        batch = grpc_wire.column_batch(request)
-        if batch is not None:
-            return batch
-        request = request.full
     batch = conv.column_batch(request.fields_data, request.num_rows)
     return conv.rows_from_columns(request.fields_data, request.num_rows) if batch is None else batch
 

@@ -19,7 +19,6 @@ from google.protobuf.message_factory import GetMessageClass
 from vectorlog.core.errors import VectorlogError
 from vectorlog.core.inline import running_inline
 from vectorlog.server.grpc_rpc import SERVICE
-from vectorlog.server.grpc_wire import READERS
 
 #: the RPCs answered inline when the cluster is in this process: reads of the in-memory meta,
 #: the query coordinator's state and the oracle, none waiting on the log or a peer
@@ -93,7 +92,7 @@ def method_handlers(
     handlers = {}
     for rpc in SERVICE.methods:
         method = getattr(servicer, rpc.name)
-        decode = READERS.get(rpc.name) or GetMessageClass(rpc.input_type).FromString
+        decode = GetMessageClass(rpc.input_type).FromString
         encode = GetMessageClass(rpc.output_type).SerializeToString
         if rpc.client_streaming or rpc.server_streaming:
             handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(method, decode, encode)

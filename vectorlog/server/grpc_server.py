@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
+from pymilvus.grpc_gen import milvus_pb2_grpc
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.runners.standalone import Standalone
@@ -18,7 +19,6 @@ from vectorlog.server.grpc_auth import TokenAuth
 from vectorlog.server.grpc_loop import LoopServer
 from vectorlog.server.grpc_poller import MethodNoting, PollerExecutor, supported
 from vectorlog.server.grpc_service import MilvusServicer
-from vectorlog.server.grpc_wire import add_servicer
 from vectorlog.server.tls import TlsFiles
 
 #: the largest request or response (Milvus's default proxy grpc limits are 64 MiB in, out)
@@ -158,7 +158,7 @@ def _start_pool(
 ) -> GrpcServer:
     """Starts gRPC's thread-pool server; returns it. Raises InvalidArgument as start_grpc."""
     server = grpc.server(pool, options=options, interceptors=chain)
-    add_servicer(servicer, server)
+    milvus_pb2_grpc.add_MilvusServiceServicer_to_server(servicer, server)
     try:
         port = _bind(server, address, tls)
     except RuntimeError as exc:
