@@ -76,13 +76,18 @@ def insert_events(
     vchannel: str,
     serde: EventSerde,
     limit: int,
+    per_row: int | None = None,
 ) -> list[bytes]:
-    """Returns the encoded RowsInserted events of one vchannel's rows, each <= `limit` bytes.
+    """Returns the encoded RowsInserted events of one vchannel's rows, each <= `limit` bytes
+    (`per_row`: `row_bytes` of these very columns, if known).
 
     Raises InvalidArgument if a single row does not fit in a message.
     """
     rows = _Rows(info, cols, body, ts, vchannel, serde, limit)
-    per = max(1, (limit - ENVELOPE_SLACK) // max(1, row_bytes(info.schema, cols, n)))
+    size = row_bytes(info.schema, cols, n) if per_row is None else per_row
+    per = max(1, (limit - ENVELOPE_SLACK) // max(1, size))
+    if per >= n:  # one event (the usual insert)
+        return rows.encode(0, n)
     return [d for lo in range(0, n, per) for d in rows.encode(lo, min(n, lo + per))]
 
 
@@ -117,13 +122,15 @@ class _Rows:
         return self.encode(lo, mid) + self.encode(mid, hi)
 
     def _event(self, lo: int, hi: int) -> Event:
-        idx = np.arange(lo, hi)
         cols = self.cols
+        idx = None if lo == 0 and hi == len(cols[next(iter(cols))]) else np.arange(lo, hi)
         columns = [
             {
                 "field_id": f.field_id,
                 "field_name": f.name,
-                "column": encode_column(f.dtype, take(cols[f.name], idx), f.dim, arrays=True),
+                "column": encode_column(
+                    f.dtype, cols[f.name] if idx is None else take(cols[f.name], idx), f.dim, True
+                ),
             }
             for f in self.info.schema.fields
             if f.name in cols  # all but a left-out $meta (schemas.columns.with_dynamic)

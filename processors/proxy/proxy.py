@@ -306,17 +306,37 @@ class Proxy:
         first_row_id = self.rc.allocate_ids(n)
         per_row = row_bytes(info.schema, cols, n)
         with self.rc.write_guard(info, partition), self.source.stamp() as ts:
-            records = []
-            for part, rows_of in self._by_partition(info, partition, cols, n):
-                part_cols = {k: take(c, rows_of) for k, c in cols.items()}
-                for shard, idx in split_by_shard(info, take(pks, rows_of)):
-                    first = first_row_id + int(rows_of[0])
-                    records += self._shard_records(
-                        info, part, shard, idx, part_cols, first, per_row, ts
-                    )
+            records = self._insert_records(info, partition, cols, pks, n, first_row_id, per_row, ts)
             self.log.append(self.topic, batched(with_headers(records, headers)))
         ids = pks.tolist() if isinstance(pks, np.ndarray) else list(pks)
         return {"insert_count": n, "ids": ids, "timestamp": ts}
+
+    def _insert_records(
+        self,
+        info: CollectionInfo,
+        partition: int,
+        cols: dict[str, Any],
+        pks: Any,
+        n: int,
+        first_row_id: int,
+        per_row: int,
+        ts: int,
+    ) -> list[Append]:
+        """Returns the dml records of an insert's rows: routed to their partitions (by the
+        partition key when `partition` is -1) and shards (by key hash), each shard's rows
+        split over datacoord's segment assignments. One partition and one shard (the usual
+        collection): every row goes to shard 0 as it is, with no routing (the same records)."""
+        if partition != -1 and info.shards_num == 1:
+            return self._shard_records(info, partition, 0, None, cols, first_row_id, per_row, ts)
+        records = []
+        for part, rows_of in self._by_partition(info, partition, cols, n):
+            part_cols = {k: take(c, rows_of) for k, c in cols.items()}
+            for shard, idx in split_by_shard(info, take(pks, rows_of)):
+                first = first_row_id + int(rows_of[0])
+                records += self._shard_records(
+                    info, part, shard, idx, part_cols, first, per_row, ts
+                )
+        return records
 
     @staticmethod
     def _by_partition(
@@ -403,29 +423,35 @@ class Proxy:
         info: CollectionInfo,
         partition: int,
         shard: int,
-        idx: np.ndarray,
+        idx: np.ndarray | None,
         cols: dict[str, Any],
         first_row_id: int,
         per_row: int,
         ts: int,
     ) -> list[Append]:
+        """Returns the records of the rows `idx` of `cols` (None: all of them) on `shard`,
+        over the segments datacoord assigns them."""
         vch, pch = info.vchannels[shard], info.pchannels[shard]
-        sub = {k: take(c, idx) for k, c in cols.items()}
+        sub = cols if idx is None else {k: take(c, idx) for k, c in cols.items()}
+        n = len(sub[info.schema.primary.name]) if idx is None else len(idx)
+        limit, key = self.log.max_message_bytes, self.serde.vchannel_key(vch)
         out, lo = [], 0
         for seg, count in self.dc.assign_segments(
-            info.collection_id, partition, vch, pch, len(idx), per_row, ts
+            info.collection_id, partition, vch, pch, n, per_row, ts
         ):
-            part = {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
+            whole = lo == 0 and count == n  # one segment takes every row: no copy
+            part = sub if whole else {k: take(c, np.arange(lo, lo + count)) for k, c in sub.items()}
             body = {
                 "collection_id": info.collection_id,
                 "partition_id": partition,
                 "segment_id": seg,
                 "first_row_id": first_row_id + lo,
             }
+            rows_bytes = per_row if whole and idx is None else None
             for data in insert_events(
-                info, part, count, body, ts, vch, self.serde, self.log.max_message_bytes
+                info, part, count, body, ts, vch, self.serde, limit, rows_bytes
             ):
-                out.append(Append(pch, data, self.serde.vchannel_key(vch)))
+                out.append(Append(pch, data, key))
             lo += count
         return out
 

@@ -55,19 +55,39 @@ class GroupCommit(Generic[Req, Res]):
 
     def submit(self, request: Req) -> Res:
         """Returns `request`'s result once the write that carried it completed. Raises what
-        that write raised."""
-        mine: _Pending[Req, Res] = _Pending(request)
+        that write raised. A caller that finds no write under way and none queued commits
+        its request alone at once (`_alone`)."""
         with self._cond:
-            self._queue.append(mine)
-            while self._leading and not mine.done:
-                self._cond.wait()
-            if not mine.done:
-                self._leading, group, self._queue = True, self._queue, []
+            alone = not self._leading and not self._queue
+            if alone:
+                self._leading = True
+            else:
+                mine: _Pending[Req, Res] = _Pending(request)
+                self._queue.append(mine)
+                while self._leading and not mine.done:
+                    self._cond.wait()
+                if not mine.done:
+                    self._leading, group, self._queue = True, self._queue, []
+        if alone:
+            return self._alone(request)
         if not mine.done:
             self._lead(group)
         if mine.error is not None:
             raise mine.error
         return mine.result  # type: ignore[return-value]
+
+    def _alone(self, request: Req) -> Res:
+        """Commits `request` as a group of its own (this caller leads: no _Pending, no
+        hand-out), then lets the next leader in; returns its result once written."""
+        try:
+            return self.commit([request])[0]
+        finally:
+            with self._cond:
+                self.stats.requests += 1
+                self.stats.writes += 1
+                self.stats.largest_group = max(self.stats.largest_group, 1)
+                self._leading = False
+                self._cond.notify_all()
 
     def _lead(self, group: list[_Pending[Req, Res]]) -> None:
         """Commits `group` and hands out its results, then lets the next leader in."""

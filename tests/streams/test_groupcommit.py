@@ -87,3 +87,13 @@ def test_a_lone_caller_writes_at_once() -> None:
     assert (group.stats.requests, group.stats.writes) == (3, 3)
     with pytest.raises(ZeroDivisionError):
         GroupCommit[str, str](lambda reqs: [str(1 / 0)]).submit("boom")
+
+
+def test_a_lone_callers_failed_write_lets_the_next_caller_lead() -> None:
+    writes = GatedWrites(fail_on="a")
+    writes.release.set()
+    group: GroupCommit[str, str] = GroupCommit(writes)
+    with pytest.raises(OSError, match="no to a"):
+        group.submit("a")
+    assert group.submit("b") == "done:b" and writes.writes == [["a"], ["b"]]
+    assert (group.stats.requests, group.stats.writes, group.stats.largest_group) == (2, 2, 1)

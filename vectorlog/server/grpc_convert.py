@@ -449,7 +449,13 @@ def columns_from_rows(rows: Sequence[dict[str, Any]], schema: CollectionSchema) 
 
 def ids_proto(ids: Sequence[Any]) -> schema_pb2.IDs:
     """Returns primary keys as Milvus IDs (str_id for strings, else int_id)."""
-    out = schema_pb2.IDs()
+    return fill_ids(schema_pb2.IDs(), ids)
+
+
+def fill_ids(out: schema_pb2.IDs, ids: Sequence[Any]) -> schema_pb2.IDs:
+    """Fills an empty IDs `out` (a response's, in place: no copy) with primary keys as
+    `ids_proto` makes them; returns `out`, set even when `ids` is empty."""
+    out.SetInParent()
     if ids and isinstance(ids[0], str):
         out.str_id.data.extend(ids)
     elif isinstance(ids, list):

@@ -247,11 +247,11 @@ def _rows(request: Any) -> Any:
 
 
 def _mutation(ids: list[Any], ts: int, **counts: int) -> Any:
-    """Returns the MutationResult of a write of `ids` stamped `ts`: succ_index 0..n-1 parsed
-    from its cached wire bytes (filling it from a range made a Python int per row)."""
+    """Returns the MutationResult of a write of `ids` stamped `ts`: its success status and
+    succ_index 0..n-1 parsed from cached wire bytes (filling it from a range made a Python
+    int per row), the keys filled in place."""
     res = milvus_pb2.MutationResult.FromString(_succ_index(len(ids)))
-    res.status.CopyFrom(ok())
-    res.IDs.CopyFrom(conv.ids_proto(ids))
+    conv.fill_ids(res.IDs, ids)
     res.timestamp = ts
     for name, count in counts.items():
         setattr(res, name, count)
@@ -260,8 +260,9 @@ def _mutation(ids: list[Any], ts: int, **counts: int) -> Any:
 
 @functools.lru_cache(maxsize=16)
 def _succ_index(n: int) -> bytes:
-    """Returns the wire bytes of a MutationResult holding only succ_index 0..n-1."""
-    return bytes(milvus_pb2.MutationResult(succ_index=range(n)).SerializeToString())
+    """Returns the wire bytes of a MutationResult holding only the success status (ok()) and
+    succ_index 0..n-1."""
+    return bytes(milvus_pb2.MutationResult(status=ok(), succ_index=range(n)).SerializeToString())
 
 
 def _result_columns(

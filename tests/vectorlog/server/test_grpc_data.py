@@ -6,8 +6,10 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import pytest
 from pymilvus import DataType, MilvusClient
+from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
 from tests.vectorlog.server.conftest import Served
 
@@ -198,3 +200,47 @@ def test_concurrent_inserts_through_the_server_are_all_acknowledged(served: Serv
         ids = sorted(i for batch in pool.map(insert, range(8)) for i in batch)
     assert ids == list(range(80))
     assert m.query(name, output_fields=["count(*)"])[0]["count(*)"] == 80
+
+
+def _raw_call(served: Served, method: str, request: object) -> bytes:
+    """Returns the wire bytes of the server's answer to one MilvusService call."""
+    with grpc.insecure_channel(served.address) as channel:
+        call = channel.unary_unary(
+            f"/milvus.proto.milvus.MilvusService/{method}",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=None,
+        )
+        return call(request)
+
+
+def test_insert_and_delete_answer_milvus_mutation_results_byte_for_byte(served: Served) -> None:
+    # the answer as the handler built it before its keys were filled in place (main 0a85658):
+    # the status and IDs set (a delete's too: int_id without keys), succ_index 0..n-1
+    name = unique("bytes")
+    served.milvus.create_collection(name, dimension=2, consistency_level="Strong")
+    request = milvus_pb2.InsertRequest(collection_name=name, num_rows=3)
+    f = request.fields_data.add(type=schema_pb2.Int64, field_name="id")
+    f.scalars.long_data.data.extend([7, 8, 9])
+    f = request.fields_data.add(type=schema_pb2.FloatVector, field_name="vector")
+    f.vectors.dim = 2
+    f.vectors.float_vector.data.extend([1.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    raw = _raw_call(served, "Insert", request)
+    got = milvus_pb2.MutationResult.FromString(raw)
+    expected = milvus_pb2.MutationResult(
+        status=common_pb2.Status(code=0, error_code=common_pb2.Success),
+        IDs=schema_pb2.IDs(int_id=schema_pb2.LongArray(data=[7, 8, 9])),
+        succ_index=[0, 1, 2],
+        insert_cnt=3,
+        timestamp=got.timestamp,
+    )
+    assert got.timestamp > 0 and raw == expected.SerializeToString()
+    delete = milvus_pb2.DeleteRequest(collection_name=name, expr="id in [7]")
+    raw = _raw_call(served, "Delete", delete)
+    got = milvus_pb2.MutationResult.FromString(raw)
+    expected = milvus_pb2.MutationResult(
+        status=common_pb2.Status(code=0, error_code=common_pb2.Success),
+        IDs=schema_pb2.IDs(int_id=schema_pb2.LongArray()),
+        delete_cnt=1,
+        timestamp=got.timestamp,
+    )
+    assert got.HasField("IDs") and raw == expected.SerializeToString()
