@@ -27,6 +27,7 @@ from vectorlog.schemas.registry import NAMESPACE
 from vectorlog.schemas.rowswriter import DIGIT_SHIFTS, RowsInsertedWriter
 
 ROWS_INSERTED = f"{NAMESPACE}.RowsInserted"
+_DIGIT = np.uint8(0x7F)  # a varint byte's value bits
 _ENVELOPE_FIELDS = ("collection_id", "partition_id", "segment_id", "num_rows", "first_row_id")
 
 
@@ -52,31 +53,53 @@ def read_long(data: bytes, pos: int) -> tuple[int, int]:
 
 def read_varints(data: bytes, pos: int, count: int) -> tuple[np.ndarray, int]:
     """Returns (the `count` longs at `pos` as int64, the position after them). Raises
-    LeftToFastavro for a varint longer than 10 bytes or a body that ends first."""
-    window = np.frombuffer(data, np.uint8, min(len(data) - pos, 10 * count), pos)
-    ends = np.flatnonzero(window < 0x80)[:count]
+    LeftToFastavro for a varint longer than 10 bytes or a body that ends first. The ends are
+    looked for in the next 3 bytes a value first (keys and counts up to 2M), then in 10."""
+    avail = len(data) - pos
+    window = np.frombuffer(data, np.uint8, min(avail, 3 * count), pos)
+    ends = np.flatnonzero(window < 0x80)
+    if len(ends) < count and avail > 3 * count:
+        window = np.frombuffer(data, np.uint8, min(avail, 10 * count), pos)
+        ends = np.flatnonzero(window < 0x80)
     if len(ends) < count:
         raise LeftToFastavro
-    total = int(ends[-1]) + 1
+    total = int(ends[count - 1]) + 1
+    width = total // count
     if total == count:  # every value one byte
         z = window[:count].astype(np.uint64)
+    elif total == width * count and bool((window[width - 1 : total : width] < 0x80).all()):
+        z = _fixed_width(window[:total].reshape(count, width))  # every value `width` bytes
     else:
-        starts = np.zeros(count, dtype=np.int64)
-        starts[1:] = ends[:-1] + 1
-        lengths = ends - starts + 1
-        width = int(lengths.max())
-        if width > 10:
-            raise LeftToFastavro
-        if int(lengths.min()) == width:  # every value `width` bytes: one reshape
-            digits = (window[:total].reshape(count, width) & 0x7F).astype(np.uint64)
-            z = np.bitwise_or.reduce(digits << DIGIT_SHIFTS[None, :width], axis=1)
-        else:
-            z = np.zeros(count, dtype=np.uint64)
-            for k in range(width):
-                at = np.flatnonzero(lengths > k)
-                z[at] |= (window[starts[at] + k] & 0x7F).astype(np.uint64) << DIGIT_SHIFTS[k]
+        z = _mixed_widths(window, ends[:count])
     values = (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
     return values, pos + total
+
+
+def _fixed_width(digits: np.ndarray) -> np.ndarray:
+    """Returns the zigzagged values of varints of one width, one per row of `digits`."""
+    width = digits.shape[1]
+    if width > 10:
+        raise LeftToFastavro
+    z = (digits[:, 0] & _DIGIT).astype(np.uint64)
+    for k in range(1, width):
+        z |= (digits[:, k] & _DIGIT).astype(np.uint64) << DIGIT_SHIFTS[k]
+    return z
+
+
+def _mixed_widths(window: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Returns the zigzagged values of the varints ending at `ends` in `window`."""
+    count = len(ends)
+    starts = np.zeros(count, dtype=np.int64)
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    width = int(lengths.max())
+    if width > 10:
+        raise LeftToFastavro
+    z = (window[starts] & _DIGIT).astype(np.uint64)
+    for k in range(1, width):
+        at = np.flatnonzero(lengths > k)
+        z[at] |= (window[starts[at] + k] & _DIGIT).astype(np.uint64) << DIGIT_SHIFTS[k]
+    return z
 
 
 def read_string(data: bytes, pos: int) -> tuple[str, int]:
