@@ -66,7 +66,8 @@ def _values(column: dict[str, Any], num_rows: int) -> list[Any]:
         return [_b64(data[i * width : (i + 1) * width]) for i in range(num_rows)]
     if "rows" in column:  # SparseFloatVectorColumn
         return [_b64(row) for row in column["rows"]]
-    values, valid = list(column["values"]), column.get("valid")
+    values, valid = column["values"], column.get("valid")
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
     return (
         values
         if valid is None

@@ -154,13 +154,17 @@ def column_chunks(columns: list[Any], counts: list[int]) -> list[np.ndarray] | N
     dtype = JOINABLE.get(kind)
     if dtype is None:
         return None
-    values: list[Any] = []
+    parts: list[Any] = []
     for column, n in zip(columns, counts, strict=True):
         other, body = column_kind(column)
         if other != kind or body.get("valid") is not None or len(body["values"]) != n:
             return None
-        values.extend(body["values"])
-    return [np.asarray(values, dtype=dtype)]
+        parts.append(body["values"])
+    if len(parts) == 1:  # a decode's array (rowsreader.py) is not copied
+        return [np.asarray(parts[0], dtype=dtype)]
+    if all(isinstance(p, list) for p in parts):  # small events fastavro read: one pass
+        return [np.asarray([v for p in parts for v in p], dtype=dtype)]
+    return [np.concatenate([np.asarray(p, dtype=dtype) for p in parts])]
 
 
 def joined_columns(

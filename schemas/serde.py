@@ -146,10 +146,7 @@ class EventSerde:
         """Returns `decode(data)` for the record at log position `where` (topic, partition,
         offset), decoded once for the readers of that topic joined to `shared` that read
         those same bytes there (shared_decodes.py). Raises MalformedEvent."""
-        event = self.shared.get(where, data)
-        if event is None:
-            event = self.shared.put(where, data, self.decode(data))
-        return event
+        return self.shared.decoded(where, data, self.decode)
 
     def stamp(self, data: bytes) -> int | None:
         """Returns the ts of the event in `data`; None if it does not decode (a poison

@@ -6,12 +6,15 @@ bytes at that position are the same (compared in full, so a position of another 
 rewritten one, only misses) gets the same event, in its own envelope with its own top-level
 body dict; the nested values are shared and read-only, as decoded bodies are to every
 applier. Small records (ticks, coord events) decode faster than they would be looked up, and
-a topic with one reader in the process (a cluster's node process) keeps nothing."""
+a topic with one reader in the process (a cluster's node process) keeps nothing. A reader
+that comes to a record another is decoding waits for that decode instead of making its own
+(`decoded`): the appliers of `serve` often read a record within the same millisecond."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,6 +36,7 @@ class SharedDecodes:
         self._kept: OrderedDict[tuple[str, int, int], tuple[bytes, Event]] = OrderedDict()
         self._bytes = 0
         self._readers: dict[str, int] = {}  # topic -> readers joined
+        self._flying: dict[tuple[str, int, int], _Flight] = {}  # decodes under way
         self.hits = 0  # decodes saved so far
 
     def join(self, topic: str) -> None:
@@ -44,6 +48,47 @@ class SharedDecodes:
         """Counts one reader of `topic` less."""
         with self._lock:
             self._readers[topic] = max(0, self._readers.get(topic, 0) - 1)
+
+    def decoded(
+        self, where: tuple[str, int, int], data: bytes, decode: Callable[[bytes], Event]
+    ) -> Event:
+        """Returns `decode(data)` for the record at `where`: a copy of the kept decode of these
+        very bytes there, or of the one another reader is making of them (waited for), else
+        its own (kept for the other readers). Raises what `decode` raises."""
+        event = self.get(where, data)
+        if event is not None:
+            return event
+        flight, mine = self._flight(where, data)
+        if flight is None:
+            return self.put(where, data, decode(data))
+        if not mine:
+            flight.done.wait()
+            got = flight.event
+            if got is None or flight.data != data:  # its decode failed, or other bytes
+                return self.put(where, data, decode(data))
+            self.hits += 1
+            return envelope_copy(got)
+        try:
+            flight.event = decode(data)
+            return self.put(where, data, flight.event)
+        finally:
+            with self._lock:
+                self._flying.pop(where, None)
+            flight.done.set()
+
+    def _flight(self, where: tuple[str, int, int], data: bytes) -> tuple[_Flight | None, bool]:
+        """Returns (the decode under way at `where`, whether the caller makes it: a new
+        one), or (None, False) for a record not shared (small, or one reader)."""
+        if not self.min_bytes <= len(data) <= self.budget_bytes:
+            return None, False
+        with self._lock:
+            if self._readers.get(where[0], 0) < 2:
+                return None, False
+            flight = self._flying.get(where)
+            if flight is not None:
+                return flight, False
+            flight = self._flying[where] = _Flight(data)
+            return flight, True
 
     def get(self, where: tuple[str, int, int], data: bytes) -> Event | None:
         """Returns a copy of the event decoded from these very bytes at `where`, or None."""
@@ -73,6 +118,19 @@ class SharedDecodes:
                 _, (gone, _) = self._kept.popitem(last=False)
                 self._bytes -= len(gone)
         return envelope_copy(event)
+
+
+class _Flight:
+    """A decode one reader is making of `data`; `done` set once `event` (None: failed) is."""
+
+    __slots__ = ("data", "done", "event")
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.done, self.event = data, threading.Event(), None
+
+    data: bytes
+    done: threading.Event
+    event: Event | None
 
 
 def envelope_copy(event: Event) -> Event:

@@ -363,7 +363,9 @@ def column_json(kind: str, body: dict[str, Any], num_rows: int | None = None) ->
     if kind == "JsonColumn":
         values = [json.loads(v) for v in body["values"]]
     else:
-        values = jsonable(list(body["values"]))
+        values = jsonable(
+            body["values"] if isinstance(body["values"], np.ndarray) else list(body["values"])
+        )
     valid = body.get("valid")
     if valid is not None:  # a nullable field's nulls, not their placeholders
         values = [v if ok else None for v, ok in zip(values, valid, strict=True)]
