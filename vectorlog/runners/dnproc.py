@@ -95,7 +95,7 @@ class DataNodeProcess:
 
     def start(self) -> None:
         """Starts the child and waits until it recovered. Raises DataNodeProcessFailed."""
-        self.proc = self._spawn()
+        self._spawn()
         self._thread = threading.Thread(target=self._supervise, name="datanode-process")
         self._thread.daemon = True
         self._thread.start()
@@ -105,7 +105,9 @@ class DataNodeProcess:
         """The running child's process id."""
         return None if self.proc is None else self.proc.pid
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _spawn(self) -> None:
+        """Starts a child of a new generation as `proc` (`stop` finds it there while it
+        recovers) and waits until it is ready. Raises DataNodeProcessFailed, OSError."""
         generation = self.writes.next_generation()
         spec = {
             "cfg": {f.name: getattr(self.cfg, f.name) for f in fields(self.cfg)},
@@ -118,12 +120,14 @@ class DataNodeProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORLOG_")}
         env["PYTHONPATH"] = _source_root() + os.pathsep + env.get("PYTHONPATH", "")
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.proc = proc
+        if self._stopping.is_set():  # `stop` came before it was there to be stopped
+            proc.kill()
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(spec).encode() + b"\n")
         proc.stdin.flush()  # stays open: the child exits once it closes
         _await_ready(proc, proc.stdout)
         log.info("datanode: process %d (generation %d) ready", proc.pid, generation)
-        return proc
 
     def _supervise(self) -> None:
         while not self._stopping.is_set():
@@ -136,7 +140,7 @@ class DataNodeProcess:
             self._close_pipes(proc)
             while not self._stopping.wait(RESTART_DELAY_S):
                 try:
-                    self.proc = self._spawn()
+                    self._spawn()
                     self.restarts += 1
                     break
                 except (DataNodeProcessFailed, OSError) as exc:
