@@ -108,6 +108,23 @@ def test_a_killed_child_is_restarted_and_loses_no_acknowledged_row(
     assert sum(s["num_rows"] for s in reopened.list_segments("c")) == rows + 10
 
 
+@embedded_only
+def test_a_flush_outlives_a_child_killed_while_it_waits(open_client: ClientFactory) -> None:
+    client = open_client(datanode_process=True)
+    client.create_collection("c", dimension=DIM, metric_type="L2")
+    for first in range(0, 3000, 500):
+        _insert(client, first, 500)
+    dn = client.cluster.datanode
+    flushed: list[int] = []
+    flushing = threading.Thread(target=lambda: flushed.extend(client.flush("c", timeout=120)))
+    flushing.start()
+    os.kill(dn.pid, signal.SIGKILL)
+    flushing.join()
+    wait_until(lambda: dn.restarts == 1, 120, "the data node process restarted")
+    assert sum(s["num_rows"] for s in client.get_segment_info(flushed)) == 3000
+    _check_rows(client, 3000)
+
+
 CHILD = """
 import sys, time
 from vectorlog import Client

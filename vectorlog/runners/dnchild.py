@@ -85,11 +85,11 @@ def run(spec: dict[str, Any]) -> None:
         buffer_bytes=int(cfg.datanode_buffer_mb * (1 << 20)),
         max_clock_skew_ms=cfg.max_clock_skew_ms,
     )
-    dn.recover()
-    dn.start()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    dn.recover()  # SIGTERM meanwhile ends the process: its state is a crash's, recoverable
+    dn.start()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     reporter = threading.Thread(target=_report, args=(dn, writes, spec, stop), daemon=True)
     reporter.start()
     print("ready", flush=True)

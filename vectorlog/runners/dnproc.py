@@ -117,7 +117,7 @@ class DataNodeProcess:
             "generation": generation,
         }
         cmd = [sys.executable, "-P", "-m", "vectorlog.runners.dnchild"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORLOG_")}
+        env = dict(os.environ)  # settings come in the spec; crash points (faults) pass on
         env["PYTHONPATH"] = _source_root() + os.pathsep + env.get("PYTHONPATH", "")
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.proc = proc
