@@ -5,8 +5,9 @@ config's fields, the embedded log's path, the parent's RPC address, token and th
 generation). It reads the log through a secondary instance, appends through the parent's
 LogWrites RPC, calls the parent's rootcoord RPC for ids and timestamps, and keeps its state
 in <state dir>/datanode. It prints "ready" once recovered and started, reports its retention
-floors every FLOOR_REPORT_S, stops cleanly on SIGTERM and exits at once when its stdin
-closes (the parent is gone) or an append's outcome is unknown (runners.dnproc restarts it).
+floors every FLOOR_REPORT_S, stops cleanly on SIGTERM, and exits at once when its parent is
+gone (the kernel's PR_SET_PDEATHSIG, or its stdin closing) or an append's outcome is unknown
+(runners.dnproc restarts it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ log = logging.getLogger("vectorlog.datanode.process")
 FLOOR_REPORT_S = 0.5
 #: exit code after an append whose outcome is unknown
 UNKNOWN_APPEND_EXIT = 75
+PR_SET_PDEATHSIG = 1
 
 
 def _unknown(exc: Exception) -> None:
@@ -42,12 +44,25 @@ def _unknown(exc: Exception) -> None:
     os._exit(UNKNOWN_APPEND_EXIT)
 
 
-def _watch_stdin(stop: threading.Event) -> None:
-    """Exits at once when stdin closes (the parent died), unless stopping already."""
+def _die_with_parent(parent: int) -> None:
+    """Asks the kernel to SIGKILL this process when the thread that started it ends (Linux
+    PR_SET_PDEATHSIG; elsewhere the stdin watcher alone, which needs the GIL); exits now if
+    the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _watch_stdin() -> None:
+    """Exits at once when stdin closes: the parent died (it closes it only after this
+    process exited)."""
     while os.read(0, 4096):
         pass
-    if not stop.is_set():
-        os._exit(0)
+    os._exit(0)
 
 
 def _report(
@@ -68,6 +83,7 @@ def _report(
 
 def run(spec: dict[str, Any]) -> None:
     """Runs the data node of `spec` until SIGTERM."""
+    _die_with_parent(spec["parent"])
     cfg = Config(**spec["cfg"])
     sys.setswitchinterval(cfg.gil_switch_interval_ms / 1000)
     token, address = spec["token"], spec["address"]
@@ -86,7 +102,7 @@ def run(spec: dict[str, Any]) -> None:
         max_clock_skew_ms=cfg.max_clock_skew_ms,
     )
     stop = threading.Event()
-    threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    threading.Thread(target=_watch_stdin, daemon=True).start()
     dn.recover()  # SIGTERM meanwhile ends the process: its state is a crash's, recoverable
     dn.start()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

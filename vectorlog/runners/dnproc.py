@@ -14,7 +14,9 @@ unknown) is started again after RESTART_DELAY_S; it recovers from its stored che
 restarted `serve` would. Each child has a generation; `LogWrites` refuses the appends of any
 other, and a new generation begins only once the old child is gone and any append of it in
 hand has finished (one lock), so a killed child's late call never lands after its successor
-read coord. The child exits when its stdin closes (this process died) or on SIGTERM (`stop`).
+read coord. The child exits when this process dies (PR_SET_PDEATHSIG: a child whose Python
+was stuck in a RocksDB catch-up holding its GIL outlived a killed parent by its stdin alone)
+or on SIGTERM (`stop`).
 """
 
 from __future__ import annotations
@@ -92,13 +94,23 @@ class DataNodeProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._first = threading.Event()  # the first child is ready, or failed
+        self._failure: BaseException | None = None
 
     def start(self) -> None:
-        """Starts the child and waits until it recovered. Raises DataNodeProcessFailed."""
-        self._spawn()
+        """Starts the child and waits until it recovered. Raises DataNodeProcessFailed.
+
+        Every child is started by the supervising thread, which lives until `stop`: the
+        child asks the kernel to kill it when the thread that started it ends
+        (PR_SET_PDEATHSIG), so it dies with this process even while its own Python is
+        stuck (a RocksDB call holding its GIL)."""
         self._thread = threading.Thread(target=self._supervise, name="datanode-process")
         self._thread.daemon = True
         self._thread.start()
+        self._first.wait()
+        if self._failure is not None:
+            self._thread.join()
+            raise self._failure
 
     @property
     def pid(self) -> int | None:
@@ -115,6 +127,7 @@ class DataNodeProcess:
             "address": self.address,
             "token": self.token,
             "generation": generation,
+            "parent": os.getpid(),
         }
         cmd = [sys.executable, "-P", "-m", "vectorlog.runners.dnchild"]
         env = dict(os.environ)  # settings come in the spec; crash points (faults) pass on
@@ -130,6 +143,13 @@ class DataNodeProcess:
         log.info("datanode: process %d (generation %d) ready", proc.pid, generation)
 
     def _supervise(self) -> None:
+        try:
+            self._spawn()
+        except BaseException as exc:
+            self._failure = exc
+            return
+        finally:
+            self._first.set()
         while not self._stopping.is_set():
             proc = self.proc
             assert proc is not None
@@ -190,6 +210,8 @@ def _await_ready(proc: subprocess.Popen[bytes], out: IO[bytes]) -> None:
     timer.start()
     try:
         line = out.readline()
+        while line and line.strip() != b"ready":  # a wrapper's own output (a profiler)
+            line = out.readline()
     finally:
         timer.cancel()
     if line.strip() != b"ready":
