@@ -8,7 +8,8 @@ collection {id INT64 primary, tag INT64, vector FLOAT_VECTOR(50)} on each server
 Insert requests of 1,000 rows (random float32 vectors; pymilvus's own request builder,
 serialised once), then per round sends `--calls` of them to each server in turn (the order
 alternates by round): each call's wall (request bytes sent, response bytes read: the
-server's answer) and the server's CPU over the round (/proc, all its threads). Every call
+server's answer) and the server's CPU over the round (/proc, all its threads and those of
+its child processes: `datanode_process`'s data node). Every call
 to a server carries keys that server has not seen, as wire_vs_milvus's inserts do (a key
 sent again is an upsert: the data node and query node then write delete records too);
 `--batches` only caps how many requests are built (a cap below the calls makes repeats).
@@ -61,9 +62,23 @@ fields = [FieldSchema("id", DataType.INT64, is_primary=True), FieldSchema("tag",
 x = np.random.default_rng(7).random((cfg["batches"] * 1000, 50), dtype=np.float32)
 gap = cfg["gap_ms"] / 1e3
 ids = np.arange(len(x), dtype=np.int64)
+def kids(pid):
+    out = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out += [int(x) for x in open(f"/proc/{pid}/task/{t}/children").read().split()]
+        except FileNotFoundError:
+            pass
+    return out
 def cpu(pid):
-    stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in [pid, *kids(pid)]:
+        try:
+            stat = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 servers, built = [], None
 for name, (port, pid) in cfg["servers"].items():
     connections.connect(alias=name, host="127.0.0.1", port=port)

@@ -158,6 +158,12 @@ class Config:
     #: the data node writes a segment's buffered rows once they pass this many MB, without
     #: waiting for the segment to be sealed (Milvus dataNode.segment.insertBufSize: 16)
     datanode_buffer_mb: float = 16.0
+    #: `vectorlog serve` on the embedded log runs its "local" data node as a child OS process
+    #: (runners.dnproc: it reads the log through a RocksDB secondary instance, appends through
+    #: this process's synced append, and is restarted if it dies), so its Python does not take
+    #: the Insert handler's GIL. Refused with Kafka (run `vectorlog cluster up`, or
+    #: `vectorlog run datanode`, for one process per role) and with another engine
+    datanode_process: bool = False
     #: the query node's start: "binlogs" loads segments from binlogs up to the data node's
     #: published checkpoint and consumes dml after it (restart time follows the data held);
     #: "log" replays dml from offset 0 (restart time follows the log's length). With the

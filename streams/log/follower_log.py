@@ -27,9 +27,16 @@ class FollowerLog:
     """Reads an embedded log directory (`<data dir>/log`) that may be open in another
     process. Raises FollowerError at construction if it holds no log."""
 
-    def __init__(self, path: str | Path, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+    def __init__(
+        self,
+        path: str | Path,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        recheck_s: float = _RECHECK_S,
+    ):
+        """`recheck_s`: how often a poll that found nothing catches up until its timeout."""
         self.path = str(path)
         self.max_message_bytes = max_message_bytes
+        self.recheck_s = recheck_s
         self._follower = EmbeddedFollower(path)
 
     def create_topic(
@@ -69,7 +76,7 @@ class FollowerLog:
         for p in positions:
             if not 0 <= p < n:
                 raise TopicPartitionNotFound(topic, p)
-        return FollowerReader(self._follower, topic, positions)
+        return FollowerReader(self._follower, topic, positions, self.recheck_s)
 
     def close(self) -> None:
         self._follower.close()
@@ -78,9 +85,15 @@ class FollowerLog:
 class FollowerReader(PartitionCursor):
     """Reads partitions of one topic through a follower, catching up while it finds none."""
 
-    def __init__(self, follower: EmbeddedFollower, topic: str, positions: dict[int, int]):
+    def __init__(
+        self,
+        follower: EmbeddedFollower,
+        topic: str,
+        positions: dict[int, int],
+        recheck_s: float = _RECHECK_S,
+    ):
         super().__init__(topic, positions)
-        self._follower = follower
+        self._follower, self._recheck_s = follower, recheck_s
         self._fence = LeaseFence()  # hides a fenced leader's late appends (lease_fence)
 
     def seed_fence(self, state: FenceState) -> None:
@@ -99,7 +112,7 @@ class FollowerReader(PartitionCursor):
             out = self._collect(max_records)
             if out or time.monotonic() >= deadline:
                 return self._fence.admit(out)
-            time.sleep(min(_RECHECK_S, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(self._recheck_s, max(0.0, deadline - time.monotonic())))
             self._follower.catch_up()
 
     def _read(self, partition: int, offset: int, max_records: int) -> list[Record]:

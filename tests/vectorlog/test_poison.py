@@ -252,7 +252,7 @@ def test_the_data_node_retries_an_event_while_its_state_store_fails(client: Clie
         return real_transaction(*args, **kwargs)
 
     down.set()
-    store.transaction = transaction  # type: ignore[method-assign,assignment]
+    store.transaction = transaction
     client.create_collection("c", dimension=2, metric_type="L2")
     insert(client, 1, 2)
     wait_until(lambda: len(attempts) >= 2, 15, "the data node's retries")

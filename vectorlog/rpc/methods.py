@@ -342,6 +342,22 @@ LOADSTATE = _service(
         "ReleaseCollection", "release_collection", (("name", STRING), ("partitions", VALUE)), NULL
     ),
 )
+#: `vectorlog serve`'s embedded log, appended to by its data node run as a child process
+#: (runners.dnproc, `datanode_process`): `records` is a list of [partition, value, key,
+#: headers]; an append of a `generation` that is not the child's current one is refused
+#: (a killed child's late call). The answer is the offsets, once the log made them durable.
+#: ReportFloors passes the child's retention floors ({"dml": {p: offset}, "coord": offset})
+LOGWRITES = _service(
+    "LogWrites",
+    "v1",
+    Method(
+        "Append",
+        "append",
+        (("generation", LONG), ("topic", STRING), ("records", VALUE)),
+        LONGS,
+    ),
+    Method("ReportFloors", "report_floors", (("generation", LONG), ("floors", VALUE)), NULL),
+)
 SERVICES = {
     s.name: s
     for s in (
@@ -354,5 +370,6 @@ SERVICES = {
         MEMBER,
         MEMBER_V2,
         DDLLEASE,
+        LOGWRITES,
     )
 }

@@ -29,6 +29,7 @@ from vectorlog.rpc.methods import (
     DDLLEASE,
     INDEXNODE,
     LOADSTATE,
+    LOGWRITES,
     MEMBER,
     MEMBER_V2,
     QUERYNODE,
@@ -141,6 +142,7 @@ class RpcServer:
         indexnode: IndexNodeService | None = None,
         shards: Any = None,
         ddl_leases: Any = None,
+        log_writes: Any = None,
         workers: int = 16,
         token: str | None = None,
         cluster: str | None = None,
@@ -162,6 +164,7 @@ class RpcServer:
             (INDEXNODE, indexnode),
             (QUERYSHARD, shards),  # `read(op, pchannels, ts, timeout, args)`
             (DDLLEASE, ddl_leases),  # rootcoord's DdlFollowers: long polls, a thread each
+            (LOGWRITES, log_writes),  # serve's embedded log, for its data node process
         ]
         self.served = Served()
         if not any(t is not None for _, t in served):

@@ -345,10 +345,13 @@ class Standalone:
         """Recovers and starts the data node (with `datanode` "local" or "spark")."""
         if cfg.datanode not in ("local", "spark"):
             return
+        if cfg.datanode_process:
+            self._start_datanode_process(cfg)
+            return
         store = self._opened(RocksDBStateStore(cfg.state_dir() / "datanode"))
         fed = FedLog(self.log, self.topics.dml) if cfg.datanode == "spark" else None
         writer = self._spark_writer(cfg) if fed is not None else None
-        self.datanode = DataNode(
+        self.datanode: Any = DataNode(  # or a DataNodeProcess (_start_datanode_process)
             self.log,
             self.topics,
             self.serdes,
@@ -365,6 +368,34 @@ class Standalone:
         self._started(self.datanode)
         if fed is not None:
             self._start_spark_job(cfg, fed, writer)
+
+    def _start_datanode_process(self, cfg: Config) -> None:
+        """Starts the data node as a child process (runners.dnproc), served its appends and
+        rootcoord's ids and timestamps on an RpcServer of this process's loopback. Raises
+        ConfigError on Kafka or with an engine other than "local"."""
+        import secrets
+
+        from vectorlog.rpc.server import RpcServer
+        from vectorlog.runners.dnproc import DataNodeProcess, LogWrites
+        from vectorlog.streams.log.embedded import EmbeddedLog
+
+        if not isinstance(self.log, EmbeddedLog) or cfg.datanode != "local":
+            raise ConfigError(
+                "datanode_process runs the local data node of the embedded log; on Kafka run "
+                "one process per role: vectorlog cluster up (or vectorlog run datanode)"
+            )
+        token = secrets.token_hex(16)
+        self.log_writes = LogWrites(self.log)
+        self.rpc = RpcServer(
+            "127.0.0.1:0", rootcoord=self.rootcoord, log_writes=self.log_writes, token=token
+        )
+        self.rpc.start()
+        self._stack.callback(self.rpc.stop)  # after the child stopped: its last appends
+        coord = self.topics.coord
+        self.datanode = DataNodeProcess(
+            cfg, self.log.path, self.rpc.address, token, self.log_writes, coord
+        )
+        self._started(self.datanode)
 
     def _spark_log_uri(self, cfg: Config) -> str:
         from vectorlog.streams.log.embedded import EmbeddedLog

@@ -70,6 +70,8 @@ def array(rng: np.random.Generator) -> np.ndarray:
         a = a.view(np.uint8) % 2 == 1
     if dtype.kind in "fc":
         a = np.nan_to_num(a)
+    if dtype.kind == "U":  # code points a str can hold and UTF-8 can write (no surrogates)
+        a = (a.view(np.uint32) % 0xD800).view(dtype)
     a = a[::2].reshape(shape) if rng.random() < 0.5 else a[: len(a) // 2].reshape(shape)
     return np.asfortranarray(a) if rng.random() < 0.3 else a
 

@@ -27,7 +27,8 @@ SCHEMA = quick_schema(4, "L2", enable_dynamic_field=True).validated()
 #: and AddCollectionField, v2 num_partitions and AlterCollection, DataCoord v3 the cluster
 #: mode's jobs (Import ... ListCompactions), DataCoord v2 and QueryNode v2 expire_ts, QueryNode
 #: v2 anns_field; QueryNode v3 and QueryShard v2 answer searches with a SearchResult (same
-#: schemas, new meaning; every older version is retired, see methods.py).
+#: schemas, new meaning; every older version is retired, see methods.py). LogWrites v1: serve's
+#: embedded log appended to by its data node process (runners.dnproc).
 FINGERPRINTS = {
     "vectorlog.rpc.v5.RootCoord": "be1ce7da5b0c0a5e2a6684651d568c4d0709ae665f84c070533c4db288c32b2a",  # noqa: E501
     "vectorlog.rpc.v3.DataCoord": "1c2a6a486a5386791ef85df9d57ae2b13da84798ac44599dd97e1fa46db7baa4",  # noqa: E501
@@ -38,6 +39,7 @@ FINGERPRINTS = {
     "vectorlog.rpc.v2.Member": "c244402c6c1b7f7c445d763f46121030a063fdd36eff71048b281359379c14e0",  # noqa: E501
     "vectorlog.rpc.v1.DdlLease": "245b335a82ef3de55ef50872b0f7a5008d2c11858201807a75b6bafbf112ff71",  # noqa: E501
     "vectorlog.rpc.v1.LoadState": "5c0fe62346a618cb30e13bf76fe2e15fb70e4c041f3cc4926341ff0658db8b2a",  # noqa: E501
+    "vectorlog.rpc.v1.LogWrites": "2bdaf914d4fd3a2c045a3bd42b355f0c548e07aa41bfcef56fae73112485c852",  # noqa: E501
 }
 
 

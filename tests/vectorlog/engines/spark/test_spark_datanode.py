@@ -314,7 +314,7 @@ def compare(
             if engine == "spark":
                 job = client.cluster.spark_job
                 assert job.batches > 0 and job.failure is None
-                assert client.cluster.datanode.dml_log.records is job.records  # type: ignore[attr-defined]
+                assert client.cluster.datanode.dml_log.records is job.records
                 # with "executors", Spark tasks wrote every segment's rows
                 assert (job.writer is not None and job.writer.parts_written >= 6) == (
                     writes == "executors"
