@@ -21,9 +21,9 @@ from tests.support import log_params, wait_until
 from vectorlog import Client
 from vectorlog.config import ConfigError
 from vectorlog.runners.dnproc import LogWrites
+from vectorlog.runners.relayed_log import StaleGeneration
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.log.embedded import EmbeddedLog
-from vectorlog.streams.log.relayed import StaleGeneration
 
 DIM = 8
 pytestmark = pytest.mark.fresh_cluster
@@ -175,7 +175,7 @@ def test_an_append_of_a_former_generation_is_refused(tmp_path: Path) -> None:
 
 
 def test_appends_keep_their_fields() -> None:
-    from vectorlog.streams.log.relayed import appends_of
+    from vectorlog.runners.relayed_log import appends_of
 
     rows: list[list[Any]] = [[2, b"v", b"k", [["x", b"y"]]], [0, b"w", None, []]]
     assert appends_of(rows) == [Append(2, b"v", b"k", (("x", b"y"),)), Append(0, b"w")]

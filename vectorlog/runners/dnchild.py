@@ -25,9 +25,9 @@ from vectorlog.core.errors import VectorlogError
 from vectorlog.processors.datanode.datanode import DataNode
 from vectorlog.processors.rootcoord.service import RootCoordService
 from vectorlog.rpc.rootcoord_client import RootCoordClient
+from vectorlog.runners.relayed_log import LogWritesClient, RelayedLog
 from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.storage.objectstore import PyArrowObjectStore
-from vectorlog.streams.log.relayed import LogWritesClient, RelayedLog
 from vectorlog.streams.topics import Serdes, Topics
 
 log = logging.getLogger("vectorlog.datanode.process")

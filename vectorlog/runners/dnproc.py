@@ -33,8 +33,8 @@ from typing import IO, Any
 
 from vectorlog.config import Config
 from vectorlog.core.errors import VectorlogError
+from vectorlog.runners.relayed_log import StaleGeneration, appends_of
 from vectorlog.streams.log.base import Log
-from vectorlog.streams.log.relayed import StaleGeneration, appends_of
 
 log = logging.getLogger(__name__)
 #: a child that exited unasked is started again after this many seconds
