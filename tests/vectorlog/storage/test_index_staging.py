@@ -8,21 +8,41 @@ from typing import Any, cast
 
 import pytest
 
-from vectorlog.processors.datanode.pkindex import ENTRY, Change, Entry, KeyIndex, pk_key, pk_keys
+from vectorlog.processors.datanode.pkindex import (
+    DELTA_PREFIX,
+    ENTRY,
+    Change,
+    Entry,
+    KeyIndex,
+    decode_delta,
+    pk_key,
+    pk_keys,
+)
 from vectorlog.schemas.serde import Event
 from vectorlog.state.base import StateStore, Transaction
 from vectorlog.streams.msgstream import StreamPosition
 
 
 class Recording(Transaction):
-    """A transaction that keeps its staged puts (bytes) and deletes (None) by key."""
+    """A transaction that keeps its staged puts (bytes) and deletes (None) by key, a delta's
+    as the per-key puts and deletes it stands for (`deltas`: how many)."""
 
     def __init__(self) -> None:
         super().__init__("<recording>")
         self.ops: dict[bytes, bytes | None] = {}
+        self.deltas = 0
 
     def _stage_put(self, key: bytes, value: bytes) -> None:
-        self.ops[key] = value
+        if not key.startswith(DELTA_PREFIX):
+            self.ops[key] = value
+            return
+        self.deltas += 1
+        vch = key[len(DELTA_PREFIX) : -9].decode()  # then b"\x00" and the 8-byte sequence
+        pks, entries, gone = decode_delta(value)
+        for pk, entry in zip(pks, entries, strict=True):
+            self.ops[pk_key(vch, pk)] = ENTRY.pack(*entry)
+        for pk in gone:
+            self.ops[pk_key(vch, pk)] = None
 
     def _stage_delete(self, key: bytes) -> None:
         self.ops[key] = None
@@ -78,6 +98,7 @@ def bare_index() -> KeyIndex:
     """A data node's key index with both vchannels loaded (its state store is never read)."""
     index = KeyIndex(cast(StateStore, None))
     index.newest.update({"v0": {}, "v1": {}})
+    index.seqs.update({"v0": -1, "v1": -1})
     return index
 
 
@@ -158,20 +179,44 @@ def test_staging_of_inserted_keys_equals_the_per_key_staging(seed: int) -> None:
     assert ops and None not in ops.values()
 
 
-def test_inserted_int_keys_are_staged_in_the_byte_order_of_their_state_keys() -> None:
-    """RocksDB puts a batch of keys in their order several times faster than shuffled (a
-    checkpoint of random ids held the GIL 50-100 ms for 80k keys, ~10 ms in order)."""
+def test_inserted_int_keys_are_staged_as_one_record() -> None:
+    """A checkpoint of 80k inserted keys put 80k records in one RocksDB write, ~40 ms with
+    the GIL held (issue 28); a vchannel of int keys puts one delta a checkpoint."""
     rng = random.Random(5)
     pool = rng.sample(range(-(2**40), 2**40), 3000)  # random ids, negative ones among them
     index = bare_index()
     for offset in range(30):
         event = Event("RowsInserted", 1000 + offset, {}, 1, "v0", source=(0, offset))
         index.index(event, pool[offset * 100 : (offset + 1) * 100], offset % 3)
-    changes = {p: list(cs) for p, cs in index.changes.items()}
-    expected = reference(
-        changes, {v: dict(d) for v, d in index.newest.items()}, {0: StreamPosition(40)}
-    )
+    staged_as_the_reference(index, {0: StreamPosition(40)})
     txn = Recording()
-    index.stage(txn, {0: StreamPosition(40)})
-    assert txn.ops == expected
-    assert list(txn.ops) == sorted(txn.ops)
+    index.index(Event("RowsInserted", 2000, {}, 1, "v0", source=(0, 50)), pool[:5], 4)
+    index.stage(txn, {0: StreamPosition(60)})
+    assert txn.deltas == 1 and len(txn.ops) == 5
+
+
+def test_the_index_reads_back_as_committed_per_key_records_then_deltas(tmp_path) -> None:
+    """Per-key records (a store written before) are read first, then each delta in order:
+    a later delta's puts and deletes win, across restarts (the sequence goes on)."""
+    from vectorlog.state.rocksdb import RocksDBStateStore
+
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 1), ENTRY.pack(9, 900))
+            txn.put(pk_key("v0", 2), ENTRY.pack(9, 900))
+        for life in range(4):
+            index = KeyIndex(store)
+            for vch in ("v0", "v1"):
+                if life == 2:  # a takeover's index, read back from binlogs instead
+                    index.newest[vch] = dict(KeyIndex(store).of(vch))
+                index.of(vch)
+            drive(index, life, list(range(-3, 12)))
+            expected = {vch: dict(index.newest[vch]) for vch in ("v0", "v1")}
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6), 1: StreamPosition(10**6)})
+            assert not any(index.changes.values())
+            read = KeyIndex(store)
+            assert {vch: read.of(vch) for vch in ("v0", "v1")} == expected
+    finally:
+        store.close()
