@@ -8,6 +8,8 @@ from typing import Any, cast
 
 import pytest
 
+from vectorlog.processors.datanode import pkindex
+from vectorlog.processors.datanode.compaction import repoint
 from vectorlog.processors.datanode.pkindex import (
     DELTA_PREFIX,
     ENTRY,
@@ -19,7 +21,11 @@ from vectorlog.processors.datanode.pkindex import (
     pk_keys,
 )
 from vectorlog.schemas.serde import Event
+from vectorlog.state import base
 from vectorlog.state.base import StateStore, Transaction
+from vectorlog.state.errors import StateFormatUnsupported
+from vectorlog.state.metadata import FORMAT_VERSION_KEY
+from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.msgstream import StreamPosition
 
 
@@ -48,7 +54,7 @@ class Recording(Transaction):
         self.ops[key] = None
 
     def _stage_meta(self, key: bytes, value: bytes) -> None:
-        raise AssertionError("the index stages no positions")
+        assert key == FORMAT_VERSION_KEY, "the index stages no positions"
 
     def _write(self) -> None:
         pass
@@ -138,8 +144,6 @@ def test_pk_keys_are_the_per_key_state_keys() -> None:
 
 
 def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path):
-    from vectorlog.state.rocksdb import RocksDBStateStore
-
     store = RocksDBStateStore(tmp_path / "dn")
     try:
         with store.transaction() as txn:
@@ -198,8 +202,6 @@ def test_inserted_int_keys_are_staged_as_one_record() -> None:
 def test_the_index_reads_back_as_committed_per_key_records_then_deltas(tmp_path) -> None:
     """Per-key records (a store written before) are read first, then each delta in order:
     a later delta's puts and deletes win, across restarts (the sequence goes on)."""
-    from vectorlog.state.rocksdb import RocksDBStateStore
-
     store = RocksDBStateStore(tmp_path / "dn")
     try:
         with store.transaction() as txn:
@@ -218,5 +220,119 @@ def test_the_index_reads_back_as_committed_per_key_records_then_deltas(tmp_path)
             assert not any(index.changes.values())
             read = KeyIndex(store)
             assert {vch: read.of(vch) for vch in ("v0", "v1")} == expected
+    finally:
+        store.close()
+
+
+def upsert_compact_delete(index: KeyIndex, life: int, offset: int) -> None:
+    """Upserts keys of a small pool, deletes some, and compacts segments 0-1 into 7."""
+    rng = random.Random(life * 1000 + offset)
+    ts = 10_000 * life + 10 * offset
+    source = (0, 1000 * life + offset)
+    newest = index.of("v0")
+    pks = rng.sample(range(200), 40)
+    index.index(Event("RowsInserted", ts, {}, 1, "v0", source=source), pks, rng.randrange(3))
+    gone = [pk for pk in rng.sample(range(200), 10) if pk in newest]
+    index.record(
+        Event("RowsDeleted", ts + 1, {}, 1, "v0", source=source),
+        gone,
+        [newest.pop(pk) for pk in gone],
+    )
+    if offset % 7 == 6:
+        event = Event("SegmentsCompacted", ts + 2, {}, 1, "v0", source=source)
+        index.record(event, *repoint(newest, {0, 1}, 7))
+
+
+def deltas_in(store: StateStore) -> list[bytes]:
+    return [key for key, _ in store.items(DELTA_PREFIX + b"v0\x00")]
+
+
+def test_an_upserted_vchannel_keeps_a_bounded_number_of_deltas_read_back_alike(tmp_path):
+    """Deltas were never merged: 100 checkpoints of upserts left 100 records, and a restart
+    read every change ever made. Now a checkpoint past MERGE_AFTER replaces them by the net
+    state (its deletes dropped, its compactions' segments kept): the same index read back,
+    and the int per-key records of an older store folded in."""
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 500), ENTRY.pack(0, 1))  # a store written before deltas
+        for life in range(2):
+            index = KeyIndex(store)
+            for offset in range(60):
+                upsert_compact_delete(index, life, offset)
+                with store.transaction() as txn:
+                    index.stage(txn, {0: StreamPosition(10**6)})
+                assert len(deltas_in(store)) <= pkindex.MERGE_AFTER + 1
+                assert KeyIndex(store).of("v0") == index.newest["v0"]
+            assert 500 in index.newest["v0"] and (0, 1) not in index.newest["v0"].values()
+        assert list(store.items(pk_key("v0", 500))) == []  # folded into the merged delta
+        merged = decode_delta(next(store.items(DELTA_PREFIX))[1])  # the first: the merge
+        assert merged[2] == [] and len(merged[0]) <= 201
+    finally:
+        store.close()
+
+
+def test_deltas_are_merged_when_their_entries_pass_twice_the_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr(pkindex, "MERGE_SLACK", 0)
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        index = KeyIndex(store)
+        for offset in range(12):  # 40 upserts of 200 keys a checkpoint: ~5 deltas, then 1
+            upsert_compact_delete(index, 0, offset)
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6)})
+            sizes = [sum(pkindex.DELTA_HEAD.unpack_from(v)) for _, v in store.items(DELTA_PREFIX)]
+            assert sum(sizes[:-1]) <= 2 * len(index.newest["v0"]) + 10  # 10: this one's deletes
+            assert KeyIndex(store).of("v0") == index.newest["v0"]
+    finally:
+        store.close()
+
+
+def test_a_store_with_deltas_is_refused_by_a_build_that_ignores_them(tmp_path, monkeypatch):
+    """A build without deltas read only the per-key records: an incomplete index, upserts
+    not deleting old rows, no error. A store with deltas has format version 2 now, which
+    such a build (knowing version 1 only) refuses on open; one without stays at 1."""
+    for keys, version in (([1, 2, 3], 2), (["a", "b"], 1)):
+        path = tmp_path / str(version)
+        with RocksDBStateStore(path) as store:
+            index = KeyIndex(store)
+            event = Event("RowsInserted", 1000, {}, 1, "v0", source=(0, 1))
+            index.index(event, list(keys), 3)
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10)})
+        with RocksDBStateStore(path) as store:
+            assert store.format_version == version
+        with monkeypatch.context() as old:
+            old.setattr(base, "FORMAT_VERSIONS", (1,))
+            if version == 1:
+                RocksDBStateStore(path).close()
+                continue
+            with pytest.raises(StateFormatUnsupported):
+                RocksDBStateStore(path)
+
+
+def test_a_run_of_small_deltas_after_a_large_one_merges_keeping_its_deletes(tmp_path, monkeypatch):
+    """Only the trailing small deltas are merged (a large one reads back as fast alone):
+    the merged one keeps their deletes of keys the large one holds."""
+    monkeypatch.setattr(pkindex, "MERGE_ENTRIES", 50)
+    monkeypatch.setattr(pkindex, "MERGE_AFTER", 3)
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        index = KeyIndex(store)
+        index.of("v0")
+        ops = [("put", list(range(100)))] + [("del", [5]), ("put", [5, 200]), ("del", [6])] * 2
+        for offset, (op, pks) in enumerate(ops):
+            event = Event("RowsInserted", 1000 + offset, {}, 1, "v0", source=(0, offset))
+            if op == "put":
+                index.index(event, pks, offset)
+            else:
+                gone = [pk for pk in pks if pk in index.newest["v0"]]
+                index.record(event, gone, [index.newest["v0"].pop(pk) for pk in gone])
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6)})
+            assert KeyIndex(store).of("v0") == index.newest["v0"]
+        deltas = [decode_delta(raw) for _, raw in store.items(DELTA_PREFIX)]
+        assert len(deltas) < len(ops) and len(deltas[0][0]) == 100  # the large one as it was
+        assert any(6 in gone for _, _, gone in deltas[1:])  # a merged delete of its key
     finally:
         store.close()
