@@ -7,10 +7,12 @@ In the state store, a vchannel of int keys gets one record per checkpoint (`delt
 puts and deletes as arrays, applied in sequence order when read); other keys, and stores
 written before, one record per key (`pk_key`), read first. A checkpoint of 80k inserted keys
 put 80k records in one RocksDB write, ~40 ms with the GIL held; it puts one now (issue 28).
-Once a vchannel has more than MERGE_AFTER deltas, or their entries pass twice its keys (an
-upsert-heavy vchannel), a checkpoint replaces them (and its int per-key records) by one delta
-of the net state (`merge_deltas`): the store and a restart's read grow with the keys, not with
-the changes. A transaction that writes a delta stages format version 2 (DELTA_FORMAT), which
+A checkpoint merges a vchannel's deltas in the same transaction (`merge_start`,
+`merge_deltas`): all of them, with its int per-key records, into one delta of its live keys
+(deletes dropped) once their entries pass twice its keys (upserts); a trailing run of small
+deltas (few changes a checkpoint) into one once it counts more than MERGE_AFTER. The store and
+a restart's read grow with the keys, not with the changes, and each change is merged a few
+times at most. A transaction that writes a delta stages state format 2 (DELTA_FORMAT), which
 a build that ignores deltas refuses to open."""
 
 from __future__ import annotations
@@ -35,12 +37,11 @@ ENTRY = struct.Struct(">qQ")
 DELTA_HEAD = struct.Struct(">QQ")  # keys put, keys deleted
 #: the state store format of a store with deltas (vectorlog/state/metadata.py)
 DELTA_FORMAT = 2
-#: a vchannel's deltas are merged into one once there are more than this many ...
-MERGE_AFTER = 32
-#: ... (deltas this small: `merge_start`) or their entries pass twice its keys plus this
+#: all of a vchannel's deltas are merged once their entries pass twice its keys plus this
 MERGE_SLACK = 10_000
-#: trailing deltas smaller than this are merged once there are more than MERGE_AFTER, or
-#: they hold this many entries
+#: its trailing deltas smaller than MERGE_ENTRIES are merged once there are more than
+#: MERGE_AFTER, or they hold MERGE_ENTRIES entries (`merge_start`)
+MERGE_AFTER = 32
 MERGE_ENTRIES = 1 << 16
 
 
@@ -197,9 +198,10 @@ def stage_net(
     as int64, whether a put; in order, each key's last one wins), its deletes dropped unless
     `keep_deletes` (deltas before it may hold their keys). Returns its entries."""
     keys, segs, tss, put = (np.concatenate(p) for p in parts)
-    order = np.argsort(keys, kind="stable")  # a key's puts and deletes in order
-    ends = np.append(keys[order][1:] != keys[order][:-1], True)
-    last = order[ends]  # each key's last put or delete, in key order
+    order = np.argsort(keys)  # not stable: 1/6 of the CPU of a stable sort of 500k keys
+    ordered = keys[order]
+    starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))
+    last = np.maximum.reduceat(order, starts) if len(keys) else order  # each key's last op
     gone = keys[last[~put[last]]] if keep_deletes else np.zeros(0, np.int64)
     last = last[put[last]]
     cols = (segs[last], tss[last].view(np.uint64))
