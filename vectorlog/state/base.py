@@ -25,6 +25,7 @@ from vectorlog.state.errors import (
 from vectorlog.state.metadata import (
     FORMAT_VERSION,
     FORMAT_VERSION_KEY,
+    FORMAT_VERSIONS,
     POSITION_PREFIX,
     LegacyPositions,
     TopicPartition,
@@ -106,6 +107,16 @@ class Transaction(ABC):
         Raises InvalidStateKey, TransactionFinished."""
         self._check_open()
         self._stage_meta(position_key(topic, partition), encode_offset(offset))
+        self._staged += 1
+
+    def set_format_version(self, version: int) -> None:
+        """Stages the store's format version (one of FORMAT_VERSIONS): a processor staging
+        records an older build would misread stages the version that build refuses on open.
+        Raises InvalidStateKey (an unknown version), TransactionFinished."""
+        self._check_open()
+        if version not in FORMAT_VERSIONS:
+            raise InvalidStateKey(f"format version {version} is not one of {FORMAT_VERSIONS}")
+        self._stage_meta(FORMAT_VERSION_KEY, encode_version(version))
         self._staged += 1
 
     def __len__(self) -> int:
@@ -296,8 +307,8 @@ class StateStore(ABC):
             self._migrate(legacy_positions)
             return FORMAT_VERSION
         version = decode_version(raw)
-        if version != FORMAT_VERSION:
-            raise StateFormatUnsupported(self.path, version, FORMAT_VERSION)
+        if version not in FORMAT_VERSIONS:
+            raise StateFormatUnsupported(self.path, version, FORMAT_VERSIONS[-1])
         return version
 
     def _migrate(self, legacy_positions: LegacyPositions) -> None:

@@ -7,7 +7,10 @@ A position is the offset of the next record to consume (the eventsourcing `Track
 the Kafka committed offset): after applying the record at offset o, the position is o + 1.
 
 Format versions: 0 is the layout before the state store (no meta key space; a processor kept
-its position as a raw key among its state), migrated on open; 1 is this layout.
+its position as a raw key among its state), migrated on open; 1 is this layout; 2 is 1 whose
+state may hold records a build knowing only 1 would misread without an error (the data node's
+primary-key index deltas, processors/datanode/pkindex.py): a store goes from 1 to 2 in the
+transaction that first writes one (`Transaction.set_format_version`), so such a build refuses it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from vectorlog.state.errors import InvalidStateKey
 
 #: Name of the RocksDB column family holding the format version and the positions.
 META_CF = "__meta__"
-#: The format this code writes; a store with another (newer) version is refused on open.
+#: The format this code writes on a store's first open; a store with a version not in
+#: FORMAT_VERSIONS (a newer one) is refused on open.
 FORMAT_VERSION = 1
+#: The formats this code reads (2: records an older build misreads, written by some processors).
+FORMAT_VERSIONS = (1, 2)
 FORMAT_VERSION_KEY = b"format_version"
 POSITION_PREFIX = b"position\x00"
 _SEP = b"\x00"

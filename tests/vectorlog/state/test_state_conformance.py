@@ -24,6 +24,7 @@ import pytest
 from rocksdict import Options, Rdict
 
 from vectorlog.core.faults import CrashPointReached, armed
+from vectorlog.state import base
 from vectorlog.state.base import StateStore
 from vectorlog.state.errors import (
     InvalidStateKey,
@@ -36,8 +37,10 @@ from vectorlog.state.errors import (
     TransactionFinished,
 )
 from vectorlog.state.memory import MemoryDisk, MemoryStateStore
-from vectorlog.state.metadata import FORMAT_VERSION, FORMAT_VERSION_KEY, META_CF
+from vectorlog.state.metadata import FORMAT_VERSION, FORMAT_VERSION_KEY, FORMAT_VERSIONS, META_CF
 from vectorlog.state.rocksdb import RocksDBStateStore
+
+UNKNOWN = FORMAT_VERSIONS[-1] + 1  # a newer build's format
 
 CHILD = Path(__file__).with_name("state_child.py")
 
@@ -252,13 +255,29 @@ class StateStoreConformance:
         with store.transaction() as txn:
             txn.put(b"k", b"v")
         store.close()
-        self.write_raw_version(location, struct.pack(">I", FORMAT_VERSION + 1))
+        self.write_raw_version(location, struct.pack(">I", UNKNOWN))
+        assert UNKNOWN not in FORMAT_VERSIONS
         for _ in range(2):  # a refused open releases the store: the second is refused alike
             with pytest.raises(StateFormatUnsupported) as err:
                 self.open_store(location)
-            assert err.value.found == FORMAT_VERSION + 1
-            assert f"format version {FORMAT_VERSION + 1}" in str(err.value)
+            assert err.value.found == UNKNOWN
+            assert f"format version {UNKNOWN}" in str(err.value)
             assert str(err.value.path) in str(err.value)
+
+    def test_a_store_staged_at_version_2_opens_at_2_and_an_older_build_refuses_it(
+        self, store: StateStore, location: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        with store.transaction() as txn:
+            txn.put(b"k", b"v")
+            txn.set_format_version(2)
+        store.close()
+        reopened = self.open_store(location)
+        assert reopened.format_version == 2 and reopened.get(b"k") == b"v"
+        reopened.close()
+        monkeypatch.setattr(base, "FORMAT_VERSIONS", (1,))  # a build knowing only 1
+        with pytest.raises(StateFormatUnsupported) as err:
+            self.open_store(location)
+        assert err.value.found == 2
 
     def test_a_closed_store_and_a_finished_transaction_refuse_use(self, store: StateStore) -> None:
         done = store.transaction()

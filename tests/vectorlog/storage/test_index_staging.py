@@ -8,27 +8,53 @@ from typing import Any, cast
 
 import pytest
 
-from vectorlog.processors.datanode.pkindex import ENTRY, Change, Entry, KeyIndex, pk_key, pk_keys
+from vectorlog.processors.datanode import pkindex
+from vectorlog.processors.datanode.compaction import repoint
+from vectorlog.processors.datanode.pkindex import (
+    DELTA_PREFIX,
+    ENTRY,
+    Change,
+    Entry,
+    KeyIndex,
+    decode_delta,
+    pk_key,
+    pk_keys,
+)
 from vectorlog.schemas.serde import Event
+from vectorlog.state import base
 from vectorlog.state.base import StateStore, Transaction
+from vectorlog.state.errors import StateFormatUnsupported
+from vectorlog.state.metadata import FORMAT_VERSION_KEY
+from vectorlog.state.rocksdb import RocksDBStateStore
 from vectorlog.streams.msgstream import StreamPosition
 
 
 class Recording(Transaction):
-    """A transaction that keeps its staged puts (bytes) and deletes (None) by key."""
+    """A transaction that keeps its staged puts (bytes) and deletes (None) by key, a delta's
+    as the per-key puts and deletes it stands for (`deltas`: how many)."""
 
     def __init__(self) -> None:
         super().__init__("<recording>")
         self.ops: dict[bytes, bytes | None] = {}
+        self.deltas = 0
 
     def _stage_put(self, key: bytes, value: bytes) -> None:
-        self.ops[key] = value
+        if not key.startswith(DELTA_PREFIX):
+            self.ops[key] = value
+            return
+        self.deltas += 1
+        vch = key[len(DELTA_PREFIX) : -9].decode()  # then b"\x00" and the 8-byte sequence
+        pks, entries, gone = decode_delta(value)
+        for pk, entry in zip(pks, entries, strict=True):
+            self.ops[pk_key(vch, pk)] = ENTRY.pack(*entry)
+        for pk in gone:
+            self.ops[pk_key(vch, pk)] = None
 
     def _stage_delete(self, key: bytes) -> None:
         self.ops[key] = None
 
     def _stage_meta(self, key: bytes, value: bytes) -> None:
-        raise AssertionError("the index stages no positions")
+        assert key == FORMAT_VERSION_KEY, "the index stages no positions"
 
     def _write(self) -> None:
         pass
@@ -78,6 +104,7 @@ def bare_index() -> KeyIndex:
     """A data node's key index with both vchannels loaded (its state store is never read)."""
     index = KeyIndex(cast(StateStore, None))
     index.newest.update({"v0": {}, "v1": {}})
+    index.seqs.update({"v0": -1, "v1": -1})
     return index
 
 
@@ -117,8 +144,6 @@ def test_pk_keys_are_the_per_key_state_keys() -> None:
 
 
 def test_a_vchannel_index_is_read_from_the_state_store_at_its_first_use(tmp_path):
-    from vectorlog.state.rocksdb import RocksDBStateStore
-
     store = RocksDBStateStore(tmp_path / "dn")
     try:
         with store.transaction() as txn:
@@ -158,20 +183,156 @@ def test_staging_of_inserted_keys_equals_the_per_key_staging(seed: int) -> None:
     assert ops and None not in ops.values()
 
 
-def test_inserted_int_keys_are_staged_in_the_byte_order_of_their_state_keys() -> None:
-    """RocksDB puts a batch of keys in their order several times faster than shuffled (a
-    checkpoint of random ids held the GIL 50-100 ms for 80k keys, ~10 ms in order)."""
+def test_inserted_int_keys_are_staged_as_one_record() -> None:
+    """A checkpoint of 80k inserted keys put 80k records in one RocksDB write, ~40 ms with
+    the GIL held (issue 28); a vchannel of int keys puts one delta a checkpoint."""
     rng = random.Random(5)
     pool = rng.sample(range(-(2**40), 2**40), 3000)  # random ids, negative ones among them
     index = bare_index()
     for offset in range(30):
         event = Event("RowsInserted", 1000 + offset, {}, 1, "v0", source=(0, offset))
         index.index(event, pool[offset * 100 : (offset + 1) * 100], offset % 3)
-    changes = {p: list(cs) for p, cs in index.changes.items()}
-    expected = reference(
-        changes, {v: dict(d) for v, d in index.newest.items()}, {0: StreamPosition(40)}
-    )
+    staged_as_the_reference(index, {0: StreamPosition(40)})
     txn = Recording()
-    index.stage(txn, {0: StreamPosition(40)})
-    assert txn.ops == expected
-    assert list(txn.ops) == sorted(txn.ops)
+    index.index(Event("RowsInserted", 2000, {}, 1, "v0", source=(0, 50)), pool[:5], 4)
+    index.stage(txn, {0: StreamPosition(60)})
+    assert txn.deltas == 1 and len(txn.ops) == 5
+
+
+def test_the_index_reads_back_as_committed_per_key_records_then_deltas(tmp_path) -> None:
+    """Per-key records (a store written before) are read first, then each delta in order:
+    a later delta's puts and deletes win, across restarts (the sequence goes on)."""
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 1), ENTRY.pack(9, 900))
+            txn.put(pk_key("v0", 2), ENTRY.pack(9, 900))
+        for life in range(4):
+            index = KeyIndex(store)
+            for vch in ("v0", "v1"):
+                if life == 2:  # a takeover's index, read back from binlogs instead
+                    index.newest[vch] = dict(KeyIndex(store).of(vch))
+                index.of(vch)
+            drive(index, life, list(range(-3, 12)))
+            expected = {vch: dict(index.newest[vch]) for vch in ("v0", "v1")}
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6), 1: StreamPosition(10**6)})
+            assert not any(index.changes.values())
+            read = KeyIndex(store)
+            assert {vch: read.of(vch) for vch in ("v0", "v1")} == expected
+    finally:
+        store.close()
+
+
+def upsert_compact_delete(index: KeyIndex, life: int, offset: int) -> None:
+    """Upserts keys of a small pool, deletes some, and compacts segments 0-1 into 7."""
+    rng = random.Random(life * 1000 + offset)
+    ts = 10_000 * life + 10 * offset
+    source = (0, 1000 * life + offset)
+    newest = index.of("v0")
+    pks = rng.sample(range(200), 40)
+    index.index(Event("RowsInserted", ts, {}, 1, "v0", source=source), pks, rng.randrange(3))
+    gone = [pk for pk in rng.sample(range(200), 10) if pk in newest]
+    index.record(
+        Event("RowsDeleted", ts + 1, {}, 1, "v0", source=source),
+        gone,
+        [newest.pop(pk) for pk in gone],
+    )
+    if offset % 7 == 6:
+        event = Event("SegmentsCompacted", ts + 2, {}, 1, "v0", source=source)
+        index.record(event, *repoint(newest, {0, 1}, 7))
+
+
+def deltas_in(store: StateStore) -> list[bytes]:
+    return [key for key, _ in store.items(DELTA_PREFIX + b"v0\x00")]
+
+
+def test_an_upserted_vchannel_keeps_a_bounded_number_of_deltas_read_back_alike(tmp_path):
+    """Deltas were never merged: 100 checkpoints of upserts left 100 records, and a restart
+    read every change ever made. Now a checkpoint past MERGE_AFTER replaces them by the net
+    state (its deletes dropped, its compactions' segments kept): the same index read back,
+    and the int per-key records of an older store folded in."""
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        with store.transaction() as txn:
+            txn.put(pk_key("v0", 500), ENTRY.pack(0, 1))  # a store written before deltas
+        for life in range(2):
+            index = KeyIndex(store)
+            for offset in range(60):
+                upsert_compact_delete(index, life, offset)
+                with store.transaction() as txn:
+                    index.stage(txn, {0: StreamPosition(10**6)})
+                assert len(deltas_in(store)) <= pkindex.MERGE_AFTER + 1
+                assert KeyIndex(store).of("v0") == index.newest["v0"]
+            assert 500 in index.newest["v0"] and (0, 1) not in index.newest["v0"].values()
+        assert list(store.items(pk_key("v0", 500))) == []  # folded into the merged delta
+        merged = decode_delta(next(store.items(DELTA_PREFIX))[1])  # the first: the merge
+        assert merged[2] == [] and len(merged[0]) <= 201
+    finally:
+        store.close()
+
+
+def test_deltas_are_merged_when_their_entries_pass_twice_the_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr(pkindex, "MERGE_SLACK", 0)
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        index = KeyIndex(store)
+        for offset in range(12):  # 40 upserts of 200 keys a checkpoint: ~5 deltas, then 1
+            upsert_compact_delete(index, 0, offset)
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6)})
+            sizes = [sum(pkindex.DELTA_HEAD.unpack_from(v)) for _, v in store.items(DELTA_PREFIX)]
+            assert sum(sizes[:-1]) <= 2 * len(index.newest["v0"]) + 10  # 10: this one's deletes
+            assert KeyIndex(store).of("v0") == index.newest["v0"]
+    finally:
+        store.close()
+
+
+def test_a_store_with_deltas_is_refused_by_a_build_that_ignores_them(tmp_path, monkeypatch):
+    """A build without deltas read only the per-key records: an incomplete index, upserts
+    not deleting old rows, no error. A store with deltas has format version 2 now, which
+    such a build (knowing version 1 only) refuses on open; one without stays at 1."""
+    for keys, version in (([1, 2, 3], 2), (["a", "b"], 1)):
+        path = tmp_path / str(version)
+        with RocksDBStateStore(path) as store:
+            index = KeyIndex(store)
+            event = Event("RowsInserted", 1000, {}, 1, "v0", source=(0, 1))
+            index.index(event, list(keys), 3)
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10)})
+        with RocksDBStateStore(path) as store:
+            assert store.format_version == version
+        with monkeypatch.context() as old:
+            old.setattr(base, "FORMAT_VERSIONS", (1,))
+            if version == 1:
+                RocksDBStateStore(path).close()
+                continue
+            with pytest.raises(StateFormatUnsupported):
+                RocksDBStateStore(path)
+
+
+def test_a_run_of_small_deltas_after_a_large_one_merges_keeping_its_deletes(tmp_path, monkeypatch):
+    """Only the trailing small deltas are merged (a large one reads back as fast alone):
+    the merged one keeps their deletes of keys the large one holds."""
+    monkeypatch.setattr(pkindex, "MERGE_ENTRIES", 50)
+    monkeypatch.setattr(pkindex, "MERGE_AFTER", 3)
+    store = RocksDBStateStore(tmp_path / "dn")
+    try:
+        index = KeyIndex(store)
+        index.of("v0")
+        ops = [("put", list(range(100)))] + [("del", [5]), ("put", [5, 200]), ("del", [6])] * 2
+        for offset, (op, pks) in enumerate(ops):
+            event = Event("RowsInserted", 1000 + offset, {}, 1, "v0", source=(0, offset))
+            if op == "put":
+                index.index(event, pks, offset)
+            else:
+                gone = [pk for pk in pks if pk in index.newest["v0"]]
+                index.record(event, gone, [index.newest["v0"].pop(pk) for pk in gone])
+            with store.transaction() as txn:
+                index.stage(txn, {0: StreamPosition(10**6)})
+            assert KeyIndex(store).of("v0") == index.newest["v0"]
+        deltas = [decode_delta(raw) for _, raw in store.items(DELTA_PREFIX)]
+        assert len(deltas) < len(ops) and len(deltas[0][0]) == 100  # the large one as it was
+        assert any(6 in gone for _, _, gone in deltas[1:])  # a merged delete of its key
+    finally:
+        store.close()
