@@ -20,8 +20,10 @@ from tests.clients import ClientFactory
 from tests.support import log_params, wait_until
 from vectorlog import Client
 from vectorlog.config import ConfigError
+from vectorlog.core.errors import InvalidArgument
 from vectorlog.runners.dnproc import LogWrites
 from vectorlog.runners.relayed_log import StaleGeneration
+from vectorlog.sdk import probes
 from vectorlog.streams.log.base import Append
 from vectorlog.streams.log.embedded import EmbeddedLog
 
@@ -128,6 +130,7 @@ def test_a_flush_outlives_a_child_killed_while_it_waits(open_client: ClientFacto
 CHILD = """
 import sys, time
 from vectorlog import Client
+from vectorlog.sdk import probes
 c = Client(sys.argv[1], tick_interval_ms=50, datanode_process=True)
 c.create_collection("c", dimension=8, metric_type="L2")
 c.insert("c", [{"id": i, "vector": [float(i)] * 8} for i in range(100)])
@@ -152,6 +155,19 @@ def test_the_child_dies_with_its_parent(open_client: ClientFactory, tmp_path: Pa
     client = open_client(uri=db, datanode_process=True)
     client.flush("c", timeout=120)
     assert client.query("c", output_fields=["count(*)"]) == [{"count(*)": 100}]
+
+
+@embedded_only
+def test_the_probes_of_its_buffers_say_it_runs_elsewhere(open_client: ClientFactory) -> None:
+    """A probe reading the data node's memory names itself instead of failing on an
+    attribute; the retention floor, which the child reports, is answered."""
+    client = open_client(datanode_process=True)
+    client.create_collection("c", dimension=DIM, metric_type="L2")
+    _insert(client, 0, 100)
+    for probe in (probes.buffered_rows, probes.pending_deletes):
+        with pytest.raises(InvalidArgument, match=f"{probe.__name__}: the data node does not"):
+            probe(client)
+    assert isinstance(probes.retention_floor(client), dict)
 
 
 def test_an_append_of_a_former_generation_is_refused(tmp_path: Path) -> None:

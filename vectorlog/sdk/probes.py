@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vectorlog.core.errors import InvalidArgument
 from vectorlog.runners.health import PROCESSORS
@@ -146,14 +146,24 @@ def next_offsets(client: Client, processor: str) -> dict[tuple[str, int], int]:
 
 def buffered_rows(client: Client) -> int:
     """Returns how many inserted rows the data node holds in memory, not yet in binlogs (a
-    flush or a full segment writes them)."""
-    return sum(b.num_rows for b in client.cluster.datanode.buffers.values())
+    flush or a full segment writes them). Raises InvalidArgument if the data node runs in
+    a process of its own (`datanode_process`)."""
+    return sum(b.num_rows for b in _in_process_datanode(client, "buffered_rows").buffers.values())
 
 
 def pending_deletes(client: Client) -> int:
     """Returns how many flushed segments have deletes the data node holds, not yet in
-    delta logs (it writes them about a second after they arrive)."""
-    return len(client.cluster.datanode.deltas)
+    delta logs (it writes them about a second after they arrive). Raises InvalidArgument if
+    the data node runs in a process of its own (`datanode_process`)."""
+    return len(_in_process_datanode(client, "pending_deletes").deltas)
+
+
+def _in_process_datanode(client: Client, probe: str) -> Any:
+    """Returns the cluster's data node if it runs in this process. Raises InvalidArgument."""
+    node = getattr(client.cluster, "datanode", None)
+    if node is None or not hasattr(node, "buffers"):
+        raise InvalidArgument(f"{probe}: the data node does not run in this process")
+    return node
 
 
 def retention_floor(client: Client) -> dict[int, int]:
