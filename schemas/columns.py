@@ -162,8 +162,6 @@ def column_chunks(columns: list[Any], counts: list[int]) -> list[np.ndarray] | N
         parts.append(body["values"])
     if len(parts) == 1:  # a decode's array (rowsreader.py) is not copied
         return [np.asarray(parts[0], dtype=dtype)]
-    if all(isinstance(p, list) for p in parts):  # small events fastavro read: one pass
-        return [np.asarray([v for p in parts for v in p], dtype=dtype)]
     return [np.concatenate([np.asarray(p, dtype=dtype) for p in parts])]
 
 

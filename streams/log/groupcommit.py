@@ -83,11 +83,7 @@ class GroupCommit(Generic[Req, Res]):
             return self.commit([request])[0]
         finally:
             with self._cond:
-                self.stats.requests += 1
-                self.stats.writes += 1
-                self.stats.largest_group = max(self.stats.largest_group, 1)
-                self._leading = False
-                self._cond.notify_all()
+                self._written(1)
 
     def _lead(self, group: list[_Pending[Req, Res]]) -> None:
         """Commits `group` and hands out its results, then lets the next leader in."""
@@ -102,8 +98,12 @@ class GroupCommit(Generic[Req, Res]):
             with self._cond:
                 for p in group:
                     p.done = True
-                self.stats.requests += len(group)
-                self.stats.writes += 1
-                self.stats.largest_group = max(self.stats.largest_group, len(group))
-                self._leading = False
-                self._cond.notify_all()
+                self._written(len(group))
+
+    def _written(self, size: int) -> None:
+        """Counts a write of `size` requests and lets the next leader in. Call with `_cond`."""
+        self.stats.requests += size
+        self.stats.writes += 1
+        self.stats.largest_group = max(self.stats.largest_group, size)
+        self._leading = False
+        self._cond.notify_all()

@@ -39,6 +39,8 @@ from vectorlog.streams.log.base import Log
 log = logging.getLogger(__name__)
 #: a child that exited unasked is started again after this many seconds
 RESTART_DELAY_S = 0.5
+#: a child that fails before it is ready is tried again after twice the last delay, up to this
+RESTART_BACKOFF_MAX_S = 30.0
 #: how long the first child may take to recover before `serve` gives up
 READY_TIMEOUT_S = 300.0
 #: how long a child asked to stop may take before it is killed
@@ -158,13 +160,15 @@ class DataNodeProcess:
                 return
             log.warning("datanode: process %d exited (%s); restarting it", proc.pid, code)
             self._close_pipes(proc)
-            while not self._stopping.wait(RESTART_DELAY_S):
+            delay = RESTART_DELAY_S
+            while not self._stopping.wait(delay):
                 try:
                     self._spawn()
                     self.restarts += 1
                     break
                 except (DataNodeProcessFailed, OSError) as exc:
-                    log.warning("datanode: restart failed: %s", exc)
+                    delay = min(2 * delay, RESTART_BACKOFF_MAX_S)  # a crash loop: back off
+                    log.warning("datanode: restart failed: %s; next try in %.1f s", exc, delay)
 
     def stop(self) -> None:
         """Asks the child to stop (SIGTERM: its last checkpoint is written), kills it after
